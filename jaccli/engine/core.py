@@ -1,0 +1,397 @@
+"""The tape: primitives recorded on traced values, nesting levels, and block sweeps.
+
+This module knows nothing of NumPy's function names. A `Primitive` is a function with
+rules; `bind` records one application of it on a `Trace`; `reverse` and `forward` run
+sweeps over a recorded trace with a block of K seeds at once (every rule receives its
+seed with a leading block axis of length K).
+
+Nesting: every `Trace` has a level; a traced value of a higher level may wrap a traced
+value of a lower one. `bind` unwraps only the highest level among its arguments and
+re-applies the primitive to the unwrapped values, which records on the lower levels in
+turn. Rules are written with the same dispatching operations, so a sweep over a level-2
+trace whose values are level-1 traced values is itself recorded on level 1: that is how
+second and higher derivatives work.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from typing import Any, Callable
+
+_level_counter = itertools.count(1)
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def user_site(skip: int = 1) -> tuple[str, int] | None:
+    """The innermost stack frame outside jaccli and NumPy: the user's file and line."""
+    frame = sys._getframe(skip)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not (filename.startswith(_PACKAGE_DIR) or _is_numpy_file(filename)):
+            return filename, frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
+def _is_numpy_file(filename: str) -> bool:
+    return f"{os.sep}numpy{os.sep}" in filename or filename.startswith("<__array_function__")
+
+
+class Trace:
+    """One recording level: the nodes of a computation in the order they ran."""
+
+    __slots__ = ("level", "nodes", "inputs", "_plans")
+
+    def __init__(self) -> None:
+        self.level = next(_level_counter)
+        self.nodes: list[Node] = []
+        self.inputs: list[Node] = []
+        self._plans: dict[Any, Any] = {}
+
+    def new_input(self, value: Any) -> "Any":
+        from .tracer import Tracer  # tracer imports core; the cycle is broken here
+
+        node = Node(INPUT, (), {}, (), value, 1 << len(self.inputs), None)
+        node.index = len(self.nodes)
+        self.nodes.append(node)
+        self.inputs.append(node)
+        return Tracer(value, node, None, self)
+
+
+class Primitive:
+    """A function with derivative rules.
+
+    Rules are registered per positional argument as makers ``(ans, *args, **kw) -> rule``,
+    where ``rule(g)`` maps a block of cotangents ``g`` of shape ``(K,) + ans.shape`` to one of
+    shape ``(K,) + arg.shape`` (reverse), or ``rule(t)`` maps a block of tangents of the
+    argument to tangents of the output (forward). A maker runs once per recorded node and its
+    rule is reused by every sweep, so work that does not depend on the seed belongs in the maker.
+    """
+
+    __slots__ = ("name", "impl", "vjps", "jvps", "nondiff", "zero_grad", "constant", "multi_out", "kink",
+                 "structure")
+
+    def __init__(
+        self,
+        name: str,
+        impl: Callable,
+        *,
+        nondiff: bool = False,
+        zero_grad: bool = False,
+        constant: bool = False,
+        multi_out: bool = False,
+    ) -> None:
+        self.name = name
+        self.impl = impl
+        self.vjps: dict[int, Callable] = {}
+        self.jvps: dict[int, Callable] = {}
+        self.nondiff = nondiff  # outputs carry no derivative at all (comparisons, argmax)
+        self.zero_grad = zero_grad  # connected, but the derivative is zero (floor, sign)
+        # A traced constant (zeros_like(x)): traced so that it can be assigned into, but
+        # structurally independent of every input.
+        self.constant = constant
+        self.multi_out = multi_out  # returns a tuple of arrays
+        self.kink: Callable | None = None  # (ans, *args, **kw) -> bool mask of kink points
+        self.structure: Callable | None = None  # room for per-element sparsity rules
+
+    def defvjp(self, *makers: Callable | None, argnums: tuple[int, ...] | None = None) -> "Primitive":
+        for i, maker in zip(argnums or range(len(makers)), makers):
+            if maker is not None:
+                self.vjps[i] = maker
+        return self
+
+    def defjvp(self, *makers: Callable | None, argnums: tuple[int, ...] | None = None) -> "Primitive":
+        for i, maker in zip(argnums or range(len(makers)), makers):
+            if maker is not None:
+                self.jvps[i] = maker
+        return self
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return bind(self, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"Primitive({self.name})"
+
+
+INPUT = Primitive("input", lambda x: x)
+
+
+class Node:
+    """One recorded primitive application."""
+
+    __slots__ = ("prim", "args", "kwargs", "parents", "value", "deps", "site", "index", "_vjps", "_jvps")
+
+    def __init__(self, prim, args, kwargs, parents, value, deps, site):
+        self.prim = prim
+        self.args = args
+        self.kwargs = kwargs
+        self.parents = parents  # tuple of (argnum, parent node, parent output index or None)
+        self.value = value
+        self.deps = deps  # bit mask over the trace's inputs: which ones this node depends on
+        self.site = site
+        self.index = -1
+        self._vjps: dict[int, Callable | None] | None = None
+        self._jvps: dict[int, Callable | None] | None = None
+
+    def vjp(self, argnum: int) -> Callable | None:
+        """The reverse rule for one argument, made once and cached (None means zero)."""
+        cache = self._vjps
+        if cache is None:
+            cache = self._vjps = {}
+        try:
+            return cache[argnum]
+        except KeyError:
+            pass
+        if self.prim.zero_grad:
+            rule = None
+        else:
+            maker = self.prim.vjps.get(argnum)
+            if maker is None:
+                raise _no_rule(self, argnum, "reverse")
+            rule = maker(self.value, *self.args, **self.kwargs)
+        cache[argnum] = rule
+        return rule
+
+    def jvp(self, argnum: int) -> Callable | None:
+        """The forward rule for one argument, made once and cached (None means zero)."""
+        cache = self._jvps
+        if cache is None:
+            cache = self._jvps = {}
+        try:
+            return cache[argnum]
+        except KeyError:
+            pass
+        if self.prim.zero_grad:
+            rule = None
+        else:
+            maker = self.prim.jvps.get(argnum)
+            if maker is None:
+                raise _no_rule(self, argnum, "forward")
+            rule = maker(self.value, *self.args, **self.kwargs)
+        cache[argnum] = rule
+        return rule
+
+    def __repr__(self) -> str:
+        return f"Node#{self.index}({self.prim.name})"
+
+
+def _no_rule(node: Node, argnum: int, mode: str) -> Exception:
+    from ..errors import UnsupportedOperationError
+
+    return UnsupportedOperationError(
+        f"{node.prim.name} has no {mode}-mode derivative with respect to its argument {argnum}; "
+        f"see 'jaccli ops' for what each function supports",
+        node.site,
+    )
+
+
+def bind(prim: Primitive, args: tuple, kwargs: dict) -> Any:
+    """Apply `prim` to `args`, recording it on the highest trace among the traced arguments."""
+    from .tracer import Tracer
+
+    top = None
+    for a in args:
+        if type(a) is Tracer and (top is None or a._trace.level > top.level):
+            top = a._trace
+    if top is None:
+        return prim.impl(*args, **kwargs)
+    vals = []
+    parents = []
+    deps = 0
+    nested = False
+    for i, a in enumerate(args):
+        if type(a) is Tracer:
+            if a._trace is top:
+                v = a._value
+                vals.append(v)
+                parents.append((i, a._node, a._idx))
+                deps |= a._node.deps
+                nested = nested or type(v) is Tracer
+            else:
+                vals.append(a)
+                nested = True
+        else:
+            vals.append(a)
+    # Lower levels are applied first, so an implementation only ever sees plain arrays.
+    ans = bind(prim, tuple(vals), kwargs) if nested else prim.impl(*vals, **kwargs)
+    if prim.nondiff:
+        return ans
+    if prim.multi_out:
+        if not all(_is_inexact(v) for v in ans):
+            return ans
+    elif not _is_inexact(ans):
+        return ans  # an integer or boolean result carries no derivative
+    if prim.constant:
+        parents, deps = (), 0
+    node = Node(prim, tuple(vals), kwargs, tuple(parents), ans, deps, user_site(2))
+    node.index = len(top.nodes)
+    top.nodes.append(node)
+    if prim.multi_out:
+        return tuple(Tracer(v, node, k, top) for k, v in enumerate(ans))
+    return Tracer(ans, node, None, top)
+
+
+def _is_inexact(value: Any) -> bool:
+    from .tracer import Tracer
+
+    if type(value) is Tracer:
+        return True
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        return isinstance(value, float)
+    return dtype.kind in "fc"
+
+
+# ---------------------------------------------------------------------------
+# Sweeps
+# ---------------------------------------------------------------------------
+
+
+def _get(store: dict, node: Node, idx: int | None) -> Any:
+    value = store.get(node)
+    if value is None or idx is None:
+        return value
+    return value[idx]
+
+
+def _accumulate(store: dict, node: Node, idx: int | None, n_out: int, value: Any) -> None:
+    if idx is None:
+        old = store.get(node)
+        store[node] = value if old is None else old + value
+        return
+    slots = store.get(node)
+    if slots is None:
+        slots = store[node] = [None] * n_out
+    old = slots[idx]
+    slots[idx] = value if old is None else old + value
+
+
+def _plan_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> list[Node]:
+    """Nodes on some path from a differentiated input to the outputs, in reverse order."""
+    key = ("rev", tuple((n.index, i) for n, i in outputs), wrt_mask)
+    plan = trace._plans.get(key)
+    if plan is not None:
+        return plan
+    needed = set()
+    stack = [n for n, _ in outputs if n.deps & wrt_mask]
+    while stack:
+        node = stack.pop()
+        if node.index in needed:
+            continue
+        needed.add(node.index)
+        for _, parent, _ in node.parents:
+            if parent.deps & wrt_mask and parent.index not in needed:
+                stack.append(parent)
+    plan = [trace.nodes[i] for i in sorted(needed, reverse=True)]
+    trace._plans[key] = plan
+    return plan
+
+
+def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple) -> list:
+    """Pull a block of cotangents back from `outputs` to the input nodes `wrt`.
+
+    Args:
+        trace: the recording.
+        outputs: ``(node, output_index)`` pairs; the index is None for single-output nodes.
+        seeds: one block of cotangents per output, shape ``(K,) + output.shape``, or None.
+        wrt: input nodes to pull back to.
+
+    Returns:
+        One cotangent block per `wrt` node, shape ``(K,) + input.shape``, or None where no
+        path leads from the input to a seeded output (a structural zero).
+    """
+    wrt_mask = 0
+    for node in wrt:
+        wrt_mask |= node.deps
+    store: dict = {}
+    for (node, idx), seed in zip(outputs, seeds):
+        if seed is not None and node.deps & wrt_mask:
+            _accumulate(store, node, idx, len(node.value) if idx is not None else 0, seed)
+    wanted = {id(n) for n in wrt}
+    results: dict = {}
+    for node in _plan_reverse(trace, tuple(outputs), wrt_mask):
+        g = store.pop(node, None)
+        if g is None:
+            continue
+        if not node.parents:
+            if id(node) in wanted:
+                results[id(node)] = g
+            continue
+        for argnum, parent, pidx in node.parents:
+            if not parent.deps & wrt_mask:
+                continue
+            rule = node.vjp(argnum)
+            if rule is None:
+                continue
+            ct = rule(g)
+            if ct is None:
+                continue
+            _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct)
+    return [results.get(id(n)) for n in wrt]
+
+
+def _plan_forward(trace: Trace, outputs: tuple, wrt_mask: int) -> tuple[list[Node], dict]:
+    """Nodes on a path from the seeded inputs to the outputs, in order, and each node's last use."""
+    key = ("fwd", tuple((n.index, i) for n, i in outputs), wrt_mask)
+    plan = trace._plans.get(key)
+    if plan is not None:
+        return plan
+    order = _plan_reverse(trace, outputs, wrt_mask)[::-1]
+    last_use: dict[int, int] = {}
+    for pos, node in enumerate(order):
+        for _, parent, _ in node.parents:
+            last_use[parent.index] = pos
+    for node, _ in outputs:
+        last_use[node.index] = len(order)
+    plan = (order, last_use)
+    trace._plans[key] = plan
+    return plan
+
+
+def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple) -> list:
+    """Push a block of tangents from input nodes to `outputs`.
+
+    Args:
+        trace: the recording.
+        inputs: input nodes that are seeded.
+        tangents: one block per input, shape ``(K,) + input.shape``.
+        outputs: ``(node, output_index)`` pairs.
+
+    Returns:
+        One tangent block per output, shape ``(K,) + output.shape``, or None where the output
+        does not depend on any seeded input (a structural zero).
+    """
+    wrt_mask = 0
+    store: dict = {}
+    for node, t in zip(inputs, tangents):
+        wrt_mask |= node.deps
+        if t is not None:
+            store[node] = t
+    order, last_use = _plan_forward(trace, tuple(outputs), wrt_mask)
+    for pos, node in enumerate(order):
+        if not node.parents:
+            continue
+        acc = None
+        for argnum, parent, pidx in node.parents:
+            t = _get(store, parent, pidx)
+            if t is None:
+                continue
+            rule = node.jvp(argnum)
+            if rule is not None:
+                out = rule(t)
+                if out is None:
+                    pass
+                elif acc is None:
+                    acc = out
+                elif node.prim.multi_out:
+                    acc = tuple(a if b is None else (b if a is None else a + b) for a, b in zip(acc, out))
+                else:
+                    acc = acc + out
+        for _, parent, _ in node.parents:
+            if last_use.get(parent.index) == pos:
+                store.pop(parent, None)
+        if acc is not None:
+            store[node] = list(acc) if node.prim.multi_out else acc
+    return [_get(store, node, idx) for node, idx in outputs]

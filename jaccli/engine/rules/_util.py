@@ -1,0 +1,56 @@
+"""Helpers shared by the rule families: broadcasting with a leading block axis, axis arithmetic."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def dtype_of(x: Any) -> np.dtype:
+    """The dtype of an array, a traced array or a Python number."""
+    dtype = getattr(x, "dtype", None)
+    return dtype if dtype is not None else np.result_type(x)
+
+
+def unbroadcast(g: Any, shape: tuple) -> Any:
+    """Sum a block ``(K,) + broadcast_shape`` of cotangents down to ``(K,) + shape``."""
+    gshape = np.shape(g)
+    if gshape[1:] == tuple(shape):
+        return g
+    lead = len(gshape) - 1 - len(shape)
+    if lead > 0:
+        g = np.sum(g, axis=tuple(range(1, 1 + lead)))
+        gshape = np.shape(g)
+    axes = tuple(i + 1 for i, n in enumerate(shape) if n == 1 and gshape[i + 1] != 1)
+    if axes:
+        g = np.sum(g, axis=axes, keepdims=True)
+    if np.shape(g)[1:] != tuple(shape):
+        # g was smaller than the argument (a broadcast constant produced it): widen it.
+        g = np.broadcast_to(g, (np.shape(g)[0],) + tuple(shape))
+    return g
+
+
+def expand(t: Any, shape: tuple, out_shape: tuple) -> Any:
+    """Lift a block ``(K,) + shape`` of tangents to ``(K,) + out_shape`` by broadcasting."""
+    tshape = np.shape(t)
+    k = tshape[0]
+    if len(shape) < len(out_shape):
+        t = np.reshape(t, (k,) + (1,) * (len(out_shape) - len(shape)) + tuple(shape))
+    if np.shape(t)[1:] != tuple(out_shape):
+        t = np.broadcast_to(t, (k,) + tuple(out_shape))
+    return t
+
+
+def norm_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    """Axes as a sorted tuple of non-negative ints (None means all)."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (int, np.integer)):
+        axis = (axis,)
+    return tuple(sorted(int(a) % ndim if ndim else 0 for a in axis))
+
+
+def shift(axes: tuple[int, ...]) -> tuple[int, ...]:
+    """Axes of an argument seen from a block with a leading axis."""
+    return tuple(a + 1 for a in axes)

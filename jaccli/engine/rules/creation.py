@@ -1,0 +1,63 @@
+"""Rules for copies, casts and arrays made like a traced one (zeros_like and friends)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import family, primitive, register
+from ._util import dtype_of
+
+family("creation")
+
+
+def _copy_impl(x):
+    return np.copy(x)
+
+
+copy = primitive("np.copy", _copy_impl)
+copy.defvjp(lambda ans, x: (lambda g: g))
+copy.defjvp(lambda ans, x: (lambda t: t))
+register(np.copy, lambda a, order="K", subok=False: copy(a), prims=(copy,))
+register("copy", copy, prims=(copy,), name="x.copy()")
+
+
+def _astype_impl(x, dtype):
+    return x.astype(dtype) if hasattr(x, "astype") else np.asarray(x).astype(dtype)
+
+
+astype = primitive("astype", _astype_impl)
+# The cotangent goes back in the input's dtype, the tangent forward in the output's.
+astype.defvjp(lambda ans, x, dtype: (lambda g, _dt=dtype_of(x): _astype_impl(g, _dt)))
+astype.defjvp(lambda ans, x, dtype: (lambda t: _astype_impl(t, dtype)))
+register("astype", lambda x, dtype: x if dtype_of(x) == dtype else astype(x, dtype), prims=(astype,),
+         name="x.astype()", notes="a cast to an integer or boolean dtype cuts the derivative (a constant)")
+
+
+def _like(kind):
+    def impl(x, fill_value, dtype):
+        dt = dtype or dtype_of(x)
+        return np.full(np.shape(x), fill_value, dtype=dt)
+
+    prim = primitive(f"np.{kind}", impl, constant=True)
+
+    def handler(a, *args, dtype=None, order="K", subok=True, shape=None, **kw):
+        if kind == "full_like":
+            fill = args[0] if args else kw.pop("fill_value")
+        else:
+            fill = 1.0 if kind == "ones_like" else 0.0
+            if args:
+                dtype = args[0]
+        if shape is not None:
+            return np.full(shape, fill, dtype=dtype or dtype_of(a))
+        return prim(a, fill, dtype)
+
+    register(getattr(np, kind), handler, prims=(prim,), kind="zero",
+             notes="a traced constant: independent of the input, but it can be assigned into")
+    return handler
+
+
+_like("zeros_like")
+_like("ones_like")
+full_like = _like("full_like")
+register("full_like", lambda x, v: full_like(x, v), name="x.fill()")
+_like("empty_like")

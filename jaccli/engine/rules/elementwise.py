@@ -1,0 +1,295 @@
+"""Rules for elementwise NumPy functions (ufuncs), with the conventions at their kinks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import family, primitive, register, register_derived, register_primitive
+from ..tracer import primal
+from ._util import expand, unbroadcast
+
+family("elementwise")
+
+
+def _scale(d):
+    return lambda g: g * d
+
+
+def _unary(ufunc, deriv, *, notes: str = "", kink=None):
+    """A one-argument ufunc whose derivative is the elementwise factor deriv(ans, x).
+
+    Its Jacobian is diagonal, so the reverse and forward rules are the same product.
+    """
+    prim = primitive(f"np.{ufunc.__name__}", ufunc)
+    maker = lambda ans, x, **kw: _scale(deriv(ans, x))  # noqa: E731
+    prim.defvjp(maker)
+    prim.defjvp(maker)
+    prim.kink = kink
+    register_primitive(ufunc, prim, notes=notes)
+    return prim
+
+
+def _binary(ufunc, dx, dy, *, notes: str = "", kink=None, name=None):
+    """A two-argument broadcasting ufunc with partial derivatives dx(ans, x, y), dy(ans, x, y).
+
+    A partial given as None means the function is not differentiable in that argument.
+    """
+    prim = primitive(name or f"np.{ufunc.__name__}", ufunc)
+    makers_v, makers_j = [], []
+    for pos, d in ((0, dx), (1, dy)):
+        if d is None:
+            makers_v.append(None)
+            makers_j.append(None)
+            continue
+
+        def vjp_maker(ans, x, y, _d=d, _pos=pos, **kw):
+            factor = _d(ans, x, y)
+            shape = np.shape(x if _pos == 0 else y)
+            return lambda g: unbroadcast(g * factor, shape)
+
+        def jvp_maker(ans, x, y, _d=d, _pos=pos, **kw):
+            factor = _d(ans, x, y)
+            shape = np.shape(x if _pos == 0 else y)
+            out_shape = np.shape(ans)
+            return lambda t: expand(t, shape, out_shape) * factor
+
+        makers_v.append(vjp_maker)
+        makers_j.append(jvp_maker)
+    prim.defvjp(*makers_v)
+    prim.defjvp(*makers_j)
+    prim.kink = kink
+    register_primitive(ufunc, prim, notes=notes)
+    return prim
+
+
+def _linear_binary(ufunc, sx: float, sy: float):
+    """x + y and x - y: the cotangent passes through (times +-1), no factor needed."""
+    prim = primitive(f"np.{ufunc.__name__}", ufunc)
+
+    def vjp(sign, pos):
+        def maker(ans, x, y, **kw):
+            shape = np.shape(x if pos == 0 else y)
+            if sign == 1:
+                return lambda g: unbroadcast(g, shape)
+            return lambda g: unbroadcast(-g, shape)
+        return maker
+
+    def jvp(sign, pos):
+        def maker(ans, x, y, **kw):
+            shape = np.shape(x if pos == 0 else y)
+            out_shape = np.shape(ans)
+            if sign == 1:
+                return lambda t: expand(t, shape, out_shape)
+            return lambda t: expand(-t, shape, out_shape)
+        return maker
+
+    prim.defvjp(vjp(sx, 0), vjp(sy, 1))
+    prim.defjvp(jvp(sx, 0), jvp(sy, 1))
+    register_primitive(ufunc, prim)
+    return prim
+
+
+def _zero(ufunc, notes: str = "piecewise constant: derivative 0"):
+    """Connected to its input (strict mode sees a path) but with a zero derivative."""
+    prim = primitive(f"np.{ufunc.__name__}", ufunc, zero_grad=True)
+    register_primitive(ufunc, prim, kind="zero", notes=notes)
+    return prim
+
+
+def _nondiff(ufunc, notes: str = "boolean result: no derivative"):
+    prim = primitive(f"np.{ufunc.__name__}", ufunc, nondiff=True)
+    register_primitive(ufunc, prim, kind="nondiff", notes=notes)
+    return prim
+
+
+def _where0(cond, value):
+    """value where cond holds, else exactly 0; NaN or inf in the masked-out entries never leak."""
+    return np.where(cond, value, 0.0)
+
+
+# ---------------------------------------------------------------------------
+# Arithmetic
+# ---------------------------------------------------------------------------
+add = _linear_binary(np.add, 1, 1)
+subtract = _linear_binary(np.subtract, 1, -1)
+multiply = _binary(np.multiply, lambda ans, x, y: y, lambda ans, x, y: x)
+true_divide = _binary(np.true_divide, lambda ans, x, y: 1.0 / y, lambda ans, x, y: -ans / y)
+negative = _unary(np.negative, lambda ans, x: -1.0)
+positive = _unary(np.positive, lambda ans, x: 1.0)
+
+
+def _power_dx(ans, x, y):
+    # y * x**(y-1), with exactly 0 where y == 0 (x**-1 would be inf at x == 0).
+    if np.ndim(y) == 0 and not hasattr(y, "_node") and y == 0:
+        return np.zeros_like(ans)
+    if np.ndim(y) == 0 and not hasattr(y, "_node") and y == 2:
+        return 2.0 * x
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _where0(y != 0, y * np.power(x, y - 1))
+
+
+def _power_dy(ans, x, y):
+    # ans * log(x), taking 0 * log(0) = 0 so that 0**y stays differentiable in y.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        safe_x = np.where(x == 0, 1.0, x)
+        return _where0(x != 0, ans * np.log(safe_x))
+
+
+power = _binary(np.power, _power_dx, _power_dy, notes="d/dy uses log(x): defined for x > 0; 0 at x == 0")
+float_power = _binary(np.float_power, _power_dx, _power_dy, notes="as np.power, in float64")
+square = _unary(np.square, lambda ans, x: 2.0 * x)
+sqrt = _unary(np.sqrt, lambda ans, x: 0.5 / ans, notes="sqrt'(0) = inf, reported as non-finite, not hidden")
+cbrt = _unary(np.cbrt, lambda ans, x: 1.0 / (3.0 * ans * ans), notes="cbrt'(0) = inf")
+reciprocal = _unary(np.reciprocal, lambda ans, x: -(ans * ans))
+absolute = _unary(np.absolute, lambda ans, x: np.sign(x), notes="abs'(0) = 0 (the subgradient of least norm)",
+                  kink=lambda ans, x: x == 0)
+register(np.abs, absolute, prims=(absolute,), name="np.abs") if np.abs is not np.absolute else None
+fabs = _unary(np.fabs, lambda ans, x: np.sign(x), notes="fabs'(0) = 0", kink=lambda ans, x: x == 0)
+
+# ---------------------------------------------------------------------------
+# Exponentials and logarithms
+# ---------------------------------------------------------------------------
+exp = _unary(np.exp, lambda ans, x: ans)
+exp2 = _unary(np.exp2, lambda ans, x: ans * np.log(2.0))
+expm1 = _unary(np.expm1, lambda ans, x: ans + 1.0)
+log = _unary(np.log, lambda ans, x: 1.0 / x)
+log2 = _unary(np.log2, lambda ans, x: 1.0 / (x * np.log(2.0)))
+log10 = _unary(np.log10, lambda ans, x: 1.0 / (x * np.log(10.0)))
+log1p = _unary(np.log1p, lambda ans, x: 1.0 / (1.0 + x))
+logaddexp = _binary(np.logaddexp, lambda ans, x, y: np.exp(x - ans), lambda ans, x, y: np.exp(y - ans))
+logaddexp2 = _binary(np.logaddexp2, lambda ans, x, y: np.exp2(x - ans), lambda ans, x, y: np.exp2(y - ans))
+
+# ---------------------------------------------------------------------------
+# Trigonometric and hyperbolic
+# ---------------------------------------------------------------------------
+sin = _unary(np.sin, lambda ans, x: np.cos(x))
+cos = _unary(np.cos, lambda ans, x: -np.sin(x))
+tan = _unary(np.tan, lambda ans, x: 1.0 + ans * ans)
+arcsin = _unary(np.arcsin, lambda ans, x: 1.0 / np.sqrt(1.0 - x * x))
+arccos = _unary(np.arccos, lambda ans, x: -1.0 / np.sqrt(1.0 - x * x))
+arctan = _unary(np.arctan, lambda ans, x: 1.0 / (1.0 + x * x))
+arctan2 = _binary(np.arctan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y / (x * x + y * y))
+sinh = _unary(np.sinh, lambda ans, x: np.cosh(x))
+cosh = _unary(np.cosh, lambda ans, x: np.sinh(x))
+tanh = _unary(np.tanh, lambda ans, x: 1.0 - ans * ans)
+arcsinh = _unary(np.arcsinh, lambda ans, x: 1.0 / np.sqrt(x * x + 1.0))
+arccosh = _unary(np.arccosh, lambda ans, x: 1.0 / np.sqrt(x * x - 1.0))
+arctanh = _unary(np.arctanh, lambda ans, x: 1.0 / (1.0 - x * x))
+deg2rad = _unary(np.deg2rad, lambda ans, x: np.pi / 180.0)
+rad2deg = _unary(np.rad2deg, lambda ans, x: 180.0 / np.pi)
+register(np.radians, deg2rad, prims=(deg2rad,), name="np.radians")
+register(np.degrees, rad2deg, prims=(rad2deg,), name="np.degrees")
+
+
+def _hypot_d(which):
+    def d(ans, x, y):
+        # The subgradient of least norm at the origin is 0 (as for norm).
+        with np.errstate(divide="ignore", invalid="ignore"):
+            safe = np.where(ans == 0, 1.0, ans)
+            return _where0(ans != 0, (x if which == 0 else y) / safe)
+    return d
+
+
+hypot = _binary(np.hypot, _hypot_d(0), _hypot_d(1), notes="0 subgradient at (0, 0)",
+                kink=lambda ans, x, y: ans == 0)
+
+
+def _sinc_d(ans, x):
+    # d/dx sin(pi x)/(pi x) = (cos(pi x) - sinc(x)) / x, and 0 at x == 0.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        safe = np.where(x == 0, 1.0, x)
+        return _where0(x != 0, (np.cos(np.pi * x) - ans) / safe)
+
+
+sinc_prim = primitive("np.sinc", np.sinc)
+sinc_prim.defvjp(lambda ans, x: _scale(_sinc_d(ans, x)))
+sinc_prim.defjvp(lambda ans, x: _scale(_sinc_d(ans, x)))
+register_primitive(np.sinc, sinc_prim)
+
+# ---------------------------------------------------------------------------
+# Maximum, minimum, clip: ties split the derivative evenly
+# ---------------------------------------------------------------------------
+
+
+def _pick(first_wins, tie):
+    return np.where(first_wins, 1.0, np.where(tie, 0.5, 0.0))
+
+
+maximum = _binary(np.maximum, lambda ans, x, y: _pick(x > y, x == y), lambda ans, x, y: _pick(y > x, x == y),
+                  notes="ties split evenly: 1/2 to each argument", kink=lambda ans, x, y: x == y)
+minimum = _binary(np.minimum, lambda ans, x, y: _pick(x < y, x == y), lambda ans, x, y: _pick(y < x, x == y),
+                  notes="ties split evenly: 1/2 to each argument", kink=lambda ans, x, y: x == y)
+fmax = _binary(np.fmax, lambda ans, x, y: _pick((x > y) | np.isnan(y), x == y),
+               lambda ans, x, y: _pick((y > x) | np.isnan(x), x == y),
+               notes="ties split evenly; a NaN argument gets 0", kink=lambda ans, x, y: x == y)
+fmin = _binary(np.fmin, lambda ans, x, y: _pick((x < y) | np.isnan(y), x == y),
+               lambda ans, x, y: _pick((y < x) | np.isnan(x), x == y),
+               notes="ties split evenly; a NaN argument gets 0", kink=lambda ans, x, y: x == y)
+
+
+def _clip(x, lo=None, hi=None, **kw):
+    if lo is not None:
+        x = np.maximum(x, lo)
+    if hi is not None:
+        x = np.minimum(x, hi)
+    return x
+
+
+def _clip_handler(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue, max=np._NoValue, **kw):
+    lo = a_min if a_min is not np._NoValue else (None if min is np._NoValue else min)
+    hi = a_max if a_max is not np._NoValue else (None if max is np._NoValue else max)
+    return _clip(a, lo, hi)
+
+
+register_derived(np.clip, _clip_handler, uses=(maximum, minimum),
+                 notes="maximum then minimum: at a bound the derivative is split evenly (1/2)")
+
+# ---------------------------------------------------------------------------
+# where: the cotangent is masked, never multiplied by the mask
+# ---------------------------------------------------------------------------
+
+
+def _where_impl(cond, x, y):
+    return np.where(cond, x, y)
+
+
+where = primitive("np.where", _where_impl)
+where.defvjp(
+    None,
+    lambda ans, c, x, y: (lambda g: unbroadcast(np.where(c, g, 0.0), np.shape(x))),
+    lambda ans, c, x, y: (lambda g: unbroadcast(np.where(c, 0.0, g), np.shape(y))),
+)
+where.defjvp(
+    None,
+    lambda ans, c, x, y: (lambda t: np.where(c, expand(t, np.shape(x), np.shape(ans)), 0.0)),
+    lambda ans, c, x, y: (lambda t: np.where(c, 0.0, expand(t, np.shape(y), np.shape(ans)))),
+)
+
+
+def _where_handler(condition, x=None, y=None):
+    if x is None and y is None:
+        return np.nonzero(primal(condition))
+    return where(primal(condition), x, y)
+
+
+register(np.where, _where_handler, prims=(where,),
+         notes="the cotangent is masked with where(c, g, 0): NaN or inf in the branch not taken never leaks")
+
+# ---------------------------------------------------------------------------
+# Remainders: differentiable in the first argument
+# ---------------------------------------------------------------------------
+mod = _binary(np.remainder, lambda ans, x, y: np.ones_like(ans), None,
+              notes="derivative 1 w.r.t. the first argument; not differentiable w.r.t. the second")
+register(np.mod, mod, prims=(mod,), name="np.mod") if np.mod is not np.remainder else None
+fmod = _binary(np.fmod, lambda ans, x, y: np.ones_like(ans), None,
+               notes="derivative 1 w.r.t. the first argument; not differentiable w.r.t. the second")
+
+# ---------------------------------------------------------------------------
+# Piecewise constant (derivative 0) and boolean-valued (no derivative)
+# ---------------------------------------------------------------------------
+for _uf in (np.sign, np.floor, np.ceil, np.rint, np.trunc, np.floor_divide, np.heaviside):
+    _zero(_uf)
+for _uf in (np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal,
+            np.logical_and, np.logical_or, np.logical_xor, np.logical_not,
+            np.isfinite, np.isnan, np.isinf, np.signbit):
+    _nondiff(_uf)

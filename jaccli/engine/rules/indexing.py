@@ -1,0 +1,152 @@
+"""Rules for indexing: x[idx] (basic and advanced), in-place assignment, and their transposes.
+
+Basic indices (ints, slices, Ellipsis, None) act on views and stay views. Advanced indices
+(integer arrays, lists, boolean masks) become a gather of flat positions, precomputed once,
+so that repeated indices accumulate and a leading block axis never moves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import TracingError
+from ..core import user_site
+from ..registry import family, primitive, register
+
+family("indexing")
+
+
+def _is_basic(idx: tuple) -> bool:
+    for i in idx:
+        if i is None or i is Ellipsis or isinstance(i, slice):
+            continue
+        if isinstance(i, (bool, np.bool_)):
+            return False
+        if isinstance(i, (int, np.integer)):
+            continue
+        return False
+    return True
+
+
+def _full_basic(idx: tuple, ndim: int) -> tuple:
+    """A basic index spelled out for every axis, so it applies to the trailing axes of a block."""
+    used = sum(1 for i in idx if i is not None and i is not Ellipsis)
+    out = []
+    seen_ellipsis = False
+    for i in idx:
+        if i is Ellipsis:
+            if not seen_ellipsis:
+                out.extend([slice(None)] * (ndim - used))
+                seen_ellipsis = True
+        else:
+            out.append(int(i) if isinstance(i, np.integer) else i)
+    if not seen_ellipsis:
+        out.extend([slice(None)] * (ndim - used))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------
+# Basic indexing on the trailing axes, and its transpose
+# ---------------------------------------------------------------------------
+def _get_basic(x, idx):
+    return x[(Ellipsis,) + idx]
+
+
+def _scatter_basic(v, idx, shape):
+    lead = np.shape(v)[: np.ndim(v) - len(np.empty(shape, dtype=bool)[idx].shape)]
+    z = np.zeros(tuple(lead) + tuple(shape), dtype=np.result_type(v, np.float32))
+    z[(Ellipsis,) + idx] = v
+    return z
+
+
+get_basic = primitive("getitem", _get_basic)
+scatter_basic = primitive("scatter", _scatter_basic)
+get_basic.defvjp(lambda ans, x, idx: (lambda g: scatter_basic(g, idx, np.shape(x))))
+get_basic.defjvp(lambda ans, x, idx: (lambda t: get_basic(t, idx)))
+scatter_basic.defvjp(lambda ans, v, idx, shape: (lambda g: get_basic(g, idx)))
+scatter_basic.defjvp(lambda ans, v, idx, shape: (lambda t: scatter_basic(t, idx, shape)))
+
+
+# ---------------------------------------------------------------------------
+# Gather of flat positions on the last axis, and its transpose (repeated positions add up)
+# ---------------------------------------------------------------------------
+def _gather(x, flat):
+    return np.take(x, flat, axis=-1)
+
+
+def _scatter_flat(v, flat, n):
+    lead = np.shape(v)[: np.ndim(v) - flat.ndim]
+    z = np.zeros(tuple(lead) + (n,), dtype=np.result_type(v, np.float32))
+    vv = np.reshape(v, tuple(lead) + (flat.size,))
+    pos = flat.reshape(-1)
+    if np.unique(pos).size == pos.size:
+        z[..., pos] = vv
+    else:
+        np.add.at(z, (Ellipsis, pos), vv)
+    return z
+
+
+gather = primitive("gather", _gather)
+scatter_flat = primitive("scatter_add", _scatter_flat)
+gather.defvjp(lambda ans, x, flat: (lambda g: scatter_flat(g, flat, np.shape(x)[-1])))
+gather.defjvp(lambda ans, x, flat: (lambda t: gather(t, flat)))
+scatter_flat.defvjp(lambda ans, v, flat, n: (lambda g: gather(g, flat)))
+scatter_flat.defjvp(lambda ans, v, flat, n: (lambda t: scatter_flat(t, flat, n)))
+
+
+def _normalize(idx) -> tuple:
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    out = []
+    for i in idx:
+        if hasattr(i, "_node"):
+            raise TracingError("a traced (differentiated) value was used as an index; index with plain "
+                               "integers, slices or integer/boolean arrays", user_site(3))
+        if isinstance(i, list):
+            i = np.asarray(i)
+        if isinstance(i, np.ndarray) and i.ndim == 0 and i.dtype.kind in "iu":
+            i = int(i)
+        out.append(i)
+    return tuple(out)
+
+
+def flat_positions(shape: tuple, idx: tuple) -> np.ndarray:
+    """For each element of x[idx], its flat position in x (precomputed once per index)."""
+    return np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.intp).reshape(shape)[idx]
+
+
+def getitem(x, idx):
+    idx = _normalize(idx)
+    shape = np.shape(x)
+    if _is_basic(idx):
+        return get_basic(x, _full_basic(idx, len(shape)))
+    flat = flat_positions(shape, idx)
+    return gather(np.reshape(x, (-1,)), flat)
+
+
+def setitem(x, v, idx):
+    """x with x[idx] replaced by v: a functional update (the last write wins for repeated indices)."""
+    idx = _normalize(idx)
+    shape = np.shape(x)
+    flat = flat_positions(shape, idx)
+    target_shape = np.shape(flat)
+    v = np.broadcast_to(v, target_shape) if np.shape(v) != target_shape else v
+    pos = flat.reshape(-1)
+    mask = np.zeros(int(np.prod(shape, dtype=np.int64)), dtype=bool)
+    mask[pos] = True
+    kept = np.where(mask.reshape(shape), 0.0, x)
+    if np.unique(pos).size != pos.size:
+        # Keep only the last write to each position, as NumPy's assignment does.
+        _, last_from_end = np.unique(pos[::-1], return_index=True)
+        keep = np.sort(pos.size - 1 - last_from_end)
+        vals = gather(np.reshape(v, (-1,)), keep)
+        pos = pos[keep]
+    else:
+        vals = np.reshape(v, (-1,))
+    return kept + np.reshape(scatter_flat(vals, pos, mask.size), shape)
+
+
+register("getitem", getitem, prims=(get_basic, gather), name="x[idx]",
+         notes="basic and advanced indexing; repeated indices accumulate")
+register("setitem", setitem, prims=(scatter_flat,), kind="derived", name="x[idx] = v",
+         notes="a functional update: the traced array becomes the updated one; the last write wins")

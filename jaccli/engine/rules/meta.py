@@ -1,0 +1,29 @@
+"""NumPy functions that read shapes or produce integer/boolean results: no derivative flows."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import family, register
+from ..tracer import primal
+
+family("metadata")
+
+
+def _on_primal(func):
+    def handler(*args, **kwargs):
+        return func(*(primal(a) for a in args), **{k: primal(v) for k, v in kwargs.items()})
+    return handler
+
+
+register(np.shape, lambda a: a.shape if hasattr(a, "shape") else np.shape(primal(a)), kind="nondiff")
+register(np.ndim, lambda a: a.ndim if hasattr(a, "ndim") else np.ndim(primal(a)), kind="nondiff")
+register(np.size, lambda a, axis=None: np.size(primal(a), axis), kind="nondiff")
+for _f in (np.argmax, np.argmin, np.argsort, np.nonzero, np.flatnonzero, np.count_nonzero, np.any, np.all,
+           np.isclose, np.allclose, np.array_equal, np.searchsorted, np.iscomplexobj, np.isrealobj,
+           np.isreal, np.iscomplex, np.argwhere, np.result_type, np.can_cast, np.min_scalar_type,
+           np.digitize, np.unravel_index, np.ravel_multi_index, np.lexsort):
+    try:
+        register(_f, _on_primal(_f), kind="nondiff", notes="integer or boolean result: no derivative")
+    except TypeError:
+        pass

@@ -1,0 +1,255 @@
+"""The traced array type: NumPy's dispatch protocols, operators and methods, routed to the registry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import TracingError, UnsupportedOperationError
+from .core import Node, Trace, user_site
+
+# Filled by registry.py: NumPy callable -> handler(*args, **kwargs).
+FUNCTION_HANDLERS: dict[Any, Any] = {}
+UFUNC_HANDLERS: dict[Any, Any] = {}
+# Internal operations the methods below need (getitem, setitem, astype, ...), by name.
+INTERNAL: dict[str, Any] = {}
+
+
+def numpy_name(func: Any) -> str:
+    """`np.fft.fft` style name of a NumPy callable, for messages."""
+    if isinstance(func, np.ufunc):
+        return f"np.{func.__name__}"
+    module = getattr(func, "__module__", "") or ""
+    name = getattr(func, "__name__", repr(func))
+    for prefix, short in (("numpy.linalg", "np.linalg"), ("numpy.fft", "np.fft"), ("numpy.random", "np.random")):
+        if module.startswith(prefix):
+            return f"{short}.{name}"
+    return f"np.{name}"
+
+
+def primal(x: Any) -> Any:
+    """The plain value under every level of tracing."""
+    while type(x) is Tracer:
+        x = x._value
+    return x
+
+
+def _escape(what: str, instead: str) -> TracingError:
+    return TracingError(f"{what} takes a traced value out of jaccli's recording, so its derivative is lost; {instead}",
+                        user_site(3))
+
+
+class Tracer:
+    """An array whose operations are recorded on a `Trace` (one nesting level)."""
+
+    __slots__ = ("_value", "_node", "_idx", "_trace")
+    __array_priority__ = 1000.0
+
+    def __init__(self, value: Any, node: Node, idx: int | None, trace: Trace) -> None:
+        self._value = value
+        self._node = node
+        self._idx = idx
+        self._trace = trace
+
+    # -- NumPy protocols ---------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if kwargs.get("out") is not None:
+            raise TracingError(
+                f"np.{ufunc.__name__}(..., out=...) writes into an existing array; "
+                f"write `y = np.{ufunc.__name__}(...)` instead", user_site(2))
+        kwargs.pop("out", None)
+        if method == "__call__":
+            handler = UFUNC_HANDLERS.get(ufunc)
+        else:
+            handler = UFUNC_HANDLERS.get((ufunc, method))
+        if handler is None:
+            name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+            raise UnsupportedOperationError(f"{name} is not supported by jaccli; see 'jaccli ops'", user_site(2))
+        return handler(*inputs, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        handler = FUNCTION_HANDLERS.get(func)
+        if handler is None:
+            raise UnsupportedOperationError(f"{numpy_name(func)} is not supported by jaccli; see 'jaccli ops'",
+                                            user_site(2))
+        return handler(*args, **kwargs)
+
+    def __array__(self, dtype=None, copy=None):
+        raise _escape("converting to a plain NumPy array (np.array/np.asarray of a traced value, or writing it "
+                      "into an array made with np.zeros/np.empty)",
+                      "build arrays from the input with np.stack, np.concatenate or np.zeros_like(x), "
+                      "then assign into those")
+
+    # -- escapes -------------------------------------------------------------
+    def __float__(self):
+        raise _escape("float()", "keep values as arrays and use NumPy functions (np.sin, not math.sin)")
+
+    def __int__(self):
+        raise _escape("int()", "keep values as arrays; integers derived from traced values cannot be differentiated")
+
+    def __index__(self):
+        raise _escape("using a traced value as an index", "index with plain integers or integer arrays")
+
+    def __complex__(self):
+        raise _escape("complex()", "keep values as real arrays")
+
+    def item(self, *args):
+        raise _escape(".item()", "keep values as arrays (index with x[i] instead)")
+
+    def tolist(self):
+        raise _escape(".tolist()", "keep values as arrays (use np.stack to combine them)")
+
+    def __bool__(self):
+        # Branching on a value is fine: the derivative follows the branch that ran.
+        return bool(self._value)
+
+    def __hash__(self):
+        return id(self)
+
+    # -- attributes ----------------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        return np.shape(self._value)
+
+    @property
+    def ndim(self) -> int:
+        return np.ndim(self._value)
+
+    @property
+    def size(self) -> int:
+        return int(np.size(self._value))
+
+    @property
+    def dtype(self):
+        return self._value.dtype if hasattr(self._value, "dtype") else np.asarray(self._value).dtype
+
+    @property
+    def T(self):
+        return np.transpose(self)
+
+    @property
+    def mT(self):
+        return np.swapaxes(self, -1, -2)
+
+    @property
+    def real(self):
+        return self
+
+    @property
+    def value(self):
+        """The primal value at this level (itself traced when levels are nested)."""
+        return self._value
+
+    def __len__(self) -> int:
+        shape = self.shape
+        if not shape:
+            raise TypeError("len() of a 0-d traced array")
+        return shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        return f"Tracer(level={self._trace.level}, shape={self.shape}, value={self._value!r})"
+
+    # -- operators -------------------------------------------------------------
+    def __add__(self, o): return np.add(self, o)
+    def __radd__(self, o): return np.add(o, self)
+    def __sub__(self, o): return np.subtract(self, o)
+    def __rsub__(self, o): return np.subtract(o, self)
+    def __mul__(self, o): return np.multiply(self, o)
+    def __rmul__(self, o): return np.multiply(o, self)
+    def __truediv__(self, o): return np.true_divide(self, o)
+    def __rtruediv__(self, o): return np.true_divide(o, self)
+    def __floordiv__(self, o): return np.floor_divide(self, o)
+    def __rfloordiv__(self, o): return np.floor_divide(o, self)
+    def __mod__(self, o): return np.remainder(self, o)
+    def __rmod__(self, o): return np.remainder(o, self)
+    def __pow__(self, o): return np.power(self, o)
+    def __rpow__(self, o): return np.power(o, self)
+    def __matmul__(self, o): return np.matmul(self, o)
+    def __rmatmul__(self, o): return np.matmul(o, self)
+    def __neg__(self): return np.negative(self)
+    def __pos__(self): return np.positive(self)
+    def __abs__(self): return np.absolute(self)
+    def __eq__(self, o): return np.equal(self, o)
+    def __ne__(self, o): return np.not_equal(self, o)
+    def __lt__(self, o): return np.less(self, o)
+    def __le__(self, o): return np.less_equal(self, o)
+    def __gt__(self, o): return np.greater(self, o)
+    def __ge__(self, o): return np.greater_equal(self, o)
+
+    # In-place operators update this object functionally: it now stands for the new value.
+    def _become(self, new: Any) -> "Tracer":
+        if type(new) is not Tracer:
+            raise TracingError("an in-place update turned a traced array into a constant", user_site(3))
+        self._value, self._node, self._idx, self._trace = new._value, new._node, new._idx, new._trace
+        return self
+
+    def __iadd__(self, o): return self._become(np.add(self, o))
+    def __isub__(self, o): return self._become(np.subtract(self, o))
+    def __imul__(self, o): return self._become(np.multiply(self, o))
+    def __itruediv__(self, o): return self._become(np.true_divide(self, o))
+    def __ipow__(self, o): return self._become(np.power(self, o))
+    def __imatmul__(self, o): return self._become(np.matmul(self, o))
+
+    def __getitem__(self, idx):
+        return INTERNAL["getitem"](self, idx)
+
+    def __setitem__(self, idx, v):
+        self._become(INTERNAL["setitem"](self, v, idx))
+
+    # -- methods ---------------------------------------------------------------
+    def sum(self, axis=None, dtype=None, keepdims=False, **kw): return np.sum(self, axis=axis, keepdims=keepdims, **kw)
+    def mean(self, axis=None, dtype=None, keepdims=False, **kw): return np.mean(self, axis=axis, keepdims=keepdims, **kw)
+    def prod(self, axis=None, dtype=None, keepdims=False, **kw): return np.prod(self, axis=axis, keepdims=keepdims, **kw)
+    def max(self, axis=None, keepdims=False, **kw): return np.max(self, axis=axis, keepdims=keepdims, **kw)
+    def min(self, axis=None, keepdims=False, **kw): return np.min(self, axis=axis, keepdims=keepdims, **kw)
+    def var(self, axis=None, dtype=None, ddof=0, keepdims=False): return np.var(self, axis=axis, ddof=ddof, keepdims=keepdims)
+    def std(self, axis=None, dtype=None, ddof=0, keepdims=False): return np.std(self, axis=axis, ddof=ddof, keepdims=keepdims)
+    def cumsum(self, axis=None): return np.cumsum(self, axis=axis)
+    def cumprod(self, axis=None): return np.cumprod(self, axis=axis)
+    def argmax(self, axis=None, **kw): return np.argmax(self._value, axis=axis, **kw)
+    def argmin(self, axis=None, **kw): return np.argmin(self._value, axis=axis, **kw)
+    def argsort(self, axis=-1, **kw): return np.argsort(self._value, axis=axis, **kw)
+    def any(self, *a, **kw): return np.any(self._value, *a, **kw)
+    def all(self, *a, **kw): return np.all(self._value, *a, **kw)
+    def nonzero(self): return np.nonzero(self._value)
+
+    def reshape(self, *shape, order="C"):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return np.reshape(self, shape, order=order)
+
+    def ravel(self, order="C"): return np.ravel(self, order=order)
+    def flatten(self, order="C"): return np.ravel(self, order=order)
+    def squeeze(self, axis=None): return np.squeeze(self, axis=axis)
+    def swapaxes(self, a, b): return np.swapaxes(self, a, b)
+    def repeat(self, repeats, axis=None): return np.repeat(self, repeats, axis=axis)
+    def take(self, indices, axis=None): return np.take(self, indices, axis=axis)
+    def diagonal(self, offset=0, axis1=0, axis2=1): return np.diagonal(self, offset, axis1, axis2)
+    def trace(self, offset=0, axis1=0, axis2=1): return np.trace(self, offset, axis1, axis2)
+    def dot(self, other): return np.dot(self, other)
+    def clip(self, min=None, max=None): return np.clip(self, min, max)
+    def round(self, decimals=0): return np.round(self, decimals)
+    def conj(self): return self
+    def conjugate(self): return self
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        return np.transpose(self, axes or None)
+
+    def copy(self, order="C"): return np.copy(self)
+
+    def astype(self, dtype, copy=True, **kw):
+        return INTERNAL["astype"](self, np.dtype(dtype))
+
+    def sort(self, axis=-1, **kw):
+        # ndarray.sort sorts in place; here the traced array becomes its sorted self.
+        self._become(np.sort(self, axis=axis))
+
+    def fill(self, value):
+        self._become(INTERNAL["full_like"](self, value))

@@ -1,0 +1,462 @@
+"""Showing derivative blocks: rich tables and heatmaps on terminals, plain numbers for files and pipes."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import IO, Any
+
+import numpy as np
+from rich import box
+from rich.color import Color
+from rich.console import Console, Group, RenderableType
+from rich.measure import Measurement
+from rich.padding import Padding
+from rich.panel import Panel
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.style import Style
+from rich.table import Table
+from rich.text import Text
+
+__all__ = [
+    "ProgressReporter",
+    "RenderBlock",
+    "RenderHeader",
+    "format_plain",
+    "make_console",
+    "make_progress",
+    "render_table",
+]
+
+
+@dataclass
+class RenderBlock:
+    """One derivative block to show: rows are output elements, columns input elements.
+
+    A 0-D matrix is one value; a 1-D matrix is shown as a column whose labels come from
+    `row_labels`, or from `col_labels` when only those are given. `shape` is the block's full
+    shape for the header and defaults to the matrix's.
+    """
+
+    key: str
+    matrix: np.ndarray
+    row_labels: Sequence[str] | None = None
+    col_labels: Sequence[str] | None = None
+    shape: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        self.matrix = np.asarray(self.matrix)
+        if self.matrix.ndim > 2:
+            raise ValueError(f"block {self.key}: matrix must be 0-D, 1-D or 2-D, not {self.matrix.shape}")
+        if self.shape is None:
+            self.shape = tuple(self.matrix.shape)
+
+
+@dataclass
+class RenderHeader:
+    """What was computed: a title line and key: value facts (shape, dtype, mode, time...)."""
+
+    title: str
+    items: Mapping[str, str]
+
+
+# ---------------------------------------------------------------- shared helpers
+
+
+def _grid(block: RenderBlock) -> tuple[np.ndarray, list[str], list[str]]:
+    """The block as a 2-D array with one label per row and per column."""
+    matrix = block.matrix
+    if matrix.ndim == 0:
+        return matrix.reshape(1, 1), [""], [""]
+    if matrix.ndim == 1:
+        labels = block.row_labels if block.row_labels is not None else block.col_labels
+        return matrix.reshape(-1, 1), _labels(block.key, "row", labels, matrix.shape[0]), [""]
+    rows, cols = matrix.shape
+    return (
+        matrix,
+        _labels(block.key, "row", block.row_labels, rows),
+        _labels(block.key, "column", block.col_labels, cols),
+    )
+
+
+def _labels(key: str, what: str, labels: Sequence[str] | None, count: int) -> list[str]:
+    if labels is None:
+        return [str(i) for i in range(count)]
+    if len(labels) != count:
+        raise ValueError(f"block {key}: {len(labels)} {what} labels for {count} {what}s")
+    return [str(label) for label in labels]
+
+
+def _format_number(value: Any, precision: int) -> str:
+    if isinstance(value, complex):
+        return format(value, f".{precision}g")
+    return "%.*g" % (precision, value)
+
+
+def _rows_of(matrix: np.ndarray) -> np.ndarray:
+    """0-D -> one row of one value; 1-D -> one value per row, as numpy.savetxt writes vectors."""
+    if matrix.ndim == 0:
+        return matrix.reshape(1, 1)
+    if matrix.ndim == 1:
+        return matrix.reshape(-1, 1)
+    return matrix
+
+
+# ---------------------------------------------------------------- plain text
+
+
+def format_plain(
+    blocks: Sequence[RenderBlock], *, precision: int = 6, delimiter: str = " ", headers: bool = True
+) -> str:
+    """Blocks as plain lines of numbers, for text and CSV output.
+
+    Args:
+        blocks: the blocks to write, in order.
+        precision: significant digits (``%.{precision}g``).
+        delimiter: between numbers on a line, ``" "`` for text or ``","`` for CSV.
+        headers: write ``# key shape=(...)`` before each block; always done for several blocks, so
+            that one block without headers gives pure data lines.
+
+    Returns:
+        The text, each line ending in a newline.
+
+    >>> print(format_plain([RenderBlock("df_dx", np.eye(2))], precision=3, delimiter=","), end="")
+    # df_dx shape=(2, 2)
+    1,0
+    0,1
+    """
+    lines = []
+    for block in blocks:
+        if headers or len(blocks) > 1:
+            lines.append(f"# {block.key} shape={tuple(block.shape)}")
+        for row in _rows_of(block.matrix):
+            lines.append(delimiter.join(_format_number(value, precision) for value in row.tolist()))
+    return "".join(line + "\n" for line in lines)
+
+
+# ---------------------------------------------------------------- consoles
+
+
+def make_console(file: IO[str], *, no_color: bool | None = None, width: int | None = None) -> Console:
+    """A rich Console that colours only a terminal, and only when NO_COLOR is unset or empty.
+
+    Args:
+        file: where output goes (sys.stdout, sys.stderr, a StringIO in tests).
+        no_color: True to turn colour off; None reads NO_COLOR (https://no-color.org).
+        width: pinned width; None lets rich read the terminal or $COLUMNS (80 for pipes).
+
+    Returns:
+        A console with markup, emoji and highlighting off, so user text (file names, labels like
+        ``x[0]``) prints verbatim.
+
+    >>> import io
+    >>> make_console(io.StringIO(), width=40).is_terminal
+    False
+    """
+    try:
+        is_terminal = bool(file.isatty())
+    except (AttributeError, ValueError, OSError):
+        is_terminal = False
+    if no_color is None:
+        no_color = os.environ.get("NO_COLOR", "") != ""
+    return Console(
+        file=file,
+        # Explicit either way, so FORCE_COLOR and friends cannot put ANSI codes into a pipe.
+        force_terminal=is_terminal,
+        # No colour system means no escape sequences at all, not even bold.
+        color_system="auto" if is_terminal and not no_color else None,
+        no_color=no_color,
+        width=width,
+        markup=False,
+        emoji=False,
+        highlight=False,
+    )
+
+
+# ---------------------------------------------------------------- rich tables
+
+# Viridis stops: perceptually even and readable for colour-blind users.
+_PALETTE = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37))
+_NONFINITE = Style(color="red", bold=True)
+_NONFINITE_HEAT = Style(color="white", bgcolor="red", bold=True)
+_ZERO_HEAT = Style(dim=True)
+_LABEL = Style(color="cyan")
+
+
+def _heat_style(fraction: float) -> Style:
+    position = min(max(fraction, 0.0), 1.0) * (len(_PALETTE) - 1)
+    low = min(int(position), len(_PALETTE) - 2)
+    t = position - low
+    rgb = [round(a + (b - a) * t) for a, b in zip(_PALETTE[low], _PALETTE[low + 1])]
+    luminance = (0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]) / 255
+    return Style(color="black" if luminance > 0.5 else "white", bgcolor=Color.from_rgb(*rgb))
+
+
+def _visible(count: int, limit: int) -> list[int | None]:
+    """Indices to show, with None where the middle is left out, as NumPy prints long arrays."""
+    limit = max(limit, 1)
+    if count <= limit:
+        return list(range(count))
+    head, tail = (limit + 1) // 2, limit // 2
+    return [*range(head), None, *range(count - tail, count)]
+
+
+def _cell(value: Any, precision: int, heatmap: bool, scale: float) -> Text:
+    text = _format_number(value, precision)
+    if isinstance(value, (bool, int)):
+        finite = True
+    else:
+        finite = math.isfinite(abs(value))
+    if not finite:
+        return Text(text, style=_NONFINITE_HEAT if heatmap else _NONFINITE)
+    if not heatmap:
+        return Text(text)
+    if value == 0:
+        return Text(text, style=_ZERO_HEAT)
+    return Text(text, style=_heat_style(abs(value) / scale if scale > 0 else 1.0))
+
+
+def _heat_scale(matrix: np.ndarray) -> float:
+    magnitude = np.abs(matrix.astype(complex) if np.iscomplexobj(matrix) else matrix.astype(float))
+    finite = magnitude[np.isfinite(magnitude)]
+    return float(finite.max()) if finite.size else 0.0
+
+
+def _block_panel(
+    block: RenderBlock,
+    *,
+    precision: int,
+    heatmap: bool,
+    max_rows: int,
+    max_cols: int,
+    ellipsis: str,
+) -> tuple[Panel, Text | None]:
+    title = Text(f"{block.key}  shape={tuple(block.shape)}", style="bold")
+    matrix, row_labels, col_labels = _grid(block)
+    scale = _heat_scale(matrix) if heatmap and matrix.size else 0.0
+    notes = []
+    if matrix.size == 0:
+        body: RenderableType = Text("(empty)", style="dim")
+    elif block.matrix.ndim == 0:
+        body = _cell(matrix.item(), precision, heatmap, scale)
+    else:
+        rows, cols = _visible(matrix.shape[0], max_rows), _visible(matrix.shape[1], max_cols)
+        table = Table(
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            pad_edge=False,
+            header_style="bold",
+            # A vector is one unnamed column; a header row would only add an empty line.
+            show_header=block.matrix.ndim == 2,
+        )
+        table.add_column("", style=_LABEL, no_wrap=True)
+        for j in cols:
+            label = ellipsis if j is None else col_labels[j]
+            table.add_column(Text(label), justify="right", no_wrap=True)
+        for i in rows:
+            if i is None:
+                table.add_row(Text(ellipsis), *(Text(ellipsis) for _ in cols))
+                continue
+            cells = (
+                Text(ellipsis) if j is None else _cell(matrix[i, j].item(), precision, heatmap, scale)
+                for j in cols
+            )
+            table.add_row(Text(row_labels[i]), *cells)
+        body = table
+        if None in rows or None in cols:
+            shown_rows, shown_cols = len(rows) - (None in rows), len(cols) - (None in cols)
+            notes.append(
+                f"showing {shown_rows} of {matrix.shape[0]} rows, {shown_cols} of {matrix.shape[1]} columns"
+            )
+    if heatmap and matrix.size:
+        notes.append(f"colour: |value|/{_format_number(scale, 3)}")
+    # Printed under the panel: as a subtitle it would be cut, inside it would widen the panel.
+    note = Text("  " + "; ".join(notes), style="dim") if notes else None
+    return Panel(body, title=title, title_align="left", expand=False), note
+
+
+def _header_view(header: RenderHeader) -> RenderableType:
+    title = Text(header.title, style="bold")
+    if not header.items:
+        return title
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    for key, value in header.items.items():
+        grid.add_row(Text(f"{key}:"), Text(str(value)))
+    return Group(title, Padding(grid, (0, 0, 0, 2), expand=False))
+
+
+def _natural_width(console: Console, renderable: RenderableType) -> int:
+    # Measuring against the console's own width would clamp to it and hide the overflow.
+    options = console.options.update_width(1_000_000)
+    return Measurement.get(console, options, renderable).maximum
+
+
+def render_table(
+    console: Console,
+    header: RenderHeader | None,
+    blocks: Sequence[RenderBlock],
+    *,
+    precision: int = 6,
+    heatmap: bool = False,
+    max_rows: int = 20,
+    max_cols: int = 10,
+) -> None:
+    """Print the header and one panel per block, long or wide matrices cut in the middle.
+
+    Args:
+        console: where to print; colours follow the console (see `make_console`).
+        header: title and facts shown first; None for none.
+        blocks: the blocks, each shown as a table with its row and column labels.
+        precision: significant digits per number.
+        heatmap: colour cell backgrounds by |value| / max |value|; exact zeros dim.
+        max_rows: most rows shown; the middle ones are replaced by one '…' row.
+        max_cols: most columns shown; fewer when the console is too narrow.
+
+    >>> import io
+    >>> console = make_console(io.StringIO(), width=40)
+    >>> J = np.array([[1.0, 0.5], [0.0, -2.0]])  # shape: outputs + inputs
+    >>> render_table(console, None, [RenderBlock("df_dx", J, ["f[0]", "f[1]"], ["x[0]", "x[1]"])])
+    >>> print(console.file.getvalue(), end="")
+    ╭─ df_dx  shape=(2, 2) ─╮
+    │        x[0]   x[1]    │
+    │ ──────────────────    │
+    │ f[0]      1    0.5    │
+    │ f[1]      0     -2    │
+    ╰───────────────────────╯
+    """
+    ellipsis = "..." if console.options.ascii_only else "…"
+    if header is not None:
+        console.print(_header_view(header))
+    for block in blocks:
+        cols = max_cols
+        while True:
+            panel, note = _block_panel(
+                block,
+                precision=precision,
+                heatmap=heatmap,
+                max_rows=max_rows,
+                max_cols=cols,
+                ellipsis=ellipsis,
+            )
+            # Squeezed columns would wrap or cut numbers, so show fewer whole ones instead.
+            if cols <= 2 or _natural_width(console, panel) <= console.width:
+                break
+            cols -= 1
+        console.print(panel)
+        if note is not None:
+            console.print(note)
+
+
+# ---------------------------------------------------------------- progress
+
+
+class ProgressReporter:
+    """A progress bar for stderr that appears only on terminals and only for slow evaluations.
+
+    Nothing is drawn until `delay` seconds after `start()`; the check happens in `advance()`.
+    Usable as a context manager so the bar is always cleared.
+    """
+
+    def __init__(
+        self,
+        console: Console,
+        *,
+        description: str = "rows",
+        delay: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.console = console
+        self.enabled = console.is_interactive
+        self.description = description
+        self.delay = delay
+        self._clock = clock
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
+        self._started_at: float | None = None
+        self._total: int | None = None
+        self._done = 0
+
+    @property
+    def live(self) -> bool:
+        """Whether the bar is being drawn."""
+        return self._progress is not None
+
+    def start(self, total: int | None) -> None:
+        """Begin counting towards `total` rows (None when unknown)."""
+        self.stop()
+        self._started_at = self._clock()
+        self._total = total
+        self._done = 0
+
+    def advance(self, n: int = 1) -> None:
+        """Count `n` more rows done; shows the bar once the delay has passed."""
+        if self._started_at is None:
+            return
+        self._done += n
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, completed=self._done)
+        elif self.enabled and self._clock() - self._started_at >= self.delay:
+            self._show()
+
+    def _show(self) -> None:
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=True,
+            # Data goes to stdout; a live display on stderr must never capture it.
+            redirect_stdout=False,
+            get_time=self._clock,
+        )
+        self._task = self._progress.add_task(self.description, total=self._total, completed=self._done)
+        self._progress.start()
+
+    def stop(self) -> None:
+        """Clear the bar, if shown; safe to call more than once."""
+        if self._progress is not None:
+            self._progress.stop()
+        self._progress = None
+        self._task = None
+        self._started_at = None
+
+    def __enter__(self) -> ProgressReporter:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def make_progress(
+    console: Console, *, description: str = "rows", delay: float = 1.0
+) -> ProgressReporter:
+    """A `ProgressReporter` on `console` (normally stderr); a no-op when it is not a terminal.
+
+    >>> import io
+    >>> progress = make_progress(make_console(io.StringIO()))
+    >>> progress.start(10); progress.advance(10); progress.stop()
+    >>> progress.enabled
+    False
+    """
+    return ProgressReporter(console, description=description, delay=delay)

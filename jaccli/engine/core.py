@@ -70,8 +70,8 @@ class Primitive:
     rule is reused by every sweep, so work that does not depend on the seed belongs in the maker.
     """
 
-    __slots__ = ("name", "impl", "vjps", "jvps", "nondiff", "zero_grad", "constant", "multi_out", "kink",
-                 "structure")
+    __slots__ = ("name", "impl", "vjps", "jvps", "jvp_joint", "nondiff", "zero_grad", "constant", "multi_out",
+                 "kink", "structure")
 
     def __init__(
         self,
@@ -87,6 +87,9 @@ class Primitive:
         self.impl = impl
         self.vjps: dict[int, Callable] = {}
         self.jvps: dict[int, Callable] = {}
+        # Optional forward rule taking every argument's tangent at once (None for constants),
+        # for primitives like concatenate where one combined rule beats a sum of per-argument ones.
+        self.jvp_joint: Callable | None = None
         self.nondiff = nondiff  # outputs carry no derivative at all (comparisons, argmax)
         self.zero_grad = zero_grad  # connected, but the derivative is zero (floor, sign)
         # A traced constant (zeros_like(x)): traced so that it can be assigned into, but
@@ -374,7 +377,21 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple) -> lis
         if not node.parents:
             continue
         acc = None
-        for argnum, parent, pidx in node.parents:
+        if node.prim.jvp_joint is not None:
+            ts = [None] * len(node.args)
+            for argnum, parent, pidx in node.parents:
+                ts[argnum] = _get(store, parent, pidx)
+            joint = node._jvps.get(-1) if node._jvps else None
+            if all(t is None for t in ts):
+                pass
+            elif joint is None:
+                if node._jvps is None:
+                    node._jvps = {}
+                joint = node._jvps[-1] = node.prim.jvp_joint(node.value, *node.args, **node.kwargs)
+                acc = joint(ts)
+            else:
+                acc = joint(ts)
+        for argnum, parent, pidx in node.parents if node.prim.jvp_joint is None else ():
             t = _get(store, parent, pidx)
             if t is None:
                 continue

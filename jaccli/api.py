@@ -1,0 +1,386 @@
+"""The public functions: jacobian, hessian, vjp, jvp, hvp and grad."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .engine.recording import Recording, primal_nested
+from .engine.tracer import Tracer
+from .errors import StrictModeError
+from .lazy import MODES, Evaluator, Hessian, HessianEvaluator, Jacobian
+
+__all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "grad"]
+
+
+# ---------------------------------------------------------------------------
+# Argument handling
+# ---------------------------------------------------------------------------
+def _as_args(inputs: Any) -> tuple[tuple, bool]:
+    if isinstance(inputs, (tuple, list)):
+        return tuple(inputs), True
+    return (inputs,), False
+
+
+def _param_names(f: Callable, n: int) -> list[str]:
+    try:
+        params = [p.name for p in inspect.signature(f).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    names = params[:n]
+    return names + [f"arg{k}" for k in range(len(names), n)]
+
+
+def _resolve_wrt(f: Callable, args: tuple, wrt: Any, inputs_is_tuple: bool) -> tuple[tuple[int, ...], bool]:
+    """Positions of the differentiated inputs, and whether results nest over inputs."""
+    n = len(args)
+    if wrt is None:
+        return tuple(range(n)), inputs_is_tuple
+    single = isinstance(wrt, (int, np.integer, str))
+    items = [wrt] if single else list(wrt)
+    if not items:
+        raise ValueError("wrt must name at least one input")
+    names = _param_names(f, n)
+    out = []
+    for w in items:
+        if isinstance(w, str):
+            if w not in names:
+                raise ValueError(f"wrt: the function has no input named {w!r}; its inputs are "
+                                 f"{', '.join(names)}")
+            k = names.index(w)
+        elif isinstance(w, (int, np.integer)) and not isinstance(w, bool):
+            k = int(w)
+            if not -n <= k < n:
+                raise ValueError(f"wrt: input {k} is out of range for {n} input(s)")
+            k %= n
+        else:
+            raise TypeError(f"wrt must be an int, a name, or a sequence of them, not {type(w).__name__}")
+        if k in out:
+            raise ValueError(f"wrt: input {names[k]!r} is listed twice")
+        out.append(k)
+    return tuple(out), not single
+
+
+def _validate(batch_axis: Any, mode: str, chunk_size: Any, modes: Sequence[str] = MODES) -> None:
+    if batch_axis is not None and (isinstance(batch_axis, bool) or batch_axis != 0
+                                   or not isinstance(batch_axis, (int, np.integer))):
+        raise ValueError(f"batch_axis should be None or 0, but got {batch_axis!r}.")
+    if mode not in modes:
+        raise ValueError(f"mode should be one of {', '.join(map(repr, modes))}, but got {mode!r}")
+    if chunk_size is not None and chunk_size != "auto":
+        if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)):
+            raise ValueError(f"chunk_size should be a positive int or 'auto', but got {chunk_size!r}")
+        if chunk_size <= 0:
+            raise ValueError(f"chunk_size should be greater than 0, but got {chunk_size}.")
+
+
+def _detach_unless(create_graph: bool, args: tuple) -> tuple:
+    # Without create_graph, results do not carry an outer level's derivative (torch's rule).
+    return args if create_graph else tuple(primal_nested(a) for a in args)
+
+
+def _traced(args: tuple) -> bool:
+    return any(type(a) is Tracer for a in args)
+
+
+def _nest(blocks: list[list[Any]], out_tuple: bool, in_tuple: bool) -> Any:
+    if out_tuple and in_tuple:
+        return tuple(tuple(row) for row in blocks)
+    if out_tuple:
+        return tuple(row[0] for row in blocks)
+    if in_tuple:
+        return tuple(blocks[0])
+    return blocks[0][0]
+
+
+def _check_strict(rec: Recording, names: list[str], hessian: bool = False) -> None:
+    for i in range(len(rec.outputs)):
+        for j, k in enumerate(rec.wrt):
+            if not rec.connected(i, j):
+                if hessian:
+                    raise StrictModeError(
+                        f"While computing the hessian, found that the gradient with respect to input {i} "
+                        f"({names[rec.wrt[i]]!r}) is independent of input {j} ({names[k]!r}): no path in the "
+                        "recorded computation. This is not allowed in strict mode; the function must be "
+                        "twice differentiable with a gradient that depends on the inputs.")
+                raise StrictModeError(
+                    f"Output {i} of the user-provided function is independent of input {j} ({names[k]!r}): no "
+                    "path in the recorded computation leads from it to the output. This is not allowed in "
+                    "strict mode.")
+
+
+def _check_batch_shapes(rec: Recording, batch: bool) -> None:
+    if not batch:
+        return
+    sizes = {np.shape(rec.inputs[k])[0] if np.ndim(rec.inputs[k]) else None for k in rec.wrt}
+    sizes |= {np.shape(o)[0] if np.ndim(o) else None for o in rec.outputs}
+    if None in sizes:
+        raise ValueError("batch_axis=0 needs every differentiated input and every output to have a batch "
+                         "axis 0; a 0-d array has none")
+    if len(sizes) > 1:
+        raise ValueError(f"batch_axis=0: inconsistent batch sizes {sorted(sizes)} on axis 0 of the inputs and "
+                         "outputs; every one must have the same number of samples")
+
+
+def _result_dtype(rec: Recording, i: int, j: int, mode: str) -> np.dtype:
+    # The anchors' rule: reverse mode gives the input's dtype, forward mode the output's.
+    if mode == "forward":
+        dt = np.result_type(rec.outputs[i])
+    else:
+        dt = np.result_type(rec.inputs[rec.wrt[j]])
+    return dt if dt.kind == "f" else np.dtype(np.float64)
+
+
+# ---------------------------------------------------------------------------
+# jacobian and hessian
+# ---------------------------------------------------------------------------
+def jacobian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None = None, strict: bool = False,
+             mode: str = "auto", chunk_size: int | str | None = None, create_graph: bool = False) -> Any:
+    """Lazy Jacobian of f at `inputs`.
+
+    Args:
+        f: a function of NumPy arrays returning an array or a tuple of arrays.
+        inputs: an array, or a tuple/list of arrays passed to f as positional arguments.
+        wrt: which inputs to differentiate (positions or parameter names); the others are data.
+        batch_axis: None, or 0 for per-sample Jacobians ``(B,) + out.shape[1:] + in.shape[1:]``.
+        strict: raise when an output is structurally independent of a differentiated input.
+        mode: "auto" (reverse for rows, forward when fewer columns are needed), "reverse", "forward".
+        chunk_size: seeds per sweep (an int), or None/"auto" for a memory budget.
+        create_graph: keep results differentiable when f is itself being differentiated.
+
+    Returns:
+        A `Jacobian` (``J.shape == f(x).shape + x.shape``), or tuples of them: ``J[i][j]`` for
+        tuple outputs and tuple inputs, a flat tuple when only one side is a tuple.
+
+    >>> import numpy as np, jaccli
+    >>> J = jaccli.jacobian(lambda x: x ** 2, np.array([1.0, 2.0, 3.0]))
+    >>> J.shape, J[1]
+    ((3, 3), array([0., 4., 0.]))
+    """
+    args, inputs_is_tuple = _as_args(inputs)
+    wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
+    _validate(batch_axis, mode, chunk_size)
+    names = _param_names(f, len(args))
+    if _traced(args) and create_graph:
+        return _eager_traced(f, args, wrt_idx, batch_axis, in_tuple)
+    rec = Recording(f, _detach_unless(create_graph, args), wrt_idx)
+    _check_batch_shapes(rec, batch_axis == 0)
+    if strict:
+        _check_strict(rec, names)
+    ev = Evaluator(rec, batch=batch_axis == 0, mode=mode, chunk_size=chunk_size)
+    blocks = [[Jacobian(ev, i, j, _result_dtype(rec, i, j, mode), f"{i}", names[k])
+               for j, k in enumerate(wrt_idx)] for i in range(len(rec.outputs))]
+    return _nest(blocks, rec.out_is_tuple, in_tuple)
+
+
+def _gradient_function(f: Callable, wrt_idx: tuple[int, ...], batch: bool, holder: dict) -> Callable:
+    """x -> the gradient of scalar f (per sample when batched), recorded when x is traced."""
+    def grad_fn(*xs: Any) -> tuple:
+        inner = Recording(f, xs, wrt_idx)
+        if inner.out_is_tuple and len(inner.outputs) != 1:
+            raise ValueError(f"hessian needs a function with a single scalar output, but f returns a tuple of "
+                             f"{len(inner.outputs)} arrays; return one of them")
+        out = inner.outputs[0]
+        shape = np.shape(out)
+        if batch:
+            if len(shape) not in (1, 2) or (len(shape) == 2 and shape[1] != 1):
+                raise ValueError(f"hessian with batch_axis=0 needs one scalar per sample (an output of shape "
+                                 f"(B,) or (B, 1)), but f returns shape {shape}")
+        elif int(np.prod(shape)) != 1:
+            raise ValueError(f"hessian needs a scalar output, but f returns shape {shape}; pick one element "
+                             "(e.g. lambda x: f(x)[0]) or reduce it (.sum()), or use batch_axis=0 for "
+                             "per-sample Hessians")
+        holder["value"] = primal_nested(out)
+        holder["inner"] = inner
+        seed = np.ones((1,) + shape, dtype=np.result_type(out) if np.result_type(out).kind == "f" else float)
+        grads = inner.vjp([seed])
+        return tuple(np.zeros(np.shape(xs[k])) if g is None else np.reshape(g, np.shape(xs[k]))
+                     for g, k in zip(grads, wrt_idx))
+    return grad_fn
+
+
+def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None = None, strict: bool = False,
+            mode: str = "forward", chunk_size: int | str | None = None, create_graph: bool = False) -> Any:
+    """Lazy Hessian of a scalar f at `inputs`.
+
+    Args:
+        f: a function returning one scalar (any shape with one element), or one per sample
+            with ``batch_axis=0``.
+        inputs: an array, or a tuple/list of arrays.
+        wrt: which inputs to differentiate (positions or names).
+        batch_axis: None, or 0 for per-sample Hessians ``(B,) + x.shape[1:] * 2``.
+        strict: raise when a gradient is structurally independent of an input.
+        mode: the outer mode: "forward" (forward-over-reverse, the default) or "reverse"
+            (reverse-over-reverse); "auto" means "forward".
+        chunk_size: Hessian-vector products per sweep, or None/"auto".
+        create_graph: keep results differentiable under an outer differentiation.
+
+    Returns:
+        A `Hessian` (``H.shape == x.shape + x.shape``) or, for several inputs, ``H[i][j]`` blocks
+        of shape ``x_i.shape + x_j.shape``.
+
+    >>> import numpy as np, jaccli
+    >>> H = jaccli.hessian(lambda x: (x ** 3).sum(), np.array([1.0, 2.0]))
+    >>> H.shape, np.asarray(H)
+    ((2, 2), array([[ 6.,  0.],
+           [ 0., 12.]]))
+    """
+    args, inputs_is_tuple = _as_args(inputs)
+    wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
+    _validate(batch_axis, mode, chunk_size)
+    names = _param_names(f, len(args))
+    holder: dict = {}
+    grad_fn = _gradient_function(f, wrt_idx, batch_axis == 0, holder)
+    if _traced(args) and create_graph:
+        return _eager_traced(grad_fn, args, wrt_idx, batch_axis, in_tuple, out_tuple=True)
+    rec = Recording(grad_fn, _detach_unless(create_graph, args), wrt_idx)
+    if strict:
+        _check_strict(holder["inner"], names)
+        _check_strict(rec, names, hessian=True)
+    outer = "reverse" if mode == "reverse" else "forward"
+    ev = HessianEvaluator(rec, batch=batch_axis == 0, mode=outer, chunk_size=chunk_size)
+    ev.value = holder.get("value")
+    blocks = [[Hessian(ev, i, j, np.result_type(rec.inputs[wrt_idx[j]]), names[wrt_idx[i]], names[k])
+               for j, k in enumerate(wrt_idx)] for i in range(len(wrt_idx))]
+    return _nest(blocks, in_tuple, in_tuple)
+
+
+def _eager_traced(f: Callable, args: tuple, wrt_idx: tuple, batch_axis: Any, in_tuple: bool,
+                  out_tuple: bool | None = None) -> Any:
+    """Under an outer differentiation with create_graph=True: full blocks as traced arrays."""
+    rec = Recording(f, args, wrt_idx)
+    batch = batch_axis == 0
+    blocks = []
+    for i, out in enumerate(rec.outputs):
+        oshape = np.shape(out)
+        m = int(np.prod(oshape[1:] if batch else oshape))
+        row = []
+        seed = np.eye(m).reshape((m,) + (oshape[1:] if batch else oshape))
+        if batch:
+            seed = np.broadcast_to(seed[:, None], (m,) + oshape)
+        cts = rec.vjp([seed if o == i else None for o in range(len(rec.outputs))])
+        for j, k in enumerate(wrt_idx):
+            ishape = np.shape(args[k])
+            ct = cts[j]
+            if ct is None:
+                ct = np.zeros((m,) + ishape)
+            if batch:
+                block = np.moveaxis(np.reshape(ct, (m, oshape[0], -1)), 0, 1)
+                row.append(np.reshape(block, (oshape[0],) + oshape[1:] + ishape[1:]))
+            else:
+                row.append(np.reshape(ct, oshape + ishape))
+        blocks.append(row)
+    return _nest(blocks, rec.out_is_tuple if out_tuple is None else out_tuple, in_tuple)
+
+
+# ---------------------------------------------------------------------------
+# Products and the gradient
+# ---------------------------------------------------------------------------
+def _check_v(v: Any, shapes: list[tuple], side: str, what: str) -> list[np.ndarray]:
+    if v is None:
+        if len(shapes) == 1 and int(np.prod(shapes[0])) == 1:
+            return [np.ones(shapes[0])]
+        raise ValueError(f"The vector v can only be None if the {side} of the user-provided function is a single "
+                         "array with a single element.")
+    vs = list(v) if isinstance(v, (tuple, list)) and len(shapes) > 1 else [v]
+    if len(vs) != len(shapes):
+        raise ValueError(f"v is a tuple of invalid length: should be {len(shapes)} but got {len(vs)}.")
+    out = []
+    for k, (vk, shape) in enumerate(zip(vs, shapes)):
+        arr = np.asarray(vk, dtype=float) if type(vk) is not Tracer else vk
+        if np.shape(arr) != tuple(shape):
+            if int(np.size(arr)) == int(np.prod(shape)):
+                arr = np.reshape(arr, shape)
+            else:
+                entry = f"Entry {k} in " if len(shapes) > 1 else ""
+                raise ValueError(f"{entry}v has invalid size: should be {tuple(shape)} but got {np.shape(arr)} "
+                                 f"({what}).")
+        out.append(arr)
+    return out
+
+
+def _value(rec: Recording) -> Any:
+    return tuple(rec.outputs) if rec.out_is_tuple else rec.outputs[0]
+
+
+def vjp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_graph: bool = False) -> tuple:
+    """``(f(inputs), v^T J)``: one reverse sweep, without forming J.
+
+    >>> import numpy as np, jaccli
+    >>> jaccli.vjp(lambda x: x ** 2, np.array([1.0, 2.0]), np.array([1.0, 1.0]))[1]
+    array([2., 4.])
+    """
+    args, inputs_is_tuple = _as_args(inputs)
+    wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
+    rec = Recording(f, _detach_unless(create_graph, args), wrt_idx)
+    vs = _check_v(v, [np.shape(o) for o in rec.outputs], "output", "the output's shape")
+    cts = rec.vjp([vk[None] for vk in vs])
+    res = [np.zeros(rec.in_shape(j), dtype=np.result_type(rec.inputs[k])) if ct is None
+           else _cast(np.reshape(ct, rec.in_shape(j)), rec.inputs[k]) for j, (ct, k) in enumerate(zip(cts, wrt_idx))]
+    return _value(rec), (tuple(res) if in_tuple else res[0])
+
+
+def jvp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_graph: bool = False) -> tuple:
+    """``(f(inputs), J v)``: one forward sweep, without forming J.
+
+    >>> import numpy as np, jaccli
+    >>> jaccli.jvp(lambda x: x ** 2, np.array([1.0, 2.0]), np.array([1.0, 0.0]))[1]
+    array([2., 0.])
+    """
+    args, inputs_is_tuple = _as_args(inputs)
+    wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
+    rec = Recording(f, _detach_unless(create_graph, args), wrt_idx)
+    vs = _check_v(v, [rec.in_shape(j) for j in range(len(wrt_idx))], "input", "the input's shape")
+    outs = rec.jvp([vk[None] for vk in vs])
+    res = [np.zeros(np.shape(o), dtype=np.result_type(o)) if t is None else _cast(np.reshape(t, np.shape(o)), o)
+           for t, o in zip(outs, rec.outputs)]
+    return _value(rec), (tuple(res) if rec.out_is_tuple else res[0])
+
+
+def hvp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_graph: bool = False) -> tuple:
+    """``(f(inputs), H v)`` for scalar f: one forward sweep over the recorded gradient.
+
+    >>> import numpy as np, jaccli
+    >>> jaccli.hvp(lambda x: (x ** 3).sum(), np.array([1.0, 2.0]), np.array([1.0, 1.0]))[1]
+    array([ 6., 12.])
+    """
+    args, inputs_is_tuple = _as_args(inputs)
+    wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
+    holder: dict = {}
+    rec = Recording(_gradient_function(f, wrt_idx, False, holder), _detach_unless(create_graph, args), wrt_idx)
+    vs = _check_v(v, [rec.in_shape(j) for j in range(len(wrt_idx))], "input", "the input's shape")
+    outs = rec.jvp([vk[None] for vk in vs])
+    res = [np.zeros(rec.in_shape(j)) if t is None else _cast(np.reshape(t, rec.in_shape(j)), rec.inputs[k])
+           for j, (t, k) in enumerate(zip(outs, wrt_idx))]
+    return holder["value"], (tuple(res) if in_tuple else res[0])
+
+
+def grad(f: Callable, inputs: Any, *, wrt: Any = None, create_graph: bool = False) -> Any:
+    """Gradient of a scalar f: an array shaped like the input (a tuple for several inputs).
+
+    >>> import numpy as np, jaccli
+    >>> jaccli.grad(lambda x: (x ** 2).sum(), np.array([1.0, 2.0]))
+    array([2., 4.])
+    """
+    args, inputs_is_tuple = _as_args(inputs)
+    wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
+    rec = Recording(f, _detach_unless(create_graph, args), wrt_idx)
+    if rec.out_is_tuple or int(np.prod(np.shape(rec.outputs[0]))) != 1:
+        shape = "a tuple" if rec.out_is_tuple else f"shape {np.shape(rec.outputs[0])}"
+        raise ValueError(f"grad needs a function with one scalar output, but f returns {shape}; use jacobian "
+                         "for vector outputs, or reduce the output (e.g. .sum())")
+    seed = np.ones((1,) + np.shape(rec.outputs[0]))
+    cts = rec.vjp([seed])
+    res = [np.zeros(rec.in_shape(j), dtype=np.result_type(rec.inputs[k])) if ct is None
+           else _cast(np.reshape(ct, rec.in_shape(j)), rec.inputs[k]) for j, (ct, k) in enumerate(zip(cts, wrt_idx))]
+    return tuple(res) if in_tuple else res[0]
+
+
+def _cast(value: Any, like: Any) -> Any:
+    if type(value) is Tracer:
+        return value
+    dt = np.result_type(like)
+    return value.astype(dt) if dt.kind == "f" and value.dtype != dt else value

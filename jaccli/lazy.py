@@ -1,0 +1,565 @@
+"""Lazy Jacobian and Hessian objects: rows and columns are computed on demand, in blocks, once.
+
+One `Evaluator` serves every block of one `jacobian`/`hessian` call. It owns the recording
+(f evaluated once) and a cache per (output, input) block: a dense store plus masks of the
+rows (output elements, from reverse sweeps) and columns (input elements, from forward
+sweeps) already known. An entry is known when its row or its column is, and for Hessians
+also when its mirror entry is (symmetry).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .errors import BatchMixingError, ResourceLimitError
+from .engine.recording import Recording
+
+MODES = ("auto", "reverse", "forward")
+DEFAULT_MEMORY_BUDGET = int(os.environ.get("JACCLI_MEMORY_BUDGET", 512 * 2**20))
+
+
+def _prod(shape: Sequence[int]) -> int:
+    return int(math.prod(shape))
+
+
+def _is_full_index(idx: Any) -> bool:
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    return all(i is Ellipsis or (isinstance(i, slice) and i == slice(None)) for i in idx)
+
+
+def _is_basic(idx: tuple) -> bool:
+    return all(i is Ellipsis or isinstance(i, slice) or (isinstance(i, (int, np.integer))
+                                                        and not isinstance(i, (bool, np.bool_)))
+               for i in idx)
+
+
+def _split_basic(idx: tuple, ndims: Sequence[int]) -> list[tuple] | None:
+    """Split a basic index on the concatenated axes of several parts into one index per part."""
+    n_total = sum(ndims)
+    used = sum(1 for i in idx if i is not Ellipsis)
+    if used > n_total:
+        raise IndexError(f"too many indices for array: array is {n_total}-dimensional, but {used} were indexed")
+    if sum(1 for i in idx if i is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    full: list = []
+    for i in idx:
+        if i is Ellipsis:
+            full.extend([slice(None)] * (n_total - used))
+        else:
+            full.append(i)
+    full.extend([slice(None)] * (n_total - len(full)))
+    parts, start = [], 0
+    for nd in ndims:
+        parts.append(tuple(full[start:start + nd]))
+        start += nd
+    return parts
+
+
+class Evaluator:
+    """Shared state of one jacobian() or hessian() call: the recording and the caches.
+
+    Args:
+        rec: f recorded at the point.
+        batch: per-sample derivatives along axis 0 of outputs and inputs.
+        symmetric: the blocks are those of a Hessian (block (i, j) is block (j, i) transposed).
+        mode: "auto", "reverse" or "forward".
+        chunk_size: seeds per sweep, or None/"auto" to choose from the memory budget.
+    """
+
+    def __init__(self, rec: Recording, *, batch: bool = False, symmetric: bool = False, mode: str = "auto",
+                 chunk_size: int | str | None = None, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> None:
+        self.rec = rec
+        self.batch = batch
+        self.symmetric = symmetric
+        self.mode = mode
+        self.chunk_size = chunk_size
+        self.memory_budget = memory_budget
+        self.n_out = len(rec.outputs)
+        self.n_in = len(rec.wrt)
+        if batch:
+            self.B = rec.out_shape(0)[0] if rec.out_shape(0) else 1
+        self.out_feat = [self._feat(rec.out_shape(i)) for i in range(self.n_out)]
+        self.in_feat = [self._feat(rec.in_shape(j)) for j in range(self.n_in)]
+        self.M = [_prod(s) for s in self.out_feat]
+        self.N = [_prod(s) for s in self.in_feat]
+        self.row_done = [np.zeros(m, dtype=bool) for m in self.M]
+        self.col_done = [np.zeros(n, dtype=bool) for n in self.N]
+        self.store: dict[tuple[int, int], np.ndarray] = {}
+        self.sweeps = 0
+        self.seeds_used = 0
+        self.batch_checked = False
+        self.progress: Callable[[int, int], None] | None = None
+
+    def _feat(self, shape: tuple) -> tuple:
+        return tuple(shape[1:]) if self.batch else tuple(shape)
+
+    # -- storage -------------------------------------------------------------
+    def dtype(self, i: int, j: int) -> np.dtype:
+        out_dt = np.result_type(self.rec.outputs[i])
+        in_dt = np.result_type(self.rec.inputs[self.rec.wrt[j]])
+        return np.result_type(out_dt, in_dt, np.float32)
+
+    def block_store(self, i: int, j: int) -> np.ndarray:
+        key = (i, j)
+        arr = self.store.get(key)
+        if arr is None:
+            shape = ((self.B,) if self.batch else ()) + (self.M[i], self.N[j])
+            nbytes = _prod(shape) * self.dtype(i, j).itemsize
+            try:
+                # np.empty touches no memory until rows are written, so a big lazy J costs little.
+                arr = np.empty(shape, dtype=self.dtype(i, j))
+            except MemoryError:
+                raise ResourceLimitError(
+                    f"the Jacobian block is {shape} ({nbytes / 2**30:.1f} GiB) and does not fit in memory; "
+                    "ask for fewer rows or stream it to a .npy file") from None
+            self.store[key] = arr
+        return arr
+
+    # -- chunking --------------------------------------------------------------
+    def chunk(self, needed: int, per_seed_elems: int) -> int:
+        if isinstance(self.chunk_size, int):
+            return max(1, min(self.chunk_size, needed))
+        # One seed carries a block as large as the largest recorded value through the sweep;
+        # a few such blocks are alive at once.
+        largest = max([per_seed_elems] + [_prod(np.shape(n.value)) if not isinstance(n.value, tuple) else 1
+                                          for n in self.rec.trace.nodes[-2000:]])
+        per_seed = 8 * 4 * max(largest, 1)
+        return max(1, min(needed, self.memory_budget // per_seed))
+
+    # -- seeds -------------------------------------------------------------------
+    def _row_seed(self, i: int, rows: np.ndarray) -> np.ndarray:
+        k = len(rows)
+        dt = np.result_type(self.rec.outputs[i])
+        dt = dt if dt.kind == "f" else np.dtype(np.float64)
+        if self.batch:
+            seed = np.zeros((k, self.M[i], self.B), dtype=dt)
+            seed[np.arange(k), rows] = 1.0
+            seed = np.moveaxis(seed, 2, 1)  # every sample's row r at once: (K, B, M)
+            return np.reshape(seed, (k,) + self.rec.out_shape(i))
+        seed = np.zeros((k, self.M[i]), dtype=dt)
+        seed[np.arange(k), rows] = 1.0
+        return seed.reshape((k,) + self.rec.out_shape(i))
+
+    def _col_seed(self, j: int, cols: np.ndarray) -> np.ndarray:
+        k = len(cols)
+        dt = np.result_type(self.rec.inputs[self.rec.wrt[j]])
+        if self.batch:
+            seed = np.zeros((k, self.N[j], self.B), dtype=dt)
+            seed[np.arange(k), cols] = 1.0
+            seed = np.moveaxis(seed, 2, 1)
+            return np.reshape(seed, (k,) + self.rec.in_shape(j))
+        seed = np.zeros((k, self.N[j]), dtype=dt)
+        seed[np.arange(k), cols] = 1.0
+        return seed.reshape((k,) + self.rec.in_shape(j))
+
+    # -- evaluation ----------------------------------------------------------------
+    def ensure_rows(self, i: int, rows: np.ndarray) -> None:
+        """Compute the missing rows (output elements) of output i by reverse sweeps."""
+        missing = rows[~self.row_done[i][rows]]
+        if missing.size == 0:
+            return
+        self._check_batch()
+        missing = np.unique(missing)
+        k = self.chunk(missing.size, max(self.N + [1]) * (self.B if self.batch else 1))
+        done = 0
+        for start in range(0, missing.size, k):
+            block = missing[start:start + k]
+            cts = self.rec.vjp([self._row_seed(i, block) if o == i else None for o in range(self.n_out)])
+            self.sweeps += 1
+            self.seeds_used += block.size
+            for j, ct in enumerate(cts):
+                self._write_rows(i, j, block, ct)
+            self.row_done[i][block] = True
+            done += block.size
+            if self.progress is not None:
+                self.progress(done, missing.size)
+
+    def _write_rows(self, i: int, j: int, rows: np.ndarray, ct: Any) -> None:
+        store = self.block_store(i, j)
+        k = rows.size
+        if self.batch:
+            if ct is None:
+                store[:, rows, :] = 0.0
+            else:
+                ct = np.reshape(ct, (k, self.B, self.N[j]))
+                store[:, rows, :] = np.moveaxis(ct, 0, 1)
+            return
+        if ct is None:
+            store[rows] = 0.0
+        elif k == self.M[i] and rows[0] == 0 and rows[-1] == k - 1 and ct.dtype == store.dtype:
+            self.store[(i, j)] = np.reshape(ct, (k, self.N[j]))  # the whole block in one sweep: keep it
+        else:
+            store[rows] = np.reshape(ct, (k, self.N[j]))
+
+    def ensure_cols(self, j: int, cols: np.ndarray) -> None:
+        """Compute the missing columns (input elements) of input j by forward sweeps."""
+        missing = cols[~self.col_done[j][cols]]
+        if missing.size == 0:
+            return
+        self._check_batch()
+        missing = np.unique(missing)
+        k = self.chunk(missing.size, max(self.M + [1]) * (self.B if self.batch else 1))
+        done = 0
+        for start in range(0, missing.size, k):
+            block = missing[start:start + k]
+            tans = self.rec.jvp([self._col_seed(j, block) if w == j else None for w in range(self.n_in)])
+            self.sweeps += 1
+            self.seeds_used += block.size
+            for i, t in enumerate(tans):
+                self._write_cols(i, j, block, t)
+            self.col_done[j][block] = True
+            done += block.size
+            if self.progress is not None:
+                self.progress(done, missing.size)
+
+    def _write_cols(self, i: int, j: int, cols: np.ndarray, t: Any) -> None:
+        store = self.block_store(i, j)
+        k = cols.size
+        if self.batch:
+            if t is None:
+                store[:, :, cols] = 0.0
+            else:
+                t = np.reshape(t, (k, self.B, self.M[i]))
+                store[:, :, cols] = np.transpose(t, (1, 2, 0))
+            return
+        if t is None:
+            store[:, cols] = 0.0
+        elif k == self.N[j] and cols[0] == 0 and cols[-1] == k - 1 and t.dtype == store.dtype:
+            self.store[(i, j)] = np.reshape(t, (k, self.M[i])).T
+        else:
+            store[:, cols] = np.reshape(t, (k, self.M[i])).T
+
+    def ensure(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray, mode: str | None = None) -> str:
+        """Make every entry (r, c) for r in rows, c in cols of block (i, j) known.
+
+        Returns the sweep kind used: "reverse", "forward" or "cached".
+        """
+        mode = mode or self.mode
+        miss_r = np.unique(rows[~self.row_done[i][rows]]) if rows.size else rows
+        miss_c = np.unique(cols[~self.col_done[j][cols]]) if cols.size else cols
+        if miss_r.size == 0 or miss_c.size == 0:
+            return "cached"
+        if mode == "reverse" or (mode == "auto" and miss_r.size <= miss_c.size):
+            self.ensure_rows(i, miss_r)
+            return "reverse"
+        self.ensure_cols(j, miss_c)
+        return "forward"
+
+    def _check_batch(self) -> None:
+        if self.batch and not self.batch_checked:
+            check_batch_independence(self.rec, self.B)
+            self.batch_checked = True
+
+    def entries(self, i: int, j: int) -> np.ndarray:
+        """The store of block (i, j); only entries in known rows or columns are meaningful."""
+        return self.block_store(i, j)
+
+
+class HessianEvaluator(Evaluator):
+    """An Evaluator over the recorded gradient, using the symmetry of second derivatives.
+
+    Block (i, j) holds d grad_i / d x_j. A Hessian-vector product for element d of input a,
+    by a forward sweep (forward-over-reverse) or a reverse sweep (reverse-over-reverse), gives
+    row d of every block (a, .): both kinds of sweep fill rows, and a row d of block (a, b) is
+    column d of block (b, a).
+    """
+
+    def __init__(self, rec: Recording, **kw: Any) -> None:
+        super().__init__(rec, **kw)
+        self.col_done = self.row_done  # one mask per input: which Hessian rows are known
+
+    def ensure(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray, mode: str | None = None) -> str:
+        mode = mode or self.mode
+        miss_r = np.unique(rows[~self.row_done[i][rows]]) if rows.size else rows
+        miss_c = np.unique(cols[~self.row_done[j][cols]]) if cols.size else cols
+        if miss_r.size == 0 or miss_c.size == 0:
+            return "cached"
+        a, need = (i, miss_r) if miss_r.size <= miss_c.size else (j, miss_c)
+        if mode == "reverse":
+            self.ensure_rows(a, need)
+            return "reverse"
+        self.ensure_cols(a, need)
+        return "forward"
+
+    def _write_cols(self, i: int, j: int, cols: np.ndarray, t: Any) -> None:
+        # Column c of d grad_i / d x_j is row c of d grad_j / d x_i.
+        self._write_rows(j, i, cols, t)
+
+    def ensure_cols(self, j: int, cols: np.ndarray) -> None:
+        missing = cols[~self.row_done[j][cols]]
+        if missing.size:
+            super().ensure_cols(j, missing)
+            self.row_done[j][np.unique(missing)] = True
+
+    def entries(self, i: int, j: int) -> np.ndarray:
+        store = self.block_store(i, j)
+        rows_known, cols_known = self.row_done[i], self.row_done[j]
+        if rows_known.all() or not cols_known.any():
+            return store
+        fill = ~rows_known
+        mirror = self.block_store(j, i)
+        if self.batch:
+            store[np.ix_(np.arange(self.B), fill, cols_known)] = \
+                np.swapaxes(mirror[np.ix_(np.arange(self.B), cols_known, fill)], 1, 2)
+        else:
+            store[np.ix_(fill, cols_known)] = mirror[np.ix_(cols_known, fill)].T
+        return store
+
+
+def check_batch_independence(rec: Recording, B: int) -> None:
+    """Raise if some sample's outputs depend on another sample's inputs.
+
+    Uses one forward sweep over the recording with 2*ceil(log2 B) tangents: for each bit of the
+    sample index, perturb the samples whose bit is 0 (then 1) and require the other samples'
+    outputs to stay exactly unchanged. Any pair of distinct samples differs in some bit, so any
+    coupling that is present at this point is caught.
+    """
+    if B <= 1:
+        return
+    bits = max(1, math.ceil(math.log2(B)))
+    sample = np.arange(B)
+    rng = np.random.default_rng(0)
+    for j in range(len(rec.wrt)):
+        shape = rec.in_shape(j)
+        if not shape or shape[0] != B:
+            raise BatchMixingError(
+                f"batch_axis=0 needs every differentiated input to have the batch size {B} on axis 0, "
+                f"but input {j} has shape {shape}")
+        masks = []
+        for b in range(bits):
+            on = ((sample >> b) & 1).astype(bool)
+            masks.extend([on, ~on])
+        k = len(masks)
+        t = rng.uniform(0.5, 1.5, size=(k,) + shape) * np.stack(masks).reshape((k, B) + (1,) * (len(shape) - 1))
+        outs = rec.jvp([t if w == j else None for w in range(len(rec.wrt))])
+        for i, o in enumerate(outs):
+            if o is None:
+                continue
+            o = np.reshape(np.asarray(o), (k, B, -1))
+            for m, mask in enumerate(masks):
+                leak = np.abs(o[m][~mask]).max(initial=0.0)
+                if leak != 0.0 or np.isnan(leak):
+                    a = int(np.flatnonzero(mask)[0])
+                    b_ = int(np.flatnonzero(~mask & (np.abs(o[m]).max(axis=1) != 0))[0]) \
+                        if not np.isnan(leak) else int(np.flatnonzero(~mask)[0])
+                    raise BatchMixingError(
+                        f"batch_axis=0: the function mixes samples: output {i} of sample {b_} depends on "
+                        f"input {j} of sample {a}, so per-sample derivatives are not defined; compute the "
+                        "full Jacobian without batch_axis (Paddle would silently return summed "
+                        "cross-sample terms here)")
+
+
+# ---------------------------------------------------------------------------
+# The user-facing lazy objects
+# ---------------------------------------------------------------------------
+class _Block:
+    """One lazy block (output i, input j) of an Evaluator, indexable like the dense array."""
+
+    kind = "jacobian"
+
+    def __init__(self, ev: Evaluator, i: int, j: int, result_dtype: np.dtype,
+                 out_name: str = "", in_name: str = "") -> None:
+        self._ev = ev
+        self._i = i
+        self._j = j
+        self.dtype = np.dtype(result_dtype)
+        self.out_name = out_name
+        self.in_name = in_name
+        batch = (ev.B,) if ev.batch else ()
+        self.shape = batch + ev.out_feat[i] + ev.in_feat[j]
+        self._matrix_shape = batch + (ev.M[i], ev.N[j])
+
+    # -- what has been done ----------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return _prod(self.shape)
+
+    @property
+    def stats(self) -> dict:
+        """Cost so far: rows and columns of this block evaluated, sweeps run by the whole call."""
+        ev = self._ev
+        return {"rows_evaluated": int(ev.row_done[self._i].sum()),
+                "cols_evaluated": int(ev.col_done[self._j].sum()),
+                "sweeps": ev.sweeps, "seeds": ev.seeds_used}
+
+    @property
+    def rows_evaluated(self) -> int:
+        return self.stats["rows_evaluated"]
+
+    @property
+    def cols_evaluated(self) -> int:
+        return self.stats["cols_evaluated"]
+
+    @property
+    def sweeps(self) -> int:
+        return self._ev.sweeps
+
+    @property
+    def connected(self) -> bool:
+        """Whether the output structurally depends on the input (a path in the recording)."""
+        return self._ev.rec.connected(self._i, self._j)
+
+    @property
+    def matrix(self) -> "MatrixView":
+        """The flattened [M, N] (or [B, M, N]) view, with the same laziness and cache."""
+        return MatrixView(self)
+
+    # -- evaluation ---------------------------------------------------------------
+    def _evaluate(self, idx: Any, flat: bool = False, mode: str | None = None) -> np.ndarray:
+        """Entries ``dense[idx]`` of the block (``flat``: of its [M, N] matrix form)."""
+        ev, i, j = self._ev, self._i, self._j
+        nb = 1 if ev.batch else 0
+        out_shape = (ev.M[i],) if flat else ev.out_feat[i]
+        in_shape = (ev.N[j],) if flat else ev.in_feat[j]
+        shape = self._matrix_shape if flat else self.shape
+        if _is_full_index(idx):
+            ev.ensure(i, j, np.arange(ev.M[i]), np.arange(ev.N[j]), mode)
+            return np.reshape(ev.entries(i, j), shape)
+        # NumPy's own error messages for bad indices, from an array that owns no memory.
+        np.broadcast_to(np.empty((), dtype=bool), shape)[idx]
+        key = idx if isinstance(idx, tuple) else (idx,)
+        if _is_basic(key):
+            parts = _split_basic(key, ([1] if nb else []) + [len(out_shape), len(in_shape)])
+            rows = np.arange(ev.M[i]).reshape(out_shape)[parts[nb]].reshape(-1)
+            cols = np.arange(ev.N[j]).reshape(in_shape)[parts[nb + 1]].reshape(-1)
+            ev.ensure(i, j, rows, cols, mode)
+            return np.reshape(ev.entries(i, j), shape)[idx]
+        # General index: which row and which column each selected entry comes from.
+        lead = (1,) * nb
+        rgrid = np.broadcast_to(np.arange(ev.M[i]).reshape(lead + out_shape + (1,) * len(in_shape)), shape)[idx]
+        cgrid = np.broadcast_to(np.arange(ev.N[j]).reshape(lead + (1,) * len(out_shape) + in_shape), shape)[idx]
+        ev.ensure(i, j, np.unique(rgrid), np.unique(cgrid), mode)
+        store = ev.entries(i, j)
+        if nb:
+            bgrid = np.broadcast_to(np.arange(ev.B).reshape((-1,) + (1,) * (len(shape) - 1)), shape)[idx]
+            return store[bgrid, rgrid, cgrid]
+        return store[rgrid, cgrid]
+
+    def _finish(self, data: np.ndarray) -> Any:
+        data = np.asarray(data)
+        if data.dtype != self.dtype:
+            data = data.astype(self.dtype)
+        return data[()] if data.ndim == 0 else data
+
+    def __getitem__(self, idx: Any) -> Any:
+        data = self._evaluate(idx)
+        out = self._finish(data)
+        return out.copy() if isinstance(out, np.ndarray) and np.shares_memory(out, self._ev.entries(self._i, self._j)) \
+            else out
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        data = np.asarray(self._finish(self._evaluate(Ellipsis)))
+        if dtype is not None and data.dtype != np.dtype(dtype):
+            return data.astype(dtype)
+        if copy:
+            return data.copy()
+        # np.asarray(J) gives the cache itself, read-only; np.array(J) gives a copy.
+        view = data.view()
+        view.flags.writeable = False
+        return view
+
+    def numpy(self) -> np.ndarray:
+        """The dense result (a copy)."""
+        return np.array(self)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d Jacobian")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        s = self.stats
+        return (f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype}, rows_evaluated="
+                f"{s['rows_evaluated']}, cols_evaluated={s['cols_evaluated']}, sweeps={s['sweeps']})")
+
+    # Arithmetic evaluates everything (like Paddle's), reflected operators included.
+    def _dense(self) -> np.ndarray:
+        return np.asarray(self)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        inputs = tuple(np.asarray(a) if isinstance(a, _Block) else a for a in inputs)
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
+    def __add__(self, o): return self._dense() + o
+    def __radd__(self, o): return o + self._dense()
+    def __sub__(self, o): return self._dense() - o
+    def __rsub__(self, o): return o - self._dense()
+    def __mul__(self, o): return self._dense() * o
+    def __rmul__(self, o): return o * self._dense()
+    def __truediv__(self, o): return self._dense() / o
+    def __rtruediv__(self, o): return o / self._dense()
+    def __pow__(self, o): return self._dense() ** o
+    def __mod__(self, o): return self._dense() % o
+    def __floordiv__(self, o): return self._dense() // o
+    def __matmul__(self, o): return self._dense() @ np.asarray(o)
+    def __rmatmul__(self, o): return np.asarray(o) @ self._dense()
+    def __neg__(self): return -self._dense()
+    def __eq__(self, o): return self._dense() == (np.asarray(o) if isinstance(o, _Block) else o)
+    def __ne__(self, o): return self._dense() != (np.asarray(o) if isinstance(o, _Block) else o)
+    def __lt__(self, o): return self._dense() < o
+    def __le__(self, o): return self._dense() <= o
+    def __gt__(self, o): return self._dense() > o
+    def __ge__(self, o): return self._dense() >= o
+    __hash__ = object.__hash__
+
+
+class Jacobian(_Block):
+    """A lazy Jacobian block: ``J.shape == out.shape + in.shape`` (``(B,) + ...`` when batched).
+
+    ``J[idx]`` takes any NumPy index and returns exactly ``np.asarray(J)[idx]``, computing only
+    the rows (output elements) or columns (input elements) the index touches, once.
+    """
+
+
+class Hessian(_Block):
+    """A lazy Hessian block: ``H.shape == x_i.shape + x_j.shape``; rows are Hessian-vector products."""
+
+    kind = "hessian"
+
+
+class MatrixView:
+    """``J.matrix``: the block as a flattened ``[M, N]`` (or ``[B, M, N]``) matrix, sharing J's cache."""
+
+    def __init__(self, block: _Block) -> None:
+        self._block = block
+        self.shape = block._matrix_shape
+        self.dtype = block.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __getitem__(self, idx: Any) -> Any:
+        b = self._block
+        out = b._finish(b._evaluate(idx, flat=True))
+        return out.copy() if isinstance(out, np.ndarray) and np.shares_memory(out, b._ev.entries(b._i, b._j)) \
+            else out
+
+    def evaluate(self, rows: np.ndarray | None = None, cols: np.ndarray | None = None,
+                 mode: str | None = None) -> np.ndarray:
+        """The 2-D selection ``M[rows][:, cols]`` (batched: ``[:, rows][:, :, cols]``), computing only that."""
+        b = self._block
+        ev = b._ev
+        rows = np.arange(ev.M[b._i]) if rows is None else np.asarray(rows, dtype=np.intp)
+        cols = np.arange(ev.N[b._j]) if cols is None else np.asarray(cols, dtype=np.intp)
+        ev.ensure(b._i, b._j, rows, cols, mode)
+        store = ev.entries(b._i, b._j)
+        if ev.batch:
+            return b._finish(store[:, rows][:, :, cols])
+        return b._finish(store[np.ix_(rows, cols)])
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        data = np.reshape(np.asarray(self._block, dtype=dtype), self.shape)
+        return data.copy() if copy else data
+
+    def __repr__(self) -> str:
+        return f"MatrixView(shape={self.shape}, of={self._block!r})"

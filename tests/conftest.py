@@ -1,0 +1,9 @@
+"""Shared fixtures: seeded generators."""
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20261121)

@@ -17,6 +17,7 @@ import numpy as np
 
 from .errors import BatchMixingError, ResourceLimitError
 from .engine.recording import Recording
+from .engine.seeds import SparseBlock, scatter_cols, scatter_rows
 
 MODES = ("auto", "reverse", "forward")
 DEFAULT_MEMORY_BUDGET = int(os.environ.get("JACCLI_MEMORY_BUDGET", 512 * 2**20))
@@ -58,6 +59,12 @@ def _split_basic(idx: tuple, ndims: Sequence[int]) -> list[tuple] | None:
         parts.append(tuple(full[start:start + nd]))
         start += nd
     return parts
+
+
+def _adoptable(arr: Any, dtype: np.dtype) -> bool:
+    """Whether a sweep's result can become the cache itself (it owns writable, packed memory)."""
+    return (isinstance(arr, np.ndarray) and arr.dtype == dtype and arr.flags.writeable
+            and (arr.flags.c_contiguous or arr.flags.f_contiguous) and 0 not in arr.strides)
 
 
 class Evaluator:
@@ -132,30 +139,22 @@ class Evaluator:
         return max(1, min(needed, self.memory_budget // per_seed))
 
     # -- seeds -------------------------------------------------------------------
-    def _row_seed(self, i: int, rows: np.ndarray) -> np.ndarray:
-        k = len(rows)
+    def _row_seed(self, i: int, rows: np.ndarray) -> SparseBlock:
         dt = np.result_type(self.rec.outputs[i])
         dt = dt if dt.kind == "f" else np.dtype(np.float64)
-        if self.batch:
-            seed = np.zeros((k, self.M[i], self.B), dtype=dt)
-            seed[np.arange(k), rows] = 1.0
-            seed = np.moveaxis(seed, 2, 1)  # every sample's row r at once: (K, B, M)
-            return np.reshape(seed, (k,) + self.rec.out_shape(i))
-        seed = np.zeros((k, self.M[i]), dtype=dt)
-        seed[np.arange(k), rows] = 1.0
-        return seed.reshape((k,) + self.rec.out_shape(i))
+        return self._seed(rows, self.rec.out_shape(i), self.M[i], dt)
 
-    def _col_seed(self, j: int, cols: np.ndarray) -> np.ndarray:
-        k = len(cols)
+    def _col_seed(self, j: int, cols: np.ndarray) -> SparseBlock:
         dt = np.result_type(self.rec.inputs[self.rec.wrt[j]])
+        return self._seed(cols, self.rec.in_shape(j), self.N[j], dt)
+
+    def _seed(self, positions: np.ndarray, shape: tuple, per_sample: int, dtype: Any) -> SparseBlock:
+        """Identity seeds e_p for p in positions; batched: e_p in every sample at once."""
+        positions = np.asarray(positions, dtype=np.intp)
         if self.batch:
-            seed = np.zeros((k, self.N[j], self.B), dtype=dt)
-            seed[np.arange(k), cols] = 1.0
-            seed = np.moveaxis(seed, 2, 1)
-            return np.reshape(seed, (k,) + self.rec.in_shape(j))
-        seed = np.zeros((k, self.N[j]), dtype=dt)
-        seed[np.arange(k), cols] = 1.0
-        return seed.reshape((k,) + self.rec.in_shape(j))
+            per_seed = positions[:, None] + per_sample * np.arange(self.B, dtype=np.intp)[None, :]
+            return SparseBlock.one_hot(positions, shape, dtype, per_seed=per_seed)
+        return SparseBlock.one_hot(positions, shape, dtype)
 
     # -- evaluation ----------------------------------------------------------------
     def ensure_rows(self, i: int, rows: np.ndarray) -> None:
@@ -180,21 +179,26 @@ class Evaluator:
                 self.progress(done, missing.size)
 
     def _write_rows(self, i: int, j: int, rows: np.ndarray, ct: Any) -> None:
-        store = self.block_store(i, j)
         k = rows.size
         if self.batch:
+            store = self.block_store(i, j)
             if ct is None:
                 store[:, rows, :] = 0.0
             else:
-                ct = np.reshape(ct, (k, self.B, self.N[j]))
+                ct = np.reshape(np.asarray(ct), (k, self.B, self.N[j]))
                 store[:, rows, :] = np.moveaxis(ct, 0, 1)
             return
+        whole = k == self.M[i] and rows[0] == 0 and rows[-1] == k - 1 and (i, j) not in self.store
         if ct is None:
-            store[rows] = 0.0
-        elif k == self.M[i] and rows[0] == 0 and rows[-1] == k - 1 and ct.dtype == store.dtype:
+            self.block_store(i, j)[rows] = 0.0
+        elif type(ct) is SparseBlock:
+            if whole:  # zeros from calloc: untouched pages cost nothing
+                self.store[(i, j)] = np.zeros((self.M[i], self.N[j]), dtype=self.dtype(i, j))
+            scatter_rows(np.reshape(ct, (k, self.N[j])), self.block_store(i, j), rows)
+        elif whole and _adoptable(ct, self.dtype(i, j)):
             self.store[(i, j)] = np.reshape(ct, (k, self.N[j]))  # the whole block in one sweep: keep it
         else:
-            store[rows] = np.reshape(ct, (k, self.N[j]))
+            self.block_store(i, j)[rows] = np.reshape(ct, (k, self.N[j]))
 
     def ensure_cols(self, j: int, cols: np.ndarray) -> None:
         """Compute the missing columns (input elements) of input j by forward sweeps."""
@@ -218,21 +222,26 @@ class Evaluator:
                 self.progress(done, missing.size)
 
     def _write_cols(self, i: int, j: int, cols: np.ndarray, t: Any) -> None:
-        store = self.block_store(i, j)
         k = cols.size
         if self.batch:
+            store = self.block_store(i, j)
             if t is None:
                 store[:, :, cols] = 0.0
             else:
-                t = np.reshape(t, (k, self.B, self.M[i]))
+                t = np.reshape(np.asarray(t), (k, self.B, self.M[i]))
                 store[:, :, cols] = np.transpose(t, (1, 2, 0))
             return
+        whole = k == self.N[j] and cols[0] == 0 and cols[-1] == k - 1 and (i, j) not in self.store
         if t is None:
-            store[:, cols] = 0.0
-        elif k == self.N[j] and cols[0] == 0 and cols[-1] == k - 1 and t.dtype == store.dtype:
+            self.block_store(i, j)[:, cols] = 0.0
+        elif type(t) is SparseBlock:
+            if whole:
+                self.store[(i, j)] = np.zeros((self.M[i], self.N[j]), dtype=self.dtype(i, j))
+            scatter_cols(np.reshape(t, (k, self.M[i])), self.block_store(i, j), cols)
+        elif whole and _adoptable(t, self.dtype(i, j)):
             self.store[(i, j)] = np.reshape(t, (k, self.M[i])).T
         else:
-            store[:, cols] = np.reshape(t, (k, self.M[i])).T
+            self.block_store(i, j)[:, cols] = np.reshape(t, (k, self.M[i])).T
 
     def ensure(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray, mode: str | None = None) -> str:
         """Make every entry (r, c) for r in rows, c in cols of block (i, j) known.
@@ -423,7 +432,8 @@ class _Block:
         shape = self._matrix_shape if flat else self.shape
         if _is_full_index(idx):
             ev.ensure(i, j, np.arange(ev.M[i]), np.arange(ev.N[j]), mode)
-            return np.reshape(ev.entries(i, j), shape)
+            full = np.reshape(ev.entries(i, j), shape)
+            return full if idx is Ellipsis and shape else full[idx]
         # NumPy's own error messages for bad indices, from an array that owns no memory.
         np.broadcast_to(np.empty((), dtype=bool), shape)[idx]
         key = idx if isinstance(idx, tuple) else (idx,)
@@ -444,11 +454,11 @@ class _Block:
             return store[bgrid, rgrid, cgrid]
         return store[rgrid, cgrid]
 
-    def _finish(self, data: np.ndarray) -> Any:
-        data = np.asarray(data)
-        if data.dtype != self.dtype:
-            data = data.astype(self.dtype)
-        return data[()] if data.ndim == 0 else data
+    def _finish(self, data: Any) -> Any:
+        # Scalars stay scalars and 0-d arrays stay arrays, exactly as NumPy's indexing gives them.
+        if isinstance(data, np.ndarray):
+            return data if data.dtype == self.dtype else data.astype(self.dtype)
+        return self.dtype.type(data)
 
     def __getitem__(self, idx: Any) -> Any:
         data = self._evaluate(idx)
@@ -556,6 +566,37 @@ class MatrixView:
         if ev.batch:
             return b._finish(store[:, rows][:, :, cols])
         return b._finish(store[np.ix_(rows, cols)])
+
+    def stream(self, rows: np.ndarray | None = None, cols: np.ndarray | None = None,
+               chunk_size: int | None = None):
+        """Yield ``(start, block)`` pieces of ``M[rows][:, cols]`` in row chunks, caching nothing.
+
+        For results too large for memory: each piece is computed by one reverse sweep and
+        dropped once the caller has written it. ``start`` is the piece's first position in `rows`.
+        """
+        b = self._block
+        ev = b._ev
+        rows = np.arange(ev.M[b._i]) if rows is None else np.asarray(rows, dtype=np.intp)
+        k = chunk_size or ev.chunk(rows.size, ev.N[b._j] * (ev.B if ev.batch else 1))
+        ev._check_batch()
+        for start in range(0, rows.size, k):
+            block = rows[start:start + k]
+            cts = ev.rec.vjp([ev._row_seed(b._i, block) if o == b._i else None for o in range(ev.n_out)])
+            ev.sweeps += 1
+            ev.seeds_used += block.size
+            ct = cts[b._j]
+            if ct is None:
+                piece = np.zeros((block.size, ev.N[b._j]) if not ev.batch else (ev.B, block.size, ev.N[b._j]),
+                                 dtype=b.dtype)
+            elif ev.batch:
+                piece = np.moveaxis(np.reshape(ct, (block.size, ev.B, ev.N[b._j])), 0, 1)
+            else:
+                piece = np.reshape(ct, (block.size, ev.N[b._j]))
+            if cols is not None:
+                piece = piece[..., np.asarray(cols, dtype=np.intp)]
+            yield start, b._finish(piece)
+            if ev.progress is not None:
+                ev.progress(min(start + k, rows.size), rows.size)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         data = np.reshape(np.asarray(self._block, dtype=dtype), self.shape)

@@ -115,12 +115,14 @@ def test_third_derivative_matches_central_differences(case, rng):
 
     def hvp(*args):
         rec = Recording(grad, args, case.wrt)
-        return np.asarray(rec.jvp([u[None] for u in u1])[0])[0]
+        hv = rec.jvp([u[None] for u in u1])[0]
+        return np.zeros(sum(np.size(case.args[j]) for j in case.wrt)) if hv is None else hv[0]
 
     us = _directions(case, rng)
     fd = _fd(hvp, case, us)
     rec = Recording(hvp, case.args, case.wrt)
-    third = np.asarray(rec.jvp([u[None] for u in us])[0])[0]
+    third = rec.jvp([u[None] for u in us])[0]
+    third = np.zeros_like(fd) if third is None else np.asarray(third)[0]
     np.testing.assert_allclose(third, fd, rtol=1e-4, atol=1e-5, err_msg=f"{case}: third derivative")
 
 

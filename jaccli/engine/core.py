@@ -20,7 +20,10 @@ import os
 import sys
 from typing import Any, Callable
 
+from .seeds import SparseBlock
+
 _level_counter = itertools.count(1)
+_TRACER: list = [None]  # the Tracer class, set by tracer.py (which imports this module)
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -71,7 +74,7 @@ class Primitive:
     """
 
     __slots__ = ("name", "impl", "vjps", "jvps", "jvp_joint", "nondiff", "zero_grad", "constant", "multi_out",
-                 "kink", "structure")
+                 "kink", "structure", "sparse")
 
     def __init__(
         self,
@@ -98,6 +101,8 @@ class Primitive:
         self.multi_out = multi_out  # returns a tuple of arrays
         self.kink: Callable | None = None  # (ans, *args, **kw) -> bool mask of kink points
         self.structure: Callable | None = None  # room for per-element sparsity rules
+        # Implementation for a sparse seed block as first argument (engine/seeds.py), if any.
+        self.sparse: Callable | None = None
 
     def defvjp(self, *makers: Callable | None, argnums: tuple[int, ...] | None = None) -> "Primitive":
         for i, maker in zip(argnums or range(len(makers)), makers):
@@ -192,13 +197,17 @@ def _no_rule(node: Node, argnum: int, mode: str) -> Exception:
 
 def bind(prim: Primitive, args: tuple, kwargs: dict) -> Any:
     """Apply `prim` to `args`, recording it on the highest trace among the traced arguments."""
-    from .tracer import Tracer
-
+    Tracer = _TRACER[0]
     top = None
     for a in args:
         if type(a) is Tracer and (top is None or a._trace.level > top.level):
             top = a._trace
     if top is None:
+        if prim.sparse is not None and args and type(args[0]) is SparseBlock:
+            out = prim.sparse(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
+            args = (args[0].todense(),) + tuple(args[1:])
         return prim.impl(*args, **kwargs)
     vals = []
     parents = []
@@ -237,9 +246,7 @@ def bind(prim: Primitive, args: tuple, kwargs: dict) -> Any:
 
 
 def _is_inexact(value: Any) -> bool:
-    from .tracer import Tracer
-
-    if type(value) is Tracer:
+    if type(value) is _TRACER[0]:
         return True
     dtype = getattr(value, "dtype", None)
     if dtype is None:
@@ -292,6 +299,11 @@ def _plan_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> list[Node]:
     return plan
 
 
+# Called as MONITOR[0](node, argnum, value, "reverse" | "forward") for every value a rule
+# produces, when set (diagnostics: where did the first NaN or inf appear).
+MONITOR: list = [None]
+
+
 def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple) -> list:
     """Pull a block of cotangents back from `outputs` to the input nodes `wrt`.
 
@@ -331,6 +343,8 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple) -> list:
             ct = rule(g)
             if ct is None:
                 continue
+            if MONITOR[0] is not None:
+                MONITOR[0](node, argnum, ct, "reverse")
             _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct)
     return [results.get(id(n)) for n in wrt]
 
@@ -410,5 +424,7 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple) -> lis
             if last_use.get(parent.index) == pos:
                 store.pop(parent, None)
         if acc is not None:
+            if MONITOR[0] is not None:
+                MONITOR[0](node, -1, acc, "forward")
             store[node] = list(acc) if node.prim.multi_out else acc
     return [_get(store, node, idx) for node, idx in outputs]

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TracingError, UnsupportedOperationError
+from . import core as _core
 from .core import Node, Trace, user_site
 
 # Filled by registry.py: NumPy callable -> handler(*args, **kwargs).
@@ -253,3 +254,6 @@ class Tracer:
 
     def fill(self, value):
         self._become(INTERNAL["full_like"](self, value))
+
+
+_core._TRACER[0] = Tracer

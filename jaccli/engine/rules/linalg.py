@@ -1,0 +1,300 @@
+"""Rules for np.linalg: inverses, solves, determinants, powers, pseudo-inverses and chained products.
+
+Matrices may be stacked: every rule works on the last two axes and broadcasts over the rest, the
+leading block axis of seeds included, so a block of K seeds costs one batched product or solve.
+The decompositions live in linalg_decomp.py and the norms in linalg_norm.py.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ..registry import family, primitive, register, register_derived
+from ._util import unbroadcast
+from .products import matmul
+
+family("linalg")
+
+
+# ---------------------------------------------------------------------------
+# Helpers shared by the linalg modules (differentiable operations only)
+# ---------------------------------------------------------------------------
+def mT(x):
+    """The matrix transpose of a stack."""
+    return np.swapaxes(x, -1, -2)
+
+
+def sym(x):
+    """The symmetric part of a stack of square matrices."""
+    return (x + mT(x)) * 0.5
+
+
+def diag_part(x, eye):
+    """The diagonals of a stack of square matrices, as a stack of vectors."""
+    return np.sum(x * eye, axis=-1)
+
+
+def diag_embed(v, eye):
+    """A stack of vectors as a stack of diagonal matrices."""
+    return np.expand_dims(v, -1) * eye
+
+
+def lift(t, arg_shape: tuple, batch_ndim: int):
+    """A block (K,) + arg_shape with singleton batch axes added, so that its batch has batch_ndim axes.
+
+    Needed before combining a block with a matrix whose batch is longer than the argument's:
+    otherwise broadcasting would align the block axis K with a batch axis.
+    """
+    missing = batch_ndim - (len(arg_shape) - 2)
+    if missing <= 0:
+        return t
+    return np.reshape(t, (np.shape(t)[0],) + (1,) * missing + tuple(arg_shape))
+
+
+def result_type_of(func, *example):
+    """The namedtuple class NumPy returns from func (SlogdetResult, EighResult, ...)."""
+    out = func(*example)
+    return type(out) if isinstance(out, tuple) and hasattr(out, "_fields") else None
+
+
+# ---------------------------------------------------------------------------
+# inv
+# ---------------------------------------------------------------------------
+inv = primitive("np.linalg.inv", np.linalg.inv)
+
+
+def _inv_vjp(ans, a):
+    ans_t = mT(ans)
+    return lambda g: -(ans_t @ g @ ans_t)
+
+
+def _inv_jvp(ans, a):
+    return lambda t: -(ans @ t @ ans)
+
+
+inv.defvjp(_inv_vjp)
+inv.defjvp(_inv_jvp)
+register(np.linalg.inv, lambda a: inv(a), prims=(inv,), notes="needs an invertible matrix")
+
+
+# ---------------------------------------------------------------------------
+# solve: the primitive always takes a stack of right-hand-side matrices (..., M, N)
+# ---------------------------------------------------------------------------
+def _solve_impl(a, b):
+    # b gets at least a's number of axes, so NumPy 1 cannot mistake it for a stack of vectors.
+    if np.ndim(b) < np.ndim(a):
+        b = np.reshape(b, (1,) * (np.ndim(a) - np.ndim(b)) + np.shape(b))
+    return np.linalg.solve(a, b)
+
+
+solve = primitive("np.linalg.solve", _solve_impl)
+
+
+def _solve_vjp_a(ans, a, b):
+    a_t = mT(a)
+    ans_t = mT(ans)
+    a_shape = np.shape(a)
+    return lambda g: unbroadcast(-(solve(a_t, g) @ ans_t), a_shape)
+
+
+def _solve_vjp_b(ans, a, b):
+    a_t = mT(a)
+    b_shape = np.shape(b)
+    return lambda g: unbroadcast(solve(a_t, g), b_shape)
+
+
+def _solve_jvp_a(ans, a, b):
+    a_shape, batch = np.shape(a), np.ndim(ans) - 2
+    return lambda t: -solve(a, lift(t, a_shape, batch) @ ans)
+
+
+def _solve_jvp_b(ans, a, b):
+    b_shape, batch = np.shape(b), np.ndim(ans) - 2
+    return lambda t: solve(a, lift(t, b_shape, batch))
+
+
+solve.defvjp(_solve_vjp_a, _solve_vjp_b)
+solve.defjvp(_solve_jvp_a, _solve_jvp_b)
+
+
+_NUMPY2 = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
+
+
+def _solve_handler(a, b):
+    # NumPy 2 reads b as one vector only when it is 1-D; NumPy 1 as a stack of vectors when
+    # it has one axis fewer than a. Vectors become one-column matrices for the primitive.
+    if np.ndim(b) == 1 or (not _NUMPY2 and np.ndim(b) == np.ndim(a) - 1):
+        x = solve(a, np.expand_dims(b, -1))
+        return np.reshape(x, np.shape(x)[:-1])
+    return solve(a, b)
+
+
+register(np.linalg.solve, _solve_handler, prims=(solve,),
+         notes="b is a vector when 1-D, else a stack of matrices (NumPy 2); a and b stacks broadcast")
+
+
+# ---------------------------------------------------------------------------
+# det and slogdet: d log|det A| = tr(A^-1 dA)
+# ---------------------------------------------------------------------------
+det = primitive("np.linalg.det", np.linalg.det)
+
+
+def _det_vjp(ans, a):
+    inv_t = mT(inv(a))
+    return lambda g: np.expand_dims(g * ans, (-2, -1)) * inv_t
+
+
+def _det_jvp(ans, a):
+    inv_t = mT(inv(a))
+    return lambda t: np.sum(inv_t * t, axis=(-2, -1)) * ans
+
+
+det.defvjp(_det_vjp)
+det.defjvp(_det_jvp)
+register(np.linalg.det, lambda a: det(a), prims=(det,),
+         notes="the rule uses A^-1: A must be invertible (det A != 0)")
+
+slogdet = primitive("np.linalg.slogdet", np.linalg.slogdet, multi_out=True)
+_SlogdetResult = result_type_of(np.linalg.slogdet, np.eye(1))
+
+
+def _slogdet_vjp(ans, a):
+    inv_t = mT(inv(a))
+
+    def rule(g):
+        g_logdet = g[1]  # the sign is piecewise constant: its cotangent is dropped
+        return None if g_logdet is None else np.expand_dims(g_logdet, (-2, -1)) * inv_t
+    return rule
+
+
+def _slogdet_jvp(ans, a):
+    inv_t = mT(inv(a))
+    return lambda t: (None, np.sum(inv_t * t, axis=(-2, -1)))
+
+
+slogdet.defvjp(_slogdet_vjp)
+slogdet.defjvp(_slogdet_jvp)
+
+
+def _slogdet_handler(a):
+    sign, logabsdet = slogdet(a)
+    return _SlogdetResult(sign, logabsdet) if _SlogdetResult else (sign, logabsdet)
+
+
+register(np.linalg.slogdet, _slogdet_handler, prims=(slogdet,),
+         notes="sign has derivative 0; logabsdet's rule uses A^-1 (A must be invertible)")
+
+
+# ---------------------------------------------------------------------------
+# pinv: the derivative for a locally constant rank (Golub and Pereyra, 1973)
+# ---------------------------------------------------------------------------
+pinv = primitive("np.linalg.pinv", np.linalg.pinv)
+
+
+def _pinv_parts(ans, a):
+    m, n = np.shape(a)[-2:]
+    p_t = mT(ans)
+    return p_t, np.eye(m) - a @ ans, np.eye(n) - ans @ a, ans @ p_t, p_t @ ans
+
+
+def _pinv_vjp(ans, a, **kw):
+    p_t, left, right, ppt, ptp = _pinv_parts(ans, a)
+    shape = np.shape(a)
+
+    def rule(g):
+        g_t = mT(g)
+        return unbroadcast(-(p_t @ g @ p_t) + left @ g_t @ ppt + ptp @ g_t @ right, shape)
+    return rule
+
+
+def _pinv_jvp(ans, a, **kw):
+    _, left, right, ppt, ptp = _pinv_parts(ans, a)
+
+    def rule(t):
+        t_t = mT(t)
+        return -(ans @ t @ ans) + ppt @ t_t @ left + right @ t_t @ ptp
+    return rule
+
+
+pinv.defvjp(_pinv_vjp)
+pinv.defjvp(_pinv_jvp)
+
+
+def _pinv_handler(a, rcond=None, hermitian=False, *, rtol=np._NoValue):
+    kw = {"hermitian": hermitian}
+    if rcond is not None:
+        kw["rcond"] = rcond
+    if rtol is not np._NoValue:
+        kw["rtol"] = rtol
+    return pinv(a, **kw)
+
+
+register(np.linalg.pinv, _pinv_handler, prims=(pinv,),
+         notes="differentiable where the rank is locally constant; singular values cut off by rcond "
+               "count as exact zeros")
+
+
+# ---------------------------------------------------------------------------
+# matrix_power and multi_dot: compositions of products
+# ---------------------------------------------------------------------------
+def _matrix_power(a, n):
+    n = operator.index(n)
+    if n == 0:
+        return np.zeros_like(a) + np.eye(np.shape(a)[-1])
+    if n < 0:
+        a, n = inv(a), -n
+    result = None
+    while n:
+        if n & 1:
+            result = a if result is None else result @ a
+        n >>= 1
+        if n:
+            a = a @ a
+    return result
+
+
+register_derived(np.linalg.matrix_power, _matrix_power, uses=(matmul, inv),
+                 notes="binary powering with matmul; negative powers go through inv")
+
+
+def _chain_order(shapes: list) -> list:
+    """split[i][j]: where the cheapest product of arrays i..j splits (the matrix chain problem)."""
+    dims = [s[0] for s in shapes] + [shapes[-1][1]]
+    n = len(shapes)
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    return split
+
+
+def _multi_dot(arrays, *, out=None):
+    arrays = list(arrays)
+    if len(arrays) < 2:
+        raise ValueError("Expecting at least two arrays.")
+    for i, x in enumerate(arrays):
+        if np.ndim(x) != 2 and not (np.ndim(x) == 1 and i in (0, len(arrays) - 1)):
+            raise ValueError(f"{np.ndim(x)}-dimensional array given. Array must be two-dimensional")
+    # As NumPy does: a 1-D first array is a row, a 1-D last array a column.
+    shapes = [np.shape(x) if np.ndim(x) == 2 else ((1,) + np.shape(x) if i == 0 else np.shape(x) + (1,))
+              for i, x in enumerate(arrays)]
+    split = _chain_order(shapes)
+
+    def product(i, j):
+        if i == j:
+            return arrays[i]
+        k = split[i][j]
+        return np.matmul(product(i, k), product(k + 1, j))
+
+    return product(0, len(arrays) - 1)
+
+
+register_derived(np.linalg.multi_dot, _multi_dot, uses=(matmul,), notes="matmul in the cheapest order")

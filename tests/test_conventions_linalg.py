@@ -1,0 +1,196 @@
+"""Linear algebra against closed forms: determinants, inverses, spectra, and the norm at zero."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from jaccli.engine.recording import Recording
+from jaccli.errors import UnsupportedOperationError
+
+TIGHT = dict(rtol=1e-10, atol=1e-12)  # AD against a closed form: only rounding differs
+numpy2 = pytest.mark.skipif(np.lib.NumpyVersion(np.__version__) < "2.0.0", reason="NumPy 2 API")
+
+
+def _jacobian(f, x):
+    """Every row of the Jacobian in one reverse sweep (a block of identity seeds)."""
+    rec = Recording(f, (x,), (0,))
+    out_shape = np.shape(rec.outputs[0])
+    n_out = int(np.prod(out_shape))
+    seeds = np.eye(n_out).reshape((n_out,) + out_shape)
+    block = rec.vjp([seeds])[0]
+    if block is None:
+        return np.zeros(out_shape + np.shape(x))
+    return np.asarray(block).reshape(out_shape + np.shape(x))
+
+
+def _forward_jacobian(f, x):
+    """Every column of the Jacobian in one forward sweep."""
+    rec = Recording(f, (x,), (0,))
+    n = x.size
+    block = np.asarray(rec.jvp([np.eye(n).reshape((n,) + x.shape)])[0])
+    return np.moveaxis(block, 0, -1).reshape(np.shape(rec.outputs[0]) + x.shape)
+
+
+def _hessian(f, x):
+    """Forward over reverse: the gradient's recording, pushed along every coordinate at once."""
+    def grad(y):
+        return Recording(f, (y,), (0,)).vjp([np.ones((1,))])[0][0]
+    return _forward_jacobian(grad, x)
+
+
+@pytest.fixture
+def a(rng):
+    """An invertible, non-symmetric matrix with a negative determinant."""
+    m = rng.standard_normal((4, 4)) + 4 * np.eye(4)
+    return m if np.linalg.det(m) < 0 else m[[1, 0, 2, 3]]  # a row swap flips the sign
+
+
+@pytest.fixture
+def s(rng):
+    """A symmetric positive definite matrix with distinct eigenvalues."""
+    m = rng.standard_normal((4, 4))
+    return m @ m.T + 4 * np.eye(4)
+
+
+# ---------------------------------------------------------------------------
+# Determinants and inverses
+# ---------------------------------------------------------------------------
+def test_logdet_gradient_is_the_inverse_transpose(a):
+    assert_allclose(_jacobian(lambda x: np.linalg.slogdet(x)[1], a), np.linalg.inv(a).T, **TIGHT)
+
+
+def test_det_gradient_is_det_times_inverse_transpose(a):
+    expected = np.linalg.det(a) * np.linalg.inv(a).T
+    assert_allclose(_jacobian(np.linalg.det, a), expected, **TIGHT)
+    assert_allclose(_forward_jacobian(np.linalg.det, a), expected, **TIGHT)
+
+
+def test_logdet_hessian_has_the_negative_kron_structure(a):
+    n = a.shape[0]
+    inv = np.linalg.inv(a)
+    hess = _hessian(lambda x: np.linalg.slogdet(x)[1], a)
+    # d^2 logdet / dA_ij dA_kl = -inv[j, k] inv[l, i]: with (k, l) swapped, -kron(inv.T, inv).
+    swapped = hess.transpose(0, 1, 3, 2).reshape(n * n, n * n)
+    assert_allclose(swapped, -np.kron(inv.T, inv), **TIGHT)
+    assert_allclose(hess.reshape(n * n, n * n), hess.reshape(n * n, n * n).T, **TIGHT)
+
+
+def test_inverse_jacobian_is_minus_kron_of_inverses(a):
+    n = a.shape[0]
+    inv = np.linalg.inv(a)
+    # d inv_ij / dA_kl = -inv[i, k] inv[l, j]
+    assert_allclose(_jacobian(np.linalg.inv, a).reshape(n * n, n * n), -np.kron(inv, inv.T), **TIGHT)
+
+
+def test_slogdet_unpacks_and_its_sign_has_zero_derivative(a):
+    def sign_only(x):
+        sign, _ = np.linalg.slogdet(x)
+        return sign
+
+    assert_allclose(_jacobian(sign_only, a), np.zeros((4, 4)), rtol=0, atol=0)
+    assert Recording(sign_only, (a,), (0,)).outputs[0] == -1.0
+
+
+@numpy2
+def test_slogdet_result_has_numpys_named_fields(a):
+    rec = Recording(lambda x: np.linalg.slogdet(x).logabsdet * np.linalg.slogdet(x).sign, (a,), (0,))
+    assert_allclose(rec.outputs[0], -np.log(np.abs(np.linalg.det(a))), **TIGHT)
+
+
+def test_solve_gradient_in_b_is_the_transposed_solve(a, rng):
+    b = rng.standard_normal(4)
+    assert_allclose(_jacobian(lambda y: np.linalg.solve(a, y), b), np.linalg.inv(a), **TIGHT)
+
+
+def test_pinv_of_an_invertible_matrix_differentiates_like_inv(a):
+    assert_allclose(_jacobian(np.linalg.pinv, a), _jacobian(np.linalg.inv, a), rtol=1e-8, atol=1e-10)
+
+
+# ---------------------------------------------------------------------------
+# Symmetric functions: eigh, eigvalsh, cholesky
+# ---------------------------------------------------------------------------
+def test_eigenvalue_gradient_is_the_outer_product_of_its_eigenvector(s):
+    w, v = np.linalg.eigh(s)
+    for name, f in (("eigh", lambda x: np.linalg.eigh(x)[0]), ("eigvalsh", np.linalg.eigvalsh)):
+        jac = _jacobian(f, s)
+        for i in range(4):
+            assert_allclose(jac[i], np.outer(v[:, i], v[:, i]), **TIGHT, err_msg=name)
+
+
+def test_symmetric_functions_ignore_the_antisymmetric_part_of_a_perturbation(s, rng):
+    m = rng.standard_normal((4, 4))
+    antisym = (m - m.T)[None]
+    for f in (np.linalg.eigvalsh, lambda x: np.linalg.eigh(x)[1], np.linalg.cholesky):
+        tangent = Recording(f, (s,), (0,)).jvp([antisym])[0]
+        assert_allclose(tangent, np.zeros_like(tangent), rtol=0, atol=1e-12)
+
+
+def test_logdet_through_cholesky_has_the_inverse_as_gradient(s):
+    def logdet(x):
+        chol = np.linalg.cholesky(x)
+        return 2 * np.sum(np.log(np.sum(chol * np.eye(4), axis=-1)))
+
+    assert_allclose(_jacobian(logdet, s), np.linalg.inv(s), **TIGHT)
+
+
+def test_eigenvalue_gradients_of_a_stack_match_each_matrix(s, rng):
+    m = rng.standard_normal((4, 4))
+    stack = np.stack([s, m @ m.T + np.eye(4)])
+    jac = _jacobian(lambda x: np.sum(np.linalg.eigvalsh(x) ** 2, axis=-1), stack)
+    for k in range(2):
+        assert_allclose(jac[k, k], 2 * stack[k], **TIGHT)  # d tr(A^2) / dA = 2 A for symmetric A
+        assert_allclose(jac[k, 1 - k], np.zeros((4, 4)), rtol=0, atol=0)
+
+
+# ---------------------------------------------------------------------------
+# Singular values and norms
+# ---------------------------------------------------------------------------
+def test_singular_value_gradient_is_outer_of_singular_vectors(rng):
+    x = rng.standard_normal((3, 5))
+    u, _, vh = np.linalg.svd(x, full_matrices=False)
+    jac = _jacobian(lambda y: np.linalg.svd(y, compute_uv=False), x)
+    for i in range(3):
+        assert_allclose(jac[i], np.outer(u[:, i], vh[i]), **TIGHT)
+    assert_allclose(_jacobian(lambda y: np.linalg.norm(y, 2), x), np.outer(u[:, 0], vh[0]), **TIGHT)
+    assert_allclose(_jacobian(lambda y: np.linalg.norm(y, "nuc"), x), u @ vh, **TIGHT)
+
+
+@pytest.mark.parametrize("f", [
+    np.linalg.norm,
+    lambda x: np.linalg.norm(x, 2),
+    lambda x: np.linalg.norm(x, axis=0),
+    lambda x: np.linalg.norm(x, 3),
+    pytest.param(lambda x: np.linalg.vector_norm(x, ord=1.5), marks=numpy2),
+    lambda x: np.linalg.norm(np.reshape(x, (2, 2)), "fro"),
+], ids=["default", "ord-2", "axis-0", "ord-3", "vector_norm-1.5", "fro"])
+def test_norm_at_zero_has_an_exactly_zero_derivative(f):
+    x = np.zeros(4)
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        grad = _jacobian(f, x)
+        tangent = _forward_jacobian(f, x)
+        hess = _hessian(lambda y: np.sum(f(y)), x)
+    for d in (grad, tangent, hess):
+        assert np.all(d == 0), d  # exactly zero, and so never NaN
+
+
+def test_norm_of_a_zero_row_is_zero_and_other_rows_are_unit_vectors():
+    x = np.array([[0.0, 0.0], [3.0, -4.0]])
+    jac = _jacobian(lambda y: np.linalg.norm(y, axis=1), x)
+    assert_allclose(jac[0], np.zeros((2, 2)), rtol=0, atol=0)
+    assert_allclose(jac[1], [[0.0, 0.0], [0.6, -0.8]], **TIGHT)
+
+
+# ---------------------------------------------------------------------------
+# Outputs that are not unique are refused, with what to do instead
+# ---------------------------------------------------------------------------
+def test_wide_qr_and_full_svd_of_non_square_matrices_are_refused(rng):
+    x = rng.standard_normal((2, 3))
+    with pytest.raises(UnsupportedOperationError, match="m >= n"):
+        Recording(lambda y: np.linalg.qr(y)[0], (x,), (0,))
+    with pytest.raises(UnsupportedOperationError, match="full_matrices=False"):
+        Recording(lambda y: np.linalg.svd(y)[0], (x,), (0,))

@@ -1,4 +1,4 @@
-"""Rules for matrix products: matmul (every block rule is one GEMM where it can be) and dot."""
+"""Rules for matrix products: matmul (block rules are single GEMMs), dot, tensordot and relatives, kron, trace."""
 
 from __future__ import annotations
 
@@ -76,9 +76,14 @@ def _matmul_vjp_b(ans, a, b):
     return rule
 
 
+def _padded(shape2: tuple, out2: tuple) -> tuple:
+    """A tangent's matrix shape with length-1 batch axes, so that its block axis stays in front."""
+    return (1,) * (len(out2) - len(shape2)) + tuple(shape2)
+
+
 def _matmul_jvp_a(ans, a, b):
     out_shape = np.shape(ans)
-    a2_shape = np.shape(a) if np.ndim(a) >= 2 else (1,) + np.shape(a)
+    a2_shape = _padded(np.shape(a) if np.ndim(a) >= 2 else (1,) + np.shape(a), _out2_shape(a, b))
     b2 = _promote(b, False)
 
     def rule(t):
@@ -89,7 +94,7 @@ def _matmul_jvp_a(ans, a, b):
 
 def _matmul_jvp_b(ans, a, b):
     out_shape = np.shape(ans)
-    b2_shape = np.shape(b) if np.ndim(b) >= 2 else np.shape(b) + (1,)
+    b2_shape = _padded(np.shape(b) if np.ndim(b) >= 2 else np.shape(b) + (1,), _out2_shape(a, b))
     a2 = _promote(a, True)
 
     def rule(t):
@@ -121,3 +126,72 @@ def _dot(a, b, out=None):
 
 
 register_derived(np.dot, _dot, uses=(matmul,))
+
+
+# ---------------------------------------------------------------------------
+# tensordot, and the products built from it or from broadcasting: vdot, inner, outer, kron
+# ---------------------------------------------------------------------------
+def _axis_list(axes, ndim: int) -> list[int]:
+    axes = [axes] if isinstance(axes, (int, np.integer)) else list(axes)
+    return [int(a) % ndim for a in axes]
+
+
+def _tensordot(a, b, axes=2):
+    """A transpose, a reshape and one matmul, so every block rule is a single GEMM."""
+    na, nb = np.ndim(a), np.ndim(b)
+    if isinstance(axes, (int, np.integer)):
+        axes_a, axes_b = list(range(na - int(axes), na)), list(range(int(axes)))
+    else:
+        axes_a, axes_b = _axis_list(axes[0], na), _axis_list(axes[1], nb)
+    if len(axes_a) != len(axes_b):
+        raise ValueError("shape-mismatch for sum: tensordot needs as many axes of a as of b")
+    sa, sb = np.shape(a), np.shape(b)
+    free_a = [i for i in range(na) if i not in axes_a]
+    free_b = [i for i in range(nb) if i not in axes_b]
+    n = 1
+    for i in axes_a:
+        n *= sa[i]
+    a2 = np.reshape(np.transpose(a, free_a + axes_a), (-1, n))
+    b2 = np.reshape(np.transpose(b, axes_b + free_b), (n, -1))
+    return np.reshape(matmul(a2, b2), tuple(sa[i] for i in free_a) + tuple(sb[i] for i in free_b))
+
+
+def _vdot(a, b, /):
+    return matmul(np.reshape(a, (-1,)), np.reshape(b, (-1,)))
+
+
+def _inner(a, b, /):
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return np.multiply(a, b)
+    return _tensordot(a, b, ([-1], [-1]))
+
+
+def _outer(a, b, out=None):
+    return np.reshape(a, (-1, 1)) * np.reshape(b, (1, -1))
+
+
+def _kron(a, b):
+    nd = max(np.ndim(a), np.ndim(b))
+    if nd == 0:
+        return np.multiply(a, b)
+    sa = (1,) * (nd - np.ndim(a)) + np.shape(a)
+    sb = (1,) * (nd - np.ndim(b)) + np.shape(b)
+    # Interleave the axes: entry (i, j) of each pair of axes lands at i * len_b + j.
+    a_wide = np.reshape(a, tuple(d for n in sa for d in (n, 1)))
+    b_wide = np.reshape(b, tuple(d for n in sb for d in (1, n)))
+    return np.reshape(a_wide * b_wide, tuple(m * n for m, n in zip(sa, sb)))
+
+
+def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    moved = np.moveaxis(a, (axis1, axis2), (-2, -1))
+    n1, n2 = np.shape(moved)[-2:]
+    rows = np.arange(max(0, -offset), max(0, min(n1, n2 - offset)))
+    return np.sum(moved[..., rows, rows + offset], axis=-1)
+
+
+register_derived(np.tensordot, _tensordot, uses=(matmul,))
+register_derived(np.vdot, _vdot, uses=(matmul,))
+register_derived(np.inner, _inner, uses=(matmul,))
+register_derived(np.outer, _outer)
+register_derived(np.kron, _kron)
+register_derived(np.trace, _trace)

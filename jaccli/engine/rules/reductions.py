@@ -1,11 +1,11 @@
-"""Rules for reductions along axes: sum, mean, max and min (ties split evenly)."""
+"""Rules for reductions along axes (sum, mean, var, std, prod, max, min) and cumulative sums and products."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..registry import family, primitive, register, register_derived
-from ._util import norm_axes, shift
+from ._util import dtype_of, norm_axes, shift
 
 family("reductions")
 
@@ -20,8 +20,15 @@ def _spread(g, kept: tuple, shape: tuple):
     return np.broadcast_to(np.reshape(g, (k,) + kept), (k,) + tuple(shape))
 
 
+def _count(shape, axes) -> int:
+    n = 1
+    for a in axes:
+        n *= shape[a]
+    return n
+
+
 # ---------------------------------------------------------------------------
-# sum
+# sum, mean, average, var, std
 # ---------------------------------------------------------------------------
 def _sum_impl(x, axes, keepdims):
     return np.sum(x, axis=axes, keepdims=keepdims)
@@ -55,29 +62,112 @@ def _sum_handler(a, axis=None, dtype=None, out=None, keepdims=False, initial=np.
     return result
 
 
-register(np.sum, _sum_handler, prims=(sum_,))
-register((np.add, "reduce"), lambda a, axis=0, dtype=None, out=None, keepdims=False, **kw:
-         _sum_handler(a, axis=axis, keepdims=keepdims), prims=(sum_,), kind="derived")
-
-
-def _count(shape, axes) -> int:
-    n = 1
-    for a in axes:
-        n *= shape[a]
-    return n
-
-
 def _mean_handler(a, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValue):
     axes = norm_axes(axis, np.ndim(a))
     return _sum_handler(a, axis=axes, keepdims=keepdims) * (1.0 / max(_count(np.shape(a), axes), 1))
 
 
+def _average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    if weights is None:
+        avg = _mean_handler(a, axis, keepdims=keepdims)
+        scale = np.full(np.shape(avg), float(_count(np.shape(a), norm_axes(axis, np.ndim(a)))))
+    else:
+        w = weights
+        if np.shape(w) != np.shape(a):
+            # 1-D weights along `axis`, as NumPy allows.
+            ax = int(axis) % np.ndim(a)
+            w = np.reshape(w, tuple(-1 if i == ax else 1 for i in range(np.ndim(a))))
+        scale = np.sum(w, axis=axis, keepdims=keepdims)
+        avg = _sum_handler(a * w, axis=axis, keepdims=keepdims) / scale
+        scale = np.broadcast_to(scale, np.shape(avg))
+    return (avg, scale) if returned else avg
+
+
+def _var_handler(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np._NoValue,
+                 mean=np._NoValue, correction=np._NoValue):
+    if correction is not np._NoValue:
+        ddof = correction
+    axes = norm_axes(axis, np.ndim(a))
+    d = a - _mean_handler(a, axes, keepdims=True)
+    return _sum_handler(d * d, axis=axes, keepdims=keepdims) / np.float64(_count(np.shape(a), axes) - ddof)
+
+
+def _std_handler(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    return np.sqrt(_var_handler(a, axis, ddof=ddof, keepdims=keepdims, **kw))
+
+
+register(np.sum, _sum_handler, prims=(sum_,))
+register((np.add, "reduce"), lambda a, axis=0, dtype=None, out=None, keepdims=False, **kw:
+         _sum_handler(a, axis=axis, keepdims=keepdims), prims=(sum_,), kind="derived")
 register_derived(np.mean, _mean_handler, uses=(sum_,))
-register_derived(np.average, lambda a, axis=None, weights=None, returned=False, keepdims=False:
-                 _mean_handler(a, axis, keepdims=keepdims) if weights is None else
-                 _sum_handler(a * weights, axis=axis, keepdims=keepdims) / np.sum(weights, axis=axis,
-                                                                                  keepdims=keepdims),
-                 uses=(sum_,))
+register_derived(np.average, _average, uses=(sum_,))
+register_derived(np.var, _var_handler, uses=(sum_,))
+register_derived(np.std, _std_handler, uses=(sum_,),
+                 notes="the derivative is infinite where the standard deviation is 0 (as for sqrt at 0)")
+
+
+# ---------------------------------------------------------------------------
+# prod: each entry's derivative is the product of the others, formed without dividing by x
+# (so it stays right with one or several zeros) from exclusive prefix and suffix products.
+# ---------------------------------------------------------------------------
+def _prod_impl(x, axes, keepdims):
+    return np.prod(x, axis=axes, keepdims=keepdims)
+
+
+prod = primitive("np.prod", _prod_impl)
+
+
+def _exclusive_cumprod(y):
+    """[1, y0, y0*y1, ...] along the last axis: the product of the entries before each one."""
+    ones = np.ones(np.shape(y)[:-1] + (1,), dtype=dtype_of(y))
+    return np.concatenate([ones, np.cumprod(y[..., :-1], axis=-1)], axis=-1)
+
+
+def _others_product(x, axes):
+    """For each entry of x, the product of the other entries along `axes`."""
+    shape = np.shape(x)
+    n = _count(shape, axes)
+    if n <= 1:
+        return np.ones(shape, dtype=dtype_of(x))
+    rest = [a for a in range(len(shape)) if a not in axes]
+    perm = rest + list(axes)
+    moved_shape = tuple(shape[a] for a in perm)
+    xm = np.reshape(np.transpose(x, perm), moved_shape[: len(rest)] + (n,))
+    w = _exclusive_cumprod(xm) * _exclusive_cumprod(xm[..., ::-1])[..., ::-1]
+    return np.transpose(np.reshape(w, moved_shape), tuple(int(i) for i in np.argsort(perm)))
+
+
+def _prod_vjp(ans, x, axes, keepdims):
+    w = _others_product(x, axes)
+    shape = np.shape(x)
+    kept = _kept_shape(shape, axes)
+    return lambda g: _spread(g, kept, shape) * w
+
+
+def _prod_jvp(ans, x, axes, keepdims):
+    w = _others_product(x, axes)
+    block_axes = shift(axes)
+    return lambda t: np.sum(t * w, axis=block_axes, keepdims=keepdims)
+
+
+prod.defvjp(_prod_vjp)
+prod.defjvp(_prod_jvp)
+
+
+def _prod_handler(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
+    axes = norm_axes(axis, np.ndim(a))
+    if not axes and not keepdims and np.ndim(a) > 0:
+        return a
+    result = prod(a, axes, bool(keepdims))
+    if initial is not np._NoValue and initial != 1:
+        result = result * initial
+    return result
+
+
+_PROD_NOTES = "division-free rule: exact with one or several zeros"
+register(np.prod, _prod_handler, prims=(prod,), notes=_PROD_NOTES)
+register((np.multiply, "reduce"), lambda a, axis=0, dtype=None, out=None, keepdims=False, **kw:
+         _prod_handler(a, axis=axis, keepdims=keepdims), prims=(prod,), kind="derived", notes=_PROD_NOTES)
 
 
 # ---------------------------------------------------------------------------
@@ -131,3 +221,121 @@ register((np.maximum, "reduce"), lambda a, axis=0, dtype=None, out=None, keepdim
          _max_handler(a, axis=axis, keepdims=keepdims), prims=(max_,), kind="derived")
 register((np.minimum, "reduce"), lambda a, axis=0, dtype=None, out=None, keepdims=False, **kw:
          _min_handler(a, axis=axis, keepdims=keepdims), prims=(min_,), kind="derived")
+register_derived(np.ptp, lambda a, axis=None, out=None, keepdims=False:
+                 _max_handler(a, axis, keepdims=keepdims) - _min_handler(a, axis, keepdims=keepdims),
+                 uses=(max_, min_), notes="ties split the derivative evenly among the tied entries")
+
+
+# ---------------------------------------------------------------------------
+# cumsum and cumprod (axis=None flattens first)
+# ---------------------------------------------------------------------------
+def _along(axis: int, index) -> tuple:
+    """An index that applies `index` to one axis and keeps the others whole."""
+    return (slice(None),) * axis + (index,)
+
+
+_REVERSED = slice(None, None, -1)
+
+
+def _cumsum_impl(x, axis):
+    return np.cumsum(x, axis=axis)
+
+
+cumsum = primitive("np.cumsum", _cumsum_impl)
+# The transpose of a running sum is a running sum from the other end.
+cumsum.defvjp(lambda ans, x, axis: (lambda g, flip=_along(axis + 1, _REVERSED):
+                                    np.cumsum(g[flip], axis=axis + 1)[flip]))
+cumsum.defjvp(lambda ans, x, axis: (lambda t: np.cumsum(t, axis=axis + 1)))
+
+
+def _cumprod_impl(x, axis):
+    return np.cumprod(x, axis=axis)
+
+
+cumprod = primitive("np.cumprod", _cumprod_impl)
+
+# With P_k the product of the entries before k, d(cumprod)_i/dx_k = P_k * x_{k+1} ... x_i for k <= i.
+# So the tangent z = J t solves z_i = x_i z_{i-1} + P_i t_i, and the cotangent is P_k h_k where
+# h_k = g_k + x_{k+1} h_{k+1}. Both recurrences are solved by recursive doubling: log2(n) steps of
+# multiplies, slices and concatenations (no division, so zeros are exact; all differentiable).
+
+
+def _doubling_factors(coef, axis: int) -> list:
+    """For the recurrence z_i = c_i z_{i-1} + b_i, given coef = c_1..c_{n-1} along `axis`:
+    at step s (d = 2**s) the products c_{i-d+1} ... c_i for i = d..n-1."""
+    n = np.shape(coef)[axis] + 1
+    factors = []
+    d = 1
+    while d < n:
+        factors.append(coef)
+        if 2 * d < n:
+            coef = coef[_along(axis, slice(d, None))] * coef[_along(axis, slice(None, n - 2 * d))]
+        d *= 2
+    return factors
+
+
+def _solve(b, factors: list, axis: int):
+    """z with z_i = c_i z_{i-1} + b_i along `axis` of a block b (the factors lack the block axis)."""
+    n = np.shape(b)[axis]
+    d = 1
+    for f in factors:
+        head = b[_along(axis, slice(None, d))]
+        tail = b[_along(axis, slice(d, None))] + f * b[_along(axis, slice(None, n - d))]
+        b = np.concatenate([head, tail], axis=axis)
+        d *= 2
+    return b
+
+
+def _before(ans, axis: int):
+    """The product of the entries before each one: cumprod shifted by one, starting at 1."""
+    shape = np.shape(ans)
+    ones = np.ones(shape[:axis] + (1,) + shape[axis + 1:], dtype=dtype_of(ans))
+    return np.concatenate([ones, ans[_along(axis, slice(None, -1))]], axis=axis)
+
+
+def _cumprod_jvp(ans, x, axis):
+    before = _before(ans, axis)
+    factors = _doubling_factors(x[_along(axis, slice(1, None))], axis)
+    return lambda t: _solve(t * before, factors, axis + 1)
+
+
+def _cumprod_vjp(ans, x, axis):
+    before = _before(ans, axis)
+    factors = _doubling_factors(x[_along(axis, slice(None, 0, -1))], axis)
+    flip = _along(axis + 1, _REVERSED)
+    return lambda g: _solve(g[flip], factors, axis + 1)[flip] * before
+
+
+cumprod.defjvp(_cumprod_jvp)
+cumprod.defvjp(_cumprod_vjp)
+
+
+def _cumulative(prim, empty):
+    def handler(a, axis=None, dtype=None, out=None, *, include_initial=False):
+        if axis is None:
+            a = np.reshape(a, (-1,))
+            axis = 0
+        nd = np.ndim(a)
+        axis = int(axis) % nd
+        result = prim(a, axis) if np.shape(a)[axis] > 0 else a
+        if include_initial:
+            shape = np.shape(a)
+            start = np.full(shape[:axis] + (1,) + shape[axis + 1:], empty, dtype=dtype_of(a))
+            result = np.concatenate([start, result], axis=axis)
+        return result
+    return handler
+
+
+_cumsum_handler = _cumulative(cumsum, 0.0)
+_cumprod_handler = _cumulative(cumprod, 1.0)
+_CUMPROD_NOTES = "division-free rule: exact with zeros"
+register(np.cumsum, lambda a, axis=None, dtype=None, out=None: _cumsum_handler(a, axis), prims=(cumsum,))
+register(np.cumprod, lambda a, axis=None, dtype=None, out=None: _cumprod_handler(a, axis), prims=(cumprod,),
+         notes=_CUMPROD_NOTES)
+register((np.add, "accumulate"), lambda a, axis=0, dtype=None, out=None: _cumsum_handler(a, axis),
+         prims=(cumsum,), kind="derived")
+register((np.multiply, "accumulate"), lambda a, axis=0, dtype=None, out=None: _cumprod_handler(a, axis),
+         prims=(cumprod,), kind="derived", notes=_CUMPROD_NOTES)
+if hasattr(np, "cumulative_sum"):
+    register_derived(np.cumulative_sum, _cumsum_handler, uses=(cumsum,))
+    register_derived(np.cumulative_prod, _cumprod_handler, uses=(cumprod,), notes=_CUMPROD_NOTES)

@@ -1,0 +1,92 @@
+"""Reductions at their awkward points: ties in max/min, and products with zeros, against closed forms."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from jaccli.engine.recording import Recording
+
+
+def _jacobian(f, x):
+    """Every row of the Jacobian in one reverse sweep (a block of identity seeds)."""
+    rec = Recording(f, (x,), (0,))
+    out_shape = np.shape(rec.outputs[0])
+    n_out = int(np.prod(out_shape))
+    seeds = np.eye(n_out).reshape((n_out,) + out_shape)
+    return np.asarray(rec.vjp([seeds])[0]).reshape(out_shape + np.shape(x))
+
+
+def _hessian(f, x):
+    """Forward over reverse: the gradient's recording, pushed along every coordinate at once."""
+    def grad(y):
+        return Recording(f, (y,), (0,)).vjp([np.ones((1,))])[0][0]
+    rec = Recording(grad, (x,), (0,))
+    n = x.size
+    return np.asarray(rec.jvp([np.eye(n).reshape((n,) + x.shape)])[0]).reshape(x.shape + x.shape)
+
+
+def _others_product(x):
+    return np.array([np.prod(np.delete(x, i)) for i in range(x.size)])
+
+
+def _others_product_pairs(x):
+    n = x.size
+    return np.array([[0.0 if i == j else np.prod(np.delete(x, [i, j])) for j in range(n)] for i in range(n)])
+
+
+def test_max_ties_split_the_gradient_evenly():
+    assert_allclose(_jacobian(np.max, np.array([1.0, 3.0, 3.0])), [0.0, 0.5, 0.5], rtol=0, atol=0)
+
+
+def test_min_ties_split_the_gradient_evenly_per_row():
+    x = np.array([[2.0, -1.0, -1.0, -1.0], [0.5, 0.25, 4.0, 0.25]])
+    expected = np.zeros((2, 2, 4))
+    expected[0, 0, 1:] = 1 / 3
+    expected[1, 1, [1, 3]] = 0.5
+    assert_allclose(_jacobian(lambda x: np.min(x, axis=1), x), expected, rtol=0, atol=1e-15)
+
+
+def test_max_without_ties_picks_the_maximum():
+    assert_allclose(_jacobian(np.max, np.array([1.0, 3.0, 2.0])), [0.0, 1.0, 0.0], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("x", [
+    np.array([2.0, -1.5, 3.0, 0.5]),
+    np.array([2.0, 0.0, 3.0, 4.0]),
+    np.array([0.0, 2.0, 0.0, 4.0]),
+    np.array([0.0, 0.0, 0.0]),
+], ids=["no-zero", "one-zero", "two-zeros", "all-zeros"])
+def test_prod_gradient_and_hessian_match_products_of_the_others(x):
+    assert_allclose(_jacobian(np.prod, x), _others_product(x), rtol=1e-14, atol=0)
+    assert_allclose(_hessian(np.prod, x), _others_product_pairs(x), rtol=1e-14, atol=0)
+
+
+def test_prod_with_one_zero_has_one_nonzero_partial():
+    assert_allclose(_jacobian(np.prod, np.array([2.0, 0.0, 3.0, 4.0])), [0.0, 24.0, 0.0, 0.0], rtol=0, atol=0)
+
+
+def test_prod_with_two_zeros_has_zero_gradient_but_a_nonzero_hessian_entry():
+    x = np.array([0.0, 2.0, 0.0, 4.0])
+    assert_allclose(_jacobian(np.prod, x), np.zeros(4), rtol=0, atol=0)
+    h = _hessian(np.prod, x)
+    assert h[0, 2] == h[2, 0] == 8.0
+    assert np.count_nonzero(h) == 2
+
+
+def test_prod_along_an_axis_with_zeros():
+    x = np.array([[0.0, 2.0, 3.0], [1.0, 0.0, 0.0]])
+    jac = _jacobian(lambda x: np.prod(x, axis=1), x)
+    assert_allclose(jac[0, 0], [6.0, 0.0, 0.0], rtol=0, atol=0)
+    assert_allclose(jac[1, 1], [0.0, 0.0, 0.0], rtol=0, atol=0)
+    assert_allclose(jac[0, 1], 0.0, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("x", [np.array([1.5, 0.0, -2.0, 0.0, 3.0]), np.array([0.5, 2.0, -1.0, 3.0, 1.5, 0.7])],
+                         ids=["two-zeros", "no-zero"])
+def test_cumprod_jacobian_matches_closed_form(x):
+    n = x.size
+    expected = np.array([[np.prod(np.delete(x[: i + 1], k)) if k <= i else 0.0 for k in range(n)]
+                         for i in range(n)])
+    assert_allclose(_jacobian(np.cumprod, x), expected, rtol=1e-14, atol=0)

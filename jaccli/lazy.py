@@ -181,12 +181,14 @@ class Evaluator:
     def _write_rows(self, i: int, j: int, rows: np.ndarray, ct: Any) -> None:
         k = rows.size
         if self.batch:
-            store = self.block_store(i, j)
-            if ct is None:
-                store[:, rows, :] = 0.0
-            else:
+            if ct is not None:
                 ct = np.reshape(np.asarray(ct), (k, self.B, self.N[j]))
-                store[:, rows, :] = np.moveaxis(ct, 0, 1)
+                if k == self.M[i] and (rows == np.arange(k)).all() and (i, j) not in self.store \
+                        and _adoptable(ct, self.dtype(i, j)):
+                    self.store[(i, j)] = np.moveaxis(ct, 0, 1)  # a view: no copy of the whole block
+                    return
+            store = self.block_store(i, j)
+            store[:, rows, :] = 0.0 if ct is None else np.moveaxis(ct, 0, 1)
             return
         whole = k == self.M[i] and rows[0] == 0 and rows[-1] == k - 1 and (i, j) not in self.store
         if ct is None:

@@ -138,6 +138,11 @@ class SparseBlock:
         rows = self.idx // p
         cols = self.idx % p
         n_rows = math.prod(lead) * a
+        if rows.shape[1] == n_rows and (rows == np.arange(n_rows)).all() and (cols == cols[:, :1]).all():
+            # Every seed touches each row once in order, all in one column (a batched identity
+            # seed): the product is an outer product per seed, one broadcast multiply.
+            out = self.val[..., None] * m[cols[:, 0]][:, None, :]
+            return out.reshape((k, *lead, a, m.shape[1]))
         out = np.zeros((k, n_rows, m.shape[1]), dtype=np.result_type(self.val, m))
         contrib = self.val[..., None] * m[cols]
         kk = np.broadcast_to(np.arange(k)[:, None], rows.shape)

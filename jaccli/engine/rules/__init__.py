@@ -1,3 +1,23 @@
 """Derivative rules for NumPy, one module per family; importing this package fills the registry."""
 
-from . import creation, elementwise, indexing, meta, products, reductions, shape  # noqa: F401
+from . import (  # noqa: F401
+    creation,
+    diagonals,
+    einsum,
+    elementwise,
+    indexing,
+    joining,
+    linalg,
+    linalg_decomp,
+    linalg_norm,
+    meta,
+    products,
+    reductions,
+    reorder,
+    shape,
+)
+
+from ..registry import PRIMITIVES as _PRIMITIVES  # noqa: E402
+from ..seeds import install as _install_sparse  # noqa: E402
+
+_install_sparse(_PRIMITIVES)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import family, primitive, register
+from ..tracer import Tracer
 from ._util import dtype_of
 
 family("creation")
@@ -29,7 +30,8 @@ astype = primitive("astype", _astype_impl)
 # The cotangent goes back in the input's dtype, the tangent forward in the output's.
 astype.defvjp(lambda ans, x, dtype: (lambda g, _dt=dtype_of(x): _astype_impl(g, _dt)))
 astype.defjvp(lambda ans, x, dtype: (lambda t: _astype_impl(t, dtype)))
-register("astype", lambda x, dtype: x if dtype_of(x) == dtype else astype(x, dtype), prims=(astype,),
+# x.astype() copies even when the dtype is unchanged, so that writing into the result leaves x alone.
+register("astype", lambda x, dtype: copy(x) if dtype_of(x) == dtype else astype(x, dtype), prims=(astype,),
          name="x.astype()", notes="a cast to an integer or boolean dtype cuts the derivative (a constant)")
 
 
@@ -47,12 +49,17 @@ def _like(kind):
             fill = 1.0 if kind == "ones_like" else 0.0
             if args:
                 dtype = args[0]
+        if type(fill) is Tracer:
+            # The fill value is differentiable; the traced zeros only carry the shape.
+            return prim(a, 0.0, dtype) + fill if shape is None else np.broadcast_to(fill, shape) + 0.0
         if shape is not None:
             return np.full(shape, fill, dtype=dtype or dtype_of(a))
         return prim(a, fill, dtype)
 
-    register(getattr(np, kind), handler, prims=(prim,), kind="zero",
-             notes="a traced constant: independent of the input, but it can be assigned into")
+    notes = "a traced constant: independent of the input, but it can be assigned into"
+    if kind == "full_like":
+        notes += "; a traced fill value is differentiated"
+    register(getattr(np, kind), handler, prims=(prim,), kind="zero", notes=notes)
     return handler
 
 

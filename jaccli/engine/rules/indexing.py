@@ -11,7 +11,7 @@ import numpy as np
 
 from ...errors import TracingError
 from ..core import user_site
-from ..registry import family, primitive, register
+from ..registry import family, primitive, register, register_derived
 
 family("indexing")
 
@@ -150,3 +150,48 @@ register("getitem", getitem, prims=(get_basic, gather), name="x[idx]",
          notes="basic and advanced indexing; repeated indices accumulate")
 register("setitem", setitem, prims=(scatter_flat,), kind="derived", name="x[idx] = v",
          notes="a functional update: the traced array becomes the updated one; the last write wins")
+
+
+# ---------------------------------------------------------------------------
+# Rearrangements as one gather of precomputed flat positions
+# ---------------------------------------------------------------------------
+def positions(shape: tuple) -> np.ndarray:
+    """The flat position of every element of an array of `shape`."""
+    return np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.intp).reshape(shape)
+
+
+def rearrange(x, pos: np.ndarray):
+    """``x.ravel()[pos]``: any copy-out of x whose element positions are known in advance.
+
+    NumPy computes `pos` by applying the function to `positions(x.shape)` (np.roll, np.diagonal,
+    np.take_along_axis of the argsort...), so its semantics are NumPy's own.
+    """
+    return gather(np.reshape(x, (-1,)), np.asarray(pos, dtype=np.intp))
+
+
+def _take(a, indices, axis=None, out=None, mode="raise"):
+    if out is not None:
+        raise TracingError("np.take(..., out=...) writes into an existing array; write `y = np.take(...)` "
+                           "instead", user_site(2))
+    if axis is None:
+        a, ax = np.reshape(a, (-1,)), 0
+    else:
+        ax = int(axis) % max(np.ndim(a), 1)
+    idx = np.asarray(indices)
+    n = np.shape(a)[ax]
+    if mode == "wrap":
+        idx = idx % n
+    elif mode == "clip":
+        idx = np.clip(idx, 0, n - 1)
+    return getitem(a, (slice(None),) * ax + (idx,))
+
+
+def _take_along_axis(arr, indices, axis=-1):
+    if axis is None:
+        arr, axis = np.reshape(arr, (-1,)), 0
+    return rearrange(arr, np.take_along_axis(positions(np.shape(arr)), np.asarray(indices), axis))
+
+
+register_derived(np.take, _take, uses=(get_basic, gather),
+                 notes="repeated indices accumulate; mode='wrap'/'clip' act on the indices")
+register_derived(np.take_along_axis, _take_along_axis, uses=(gather,), notes="repeated indices accumulate")

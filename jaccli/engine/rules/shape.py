@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import family, primitive, register, register_derived, register_primitive
-from ._util import norm_axes
 
 family("shape")
 
@@ -69,6 +68,7 @@ register_derived(np.expand_dims, _expand_dims, uses=(reshape,))
 register_derived(np.squeeze, _squeeze, uses=(reshape,))
 register_derived(np.atleast_1d, lambda *arys: _atleast(1, arys), uses=(reshape,))
 register_derived(np.atleast_2d, lambda *arys: _atleast(2, arys), uses=(reshape,))
+register_derived(np.atleast_3d, lambda *arys: _atleast(3, arys), uses=(reshape,))
 
 
 def _atleast(n, arys):
@@ -76,10 +76,13 @@ def _atleast(n, arys):
     for a in arys:
         shape = np.shape(a)
         if len(shape) < n:
-            shape = (1,) * (n - len(shape)) + shape if n == 1 or len(shape) == 0 else (1,) + shape
+            if n == 3 and len(shape) > 0:
+                shape = ((1,) + shape if len(shape) == 1 else shape) + (1,)  # (n,) -> (1, n, 1)
+            else:
+                shape = (1,) * (n - len(shape)) + shape
             a = _reshape_handler(a, shape)
         out.append(a)
-    return out[0] if len(out) == 1 else out
+    return out[0] if len(out) == 1 else tuple(out)
 
 
 # ---------------------------------------------------------------------------
@@ -126,7 +129,6 @@ def _swapaxes(a, axis1, axis2):
 
 def _moveaxis(a, source, destination):
     nd = np.ndim(a)
-    src = norm_axes(source, nd) if not isinstance(source, (int, np.integer)) else (int(source) % nd,)
     src = tuple(int(s) % nd for s in (source if isinstance(source, (tuple, list)) else (source,)))
     dst = tuple(int(d) % nd for d in (destination if isinstance(destination, (tuple, list)) else (destination,)))
     order = [n for n in range(nd) if n not in src]
@@ -138,7 +140,9 @@ def _moveaxis(a, source, destination):
 register(np.transpose, _transpose_handler, prims=(transpose,))
 register_derived(np.swapaxes, _swapaxes, uses=(transpose,))
 register_derived(np.moveaxis, _moveaxis, uses=(transpose,))
-register_derived(np.permute_dims, _transpose_handler, uses=(transpose,)) if hasattr(np, "permute_dims") else None
+if hasattr(np, "permute_dims"):
+    # In NumPy 2 np.permute_dims is np.transpose itself: the entry only adds the name to the listing.
+    register_derived(np.permute_dims, _transpose_handler, uses=(transpose,), name="np.permute_dims")
 register_derived(np.matrix_transpose, lambda x: _swapaxes(x, -1, -2), uses=(transpose,)) \
     if hasattr(np, "matrix_transpose") else None
 
@@ -184,7 +188,49 @@ register(np.broadcast_to, _broadcast_handler, prims=(broadcast_to,))
 
 def _broadcast_arrays(*args, subok=False):
     shape = np.broadcast_shapes(*(np.shape(a) for a in args))
-    return [_broadcast_handler(a, shape) for a in args]
+    return tuple(_broadcast_handler(a, shape) for a in args)
 
 
 register_derived(np.broadcast_arrays, _broadcast_arrays, uses=(broadcast_to,))
+
+
+# ---------------------------------------------------------------------------
+# tile and repeat: a broadcast between two reshapes (per-element repeats are a gather)
+# ---------------------------------------------------------------------------
+def _tile(A, reps):
+    reps = (int(reps),) if np.ndim(reps) == 0 else tuple(int(r) for r in reps)
+    shape = np.shape(A)
+    d = max(len(reps), len(shape))
+    shape = (1,) * (d - len(shape)) + shape
+    reps = (1,) * (d - len(reps)) + reps
+    if all(r == 1 for r in reps):
+        return np.copy(_reshape_handler(A, shape))  # np.tile returns a copy, never the input
+    # Copy number r of axis i is the outer index of the pair (r_i, n_i), as in np.tile.
+    interleaved = tuple(v for n in shape for v in (1, n))
+    wide = tuple(v for r, n in zip(reps, shape) for v in (r, n))
+    return _reshape_handler(_broadcast_handler(_reshape_handler(A, interleaved), wide),
+                            tuple(r * n for r, n in zip(reps, shape)))
+
+
+def _repeat(a, repeats, axis=None):
+    from .indexing import getitem
+
+    if axis is None:
+        a, ax = _reshape_handler(a, (-1,)), 0
+    else:
+        ax = int(axis) % max(np.ndim(a), 1)
+    shape = np.shape(a)
+    counts = np.asarray(repeats)
+    if counts.size != 1:
+        return getitem(a, (slice(None),) * ax + (np.repeat(np.arange(shape[ax]), counts),))
+    r = int(counts.reshape(-1)[0])
+    if r == 1:
+        return np.copy(a)
+    lifted = _reshape_handler(a, shape[: ax + 1] + (1,) + shape[ax + 1:])
+    wide = _broadcast_handler(lifted, shape[: ax + 1] + (r,) + shape[ax + 1:])
+    return _reshape_handler(wide, shape[:ax] + (shape[ax] * r,) + shape[ax + 1:])
+
+
+register_derived(np.tile, _tile, uses=(reshape, broadcast_to))
+register_derived(np.repeat, _repeat, uses=(reshape, broadcast_to),
+                 notes="per-element repeats are a gather; an int repeat is a broadcast")

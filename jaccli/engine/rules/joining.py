@@ -1,0 +1,197 @@
+"""Rules for joining, splitting and padding arrays: concatenate, stack, split, pad and their relatives."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import UnsupportedOperationError
+from ..core import user_site
+from ..registry import family, primitive, register, register_derived
+from ..tracer import Tracer
+from ._util import dtype_of
+from .indexing import get_basic, getitem, scatter_basic
+from .shape import reshape
+
+family("joining")
+
+
+def _concat_impl(*xs, axis):
+    return np.concatenate(xs, axis=axis)
+
+
+concat = primitive("np.concatenate", _concat_impl)
+
+
+def _concat_vjp(i):
+    def maker(ans, *xs, axis):
+        start = sum(np.shape(x)[axis] for x in xs[:i])
+        stop = start + np.shape(xs[i])[axis]
+        index = (slice(None),) * (axis + 1) + (slice(start, stop),)
+        return lambda g: g[index]
+    return maker
+
+
+def _concat_jvp_joint(ans, *xs, axis):
+    shapes = [np.shape(x) for x in xs]
+    dtype = dtype_of(ans)
+
+    def rule(ts):
+        k = next(np.shape(t)[0] for t in ts if t is not None)
+        parts = [np.zeros((k,) + s, dtype=dtype) if t is None else t for t, s in zip(ts, shapes)]
+        return np.concatenate(parts, axis=axis + 1)
+    return rule
+
+
+class _ConcatVjps(dict):
+    """Reverse rules for any number of concatenated arrays, made on demand."""
+
+    def get(self, i, default=None):
+        return _concat_vjp(i)
+
+    def __bool__(self):
+        return True
+
+
+concat.vjps = _ConcatVjps()
+concat.jvp_joint = _concat_jvp_joint
+
+
+def _concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    arrays = list(arrays)
+    if axis is None:
+        arrays = [np.reshape(a, (-1,)) for a in arrays]
+        axis = 0
+    nd = np.ndim(arrays[0])
+    return concat(*arrays, axis=int(axis) % nd)
+
+
+def _stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    arrays = list(arrays)
+    nd = np.ndim(arrays[0]) + 1
+    ax = int(axis) % nd
+    shape = np.shape(arrays[0])
+    expanded = [np.reshape(a, shape[:ax] + (1,) + shape[ax:]) if np.shape(a) == shape else a for a in arrays]
+    return concat(*expanded, axis=ax)
+
+
+register(np.concatenate, _concatenate, prims=(concat,))
+register_derived(np.stack, _stack, uses=(concat,))
+
+
+# ---------------------------------------------------------------------------
+# The stacking relatives: reshapes (atleast_nd) followed by one concatenate
+# ---------------------------------------------------------------------------
+def _hstack(tup, *, dtype=None, casting="same_kind"):
+    arrays = [np.atleast_1d(a) for a in tup]
+    return _concatenate(arrays, axis=0 if np.ndim(arrays[0]) == 1 else 1)
+
+
+def _vstack(tup, *, dtype=None, casting="same_kind"):
+    return _concatenate([np.atleast_2d(a) for a in tup], axis=0)
+
+
+def _dstack(tup):
+    return _concatenate([np.atleast_3d(a) for a in tup], axis=2)
+
+
+def _column_stack(tup):
+    return _concatenate([np.reshape(a, (-1, 1)) if np.ndim(a) < 2 else a for a in tup], axis=1)
+
+
+def _append(arr, values, axis=None):
+    if axis is None:
+        return _concatenate([np.reshape(arr, (-1,)), np.reshape(values, (-1,))], axis=0)
+    return _concatenate([arr, values], axis=axis)
+
+
+register_derived(np.hstack, _hstack, uses=(reshape, concat))
+register_derived(np.vstack, _vstack, uses=(reshape, concat))
+register_derived(np.dstack, _dstack, uses=(reshape, concat))
+register_derived(np.column_stack, _column_stack, uses=(reshape, concat))
+register_derived(np.append, _append, uses=(reshape, concat))
+
+
+# ---------------------------------------------------------------------------
+# Splitting: a list of basic slices (views) along one axis
+# ---------------------------------------------------------------------------
+def _bounds(n: int, sections, equal: bool) -> list[tuple[int, int]]:
+    """(start, stop) of every piece, with np.split's and np.array_split's meaning of `sections`."""
+    try:
+        points = [0] + [int(i) for i in sections] + [n]
+    except TypeError:
+        count = int(sections)
+        if count <= 0:
+            raise ValueError("number sections must be larger than 0.") from None
+        if equal and n % count:
+            raise ValueError("array split does not result in an equal division") from None
+        each, extra = divmod(n, count)
+        points = [0]
+        for i in range(count):
+            points.append(points[-1] + each + (1 if i < extra else 0))
+    # Index lists keep Python slice semantics (negative, out of range, decreasing), as in NumPy.
+    return list(zip(points[:-1], points[1:]))
+
+
+def _split_along(ary, sections, axis, equal):
+    ax = int(axis) % max(np.ndim(ary), 1)
+    lead = (slice(None),) * ax
+    return [getitem(ary, lead + (slice(start, stop),))
+            for start, stop in _bounds(np.shape(ary)[ax], sections, equal)]
+
+
+def _split_needing(ndim_min: int, axis: int, name: str):
+    def split(ary, indices_or_sections):
+        if np.ndim(ary) < ndim_min:
+            raise ValueError(f"{name} only works on arrays of {ndim_min} or more dimensions")
+        ax = 0 if name == "hsplit" and np.ndim(ary) == 1 else axis
+        return _split_along(ary, indices_or_sections, ax, True)
+    return split
+
+
+register_derived(np.split, lambda ary, indices_or_sections, axis=0: _split_along(ary, indices_or_sections,
+                                                                                 axis, True),
+                 uses=(get_basic,), notes="returns a list of slices of the input")
+register_derived(np.array_split, lambda ary, indices_or_sections, axis=0:
+                 _split_along(ary, indices_or_sections, axis, False), uses=(get_basic,),
+                 notes="returns a list of slices of the input")
+register_derived(np.hsplit, _split_needing(1, 1, "hsplit"), uses=(get_basic,))
+register_derived(np.vsplit, _split_needing(2, 0, "vsplit"), uses=(get_basic,))
+register_derived(np.dsplit, _split_needing(3, 2, "dsplit"), uses=(get_basic,))
+
+
+# ---------------------------------------------------------------------------
+# pad (mode='constant'): the input scattered into the middle of the padded constant
+# ---------------------------------------------------------------------------
+def _pad(array, pad_width, mode="constant", **kwargs):
+    if mode != "constant":
+        shown = mode if isinstance(mode, str) else getattr(mode, "__name__", repr(mode))
+        raise UnsupportedOperationError(f"np.pad with mode={shown!r} is not supported by jaccli; only "
+                                        "mode='constant' is; see 'jaccli ops'", user_site(2))
+    values = kwargs.pop("constant_values", 0)
+    if kwargs:
+        raise ValueError(f"unsupported keyword arguments for mode 'constant': {set(kwargs)}")
+    shape = np.shape(array)
+    if isinstance(pad_width, dict):  # {axis: width or (before, after)}, axes not named are not padded
+        pairs = [(0, 0)] * len(shape)
+        for ax, width in pad_width.items():
+            pairs[ax] = (width, width) if np.ndim(width) == 0 else tuple(width)
+        pad_width = pairs
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (len(shape), 2))
+    if widths.size and widths.min() < 0:
+        raise ValueError("index can't contain negative values")
+    out_shape = tuple(int(n + b + a) for n, (b, a) in zip(shape, widths))
+    middle = tuple(slice(int(b), int(b) + n) for n, (b, _) in zip(shape, widths))
+    inner = scatter_basic(array, middle, out_shape)
+    if type(values) is Tracer:
+        if np.ndim(values) != 0:
+            raise UnsupportedOperationError("np.pad with traced constant_values is supported for a scalar "
+                                            "only; pad with 0 and add the border yourself", user_site(2))
+        # The border is 1 where padded and 0 in the middle: values * border is the differentiable border.
+        border = np.pad(np.zeros(shape, dtype=dtype_of(inner)), widths, constant_values=1)
+        return inner + values * border
+    border = np.pad(np.zeros(shape, dtype=dtype_of(inner)), widths, constant_values=values)
+    return inner + border if np.any(border) else inner
+
+
+register_derived(np.pad, _pad, uses=(scatter_basic,),
+                 notes="mode='constant' only (constant_values may be traced if scalar)")

@@ -1,7 +1,30 @@
 """jaccli: Jacobians and Hessians of plain NumPy functions, lazily, from its own AD engine."""
 
-from .api import grad, hessian, hvp, jacobian, jvp, vjp
-from .lazy import Hessian, Jacobian
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 __all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "grad", "Jacobian", "Hessian", "__version__"]
+
+# Imported on first use, so that `jaccli --version` and `--help` do not pay for NumPy and the engine.
+_LAZY = {"jacobian": "api", "hessian": "api", "vjp": "api", "jvp": "api", "hvp": "api", "grad": "api",
+         "Jacobian": "lazy", "Hessian": "lazy"}
+
+if TYPE_CHECKING:
+    from .api import grad, hessian, hvp, jacobian, jvp, vjp
+    from .lazy import Hessian, Jacobian
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jaccli' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -163,16 +163,15 @@ def jacobian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | Non
     args, inputs_is_tuple = _as_args(inputs)
     wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
     _validate(batch_axis, mode, chunk_size)
-    names = _param_names(f, len(args))
     if _traced(args) and create_graph:
         return _eager_traced(f, args, wrt_idx, batch_axis, in_tuple)
     rec = Recording(f, _detach_unless(create_graph, args), wrt_idx)
     _check_batch_shapes(rec, batch_axis == 0)
     if strict:
-        _check_strict(rec, names)
+        _check_strict(rec, _param_names(f, len(args)))
     ev = Evaluator(rec, batch=batch_axis == 0, mode=mode, chunk_size=chunk_size)
-    blocks = [[Jacobian(ev, i, j, _result_dtype(rec, i, j, mode), f"{i}", names[k])
-               for j, k in enumerate(wrt_idx)] for i in range(len(rec.outputs))]
+    blocks = [[Jacobian(ev, i, j, _result_dtype(rec, i, j, mode)) for j in range(len(wrt_idx))]
+              for i in range(len(rec.outputs))]
     return _nest(blocks, rec.out_is_tuple, in_tuple)
 
 
@@ -231,20 +230,20 @@ def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None
     args, inputs_is_tuple = _as_args(inputs)
     wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
     _validate(batch_axis, mode, chunk_size)
-    names = _param_names(f, len(args))
     holder: dict = {}
     grad_fn = _gradient_function(f, wrt_idx, batch_axis == 0, holder)
     if _traced(args) and create_graph:
         return _eager_traced(grad_fn, args, wrt_idx, batch_axis, in_tuple, out_tuple=True)
     rec = Recording(grad_fn, _detach_unless(create_graph, args), wrt_idx)
     if strict:
+        names = _param_names(f, len(args))
         _check_strict(holder["inner"], names)
         _check_strict(rec, names, hessian=True)
     outer = "reverse" if mode == "reverse" else "forward"
     ev = HessianEvaluator(rec, batch=batch_axis == 0, mode=outer, chunk_size=chunk_size)
     ev.value = holder.get("value")
-    blocks = [[Hessian(ev, i, j, np.result_type(rec.inputs[wrt_idx[j]]), names[wrt_idx[i]], names[k])
-               for j, k in enumerate(wrt_idx)] for i in range(len(wrt_idx))]
+    blocks = [[Hessian(ev, i, j, np.result_type(rec.inputs[k])) for j, k in enumerate(wrt_idx)]
+              for i in range(len(wrt_idx))]
     return _nest(blocks, in_tuple, in_tuple)
 
 

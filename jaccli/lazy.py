@@ -163,7 +163,8 @@ class Evaluator:
         if missing.size == 0:
             return
         self._check_batch()
-        missing = np.unique(missing)
+        if missing.size != self.M[i]:
+            missing = np.unique(missing)
         k = self.chunk(missing.size, max(self.N + [1]) * (self.B if self.batch else 1))
         done = 0
         for start in range(0, missing.size, k):
@@ -208,7 +209,8 @@ class Evaluator:
         if missing.size == 0:
             return
         self._check_batch()
-        missing = np.unique(missing)
+        if missing.size != self.N[j]:
+            missing = np.unique(missing)
         k = self.chunk(missing.size, max(self.M + [1]) * (self.B if self.batch else 1))
         done = 0
         for start in range(0, missing.size, k):
@@ -251,8 +253,12 @@ class Evaluator:
         Returns the sweep kind used: "reverse", "forward" or "cached".
         """
         mode = mode or self.mode
-        miss_r = np.unique(rows[~self.row_done[i][rows]]) if rows.size else rows
-        miss_c = np.unique(cols[~self.col_done[j][cols]]) if cols.size else cols
+        if rows.size == self.M[i] and cols.size == self.N[j] and not self.row_done[i].any() \
+                and not self.col_done[j].any():
+            miss_r, miss_c = rows, cols  # a fresh whole block: nothing to look up
+        else:
+            miss_r = np.unique(rows[~self.row_done[i][rows]]) if rows.size else rows
+            miss_c = np.unique(cols[~self.col_done[j][cols]]) if cols.size else cols
         if miss_r.size == 0 or miss_c.size == 0:
             return "cached"
         if mode == "reverse" or (mode == "auto" and miss_r.size <= miss_c.size):
@@ -373,14 +379,11 @@ class _Block:
 
     kind = "jacobian"
 
-    def __init__(self, ev: Evaluator, i: int, j: int, result_dtype: np.dtype,
-                 out_name: str = "", in_name: str = "") -> None:
+    def __init__(self, ev: Evaluator, i: int, j: int, result_dtype: np.dtype) -> None:
         self._ev = ev
         self._i = i
         self._j = j
         self.dtype = np.dtype(result_dtype)
-        self.out_name = out_name
-        self.in_name = in_name
         batch = (ev.B,) if ev.batch else ()
         self.shape = batch + ev.out_feat[i] + ev.in_feat[j]
         self._matrix_shape = batch + (ev.M[i], ev.N[j])

@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..errors import UserFunctionError
+from ..errors import TracingError, UserFunctionError
 from . import rules  # noqa: F401  (fills the registry)
 from .core import Trace, forward, reverse
 from .tracer import Tracer, primal
@@ -35,6 +35,8 @@ def _build(obj: Any, dtype: Any = None) -> Any:
 
 
 def _array(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+    if type(obj) is Tracer and kwargs.get("copy", True) is not False:
+        return np.copy(obj)  # np.array copies: writing into the result must not change obj
     if _contains_tracer(obj):
         if dtype is not None and np.dtype(dtype).kind not in "fc":
             return np.array(primal_nested(obj), dtype, *args, **kwargs)
@@ -118,7 +120,7 @@ class Recording:
             self.in_nodes.append(t._node)
         self.inputs = tuple(primal_value(a, self.trace) for a in call_args)
         with intercept_numpy(f):
-            out = f(*call_args)
+            out = _call_user(f, call_args)
         self.out_is_tuple = isinstance(out, tuple)
         outs = out if self.out_is_tuple else (out,)
         self.out_refs = []
@@ -166,6 +168,21 @@ class Recording:
         self.sweeps += 1
         got = iter(forward(self.trace, tuple(n for n, _ in pairs), tuple(t for _, t in pairs), tuple(refs)))
         return [None if r is None else next(got) for r in self.out_refs]
+
+
+def _call_user(f: Callable, args: list) -> Any:
+    try:
+        return f(*args)
+    except ValueError as exc:
+        # `out[i] = x[i]` into a plain array: NumPy replaces the TracingError raised by
+        # Tracer.__float__ with "setting an array element with a sequence"; report the real cause.
+        cause = exc.__cause__
+        if isinstance(cause, TracingError):
+            raise TracingError(
+                "writing a traced value into a plain array (one made with np.zeros or np.empty) takes it out "
+                "of jaccli's recording, so its derivative is lost; make the array with np.zeros_like(x) and "
+                "assign into that, or collect the values in a list and np.stack them", cause.site) from None
+        raise
 
 
 def primal_value(a: Any, trace: Trace) -> Any:

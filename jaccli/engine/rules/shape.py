@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..registry import family, primitive, register, register_derived, register_primitive
+from ..registry import family, primitive, register, register_derived
 
 family("shape")
 

@@ -1,0 +1,23 @@
+"""Rows for the reordering family: flip, rot90, roll and sort."""
+
+import numpy as np
+
+from . import Case, r
+
+CASES = [
+    Case("np.flip", lambda x: np.flip(x) ** 3, (r(2, 3),), order=3, id="flip-axis-none"),
+    Case("np.flip", lambda x: np.sin(np.flip(x, -1)), (r(2, 3),), id="flip-axis-int"),
+    Case("np.flip", lambda x: np.flip(x, (0, 2)) * x, (r(2, 3, 2),), id="flip-axis-tuple"),
+    Case("np.fliplr", lambda x: np.fliplr(x) * x, (r(3, 3),)),
+    Case("np.flipud", lambda x: np.flipud(x) ** 2, (r(3, 2),)),
+    Case("np.rot90", lambda x: np.rot90(x) ** 2, (r(2, 3),)),
+    Case("np.rot90", lambda x: np.rot90(x, 2) * x, (r(3, 3),), id="rot90-half-turn"),
+    Case("np.rot90", lambda x: np.rot90(x, -1, axes=(2, 1)) ** 2, (r(2, 3, 4),), id="rot90-three-quarters-axes"),
+    Case("np.rot90", lambda x: np.rot90(x, 4) * x, (r(2, 2),), id="rot90-full-turn"),
+    Case("np.roll", lambda x: np.sin(np.roll(x, 2)), (r(2, 3),), order=3, id="roll-axis-none"),
+    Case("np.roll", lambda x: np.sin(np.roll(x, -1, axis=1)), (r(2, 3),), id="roll-axis-int"),
+    Case("np.roll", lambda x: np.roll(x, (1, 2), axis=(0, -1)) * x, (r(2, 3),), id="roll-axis-tuple"),
+    Case("np.sort", lambda x: np.sort(x) ** 3, (r(3, 4),), order=3),
+    Case("np.sort", lambda x: np.sin(np.sort(x, axis=0)), (r(3, 4),), id="sort-axis-0"),
+    Case("np.sort", lambda x: np.sort(x, axis=None) * np.arange(12.0), (r(3, 4),), id="sort-axis-none"),
+]

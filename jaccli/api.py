@@ -233,7 +233,7 @@ def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None
     holder: dict = {}
     grad_fn = _gradient_function(f, wrt_idx, batch_axis == 0, holder)
     if _traced(args) and create_graph:
-        return _eager_traced(grad_fn, args, wrt_idx, batch_axis, in_tuple, out_tuple=True)
+        return _eager_traced(grad_fn, args, wrt_idx, batch_axis, in_tuple, out_tuple=in_tuple)
     rec = Recording(grad_fn, _detach_unless(create_graph, args), wrt_idx)
     if strict:
         names = _param_names(f, len(args))

@@ -27,13 +27,21 @@ _TRACER: list = [None]  # the Tracer class, set by tracer.py (which imports this
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+_INTERNAL_CODE: dict = {}  # code object -> whether it belongs to jaccli or NumPy
+
+
 def user_site(skip: int = 1) -> tuple[str, int] | None:
     """The innermost stack frame outside jaccli and NumPy: the user's file and line."""
     frame = sys._getframe(skip)
+    internal = _INTERNAL_CODE
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if not (filename.startswith(_PACKAGE_DIR) or _is_numpy_file(filename)):
-            return filename, frame.f_lineno
+        code = frame.f_code
+        hidden = internal.get(code)
+        if hidden is None:
+            filename = code.co_filename
+            hidden = internal[code] = filename.startswith(_PACKAGE_DIR) or _is_numpy_file(filename)
+        if not hidden:
+            return code.co_filename, frame.f_lineno
         frame = frame.f_back
     return None
 

@@ -446,6 +446,8 @@ class _Block:
             parts = _split_basic(key, ([1] if nb else []) + [len(out_shape), len(in_shape)])
             rows = np.arange(ev.M[i]).reshape(out_shape)[parts[nb]].reshape(-1)
             cols = np.arange(ev.N[j]).reshape(in_shape)[parts[nb + 1]].reshape(-1)
+            if nb and np.arange(ev.B)[parts[0]].size == 0:
+                rows = rows[:0]  # no sample selected: nothing to evaluate
             ev.ensure(i, j, rows, cols, mode)
             return np.reshape(ev.entries(i, j), shape)[idx]
         # General index: which row and which column each selected entry comes from.

@@ -1,0 +1,554 @@
+"""The public functions: products, return conventions, wrt, nesting, strict mode, create_graph,
+whole Jacobians and Hessians of realistic functions against closed forms, and error messages."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+import jaccli
+from jaccli.engine.tracer import Tracer
+from jaccli.errors import BatchMixingError, StrictModeError
+
+EXACT = dict(rtol=1e-12, atol=1e-12)
+CLOSED = dict(rtol=1e-10, atol=1e-10)  # closed forms evaluated in a different order
+FD = dict(rtol=1e-6, atol=1e-7)
+
+
+def central_diff(f, x, h=1e-6):
+    """Dense out.shape + in.shape Jacobian of f at x by central differences."""
+    x = np.asarray(x, dtype=float)
+    cols = []
+    for k in range(x.size):
+        e = np.zeros(x.size)
+        e[k] = h
+        e = e.reshape(x.shape)
+        cols.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * h))
+    return np.stack(cols, axis=-1).reshape(np.shape(f(x)) + x.shape)
+
+
+# ---------------------------------------------------------------------------
+# vjp, jvp, hvp, grad: values and (value, product) conventions
+# ---------------------------------------------------------------------------
+def cubic(x):
+    return x ** 3 + x.sum()
+
+
+def test_vjp_returns_value_and_v_transpose_j(rng):
+    x, v = rng.normal(size=4), rng.normal(size=4)
+    value, prod = jaccli.vjp(cubic, x, v)
+    assert_allclose(value, cubic(x), **EXACT)
+    assert_allclose(prod, v * 3 * x ** 2 + v.sum(), **EXACT)
+    assert prod.shape == x.shape
+
+
+def test_vjp_over_tuple_inputs_and_outputs(rng):
+    x, y = rng.normal(size=3), rng.normal(size=(2, 3))
+    v0, v1 = rng.normal(size=3), rng.normal(size=())
+
+    def f(x, y):
+        return x * y.sum(0), (y ** 2).sum()
+
+    value, (gx, gy) = jaccli.vjp(f, (x, y), (v0, v1))
+    assert isinstance(value, tuple) and len(value) == 2
+    assert_allclose(value[0], x * y.sum(0), **EXACT)
+    assert_allclose(gx, v0 * y.sum(0), **EXACT)
+    assert_allclose(gy, np.broadcast_to(v0 * x, (2, 3)) + 2 * v1 * y, **EXACT)
+
+
+def test_jvp_returns_value_and_j_v(rng):
+    x, v = rng.normal(size=4), rng.normal(size=4)
+    value, prod = jaccli.jvp(cubic, x, v)
+    assert_allclose(value, cubic(x), **EXACT)
+    assert_allclose(prod, 3 * x ** 2 * v + v.sum(), **EXACT)
+
+
+def test_jvp_with_tuple_outputs_gives_a_tuple_of_products(rng):
+    x, y = rng.normal(size=3), rng.normal(size=3)
+    vx, vy = rng.normal(size=3), rng.normal(size=3)
+    value, (p0, p1) = jaccli.jvp(lambda x, y: (x * y, np.sin(x).sum()), (x, y), (vx, vy))
+    assert_allclose(value[0], x * y, **EXACT)
+    assert_allclose(p0, vx * y + x * vy, **EXACT)
+    assert_allclose(p1, np.cos(x) @ vx, **EXACT)
+
+
+def test_hvp_returns_value_and_h_v(rng):
+    x, v = rng.normal(size=4), rng.normal(size=4)
+    value, prod = jaccli.hvp(lambda x: (np.sin(x) * x).sum(), x, v)
+    assert_allclose(value, (np.sin(x) * x).sum(), **EXACT)
+    assert_allclose(prod, (2 * np.cos(x) - x * np.sin(x)) * v, **EXACT)
+
+
+def test_hvp_over_tuple_inputs(rng):
+    a, b, va, vb = (rng.normal(size=3) for _ in range(4))
+    _, (pa, pb) = jaccli.hvp(lambda a, b: (a * a * b).sum(), (a, b), (va, vb))
+    # H = [[diag(2b), diag(2a)], [diag(2a), 0]]
+    assert_allclose(pa, 2 * b * va + 2 * a * vb, **EXACT)
+    assert_allclose(pb, 2 * a * va, **EXACT)
+
+
+def test_grad_is_shaped_like_the_input(rng):
+    x = rng.normal(size=(2, 3))
+    g = jaccli.grad(lambda x: (x ** 2).sum(), x)
+    assert g.shape == (2, 3)
+    assert_allclose(g, 2 * x, **EXACT)
+    gx, gy = jaccli.grad(lambda x, y: (x * y).sum(), (x, 2 * x))
+    assert_allclose(gx, 2 * x, **EXACT)
+    assert_allclose(gy, x, **EXACT)
+    assert_allclose(jaccli.grad(lambda x, y: (x * y).sum(), (x, 2 * x), wrt="y"), x, **EXACT)
+
+
+def test_v_may_be_omitted_only_for_single_element_sides(rng):
+    x = rng.normal(size=3)
+    value, g = jaccli.vjp(lambda x: (x ** 2).sum(), x)
+    assert_allclose(g, 2 * x, **EXACT)
+    _, g = jaccli.vjp(lambda x: (x ** 2).sum().reshape(1), x)
+    assert_allclose(g, 2 * x, **EXACT)
+    with pytest.raises(ValueError, match="v can only be None"):
+        jaccli.vjp(lambda x: x ** 2, x)
+    _, t = jaccli.jvp(lambda s: np.array([s, s ** 2]), np.array(3.0))
+    assert_allclose(t, [1, 6], **EXACT)
+    with pytest.raises(ValueError, match="v can only be None"):
+        jaccli.jvp(lambda x: x ** 2, x)
+    _, h = jaccli.hvp(lambda s: s ** 3, np.array(2.0))
+    assert_allclose(h, 12, **EXACT)
+    with pytest.raises(ValueError, match="v can only be None"):
+        jaccli.hvp(lambda x: (x ** 3).sum(), x)
+
+
+def test_v_of_the_wrong_size_or_length_is_rejected(rng):
+    x = rng.normal(size=3)
+    with pytest.raises(ValueError, match=r"invalid size.*\(3,\).*\(4,\)"):
+        jaccli.vjp(lambda x: x ** 2, x, np.ones(4))
+    with pytest.raises(ValueError, match=r"invalid size"):
+        jaccli.jvp(lambda x: x ** 2, x, np.ones(2))
+    with pytest.raises(ValueError, match=r"invalid size"):
+        jaccli.hvp(lambda x: (x ** 3).sum(), x, np.ones(5))
+    with pytest.raises(ValueError, match=r"invalid length: should be 2 but got 3"):
+        jaccli.jvp(lambda x, y: x * y, (x, x), (x, x, x))
+    with pytest.raises(ValueError, match=r"Entry 1 in v has invalid size"):
+        jaccli.vjp(lambda x: (x, x.sum()), x, (np.ones(3), np.ones(2)))
+
+
+# ---------------------------------------------------------------------------
+# wrt
+# ---------------------------------------------------------------------------
+def weighted(x, y, z):
+    return x * y + z
+
+
+def test_wrt_by_name_position_and_negative_position_agree(rng):
+    x, y, z = (rng.normal(size=3) for _ in range(3))
+    for wrt in ("y", 1, -2, np.int64(1)):
+        J = jaccli.jacobian(weighted, (x, y, z), wrt=wrt)
+        assert isinstance(J, jaccli.Jacobian)
+        assert_allclose(np.asarray(J), np.diag(x), **EXACT)
+
+
+def test_wrt_sequence_keeps_its_order_and_nests(rng):
+    x, y, z = (rng.normal(size=3) for _ in range(3))
+    Jz, Jx = jaccli.jacobian(weighted, (x, y, z), wrt=("z", "x"))
+    assert_array_equal(np.asarray(Jz), np.eye(3))
+    assert_allclose(np.asarray(Jx), np.diag(y), **EXACT)
+    (J,) = jaccli.jacobian(weighted, (x, y, z), wrt=[2])
+    assert_array_equal(np.asarray(J), np.eye(3))
+
+
+def test_inputs_not_in_wrt_are_passed_as_plain_arrays(rng):
+    x, y = rng.normal(size=3), rng.normal(size=3)
+    seen = {}
+
+    def f(x, y):
+        seen["y"] = type(y)
+        return x * y
+
+    jaccli.jacobian(f, (x, y), wrt="x")
+    assert seen["y"] is np.ndarray
+
+
+def test_wrt_errors_name_the_problem(rng):
+    x, y, z = (rng.normal(size=3) for _ in range(3))
+    with pytest.raises(ValueError, match=r"no input named 'w'.*x, y, z"):
+        jaccli.jacobian(weighted, (x, y, z), wrt="w")
+    with pytest.raises(ValueError, match="'x' is listed twice"):
+        jaccli.jacobian(weighted, (x, y, z), wrt=(0, "x"))
+    with pytest.raises(ValueError, match="listed twice"):
+        jaccli.jacobian(weighted, (x, y, z), wrt=(2, -1))
+    with pytest.raises(ValueError, match="out of range"):
+        jaccli.jacobian(weighted, (x, y, z), wrt=3)
+    with pytest.raises(ValueError, match="at least one"):
+        jaccli.jacobian(weighted, (x, y, z), wrt=())
+    with pytest.raises(ValueError, match="no input named"):
+        jaccli.hessian(lambda x, y, z: (weighted(x, y, z) ** 2).sum(), (x, y, z), wrt="q")
+    with pytest.raises(ValueError, match="no input named"):
+        jaccli.grad(lambda x, y, z: weighted(x, y, z).sum(), (x, y, z), wrt="q")
+
+
+# ---------------------------------------------------------------------------
+# Nesting
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("out_tuple", [False, True])
+@pytest.mark.parametrize("in_tuple", [False, True])
+def test_nesting_for_every_tuple_combination(rng, out_tuple, in_tuple):
+    x, y = rng.normal(size=2), rng.normal(size=3)
+    if in_tuple:
+        inputs = (x, y)
+        f = (lambda x, y: (x * y[0], y * x[1])) if out_tuple else (lambda x, y: x * y[0])
+    else:
+        inputs = x
+        f = (lambda x: (x * 2, x.sum())) if out_tuple else (lambda x: x * 2)
+    J = jaccli.jacobian(f, inputs)
+    if out_tuple and in_tuple:
+        assert isinstance(J, tuple) and all(isinstance(r, tuple) and len(r) == 2 for r in J)
+        assert [[b.shape for b in r] for r in J] == [[(2, 2), (2, 3)], [(3, 2), (3, 3)]]
+        assert_allclose(np.asarray(J[0][1]), np.outer(x, [1, 0, 0]), **EXACT)  # output outer, input inner
+        assert_allclose(np.asarray(J[1][0]), np.outer(y, [0, 1]), **EXACT)
+    elif out_tuple:
+        assert isinstance(J, tuple) and len(J) == 2 and isinstance(J[0], jaccli.Jacobian)
+        assert [b.shape for b in J] == [(2, 2), (2,)]
+    elif in_tuple:
+        assert isinstance(J, tuple) and len(J) == 2 and isinstance(J[0], jaccli.Jacobian)
+        assert [b.shape for b in J] == [(2, 2), (2, 3)]
+    else:
+        assert isinstance(J, jaccli.Jacobian) and J.shape == (2, 2)
+
+
+def test_one_tuples_and_lists_nest_like_tuples(rng):
+    x = rng.normal(size=2)
+    (J,) = jaccli.jacobian(lambda x: x * 2, (x,))
+    assert J.shape == (2, 2)
+    (J,) = jaccli.jacobian(lambda x: (x * 2,), x)
+    assert J.shape == (2, 2)
+    ((J,),) = jaccli.jacobian(lambda x: (x * 2,), [x])
+    assert_array_equal(np.asarray(J), 2 * np.eye(2))
+
+
+def test_hessian_nesting(rng):
+    x, y = rng.normal(size=2), rng.normal(size=3)
+    H = jaccli.hessian(lambda x: (x ** 4).sum(), x)
+    assert isinstance(H, jaccli.Hessian) and H.shape == (2, 2)
+    ((H,),) = jaccli.hessian(lambda x: (x ** 4).sum(), (x,))
+    assert_allclose(np.asarray(H), np.diag(12 * x ** 2), **EXACT)
+    H = jaccli.hessian(lambda x, y: (x ** 2).sum() * y.sum(), (x, y))
+    assert [[b.shape for b in r] for r in H] == [[(2, 2), (2, 3)], [(3, 2), (3, 3)]]
+    assert_allclose(np.asarray(H[0][1]), np.outer(2 * x, np.ones(3)), **EXACT)
+    assert_allclose(np.asarray(H[1][0]), np.outer(np.ones(3), 2 * x), **EXACT)
+
+
+# ---------------------------------------------------------------------------
+# strict
+# ---------------------------------------------------------------------------
+def test_strict_message_names_the_output_and_the_input(rng):
+    a, b = rng.normal(size=3), rng.normal(size=3)
+    with pytest.raises(StrictModeError) as err:
+        jaccli.jacobian(lambda a, b: (np.sin(a), 3 * b), (a, b), strict=True)
+    msg = str(err.value)
+    assert "Output 0" in msg and "input 1" in msg and "'b'" in msg
+
+
+def test_strict_is_structural(rng):
+    a, b = rng.normal(size=3), rng.normal(size=3)
+    Ja, Jb = jaccli.jacobian(lambda a, b: a * 0 + b, (a, b), strict=True)
+    assert_array_equal(np.asarray(Ja), np.zeros((3, 3)))
+    assert_array_equal(np.asarray(Jb), np.eye(3))
+    with pytest.raises(StrictModeError, match=r"input 0 \('a'\)"):
+        jaccli.jacobian(lambda a, b: 2 * b, (a, b), strict=True)
+
+
+def test_without_strict_independent_blocks_are_zero_and_not_connected(rng):
+    a, b = rng.normal(size=3), rng.normal(size=2)
+    Ja, Jb = jaccli.jacobian(lambda a, b: 2 * b, (a, b))
+    assert_array_equal(np.asarray(Ja), np.zeros((2, 3)))
+    assert not Ja.connected and Jb.connected
+
+
+def test_strict_hessian(rng):
+    x = rng.normal(size=3)
+    with pytest.raises(StrictModeError, match="hessian"):
+        jaccli.hessian(lambda x: (2 * x).sum(), x, strict=True)
+    H = jaccli.hessian(lambda x: (x ** 3).sum(), x, strict=True)
+    assert_allclose(np.asarray(H), np.diag(6 * x), **EXACT)
+
+
+# ---------------------------------------------------------------------------
+# create_graph: derivatives of derivatives
+# ---------------------------------------------------------------------------
+def sin_times_sum(x):
+    return np.sin(x) * x.sum()
+
+
+def test_jacobian_of_a_jacobian_with_create_graph(rng):
+    x = rng.normal(size=3)
+    kinds = []
+
+    def inner(x):
+        J = jaccli.jacobian(sin_times_sum, x, create_graph=True)
+        kinds.append(type(J))
+        return J
+
+    T = np.asarray(jaccli.jacobian(inner, x))
+    assert kinds == [Tracer]
+    assert T.shape == (3, 3, 3)
+    # J_ij = d_ij cos(x_i) S + sin(x_i); dJ_ij/dx_k = d_ij (d_ik (-sin(x_i) S) + cos(x_i)) + d_ik cos(x_i)
+    S, n = x.sum(), 3
+    d = np.eye(n)
+    expected = (d[:, :, None] * (d[:, None, :] * (-np.sin(x) * S)[:, None, None] + np.cos(x)[:, None, None])
+                + d[:, None, :] * np.cos(x)[:, None, None])
+    assert_allclose(T, expected, **EXACT)
+    Jfun = lambda x: np.asarray(jaccli.jacobian(sin_times_sum, x))  # noqa: E731
+    assert_allclose(T, central_diff(Jfun, x), **FD)
+
+
+@pytest.mark.parametrize("outer_mode", ["reverse", "forward"])
+def test_jacobian_of_grad_with_create_graph_is_the_hessian(rng, outer_mode):
+    x = rng.normal(size=4)
+
+    def f(x):
+        return (np.exp(x) * x).sum() + x[0] * x[3]
+
+    H = np.asarray(jaccli.jacobian(lambda x: jaccli.grad(f, x, create_graph=True), x, mode=outer_mode))
+    assert_allclose(H, np.asarray(jaccli.hessian(f, x)), **EXACT)
+    expected = np.diag(np.exp(x) * (x + 2))
+    expected[0, 3] = expected[3, 0] = 1
+    assert_allclose(H, expected, **EXACT)
+
+
+def test_without_create_graph_an_inner_result_is_a_constant(rng):
+    x = rng.normal(size=3)
+    T = np.asarray(jaccli.jacobian(lambda x: jaccli.grad(lambda z: (z ** 3).sum(), x), x))
+    assert_array_equal(T, np.zeros((3, 3)))
+
+
+def test_third_derivative_through_hessian_with_create_graph(rng):
+    x = rng.normal(size=3)
+    inner = lambda x: jaccli.hessian(lambda z: (z ** 4).sum(), x, create_graph=True)  # noqa: E731
+    T = np.asarray(jaccli.jacobian(inner, x))
+    expected = np.zeros((3, 3, 3))
+    expected[np.arange(3), np.arange(3), np.arange(3)] = 24 * x
+    assert_allclose(T, expected, **EXACT)
+
+
+def test_create_graph_products_are_differentiable(rng):
+    x, v = rng.normal(size=3), rng.normal(size=3)
+    # d/dx (J(x) v) for f = x**3: J v = 3 x**2 v -> diag(6 x v)
+    T = np.asarray(jaccli.jacobian(lambda x: jaccli.jvp(lambda z: z ** 3, x, v, create_graph=True)[1], x))
+    assert_allclose(T, np.diag(6 * x * v), **EXACT)
+    T = np.asarray(jaccli.jacobian(lambda x: jaccli.vjp(lambda z: z ** 3, x, v, create_graph=True)[1], x))
+    assert_allclose(T, np.diag(6 * x * v), **EXACT)
+
+
+# ---------------------------------------------------------------------------
+# Realistic whole Jacobians and Hessians against closed forms
+# ---------------------------------------------------------------------------
+def test_mlp_jacobian_wrt_input_and_weights(rng):
+    N, Hd, O = 4, 6, 3
+    W1, b1 = rng.normal(size=(Hd, N)), rng.normal(size=Hd)
+    W2, b2 = rng.normal(size=(O, Hd)), rng.normal(size=O)
+    x = rng.normal(size=N)
+
+    def mlp(x, W1, b1, W2, b2):
+        return W2 @ np.tanh(W1 @ x + b1) + b2
+
+    t = np.tanh(W1 @ x + b1)
+    Jx, JW1, Jb2 = jaccli.jacobian(mlp, (x, W1, b1, W2, b2), wrt=("x", "W1", "b2"))
+    assert_allclose(np.asarray(Jx), W2 @ np.diag(1 - t ** 2) @ W1, **CLOSED)
+    assert JW1.shape == (O, Hd, N)
+    assert_allclose(np.asarray(JW1), (W2 * (1 - t ** 2))[:, :, None] * x[None, None, :], **CLOSED)
+    assert_array_equal(np.asarray(Jb2), np.eye(O))
+
+
+def test_batched_mlp_gives_per_sample_jacobians(rng):
+    W1, b1 = rng.normal(size=(5, 3)), rng.normal(size=5)
+    W2 = rng.normal(size=(2, 5))
+    X = rng.normal(size=(4, 3))
+
+    def mlp(X):
+        return np.tanh(X @ W1.T + b1) @ W2.T
+
+    J = jaccli.jacobian(mlp, X, batch_axis=0)
+    assert J.shape == (4, 2, 3)
+    T = np.tanh(X @ W1.T + b1)
+    expected = np.stack([W2 @ np.diag(1 - t ** 2) @ W1 for t in T])
+    assert_allclose(np.asarray(J), expected, **CLOSED)
+
+
+def rosen(x):
+    return (100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum()
+
+
+def rosen_hess_closed(x):
+    H = np.diag(-400 * x[:-1], 1) + np.diag(-400 * x[:-1], -1)
+    d = np.zeros_like(x)
+    d[0] = 1200 * x[0] ** 2 - 400 * x[1] + 2
+    d[-1] = 200
+    d[1:-1] = 202 + 1200 * x[1:-1] ** 2 - 400 * x[2:]
+    return H + np.diag(d)
+
+
+def rosen_der_closed(x):
+    xm, xm_m1, xm_p1 = x[1:-1], x[:-2], x[2:]
+    der = np.zeros_like(x)
+    der[1:-1] = 200 * (xm - xm_m1 ** 2) - 400 * (xm_p1 - xm ** 2) * xm - 2 * (1 - xm)
+    der[0] = -400 * x[0] * (x[1] - x[0] ** 2) - 2 * (1 - x[0])
+    der[-1] = 200 * (x[-1] - x[-2] ** 2)
+    return der
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_rosenbrock_hessian_is_the_tridiagonal_closed_form(rng, mode):
+    x = rng.uniform(-1.5, 1.5, size=7)
+    assert_allclose(jaccli.grad(rosen, x), rosen_der_closed(x), **CLOSED)
+    H = jaccli.hessian(rosen, x, mode=mode)
+    exact = rosen_hess_closed(x)
+    assert_allclose(H[3], exact[3], **CLOSED)
+    assert H.rows_evaluated == 1
+    assert_allclose(np.asarray(H), exact, **CLOSED)
+    assert_array_equal(np.triu(np.asarray(H), 2), 0)
+
+
+def test_softmax_cross_entropy_hessian_is_diag_p_minus_ppt(rng):
+    z = rng.normal(size=5)
+    label = 2
+
+    def loss(z):
+        return np.log(np.sum(np.exp(z))) - z[label]
+
+    p = np.exp(z) / np.exp(z).sum()
+    assert_allclose(jaccli.grad(loss, z), p - np.eye(5)[label], **CLOSED)
+    assert_allclose(np.asarray(jaccli.hessian(loss, z)), np.diag(p) - np.outer(p, p), **CLOSED)
+
+
+def test_planar_robot_arm_jacobian(rng):
+    lengths = np.array([1.0, 0.8, 0.5])
+    theta = rng.uniform(-np.pi, np.pi, size=3)
+
+    def end_effector(theta):
+        phi = np.cumsum(theta)
+        return np.stack([(lengths * np.cos(phi)).sum(), (lengths * np.sin(phi)).sum()])
+
+    phi = np.cumsum(theta)
+    expected = np.stack([[-(lengths * np.sin(phi))[j:].sum() for j in range(3)],
+                         [(lengths * np.cos(phi))[j:].sum() for j in range(3)]])
+    for mode in ("reverse", "forward"):
+        assert_allclose(np.asarray(jaccli.jacobian(end_effector, theta, mode=mode)), expected, **CLOSED)
+
+
+def test_lorenz96_jacobian_is_cyclic_banded(rng):
+    n, F = 8, 8.0
+    x = rng.normal(size=n)
+
+    def lorenz96(x):
+        return (np.roll(x, -1) - np.roll(x, 2)) * np.roll(x, 1) - x + F
+
+    expected = np.zeros((n, n))
+    for i in range(n):
+        expected[i, (i + 1) % n] += x[(i - 1) % n]
+        expected[i, (i - 2) % n] -= x[(i - 1) % n]
+        expected[i, (i - 1) % n] += x[(i + 1) % n] - x[(i - 2) % n]
+        expected[i, i] -= 1
+    J = jaccli.jacobian(lorenz96, x)
+    assert_allclose(J[5], expected[5], **CLOSED)
+    assert J.rows_evaluated == 1
+    assert_allclose(np.asarray(J), expected, **CLOSED)
+
+
+def test_pde_residual_jacobian_is_tridiagonal(rng):
+    n = 9
+    h = 1.0 / (n + 1)
+    u = rng.uniform(0, 1, size=n)
+    s = rng.normal(size=n)
+
+    def residual(u):
+        up = np.pad(u, 1)  # Dirichlet zeros at both ends
+        return (up[:-2] - 2 * up[1:-1] + up[2:]) / h ** 2 + u ** 3 - s
+
+    expected = (np.diag(np.full(n - 1, 1 / h ** 2), 1) + np.diag(np.full(n - 1, 1 / h ** 2), -1)
+                + np.diag(-2 / h ** 2 + 3 * u ** 2))
+    J = jaccli.jacobian(residual, u, mode="reverse")
+    assert_allclose(J[4], expected[4], **CLOSED)
+    assert J.rows_evaluated == 1
+    assert_allclose(np.asarray(J), expected, **CLOSED)
+    assert_allclose(np.asarray(jaccli.jacobian(residual, u, mode="forward")), expected, **CLOSED)
+
+
+def test_logdet_gradient_and_hessian(rng):
+    R = rng.normal(size=(3, 3))
+    A = R @ R.T + 3 * np.eye(3)
+
+    def logdet(A):
+        return np.linalg.slogdet(A)[1]
+
+    Ainv = np.linalg.inv(A)
+    assert_allclose(jaccli.grad(logdet, A), Ainv.T, **CLOSED)
+    H = jaccli.hessian(logdet, A)
+    assert H.shape == (3, 3, 3, 3)
+    assert_allclose(np.asarray(H), -np.einsum("jk,li->ijkl", Ainv, Ainv), **CLOSED)
+
+
+# ---------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------
+def test_hessian_of_a_non_scalar_output_says_how_to_fix_it(rng):
+    x = rng.normal(size=3)
+    with pytest.raises(ValueError, match=r"scalar") as err:
+        jaccli.hessian(lambda x: x ** 2, x)
+    msg = str(err.value)
+    assert "(3,)" in msg and "batch_axis" in msg and ("pick" in msg or "[0]" in msg)
+    with pytest.raises(ValueError, match="single scalar output"):
+        jaccli.hessian(lambda x: ((x ** 2).sum(), x.sum()), x)
+
+
+@pytest.mark.parametrize("batch_axis", [1, -1, "0", True, 0.5])
+def test_bad_batch_axis_is_rejected(rng, batch_axis):
+    x = rng.normal(size=(2, 3))
+    for fn in (jaccli.jacobian, jaccli.hessian):
+        with pytest.raises(ValueError, match="batch_axis should be None or 0"):
+            fn(lambda x: (x ** 2).sum(), x, batch_axis=batch_axis)
+
+
+def test_index_out_of_range_raises_index_error_like_numpy(rng):
+    J = jaccli.jacobian(lambda x: x ** 2, rng.normal(size=3))
+    for idx in (3, -4, (0, 3), (0, 0, 0), [0, 5], np.array([True, False])):
+        with pytest.raises(IndexError):
+            J[idx]
+        with pytest.raises(IndexError):
+            np.zeros((3, 3))[idx]
+    assert J.rows_evaluated == 0 and J.sweeps == 0
+    H = jaccli.hessian(lambda x: (x ** 3).sum(), rng.normal(size=3))
+    with pytest.raises(IndexError):
+        H[3]
+
+
+def test_inconsistent_batch_sizes_are_rejected(rng):
+    with pytest.raises(ValueError, match="inconsistent batch sizes"):
+        jaccli.jacobian(lambda x, y: (x ** 2, y ** 2), (rng.normal(size=(3, 2)), rng.normal(size=(4, 2))),
+                        batch_axis=0)
+    with pytest.raises(ValueError, match="batch"):
+        jaccli.jacobian(lambda x: x.sum(), rng.normal(size=(3, 2)), batch_axis=0)
+
+
+def test_batch_mixing_is_detected(rng):
+    X = rng.normal(size=(4, 3))
+    with pytest.raises(BatchMixingError, match="mixes samples"):
+        np.asarray(jaccli.jacobian(lambda X: X * X.sum(0), X, batch_axis=0))
+    with pytest.raises(BatchMixingError):
+        np.asarray(jaccli.hessian(lambda X: (X ** 2).sum(1) * X[0].sum(), X, batch_axis=0))
+
+
+@pytest.mark.parametrize("chunk_size", [0, -1])
+def test_nonpositive_chunk_size_is_rejected(rng, chunk_size):
+    x = rng.normal(size=3)
+    for fn in (jaccli.jacobian, jaccli.hessian):
+        with pytest.raises(ValueError, match="chunk_size should be greater than 0"):
+            fn(lambda x: (x ** 2).sum(), x, chunk_size=chunk_size)
+
+
+def test_unknown_mode_is_rejected(rng):
+    with pytest.raises(ValueError, match="mode should be one of.*'sideways'"):
+        jaccli.jacobian(lambda x: x, rng.normal(size=2), mode="sideways")
+
+
+def test_grad_of_a_vector_output_is_rejected(rng):
+    with pytest.raises(ValueError, match=r"one scalar output.*\(3,\)"):
+        jaccli.grad(lambda x: x ** 2, rng.normal(size=3))

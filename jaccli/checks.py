@@ -1,0 +1,439 @@
+"""Derivative verification: reverse mode against forward mode against central finite differences."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .api import _as_args, _param_names, _resolve_wrt, hessian, jacobian, vjp
+from .errors import UsageError
+from .finite_diff import (batch_flag, fd_columns, finite_difference_jacobian, flat_indices, float64_args,
+                          gradient_function, plain_outputs)
+from .kinks import StepCrossings, excuse_mismatches, kink_rows, row_seeds
+
+__all__ = ["check_derivative", "CheckReport", "compare_arrays", "CompareReport", "finite_difference_jacobian",
+           "default_tolerances", "DEFAULT_TOLERANCES"]
+
+# Default (rtol, atol) of AD against finite differences, by the itemsize of the AD result's dtype.
+# float64 is limited by the finite differences (about 1e-10 with these steps), lower precisions
+# by the rounding of the AD result itself.
+DEFAULT_TOLERANCES = {8: (1e-5, 1e-7), 4: (2e-3, 1e-4), 2: (5e-2, 1e-2)}
+# Reverse and forward mode sum the same products in different orders: they agree to this many
+# eps of the result dtype, relative to the block's largest entry.
+MODES_EPS = 1e4
+TOP = 5
+MAX_LISTED = 20
+
+
+def default_tolerances(dtype: Any) -> tuple[float, float]:
+    """(rtol, atol) for AD results of `dtype` against float64 finite differences.
+
+    >>> default_tolerances(np.float32)
+    (0.002, 0.0001)
+    """
+    dt = np.dtype(dtype)
+    return DEFAULT_TOLERANCES[dt.itemsize if dt.kind == "f" and dt.itemsize in (2, 4) else 8]
+
+
+# ---------------------------------------------------------------------------
+# Comparing two arrays
+# ---------------------------------------------------------------------------
+def _num(v: float) -> float | str:
+    v = float(v)
+    return v if np.isfinite(v) else ("nan" if np.isnan(v) else ("inf" if v > 0 else "-inf"))
+
+
+@dataclass
+class CompareReport:
+    """How far `computed` is from `reference`; an entry passes when |c - r| <= atol + rtol |r| (+ err)."""
+
+    passed: bool
+    shape: tuple
+    rtol: float
+    atol: float
+    max_abs_err: float  # over entries finite in both
+    max_rel_err: float  # over entries finite in both with a nonzero reference
+    mismatches: int
+    nonfinite_mismatches: int  # NaN or inf in one array only, or infs of opposite sign
+    worst: list[dict]
+    excluded: int = 0
+    mismatch: np.ndarray | None = field(default=None, repr=False)  # entry mask, before exclusion
+
+    @property
+    def message(self) -> str:
+        size = int(np.prod(self.shape))
+        head = f"{self.mismatches} of {size} entries differ beyond rtol={self.rtol:g}, atol={self.atol:g}"
+        if self.passed:
+            head = f"all {size} entries agree within rtol={self.rtol:g}, atol={self.atol:g}"
+        text = f"{head}; max abs error {self.max_abs_err:.3g}, max rel error {self.max_rel_err:.3g}"
+        if self.nonfinite_mismatches:
+            text += f"; {self.nonfinite_mismatches} NaN/inf mismatches"
+        if self.worst and not self.passed:
+            w = self.worst[0]
+            text += f"; worst at {tuple(w['index'])}: {w['computed']} vs {w['reference']}"
+        return text
+
+    def to_dict(self) -> dict:
+        """Keys: passed, shape, rtol, atol, max_abs_err, max_rel_err, mismatches, nonfinite_mismatches,
+        excluded, worst (list of {index, computed, reference, abs_err, rel_err, allowed}; values that
+        are not finite are the strings "nan", "inf", "-inf"; errors are null where undefined), message."""
+        return {"passed": self.passed, "shape": list(self.shape), "rtol": self.rtol, "atol": self.atol,
+                "max_abs_err": self.max_abs_err, "max_rel_err": self.max_rel_err, "mismatches": self.mismatches,
+                "nonfinite_mismatches": self.nonfinite_mismatches, "excluded": self.excluded,
+                "worst": [dict(w) for w in self.worst], "message": self.message}
+
+
+def compare_arrays(computed: Any, reference: Any, rtol: float = 1e-5, atol: float = 1e-7, *,
+                   err: Any = None, exclude: Any = None, top: int = TOP) -> CompareReport:
+    """Compare two arrays entry by entry, NaN-aware.
+
+    Args:
+        computed, reference: arrays of the same shape.
+        rtol, atol: an entry passes when ``|c - r| <= atol + rtol * |r| + err``.
+        err: optional per-entry error estimate of the reference (e.g. of finite differences).
+        exclude: optional boolean mask of entries left out of the verdict and the maxima.
+        top: how many worst entries to list.
+
+    Returns:
+        A CompareReport. NaN against NaN and inf against an inf of the same sign are equal; a
+        NaN or inf in only one array is a mismatch whatever the tolerance. Worst entries carry
+        their index in the arrays' own shape.
+
+    >>> rep = compare_arrays(np.array([[1.0, 2.0], [3.0, 4.1]]), np.array([[1.0, 2.0], [3.0, 4.0]]))
+    >>> rep.passed, rep.worst[0]["index"]
+    (False, [1, 1])
+    """
+    c = np.asarray(computed, dtype=np.float64)
+    r = np.asarray(reference, dtype=np.float64)
+    if c.shape != r.shape:
+        raise UsageError(f"cannot compare: the computed result has shape {c.shape} but the reference has shape "
+                         f"{r.shape}; give a reference of the same shape as the selected slice")
+    finite = np.isfinite(c) & np.isfinite(r)
+    same = (np.isnan(c) & np.isnan(r)) | (np.isinf(c) & (c == r))
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.where(finite, np.abs(c - r), np.where(same, 0.0, np.inf))
+        allowed = atol + rtol * np.where(np.isfinite(r), np.abs(r), 0.0)
+        if err is not None:
+            e = np.broadcast_to(np.asarray(err, dtype=np.float64), r.shape)
+            allowed = allowed + np.where(np.isfinite(e), e, 0.0)
+        mismatch = np.where(finite, diff > allowed, ~same)
+        rel = np.where(finite & (r != 0), diff / np.where(r == 0, 1.0, np.abs(r)), 0.0)
+        excess = np.where(allowed > 0, diff / np.where(allowed > 0, allowed, 1.0), np.where(diff > 0, np.inf, 0))
+    counted = np.ones(c.shape, bool) if exclude is None else ~np.broadcast_to(np.asarray(exclude, bool), c.shape)
+    max_abs = float(np.max(diff, where=counted & finite, initial=0.0))
+    max_rel = float(np.max(rel, where=counted & finite, initial=0.0))
+    cand = np.flatnonzero((counted & (diff > 0)).ravel())
+    order = cand[np.argsort(-excess.ravel()[cand], kind="stable")][:top]
+    worst = []
+    for flat in order:
+        idx = np.unravel_index(flat, c.shape)
+        fin = bool(finite[idx])
+        worst.append({"index": [int(i) for i in idx], "computed": _num(c[idx]), "reference": _num(r[idx]),
+                      "abs_err": float(diff[idx]) if fin else None,
+                      "rel_err": float(rel[idx]) if fin and r[idx] != 0 else None,
+                      "allowed": float(allowed[idx])})
+    bad = mismatch & counted
+    return CompareReport(passed=not bad.any(), shape=c.shape, rtol=float(rtol), atol=float(atol),
+                         max_abs_err=max_abs, max_rel_err=max_rel, mismatches=int(bad.sum()),
+                         nonfinite_mismatches=int((bad & ~finite).sum()), worst=worst,
+                         excluded=int((~counted).sum()), mismatch=mismatch)
+
+
+# ---------------------------------------------------------------------------
+# check_derivative
+# ---------------------------------------------------------------------------
+@dataclass
+class CheckReport:
+    """The outcome of `check_derivative`; `to_dict` lists the keys."""
+
+    passed: bool
+    order: int
+    rtol: float
+    atol: float
+    max_abs_err: float
+    max_rel_err: float
+    worst: list[dict]
+    modes: dict
+    blocks: list[dict]
+    kinks: list[dict] = field(default_factory=list)
+    convention_dependent: list[dict] = field(default_factory=list)
+    convention_dependent_count: int = 0
+    gradient: dict | None = None
+    fd: dict = field(default_factory=dict)
+
+    @property
+    def message(self) -> str:
+        n = sum(b["entries"] for b in self.blocks) - self.convention_dependent_count
+        errs = (f"max abs error {self.max_abs_err:.3g}, max rel error {self.max_rel_err:.3g}; "
+                f"rtol={self.rtol:g}, atol={self.atol:g}")
+        if self.passed:
+            text = f"check passed: reverse mode, forward mode and finite differences agree on {n} entries ({errs})"
+        else:
+            parts = []
+            bad = sum(b["mismatches"] for b in self.blocks)
+            if bad:
+                parts.append(f"{bad} of {n} entries differ from finite differences ({errs})")
+            if not self.modes["passed"]:
+                parts.append(f"reverse and forward mode disagree on {self.modes['mismatches']} entries "
+                             f"(max abs difference {self.modes['max_abs_err']:.3g})")
+            if self.gradient is not None and not self.gradient["passed"]:
+                parts.append(f"the gradient differs from finite differences of f at "
+                             f"{self.gradient['mismatches']} entries")
+            text = "check FAILED: " + "; ".join(parts)
+            if self.worst:
+                w = self.worst[0]
+                at = ", ".join(str(w[k]) for k in ("sample", "row", "col") if k in w)
+                text += f"; worst {w['block']}[{at}]: AD {w['ad']} vs finite differences {w['fd']}"
+        if self.convention_dependent_count:
+            ops = sorted({e["reason"] for e in self.convention_dependent})
+            text += (f"; {self.convention_dependent_count} convention-dependent entries (the step crosses a kink) "
+                     f"were not counted: {'; '.join(ops)}")
+        return text
+
+    def to_dict(self) -> dict:
+        """JSON-ready summary.
+
+        Keys: ``passed``; ``order`` (1 Jacobian, 2 Hessian); ``rtol``, ``atol``; ``max_abs_err``,
+        ``max_rel_err`` (AD against finite differences, convention-dependent entries left out;
+        the relative error only over nonzero references); ``worst`` (up to 5 entries: ``block``,
+        ``row``, ``col`` (flat indices in the block's [M, N] matrix), ``sample`` (batched only),
+        ``ad``, ``fd``, ``abs_err``, ``rel_err``, ``allowed``, ``mode``); ``modes`` (reverse
+        against forward: ``passed``, ``rtol``, ``atol``, ``max_abs_err``, ``max_rel_err``,
+        ``mismatches``, ``excluded``, ``worst`` with ``reverse`` and ``forward`` values); ``blocks`` (per block:
+        ``name``, ``shape`` of the checked slice, ``entries``, ``passed``, ``mismatches``,
+        ``max_abs_err``, ``max_rel_err``); ``kinks`` (ops evaluated at a kink: ``op``, ``file``,
+        ``line``, ``site``, ``count``, ``notes``, ``rows`` and ``cols`` per block);
+        ``convention_dependent`` (up to 20 excused entries, each with a ``reason``) and
+        ``convention_dependent_count``; ``gradient`` (order 2: the AD gradient against
+        differences of f, same keys as ``modes``, or null); ``fd`` (``method``, ``of``,
+        ``step``, ``evaluations``); ``message``. Values that are not finite are the strings
+        "nan", "inf", "-inf".
+        """
+        return {"passed": self.passed, "order": self.order, "rtol": self.rtol, "atol": self.atol,
+                "max_abs_err": self.max_abs_err, "max_rel_err": self.max_rel_err, "worst": self.worst,
+                "modes": self.modes, "blocks": self.blocks, "kinks": self.kinks,
+                "convention_dependent": self.convention_dependent,
+                "convention_dependent_count": self.convention_dependent_count, "gradient": self.gradient,
+                "fd": self.fd, "message": self.message}
+
+
+@dataclass
+class _Block:
+    name: str
+    i: int  # output (order 1) or row input (order 2)
+    j: int  # column input
+    rows: np.ndarray
+    cols: np.ndarray
+    rev: np.ndarray
+    fwd: np.ndarray
+    fd: np.ndarray
+    fd_err: np.ndarray
+
+
+def _entry(w: dict, info: dict, batch: bool, keys: tuple[str, str] = ("ad", "fd")) -> dict:
+    """A worst entry of a CompareReport, with its position in the selection mapped to matrix indices."""
+    idx = list(w["index"])
+    rows, cols = info["rows"], info.get("cols")
+    out: dict = {"block": info["name"]}
+    if batch:
+        out["sample"] = idx.pop(0)
+    out["row"] = int(rows[idx[0]])
+    if cols is not None:
+        out["col"] = int(cols[idx[1]])
+    out.update({keys[0]: w["computed"], keys[1]: w["reference"], "abs_err": w["abs_err"], "rel_err": w["rel_err"],
+                "allowed": w["allowed"]})
+    if "mode" in info:
+        out["mode"] = info["mode"]
+    return out
+
+
+def _excess(w: dict) -> float:
+    return np.inf if w["abs_err"] is None else w["abs_err"] / max(w["allowed"], 1e-300)
+
+
+def _summary(cmps: list[tuple[CompareReport, dict]], keys: tuple[str, str], batch: bool) -> dict:
+    worst = [_entry(w, info, batch, keys) for c, info in cmps for w in c.worst]
+    worst.sort(key=_excess, reverse=True)
+    return {"passed": all(c.passed for c, _ in cmps), "rtol": cmps[0][0].rtol if cmps else 0.0,
+            "atol": max((c.atol for c, _ in cmps), default=0.0),
+            "max_abs_err": max((c.max_abs_err for c, _ in cmps), default=0.0),
+            "max_rel_err": max((c.max_rel_err for c, _ in cmps), default=0.0),
+            "mismatches": sum(c.mismatches for c, _ in cmps), "excluded": sum(c.excluded for c, _ in cmps),
+            "worst": worst[:TOP]}
+
+
+def check_derivative(f: Callable, args: Any, *, wrt: Any = None, order: int = 1, rows: Any = None,
+                     cols: Any = None, rtol: float | None = None, atol: float | None = None,
+                     batch_axis: int | None = None, richardson: bool = True) -> CheckReport:
+    """Check a slice of the Jacobian (order 1) or Hessian (order 2) three ways.
+
+    The slice is computed by reverse mode and by forward mode (Hessians: reverse-over-reverse
+    and forward-over-reverse), which must agree to 1e4 eps of the result dtype relative to the
+    block's largest entry, and both are compared with central finite differences in float64
+    (`finite_difference_jacobian`; for Hessians, differences of the AD gradient, which is
+    itself checked against differences of f at the requested rows).
+
+    A mismatch is *convention-dependent*, reported but not a failure, when the finite-difference
+    step along its column crosses a kink: an op evaluated exactly at a kink (abs at 0, a
+    max/min tie, a clip bound, relu at 0) that the step moves off, for the rows that see that
+    op; or anywhere in the column, a step function (floor, sign), a np.where condition, an index
+    or Python control flow that changes within the step. Kinks merely near x are not detected.
+
+    Args:
+        f: a function of arrays.
+        args: an array or a tuple of arrays.
+        wrt: inputs to differentiate (positions or names); None means all.
+        order: 1 or 2.
+        rows, cols: flat indices (per sample with batch_axis=0) of every block's rows and
+            columns; None means all.
+        rtol, atol: AD against finite differences; by default from `default_tolerances` of the
+            AD result dtype (float64: rtol=1e-5, atol=1e-7). The finite differences' own error
+            estimate is added to each entry's allowance.
+        batch_axis: None or 0 (per-sample blocks).
+        richardson: use Richardson extrapolation in the finite differences.
+
+    Returns:
+        A CheckReport.
+
+    >>> rep = check_derivative(lambda x: np.sin(x) * x, np.array([0.5, 1.5]))
+    >>> rep.passed, rep.max_abs_err < 1e-8
+    (True, True)
+    """
+    tup, inputs_is_tuple = _as_args(args)
+    wrt_idx, _ = _resolve_wrt(f, tup, wrt, inputs_is_tuple)
+    if order not in (1, 2):
+        raise UsageError(f"order must be 1 or 2, not {order!r}")
+    batch = batch_flag(batch_axis)
+    names = _param_names(f, len(tup))
+    in_names = [names[k] for k in wrt_idx]
+    if order == 1:
+        rev = jacobian(f, tup, wrt=wrt_idx, mode="reverse", batch_axis=batch_axis)
+        fwd = jacobian(f, tup, wrt=wrt_idx, mode="forward", batch_axis=batch_axis)
+        if not isinstance(rev[0], tuple):
+            rev, fwd = (rev,), (fwd,)
+        outs = ["f"] if len(rev) == 1 else [f"f{i}" for i in range(len(rev))]
+        block_names = [[f"d{o}/d{n}" for n in in_names] for o in outs]
+    else:
+        rev = hessian(f, tup, wrt=wrt_idx, mode="reverse", batch_axis=batch_axis)
+        fwd = hessian(f, tup, wrt=wrt_idx, mode="forward", batch_axis=batch_axis)
+        block_names = [[f"d2f/d{a}d{b}" for b in in_names] for a in in_names]
+    dtype = max((b.dtype for row in rev for b in row), key=lambda d: np.finfo(d).eps)
+    d_rtol, d_atol = default_tolerances(dtype)
+    rtol = d_rtol if rtol is None else float(rtol)
+    atol = d_atol if atol is None else float(atol)
+
+    # Finite differences, column by column, for every output at once.
+    a64 = float64_args(tup, wrt_idx)
+    fun = plain_outputs(f) if order == 1 else gradient_function(f, a64, wrt_idx)
+    sizes = [int(np.prod(np.shape(a64[k])[1:] if batch else np.shape(a64[k]))) for k in wrt_idx]
+    cols_of = [flat_indices(cols, n, "columns") for n in sizes]
+    fds = [fd_columns(fun, a64, k, cols_of[j], richardson=richardson, batch=batch) for j, k in enumerate(wrt_idx)]
+    evaluations = sum(e for _, _, e in fds)
+
+    blocks = []
+    for i, row in enumerate(rev):
+        for j, rb in enumerate(row):
+            r_sel = flat_indices(rows, rb.matrix.shape[-2], "rows")
+            c_sel = cols_of[j]
+            blocks.append(_Block(block_names[i][j], i, j, r_sel, c_sel,
+                                 np.asarray(rb.matrix.evaluate(r_sel, c_sel), dtype=np.float64),
+                                 np.asarray(fwd[i][j].matrix.evaluate(r_sel, c_sel), dtype=np.float64),
+                                 fds[j][0][i][..., r_sel, :], fds[j][1][i][..., r_sel, :]))
+
+    # Kinks at x, and what each step crosses: only computed where needed.
+    cross = StepCrossings(f, a64, wrt_idx, batch)
+    hits: dict[int, dict] = {}
+    if order == 1 and cross.kinks:
+        for blk in blocks:
+            if blk.i not in hits:
+                seeds = row_seeds(cross.base.outputs[blk.i], blk.rows, batch)
+                hits[blk.i] = kink_rows(cross.base, blk.i, seeds, cross.kinks)
+
+    m_rtol = MODES_EPS * float(np.finfo(dtype).eps)
+    fd_cmps, mode_cmps, excused_list, n_excused = [], [], [], 0
+    block_dicts = []
+    for blk in blocks:
+        info = {"name": blk.name, "rows": blk.rows, "cols": blk.cols}
+        first = [compare_arrays(a, blk.fd, rtol, atol, err=blk.fd_err) for a in (blk.rev, blk.fwd)]
+        mism = first[0].mismatch | first[1].mismatch
+        excused, reasons = (excuse_mismatches(mism, blk.i, blk.j, blk.rows, blk.cols, cross, order, hits)
+                            if mism.any() else (None, {}))
+        cr = compare_arrays(blk.rev, blk.fd, rtol, atol, err=blk.fd_err, exclude=excused)
+        cf = compare_arrays(blk.fwd, blk.fd, rtol, atol, err=blk.fd_err, exclude=excused)
+        fin = np.abs(blk.fwd[np.isfinite(blk.fwd)])
+        scale = max(1.0, float(fin.max(initial=0.0)))
+        cm = compare_arrays(blk.rev, blk.fwd, m_rtol, m_rtol * scale)
+        fd_cmps += [(cr, {**info, "mode": "reverse"}), (cf, {**info, "mode": "forward"})]
+        mode_cmps.append((cm, info))
+        if excused is not None:
+            n_excused += int(excused.sum())
+            for idx in np.argwhere(excused)[:MAX_LISTED]:
+                e = {"block": blk.name, "row": int(blk.rows[idx[-2]]), "col": int(blk.cols[idx[-1]]),
+                     "ad": _num(blk.rev[tuple(idx)]), "fd": _num(blk.fd[tuple(idx)]), "reason": reasons[idx[-1]]}
+                if batch:
+                    e = {"sample": int(idx[0]), **e}
+                excused_list.append(e)
+        block_dicts.append({"name": blk.name, "shape": list(blk.rev.shape), "entries": int(blk.rev.size),
+                            "passed": cr.passed and cf.passed and cm.passed,
+                            "mismatches": max(cr.mismatches, cf.mismatches),
+                            "max_abs_err": max(cr.max_abs_err, cf.max_abs_err),
+                            "max_rel_err": max(cr.max_rel_err, cf.max_rel_err)})
+
+    summary = _summary(fd_cmps, ("ad", "fd"), batch)
+    seen, worst = set(), []
+    for w in summary["worst"]:  # reverse and forward mode usually share their worst entries
+        key = (w["block"], w.get("sample"), w["row"], w["col"])
+        if key not in seen:
+            seen.add(key)
+            worst.append(w)
+    modes = _summary(mode_cmps, ("reverse", "forward"), batch)
+
+    kinks = []
+    for kink in cross.kinks:
+        for blk in blocks:
+            kink.cols[blk.name] = [int(c) for c in blk.cols if kink.node_index in cross(blk.j, c)[0]]
+            if order == 1:
+                kink.rows[blk.name] = [int(r) for r in blk.rows[hits[blk.i][kink.node_index]]]
+            else:
+                kink.rows[blk.name] = [int(r) for r in blk.rows if kink.node_index in cross(blk.i, r)[0]]
+        kinks.append(kink.to_dict())
+
+    gradient = None
+    if order == 2:
+        gradient, g_evals = _check_gradient(f, tup, a64, wrt_idx, in_names, rows, sizes, rtol, atol, batch,
+                                            richardson, cross)
+        evaluations += g_evals
+
+    passed = summary["passed"] and modes["passed"] and (gradient is None or gradient["passed"])
+    fd = {"method": "central differences" + (" with Richardson extrapolation" if richardson else ""),
+          "of": "f" if order == 1 else "the AD gradient", "step": "eps**(1/3) * max(1, |x_j|) in float64",
+          "evaluations": evaluations}
+    return CheckReport(passed=passed, order=order, rtol=rtol, atol=atol, max_abs_err=summary["max_abs_err"],
+                       max_rel_err=summary["max_rel_err"], worst=worst[:TOP], modes=modes, blocks=block_dicts,
+                       kinks=kinks, convention_dependent=excused_list[:MAX_LISTED],
+                       convention_dependent_count=n_excused, gradient=gradient, fd=fd)
+
+
+def _check_gradient(f: Callable, tup: tuple, a64: tuple, wrt_idx: tuple, in_names: list, rows: Any, sizes: list,
+                    rtol: float, atol: float, batch: bool, richardson: bool, cross: StepCrossings) -> tuple[dict, int]:
+    """For Hessian checks: the AD gradient at the requested rows against differences of f itself."""
+    ones = np.ones(np.shape(cross.base.outputs[0]))
+    _, grads = vjp(f, tup, ones, wrt=wrt_idx)
+    cmps, evals = [], 0
+    for a, k in enumerate(wrt_idx):
+        r_sel = flat_indices(rows, sizes[a], "rows")
+        g = np.reshape(np.asarray(grads[a], dtype=np.float64), (-1, sizes[a]) if batch else (-1,))[..., r_sel]
+        vals, errs, n = fd_columns(plain_outputs(f), a64, k, r_sel, richardson=richardson, batch=batch)
+        evals += n
+        ref, err = vals[0][..., 0, :], errs[0][..., 0, :]
+        mism = compare_arrays(g, ref, rtol, atol, err=err).mismatch
+        excused = np.zeros(mism.shape, dtype=bool)
+        for q in np.flatnonzero(mism.reshape(-1, len(r_sel)).any(axis=0)):
+            crossed, changes = cross(a, r_sel[q])
+            excused[..., q] = mism[..., q] & bool(crossed or changes)
+        cmps.append((compare_arrays(g[..., None], ref[..., None], rtol, atol, err=err[..., None],
+                                    exclude=excused[..., None]),
+                     {"name": f"df/d{in_names[a]}", "rows": r_sel, "cols": None}))
+    return _summary(cmps, ("ad", "fd"), batch), evals

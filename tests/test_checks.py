@@ -1,0 +1,374 @@
+"""Tests for derivative checks: array comparison, finite differences, and check_derivative verdicts."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from jaccli.checks import DEFAULT_TOLERANCES, check_derivative, compare_arrays, default_tolerances
+from jaccli.engine.registry import PRIMITIVES
+from jaccli.engine.tracer import primal
+from jaccli.errors import UsageError
+from jaccli.finite_diff import finite_difference_jacobian
+from jaccli.loaders import bind_inputs, load_function
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+def line_of(func, text: str) -> int:
+    """Line number of the first source line of `func` containing `text`."""
+    lines, start = inspect.getsourcelines(func)
+    return start + next(k for k, line in enumerate(lines) if text in line)
+
+
+# ---------------------------------------------------------------- compare_arrays
+
+
+def test_compare_identical_arrays_pass_with_zero_error():
+    a = np.arange(6.0).reshape(2, 3)
+    rep = compare_arrays(a, a.copy())
+    assert rep.passed and rep.max_abs_err == 0.0 and rep.max_rel_err == 0.0 and rep.worst == []
+    assert rep.message == "all 6 entries agree within rtol=1e-05, atol=1e-07; max abs error 0, max rel error 0"
+
+
+def test_compare_reports_worst_entry_in_block_shape():
+    ref = np.ones((2, 3, 4))
+    got = ref.copy()
+    got[1, 2, 3] = 1.5
+    got[0, 1, 0] = 1.0 + 1e-9
+    rep = compare_arrays(got, ref, rtol=1e-6, atol=0.0)
+    assert not rep.passed and rep.mismatches == 1
+    assert rep.worst[0]["index"] == [1, 2, 3]
+    assert rep.worst[0]["abs_err"] == pytest.approx(0.5) and rep.worst[0]["rel_err"] == pytest.approx(0.5)
+    assert rep.worst[1]["index"] == [0, 1, 0]
+    assert rep.max_abs_err == pytest.approx(0.5)
+    assert "1 of 24 entries differ" in rep.message and "worst at (1, 2, 3): 1.5 vs 1.0" in rep.message
+
+
+def test_compare_nan_in_one_array_is_a_mismatch_whatever_the_tolerance():
+    rep = compare_arrays(np.array([1.0, np.nan]), np.array([1.0, 2.0]), rtol=1e9, atol=1e9)
+    assert not rep.passed and rep.nonfinite_mismatches == 1
+    assert rep.worst == [{"index": [1], "computed": "nan", "reference": 2.0, "abs_err": None, "rel_err": None,
+                          "allowed": pytest.approx(1e9 + 2e9)}]
+    assert rep.max_abs_err == 0.0  # taken over entries finite in both
+
+
+def test_compare_matching_nan_and_inf_are_equal_but_opposite_infs_are_not():
+    assert compare_arrays(np.array([np.nan, np.inf]), np.array([np.nan, np.inf])).passed
+    rep = compare_arrays(np.array([np.inf]), np.array([-np.inf]))
+    assert not rep.passed and rep.worst[0]["computed"] == "inf" and rep.worst[0]["reference"] == "-inf"
+
+
+def test_compare_shape_mismatch_is_a_usage_error():
+    with pytest.raises(UsageError, match=r"computed result has shape \(2, 3\) but the reference has shape \(3, 2\)"):
+        compare_arrays(np.zeros((2, 3)), np.zeros((3, 2)))
+
+
+def test_compare_excluded_entries_do_not_count():
+    rep = compare_arrays(np.array([1.0, 5.0]), np.array([1.0, 2.0]), exclude=np.array([False, True]))
+    assert rep.passed and rep.excluded == 1 and rep.max_abs_err == 0.0
+    assert rep.mismatch.tolist() == [False, True]
+
+
+def test_compare_error_estimate_widens_the_allowance():
+    assert not compare_arrays(np.array([1.001]), np.array([1.0])).passed
+    assert compare_arrays(np.array([1.001]), np.array([1.0]), err=np.array([0.01])).passed
+
+
+def test_compare_report_is_strict_json():
+    rep = compare_arrays(np.array([np.inf, 0.0, 1.0]), np.array([1.0, 0.0, 0.0]))
+    d = json.loads(json.dumps(rep.to_dict(), allow_nan=False))
+    assert d["mismatches"] == 2 and d["nonfinite_mismatches"] == 1 and d["shape"] == [3]
+    assert d["worst"][1] == {"index": [2], "computed": 1.0, "reference": 0.0, "abs_err": 1.0, "rel_err": None,
+                             "allowed": 1e-7}
+
+
+# ---------------------------------------------------------------- finite differences
+
+
+class Counting:
+    """Wraps f, counting calls and remembering the dtypes it was called with."""
+
+    def __init__(self, f):
+        self.f, self.calls, self.dtypes = f, 0, set()
+
+    def __call__(self, x):
+        self.calls += 1
+        self.dtypes.add(np.asarray(x).dtype)
+        return self.f(x)
+
+
+def test_fd_matches_closed_form_of_a_steep_function():
+    x = np.array([0.3, -0.2, 0.1])
+    fd = finite_difference_jacobian(lambda x: np.exp(20.0 * x) * x[::-1], x)
+    exact = np.diag(20.0 * np.exp(20.0 * x) * x[::-1]) + np.exp(20.0 * x)[:, None] * np.eye(3)[::-1]
+    assert_allclose(fd, exact, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("richardson, calls", [(True, 4), (False, 2)])
+def test_fd_evaluates_f_only_for_requested_columns(richardson, calls):
+    f = Counting(lambda x: np.sin(x) * x.sum())
+    x = np.linspace(0.1, 0.9, 5)
+    fd = finite_difference_jacobian(f, x, rows=[4, 0], cols=[2], richardson=richardson)
+    assert f.calls == calls
+    exact = np.diag(np.cos(x) * x.sum()) + np.sin(x)[:, None]
+    assert fd.shape == (2, 1)
+    assert_allclose(fd, exact[[4, 0]][:, [2]], rtol=1e-8)
+
+
+def test_fd_runs_in_float64_for_float32_inputs():
+    f = Counting(lambda x: x ** 2)
+    fd = finite_difference_jacobian(f, np.array([1.0, 2.0], dtype=np.float32))
+    assert f.dtypes == {np.dtype(np.float64)} and fd.dtype == np.float64
+    assert_allclose(fd, np.diag([2.0, 4.0]), rtol=1e-9)
+
+
+def test_fd_hessian_differentiates_the_ad_gradient():
+    x = np.array([0.5, -1.0, 2.0])
+    fd = finite_difference_jacobian(lambda x: np.sum(x ** 3) * x[0], x, order=2)
+    exact = np.diag(6.0 * x * x[0])
+    exact[0, :] += 3.0 * x ** 2
+    exact[:, 0] += 3.0 * x ** 2
+    assert_allclose(fd, exact, rtol=1e-9, atol=1e-9)
+
+
+def test_fd_tuple_outputs_and_second_input():
+    x, y = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    prod, total = finite_difference_jacobian(lambda x, y: (x * y, np.sum(x) + y), (x, y), 1, cols=[1])
+    assert_allclose(prod, [[0.0], [2.0]], atol=1e-9)
+    assert_allclose(total, [[0.0], [1.0]], atol=1e-9)
+
+
+def test_fd_batched_columns_perturb_every_sample_at_once():
+    f = Counting(lambda x: x ** 2 * x[:, :1])
+    x = np.arange(1.0, 7.0).reshape(3, 2)
+    fd = finite_difference_jacobian(f, x, batch_axis=0)
+    assert fd.shape == (3, 2, 2) and f.calls == 8
+    expected = np.stack([[[3 * a * a, 0.0], [b * b, 2 * a * b]] for a, b in x])
+    assert_allclose(fd, expected, rtol=1e-9)
+
+
+# ---------------------------------------------------------------- check_derivative on the samples
+
+SAMPLE_CASES = [
+    ("robot_arm.py", ["robot_arm_q.npy"], None, 1),
+    ("mlp.py", ["mlp_x.npy"], None, 1),
+    ("rosenbrock.py", ["rosenbrock_x.npy"], None, 2),
+    ("kinetics.py", ["kinetics_inputs.npz"], None, 1),
+    ("heat_pde.py", ["heat_pde_u.npy"], None, 1),
+    ("logistic.py", ["logistic_w.npy", "logistic_X.csv", "logistic_y.txt"], "w", 2),
+    ("softmax_xent.py", ["softmax_xent_z.npy", "softmax_xent_p.csv"], "z", 2),
+]
+
+
+@pytest.mark.parametrize("name, sources, wrt, order", SAMPLE_CASES, ids=[c[0] for c in SAMPLE_CASES])
+def test_samples_pass_the_check(name, sources, wrt, order):
+    lf = load_function(str(SAMPLES / name))
+    args = tuple(bind_inputs(lf, [str(SAMPLES / s) for s in sources]).values())
+    for o in range(1, order + 1):
+        rep = check_derivative(lf.func, args, wrt=wrt, order=o)
+        assert rep.passed, rep.message
+        assert rep.modes["passed"] and rep.max_rel_err < 1e-7 and rep.kinks == []
+        assert rep.message.startswith("check passed: reverse mode, forward mode and finite differences agree")
+
+
+def test_sample_with_two_inputs_checks_every_block():
+    lf = load_function(str(SAMPLES / "kinetics.py"))
+    args = tuple(bind_inputs(lf, [str(SAMPLES / "kinetics_inputs.npz")]).values())
+    rep = check_derivative(lf.func, args)
+    assert [b["name"] for b in rep.blocks] == ["df/dc", "df/dk"]
+    assert all(b["shape"] == [3, 3] for b in rep.blocks)
+
+
+def test_check_computes_only_the_requested_slice():
+    lf = load_function(str(SAMPLES / "heat_pde.py"))
+    u = np.load(SAMPLES / "heat_pde_u.npy")
+    rep = check_derivative(lf.func, u, rows=[0, 1], cols=[0, 1, 2])
+    assert rep.passed and rep.blocks[0]["shape"] == [2, 3]
+    assert rep.fd["evaluations"] == 12  # 3 columns, 4 evaluations each
+
+
+# ---------------------------------------------------------------- broken rules fail
+
+
+def three_outputs(x):
+    return np.stack([x[0] * x[1], x[1] ** 2, np.sin(x[2])])
+
+
+X3 = np.array([0.4, -0.7, 1.1])
+
+
+def test_broken_reverse_rule_fails_and_points_at_the_entry(monkeypatch):
+    monkeypatch.setitem(PRIMITIVES["np.sin"].vjps, 0, lambda ans, x, **kw: (lambda g: g * 2.0 * np.cos(x)))
+    rep = check_derivative(three_outputs, X3)
+    assert not rep.passed
+    assert (rep.worst[0]["row"], rep.worst[0]["col"], rep.worst[0]["mode"]) == (2, 2, "reverse")
+    assert rep.worst[0]["ad"] == pytest.approx(2 * np.cos(1.1)) and rep.worst[0]["fd"] == pytest.approx(np.cos(1.1))
+    assert not rep.modes["passed"] and rep.modes["mismatches"] == 1
+    assert (rep.modes["worst"][0]["row"], rep.modes["worst"][0]["col"]) == (2, 2)
+    assert rep.blocks[0]["mismatches"] == 1
+    assert rep.message.startswith("check FAILED: 1 of 9 entries differ from finite differences")
+    assert "reverse and forward mode disagree on 1 entries" in rep.message
+    assert "worst df/dx[2, 2]" in rep.message
+
+
+def test_consistently_broken_rules_agree_across_modes_but_fail_against_fd(monkeypatch):
+    wrong = lambda ans, x, **kw: (lambda g: g * 2.0 * np.cos(x))  # noqa: E731
+    monkeypatch.setitem(PRIMITIVES["np.sin"].vjps, 0, wrong)
+    monkeypatch.setitem(PRIMITIVES["np.sin"].jvps, 0, wrong)
+    rep = check_derivative(three_outputs, X3)
+    assert rep.modes["passed"] and not rep.passed
+    assert (rep.worst[0]["row"], rep.worst[0]["col"], rep.worst[0]["mode"]) == (2, 2, "reverse")
+    assert all(w["abs_err"] < 1e-8 for w in rep.worst[1:])  # the others differ by rounding only
+    assert rep.max_abs_err == pytest.approx(np.cos(1.1), rel=1e-6)
+
+
+def test_broken_second_order_rule_fails_the_hessian_check_only(monkeypatch):
+    # Right first derivative, but cos(x) is taken as a constant: the rule of the rule is wrong.
+    monkeypatch.setitem(PRIMITIVES["np.sin"].vjps, 0,
+                        lambda ans, x, **kw: (lambda g, c=np.cos(primal(x)): g * c))
+    x = np.array([0.1, 1.5, 0.7])
+    assert check_derivative(lambda x: np.sum(np.sin(x)), x).passed
+    rep = check_derivative(lambda x: np.sum(np.sin(x)), x, order=2)
+    assert not rep.passed and rep.modes["passed"] and rep.gradient["passed"]
+    assert (rep.worst[0]["row"], rep.worst[0]["col"]) == (1, 1)
+    assert rep.worst[0]["fd"] == pytest.approx(-np.sin(1.5), rel=1e-8)
+    assert rep.fd["of"] == "the AD gradient"
+
+
+# ---------------------------------------------------------------- kinks and jumps
+
+
+def relu(x):
+    return np.maximum(x, 0.0) * 2.0
+
+
+def test_kink_is_listed_with_its_site_and_affected_entries():
+    rep = check_derivative(relu, np.array([0.0, 0.5, -1.0]))
+    assert rep.passed and rep.convention_dependent_count == 0  # central differences also give 1/2
+    (kink,) = rep.kinks
+    assert kink["op"] == "np.maximum" and kink["count"] == 1
+    assert kink["file"] == __file__ and kink["line"] == line_of(relu, "np.maximum")
+    assert kink["rows"] == {"df/dx": [0]} and kink["cols"] == {"df/dx": [0]}
+    assert "ties split evenly" in kink["notes"]
+
+
+def max_of(x):
+    return np.max(x, keepdims=True)
+
+
+def test_mismatch_at_a_tie_is_convention_dependent_not_a_failure():
+    rep = check_derivative(max_of, np.zeros(3))
+    assert rep.passed and rep.convention_dependent_count == 3
+    entry = rep.convention_dependent[0]
+    assert (entry["row"], entry["col"], entry["ad"], entry["fd"]) == (0, 0, pytest.approx(1 / 3), pytest.approx(0.5))
+    assert entry["reason"].startswith(f"np.max at {__file__}:{line_of(max_of, 'np.max')}: evaluated at a kink")
+    assert "3 convention-dependent entries" in rep.message
+
+
+def abs_and_sin(x):
+    return np.stack([np.abs(x[0]) * 3.0, np.sin(x[1])])
+
+
+def test_kink_elsewhere_does_not_hide_a_broken_rule(monkeypatch):
+    monkeypatch.setitem(PRIMITIVES["np.sin"].vjps, 0, lambda ans, x, **kw: (lambda g: g * 0.0))
+    monkeypatch.setitem(PRIMITIVES["np.sin"].jvps, 0, lambda ans, x, **kw: (lambda t: t * 0.0))
+    rep = check_derivative(abs_and_sin, np.array([0.0, 1.0]))
+    assert not rep.passed
+    assert (rep.worst[0]["row"], rep.worst[0]["col"]) == (1, 1)
+    assert rep.kinks[0]["op"] == "np.absolute" and rep.kinks[0]["rows"] == {"df/dx": [0]}
+
+
+@pytest.mark.parametrize("f, x, words", [
+    (lambda x: np.where(x > 0, x, 0.0), np.array([0.0, 0.5]), "np.where at"),
+    (lambda x: np.floor(x) * x, np.array([1.0, 0.5]), "a step function changes value"),
+], ids=["where-condition", "floor-step"])
+def test_steps_across_jumps_are_convention_dependent(f, x, words):
+    rep = check_derivative(f, x)
+    assert rep.passed and rep.convention_dependent_count == 1
+    assert (rep.convention_dependent[0]["row"], rep.convention_dependent[0]["col"]) == (0, 0)
+    assert words in rep.convention_dependent[0]["reason"]
+
+
+def test_fd_error_at_a_kink_with_zero_cotangent_is_within_the_fd_error_estimate():
+    # d/dx of max(x) * x is exactly 0 at x = 0, but differences across the tie are O(h).
+    rep = check_derivative(lambda x: np.max(x, keepdims=True) * x, np.zeros(2))
+    assert rep.passed and rep.convention_dependent_count == 0
+    assert 1e-7 < rep.max_abs_err < 1e-5 and rep.kinks[0]["rows"] == {"df/dx": []}
+
+
+def test_python_branch_inside_the_step_is_convention_dependent():
+    def f(x):
+        return x * 2.0 if x[0] > 0 else x * 3.0
+
+    rep = check_derivative(f, np.array([0.0, 0.5]))
+    assert rep.passed and rep.convention_dependent_count == 2
+    assert {e["col"] for e in rep.convention_dependent} == {0}
+
+
+def test_hessian_kink_needs_both_row_and_column_to_cross_it():
+    rep = check_derivative(lambda x: np.sum(np.abs(x)) + x[1] ** 2 * x[2], np.array([0.0, 1.5, -2.0]), order=2)
+    assert rep.passed
+    assert rep.kinks[0]["rows"] == {"d2f/dxdx": [0]} and rep.kinks[0]["cols"] == {"d2f/dxdx": [0]}
+    assert [(e["row"], e["col"]) for e in rep.convention_dependent] == [(0, 0)]
+
+
+# ---------------------------------------------------------------- options and the report
+
+
+def test_batched_check_reports_samples(monkeypatch):
+    monkeypatch.setitem(PRIMITIVES["np.sin"].vjps, 0, lambda ans, x, **kw: (lambda g: g * 2.0 * np.cos(x)))
+    x = np.array([[1.4, 1.4], [1.4, 0.0], [1.4, 1.4]])  # relative error 1 at sample 1, element 1
+    rep = check_derivative(lambda x: np.sin(x) + x ** 2, x, batch_axis=0)
+    assert not rep.passed and rep.blocks[0]["shape"] == [3, 2, 2]
+    assert (rep.worst[0]["sample"], rep.worst[0]["row"], rep.worst[0]["col"]) == (1, 1, 1)
+
+
+def test_batched_hessian_check_passes():
+    rep = check_derivative(lambda x: np.sum(np.sin(x) ** 2, axis=1), np.arange(6.0).reshape(3, 2),
+                           batch_axis=0, order=2)
+    assert rep.passed and rep.blocks[0]["shape"] == [3, 2, 2] and rep.gradient["passed"]
+
+
+def test_tolerances_default_from_the_dtype():
+    assert default_tolerances(np.float64) == DEFAULT_TOLERANCES[8] == (1e-5, 1e-7)
+    assert default_tolerances(np.float16) == DEFAULT_TOLERANCES[2]
+    rep = check_derivative(lambda x: np.exp(x) * x, np.arange(3, dtype=np.float32))
+    assert rep.passed and (rep.rtol, rep.atol) == DEFAULT_TOLERANCES[4]
+    assert check_derivative(lambda x: np.exp(x), np.ones(2), rtol=0.5, atol=0.0).rtol == 0.5
+
+
+def test_tuple_outputs_and_inputs_name_their_blocks():
+    rep = check_derivative(lambda x, y: (x * y, np.sum(x) + y[0]), (np.arange(3.0), np.ones(3)),
+                           rows=[0], cols=[1, 2])
+    assert rep.passed
+    assert [b["name"] for b in rep.blocks] == ["df0/dx", "df0/dy", "df1/dx", "df1/dy"]
+
+
+def test_out_of_range_rows_are_a_usage_error():
+    with pytest.raises(UsageError, match="rows index 5 is out of range for 3 rows"):
+        check_derivative(np.sin, np.zeros(3), rows=[5])
+
+
+def test_check_report_is_strict_json_with_documented_keys():
+    rep = check_derivative(max_of, np.zeros(3))
+    d = json.loads(json.dumps(rep.to_dict(), allow_nan=False))
+    assert set(d) == {"passed", "order", "rtol", "atol", "max_abs_err", "max_rel_err", "worst", "modes", "blocks",
+                      "kinks", "convention_dependent", "convention_dependent_count", "gradient", "fd", "message"}
+    assert set(d["modes"]) == {"passed", "rtol", "atol", "max_abs_err", "max_rel_err", "mismatches", "excluded",
+                               "worst"}
+    assert set(d["kinks"][0]) == {"op", "file", "line", "site", "count", "notes", "rows", "cols"}
+    assert d["fd"]["method"] == "central differences with Richardson extrapolation"
+
+
+def test_nonfinite_derivative_fails_the_check():
+    rep = check_derivative(np.sqrt, np.array([0.0, 1.0]))
+    assert not rep.passed
+    assert rep.worst[0]["ad"] == "inf" and (rep.worst[0]["row"], rep.worst[0]["col"]) == (0, 0)

@@ -1,0 +1,189 @@
+"""Tests for diagnostics: structural zeros, non-finite reports and provenance, and kinks."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import numpy as np
+import pytest
+
+import jaccli
+from jaccli.diagnostics import (NonfiniteMonitor, disconnected_pairs, find_kinks, first_nonfinite_primal,
+                                nonfinite_report, recording_of, structural_zero_message, structural_zero_warnings,
+                                trace_nonfinite)
+from jaccli.engine import core
+from jaccli.engine.recording import Recording
+from jaccli.loaders import load_function
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+@pytest.fixture
+def user_file(tmp_path):
+    """Write a user's f.py and load its function f; returns (f, path)."""
+    def make(body: str):
+        path = tmp_path / "f.py"
+        path.write_text("import numpy as np\n\n\n" + textwrap.dedent(body))
+        return load_function(str(path)).func, str(path)
+    return make
+
+
+# ---------------------------------------------------------------- structural zeros
+
+OFFSET = np.array([1.0, 2.0])
+
+
+def uses_global(x, y):
+    return x * 2.0 + OFFSET  # y was meant instead of OFFSET
+
+
+def test_disconnected_pairs_finds_inputs_without_a_path():
+    rec = Recording(uses_global, (np.ones(2), np.ones(2)), (0, 1))
+    assert disconnected_pairs(rec) == [(0, 1)]
+
+
+def test_constant_output_is_disconnected_from_every_input():
+    rec = Recording(lambda x, y: (x * y, OFFSET), (np.ones(2), np.ones(2)), (0, 1))
+    assert disconnected_pairs(rec) == [(1, 0), (1, 1)]
+
+
+def test_structural_zero_message_text():
+    assert structural_zero_message("f", "x") == (
+        "df_dx is structurally zero: output f does not depend on input x (no path in the recorded computation); "
+        "a common cause is a function that uses a global variable instead of its argument")
+    assert structural_zero_message("f0", "y", "J[0][1]").startswith("J[0][1] is structurally zero: output f0 ")
+
+
+def test_structural_zero_warnings_name_outputs_and_inputs():
+    rec = Recording(uses_global, (np.ones(2), np.ones(2)), (0, 1))
+    (msg,) = structural_zero_warnings(rec, in_names=["x", "y"])
+    assert msg.startswith("df_dy is structurally zero: output f does not depend on input y")
+    assert structural_zero_warnings(Recording(lambda x: x * 2.0, (np.ones(2),), (0,))) == []
+
+
+# ---------------------------------------------------------------- non-finite counts
+
+
+def test_nonfinite_report_counts_and_lists_first_indices():
+    block = np.zeros((3, 4))
+    block[0, 1] = np.nan
+    block[2, 0] = np.inf
+    block[2, 3] = -np.inf
+    report = nonfinite_report({"df/dx": block, "df/dy": np.ones(2)}, max_indices=2)
+    assert report == [{"block": "df/dx", "shape": [3, 4], "nan": 1, "posinf": 1, "neginf": 1,
+                       "first": [[0, 1], [2, 0]]}]
+    json.dumps(report, allow_nan=False)
+
+
+def test_nonfinite_report_is_empty_for_finite_blocks():
+    assert nonfinite_report({"J": np.eye(2), "ints": np.arange(3)}) == []
+
+
+# ---------------------------------------------------------------- provenance
+
+
+def test_nan_from_log_of_a_negative_number_is_traced_to_the_forward_evaluation(user_file):
+    f, path = user_file("""\
+        def f(x):
+            y = x * 2.0
+            return np.log(y) + 1.0
+        """)
+    J = jaccli.jacobian(f, np.array([1.0, -1.0]))
+    prov = trace_nonfinite(lambda: np.asarray(J), J)
+    assert (prov.op, prov.sweep, prov.file, prov.line, prov.values) == ("np.log", "forward evaluation", path, 6, "nan")
+    assert prov.element == [1] and not prov.inactive_where
+    assert prov.message == f"np.log produced nan in the forward evaluation at {path}:6 (element (1,))"
+
+
+@pytest.mark.parametrize("body, line", [
+    ("def f(x):\n    return np.sqrt(x)\n", 5),
+    ("def f(x):\n    s = np.sqrt(x ** 2)\n    return np.sum(s)\n", 5),
+], ids=["sqrt", "sum-sqrt-square"])
+def test_inf_from_sqrt_at_zero_is_traced_to_the_reverse_sweep(user_file, body, line):
+    f, path = user_file(body)
+    J = jaccli.jacobian(f, np.array([0.0, 1.0]), mode="reverse")
+    prov = trace_nonfinite(lambda: np.asarray(J), J)
+    assert (prov.op, prov.sweep, prov.file, prov.line, prov.values) == ("np.sqrt", "reverse sweep", path, line, "inf")
+    assert prov.element == [0]
+    assert "sqrt'(0) = inf" in prov.message
+
+
+def test_inf_from_sqrt_in_forward_mode_is_traced_to_the_forward_sweep(user_file):
+    f, path = user_file("def f(x):\n    return np.sqrt(x)\n")
+    J = jaccli.jacobian(f, np.array([0.0, 1.0]), mode="forward")
+    prov = trace_nonfinite(lambda: np.asarray(J), J)
+    assert (prov.op, prov.sweep, prov.line) == ("np.sqrt", "forward sweep", 5)
+
+
+def test_nan_in_the_branch_where_does_not_take_is_masked_and_not_reported(user_file):
+    f, _ = user_file("def f(x):\n    return np.where(x > 0, np.log(x), x)\n")
+    J = jaccli.jacobian(f, np.array([-1.0, 2.0]))
+    result = trace_nonfinite(lambda: np.asarray(J), J)
+    assert result is None
+    np.testing.assert_array_equal(np.asarray(J), [[1.0, 0.0], [0.0, 0.5]])
+
+
+def test_where_branch_whose_own_derivative_is_nan_leaks_nothing_in_either_mode(user_file):
+    # sqrt'(-1) is NaN in the branch np.where did not take: the masked cotangent is exactly zero
+    # and the elementwise rules keep 0 * NaN at 0, so the result is finite and nothing is reported.
+    f, path = user_file("def f(x):\n    return np.where(x > 0, np.sqrt(x), 0.0)\n")
+    x = np.array([-1.0, 4.0])
+    for mode in ("reverse", "forward"):
+        J = jaccli.jacobian(f, x, mode=mode)
+        assert trace_nonfinite(lambda: np.asarray(J), J) is None
+        np.testing.assert_array_equal(np.asarray(J), [[0.0, 0.0], [0.0, 0.25]])
+
+
+def test_nonfinite_input_is_reported_as_the_input():
+    J = jaccli.jacobian(lambda x, y: x * y, (np.array([1.0, np.nan]), np.ones(2)))
+    prov = trace_nonfinite(lambda: [np.asarray(b) for b in J], J)
+    assert (prov.op, prov.sweep, prov.values) == ("input 0", "input", "nan")
+    assert prov.message == "input 0 already holds nan"
+
+
+def test_first_nonfinite_primal_is_none_for_finite_outputs():
+    rec = Recording(lambda x: np.where(x > 0, np.log(x), 0.0), (np.array([-1.0, 1.0]),), (0,))
+    assert first_nonfinite_primal(rec) is None
+
+
+def test_monitor_is_removed_afterwards_even_on_errors():
+    with pytest.raises(ZeroDivisionError):
+        with NonfiniteMonitor():
+            assert core.MONITOR[0] is not None
+            raise ZeroDivisionError
+    assert core.MONITOR[0] is None
+
+
+def test_provenance_to_dict_is_strict_json():
+    J = jaccli.jacobian(np.sqrt, np.array([0.0]))
+    d = trace_nonfinite(lambda: np.asarray(J), J).to_dict()
+    assert set(d) == {"op", "sweep", "file", "line", "values", "element", "inactive_where", "notes", "message"}
+    json.dumps(d, allow_nan=False)
+
+
+def test_recording_of_lazy_objects():
+    J = jaccli.jacobian(lambda x, y: x * y, (np.ones(2), np.ones(2)))
+    assert isinstance(recording_of(J), Recording) and recording_of(J[0].matrix) is recording_of(J[0])
+    assert recording_of(np.ones(2)) is None
+
+
+# ---------------------------------------------------------------- kinks
+
+
+def kinked(x):
+    a = np.abs(x)
+    return np.maximum(a, 1.0)
+
+
+def test_find_kinks_lists_ops_at_their_kinks_with_sites():
+    rec = Recording(kinked, (np.array([0.0, 1.0, -3.0, 0.0]),), (0,))
+    kinks = find_kinks(rec)
+    assert [(k.op, k.count) for k in kinks] == [("np.absolute", 2), ("np.maximum", 1)]
+    assert kinks[0].file == __file__ and kinks[1].line == kinks[0].line + 1
+    assert kinks[0].mask.tolist() == [True, False, False, True]
+    assert kinks[0].to_dict()["notes"] == "abs'(0) = 0 (the subgradient of least norm)"
+
+
+def test_no_kinks_away_from_them():
+    assert find_kinks(Recording(kinked, (np.array([0.5, 2.0, -3.0]),), (0,))) == []

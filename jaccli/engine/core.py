@@ -28,6 +28,8 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 _INTERNAL_CODE: dict = {}  # code object -> whether it belongs to jaccli or NumPy
+# While a rule runs, operations it records belong to the user's line of the node being swept.
+_RULE_SITE: list = [None]
 
 
 def user_site(skip: int = 1) -> tuple[str, int] | None:
@@ -245,7 +247,7 @@ def bind(prim: Primitive, args: tuple, kwargs: dict) -> Any:
         return ans  # an integer or boolean result carries no derivative
     if prim.constant:
         parents, deps = (), 0
-    node = Node(prim, tuple(vals), kwargs, tuple(parents), ans, deps, user_site(2))
+    node = Node(prim, tuple(vals), kwargs, tuple(parents), ans, deps, _RULE_SITE[0] or user_site(2))
     node.index = len(top.nodes)
     top.nodes.append(node)
     if prim.multi_out:
@@ -348,7 +350,11 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple) -> list:
             rule = node.vjp(argnum)
             if rule is None:
                 continue
-            ct = rule(g)
+            outer_site, _RULE_SITE[0] = _RULE_SITE[0], node.site
+            try:
+                ct = rule(g)
+            finally:
+                _RULE_SITE[0] = outer_site
             if ct is None:
                 continue
             if MONITOR[0] is not None:
@@ -419,7 +425,11 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple) -> lis
                 continue
             rule = node.jvp(argnum)
             if rule is not None:
-                out = rule(t)
+                outer_site, _RULE_SITE[0] = _RULE_SITE[0], node.site
+                try:
+                    out = rule(t)
+                finally:
+                    _RULE_SITE[0] = outer_site
                 if out is None:
                     pass
                 elif acc is None:

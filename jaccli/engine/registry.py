@@ -30,7 +30,8 @@ class Entry:
 
     @property
     def forward(self) -> bool:
-        return self.kind in ("zero", "nondiff") or all(p.zero_grad or p.jvps for p in self.prims)
+        return self.kind in ("zero", "nondiff") or all(p.zero_grad or p.jvps or p.jvp_joint is not None
+                                                       for p in self.prims)
 
 
 REGISTRY: dict[str, Entry] = {}

@@ -11,8 +11,28 @@ from ._util import expand, unbroadcast
 family("elementwise")
 
 
+def _finite(d) -> bool:
+    value = primal(d)
+    return bool(np.all(np.isfinite(value)))
+
+
+def _safe_product(factor):
+    """g -> g * factor, where a zero entry of g gives exactly 0 even if factor is inf or NaN there.
+
+    A zero cotangent is what a masked-out branch of np.where sends back; 0 * inf would otherwise
+    turn a structural zero into NaN (JAX's "double where" problem).
+    """
+    if _finite(factor):
+        return lambda g: g * factor
+
+    def rule(g):
+        with np.errstate(invalid="ignore"):
+            return np.where(g == 0, 0.0, g * factor)
+    return rule
+
+
 def _scale(d):
-    return lambda g: g * d
+    return _safe_product(d)
 
 
 def _unary(ufunc, deriv, *, notes: str = "", kink=None):
@@ -43,15 +63,15 @@ def _binary(ufunc, dx, dy, *, notes: str = "", kink=None, name=None):
             continue
 
         def vjp_maker(ans, x, y, _d=d, _pos=pos, **kw):
-            factor = _d(ans, x, y)
+            scale = _safe_product(_d(ans, x, y))
             shape = np.shape(x if _pos == 0 else y)
-            return lambda g: unbroadcast(g * factor, shape)
+            return lambda g: unbroadcast(scale(g), shape)
 
         def jvp_maker(ans, x, y, _d=d, _pos=pos, **kw):
-            factor = _d(ans, x, y)
+            scale = _safe_product(_d(ans, x, y))
             shape = np.shape(x if _pos == 0 else y)
             out_shape = np.shape(ans)
-            return lambda t: expand(t, shape, out_shape) * factor
+            return lambda t: scale(expand(t, shape, out_shape))
 
         makers_v.append(vjp_maker)
         makers_j.append(jvp_maker)

@@ -1,0 +1,1 @@
+"""The command line's helpers: shared options, the run-and-report path, error translation."""

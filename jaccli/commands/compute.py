@@ -1,0 +1,274 @@
+"""Call the library for each command and collect the result blocks, evaluated in memory or streamed."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+import jaccli
+from jaccli.errors import UsageError
+from jaccli.loaders import parse_index_spec
+
+from .problem import Problem, load_vectors
+from .settings import Settings
+
+MATRIX_COMMANDS = ("jacobian", "hessian")
+PRODUCT_COMMANDS = ("jvp", "vjp", "hvp")
+
+
+@dataclass
+class Block:
+    """One result block, lazy until evaluated.
+
+    Rows are the elements of `out_name` (shape `out_shape`, per sample), columns those of
+    `in_name`; a vector result (grad, jvp, vjp, hvp) has only rows, its own elements.
+    """
+
+    key: str
+    kind: str
+    out_name: str
+    out_shape: tuple[int, ...]
+    in_name: str = ""
+    in_shape: tuple[int, ...] = ()
+    batch: int | None = None
+    rows: np.ndarray | None = None
+    cols: np.ndarray | None = None
+    lazy: Any = None
+    data: np.ndarray | None = None
+    dtype: np.dtype = field(default_factory=lambda: np.dtype(np.float64))
+
+    @property
+    def M(self) -> int:
+        return math.prod(self.out_shape)
+
+    @property
+    def N(self) -> int:
+        return math.prod(self.in_shape)
+
+    @property
+    def selected(self) -> bool:
+        return self.rows is not None or self.cols is not None
+
+    @property
+    def full_shape(self) -> tuple[int, ...]:
+        """The dense block's shape: out.shape + in.shape (Hessian: x.shape + y.shape)."""
+        lead = (self.batch,) if self.batch is not None else ()
+        return lead + self.out_shape + self.in_shape
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape of what is computed and written: the full block, or the 2-D selection."""
+        if not self.selected:
+            return self.full_shape
+        lead = (self.batch,) if self.batch is not None else ()
+        rows = self.M if self.rows is None else len(self.rows)
+        cols = self.N if self.cols is None else len(self.cols)
+        return lead + (rows, cols)
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.itemsize
+
+    def row_indices(self) -> np.ndarray:
+        return np.arange(self.M) if self.rows is None else self.rows
+
+    def col_indices(self) -> np.ndarray:
+        return np.arange(self.N) if self.cols is None else self.cols
+
+    @property
+    def stats(self) -> dict:
+        if self.lazy is None:
+            return {}
+        return self.lazy.stats
+
+
+@dataclass
+class Outcome:
+    """Blocks of one command and how they were obtained."""
+
+    command: str
+    blocks: list[Block]
+    timings: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    sweeps: int = 0
+    seeds: int = 0
+    mode: str = ""
+    streamed: bool = False
+
+    @property
+    def nbytes(self) -> int:
+        return sum(b.nbytes for b in self.blocks)
+
+
+def prepare(problem: Problem, command: str, settings: Settings) -> Outcome:
+    """Record the function and set up the blocks; products and gradients are computed here too."""
+    start = time.perf_counter()
+    if command in MATRIX_COMMANDS:
+        blocks = _matrix_blocks(problem, command, settings)
+    else:
+        blocks = _vector_blocks(problem, command, settings)
+    outcome = Outcome(command, blocks, warnings=list(problem.warnings))
+    outcome.timings["record_s"] = time.perf_counter() - start
+    if command in MATRIX_COMMANDS:
+        _select(blocks, settings)
+        outcome.warnings += [f"{b.key} is structurally zero: {b.out_name} does not depend on {b.in_name}"
+                             for b in blocks if not b.lazy.connected]
+    else:
+        outcome.sweeps = outcome.seeds = 1
+        outcome.mode = {"grad": "reverse", "vjp": "reverse", "jvp": "forward", "hvp": "forward-over-reverse"}[command]
+    return outcome
+
+
+def _nested(result: Any, rows_are_tuple: bool) -> list[list[Any]]:
+    return [list(r) for r in result] if rows_are_tuple else [list(result)]
+
+
+def _matrix_blocks(problem: Problem, command: str, s: Settings) -> list[Block]:
+    kw = dict(wrt=problem.wrt, batch_axis=s.batch_axis, strict=s.strict, mode=s.mode, chunk_size=s.chunk_size)
+    names = problem.wrt_names
+    in_shapes = [_feature(np.shape(problem.args[k]), s.batch_axis) for k in problem.wrt]
+    blocks = []
+    if command == "jacobian":
+        result = jaccli.jacobian(problem.func, problem.args, **kw)
+        grid = _nested(result, isinstance(result[0], tuple))
+        for i, row in enumerate(grid):
+            out_name = problem.name if len(grid) == 1 and not isinstance(result[0], tuple) else f"{problem.name}{i}"
+            for j, J in enumerate(row):
+                lead = 1 if s.batch_axis is not None else 0
+                out_shape = tuple(J.shape[lead:J.ndim - len(in_shapes[j])])
+                blocks.append(Block(f"d{out_name}_d{names[j]}", "jacobian", out_name, out_shape, names[j],
+                                    in_shapes[j], _batch(J, s), lazy=J, dtype=J.dtype))
+    else:
+        grid = _nested(jaccli.hessian(problem.func, problem.args, **kw), True)
+        for i, row in enumerate(grid):
+            for j, H in enumerate(row):
+                blocks.append(Block(f"d2{problem.name}_d{names[i]}_d{names[j]}", "hessian", names[i], in_shapes[i],
+                                    names[j], in_shapes[j], _batch(H, s), lazy=H, dtype=H.dtype))
+    return blocks
+
+
+def _feature(shape: tuple, batch_axis: int | None) -> tuple:
+    return tuple(shape[1:]) if batch_axis is not None else tuple(shape)
+
+
+def _batch(lazy: Any, s: Settings) -> int | None:
+    return lazy.shape[0] if s.batch_axis is not None else None
+
+
+def _select(blocks: list[Block], s: Settings) -> None:
+    for b in blocks:
+        try:
+            b.rows = None if s.rows is None else parse_index_spec(s.rows, b.M, "rows")
+            b.cols = None if s.cols is None else parse_index_spec(s.cols, b.N, "cols")
+        except UsageError as error:
+            raise UsageError(f"{error} (block {b.key})" if len(blocks) > 1 else str(error)) from None
+
+
+def _vector(key: str, name: str, value: Any) -> Block:
+    array = np.asarray(value)
+    return Block(key, "vector", name, array.shape, data=array, dtype=array.dtype)
+
+
+def _vector_blocks(problem: Problem, command: str, s: Settings) -> list[Block]:
+    names, fname = problem.wrt_names, problem.name
+    if command == "grad":
+        return [_vector(f"d{fname}_d{n}", n, g) for n, g in zip(names, jaccli.grad(problem.func, problem.args,
+                                                                                    wrt=problem.wrt))]
+    # vjp takes one vector per output (f, or f0, f1... for a tuple); jvp and hvp one per input.
+    vectors = load_vectors(s.vectors, [fname] if command == "vjp" else names, s.dtype,
+                           numbered=fname if command == "vjp" else None)
+    v: Any = vectors[0] if len(vectors) == 1 else tuple(vectors)
+    fn = {"vjp": jaccli.vjp, "jvp": jaccli.jvp, "hvp": jaccli.hvp}[command]
+    value, result = _product(fn, problem, v)
+    if command != "jvp":
+        return [_vector(f"{command}_{n}", n, x) for n, x in zip(names, result)]
+    if isinstance(value, tuple):
+        return [_vector(f"jvp_{fname}{i}", f"{fname}{i}", x) for i, x in enumerate(result)]
+    return [_vector(f"jvp_{fname}", fname, result)]
+
+
+def _product(fn: Callable, problem: Problem, v: Any) -> tuple:
+    try:
+        return fn(problem.func, problem.args, v, wrt=problem.wrt)
+    except ValueError as error:
+        text = str(error)
+        # The library names the vector `v`; on the command line it is --vector.
+        if text.startswith(("v ", "Entry ", "The vector v")):
+            raise UsageError(f"--vector: {text}") from None
+        raise
+
+
+# ---------------------------------------------------------------- evaluation
+
+
+def hook_progress(outcome: Outcome, callback: Callable[[int, int], None] | None) -> None:
+    """Send the evaluator's (done, total) reports to `callback`."""
+    for b in outcome.blocks:
+        if b.lazy is not None:
+            b.lazy._ev.progress = callback
+
+
+def evaluate(outcome: Outcome) -> None:
+    """Compute every block's data in memory, only the selected rows and columns."""
+    start = time.perf_counter()
+    for b in outcome.blocks:
+        if b.data is not None:
+            continue
+        b.data = np.array(b.lazy) if not b.selected else b.lazy.matrix.evaluate(b.rows, b.cols)
+    outcome.timings["evaluate_s"] = time.perf_counter() - start
+    _finish_stats(outcome)
+
+
+def stream_pieces(block: Block, budget: int) -> tuple[tuple[int, ...], Iterator[tuple[int, np.ndarray]]]:
+    """The file shape and ``(first_row, rows)`` pieces of `block`, for writing it row by row.
+
+    A full block is written as out.shape + in.shape: pieces are whole slices along the
+    output's first axis. A selection is written as its [R, C] matrix.
+    """
+    if block.batch is not None:
+        raise UsageError("a result with --batch-axis cannot be streamed to disk; select fewer rows with --rows")
+    if not block.selected and not block.out_shape:
+        raise UsageError(f"{block.key} has a single row and cannot be streamed; select fewer columns with --cols")
+    unit = 1 if block.selected else math.prod(block.out_shape[1:])
+    row_bytes = max(1, block.N if block.cols is None else len(block.cols)) * block.dtype.itemsize
+    per_piece = max(unit, (budget // 4 // row_bytes) // unit * unit)
+    view = block.lazy.matrix
+
+    def pieces() -> Iterator[tuple[int, np.ndarray]]:
+        for start, piece in view.stream(block.rows, block.cols, chunk_size=per_piece):
+            if block.selected:
+                yield start, piece
+            else:
+                yield start // unit, piece.reshape((-1,) + block.out_shape[1:] + block.in_shape)
+
+    return block.shape, pieces()
+
+
+def _finish_stats(outcome: Outcome) -> None:
+    lazies = [b.lazy for b in outcome.blocks if b.lazy is not None]
+    if not lazies:
+        return
+    evaluators = {id(J._ev): J._ev for J in lazies}.values()
+    outcome.sweeps = sum(ev.sweeps for ev in evaluators)
+    outcome.seeds = sum(ev.seeds_used for ev in evaluators)
+    if outcome.command == "hessian":
+        outcome.mode = "reverse-over-reverse" if any(ev.mode == "reverse" for ev in evaluators) \
+            else "forward-over-reverse"
+        return
+    used = []
+    if any(b.stats["rows_evaluated"] for b in outcome.blocks):
+        used.append("reverse")
+    if any(b.stats["cols_evaluated"] for b in outcome.blocks):
+        used.append("forward")
+    outcome.mode = "+".join(used) or "cached"
+
+
+def finish_stream(outcome: Outcome, seconds: float) -> None:
+    outcome.timings["evaluate_s"] = seconds
+    outcome.streamed = True
+    _finish_stats(outcome)
+    outcome.mode = "reverse"

@@ -1,0 +1,218 @@
+"""Turn anything raised while running a command into one `Error: ...` line and a documented exit code.
+
+Exit codes: 0 success; 1 a check the user asked for failed (``--strict``); 2 usage error (bad
+option, index, file, or inputs that do not fit the function); 3 the user's function failed (it
+raised, returned a non-array, or used an operation jaccli cannot differentiate); 4 a resource
+limit (the result does not fit ``--max-memory``, or the disk is full).
+
+How an exception raised while the user's function runs is classified:
+
+- a ``ValueError`` or ``IndexError`` that NumPy (or jaccli's engine, on NumPy's behalf) raised
+  with NumPy's shape wording (``operands could not be broadcast``, ``mismatch in its core
+  dimension``, ``cannot reshape``, ``out of bounds``...) means the inputs' shapes do not fit the
+  function: exit 2, ``the inputs do not fit the function: <NumPy's message> (f.py:12)``;
+- anything else raised inside the function, including a ``raise`` statement in the user's own
+  code whatever its wording, is the function failing: exit 3, naming the user's file and line.
+"""
+
+from __future__ import annotations
+
+import inspect
+import linecache
+import os
+import re
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from jaccli.errors import (
+    EXIT_CHECK_FAILED,
+    EXIT_FUNCTION,
+    EXIT_RESOURCE,
+    EXIT_USAGE,
+    JaccliError,
+    UserFunctionError,
+)
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
+_SHAPE_WORDS = re.compile(
+    r"broadcast|shape|dimension|not aligned|reshape|size \d+ is different|out of bounds|too many indices"
+)
+
+
+class CliError(click.ClickException):
+    """A user-facing error; subclasses fix the exit code."""
+
+    exit_code = EXIT_USAGE
+
+
+class CheckFailed(CliError):
+    exit_code = EXIT_CHECK_FAILED
+
+
+class BadUsage(CliError):
+    exit_code = EXIT_USAGE
+
+
+class FunctionFailed(CliError):
+    exit_code = EXIT_FUNCTION
+
+
+class ResourceExceeded(CliError):
+    exit_code = EXIT_RESOURCE
+
+
+class Interrupted(CliError):
+    exit_code = 130
+
+
+_BY_CODE = {EXIT_CHECK_FAILED: CheckFailed, EXIT_USAGE: BadUsage, EXIT_FUNCTION: FunctionFailed,
+            EXIT_RESOURCE: ResourceExceeded}
+
+
+def cli_error(message: str, exit_code: int) -> CliError:
+    """The CliError subclass for `exit_code`, with a one-line message."""
+    first = message.strip().splitlines()[0] if message.strip() else "failed"
+    return _BY_CODE.get(exit_code, FunctionFailed)(first)
+
+
+class RaisedInFunction(Exception):
+    """Wraps an exception raised by the user's function, so it is told apart from jaccli's own."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(str(error))
+        self.error = error
+
+
+class GuardedFunction:
+    """Calls the user's function and marks what it raises; looks like it to jaccli's engine.
+
+    The engine swaps ``np`` in the function's module globals (to trace ``np.array([...])``), so
+    `__globals__` is the user's; the signature gives the parameter names that label results.
+    """
+
+    def __init__(self, func: Callable[..., Any], name: str):
+        self.func = func
+        self.__name__ = name
+        self.__qualname__ = name
+        self.__globals__ = getattr(func, "__globals__", None)
+        try:
+            self.__signature__ = inspect.signature(func)
+        except (TypeError, ValueError):
+            pass
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self.func(*args, **kwargs)
+        except (JaccliError, RaisedInFunction):
+            raise
+        except Exception as error:
+            raise RaisedInFunction(error) from error
+
+
+def shown_path(filename: str) -> str:
+    """A path as the user would write it: relative to the working directory when inside it."""
+    try:
+        rel = os.path.relpath(filename)
+    except ValueError:
+        return filename
+    return filename if rel.startswith("..") else rel
+
+
+def _user_site(error: BaseException, user_file: Path | None) -> tuple[str, int] | None:
+    """The innermost traceback frame in the user's file (or, failing that, outside jaccli/NumPy)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if user_file is not None:
+        target = str(user_file.resolve())
+        mine = [fr for fr in frames if fr.filename == target]
+        if mine:
+            return shown_path(mine[-1].filename), mine[-1].lineno or 0
+    outside = [fr for fr in frames if not fr.filename.startswith(_PACKAGE_DIR)
+               and f"{os.sep}numpy{os.sep}" not in fr.filename and not fr.filename.startswith("<")]
+    if outside:
+        return shown_path(outside[-1].filename), outside[-1].lineno or 0
+    return None
+
+
+def _raised_by_user_statement(error: BaseException, user_file: Path | None) -> bool:
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return False
+    last = frames[-1]
+    if user_file is None or last.filename != str(user_file.resolve()):
+        return False
+    return linecache.getline(last.filename, last.lineno or 0).lstrip().startswith("raise")
+
+
+def _where(site: tuple[str, int] | None) -> str:
+    return f" ({site[0]}:{site[1]})" if site else ""
+
+
+def _in_function(error: BaseException, user_file: Path | None, what: str, inputs: str) -> CliError:
+    site = _user_site(error, user_file)
+    message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    if isinstance(error, (ValueError, IndexError)) and _SHAPE_WORDS.search(message) \
+            and not _raised_by_user_statement(error, user_file):
+        hint = f"; the inputs are {inputs}" if inputs else ""
+        return BadUsage(f"the inputs do not fit the function: {message}{_where(site)}{hint}")
+    detail = f"{type(error).__name__}: {message}" if message else type(error).__name__
+    return FunctionFailed(f"{what} raised {detail}{_where(site)}")
+
+
+def _jaccli_error(error: JaccliError, definition: str) -> CliError:
+    message = str(error)
+    site = getattr(error, "site", None)
+    if isinstance(error, UserFunctionError) and site and os.path.isabs(site[0]):
+        message = message.replace(site[0], shown_path(site[0]), 1)
+    elif isinstance(error, UserFunctionError) and site is None and definition:
+        message = f"{message} ({definition})"
+    return cli_error(message, error.exit_code)
+
+
+def _raised_in_library(error: BaseException) -> bool:
+    """ValueError/TypeError raised by jaccli's public API itself (bad request), not deeper."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return False
+    return os.path.basename(frames[-1].filename) in ("api.py", "lazy.py") \
+        and frames[-1].filename.startswith(_PACKAGE_DIR)
+
+
+def translate(error: BaseException, *, user_file: Path | None = None, what: str = "the function",
+              inputs: str = "", definition: str = "") -> CliError:
+    """The CliError to show for `error`.
+
+    Args:
+        error: what was raised while running the command.
+        user_file: the user's .py file, to find the failing line; None for an expression.
+        what: how to name the function in messages ("f in model.py", "the expression").
+        inputs: the inputs' names and shapes, added to shape-mismatch messages.
+        definition: where the function is defined (``f.py:3``), for errors with no line of their own.
+    """
+    if isinstance(error, CliError):
+        return error
+    if isinstance(error, click.ClickException):
+        return cli_error(error.format_message(), error.exit_code)
+    if isinstance(error, RaisedInFunction):
+        return _in_function(error.error, user_file, what, inputs)
+    if isinstance(error, JaccliError):
+        return _jaccli_error(error, definition)
+    if isinstance(error, KeyboardInterrupt):
+        return Interrupted("interrupted; no file was written or changed")
+    if isinstance(error, MemoryError):
+        return ResourceExceeded("out of memory; select fewer rows or columns with --rows/--cols, "
+                                "or stream the result to a .npy file with -o")
+    if isinstance(error, (ValueError, TypeError)) and _raised_in_library(error):
+        return BadUsage(str(error).strip().splitlines()[0])
+    message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return FunctionFailed(f"differentiating {what} failed: {type(error).__name__}: {message}"
+                          f"{_where(_user_site(error, user_file))}; rerun with --debug for the traceback")
+
+
+def print_traceback(error: BaseException) -> None:
+    """The full traceback on stderr, for --debug."""
+    inner = error.error if isinstance(error, RaisedInFunction) else error
+    click.echo("".join(traceback.format_exception(type(inner), inner, inner.__traceback__)), err=True,
+               nl=False)

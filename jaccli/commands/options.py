@@ -1,0 +1,129 @@
+"""Option types and the option groups shared by commands, as decorators."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+import click
+from click.shell_completion import CompletionItem
+
+from .settings import DEFAULT_MAX_MEMORY
+
+
+class SourceType(click.ParamType):
+    """FUNC and INPUT arguments: any text (a file, file.py:name, name=SOURCE, a literal); completes files."""
+
+    name = "source"
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+        return [CompletionItem(incomplete, type="file")]
+
+
+class ChunkSize(click.ParamType):
+    """A positive int or 'auto'."""
+
+    name = "N|auto"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | str:
+        if isinstance(value, int) or value == "auto":
+            return value
+        try:
+            n = int(value)
+        except ValueError:
+            self.fail(f"{value!r} is not a positive integer or 'auto'", param, ctx)
+        if n <= 0:
+            self.fail(f"{n} is not positive; give a number of seeds per sweep, or 'auto'", param, ctx)
+        return n
+
+
+_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "kib": 2**10, "m": 10**6, "mb": 10**6, "mib": 2**20,
+          "g": 10**9, "gb": 10**9, "gib": 2**30, "t": 10**12, "tb": 10**12, "tib": 2**40}
+
+
+class ByteSize(click.ParamType):
+    """A size in bytes: 1073741824, 512MiB, 2G, 1.5GB."""
+
+    name = "SIZE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]*)\s*", str(value))
+        unit = match.group(2).lower() if match else ""
+        if match is None or unit not in _UNITS:
+            self.fail(f"{value!r} is not a size; write e.g. 1GiB, 512M or 1000000 (bytes)", param, ctx)
+        size = int(float(match.group(1)) * _UNITS[unit])
+        if size <= 0:
+            self.fail(f"{value!r} must be more than 0 bytes", param, ctx)
+        return size
+
+
+def _batch_axis(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
+    if value is not None and value != 0:
+        raise click.BadParameter(f"{value}: only axis 0 is supported; move the batch axis to the front", ctx, param)
+    return value
+
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def _stack(*decorators: Decorator) -> Decorator:
+    def apply(f: Callable[..., Any]) -> Callable[..., Any]:
+        for decorator in reversed(decorators):
+            f = decorator(f)
+        return f
+    return apply
+
+
+function_options = _stack(
+    click.argument("args", nargs=-1, metavar="FUNC INPUT...", type=SourceType()),
+    click.option("-e", "--expr", "expression", metavar="EXPR",
+                 help="A NumPy expression in place of FUNC, e.g. 'sin(x) * y'; its names are its inputs. "
+                      "Checked and evaluated without running code: safe on untrusted text."),
+    click.option("--wrt", metavar="NAMES", help="Inputs to differentiate, by name or position (x,y or 0,1); "
+                 "the others are data. Default: all given inputs."),
+    click.option("--dtype", type=click.Choice(["float64", "float32"]),
+                 help="Cast the inputs (differentiated ones and floating-point data) before differentiating."),
+)
+
+matrix_options = _stack(
+    click.option("--rows", metavar="SPEC", help="Rows of the flattened [M, N] matrix to compute: i, a:b, a:b:c, "
+                 "i,j,k, ... or @file.npy; only these are evaluated."),
+    click.option("--cols", metavar="SPEC", help="Columns of the flattened matrix to compute, as --rows."),
+    click.option("--batch-axis", type=int, callback=_batch_axis, metavar="0",
+                 help="Per-sample derivatives along axis 0 of inputs and outputs: [B, M, N] blocks."),
+    click.option("--mode", type=click.Choice(["auto", "reverse", "forward"]), default="auto", show_default=True,
+                 help="Sweeps: reverse computes rows, forward computes columns; auto picks the fewer."),
+    click.option("--chunk-size", type=ChunkSize(), default="auto", show_default=True,
+                 help="Seeds per sweep, or auto to fit the memory budget."),
+    click.option("--strict", is_flag=True, help="Fail (exit 1) when an output does not depend on a "
+                 "differentiated input at all."),
+    click.option("--max-memory", type=ByteSize(), default=str(DEFAULT_MAX_MEMORY), show_default="1GiB",
+                 help="Largest result held in memory; larger results are streamed to -o FILE.npy, "
+                      "or refused (exit 4)."),
+)
+
+vector_options = _stack(
+    click.option("--vector", "vectors", multiple=True, required=True, metavar="V",
+                 help="The vector: a file or literal like an INPUT; name=SOURCE or an .npz for several "
+                      "inputs (jvp, hvp) or outputs (vjp: f0=, f1=). Repeatable."),
+)
+
+output_options = _stack(
+    click.option("-o", "--output", type=click.Path(dir_okay=False, writable=False), metavar="PATH",
+                 help="Write the result to PATH: .npy (one block), .npz, .csv, .txt or .json, by extension; "
+                      "written atomically."),
+    click.option("--format", "fmt", type=click.Choice(["table", "text", "csv", "json"]),
+                 help="Stdout format. Default: table on a terminal, text otherwise; json prints one "
+                      "report object."),
+    click.option("--precision", type=click.IntRange(1, 17), metavar="N",
+                 help="Significant digits on stdout (default 6) and in .csv/.txt files (default exact)."),
+    click.option("--heatmap", is_flag=True, help="Colour table cells by magnitude."),
+    click.option("--no-color", is_flag=True, help="No colours (also when NO_COLOR is set)."),
+    click.option("--stats", is_flag=True, help="Print rows and columns evaluated, sweeps, chunk size and "
+                 "timings to stderr."),
+    click.option("-q", "--quiet", is_flag=True, help="No warnings or notes on stderr (errors still print)."),
+    click.option("--debug", is_flag=True, envvar="JACCLI_DEBUG",
+                 help="Show the full traceback of an error."),
+)

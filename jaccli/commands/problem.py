@@ -1,0 +1,212 @@
+"""FUNC and INPUTs of a command: load the function or expression, bind and cast the inputs, resolve --wrt."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from jaccli.errors import UsageError
+from jaccli.expr import compile_expression
+from jaccli.loaders import bind_inputs, load_array, load_function
+
+from .failures import GuardedFunction, shown_path
+
+# The derivative of an expression is named after f, as in df_dx.
+EXPRESSION_NAME = "f"
+
+
+@dataclass
+class Problem:
+    """A function at a point: what every command differentiates.
+
+    Attributes:
+        func: the user's function, guarded so its own errors are told apart from jaccli's.
+        name: the function's name in block keys (``df_dx``): its name in the file, or f.
+        spec: FUNC as given (``model.py:g``), or the expression's text.
+        user_file: the user's .py file; None for an expression.
+        params: names of the positional arguments passed to func, in order.
+        args: the values passed (inputs, and defaults that fill gaps before a later input).
+        inputs: the arrays the user gave, by parameter name.
+        wrt: positions in `args` of the differentiated inputs.
+        warnings: notes for the user (casts, ...).
+    """
+
+    func: Callable[..., Any]
+    name: str
+    spec: str
+    user_file: Path | None
+    params: list[str]
+    args: tuple
+    inputs: dict[str, np.ndarray]
+    wrt: tuple[int, ...]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def is_expression(self) -> bool:
+        return self.user_file is None
+
+    @property
+    def wrt_names(self) -> list[str]:
+        return [self.params[k] for k in self.wrt]
+
+    @property
+    def what(self) -> str:
+        """The function as named in messages."""
+        if self.user_file is None:
+            return "the expression"
+        return f"{self.name} in {shown_path(str(self.user_file))}"
+
+    @property
+    def definition(self) -> str:
+        """Where the function is defined, ``f in model.py:3``; empty for an expression."""
+        code = getattr(getattr(self.func, "func", None), "__code__", None)
+        if self.user_file is None or code is None:
+            return ""
+        return f"{self.name} in {shown_path(code.co_filename)}:{code.co_firstlineno}"
+
+    def describe_inputs(self) -> str:
+        """``x (3,), y (2, 2)``: names and shapes, for messages."""
+        return ", ".join(f"{n} {tuple(a.shape)}" for n, a in self.inputs.items())
+
+
+def load_problem(func_spec: str | None, expression: str | None, sources: Sequence[str],
+                 wrt: str | None, dtype: str | None) -> Problem:
+    """Load FUNC (or compile -e EXPR), bind the INPUT sources, cast them, and resolve --wrt.
+
+    Raises:
+        UsageError: bad FUNC, input, --wrt or --dtype.
+        UserFunctionError: running the function's file failed.
+    """
+    if expression is not None:
+        compiled = compile_expression(expression)
+        func: Callable[..., Any] = compiled
+        name, spec, user_file, params, defaults = EXPRESSION_NAME, expression, None, list(compiled.params), {}
+        bound = bind_inputs(compiled, sources)
+    else:
+        if func_spec is None:
+            raise UsageError("give FUNC (a .py file) or -e EXPR")
+        loaded = load_function(func_spec)
+        func, name, spec = loaded.func, loaded.name, func_spec
+        user_file, params, defaults = loaded.path, loaded.params, loaded.defaults
+        bound = bind_inputs(loaded, sources)
+    if not bound:
+        raise UsageError(f"{name} takes no inputs, so there is nothing to differentiate")
+    # Positional arguments up to the last one given; defaults fill the gaps before it.
+    last = max(params.index(p) for p in bound)
+    call_params = params[:last + 1]
+    values = [bound[p] if p in bound else defaults[p] for p in call_params]
+    positions = _resolve_wrt(wrt, params, bound, name)
+    warnings: list[str] = []
+    values = _cast(values, call_params, positions, dtype, warnings)
+    inputs = {p: values[call_params.index(p)] for p in params if p in bound}
+    return Problem(GuardedFunction(func, name), name, spec, user_file, call_params, tuple(values), inputs,
+                   positions, warnings)
+
+
+def _resolve_wrt(spec: str | None, params: list[str], bound: dict, name: str) -> tuple[int, ...]:
+    given = [p for p in params if p in bound]
+    if spec is None:
+        return tuple(params.index(p) for p in given)
+    listed = ", ".join(given)
+    out: list[int] = []
+    for item in (s.strip() for s in spec.split(",")):
+        if not item:
+            raise UsageError(f"--wrt {spec}: empty name; give input names or positions, e.g. --wrt {given[0]}")
+        if item.lstrip("-").isdigit():
+            k = int(item)
+            if not -len(params) <= k < len(params):
+                raise UsageError(f"--wrt {spec}: position {k} is out of range; {name} has {len(params)} "
+                                 f"parameter(s): {', '.join(params)}")
+            param = params[k % len(params)]
+        elif item in params:
+            param = item
+        else:
+            raise UsageError(f"--wrt {spec}: {name} has no input {item!r}; its inputs are {listed}")
+        if param not in bound:
+            raise UsageError(f"--wrt {spec}: input {param!r} was not given (it keeps its default); "
+                             f"give it as {param}=SOURCE to differentiate it")
+        k = params.index(param)
+        if k in out:
+            raise UsageError(f"--wrt {spec}: input {param!r} is listed twice")
+        out.append(k)
+    return tuple(out)
+
+
+def _cast(values: list, params: list[str], wrt: tuple[int, ...], dtype: str | None,
+          warnings: list[str]) -> list:
+    out = list(values)
+    for k, value in enumerate(values):
+        if not isinstance(value, np.ndarray):
+            continue
+        kind = value.dtype.kind
+        if dtype is not None and (k in wrt or kind == "f"):
+            out[k] = value.astype(dtype)
+        elif k in wrt and kind in "biu":
+            warnings.append(f"input {params[k]} holds {value.dtype} values; differentiated as float64")
+    return out
+
+
+def load_vectors(sources: Sequence[str], targets: list[str], dtype: str | None,
+                 numbered: str | None = None) -> list[np.ndarray]:
+    """Bind --vector sources to `targets` (input names, or output names for vjp), in order.
+
+    A source is ``SOURCE`` (positional, filling the targets left to right), ``name=SOURCE``, or
+    an .npz whose arrays are named after the targets (``arr_0, arr_1...`` count as positional).
+    With `numbered` (the function's name, for vjp) the names ``f0, f1, ...`` are targets too:
+    the outputs of a function that returns a tuple, known only once it has run.
+    """
+    def position(name: str) -> int | None:
+        if name in targets:
+            return targets.index(name)
+        rest = name[len(numbered):] if numbered and name.startswith(numbered) else ""
+        return int(rest) if rest.isdigit() else None
+
+    shown = ", ".join(targets) + (f", {numbered}0, {numbered}1, ..." if numbered else "")
+    named: dict[int, np.ndarray] = {}
+    positional: list[np.ndarray] = []
+
+    def bind(name: str, array: np.ndarray, source: str) -> None:
+        k = position(name)
+        if k is None:
+            raise UsageError(f"--vector {source}: {name!r} is not one of {shown}")
+        if k in named:
+            raise UsageError(f"--vector {source}: a vector for {name} is given twice")
+        named[k] = array
+
+    for source in sources:
+        name, sep, rest = source.partition("=")
+        if sep and name.strip().isidentifier() and not Path(source).is_file():
+            loaded = load_array(rest)
+            if isinstance(loaded, dict):
+                loaded = loaded[name.strip()] if name.strip() in loaded else _only(loaded, source)
+            bind(name.strip(), loaded, source)
+            continue
+        loaded = load_array(source)
+        if not isinstance(loaded, dict):
+            positional.append(loaded)
+        elif all(key.startswith("arr_") for key in loaded):
+            positional.extend(loaded.values())
+        else:
+            for key, array in loaded.items():
+                bind(key, array, f"{source}[{key}]")
+    count = max([len(targets), len(named) + len(positional)] + [k + 1 for k in named])
+    if numbered is None and count > len(targets):
+        raise UsageError(f"--vector: {len(named) + len(positional)} vectors given for {len(targets)} "
+                         f"differentiated input(s) ({shown})")
+    free = iter(k for k in range(count) if k not in named)
+    named.update(zip(free, positional))
+    missing = [k for k in range(count) if k not in named]
+    if missing:
+        which = ", ".join(targets[k] if k < len(targets) else f"{numbered}{k}" for k in missing)
+        raise UsageError(f"--vector: no vector given for {which}; give one per {'output' if numbered else 'input'}"
+                         f" ({shown}), positionally or as name=SOURCE")
+    return [named[k].astype(dtype or np.float64) for k in range(count)]
+
+
+def _only(loaded: dict, source: str) -> np.ndarray:
+    if len(loaded) == 1:
+        return next(iter(loaded.values()))
+    raise UsageError(f"--vector {source}: the archive holds {', '.join(loaded)}; name the array to use")

@@ -1,0 +1,274 @@
+"""Show and save results: the JSON report, files via jaccli.writers, tables and plain text via jaccli.render.
+
+The JSON report (``--format json`` on stdout; the same keys, without ``data``, are the metadata
+stored in ``.npz`` files under ``__meta__`` and in ``.json`` files under ``meta``):
+
+- ``schema``: 1, the version of this layout; keys are only ever added within a version.
+- ``jaccli``: jaccli's version. ``command``: jacobian, hessian, grad, jvp, vjp or hvp.
+  ``argv``: the arguments after ``jaccli``.
+- ``function``: ``{"kind": "file", "spec", "path", "name"}`` or ``{"kind": "expression",
+  "text", "name"}``; ``name`` is the f in block keys such as ``df_dx``.
+- ``inputs``: per parameter name, ``{"shape", "dtype", "differentiated"}`` (after ``--dtype``).
+- ``wrt``: the differentiated inputs, in order. ``dtype``: the ``--dtype`` cast, or null.
+  ``batch_axis``: 0 or null. ``chunk_size``: an int or "auto".
+- ``mode``: the sweeps used (reverse, forward, reverse+forward, forward-over-reverse,
+  reverse-over-reverse, cached); ``mode_requested``: ``--mode``.
+- ``blocks``: per key (``df_dx``, ``df0_dx``, ``d2f_dx_dy``, ``vjp_x``, ``jvp_f``, ``hvp_x``) an
+  object with ``kind`` (jacobian, hessian or vector), ``output`` and ``input`` (names),
+  ``shape`` (of ``data``: the full block out.shape + in.shape, or the [R, C] selection, [B, R, C]
+  with a batch axis), ``full_shape`` (the whole block's), ``dtype``, ``rows`` and ``cols`` (the
+  selected indices of the flattened matrix, or null for all) and ``data`` (nested lists with NaN
+  and infinities as the strings "nan", "inf", "-inf"; left out when the result goes to a file).
+  Jacobian and Hessian blocks add ``rows_evaluated`` and ``cols_evaluated`` (rows and columns
+  computed) and ``connected`` (false when the output does not depend on the input at all).
+- ``sweeps``, ``seeds``: sweeps run and seed vectors pushed through them. ``streamed``: whether
+  the result was written to disk in row blocks. ``output``: the file written, or null.
+- ``timings``: seconds: ``load_s``, ``record_s``, ``evaluate_s``, ``write_s``, ``total_s``.
+- ``warnings``: messages, also printed to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any
+
+import numpy as np
+
+import jaccli
+from jaccli.errors import UsageError
+from jaccli.writers import WRITE_FORMATS
+
+from .compute import Block, Outcome
+from .problem import Problem
+from .settings import Output, Settings
+
+SCHEMA = 1
+TABLE_SAMPLES = 4
+
+
+def check_target(out: Output, blocks: list[Block]) -> None:
+    """Refuse, before any work, a file that cannot hold the result."""
+    if out.path is None:
+        return
+    suffix = out.path.suffix.lower()
+    if suffix not in WRITE_FORMATS:
+        raise UsageError(f"-o {out.path}: unknown format {suffix or '(no extension)'!r}; "
+                         f"use one of {', '.join(WRITE_FORMATS)}")
+    if out.path.is_dir():
+        raise UsageError(f"-o {out.path}: it is a directory")
+    if not out.path.parent.is_dir():
+        raise UsageError(f"-o {out.path}: directory {out.path.parent} does not exist")
+    if suffix in (".npy", ".csv", ".txt") and len(blocks) > 1:
+        keys = ", ".join(b.key for b in blocks)
+        raise UsageError(f"-o {out.path}: the result has {len(blocks)} blocks ({keys}) and a {suffix} file "
+                         f"holds one; use .npz (or .json), or pick one input with --wrt")
+    if suffix in (".csv", ".txt") and any(b.batch is not None for b in blocks):
+        raise UsageError(f"-o {out.path}: a batched result has 3 axes; write it to .npy, .npz or .json")
+
+
+# ---------------------------------------------------------------- the JSON report
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON values; non-finite floats become "nan", "inf", "-inf"."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "biu" or np.isfinite(value).all():
+            return value.tolist()
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return jsonable(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def build_report(problem: Problem, outcome: Outcome, settings: Settings, argv: list[str],
+                 output: Path | None, with_data: bool) -> dict:
+    """The report described in this module's docstring."""
+    if problem.user_file is None:
+        function = {"kind": "expression", "text": problem.spec, "name": problem.name}
+    else:
+        function = {"kind": "file", "spec": problem.spec, "path": str(problem.user_file), "name": problem.name}
+    wrt = problem.wrt_names
+    blocks = {}
+    for b in outcome.blocks:
+        entry: dict[str, Any] = {
+            "kind": b.kind, "output": b.out_name, "input": b.in_name or None, "shape": list(b.shape),
+            "full_shape": list(b.full_shape), "dtype": str(b.dtype),
+            "rows": None if b.rows is None else b.rows.tolist(),
+            "cols": None if b.cols is None else b.cols.tolist(),
+        }
+        if b.lazy is not None:
+            entry.update(rows_evaluated=b.stats["rows_evaluated"], cols_evaluated=b.stats["cols_evaluated"],
+                         connected=bool(b.lazy.connected))
+        if with_data and b.data is not None:
+            entry["data"] = jsonable(b.data)
+        blocks[b.key] = entry
+    return {
+        "schema": SCHEMA,
+        "jaccli": jaccli.__version__,
+        "command": outcome.command,
+        "argv": list(argv),
+        "function": function,
+        "inputs": {n: {"shape": list(a.shape), "dtype": str(a.dtype), "differentiated": n in wrt}
+                   for n, a in problem.inputs.items()},
+        "wrt": wrt,
+        "dtype": settings.dtype,
+        "batch_axis": settings.batch_axis,
+        "chunk_size": settings.chunk_size if isinstance(settings.chunk_size, int) else "auto",
+        "mode": outcome.mode,
+        "mode_requested": settings.mode,
+        "blocks": blocks,
+        "sweeps": outcome.sweeps,
+        "seeds": outcome.seeds,
+        "streamed": outcome.streamed,
+        "output": None if output is None else str(output),
+        "timings": {k: round(v, 6) for k, v in outcome.timings.items()},
+        "warnings": list(outcome.warnings),
+    }
+
+
+# ---------------------------------------------------------------- matrices with labels
+
+
+def element_labels(name: str, shape: tuple[int, ...], indices: np.ndarray) -> list[str]:
+    """``x[0,1]`` for each flat (row-major) index into an array of `shape`; the bare name for 0-D."""
+    if not shape:
+        return [name] * len(indices)
+    coords = np.unravel_index(indices, shape)
+    return [f"{name}[{','.join(map(str, c))}]" for c in zip(*(a.tolist() for a in coords))]
+
+
+def _matrices(b: Block) -> list[tuple[str, np.ndarray]]:
+    """(key, 2-D matrix) per sample: [R, C] of a block; a vector result as one row."""
+    assert b.data is not None
+    if b.kind == "vector":
+        return [(b.key, b.data.reshape(1, -1))]
+    rows, cols = len(b.row_indices()), len(b.col_indices())
+    if b.batch is None:
+        return [(b.key, b.data.reshape(rows, cols))]
+    data = b.data.reshape(b.batch, rows, cols)
+    return [(f"{b.key}[{s}]", data[s]) for s in range(b.batch)]
+
+
+def render_blocks(b: Block, limit: int | None = None) -> list[Any]:
+    """RenderBlocks for rich tables: row and column labels from the unravelled indices."""
+    from jaccli.render import RenderBlock
+
+    if b.kind == "vector":
+        assert b.data is not None
+        labels = element_labels(b.out_name, b.out_shape, np.arange(b.data.size))
+        return [RenderBlock(b.key, b.data.reshape(-1), row_labels=labels, shape=b.shape)]
+    rows = element_labels(b.out_name, b.out_shape, b.row_indices())
+    cols = element_labels(b.in_name, b.in_shape, b.col_indices())
+    out = []
+    for key, matrix in _matrices(b)[:limit]:
+        shape = b.shape[1:] if b.batch is not None else b.shape
+        if matrix.shape[0] == 1 and not b.out_shape:
+            # A gradient-like block reads better as a column of input elements.
+            out.append(RenderBlock(key, matrix[0], col_labels=cols, shape=shape))
+        elif matrix.shape[1] == 1 and not b.in_shape:
+            out.append(RenderBlock(key, matrix[:, 0], row_labels=rows, shape=shape))
+        else:
+            out.append(RenderBlock(key, matrix, rows, cols, shape=shape))
+    return out
+
+
+def plain_blocks(blocks: list[Block]) -> list[Any]:
+    from jaccli.render import RenderBlock
+
+    return [RenderBlock(key, m, shape=b.shape[1:] if b.batch is not None else b.shape)
+            for b in blocks for key, m in _matrices(b)]
+
+
+def file_blocks(blocks: list[Block], suffix: str) -> dict[str, np.ndarray]:
+    """What goes in the file: full shapes, except .csv/.txt which hold the 2-D matrix."""
+    if suffix in (".csv", ".txt"):
+        return {b.key: _matrices(b)[0][1] for b in blocks}
+    return {b.key: b.data for b in blocks}
+
+
+# ---------------------------------------------------------------- stdout and stderr
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def _evaluated(b: Block) -> str:
+    s = b.stats
+    return f"{s['rows_evaluated']} of {b.M} rows, {s['cols_evaluated']} of {b.N} columns"
+
+
+def stdout_is_terminal() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def show(problem: Problem, outcome: Outcome, settings: Settings, out: Output, report: dict) -> None:
+    """Print the result to stdout in the chosen format."""
+    fmt = out.format
+    if fmt is None:
+        fmt = "table" if stdout_is_terminal() else "text"
+    if fmt == "json":
+        sys.stdout.write(json.dumps(jsonable(report), allow_nan=False) + "\n")
+        return
+    precision = out.precision or 6
+    if fmt in ("text", "csv"):
+        from jaccli.render import format_plain
+
+        text = format_plain(plain_blocks(outcome.blocks), precision=precision,
+                            delimiter="," if fmt == "csv" else " ", headers=False)
+        sys.stdout.write(text)
+        return
+    from jaccli.render import RenderHeader, make_console, render_table
+
+    console = make_console(sys.stdout, no_color=None if out.color else True)
+    what = f"-e {problem.spec!r}" if problem.is_expression else problem.what
+    title = f"{outcome.command.capitalize()} of {what}"
+    items = {
+        "inputs": ", ".join(f"{n} {tuple(a.shape)} {a.dtype}" for n, a in problem.inputs.items()),
+        "w.r.t.": ", ".join(problem.wrt_names),
+        "result": ", ".join(f"{b.key} {b.shape}" for b in outcome.blocks),
+        "dtype": ", ".join(sorted({str(b.dtype) for b in outcome.blocks})),
+        "mode": outcome.mode + (f" (--mode {settings.mode})" if settings.mode != "auto" else ""),
+    }
+    for b in outcome.blocks:
+        if b.lazy is not None:
+            items[f"evaluated {b.key}" if len(outcome.blocks) > 1 else "evaluated"] = _evaluated(b)
+    items["sweeps"] = str(outcome.sweeps)
+    items["time"] = _ms(outcome.timings.get("total_s", 0.0))
+    shown = []
+    notes = []
+    for b in outcome.blocks:
+        shown += render_blocks(b, TABLE_SAMPLES)
+        if b.batch is not None and b.batch > TABLE_SAMPLES:
+            notes.append(f"{b.key}: showing {TABLE_SAMPLES} of {b.batch} samples; use --format text or -o")
+    render_table(console, RenderHeader(title, items), shown, precision=precision, heatmap=out.heatmap)
+    for note in notes:
+        console.print(note)
+
+
+def print_stats(outcome: Outcome, settings: Settings) -> None:
+    """--stats: what was evaluated and how long it took, on stderr."""
+    lines = []
+    for b in outcome.blocks:
+        if b.lazy is not None and not outcome.streamed:
+            lines.append(f"{b.key}: {_evaluated(b)}")
+        elif outcome.streamed:
+            lines.append(f"{b.key}: {len(b.row_indices())} of {b.M} rows streamed to disk")
+    chunk = settings.chunk_size if isinstance(settings.chunk_size, int) else "auto"
+    lines.append(f"sweeps: {outcome.sweeps}, seeds: {outcome.seeds}, chunk size: {chunk}, mode: {outcome.mode}")
+    t = outcome.timings
+    parts = [f"{k[:-2]} {_ms(v)}" for k, v in t.items() if k != "total_s"]
+    lines.append(f"time: {', '.join(parts)}; total {_ms(t.get('total_s', 0.0))}")
+    for line in lines:
+        sys.stderr.write(f"stats: {line}\n")

@@ -1,0 +1,1174 @@
+"""The command line through click's CliRunner: every command, option and error path.
+
+Exit code, stdout and stderr are asserted separately. Helpers and the samples' closed-form
+derivatives at the top are shared with test_cli_subprocess.py and test_cli_docs.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import click
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+from numpy.testing import assert_allclose
+
+from jaccli.cli import cli
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+ROOT = SAMPLES.parent
+
+
+def sample(name: str) -> str:
+    return str(SAMPLES / name)
+
+
+def make_runner() -> CliRunner:
+    # Pinned width for click's help and rich's tables; no colour or debug from the outer shell.
+    return CliRunner(env={"COLUMNS": "100", "NO_COLOR": None, "JACCLI_DEBUG": None, "FORCE_COLOR": None})
+
+
+def invoke(runner: CliRunner, *args: str, **kw) -> Result:
+    return runner.invoke(cli, list(args), catch_exceptions=False, **kw)
+
+
+def report(result: Result) -> dict:
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def data(result: Result, key: str) -> np.ndarray:
+    block = report(result)["blocks"][key]
+    return np.array(block["data"], dtype=float)
+
+
+# ---------------------------------------------------------------- helpers and closed forms
+
+
+def robot_arm_jacobian(q: np.ndarray) -> np.ndarray:
+    links = np.array([1.0, 0.8, 0.5])
+    t = np.cumsum(q)
+    J = np.ones((3, 3))
+    for i in range(3):
+        J[0, i] = -np.sum(links[i:] * np.sin(t[i:]))
+        J[1, i] = np.sum(links[i:] * np.cos(t[i:]))
+    return J
+
+
+def mlp_jacobian(x: np.ndarray) -> np.ndarray:
+    with np.load(SAMPLES / "mlp_weights.npz") as w:
+        W1, b1, W2 = w["W1"], w["b1"], w["W2"]
+    h = np.tanh(W1 @ x + b1)
+    return W2 @ np.diag(1 - h**2) @ W1
+
+
+def rosenbrock_grad(x: np.ndarray) -> np.ndarray:
+    g = np.zeros_like(x)
+    g[:-1] += -400 * x[:-1] * (x[1:] - x[:-1] ** 2) - 2 * (1 - x[:-1])
+    g[1:] += 200 * (x[1:] - x[:-1] ** 2)
+    return g
+
+
+def rosenbrock_hessian(x: np.ndarray) -> np.ndarray:
+    n = x.size
+    H = np.zeros((n, n))
+    for i in range(n - 1):
+        H[i, i] += 1200 * x[i] ** 2 - 400 * x[i + 1] + 2
+        H[i + 1, i + 1] += 200
+        H[i, i + 1] = H[i + 1, i] = -400 * x[i]
+    return H
+
+
+def kinetics_jacobians(c: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    dc = np.array([[-k[0], k[2] * c[2], k[2] * c[1]],
+                   [k[0], -2 * k[1] * c[1] - k[2] * c[2], -k[2] * c[1]],
+                   [0.0, 2 * k[1] * c[1], 0.0]])
+    dk = np.array([[-c[0], 0.0, c[1] * c[2]],
+                   [c[0], -c[1] ** 2, -c[1] * c[2]],
+                   [0.0, c[1] ** 2, 0.0]])
+    return dc, dk
+
+
+def heat_pde_jacobian(u: np.ndarray) -> np.ndarray:
+    n = u.size
+    h = 1.0 / (n + 1)
+    return (np.diag(np.full(n - 1, 1.0), 1) + np.diag(np.full(n - 1, 1.0), -1) - 2 * np.eye(n)) / h**2 \
+        + np.diag(np.exp(u))
+
+
+def logistic_parts(w: np.ndarray, X: np.ndarray, y: np.ndarray, alpha: float = 0.01):
+    p = 1 / (1 + np.exp(-(X @ w)))
+    grad = X.T @ (p - y) / len(y) + alpha * w
+    hess = X.T @ np.diag(p * (1 - p)) @ X / len(y) + alpha * np.eye(w.size)
+    return grad, hess
+
+
+def softmax_parts(z: np.ndarray, p: np.ndarray):
+    s = np.exp(z) / np.exp(z).sum()
+    grad = s * p.sum() - p
+    hess_zz = p.sum() * (np.diag(s) - np.outer(s, s))
+    hess_zp = np.outer(s, np.ones_like(p)) - np.eye(z.size)
+    return grad, hess_zz, hess_zp
+
+
+def load_inputs():
+    """The samples' inputs, read the way the tests expect them."""
+    return {
+        "q": np.load(SAMPLES / "robot_arm_q.npy"),
+        "mlp_x": np.load(SAMPLES / "mlp_x.npy"),
+        "rosen_x": np.load(SAMPLES / "rosenbrock_x.npy"),
+        "c": np.load(SAMPLES / "kinetics_c.npy"),
+        "k": np.load(SAMPLES / "kinetics_k.npy"),
+        "u": np.load(SAMPLES / "heat_pde_u.npy"),
+        "w": np.load(SAMPLES / "logistic_w.npy"),
+        "X": np.loadtxt(SAMPLES / "logistic_X.csv", delimiter=",", skiprows=1),
+        "y": np.loadtxt(SAMPLES / "logistic_y.txt"),
+        "z": np.load(SAMPLES / "softmax_xent_z.npy"),
+        "p": np.loadtxt(SAMPLES / "softmax_xent_p.csv", delimiter=","),
+    }
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return make_runner()
+
+
+@pytest.fixture(scope="module")
+def inputs() -> dict:
+    return load_inputs()
+
+
+def write(directory: Path, name: str, text: str) -> str:
+    path = directory / name
+    path.write_text(text)
+    return str(path)
+
+
+def assert_usage_error(result: Result, *fragments: str, code: int = 2) -> None:
+    """One `Error: ...` line on stderr naming what is wrong, nothing on stdout."""
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+# ---------------------------------------------------------------- jacobian on the samples
+
+
+def test_jacobian_of_robot_arm_matches_closed_form(runner, inputs):
+    result = invoke(runner, "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "--format", "json")
+    assert_allclose(data(result, "df_dq"), robot_arm_jacobian(inputs["q"]), rtol=1e-12, atol=1e-12)
+    assert result.stderr == ""
+
+
+def test_jacobian_plain_text_in_pipes_is_one_matrix_row_per_line(runner, inputs):
+    result = invoke(runner, "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "--precision", "17")
+    assert result.exit_code == 0 and result.stderr == ""
+    assert "\x1b[" not in result.stdout
+    values = np.array([[float(v) for v in line.split()] for line in result.stdout.splitlines()])
+    assert_allclose(values, robot_arm_jacobian(inputs["q"]), rtol=1e-14)
+
+
+def test_jacobian_of_mlp_matches_closed_form(runner, inputs):
+    result = invoke(runner, "jacobian", sample("mlp.py"), sample("mlp_x.npy"), "--format", "json")
+    assert_allclose(data(result, "df_dx"), mlp_jacobian(inputs["mlp_x"]), rtol=1e-12, atol=1e-14)
+
+
+def test_jacobian_binds_npz_arrays_by_key(runner, inputs):
+    result = invoke(runner, "jacobian", sample("kinetics.py"), sample("kinetics_inputs.npz"), "--format", "json")
+    dc, dk = kinetics_jacobians(inputs["c"], inputs["k"])
+    assert_allclose(data(result, "df_dc"), dc, rtol=1e-12)
+    assert_allclose(data(result, "df_dk"), dk, rtol=1e-12)
+
+
+def test_jacobian_binds_named_inputs_in_any_order(runner, inputs):
+    result = invoke(runner, "jacobian", sample("kinetics.py"), f"k={sample('kinetics_k.npy')}",
+                    f"c={sample('kinetics_c.npy')}", "--wrt", "k", "--format", "json")
+    assert list(report(result)["blocks"]) == ["df_dk"]
+    assert_allclose(data(result, "df_dk"), kinetics_jacobians(inputs["c"], inputs["k"])[1], rtol=1e-12)
+
+
+def test_wrt_by_position_keeps_the_others_as_data(runner, inputs):
+    result = invoke(runner, "jacobian", sample("kinetics.py"), sample("kinetics_c.npy"), sample("kinetics_k.npy"),
+                    "--wrt", "0", "--format", "json")
+    doc = report(result)
+    assert doc["wrt"] == ["c"]
+    assert doc["inputs"]["k"] == {"shape": [3], "dtype": "float64", "differentiated": False}
+    assert_allclose(data(result, "df_dc"), kinetics_jacobians(inputs["c"], inputs["k"])[0], rtol=1e-12)
+
+
+def test_rows_computes_only_the_selected_rows(runner, inputs):
+    result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--rows", "0:4",
+                    "--format", "json")
+    block = report(result)["blocks"]["df_du"]
+    assert block["shape"] == [4, 32] and block["full_shape"] == [32, 32]
+    assert block["rows"] == [0, 1, 2, 3] and block["cols"] is None
+    assert block["rows_evaluated"] == 4 and block["cols_evaluated"] == 0
+    assert_allclose(np.array(block["data"]), heat_pde_jacobian(inputs["u"])[:4], rtol=1e-12)
+
+
+def test_cols_with_forward_mode_computes_only_those_columns(runner, inputs):
+    result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--cols", "-1,0",
+                    "--mode", "forward", "--format", "json")
+    doc = report(result)
+    block = doc["blocks"]["df_du"]
+    assert block["cols"] == [31, 0] and block["cols_evaluated"] == 2 and block["rows_evaluated"] == 0
+    assert doc["mode"] == "forward" and doc["mode_requested"] == "forward"
+    assert_allclose(np.array(block["data"]), heat_pde_jacobian(inputs["u"])[:, [31, 0]], rtol=1e-12)
+
+
+def test_rows_and_cols_from_an_index_file(runner, tmp_path, inputs):
+    np.save(tmp_path / "rows.npy", np.array([5, 2]))
+    result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"),
+                    "--rows", f"@{tmp_path / 'rows.npy'}", "--cols", "1:7:2", "--format", "json")
+    expected = heat_pde_jacobian(inputs["u"])[np.ix_([5, 2], [1, 3, 5])]
+    assert_allclose(data(result, "df_du"), expected, rtol=1e-12)
+
+
+def test_chunk_size_sets_seeds_per_sweep(runner):
+    result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--rows", "0:6",
+                    "--chunk-size", "2", "--format", "json")
+    doc = report(result)
+    assert doc["sweeps"] == 3 and doc["seeds"] == 6 and doc["chunk_size"] == 2
+
+
+def test_mode_reverse_and_forward_agree(runner):
+    args = ("jacobian", sample("mlp.py"), sample("mlp_x.npy"), "--format", "json")
+    rev = report(invoke(runner, *args, "--mode", "reverse"))
+    fwd = report(invoke(runner, *args, "--mode", "forward"))
+    assert rev["mode"] == "reverse" and fwd["mode"] == "forward"
+    assert_allclose(rev["blocks"]["df_dx"]["data"], fwd["blocks"]["df_dx"]["data"], rtol=1e-12)
+
+
+def test_batch_axis_gives_per_sample_blocks(runner):
+    result = invoke(runner, "jacobian", "-e", "x ** 2", "[[1, 2], [3, 4], [5, 6]]", "--batch-axis", "0",
+                    "--format", "json")
+    block = report(result)["blocks"]["df_dx"]
+    assert block["shape"] == [3, 2, 2]
+    x = np.array([[1, 2], [3, 4], [5, 6]], dtype=float)
+    assert_allclose(np.array(block["data"]), np.stack([np.diag(2 * row) for row in x]))
+
+
+def test_batch_axis_with_rows_is_b_r_c(runner):
+    result = invoke(runner, "jacobian", "-e", "x ** 2", "[[1, 2], [3, 4], [5, 6]]", "--batch-axis", "0",
+                    "--rows", "1", "--format", "json")
+    assert_allclose(data(result, "df_dx"), [[[0, 4]], [[0, 8]], [[0, 12]]])
+
+
+def test_batch_axis_other_than_zero_is_a_usage_error(runner):
+    result = invoke(runner, "jacobian", "-e", "x * 2", "[1, 2]", "--batch-axis", "1")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "only axis 0 is supported" in result.stderr
+
+
+def test_batch_axis_on_a_function_mixing_samples_is_refused(runner):
+    result = invoke(runner, "jacobian", "-e", "x * sum(x)", "[1, 2, 3]", "--batch-axis", "0")
+    assert_usage_error(result, "mixes samples")
+
+
+def test_dtype_float32_casts_inputs_and_result(runner, tmp_path):
+    out = tmp_path / "J.npy"
+    result = invoke(runner, "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "--dtype", "float32",
+                    "-o", str(out), "--format", "json")
+    doc = report(result)
+    assert doc["inputs"]["q"]["dtype"] == "float32" and doc["dtype"] == "float32"
+    assert np.load(out).dtype == np.float32
+
+
+def test_integer_inputs_are_differentiated_as_float64_with_a_warning(runner, tmp_path):
+    np.save(tmp_path / "x.npy", np.array([1, 2, 3]))
+    result = invoke(runner, "jacobian", "-e", "x ** 2", str(tmp_path / "x.npy"))
+    assert result.exit_code == 0
+    assert "Warning: input x holds int64 values; differentiated as float64" in result.stderr
+    assert result.stdout.split() == ["2", "0", "0", "0", "4", "0", "0", "0", "6"]
+
+
+def test_quiet_silences_warnings(runner, tmp_path):
+    np.save(tmp_path / "x.npy", np.array([1, 2, 3]))
+    result = invoke(runner, "jacobian", "-e", "x ** 2", str(tmp_path / "x.npy"), "-q")
+    assert result.exit_code == 0 and result.stderr == ""
+
+
+def test_disconnected_input_is_a_warning_and_structural_zero(runner, tmp_path):
+    func = write(tmp_path, "m.py", "def f(x, y):\n    return x * 2.0\n")
+    result = invoke(runner, "jacobian", func, "[1, 2]", "[3]", "--format", "json")
+    doc = report(result)
+    assert doc["blocks"]["df_dy"]["connected"] is False
+    assert doc["blocks"]["df_dy"]["data"] == [[0.0], [0.0]]
+    assert doc["warnings"] == ["df_dy is structurally zero: f does not depend on y"]
+    assert "Warning: df_dy is structurally zero" in result.stderr
+
+
+def test_strict_fails_with_exit_1_on_a_disconnected_input(runner, tmp_path):
+    func = write(tmp_path, "m.py", "def f(x, y):\n    return x * 2.0\n")
+    result = invoke(runner, "jacobian", func, "[1, 2]", "[3]", "--strict")
+    assert_usage_error(result, "independent of input 1 ('y')", code=1)
+
+
+def test_strict_passes_when_everything_is_connected(runner):
+    result = invoke(runner, "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "--strict")
+    assert result.exit_code == 0
+
+
+def test_np_array_of_traced_values_in_a_function_file(runner, tmp_path):
+    func = write(tmp_path, "m.py", "import numpy as np\n\ndef f(x):\n    return np.array([x[0] * x[1], x[0]])\n")
+    result = invoke(runner, "jacobian", func, "[2, 3]", "--format", "json")
+    assert report(result)["blocks"]["df_dx"]["data"] == [[3.0, 2.0], [1.0, 0.0]]
+
+
+def test_function_named_g_gives_keys_dg_dx(runner, tmp_path):
+    func = write(tmp_path, "m.py", "def helper(x):\n    return x\n\ndef g(x):\n    return 3.0 * x\n")
+    result = invoke(runner, "jacobian", f"{func}:g", "[1, 2]", "--format", "json")
+    assert list(report(result)["blocks"]) == ["dg_dx"]
+
+
+def test_only_public_function_is_used_without_f(runner, tmp_path):
+    func = write(tmp_path, "m.py", "def _helper(x):\n    return x\n\ndef energy(q):\n    return q ** 2\n")
+    result = invoke(runner, "jacobian", func, "[1, 2]", "--format", "json")
+    assert list(report(result)["blocks"]) == ["denergy_dq"]
+
+
+def test_several_candidates_without_f_are_listed(runner, tmp_path):
+    func = write(tmp_path, "m.py", "def a(x):\n    return x\n\ndef b(x):\n    return x\n")
+    result = invoke(runner, "jacobian", func, "[1, 2]")
+    assert_usage_error(result, "a, b", "pick one with")
+
+
+def test_tuple_outputs_give_numbered_keys(runner):
+    result = invoke(runner, "jacobian", "-e", "x * y, x + y", "x=[1, 2]", "y=3", "--format", "json")
+    doc = report(result)
+    assert list(doc["blocks"]) == ["df0_dx", "df0_dy", "df1_dx", "df1_dy"]
+    assert doc["blocks"]["df0_dy"]["shape"] == [2] and doc["blocks"]["df0_dy"]["data"] == [1.0, 2.0]
+    assert doc["blocks"]["df1_dx"]["data"] == [[1.0, 0.0], [0.0, 1.0]]
+
+
+def test_full_block_shape_is_out_shape_plus_in_shape(runner, tmp_path):
+    out = tmp_path / "J.npy"
+    result = invoke(runner, "jacobian", "-e", "transpose(x) * 2", "[[1, 2, 3], [4, 5, 6]]", "-o", str(out))
+    assert result.exit_code == 0
+    J = np.load(out)
+    assert J.shape == (3, 2, 2, 3)
+    assert J[2, 1, 1, 2] == 2.0 and J[2, 1, 0, 2] == 0.0
+
+
+# ---------------------------------------------------------------- hessian, grad and products
+
+
+def test_hessian_of_rosenbrock_matches_closed_form(runner, inputs):
+    result = invoke(runner, "hessian", sample("rosenbrock.py"), sample("rosenbrock_x.npy"), "--format", "json")
+    doc = report(result)
+    assert doc["mode"] == "forward-over-reverse"
+    assert_allclose(data(result, "d2f_dx_dx"), rosenbrock_hessian(inputs["rosen_x"]), rtol=1e-12)
+
+
+def test_hessian_reverse_over_reverse_agrees(runner, inputs):
+    result = invoke(runner, "hessian", sample("rosenbrock.py"), sample("rosenbrock_x.npy"), "--mode", "reverse",
+                    "--format", "json")
+    assert report(result)["mode"] == "reverse-over-reverse"
+    assert_allclose(data(result, "d2f_dx_dx"), rosenbrock_hessian(inputs["rosen_x"]), rtol=1e-12)
+
+
+def test_hessian_of_logistic_wrt_weights_reads_csv_and_txt(runner, inputs):
+    result = invoke(runner, "hessian", sample("logistic.py"), sample("logistic_w.npy"), sample("logistic_X.csv"),
+                    sample("logistic_y.txt"), "--wrt", "w", "--format", "json")
+    _, hess = logistic_parts(inputs["w"], inputs["X"], inputs["y"])
+    assert list(report(result)["blocks"]) == ["d2f_dw_dw"]
+    assert_allclose(data(result, "d2f_dw_dw"), hess, rtol=1e-10)
+
+
+def test_hessian_blocks_for_two_inputs(runner, inputs):
+    result = invoke(runner, "hessian", sample("softmax_xent.py"), sample("softmax_xent_z.npy"),
+                    sample("softmax_xent_p.csv"), "--format", "json")
+    _, hzz, hzp = softmax_parts(inputs["z"], inputs["p"])
+    assert list(report(result)["blocks"]) == ["d2f_dz_dz", "d2f_dz_dp", "d2f_dp_dz", "d2f_dp_dp"]
+    assert_allclose(data(result, "d2f_dz_dz"), hzz, rtol=1e-10, atol=1e-14)
+    assert_allclose(data(result, "d2f_dz_dp"), hzp, rtol=1e-10, atol=1e-14)
+    assert_allclose(data(result, "d2f_dp_dz"), hzp.T, rtol=1e-10, atol=1e-14)
+    assert_allclose(data(result, "d2f_dp_dp"), np.zeros((5, 5)), atol=1e-14)
+
+
+def test_hessian_rows_selection(runner, inputs):
+    result = invoke(runner, "hessian", sample("rosenbrock.py"), sample("rosenbrock_x.npy"), "--rows", "2",
+                    "--format", "json")
+    block = report(result)["blocks"]["d2f_dx_dx"]
+    assert block["shape"] == [1, 6] and block["rows_evaluated"] == 1
+    assert_allclose(np.array(block["data"]), rosenbrock_hessian(inputs["rosen_x"])[[2]], rtol=1e-12)
+
+
+def test_hessian_of_a_vector_function_is_a_usage_error(runner):
+    result = invoke(runner, "hessian", sample("robot_arm.py"), sample("robot_arm_q.npy"))
+    assert_usage_error(result, "needs a scalar output", "(3,)")
+
+
+def test_grad_of_rosenbrock(runner, inputs):
+    result = invoke(runner, "grad", sample("rosenbrock.py"), sample("rosenbrock_x.npy"), "--format", "json")
+    doc = report(result)
+    assert doc["blocks"]["df_dx"]["shape"] == [6] and doc["sweeps"] == 1 and doc["mode"] == "reverse"
+    assert_allclose(data(result, "df_dx"), rosenbrock_grad(inputs["rosen_x"]), rtol=1e-12)
+
+
+def test_grad_text_is_one_row(runner, inputs):
+    result = invoke(runner, "grad", sample("logistic.py"), sample("logistic_w.npy"), sample("logistic_X.csv"),
+                    sample("logistic_y.txt"), "--wrt", "w", "--precision", "17")
+    assert result.exit_code == 0
+    grad, _ = logistic_parts(inputs["w"], inputs["X"], inputs["y"])
+    assert_allclose([float(v) for v in result.stdout.split()], grad, rtol=1e-12)
+    assert len(result.stdout.splitlines()) == 1
+
+
+def test_grad_of_softmax_xent(runner, inputs):
+    result = invoke(runner, "grad", sample("softmax_xent.py"), sample("softmax_xent_z.npy"),
+                    sample("softmax_xent_p.csv"), "--wrt", "z", "--format", "json")
+    assert_allclose(data(result, "df_dz"), softmax_parts(inputs["z"], inputs["p"])[0], rtol=1e-12, atol=1e-15)
+
+
+def test_grad_of_a_vector_function_is_a_usage_error(runner):
+    result = invoke(runner, "grad", sample("robot_arm.py"), sample("robot_arm_q.npy"))
+    assert_usage_error(result, "one scalar output", "use jacobian")
+
+
+def test_vjp_is_v_transposed_times_j(runner, inputs):
+    v = [0.5, -1.0, 2.0]
+    result = invoke(runner, "vjp", sample("robot_arm.py"), sample("robot_arm_q.npy"), "--vector", str(v),
+                    "--format", "json")
+    doc = report(result)
+    assert list(doc["blocks"]) == ["vjp_q"] and doc["mode"] == "reverse"
+    assert_allclose(data(result, "vjp_q"), np.array(v) @ robot_arm_jacobian(inputs["q"]), rtol=1e-12)
+
+
+def test_jvp_is_j_times_v(runner, inputs):
+    v = [0.5, -1.0, 2.0]
+    result = invoke(runner, "jvp", sample("robot_arm.py"), sample("robot_arm_q.npy"), "--vector", str(v),
+                    "--format", "json")
+    assert_allclose(data(result, "jvp_f"), robot_arm_jacobian(inputs["q"]) @ v, rtol=1e-12)
+
+
+def test_jvp_with_named_vectors_for_two_inputs(runner, inputs):
+    vc, vk = [1.0, 0.0, 2.0], [0.0, 1.0, -1.0]
+    result = invoke(runner, "jvp", sample("kinetics.py"), sample("kinetics_inputs.npz"), "--vector", f"k={vk}",
+                    "--vector", f"c={vc}", "--format", "json")
+    dc, dk = kinetics_jacobians(inputs["c"], inputs["k"])
+    assert_allclose(data(result, "jvp_f"), dc @ vc + dk @ vk, rtol=1e-12)
+
+
+def test_jvp_vectors_from_an_npz(runner, inputs, tmp_path):
+    vc, vk = np.array([1.0, 0.0, 2.0]), np.array([0.0, 1.0, -1.0])
+    np.savez(tmp_path / "v.npz", c=vc, k=vk)
+    result = invoke(runner, "jvp", sample("kinetics.py"), sample("kinetics_c.npy"), sample("kinetics_k.npy"),
+                    "--vector", str(tmp_path / "v.npz"), "--format", "json")
+    dc, dk = kinetics_jacobians(inputs["c"], inputs["k"])
+    assert_allclose(data(result, "jvp_f"), dc @ vc + dk @ vk, rtol=1e-12)
+
+
+def test_vjp_of_tuple_outputs_takes_named_vectors(runner):
+    result = invoke(runner, "vjp", "-e", "x * y, x + y", "x=[1, 2]", "y=[3, 4]", "--vector", "f1=[1, 1]",
+                    "--vector", "f0=[1, 0]", "--format", "json")
+    doc = report(result)
+    # v0 . d(xy) + v1 . d(x+y): for x it is v0*y + v1, for y it is v0*x + v1.
+    assert doc["blocks"]["vjp_x"]["data"] == [4.0, 1.0]
+    assert doc["blocks"]["vjp_y"]["data"] == [2.0, 1.0]
+
+
+def test_jvp_of_tuple_outputs_gives_one_block_per_output(runner):
+    result = invoke(runner, "jvp", "-e", "x * y, x + y", "x=[1, 2]", "y=[3, 4]", "--vector", "[1, 0]",
+                    "--vector", "[0, 1]", "--format", "text")
+    assert result.exit_code == 0
+    assert result.stdout == "# jvp_f0 shape=(2,)\n3 2\n# jvp_f1 shape=(2,)\n1 1\n"
+
+
+def test_hvp_is_h_times_v(runner, inputs):
+    v = np.arange(6.0)
+    result = invoke(runner, "hvp", sample("rosenbrock.py"), sample("rosenbrock_x.npy"), "--vector",
+                    str(v.tolist()), "--format", "json")
+    assert_allclose(data(result, "hvp_x"), rosenbrock_hessian(inputs["rosen_x"]) @ v, rtol=1e-12)
+
+
+def test_hvp_vector_from_a_file(runner, inputs, tmp_path):
+    v = np.linspace(-1, 1, 3)
+    np.save(tmp_path / "v.npy", v)
+    result = invoke(runner, "hvp", sample("logistic.py"), sample("logistic_w.npy"), sample("logistic_X.csv"),
+                    sample("logistic_y.txt"), "--wrt", "w", "--vector", str(tmp_path / "v.npy"), "--format", "json")
+    _, hess = logistic_parts(inputs["w"], inputs["X"], inputs["y"])
+    assert_allclose(data(result, "hvp_w"), hess @ v, rtol=1e-10)
+
+
+def test_vector_of_the_wrong_size_is_a_usage_error(runner):
+    result = invoke(runner, "jvp", sample("robot_arm.py"), sample("robot_arm_q.npy"), "--vector", "[1, 2]")
+    assert_usage_error(result, "--vector", "invalid size")
+
+
+def test_missing_vector_is_a_usage_error(runner):
+    result = invoke(runner, "jvp", sample("robot_arm.py"), sample("robot_arm_q.npy"))
+    assert result.exit_code == 2 and "Missing option '--vector'" in result.stderr
+
+
+def test_vector_for_an_unknown_name_is_a_usage_error(runner):
+    result = invoke(runner, "jvp", sample("kinetics.py"), sample("kinetics_inputs.npz"), "--vector", "z=[1, 2, 3]")
+    assert_usage_error(result, "'z' is not one of c, k")
+
+
+def test_too_few_vectors_is_a_usage_error(runner):
+    result = invoke(runner, "hvp", "-e", "sum(x * y)", "x=[1, 2]", "y=[3, 4]", "--vector", "x=[1, 0]")
+    assert_usage_error(result, "no vector given for y")
+
+
+def test_too_many_vectors_is_a_usage_error(runner):
+    result = invoke(runner, "jvp", "-e", "x * 2", "[1, 2]", "--vector", "[1, 0]", "--vector", "[0, 1]")
+    assert_usage_error(result, "2 vectors given for 1")
+
+
+# ---------------------------------------------------------------- expressions
+
+
+def test_expression_inputs_bind_positionally_in_order_of_appearance(runner):
+    result = invoke(runner, "grad", "-e", "sum(sin(x) * y)", "[0, 1]", "[2, 3]", "--format", "json")
+    doc = report(result)
+    assert doc["function"] == {"kind": "expression", "text": "sum(sin(x) * y)", "name": "f"}
+    assert_allclose(doc["blocks"]["df_dx"]["data"], np.cos([0, 1]) * [2, 3], rtol=1e-14)
+    assert_allclose(doc["blocks"]["df_dy"]["data"], np.sin([0, 1]), rtol=1e-14)
+
+
+def test_expression_with_forbidden_code_is_a_usage_error(runner):
+    result = invoke(runner, "jacobian", "-e", "__import__('os').system('echo hi')", "x=1")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith("Error: expression")
+
+
+def test_expression_syntax_error_is_one_line(runner):
+    result = invoke(runner, "jacobian", "-e", "x +", "x=1")
+    assert_usage_error(result, "invalid syntax")
+
+
+def test_expression_unknown_input_name(runner):
+    result = invoke(runner, "jacobian", "-e", "x * 2", "y=1")
+    assert_usage_error(result, "no parameter 'y'")
+
+
+def test_nonfinite_values_are_strings_in_json_and_numpy_warnings_are_reported(runner):
+    result = invoke(runner, "jacobian", "-e", "sqrt(x), -sqrt(y)", "x=0", "y=-1", "--format", "json")
+    doc = report(result)
+    assert doc["blocks"]["df0_dx"]["data"] == "inf" and doc["blocks"]["df1_dy"]["data"] == "nan"
+    assert doc["blocks"]["df0_dy"]["data"] == 0.0
+    assert "RuntimeWarning: invalid value encountered in sqrt" in doc["warnings"]
+    assert "Warning: RuntimeWarning: invalid value encountered in sqrt" in result.stderr
+    assert "core.py" not in result.stderr
+
+
+# ---------------------------------------------------------------- output files
+
+
+def test_output_npy_holds_the_full_block(runner, tmp_path, inputs):
+    out = tmp_path / "J.npy"
+    result = invoke(runner, "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "-o", str(out))
+    assert result.exit_code == 0 and result.stdout == ""
+    assert result.stderr == f"wrote {out}: df_dq (3, 3)\n"
+    assert_allclose(np.load(out, allow_pickle=False), robot_arm_jacobian(inputs["q"]), rtol=1e-12)
+
+
+def test_output_npz_holds_every_block_and_metadata(runner, tmp_path, inputs):
+    out = tmp_path / "J.npz"
+    result = invoke(runner, "jacobian", sample("kinetics.py"), sample("kinetics_inputs.npz"), "-o", str(out),
+                    "--rows", "0:2")
+    assert result.exit_code == 0
+    with np.load(out, allow_pickle=False) as archive:
+        assert sorted(archive.files) == ["__meta__", "df_dc", "df_dk"]
+        meta = json.loads(str(archive["__meta__"]))
+        dc, dk = kinetics_jacobians(inputs["c"], inputs["k"])
+        assert_allclose(archive["df_dc"], dc[:2], rtol=1e-12)
+        assert_allclose(archive["df_dk"], dk[:2], rtol=1e-12)
+    assert meta["schema"] == 1 and meta["command"] == "jacobian" and meta["jaccli"] == "0.1.0"
+    assert meta["function"]["name"] == "f" and meta["function"]["kind"] == "file"
+    assert meta["inputs"]["c"]["shape"] == [3] and meta["mode"] == "reverse"
+    assert meta["blocks"]["df_dc"]["rows"] == [0, 1] and meta["blocks"]["df_dc"]["cols"] is None
+    assert meta["argv"][0] == "jacobian" and "--rows" in meta["argv"]
+    assert "data" not in meta["blocks"]["df_dc"]
+
+
+def test_output_csv_holds_the_matrix(runner, tmp_path, inputs):
+    out = tmp_path / "J.csv"
+    result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--rows", "0:3",
+                    "-o", str(out))
+    assert result.exit_code == 0
+    assert_allclose(np.loadtxt(out, delimiter=","), heat_pde_jacobian(inputs["u"])[:3], rtol=1e-15)
+
+
+def test_output_txt_with_precision(runner, tmp_path):
+    out = tmp_path / "J.txt"
+    result = invoke(runner, "jacobian", "-e", "x / 3", "[1, 2]", "-o", str(out), "--precision", "3")
+    assert result.exit_code == 0
+    assert out.read_text() == "0.333 0\n0 0.333\n"
+
+
+def test_output_csv_of_a_matrix_output_is_flattened_to_m_by_n(runner, tmp_path):
+    out = tmp_path / "J.csv"
+    result = invoke(runner, "jacobian", "-e", "x * 2", "[[1, 2], [3, 4]]", "-o", str(out))
+    assert result.exit_code == 0
+    assert_allclose(np.loadtxt(out, delimiter=","), 2 * np.eye(4))
+
+
+def test_output_json_holds_blocks_and_meta(runner, tmp_path, inputs):
+    out = tmp_path / "H.json"
+    result = invoke(runner, "hessian", sample("rosenbrock.py"), sample("rosenbrock_x.npy"), "-o", str(out))
+    assert result.exit_code == 0
+    doc = json.loads(out.read_text())
+    assert doc["meta"]["command"] == "hessian" and doc["meta"]["schema"] == 1
+    assert doc["blocks"]["d2f_dx_dx"]["shape"] == [6, 6]
+    assert_allclose(doc["blocks"]["d2f_dx_dx"]["data"], rosenbrock_hessian(inputs["rosen_x"]), rtol=1e-12)
+
+
+def test_several_blocks_in_npy_is_refused_before_any_work(runner, tmp_path):
+    out = tmp_path / "J.npy"
+    out.write_bytes(b"precious")
+    result = invoke(runner, "jacobian", sample("kinetics.py"), sample("kinetics_inputs.npz"), "-o", str(out))
+    assert_usage_error(result, "2 blocks (df_dc, df_dk)", "use .npz")
+    assert out.read_bytes() == b"precious"
+
+
+def test_unknown_output_extension_is_a_usage_error(runner, tmp_path):
+    result = invoke(runner, "jacobian", "-e", "x", "[1]", "-o", str(tmp_path / "J.mat"))
+    assert_usage_error(result, "unknown format '.mat'")
+
+
+def test_output_into_a_missing_directory_is_a_usage_error(runner, tmp_path):
+    result = invoke(runner, "jacobian", "-e", "x", "[1]", "-o", str(tmp_path / "nope" / "J.npy"))
+    assert_usage_error(result, "does not exist")
+
+
+def test_batched_result_to_csv_is_refused(runner, tmp_path):
+    result = invoke(runner, "jacobian", "-e", "x * 2", "[[1], [2]]", "--batch-axis", "0",
+                    "-o", str(tmp_path / "J.csv"))
+    assert_usage_error(result, "batched result has 3 axes")
+
+
+def test_format_json_with_output_prints_the_report_without_data(runner, tmp_path):
+    out = tmp_path / "J.npy"
+    result = invoke(runner, "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "-o", str(out),
+                    "--format", "json")
+    doc = report(result)
+    assert doc["output"] == str(out) and "data" not in doc["blocks"]["df_dq"]
+    assert "write_s" in doc["timings"]
+
+
+def test_error_while_evaluating_leaves_the_target_unchanged(runner, tmp_path, monkeypatch):
+    import jaccli.commands.run as run_module
+
+    out = tmp_path / "J.npy"
+    out.write_bytes(b"precious")
+
+    def fail(outcome):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_module, "evaluate", fail)
+    result = invoke(runner, "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "-o", str(out))
+    assert result.exit_code == 130 and "interrupted" in result.stderr
+    assert out.read_bytes() == b"precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["J.npy"]
+
+
+# ---------------------------------------------------------------- memory budget and streaming
+
+
+def test_large_result_is_streamed_to_npy_and_equals_the_in_memory_one(runner, tmp_path, inputs):
+    small, big = tmp_path / "small.npy", tmp_path / "big.npy"
+    base = ("jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"))
+    assert invoke(runner, *base, "-o", str(small)).exit_code == 0
+    result = invoke(runner, *base, "-o", str(big), "--max-memory", "2KiB", "--format", "json")
+    doc = report(result)
+    assert doc["streamed"] is True and doc["sweeps"] > 1
+    assert "(streamed)" in result.stderr
+    assert_allclose(np.load(big), np.load(small), rtol=0)
+    assert_allclose(np.load(big), heat_pde_jacobian(inputs["u"]), rtol=1e-12)
+
+
+def test_streaming_keeps_the_full_shape_of_matrix_outputs(runner, tmp_path):
+    out = tmp_path / "J.npy"
+    result = invoke(runner, "jacobian", "-e", "x ** 2", "[[1, 2, 3], [4, 5, 6]]", "-o", str(out),
+                    "--max-memory", "200")
+    assert result.exit_code == 0 and "(streamed)" in result.stderr
+    x = np.array([[1, 2, 3], [4, 5, 6]], dtype=float)
+    assert_allclose(np.load(out), (2 * x.reshape(-1) * np.eye(6)).reshape(2, 3, 2, 3))
+
+
+def test_streamed_result_is_not_shown_but_the_json_report_is(runner, tmp_path):
+    base = ("jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "-o", str(tmp_path / "J.npy"),
+            "--max-memory", "4KiB")
+    table = invoke(runner, *base, "--format", "table")
+    assert table.exit_code == 0 and table.stdout == ""
+    assert "Note: the result was streamed to" in table.stderr
+    doc = report(invoke(runner, *base, "--format", "json"))
+    assert doc["streamed"] is True and "data" not in doc["blocks"]["df_du"]
+
+
+def test_quiet_output_file_prints_nothing(runner, tmp_path):
+    result = invoke(runner, "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "-o",
+                    str(tmp_path / "J.npy"), "-q")
+    assert result.exit_code == 0 and result.stdout == "" and result.stderr == ""
+
+
+def test_streaming_a_selection(runner, tmp_path, inputs):
+    out = tmp_path / "J.npy"
+    result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--rows", "3:20",
+                    "--cols", "0:10", "-o", str(out), "--max-memory", "300")
+    assert result.exit_code == 0 and "(streamed)" in result.stderr
+    assert_allclose(np.load(out), heat_pde_jacobian(inputs["u"])[3:20, :10], rtol=1e-12)
+
+
+def test_failed_stream_leaves_the_target_unchanged(runner, tmp_path, monkeypatch):
+    from jaccli.writers import NpyStreamWriter
+
+    out = tmp_path / "J.npy"
+    out.write_bytes(b"precious")
+    calls = []
+
+    def write(self, start, block):
+        calls.append(start)
+        if len(calls) == 2:
+            raise RuntimeError("disk on fire")
+        return original(self, start, block)
+
+    original = NpyStreamWriter.write
+    monkeypatch.setattr(NpyStreamWriter, "write", write)
+    result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "-o", str(out),
+                    "--max-memory", "1KiB")
+    assert result.exit_code == 3 and "disk on fire" in result.stderr
+    assert out.read_bytes() == b"precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["J.npy"]
+
+
+def test_large_result_without_a_file_says_how_large_and_what_to_do(runner):
+    result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--max-memory", "1KiB")
+    assert_usage_error(result, "8.0 KiB", "more than --max-memory 1.0 KiB", "-o J.npy", "--rows", code=4)
+
+
+def test_large_result_to_npz_cannot_stream(runner, tmp_path):
+    result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--max-memory", "1KiB",
+                    "-o", str(tmp_path / "J.npz"))
+    assert_usage_error(result, "write it to a .npy file", code=4)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("size", ["lots", "0", "-5M", "1XB"])
+def test_bad_max_memory_is_a_usage_error(runner, size):
+    result = invoke(runner, "jacobian", "-e", "x", "[1]", "--max-memory", size)
+    assert result.exit_code == 2 and "--max-memory" in result.stderr
+
+
+# ---------------------------------------------------------------- stdout formats
+
+
+def test_table_format_has_header_labels_and_no_escape_codes_in_a_pipe(runner):
+    result = invoke(runner, "jacobian", sample("kinetics.py"), sample("kinetics_inputs.npz"), "--format", "table")
+    assert result.exit_code == 0 and result.stderr == ""
+    out = result.stdout
+    assert "\x1b[" not in out
+    assert out.startswith("Jacobian of f in ")
+    for fragment in ("inputs:", "c (3,) float64, k (3,) float64", "mode:", "reverse", "evaluated df_dc:",
+                     "3 of 3 rows", "time:", "df_dc  shape=(3, 3)", "df_dk  shape=(3, 3)", "f[2]", "c[0]", "k[1]"):
+        assert fragment in out, fragment
+
+
+def test_table_is_the_default_on_a_terminal(runner, monkeypatch):
+    import jaccli.commands.report as report_module
+
+    monkeypatch.setattr(report_module, "stdout_is_terminal", lambda: True)
+    result = invoke(runner, "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"))
+    assert result.exit_code == 0 and "df_dq  shape=(3, 3)" in result.stdout and "q[2]" in result.stdout
+
+
+def test_table_of_a_large_matrix_is_truncated_in_the_middle(runner):
+    result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--format", "table")
+    assert result.exit_code == 0
+    assert "showing 20 of 32 rows" in result.stdout and "f[31]" in result.stdout and "f[15]" not in result.stdout
+    assert max(len(line) for line in result.stdout.splitlines()) <= 100
+
+
+def test_table_labels_unravel_nd_indices(runner):
+    result = invoke(runner, "jacobian", "-e", "x * 2", "[[1, 2], [3, 4]]", "--format", "table")
+    assert "f[1,0]" in result.stdout and "x[0,1]" in result.stdout
+
+
+def test_table_of_a_gradient_lists_input_elements(runner):
+    result = invoke(runner, "grad", sample("rosenbrock.py"), sample("rosenbrock_x.npy"), "--format", "table")
+    assert result.exit_code == 0 and "x[5]" in result.stdout and "Grad of f in" in result.stdout
+
+
+def test_table_of_batched_blocks_shows_a_few_samples(runner):
+    result = invoke(runner, "jacobian", "-e", "x * 2", "[[1], [2], [3], [4], [5], [6]]", "--batch-axis", "0",
+                    "--format", "table")
+    assert result.exit_code == 0
+    assert "df_dx[3]" in result.stdout and "df_dx[4]" not in result.stdout
+    assert "showing 4 of 6 samples" in result.stdout
+
+
+def test_heatmap_table_renders(runner):
+    result = invoke(runner, "hessian", sample("rosenbrock.py"), sample("rosenbrock_x.npy"), "--format", "table",
+                    "--heatmap", "--no-color")
+    assert result.exit_code == 0 and "colour: |value|/" in result.stdout and "\x1b[" not in result.stdout
+
+
+def test_csv_format_on_stdout(runner, inputs):
+    result = invoke(runner, "jacobian", sample("mlp.py"), sample("mlp_x.npy"), "--format", "csv", "--precision", "17")
+    assert result.exit_code == 0
+    assert_allclose(np.loadtxt(result.stdout.splitlines(), delimiter=","), mlp_jacobian(inputs["mlp_x"]), rtol=1e-14)
+
+
+def test_text_of_several_blocks_has_headers(runner):
+    result = invoke(runner, "jacobian", sample("kinetics.py"), sample("kinetics_inputs.npz"), "--format", "text")
+    lines = result.stdout.splitlines()
+    assert lines[0] == "# df_dc shape=(3, 3)" and lines[4] == "# df_dk shape=(3, 3)"
+
+
+def test_precision_limits_digits(runner):
+    result = invoke(runner, "jacobian", "-e", "x / 3", "[1]", "--precision", "2")
+    assert result.stdout == "0.33\n"
+
+
+def test_precision_out_of_range_is_a_usage_error(runner):
+    result = invoke(runner, "jacobian", "-e", "x", "[1]", "--precision", "0")
+    assert result.exit_code == 2 and "--precision" in result.stderr
+
+
+def test_json_report_has_every_documented_key(runner):
+    result = invoke(runner, "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "--format", "json")
+    doc = report(result)
+    assert set(doc) == {"schema", "jaccli", "command", "argv", "function", "inputs", "wrt", "dtype", "batch_axis",
+                        "chunk_size", "mode", "mode_requested", "blocks", "sweeps", "seeds", "streamed", "output",
+                        "timings", "warnings"}
+    assert doc["schema"] == 1 and doc["command"] == "jacobian" and doc["output"] is None
+    assert doc["function"]["kind"] == "file" and doc["function"]["name"] == "f"
+    assert doc["inputs"] == {"q": {"shape": [3], "dtype": "float64", "differentiated": True}}
+    block = doc["blocks"]["df_dq"]
+    assert set(block) == {"kind", "output", "input", "shape", "full_shape", "dtype", "rows", "cols", "data",
+                          "rows_evaluated", "cols_evaluated", "connected"}
+    assert block["kind"] == "jacobian" and block["output"] == "f" and block["input"] == "q"
+    assert doc["sweeps"] == 1 and doc["seeds"] == 3 and doc["streamed"] is False
+    assert set(doc["timings"]) == {"load_s", "record_s", "evaluate_s", "total_s"}
+    assert doc["warnings"] == [] and doc["mode"] == "reverse" and doc["chunk_size"] == "auto"
+
+
+@pytest.mark.parametrize("command, extra", [("jacobian", ()), ("hessian", ()), ("grad", ()),
+                                            ("jvp", ("--vector", "[1, 0]")), ("vjp", ("--vector", "1")),
+                                            ("hvp", ("--vector", "[1, 0]"))])
+def test_every_command_prints_one_json_object(runner, command, extra):
+    result = invoke(runner, command, "-e", "sum(x ** 3)", "[1, 2]", *extra, "--format", "json")
+    doc = report(result)
+    assert doc["schema"] == 1 and doc["command"] == command and doc["blocks"]
+    assert len(result.stdout.strip().splitlines()) == 1
+
+
+def test_stats_go_to_stderr(runner):
+    result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--rows", "0:4", "--stats",
+                    "--format", "json")
+    assert json.loads(result.stdout)["blocks"]["df_du"]["rows_evaluated"] == 4
+    stats = result.stderr.splitlines()
+    assert stats[0] == "stats: df_du: 4 of 32 rows, 0 of 32 columns"
+    assert stats[1] == "stats: sweeps: 1, seeds: 4, chunk size: auto, mode: reverse"
+    assert stats[2].startswith("stats: time: load ") and "total" in stats[2]
+
+
+def test_progress_callback_is_hooked_to_the_evaluator(runner, monkeypatch):
+    import jaccli.commands.run as run_module
+
+    seen = []
+
+    class Recorder:
+        def __call__(self, done, total):
+            seen.append((done, total))
+
+        def close(self):
+            seen.append("closed")
+
+    monkeypatch.setattr(run_module, "_progress", lambda out: Recorder())
+    result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--chunk-size", "8",
+                    "--rows", "0:16")
+    assert result.exit_code == 0
+    assert seen == [(8, 16), (16, 16), "closed"]
+
+
+def test_progress_bar_adapter_counts_towards_the_total():
+    import io
+
+    from jaccli.commands.run import _Progress
+
+    progress = _Progress(start=0.0)
+    progress.console.file = io.StringIO()
+    progress(3, 10)
+    progress(10, 10)
+    assert progress.total == 10 and progress.done == 10
+    progress(2, 4)  # a new evaluation starts a new count
+    assert progress.total == 4 and progress.done == 2
+    progress.close()
+    assert progress.reporter is None
+
+
+# ---------------------------------------------------------------- errors
+
+
+def test_missing_function_file(runner):
+    result = invoke(runner, "jacobian", "nope.py", "[1]")
+    assert_usage_error(result, "function file not found: nope.py")
+
+
+def test_missing_func_and_inputs(runner):
+    result = invoke(runner, "jacobian")
+    assert_usage_error(result, "give FUNC")
+
+
+def test_missing_input_file(runner):
+    result = invoke(runner, "jacobian", sample("robot_arm.py"), "missing.npy")
+    assert_usage_error(result, "input file not found: missing.npy")
+
+
+def test_unreadable_literal(runner):
+    result = invoke(runner, "jacobian", sample("robot_arm.py"), "[1, 2")
+    assert_usage_error(result, "cannot read input")
+
+
+def test_pickled_npy_is_refused(runner, tmp_path):
+    np.save(tmp_path / "x.npy", np.array([object()], dtype=object), allow_pickle=True)
+    result = invoke(runner, "jacobian", sample("robot_arm.py"), str(tmp_path / "x.npy"))
+    assert_usage_error(result, "allow_pickle=False")
+
+
+def test_extra_input(runner):
+    result = invoke(runner, "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "[1]")
+    assert_usage_error(result, "takes 1 input (q) but 2 were given")
+
+
+def test_missing_input(runner):
+    result = invoke(runner, "jacobian", sample("kinetics.py"), sample("kinetics_c.npy"))
+    assert_usage_error(result, "missing input for parameter 'k'")
+
+
+def test_unknown_input_name(runner):
+    result = invoke(runner, "jacobian", sample("robot_arm.py"), "x=[1, 2, 3]")
+    assert_usage_error(result, "no parameter 'x'", "q")
+
+
+@pytest.mark.parametrize("wrt, message", [("z", "no input 'z'; its inputs are c, k"), ("c,c", "listed twice"),
+                                          ("5", "out of range"), ("c,", "empty name")])
+def test_bad_wrt(runner, wrt, message):
+    result = invoke(runner, "jacobian", sample("kinetics.py"), sample("kinetics_inputs.npz"), "--wrt", wrt)
+    assert_usage_error(result, message)
+
+
+def test_wrt_on_an_input_left_at_its_default(runner):
+    result = invoke(runner, "grad", sample("logistic.py"), sample("logistic_w.npy"), sample("logistic_X.csv"),
+                    sample("logistic_y.txt"), "--wrt", "alpha")
+    assert_usage_error(result, "'alpha' was not given", "alpha=SOURCE")
+
+
+def test_defaulted_parameter_can_be_given_by_name(runner, inputs):
+    result = invoke(runner, "grad", sample("logistic.py"), sample("logistic_w.npy"), sample("logistic_X.csv"),
+                    sample("logistic_y.txt"), "alpha=0.5", "--wrt", "w,alpha", "--format", "json")
+    doc = report(result)
+    grad, _ = logistic_parts(inputs["w"], inputs["X"], inputs["y"], alpha=0.5)
+    assert_allclose(doc["blocks"]["df_dw"]["data"], grad, rtol=1e-12)
+    assert_allclose(doc["blocks"]["df_dalpha"]["data"], 0.5 * np.sum(inputs["w"] ** 2), rtol=1e-12)
+
+
+@pytest.mark.parametrize("spec, message", [("1:2:0", "step cannot be zero"), ("a", "bad index 'a'"),
+                                           ("99", "index 99 is out of range for 3 rows"), ("", "empty index")])
+def test_bad_rows(runner, spec, message):
+    result = invoke(runner, "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "--rows", spec)
+    assert_usage_error(result, message)
+
+
+def test_bad_cols_names_the_block_when_there_are_several(runner):
+    result = invoke(runner, "jacobian", "-e", "x * y", "x=[1, 2]", "y=3", "--cols", "1")
+    assert_usage_error(result, "--cols 1", "(block df_dy)")
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "many"])
+def test_bad_chunk_size(runner, value):
+    result = invoke(runner, "jacobian", "-e", "x", "[1]", "--chunk-size", value)
+    assert result.exit_code == 2 and "--chunk-size" in result.stderr and result.stdout == ""
+
+
+@pytest.mark.parametrize("option, value", [("--mode", "sideways"), ("--format", "xml"), ("--dtype", "int8")])
+def test_bad_choice(runner, option, value):
+    result = invoke(runner, "jacobian", "-e", "x", "[1]", option, value)
+    assert result.exit_code == 2 and option in result.stderr and result.stdout == ""
+
+
+def test_shape_mismatch_inside_the_function_is_a_usage_error(runner, tmp_path):
+    func = write(tmp_path, "m.py", "import numpy as np\n\ndef f(x, y):\n    z = x * 2\n    return z + y\n")
+    result = invoke(runner, "jacobian", func, "[1, 2, 3]", "[1, 2]")
+    assert_usage_error(result, "the inputs do not fit the function: operands could not be broadcast",
+                       "m.py:5)", "the inputs are x (3,), y (2,)")
+
+
+def test_matmul_mismatch_inside_the_function_is_a_usage_error(runner, tmp_path):
+    func = write(tmp_path, "m.py", "def f(A, x):\n    return A @ x\n")
+    result = invoke(runner, "jacobian", func, "[[1, 2], [3, 4]]", "[1, 2, 3]")
+    assert_usage_error(result, "the inputs do not fit the function", "mismatch in its core dimension", ":2)")
+
+
+def test_index_out_of_bounds_inside_the_function_is_a_usage_error(runner):
+    result = invoke(runner, "jacobian", sample("kinetics.py"), "c=[1, 2]", f"k={sample('kinetics_k.npy')}")
+    assert_usage_error(result, "the inputs do not fit the function", "out of bounds", "kinetics.py:")
+
+
+def test_exception_raised_by_the_function_is_exit_3_with_its_line(runner, tmp_path):
+    func = write(tmp_path, "m.py", "def helper(x):\n    raise ValueError('shape is bad')\n\n"
+                                   "def f(x):\n    return helper(x)\n")
+    result = invoke(runner, "jacobian", func, "[1, 2]")
+    assert_usage_error(result, "f in", "raised ValueError: shape is bad", "m.py:2)", code=3)
+
+
+def test_runtime_error_in_the_function_is_exit_3(runner, tmp_path):
+    func = write(tmp_path, "m.py", "def f(x):\n    return x / undefined_name\n")
+    result = invoke(runner, "jacobian", func, "[1, 2]")
+    assert_usage_error(result, "raised NameError", ":2)", code=3)
+
+
+def test_syntax_error_in_the_function_file_is_exit_3(runner, tmp_path):
+    func = write(tmp_path, "m.py", "def f(x):\n    return x +\n")
+    result = invoke(runner, "jacobian", func, "[1, 2]")
+    assert_usage_error(result, "m.py:2", "SyntaxError", code=3)
+
+
+def test_function_returning_a_string_is_exit_3(runner, tmp_path):
+    func = write(tmp_path, "m.py", "def f(x):\n    return 'no'\n")
+    result = invoke(runner, "jacobian", func, "[1, 2]")
+    assert_usage_error(result, "returned str", "(f in ", "m.py:1)", code=3)
+
+
+def test_unsupported_operation_is_exit_3_with_its_line(runner, tmp_path):
+    func = write(tmp_path, "m.py", "import numpy as np\n\ntwice = np.frompyfunc(lambda v: 2 * v, 1, 1)\n\n"
+                                   "def f(x):\n    return twice(x)\n")
+    result = invoke(runner, "jacobian", func, "[1, 2]")
+    assert_usage_error(result, "m.py:6", "is not supported by jaccli", code=3)
+
+
+def test_escaping_the_trace_is_exit_3(runner, tmp_path):
+    func = write(tmp_path, "m.py", "def f(x):\n    return float(x[0]) * x\n")
+    result = invoke(runner, "jacobian", func, "[1, 2]")
+    assert_usage_error(result, "m.py:2", "float()", code=3)
+
+
+def test_debug_shows_the_traceback(runner, tmp_path):
+    func = write(tmp_path, "m.py", "def f(x):\n    raise RuntimeError('boom')\n")
+    result = invoke(runner, "jacobian", func, "[1, 2]", "--debug")
+    assert result.exit_code == 3
+    assert "Traceback (most recent call last)" in result.stderr and "RuntimeError: boom" in result.stderr
+    assert result.stderr.rstrip().splitlines()[-1].startswith("Error: ")
+
+
+def test_debug_before_the_command_and_from_the_environment(runner, tmp_path):
+    func = write(tmp_path, "m.py", "def f(x):\n    raise RuntimeError('boom')\n")
+    assert "Traceback" in invoke(runner, "--debug", "jacobian", func, "[1]").stderr
+    assert "Traceback" in invoke(runner, "jacobian", func, "[1]", env={"JACCLI_DEBUG": "1"}).stderr
+
+
+# ---------------------------------------------------------------- version, help, completion
+
+
+def test_version_prints_jaccli_numpy_and_python(runner):
+    import platform
+
+    result = invoke(runner, "--version")
+    assert result.exit_code == 0 and result.stderr == ""
+    assert result.stdout.splitlines() == ["jaccli 0.1.0", f"numpy {np.__version__}",
+                                          f"python {platform.python_version()}"]
+
+
+@pytest.mark.parametrize("command", ["jacobian", "hessian", "grad", "jvp", "vjp", "hvp"])
+def test_help_warns_that_func_runs_as_the_user_and_lists_exit_codes(runner, command):
+    result = invoke(runner, command, "--help")
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.split())
+    assert "It is your own code: jaccli runs the file with your rights" in text
+    assert "-e EXPR is safe on untrusted text" in text
+    for code in ("0 success", "1 a check you asked for failed", "2 usage error", "3 the function failed",
+                 "4 resource limit"):
+        assert code in text
+
+
+def test_group_help_lists_commands_and_exit_codes(runner):
+    result = invoke(runner, "--help")
+    assert result.exit_code == 0
+    for word in ("jacobian", "hessian", "grad", "jvp", "vjp", "hvp", "Exit status", "runs with your rights"):
+        assert word in result.stdout
+
+
+def test_shell_completion_script_and_command_names(runner):
+    script = runner.invoke(cli, [], prog_name="jaccli", env={"_JACCLI_COMPLETE": "bash_source"})
+    assert script.exit_code == 0 and "_jaccli_completion" in script.stdout
+    words = runner.invoke(cli, [], prog_name="jaccli", env={"_JACCLI_COMPLETE": "bash_complete",
+                                                           "COMP_WORDS": "jaccli h", "COMP_CWORD": "1"})
+    assert words.stdout.split() == ["plain,hessian", "plain,hvp"]
+    files = runner.invoke(cli, [], prog_name="jaccli", env={"_JACCLI_COMPLETE": "bash_complete",
+                                                           "COMP_WORDS": "jaccli jacobian sam", "COMP_CWORD": "2"})
+    assert files.stdout.split() == ["file,sam"]
+
+
+# ---------------------------------------------------------------- the man page
+
+MAN_PAGE = ROOT / "man" / "jaccli.1"
+
+
+def _all_options() -> list[tuple[str, str]]:
+    found = [("jaccli", opt) for p in cli.params if isinstance(p, click.Option) for opt in p.opts + p.secondary_opts]
+    for name, command in cli.commands.items():
+        for param in command.get_params(click.Context(command)):
+            if isinstance(param, click.Option):
+                found += [(name, opt) for opt in param.opts + param.secondary_opts]
+    return found
+
+
+def test_man_page_documents_every_option_of_every_command():
+    text = MAN_PAGE.read_text()
+    missing = sorted({f"{name} {opt}" for name, opt in _all_options() if opt.replace("-", "\\-") not in text})
+    assert not missing, f"options missing from man/jaccli.1: {missing}"
+
+
+def test_man_page_has_the_standard_sections_and_every_command():
+    text = MAN_PAGE.read_text()
+    for section in ("NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "OPTIONS", "EXIT STATUS", "FILES", "EXAMPLES"):
+        assert f"\n.SH {section}\n" in text, section
+    commands = text.split("\n.SH COMMANDS\n")[1].split("\n.SH ")[0]
+    for name in cli.commands:
+        assert f".B {name}\n" in commands, name
+    status = text.split("\n.SH EXIT STATUS\n")[1].split("\n.SH ")[0]
+    for code in range(5):
+        assert f".B {code}\n" in status
+
+
+def test_man_page_documents_every_json_report_key(runner):
+    doc = report(invoke(runner, "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "--format", "json"))
+    section = MAN_PAGE.read_text().split("\n.SH JSON REPORT\n")[1].split("\n.SH ")[0]
+    block_keys = set(doc["blocks"]["df_dq"])
+    for key in set(doc) | block_keys | set(doc["timings"]):
+        assert key in section, key
+    import jaccli.commands.report as report_module
+
+    for key in set(doc) | block_keys:
+        assert f"``{key}``" in report_module.__doc__, key
+
+
+@pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed")
+def test_man_page_renders_without_warnings():
+    done = subprocess.run(["groff", "-man", "-ww", "-z", str(MAN_PAGE)], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stderr == ""
+
+
+def test_the_library_never_imports_click_or_rich():
+    import re
+
+    package = ROOT / "jaccli"
+    cli_side = {package / "cli.py", package / "render.py", package / "__main__.py"}
+    offenders = []
+    for path in package.rglob("*.py"):
+        if path in cli_side or package / "commands" in path.parents:
+            continue
+        if re.search(r"^\s*(import|from)\s+(click|rich)\b", path.read_text(), re.MULTILINE):
+            offenders.append(str(path.relative_to(ROOT)))
+    assert not offenders

@@ -1,0 +1,187 @@
+"""Real runs of the installed `jaccli`: files written on disk, read back, checked against closed forms and
+central differences; the entry points, terminals (through a pseudo-terminal) and start-up imports."""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from .test_cli import (
+    SAMPLES,
+    heat_pde_jacobian,
+    kinetics_jacobians,
+    load_inputs,
+    logistic_parts,
+    robot_arm_jacobian,
+    sample,
+    softmax_parts,
+)
+
+_EXE = Path(sys.executable).with_name("jaccli")
+JACCLI = [str(_EXE)] if _EXE.exists() else [sys.executable, "-m", "jaccli"]
+
+
+def clean_env(**extra: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "JACCLI_DEBUG")}
+    env.update(COLUMNS="100", **extra)
+    return env
+
+
+def jaccli(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(JACCLI + list(args), cwd=cwd, capture_output=True, text=True, env=clean_env(**env),
+                          timeout=60)
+
+
+def central_jacobian(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """d f / d x by central differences, shaped f(x).shape + x.shape."""
+    out = np.asarray(f(x))
+    J = np.zeros(out.shape + x.shape)
+    for idx in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[idx] = eps
+        J[(Ellipsis,) + idx] = (np.asarray(f(x + step)) - np.asarray(f(x - step))) / (2 * eps)
+    return J
+
+
+def sample_function(name: str):
+    return runpy.run_path(str(SAMPLES / name))["f"]
+
+
+@pytest.fixture(scope="module")
+def inputs() -> dict:
+    return load_inputs()
+
+
+def test_jacobian_to_npy_matches_closed_form_and_differences(tmp_path, inputs):
+    done = jaccli("jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "-o", "J.npy", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "" and done.stderr == "wrote J.npy: df_dq (3, 3)\n"
+    J = np.load(tmp_path / "J.npy", allow_pickle=False)
+    assert_allclose(J, robot_arm_jacobian(inputs["q"]), rtol=1e-12, atol=1e-14)
+    assert_allclose(J, central_jacobian(sample_function("robot_arm.py"), inputs["q"]), rtol=1e-7, atol=1e-9)
+
+
+def test_hessian_to_npz_with_metadata(tmp_path, inputs):
+    done = jaccli("hessian", sample("logistic.py"), sample("logistic_w.npy"), sample("logistic_X.csv"),
+                  sample("logistic_y.txt"), "--wrt", "w", "-o", "H.npz", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    with np.load(tmp_path / "H.npz", allow_pickle=False) as archive:
+        H = archive["d2f_dw_dw"]
+        meta = json.loads(str(archive["__meta__"]))
+    _, hess = logistic_parts(inputs["w"], inputs["X"], inputs["y"])
+    assert_allclose(H, hess, rtol=1e-10)
+    f = sample_function("logistic.py")
+    gradient = lambda w: central_jacobian(lambda v: f(v, inputs["X"], inputs["y"]), w, 1e-5)  # noqa: E731
+    assert_allclose(H, central_jacobian(gradient, inputs["w"], 1e-4), rtol=1e-4, atol=1e-6)
+    assert meta["schema"] == 1 and meta["command"] == "hessian" and meta["wrt"] == ["w"]
+    assert meta["inputs"]["X"] == {"shape": [40, 3], "dtype": "float64", "differentiated": False}
+
+
+def test_jacobian_to_json_file(tmp_path, inputs):
+    done = jaccli("jacobian", sample("kinetics.py"), sample("kinetics_inputs.npz"), "-o", "K.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((tmp_path / "K.json").read_text())
+    dc, dk = kinetics_jacobians(inputs["c"], inputs["k"])
+    assert_allclose(doc["blocks"]["df_dc"]["data"], dc, rtol=1e-12)
+    assert_allclose(doc["blocks"]["df_dk"]["data"], dk, rtol=1e-12)
+    f = sample_function("kinetics.py")
+    assert_allclose(dc, central_jacobian(lambda c: f(c, inputs["k"]), inputs["c"], 1e-7), rtol=1e-6, atol=1e-6)
+    assert doc["meta"]["blocks"]["df_dc"]["shape"] == [3, 3]
+
+
+def test_selected_rows_to_csv(tmp_path, inputs):
+    done = jaccli("jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--rows", "0:4", "-o", "J.csv",
+                  cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert_allclose(np.loadtxt(tmp_path / "J.csv", delimiter=","), heat_pde_jacobian(inputs["u"])[:4], rtol=1e-15)
+
+
+def test_gradient_to_txt(tmp_path, inputs):
+    done = jaccli("grad", sample("softmax_xent.py"), sample("softmax_xent_z.npy"), sample("softmax_xent_p.csv"),
+                  "--wrt", "z", "-o", "g.txt", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert_allclose(np.loadtxt(tmp_path / "g.txt"), softmax_parts(inputs["z"], inputs["p"])[0], atol=1e-15)
+
+
+def test_json_on_a_pipe_has_no_escape_codes(tmp_path, inputs):
+    done = jaccli("jacobian", sample("mlp.py"), sample("mlp_x.npy"), "--format", "json", cwd=tmp_path)
+    assert done.returncode == 0 and "\x1b[" not in done.stdout + done.stderr
+    J = np.array(json.loads(done.stdout)["blocks"]["df_dx"]["data"])
+    assert_allclose(J, central_jacobian(sample_function("mlp.py"), inputs["mlp_x"]), rtol=1e-6, atol=1e-8)
+
+
+def test_usage_error_exit_code_and_one_line(tmp_path):
+    done = jaccli("jacobian", sample("robot_arm.py"), "missing.npy", cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == "Error: input file not found: missing.npy\n"
+
+
+def test_python_dash_m_jaccli(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "jaccli", "--version"], cwd=tmp_path, capture_output=True,
+                          text=True, env=clean_env(), timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("jaccli 0.1.0\nnumpy ")
+    done = subprocess.run([sys.executable, "-m", "jaccli", "jacobian", "--help"], cwd=tmp_path,
+                          capture_output=True, text=True, env=clean_env(), timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("Usage: jaccli jacobian")
+
+
+def _imported(args: list[str], cwd: Path) -> set[str]:
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "jaccli", *args], cwd=cwd,
+                          capture_output=True, text=True, env=clean_env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+    return {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+
+
+def test_version_imports_neither_numpy_nor_rich(tmp_path):
+    modules = _imported(["--version"], tmp_path)
+    assert "click" in modules
+    assert not {m for m in modules if m.split(".")[0] in ("numpy", "rich")}
+
+
+def test_writing_a_file_from_a_pipe_does_not_import_rich(tmp_path):
+    modules = _imported(["jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "-o", "J.npy"], tmp_path)
+    assert "numpy" in modules
+    assert not {m for m in modules if m.split(".")[0] == "rich"}
+
+
+def _on_a_terminal(args: list[str], cwd: Path, **env: str) -> str:
+    """stdout of jaccli run on a pseudo-terminal (stderr on a pipe)."""
+    pty = pytest.importorskip("pty")
+    main, secondary = pty.openpty()
+    try:
+        done = subprocess.run(JACCLI + args, cwd=cwd, stdout=secondary, stderr=subprocess.PIPE,
+                              env=clean_env(TERM="xterm-256color", **env), timeout=60)
+        os.close(secondary)
+        secondary = -1
+        assert done.returncode == 0, done.stderr
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:  # Linux reports the closed other end as EIO
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks).decode()
+    finally:
+        os.close(main)
+        if secondary != -1:
+            os.close(secondary)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+def test_terminal_gets_a_coloured_table_and_no_color_turns_it_off(tmp_path):
+    args = ["jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "--heatmap"]
+    coloured = _on_a_terminal(args, tmp_path)
+    assert "df_dq  shape=(3, 3)" in coloured and "q[0]" in coloured and "\x1b[" in coloured
+    plain = _on_a_terminal(args, tmp_path, NO_COLOR="1")
+    assert "df_dq  shape=(3, 3)" in plain and "\x1b[" not in plain

@@ -307,6 +307,21 @@ class HessianEvaluator(Evaluator):
         # Column c of d grad_i / d x_j is row c of d grad_j / d x_i.
         self._write_rows(j, i, cols, t)
 
+    def _symmetrize(self, i: int, j: int) -> None:
+        """Once every row is known, make H exactly symmetric: rounding in the sweeps is averaged out."""
+        done = getattr(self, "_symmetric", None)
+        if done is None:
+            done = self._symmetric = set()
+        if (i, j) in done:
+            return
+        a, b = self.block_store(i, j), self.block_store(j, i)
+        t = (lambda m: np.swapaxes(m, 1, 2)) if self.batch else (lambda m: m.T)
+        mean = 0.5 * (a + t(b))
+        self.store[(i, j)] = mean
+        if i != j:
+            self.store[(j, i)] = np.ascontiguousarray(t(mean))
+        done.update({(i, j), (j, i)})
+
     def ensure_cols(self, j: int, cols: np.ndarray) -> None:
         missing = cols[~self.row_done[j][cols]]
         if missing.size:
@@ -316,6 +331,9 @@ class HessianEvaluator(Evaluator):
     def entries(self, i: int, j: int) -> np.ndarray:
         store = self.block_store(i, j)
         rows_known, cols_known = self.row_done[i], self.row_done[j]
+        if rows_known.all() and cols_known.all():
+            self._symmetrize(i, j)
+            return self.store[(i, j)]
         if rows_known.all() or not cols_known.any():
             return store
         fill = ~rows_known

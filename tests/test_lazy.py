@@ -532,3 +532,17 @@ def test_empty_selection_on_a_batched_jacobian_evaluates_nothing(idx):
     J = jaccli.jacobian(lambda X: X ** 2, np.ones((3, 4)), batch_axis=0, mode="reverse")
     assert J[idx].size == 0 and J[idx].shape == np.zeros(J.shape)[idx].shape
     assert (J.rows_evaluated, J.sweeps) == (0, 0)
+
+
+def test_full_hessian_is_exactly_symmetric_including_cross_blocks():
+    # Every row of H is a separate Hessian-vector product; rounding differs between H[i, j] and
+    # H[j, i] unless the full matrix is symmetrised, which the lazy Hessian does once it is known.
+    x = np.linspace(0.1, 1.0, 7)
+    y = np.linspace(1.0, 2.0, 4)
+    f = lambda x, y: np.sum(np.sin(np.outer(x, y)) * np.exp(0.3 * x)[:, None])  # noqa: E731
+    H = jaccli.hessian(f, (x, y))
+    Hxx = np.asarray(H[0][0])
+    np.testing.assert_array_equal(Hxx, Hxx.T)
+    np.testing.assert_array_equal(np.asarray(H[0][1]), np.asarray(H[1][0]).T)
+    partial = jaccli.hessian(f, (x, y))[0][0]
+    np.testing.assert_allclose(partial[2], Hxx[2], rtol=1e-12, atol=1e-12)

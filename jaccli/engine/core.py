@@ -155,28 +155,17 @@ class Node:
 
     def vjp(self, argnum: int) -> Callable | None:
         """The reverse rule for one argument, made once and cached (None means zero)."""
-        cache = self._vjps
-        if cache is None:
-            cache = self._vjps = {}
-        try:
-            return cache[argnum]
-        except KeyError:
-            pass
-        if self.prim.zero_grad:
-            rule = None
-        else:
-            maker = self.prim.vjps.get(argnum)
-            if maker is None:
-                raise _no_rule(self, argnum, "reverse")
-            rule = maker(self.value, *self.args, **self.kwargs)
-        cache[argnum] = rule
-        return rule
+        if self._vjps is None:
+            self._vjps = {}
+        return self._rule(self._vjps, self.prim.vjps, argnum, "reverse")
 
     def jvp(self, argnum: int) -> Callable | None:
         """The forward rule for one argument, made once and cached (None means zero)."""
-        cache = self._jvps
-        if cache is None:
-            cache = self._jvps = {}
+        if self._jvps is None:
+            self._jvps = {}
+        return self._rule(self._jvps, self.prim.jvps, argnum, "forward")
+
+    def _rule(self, cache: dict, makers: dict, argnum: int, mode: str) -> Callable | None:
         try:
             return cache[argnum]
         except KeyError:
@@ -184,9 +173,9 @@ class Node:
         if self.prim.zero_grad:
             rule = None
         else:
-            maker = self.prim.jvps.get(argnum)
+            maker = makers.get(argnum)
             if maker is None:
-                raise _no_rule(self, argnum, "forward")
+                raise _no_rule(self, argnum, mode)
             rule = maker(self.value, *self.args, **self.kwargs)
         cache[argnum] = rule
         return rule

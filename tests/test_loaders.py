@@ -912,12 +912,21 @@ def test_sample_closed_form_derivatives_match_central_differences(sample):
         assert_allclose(hessian(**inputs), numeric, rtol=1e-5, atol=1e-5, err_msg=f"d2/d{name}2")
 
 
-def test_rosenbrock_closed_form_agrees_with_scipy():
-    from scipy.optimize import rosen_der, rosen_hess
-
+def test_rosenbrock_closed_form_agrees_with_the_tridiagonal_formula():
+    # An independent form (problems.md, P3): H[i,i] = (1200 x_i^2 - 400 x_{i+1} + 2)[i < n-1] + 200[i > 0],
+    # H[i,i+1] = H[i+1,i] = -400 x_i; the gradient from d_i = x_{i+1} - x_i^2.
     x = np.load(SAMPLES / "rosenbrock_x.npy")
-    assert_allclose(rosenbrock_gradient(x), rosen_der(x), rtol=1e-12)
-    assert_allclose(rosenbrock_hessian(x), rosen_hess(x), rtol=1e-12)
+    n = x.size
+    d = x[1:] - x[:-1] ** 2
+    g = np.zeros(n)
+    g[:-1] += -400.0 * x[:-1] * d - 2.0 * (1.0 - x[:-1])
+    g[1:] += 200.0 * d
+    H = np.zeros((n, n))
+    H[np.arange(n - 1), np.arange(n - 1)] += 1200.0 * x[:-1] ** 2 - 400.0 * x[1:] + 2.0
+    H[np.arange(1, n), np.arange(1, n)] += 200.0
+    H[np.arange(n - 1), np.arange(1, n)] = H[np.arange(1, n), np.arange(n - 1)] = -400.0 * x[:-1]
+    assert_allclose(rosenbrock_gradient(x), g, rtol=1e-12)
+    assert_allclose(rosenbrock_hessian(x), H, rtol=1e-12)
 
 
 def test_sample_inputs_by_npz_and_by_name_agree():

@@ -162,6 +162,7 @@ class CheckReport:
     convention_dependent_count: int = 0
     gradient: dict | None = None
     fd: dict = field(default_factory=dict)
+    sweeps: int = 0  # AD sweeps run by both modes (not in to_dict: the CLI's report counts them)
 
     @property
     def message(self) -> str:
@@ -407,13 +408,15 @@ def check_derivative(f: Callable, args: Any, *, wrt: Any = None, order: int = 1,
         evaluations += g_evals
 
     passed = summary["passed"] and modes["passed"] and (gradient is None or gradient["passed"])
+    sweeps = sum(ev.sweeps for ev in {id(b._ev): b._ev for row in (*rev, *fwd) for b in row}.values())
     fd = {"method": "central differences" + (" with Richardson extrapolation" if richardson else ""),
           "of": "f" if order == 1 else "the AD gradient", "step": "eps**(1/3) * max(1, |x_j|) in float64",
           "evaluations": evaluations}
     return CheckReport(passed=passed, order=order, rtol=rtol, atol=atol, max_abs_err=summary["max_abs_err"],
                        max_rel_err=summary["max_rel_err"], worst=worst[:TOP], modes=modes, blocks=block_dicts,
                        kinks=kinks, convention_dependent=excused_list[:MAX_LISTED],
-                       convention_dependent_count=n_excused, gradient=gradient, fd=fd)
+                       convention_dependent_count=n_excused, gradient=gradient, fd=fd,
+                       sweeps=sweeps + (gradient is not None))
 
 
 def _check_gradient(f: Callable, tup: tuple, a64: tuple, wrt_idx: tuple, in_names: list, rows: Any, sizes: list,

@@ -11,7 +11,16 @@ import click
 from jaccli import __version__
 
 from .commands.failures import BadUsage
-from .commands.options import function_options, matrix_options, output_options, vector_options
+from .commands.options import (
+    check_options,
+    function_options,
+    info_options,
+    matrix_options,
+    nonfinite_options,
+    output_options,
+    report_options,
+    vector_options,
+)
 from .commands.settings import Output, Settings
 
 SAFETY = """\
@@ -29,7 +38,7 @@ EXIT_CODES = """\
 \b
 Exit status:
   0  success
-  1  a check you asked for failed (--strict)
+  1  a check you asked for failed: check, --compare, --strict, --fail-on-nonfinite
   2  usage error: bad option, index, file, or inputs that do not fit the function
   3  the function failed: it raised, returned a non-array, or used an unsupported operation
   4  resource limit: the result exceeds --max-memory, or the disk is full
@@ -87,10 +96,11 @@ def cli(ctx: click.Context, debug: bool) -> None:
 Decorator = Callable[[Callable[..., Any]], Any]
 
 
-def _command(name: str, short: str, summary: str, *decorators: Decorator) -> Decorator:
+def _command(name: str, short: str, summary: str, *decorators: Decorator,
+             outputs: Decorator = output_options) -> Decorator:
     """A subcommand with the shared options (FUNC and inputs first, output last), help text and epilog."""
     def wrap(f: Callable[..., Any]) -> Any:
-        for decorator in reversed((function_options,) + decorators + (output_options,)):
+        for decorator in reversed((function_options,) + decorators + (outputs,)):
             f = decorator(f)
         return cli.command(name, help=f"{summary}\n\n{SAFETY}", short_help=short, epilog=EXIT_CODES,
                            context_settings={"help_option_names": ["-h", "--help"]})(click.pass_context(f))
@@ -106,59 +116,121 @@ def _split_args(args: tuple[str, ...], expression: str | None) -> tuple[str | No
 
 
 def _invoke(ctx: click.Context, command: str, args: tuple[str, ...], expression: str | None, wrt: str | None,
-            dtype: str | None, output: str | None, fmt: str | None, precision: int | None, heatmap: bool,
-            no_color: bool, stats: bool, quiet: bool, debug: bool, **shape: Any) -> None:
-    """The common "run and report" path of every command."""
+            fmt: str | None, no_color: bool, quiet: bool, debug: bool, output: str | None = None,
+            precision: int | None = None, heatmap: bool = False, stats: bool = False, **settings: Any) -> None:
+    """The common "run and report" path of every command that differentiates FUNC."""
     func, sources = _split_args(args, expression)
-    settings = Settings(dtype=dtype, **shape)
     out = Output(path=Path(output) if output else None, format=fmt, precision=precision, heatmap=heatmap,
                  color=not no_color, stats=stats, quiet=quiet)
     root = ctx.find_root().obj or {}
-    from .commands.run import run  # NumPy and the engine load here, not for --help or --version
+    debug = debug or bool(root.get("debug"))
+    # NumPy and the engine load here, not for --help or --version.
+    if command == "info":
+        from .commands.info import info
 
-    run(command, func=func, expression=expression, sources=sources, wrt=wrt, settings=settings, out=out,
-        argv=root.get("argv", []), debug=debug or bool(root.get("debug")))
+        info(func=func, expression=expression, sources=sources, wrt=wrt, settings=Settings(**settings), out=out,
+             argv=root.get("argv", []), debug=debug)
+        return
+    from .commands.run import run
+
+    run(command, func=func, expression=expression, sources=sources, wrt=wrt, settings=Settings(**settings),
+        out=out, argv=root.get("argv", []), debug=debug)
 
 
 @_command("jacobian", "The Jacobian, or selected rows and columns of it.",
           "Jacobian of FUNC at the INPUTs: blocks df_dx of shape out.shape + in.shape.",
-          matrix_options)
+          matrix_options, nonfinite_options)
 def jacobian(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "jacobian", **kw)
 
 
 @_command("hessian", "The Hessian of a scalar function, or parts of it.",
           "Hessian of a scalar FUNC at the INPUTs: blocks d2f_dx_dy of shape x.shape + y.shape.",
-          matrix_options)
+          matrix_options, nonfinite_options)
 def hessian(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "hessian", **kw)
 
 
 @_command("grad", "The gradient of a scalar function.",
-          "Gradient of a scalar FUNC at the INPUTs: blocks df_dx shaped like x.")
+          "Gradient of a scalar FUNC at the INPUTs: blocks df_dx shaped like x.", nonfinite_options)
 def grad(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "grad", **kw)
 
 
 @_command("jvp", "Jacobian-vector product J v.",
           "Jacobian-vector product J v (one forward sweep, no matrix formed): jvp_f shaped like f.",
-          vector_options)
+          vector_options, nonfinite_options)
 def jvp(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "jvp", **kw)
 
 
 @_command("vjp", "Vector-Jacobian product v^T J.",
           "Vector-Jacobian product v^T J (one reverse sweep, no matrix formed): vjp_x shaped like x.",
-          vector_options)
+          vector_options, nonfinite_options)
 def vjp(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "vjp", **kw)
 
 
 @_command("hvp", "Hessian-vector product H v.",
           "Hessian-vector product H v of a scalar FUNC (no matrix formed): hvp_x shaped like x.",
-          vector_options)
+          vector_options, nonfinite_options)
 def hvp(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "hvp", **kw)
+
+
+@_command("check", "Verify the derivative against forward mode and finite differences.",
+          "Check the Jacobian (--order 1) or the Hessian of a scalar FUNC (--order 2) at the INPUTs: "
+          "reverse mode against forward mode, and both against central finite differences computed in "
+          "float64 (step from the float64 epsilon, Richardson extrapolation where it helps). Prints the "
+          "maximum absolute and relative errors, the worst entries with their indices, and passed or "
+          "failed; exits 1 on failure. Entries where f is evaluated at a kink (abs at 0, a max/min tie, "
+          "a clip bound, relu at 0) are listed as convention-dependent: a mismatch there is not a failure.",
+          check_options, nonfinite_options, outputs=report_options)
+def check(ctx: click.Context, **kw: Any) -> None:
+    _invoke(ctx, "check", **kw)
+
+
+@_command("info", "Shapes, sizes, operations and the evaluation plan, without differentiating.",
+          "What FUNC is at the INPUTs, without computing any derivative: inputs and outputs with shapes "
+          "and dtypes, the Jacobian (--order 1) or Hessian (--order 2) blocks with their dense sizes in "
+          "bytes, the number of recorded operations and the NumPy functions used, (output, input) pairs "
+          "with no connection, and the mode, chunk size and sweeps that jacobian (hessian) would use.",
+          info_options, outputs=report_options)
+def info(ctx: click.Context, **kw: Any) -> None:
+    _invoke(ctx, "info", **kw)
+
+
+def _families(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    from jaccli.ops import ops_table
+
+    known = sorted({row["family"] for row in ops_table()})
+    asked = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [v for v in asked if v not in known]
+    if unknown or not asked:
+        raise click.BadParameter(f"{value!r}: families are {', '.join(known)}", ctx, param)
+    return asked
+
+
+@cli.command("ops", short_help="The supported NumPy functions and what each supports.",
+             epilog=EXIT_CODES, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--family", metavar="NAMES", callback=_families,
+              help="Only these families (comma-separated), e.g. elementwise,linalg.")
+@click.option("--format", "fmt", type=click.Choice(["table", "text", "json"]),
+              help="Stdout format. Default: table on a terminal, text otherwise; json prints one report object.")
+@click.option("--no-color", is_flag=True, help="No colours (also when NO_COLOR is set).")
+@click.pass_context
+def ops(ctx: click.Context, family: list[str] | None, fmt: str | None, no_color: bool) -> None:
+    """Every NumPy function, method and operator jaccli differentiates, from its registry: the family,
+    the kind (primitive, derived, zero derivative, no derivative), whether reverse and forward rules
+    exist, the highest derivative order, whether rules take a block of seeds at once, and the
+    convention at non-differentiable points. Anything not listed is refused with exit status 3.
+    """
+    from .commands.info import show_ops
+
+    root = ctx.find_root().obj or {}
+    show_ops(family, fmt, not no_color, root.get("argv", []))
 
 
 def main(argv: list[str] | None = None) -> Any:

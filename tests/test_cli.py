@@ -302,7 +302,9 @@ def test_disconnected_input_is_a_warning_and_structural_zero(runner, tmp_path):
     doc = report(result)
     assert doc["blocks"]["df_dy"]["connected"] is False
     assert doc["blocks"]["df_dy"]["data"] == [[0.0], [0.0]]
-    assert doc["warnings"] == ["df_dy is structurally zero: f does not depend on y"]
+    assert doc["warnings"] == ["df_dy is structurally zero: output f does not depend on input y (no path in the "
+                               "recorded computation); a common cause is a function that uses a global variable "
+                               "instead of its argument"]
     assert "Warning: df_dy is structurally zero" in result.stderr
 
 
@@ -840,7 +842,9 @@ def test_json_report_has_every_documented_key(runner):
     doc = report(result)
     assert set(doc) == {"schema", "jaccli", "command", "argv", "function", "inputs", "wrt", "dtype", "batch_axis",
                         "chunk_size", "mode", "mode_requested", "blocks", "sweeps", "seeds", "streamed", "output",
-                        "timings", "warnings"}
+                        "timings", "warnings", "nonfinite", "nonfinite_origin", "compare", "passed"}
+    assert doc["nonfinite"] == [] and doc["nonfinite_origin"] is None and doc["compare"] is None
+    assert doc["passed"] is None
     assert doc["schema"] == 1 and doc["command"] == "jacobian" and doc["output"] is None
     assert doc["function"]["kind"] == "file" and doc["function"]["name"] == "f"
     assert doc["inputs"] == {"q": {"shape": [3], "dtype": "float64", "differentiated": True}}

@@ -10,9 +10,11 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 import jaccli
+from jaccli.diagnostics import disconnected_pairs, structural_zero_message
 from jaccli.errors import UsageError
 from jaccli.loaders import parse_index_spec
 
+from .failures import CheckFailed
 from .problem import Problem, load_vectors
 from .settings import Settings
 
@@ -87,17 +89,40 @@ class Block:
 
 
 @dataclass
+class Verdict:
+    """A check run on the result (check, --compare, --fail-on-nonfinite).
+
+    `data` goes into the JSON report under `key`; `lines` are for people (stderr, or stdout
+    through `show` when the verdict is the command's result, as for check); `failure` is the
+    one-line error when it did not pass.
+    """
+
+    key: str
+    passed: bool
+    data: Any = None
+    lines: list[str] = field(default_factory=list)
+    failure: str = ""
+    show: Callable[[Any], None] | None = None
+
+
+@dataclass
 class Outcome:
     """Blocks of one command and how they were obtained."""
 
     command: str
     blocks: list[Block]
+    name: str = ""  # the command as typed, when it differs from what is computed (check computes a jacobian)
     timings: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     sweeps: int = 0
     seeds: int = 0
     mode: str = ""
     streamed: bool = False
+    # Filled by the diagnostics after evaluation: per-block non-finite counts (see nonfinite.py),
+    # the op that produced the first NaN or inf, and the checks that ran (check, --compare...).
+    nonfinite: list[dict] = field(default_factory=list)
+    origin: Any = None
+    verdicts: list[Verdict] = field(default_factory=list)
 
     @property
     def nbytes(self) -> int:
@@ -108,27 +133,86 @@ def prepare(problem: Problem, command: str, settings: Settings) -> Outcome:
     """Record the function and set up the blocks; products and gradients are computed here too."""
     start = time.perf_counter()
     if command in MATRIX_COMMANDS:
-        blocks = _matrix_blocks(problem, command, settings)
+        blocks = matrix_blocks(problem, command, settings)
     else:
         blocks = _vector_blocks(problem, command, settings)
     outcome = Outcome(command, blocks, warnings=list(problem.warnings))
     outcome.timings["record_s"] = time.perf_counter() - start
     if command in MATRIX_COMMANDS:
         _select(blocks, settings)
-        outcome.warnings += [f"{b.key} is structurally zero: {b.out_name} does not depend on {b.in_name}"
-                             for b in blocks if not b.lazy.connected]
+        zero = [b for b in blocks if not b.lazy.connected]
+        if settings.strict:
+            _strict(problem, command, blocks, zero)
+        outcome.warnings += [_zero_message(problem, b) for b in zero]
     else:
+        outcome.warnings += _zero_gradient_warnings(problem, command, blocks)
         outcome.sweeps = outcome.seeds = 1
         outcome.mode = {"grad": "reverse", "vjp": "reverse", "jvp": "forward", "hvp": "forward-over-reverse"}[command]
     return outcome
+
+
+def _zero_gradient_warnings(problem: Problem, command: str, blocks: list[Block]) -> list[str]:
+    """grad and vjp: an all-zero block whose input no output depends on is a structural zero."""
+    zero = [j for j, b in enumerate(blocks) if command in ("grad", "vjp") and b.data is not None
+            and b.data.size and not np.any(b.data)]
+    if not zero:
+        return []
+    # Recorded again only in this rare case; the library's grad and vjp keep their recording.
+    from jaccli.engine.recording import Recording
+
+    with np.errstate(all="ignore"):
+        rec = Recording(problem.func, problem.args, problem.wrt)
+    return [structural_zero_message(problem.name, blocks[j].out_name, blocks[j].key) for j in zero
+            if not any(rec.connected(i, j) for i in range(len(rec.outputs)))]
+
+
+def _zero_message(problem: Problem, b: Block) -> str:
+    if b.kind != "hessian":
+        return structural_zero_message(b.out_name, b.in_name, b.key)
+    # Not the closure-over-a-global hint: a gradient that ignores an input is common (f linear in it).
+    return (f"{b.key} is structurally zero: the gradient {_dependent(problem, b)} does not depend on input "
+            f"{b.in_name} (no path in the recorded computation), as when f is linear in {b.in_name} or does not "
+            "use it")
+
+
+def _dependent(problem: Problem, b: Block) -> str:
+    """What a block differentiates: the output f, or for a Hessian block the gradient df_dx."""
+    return f"d{problem.name}_d{b.out_name}" if b.kind == "hessian" else b.out_name
+
+
+def _strict(problem: Problem, command: str, blocks: list[Block], zero: list[Block]) -> None:
+    """--strict: fail, naming the output and the input, when a block is structurally zero."""
+    pairs: list[tuple[str, str, str]] = []
+    if command == "hessian":
+        # An f that ignores an input has a gradient that ignores it too; say so in f's terms.
+        from jaccli.engine.recording import Recording
+
+        with np.errstate(all="ignore"):
+            rec = Recording(problem.func, problem.args, problem.wrt)
+        names = problem.wrt_names
+        pairs += [(problem.name, names[j], f"d{problem.name}_d{names[j]}") for i, j in disconnected_pairs(rec)]
+    hint = "a common cause is a function that uses a global variable instead of its argument"
+    if not pairs:
+        pairs = [(_dependent(problem, b), b.in_name, b.key) for b in zero]
+        if command == "hessian":
+            hint = "f is linear in that input, or the inputs enter f separately"
+    if not pairs:
+        return
+    out, name, key = pairs[0]
+    position = problem.params.index(name)
+    more = "; also " + ", ".join(f"{k} ({o} does not depend on {i})" for o, i, k in pairs[1:]) if pairs[1:] else ""
+    raise CheckFailed(f"--strict: output {out} is independent of input {position} ({name!r}): {key} is "
+                      f"structurally zero, as no path in the recorded computation leads from {name} to {out}; "
+                      f"{hint}{more}")
 
 
 def _nested(result: Any, rows_are_tuple: bool) -> list[list[Any]]:
     return [list(r) for r in result] if rows_are_tuple else [list(result)]
 
 
-def _matrix_blocks(problem: Problem, command: str, s: Settings) -> list[Block]:
-    kw = dict(wrt=problem.wrt, batch_axis=s.batch_axis, strict=s.strict, mode=s.mode, chunk_size=s.chunk_size)
+def matrix_blocks(problem: Problem, command: str, s: Settings) -> list[Block]:
+    # --strict is checked on the blocks (prepare), so that the message can name them.
+    kw = dict(wrt=problem.wrt, batch_axis=s.batch_axis, mode=s.mode, chunk_size=s.chunk_size)
     names = problem.wrt_names
     in_shapes = [_feature(np.shape(problem.args[k]), s.batch_axis) for k in problem.wrt]
     blocks = []

@@ -87,22 +87,50 @@ function_options = _stack(
                  help="Cast the inputs (differentiated ones and floating-point data) before differentiating."),
 )
 
+_rows = click.option("--rows", metavar="SPEC", help="Rows of the flattened [M, N] matrix to compute: i, a:b, "
+                     "a:b:c, i,j,k, ... or @file.npy; only these are evaluated.")
+_cols = click.option("--cols", metavar="SPEC", help="Columns of the flattened matrix to compute, as --rows.")
+_batch = click.option("--batch-axis", type=int, callback=_batch_axis, metavar="0",
+                      help="Per-sample derivatives along axis 0 of inputs and outputs: [B, M, N] blocks.")
+_strict = click.option("--strict", is_flag=True, help="Fail (exit 1) when an output does not depend on a "
+                       "differentiated input at all, naming both.")
+_order = click.option("--order", type=click.IntRange(1, 2), default=1, show_default=True, metavar="1|2",
+                      help="1: the Jacobian; 2: the Hessian of a scalar function.")
+
+# The defaults follow the result's dtype (jaccli.checks.DEFAULT_TOLERANCES); shown in --help and the man page.
+TOLERANCE_HELP = "default: 1e-5 and 1e-7 for float64 results, 2e-3 and 1e-4 for float32"
+
+tolerance_options = _stack(
+    click.option("--rtol", type=click.FloatRange(min=0), metavar="R",
+                 help=f"Relative tolerance: an entry passes when |a - b| <= atol + rtol |b| ({TOLERANCE_HELP})."),
+    click.option("--atol", type=click.FloatRange(min=0), metavar="A", help="Absolute tolerance, as --rtol."),
+)
+
+nonfinite_options = _stack(
+    click.option("--fail-on-nonfinite", is_flag=True,
+                 help="Fail (exit 1) when the result holds NaN or inf; the -o file is then not written."),
+)
+
 matrix_options = _stack(
-    click.option("--rows", metavar="SPEC", help="Rows of the flattened [M, N] matrix to compute: i, a:b, a:b:c, "
-                 "i,j,k, ... or @file.npy; only these are evaluated."),
-    click.option("--cols", metavar="SPEC", help="Columns of the flattened matrix to compute, as --rows."),
-    click.option("--batch-axis", type=int, callback=_batch_axis, metavar="0",
-                 help="Per-sample derivatives along axis 0 of inputs and outputs: [B, M, N] blocks."),
+    _rows, _cols, _batch,
     click.option("--mode", type=click.Choice(["auto", "reverse", "forward"]), default="auto", show_default=True,
                  help="Sweeps: reverse computes rows, forward computes columns; auto picks the fewer."),
     click.option("--chunk-size", type=ChunkSize(), default="auto", show_default=True,
                  help="Seeds per sweep, or auto to fit the memory budget."),
-    click.option("--strict", is_flag=True, help="Fail (exit 1) when an output does not depend on a "
-                 "differentiated input at all."),
+    _strict,
     click.option("--max-memory", type=ByteSize(), default=str(DEFAULT_MAX_MEMORY), show_default="1GiB",
                  help="Largest result held in memory; larger results are streamed to -o FILE.npy, "
                       "or refused (exit 4)."),
+    click.option("--compare", metavar="REF", type=SourceType(),
+                 help="Compare the result with a stored one (.npy: the one block; .npz: by block key) and "
+                      "fail (exit 1) beyond --rtol/--atol. The reference is the full block, or the [R, C] "
+                      "selection with --rows/--cols."),
+    tolerance_options,
 )
+
+check_options = _stack(_order, _rows, _cols, _batch, tolerance_options, _strict)
+
+info_options = _stack(_order, _batch)
 
 vector_options = _stack(
     click.option("--vector", "vectors", multiple=True, required=True, metavar="V",
@@ -123,6 +151,17 @@ output_options = _stack(
     click.option("--no-color", is_flag=True, help="No colours (also when NO_COLOR is set)."),
     click.option("--stats", is_flag=True, help="Print rows and columns evaluated, sweeps, chunk size and "
                  "timings to stderr."),
+    click.option("-q", "--quiet", is_flag=True, help="No warnings or notes on stderr (errors still print)."),
+    click.option("--debug", is_flag=True, envvar="JACCLI_DEBUG",
+                 help="Show the full traceback of an error."),
+)
+
+# check and info print a report, not a result: no -o, no csv.
+report_options = _stack(
+    click.option("--format", "fmt", type=click.Choice(["table", "text", "json"]),
+                 help="Stdout format. Default: table on a terminal, text otherwise; json prints one "
+                      "report object."),
+    click.option("--no-color", is_flag=True, help="No colours (also when NO_COLOR is set)."),
     click.option("-q", "--quiet", is_flag=True, help="No warnings or notes on stderr (errors still print)."),
     click.option("--debug", is_flag=True, envvar="JACCLI_DEBUG",
                  help="Show the full traceback of an error."),

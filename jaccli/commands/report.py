@@ -4,7 +4,7 @@ The JSON report (``--format json`` on stdout; the same keys, without ``data``, a
 stored in ``.npz`` files under ``__meta__`` and in ``.json`` files under ``meta``):
 
 - ``schema``: 1, the version of this layout; keys are only ever added within a version.
-- ``jaccli``: jaccli's version. ``command``: jacobian, hessian, grad, jvp, vjp or hvp.
+- ``jaccli``: jaccli's version. ``command``: jacobian, hessian, grad, jvp, vjp, hvp or check.
   ``argv``: the arguments after ``jaccli``.
 - ``function``: ``{"kind": "file", "spec", "path", "name"}`` or ``{"kind": "expression",
   "text", "name"}``; ``name`` is the f in block keys such as ``df_dx``.
@@ -23,8 +23,22 @@ stored in ``.npz`` files under ``__meta__`` and in ``.json`` files under ``meta`
   computed) and ``connected`` (false when the output does not depend on the input at all).
 - ``sweeps``, ``seeds``: sweeps run and seed vectors pushed through them. ``streamed``: whether
   the result was written to disk in row blocks. ``output``: the file written, or null.
-- ``timings``: seconds: ``load_s``, ``record_s``, ``evaluate_s``, ``write_s``, ``total_s``.
-- ``warnings``: messages, also printed to stderr.
+- ``timings``: seconds: ``load_s``, ``record_s``, ``evaluate_s``, ``check_s`` (check, --compare),
+  ``write_s``, ``total_s``.
+- ``warnings``: messages, also printed to stderr (structural zeros, NaN and inf, casts, NumPy's).
+- ``nonfinite``: per block holding NaN or inf, ``{"block", "shape", "nan", "posinf", "neginf",
+  "entries", "first", "labels"}`` (counts, first indices in the block's shape and their row and
+  column labels); empty when all is finite. ``nonfinite_origin``: the first op that produced a
+  non-finite value (`jaccli.diagnostics.Provenance.to_dict`: op, sweep, file, line, ...) or null.
+- ``compare``: the verdict of ``--compare`` (see commands/compare.py: reference, passed, rtol,
+  atol, entries, mismatches, max_abs_err, max_rel_err, worst, blocks), or null.
+- ``passed``: whether every check asked for (check, --compare, --fail-on-nonfinite) passed;
+  null when none was.
+- ``check`` (check only): jaccli.checks.CheckReport.to_dict with the CLI's block keys, plus
+  ``kink_entries``/``kink_entry_count`` (entries made convention-dependent by a kink) and
+  ``entries``; its ``message`` is left out. A check report has no block ``data``.
+
+`jaccli info` and `jaccli ops` print reports of their own, documented in commands/info.py.
 """
 
 from __future__ import annotations
@@ -41,6 +55,7 @@ from jaccli.errors import UsageError
 from jaccli.writers import WRITE_FORMATS
 
 from .compute import Block, Outcome
+from .nonfinite import report_entries as nonfinite_entries
 from .problem import Problem
 from .settings import Output, Settings
 
@@ -88,13 +103,24 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+def function_entry(problem: Problem) -> dict:
+    """The report's ``function``."""
+    if problem.user_file is None:
+        return {"kind": "expression", "text": problem.spec, "name": problem.name}
+    return {"kind": "file", "spec": problem.spec, "path": str(problem.user_file), "name": problem.name}
+
+
+def inputs_entry(problem: Problem) -> dict:
+    """The report's ``inputs``."""
+    wrt = problem.wrt_names
+    return {n: {"shape": list(a.shape), "dtype": str(a.dtype), "differentiated": n in wrt}
+            for n, a in problem.inputs.items()}
+
+
 def build_report(problem: Problem, outcome: Outcome, settings: Settings, argv: list[str],
                  output: Path | None, with_data: bool) -> dict:
     """The report described in this module's docstring."""
-    if problem.user_file is None:
-        function = {"kind": "expression", "text": problem.spec, "name": problem.name}
-    else:
-        function = {"kind": "file", "spec": problem.spec, "path": str(problem.user_file), "name": problem.name}
+    function = function_entry(problem)
     wrt = problem.wrt_names
     blocks = {}
     for b in outcome.blocks:
@@ -110,14 +136,15 @@ def build_report(problem: Problem, outcome: Outcome, settings: Settings, argv: l
         if with_data and b.data is not None:
             entry["data"] = jsonable(b.data)
         blocks[b.key] = entry
+    nonfinite, origin = nonfinite_entries(outcome)
+    checks = {v.key: v.data for v in outcome.verdicts if v.key != "nonfinite"}
     return {
         "schema": SCHEMA,
         "jaccli": jaccli.__version__,
-        "command": outcome.command,
+        "command": outcome.name or outcome.command,
         "argv": list(argv),
         "function": function,
-        "inputs": {n: {"shape": list(a.shape), "dtype": str(a.dtype), "differentiated": n in wrt}
-                   for n, a in problem.inputs.items()},
+        "inputs": inputs_entry(problem),
         "wrt": wrt,
         "dtype": settings.dtype,
         "batch_axis": settings.batch_axis,
@@ -131,6 +158,11 @@ def build_report(problem: Problem, outcome: Outcome, settings: Settings, argv: l
         "output": None if output is None else str(output),
         "timings": {k: round(v, 6) for k, v in outcome.timings.items()},
         "warnings": list(outcome.warnings),
+        "nonfinite": nonfinite,
+        "nonfinite_origin": origin,
+        "compare": None,
+        **checks,
+        "passed": all(v.passed for v in outcome.verdicts) if outcome.verdicts else None,
     }
 
 

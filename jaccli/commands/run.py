@@ -1,4 +1,4 @@
-"""The one path every command takes: load, differentiate, evaluate or stream, write, show, report."""
+"""The one path every command takes: load, differentiate, evaluate or stream, diagnose, check, write, show, report."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from typing import Any, Callable
 
 import click
 
-from jaccli.errors import ResourceLimitError
+from jaccli.errors import ResourceLimitError, UsageError
 
-from .compute import Outcome, evaluate, finish_stream, hook_progress, prepare, stream_pieces
-from .failures import print_traceback, translate
+from . import nonfinite
+from .compute import Outcome, Verdict, evaluate, finish_stream, hook_progress, prepare, stream_pieces
+from .failures import CheckFailed, print_traceback, translate
 from .problem import Problem, load_problem
 from .report import build_report, check_target, file_blocks, print_stats, show
 from .settings import Output, Settings
@@ -80,6 +81,12 @@ def _compute(outcome: Outcome, settings: Settings, out: Output) -> None:
     streamable = out.path is not None and out.path.suffix.lower() == ".npy" and len(outcome.blocks) == 1
     if not streamable or outcome.blocks[0].lazy is None:
         raise _too_large(outcome, settings, out)
+    if settings.compare or settings.fail_on_nonfinite:
+        # A streamed result is written while it is computed: nothing could be checked before writing.
+        what = "--compare" if settings.compare else "--fail-on-nonfinite"
+        raise UsageError(f"{what} needs the result in memory, but it would take {human_bytes(outcome.nbytes)}, "
+                         f"more than --max-memory {human_bytes(settings.max_memory)}; select rows or columns "
+                         "with --rows/--cols, or raise --max-memory")
     from jaccli.writers import NpyStreamWriter
 
     start = time.perf_counter()
@@ -104,7 +111,11 @@ def _write(problem: Problem, outcome: Outcome, settings: Settings, out: Output, 
 
 
 def _evaluate(problem: Problem, command: str, settings: Settings, out: Output) -> Outcome:
-    with warnings.catch_warnings(record=True) as caught:
+    from jaccli.diagnostics import NonfiniteMonitor
+
+    # The monitor must see the first evaluation: rows and columns computed once are cached and
+    # run no sweep again. Products and gradients are computed in prepare, so it covers that too.
+    with warnings.catch_warnings(record=True) as caught, NonfiniteMonitor() as monitor:
         # NumPy's warnings (overflow, division by zero...) become one-line warnings in the report.
         warnings.simplefilter("always")
         outcome = prepare(problem, command, settings)
@@ -117,60 +128,133 @@ def _evaluate(problem: Problem, command: str, settings: Settings, out: Output) -
             if progress is not None:
                 progress.close()
     outcome.warnings += dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught)
+    nonfinite.scan(problem, outcome, monitor)
+    outcome.warnings += nonfinite.warning_lines(outcome)
     return outcome
 
 
-def _report(problem: Problem, outcome: Outcome, settings: Settings, out: Output, argv: list[str]) -> None:
+def _report(problem: Problem, outcome: Outcome, settings: Settings, out: Output, argv: list[str],
+            written: bool) -> None:
     """Warnings and notes to stderr, the result (or the JSON report) to stdout, --stats to stderr."""
     def note(text: str) -> None:
         if not out.quiet:
             click.echo(text, err=True)
 
+    # A failed --fail-on-nonfinite says all of it in its error line.
+    repeated = set(nonfinite.warning_lines(outcome)) \
+        if any(v.key == "nonfinite" and not v.passed for v in outcome.verdicts) else set()
     for warning in outcome.warnings:
-        note(f"Warning: {warning}")
-    report = build_report(problem, outcome, settings, argv, out.path, with_data=out.path is None)
-    if outcome.streamed and out.format not in (None, "json"):
+        if warning not in repeated:
+            note(f"Warning: {warning}")
+    # check's result is its verdict: the blocks it evaluated are not part of its report.
+    report = build_report(problem, outcome, settings, argv, out.path,
+                          with_data=out.path is None and outcome.name != "check")
+    shows = [v for v in outcome.verdicts if v.show is not None]
+    if shows and out.format != "json":
+        for verdict in shows:
+            assert verdict.show is not None
+            verdict.show(out)
+    elif outcome.streamed and out.format not in (None, "json"):
         note(f"Note: the result was streamed to {out.path} and is not shown on stdout")
     elif out.path is None or out.format is not None:
         show(problem, outcome, settings, out, report)
-    if out.path is not None:
+    for verdict in outcome.verdicts:
+        if verdict.show is None:
+            for line in verdict.lines:
+                note(line)
+    if out.path is not None and written:
         what = ", ".join(f"{b.key} {b.shape}" for b in outcome.blocks)
         note(f"wrote {out.path}: {what}" + (" (streamed)" if outcome.streamed else ""))
     if out.stats:
         print_stats(outcome, settings)
 
 
+Check = Callable[[Problem, Outcome], Verdict]
+
+
+class Failures:
+    """Context manager: anything raised becomes a CliError with its exit code, naming the user's file.
+
+    Set `problem` once the function is loaded, so that messages name it and its inputs.
+    """
+
+    def __init__(self, func: str | None, expression: str | None, debug: bool) -> None:
+        self.func, self.expression, self.debug = func, expression, debug
+        self.problem: Problem | None = None
+
+    def __enter__(self) -> "Failures":
+        return self
+
+    def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
+        # Never swallows: lets the exception through, or raises its CliError instead.
+        if error is None or isinstance(error, (click.exceptions.Exit, click.exceptions.Abort)):
+            return
+        if not isinstance(error, (Exception, KeyboardInterrupt)):
+            return
+        if self.debug and not isinstance(error, CheckFailed):
+            print_traceback(error)
+        problem = self.problem
+        if problem is None:
+            raise translate(error, user_file=_file_of(self.func, self.expression)) from None
+        raise translate(error, user_file=problem.user_file, what=problem.what, inputs=problem.describe_inputs(),
+                        definition=problem.definition) from None
+
+
+def _checks(command: str, settings: Settings, out: Output) -> tuple[str, Check | None]:
+    """What `command` computes, and the check it runs on the result (check, --compare)."""
+    if command == "check":
+        from .check import check
+
+        return ("jacobian" if settings.order == 1 else "hessian"), lambda p, o: check(p, o, settings, out)
+    if settings.compare is not None:
+        from .compare import compare
+
+        return command, lambda p, o: compare(p, o, settings)
+    if settings.rtol is not None or settings.atol is not None:
+        raise UsageError("--rtol and --atol are the tolerances of --compare; give --compare REF too")
+    return command, None
+
+
 def run(command: str, *, func: str | None, expression: str | None, sources: tuple[str, ...], wrt: str | None,
-        settings: Settings, out: Output, argv: list[str], debug: bool,
-        extra: Callable[[Problem, Outcome], None] | None = None) -> Outcome:
+        settings: Settings, out: Output, argv: list[str], debug: bool, extra: Check | None = None) -> Outcome:
     """Run one command end to end; any failure becomes a CliError with its exit code.
 
-    Nothing is written until everything is computed, and files are replaced atomically, so a
-    failure leaves an existing output file as it was. `extra` runs last, with the function and
-    the computed result: checks in later commands hook in there and raise CheckFailed.
+    Args:
+        command: jacobian, hessian, grad, jvp, vjp, hvp or check (which computes the Jacobian or
+            Hessian, then checks it); the report's ``command``.
+        extra: a further check to run on the computed result, returning a Verdict; check and
+            --compare (settings.compare) bring their own.
+
+    Nothing is written until everything is computed and checked, and files are replaced
+    atomically: a failure, or a check that did not pass (--compare, --fail-on-nonfinite), leaves
+    an existing output file as it was. A check that did not pass still shows the result and
+    the report on stdout, then exits 1.
     """
     start = time.perf_counter()
-    problem: Problem | None = None
-    try:
-        problem = load_problem(func, expression, sources, wrt, settings.dtype)
+    with Failures(func, expression, debug) as failures:
+        compute, own = _checks(command, settings, out)
+        problem = failures.problem = load_problem(func, expression, sources, wrt, settings.dtype)
         loaded = time.perf_counter()
-        outcome = _evaluate(problem, command, settings, out)
+        outcome = _evaluate(problem, compute, settings, out)
+        outcome.name = command
         outcome.timings = {"load_s": loaded - start, **outcome.timings}
-        _write(problem, outcome, settings, out, argv)
+        if settings.fail_on_nonfinite and outcome.nonfinite:
+            outcome.verdicts.append(Verdict("nonfinite", False, failure=nonfinite.failure(outcome)))
+        checked = time.perf_counter()
+        for check in (own, extra):
+            if check is not None:
+                outcome.verdicts.append(check(problem, outcome))
+        if own is not None or extra is not None:
+            outcome.timings["check_s"] = time.perf_counter() - checked
+        failed = next((v for v in outcome.verdicts if not v.passed), None)
+        if failed is None:
+            _write(problem, outcome, settings, out, argv)
         outcome.timings["total_s"] = time.perf_counter() - start
-        _report(problem, outcome, settings, out, argv)
-        if extra is not None:
-            extra(problem, outcome)
+        _report(problem, outcome, settings, out, argv, written=failed is None)
+        if failed is not None:
+            kept = f"; {out.path} was not written" if out.path is not None and not outcome.streamed else ""
+            raise CheckFailed(failed.failure + kept)
         return outcome
-    except (click.exceptions.Exit, click.exceptions.Abort):
-        raise
-    except (Exception, KeyboardInterrupt) as error:
-        if debug:
-            print_traceback(error)
-        if problem is None:
-            raise translate(error, user_file=_file_of(func, expression)) from None
-        raise translate(error, user_file=problem.user_file, what=problem.what,
-                        inputs=problem.describe_inputs(), definition=problem.definition) from None
 
 
 def _file_of(func: str | None, expression: str | None) -> Path | None:

@@ -10,7 +10,11 @@ DEFAULT_MAX_MEMORY = 2**30
 
 @dataclass
 class Settings:
-    """What shapes the result: the options shared by jacobian and hessian, and --vector."""
+    """What shapes the result and what is checked: the options shared by the commands that differentiate.
+
+    `order` is check's and info's --order; `compare`, `rtol` and `atol` are --compare and its
+    tolerances (check's too); `fail_on_nonfinite` is --fail-on-nonfinite.
+    """
 
     rows: str | None = None
     cols: str | None = None
@@ -21,6 +25,11 @@ class Settings:
     vectors: tuple[str, ...] = ()
     dtype: str | None = None
     max_memory: int = DEFAULT_MAX_MEMORY
+    order: int = 1
+    compare: str | None = None
+    rtol: float | None = None
+    atol: float | None = None
+    fail_on_nonfinite: bool = False
 
 
 @dataclass

@@ -126,8 +126,8 @@ class Recording:
         self.out_refs = []
         values = []
         for k, o in enumerate(outs):
-            if isinstance(o, list):
-                o = np.stack(o) if _contains_tracer(o) else np.asarray(o)
+            if isinstance(o, list) and _contains_tracer(o):
+                o = np.stack(o)
             if type(o) is Tracer and o._trace is self.trace:
                 self.out_refs.append((o._node, o._idx))
                 values.append(o._value)
@@ -199,7 +199,12 @@ def _check_output(o: Any, k: int) -> Any:
     except Exception:  # noqa: BLE001 - anything that is not array-like
         arr = None
     if arr is None or arr.dtype.kind not in "biuf":
+        what = type(o).__name__
+        if isinstance(o, (list, tuple)) and o:
+            what = f"a {what} of {type(o[0]).__name__}"
+        elif arr is not None:
+            what = f"{what} of dtype {arr.dtype}"
         raise UserFunctionError(
-            f"the function returned {type(o).__name__} as output {k}, not an array of numbers; "
+            f"the function returned {what} as output {k}, not an array of numbers; "
             "return a NumPy array (or a tuple of arrays)")
     return arr

@@ -1,0 +1,182 @@
+"""`jaccli check`: reverse mode against forward mode against float64 finite differences, as a verdict."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from jaccli.checks import CheckReport, check_derivative
+from jaccli.errors import UsageError
+
+from .compute import Block, Outcome, Verdict
+from .display import Facts, Section, Table, render
+from .failures import shown_path
+from .problem import Problem
+from .report import element_labels
+from .settings import Output, Settings
+
+MAX_LISTED = 20
+
+
+def _one_selection(blocks: list[Block], attr: str) -> np.ndarray | None:
+    """check_derivative takes one row (column) selection for every block: they must agree."""
+    chosen = [getattr(b, attr) for b in blocks]
+    if chosen[0] is None:
+        return None
+    if any(c is None or not np.array_equal(c, chosen[0]) for c in chosen):
+        raise UsageError(f"--{attr} selects different {attr} in blocks of different sizes "
+                         f"({', '.join(b.key for b in blocks)}); give explicit indices that fit every block")
+    return chosen[0]
+
+
+def _label(b: Block, row: int, col: int | None) -> str:
+    text = element_labels(b.out_name, b.out_shape, np.array([row]))[0]
+    return text if col is None else f"{text}, {element_labels(b.in_name, b.in_shape, np.array([col]))[0]}"
+
+
+def _entry(e: dict, b: Block) -> dict:
+    """A library entry (block name, flat row and column) with the CLI's block key and element labels."""
+    return {**e, "block": b.key, "label": _label(b, e["row"], e.get("col"))}
+
+
+def _remap(report: CheckReport, problem: Problem, blocks: list[Block]) -> dict:
+    """The library's report with the CLI's block keys (df_dx, d2f_dx_dy) and paths as typed."""
+    d = report.to_dict()
+    by_name = {lib["name"]: b for lib, b in zip(d["blocks"], blocks)}
+    for lib, b in zip(d["blocks"], blocks):
+        lib["name"] = b.key
+    d["worst"] = [_entry(w, by_name[w["block"]]) for w in d["worst"]]
+    d["modes"]["worst"] = [_entry(w, by_name[w["block"]]) for w in d["modes"]["worst"]]
+    d["convention_dependent"] = [_entry(e, by_name[e["block"]]) for e in d["convention_dependent"]]
+    if d["gradient"] is not None:
+        # The gradient's rows are elements of an input: label them like the Hessian's diagonal blocks.
+        diagonal = {f"df/d{n}": b for n, b in zip(problem.wrt_names, blocks[::len(problem.wrt) + 1])}
+        d["gradient"]["worst"] = [{**w, "block": f"d{problem.name}_d{diagonal[w['block']].out_name}",
+                                   "label": _label(diagonal[w["block"]], w["row"], None)}
+                                  for w in d["gradient"]["worst"]]
+    entries, count = [], 0
+    for kink in d["kinks"]:
+        if kink["file"]:
+            kink["file"] = shown_path(kink["file"])
+            kink["site"] = f"{kink['file']}:{kink['line']}"
+        kink["rows"] = {by_name[k].key: v for k, v in kink["rows"].items()}
+        kink["cols"] = {by_name[k].key: v for k, v in kink["cols"].items()}
+        for b in blocks:
+            rows, cols = kink["rows"].get(b.key, []), kink["cols"].get(b.key, [])
+            count += len(rows) * len(cols)
+            for r in rows:
+                for c in cols:
+                    if len(entries) < MAX_LISTED:
+                        entries.append({"block": b.key, "row": r, "col": c, "label": _label(b, r, c),
+                                        "op": kink["op"], "site": kink["site"], "notes": kink["notes"]})
+    d["kink_entries"], d["kink_entry_count"] = entries, count
+    d["entries"] = sum(lib["entries"] for lib in d["blocks"])
+    d.pop("message")
+    return d
+
+
+def _g(v: Any) -> str:
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def _err(v: Any) -> str:
+    return "-" if v is None else f"{v:.3g}"
+
+
+def _at(e: dict) -> str:
+    where = ", ".join(str(e[k]) for k in ("sample", "row", "col") if k in e)
+    return f"{e['block']}[{where}]"
+
+
+def _failure(d: dict) -> str:
+    parts = []
+    bad = sum(b["mismatches"] for b in d["blocks"])
+    if bad:
+        parts.append(f"{bad} of {d['entries']} entries differ from finite differences beyond rtol={d['rtol']:g}, "
+                     f"atol={d['atol']:g}")
+    if not d["modes"]["passed"]:
+        parts.append(f"reverse and forward mode disagree on {d['modes']['mismatches']} entries")
+    if d["gradient"] is not None and not d["gradient"]["passed"]:
+        parts.append(f"the gradient differs from finite differences of f at {d['gradient']['mismatches']} entries")
+    text = "check failed: " + "; ".join(parts or ["see the report"])
+    worst = d["worst"] or d["modes"]["worst"]
+    if worst:
+        w = worst[0]
+        values = f"AD {_g(w['ad'])} vs finite differences {_g(w['fd'])}" if "ad" in w \
+            else f"reverse {_g(w['reverse'])} vs forward {_g(w['forward'])}"
+        text += f"; worst {_at(w)} ({w['label']}): {values}"
+    return text
+
+
+def _sections(d: dict, problem: Problem, outcome: Outcome) -> list[Section]:
+    what = f"-e {problem.spec!r}" if problem.is_expression else problem.what
+    kind = "Jacobian" if d["order"] == 1 else "Hessian"
+    n = len(d["blocks"])
+    sections: list[Section] = [f"check of {what}: {kind} (order {d['order']}), {d['entries']} entries in "
+                               f"{n} block{'s' if n > 1 else ''}"]
+    modes = d["modes"]
+    facts = {
+        "tolerance": f"rtol={d['rtol']:g}, atol={d['atol']:g}",
+        "finite differences": f"{d['fd']['method']} in float64, of {d['fd']['of']}, "
+                              f"{d['fd']['evaluations']} evaluations",
+        "reverse vs forward": ("agree" if modes["passed"] else f"DISAGREE on {modes['mismatches']} entries")
+                              + f" (max abs difference {modes['max_abs_err']:.3g})",
+    }
+    if d["gradient"] is not None:
+        g = d["gradient"]
+        facts["gradient vs f"] = ("agrees" if g["passed"] else f"DIFFERS at {g['mismatches']} entries") \
+            + f" (max abs error {g['max_abs_err']:.3g})"
+    facts["max abs error"] = f"{d['max_abs_err']:.3g}"
+    facts["max rel error"] = f"{d['max_rel_err']:.3g}"
+    sections.append(Facts(facts))
+    sections.append(Table("blocks", ["block", "checked", "entries", "mismatches", "max abs err", "max rel err",
+                                     "result"],
+                          [[b["name"], "x".join(map(str, b["shape"])), str(b["entries"]), str(b["mismatches"]),
+                            _err(b["max_abs_err"]), _err(b["max_rel_err"]), "passed" if b["passed"] else "FAILED"]
+                           for b in d["blocks"]]))
+    sections.append(Table("worst entries (AD against finite differences)",
+                          ["entry", "elements", "AD", "FD", "abs err", "rel err"],
+                          [[_at(w), w["label"], _g(w["ad"]), _g(w["fd"]), _err(w["abs_err"]), _err(w["rel_err"])]
+                           for w in d["worst"]]))
+    if not modes["passed"]:
+        sections.append(Table("reverse against forward mode", ["entry", "elements", "reverse", "forward"],
+                              [[_at(w), w["label"], _g(w["reverse"]), _g(w["forward"])] for w in modes["worst"]]))
+    if d["kink_entry_count"]:
+        more = d["kink_entry_count"] - len(d["kink_entries"])
+        sections.append(Table("convention-dependent entries (f is evaluated at a kink there; a mismatch "
+                              "there is not a failure)", ["entry", "elements", "op", "convention"],
+                              [[_at(e), e["label"], f"{e['op']} at {e['site']}", e["notes"] or "-"]
+                               for e in d["kink_entries"]],
+                              more=f"... and {more} more" if more > 0 else ""))
+    if d["convention_dependent_count"]:
+        more = d["convention_dependent_count"] - len(d["convention_dependent"])
+        sections.append(Table("mismatches not counted (the finite-difference step crosses a kink or a jump)",
+                              ["entry", "elements", "AD", "FD", "reason"],
+                              [[_at(e), e["label"], _g(e["ad"]), _g(e["fd"]), e["reason"]]
+                               for e in d["convention_dependent"]],
+                              more=f"... and {more} more" if more > 0 else ""))
+    sections.append("passed" if d["passed"] else "failed")
+    return sections
+
+
+def check(problem: Problem, outcome: Outcome, settings: Settings, out: Output) -> Verdict:
+    """Run check_derivative on the same slice as the blocks, and make it the command's result."""
+    blocks = outcome.blocks
+    rows, cols = _one_selection(blocks, "rows"), _one_selection(blocks, "cols")
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        # Finite-difference steps may leave f's domain; what matters is reported in the verdict.
+        warnings.simplefilter("ignore")
+        report = check_derivative(problem.func, problem.args, wrt=problem.wrt, order=settings.order, rows=rows,
+                                  cols=cols, rtol=settings.rtol, atol=settings.atol,
+                                  batch_axis=settings.batch_axis)
+    outcome.sweeps += report.sweeps
+    outcome.mode = "reverse+forward" if settings.order == 1 else "reverse-over-reverse+forward-over-reverse"
+    data = _remap(report, problem, blocks)
+    sections = _sections(data, problem, outcome)
+
+    def show(o: Output) -> None:
+        render(sections, o.format, o.color)
+
+    return Verdict("check", data["passed"], data, failure="" if data["passed"] else _failure(data), show=show)

@@ -1,0 +1,126 @@
+"""--compare REF: the computed blocks against a stored derivative (a hand-written Jacobian, a golden file).
+
+How a reference is matched to the result:
+
+- an ``.npz`` is compared block by block, by key (``df_dx``, ``d2f_dx_dy``); arrays named
+  ``arr_0, arr_1, ...`` (``np.savez`` without names) bind to the blocks in order; other arrays
+  (``__meta__`` of jaccli's own files, blocks not computed this time) are ignored;
+- any other file (``.npy``, ``.csv``, ``.txt``) is the single block's reference;
+- a reference has the block's full shape (out.shape + in.shape, or its flattened [M, N] form);
+  with ``--rows``/``--cols`` it may also be the [R, C] selection itself. A full reference is
+  sliced the same way as the result; a reference whose shape is the selection's is taken as
+  the selection (so a full [M, N] reference with a reordering of all rows is read as already
+  selected). Any other shape is a usage error naming both shapes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from jaccli.checks import compare_arrays, default_tolerances
+from jaccli.errors import UsageError
+from jaccli.loaders import load_array
+
+from .compute import Block, Outcome, Verdict
+from .nonfinite import entry_label
+from .problem import Problem
+from .settings import Settings
+
+TOP = 5
+
+
+def _references(source: str, blocks: list[Block]) -> list[tuple[Block, np.ndarray]]:
+    loaded = load_array(source)
+    keys = ", ".join(b.key for b in blocks)
+    if not isinstance(loaded, dict):
+        if len(blocks) != 1:
+            raise UsageError(f"--compare {source}: holds one array, but the result has {len(blocks)} blocks "
+                             f"({keys}); use an .npz with arrays named after the blocks, or pick one input with --wrt")
+        return [(blocks[0], loaded)]
+    arrays = {k: v for k, v in loaded.items() if k != "__meta__"}
+    if all(b.key not in arrays for b in blocks) and list(arrays) == [f"arr_{k}" for k in range(len(blocks))]:
+        return list(zip(blocks, arrays.values()))
+    missing = [b.key for b in blocks if b.key not in arrays]
+    if missing:
+        raise UsageError(f"--compare {source}: no array named {missing[0]!r}; the archive holds "
+                         f"{', '.join(arrays) or 'nothing'}; name its arrays after the blocks ({keys})")
+    return [(b, arrays[b.key]) for b in blocks]
+
+
+def _fit(b: Block, ref: np.ndarray, source: str) -> np.ndarray:
+    """The reference for ``b.data``: as it is, or the same slice taken from the full block."""
+    ref = np.asarray(ref)
+    assert b.data is not None
+    if ref.shape == b.data.shape:
+        return ref
+    lead = (b.batch,) if b.batch is not None else ()
+    if ref.shape in (b.full_shape, lead + (b.M, b.N)):
+        matrix = ref.reshape(lead + (b.M, b.N)) if b.kind != "vector" else ref
+        if b.kind == "vector" or not b.selected:
+            return matrix.reshape(b.data.shape)
+        return matrix[..., b.row_indices(), :][..., b.col_indices()]
+    shapes = f"the full block {b.full_shape}"
+    if b.selected:
+        shapes += f" or the [R, C] selection {b.data.shape}"
+    raise UsageError(f"--compare {source}: {b.key} has shape {b.data.shape} but the reference has shape "
+                     f"{ref.shape}; give {shapes}")
+
+
+def _tolerances(blocks: list[Block], settings: Settings) -> tuple[float, float]:
+    # The loosest precision among the blocks sets the defaults, as in `jaccli check`.
+    dtype = max((b.dtype for b in blocks), key=lambda d: np.finfo(d).eps if d.kind == "f" else 0.0)
+    rtol, atol = default_tolerances(dtype)
+    return (rtol if settings.rtol is None else settings.rtol, atol if settings.atol is None else settings.atol)
+
+
+def _num(v: Any) -> str:
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def _worst_line(w: dict) -> str:
+    errs = "" if w["abs_err"] is None else f" (abs err {w['abs_err']:.3g}" + (
+        f", rel err {w['rel_err']:.3g})" if w["rel_err"] is not None else ")")
+    at = ", ".join(map(str, w["index"]))
+    return f"{w['block']}[{at}] ({w['label']}): computed {_num(w['computed'])} vs reference " \
+           f"{_num(w['reference'])}{errs}"
+
+
+def compare(problem: Problem, outcome: Outcome, settings: Settings) -> Verdict:
+    """Compare every block with its reference; the verdict for the report and the exit status."""
+    source = settings.compare
+    assert source is not None
+    pairs = [(b, _fit(b, ref, source)) for b, ref in _references(source, outcome.blocks)]
+    rtol, atol = _tolerances([b for b, _ in pairs], settings)
+    blocks, worst = {}, []
+    for b, ref in pairs:
+        rep = compare_arrays(b.data, ref, rtol, atol, top=TOP)
+        entry = rep.to_dict()
+        for w in entry["worst"]:
+            w["label"] = entry_label(b, tuple(w["index"]))
+            worst.append({"block": b.key, **w})
+        blocks[b.key] = entry
+    worst.sort(key=lambda w: math.inf if w["abs_err"] is None else w["abs_err"] / max(w["allowed"], 1e-300),
+               reverse=True)
+    entries = sum(int(np.size(b.data)) for b, _ in pairs)
+    mismatches = sum(e["mismatches"] for e in blocks.values())
+    passed = mismatches == 0
+    data = {"reference": source, "passed": passed, "rtol": rtol, "atol": atol, "entries": entries,
+            "mismatches": mismatches,
+            "max_abs_err": max((e["max_abs_err"] for e in blocks.values()), default=0.0),
+            "max_rel_err": max((e["max_rel_err"] for e in blocks.values()), default=0.0),
+            "worst": worst[:TOP], "blocks": blocks}
+    errors = f"max abs error {data['max_abs_err']:.3g}, max rel error {data['max_rel_err']:.3g}"
+    if passed:
+        lines = [f"compare with {source}: passed: all {entries} entries agree within rtol={rtol:g}, "
+                 f"atol={atol:g} ({errors})"]
+        return Verdict("compare", True, data, lines)
+    failing = [w for w in worst if w["abs_err"] is None or w["abs_err"] > w["allowed"]]
+    lines = [f"compare with {source}: FAILED: {mismatches} of {entries} entries differ beyond rtol={rtol:g}, "
+             f"atol={atol:g} ({errors}); worst entries:"]
+    lines += [f"  {_worst_line(w)}" for w in failing[:TOP]]
+    failure = (f"--compare: {mismatches} of {entries} entries differ from {source} beyond rtol={rtol:g}, "
+               f"atol={atol:g}; worst {_worst_line(failing[0])}")
+    return Verdict("compare", False, data, lines, failure)

@@ -1,0 +1,115 @@
+"""NaN and inf in a result: how many, where, and the operation (with the user's file:line) that made the first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from jaccli.diagnostics import NonfiniteMonitor, Provenance, first_nonfinite_primal, nonfinite_report, recording_of
+
+from .compute import Block, Outcome
+from .failures import shown_path
+from .problem import Problem
+
+MAX_LISTED = 3
+
+
+def entry_label(b: Block, index: tuple[int, ...]) -> str:
+    """The entry at `index` of ``b.data``, as the elements it relates: ``f[1], x[0]``.
+
+    Rows are output elements and columns input elements (a Hessian's: elements of two inputs);
+    a vector result's entry is one element. With a batch axis the sample comes first.
+    """
+    from .report import element_labels
+
+    flat = int(np.ravel_multi_index(index, b.data.shape)) if b.data is not None and b.data.ndim else 0
+    if b.kind == "vector":
+        return element_labels(b.out_name, b.out_shape, np.array([flat]))[0]
+    rows, cols = b.row_indices(), b.col_indices()
+    per_sample = max(1, len(rows) * len(cols))
+    sample, rest = divmod(flat, per_sample)
+    r, c = divmod(rest, max(1, len(cols)))
+    row = element_labels(b.out_name, b.out_shape, rows[r:r + 1])[0]
+    col = element_labels(b.in_name, b.in_shape, cols[c:c + 1])[0]
+    return (f"sample {sample}: " if b.batch is not None else "") + f"{row}, {col}"
+
+
+def _counts(entry: dict) -> str:
+    parts = [f"{entry[k]} {word}" for k, word in (("nan", "NaN"), ("posinf", "inf"), ("neginf", "-inf")) if entry[k]]
+    return " and ".join(parts)
+
+
+def scan(problem: Problem, outcome: Outcome, monitor: NonfiniteMonitor) -> None:
+    """Count the non-finite entries of every block in memory and find where the first came from.
+
+    A streamed result is not scanned: it is on disk, not in memory.
+    """
+    blocks = {b.key: b for b in outcome.blocks if b.data is not None}
+    found = nonfinite_report({k: b.data for k, b in blocks.items()}, max_indices=MAX_LISTED)
+    for entry in found:
+        b = blocks[entry["block"]]
+        entry["entries"] = int(b.data.size)
+        entry["labels"] = [entry_label(b, tuple(i)) for i in entry["first"]]
+    outcome.nonfinite = found
+    if found:
+        origin = _origin(problem, outcome, monitor)
+        if origin is not None and problem.is_expression:
+            origin.file = origin.line = None  # an expression has no file; a frame found would be jaccli's caller
+        elif origin is not None and origin.file:
+            origin.file = shown_path(origin.file)
+        outcome.origin = origin
+
+
+def _origin(problem: Problem, outcome: Outcome, monitor: NonfiniteMonitor) -> Provenance | None:
+    """The first op that produced a non-finite value: in f itself, else in the sweeps."""
+    if outcome.command == "jacobian":
+        # The blocks hold f's recording, and the monitor saw their sweeps.
+        return monitor.provenance(recording_of([b.lazy for b in outcome.blocks]))
+    # Other commands keep no recording of f (a Hessian's records the gradient): record f again,
+    # only now that something is known to be wrong.
+    from jaccli.engine.recording import Recording
+
+    try:
+        with np.errstate(all="ignore"):
+            rec = Recording(problem.func, problem.args, problem.wrt)
+    except Exception:  # noqa: BLE001 - f ran before, so this is not expected; explain with the sweeps alone
+        rec = None
+    if rec is not None and outcome.command in ("hessian", "hvp"):
+        # A Hessian's sweeps run over the recorded gradient: f's own values first, then the sweeps
+        # (the gradient's reverse sweep is recorded, so the monitor saw it as a reverse sweep).
+        return first_nonfinite_primal(rec) or monitor.provenance(None)
+    return monitor.provenance(rec)
+
+
+def origin_text(outcome: Outcome) -> str:
+    origin: Provenance | None = outcome.origin
+    if origin is None:
+        return "the operation that produced the first non-finite value could not be traced"
+    return f"first non-finite value: {origin.message}"
+
+
+def warning_lines(outcome: Outcome) -> list[str]:
+    """One line per block holding NaN or inf, then one naming the operation behind the first."""
+    if not outcome.nonfinite:
+        return []
+    lines = []
+    for entry in outcome.nonfinite:
+        many = entry["nan"] + entry["posinf"] + entry["neginf"]
+        where = "at" if many <= len(entry["labels"]) else "first at"
+        lines.append(f"{entry['block']} holds {_counts(entry)} (of {entry['entries']} entries), {where} "
+                     + "; ".join(f"({label})" for label in entry["labels"]))
+    lines.append(origin_text(outcome))
+    return lines
+
+
+def failure(outcome: Outcome) -> str:
+    """The --fail-on-nonfinite error: every count and the origin in one line."""
+    counts = "; ".join(f"{e['block']} holds {_counts(e)} (first at ({e['labels'][0]}))" for e in outcome.nonfinite)
+    return f"--fail-on-nonfinite: {counts}; {origin_text(outcome)}"
+
+
+def report_entries(outcome: Outcome) -> tuple[list[dict], Any]:
+    """The JSON report's ``nonfinite`` list and ``nonfinite_origin`` object (or None)."""
+    origin = outcome.origin.to_dict() if outcome.origin is not None else None
+    return [dict(e) for e in outcome.nonfinite], origin

@@ -1,0 +1,60 @@
+"""The benchmark harness itself: shared data, NumPy floors, and the check-before-timing rule.
+
+No timings are asserted here, and neither torch nor JAX is needed.
+"""
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks import floors, instances, problems
+from benchmarks.timing import Config, Timing, measure
+
+PROBLEMS_MD = Path(__file__).resolve().parents[1] / "benchmarks" / "problems.md"
+SMALL = [iid for iid, _, _ in problems.INSTANCES if iid not in ("P1-n4000", "P3-n3000")]
+
+
+def _md_checksums() -> dict[str, dict]:
+    """The checksum table at the end of problems.md, parsed."""
+    rows = {}
+    for line in PROBLEMS_MD.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and re.match(r"P\d-", cells[0]):
+            iid, x0, x_sum, params, f_sum, ref_abs = cells
+            rows[iid] = {
+                "x0": float(x0), "x_sum": float(x_sum), "f_sum": float(f_sum),
+                "ref_abs_sum": float(ref_abs),
+                "params_sum": [] if params == "–" else [float(p) for p in params.split(",")],
+            }
+    return rows
+
+
+def test_problems_checksums_match_problems_md():
+    expected = _md_checksums()
+    got = problems.fingerprint()
+    assert set(expected) == set(got) == {iid for iid, _, _ in problems.INSTANCES}
+    for iid, exp in expected.items():
+        for key in ("x0", "x_sum", "f_sum", "ref_abs_sum"):
+            np.testing.assert_allclose(got[iid][key], exp[key], rtol=1e-12, err_msg=f"{iid} {key}")
+        np.testing.assert_allclose(got[iid]["params_sum"], exp["params_sum"], rtol=1e-12,
+                                   err_msg=f"{iid} params_sum")
+
+
+@pytest.mark.parametrize("iid", SMALL)
+@pytest.mark.parametrize("floor", [floors.closed_form, floors.hand_loop, floors.hand_batched])
+def test_floor_reproduces_the_reference(iid, floor):
+    inst = instances.load(iid)
+    ok, err, why = instances.check(inst, floor(inst)())
+    assert ok, why
+
+
+def test_wrong_result_is_reported_and_never_timed():
+    inst = instances.load("P2-n100-m100")
+    good = floors.closed_form(inst)
+    runs = {"good": good, "wrong": lambda: good() + 1e-3, "broken": lambda: 1 / 0}
+    results = {name: Timing() for name in runs}
+    measure(inst, runs, Config(samples=2, min_sample_s=0.0, method_budget_s=1.0), results)
+    assert results["good"].ok and len(results["good"].samples) == 2
+    assert results["wrong"].status == "WRONG" and results["wrong"].samples == []
+    assert results["broken"].status == "ERROR" and "ZeroDivisionError" in results["broken"].detail

@@ -1,0 +1,637 @@
+"""The CI-grade checks and diagnostics of the command line: check, --compare, --strict, non-finite values,
+--fail-on-nonfinite, safe expressions, info and ops.
+
+Every failure mode asserts its exit code, its message, and that a pre-existing -o target is
+left byte for byte as it was.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+
+from .test_cli import MAN_PAGE, invoke, make_runner, report, sample, write
+
+KNOWN = b"known bytes: must survive a failed run\n"
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return make_runner()
+
+
+@pytest.fixture
+def target(tmp_path: Path) -> Path:
+    """An -o target that already holds known bytes."""
+    path = tmp_path / "J.npy"
+    path.write_bytes(KNOWN)
+    return path
+
+
+def assert_fails(result: Result, code: int, *messages: str) -> None:
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+    error = result.stderr.rstrip().splitlines()[-1]
+    assert error.startswith("Error: "), result.stderr
+    for message in messages:
+        assert message in error, (message, error)
+
+
+def assert_untouched(path: Path) -> None:
+    assert path.read_bytes() == KNOWN
+
+
+MODEL = """\
+import numpy as np
+
+
+def logsq(x):
+    y = np.log(x)
+    return y * y
+
+
+def root(x):
+    return np.sqrt(x) * 2.0
+
+
+def uses_global(x, y):
+    return x * 2.0 + OFFSET
+
+
+OFFSET = np.array([1.0, 2.0])
+
+
+def raises(x):
+    y = x * 2.0
+    raise RuntimeError("solver diverged")
+
+
+def strings(x):
+    return ["a", "b"]
+
+
+def add(x, y):
+    return x + y
+
+
+def spectrum(x):
+    return np.real(np.fft.fft(x))
+
+
+def kinked(x):
+    return np.abs(x) * 2.0 + np.maximum(x, 0.0)
+
+
+def wave(x):
+    return np.sin(x) * x
+
+
+def ignores(x, y):
+    return np.sum(x ** 2)
+"""
+
+
+@pytest.fixture
+def model(tmp_path: Path):
+    path = write(tmp_path, "model.py", MODEL)
+    return lambda name: f"{path}:{name}"
+
+
+# ---------------------------------------------------------------- non-finite values
+
+
+def test_nan_from_log_of_a_negative_number_names_np_log_and_the_line(runner, model):
+    result = invoke(runner, "jacobian", model("logsq"), "[1, -1]", "--format", "json")
+    doc = report(result)
+    assert "Warning: dlogsq_dx holds 1 NaN (of 4 entries), at (logsq[1], x[1])" in result.stderr
+    assert "np.log produced nan in the forward evaluation at " in result.stderr and "model.py:5" in result.stderr
+    assert doc["nonfinite"] == [{"block": "dlogsq_dx", "shape": [2, 2], "nan": 1, "posinf": 0, "neginf": 0,
+                                 "entries": 4, "first": [[1, 1]], "labels": ["logsq[1], x[1]"]}]
+    origin = doc["nonfinite_origin"]
+    assert (origin["op"], origin["sweep"], origin["line"]) == ("np.log", "forward evaluation", 5)
+    assert origin["file"].endswith("model.py")
+
+
+def test_fail_on_nonfinite_exits_1_and_leaves_the_output_file(runner, model, target):
+    result = invoke(runner, "jacobian", model("logsq"), "[1, -1]", "--fail-on-nonfinite", "-o", str(target))
+    assert_fails(result, 1, "--fail-on-nonfinite: dlogsq_dx holds 1 NaN", "np.log", "model.py:5",
+                 f"{target} was not written")
+    assert_untouched(target)
+    # The error line says it all: the same facts are not repeated as warnings.
+    assert "Warning: dlogsq_dx holds" not in result.stderr
+
+
+def test_inf_from_sqrt_at_zero_is_traced_to_the_reverse_sweep(runner, model, target):
+    result = invoke(runner, "jacobian", model("root"), "[0, 1]", "--mode", "reverse", "--fail-on-nonfinite",
+                    "-o", str(target))
+    assert_fails(result, 1, "droot_dx holds 1 inf", "np.sqrt produced inf in the reverse sweep", "model.py:10")
+    assert_untouched(target)
+
+
+def test_inf_in_forward_mode_is_traced_to_the_forward_sweep(runner, model):
+    result = invoke(runner, "jacobian", model("root"), "[0, 1]", "--mode", "forward")
+    assert result.exit_code == 0
+    assert "np.sqrt produced inf in the forward sweep" in result.stderr
+
+
+def test_nonfinite_gradient_and_hessian_are_reported_too(runner, model):
+    grad = invoke(runner, "grad", "-e", "sum(sqrt(x))", "[0, 1]", "--fail-on-nonfinite")
+    assert_fails(grad, 1, "df_dx holds 1 inf", "np.sqrt produced inf in the reverse sweep")
+    hess = invoke(runner, "hessian", "-e", "sum(sqrt(x))", "[0, 1]", "--format", "json")
+    doc = report(hess)
+    assert doc["nonfinite"][0]["block"] == "d2f_dx_dx" and doc["nonfinite_origin"]["op"] == "np.sqrt"
+    # An expression has no file: no line of jaccli's own is named instead.
+    assert doc["nonfinite_origin"]["file"] is None
+
+
+def test_quiet_keeps_nonfinite_warnings_off_stderr_but_in_the_report(runner, model):
+    result = invoke(runner, "jacobian", model("logsq"), "[1, -1]", "-q", "--format", "json")
+    assert result.stderr == ""
+    assert any("np.log produced nan" in w for w in report(result)["warnings"])
+
+
+def test_finite_results_have_an_empty_nonfinite_report(runner):
+    doc = report(invoke(runner, "jacobian", "-e", "x ** 2", "[1, 2]", "--format", "json", "--fail-on-nonfinite"))
+    assert doc["nonfinite"] == [] and doc["nonfinite_origin"] is None and doc["passed"] is None
+
+
+# ---------------------------------------------------------------- silent zeros and --strict
+
+
+def test_disconnected_input_is_a_warning_without_strict(runner, model, tmp_path):
+    target = tmp_path / "J.npz"
+    target.write_bytes(KNOWN)
+    result = invoke(runner, "jacobian", model("uses_global"), "[1, 2]", "[3, 4]", "-o", str(target), "--format",
+                    "json")
+    assert result.exit_code == 0
+    message = ("duses_global_dy is structurally zero: output uses_global does not depend on input y (no path in "
+               "the recorded computation); a common cause is a function that uses a global variable instead of "
+               "its argument")
+    assert f"Warning: {message}" in result.stderr
+    assert json.loads(result.stdout)["warnings"] == [message]
+    with np.load(target) as written:  # a warning is not a failure
+        assert np.array_equal(written["duses_global_dy"], np.zeros((2, 2)))
+
+
+def test_disconnected_input_fails_with_strict_naming_output_and_input(runner, model, target):
+    result = invoke(runner, "jacobian", model("uses_global"), "[1, 2]", "[3, 4]", "--strict", "-o", str(target))
+    assert_fails(result, 1, "--strict: output uses_global is independent of input 1 ('y')",
+                 "duses_global_dy is structurally zero")
+    assert_untouched(target)
+
+
+def test_strict_hessian_names_f_when_f_ignores_an_input(runner, model):
+    assert invoke(runner, "hessian", "-e", "sum(x ** 2)", "[1, 2]", "--strict").exit_code == 0
+    ignored = invoke(runner, "hessian", model("ignores"), "[1, 2]", "[3]", "--strict")
+    assert_fails(ignored, 1, "--strict: output ignores is independent of input 1 ('y')", "dignores_dy")
+    separable = invoke(runner, "hessian", "-e", "sum(x ** 2) + sum(y ** 3)", "[1, 2]", "[3]", "--strict")
+    assert_fails(separable, 1, "--strict: output df_dx is independent of input 1 ('y')", "d2f_dx_dy")
+
+
+def test_all_zero_gradient_of_a_global_closure_is_reported(runner, model):
+    result = invoke(runner, "vjp", model("uses_global"), "[1, 2]", "[3, 4]", "--vector", "[1, 1]")
+    assert result.exit_code == 0
+    assert "vjp_y is structurally zero: output uses_global does not depend on input y" in result.stderr
+    assert "vjp_x is structurally zero" not in result.stderr
+
+
+# ---------------------------------------------------------------- failures of the function and its inputs
+
+
+def test_function_that_raises_is_exit_3_with_its_line(runner, model, target):
+    result = invoke(runner, "jacobian", model("raises"), "[1, 2]", "-o", str(target))
+    assert_fails(result, 3, "raised RuntimeError: solver diverged", "model.py:22)")
+    assert_untouched(target)
+
+
+def test_function_returning_a_list_of_strings_is_exit_3(runner, model, target):
+    result = invoke(runner, "jacobian", model("strings"), "[1, 2]", "-o", str(target))
+    assert_fails(result, 3, "not an array of numbers", "model.py:")
+    assert_untouched(target)
+
+
+def test_pickled_object_array_is_exit_2(runner, tmp_path, target):
+    np.save(tmp_path / "obj.npy", np.array([1, "a", None], dtype=object), allow_pickle=True)
+    result = invoke(runner, "jacobian", "-e", "x * 2", str(tmp_path / "obj.npy"), "-o", str(target))
+    assert_fails(result, 2, "holds Python objects (a pickled object array)", "allow_pickle=False")
+    assert_untouched(target)
+
+
+def test_truncated_npy_is_exit_2(runner, tmp_path, target):
+    np.save(tmp_path / "full.npy", np.arange(10.0))
+    (tmp_path / "cut.npy").write_bytes((tmp_path / "full.npy").read_bytes()[:-20])
+    result = invoke(runner, "jacobian", "-e", "x * 2", str(tmp_path / "cut.npy"), "-o", str(target))
+    assert_fails(result, 2, "is not a valid .npy file: it is truncated")
+    assert_untouched(target)
+
+
+def test_shape_mismatch_between_inputs_is_exit_2(runner, model, target):
+    result = invoke(runner, "jacobian", model("add"), "[1, 2, 3]", "[1, 2]", "-o", str(target))
+    assert_fails(result, 2, "the inputs do not fit the function", "model.py:30)", "x (3,), y (2,)")
+    assert_untouched(target)
+
+
+def test_unsupported_numpy_function_is_exit_3_and_points_to_ops(runner, model, target):
+    result = invoke(runner, "jacobian", model("spectrum"), "[1, 2, 3]", "-o", str(target))
+    assert_fails(result, 3, "np.fft.fft is not supported by jaccli; see 'jaccli ops'", "model.py:34")
+    assert_untouched(target)
+
+
+@pytest.mark.parametrize("command", ["check", "info"])
+def test_failures_of_the_function_are_the_same_in_check_and_info(runner, model, command):
+    assert_fails(invoke(runner, command, model("raises"), "[1, 2]"), 3, "solver diverged", "model.py:22)")
+    assert_fails(invoke(runner, command, model("spectrum"), "[1, 2]"), 3, "np.fft.fft is not supported")
+
+
+# ---------------------------------------------------------------- safe expressions
+
+ESCAPES = [
+    "__import__('os').system('touch pwned')",
+    "x.__class__",
+    "().__class__.__bases__[0].__subclasses__()",
+    "x.__class__.__mro__",
+    "(lambda: x)()",
+    "(lambda f: f)(x)",
+    "[c for c in ().__class__.__bases__]",
+    "np.load('x.npy')",
+    "numpy.save('pwned.npy', x)",
+    "open('pwned', 'w')",
+    "eval('x')",
+    "exec('x = 1')",
+    "getattr(x, 'T')",
+    "globals()",
+    "__builtins__",
+    "x.real",
+    "sin(x, out=x)",
+    "(y := x) * 2",
+    "f'{x}'",
+]
+
+
+@pytest.mark.parametrize("expression", ESCAPES)
+def test_expression_escapes_are_refused_with_exit_2(runner, tmp_path, target, monkeypatch, expression):
+    monkeypatch.chdir(tmp_path)
+    result = invoke(runner, "jacobian", "-e", expression, "x=[1, 2]", "-o", str(target))
+    assert_fails(result, 2)
+    assert result.stderr.startswith("Error: expression") and result.stdout == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["J.npy"]  # nothing was created
+    assert_untouched(target)
+
+
+@pytest.mark.parametrize("command", ["check", "info"])
+def test_check_and_info_refuse_escapes_too(runner, command):
+    assert_fails(invoke(runner, command, "-e", "x.__class__", "x=1"), 2, "attribute access")
+
+
+@pytest.mark.parametrize("command", ["check", "info", "jacobian"])
+def test_help_says_a_py_func_runs_with_the_users_rights(runner, command):
+    text = " ".join(invoke(runner, command, "--help").stdout.split())
+    assert "jaccli runs the file with your rights" in text and "-e EXPR is safe on untrusted text" in text
+
+
+# ---------------------------------------------------------------- --compare
+
+
+@pytest.fixture
+def refs(tmp_path: Path) -> Path:
+    """x**2 at [1, 2, 3] has the Jacobian diag(2, 4, 6): a right and a wrong reference."""
+    right = np.diag([2.0, 4.0, 6.0])
+    wrong = right.copy()
+    wrong[1, 2] = 0.5
+    np.save(tmp_path / "right.npy", right)
+    np.save(tmp_path / "wrong.npy", wrong)
+    np.savez(tmp_path / "blocks.npz", df_dx=np.diag([2.0, 0.0]), df_dy=np.array([[1.0], [1.0]]))
+    return tmp_path
+
+
+SQUARE = ("-e", "x ** 2", "[1, 2, 3]")
+
+
+def test_compare_with_the_right_reference_passes_and_writes(runner, refs, target):
+    result = invoke(runner, "jacobian", *SQUARE, "--compare", str(refs / "right.npy"), "-o", str(target))
+    assert result.exit_code == 0, result.stderr
+    assert "passed: all 9 entries agree within rtol=1e-05, atol=1e-07" in result.stderr
+    assert np.array_equal(np.load(target), np.diag([2.0, 4.0, 6.0]))
+
+
+def test_compare_with_a_wrong_reference_fails_and_prints_the_worst_entry(runner, refs, target):
+    result = invoke(runner, "jacobian", *SQUARE, "--compare", str(refs / "wrong.npy"), "-o", str(target))
+    assert_fails(result, 1, "--compare: 1 of 9 entries differ", "worst df_dx[1, 2] (f[1], x[2]): computed 0 vs "
+                 "reference 0.5", f"{target} was not written")
+    assert "  df_dx[1, 2] (f[1], x[2]): computed 0 vs reference 0.5 (abs err 0.5, rel err 1)" in result.stderr
+    assert_untouched(target)
+
+
+def test_compare_verdict_is_in_the_json_report(runner, refs):
+    result = invoke(runner, "jacobian", *SQUARE, "--compare", str(refs / "wrong.npy"), "--format", "json")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    cmp = doc["compare"]
+    assert doc["passed"] is False and cmp["passed"] is False and cmp["mismatches"] == 1 and cmp["entries"] == 9
+    assert set(cmp) == {"reference", "passed", "rtol", "atol", "entries", "mismatches", "max_abs_err", "max_rel_err",
+                        "worst", "blocks"}
+    assert cmp["worst"][0]["index"] == [1, 2] and cmp["worst"][0]["label"] == "f[1], x[2]"
+    assert set(cmp["blocks"]["df_dx"]) >= {"passed", "mismatches", "worst", "max_abs_err"}
+
+
+def test_compare_tolerances_decide(runner, refs):
+    loose = invoke(runner, "jacobian", *SQUARE, "--compare", str(refs / "wrong.npy"), "--atol", "0.6")
+    assert loose.exit_code == 0
+    assert_fails(invoke(runner, "jacobian", *SQUARE, "--rtol", "1e-3"), 2, "--rtol and --atol are the tolerances")
+
+
+def test_compare_npz_by_block_key(runner, refs):
+    args = ("-e", "x ** 2 + y", "[1, 0]", "[5]", "--compare", str(refs / "blocks.npz"))
+    assert invoke(runner, "jacobian", *args).exit_code == 0
+    missing = invoke(runner, "jacobian", "-e", "x * z", "[1, 0]", "[5]", "--compare", str(refs / "blocks.npz"))
+    assert_fails(missing, 2, "no array named 'df_dz'", "holds df_dx, df_dy")
+
+
+def test_compare_selection_against_the_full_block_or_the_selection(runner, refs):
+    full = invoke(runner, "jacobian", *SQUARE, "--rows", "1:3", "--cols", "2", "--compare", str(refs / "wrong.npy"))
+    assert_fails(full, 1, "worst df_dx[0, 0] (f[1], x[2])")
+    np.save(refs / "sel.npy", np.array([[0.0], [6.0]]))
+    sel = invoke(runner, "jacobian", *SQUARE, "--rows", "1:3", "--cols", "2", "--compare", str(refs / "sel.npy"))
+    assert sel.exit_code == 0, sel.stderr
+
+
+def test_compare_shape_mismatch_is_exit_2_naming_both_shapes(runner, refs, target):
+    np.save(refs / "bad.npy", np.zeros((3, 4)))
+    result = invoke(runner, "jacobian", *SQUARE, "--compare", str(refs / "bad.npy"), "-o", str(target))
+    assert_fails(result, 2, "df_dx has shape (3, 3) but the reference has shape (3, 4)")
+    assert_untouched(target)
+
+
+def test_compare_one_npy_with_several_blocks_is_exit_2(runner, refs):
+    result = invoke(runner, "jacobian", "-e", "x * y", "[1, 2]", "[3, 4]", "--compare", str(refs / "right.npy"))
+    assert_fails(result, 2, "holds one array, but the result has 2 blocks (df_dx, df_dy)")
+
+
+def test_compare_a_hessian(runner, refs):
+    np.save(refs / "H.npy", np.diag([6.0, 12.0]))
+    assert invoke(runner, "hessian", "-e", "sum(x ** 3)", "[1, 2]", "--compare", str(refs / "H.npy")).exit_code == 0
+
+
+def test_compare_refuses_a_streamed_result(runner, refs, tmp_path):
+    result = invoke(runner, "jacobian", *SQUARE, "--compare", str(refs / "right.npy"), "--max-memory", "16",
+                    "-o", str(tmp_path / "big.npy"))
+    assert_fails(result, 2, "--compare needs the result in memory")
+    assert not (tmp_path / "big.npy").exists()
+
+
+# ---------------------------------------------------------------- check
+
+SAMPLE_CHECKS = [
+    ("robot_arm.py", ["robot_arm_q.npy"], 1),
+    ("mlp.py", ["mlp_x.npy"], 1),
+    ("rosenbrock.py", ["rosenbrock_x.npy"], 1),
+    ("rosenbrock.py", ["rosenbrock_x.npy"], 2),
+    ("kinetics.py", ["kinetics_inputs.npz"], 1),
+    ("heat_pde.py", ["heat_pde_u.npy"], 1),
+    ("logistic.py", ["logistic_w.npy", "logistic_X.csv", "logistic_y.txt"], 1),
+    ("logistic.py", ["logistic_w.npy", "logistic_X.csv", "logistic_y.txt"], 2),
+    ("softmax_xent.py", ["softmax_xent_z.npy", "softmax_xent_p.csv"], 1),
+    ("softmax_xent.py", ["softmax_xent_z.npy", "softmax_xent_p.csv"], 2),
+]
+
+
+@pytest.mark.parametrize("func, inputs, order", SAMPLE_CHECKS, ids=[f"{f[:-3]}-{o}" for f, _, o in SAMPLE_CHECKS])
+def test_check_passes_on_every_sample(runner, func, inputs, order):
+    result = invoke(runner, "check", sample(func), *map(sample, inputs), "--order", str(order), "--format", "json")
+    doc = report(result)
+    assert doc["command"] == "check" and doc["passed"] is True and doc["check"]["passed"] is True
+    assert doc["check"]["order"] == order and doc["check"]["max_abs_err"] < 1e-5
+
+
+def test_check_text_report_ends_with_the_verdict(runner):
+    result = invoke(runner, "check", sample("robot_arm.py"), sample("robot_arm_q.npy"))
+    assert result.exit_code == 0 and result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("check of f in ") and "robot_arm.py" in lines[0]
+    assert lines[0].endswith(": Jacobian (order 1), 9 entries in 1 block")
+    assert lines[-1] == "passed"
+    text = result.stdout
+    for word in ("max abs error:", "max rel error:", "worst entries", "df_dq[", "f[", "q["):
+        assert word in text
+
+
+def test_check_fails_on_a_wrong_derivative_rule(runner, monkeypatch, model):
+    from jaccli.engine.registry import PRIMITIVES
+
+    # A buggy reverse rule for sin (sin instead of cos): forward mode and differences disagree with it.
+    monkeypatch.setitem(PRIMITIVES["np.sin"].vjps, 0, lambda ans, x, **kw: (lambda g: g * np.sin(x)))
+    result = invoke(runner, "check", model("wave"), "[0.5, 1.5]")
+    assert_fails(result, 1, "check failed:", "differ from finite differences", "reverse and forward mode disagree",
+                 "worst dwave_dx[")
+    assert result.stdout.splitlines()[-1] == "failed" and "FAILED" in result.stdout
+
+
+def test_check_fails_within_a_step_of_a_kink(runner):
+    # abs at 1e-9 is not at its kink, but the finite-difference step crosses it.
+    result = invoke(runner, "check", "-e", "abs(x) * 2", "[1e-9, 1]", "--format", "json")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    assert doc["passed"] is False and doc["check"]["worst"][0]["row"] == 0
+    assert "worst df_dx[0, 0] (f[0], x[0]): AD 2 vs finite differences" in result.stderr
+
+
+def test_check_at_kinks_passes_and_lists_convention_dependent_entries(runner, model):
+    result = invoke(runner, "check", model("kinked"), "[0, 1, -2]")
+    assert result.exit_code == 0, result.stderr
+    assert "convention-dependent entries" in result.stdout
+    assert "np.absolute at " in result.stdout and "abs'(0) = 0" in result.stdout
+    assert "np.maximum at " in result.stdout and "ties split evenly" in result.stdout
+    doc = report(invoke(runner, "check", model("kinked"), "[0, 1, -2]", "--format", "json"))
+    entries = doc["check"]["kink_entries"]
+    assert {(e["op"], e["row"], e["col"]) for e in entries} == {("np.absolute", 0, 0), ("np.maximum", 0, 0)}
+    assert doc["check"]["kink_entry_count"] == 2 and all(e["site"].endswith(":38") for e in entries)
+
+
+def test_check_a_slice_and_a_hessian(runner):
+    doc = report(invoke(runner, "check", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--rows", "0:4",
+                        "--cols", "0:3", "--format", "json"))
+    assert doc["check"]["blocks"] == [{**doc["check"]["blocks"][0], "name": "df_du", "shape": [4, 3], "entries": 12}]
+    assert doc["blocks"]["df_du"]["rows"] == [0, 1, 2, 3]
+    hess = report(invoke(runner, "check", "-e", "sum(sin(x) * y)", "[0.5, 1]", "[2, 3]", "--order", "2",
+                         "--format", "json"))
+    assert [b["name"] for b in hess["check"]["blocks"]] == ["d2f_dx_dx", "d2f_dx_dy", "d2f_dy_dx", "d2f_dy_dy"]
+    assert hess["check"]["gradient"]["passed"] is True
+
+
+def test_check_order_2_of_a_vector_function_is_a_usage_error(runner):
+    assert_fails(invoke(runner, "check", "-e", "x ** 2", "[1, 2]", "--order", "2"), 2, "scalar")
+
+
+def test_check_json_report_keys(runner):
+    doc = report(invoke(runner, "check", "-e", "sin(x)", "[0.5, 1]", "--format", "json"))
+    assert {"schema", "command", "function", "inputs", "blocks", "mode", "sweeps", "timings", "warnings",
+            "passed", "check", "nonfinite", "nonfinite_origin"} <= set(doc)
+    assert doc["mode"] == "reverse+forward" and doc["sweeps"] >= 3 and "check_s" in doc["timings"]
+    assert "data" not in doc["blocks"]["df_dx"]
+    assert set(doc["check"]) == {"passed", "order", "rtol", "atol", "max_abs_err", "max_rel_err", "worst", "modes",
+                                 "blocks", "kinks", "kink_entries", "kink_entry_count", "convention_dependent",
+                                 "convention_dependent_count", "gradient", "fd", "entries"}
+    worst = doc["check"]["worst"][0]
+    assert {"block", "row", "col", "label", "ad", "fd", "abs_err", "rel_err", "allowed", "mode"} <= set(worst)
+
+
+def test_check_tolerances_and_nonfinite(runner):
+    tight = invoke(runner, "check", "-e", "exp(x)", "[1, 2]", "--rtol", "0", "--atol", "0")
+    assert tight.exit_code in (0, 1)  # either way a verdict, never an error
+    assert tight.stdout.splitlines()[-1] in ("passed", "failed")
+    result = invoke(runner, "check", "-e", "sqrt(x)", "[0, 1]", "--fail-on-nonfinite")
+    assert_fails(result, 1, "--fail-on-nonfinite: df_dx holds 1 inf")
+
+
+# ---------------------------------------------------------------- info
+
+
+INFO_KEYS = {"schema", "jaccli", "command", "argv", "function", "inputs", "wrt", "dtype", "batch_axis", "order",
+             "outputs", "operations", "functions", "blocks", "nbytes", "disconnected", "kinks", "mode", "chunk_size",
+             "sweeps", "timings", "warnings"}
+INFO_BLOCK_KEYS = {"kind", "output", "input", "shape", "matrix_shape", "dtype", "nbytes", "connected", "mode",
+                   "chunk_size", "sweeps"}
+
+
+def test_info_json_keys_and_values(runner, model):
+    doc = report(invoke(runner, "info", model("uses_global"), "[1, 2]", "[3, 4, 5]", "--format", "json"))
+    assert set(doc) == INFO_KEYS and doc["schema"] == 1 and doc["command"] == "info"
+    assert doc["outputs"] == {"uses_global": {"shape": [2], "dtype": "float64"}}
+    assert doc["functions"] == {"np.add": 1, "np.multiply": 1} and doc["operations"] == 2
+    blocks = doc["blocks"]
+    assert set(blocks) == {"duses_global_dx", "duses_global_dy"}
+    assert set(blocks["duses_global_dx"]) == INFO_BLOCK_KEYS
+    assert blocks["duses_global_dy"]["shape"] == [2, 3] and blocks["duses_global_dy"]["nbytes"] == 48
+    assert blocks["duses_global_dy"]["connected"] is False
+    assert doc["disconnected"] == [{"output": "uses_global", "input": "y", "block": "duses_global_dy"}]
+    assert doc["nbytes"] == 32 + 48 and set(doc["timings"]) == {"load_s", "record_s", "total_s"}
+
+
+def test_info_plan_matches_what_jacobian_does(runner):
+    args = (sample("kinetics.py"), sample("kinetics_inputs.npz"), "--format", "json")
+    info = report(invoke(runner, "info", *args))
+    done = report(invoke(runner, "jacobian", *args))
+    assert info["sweeps"] == done["sweeps"] == 1 and info["mode"] == done["mode"] == "reverse"
+    assert [b["mode"] for b in info["blocks"].values()] == ["reverse", "cached"]
+    wide = report(invoke(runner, "info", "-e", "outer(x, x)", "[1, 2]", "--format", "json"))
+    assert wide["mode"] == "forward" and wide["blocks"]["df_dx"]["matrix_shape"] == [4, 2]
+
+
+def test_info_order_2_lists_hessian_blocks_and_kinks(runner):
+    doc = report(invoke(runner, "info", "-e", "sum(abs(x) * y)", "[0, 1]", "[2, 3]", "--order", "2",
+                        "--format", "json"))
+    assert list(doc["blocks"]) == ["d2f_dx_dx", "d2f_dx_dy", "d2f_dy_dx", "d2f_dy_dy"]
+    assert doc["blocks"]["d2f_dx_dx"]["mode"] == "forward-over-reverse"
+    assert doc["outputs"] == {"f": {"shape": [], "dtype": "float64"}}
+    assert [k["op"] for k in doc["kinks"]] == ["np.absolute"]
+
+
+def test_info_text_in_a_pipe(runner):
+    result = invoke(runner, "info", sample("robot_arm.py"), sample("robot_arm_q.npy"))
+    assert result.exit_code == 0 and "\x1b[" not in result.stdout
+    for text in ("inputs:", "outputs:", "jacobian blocks:", "df_dq  (3, 3)", "72 B", "NumPy functions used:",
+                 "np.cos", "disconnected (output, input) pairs:", "jacobian would use: reverse mode, chunk size 3"):
+        assert text in result.stdout, text
+
+
+def test_info_table_on_a_terminal(runner, monkeypatch):
+    result = invoke(runner, "info", sample("robot_arm.py"), sample("robot_arm_q.npy"), "--format", "table")
+    assert result.exit_code == 0 and "df_dq" in result.stdout and "np.cos" in result.stdout
+
+
+# ---------------------------------------------------------------- ops
+
+
+def test_ops_lists_every_registry_entry(runner):
+    from jaccli.ops import ops_table
+
+    result = invoke(runner, "ops")
+    assert result.exit_code == 0 and result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["name", "family", "kind", "reverse", "forward", "order", "blocks", "notes"]
+    names = [row["name"] for row in ops_table()]
+    assert len(lines) == len(names) + 1
+    assert all(line.startswith(name + "  ") for line, name in zip(lines[1:], names))
+
+
+def test_ops_json_and_family_filter(runner):
+    doc = report(invoke(runner, "ops", "--format", "json", "--family", "linalg,reductions"))
+    assert set(doc) == {"schema", "jaccli", "command", "argv", "family", "count", "columns", "operations"}
+    assert doc["command"] == "ops" and doc["family"] == ["linalg", "reductions"]
+    assert doc["count"] == len(doc["operations"]) > 0
+    assert {r["family"] for r in doc["operations"]} == {"linalg", "reductions"}
+    assert set(doc["operations"][0]) == set(doc["columns"]) == {"name", "family", "kind", "reverse", "forward",
+                                                                "max_order", "block_seeds", "notes"}
+    assert "np.fft.fft" not in {r["name"] for r in doc["operations"]}
+
+
+def test_ops_unknown_family_is_exit_2(runner):
+    result = invoke(runner, "ops", "--family", "fourier")
+    assert result.exit_code == 2 and "families are" in result.stderr and "elementwise" in result.stderr
+
+
+def test_ops_table_renders(runner):
+    result = invoke(runner, "ops", "--family", "elementwise", "--format", "table", "--no-color")
+    assert result.exit_code == 0 and "np.sin" in result.stdout and "supported NumPy functions" in result.stdout
+
+
+# ---------------------------------------------------------------- documentation of the new keys
+
+
+def test_man_page_documents_the_new_commands_and_report_keys(runner):
+    text = MAN_PAGE.read_text()
+    for command in ("check", "info", "ops"):
+        assert f".B jaccli {command}\n" in text
+    info = report(invoke(runner, "info", "-e", "x * 2", "[1]", "--format", "json"))
+    check = report(invoke(runner, "check", "-e", "x * 2", "[1]", "--format", "json"))
+    ops = report(invoke(runner, "ops", "--format", "json", "--family", "shape"))
+    section = text.split("\n.SH JSON REPORT\n")[1].split("\n.SH ")[0]
+    keys = set(info) | set(info["blocks"]["df_dx"]) | set(check) | set(check["check"]) | set(ops)
+    missing = sorted(k for k in keys if k not in section)
+    assert not missing
+    import jaccli.commands.info as info_module
+    import jaccli.commands.report as report_module
+
+    for key in set(info) | set(info["blocks"]["df_dx"]) | set(ops):
+        assert f"``{key}``" in info_module.__doc__ or f"``{key}``" in report_module.__doc__, key
+    for key in ("nonfinite", "nonfinite_origin", "compare", "passed", "check"):
+        assert f"``{key}``" in report_module.__doc__, key
+
+
+# ---------------------------------------------------------------- real runs of the installed jaccli
+
+
+def test_installed_check_passes_on_a_sample_and_prints_the_verdict(tmp_path):
+    from .test_cli_subprocess import jaccli
+
+    done = jaccli("check", sample("mlp.py"), sample("mlp_x.npy"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "" and done.stdout.splitlines()[-1] == "passed" and "\x1b[" not in done.stdout
+
+
+def test_installed_compare_failure_exits_1_and_keeps_the_file(tmp_path):
+    from .test_cli_subprocess import jaccli
+
+    np.save(tmp_path / "hand.npy", np.array([[2.0, 0.0], [0.0, 3.0]]))  # d(x**2)/dx at [1, 2] is diag(2, 4)
+    (tmp_path / "J.npy").write_bytes(KNOWN)
+    done = jaccli("jacobian", "-e", "x ** 2", "[1, 2]", "--compare", "hand.npy", "-o", "J.npy", cwd=tmp_path)
+    assert done.returncode == 1 and done.stdout == ""
+    assert "df_dx[1, 1] (f[1], x[1]): computed 4 vs reference 3" in done.stderr
+    assert done.stderr.splitlines()[-1].endswith("; J.npy was not written")
+    assert (tmp_path / "J.npy").read_bytes() == KNOWN
+    done = jaccli("jacobian", "-e", "sqrt(x)", "[0, 1]", "--fail-on-nonfinite", "-o", "J.npy", cwd=tmp_path)
+    assert done.returncode == 1 and "np.sqrt produced inf in the reverse sweep" in done.stderr
+    assert (tmp_path / "J.npy").read_bytes() == KNOWN
+
+
+def test_installed_ops_and_info_in_a_pipe(tmp_path):
+    from .test_cli_subprocess import jaccli
+
+    ops = jaccli("ops", "--family", "elementwise", cwd=tmp_path)
+    assert ops.returncode == 0 and ops.stdout.startswith("name ") and "np.sin " in ops.stdout
+    info = jaccli("info", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--format", "json", cwd=tmp_path)
+    doc = json.loads(info.stdout)
+    assert info.returncode == 0 and doc["blocks"]["df_du"]["nbytes"] == 32 * 32 * 8

@@ -1,0 +1,1 @@
+"""Benchmarks of jaccli against hand-written NumPy floors and the anchor AD libraries (P1-P6)."""

@@ -1,0 +1,87 @@
+"""Peak memory of one method on one instance, each in a fresh process.
+
+    python -m benchmarks.memprobe P2-n1000-m1000 "torch func.jacrev"
+
+prints one JSON line: the process's peak RSS (VmHWM) during the call, its RSS just before the
+call (library imported, data built, jit compiled), and whether the result was correct. The
+high-water mark is reset after setup (/proc/self/clear_refs), so the peak is the call's own.
+"""
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _status_kb(key: str) -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return -1
+
+
+def _reset_peak() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")      # 5: reset the peak RSS to the current RSS (Linux >= 4.0)
+        return True
+    except OSError:
+        return False
+
+
+def main(argv: list[str]) -> int:
+    from benchmarks import instances, methods
+
+    iid, name = argv
+    inst = instances.load(iid)
+    out: dict = {"iid": iid, "method": name}
+    try:
+        prep = methods.find(inst, name).build(inst)
+    except methods.Unavailable as exc:
+        out.update(status="unavailable", detail=str(exc))
+        print(json.dumps(out))
+        return 0
+    gc.collect()
+    out["reset"] = _reset_peak()
+    out["before_kb"] = _status_kb("VmRSS")
+    try:
+        result = prep.run()
+    except Exception as exc:
+        out.update(status="ERROR", detail=f"{type(exc).__name__}: {exc}"[:300])
+        print(json.dumps(out))
+        return 0
+    out["peak_kb"] = _status_kb("VmHWM")
+    ok, err, why = instances.check(inst, result)
+    out.update(status="ok" if ok else "WRONG", detail=why, max_err=err)
+    print(json.dumps(out))
+    return 0
+
+
+def probe(iid: str, name: str, timeout_s: float = 600.0) -> dict:
+    """Run main() in a fresh child process and return its JSON report."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.memprobe", iid, name],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return {"iid": iid, "method": name, "status": "TIMEOUT", "detail": f"> {timeout_s} s"}
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        tail = (stderr.strip().splitlines() or ["no output"])[-1]
+        return {"iid": iid, "method": name, "status": "ERROR", "detail": tail[:300]}
+    return json.loads(lines[-1])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -146,8 +146,9 @@ def format_text(array: np.ndarray, precision: int | None = None, delimiter: str 
 class NpyStreamWriter:
     """Write a .npy file too large for memory in blocks of rows, committed atomically.
 
-    Rows go into a memory-mapped temporary file next to the target; `commit` renames it over
-    the target, `abort` deletes it. Used as a context manager it commits on success and aborts
+    Rows go into a temporary file next to the target with positioned writes (not a memory map:
+    mapped pages would count as the process's memory, all 3 GB of a big result); `commit` renames
+    it over the target, `abort` deletes it. Used as a context manager it commits on success and aborts
     on an exception. Disk space for the whole file is checked (and reserved where the file
     system allows) up front.
 
@@ -190,15 +191,21 @@ class NpyStreamWriter:
         self._tmp = Path(name)
         # Removes the temporary file if this object is dropped without commit or abort.
         self._cleanup = weakref.finalize(self, _unlink_quietly, self._tmp)
+        self._fd: int | None = None
         try:
-            self._array: np.memmap | None = np.lib.format.open_memmap(
-                self._tmp, mode="w+", dtype=self.dtype, shape=self.shape
-            )
+            with open(self._tmp, "wb") as fh:
+                header = {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False,
+                          "shape": self.shape}
+                np.lib.format.write_array_header_2_0(fh, header)
+                self._offset = fh.tell()
+            self._fd = os.open(self._tmp, os.O_RDWR)
+            os.ftruncate(self._fd, self._offset + math.prod(self.shape) * self.dtype.itemsize)
             _reserve(self._tmp, self.path, needed)
         except BaseException:
-            self._array = None
+            self._close()
             self._cleanup()
             raise
+        self._row_bytes = math.prod(self.shape[1:]) * self.dtype.itemsize
         self._written = np.zeros(self.shape[0], dtype=bool)
 
     def write(self, start_row: int, block: np.ndarray) -> None:
@@ -208,7 +215,7 @@ class NpyStreamWriter:
             start_row: First row to write.
             block: Array of shape ``(k,) + shape[1:]``, or ``shape[1:]`` for a single row.
         """
-        array = self._open_array()
+        fd = self._open_fd()
         values = np.asarray(block)
         if values.shape == self.shape[1:]:
             values = values[np.newaxis]
@@ -221,7 +228,11 @@ class NpyStreamWriter:
             raise ValueError(
                 f"rows {start_row}:{stop} are outside the {self.shape[0]} rows of {self.path}"
             )
-        array[start_row:stop] = values
+        data = memoryview(np.ascontiguousarray(values, dtype=self.dtype)).cast("B")
+        position = self._offset + start_row * self._row_bytes
+        while data:
+            done = os.pwrite(fd, data, position)
+            data, position = data[done:], position + done
         self._written[start_row:stop] = True
 
     @property
@@ -238,17 +249,13 @@ class NpyStreamWriter:
         Raises:
             ValueError: Rows are missing and `allow_partial` is False.
         """
-        array = self._open_array()
+        fd = self._open_fd()
         if self.rows_missing and not allow_partial:
             raise ValueError(
                 f"{self.rows_missing} of {self.shape[0]} rows of {self.path} were never written"
             )
-        array.flush()
-        # Dropping both references unmaps the file before it is renamed.
-        self._array = None
-        del array
-        with open(self._tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
+        os.fsync(fd)
+        self._close()
         os.chmod(self._tmp, _new_file_mode(self.path))
         os.replace(self._tmp, self.path)
         self._cleanup.detach()
@@ -256,7 +263,7 @@ class NpyStreamWriter:
 
     def abort(self) -> None:
         """Delete the temporary file; the target is left as it was. Safe to call twice."""
-        self._array = None
+        self._close()
         self._cleanup()
 
     def __enter__(self) -> NpyStreamWriter:
@@ -272,10 +279,15 @@ class NpyStreamWriter:
             self.abort()
             raise
 
-    def _open_array(self) -> np.memmap:
-        if self._array is None:
+    def _open_fd(self) -> int:
+        if self._fd is None:
             raise ValueError(f"the stream to {self.path} is already committed or aborted")
-        return self._array
+        return self._fd
+
+    def _close(self) -> None:
+        fd, self._fd = getattr(self, "_fd", None), None
+        if fd is not None:
+            os.close(fd)
 
 
 # ---------------------------------------------------------------- helpers

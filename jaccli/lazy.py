@@ -27,6 +27,15 @@ def _prod(shape: Sequence[int]) -> int:
     return int(math.prod(shape))
 
 
+def _unique(idx: np.ndarray, size: int) -> np.ndarray:
+    """Sorted distinct indices in range(size): a mask is cheaper than np.unique for these."""
+    if idx.size <= 1:
+        return idx
+    mask = np.zeros(size, dtype=bool)
+    mask[idx] = True
+    return np.flatnonzero(mask)
+
+
 def _is_full_index(idx: Any) -> bool:
     if not isinstance(idx, tuple):
         idx = (idx,)
@@ -100,6 +109,7 @@ class Evaluator:
         self.sweeps = 0
         self.seeds_used = 0
         self.batch_checked = False
+        self._largest: int | None = None
         self.progress: Callable[[int, int], None] | None = None
 
     def _feat(self, shape: tuple) -> tuple:
@@ -133,8 +143,10 @@ class Evaluator:
             return max(1, min(self.chunk_size, needed))
         # One seed carries a block as large as the largest recorded value through the sweep;
         # a few such blocks are alive at once.
-        largest = max([per_seed_elems] + [_prod(np.shape(n.value)) if not isinstance(n.value, tuple) else 1
-                                          for n in self.rec.trace.nodes[-2000:]])
+        if self._largest is None:
+            self._largest = max([1] + [_prod(np.shape(n.value)) if not isinstance(n.value, tuple) else 1
+                                       for n in self.rec.trace.nodes])
+        largest = max(per_seed_elems, self._largest)
         per_seed = 8 * 4 * max(largest, 1)
         return max(1, min(needed, self.memory_budget // per_seed))
 
@@ -164,7 +176,7 @@ class Evaluator:
             return
         self._check_batch()
         if missing.size != self.M[i]:
-            missing = np.unique(missing)
+            missing = _unique(missing, self.M[i])
         k = self.chunk(missing.size, max(self.N + [1]) * (self.B if self.batch else 1))
         done = 0
         for start in range(0, missing.size, k):
@@ -210,7 +222,7 @@ class Evaluator:
             return
         self._check_batch()
         if missing.size != self.N[j]:
-            missing = np.unique(missing)
+            missing = _unique(missing, self.N[j])
         k = self.chunk(missing.size, max(self.M + [1]) * (self.B if self.batch else 1))
         done = 0
         for start in range(0, missing.size, k):
@@ -257,8 +269,8 @@ class Evaluator:
                 and not self.col_done[j].any():
             miss_r, miss_c = rows, cols  # a fresh whole block: nothing to look up
         else:
-            miss_r = np.unique(rows[~self.row_done[i][rows]]) if rows.size else rows
-            miss_c = np.unique(cols[~self.col_done[j][cols]]) if cols.size else cols
+            miss_r = _unique(rows[~self.row_done[i][rows]], self.M[i]) if rows.size else rows
+            miss_c = _unique(cols[~self.col_done[j][cols]], self.N[j]) if cols.size else cols
         if miss_r.size == 0 or miss_c.size == 0:
             return "cached"
         if mode == "reverse" or (mode == "auto" and miss_r.size <= miss_c.size):
@@ -292,8 +304,8 @@ class HessianEvaluator(Evaluator):
 
     def ensure(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray, mode: str | None = None) -> str:
         mode = mode or self.mode
-        miss_r = np.unique(rows[~self.row_done[i][rows]]) if rows.size else rows
-        miss_c = np.unique(cols[~self.row_done[j][cols]]) if cols.size else cols
+        miss_r = _unique(rows[~self.row_done[i][rows]], self.M[i]) if rows.size else rows
+        miss_c = _unique(cols[~self.row_done[j][cols]], self.N[j]) if cols.size else cols
         if miss_r.size == 0 or miss_c.size == 0:
             return "cached"
         a, need = (i, miss_r) if miss_r.size <= miss_c.size else (j, miss_c)
@@ -326,7 +338,7 @@ class HessianEvaluator(Evaluator):
         missing = cols[~self.row_done[j][cols]]
         if missing.size:
             super().ensure_cols(j, missing)
-            self.row_done[j][np.unique(missing)] = True
+            self.row_done[j][missing] = True
 
     def entries(self, i: int, j: int) -> np.ndarray:
         store = self.block_store(i, j)

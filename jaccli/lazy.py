@@ -17,7 +17,8 @@ import numpy as np
 
 from .errors import BatchMixingError, ResourceLimitError
 from .engine.recording import Recording
-from .engine.seeds import SparseBlock, scatter_cols, scatter_rows
+from .engine.seed_ops import scatter_cols, scatter_rows
+from .engine.seeds import SparseBlock
 
 MODES = ("auto", "reverse", "forward")
 DEFAULT_MEMORY_BUDGET = int(os.environ.get("JACCLI_MEMORY_BUDGET", 512 * 2**20))
@@ -181,7 +182,8 @@ class Evaluator:
         done = 0
         for start in range(0, missing.size, k):
             block = missing[start:start + k]
-            cts = self.rec.vjp([self._row_seed(i, block) if o == i else None for o in range(self.n_out)])
+            cts = self.rec.vjp([self._row_seed(i, block) if o == i else None for o in range(self.n_out)],
+                               structured=True)
             self.sweeps += 1
             self.seeds_used += block.size
             for j, ct in enumerate(cts):
@@ -227,7 +229,8 @@ class Evaluator:
         done = 0
         for start in range(0, missing.size, k):
             block = missing[start:start + k]
-            tans = self.rec.jvp([self._col_seed(j, block) if w == j else None for w in range(self.n_in)])
+            tans = self.rec.jvp([self._col_seed(j, block) if w == j else None for w in range(self.n_in)],
+                                structured=True)
             self.sweeps += 1
             self.seeds_used += block.size
             for i, t in enumerate(tans):

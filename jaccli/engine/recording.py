@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import TracingError, UserFunctionError
 from . import rules  # noqa: F401  (fills the registry)
 from .core import Trace, forward, reverse
+from .seeds import dense
 from .tracer import Tracer, primal
 
 
@@ -148,17 +149,22 @@ class Recording:
         ref = self.out_refs[i]
         return ref is not None and bool(ref[0].deps & self.in_nodes[j].deps)
 
-    def vjp(self, seeds: Sequence[Any | None], wrt: Sequence[int] | None = None) -> list:
-        """One reverse sweep: a block of cotangents per output -> a block per differentiated input."""
+    def vjp(self, seeds: Sequence[Any | None], wrt: Sequence[int] | None = None, structured: bool = False) -> list:
+        """One reverse sweep: a block of cotangents per output -> a block per differentiated input.
+
+        With `structured`, results may be `SparseBlock`s (cheaper to scatter into a matrix).
+        """
         wrt = range(len(self.wrt)) if wrt is None else wrt
         outs = [(ref, s) for ref, s in zip(self.out_refs, seeds) if ref is not None and s is not None]
         nodes = tuple(self.in_nodes[j] for j in wrt)
         if not outs:
             return [None] * len(nodes)
         self.sweeps += 1
-        return reverse(self.trace, tuple(r for r, _ in outs), tuple(s for _, s in outs), nodes)
+        out = reverse(self.trace, tuple(r for r, _ in outs), tuple(s for _, s in outs), nodes)
+        return out if structured else [dense(o) for o in out]
 
-    def jvp(self, tangents: Sequence[Any | None], wrt: Sequence[int] | None = None) -> list:
+    def jvp(self, tangents: Sequence[Any | None], wrt: Sequence[int] | None = None,
+            structured: bool = False) -> list:
         """One forward sweep: a block of tangents per differentiated input -> a block per output."""
         wrt = range(len(self.wrt)) if wrt is None else wrt
         pairs = [(self.in_nodes[j], t) for j, t in zip(wrt, tangents) if t is not None]
@@ -167,7 +173,8 @@ class Recording:
             return [None] * len(self.out_refs)
         self.sweeps += 1
         got = iter(forward(self.trace, tuple(n for n, _ in pairs), tuple(t for _, t in pairs), tuple(refs)))
-        return [None if r is None else next(got) for r in self.out_refs]
+        out = [None if r is None else next(got) for r in self.out_refs]
+        return out if structured else [dense(o) for o in out]
 
 
 def _call_user(f: Callable, args: list) -> Any:

@@ -18,6 +18,6 @@ from . import (  # noqa: F401
 )
 
 from ..registry import PRIMITIVES as _PRIMITIVES  # noqa: E402
-from ..seeds import install as _install_sparse  # noqa: E402
+from ..seed_ops import install as _install_sparse  # noqa: E402
 
 _install_sparse(_PRIMITIVES)

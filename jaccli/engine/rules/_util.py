@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from ..seeds import broadcast_block
+
 
 def dtype_of(x: Any) -> np.dtype:
     """The dtype of an array, a traced array or a Python number."""
@@ -38,7 +40,7 @@ def expand(t: Any, shape: tuple, out_shape: tuple) -> Any:
     if len(shape) < len(out_shape):
         t = np.reshape(t, (k,) + (1,) * (len(out_shape) - len(shape)) + tuple(shape))
     if np.shape(t)[1:] != tuple(out_shape):
-        t = np.broadcast_to(t, (k,) + tuple(out_shape))
+        t = broadcast_block(t, (k,) + tuple(out_shape))
     return t
 
 

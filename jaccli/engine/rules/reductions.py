@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import family, primitive, register, register_derived
+from ..seeds import broadcast_block
 from ._util import dtype_of, norm_axes, shift
 
 family("reductions")
@@ -17,7 +18,7 @@ def _kept_shape(shape: tuple, axes: tuple) -> tuple:
 def _spread(g, kept: tuple, shape: tuple):
     """A block of reduced cotangents, broadcast back over the reduced axes."""
     k = np.shape(g)[0]
-    return np.broadcast_to(np.reshape(g, (k,) + kept), (k,) + tuple(shape))
+    return broadcast_block(np.reshape(g, (k,) + kept), (k,) + tuple(shape))
 
 
 def _count(shape, axes) -> int:

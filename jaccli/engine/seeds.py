@@ -107,13 +107,16 @@ class SparseBlock:
     # -- elementwise scaling ----------------------------------------------------
     def _factor_at(self, d: Any) -> Any | None:
         """The entries of d (broadcast over the seed shape) at this block's positions, or None."""
-        if np.ndim(d) == 0:
-            return d
-        d = np.asarray(d)
-        if d.ndim > len(self.inner) or np.broadcast_shapes(d.shape, self.inner) != self.inner:
-            return None
+        if not isinstance(d, np.ndarray):
+            if np.ndim(d) == 0:
+                return d
+            d = np.asarray(d)
         if d.shape == self.inner:
             return d.reshape(-1)[self.idx]
+        if d.ndim == 0:
+            return d
+        if d.ndim > len(self.inner) or np.broadcast_shapes(d.shape, self.inner) != self.inner:
+            return None
         coords = self._coords()
         lead = len(self.inner) - d.ndim
         return d[tuple(c if n != 1 else 0 for c, n in zip(coords[lead:], d.shape))]
@@ -125,7 +128,7 @@ class SparseBlock:
         u, v = self.u, self.v
         if u is not None:
             v = ufunc(v, d)
-        return self._with(self.shape, self.idx, ufunc(self.val, f), u, v)
+        return SparseBlock(self.shape, self.idx, ufunc(self.val, f), u, v)  # same structure
 
     def _plus(self, other: "SparseBlock", sign: float) -> Any:
         idx = np.concatenate([self.idx, other.idx], axis=1)
@@ -139,7 +142,7 @@ class SparseBlock:
         if method != "__call__" or kwargs:
             return _dense_call(getattr(ufunc, method), inputs, kwargs)
         if ufunc is np.negative:
-            return self._with(self.shape, self.idx, -self.val, None if self.u is None else -self.u, self.v)
+            return SparseBlock(self.shape, self.idx, -self.val, None if self.u is None else -self.u, self.v)
         if len(inputs) == 2:
             a, b = inputs
             if ufunc in (np.multiply, np.true_divide) and type(a) is SparseBlock and _is_plain(b):

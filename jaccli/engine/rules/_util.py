@@ -15,9 +15,17 @@ def dtype_of(x: Any) -> np.dtype:
     return dtype if dtype is not None else np.result_type(x)
 
 
+def shape_of(x: Any) -> tuple:
+    """x.shape without NumPy's dispatch (arrays, traced arrays and seed blocks all have it)."""
+    try:
+        return x.shape
+    except AttributeError:
+        return np.shape(x)
+
+
 def unbroadcast(g: Any, shape: tuple) -> Any:
     """Sum a block ``(K,) + broadcast_shape`` of cotangents down to ``(K,) + shape``."""
-    gshape = np.shape(g)
+    gshape = shape_of(g)
     if gshape[1:] == tuple(shape):
         return g
     lead = len(gshape) - 1 - len(shape)
@@ -35,11 +43,13 @@ def unbroadcast(g: Any, shape: tuple) -> Any:
 
 def expand(t: Any, shape: tuple, out_shape: tuple) -> Any:
     """Lift a block ``(K,) + shape`` of tangents to ``(K,) + out_shape`` by broadcasting."""
-    tshape = np.shape(t)
+    tshape = shape_of(t)
     k = tshape[0]
+    if tshape[1:] == tuple(out_shape):
+        return t
     if len(shape) < len(out_shape):
         t = np.reshape(t, (k,) + (1,) * (len(out_shape) - len(shape)) + tuple(shape))
-    if np.shape(t)[1:] != tuple(out_shape):
+    if shape_of(t)[1:] != tuple(out_shape):
         t = broadcast_block(t, (k,) + tuple(out_shape))
     return t
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..registry import family, primitive, register, register_derived, register_primitive
@@ -13,7 +15,9 @@ family("elementwise")
 
 def _finite(d) -> bool:
     value = primal(d)
-    return bool(np.all(np.isfinite(value)))
+    if isinstance(value, (float, int)):
+        return math.isfinite(value)
+    return bool(np.isfinite(value).all())
 
 
 def _safe_product(factor):

@@ -1,14 +1,17 @@
 """Scale target: a dense 20000 x 20000 Jacobian of P1's f written to .npy by the jaccli command.
 
-Peak RSS of the jaccli process comes from wait4's rusage for that one child. The 3.2 GB file
+Peak RSS of the jaccli process comes from wait4's rusage, taken by a small launcher process:
+Linux folds the RSS of the process that forked the child (its memory before exec) into the
+child's ru_maxrss, and this benchmark process holds gigabytes by then. The 3.2 GB file
 lives in a temp dir, is checked through a memory map (the whole diagonal against the closed
 form, random blocks off the diagonal must be zero) and is deleted afterwards.
 """
 from __future__ import annotations
 
-import os
+import json
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -18,6 +21,37 @@ import numpy as np
 
 from benchmarks import problems
 from benchmarks.e2e import child_env, jaccli_command
+
+# Runs the command given in argv[2:] with only the standard library loaded; polls wait4 so a
+# hung run can time out, and samples RssAnon/RssFile every 50 ms: ru_maxrss counts both, and
+# file pages (an output written through a memmap) are cheap for the kernel to drop.
+LAUNCHER = '''
+import json, os, subprocess, sys, time
+timeout_s, cmd = float(sys.argv[1]), sys.argv[2:]
+peaks, t0 = {}, time.perf_counter()
+with open("stdout.txt", "w") as so, open("stderr.txt", "w") as se:
+    proc = subprocess.Popen(cmd, stdout=so, stderr=se)
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        try:
+            with open(f"/proc/{proc.pid}/status") as fh:
+                for line in fh:
+                    key = line.split(":")[0]
+                    if key in ("RssAnon", "RssFile"):
+                        peaks[key] = max(peaks.get(key, 0), int(line.split()[1]))
+        except OSError:
+            pass
+        if time.perf_counter() - t0 > timeout_s:
+            proc.kill()
+            proc.wait()
+            print(json.dumps({"timeout": True}))
+            sys.exit(0)
+        time.sleep(0.05)
+print(json.dumps({"timeout": False, "seconds": time.perf_counter() - t0, "peaks": peaks,
+                  "exit": os.waitstatus_to_exitcode(status), "maxrss_kb": usage.ru_maxrss}))
+'''
 
 F_PY = '''\
 import numpy as np
@@ -73,22 +107,21 @@ def run_scale(n: int = 20000, limit_gb: float = 1.5, timeout_s: float = 3600.0,
         cmd = cmd + ["jacobian", "f.py", "x.npy", "-o", "J.npy", "--chunk-size", "auto"]
         out["command"] = " ".join(["jaccli"] + cmd[-7:])
         log(f"  scale: {out['command']} in {tmp}")
-        with open(tmp / "stdout.txt", "w") as so, open(tmp / "stderr.txt", "w") as se:
-            t0 = time.perf_counter()
-            proc = subprocess.Popen(cmd, cwd=tmp, env=child_env(), stdout=so, stderr=se)
-            try:
-                peaks: dict[str, int] = {}
-                _, status, usage = _wait4(proc, timeout_s, peaks)
-            except TimeoutError:
-                proc.kill()
-                proc.wait()
-                out.update(status="TIMEOUT", detail=f"> {timeout_s:.0f} s")
-                return out
-            out["seconds"] = time.perf_counter() - t0
-        out["peak_rss_gb"] = usage.ru_maxrss * 1024 / 1e9          # ru_maxrss is in KiB
-        out["sampled_peak_anon_gb"] = peaks.get("RssAnon", 0) * 1024 / 1e9
-        out["sampled_peak_file_gb"] = peaks.get("RssFile", 0) * 1024 / 1e9
-        code = os.waitstatus_to_exitcode(status)
+        launcher = subprocess.run([sys.executable, "-c", LAUNCHER, str(timeout_s)] + cmd,
+                                  cwd=tmp, env=child_env(), capture_output=True, text=True)
+        lines = [ln for ln in launcher.stdout.splitlines() if ln.startswith("{")]
+        if not lines:
+            out.update(status="ERROR", detail=f"launcher: {launcher.stderr.strip()[-250:]}")
+            return out
+        rep = json.loads(lines[-1])
+        if rep["timeout"]:
+            out.update(status="TIMEOUT", detail=f"> {timeout_s:.0f} s")
+            return out
+        out["seconds"] = rep["seconds"]
+        out["peak_rss_gb"] = rep["maxrss_kb"] * 1024 / 1e9          # ru_maxrss is in KiB
+        out["sampled_peak_anon_gb"] = rep["peaks"].get("RssAnon", 0) * 1024 / 1e9
+        out["sampled_peak_file_gb"] = rep["peaks"].get("RssFile", 0) * 1024 / 1e9
+        code = rep["exit"]
         if code != 0:
             tail = ((tmp / "stderr.txt").read_text().strip().splitlines() or ["?"])[-1]
             out.update(status="ERROR", detail=f"exit {code}: {tail[:250]}")
@@ -102,36 +135,3 @@ def run_scale(n: int = 20000, limit_gb: float = 1.5, timeout_s: float = 3600.0,
         return out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _rss_parts_kb(pid: int) -> dict[str, int]:
-    """RssAnon (heap) and RssFile (mapped file pages, e.g. an output written through a memmap)."""
-    parts = {}
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                key = line.split(":")[0]
-                if key in ("RssAnon", "RssFile"):
-                    parts[key] = int(line.split()[1])
-    except OSError:
-        pass
-    return parts
-
-
-def _wait4(proc: subprocess.Popen, timeout_s: float, peaks: dict[str, int]):
-    """os.wait4 on the child (its own rusage), polling so a hung run can time out.
-
-    While polling, the largest RssAnon/RssFile seen are kept in `peaks` (sampled every 50 ms):
-    ru_maxrss counts both, and file pages are cheap to drop, so the split helps reading it.
-    """
-    deadline = time.monotonic() + timeout_s
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            return pid, status, usage
-        for key, kb in _rss_parts_kb(proc.pid).items():
-            peaks[key] = max(peaks.get(key, 0), kb)
-        if time.monotonic() > deadline:
-            raise TimeoutError
-        time.sleep(0.05)

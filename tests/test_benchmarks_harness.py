@@ -58,3 +58,15 @@ def test_wrong_result_is_reported_and_never_timed():
     assert results["good"].ok and len(results["good"].samples) == 2
     assert results["wrong"].status == "WRONG" and results["wrong"].samples == []
     assert results["broken"].status == "ERROR" and "ZeroDivisionError" in results["broken"].detail
+
+
+def test_scale_check_reads_the_saved_diagonal(tmp_path):
+    from benchmarks.scale import _check
+
+    x = problems.p1_data(600)
+    J = problems.jac_p1(x)
+    np.save(tmp_path / "J.npy", J)
+    assert _check(tmp_path / "J.npy", x, blocks=4, size=64) == ""
+    J[5, 5] += 1.0
+    np.save(tmp_path / "J.npy", J)
+    assert _check(tmp_path / "J.npy", x, blocks=4, size=64).startswith("WRONG: diagonal")

@@ -10,7 +10,22 @@ import numpy as np
 from .engine import core
 from .engine.recording import Recording
 from .engine.tracer import primal
-from .kinks import Kink, find_kinks, registry_notes
+
+
+def __getattr__(name: str) -> Any:
+    # Kink analysis (and its finite differences) is only needed by checks: import it on demand,
+    # so the plain jacobian path of the CLI starts faster.
+    if name in ("Kink", "find_kinks"):
+        from . import kinks
+
+        return getattr(kinks, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def registry_notes(prim_name: str) -> str:
+    from .kinks import registry_notes as notes
+
+    return notes(prim_name)
 
 __all__ = ["disconnected_pairs", "structural_zero_message", "structural_zero_warnings", "nonfinite_report",
            "Kink", "find_kinks", "Provenance", "NonfiniteMonitor", "trace_nonfinite", "first_nonfinite_primal",

@@ -10,7 +10,6 @@ import os
 import sys
 import types
 import warnings
-import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -339,6 +338,8 @@ def _load_npy(path: Path, shown: str) -> np.ndarray:
 
 
 def _load_npz(path: Path, shown: str) -> dict[str, np.ndarray]:
+    import zipfile  # only .npz inputs need it
+
     if not zipfile.is_zipfile(path):
         raise UsageError(f"{shown} is not a valid .npz file (not a zip archive; truncated or corrupt?)")
     arrays: dict[str, np.ndarray] = {}

@@ -10,7 +10,6 @@ import os
 import shutil
 import tempfile
 import weakref
-import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
@@ -339,6 +338,8 @@ def _write_npy(fh: IO[bytes], array: np.ndarray) -> None:
 def _write_npz(fh: IO[bytes], members: dict[str, np.ndarray]) -> None:
     # Built by hand rather than np.savez: keys such as "file" would clash with its arguments,
     # and savez pickles object arrays, which jaccli could not read back.
+    import zipfile  # only .npz outputs need it
+
     with zipfile.ZipFile(fh, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
         for key, array in members.items():
             with archive.open(f"{key}.npy", mode="w", force_zip64=True) as member:

@@ -9,7 +9,6 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from jaccli.errors import UsageError
-from jaccli.expr import compile_expression
 from jaccli.loaders import bind_inputs, load_array, load_function
 
 from .failures import GuardedFunction, shown_path
@@ -81,6 +80,8 @@ def load_problem(func_spec: str | None, expression: str | None, sources: Sequenc
         UserFunctionError: running the function's file failed.
     """
     if expression is not None:
+        from jaccli.expr import compile_expression  # only -e needs the expression parser
+
         compiled = compile_expression(expression)
         func: Callable[..., Any] = compiled
         name, spec, user_file, params, defaults = EXPRESSION_NAME, expression, None, list(compiled.params), {}

@@ -199,8 +199,16 @@ def scatter_rows(block: Any, out: np.ndarray, rows: np.ndarray) -> None:
         out[rows] = np.reshape(block, (len(rows), -1))
         return
     n = math.prod(block.inner)
+    start = int(rows[0]) if rows.size else 0
+    contiguous = rows.size and rows[-1] - start == rows.size - 1 and (np.diff(rows) == 1).all()
+    target = out[start:start + rows.size] if contiguous else None  # a view: written in place
     if block.u is None:
-        out[rows] = 0.0
+        if target is not None:
+            target[...] = 0.0
+        else:
+            out[rows] = 0.0
+    elif target is not None and target.flags.c_contiguous and target.dtype == np.result_type(block.u, block.v):
+        np.matmul(block.u, block.v.reshape(block.rank, n), out=target)
     else:
         out[rows] = block.u @ block.v.reshape(block.rank, n)
     _entries_into(block, out, rows, transpose=False)

@@ -29,6 +29,19 @@ def numpy_name(func: Any) -> str:
     return f"np.{name}"
 
 
+_PLAIN_OPERANDS = (int, float, np.ndarray, np.floating, np.integer)
+
+
+def _op(ufunc: Any, a: Any, b: Any) -> Any:
+    """ufunc(a, b) for a traced operand and a number, array or traced operand."""
+    other = b if type(a) is Tracer else a
+    if type(other) is Tracer or isinstance(other, _PLAIN_OPERANDS):
+        handler = UFUNC_HANDLERS.get(ufunc)
+        if handler is not None:
+            return handler(a, b)
+    return ufunc(a, b)  # anything else (lists, other array types) takes NumPy's own route
+
+
 def primal(x: Any) -> Any:
     """The plain value under every level of tracing."""
     while type(x) is Tracer:
@@ -156,20 +169,22 @@ class Tracer:
         return f"Tracer(level={self._trace.level}, shape={self.shape}, value={self._value!r})"
 
     # -- operators -------------------------------------------------------------
-    def __add__(self, o): return np.add(self, o)
-    def __radd__(self, o): return np.add(o, self)
-    def __sub__(self, o): return np.subtract(self, o)
-    def __rsub__(self, o): return np.subtract(o, self)
-    def __mul__(self, o): return np.multiply(self, o)
-    def __rmul__(self, o): return np.multiply(o, self)
-    def __truediv__(self, o): return np.true_divide(self, o)
-    def __rtruediv__(self, o): return np.true_divide(o, self)
+    # Arithmetic goes straight to the registered handler: the same result as np.add(self, o),
+    # without a trip through NumPy's override machinery on every operation.
+    def __add__(self, o): return _op(np.add, self, o)
+    def __radd__(self, o): return _op(np.add, o, self)
+    def __sub__(self, o): return _op(np.subtract, self, o)
+    def __rsub__(self, o): return _op(np.subtract, o, self)
+    def __mul__(self, o): return _op(np.multiply, self, o)
+    def __rmul__(self, o): return _op(np.multiply, o, self)
+    def __truediv__(self, o): return _op(np.true_divide, self, o)
+    def __rtruediv__(self, o): return _op(np.true_divide, o, self)
     def __floordiv__(self, o): return np.floor_divide(self, o)
     def __rfloordiv__(self, o): return np.floor_divide(o, self)
     def __mod__(self, o): return np.remainder(self, o)
     def __rmod__(self, o): return np.remainder(o, self)
-    def __pow__(self, o): return np.power(self, o)
-    def __rpow__(self, o): return np.power(o, self)
+    def __pow__(self, o): return _op(np.power, self, o)
+    def __rpow__(self, o): return _op(np.power, o, self)
     def __matmul__(self, o): return np.matmul(self, o)
     def __rmatmul__(self, o): return np.matmul(o, self)
     def __neg__(self): return np.negative(self)

@@ -69,6 +69,22 @@ NUMPY_PROXY.asanyarray = _asarray
 NUMPY_PROXY.ascontiguousarray = _asarray
 
 
+_NAMES_CACHE: dict[tuple, tuple[int, list[str]]] = {}
+
+
+def _numpy_names(glb: dict) -> list[str]:
+    """The names bound to the numpy module in a globals dict (rescanned when the dict changes size)."""
+    key = (id(glb), glb.get("__name__"), glb.get("__file__"))
+    cached = _NAMES_CACHE.get(key)
+    if cached is not None and cached[0] == len(glb) and all(glb.get(k) is np for k in cached[1]):
+        return cached[1]
+    items = list(glb.items())
+    names = [k for k, v in items if v is np]
+    if not any(v is NUMPY_PROXY for _, v in items):  # not while an outer recording has swapped them
+        _NAMES_CACHE[key] = (len(glb), names)
+    return names
+
+
 @contextmanager
 def intercept_numpy(f: Callable):
     """While f runs, let `np.array([...traced...])` in f's module build a traced array."""
@@ -76,7 +92,7 @@ def intercept_numpy(f: Callable):
     if glb is None:
         yield
         return
-    swapped = [k for k, v in list(glb.items()) if v is np]
+    swapped = _numpy_names(glb)
     for k in swapped:
         glb[k] = NUMPY_PROXY
     try:

@@ -39,7 +39,7 @@ def _promote(x, first: bool):
 def _out2_shape(a, b) -> tuple:
     a2 = np.shape(a) if np.ndim(a) >= 2 else (1,) + np.shape(a)
     b2 = np.shape(b) if np.ndim(b) >= 2 else np.shape(b) + (1,)
-    batch = np.broadcast_shapes(a2[:-2], b2[:-2])
+    batch = () if len(a2) == len(b2) == 2 else np.broadcast_shapes(a2[:-2], b2[:-2])
     return batch + (a2[-2], b2[-1])
 
 

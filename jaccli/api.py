@@ -10,7 +10,8 @@ import numpy as np
 from .engine.recording import Recording, primal_nested
 from .engine.tracer import Tracer
 from .errors import StrictModeError
-from .lazy import MODES, Evaluator, Hessian, HessianEvaluator, Jacobian
+from .evaluator import MODES, Evaluator, HessianEvaluator
+from .lazy import Hessian, Jacobian
 
 __all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "grad"]
 

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jaccli
-import jaccli.lazy
+import jaccli.evaluator
 
 from contextlib import contextmanager
 
@@ -15,12 +15,12 @@ from contextlib import contextmanager
 @contextmanager
 def seed_form(form):
     """Run with structured identity seeds ("structured") or the size-based default ("default")."""
-    saved = jaccli.lazy.DENSE_SEED_ELEMENTS
-    jaccli.lazy.DENSE_SEED_ELEMENTS = 0 if form == "structured" else saved
+    saved = jaccli.evaluator.DENSE_SEED_ELEMENTS
+    jaccli.evaluator.DENSE_SEED_ELEMENTS = 0 if form == "structured" else saved
     try:
         yield
     finally:
-        jaccli.lazy.DENSE_SEED_ELEMENTS = saved
+        jaccli.evaluator.DENSE_SEED_ELEMENTS = saved
 
 # Smooth building blocks, each defined on all of R (or guarded), so FD is valid everywhere.
 UNARY = {

@@ -28,7 +28,7 @@ def registry_notes(prim_name: str) -> str:
     return notes(prim_name)
 
 __all__ = ["disconnected_pairs", "structural_zero_message", "structural_zero_warnings", "nonfinite_report",
-           "Kink", "find_kinks", "Provenance", "NonfiniteMonitor", "trace_nonfinite", "first_nonfinite_primal",
+           "Provenance", "NonfiniteMonitor", "trace_nonfinite", "first_nonfinite_primal",
            "recording_of"]
 
 FORWARD_EVALUATION = "forward evaluation"

@@ -1,13 +1,10 @@
-"""Showing derivative blocks: rich tables and heatmaps on terminals, plain numbers for files and pipes."""
+"""Showing derivative blocks on terminals: rich consoles, tables and heatmaps (plain numbers: render_plain)."""
 
 from __future__ import annotations
 
 import math
 import os
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from types import TracebackType
+from collections.abc import Sequence
 from typing import IO, Any
 
 import numpy as np
@@ -17,18 +14,13 @@ from rich.console import Console, Group, RenderableType
 from rich.measure import Measurement
 from rich.padding import Padding
 from rich.panel import Panel
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
+
+# Plain text and the progress bar live in their own modules; re-exported so existing imports keep working.
+from jaccli.render_plain import RenderBlock, RenderHeader, format_number, format_plain
+from jaccli.render_progress import ProgressReporter, make_progress
 
 __all__ = [
     "ProgressReporter",
@@ -41,38 +33,7 @@ __all__ = [
 ]
 
 
-@dataclass
-class RenderBlock:
-    """One derivative block to show: rows are output elements, columns input elements.
-
-    A 0-D matrix is one value; a 1-D matrix is shown as a column whose labels come from
-    `row_labels`, or from `col_labels` when only those are given. `shape` is the block's full
-    shape for the header and defaults to the matrix's.
-    """
-
-    key: str
-    matrix: np.ndarray
-    row_labels: Sequence[str] | None = None
-    col_labels: Sequence[str] | None = None
-    shape: tuple[int, ...] | None = None
-
-    def __post_init__(self) -> None:
-        self.matrix = np.asarray(self.matrix)
-        if self.matrix.ndim > 2:
-            raise ValueError(f"block {self.key}: matrix must be 0-D, 1-D or 2-D, not {self.matrix.shape}")
-        if self.shape is None:
-            self.shape = tuple(self.matrix.shape)
-
-
-@dataclass
-class RenderHeader:
-    """What was computed: a title line and key: value facts (shape, dtype, mode, time...)."""
-
-    title: str
-    items: Mapping[str, str]
-
-
-# ---------------------------------------------------------------- shared helpers
+# ---------------------------------------------------------------- grids and labels
 
 
 def _grid(block: RenderBlock) -> tuple[np.ndarray, list[str], list[str]]:
@@ -97,53 +58,6 @@ def _labels(key: str, what: str, labels: Sequence[str] | None, count: int) -> li
     if len(labels) != count:
         raise ValueError(f"block {key}: {len(labels)} {what} labels for {count} {what}s")
     return [str(label) for label in labels]
-
-
-def _format_number(value: Any, precision: int) -> str:
-    if isinstance(value, complex):
-        return format(value, f".{precision}g")
-    return "%.*g" % (precision, value)
-
-
-def _rows_of(matrix: np.ndarray) -> np.ndarray:
-    """0-D -> one row of one value; 1-D -> one value per row, as numpy.savetxt writes vectors."""
-    if matrix.ndim == 0:
-        return matrix.reshape(1, 1)
-    if matrix.ndim == 1:
-        return matrix.reshape(-1, 1)
-    return matrix
-
-
-# ---------------------------------------------------------------- plain text
-
-
-def format_plain(
-    blocks: Sequence[RenderBlock], *, precision: int = 6, delimiter: str = " ", headers: bool = True
-) -> str:
-    """Blocks as plain lines of numbers, for text and CSV output.
-
-    Args:
-        blocks: the blocks to write, in order.
-        precision: significant digits (``%.{precision}g``).
-        delimiter: between numbers on a line, ``" "`` for text or ``","`` for CSV.
-        headers: write ``# key shape=(...)`` before each block; always done for several blocks, so
-            that one block without headers gives pure data lines.
-
-    Returns:
-        The text, each line ending in a newline.
-
-    >>> print(format_plain([RenderBlock("df_dx", np.eye(2))], precision=3, delimiter=","), end="")
-    # df_dx shape=(2, 2)
-    1,0
-    0,1
-    """
-    lines = []
-    for block in blocks:
-        if headers or len(blocks) > 1:
-            lines.append(f"# {block.key} shape={tuple(block.shape)}")
-        for row in _rows_of(block.matrix):
-            lines.append(delimiter.join(_format_number(value, precision) for value in row.tolist()))
-    return "".join(line + "\n" for line in lines)
 
 
 # ---------------------------------------------------------------- consoles
@@ -214,7 +128,7 @@ def _visible(count: int, limit: int) -> list[int | None]:
 
 
 def _cell(value: Any, precision: int, heatmap: bool, scale: float) -> Text:
-    text = _format_number(value, precision)
+    text = format_number(value, precision)
     if isinstance(value, (bool, int)):
         finite = True
     else:
@@ -281,7 +195,7 @@ def _block_panel(
                 f"showing {shown_rows} of {matrix.shape[0]} rows, {shown_cols} of {matrix.shape[1]} columns"
             )
     if heatmap and matrix.size:
-        notes.append(f"colour: |value|/{_format_number(scale, 3)}")
+        notes.append(f"colour: |value|/{format_number(scale, 3)}")
     # Printed under the panel: as a subtitle it would be cut, inside it would widen the panel.
     note = Text("  " + "; ".join(notes), style="dim") if notes else None
     return Panel(body, title=title, title_align="left", expand=False), note
@@ -359,104 +273,3 @@ def render_table(
         console.print(panel)
         if note is not None:
             console.print(note)
-
-
-# ---------------------------------------------------------------- progress
-
-
-class ProgressReporter:
-    """A progress bar for stderr that appears only on terminals and only for slow evaluations.
-
-    Nothing is drawn until `delay` seconds after `start()`; the check happens in `advance()`.
-    Usable as a context manager so the bar is always cleared.
-    """
-
-    def __init__(
-        self,
-        console: Console,
-        *,
-        description: str = "rows",
-        delay: float = 1.0,
-        clock: Callable[[], float] = time.monotonic,
-    ):
-        self.console = console
-        self.enabled = console.is_interactive
-        self.description = description
-        self.delay = delay
-        self._clock = clock
-        self._progress: Progress | None = None
-        self._task: TaskID | None = None
-        self._started_at: float | None = None
-        self._total: int | None = None
-        self._done = 0
-
-    @property
-    def live(self) -> bool:
-        """Whether the bar is being drawn."""
-        return self._progress is not None
-
-    def start(self, total: int | None) -> None:
-        """Begin counting towards `total` rows (None when unknown)."""
-        self.stop()
-        self._started_at = self._clock()
-        self._total = total
-        self._done = 0
-
-    def advance(self, n: int = 1) -> None:
-        """Count `n` more rows done; shows the bar once the delay has passed."""
-        if self._started_at is None:
-            return
-        self._done += n
-        if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, completed=self._done)
-        elif self.enabled and self._clock() - self._started_at >= self.delay:
-            self._show()
-
-    def _show(self) -> None:
-        self._progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=self.console,
-            transient=True,
-            # Data goes to stdout; a live display on stderr must never capture it.
-            redirect_stdout=False,
-            get_time=self._clock,
-        )
-        self._task = self._progress.add_task(self.description, total=self._total, completed=self._done)
-        self._progress.start()
-
-    def stop(self) -> None:
-        """Clear the bar, if shown; safe to call more than once."""
-        if self._progress is not None:
-            self._progress.stop()
-        self._progress = None
-        self._task = None
-        self._started_at = None
-
-    def __enter__(self) -> ProgressReporter:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-
-def make_progress(
-    console: Console, *, description: str = "rows", delay: float = 1.0
-) -> ProgressReporter:
-    """A `ProgressReporter` on `console` (normally stderr); a no-op when it is not a terminal.
-
-    >>> import io
-    >>> progress = make_progress(make_console(io.StringIO()))
-    >>> progress.start(10); progress.advance(10); progress.stop()
-    >>> progress.enabled
-    False
-    """
-    return ProgressReporter(console, description=description, delay=delay)

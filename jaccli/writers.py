@@ -1,22 +1,20 @@
-"""Write results atomically to .npy, .npz, .csv, .txt or .json, or stream large ones to .npy."""
+"""Write results atomically to .npy, .npz, .csv, .txt or .json; large .npy results stream via jaccli.stream."""
 
 from __future__ import annotations
 
-import errno
 import functools
 import json
 import math
-import os
-import shutil
-import tempfile
-import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO
 
 import numpy as np
 
-from jaccli.errors import ResourceLimitError, UsageError
+from jaccli.atomic import atomic_write, check_target
+from jaccli.errors import UsageError
+# NpyStreamWriter lives in jaccli.stream; re-exported so existing imports keep working.
+from jaccli.stream import NpyStreamWriter
 
 __all__ = ["META_KEY", "WRITE_FORMATS", "NpyStreamWriter", "format_text", "write_blocks"]
 
@@ -67,7 +65,7 @@ def write_blocks(
             f"cannot write {target}: unknown format {suffix or '(no extension)'!r}; "
             f"use one of {', '.join(WRITE_FORMATS)}"
         )
-    _check_target(target)
+    check_target(target)
     if not blocks:
         raise UsageError(f"nothing to write to {target}: the result has no blocks")
     arrays = {str(key): np.asarray(block) for key, block in blocks.items()}
@@ -105,7 +103,7 @@ def write_blocks(
             delimiter = "," if suffix == ".csv" else " "
             text = format_text(array, precision, delimiter)
             write = functools.partial(_write_bytes, data=text.encode("utf-8"))
-    _atomic_write(target, write)
+    atomic_write(target, write)
 
 
 def format_text(array: np.ndarray, precision: int | None = None, delimiter: str = " ") -> str:
@@ -142,161 +140,7 @@ def format_text(array: np.ndarray, precision: int | None = None, delimiter: str 
     return "".join(line + "\n" for line in lines)
 
 
-class NpyStreamWriter:
-    """Write a .npy file too large for memory in blocks of rows, committed atomically.
-
-    Rows go into a temporary file next to the target with positioned writes (not a memory map:
-    mapped pages would count as the process's memory, all 3 GB of a big result); `commit` renames
-    it over the target, `abort` deletes it. Used as a context manager it commits on success and aborts
-    on an exception. Disk space for the whole file is checked (and reserved where the file
-    system allows) up front.
-
-    >>> with NpyStreamWriter("/tmp/big.npy", (4, 3)) as out:
-    ...     out.write(0, np.ones((2, 3))); out.write(2, np.zeros((2, 3)))
-    >>> np.load("/tmp/big.npy").sum()
-    np.float64(6.0)
-    """
-
-    def __init__(self, path: str | Path, shape: Sequence[int], dtype: np.dtype | type = np.float64):
-        """Create the temporary file.
-
-        Args:
-            path: The .npy file to produce; its directory must exist.
-            shape: Full shape of the result; rows are along axis 0.
-            dtype: Element type.
-
-        Raises:
-            UsageError: Not a .npy path, missing directory, or a 0-D shape.
-            ResourceLimitError: The file would not fit on the disk.
-        """
-        self.path = Path(path)
-        self.shape = tuple(int(n) for n in shape)
-        self.dtype = np.dtype(dtype)
-        if self.path.suffix.lower() != ".npy":
-            raise UsageError(f"cannot stream to {self.path}: streamed results are written as .npy")
-        if not self.shape:
-            raise UsageError(f"cannot stream to {self.path}: a 0-D result has no rows")
-        if self.dtype.hasobject:
-            raise UsageError(f"cannot stream to {self.path}: dtype {self.dtype} is not numeric")
-        _check_target(self.path)
-        # Header bytes are at most a few hundred; 4 KiB keeps the estimate safe.
-        needed = math.prod(self.shape) * self.dtype.itemsize + 4096
-        free = shutil.disk_usage(self.path.parent).free
-        if needed > free:
-            raise _no_space(self.path, needed, free)
-
-        fd, name = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        os.close(fd)
-        self._tmp = Path(name)
-        # Removes the temporary file if this object is dropped without commit or abort.
-        self._cleanup = weakref.finalize(self, _unlink_quietly, self._tmp)
-        self._fd: int | None = None
-        try:
-            with open(self._tmp, "wb") as fh:
-                header = {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False,
-                          "shape": self.shape}
-                np.lib.format.write_array_header_2_0(fh, header)
-                self._offset = fh.tell()
-            self._fd = os.open(self._tmp, os.O_RDWR)
-            os.ftruncate(self._fd, self._offset + math.prod(self.shape) * self.dtype.itemsize)
-            _reserve(self._tmp, self.path, needed)
-        except BaseException:
-            self._close()
-            self._cleanup()
-            raise
-        self._row_bytes = math.prod(self.shape[1:]) * self.dtype.itemsize
-        self._written = np.zeros(self.shape[0], dtype=bool)
-
-    def write(self, start_row: int, block: np.ndarray) -> None:
-        """Store `block` as rows ``[start_row, start_row + len(block))``.
-
-        Args:
-            start_row: First row to write.
-            block: Array of shape ``(k,) + shape[1:]``, or ``shape[1:]`` for a single row.
-        """
-        fd = self._open_fd()
-        values = np.asarray(block)
-        if values.shape == self.shape[1:]:
-            values = values[np.newaxis]
-        if values.shape[1:] != self.shape[1:]:
-            raise ValueError(
-                f"block of shape {values.shape} does not fit rows of shape {self.shape[1:]}"
-            )
-        stop = start_row + values.shape[0]
-        if start_row < 0 or stop > self.shape[0]:
-            raise ValueError(
-                f"rows {start_row}:{stop} are outside the {self.shape[0]} rows of {self.path}"
-            )
-        data = memoryview(np.ascontiguousarray(values, dtype=self.dtype)).cast("B")
-        position = self._offset + start_row * self._row_bytes
-        while data:
-            done = os.pwrite(fd, data, position)
-            data, position = data[done:], position + done
-        self._written[start_row:stop] = True
-
-    @property
-    def rows_missing(self) -> int:
-        """Rows not written yet."""
-        return int(self._written.size - np.count_nonzero(self._written))
-
-    def commit(self, allow_partial: bool = False) -> None:
-        """Flush to disk and rename the temporary file over the target.
-
-        Args:
-            allow_partial: Commit even if some rows were never written (they read as zeros).
-
-        Raises:
-            ValueError: Rows are missing and `allow_partial` is False.
-        """
-        fd = self._open_fd()
-        if self.rows_missing and not allow_partial:
-            raise ValueError(
-                f"{self.rows_missing} of {self.shape[0]} rows of {self.path} were never written"
-            )
-        os.fsync(fd)
-        self._close()
-        os.chmod(self._tmp, _new_file_mode(self.path))
-        os.replace(self._tmp, self.path)
-        self._cleanup.detach()
-        _fsync_directory(self.path.parent)
-
-    def abort(self) -> None:
-        """Delete the temporary file; the target is left as it was. Safe to call twice."""
-        self._close()
-        self._cleanup()
-
-    def __enter__(self) -> NpyStreamWriter:
-        return self
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is not None:
-            self.abort()
-            return
-        try:
-            self.commit()
-        except BaseException:
-            self.abort()
-            raise
-
-    def _open_fd(self) -> int:
-        if self._fd is None:
-            raise ValueError(f"the stream to {self.path} is already committed or aborted")
-        return self._fd
-
-    def _close(self) -> None:
-        fd, self._fd = getattr(self, "_fd", None), None
-        if fd is not None:
-            os.close(fd)
-
-
 # ---------------------------------------------------------------- helpers
-
-
-def _check_target(target: Path) -> None:
-    if target.is_dir():
-        raise UsageError(f"cannot write {target}: it is a directory")
-    if not target.parent.is_dir():
-        raise UsageError(f"cannot write {target}: directory {target.parent} does not exist")
 
 
 def _single_block(arrays: dict[str, np.ndarray], target: Path, suffix: str) -> np.ndarray:
@@ -307,23 +151,6 @@ def _single_block(arrays: dict[str, np.ndarray], target: Path, suffix: str) -> n
     raise UsageError(
         f"{target} holds {len(arrays)} blocks ({names}); a {suffix} file holds one array: {hint}"
     )
-
-
-def _atomic_write(target: Path, write: Callable[[IO[bytes]], None]) -> None:
-    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    tmp = Path(name)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, _new_file_mode(target))
-        os.replace(tmp, target)
-    except BaseException:
-        # KeyboardInterrupt included: a stray temp file is the only trace a failure may leave.
-        _unlink_quietly(tmp)
-        raise
-    _fsync_directory(target.parent)
 
 
 def _write_bytes(fh: IO[bytes], data: bytes) -> None:
@@ -369,67 +196,3 @@ def _jsonable(value: object) -> object:
     if isinstance(value, (Path, np.dtype)):
         return str(value)
     raise TypeError(f"cannot write a {type(value).__name__} value as JSON")
-
-
-@functools.cache
-def _umask() -> int:
-    # There is no way to read the umask without setting it; done once, early, to keep it brief.
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _new_file_mode(target: Path) -> int:
-    """Mode for the result: the replaced file's, else what open() gives (mkstemp's is 0600)."""
-    try:
-        return os.stat(target).st_mode & 0o7777
-    except FileNotFoundError:
-        return 0o666 & ~_umask()
-
-
-def _fsync_directory(directory: Path) -> None:
-    # Makes the rename itself durable; not every platform or file system allows it.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _unlink_quietly(path: Path) -> None:
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
-
-
-def _reserve(tmp: Path, target: Path, size: int) -> None:
-    """Allocate the file's blocks now, so a full disk fails here and not as a crash mid-write."""
-    if not hasattr(os, "posix_fallocate"):
-        return
-    with open(tmp, "rb+") as fh:
-        try:
-            os.posix_fallocate(fh.fileno(), 0, os.fstat(fh.fileno()).st_size)
-        except OSError as exc:
-            # Any other error means this file system cannot reserve space; writing still works.
-            if exc.errno == errno.ENOSPC:
-                raise _no_space(target, size, shutil.disk_usage(target.parent).free) from exc
-
-
-def _no_space(target: Path, needed: int, free: int) -> ResourceLimitError:
-    return ResourceLimitError(
-        f"writing {target} needs {_human_bytes(needed)} but only {_human_bytes(free)} is free "
-        f"in {target.parent}; free some space or write elsewhere"
-    )
-
-
-def _human_bytes(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    exponent = min((n.bit_length() - 1) // 10, 4)
-    return f"{n / 1024**exponent:.1f} {'KMGT'[exponent - 1]}B"

@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import jaccli.expr
+import jaccli.expr_check
+import jaccli.expr_eval
 from jaccli.errors import EXIT_USAGE, UsageError
 from jaccli.expr import DEFAULT_FUNCTIONS, MAX_DEPTH, MAX_LENGTH, compile_expression
 
@@ -231,7 +233,8 @@ def test_linalg_functions_are_only_reachable_through_linalg():
 
 
 def test_doctests_pass():
-    assert doctest.testmod(jaccli.expr).failed == 0
+    for module in (jaccli.expr, jaccli.expr_check, jaccli.expr_eval):
+        assert doctest.testmod(module).failed == 0
 
 
 # ---------------------------------------------------------------- refusals

@@ -11,6 +11,8 @@ import pytest
 from rich.console import Console
 
 import jaccli.render
+import jaccli.render_plain
+import jaccli.render_progress
 from jaccli.render import (
     ProgressReporter,
     RenderBlock,
@@ -295,4 +297,5 @@ def test_progress_stop_without_start_is_harmless():
 
 
 def test_doctests_pass():
-    assert doctest.testmod(jaccli.render).failed == 0
+    for module in (jaccli.render, jaccli.render_plain, jaccli.render_progress):
+        assert doctest.testmod(module).failed == 0

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
-from jaccli import writers
+from jaccli import atomic, stream, writers
 from jaccli.errors import ResourceLimitError, UsageError
 from jaccli.writers import META_KEY, NpyStreamWriter, format_text, write_blocks
 
@@ -210,7 +210,7 @@ def test_failing_rename_leaves_target_untouched(existing, monkeypatch, suffix, e
     def broken_replace(src, dst):
         raise error
 
-    monkeypatch.setattr(writers.os, "replace", broken_replace)
+    monkeypatch.setattr(atomic.os, "replace", broken_replace)
     with pytest.raises(type(error)):
         write_blocks(target, {"J": np.eye(3)})
     assert target.read_bytes() == before
@@ -242,7 +242,7 @@ def test_failing_fsync_leaves_target_untouched(existing, monkeypatch):
     def broken_fsync(fd):
         raise OSError("I/O error")
 
-    monkeypatch.setattr(writers.os, "fsync", broken_fsync)
+    monkeypatch.setattr(atomic.os, "fsync", broken_fsync)
     with pytest.raises(OSError, match="I/O error"):
         write_blocks(target, {"J": np.eye(2)})
     assert target.read_bytes() == before
@@ -259,11 +259,11 @@ def test_successful_write_replaces_target(existing):
 def test_new_file_gets_the_usual_permissions(tmp_path):
     mask = os.umask(0o022)
     try:
-        writers._umask.cache_clear()
+        atomic._umask.cache_clear()
         write_blocks(tmp_path / "J.npy", {"J": np.eye(2)})
     finally:
         os.umask(mask)
-        writers._umask.cache_clear()
+        atomic._umask.cache_clear()
     assert stat.S_IMODE((tmp_path / "J.npy").stat().st_mode) == 0o644
 
 
@@ -405,7 +405,7 @@ def test_stream_zero_rows(tmp_path):
 
 def test_stream_checks_free_space_first(tmp_path, monkeypatch):
     usage = shutil.disk_usage(tmp_path)
-    monkeypatch.setattr(writers.shutil, "disk_usage", lambda _: usage._replace(free=1000))
+    monkeypatch.setattr(stream.shutil, "disk_usage", lambda _: usage._replace(free=1000))
     with pytest.raises(ResourceLimitError) as info:
         NpyStreamWriter(tmp_path / "J.npy", (1000, 1000))
     assert str(info.value) == (

@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from jaccli.checks import compare_arrays, default_tolerances
+from jaccli.arrays import load_array
+from jaccli.checks import default_tolerances
+from jaccli.compare import compare_arrays
 from jaccli.errors import UsageError
-from jaccli.loaders import load_array
 
 from .compute import Block, Outcome, Verdict
 from .nonfinite import entry_label

@@ -12,7 +12,7 @@ import numpy as np
 import jaccli
 from jaccli.diagnostics import disconnected_pairs, structural_zero_message
 from jaccli.errors import UsageError
-from jaccli.loaders import parse_index_spec
+from jaccli.indexspec import parse_index_spec
 
 from .failures import CheckFailed
 from .problem import Problem, load_vectors

@@ -8,8 +8,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from jaccli.arrays import load_array
 from jaccli.errors import UsageError
-from jaccli.loaders import bind_inputs, load_array, load_function
+from jaccli.loaders import bind_inputs, load_function
 
 from .failures import GuardedFunction, shown_path
 

@@ -1,4 +1,4 @@
-"""Show and save results: the JSON report, files via jaccli.writers, tables and plain text via jaccli.render.
+"""Show and save results: the JSON report, files via jaccli.writers, tables via jaccli.render, text via render_plain.
 
 The JSON report (``--format json`` on stdout; the same keys, without ``data``, are the metadata
 stored in ``.npz`` files under ``__meta__`` and in ``.json`` files under ``meta``):
@@ -42,6 +42,11 @@ stored in ``.npz`` files under ``__meta__`` and in ``.json`` files under ``meta`
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 import json
 import math
@@ -191,7 +196,7 @@ def _matrices(b: Block) -> list[tuple[str, np.ndarray]]:
 
 def render_blocks(b: Block, limit: int | None = None) -> list[Any]:
     """RenderBlocks for rich tables: row and column labels from the unravelled indices."""
-    from jaccli.render import RenderBlock
+    from jaccli.render_plain import RenderBlock
 
     if b.kind == "vector":
         assert b.data is not None
@@ -213,7 +218,7 @@ def render_blocks(b: Block, limit: int | None = None) -> list[Any]:
 
 
 def plain_blocks(blocks: list[Block]) -> list[Any]:
-    from jaccli.render import RenderBlock
+    from jaccli.render_plain import RenderBlock
 
     return [RenderBlock(key, m, shape=b.shape[1:] if b.batch is not None else b.shape)
             for b in blocks for key, m in _matrices(b)]
@@ -255,13 +260,14 @@ def show(problem: Problem, outcome: Outcome, settings: Settings, out: Output, re
         return
     precision = out.precision or 6
     if fmt in ("text", "csv"):
-        from jaccli.render import format_plain
+        from jaccli.render_plain import format_plain
 
         text = format_plain(plain_blocks(outcome.blocks), precision=precision,
                             delimiter="," if fmt == "csv" else " ", headers=False)
         sys.stdout.write(text)
         return
-    from jaccli.render import RenderHeader, make_console, render_table
+    from jaccli.render import make_console, render_table
+    from jaccli.render_plain import RenderHeader
 
     console = make_console(sys.stdout, no_color=None if out.color else True)
     what = f"-e {problem.spec!r}" if problem.is_expression else problem.what

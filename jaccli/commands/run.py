@@ -42,7 +42,7 @@ class _Progress:
         self.done = 0
 
     def __call__(self, done: int, total: int) -> None:
-        from jaccli.render import make_progress
+        from jaccli.render_progress import make_progress
 
         if self.reporter is None or total != self.total or done < self.done:
             self.close()
@@ -87,7 +87,7 @@ def _compute(outcome: Outcome, settings: Settings, out: Output) -> None:
         raise UsageError(f"{what} needs the result in memory, but it would take {human_bytes(outcome.nbytes)}, "
                          f"more than --max-memory {human_bytes(settings.max_memory)}; select rows or columns "
                          "with --rows/--cols, or raise --max-memory")
-    from jaccli.writers import NpyStreamWriter
+    from jaccli.stream import NpyStreamWriter
 
     start = time.perf_counter()
     block = outcome.blocks[0]

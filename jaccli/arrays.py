@@ -1,0 +1,236 @@
+"""Load input arrays from .npy, .npz, .csv, .txt and .dat files or from inline numbers and lists."""
+
+from __future__ import annotations
+
+import ast
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from jaccli.errors import UsageError
+
+__all__ = ["ARRAY_SUFFIXES", "load_array"]
+
+ARRAY_SUFFIXES = (".npy", ".npz", ".csv", ".txt", ".dat")
+_FILE_LIST = ", ".join(ARRAY_SUFFIXES)
+
+
+def load_array(source: str) -> np.ndarray | dict[str, np.ndarray]:
+    """Read one input: a file, or an inline number or list of numbers.
+
+    Files are picked by extension:
+
+    - ``.npy``: loaded with ``allow_pickle=False``; truncated files are refused.
+    - ``.npz``: a dict of every array in the archive, in archive order.
+    - ``.csv`` (commas) and ``.txt``/``.dat`` (whitespace): float64. Lines starting with ``#``
+      are comments, and a first line with no numbers in it is a header and skipped. Like
+      ``np.loadtxt``'s default, length-1 axes are squeezed: a single value gives a 0-D array,
+      a single row or a single column gives 1-D, anything else 2-D.
+
+    Anything else is read as a Python literal: a number or nested lists/tuples of numbers,
+    with ``nan`` and ``inf`` allowed, giving a float64 array.
+
+    Arrays must be boolean, integer or real floating point; NaN and inf are kept as data.
+    File arrays keep their dtype.
+
+    Args:
+        source: A file path or a literal such as ``"[[1, 2], [3, 4]]"``.
+
+    Returns:
+        The array, or for ``.npz`` a dict of name to array.
+
+    Raises:
+        UsageError: Missing or unreadable file, or a literal that is not numbers.
+
+    >>> load_array("[[1, 2], [3, 4]]").shape
+    (2, 2)
+    """
+    text = source.strip()
+    if not text:
+        raise UsageError("empty input; give a file (.npy, .npz, .csv, .txt, .dat) or a number or list")
+    path = Path(text)
+    suffix = path.suffix.lower()
+    if suffix in ARRAY_SUFFIXES:
+        if not path.exists():
+            raise UsageError(f"input file not found: {text}")
+        if path.is_dir():
+            raise UsageError(f"input {text} is a directory, not a file")
+        if suffix == ".npy":
+            return _load_npy(path, text)
+        if suffix == ".npz":
+            return _load_npz(path, text)
+        return _load_text(path, text, "," if suffix == ".csv" else None)
+    try:
+        return _parse_literal(text)
+    except UsageError:
+        if path.is_file():
+            raise UsageError(f"cannot read input file {text}: jaccli reads {_FILE_LIST} files") from None
+        if os.sep in text or (os.altsep and os.altsep in text) or suffix[1:].isalpha():
+            raise UsageError(f"input file not found: {text}") from None
+        raise
+
+
+def _check_dtype(array: np.ndarray, shown: str) -> np.ndarray:
+    dtype = array.dtype
+    if dtype.hasobject:
+        raise UsageError(f"{shown} holds Python objects, not numbers")
+    if dtype.kind == "c":
+        raise UsageError(f"{shown} holds complex numbers: complex inputs are not supported")
+    if dtype.names is not None:
+        raise UsageError(f"{shown} is a structured array (named fields); save a plain numeric array")
+    if dtype.kind not in "biuf":
+        raise UsageError(f"{shown} holds {dtype} values, not numbers; save a numeric array")
+    return array
+
+
+def _load_npy(path: Path, shown: str) -> np.ndarray:
+    with open(path, "rb") as fh:
+        try:
+            version = np.lib.format.read_magic(fh)
+            read_header = (
+                np.lib.format.read_array_header_1_0
+                if version == (1, 0)
+                else np.lib.format.read_array_header_2_0
+            )
+            shape, _, dtype = read_header(fh)
+        except (ValueError, EOFError, OSError) as exc:
+            raise UsageError(f"{shown} is not a valid .npy file ({exc})") from exc
+        if dtype.hasobject:
+            raise UsageError(
+                f"{shown} holds Python objects (a pickled object array); jaccli loads .npy files "
+                "with allow_pickle=False for safety: save a numeric array instead"
+            )
+        # np.load's own error for a short file varies by version and path; check the size first.
+        expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        available = os.fstat(fh.fileno()).st_size - fh.tell()
+        if available < expected:
+            raise UsageError(
+                f"{shown} is not a valid .npy file: it is truncated "
+                f"(its header promises {expected} bytes of data, the file holds {available})"
+            )
+        fh.seek(0)
+        try:
+            array = np.load(fh, allow_pickle=False)
+        except (ValueError, EOFError, OSError) as exc:
+            raise UsageError(f"{shown} is not a valid .npy file ({exc})") from exc
+    return _check_dtype(array, shown)
+
+
+def _load_npz(path: Path, shown: str) -> dict[str, np.ndarray]:
+    import zipfile  # only .npz inputs need it
+
+    if not zipfile.is_zipfile(path):
+        raise UsageError(f"{shown} is not a valid .npz file (not a zip archive; truncated or corrupt?)")
+    arrays: dict[str, np.ndarray] = {}
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            for key in archive.files:
+                try:
+                    arrays[key] = archive[key]
+                except ValueError as exc:
+                    if "allow_pickle" in str(exc):
+                        raise UsageError(
+                            f"{shown}: array {key!r} holds Python objects (a pickled object array); "
+                            "jaccli loads .npz files with allow_pickle=False for safety: "
+                            "save numeric arrays instead"
+                        ) from exc
+                    raise
+                _check_dtype(arrays[key], f"{shown}: array {key!r}")
+    except UsageError:
+        raise
+    except (ValueError, EOFError, OSError, zipfile.BadZipFile) as exc:
+        raise UsageError(f"{shown} is not a valid .npz file ({exc})") from exc
+    if not arrays:
+        raise UsageError(f"{shown} holds no arrays")
+    return arrays
+
+
+def _header_skip(path: Path, delimiter: str | None) -> int:
+    """Lines to skip so that a first line of column names is not read as data."""
+    with open(path, encoding="utf-8-sig", errors="replace") as fh:
+        for number, line in enumerate(fh, start=1):
+            content = line.split("#", 1)[0].strip()
+            if not content:
+                continue
+            fields = content.split(delimiter)
+            return number if not any(_is_number(f) for f in fields) else 0
+    return 0
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _load_text(path: Path, shown: str, delimiter: str | None) -> np.ndarray:
+    separated = "commas" if delimiter else "whitespace"
+    try:
+        skip = _header_skip(path, delimiter)
+        with warnings.catch_warnings():
+            # An empty file only warns in NumPy; it is reported below as an error.
+            warnings.simplefilter("ignore", UserWarning)
+            array = np.loadtxt(
+                path, delimiter=delimiter, dtype=np.float64, skiprows=skip, encoding="utf-8-sig"
+            )
+    except (ValueError, OSError) as exc:
+        # NumPy's advice about `usecols` after the ';' refers to its API, not to jaccli.
+        detail = str(exc).split("; use `usecols`")[0]
+        message = f"cannot read {shown}: {detail} (expected numbers separated by {separated})"
+        raise UsageError(message) from exc
+    if array.size == 0:
+        raise UsageError(f"{shown} holds no numbers")
+    return array
+
+
+class _NotNumbers(Exception):
+    pass
+
+
+_NAMED_FLOATS = {"nan": float("nan"), "inf": float("inf"), "NaN": float("nan"), "Inf": float("inf")}
+
+
+def _literal_value(node: ast.AST) -> object:
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if isinstance(value, complex):
+            raise _NotNumbers("complex inputs are not supported")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _NotNumbers(f"{value!r} is not a number")
+        return value
+    if isinstance(node, ast.Name):
+        if node.id in _NAMED_FLOATS:
+            return _NAMED_FLOATS[node.id]
+        raise _NotNumbers(f"{node.id} is not a number")
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        operand = _literal_value(node.operand)
+        if isinstance(operand, list):
+            raise _NotNumbers("a sign applies to numbers, not to lists")
+        return -operand if isinstance(node.op, ast.USub) else operand
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_literal_value(item) for item in node.elts]
+    if any(isinstance(n, ast.Constant) and isinstance(n.value, complex) for n in ast.walk(node)):
+        raise _NotNumbers("complex inputs are not supported")
+    raise _NotNumbers(f"{type(node).__name__.lower()} expressions are not numbers")
+
+
+def _parse_literal(text: str) -> np.ndarray:
+    hint = f"give a number, a list of numbers or a file ({_FILE_LIST})"
+    try:
+        tree = ast.parse(text, mode="eval")
+        value = _literal_value(tree.body)
+    except SyntaxError:
+        raise UsageError(f"cannot read input {text!r}: not a number or list of numbers; {hint}") from None
+    except _NotNumbers as exc:
+        raise UsageError(f"cannot read input {text!r}: {exc}; {hint}") from None
+    try:
+        return np.array(value, dtype=np.float64)
+    except ValueError:
+        reason = "it is a ragged list (rows of different lengths)"
+    except OverflowError:
+        reason = "an integer is too large for float64"
+    raise UsageError(f"cannot read input {text!r}: {reason}")

@@ -1,0 +1,158 @@
+"""Evaluate a checked expression by walking its tree: the operators, the constants and ExpressionFunction."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import operator
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from jaccli.errors import UsageError
+
+__all__ = ["BINARY", "COMPARE", "CONSTANTS", "SEQUENCE_HINT", "UNARY", "ExpressionFunction", "evaluate"]
+
+# Constants are reserved words: an input cannot be called `e` or `pi`.
+CONSTANTS: Mapping[str, float] = MappingProxyType(
+    {"pi": np.pi, "e": np.e, "inf": np.inf, "nan": np.nan}
+)
+
+# Python ints grow without bound: `9**9**9` would hang the process before numpy saw anything.
+_MAX_INT_BITS = 10_000
+SEQUENCE_HINT = "Python would repeat or join them; use stack(...) or concatenate(...)"
+
+# ---------------------------------------------------------------- operators
+
+
+def _check_int_size(bits: int) -> None:
+    if bits > _MAX_INT_BITS:
+        raise UsageError(
+            f"expression: integer constant arithmetic is too large (over {_MAX_INT_BITS} bits); "
+            "use floats, e.g. 9.0**99 instead of 9**99"
+        )
+
+
+def _power(a: Any, b: Any) -> Any:
+    if isinstance(a, int) and isinstance(b, int) and b > 0 and abs(a) > 1:
+        _check_int_size(b * abs(a).bit_length())
+    return operator.pow(a, b)
+
+
+def _multiply(a: Any, b: Any) -> Any:
+    if isinstance(a, int) and isinstance(b, int):
+        _check_int_size(a.bit_length() + b.bit_length())
+    return operator.mul(a, b)
+
+
+BINARY: Mapping[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: _multiply,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: _power,
+    ast.MatMult: operator.matmul,
+}
+UNARY: Mapping[type, Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+COMPARE: Mapping[type, Callable[[Any, Any], Any]] = {
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+}
+
+
+# ---------------------------------------------------------------- evaluating
+
+
+def evaluate(node: ast.AST, env: Mapping[str, Any], resolved: Mapping[ast.AST, Any]) -> Any:
+    # Only node kinds the checker let through reach here; anything else is a bug, not user input.
+    kind = type(node)
+    if kind is ast.Constant:
+        return node.value
+    if kind is ast.Name:
+        return env[node.id] if node.id in env else CONSTANTS[node.id]
+    if kind is ast.Attribute:
+        return resolved[node]
+    if kind is ast.BinOp:
+        left = evaluate(node.left, env, resolved)
+        right = evaluate(node.right, env, resolved)
+        if isinstance(left, (tuple, list)) or isinstance(right, (tuple, list)):
+            # Sequence arithmetic repeats or joins, `(x,) * 10**9`, never what a formula means.
+            raise UsageError(f"expression: arithmetic on tuples is not allowed; {SEQUENCE_HINT}")
+        return BINARY[type(node.op)](left, right)
+    if kind is ast.UnaryOp:
+        return UNARY[type(node.op)](evaluate(node.operand, env, resolved))
+    if kind is ast.Compare:
+        left = evaluate(node.left, env, resolved)
+        right = evaluate(node.comparators[0], env, resolved)
+        return COMPARE[type(node.ops[0])](left, right)
+    if kind is ast.Tuple:
+        return tuple(evaluate(element, env, resolved) for element in node.elts)
+    if kind is ast.List:
+        return [evaluate(element, env, resolved) for element in node.elts]
+    if kind is ast.Subscript:
+        return evaluate(node.value, env, resolved)[_index(node.slice)]
+    if kind is ast.Call:
+        args = [evaluate(argument, env, resolved) for argument in node.args]
+        kwargs = {keyword.arg: evaluate(keyword.value, env, resolved) for keyword in node.keywords}
+        return resolved[node](*args, **kwargs)
+    raise AssertionError(f"unchecked expression node {kind.__name__}")
+
+
+def _index(node: ast.AST) -> Any:
+    kind = type(node)
+    if kind is ast.Tuple:
+        return tuple(_index(element) for element in node.elts)
+    if kind is ast.Slice:
+        parts = (node.lower, node.upper, node.step)
+        return slice(*(None if part is None else _index(part) for part in parts))
+    if kind is ast.UnaryOp:
+        return UNARY[type(node.op)](node.operand.value)
+    if kind is ast.Constant:
+        return node.value
+    raise AssertionError(f"unchecked index node {kind.__name__}")
+
+
+# ---------------------------------------------------------------- the checked expression as a function
+
+
+class ExpressionFunction:
+    """A checked expression, callable like ``def expr(x, y): return ...`` with its inputs in order.
+
+    Attributes:
+        text: the expression as written.
+        params: the input names, in order of first appearance.
+    """
+
+    __name__ = "expr"
+    __qualname__ = "expr"
+
+    def __init__(
+        self,
+        text: str,
+        tree: ast.Expression,
+        params: tuple[str, ...],
+        resolved: Mapping[ast.AST, Any],
+    ):
+        self.text = text
+        self.params = params
+        self.__doc__ = f"expr: {text}"
+        self.__signature__ = inspect.Signature(
+            [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in params]
+        )
+        self._body = tree.body
+        self._resolved = resolved
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        env = self.__signature__.bind(*args, **kwargs).arguments
+        return evaluate(self._body, env, self._resolved)
+
+    def __repr__(self) -> str:
+        return f"ExpressionFunction({self.text!r})"

@@ -1,0 +1,90 @@
+"""Derivative blocks to show, and plain lines of numbers for text and CSV output (no rich needed)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["RenderBlock", "RenderHeader", "format_number", "format_plain"]
+
+
+@dataclass
+class RenderBlock:
+    """One derivative block to show: rows are output elements, columns input elements.
+
+    A 0-D matrix is one value; a 1-D matrix is shown as a column whose labels come from
+    `row_labels`, or from `col_labels` when only those are given. `shape` is the block's full
+    shape for the header and defaults to the matrix's.
+    """
+
+    key: str
+    matrix: np.ndarray
+    row_labels: Sequence[str] | None = None
+    col_labels: Sequence[str] | None = None
+    shape: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        self.matrix = np.asarray(self.matrix)
+        if self.matrix.ndim > 2:
+            raise ValueError(f"block {self.key}: matrix must be 0-D, 1-D or 2-D, not {self.matrix.shape}")
+        if self.shape is None:
+            self.shape = tuple(self.matrix.shape)
+
+
+@dataclass
+class RenderHeader:
+    """What was computed: a title line and key: value facts (shape, dtype, mode, time...)."""
+
+    title: str
+    items: Mapping[str, str]
+
+
+def format_number(value: Any, precision: int) -> str:
+    """`value` to `precision` significant digits, as tables and plain text both show it."""
+    if isinstance(value, complex):
+        return format(value, f".{precision}g")
+    return "%.*g" % (precision, value)
+
+
+def _rows_of(matrix: np.ndarray) -> np.ndarray:
+    """0-D -> one row of one value; 1-D -> one value per row, as numpy.savetxt writes vectors."""
+    if matrix.ndim == 0:
+        return matrix.reshape(1, 1)
+    if matrix.ndim == 1:
+        return matrix.reshape(-1, 1)
+    return matrix
+
+
+# ---------------------------------------------------------------- plain text
+
+
+def format_plain(
+    blocks: Sequence[RenderBlock], *, precision: int = 6, delimiter: str = " ", headers: bool = True
+) -> str:
+    """Blocks as plain lines of numbers, for text and CSV output.
+
+    Args:
+        blocks: the blocks to write, in order.
+        precision: significant digits (``%.{precision}g``).
+        delimiter: between numbers on a line, ``" "`` for text or ``","`` for CSV.
+        headers: write ``# key shape=(...)`` before each block; always done for several blocks, so
+            that one block without headers gives pure data lines.
+
+    Returns:
+        The text, each line ending in a newline.
+
+    >>> print(format_plain([RenderBlock("df_dx", np.eye(2))], precision=3, delimiter=","), end="")
+    # df_dx shape=(2, 2)
+    1,0
+    0,1
+    """
+    lines = []
+    for block in blocks:
+        if headers or len(blocks) > 1:
+            lines.append(f"# {block.key} shape={tuple(block.shape)}")
+        for row in _rows_of(block.matrix):
+            lines.append(delimiter.join(format_number(value, precision) for value in row.tolist()))
+    return "".join(line + "\n" for line in lines)

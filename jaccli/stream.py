@@ -1,0 +1,196 @@
+"""Stream a .npy result too large for memory to disk in blocks of rows, committed atomically."""
+
+from __future__ import annotations
+
+import errno
+import math
+import os
+import shutil
+import tempfile
+import weakref
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from jaccli.atomic import check_target, fsync_directory, new_file_mode, unlink_quietly
+from jaccli.errors import ResourceLimitError, UsageError
+
+__all__ = ["NpyStreamWriter"]
+
+
+class NpyStreamWriter:
+    """Write a .npy file too large for memory in blocks of rows, committed atomically.
+
+    Rows go into a temporary file next to the target with positioned writes (not a memory map:
+    mapped pages would count as the process's memory, all 3 GB of a big result); `commit` renames
+    it over the target, `abort` deletes it. Used as a context manager it commits on success and aborts
+    on an exception. Disk space for the whole file is checked (and reserved where the file
+    system allows) up front.
+
+    >>> with NpyStreamWriter("/tmp/big.npy", (4, 3)) as out:
+    ...     out.write(0, np.ones((2, 3))); out.write(2, np.zeros((2, 3)))
+    >>> np.load("/tmp/big.npy").sum()
+    np.float64(6.0)
+    """
+
+    def __init__(self, path: str | Path, shape: Sequence[int], dtype: np.dtype | type = np.float64):
+        """Create the temporary file.
+
+        Args:
+            path: The .npy file to produce; its directory must exist.
+            shape: Full shape of the result; rows are along axis 0.
+            dtype: Element type.
+
+        Raises:
+            UsageError: Not a .npy path, missing directory, or a 0-D shape.
+            ResourceLimitError: The file would not fit on the disk.
+        """
+        self.path = Path(path)
+        self.shape = tuple(int(n) for n in shape)
+        self.dtype = np.dtype(dtype)
+        if self.path.suffix.lower() != ".npy":
+            raise UsageError(f"cannot stream to {self.path}: streamed results are written as .npy")
+        if not self.shape:
+            raise UsageError(f"cannot stream to {self.path}: a 0-D result has no rows")
+        if self.dtype.hasobject:
+            raise UsageError(f"cannot stream to {self.path}: dtype {self.dtype} is not numeric")
+        check_target(self.path)
+        # Header bytes are at most a few hundred; 4 KiB keeps the estimate safe.
+        needed = math.prod(self.shape) * self.dtype.itemsize + 4096
+        free = shutil.disk_usage(self.path.parent).free
+        if needed > free:
+            raise _no_space(self.path, needed, free)
+
+        fd, name = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        os.close(fd)
+        self._tmp = Path(name)
+        # Removes the temporary file if this object is dropped without commit or abort.
+        self._cleanup = weakref.finalize(self, unlink_quietly, self._tmp)
+        self._fd: int | None = None
+        try:
+            with open(self._tmp, "wb") as fh:
+                header = {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False,
+                          "shape": self.shape}
+                np.lib.format.write_array_header_2_0(fh, header)
+                self._offset = fh.tell()
+            self._fd = os.open(self._tmp, os.O_RDWR)
+            os.ftruncate(self._fd, self._offset + math.prod(self.shape) * self.dtype.itemsize)
+            _reserve(self._tmp, self.path, needed)
+        except BaseException:
+            self._close()
+            self._cleanup()
+            raise
+        self._row_bytes = math.prod(self.shape[1:]) * self.dtype.itemsize
+        self._written = np.zeros(self.shape[0], dtype=bool)
+
+    def write(self, start_row: int, block: np.ndarray) -> None:
+        """Store `block` as rows ``[start_row, start_row + len(block))``.
+
+        Args:
+            start_row: First row to write.
+            block: Array of shape ``(k,) + shape[1:]``, or ``shape[1:]`` for a single row.
+        """
+        fd = self._open_fd()
+        values = np.asarray(block)
+        if values.shape == self.shape[1:]:
+            values = values[np.newaxis]
+        if values.shape[1:] != self.shape[1:]:
+            raise ValueError(
+                f"block of shape {values.shape} does not fit rows of shape {self.shape[1:]}"
+            )
+        stop = start_row + values.shape[0]
+        if start_row < 0 or stop > self.shape[0]:
+            raise ValueError(
+                f"rows {start_row}:{stop} are outside the {self.shape[0]} rows of {self.path}"
+            )
+        data = memoryview(np.ascontiguousarray(values, dtype=self.dtype)).cast("B")
+        position = self._offset + start_row * self._row_bytes
+        while data:
+            done = os.pwrite(fd, data, position)
+            data, position = data[done:], position + done
+        self._written[start_row:stop] = True
+
+    @property
+    def rows_missing(self) -> int:
+        """Rows not written yet."""
+        return int(self._written.size - np.count_nonzero(self._written))
+
+    def commit(self, allow_partial: bool = False) -> None:
+        """Flush to disk and rename the temporary file over the target.
+
+        Args:
+            allow_partial: Commit even if some rows were never written (they read as zeros).
+
+        Raises:
+            ValueError: Rows are missing and `allow_partial` is False.
+        """
+        fd = self._open_fd()
+        if self.rows_missing and not allow_partial:
+            raise ValueError(
+                f"{self.rows_missing} of {self.shape[0]} rows of {self.path} were never written"
+            )
+        os.fsync(fd)
+        self._close()
+        os.chmod(self._tmp, new_file_mode(self.path))
+        os.replace(self._tmp, self.path)
+        self._cleanup.detach()
+        fsync_directory(self.path.parent)
+
+    def abort(self) -> None:
+        """Delete the temporary file; the target is left as it was. Safe to call twice."""
+        self._close()
+        self._cleanup()
+
+    def __enter__(self) -> NpyStreamWriter:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is not None:
+            self.abort()
+            return
+        try:
+            self.commit()
+        except BaseException:
+            self.abort()
+            raise
+
+    def _open_fd(self) -> int:
+        if self._fd is None:
+            raise ValueError(f"the stream to {self.path} is already committed or aborted")
+        return self._fd
+
+    def _close(self) -> None:
+        fd, self._fd = getattr(self, "_fd", None), None
+        if fd is not None:
+            os.close(fd)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _reserve(tmp: Path, target: Path, size: int) -> None:
+    """Allocate the file's blocks now, so a full disk fails here and not as a crash mid-write."""
+    if not hasattr(os, "posix_fallocate"):
+        return
+    with open(tmp, "rb+") as fh:
+        try:
+            os.posix_fallocate(fh.fileno(), 0, os.fstat(fh.fileno()).st_size)
+        except OSError as exc:
+            # Any other error means this file system cannot reserve space; writing still works.
+            if exc.errno == errno.ENOSPC:
+                raise _no_space(target, size, shutil.disk_usage(target.parent).free) from exc
+
+
+def _no_space(target: Path, needed: int, free: int) -> ResourceLimitError:
+    return ResourceLimitError(
+        f"writing {target} needs {_human_bytes(needed)} but only {_human_bytes(free)} is free "
+        f"in {target.parent}; free some space or write elsewhere"
+    )
+
+
+def _human_bytes(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    exponent = min((n.bit_length() - 1) // 10, 4)
+    return f"{n / 1024**exponent:.1f} {'KMGT'[exponent - 1]}B"

@@ -32,25 +32,13 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 import jaccli
+from tests.helpers import central_diff
 from jaccli.errors import BatchMixingError, StrictModeError
 from jaccli.engine.tracer import Tracer
 
 EXACT = dict(rtol=1e-12, atol=1e-12)
 DOC6 = dict(rtol=0, atol=5e-7)  # values the document gives to 6 decimals
 FD = dict(rtol=1e-6, atol=1e-7)  # central differences, h = 1e-6
-
-
-def central_diff(f, x, h=1e-6):
-    """Dense out.shape + in.shape Jacobian of f at x by central differences."""
-    x = np.asarray(x, dtype=float)
-    cols = []
-    for k in range(x.size):
-        e = np.zeros(x.size)
-        e[k] = h
-        e = e.reshape(x.shape)
-        cols.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * h))
-    out_shape = np.shape(f(x))
-    return np.stack(cols, axis=-1).reshape(out_shape + x.shape) if cols else np.zeros(out_shape + x.shape)
 
 
 def dense(J):

@@ -8,24 +8,13 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 import jaccli
+from tests.helpers import central_diff
 from jaccli.engine.tracer import Tracer
 from jaccli.errors import BatchMixingError, StrictModeError
 
 EXACT = dict(rtol=1e-12, atol=1e-12)
 CLOSED = dict(rtol=1e-10, atol=1e-10)  # closed forms evaluated in a different order
 FD = dict(rtol=1e-6, atol=1e-7)
-
-
-def central_diff(f, x, h=1e-6):
-    """Dense out.shape + in.shape Jacobian of f at x by central differences."""
-    x = np.asarray(x, dtype=float)
-    cols = []
-    for k in range(x.size):
-        e = np.zeros(x.size)
-        e[k] = h
-        e = e.reshape(x.shape)
-        cols.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * h))
-    return np.stack(cols, axis=-1).reshape(np.shape(f(x)) + x.shape)
 
 
 # ---------------------------------------------------------------------------

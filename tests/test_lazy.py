@@ -18,22 +18,11 @@ from hypothesis.extra import numpy as npst
 from numpy.testing import assert_allclose, assert_array_equal
 
 import jaccli
+from tests.helpers import central_diff
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SAME = dict(rtol=1e-12, atol=1e-13)  # one Jacobian computed in different blocks
 FD = dict(rtol=1e-6, atol=1e-7)
-
-
-def central_diff(f, x, h=1e-6):
-    """Dense out.shape + in.shape Jacobian of f at x by central differences."""
-    x = np.asarray(x, dtype=float)
-    cols = []
-    for k in range(x.size):
-        e = np.zeros(x.size)
-        e[k] = h
-        e = e.reshape(x.shape)
-        cols.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * h))
-    return np.stack(cols, axis=-1).reshape(np.shape(f(x)) + x.shape)
 
 
 # ---------------------------------------------------------------------------

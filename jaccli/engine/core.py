@@ -298,6 +298,15 @@ def _plan_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> list[Node]:
     return plan
 
 
+def _apply_rule(node: Node, rule: Callable, seed: Any) -> Any:
+    """rule(seed), with what the rule records attributed to the user's line of `node`."""
+    outer_site, _RULE_SITE[0] = _RULE_SITE[0], node.site
+    try:
+        return rule(seed)
+    finally:
+        _RULE_SITE[0] = outer_site
+
+
 # Called as MONITOR[0](node, argnum, value, "reverse" | "forward") for every value a rule
 # produces, when set (diagnostics: where did the first NaN or inf appear).
 MONITOR: list = [None]
@@ -339,11 +348,7 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple) -> list:
             rule = node.vjp(argnum)
             if rule is None:
                 continue
-            outer_site, _RULE_SITE[0] = _RULE_SITE[0], node.site
-            try:
-                ct = rule(g)
-            finally:
-                _RULE_SITE[0] = outer_site
+            ct = _apply_rule(node, rule, g)
             if ct is None:
                 continue
             if MONITOR[0] is not None:
@@ -414,11 +419,7 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple) -> lis
                 continue
             rule = node.jvp(argnum)
             if rule is not None:
-                outer_site, _RULE_SITE[0] = _RULE_SITE[0], node.site
-                try:
-                    out = rule(t)
-                finally:
-                    _RULE_SITE[0] = outer_site
+                out = _apply_rule(node, rule, t)
                 if out is None:
                     pass
                 elif acc is None:

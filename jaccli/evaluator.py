@@ -161,23 +161,30 @@ class Evaluator:
     # -- evaluation ----------------------------------------------------------------
     def ensure_rows(self, i: int, rows: np.ndarray) -> None:
         """Compute the missing rows (output elements) of output i by reverse sweeps."""
-        missing = rows[~self.row_done[i][rows]]
+        self._sweep_blocks(rows, self.row_done[i], self.M[i], max(self.N + [1]),
+                           lambda block: self.rec.vjp([self._row_seed(i, block) if o == i else None
+                                                       for o in range(self.n_out)], structured=True),
+                           lambda block, j, ct: self._write_rows(i, j, block, ct))
+
+    def _sweep_blocks(self, wanted: np.ndarray, done_mask: np.ndarray, size: int, other: int,
+                      sweep: Callable, write: Callable) -> None:
+        """Run `sweep` over the missing entries of `wanted` in chunks, writing each result block."""
+        missing = wanted[~done_mask[wanted]]
         if missing.size == 0:
             return
         self._check_batch()
-        if missing.size != self.M[i]:
-            missing = _unique(missing, self.M[i])
-        k = self.chunk(missing.size, max(self.N + [1]) * (self.B if self.batch else 1))
+        if missing.size != size:
+            missing = _unique(missing, size)
+        k = self.chunk(missing.size, other * (self.B if self.batch else 1))
         done = 0
         for start in range(0, missing.size, k):
             block = missing[start:start + k]
-            cts = self.rec.vjp([self._row_seed(i, block) if o == i else None for o in range(self.n_out)],
-                               structured=True)
+            results = sweep(block)
             self.sweeps += 1
             self.seeds_used += block.size
-            for j, ct in enumerate(cts):
-                self._write_rows(i, j, block, ct)
-            self.row_done[i][block] = True
+            for other_index, value in enumerate(results):
+                write(block, other_index, value)
+            done_mask[block] = True
             done += block.size
             if self.progress is not None:
                 self.progress(done, missing.size)
@@ -208,26 +215,10 @@ class Evaluator:
 
     def ensure_cols(self, j: int, cols: np.ndarray) -> None:
         """Compute the missing columns (input elements) of input j by forward sweeps."""
-        missing = cols[~self.col_done[j][cols]]
-        if missing.size == 0:
-            return
-        self._check_batch()
-        if missing.size != self.N[j]:
-            missing = _unique(missing, self.N[j])
-        k = self.chunk(missing.size, max(self.M + [1]) * (self.B if self.batch else 1))
-        done = 0
-        for start in range(0, missing.size, k):
-            block = missing[start:start + k]
-            tans = self.rec.jvp([self._col_seed(j, block) if w == j else None for w in range(self.n_in)],
-                                structured=True)
-            self.sweeps += 1
-            self.seeds_used += block.size
-            for i, t in enumerate(tans):
-                self._write_cols(i, j, block, t)
-            self.col_done[j][block] = True
-            done += block.size
-            if self.progress is not None:
-                self.progress(done, missing.size)
+        self._sweep_blocks(cols, self.col_done[j], self.N[j], max(self.M + [1]),
+                           lambda block: self.rec.jvp([self._col_seed(j, block) if w == j else None
+                                                       for w in range(self.n_in)], structured=True),
+                           lambda block, i, t: self._write_cols(i, j, block, t))
 
     def _write_cols(self, i: int, j: int, cols: np.ndarray, t: Any) -> None:
         k = cols.size
@@ -327,12 +318,6 @@ class HessianEvaluator(Evaluator):
         if i != j:
             self.store[(j, i)] = np.ascontiguousarray(t(mean))
         done.update({(i, j), (j, i)})
-
-    def ensure_cols(self, j: int, cols: np.ndarray) -> None:
-        missing = cols[~self.row_done[j][cols]]
-        if missing.size:
-            super().ensure_cols(j, missing)
-            self.row_done[j][missing] = True
 
     def entries(self, i: int, j: int) -> np.ndarray:
         store = self.block_store(i, j)

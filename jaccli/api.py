@@ -258,6 +258,8 @@ def _eager_traced(f: Callable, args: tuple, wrt_idx: tuple, batch_axis: Any, in_
         oshape = np.shape(out)
         m = int(np.prod(oshape[1:] if batch else oshape))
         row = []
+        # A dense identity here: the sweep's values are traced (an outer differentiation is
+        # recording), and structured seeds turn dense when they meet traced values anyway.
         seed = np.eye(m).reshape((m,) + (oshape[1:] if batch else oshape))
         if batch:
             seed = np.broadcast_to(seed[:, None], (m,) + oshape)

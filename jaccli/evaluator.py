@@ -79,7 +79,6 @@ class Evaluator:
         self.sweeps = 0
         self.seeds_used = 0
         self.batch_checked = False
-        self._largest: int | None = None
         self._products: bool | None = None
         self.progress: Callable[[int, int], None] | None = None
 
@@ -114,10 +113,7 @@ class Evaluator:
             return max(1, min(self.chunk_size, needed))
         # One seed carries a block as large as the largest recorded value through the sweep;
         # a few such blocks are alive at once.
-        if self._largest is None:
-            self._largest = max([1] + [_prod(np.shape(n.value)) if not isinstance(n.value, tuple) else 1
-                                       for n in self.rec.trace.nodes])
-        largest = max(per_seed_elems, self._largest)
+        largest = max(per_seed_elems, self.rec.trace.largest, max(self.M + self.N + [1]))
         per_seed = 8 * 4 * max(largest, 1)
         return max(1, min(needed, self.memory_budget // per_seed))
 

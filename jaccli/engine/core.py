@@ -55,13 +55,14 @@ def _is_numpy_file(filename: str) -> bool:
 class Trace:
     """One recording level: the nodes of a computation in the order they ran."""
 
-    __slots__ = ("level", "nodes", "inputs", "_plans")
+    __slots__ = ("level", "nodes", "inputs", "_plans", "largest")
 
     def __init__(self) -> None:
         self.level = next(_level_counter)
         self.nodes: list[Node] = []
         self.inputs: list[Node] = []
         self._plans: dict[Any, Any] = {}
+        self.largest = 1  # elements of the largest recorded value: what one seed carries at most
 
     def new_input(self, value: Any) -> "Any":
         from .tracer import Tracer  # tracer imports core; the cycle is broken here
@@ -194,8 +195,12 @@ def _no_rule(node: Node, argnum: int, mode: str) -> Exception:
     )
 
 
-def bind(prim: Primitive, args: tuple, kwargs: dict) -> Any:
-    """Apply `prim` to `args`, recording it on the highest trace among the traced arguments."""
+def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) -> Any:
+    """Apply `prim` to `args`, recording it on the highest trace among the traced arguments.
+
+    `site` is the user's file and line, found once by the outermost call and handed down to the
+    lower levels, which record the same operation.
+    """
     Tracer = _TRACER[0]
     top = None
     for a in args:
@@ -225,8 +230,10 @@ def bind(prim: Primitive, args: tuple, kwargs: dict) -> Any:
                 nested = True
         else:
             vals.append(a)
+    if site is None:
+        site = _RULE_SITE[0] or user_site(2)
     # Lower levels are applied first, so an implementation only ever sees plain arrays.
-    ans = bind(prim, tuple(vals), kwargs) if nested else prim.impl(*vals, **kwargs)
+    ans = bind(prim, tuple(vals), kwargs, site) if nested else prim.impl(*vals, **kwargs)
     if prim.nondiff:
         return ans
     if prim.multi_out:
@@ -236,7 +243,10 @@ def bind(prim: Primitive, args: tuple, kwargs: dict) -> Any:
         return ans  # an integer or boolean result carries no derivative
     if prim.constant:
         parents, deps = (), 0
-    node = Node(prim, tuple(vals), kwargs, tuple(parents), ans, deps, _RULE_SITE[0] or user_site(2))
+    node = Node(prim, tuple(vals), kwargs, tuple(parents), ans, deps, site)
+    size = getattr(ans, "size", 1)
+    if type(size) is int and size > top.largest:
+        top.largest = size
     node.index = len(top.nodes)
     top.nodes.append(node)
     if prim.multi_out:

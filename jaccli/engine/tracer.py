@@ -124,11 +124,14 @@ class Tracer:
     # -- attributes ----------------------------------------------------------
     @property
     def shape(self) -> tuple:
-        return np.shape(self._value)
+        try:
+            return self._value.shape  # arrays, NumPy scalars and lower-level traced values
+        except AttributeError:
+            return np.shape(self._value)
 
     @property
     def ndim(self) -> int:
-        return np.ndim(self._value)
+        return len(self.shape)
 
     @property
     def size(self) -> int:

@@ -308,6 +308,13 @@ def _value(rec: Recording) -> Any:
     return tuple(rec.outputs) if rec.out_is_tuple else rec.outputs[0]
 
 
+def _shaped(block: Any, like: Any) -> Any:
+    """One seed's product block shaped and typed like `like`; None (a structural zero) gives zeros."""
+    if block is None:
+        return np.zeros(np.shape(like), dtype=np.result_type(like))
+    return _cast(np.reshape(block, np.shape(like)), like)
+
+
 def vjp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_graph: bool = False) -> tuple:
     """``(f(inputs), v^T J)``: one reverse sweep, without forming J.
 
@@ -320,8 +327,7 @@ def vjp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_grap
     rec = Recording(f, _detach_unless(create_graph, args), wrt_idx)
     vs = _check_v(v, [np.shape(o) for o in rec.outputs], "output", "the output's shape")
     cts = rec.vjp([vk[None] for vk in vs])
-    res = [np.zeros(rec.in_shape(j), dtype=np.result_type(rec.inputs[k])) if ct is None
-           else _cast(np.reshape(ct, rec.in_shape(j)), rec.inputs[k]) for j, (ct, k) in enumerate(zip(cts, wrt_idx))]
+    res = [_shaped(ct, rec.inputs[k]) for ct, k in zip(cts, wrt_idx)]
     return _value(rec), (tuple(res) if in_tuple else res[0])
 
 
@@ -337,8 +343,7 @@ def jvp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_grap
     rec = Recording(f, _detach_unless(create_graph, args), wrt_idx)
     vs = _check_v(v, [rec.in_shape(j) for j in range(len(wrt_idx))], "input", "the input's shape")
     outs = rec.jvp([vk[None] for vk in vs])
-    res = [np.zeros(np.shape(o), dtype=np.result_type(o)) if t is None else _cast(np.reshape(t, np.shape(o)), o)
-           for t, o in zip(outs, rec.outputs)]
+    res = [_shaped(t, o) for t, o in zip(outs, rec.outputs)]
     return _value(rec), (tuple(res) if rec.out_is_tuple else res[0])
 
 
@@ -355,8 +360,7 @@ def hvp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_grap
     rec = Recording(_gradient_function(f, wrt_idx, False, holder), _detach_unless(create_graph, args), wrt_idx)
     vs = _check_v(v, [rec.in_shape(j) for j in range(len(wrt_idx))], "input", "the input's shape")
     outs = rec.jvp([vk[None] for vk in vs])
-    res = [np.zeros(rec.in_shape(j)) if t is None else _cast(np.reshape(t, rec.in_shape(j)), rec.inputs[k])
-           for j, (t, k) in enumerate(zip(outs, wrt_idx))]
+    res = [_shaped(t, rec.inputs[k]) for t, k in zip(outs, wrt_idx)]
     return holder["value"], (tuple(res) if in_tuple else res[0])
 
 
@@ -376,8 +380,7 @@ def grad(f: Callable, inputs: Any, *, wrt: Any = None, create_graph: bool = Fals
                          "for vector outputs, or reduce the output (e.g. .sum())")
     seed = np.ones((1,) + np.shape(rec.outputs[0]))
     cts = rec.vjp([seed])
-    res = [np.zeros(rec.in_shape(j), dtype=np.result_type(rec.inputs[k])) if ct is None
-           else _cast(np.reshape(ct, rec.in_shape(j)), rec.inputs[k]) for j, (ct, k) in enumerate(zip(cts, wrt_idx))]
+    res = [_shaped(ct, rec.inputs[k]) for ct, k in zip(cts, wrt_idx)]
     return tuple(res) if in_tuple else res[0]
 
 

@@ -177,14 +177,15 @@ def hand_batched(inst: Instance) -> Callable[[], np.ndarray]:
     raise KeyError(inst.prob)
 
 
-def _loop_rows(product, n: int) -> np.ndarray:
-    """Square case (P1, P3, P6): n products with one unit seed row each."""
-    out = np.empty((n, n))
-    for i in range(n):
-        seed = np.zeros((1, n))
+def _loop_rows(product, count: int, size: int | None = None) -> np.ndarray:
+    """`count` products, one unit seed e_i of length `size` (default `count`) at a time, as rows."""
+    size = count if size is None else size
+    rows = []
+    for i in range(count):
+        seed = np.zeros((1, size))
         seed[0, i] = 1.0
-        out[i] = product(seed)[0]
-    return out
+        rows.append(product(seed)[0])
+    return np.stack(rows)
 
 
 def hand_loop(inst: Instance) -> Callable[[], np.ndarray]:
@@ -195,27 +196,8 @@ def hand_loop(inst: Instance) -> Callable[[], np.ndarray]:
     if inst.prob in ("P2", "P5"):
         m = inst.p["m"]
         if _p2_use_forward(inst):
-            def run_fwd():
-                jvp = _lin_p2(x, *prm)[2]
-                out = np.empty((m, n))
-                for j in range(n):
-                    seed = np.zeros((1, n))
-                    seed[0, j] = 1.0
-                    out[:, j] = jvp(seed)[0]
-                return out
-
-            return run_fwd
-
-        def run_rev():
-            vjp = _lin_p2(x, *prm)[1]
-            k = inst.rows or m
-            out = np.empty((k, n))
-            for i in range(k):
-                seed = np.zeros((1, m))
-                seed[0, i] = 1.0
-                out[i] = vjp(seed)[0]
-            return out
-        return run_rev
+            return lambda: _loop_rows(_lin_p2(x, *prm)[2], n).T  # one JVP per column
+        return lambda: _loop_rows(_lin_p2(x, *prm)[1], inst.rows or m, m)
     if inst.prob in ("P3", "P6"):
         lin = _lin_p3 if inst.prob == "P3" else _lin_p6
         return lambda: _loop_rows(lin(x), n)

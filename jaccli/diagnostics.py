@@ -265,7 +265,7 @@ class NonfiniteMonitor:
     """Context manager: while active, remember the first non-finite value any sweep rule produces.
 
     >>> with NonfiniteMonitor() as mon:
-    ...     _ = np.asarray(__import__("jaccli").jacobian(np.sqrt, np.array([0.0, 1.0])))
+    ...     _ = np.asarray(__import__("jaccli").jacobian(np.sqrt, np.array([0.0, 1.0]), mode="reverse"))
     >>> mon.provenance().op, mon.provenance().sweep
     ('np.sqrt', 'reverse sweep')
     """

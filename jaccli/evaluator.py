@@ -80,6 +80,8 @@ class Evaluator:
         self.seeds_used = 0
         self.batch_checked = False
         self._products: bool | None = None
+        self._diagonals: dict[tuple[int, int], np.ndarray | None] = {}
+        self.kinds: set[str] = set()  # the kinds of sweep run so far: "reverse", "forward", "diagonal"
         self.progress: Callable[[int, int], None] | None = None
 
     def _feat(self, shape: tuple) -> tuple:
@@ -154,16 +156,71 @@ class Evaluator:
             self._products = any(n.prim.name in _PRODUCTS for n in self.rec.trace.nodes)
         return self._products
 
+    # -- structure -----------------------------------------------------------------
+    def is_diagonal(self, i: int, j: int) -> bool:
+        """Whether the recording proves block (i, j) diagonal (structure only: no sweep)."""
+        return not self.batch and self.M[i] == self.N[j] and self.rec.elementwise(i, j)
+
+    def diagonal_fill(self, i: int, j: int, by_rows: bool) -> bool:
+        """Whether rows of output i (by_rows) or columns of input j can come from diagonals alone.
+
+        A row of output i is known for every input at once (a column of input j for every
+        output), so each block sharing it must be diagonal too, or structurally zero.
+        """
+        pairs = [(i, w) for w in range(self.n_in)] if by_rows else [(o, j) for o in range(self.n_out)]
+        return all(self.is_diagonal(a, b) or not self.rec.connected(a, b) for a, b in pairs)
+
+    def diagonal(self, i: int, j: int) -> np.ndarray | None:
+        """The diagonal of block (i, j) when the recording proves the block diagonal, else None.
+
+        Output i is then an elementwise function of input j (`Recording.elementwise`), so every
+        entry off the diagonal is zero by structure, and one forward sweep with a tangent of ones
+        gives all the others: row k's only entry is tangent[k]. A dense evaluation would take one
+        seed per row. Computed once per block.
+        """
+        key = (i, j)
+        if key in self._diagonals:
+            return self._diagonals[key]
+        d = None
+        if self.is_diagonal(i, j):
+            shape = self.rec.in_shape(j)
+            ones = np.ones((1,) + shape, dtype=np.result_type(self.rec.inputs[self.rec.wrt[j]]))
+            t = self.rec.jvp([ones if w == j else None for w in range(self.n_in)])[i]
+            self.sweeps += 1
+            self.seeds_used += 1
+            self.kinds.add("diagonal")
+            if t is not None:
+                d = np.reshape(t, (self.M[i],))
+        self._diagonals[key] = d
+        return d
+
+    def _ensure_diagonal(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray) -> bool:
+        """Fill the wanted rows (or columns, when fewer) from diagonals; False if that is not possible."""
+        by_rows = rows.size <= cols.size
+        if not self.diagonal_fill(i, j, by_rows):
+            return False
+        pairs = [(i, w) for w in range(self.n_in)] if by_rows else [(o, j) for o in range(self.n_out)]
+        diagonals = [self.diagonal(a, b) for a, b in pairs]
+        for (a, b), d in zip(pairs, diagonals):
+            if by_rows:
+                self._write_rows(a, b, rows, None if d is None else
+                                 SparseBlock((rows.size, self.N[b]), rows[:, None], d[rows][:, None]))
+            else:
+                self._write_cols(a, b, cols, None if d is None else
+                                 SparseBlock((cols.size, self.M[a]), cols[:, None], d[cols][:, None]))
+        (self.row_done[i] if by_rows else self.col_done[j])[rows if by_rows else cols] = True
+        return True
+
     # -- evaluation ----------------------------------------------------------------
     def ensure_rows(self, i: int, rows: np.ndarray) -> None:
         """Compute the missing rows (output elements) of output i by reverse sweeps."""
         self._sweep_blocks(rows, self.row_done[i], self.M[i], max(self.N + [1]),
                            lambda block: self.rec.vjp([self._row_seed(i, block) if o == i else None
                                                        for o in range(self.n_out)], structured=True),
-                           lambda block, j, ct: self._write_rows(i, j, block, ct))
+                           lambda block, j, ct: self._write_rows(i, j, block, ct), "reverse")
 
     def _sweep_blocks(self, wanted: np.ndarray, done_mask: np.ndarray, size: int, other: int,
-                      sweep: Callable, write: Callable) -> None:
+                      sweep: Callable, write: Callable, kind: str) -> None:
         """Run `sweep` over the missing entries of `wanted` in chunks, writing each result block."""
         missing = wanted[~done_mask[wanted]]
         if missing.size == 0:
@@ -176,6 +233,7 @@ class Evaluator:
         for start in range(0, missing.size, k):
             block = missing[start:start + k]
             results = sweep(block)
+            self.kinds.add(kind)
             self.sweeps += 1
             self.seeds_used += block.size
             for other_index, value in enumerate(results):
@@ -203,7 +261,7 @@ class Evaluator:
         elif type(ct) is SparseBlock:
             if whole:  # zeros from calloc: untouched pages cost nothing
                 self.store[(i, j)] = np.zeros((self.M[i], self.N[j]), dtype=self.dtype(i, j))
-            scatter_rows(np.reshape(ct, (k, self.N[j])), self.block_store(i, j), rows)
+            scatter_rows(np.reshape(ct, (k, self.N[j])), self.block_store(i, j), rows, zeroed=whole)
         elif whole and _adoptable(ct, self.dtype(i, j)):
             self.store[(i, j)] = np.reshape(ct, (k, self.N[j]))  # the whole block in one sweep: keep it
         else:
@@ -214,7 +272,7 @@ class Evaluator:
         self._sweep_blocks(cols, self.col_done[j], self.N[j], max(self.M + [1]),
                            lambda block: self.rec.jvp([self._col_seed(j, block) if w == j else None
                                                        for w in range(self.n_in)], structured=True),
-                           lambda block, i, t: self._write_cols(i, j, block, t))
+                           lambda block, i, t: self._write_cols(i, j, block, t), "forward")
 
     def _write_cols(self, i: int, j: int, cols: np.ndarray, t: Any) -> None:
         k = cols.size
@@ -232,7 +290,7 @@ class Evaluator:
         elif type(t) is SparseBlock:
             if whole:
                 self.store[(i, j)] = np.zeros((self.M[i], self.N[j]), dtype=self.dtype(i, j))
-            scatter_cols(np.reshape(t, (k, self.M[i])), self.block_store(i, j), cols)
+            scatter_cols(np.reshape(t, (k, self.M[i])), self.block_store(i, j), cols, zeroed=whole)
         elif whole and _adoptable(t, self.dtype(i, j)):
             self.store[(i, j)] = np.reshape(t, (k, self.M[i])).T
         else:
@@ -252,6 +310,8 @@ class Evaluator:
             miss_c = _unique(cols[~self.col_done[j][cols]], self.N[j]) if cols.size else cols
         if miss_r.size == 0 or miss_c.size == 0:
             return "cached"
+        if mode == "auto" and self.is_diagonal(i, j) and self._ensure_diagonal(i, j, miss_r, miss_c):
+            return "forward"
         if mode == "reverse" or (mode == "auto" and miss_r.size <= miss_c.size):
             self.ensure_rows(i, miss_r)
             return "reverse"

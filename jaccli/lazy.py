@@ -262,9 +262,20 @@ class MatrixView:
         rows = np.arange(ev.M[b._i]) if rows is None else np.asarray(rows, dtype=np.intp)
         k = chunk_size or ev.chunk(rows.size, ev.N[b._j] * (ev.B if ev.batch else 1))
         ev._check_batch()
+        diagonal = ev.diagonal(b._i, b._j)
         for start in range(0, rows.size, k):
             block = rows[start:start + k]
+            if diagonal is not None:  # a diagonal block: its rows need no sweep of their own
+                piece = np.zeros((block.size, ev.N[b._j]), dtype=np.result_type(diagonal, b.dtype))
+                piece[np.arange(block.size), block] = diagonal[block]
+                if cols is not None:
+                    piece = piece[:, np.asarray(cols, dtype=np.intp)]
+                yield start, b._finish(piece)
+                if ev.progress is not None:
+                    ev.progress(min(start + k, rows.size), rows.size)
+                continue
             cts = ev.rec.vjp([ev._row_seed(b._i, block) if o == b._i else None for o in range(ev.n_out)])
+            ev.kinds.add("reverse")
             ev.sweeps += 1
             ev.seeds_used += block.size
             ct = cts[b._j]

@@ -1176,3 +1176,22 @@ def test_the_library_never_imports_click_or_rich():
         if re.search(r"^\s*(import|from)\s+(click|rich)\b", path.read_text(), re.MULTILINE):
             offenders.append(str(path.relative_to(ROOT)))
     assert not offenders
+
+
+def test_elementwise_jacobian_reports_one_diagonal_sweep(runner):
+    result = invoke(runner, "jacobian", "-e", "sin(x) * exp(x)", "[0.5, 1.0, 1.5]", "--format", "json")
+    doc = report(result)
+    x = np.array([0.5, 1.0, 1.5])
+    assert doc["mode"] == "diagonal" and doc["sweeps"] == 1
+    assert_allclose(data(result, "df_dx"), np.diag(np.exp(x) * (np.sin(x) + np.cos(x))), rtol=1e-13)
+    forced = report(invoke(runner, "jacobian", "-e", "sin(x) * exp(x)", "[0.5, 1.0, 1.5]", "--mode", "reverse",
+                           "--format", "json"))
+    assert forced["mode"].startswith("reverse") and forced["sweeps"] == 1 and forced["seeds"] == 3
+
+
+def test_info_plans_a_diagonal_block_as_one_sweep(runner):
+    doc = report(invoke(runner, "info", "-e", "tanh(x) + x ** 2", "[1, 2, 3, 4]", "--format", "json"))
+    block = doc["blocks"]["df_dx"]
+    assert block["mode"] == "diagonal" and block["sweeps"] == 1
+    dense = report(invoke(runner, "info", "-e", "x * x[0]", "[1, 2, 3, 4]", "--format", "json"))
+    assert dense["blocks"]["df_dx"]["mode"] == "reverse" and dense["blocks"]["df_dx"]["sweeps"] == 1

@@ -623,7 +623,7 @@ def test_installed_compare_failure_exits_1_and_keeps_the_file(tmp_path):
     assert done.stderr.splitlines()[-1].endswith("; J.npy was not written")
     assert (tmp_path / "J.npy").read_bytes() == KNOWN
     done = jaccli("jacobian", "-e", "sqrt(x)", "[0, 1]", "--fail-on-nonfinite", "-o", "J.npy", cwd=tmp_path)
-    assert done.returncode == 1 and "np.sqrt produced inf in the reverse sweep" in done.stderr
+    assert done.returncode == 1 and "np.sqrt produced inf in the forward sweep" in done.stderr
     assert (tmp_path / "J.npy").read_bytes() == KNOWN
 
 

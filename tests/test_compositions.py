@@ -92,7 +92,7 @@ def fd_jacobian(f, args, j, h=1e-6):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(programs(), st.integers(0, 2**31 - 1), st.sampled_from(["reverse", "forward"]),
+@given(programs(), st.integers(0, 2**31 - 1), st.sampled_from(["reverse", "forward", "auto"]),
        st.sampled_from(["default", "structured"]))
 def test_random_compositions_match_central_differences(program, seed, mode, form):
     sx, sy, steps = program

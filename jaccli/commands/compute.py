@@ -343,16 +343,11 @@ def _finish_stats(outcome: Outcome) -> None:
         outcome.mode = "reverse-over-reverse" if any(ev.mode == "reverse" for ev in evaluators) \
             else "forward-over-reverse"
         return
-    used = []
-    if any(b.stats["rows_evaluated"] for b in outcome.blocks):
-        used.append("reverse")
-    if any(b.stats["cols_evaluated"] for b in outcome.blocks):
-        used.append("forward")
-    outcome.mode = "+".join(used) or "cached"
+    kinds = set().union(*(ev.kinds for ev in evaluators))
+    outcome.mode = "+".join(k for k in ("reverse", "forward", "diagonal") if k in kinds) or "cached"
 
 
 def finish_stream(outcome: Outcome, seconds: float) -> None:
     outcome.timings["evaluate_s"] = seconds
     outcome.streamed = True
     _finish_stats(outcome)
-    outcome.mode = "reverse"

@@ -51,7 +51,8 @@ from .settings import Output, Settings
 def _plan(blocks: list[Block], order: int) -> list[dict]:
     """How `jaccli jacobian` (hessian) with --mode auto would fill each full block, in order.
 
-    The same choices as `Evaluator.ensure`: a fresh Jacobian block takes reverse sweeps when it
+    The same choices as `Evaluator.ensure`: a block the recording proves diagonal (an elementwise
+    function) takes one forward sweep with a tangent of ones; a fresh Jacobian block takes reverse sweeps when it
     has no more rows than columns, and the rows (columns) it computes serve every block of the
     same output (input); a Hessian's sweeps give rows of every block of one input, so either
     side's rows make a block known.
@@ -73,6 +74,10 @@ def _plan(blocks: list[Block], order: int) -> list[dict]:
             plan.append({"mode": "forward-over-reverse", "chunk_size": chunk, "sweeps": math.ceil(ev.N[a] / chunk)})
         elif i in rows_done or j in cols_done:
             plan.append({"mode": "cached", "chunk_size": None, "sweeps": 0})
+        elif ev.is_diagonal(i, j) and ev.diagonal_fill(i, j, ev.M[i] <= ev.N[j]):
+            # Elementwise: one forward sweep with a tangent of ones gives the whole diagonal.
+            (rows_done.add(i) if ev.M[i] <= ev.N[j] else cols_done.add(j))
+            plan.append({"mode": "diagonal", "chunk_size": 1, "sweeps": 1})
         elif ev.M[i] <= ev.N[j]:
             chunk = ev.chunk(ev.M[i], max(ev.N + [1]) * per_sample)
             rows_done.add(i)

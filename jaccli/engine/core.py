@@ -111,7 +111,9 @@ class Primitive:
         self.constant = constant
         self.multi_out = multi_out  # returns a tuple of arrays
         self.kink: Callable | None = None  # (ans, *args, **kw) -> bool mask of kink points
-        self.structure: Callable | None = None  # room for per-element sparsity rules
+        # Per-element structure of the derivative: ELEMENTWISE means output element k depends on
+        # element k of each argument of the output's size and on nothing else (ufuncs, where).
+        self.structure: str | None = None
         # Implementation for a sparse seed block as first argument (engine/seeds.py), if any.
         self.sparse: Callable | None = None
 
@@ -135,6 +137,7 @@ class Primitive:
 
 
 INPUT = Primitive("input", lambda x: x)
+ELEMENTWISE = "elementwise"
 
 
 class Node:

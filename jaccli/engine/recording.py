@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import TracingError, UserFunctionError
 from . import rules  # noqa: F401  (fills the registry)
-from .core import Trace, forward, reverse
+from .core import ELEMENTWISE, Trace, _plan_reverse, forward, reverse
 from .seeds import dense
 from .tracer import Tracer, primal
 
@@ -165,6 +165,33 @@ class Recording:
         ref = self.out_refs[i]
         return ref is not None and bool(ref[0].deps & self.in_nodes[j].deps)
 
+    def elementwise(self, i: int, j: int) -> bool:
+        """Whether output i is an elementwise function of input j, which makes d out_i / d in_j diagonal.
+
+        True when both have the same number of elements and every operation on a path from the
+        input to the output maps element k to element k (ufuncs and np.where whose traced
+        arguments have the result's size; other inputs count as constants). The check reads
+        the recording's structure only, never the values.
+        """
+        ref = self.out_refs[i]
+        start = self.in_nodes[j]
+        if ref is None or ref[1] is not None or not ref[0].deps & start.deps:
+            return False
+        size = _size(start.value)
+        if _size(ref[0].value) != size:
+            return False
+        for node in _plan_reverse(self.trace, (ref,), start.deps):
+            if node is start:
+                continue
+            if node.prim.structure != ELEMENTWISE or _size(node.value) != size:
+                return False
+            for _, parent, pidx in node.parents:
+                # A traced argument of the result's size broadcasts only over length-1 axes:
+                # element k still meets element k.
+                if parent.deps & start.deps and (pidx is not None or _size(parent.value) != size):
+                    return False
+        return True
+
     def vjp(self, seeds: Sequence[Any | None], wrt: Sequence[int] | None = None, structured: bool = False) -> list:
         """One reverse sweep: a block of cotangents per output -> a block per differentiated input.
 
@@ -191,6 +218,11 @@ class Recording:
         got = iter(forward(self.trace, tuple(n for n, _ in pairs), tuple(t for _, t in pairs), tuple(refs)))
         out = [None if r is None else next(got) for r in self.out_refs]
         return out if structured else [dense(o) for o in out]
+
+
+def _size(value: Any) -> int:
+    size = getattr(value, "size", 1)
+    return size if type(size) is int else int(np.size(value))
 
 
 def _call_user(f: Callable, args: list) -> Any:

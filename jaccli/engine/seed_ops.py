@@ -193,8 +193,11 @@ def _entries_into(block: SparseBlock, out: np.ndarray, first: np.ndarray, transp
         np.add.at(out, where, block.val)
 
 
-def scatter_rows(block: Any, out: np.ndarray, rows: np.ndarray) -> None:
-    """out[rows] = block (K rows, flattened), without densifying a structured block first."""
+def scatter_rows(block: Any, out: np.ndarray, rows: np.ndarray, zeroed: bool = False) -> None:
+    """out[rows] = block (K rows, flattened), without densifying a structured block first.
+
+    `zeroed`: those rows of `out` already hold zeros (fresh calloc memory, left untouched).
+    """
     if type(block) is not SparseBlock:
         out[rows] = np.reshape(block, (len(rows), -1))
         return
@@ -203,7 +206,9 @@ def scatter_rows(block: Any, out: np.ndarray, rows: np.ndarray) -> None:
     contiguous = rows.size and rows[-1] - start == rows.size - 1 and (np.diff(rows) == 1).all()
     target = out[start:start + rows.size] if contiguous else None  # a view: written in place
     if block.u is None:
-        if target is not None:
+        if zeroed:
+            pass
+        elif target is not None:
             target[...] = 0.0
         else:
             out[rows] = 0.0
@@ -214,14 +219,15 @@ def scatter_rows(block: Any, out: np.ndarray, rows: np.ndarray) -> None:
     _entries_into(block, out, rows, transpose=False)
 
 
-def scatter_cols(block: Any, out: np.ndarray, cols: np.ndarray) -> None:
-    """out[:, cols] = block.T for a block of K columns (K, M), structured or dense."""
+def scatter_cols(block: Any, out: np.ndarray, cols: np.ndarray, zeroed: bool = False) -> None:
+    """out[:, cols] = block.T for a block of K columns (K, M), structured or dense (`zeroed`: as scatter_rows)."""
     if type(block) is not SparseBlock:
         out[:, cols] = np.reshape(block, (len(cols), -1)).T
         return
     m = math.prod(block.inner)
     if block.u is None:
-        out[:, cols] = 0.0
+        if not zeroed:
+            out[:, cols] = 0.0
     else:
         out[:, cols] = (block.u @ block.v.reshape(block.rank, m)).T
     _entries_into(block, out, cols, transpose=True)

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..core import ELEMENTWISE
 from ..registry import family, primitive, register, register_derived, register_primitive
 from ..tracer import primal
 from ._util import expand, unbroadcast
@@ -45,6 +46,7 @@ def _unary(ufunc, deriv, *, notes: str = "", kink=None):
     Its Jacobian is diagonal, so the reverse and forward rules are the same product.
     """
     prim = primitive(f"np.{ufunc.__name__}", ufunc)
+    prim.structure = ELEMENTWISE
     maker = lambda ans, x, **kw: _scale(deriv(ans, x))  # noqa: E731
     prim.defvjp(maker)
     prim.defjvp(maker)
@@ -59,6 +61,7 @@ def _binary(ufunc, dx, dy, *, notes: str = "", kink=None, name=None):
     A partial given as None means the function is not differentiable in that argument.
     """
     prim = primitive(name or f"np.{ufunc.__name__}", ufunc)
+    prim.structure = ELEMENTWISE
     makers_v, makers_j = [], []
     for pos, d in ((0, dx), (1, dy)):
         if d is None:
@@ -89,6 +92,7 @@ def _binary(ufunc, dx, dy, *, notes: str = "", kink=None, name=None):
 def _linear_binary(ufunc, sx: float, sy: float):
     """x + y and x - y: the cotangent passes through (times +-1), no factor needed."""
     prim = primitive(f"np.{ufunc.__name__}", ufunc)
+    prim.structure = ELEMENTWISE
 
     def vjp(sign, pos):
         def maker(ans, x, y, **kw):
@@ -116,6 +120,7 @@ def _linear_binary(ufunc, sx: float, sy: float):
 def _zero(ufunc, notes: str = "piecewise constant: derivative 0"):
     """Connected to its input (strict mode sees a path) but with a zero derivative."""
     prim = primitive(f"np.{ufunc.__name__}", ufunc, zero_grad=True)
+    prim.structure = ELEMENTWISE
     register_primitive(ufunc, prim, kind="zero", notes=notes)
     return prim
 
@@ -226,6 +231,7 @@ def _sinc_d(ans, x):
 
 
 sinc_prim = primitive("np.sinc", np.sinc)
+sinc_prim.structure = ELEMENTWISE
 sinc_prim.defvjp(lambda ans, x: _scale(_sinc_d(ans, x)))
 sinc_prim.defjvp(lambda ans, x: _scale(_sinc_d(ans, x)))
 register_primitive(np.sinc, sinc_prim)
@@ -278,6 +284,7 @@ def _where_impl(cond, x, y):
 
 
 where = primitive("np.where", _where_impl)
+where.structure = ELEMENTWISE
 where.defvjp(
     None,
     lambda ans, c, x, y: (lambda g: unbroadcast(np.where(c, g, 0.0), np.shape(x))),

@@ -1,0 +1,118 @@
+"""Diagonal Jacobians found in the recording: elementwise functions take one sweep, not one per row."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+import jaccli
+from jaccli.engine.recording import Recording
+
+from .helpers import central_diff
+
+FD = dict(rtol=1e-6, atol=1e-8)
+
+
+def p1(x):
+    return np.sin(x) * np.exp(x) + x ** 2
+
+
+def test_elementwise_jacobian_is_one_sweep_and_matches_the_closed_form():
+    x = np.linspace(-2.0, 2.0, 40)
+    J = jaccli.jacobian(p1, x)
+    dense = np.asarray(J)
+    assert_allclose(dense, np.diag(np.exp(x) * (np.sin(x) + np.cos(x)) + 2 * x), rtol=1e-13, atol=1e-13)
+    assert_allclose(dense, central_diff(p1, x), **FD)
+    assert J.stats == {"rows_evaluated": 40, "cols_evaluated": 0, "sweeps": 1, "seeds": 1}
+    assert (dense[~np.eye(40, dtype=bool)] == 0.0).all()  # exact structural zeros
+
+
+def test_explicit_modes_keep_their_sweeps_and_agree():
+    x = np.linspace(-1.0, 1.0, 12)
+    auto = np.asarray(jaccli.jacobian(p1, x))
+    for mode in ("reverse", "forward"):
+        J = jaccli.jacobian(p1, x, mode=mode)
+        assert_allclose(np.asarray(J), auto, rtol=1e-15, atol=0)
+        assert J.stats["seeds"] == 12
+
+
+def test_lazy_rows_of_a_diagonal_jacobian_are_only_those_rows():
+    x = np.linspace(0.5, 2.0, 30).reshape(5, 6)
+    f = lambda x: np.tanh(x) / (1.0 + x * x)  # noqa: E731
+    J = jaccli.jacobian(f, x)
+    part = J[1:3]
+    assert part.shape == (2, 6, 5, 6)
+    assert_allclose(part, central_diff(f, x)[1:3], **FD)
+    assert J.stats["rows_evaluated"] == 12 and J.stats["seeds"] == 1
+    col = J.matrix[:, 7]
+    assert_allclose(col, central_diff(f, x).reshape(30, 30)[:, 7], **FD)
+
+
+def test_constants_may_broadcast_but_traced_values_must_keep_their_elements():
+    x = np.array([0.3, -0.7, 1.1])
+    c = np.array([[1.0], [2.0], [3.0]])
+    cases = {
+        "constant row": (lambda x: x * np.array([1.0, 2.0, 3.0]) + np.cos(x), True),
+        "where": (lambda x: np.where(x > 0, np.sin(x), x ** 3), True),
+        "two uses": (lambda x: np.maximum(x, 0.5 * x) * x, True),
+        "traced scalar": (lambda x: x * x[0], False),
+        "reversed": (lambda x: x * x[::-1], False),
+        "reduction": (lambda x: x - np.mean(x), False),
+        "outer": (lambda x: (x * c)[0], False),
+        "cumsum": (lambda x: np.cumsum(x), False),
+    }
+    for name, (f, diagonal) in cases.items():
+        rec = Recording(f, (x,), (0,))
+        assert rec.elementwise(0, 0) is diagonal, name
+        J = jaccli.jacobian(f, x)
+        assert_allclose(np.asarray(J), central_diff(f, x), **FD, err_msg=name)
+        assert (J.stats["seeds"] == 1) is diagonal, name
+
+
+def test_size_preserving_broadcast_keeps_the_diagonal():
+    x = np.array([0.2, 0.4, 0.6])
+    f = lambda x: np.exp(x[None, :] * np.ones((1, 3)))  # noqa: E731  (shape (1, 3): same elements)
+    J = jaccli.jacobian(f, x)
+    assert J.shape == (1, 3, 3)
+    assert_allclose(np.asarray(J), central_diff(f, x), **FD)
+
+
+def test_several_inputs_and_outputs_mix_diagonal_and_dense_blocks():
+    x, y = np.array([0.1, 0.5, 0.9]), np.array([1.5, -0.5, 2.0])
+
+    def f(x, y):
+        return np.exp(x) * y, np.sin(y) + np.sum(x)
+
+    J = jaccli.jacobian(f, (x, y))
+    for i in range(2):
+        for j, arg in enumerate((x, y)):
+            g = (lambda a: f(a, y)[i]) if j == 0 else (lambda a: f(x, a)[i])
+            assert_allclose(np.asarray(J[i][j]), central_diff(g, arg), **FD, err_msg=f"block {i}, {j}")
+
+
+def test_nonfinite_diagonal_entries_stay_where_they_are():
+    x = np.array([0.0, 1.0, 4.0])
+    with np.errstate(divide="ignore"):
+        J = np.asarray(jaccli.jacobian(np.sqrt, x))
+    assert np.isinf(J[0, 0]) and J[1, 1] == 0.5 and J[2, 2] == 0.25
+    assert (J[~np.eye(3, dtype=bool)] == 0.0).all()  # no 0 * inf = NaN off the diagonal
+
+
+def test_streamed_rows_of_a_diagonal_block():
+    x = np.linspace(-1.0, 1.0, 9)
+    J = jaccli.jacobian(p1, x)
+    pieces = list(J.matrix.stream(chunk_size=4))
+    assert [start for start, _ in pieces] == [0, 4, 8]
+    streamed = np.concatenate([p for _, p in pieces])
+    assert_array_equal(streamed, np.asarray(jaccli.jacobian(p1, x)))
+    assert_allclose(streamed, np.asarray(jaccli.jacobian(p1, x, mode="reverse")), rtol=1e-15, atol=0)
+    assert J.stats["seeds"] == 1
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_result_dtype_follows_the_input(dtype):
+    x = np.linspace(0.1, 1.0, 5).astype(dtype)
+    J = jaccli.jacobian(np.log, x)
+    assert np.asarray(J).dtype == dtype
+    assert_allclose(np.asarray(J), np.diag(1.0 / x), rtol=1e-6)

@@ -167,8 +167,11 @@ class Evaluator:
         A row of output i is known for every input at once (a column of input j for every
         output), so each block sharing it must be diagonal too, or structurally zero.
         """
-        pairs = [(i, w) for w in range(self.n_in)] if by_rows else [(o, j) for o in range(self.n_out)]
-        return all(self.is_diagonal(a, b) or not self.rec.connected(a, b) for a, b in pairs)
+        return all(self.is_diagonal(a, b) or not self.rec.connected(a, b) for a, b in self._sharing(i, j, by_rows))
+
+    def _sharing(self, i: int, j: int, by_rows: bool) -> list[tuple[int, int]]:
+        """The blocks a row of output i (by_rows) or a column of input j fills at once."""
+        return [(i, w) for w in range(self.n_in)] if by_rows else [(o, j) for o in range(self.n_out)]
 
     def diagonal(self, i: int, j: int) -> np.ndarray | None:
         """The diagonal of block (i, j) when the recording proves the block diagonal, else None.
@@ -199,16 +202,18 @@ class Evaluator:
         by_rows = rows.size <= cols.size
         if not self.diagonal_fill(i, j, by_rows):
             return False
-        pairs = [(i, w) for w in range(self.n_in)] if by_rows else [(o, j) for o in range(self.n_out)]
-        diagonals = [self.diagonal(a, b) for a, b in pairs]
-        for (a, b), d in zip(pairs, diagonals):
+        for a, b in self._sharing(i, j, by_rows):
+            d = self.diagonal(a, b)
             if by_rows:
                 self._write_rows(a, b, rows, None if d is None else
                                  SparseBlock((rows.size, self.N[b]), rows[:, None], d[rows][:, None]))
             else:
                 self._write_cols(a, b, cols, None if d is None else
                                  SparseBlock((cols.size, self.M[a]), cols[:, None], d[cols][:, None]))
-        (self.row_done[i] if by_rows else self.col_done[j])[rows if by_rows else cols] = True
+        if by_rows:
+            self.row_done[i][rows] = True
+        else:
+            self.col_done[j][cols] = True
         return True
 
     # -- evaluation ----------------------------------------------------------------
@@ -342,6 +347,7 @@ class HessianEvaluator(Evaluator):
     def __init__(self, rec: Recording, **kw: Any) -> None:
         super().__init__(rec, **kw)
         self.col_done = self.row_done  # one mask per input: which Hessian rows are known
+        self._symmetric: set[tuple[int, int]] = set()  # blocks already made exactly symmetric
 
     def ensure(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray, mode: str | None = None) -> str:
         mode = mode or self.mode
@@ -367,19 +373,13 @@ class HessianEvaluator(Evaluator):
             # A whole diagonal block of pure entries (a banded or otherwise sparse Hessian) in one
             # sweep: symmetrise the entries themselves, and never pass over the dense matrix.
             self.store[(i, j)] = _symmetric_from_entries(np.reshape(ct, (n, n)), rows, self.dtype(i, j))
-            self._symmetric_blocks().add((i, j))
+            self._symmetric.add((i, j))
             return
         super()._write_rows(i, j, rows, ct)
 
-    def _symmetric_blocks(self) -> set:
-        done = getattr(self, "_symmetric", None)
-        if done is None:
-            done = self._symmetric = set()
-        return done
-
     def _symmetrize(self, i: int, j: int) -> None:
         """Once every row is known, make H exactly symmetric: rounding in the sweeps is averaged out."""
-        done = self._symmetric_blocks()
+        done = self._symmetric
         if (i, j) in done:
             return
         a, b = self.block_store(i, j), self.block_store(j, i)
@@ -441,17 +441,18 @@ def _symmetric_from_entries(block: SparseBlock, rows: np.ndarray, dtype: np.dtyp
     and both positions get the same 0.5 * (e_rc + e_cr).
     """
     n = rows.size
+    out = np.zeros((n, n), dtype=dtype)
+    if block.idx.size == 0:
+        return out
     r = np.repeat(rows.astype(np.int64), block.idx.shape[1])
     key = r * n + block.idx.reshape(-1)
     order = np.argsort(key, kind="stable")
     key = key[order]
     keys, first = np.unique(key, return_index=True)
-    sums = np.add.reduceat(block.val.reshape(-1)[order], first) if keys.size else np.zeros(0)
+    sums = np.add.reduceat(block.val.reshape(-1)[order], first)
     mirror = (keys % n) * n + keys // n
-    at = np.minimum(np.searchsorted(keys, mirror), max(keys.size - 1, 0))
-    found = keys[at] == mirror if keys.size else np.zeros(0, dtype=bool)
-    sym = 0.5 * (sums + np.where(found, sums[at] if keys.size else 0.0, 0.0))
-    out = np.zeros((n, n), dtype=dtype)
+    at = np.minimum(np.searchsorted(keys, mirror), keys.size - 1)
+    sym = 0.5 * (sums + np.where(keys[at] == mirror, sums[at], 0.0))
     out[keys // n, keys % n] = sym
     out[keys % n, keys // n] = sym
     return out

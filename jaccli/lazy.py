@@ -265,32 +265,35 @@ class MatrixView:
         diagonal = ev.diagonal(b._i, b._j)
         for start in range(0, rows.size, k):
             block = rows[start:start + k]
-            if diagonal is not None:  # a diagonal block: its rows need no sweep of their own
-                piece = np.zeros((block.size, ev.N[b._j]), dtype=np.result_type(diagonal, b.dtype))
-                piece[np.arange(block.size), block] = diagonal[block]
-                if cols is not None:
-                    piece = piece[:, np.asarray(cols, dtype=np.intp)]
-                yield start, b._finish(piece)
-                if ev.progress is not None:
-                    ev.progress(min(start + k, rows.size), rows.size)
-                continue
-            cts = ev.rec.vjp([ev._row_seed(b._i, block) if o == b._i else None for o in range(ev.n_out)])
-            ev.kinds.add("reverse")
-            ev.sweeps += 1
-            ev.seeds_used += block.size
-            ct = cts[b._j]
-            if ct is None:
-                piece = np.zeros((block.size, ev.N[b._j]) if not ev.batch else (ev.B, block.size, ev.N[b._j]),
-                                 dtype=b.dtype)
-            elif ev.batch:
-                piece = np.moveaxis(np.reshape(ct, (block.size, ev.B, ev.N[b._j])), 0, 1)
-            else:
-                piece = np.reshape(ct, (block.size, ev.N[b._j]))
+            piece = self._swept_rows(block) if diagonal is None else self._diagonal_rows(block, diagonal)
             if cols is not None:
                 piece = piece[..., np.asarray(cols, dtype=np.intp)]
             yield start, b._finish(piece)
             if ev.progress is not None:
                 ev.progress(min(start + k, rows.size), rows.size)
+
+    def _diagonal_rows(self, block: np.ndarray, diagonal: np.ndarray) -> np.ndarray:
+        """Rows `block` of a diagonal block: no sweep of their own."""
+        b = self._block
+        piece = np.zeros((block.size, b._ev.N[b._j]), dtype=np.result_type(diagonal, b.dtype))
+        piece[np.arange(block.size), block] = diagonal[block]
+        return piece
+
+    def _swept_rows(self, block: np.ndarray) -> np.ndarray:
+        """Rows `block` by one reverse sweep, not cached."""
+        b = self._block
+        ev = b._ev
+        cts = ev.rec.vjp([ev._row_seed(b._i, block) if o == b._i else None for o in range(ev.n_out)])
+        ev.kinds.add("reverse")
+        ev.sweeps += 1
+        ev.seeds_used += block.size
+        ct = cts[b._j]
+        if ct is None:
+            return np.zeros((block.size, ev.N[b._j]) if not ev.batch else (ev.B, block.size, ev.N[b._j]),
+                            dtype=b.dtype)
+        if ev.batch:
+            return np.moveaxis(np.reshape(ct, (block.size, ev.B, ev.N[b._j])), 0, 1)
+        return np.reshape(ct, (block.size, ev.N[b._j]))
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         data = np.reshape(np.asarray(self._block, dtype=dtype), self.shape)

@@ -76,7 +76,10 @@ def _plan(blocks: list[Block], order: int) -> list[dict]:
             plan.append({"mode": "cached", "chunk_size": None, "sweeps": 0})
         elif ev.is_diagonal(i, j) and ev.diagonal_fill(i, j, ev.M[i] <= ev.N[j]):
             # Elementwise: one forward sweep with a tangent of ones gives the whole diagonal.
-            (rows_done.add(i) if ev.M[i] <= ev.N[j] else cols_done.add(j))
+            if ev.M[i] <= ev.N[j]:
+                rows_done.add(i)
+            else:
+                cols_done.add(j)
             plan.append({"mode": "diagonal", "chunk_size": 1, "sweeps": 1})
         elif ev.M[i] <= ev.N[j]:
             chunk = ev.chunk(ev.M[i], max(ev.N + [1]) * per_sample)

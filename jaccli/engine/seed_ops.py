@@ -206,12 +206,11 @@ def scatter_rows(block: Any, out: np.ndarray, rows: np.ndarray, zeroed: bool = F
     contiguous = rows.size and rows[-1] - start == rows.size - 1 and (np.diff(rows) == 1).all()
     target = out[start:start + rows.size] if contiguous else None  # a view: written in place
     if block.u is None:
-        if zeroed:
-            pass
-        elif target is not None:
-            target[...] = 0.0
-        else:
-            out[rows] = 0.0
+        if not zeroed:
+            if target is not None:
+                target[...] = 0.0
+            else:
+                out[rows] = 0.0
     elif target is not None and target.flags.c_contiguous and target.dtype == np.result_type(block.u, block.v):
         np.matmul(block.u, block.v.reshape(block.rank, n), out=target)
     else:

@@ -7,6 +7,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .engine.core import attributed_to, definition_site
 from .engine.recording import Recording, primal_nested
 from .engine.tracer import Tracer
 from .errors import StrictModeError
@@ -196,9 +197,11 @@ def _gradient_function(f: Callable, wrt_idx: tuple[int, ...], batch: bool, holde
         holder["value"] = primal_nested(out)
         holder["inner"] = inner
         seed = np.ones((1,) + shape, dtype=np.result_type(out) if np.result_type(out).kind == "f" else float)
-        grads = inner.vjp([seed])
-        return tuple(np.zeros(np.shape(xs[k])) if g is None else np.reshape(g, np.shape(xs[k]))
-                     for g, k in zip(grads, wrt_idx))
+        with attributed_to(site):  # the gradient's reshapes belong to f, not to the caller of hessian()
+            grads = inner.vjp([seed])
+            return tuple(np.zeros(np.shape(xs[k])) if g is None else np.reshape(g, np.shape(xs[k]))
+                         for g, k in zip(grads, wrt_idx))
+    site = definition_site(f)
     return grad_fn
 
 

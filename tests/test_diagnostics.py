@@ -187,3 +187,18 @@ def test_find_kinks_lists_ops_at_their_kinks_with_sites():
 
 def test_no_kinks_away_from_them():
     assert find_kinks(Recording(kinked, (np.array([0.5, 2.0, -3.0]),), (0,))) == []
+
+
+def test_every_operation_a_hessian_records_belongs_to_a_line_of_the_users_function(user_file):
+    # The gradient's own operations (recorded by the rules, their makers, and the sums of
+    # cotangents) are what a NaN report or an error points at: each must name the user's line.
+    f, path = user_file("""\
+        def f(x):
+            y = x ** 3
+            z = np.sin(y) * x
+            return np.sum(z) + x[0] * x[1]
+        """)
+    H = jaccli.hessian(f, np.array([0.3, 0.7, 1.1]))
+    nodes = [n for n in recording_of(H).trace.nodes if n.parents]
+    assert nodes
+    assert {n.site for n in nodes} <= {(path, 4), (path, 5), (path, 6), (path, 7)}  # 4: def f, the reshapes

@@ -15,6 +15,7 @@ second and higher derivatives work.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import sys
@@ -46,6 +47,22 @@ def user_site(skip: int = 1) -> tuple[str, int] | None:
             return code.co_filename, frame.f_lineno
         frame = frame.f_back
     return None
+
+
+@contextlib.contextmanager
+def attributed_to(site: tuple[str, int] | None):
+    """Operations recorded inside belong to `site` (the user's file and line), not to the caller."""
+    outer, _RULE_SITE[0] = _RULE_SITE[0], site
+    try:
+        yield
+    finally:
+        _RULE_SITE[0] = outer
+
+
+def definition_site(f: Any) -> tuple[str, int] | None:
+    """Where the user's function f is defined, if it is plain Python code."""
+    code = getattr(f, "__code__", None)
+    return None if code is None else (code.co_filename, code.co_firstlineno)
 
 
 def _is_numpy_file(filename: str) -> bool:
@@ -311,15 +328,6 @@ def _plan_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> list[Node]:
     return plan
 
 
-def _apply_rule(node: Node, rule: Callable, seed: Any) -> Any:
-    """rule(seed), with what the rule records attributed to the user's line of `node`."""
-    outer_site, _RULE_SITE[0] = _RULE_SITE[0], node.site
-    try:
-        return rule(seed)
-    finally:
-        _RULE_SITE[0] = outer_site
-
-
 # Called as MONITOR[0](node, argnum, value, "reverse" | "forward") for every value a rule
 # produces, when set (diagnostics: where did the first NaN or inf appear).
 MONITOR: list = [None]
@@ -347,26 +355,33 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple) -> list:
             _accumulate(store, node, idx, len(node.value) if idx is not None else 0, seed)
     wanted = {id(n) for n in wrt}
     results: dict = {}
-    for node in _plan_reverse(trace, tuple(outputs), wrt_mask):
-        g = store.pop(node, None)
-        if g is None:
-            continue
-        if not node.parents:
-            if id(node) in wanted:
-                results[id(node)] = g
-            continue
-        for argnum, parent, pidx in node.parents:
-            if not parent.deps & wrt_mask:
+    # What a node's makers and rules record (and the sums of what they send back) belongs to the
+    # user's line of that node: set once per node, restored once when the sweep ends.
+    outer_site = _RULE_SITE[0]
+    try:
+        for node in _plan_reverse(trace, tuple(outputs), wrt_mask):
+            g = store.pop(node, None)
+            if g is None:
                 continue
-            rule = node.vjp(argnum)
-            if rule is None:
+            if not node.parents:
+                if id(node) in wanted:
+                    results[id(node)] = g
                 continue
-            ct = _apply_rule(node, rule, g)
-            if ct is None:
-                continue
-            if MONITOR[0] is not None:
-                MONITOR[0](node, argnum, ct, "reverse")
-            _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct)
+            _RULE_SITE[0] = node.site
+            for argnum, parent, pidx in node.parents:
+                if not parent.deps & wrt_mask:
+                    continue
+                rule = node.vjp(argnum)
+                if rule is None:
+                    continue
+                ct = rule(g)
+                if ct is None:
+                    continue
+                if MONITOR[0] is not None:
+                    MONITOR[0](node, argnum, ct, "reverse")
+                _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct)
+    finally:
+        _RULE_SITE[0] = outer_site
     return [results.get(id(n)) for n in wrt]
 
 
@@ -408,44 +423,49 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple) -> lis
         if t is not None:
             store[node] = t
     order, last_use = _plan_forward(trace, tuple(outputs), wrt_mask)
-    for pos, node in enumerate(order):
-        if not node.parents:
-            continue
-        acc = None
-        if node.prim.jvp_joint is not None:
-            ts = [None] * len(node.args)
-            for argnum, parent, pidx in node.parents:
-                ts[argnum] = _get(store, parent, pidx)
-            joint = node._jvps.get(-1) if node._jvps else None
-            if all(t is None for t in ts):
-                pass
-            elif joint is None:
-                if node._jvps is None:
-                    node._jvps = {}
-                joint = node._jvps[-1] = node.prim.jvp_joint(node.value, *node.args, **node.kwargs)
-                acc = joint(ts)
-            else:
-                acc = joint(ts)
-        for argnum, parent, pidx in node.parents if node.prim.jvp_joint is None else ():
-            t = _get(store, parent, pidx)
-            if t is None:
+    outer_site = _RULE_SITE[0]
+    try:
+        for pos, node in enumerate(order):
+            if not node.parents:
                 continue
-            rule = node.jvp(argnum)
-            if rule is not None:
-                out = _apply_rule(node, rule, t)
-                if out is None:
+            _RULE_SITE[0] = node.site
+            acc = None
+            if node.prim.jvp_joint is not None:
+                ts = [None] * len(node.args)
+                for argnum, parent, pidx in node.parents:
+                    ts[argnum] = _get(store, parent, pidx)
+                joint = node._jvps.get(-1) if node._jvps else None
+                if all(t is None for t in ts):
                     pass
-                elif acc is None:
-                    acc = out
-                elif node.prim.multi_out:
-                    acc = tuple(a if b is None else (b if a is None else a + b) for a, b in zip(acc, out))
+                elif joint is None:
+                    if node._jvps is None:
+                        node._jvps = {}
+                    joint = node._jvps[-1] = node.prim.jvp_joint(node.value, *node.args, **node.kwargs)
+                    acc = joint(ts)
                 else:
-                    acc = acc + out
-        for _, parent, _ in node.parents:
-            if last_use.get(parent.index) == pos:
-                store.pop(parent, None)
-        if acc is not None:
-            if MONITOR[0] is not None:
-                MONITOR[0](node, -1, acc, "forward")
-            store[node] = list(acc) if node.prim.multi_out else acc
+                    acc = joint(ts)
+            for argnum, parent, pidx in node.parents if node.prim.jvp_joint is None else ():
+                t = _get(store, parent, pidx)
+                if t is None:
+                    continue
+                rule = node.jvp(argnum)
+                if rule is not None:
+                    out = rule(t)
+                    if out is None:
+                        pass
+                    elif acc is None:
+                        acc = out
+                    elif node.prim.multi_out:
+                        acc = tuple(a if b is None else (b if a is None else a + b) for a, b in zip(acc, out))
+                    else:
+                        acc = acc + out
+            for _, parent, _ in node.parents:
+                if last_use.get(parent.index) == pos:
+                    store.pop(parent, None)
+            if acc is not None:
+                if MONITOR[0] is not None:
+                    MONITOR[0](node, -1, acc, "forward")
+                store[node] = list(acc) if node.prim.multi_out else acc
+    finally:
+        _RULE_SITE[0] = outer_site
     return [_get(store, node, idx) for node, idx in outputs]

@@ -147,16 +147,49 @@ def test_banded_hessian_from_structured_entries_is_exact_and_symmetric(n):
 
 def test_symmetric_entries_sum_repeats_and_mirror_missing_partners():
     from jaccli.engine.seeds import SparseBlock
-    from jaccli.evaluator import _symmetric_from_entries
+    from jaccli.evaluator import _symmetric_from_structure
 
     # row 0: (0,0) twice and (0,2); row 1: (1,1); row 2: (2,0) and (2,1), whose mirror (1,2) is absent
     idx = np.array([[0, 0, 2], [1, 1, 1], [0, 1, 1]])
     val = np.array([[1.0, 2.0, 5.0], [4.0, 0.0, 0.0], [7.0, 3.0, 0.0]])
-    out = _symmetric_from_entries(SparseBlock((3, 3), idx, val), np.arange(3), np.dtype(np.float64))
+    out = _symmetric_from_structure(SparseBlock((3, 3), idx, val), np.arange(3), np.dtype(np.float64))
     dense = np.zeros((3, 3))
     for k in range(3):
         np.add.at(dense[k], idx[k], val[k])
     assert_array_equal(out, 0.5 * (dense + dense.T))
+
+
+@pytest.mark.parametrize("n, rank", [(5, 1), (300, 3), (517, 2)])
+def test_low_rank_plus_entries_is_symmetrised_on_the_structure(n, rank):
+    from jaccli.engine.seeds import SparseBlock
+    from jaccli.evaluator import _symmetric_from_structure
+
+    rng = np.random.default_rng(n)
+    rows = rng.permutation(n)  # seed k is row rows[k]
+    idx = np.stack([rows, rng.integers(0, n, n)], axis=1)  # a diagonal entry and a random one per row
+    val = rng.standard_normal((n, 2))
+    u, v = rng.standard_normal((n, rank)), rng.standard_normal((rank, n))
+    out = _symmetric_from_structure(SparseBlock((n, n), idx, val, u, v), rows, np.dtype(np.float64))
+    dense = np.zeros((n, n))
+    dense[rows] = u @ v
+    for k in range(n):
+        np.add.at(dense[rows[k]], idx[k], val[k])
+    assert_allclose(out, 0.5 * (dense + dense.T), rtol=1e-13, atol=1e-13)
+    assert_array_equal(out, out.T)
+
+
+@pytest.mark.parametrize("n", [40, 500])
+def test_softmax_cross_entropy_hessian_is_diag_p_minus_ppt_and_exactly_symmetric(n):
+    z = 2.0 * np.random.default_rng(0).standard_normal(n)
+
+    def f(z):
+        c = np.max(z)
+        return c + np.log(np.sum(np.exp(z - c))) - z[3]
+
+    dense = np.asarray(jaccli.hessian(f, z))
+    p = np.exp(z - z.max()) / np.sum(np.exp(z - z.max()))
+    assert_allclose(dense, np.diag(p) - np.outer(p, p), rtol=1e-12, atol=1e-15)
+    assert_array_equal(dense, dense.T)
 
 
 def test_tiled_symmetrize_equals_the_plain_mean_bit_for_bit():

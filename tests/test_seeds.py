@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import jaccli
 from jaccli.engine.seed_ops import _get_basic, _scatter_basic, _scatter_flat, scatter_cols, scatter_rows
-from jaccli.engine.seeds import SparseBlock, dense
+from jaccli.engine.seeds import SparseBlock, dense, lowrank_product
 
 
 @st.composite
@@ -123,6 +123,21 @@ def test_writing_rows_and_columns_of_a_result(data):
     expected[:, rows] = dense(flat).T
     scatter_cols(flat, out, rows)
     np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("k, r, n", [(7, 1, 300), (300, 1, 5), (40, 2, 60), (1, 1, 1)])
+def test_low_rank_products_are_the_exact_products_whatever_the_rank(k, r, n):
+    # Rank one is padded to rank two for speed; the padding adds an exact zero and nothing else.
+    rng = np.random.default_rng(k + n)
+    u, v = rng.standard_normal((k, r)), rng.standard_normal((r, n))
+    got = lowrank_product(u, v)
+    if r == 1:
+        np.testing.assert_array_equal(got, u * v)  # the correctly rounded products themselves
+    else:
+        np.testing.assert_allclose(got, np.einsum("kr,rn->kn", u, v), rtol=1e-13, atol=1e-13)
+    out = np.full((k, n), np.nan)
+    assert lowrank_product(u, v, out=out) is out
+    np.testing.assert_array_equal(out, got)
 
 
 @pytest.mark.parametrize("mode", ["forward", "reverse"])

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .seeds import SparseBlock
+from .seeds import SparseBlock, lowrank_product
 
 
 def _reshape(a: SparseBlock, shape, order="C", **kw):
@@ -212,9 +212,9 @@ def scatter_rows(block: Any, out: np.ndarray, rows: np.ndarray, zeroed: bool = F
             else:
                 out[rows] = 0.0
     elif target is not None and target.flags.c_contiguous and target.dtype == np.result_type(block.u, block.v):
-        np.matmul(block.u, block.v.reshape(block.rank, n), out=target)
+        lowrank_product(block.u, block.v.reshape(block.rank, n), out=target)
     else:
-        out[rows] = block.u @ block.v.reshape(block.rank, n)
+        out[rows] = lowrank_product(block.u, block.v.reshape(block.rank, n))
     _entries_into(block, out, rows, transpose=False)
 
 
@@ -228,5 +228,5 @@ def scatter_cols(block: Any, out: np.ndarray, cols: np.ndarray, zeroed: bool = F
         if not zeroed:
             out[:, cols] = 0.0
     else:
-        out[:, cols] = (block.u @ block.v.reshape(block.rank, m)).T
+        out[:, cols] = lowrank_product(block.u, block.v.reshape(block.rank, m)).T
     _entries_into(block, out, cols, transpose=True)

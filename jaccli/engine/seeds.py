@@ -24,6 +24,19 @@ _DENSE_FRACTION = 0.25  # densify when a seed holds more than this share of its 
 _MAX_RANK = 8  # densify when the low-rank part grows past this
 
 
+def lowrank_product(u: np.ndarray, v: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """u @ v for the factors of a low-rank part, u: (K, R), v: (R, N).
+
+    A rank-one product is padded with a zero term to rank two: NumPy's matmul with an inner
+    dimension of 1 is not a BLAS call, and measured 2.5-5x slower (500 x 500: 285 vs 91 us). The
+    values are the same products u[k] * v[n], plus an exact zero.
+    """
+    if u.shape[1] == 1:
+        u = np.concatenate([u, np.zeros_like(u)], axis=1)
+        v = np.concatenate([v, np.zeros_like(v)], axis=0)
+    return np.matmul(u, v, out=out)
+
+
 def _is_plain(x: Any) -> bool:
     return isinstance(x, (np.ndarray, float, int, np.floating, np.integer))
 
@@ -81,7 +94,7 @@ class SparseBlock:
         k = self.shape[0]
         n = math.prod(self.inner)
         if self.u is not None:
-            out = self.u @ self.v.reshape(self.rank, n)
+            out = lowrank_product(self.u, self.v.reshape(self.rank, n))
         else:
             out = np.zeros((k, n), dtype=self.dtype)
         if self.idx.shape[1] == 1:
@@ -185,7 +198,7 @@ class SparseBlock:
             out = self.val[..., None] * m[cols[:, 0]][:, None, :]
             return out.reshape((k, *lead, a, m.shape[1]))
         if self.u is not None:
-            out = (self.u @ (self.v @ m).reshape(self.rank, -1)).reshape((k, n_rows, m.shape[1]))
+            out = lowrank_product(self.u, (self.v @ m).reshape(self.rank, -1)).reshape((k, n_rows, m.shape[1]))
         else:
             out = np.zeros((k, n_rows, m.shape[1]), dtype=np.result_type(self.val, m))
         if rows.shape[1]:

@@ -262,7 +262,7 @@ class MatrixView:
         rows = np.arange(ev.M[b._i]) if rows is None else np.asarray(rows, dtype=np.intp)
         k = chunk_size or ev.chunk(rows.size, ev.N[b._j] * (ev.B if ev.batch else 1))
         ev._check_batch()
-        diagonal = ev.diagonal(b._i, b._j)
+        diagonal = ev.diagonal(b._i, b._j) if ev.mode == "auto" else None  # an explicit mode is obeyed
         for start in range(0, rows.size, k):
             block = rows[start:start + k]
             piece = self._swept_rows(block) if diagonal is None else self._diagonal_rows(block, diagonal)

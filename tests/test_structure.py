@@ -110,6 +110,15 @@ def test_streamed_rows_of_a_diagonal_block():
     assert J.stats["seeds"] == 1
 
 
+def test_streaming_with_an_explicit_mode_sweeps_as_asked():
+    # `--mode reverse` means reverse sweeps, also when the block is diagonal and streamed.
+    x = np.linspace(-1.0, 1.0, 9)
+    J = jaccli.jacobian(p1, x, mode="reverse")
+    streamed = np.concatenate([p for _, p in J.matrix.stream(chunk_size=4)])
+    assert_allclose(streamed, np.asarray(jaccli.jacobian(p1, x)), rtol=1e-15, atol=0)
+    assert J.stats["seeds"] == 9 and J.stats["sweeps"] == 3 and J._ev.kinds == {"reverse"}
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_result_dtype_follows_the_input(dtype):
     x = np.linspace(0.1, 1.0, 5).astype(dtype)

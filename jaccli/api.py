@@ -179,6 +179,8 @@ def jacobian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | Non
 
 def _gradient_function(f: Callable, wrt_idx: tuple[int, ...], batch: bool, holder: dict) -> Callable:
     """x -> the gradient of scalar f (per sample when batched), recorded when x is traced."""
+    site = definition_site(f)
+
     def grad_fn(*xs: Any) -> tuple:
         inner = Recording(f, xs, wrt_idx)
         if inner.out_is_tuple and len(inner.outputs) != 1:
@@ -201,7 +203,6 @@ def _gradient_function(f: Callable, wrt_idx: tuple[int, ...], batch: bool, holde
             grads = inner.vjp([seed])
             return tuple(np.zeros(np.shape(xs[k])) if g is None else np.reshape(g, np.shape(xs[k]))
                          for g, k in zip(grads, wrt_idx))
-    site = definition_site(f)
     return grad_fn
 
 

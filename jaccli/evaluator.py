@@ -448,7 +448,8 @@ def _symmetric_from_structure(block: SparseBlock, rows: np.ndarray, dtype: np.dt
     The low-rank part U V (row rows[k] of U is u[k]) becomes (U V + V^T U^T) / 2, computed as one
     product [U, V^T] [V; U^T] / 2 a strip of rows at a time: the strip's diagonal tile is averaged
     with its transpose, and the part right of it is also written, transposed, below the diagonal.
-    No pass over the whole dense matrix, and the result is exactly symmetric. The entries are added symmetrically on top (see _symmetric_entries).
+    No pass over the whole dense matrix, and the result is exactly symmetric. The entries are
+    added symmetrically on top (see _symmetric_entries).
     """
     n = rows.size
     if block.u is None:

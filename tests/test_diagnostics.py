@@ -14,6 +14,7 @@ from jaccli.diagnostics import (NonfiniteMonitor, disconnected_pairs, find_kinks
                                 trace_nonfinite)
 from jaccli.engine import core
 from jaccli.engine.recording import Recording
+from jaccli.errors import UnsupportedOperationError
 from jaccli.loaders import load_function
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -202,3 +203,12 @@ def test_every_operation_a_hessian_records_belongs_to_a_line_of_the_users_functi
     nodes = [n for n in recording_of(H).trace.nodes if n.parents]
     assert nodes
     assert {n.site for n in nodes} <= {(path, 4), (path, 5), (path, 6), (path, 7)}  # 4: def f, the reshapes
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_a_sweep_that_fails_leaves_no_site_behind(mode):
+    # A sweep points later recordings at its nodes' lines while it runs; an error inside it
+    # (np.mod has no derivative in its second argument) must not leave that attribution set.
+    with pytest.raises(UnsupportedOperationError, match="no .*-mode derivative"):
+        np.asarray(jaccli.jacobian(lambda x: np.mod(3.0, x), np.array([1.5, 2.0]), mode=mode))
+    assert core._RULE_SITE[0] is None

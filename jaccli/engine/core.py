@@ -356,9 +356,8 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple) -> list:
     wanted = {id(n) for n in wrt}
     results: dict = {}
     # What a node's makers and rules record (and the sums of what they send back) belongs to the
-    # user's line of that node: set once per node, restored once when the sweep ends.
-    outer_site = _RULE_SITE[0]
-    try:
+    # user's line of that node: set once per node, and the caller's site is back when the sweep ends.
+    with attributed_to(_RULE_SITE[0]):
         for node in _plan_reverse(trace, tuple(outputs), wrt_mask):
             g = store.pop(node, None)
             if g is None:
@@ -380,8 +379,6 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple) -> list:
                 if MONITOR[0] is not None:
                     MONITOR[0](node, argnum, ct, "reverse")
                 _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct)
-    finally:
-        _RULE_SITE[0] = outer_site
     return [results.get(id(n)) for n in wrt]
 
 
@@ -423,8 +420,7 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple) -> lis
         if t is not None:
             store[node] = t
     order, last_use = _plan_forward(trace, tuple(outputs), wrt_mask)
-    outer_site = _RULE_SITE[0]
-    try:
+    with attributed_to(_RULE_SITE[0]):  # each node sets its own line, as in reverse()
         for pos, node in enumerate(order):
             if not node.parents:
                 continue
@@ -466,6 +462,4 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple) -> lis
                 if MONITOR[0] is not None:
                     MONITOR[0](node, -1, acc, "forward")
                 store[node] = list(acc) if node.prim.multi_out else acc
-    finally:
-        _RULE_SITE[0] = outer_site
     return [_get(store, node, idx) for node, idx in outputs]

@@ -13,8 +13,9 @@ from .engine.tracer import Tracer
 from .errors import StrictModeError
 from .evaluator import MODES, Evaluator, HessianEvaluator
 from .lazy import Hessian, Jacobian
+from .replay import RecordOnce, record_once
 
-__all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "grad"]
+__all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "grad", "record_once"]
 
 
 # ---------------------------------------------------------------------------
@@ -88,6 +89,26 @@ def _traced(args: tuple) -> bool:
     return any(type(a) is Tracer for a in args)
 
 
+def _record(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: bool,
+            gradient_of: tuple | None = None) -> tuple[Recording, bool]:
+    """Record f (or, with ``gradient_of=(batch, holder)``, its gradient) at args; and whether it is fresh.
+
+    A `record_once` function replays its recording for this signature when it can.
+    """
+    once = f if isinstance(f, RecordOnce) else None
+    fn = f.__wrapped__ if once is not None else f
+    if gradient_of is not None:
+        fn = _gradient_function(fn, wrt_idx, *gradient_of)
+    if once is None or create_graph or _traced(args):
+        return Recording(fn, _detach_unless(create_graph, args), wrt_idx), True
+    key = ("f",) if gradient_of is None else ("gradient", gradient_of[0])
+    return once.recording(key, args, wrt_idx, lambda: Recording(fn, args, wrt_idx, replayable=True))
+
+
+def _plain(f: Callable) -> Callable:
+    return f.__wrapped__ if isinstance(f, RecordOnce) else f
+
+
 def _nest(blocks: list[list[Any]], out_tuple: bool, in_tuple: bool) -> Any:
     if out_tuple and in_tuple:
         return tuple(tuple(row) for row in blocks)
@@ -98,14 +119,20 @@ def _nest(blocks: list[list[Any]], out_tuple: bool, in_tuple: bool) -> Any:
     return blocks[0][0]
 
 
-def _check_strict(rec: Recording, names: list[str], hessian: bool = False) -> None:
-    for i in range(len(rec.outputs)):
-        for j, k in enumerate(rec.wrt):
-            if not rec.connected(i, j):
+def _connectivity(rec: Recording) -> list[list[bool]]:
+    """Whether output i structurally depends on differentiated input j, for every i and j."""
+    return [[rec.connected(i, j) for j in range(len(rec.wrt))] for i in range(len(rec.outputs))]
+
+
+def _check_strict(connected: list[list[bool]], wrt: tuple[int, ...], names: list[str],
+                  hessian: bool = False) -> None:
+    for i, row in enumerate(connected):
+        for j, k in enumerate(wrt):
+            if not row[j]:
                 if hessian:
                     raise StrictModeError(
                         f"While computing the hessian, found that the gradient with respect to input {i} "
-                        f"({names[rec.wrt[i]]!r}) is independent of input {j} ({names[k]!r}): no path in the "
+                        f"({names[wrt[i]]!r}) is independent of input {j} ({names[k]!r}): no path in the "
                         "recorded computation. This is not allowed in strict mode; the function must be "
                         "twice differentiable with a gradient that depends on the inputs.")
                 raise StrictModeError(
@@ -166,11 +193,11 @@ def jacobian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | Non
     wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
     _validate(batch_axis, mode, chunk_size)
     if _traced(args) and create_graph:
-        return _eager_traced(f, args, wrt_idx, batch_axis, in_tuple)
-    rec = Recording(f, _detach_unless(create_graph, args), wrt_idx)
+        return _eager_traced(_plain(f), args, wrt_idx, batch_axis, in_tuple)
+    rec, _ = _record(f, args, wrt_idx, create_graph)
     _check_batch_shapes(rec, batch_axis == 0)
     if strict:
-        _check_strict(rec, _param_names(f, len(args)))
+        _check_strict(_connectivity(rec), rec.wrt, _param_names(f, len(args)))
     ev = Evaluator(rec, batch=batch_axis == 0, mode=mode, chunk_size=chunk_size)
     blocks = [[Jacobian(ev, i, j, _result_dtype(rec, i, j, mode)) for j in range(len(wrt_idx))]
               for i in range(len(rec.outputs))]
@@ -196,8 +223,8 @@ def _gradient_function(f: Callable, wrt_idx: tuple[int, ...], batch: bool, holde
             raise ValueError(f"hessian needs a scalar output, but f returns shape {shape}; pick one element "
                              "(e.g. lambda x: f(x)[0]) or reduce it (.sum()), or use batch_axis=0 for "
                              "per-sample Hessians")
-        holder["value"] = primal_nested(out)
-        holder["inner"] = inner
+        holder["traced_value"] = out  # f's value, kept by the recording (Recording.keep)
+        holder["inner_connected"] = _connectivity(inner)
         seed = np.ones((1,) + shape, dtype=np.result_type(out) if np.result_type(out).kind == "f" else float)
         with attributed_to(site):  # the gradient's reshapes belong to f, not to the caller of hessian()
             grads = inner.vjp([seed])
@@ -236,20 +263,30 @@ def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None
     wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
     _validate(batch_axis, mode, chunk_size)
     holder: dict = {}
-    grad_fn = _gradient_function(f, wrt_idx, batch_axis == 0, holder)
     if _traced(args) and create_graph:
+        grad_fn = _gradient_function(_plain(f), wrt_idx, batch_axis == 0, holder)
         return _eager_traced(grad_fn, args, wrt_idx, batch_axis, in_tuple, out_tuple=in_tuple)
-    rec = Recording(grad_fn, _detach_unless(create_graph, args), wrt_idx)
+    rec = _gradient_recording(f, args, wrt_idx, create_graph, batch_axis == 0, holder)
     if strict:
         names = _param_names(f, len(args))
-        _check_strict(holder["inner"], names)
-        _check_strict(rec, names, hessian=True)
+        _check_strict(rec.kept_value("inner_connected"), rec.wrt, names)
+        _check_strict(_connectivity(rec), rec.wrt, names, hessian=True)
     outer = "reverse" if mode == "reverse" else "forward"
     ev = HessianEvaluator(rec, batch=batch_axis == 0, mode=outer, chunk_size=chunk_size)
-    ev.value = holder.get("value")
+    ev.value = rec.kept_value("value")
     blocks = [[Hessian(ev, i, j, np.result_type(rec.inputs[k])) for j, k in enumerate(wrt_idx)]
               for i in range(len(wrt_idx))]
     return _nest(blocks, in_tuple, in_tuple)
+
+
+def _gradient_recording(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: bool, batch: bool,
+                        holder: dict) -> Recording:
+    """The recording of f's gradient; it keeps f's value and the inner connectivity for replays."""
+    rec, fresh = _record(f, args, wrt_idx, create_graph, gradient_of=(batch, holder))
+    if fresh:
+        rec.keep("value", holder["traced_value"])
+        rec.keep("inner_connected", holder["inner_connected"])
+    return rec
 
 
 def _eager_traced(f: Callable, args: tuple, wrt_idx: tuple, batch_axis: Any, in_tuple: bool,
@@ -328,7 +365,7 @@ def vjp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_grap
     """
     args, inputs_is_tuple = _as_args(inputs)
     wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
-    rec = Recording(f, _detach_unless(create_graph, args), wrt_idx)
+    rec, _ = _record(f, args, wrt_idx, create_graph)
     vs = _check_v(v, [np.shape(o) for o in rec.outputs], "output", "the output's shape")
     cts = rec.vjp([vk[None] for vk in vs])
     res = [_shaped(ct, rec.inputs[k]) for ct, k in zip(cts, wrt_idx)]
@@ -344,7 +381,7 @@ def jvp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_grap
     """
     args, inputs_is_tuple = _as_args(inputs)
     wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
-    rec = Recording(f, _detach_unless(create_graph, args), wrt_idx)
+    rec, _ = _record(f, args, wrt_idx, create_graph)
     vs = _check_v(v, [rec.in_shape(j) for j in range(len(wrt_idx))], "input", "the input's shape")
     outs = rec.jvp([vk[None] for vk in vs])
     res = [_shaped(t, o) for t, o in zip(outs, rec.outputs)]
@@ -360,12 +397,11 @@ def hvp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_grap
     """
     args, inputs_is_tuple = _as_args(inputs)
     wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
-    holder: dict = {}
-    rec = Recording(_gradient_function(f, wrt_idx, False, holder), _detach_unless(create_graph, args), wrt_idx)
+    rec = _gradient_recording(f, args, wrt_idx, create_graph, False, {})
     vs = _check_v(v, [rec.in_shape(j) for j in range(len(wrt_idx))], "input", "the input's shape")
     outs = rec.jvp([vk[None] for vk in vs])
     res = [_shaped(t, rec.inputs[k]) for t, k in zip(outs, wrt_idx)]
-    return holder["value"], (tuple(res) if in_tuple else res[0])
+    return rec.kept_value("value"), (tuple(res) if in_tuple else res[0])
 
 
 def grad(f: Callable, inputs: Any, *, wrt: Any = None, create_graph: bool = False) -> Any:
@@ -377,7 +413,7 @@ def grad(f: Callable, inputs: Any, *, wrt: Any = None, create_graph: bool = Fals
     """
     args, inputs_is_tuple = _as_args(inputs)
     wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
-    rec = Recording(f, _detach_unless(create_graph, args), wrt_idx)
+    rec, _ = _record(f, args, wrt_idx, create_graph)
     if rec.out_is_tuple or int(np.prod(np.shape(rec.outputs[0]))) != 1:
         shape = "a tuple" if rec.out_is_tuple else f"shape {np.shape(rec.outputs[0])}"
         raise ValueError(f"grad needs a function with one scalar output, but f returns {shape}; use jacobian "

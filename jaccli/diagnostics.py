@@ -9,7 +9,7 @@ import numpy as np
 
 from .engine import core
 from .engine.recording import Recording
-from .engine.tracer import primal
+from .engine.tracer import peek
 
 
 def __getattr__(name: str) -> Any:
@@ -170,7 +170,7 @@ def _finite(value: Any) -> bool:
         return True
     if isinstance(value, (tuple, list)):
         return all(_finite(v) for v in value)
-    arr = np.asarray(primal(value))
+    arr = np.asarray(peek(value))
     return arr.dtype.kind not in "fc" or bool(np.isfinite(arr).all())
 
 
@@ -183,7 +183,7 @@ def _describe(arr: np.ndarray) -> tuple[str, list[int]]:
 
 def _where_inactive(consumer: core.Node, argnum: int) -> np.ndarray:
     """Positions (in the where's output shape) where branch `argnum` is not taken."""
-    cond = np.broadcast_to(np.asarray(primal(consumer.args[0]), dtype=bool), np.shape(consumer.value))
+    cond = np.broadcast_to(np.asarray(peek(consumer.args[0]), dtype=bool), np.shape(consumer.value))
     return ~cond if argnum == 1 else cond
 
 
@@ -201,7 +201,7 @@ def _from_inactive_where(trace: core.Trace | None, node: core.Node) -> bool:
     """Whether `node` feeds np.where as a branch that holds non-finite values where it is not taken."""
     if trace is None:
         return False
-    value = np.asarray(primal(node.value)) if not isinstance(node.value, tuple) else None
+    value = np.asarray(peek(node.value)) if not isinstance(node.value, tuple) else None
     if value is None or value.dtype.kind not in "fc" or np.isfinite(value).all():
         return False
     for consumer in trace.nodes[node.index + 1:]:
@@ -235,7 +235,7 @@ def first_nonfinite_primal(rec: Recording) -> Provenance | None:
         seen.add(node.index)
         bad_parents = []
         for argnum, parent, pidx in node.parents:
-            pval = primal(parent.value if pidx is None else parent.value[pidx])
+            pval = peek(parent.value if pidx is None else parent.value[pidx])
             if _finite(pval):
                 continue
             if node.prim.name == "np.where":
@@ -250,9 +250,9 @@ def first_nonfinite_primal(rec: Recording) -> Provenance | None:
     if not origins:
         return None
     node = min(origins, key=lambda n: n.index)
-    value = primal(node.value)
+    value = peek(node.value)
     parts = value if isinstance(value, tuple) else (value,)
-    values, element = _describe(next(np.asarray(primal(v)) for v in parts if not _finite(v)))
+    values, element = _describe(next(np.asarray(peek(v)) for v in parts if not _finite(v)))
     site = node.site or (None, None)
     if node in rec.in_nodes:
         k = rec.wrt[rec.in_nodes.index(node)]
@@ -281,7 +281,7 @@ class NonfiniteMonitor:
         for part in parts:
             if part is None:
                 continue
-            arr = np.asarray(primal(part))
+            arr = np.asarray(peek(part))
             if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
                 self.event = (node, kind, arr)
                 return

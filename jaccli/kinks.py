@@ -10,7 +10,7 @@ import numpy as np
 from .engine import core
 from .engine.recording import Recording
 from .engine.registry import REGISTRY
-from .engine.tracer import primal
+from .engine.tracer import peek
 from .finite_diff import fd_step
 
 __all__ = ["Kink", "find_kinks", "kink_masks", "branch_changes", "kink_rows", "registry_notes", "StepCrossings",
@@ -69,7 +69,7 @@ class Kink:
 
 def _mask_of(node: core.Node) -> np.ndarray:
     with np.errstate(all="ignore"):
-        mask = node.prim.kink(primal(node.value), *[primal(a) for a in node.args], **node.kwargs)
+        mask = node.prim.kink(peek(node.value), *[peek(a) for a in node.args], **node.kwargs)
     return np.asarray(mask, dtype=bool)
 
 
@@ -138,12 +138,12 @@ def branch_changes(base: Recording, moved: Recording, masks: dict[int, np.ndarra
     for a, b in zip(a_nodes, b_nodes):
         if not a.deps:
             continue
-        if a.prim.zero_grad and not _same(primal(a.value), primal(b.value)):
+        if a.prim.zero_grad and not _same(peek(a.value), peek(b.value)):
             changes.append(f"{_where(a)}: a step function changes value within the step")
             continue
         traced = {argnum for argnum, _, _ in a.parents}
         for pos, (x, y) in enumerate(zip(a.args, b.args)):
-            if pos not in traced and not _same(primal(x), primal(y)):
+            if pos not in traced and not _same(peek(x), peek(y)):
                 what = "its condition" if a.prim.name == "np.where" and pos == 0 else f"its argument {pos}"
                 changes.append(f"{_where(a)}: {what} changes within the step")
                 break
@@ -173,7 +173,7 @@ def kink_rows(rec: Recording, i: int, seeds: np.ndarray, kinks: Sequence[Kink]) 
     def monitor(node: core.Node, argnum: int, ct: Any, kind: str) -> None:
         for a, parent, _ in node.parents:
             if a == argnum and parent.index in masks:
-                arr = np.asarray(primal(ct))
+                arr = np.asarray(peek(ct))
                 try:
                     m = np.broadcast_to(masks[parent.index], arr.shape[1:])
                 except ValueError:

@@ -15,3 +15,19 @@ def central_diff(f, x, h=1e-6):
         e = e.reshape(x.shape)
         cols.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * h))
     return np.stack(cols, axis=-1).reshape(np.shape(f(x)) + x.shape)
+
+
+def rosenbrock(x):
+    """The Rosenbrock function of P3."""
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def rosen_hess(x):
+    """Closed-form Hessian of `rosenbrock` (tridiagonal)."""
+    n = x.size
+    H = np.zeros((n, n))
+    i = np.arange(n - 1)
+    H[i, i] += 1200 * x[:-1] ** 2 - 400 * x[1:] + 2
+    H[i + 1, i + 1] += 200
+    H[i, i + 1] = H[i + 1, i] = -400 * x[:-1]
+    return H

@@ -9,7 +9,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 import jaccli
 from jaccli.engine.recording import Recording
 
-from .helpers import central_diff
+from .helpers import central_diff, rosen_hess, rosenbrock
 
 FD = dict(rtol=1e-6, atol=1e-8)
 
@@ -128,20 +128,6 @@ def test_result_dtype_follows_the_input(dtype):
 
 
 # ---------------------------------------------------------------- symmetric Hessians without dense passes
-
-
-def rosenbrock(x):
-    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
-
-
-def rosen_hess(x):
-    n = x.size
-    H = np.zeros((n, n))
-    i = np.arange(n - 1)
-    H[i, i] += 1200 * x[:-1] ** 2 - 400 * x[1:] + 2
-    H[i + 1, i + 1] += 200
-    H[i, i + 1] = H[i + 1, i] = -400 * x[:-1]
-    return H
 
 
 @pytest.mark.parametrize("n", [200, 1500])

@@ -69,10 +69,29 @@ def _is_numpy_file(filename: str) -> bool:
     return f"{os.sep}numpy{os.sep}" in filename or filename.startswith("<__array_function__")
 
 
+class Guard:
+    """A plain result that was computed from traced values while recording (a mask, a branch).
+
+    The recording baked it in as a constant, so a replay of the recording at new inputs is the
+    same computation only if `fn` over the replayed values still gives `expected`. `refs` are
+    ``(argument position, node, output index)``: where the traced values go in `args`.
+    """
+
+    __slots__ = ("pos", "fn", "args", "kwargs", "refs", "expected")
+
+    def __init__(self, pos: int, fn: Callable, args: tuple, kwargs: dict, refs: tuple, expected: Any) -> None:
+        self.pos = pos  # number of nodes recorded before it: every ref is among them
+        self.fn = fn
+        self.args = args
+        self.kwargs = kwargs
+        self.refs = refs
+        self.expected = expected
+
+
 class Trace:
     """One recording level: the nodes of a computation in the order they ran."""
 
-    __slots__ = ("level", "nodes", "inputs", "_plans", "largest")
+    __slots__ = ("level", "nodes", "inputs", "_plans", "largest", "guards")
 
     def __init__(self) -> None:
         self.level = next(_level_counter)
@@ -80,6 +99,13 @@ class Trace:
         self.inputs: list[Node] = []
         self._plans: dict[Any, Any] = {}
         self.largest = 1  # elements of the largest recorded value: what one seed carries at most
+        # Guards collected while the recording is open (None once it is closed).
+        self.guards: list[Guard] | None = []
+
+    def guard(self, fn: Callable, args: tuple, kwargs: dict, refs: tuple, expected: Any) -> None:
+        """Remember that `expected` = fn(args with the traced values at `refs`) was baked in."""
+        if self.guards is not None:
+            self.guards.append(Guard(len(self.nodes), fn, args, kwargs, refs, expected))
 
     def new_input(self, value: Any) -> "Any":
         from .tracer import Tracer  # tracer imports core; the cycle is broken here
@@ -254,13 +280,12 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
         site = _RULE_SITE[0] or user_site(2)
     # Lower levels are applied first, so an implementation only ever sees plain arrays.
     ans = bind(prim, tuple(vals), kwargs, site) if nested else prim.impl(*vals, **kwargs)
-    if prim.nondiff:
+    if prim.nondiff or not (all(_is_inexact(v) for v in ans) if prim.multi_out else _is_inexact(ans)):
+        # An integer or boolean result carries no derivative and leaves the recording as a plain
+        # value; the lowest level guards it (a nested call guarded it on the level below).
+        if not nested:
+            top.guard(prim.impl, tuple(vals), kwargs, tuple(parents), ans)
         return ans
-    if prim.multi_out:
-        if not all(_is_inexact(v) for v in ans):
-            return ans
-    elif not _is_inexact(ans):
-        return ans  # an integer or boolean result carries no derivative
     if prim.constant:
         parents, deps = (), 0
     node = Node(prim, tuple(vals), kwargs, tuple(parents), ans, deps, site)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import types
 from contextlib import contextmanager
 from typing import Any, Callable, Sequence
@@ -10,9 +11,9 @@ import numpy as np
 
 from ..errors import TracingError, UserFunctionError
 from . import rules  # noqa: F401  (fills the registry)
-from .core import ELEMENTWISE, Trace, _plan_reverse, forward, reverse
+from .core import ELEMENTWISE, INPUT, Node, Trace, _plan_reverse, forward, reverse
 from .seeds import dense
-from .tracer import Tracer, primal
+from .tracer import Tracer, peek, primal
 
 
 # ---------------------------------------------------------------------------
@@ -55,6 +56,13 @@ def primal_nested(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return type(obj)(primal_nested(o) for o in obj)
     return primal(obj)
+
+
+def peek_nested(obj: Any) -> Any:
+    """primal_nested for bookkeeping that the recording never computes with (no guard)."""
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(peek_nested(o) for o in obj)
+    return peek(obj)
 
 
 class _NumpyProxy(types.ModuleType):
@@ -126,7 +134,7 @@ class Recording:
         inputs: the arguments as passed to f (floats; traced ones replaced by their values).
     """
 
-    def __init__(self, f: Callable, args: Sequence[Any], wrt: Sequence[int]) -> None:
+    def __init__(self, f: Callable, args: Sequence[Any], wrt: Sequence[int], replayable: bool = False) -> None:
         self.trace = Trace()
         self.wrt = tuple(wrt)
         call_args = list(args)
@@ -153,6 +161,130 @@ class Recording:
                 values.append(_check_output(o, k))
         self.outputs = tuple(values)
         self.sweeps = 0
+        # Closed: what a later sweep computes is not part of this recording.
+        self.guards = self.trace.guards if replayable else None
+        self.trace.guards = None
+        self.kept: dict[str, tuple] = {}
+        # Data arguments (not differentiated) as they were, for replay() to compare against.
+        self._data = _snapshot(args, self.wrt) if replayable else None
+
+    def keep(self, name: str, value: Any) -> None:
+        """Remember a value that f's recording produced (traced here or constant), for `kept`."""
+        while type(value) is Tracer and value._trace is not self.trace:
+            value = value._value
+        if type(value) is Tracer:
+            self.kept[name] = ("node", value._node.index, value._idx)
+        else:
+            self.kept[name] = ("const", value)
+
+    def kept_value(self, name: str) -> Any:
+        ref = self.kept[name]
+        if ref[0] == "const":
+            return ref[1]
+        value = self.trace.nodes[ref[1]].value
+        return value if ref[2] is None else value[ref[2]]
+
+    def replay(self, args: Sequence[Any]) -> "Recording | None":
+        """The same recording at new values of the traced inputs, without calling f; None if it can't be.
+
+        A replay runs each recorded operation again on the new values and checks every guard
+        (the plain results that f or a rule derived from traced values: comparisons, masks,
+        branches, permutations) where it was taken. It returns None, and the caller records f
+        afresh, when a traced input changed shape or dtype, a data argument changed, a guard
+        gives a different result, or an operation fails: the fresh recording then takes the
+        branch f takes and reports errors as usual. Constants that f captured (globals,
+        closures, random draws) are replayed as they were recorded.
+        """
+        if self.guards is None or len(args) != len(self.inputs):
+            return None
+        new_in = {}
+        for i, node in zip(self.wrt, self.in_nodes):
+            a = args[i]
+            if type(a) is Tracer:
+                return None
+            try:
+                a = as_float(a)
+            except TypeError:
+                return None
+            old = node.value
+            if a.shape != old.shape or a.dtype != old.dtype:
+                return None
+            new_in[node.index] = a
+        for i, snap in self._data.items():
+            if not _same(args[i], snap):
+                return None
+        if self._has_traced_constants():
+            return None
+        old_nodes = self.trace.nodes
+        trace = Trace()
+        trace.guards = None
+        vals: list = [None] * len(old_nodes)
+        nodes: list = [None] * len(old_nodes)
+        guards, g = self.guards, 0
+        largest = 1
+        try:
+            with np.errstate(all="ignore"):
+                for k, node in enumerate(old_nodes):
+                    while g < len(guards) and guards[g].pos <= k:
+                        if not _holds(guards[g], vals):
+                            return None
+                        g += 1
+                    if node.prim is INPUT:
+                        value = new_in.get(k, node.value)
+                        args_k = ()
+                    else:
+                        args_k = node.args
+                        if node.parents:
+                            args_k = list(args_k)
+                            for argnum, parent, pidx in node.parents:
+                                v = vals[parent.index]
+                                args_k[argnum] = v if pidx is None else v[pidx]
+                            args_k = tuple(args_k)
+                        value = node.prim.impl(*args_k, **node.kwargs)
+                    new = Node(node.prim, args_k, node.kwargs,
+                               tuple((a, nodes[p.index], i) for a, p, i in node.parents), value, node.deps, node.site)
+                    new.index = k
+                    nodes[k] = new
+                    vals[k] = value
+                    size = getattr(value, "size", 1)
+                    if type(size) is int and size > largest:
+                        largest = size
+                while g < len(guards):
+                    if not _holds(guards[g], vals):
+                        return None
+                    g += 1
+        except Exception:  # noqa: BLE001 - recording f afresh reports the failure properly
+            return None
+        trace.nodes = nodes
+        trace.inputs = [nodes[n.index] for n in self.trace.inputs]
+        trace.largest = largest
+        rec = object.__new__(Recording)
+        rec.trace = trace
+        rec.wrt = self.wrt
+        rec.in_nodes = [nodes[n.index] for n in self.in_nodes]
+        inputs = list(args)
+        for i, node in zip(self.wrt, rec.in_nodes):
+            inputs[i] = node.value
+        rec.inputs = tuple(inputs)
+        rec.out_is_tuple = self.out_is_tuple
+        rec.out_refs = [None if r is None else (nodes[r[0].index], r[1]) for r in self.out_refs]
+        rec.outputs = tuple(o if r is None else (vals[r[0].index] if r[1] is None else vals[r[0].index][r[1]])
+                            for o, r in zip(self.outputs, self.out_refs))
+        rec.sweeps = 0
+        rec.guards = self.guards
+        rec.kept = self.kept
+        rec._data = self._data
+        rec._traced_constants = False
+        return rec
+
+    def _has_traced_constants(self) -> bool:
+        """Whether a recorded operation took a traced value of another recording as a constant."""
+        flag = getattr(self, "_traced_constants", None)
+        if flag is None:
+            flag = self._traced_constants = any(
+                type(a) is Tracer for node in self.trace.nodes for a in node.args) or any(
+                type(v) is Tracer for node in self.trace.nodes for v in node.kwargs.values())
+        return flag
 
     def out_shape(self, i: int) -> tuple:
         return np.shape(self.outputs[i])
@@ -218,6 +350,56 @@ class Recording:
         got = iter(forward(self.trace, tuple(n for n, _ in pairs), tuple(t for _, t in pairs), tuple(refs)))
         out = [None if r is None else next(got) for r in self.out_refs]
         return out if structured else [dense(o) for o in out]
+
+
+def _snapshot(args: Sequence[Any], wrt: Sequence[int]) -> dict[int, Any]:
+    """Copies of the arguments that are not differentiated: a replay needs them unchanged."""
+    out = {}
+    for i, a in enumerate(args):
+        if i in wrt:
+            continue
+        if isinstance(a, np.ndarray):
+            out[i] = a.copy()
+        else:
+            try:
+                out[i] = copy.deepcopy(a)
+            except Exception:  # noqa: BLE001 - an argument that can't be copied can't be compared
+                out[i] = _Unique()
+    return out
+
+
+class _Unique:
+    """Equal to nothing: a replay compared against it records afresh."""
+
+    def __eq__(self, other: Any) -> bool:
+        return False
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two plain results are the same: type, shape, dtype and every value (NaN equals NaN)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray):
+        return a.shape == b.shape and a.dtype == b.dtype and bool(
+            np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, (float, np.floating)) and a != a:
+        return b != b
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - objects without a plain equality
+        return False
+
+
+def _holds(guard: Any, vals: list) -> bool:
+    args = list(guard.args)
+    for i, node, idx in guard.refs:
+        v = vals[node.index]
+        args[i] = v if idx is None else v[idx]
+    return _same(guard.fn(*args, **guard.kwargs), guard.expected)
 
 
 def _size(value: Any) -> int:

@@ -42,11 +42,52 @@ def _op(ufunc: Any, a: Any, b: Any) -> Any:
     return ufunc(a, b)  # anything else (lists, other array types) takes NumPy's own route
 
 
-def primal(x: Any) -> Any:
-    """The plain value under every level of tracing."""
+def peek(x: Any) -> Any:
+    """The plain value under every level of tracing, for bookkeeping that the recording never sees."""
     while type(x) is Tracer:
         x = x._value
     return x
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+def primal(x: Any) -> Any:
+    """The plain value under every level of tracing, to compute with: guarded (see `guarded`)."""
+    if type(x) is not Tracer:
+        return x
+    return guarded(_identity, x)
+
+
+def guarded(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """fn over the plain values of `args`, remembered by the lowest recording level they belong to.
+
+    Whatever fn returns (a mask, a permutation, a branch taken) becomes a constant of the
+    recording; the guard lets a replay at new inputs check that it still holds (Recording.replay).
+    Derive the least that is needed inside fn: a replay survives as long as that is unchanged.
+    """
+    vals = list(args)
+    lows = []
+    for i, a in enumerate(args):
+        if type(a) is Tracer:
+            while type(a._value) is Tracer:
+                a = a._value
+            vals[i] = a._value
+            lows.append((i, a))
+    if any(type(v) is Tracer for v in kwargs.values()):
+        kwargs = {k: primal(v) for k, v in kwargs.items()}
+    result = fn(*vals, **kwargs)
+    if lows:
+        trace = min((a._trace for _, a in lows), key=lambda t: t.level)
+        refs = []
+        for i, a in lows:
+            if a._trace is trace:
+                refs.append((i, a._node, a._idx))
+            else:  # another recording's value: guarded whole on its own level
+                a._trace.guard(_identity, (vals[i],), {}, ((0, a._node, a._idx),), vals[i])
+        trace.guard(fn, tuple(vals), kwargs, tuple(refs), result)
+    return result
 
 
 def _escape(what: str, instead: str) -> TracingError:
@@ -116,7 +157,7 @@ class Tracer:
 
     def __bool__(self):
         # Branching on a value is fine: the derivative follows the branch that ran.
-        return bool(self._value)
+        return guarded(bool, self)
 
     def __hash__(self):
         return id(self)
@@ -156,7 +197,7 @@ class Tracer:
     @property
     def value(self):
         """The primal value at this level (itself traced when levels are nested)."""
-        return self._value
+        return self._value if type(self._value) is Tracer else primal(self)
 
     def __len__(self) -> int:
         shape = self.shape
@@ -230,12 +271,12 @@ class Tracer:
     def std(self, axis=None, dtype=None, ddof=0, keepdims=False): return np.std(self, axis=axis, ddof=ddof, keepdims=keepdims)
     def cumsum(self, axis=None): return np.cumsum(self, axis=axis)
     def cumprod(self, axis=None): return np.cumprod(self, axis=axis)
-    def argmax(self, axis=None, **kw): return np.argmax(self._value, axis=axis, **kw)
-    def argmin(self, axis=None, **kw): return np.argmin(self._value, axis=axis, **kw)
-    def argsort(self, axis=-1, **kw): return np.argsort(self._value, axis=axis, **kw)
-    def any(self, *a, **kw): return np.any(self._value, *a, **kw)
-    def all(self, *a, **kw): return np.all(self._value, *a, **kw)
-    def nonzero(self): return np.nonzero(self._value)
+    def argmax(self, axis=None, **kw): return guarded(np.argmax, self, axis=axis, **kw)
+    def argmin(self, axis=None, **kw): return guarded(np.argmin, self, axis=axis, **kw)
+    def argsort(self, axis=-1, **kw): return guarded(np.argsort, self, axis=axis, **kw)
+    def any(self, *a, **kw): return guarded(np.any, self, *a, **kw)
+    def all(self, *a, **kw): return guarded(np.all, self, *a, **kw)
+    def nonzero(self): return guarded(np.nonzero, self)
 
     def reshape(self, *shape, order="C"):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):

@@ -8,17 +8,20 @@ import numpy as np
 
 from ..core import ELEMENTWISE
 from ..registry import family, primitive, register, register_derived, register_primitive
-from ..tracer import primal
+from ..tracer import guarded
 from ._util import expand, unbroadcast
 
 family("elementwise")
 
 
-def _finite(d) -> bool:
-    value = primal(d)
+def _all_finite(value) -> bool:
     if isinstance(value, (float, int)):
         return math.isfinite(value)
     return bool(np.isfinite(value).all())
+
+
+def _finite(d) -> bool:
+    return guarded(_all_finite, d)
 
 
 def _safe_product(factor):
@@ -297,10 +300,14 @@ where.defjvp(
 )
 
 
+def _truth(condition):
+    return np.asarray(condition, dtype=bool)
+
+
 def _where_handler(condition, x=None, y=None):
     if x is None and y is None:
-        return np.nonzero(primal(condition))
-    return where(primal(condition), x, y)
+        return guarded(np.nonzero, condition)
+    return where(guarded(_truth, condition), x, y)
 
 
 register(np.where, _where_handler, prims=(where,),

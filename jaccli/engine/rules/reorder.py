@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import family, register_derived
-from ..tracer import primal
+from ..tracer import guarded
 from ._util import norm_axes
 from .indexing import gather, get_basic, getitem, positions, rearrange
 from .shape import transpose
@@ -76,7 +76,7 @@ def _sort(a, axis=-1, kind=None, order=None, *, stable=None):
         a, axis = np.reshape(a, (-1,)), -1
     # The permutation is computed once, on the plain values; a stable sort decides ties, so the
     # derivative of each tied output goes to the tied inputs in their original order.
-    perm = np.argsort(primal(a), axis=axis, kind="stable")
+    perm = guarded(np.argsort, a, axis=axis, kind="stable")
     return rearrange(a, np.take_along_axis(positions(np.shape(a)), perm, axis))
 
 

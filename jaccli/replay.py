@@ -1,0 +1,104 @@
+"""record_once: record f once per input signature, then replay the recording at new inputs."""
+
+from __future__ import annotations
+
+import functools
+from collections import OrderedDict
+from typing import Any, Callable
+
+import numpy as np
+
+from .engine.recording import Recording
+
+__all__ = ["RecordOnce", "record_once"]
+
+
+class RecordOnce:
+    """f, recorded once per input signature by jaccli's functions and replayed afterwards.
+
+    Calling it calls f. Passed to `jacobian`, `hessian`, `vjp`, `jvp`, `hvp` or `grad`, it keeps
+    the last recording for each signature (the shapes and dtypes of the inputs, which inputs are
+    differentiated, and whether it is f or its gradient that is recorded) and replays it at new
+    input values instead of calling f again: see `record_once`.
+
+    Attributes:
+        records: how many times f was recorded (called with traced inputs).
+        replays: how many recordings were replayed instead.
+        misses: replays refused (a guard or a data argument changed), each followed by a record.
+    """
+
+    def __init__(self, f: Callable, max_signatures: int = 8) -> None:
+        if not callable(f):
+            raise TypeError(f"record_once needs a function, not {type(f).__name__}")
+        if isinstance(f, RecordOnce):
+            f = f.__wrapped__
+        functools.update_wrapper(self, f)
+        self.max_signatures = max_signatures
+        self.records = 0
+        self.replays = 0
+        self.misses = 0
+        self._cache: OrderedDict[tuple, Recording] = OrderedDict()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.__wrapped__(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return (f"record_once({getattr(self.__wrapped__, '__qualname__', self.__wrapped__)!r}: "
+                f"{self.records} recorded, {self.replays} replayed, {self.misses} missed)")
+
+    def clear(self) -> None:
+        """Forget every recording: the next call records f again (after changing its constants)."""
+        self._cache.clear()
+
+    def recording(self, key: tuple, args: tuple, wrt: tuple[int, ...],
+                  make: Callable[[], Recording]) -> tuple[Recording, bool]:
+        """A replay of the recording kept for this signature, or a fresh one; and whether it is fresh."""
+        key = key + (wrt, _signature(args, wrt))
+        rec = self._cache.get(key)
+        if rec is not None:
+            new = rec.replay(args)
+            if new is not None:
+                self.replays += 1
+                self._cache[key] = new
+                self._cache.move_to_end(key)
+                return new, False
+            self.misses += 1
+        rec = make()
+        self.records += 1
+        self._cache[key] = rec
+        self._cache.move_to_end(key)
+        while len(self._cache) > self.max_signatures:
+            self._cache.popitem(last=False)
+        return rec, True
+
+
+def _signature(args: tuple, wrt: tuple[int, ...]) -> tuple:
+    return tuple((np.shape(a), str(getattr(a, "dtype", type(a).__name__))) if i in wrt else type(a).__name__
+                 for i, a in enumerate(args))
+
+
+def record_once(f: Callable, *, max_signatures: int = 8) -> RecordOnce:
+    """f for repeated derivatives at new points: recorded once, then replayed (like jax.jit's tracing).
+
+    Each of jaccli's functions normally calls f on traced inputs to record it. A `record_once`
+    function is recorded on its first use for a signature (input shapes and dtypes, which inputs
+    are differentiated); later calls with that signature replay the recorded NumPy operations
+    at the new values, without running f's Python code, and sweep the replay as usual.
+
+    A replay is exact, not an approximation: every plain value that the recording derived from
+    traced values (a comparison or mask, a branch taken with ``if``, an argmax, a sort order,
+    whether a derivative factor is finite) is a guard that is recomputed at the new values. If
+    one differs, or an argument that is not differentiated changed, or an operation fails, f is
+    recorded afresh and that recording is kept. What a replay does not see, as with jax.jit:
+    side effects of f (printing, counters) happen when it is recorded only; random draws and
+    constants that f reads from globals or closures are those of the recording. Call `clear()`
+    after changing such a constant, or pass it as an argument (not differentiated with ``wrt``).
+
+    >>> import numpy as np, jaccli
+    >>> f = jaccli.record_once(lambda x: np.sin(x) * x)
+    >>> H1 = np.asarray(jaccli.jacobian(f, np.array([0.0, 1.0])))
+    >>> H2 = np.asarray(jaccli.jacobian(f, np.array([2.0, 3.0])))   # replayed: f is not called
+    >>> f.records, f.replays
+    (1, 1)
+    """
+    return RecordOnce(f, max_signatures=max_signatures)

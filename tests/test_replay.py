@@ -1,0 +1,287 @@
+"""record_once: a recording replayed at new inputs gives what a fresh recording gives, or is refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import jaccli
+from jaccli.errors import StrictModeError
+from tests.helpers import central_diff, rosen_hess, rosenbrock
+from tests.test_compositions import build, fd_jacobian, programs
+
+
+def softmax_ce(z):
+    c = np.max(z)
+    return c + np.log(np.sum(np.exp(z - c))) - z[3]
+
+
+def softmax_hessian(z):
+    p = np.exp(z - z.max())
+    p /= p.sum()
+    return np.diag(p) - np.outer(p, p)
+
+
+def counting(f):
+    """f, and a list that grows by one each time f's Python code runs."""
+    calls = []
+
+    def g(*args):
+        calls.append(1)
+        return f(*args)
+    return g, calls
+
+
+# ---------------------------------------------------------------------------
+# Replays give the right answer at the new point
+# ---------------------------------------------------------------------------
+def test_a_replayed_hessian_matches_the_closed_form_at_each_new_point():
+    f, calls = counting(rosenbrock)
+    g = jaccli.record_once(f)
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        x = rng.uniform(-2, 2, 30)
+        np.testing.assert_allclose(np.asarray(jaccli.hessian(g, x)), rosen_hess(x), rtol=1e-12, atol=1e-9)
+    assert (g.records, g.replays, g.misses, len(calls)) == (1, 3, 0, 1)
+
+
+def test_a_replayed_jacobian_of_an_mlp_matches_the_closed_form_for_each_input():
+    rng = np.random.default_rng(1)
+    W1, b1, W2 = rng.standard_normal((7, 5)), rng.standard_normal(7), rng.standard_normal((3, 7))
+
+    def mlp(x, W1):
+        return W2 @ np.tanh(W1 @ x + b1)
+
+    g = jaccli.record_once(mlp)
+    for _ in range(3):
+        x = rng.standard_normal(5)
+        W1 = W1 + 0.1 * rng.standard_normal(W1.shape)
+        Jx, JW = jaccli.jacobian(g, (x, W1))
+        d = 1 - np.tanh(W1 @ x + b1) ** 2
+        np.testing.assert_allclose(np.asarray(Jx), (W2 * d) @ W1, rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(np.asarray(JW), np.einsum("ij,j,k->ijk", W2, d, x), rtol=1e-12, atol=1e-13)
+    assert (g.records, g.replays) == (1, 2)
+
+
+def test_every_function_of_the_api_replays_its_own_recording():
+    f = jaccli.record_once(lambda x: np.sum(np.sin(x) * x ** 2))
+    x1, x2 = np.array([0.3, -1.2, 2.0]), np.array([1.1, 0.4, -0.7])
+    v = np.array([1.0, -2.0, 0.5])
+    for x in (x1, x2):
+        plain = lambda x: np.sum(np.sin(x) * x ** 2)  # noqa: E731
+        grad = np.cos(x) * x ** 2 + 2 * x * np.sin(x)
+        hess = np.diag(-np.sin(x) * x ** 2 + 4 * x * np.cos(x) + 2 * np.sin(x))
+        np.testing.assert_allclose(jaccli.grad(f, x), grad, rtol=1e-13)
+        val, vj = jaccli.vjp(f, x, np.array(2.0))
+        np.testing.assert_allclose(vj, 2 * grad, rtol=1e-13)
+        assert val == pytest.approx(plain(x), rel=1e-14)
+        np.testing.assert_allclose(jaccli.jvp(f, x, v)[1], grad @ v, rtol=1e-13)
+        val, hv = jaccli.hvp(f, x, v)
+        np.testing.assert_allclose(hv, hess @ v, rtol=1e-12)
+        assert val == pytest.approx(plain(x), rel=1e-14)
+        H = jaccli.hessian(f, x)
+        np.testing.assert_allclose(np.asarray(H), hess, rtol=1e-12, atol=1e-14)
+    # f itself (grad, vjp, jvp share it) and its gradient (hvp, hessian) are recorded once each
+    assert (f.records, f.misses) == (2, 0)
+    assert f.replays == 2 * 5 - 2
+
+
+def test_batched_jacobians_and_hessians_replay():
+    g = jaccli.record_once(lambda x: np.sum(np.sin(x) ** 2, axis=1))
+    rng = np.random.default_rng(2)
+    for _ in range(2):
+        x = rng.standard_normal((4, 3))
+        J = np.asarray(jaccli.jacobian(g, x, batch_axis=0))
+        np.testing.assert_allclose(J, np.sin(2 * x), rtol=1e-13)
+        H = np.asarray(jaccli.hessian(g, x, batch_axis=0))
+        want = np.stack([np.diag(2 * np.cos(2 * row)) for row in x])
+        np.testing.assert_allclose(H, want, rtol=1e-12, atol=1e-14)
+    assert g.replays == 2
+
+
+def test_a_lazy_result_keeps_its_own_point_after_a_replay_at_another():
+    g = jaccli.record_once(lambda x: np.exp(x) * x[::-1])
+    x1, x2 = np.array([0.1, 0.2, 0.3]), np.array([-1.0, 2.0, 0.5])
+    J1 = jaccli.jacobian(g, x1)          # nothing evaluated yet
+    J2 = jaccli.jacobian(g, x2)
+    assert g.replays == 1
+    np.testing.assert_allclose(np.asarray(J2), central_diff(lambda x: np.exp(x) * x[::-1], x2), rtol=1e-8)
+    np.testing.assert_allclose(np.asarray(J1), central_diff(lambda x: np.exp(x) * x[::-1], x1), rtol=1e-8)
+
+
+# ---------------------------------------------------------------------------
+# Guards: a value-dependent choice that changes means a fresh recording
+# ---------------------------------------------------------------------------
+def test_a_branch_on_a_value_is_guarded():
+    def f(x):
+        if x[0] > 0:
+            return x ** 2
+        return x ** 3
+    g = jaccli.record_once(f)
+    a, b = np.array([1.0, 2.0]), np.array([-1.0, 2.0])
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, a)), np.diag(2 * a))
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, b)), np.diag(3 * b ** 2))
+    assert (g.records, g.misses) == (2, 1)
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, 2 * b)), np.diag(3 * (2 * b) ** 2))
+    assert g.replays == 1  # the same branch again: replayed
+
+
+def test_a_branch_through_a_traced_truth_value_is_guarded():
+    def f(x):
+        s = np.sum(x)
+        return x * 2.0 if s else x * 3.0    # bool() of a traced array
+    g = jaccli.record_once(f)
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, np.array([1.0, 1.0]))), 2 * np.eye(2))
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, np.array([1.0, -1.0]))), 3 * np.eye(2))
+    assert g.misses == 1
+
+
+@pytest.mark.parametrize("make", [
+    lambda: (lambda x: np.where(x > 0, x ** 2, np.sin(x))),
+    lambda: (lambda x: np.sort(x) * np.arange(1.0, 5.0)),
+    lambda: (lambda x: x * x[np.argmax(x)]),
+    lambda: (lambda x: x * x[x.argmax()]),
+    lambda: (lambda x: x[np.nonzero(x > 0)] ** 2 if (x > 0).any() else x),
+    lambda: (lambda x: np.maximum(x, 0.0) * np.abs(x)),
+], ids=["where", "sort", "argmax", "argmax-method", "nonzero", "relu-abs"])
+def test_value_dependent_operations_replay_exactly(make):
+    f = make()
+    g = jaccli.record_once(f)
+    rng = np.random.default_rng(3)
+    for _ in range(6):
+        x = rng.uniform(-1, 1, 4)
+        got = np.asarray(jaccli.jacobian(g, x))
+        np.testing.assert_allclose(got, np.asarray(jaccli.jacobian(f, x)), rtol=0, atol=0)
+        np.testing.assert_allclose(got, central_diff(f, x), rtol=1e-7, atol=1e-8)
+    assert g.records + g.replays == 6
+
+
+def test_softmax_hessian_follows_the_maximum_when_it_moves():
+    g = jaccli.record_once(softmax_ce)
+    z = np.array([0.5, 2.0, -1.0, 0.0, 1.0])
+    for w in (z, z + 0.1, z[::-1].copy()):
+        np.testing.assert_allclose(np.asarray(jaccli.hessian(g, w)), softmax_hessian(w), rtol=1e-12, atol=1e-15)
+    assert (g.records, g.replays, g.misses) == (2, 1, 1)  # the maximum moved at the third point
+
+
+def test_a_rule_that_depends_on_finiteness_is_guarded():
+    f = lambda x: np.sum(np.sqrt(x) * x)  # noqa: E731
+    g = jaccli.record_once(f)
+    for x in (np.array([1.0, 4.0]), np.array([0.0, 4.0]), np.array([9.0, 1.0])):
+        np.testing.assert_array_equal(np.asarray(jaccli.hessian(g, x)), np.asarray(jaccli.hessian(f, x)))
+    np.testing.assert_allclose(np.asarray(jaccli.hessian(g, np.array([9.0, 1.0]))),
+                               np.diag(0.75 / np.sqrt([9.0, 1.0])), rtol=1e-14)
+
+
+def test_a_changed_data_argument_is_recorded_afresh_even_when_changed_in_place():
+    g = jaccli.record_once(lambda x, A: np.tanh(A @ x))
+    x, A = np.array([0.2, -0.4]), np.array([[1.0, 2.0], [3.0, 4.0]])
+
+    def want(A):
+        return (1 - np.tanh(A @ x) ** 2)[:, None] * A
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, (x, A), wrt=0)), want(A), rtol=1e-14)
+    A[0, 0] = -5.0                      # the same object, new contents
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, (x, A), wrt=0)), want(A), rtol=1e-14)
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, (x, A.copy()), wrt=0)), want(A), rtol=1e-14)
+    assert (g.records, g.misses, g.replays) == (2, 1, 1)
+
+
+def test_each_shape_has_its_own_recording():
+    g = jaccli.record_once(lambda x: np.cumsum(x) ** 2)
+    for n in (3, 4, 3, 4, 5):
+        x = np.linspace(0.1, 1.0, n)
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, x)),
+                                   2 * np.cumsum(x)[:, None] * np.tri(n), rtol=1e-13)
+    assert (g.records, g.replays) == (3, 2)
+
+
+def test_the_oldest_signature_is_forgotten_beyond_the_limit():
+    g = jaccli.record_once(lambda x: x * 2.0, max_signatures=2)
+    for n in (1, 2, 3, 1):
+        jaccli.jacobian(g, np.ones(n))
+    assert (g.records, g.replays) == (4, 0)
+    jaccli.jacobian(g, np.ones(1))
+    assert g.replays == 1
+    g.clear()
+    jaccli.jacobian(g, np.ones(1))
+    assert g.records == 5
+
+
+def test_a_failure_at_the_new_point_is_reported_as_f_reports_it():
+    def f(x):
+        if (x < 0).any():
+            raise ValueError("x must be positive")
+        return np.log(x)
+    g = jaccli.record_once(f)
+    jaccli.jacobian(g, np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="x must be positive"):
+        jaccli.jacobian(g, np.array([1.0, -2.0]))
+
+
+def test_an_operation_that_fails_in_a_replay_falls_back_to_recording():
+    f = lambda x: np.linalg.inv(np.reshape(x, (2, 2)))  # noqa: E731
+    g = jaccli.record_once(f)
+    jaccli.jacobian(g, np.array([2.0, 0.0, 0.0, 1.0]))
+    with pytest.raises(np.linalg.LinAlgError):
+        jaccli.jacobian(g, np.array([1.0, 1.0, 1.0, 1.0]))
+    assert g.misses == 1
+
+
+def test_strict_mode_still_checks_a_replayed_hessian():
+    g = jaccli.record_once(lambda x, y: np.sum(x ** 2) + np.sum(y))
+    args = (np.ones(2), np.ones(2))
+    jaccli.hessian(g, args)
+    with pytest.raises(StrictModeError, match="independent of input"):
+        jaccli.hessian(g, args, strict=True)
+    assert g.replays == 1
+
+
+def test_side_effects_run_only_when_f_is_recorded():
+    f, calls = counting(lambda x: np.sin(x))
+    g = jaccli.record_once(f)
+    for k in range(5):
+        jaccli.jacobian(g, np.full(3, float(k)))
+    assert len(calls) == 1
+    assert g(np.zeros(2)).tolist() == [0.0, 0.0] and len(calls) == 2  # calling it calls f
+
+
+def test_inside_an_outer_differentiation_it_records_as_usual():
+    inner = jaccli.record_once(lambda y: np.sum(y ** 3))
+
+    def outer(x):
+        return jaccli.grad(inner, x, create_graph=True) * x
+    x = np.array([0.5, -1.5])
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(outer, x)), np.diag(9 * x ** 2), rtol=1e-13)
+    assert inner.replays == 0
+
+
+def test_record_once_wraps_a_function_once():
+    f = lambda x: x  # noqa: E731
+    g = jaccli.record_once(jaccli.record_once(f))
+    assert g.__wrapped__ is f
+    with pytest.raises(TypeError, match="needs a function"):
+        jaccli.record_once(3)
+
+
+# ---------------------------------------------------------------------------
+# Property: on random programs, a replay at a second point is a fresh recording there
+# ---------------------------------------------------------------------------
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs(), st.integers(0, 2**31 - 1), st.sampled_from(["reverse", "forward", "auto"]))
+def test_random_programs_replay_to_the_fresh_result(program, seed, mode):
+    sx, sy, steps = program
+    rng = np.random.default_rng(seed)
+    f = build(steps)
+    g = jaccli.record_once(f)
+    x0, y0 = rng.uniform(-1, 1, sx), rng.uniform(-1, 1, sy)
+    jaccli.jacobian(g, (x0, y0), mode=mode)
+    x, y = rng.uniform(-1, 1, sx), rng.uniform(-1, 1, sy)
+    jx, jy = jaccli.jacobian(g, (x, y), mode=mode)
+    assert g.replays == 1
+    np.testing.assert_allclose(np.asarray(jx), fd_jacobian(f, (x, y), 0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(jy), fd_jacobian(f, (x, y), 1), rtol=1e-5, atol=1e-6)
+    fx, fy = jaccli.jacobian(f, (x, y), mode=mode)
+    np.testing.assert_array_equal(np.asarray(jx), np.asarray(fx))
+    np.testing.assert_array_equal(np.asarray(jy), np.asarray(fy))

@@ -70,3 +70,19 @@ def test_scale_check_reads_the_saved_diagonal(tmp_path):
     J[5, 5] += 1.0
     np.save(tmp_path / "J.npy", J)
     assert _check(tmp_path / "J.npy", x, blocks=4, size=64).startswith("WRONG: diagonal")
+
+
+@pytest.mark.parametrize("iid", ["P1-n100", "P3-n100", "P5-rows10-of-P2-n1000-m1000", "P6-n500"])
+def test_record_once_method_replays_and_reproduces_the_reference(iid, monkeypatch):
+    import jaccli
+    from benchmarks.methods import find
+    from jaccli.replay import record_once
+
+    made = []
+    monkeypatch.setattr(jaccli, "record_once", lambda f: made.append(record_once(f)) or made[-1])
+    inst = instances.load(iid)
+    run = find(inst, "jaccli record_once").build(inst).run
+    for _ in range(3):  # the first call records f, the others replay it
+        ok, err, why = instances.check(inst, run())
+        assert ok, why
+    assert (made[0].records, made[0].replays, made[0].misses) == (1, 2, 0)

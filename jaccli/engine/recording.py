@@ -258,6 +258,12 @@ class Recording:
         trace.nodes = nodes
         trace.inputs = [nodes[n.index] for n in self.trace.inputs]
         trace.largest = largest
+        # The sweep plans depend on the structure only: the same nodes, renewed.
+        for key, plan in self.trace._plans.items():
+            if key[0] == "rev":
+                trace._plans[key] = [nodes[n.index] for n in plan]
+            else:
+                trace._plans[key] = ([nodes[n.index] for n in plan[0]], plan[1])
         rec = object.__new__(Recording)
         rec.trace = trace
         rec.wrt = self.wrt

@@ -73,7 +73,7 @@ class RecordOnce:
 
 
 def _signature(args: tuple, wrt: tuple[int, ...]) -> tuple:
-    return tuple((np.shape(a), str(getattr(a, "dtype", type(a).__name__))) if i in wrt else type(a).__name__
+    return tuple((np.shape(a), getattr(a, "dtype", type(a))) if i in wrt else type(a)
                  for i, a in enumerate(args))
 
 

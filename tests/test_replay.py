@@ -285,3 +285,108 @@ def test_random_programs_replay_to_the_fresh_result(program, seed, mode):
     fx, fy = jaccli.jacobian(f, (x, y), mode=mode)
     np.testing.assert_array_equal(np.asarray(jx), np.asarray(fx))
     np.testing.assert_array_equal(np.asarray(jy), np.asarray(fy))
+
+
+# ---------------------------------------------------------------------------
+# What the caller does with its arrays between calls, and what f catches
+# ---------------------------------------------------------------------------
+def test_a_data_array_changed_in_place_then_passed_again_as_a_copy_of_its_old_contents():
+    g = jaccli.record_once(lambda x, A: A @ x)
+    A, x = np.eye(2), np.ones(2)
+    jaccli.jacobian(g, (x, A), wrt=0)
+    old = A.copy()
+    A[:] = 100.0                      # the recorded call's array, changed after the call
+    np.testing.assert_array_equal(np.asarray(jaccli.jacobian(g, (x, old), wrt=0)), np.eye(2))
+    assert g.replays == 1
+
+
+def test_an_input_updated_in_place_is_a_new_point():
+    def f(x):
+        return x * x.value ** 2      # a plain copy of x's value: guarded whole
+    g = jaccli.record_once(f)
+    x = np.array([1.0, 2.0])
+    jaccli.jacobian(g, x)
+    x -= 0.5                          # an optimiser's step on the same object
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, x)), np.diag(x ** 2), rtol=1e-15)
+    assert g.misses == 1
+
+
+def test_a_lazy_result_is_not_changed_by_a_later_update_of_its_input():
+    x = np.array([0.5, 1.5])
+    J = jaccli.jacobian(lambda x: x ** 3, x)
+    want = np.diag(3 * x ** 2)
+    x += 1.0
+    np.testing.assert_allclose(np.asarray(J), want, rtol=1e-15)
+
+
+def test_an_exception_that_f_catches_is_guarded():
+    def f(a):
+        A = np.reshape(a, (2, 2))
+        try:
+            L = np.linalg.cholesky(A)
+            return np.sum(L ** 2)
+        except np.linalg.LinAlgError:
+            return np.sum(A ** 4)
+    g = jaccli.record_once(f)
+    indefinite, definite = np.array([1.0, 2.0, 2.0, 1.0]), np.array([2.0, 0.5, 0.5, 2.0])
+    for a in (indefinite, definite, indefinite):
+        np.testing.assert_allclose(jaccli.grad(g, a), jaccli.grad(f, a), rtol=1e-14)
+    assert g.misses == 2
+
+
+def test_the_callers_floating_point_error_state_is_respected():
+    g = jaccli.record_once(lambda x: np.log(x))
+    jaccli.jacobian(g, np.array([1.0, 2.0]))
+    with np.errstate(invalid="raise"):
+        with pytest.raises(FloatingPointError):
+            jaccli.jacobian(g, np.array([-1.0, 2.0]))
+
+
+def test_an_error_state_set_inside_f_is_replayed():
+    def f(x):
+        with np.errstate(invalid="raise"):
+            try:
+                return np.sqrt(x) * 2.0
+            except FloatingPointError:
+                return x * 0.0
+    g = jaccli.record_once(f)
+    for x in (np.array([1.0, 4.0]), np.array([-1.0, 4.0]), np.array([9.0, 4.0])):
+        np.testing.assert_array_equal(np.asarray(jaccli.jacobian(g, x)), np.asarray(jaccli.jacobian(f, x)))
+
+
+def test_a_constant_output_changed_by_the_caller_is_not_replayed():
+    g = jaccli.record_once(lambda x: (np.sum(x ** 2), np.zeros(2)))
+    v = (np.float64(1.0), np.ones(2))
+    value, _ = jaccli.vjp(g, np.array([1.0, 2.0]), v)
+    value[1][:] = 7.0
+    value, _ = jaccli.vjp(g, np.array([3.0, 4.0]), v)
+    np.testing.assert_array_equal(value[1], np.zeros(2))
+    assert g.replays == 1
+
+
+@pytest.mark.parametrize("first, second", [
+    (np.array([0.0, 1.0]), np.array([-0.0, 1.0])),                                  # signed zero
+    (np.ma.array([1.0, 2.0], mask=[0, 1]), np.ma.array([1.0, 2.0], mask=[1, 0])),  # another mask
+], ids=["signed-zero", "masked"])
+def test_data_that_compares_equal_but_is_not_the_same_is_recorded_afresh(first, second):
+    f = lambda x, c: x / c if not np.ma.isMaskedArray(c) else x * np.ma.filled(c, 0.0)  # noqa: E731
+    g = jaccli.record_once(f)
+    x = np.array([1.0, 1.0])
+    with np.errstate(divide="ignore"):
+        jaccli.jacobian(g, (x, first), wrt=0)
+        got = np.asarray(jaccli.jacobian(g, (x, second), wrt=0))
+        np.testing.assert_array_equal(got, np.asarray(jaccli.jacobian(f, (x, second), wrt=0)))
+    assert g.replays == 0
+
+
+def test_data_in_dicts_replays_and_object_arrays_do_not_crash():
+    g = jaccli.record_once(lambda x, d: d["w"] * x)
+    for _ in range(3):
+        jaccli.jacobian(g, (np.ones(2), {"w": np.array([2.0, 3.0])}), wrt=0)
+    assert g.replays == 2
+    h = jaccli.record_once(lambda x, objs: x * objs[0])
+    objs = np.empty(1, dtype=object)
+    objs[0] = np.array([2.0, 3.0])
+    for _ in range(2):
+        np.testing.assert_array_equal(np.asarray(jaccli.jacobian(h, (np.ones(2), objs), wrt=0)), np.diag([2.0, 3.0]))
+    assert h.replays == 0

@@ -21,6 +21,8 @@ import os
 import sys
 from typing import Any, Callable
 
+import numpy as np
+
 from .seeds import SparseBlock
 
 _level_counter = itertools.count(1)
@@ -69,6 +71,49 @@ def _is_numpy_file(filename: str) -> bool:
     return f"{os.sep}numpy{os.sep}" in filename or filename.startswith("<__array_function__")
 
 
+# NumPy's floating-point error state (np.errstate) decides whether an operation warns or raises,
+# never its result. A replay re-runs each operation under the state it was recorded under: the
+# state is noted for the operations recorded under a state other than the trace's own.
+_EXTOBJ = getattr(getattr(getattr(np, "_core", None), "_ufunc_config", None), "_extobj_contextvar", None)
+if _EXTOBJ is not None:
+    def errstate_token() -> Any:
+        return _EXTOBJ.get()  # the same object until an errstate context changes it
+
+    def _same_errstate(a: Any, b: Any) -> bool:
+        return a is b
+else:  # pragma: no cover - NumPy < 2
+    def errstate_token() -> Any:
+        return tuple(sorted(np.geterr().items()))
+
+    def _same_errstate(a: Any, b: Any) -> bool:
+        return a == b
+
+
+class Raised:
+    """fn as a guard of an operation that raised: returns the exception's type (None if it did not)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable) -> None:
+        self.fn = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            self.fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - the outcome is what is compared
+            return type(exc)
+        return None
+
+
+def _frozen(value: Any) -> Any:
+    """A guard's expected value, copied where the caller could still change it in place."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_frozen(v) for v in value)
+    return value
+
+
 class Guard:
     """A plain result that was computed from traced values while recording (a mask, a branch).
 
@@ -77,21 +122,23 @@ class Guard:
     ``(argument position, node, output index)``: where the traced values go in `args`.
     """
 
-    __slots__ = ("pos", "fn", "args", "kwargs", "refs", "expected")
+    __slots__ = ("pos", "fn", "args", "kwargs", "refs", "expected", "errstate")
 
-    def __init__(self, pos: int, fn: Callable, args: tuple, kwargs: dict, refs: tuple, expected: Any) -> None:
+    def __init__(self, pos: int, fn: Callable, args: tuple, kwargs: dict, refs: tuple, expected: Any,
+                 errstate: dict | None) -> None:
         self.pos = pos  # number of nodes recorded before it: every ref is among them
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
         self.refs = refs
-        self.expected = expected
+        self.expected = _frozen(expected)
+        self.errstate = errstate  # np.geterr() when it differed from the trace's, else None
 
 
 class Trace:
     """One recording level: the nodes of a computation in the order they ran."""
 
-    __slots__ = ("level", "nodes", "inputs", "_plans", "largest", "guards")
+    __slots__ = ("level", "nodes", "inputs", "_plans", "largest", "guards", "errstate", "errstates")
 
     def __init__(self) -> None:
         self.level = next(_level_counter)
@@ -101,11 +148,14 @@ class Trace:
         self.largest = 1  # elements of the largest recorded value: what one seed carries at most
         # Guards collected while the recording is open (None once it is closed).
         self.guards: list[Guard] | None = []
+        self.errstate = errstate_token()
+        self.errstates: dict[int, dict] = {}  # node index -> np.geterr() where it differs
 
     def guard(self, fn: Callable, args: tuple, kwargs: dict, refs: tuple, expected: Any) -> None:
         """Remember that `expected` = fn(args with the traced values at `refs`) was baked in."""
         if self.guards is not None:
-            self.guards.append(Guard(len(self.nodes), fn, args, kwargs, refs, expected))
+            state = None if _same_errstate(errstate_token(), self.errstate) else np.geterr()
+            self.guards.append(Guard(len(self.nodes), fn, args, kwargs, refs, expected, state))
 
     def new_input(self, value: Any) -> "Any":
         from .tracer import Tracer  # tracer imports core; the cycle is broken here
@@ -279,7 +329,15 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
     if site is None:
         site = _RULE_SITE[0] or user_site(2)
     # Lower levels are applied first, so an implementation only ever sees plain arrays.
-    ans = bind(prim, tuple(vals), kwargs, site) if nested else prim.impl(*vals, **kwargs)
+    if nested:
+        ans = bind(prim, tuple(vals), kwargs, site)
+    else:
+        try:
+            ans = prim.impl(*vals, **kwargs)
+        except Exception as exc:
+            # f may catch it and take another way: a replay must raise here too
+            top.guard(Raised(prim.impl), tuple(vals), kwargs, tuple(parents), type(exc))
+            raise
     if prim.nondiff or not (all(_is_inexact(v) for v in ans) if prim.multi_out else _is_inexact(ans)):
         # An integer or boolean result carries no derivative and leaves the recording as a plain
         # value; the lowest level guards it (a nested call guarded it on the level below).
@@ -294,6 +352,8 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
         top.largest = size
     node.index = len(top.nodes)
     top.nodes.append(node)
+    if not nested and top.guards is not None and not _same_errstate(errstate_token(), top.errstate):
+        top.errstates[node.index] = np.geterr()
     if prim.multi_out:
         return tuple(Tracer(v, node, k, top) for k, v in enumerate(ans))
     return Tracer(ans, node, None, top)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import types
 from contextlib import contextmanager
 from typing import Any, Callable, Sequence
@@ -138,9 +139,18 @@ class Recording:
         self.trace = Trace()
         self.wrt = tuple(wrt)
         call_args = list(args)
+        if replayable:
+            # Data arguments as they were, for replay() to compare against; f gets copies of its
+            # own, so that the recording's constants do not change when the caller's arrays do.
+            self._data = _snapshot(args, self.wrt)
+            self._errstate = np.geterr()
+            for i in self._data:
+                call_args[i] = _private(args[i])
+        else:
+            self._data = None
         self.in_nodes = []
         for i in self.wrt:
-            t = self.trace.new_input(as_float(args[i]))
+            t = self.trace.new_input(_private_float(args[i]))
             call_args[i] = t
             self.in_nodes.append(t._node)
         self.inputs = tuple(primal_value(a, self.trace) for a in call_args)
@@ -161,12 +171,13 @@ class Recording:
                 values.append(_check_output(o, k))
         self.outputs = tuple(values)
         self.sweeps = 0
+        # Constant outputs as recorded, for replays to hand out copies of (the caller owns these).
+        self._consts = tuple(None if r is not None else _private(v) for r, v in zip(self.out_refs, values)) \
+            if replayable else ()
         # Closed: what a later sweep computes is not part of this recording.
         self.guards = self.trace.guards if replayable else None
         self.trace.guards = None
         self.kept: dict[str, tuple] = {}
-        # Data arguments (not differentiated) as they were, for replay() to compare against.
-        self._data = _snapshot(args, self.wrt) if replayable else None
 
     def keep(self, name: str, value: Any) -> None:
         """Remember a value that f's recording produced (traced here or constant), for `kept`."""
@@ -180,7 +191,7 @@ class Recording:
     def kept_value(self, name: str) -> Any:
         ref = self.kept[name]
         if ref[0] == "const":
-            return ref[1]
+            return _private(ref[1])
         value = self.trace.nodes[ref[1]].value
         return value if ref[2] is None else value[ref[2]]
 
@@ -195,26 +206,27 @@ class Recording:
         branch f takes and reports errors as usual. Constants that f captured (globals,
         closures, random draws) are replayed as they were recorded.
         """
-        if self.guards is None or len(args) != len(self.inputs):
+        if self.guards is None or len(args) != len(self.inputs) or np.geterr() != self._errstate:
             return None
         new_in = {}
-        for i, node in zip(self.wrt, self.in_nodes):
-            a = args[i]
-            if type(a) is Tracer:
-                return None
-            try:
-                a = as_float(a)
-            except TypeError:
-                return None
-            old = node.value
-            if a.shape != old.shape or a.dtype != old.dtype:
-                return None
-            new_in[node.index] = a
-        for i, snap in self._data.items():
-            if not _same(args[i], snap):
-                return None
+        try:
+            for i, node in zip(self.wrt, self.in_nodes):
+                a = args[i]
+                if type(a) is Tracer:
+                    return None
+                a = _private_float(a)
+                old = node.value
+                if a.shape != old.shape or a.dtype != old.dtype:
+                    return None
+                new_in[node.index] = a
+            for i, snap in self._data.items():
+                if not _same(args[i], snap):
+                    return None
+        except Exception:  # noqa: BLE001 - an argument that cannot be read or compared: record afresh
+            return None
         if self._has_traced_constants():
             return None
+        errstates = self.trace.errstates
         old_nodes = self.trace.nodes
         trace = Trace()
         trace.guards = None
@@ -223,39 +235,44 @@ class Recording:
         guards, g = self.guards, 0
         largest = 1
         try:
-            with np.errstate(all="ignore"):
-                for k, node in enumerate(old_nodes):
-                    while g < len(guards) and guards[g].pos <= k:
-                        if not _holds(guards[g], vals):
-                            return None
-                        g += 1
-                    if node.prim is INPUT:
-                        value = new_in.get(k, node.value)
-                        args_k = ()
-                    else:
-                        args_k = node.args
-                        if node.parents:
-                            args_k = list(args_k)
-                            for argnum, parent, pidx in node.parents:
-                                v = vals[parent.index]
-                                args_k[argnum] = v if pidx is None else v[pidx]
-                            args_k = tuple(args_k)
-                        value = node.prim.impl(*args_k, **node.kwargs)
-                    new = Node(node.prim, args_k, node.kwargs,
-                               tuple((a, nodes[p.index], i) for a, p, i in node.parents), value, node.deps, node.site)
-                    new.index = k
-                    nodes[k] = new
-                    vals[k] = value
-                    size = getattr(value, "size", 1)
-                    if type(size) is int and size > largest:
-                        largest = size
-                while g < len(guards):
+            # under the caller's error state, as when f was recorded (checked above)
+            for k, node in enumerate(old_nodes):
+                while g < len(guards) and guards[g].pos <= k:
                     if not _holds(guards[g], vals):
                         return None
                     g += 1
+                if node.prim is INPUT:
+                    value = new_in.get(k, node.value)
+                    args_k = ()
+                else:
+                    args_k = node.args
+                    if node.parents:
+                        args_k = list(args_k)
+                        for argnum, parent, pidx in node.parents:
+                            v = vals[parent.index]
+                            args_k[argnum] = v if pidx is None else v[pidx]
+                        args_k = tuple(args_k)
+                    if k in errstates:
+                        with np.errstate(**errstates[k]):
+                            value = node.prim.impl(*args_k, **node.kwargs)
+                    else:
+                        value = node.prim.impl(*args_k, **node.kwargs)
+                new = Node(node.prim, args_k, node.kwargs,
+                           tuple((a, nodes[p.index], i) for a, p, i in node.parents), value, node.deps, node.site)
+                new.index = k
+                nodes[k] = new
+                vals[k] = value
+                size = getattr(value, "size", 1)
+                if type(size) is int and size > largest:
+                    largest = size
+            while g < len(guards):
+                if not _holds(guards[g], vals):
+                    return None
+                g += 1
         except Exception:  # noqa: BLE001 - recording f afresh reports the failure properly
             return None
         trace.nodes = nodes
+        trace.errstates = errstates
         trace.inputs = [nodes[n.index] for n in self.trace.inputs]
         trace.largest = largest
         # The sweep plans depend on the structure only: the same nodes, renewed.
@@ -274,12 +291,15 @@ class Recording:
         rec.inputs = tuple(inputs)
         rec.out_is_tuple = self.out_is_tuple
         rec.out_refs = [None if r is None else (nodes[r[0].index], r[1]) for r in self.out_refs]
-        rec.outputs = tuple(o if r is None else (vals[r[0].index] if r[1] is None else vals[r[0].index][r[1]])
-                            for o, r in zip(self.outputs, self.out_refs))
+        rec.outputs = tuple(_private(c) if r is None else
+                            (vals[r[0].index] if r[1] is None else vals[r[0].index][r[1]])
+                            for c, r in zip(self._consts, self.out_refs))
+        rec._consts = self._consts
         rec.sweeps = 0
         rec.guards = self.guards
         rec.kept = self.kept
         rec._data = self._data
+        rec._errstate = self._errstate
         rec._traced_constants = False
         return rec
 
@@ -358,20 +378,31 @@ class Recording:
         return out if structured else [dense(o) for o in out]
 
 
+def _private(a: Any) -> Any:
+    """A copy of `a` that nobody else holds (arrays and containers; immutable values as they are)."""
+    if type(a) is np.ndarray:
+        return a.copy()
+    if a is None or isinstance(a, (bool, int, float, complex, str, bytes, np.generic)):
+        return a
+    try:
+        return copy.deepcopy(a)
+    except Exception:  # noqa: BLE001 - an argument that can't be copied can't be compared either
+        return _Unique()
+
+
+def _private_float(a: Any) -> Any:
+    """as_float(a), never the caller's own array: a lazy result must not see later changes to it."""
+    arr = as_float(a)
+    if type(arr) is Tracer:
+        return arr
+    if arr is a or (isinstance(a, np.ndarray) and np.shares_memory(arr, a)):
+        arr = arr.copy()
+    return arr
+
+
 def _snapshot(args: Sequence[Any], wrt: Sequence[int]) -> dict[int, Any]:
     """Copies of the arguments that are not differentiated: a replay needs them unchanged."""
-    out = {}
-    for i, a in enumerate(args):
-        if i in wrt:
-            continue
-        if isinstance(a, np.ndarray):
-            out[i] = a.copy()
-        else:
-            try:
-                out[i] = copy.deepcopy(a)
-            except Exception:  # noqa: BLE001 - an argument that can't be copied can't be compared
-                out[i] = _Unique()
-    return out
+    return {i: _private(a) for i, a in enumerate(args) if i not in wrt}
 
 
 class _Unique:
@@ -384,20 +415,25 @@ class _Unique:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Whether two plain results are the same: type, shape, dtype and every value (NaN equals NaN)."""
+    """Whether two plain values are the same: type, shape, dtype and every bit (so -0.0 is not 0.0).
+
+    Arrays of objects, array subclasses (masked arrays) and objects without a plain equality
+    are never the same: a replay compared against them records afresh.
+    """
     if type(a) is not type(b):
         return False
-    if isinstance(a, np.ndarray):
-        return a.shape == b.shape and a.dtype == b.dtype and bool(
-            np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    if type(a) is np.ndarray or isinstance(a, np.generic):
+        a, b = np.asarray(a), np.asarray(b)
+        return a.dtype == b.dtype and a.dtype.kind != "O" and a.shape == b.shape and a.tobytes() == b.tobytes()
     if isinstance(a, (tuple, list)):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, (float, np.floating)) and a != a:
-        return b != b
-    try:
-        return bool(a == b)
-    except Exception:  # noqa: BLE001 - objects without a plain equality
-        return False
+    if type(a) is dict:
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if type(a) is float:
+        return math.copysign(1.0, a) == math.copysign(1.0, b) and (a == b or (a != a and b != b))
+    if a is None or isinstance(a, (bool, int, complex, str, bytes, type, np.dtype, slice)) or a is Ellipsis:
+        return a == b
+    return False
 
 
 def _holds(guard: Any, vals: list) -> bool:
@@ -405,6 +441,9 @@ def _holds(guard: Any, vals: list) -> bool:
     for i, node, idx in guard.refs:
         v = vals[node.index]
         args[i] = v if idx is None else v[idx]
+    if guard.errstate is not None:
+        with np.errstate(**guard.errstate):
+            return _same(guard.fn(*args, **guard.kwargs), guard.expected)
     return _same(guard.fn(*args, **guard.kwargs), guard.expected)
 
 

@@ -77,7 +77,14 @@ def guarded(fn: Any, *args: Any, **kwargs: Any) -> Any:
             lows.append((i, a))
     if any(type(v) is Tracer for v in kwargs.values()):
         kwargs = {k: primal(v) for k, v in kwargs.items()}
-    result = fn(*vals, **kwargs)
+    try:
+        result = fn(*vals, **kwargs)
+    except Exception as exc:
+        if lows:  # f may catch it: a replay must raise here too
+            trace = min((a._trace for _, a in lows), key=lambda t: t.level)
+            trace.guard(_core.Raised(fn), tuple(vals), kwargs,
+                        tuple((i, a._node, a._idx) for i, a in lows if a._trace is trace), type(exc))
+        raise
     if lows:
         trace = min((a._trace for _, a in lows), key=lambda t: t.level)
         refs = []

@@ -395,7 +395,7 @@ def _private_float(a: Any) -> Any:
     arr = as_float(a)
     if type(arr) is Tracer:
         return arr
-    if arr is a or (isinstance(a, np.ndarray) and np.shares_memory(arr, a)):
+    if arr is a or (isinstance(a, np.ndarray) and np.may_share_memory(arr, a)):
         arr = arr.copy()
     return arr
 

@@ -96,7 +96,7 @@ def _record(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: bo
     A `record_once` function replays its recording for this signature when it can.
     """
     once = f if isinstance(f, RecordOnce) else None
-    fn = f.__wrapped__ if once is not None else f
+    fn = _plain(f)
     if gradient_of is not None:
         fn = _gradient_function(fn, wrt_idx, *gradient_of)
     if once is None or create_graph or _traced(args):
@@ -262,11 +262,10 @@ def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None
     args, inputs_is_tuple = _as_args(inputs)
     wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
     _validate(batch_axis, mode, chunk_size)
-    holder: dict = {}
     if _traced(args) and create_graph:
-        grad_fn = _gradient_function(_plain(f), wrt_idx, batch_axis == 0, holder)
+        grad_fn = _gradient_function(_plain(f), wrt_idx, batch_axis == 0, {})
         return _eager_traced(grad_fn, args, wrt_idx, batch_axis, in_tuple, out_tuple=in_tuple)
-    rec = _gradient_recording(f, args, wrt_idx, create_graph, batch_axis == 0, holder)
+    rec = _gradient_recording(f, args, wrt_idx, create_graph, batch_axis == 0)
     if strict:
         names = _param_names(f, len(args))
         _check_strict(rec.kept_value("inner_connected"), rec.wrt, names)
@@ -279,9 +278,10 @@ def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None
     return _nest(blocks, in_tuple, in_tuple)
 
 
-def _gradient_recording(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: bool, batch: bool,
-                        holder: dict) -> Recording:
+def _gradient_recording(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: bool,
+                        batch: bool) -> Recording:
     """The recording of f's gradient; it keeps f's value and the inner connectivity for replays."""
+    holder: dict = {}
     rec, fresh = _record(f, args, wrt_idx, create_graph, gradient_of=(batch, holder))
     if fresh:
         rec.keep("value", holder["traced_value"])
@@ -397,7 +397,7 @@ def hvp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_grap
     """
     args, inputs_is_tuple = _as_args(inputs)
     wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
-    rec = _gradient_recording(f, args, wrt_idx, create_graph, False, {})
+    rec = _gradient_recording(f, args, wrt_idx, create_graph, False)
     vs = _check_v(v, [rec.in_shape(j) for j in range(len(wrt_idx))], "input", "the input's shape")
     outs = rec.jvp([vk[None] for vk in vs])
     res = [_shaped(t, rec.inputs[k]) for t, k in zip(outs, wrt_idx)]

@@ -14,7 +14,7 @@ from ..errors import TracingError, UserFunctionError
 from . import rules  # noqa: F401  (fills the registry)
 from .core import ELEMENTWISE, INPUT, Node, Trace, _plan_reverse, forward, reverse
 from .seeds import dense
-from .tracer import Tracer, peek, primal
+from .tracer import Tracer, primal
 
 
 # ---------------------------------------------------------------------------
@@ -57,13 +57,6 @@ def primal_nested(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return type(obj)(primal_nested(o) for o in obj)
     return primal(obj)
-
-
-def peek_nested(obj: Any) -> Any:
-    """primal_nested for bookkeeping that the recording never computes with (no guard)."""
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(peek_nested(o) for o in obj)
-    return peek(obj)
 
 
 class _NumpyProxy(types.ModuleType):
@@ -178,6 +171,7 @@ class Recording:
         self.guards = self.trace.guards if replayable else None
         self.trace.guards = None
         self.kept: dict[str, tuple] = {}
+        self._traced_constants: bool | None = None  # computed by the first replay
 
     def keep(self, name: str, value: Any) -> None:
         """Remember a value that f's recording produced (traced here or constant), for `kept`."""
@@ -245,18 +239,8 @@ class Recording:
                     value = new_in.get(k, node.value)
                     args_k = ()
                 else:
-                    args_k = node.args
-                    if node.parents:
-                        args_k = list(args_k)
-                        for argnum, parent, pidx in node.parents:
-                            v = vals[parent.index]
-                            args_k[argnum] = v if pidx is None else v[pidx]
-                        args_k = tuple(args_k)
-                    if k in errstates:
-                        with np.errstate(**errstates[k]):
-                            value = node.prim.impl(*args_k, **node.kwargs)
-                    else:
-                        value = node.prim.impl(*args_k, **node.kwargs)
+                    args_k = _substituted(node.args, node.parents, vals) if node.parents else node.args
+                    value = _call(node.prim.impl, args_k, node.kwargs, errstates.get(k))
                 new = Node(node.prim, args_k, node.kwargs,
                            tuple((a, nodes[p.index], i) for a, p, i in node.parents), value, node.deps, node.site)
                 new.index = k
@@ -305,12 +289,11 @@ class Recording:
 
     def _has_traced_constants(self) -> bool:
         """Whether a recorded operation took a traced value of another recording as a constant."""
-        flag = getattr(self, "_traced_constants", None)
-        if flag is None:
-            flag = self._traced_constants = any(
+        if self._traced_constants is None:
+            self._traced_constants = any(
                 type(a) is Tracer for node in self.trace.nodes for a in node.args) or any(
                 type(v) is Tracer for node in self.trace.nodes for v in node.kwargs.values())
-        return flag
+        return self._traced_constants
 
     def out_shape(self, i: int) -> tuple:
         return np.shape(self.outputs[i])
@@ -436,15 +419,26 @@ def _same(a: Any, b: Any) -> bool:
     return False
 
 
-def _holds(guard: Any, vals: list) -> bool:
-    args = list(guard.args)
-    for i, node, idx in guard.refs:
+def _substituted(args: tuple, refs: tuple, vals: list) -> tuple:
+    """args with the replayed values in place at `refs` ((position, node, output index) triples)."""
+    args = list(args)
+    for i, node, idx in refs:
         v = vals[node.index]
         args[i] = v if idx is None else v[idx]
-    if guard.errstate is not None:
-        with np.errstate(**guard.errstate):
-            return _same(guard.fn(*args, **guard.kwargs), guard.expected)
-    return _same(guard.fn(*args, **guard.kwargs), guard.expected)
+    return tuple(args)
+
+
+def _call(fn: Callable, args: tuple, kwargs: dict, errstate: dict | None) -> Any:
+    """fn(*args, **kwargs), under `errstate` (np.geterr()'s form) when it is not None."""
+    if errstate is None:
+        return fn(*args, **kwargs)
+    with np.errstate(**errstate):
+        return fn(*args, **kwargs)
+
+
+def _holds(guard: Any, vals: list) -> bool:
+    args = _substituted(guard.args, guard.refs, vals)
+    return _same(_call(guard.fn, args, guard.kwargs, guard.errstate), guard.expected)
 
 
 def _size(value: Any) -> int:

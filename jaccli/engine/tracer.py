@@ -77,23 +77,19 @@ def guarded(fn: Any, *args: Any, **kwargs: Any) -> Any:
             lows.append((i, a))
     if any(type(v) is Tracer for v in kwargs.values()):
         kwargs = {k: primal(v) for k, v in kwargs.items()}
+    if not lows:
+        return fn(*vals, **kwargs)
+    trace = min((a._trace for _, a in lows), key=lambda t: t.level)
+    refs = tuple((i, a._node, a._idx) for i, a in lows if a._trace is trace)
     try:
         result = fn(*vals, **kwargs)
     except Exception as exc:
-        if lows:  # f may catch it: a replay must raise here too
-            trace = min((a._trace for _, a in lows), key=lambda t: t.level)
-            trace.guard(_core.Raised(fn), tuple(vals), kwargs,
-                        tuple((i, a._node, a._idx) for i, a in lows if a._trace is trace), type(exc))
+        trace.guard(_core.Raised(fn), tuple(vals), kwargs, refs, type(exc))  # f may catch it
         raise
-    if lows:
-        trace = min((a._trace for _, a in lows), key=lambda t: t.level)
-        refs = []
-        for i, a in lows:
-            if a._trace is trace:
-                refs.append((i, a._node, a._idx))
-            else:  # another recording's value: guarded whole on its own level
-                a._trace.guard(_identity, (vals[i],), {}, ((0, a._node, a._idx),), vals[i])
-        trace.guard(fn, tuple(vals), kwargs, tuple(refs), result)
+    for i, a in lows:
+        if a._trace is not trace:  # another recording's value: guarded whole on its own level
+            a._trace.guard(_identity, (vals[i],), {}, ((0, a._node, a._idx),), vals[i])
+    trace.guard(fn, tuple(vals), kwargs, refs, result)
     return result
 
 

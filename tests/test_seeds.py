@@ -68,6 +68,25 @@ def test_sums_reshapes_transposes_and_where(data, draw):
     same(np.where(mask, b, 0.0), np.where(mask, D, 0.0))
 
 
+@pytest.mark.parametrize("val_dtype, m_dtype", [(np.float64, np.float64), (np.float32, np.float64),
+                                                 (np.float64, np.float32), (np.float64, np.int64)])
+@pytest.mark.parametrize("rows", [1, 3])
+def test_matrix_product_of_identity_like_seeds_keeps_values_and_dtype(val_dtype, m_dtype, rows):
+    # The gather path: each seed has one entry in every row, all in one column (identity seeds
+    # pulled back through a matrix product), scaled by its value.
+    rng = np.random.default_rng(rows)
+    p, k = 5, 4
+    cols = rng.integers(0, p, size=k)
+    idx = np.arange(rows)[None, :] * p + cols[:, None]
+    val = rng.standard_normal((k, rows)).astype(val_dtype)
+    b = SparseBlock((k, rows, p), idx, val)
+    m = (rng.standard_normal((p, 3)) * 4).astype(m_dtype)
+    got, want = np.matmul(b, m), np.matmul(dense(b), m)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert not np.shares_memory(got, m)
+
+
 @settings(max_examples=80, deadline=None)
 @given(blocks(min_dims=2, max_dims=2))
 def test_matrix_product_with_a_constant_matrix(data):

@@ -47,8 +47,13 @@ def _transpose(a: SparseBlock, axes=None):
     if axes is None or axes[0] != 0:
         return NotImplemented
     inner_axes = [x - 1 for x in axes[1:]]
-    coords = a._coords()
     new_inner = tuple(a.inner[i] for i in inner_axes)
+    moved = [i for i in inner_axes if a.inner[i] != 1]
+    if moved == sorted(moved):
+        # Only length-1 axes move: every entry keeps its flat position.
+        v = None if a.v is None else np.transpose(a.v, axes)
+        return SparseBlock((a.shape[0],) + new_inner, a.idx, a.val, a.u, v)
+    coords = a._coords()
     idx = np.ravel_multi_index(tuple(coords[i] for i in inner_axes), new_inner) \
         if new_inner and a.idx.size else a.idx
     v = None if a.v is None else np.transpose(a.v, axes)

@@ -195,7 +195,11 @@ class SparseBlock:
                 and (cols == cols[:, :1]).all():
             # Every seed touches each row once in order, all in one column (a batched identity
             # seed): the product is an outer product per seed, one broadcast multiply.
-            out = self.val[..., None] * m[cols[:, 0]][:, None, :]
+            out = m[cols[:, 0]]
+            if n_rows == 1 and out.dtype == np.result_type(self.val, m):
+                out *= self.val  # scaled in place: no second temporary
+            else:
+                out = self.val[..., None] * out[:, None, :]
             return out.reshape((k, *lead, a, m.shape[1]))
         if self.u is not None:
             out = lowrank_product(self.u, (self.v @ m).reshape(self.rank, -1)).reshape((k, n_rows, m.shape[1]))

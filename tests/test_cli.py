@@ -1058,6 +1058,18 @@ def test_escaping_the_trace_is_exit_3(runner, tmp_path):
     assert_usage_error(result, "m.py:2", "float()", code=3)
 
 
+def test_an_array_changed_after_an_operation_used_it_is_exit_3(runner, tmp_path):
+    source = ("import numpy as np\n"
+              "def f(x):\n"
+              "    buf = np.ones(2)\n"
+              "    y = x * buf\n"
+              "    buf[0] = 3.0\n"
+              "    return y * buf\n")
+    func = write(tmp_path, "m.py", source)
+    result = invoke(runner, "jacobian", func, "[1, 2]")
+    assert_usage_error(result, "m.py:5", "'buf' is changed in place", "buf.copy()", code=3)
+
+
 def test_debug_shows_the_traceback(runner, tmp_path):
     func = write(tmp_path, "m.py", "def f(x):\n    raise RuntimeError('boom')\n")
     result = invoke(runner, "jacobian", func, "[1, 2]", "--debug")

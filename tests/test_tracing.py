@@ -201,6 +201,127 @@ def test_writing_a_traced_slice_into_np_zeros_is_an_escape():
     assert "np.zeros_like(x)" in message
 
 
+# ---------------------------------------------------------------- arrays changed after an operation used them
+def test_a_scratch_buffer_refilled_after_use_is_reported_where_it_changes():
+    # Without the check the rule of x * buf would read the last fill: all three rows equal [3, 3, 3].
+    def f(x):
+        buf = np.empty(3)
+        rows = []
+        for i in range(3):
+            buf[:] = i + 1.0
+            rows.append(np.sum(x * buf))
+        return np.stack(rows)
+
+    message = _escape_site(f, "buf[:] = i + 1.0", TracingError)
+    assert "'buf' is changed in place" in message and "buf = buf.copy()" in message
+
+
+def test_the_same_code_with_a_fresh_buffer_each_time_is_exact():
+    def f(x):
+        rows = []
+        for i in range(3):
+            buf = np.full(3, i + 1.0)
+            rows.append(np.sum(x * buf))
+        return np.stack(rows)
+
+    np.testing.assert_array_equal(jacobian(f, np.array([0.1, 0.2, 0.3])),
+                                  np.repeat(np.arange(1.0, 4.0)[:, None], 3, axis=1))
+
+
+def test_a_buffer_only_added_may_be_refilled():
+    # x + c: the rules of add and subtract never read c, so refilling it changes no derivative.
+    def f(x):
+        acc = np.zeros(3)
+        y = x
+        for i in range(3):
+            acc[:] = i
+            y = y - acc + acc * 0.0 if i == 5 else y + acc
+        return y
+
+    x = np.array([0.1, 0.2, 0.3])
+    rec = Recording(f, [x], [0])
+    np.testing.assert_array_equal(rec.outputs[0], x + 3.0)
+    np.testing.assert_array_equal(jacobian(f, x), np.eye(3))
+
+
+def test_a_global_matrix_changed_after_use_raises_and_gets_its_flag_back():
+    W = np.ones((3, 3))
+    view = W[:, :2]
+
+    def f(x):
+        y = view @ x[:2]
+        W[0, 0] = 5.0
+        return y
+
+    message = _escape_site(f, "W[0, 0] = 5.0", TracingError)
+    assert "'W' is changed in place" in message
+    assert W.flags.writeable and view.flags.writeable  # both were held (a view and its base), both given back
+    W[0, 0] = 2.0  # and the caller can change it again
+
+
+def test_held_arrays_are_given_back_after_a_successful_recording_and_read_only_ones_stay_so():
+    c = np.arange(3.0)
+    ro = np.arange(3.0)
+    ro.flags.writeable = False
+
+    def f(x):
+        y = x * c * ro
+        assert not c.flags.writeable  # held while f runs
+        return y
+
+    rec = Recording(f, [np.ones(3)], [0])
+    np.testing.assert_array_equal(jacobian(f, np.ones(3)), np.diag(c * ro))
+    assert rec.outputs[0].shape == (3,)
+    assert c.flags.writeable and not ro.flags.writeable
+
+
+def test_an_array_that_was_read_only_already_keeps_numpys_error_or_a_hedged_one():
+    ro = np.arange(3.0)
+    ro.flags.writeable = False
+
+    def f(x):
+        y = x * 2.0
+        ro[0] = 1.0  # not one jaccli holds: nothing was handed to an operation
+        return y
+
+    with pytest.raises(ValueError, match="read-only"):
+        Recording(f, [np.ones(3)], [0])
+
+    held = np.ones(3)
+
+    def g(x):
+        y = x * held
+        getattr(ro, "__setitem__")(0, 1.0)  # read-only by the caller, while jaccli holds another array
+        return y
+
+    with pytest.raises(TracingError, match="unless the array was read-only already"):
+        Recording(g, [np.ones(3)], [0])
+    assert held.flags.writeable
+
+
+def test_hessians_and_replays_hold_the_arrays_too():
+    import jaccli
+
+    def f(x):
+        c = np.array([1.0, 2.0, 3.0])
+        y = np.sum(x * x * c)
+        c *= 2.0
+        return y
+
+    with pytest.raises(TracingError, match="'c' is changed in place"):
+        np.asarray(jaccli.hessian(f, np.ones(3)))
+
+    def g(x):  # value-free for a plain recording, but a replay would re-run x + c on the changed c
+        c = np.ones(3)
+        y = x + c
+        c[:] = 7.0
+        return np.sum(y * y)
+
+    np.testing.assert_array_equal(jaccli.grad(g, np.zeros(3)), np.full(3, 2.0))
+    with pytest.raises(TracingError, match="'c' is changed in place"):
+        jaccli.grad(jaccli.record_once(g), np.zeros(3))
+
+
 def test_unsupported_numpy_function_names_itself_and_the_site():
     def f(x):
         return np.fft.fft(x)

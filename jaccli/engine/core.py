@@ -35,6 +35,73 @@ _INTERNAL_CODE: dict = {}  # code object -> whether it belongs to jaccli or NumP
 _RULE_SITE: list = [None]
 
 
+class Freezer:
+    """Plain arrays that f handed to recorded operations, made read-only while f runs.
+
+    The recording keeps a reference to each (a rule reads it in later sweeps, a replay runs the
+    operation on it again), so an in-place change later in f (a scratch buffer refilled in a loop)
+    would silently change derivatives; read-only, it raises where it happens instead, and
+    `Recording` reports the line. Arrays get their flag back when f returns (`release`). With
+    `keep_all` (replayable recordings) the constants of value-free operations are held too.
+    """
+
+    __slots__ = ("arrays", "seen", "keep_all")
+
+    def __init__(self, keep_all: bool) -> None:
+        self.arrays: list[np.ndarray] = []
+        self.seen: set[int] = set()
+        self.keep_all = keep_all
+
+    def hold(self, vals: Any, prim: "Primitive") -> None:
+        if prim.value_free and not self.keep_all:
+            return
+        for a in vals:
+            if isinstance(a, np.ndarray):
+                self._hold(a)
+            elif type(a) in (list, tuple):
+                for b in a:
+                    if isinstance(b, np.ndarray):
+                        self._hold(b)
+
+    def _hold(self, a: np.ndarray) -> None:
+        while isinstance(a, np.ndarray) and a.flags.writeable and id(a) not in self.seen:
+            a.flags.writeable = False
+            self.seen.add(id(a))
+            self.arrays.append(a)
+            a = a.base  # writes through the array a view was taken from change it too
+
+    def release(self) -> None:
+        """Give every held array its write flag back (a view only after its base)."""
+        pending = self.arrays[::-1]
+        while pending:
+            left = []
+            for a in pending:
+                try:
+                    a.flags.writeable = True
+                except ValueError:
+                    left.append(a)
+            if len(left) == len(pending):
+                break  # cannot happen for arrays that were writeable; never loop forever
+            pending = left
+        self.arrays, self.seen = [], set()
+
+
+# The Freezer of the recording whose f is running (None outside f, and during sweeps).
+FREEZER: list = [None]
+
+
+@contextlib.contextmanager
+def frozen_constants(freezer: "Freezer | None"):
+    """Run f (or a sweep, with None) with `freezer` holding the plain arrays operations take."""
+    outer, FREEZER[0] = FREEZER[0], freezer
+    try:
+        yield
+    finally:
+        FREEZER[0] = outer
+        if freezer is not None:
+            freezer.release()
+
+
 def user_site(skip: int = 1) -> tuple[str, int] | None:
     """The innermost stack frame outside jaccli and NumPy: the user's file and line."""
     frame = sys._getframe(skip)
@@ -53,12 +120,17 @@ def user_site(skip: int = 1) -> tuple[str, int] | None:
 
 @contextlib.contextmanager
 def attributed_to(site: tuple[str, int] | None):
-    """Operations recorded inside belong to `site` (the user's file and line), not to the caller."""
+    """Operations recorded inside belong to `site` (the user's file and line), not to the caller.
+
+    They are jaccli's own (a sweep's rules), so their plain arguments are not frozen either.
+    """
     outer, _RULE_SITE[0] = _RULE_SITE[0], site
+    freezer, FREEZER[0] = FREEZER[0], None
     try:
         yield
     finally:
         _RULE_SITE[0] = outer
+        FREEZER[0] = freezer
 
 
 def definition_site(f: Any) -> tuple[str, int] | None:
@@ -178,7 +250,7 @@ class Primitive:
     """
 
     __slots__ = ("name", "impl", "vjps", "jvps", "jvp_joint", "nondiff", "zero_grad", "constant", "multi_out",
-                 "kink", "structure", "sparse")
+                 "kink", "structure", "sparse", "value_free")
 
     def __init__(
         self,
@@ -209,6 +281,9 @@ class Primitive:
         self.structure: str | None = None
         # Implementation for a sparse seed block as first argument (engine/seeds.py), if any.
         self.sparse: Callable | None = None
+        # The rules never read the values of the plain (constant) arguments, only their shapes
+        # (x + c): a later in-place change of c cannot make a derivative wrong.
+        self.value_free = False
 
     def defvjp(self, *makers: Callable | None, argnums: tuple[int, ...] | None = None) -> "Primitive":
         for i, maker in zip(argnums or range(len(makers)), makers):
@@ -326,7 +401,8 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
                 nested = True
         else:
             vals.append(a)
-    if site is None:
+    outermost = site is None
+    if outermost:
         site = _RULE_SITE[0] or user_site(2)
     # Lower levels are applied first, so an implementation only ever sees plain arrays.
     if nested:
@@ -338,6 +414,8 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
             # f may catch it and take another way: a replay must raise here too
             top.guard(Raised(prim.impl), tuple(vals), kwargs, tuple(parents), type(exc))
             raise
+    if FREEZER[0] is not None and outermost:
+        FREEZER[0].hold(args, prim)  # the plain arguments as f passed them (traced ones are skipped)
     if prim.nondiff or not (all(_is_inexact(v) for v in ans) if prim.multi_out else _is_inexact(ans)):
         # An integer or boolean result carries no derivative and leaves the recording as a plain
         # value; the lowest level guards it (a nested call guarded it on the level below).

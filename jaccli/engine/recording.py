@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import linecache
 import math
+import re
 import types
 from contextlib import contextmanager
 from typing import Any, Callable, Sequence
@@ -12,7 +14,8 @@ import numpy as np
 
 from ..errors import TracingError, UserFunctionError
 from . import rules  # noqa: F401  (fills the registry)
-from .core import ELEMENTWISE, INPUT, Node, Trace, _plan_reverse, forward, reverse
+from .core import (ELEMENTWISE, FREEZER, INPUT, _PACKAGE_DIR, Freezer, Node, Trace, _is_numpy_file, _plan_reverse,
+                   forward, frozen_constants, reverse)
 from .seeds import dense
 from .tracer import Tracer, primal
 
@@ -147,7 +150,7 @@ class Recording:
             call_args[i] = t
             self.in_nodes.append(t._node)
         self.inputs = tuple(primal_value(a, self.trace) for a in call_args)
-        with intercept_numpy(f):
+        with intercept_numpy(f), frozen_constants(Freezer(keep_all=replayable)):
             out = _call_user(f, call_args)
         self.out_is_tuple = isinstance(out, tuple)
         outs = out if self.out_is_tuple else (out,)
@@ -449,7 +452,11 @@ def _size(value: Any) -> int:
 def _call_user(f: Callable, args: list) -> Any:
     try:
         return f(*args)
-    except ValueError as exc:
+    except Exception as raised:
+        # A wrapper of f (the command line's) may have chained NumPy's error as the cause.
+        exc = raised if isinstance(raised, ValueError) else raised.__cause__
+        if not isinstance(exc, ValueError):
+            raise
         # `out[i] = x[i]` into a plain array: NumPy replaces the TracingError raised by
         # Tracer.__float__ with "setting an array element with a sequence"; report the real cause.
         cause = exc.__cause__
@@ -458,7 +465,39 @@ def _call_user(f: Callable, args: list) -> Any:
                 "writing a traced value into a plain array (one made with np.zeros or np.empty) takes it out "
                 "of jaccli's recording, so its derivative is lost; make the array with np.zeros_like(x) and "
                 "assign into that, or collect the values in a list and np.stack them", cause.site) from None
+        freezer = FREEZER[0]
+        if "read-only" in str(exc) and freezer is not None and freezer.arrays:
+            raise _held_array_error(exc, freezer) from None
         raise
+
+
+def _held_array_error(exc: ValueError, freezer: Freezer) -> TracingError:
+    """The error for an in-place change of an array that f had handed to a recorded operation."""
+    site, name = None, None
+    tb = exc.__traceback__
+    while tb is not None:  # the innermost frame of the user's code: where the change is written
+        code = tb.tb_frame.f_code
+        if not (code.co_filename.startswith(_PACKAGE_DIR) or _is_numpy_file(code.co_filename)):
+            site, frame = (code.co_filename, tb.tb_lineno), tb.tb_frame
+        tb = tb.tb_next
+    if site is not None:
+        line = linecache.getline(*site)
+        for scope in (frame.f_locals, frame.f_globals):
+            for key, value in scope.items():
+                if isinstance(value, np.ndarray) and id(value) in freezer.seen and \
+                        re.search(rf"(?<![\w.]){re.escape(key)}\b", line):
+                    name = key
+                    break
+            if name:
+                break
+    what = f"'{name}' is changed in place" if name else "an array is changed in place, and it is read-only"
+    why = (" after f handed it to a NumPy operation on traced values; jaccli keeps such arrays for the "
+           "derivative (as PyTorch keeps saved tensors), so they stay read-only while f runs")
+    if not name:
+        why += " (unless the array was read-only already)"
+    fix = f"; change a copy instead ({name} = {name}.copy() before the change)" if name else \
+        "; change a copy instead (a = a.copy() before the change), or make a new array"
+    return TracingError(what + why + fix, site)
 
 
 def primal_value(a: Any, trace: Trace) -> Any:

@@ -246,17 +246,30 @@ def test_a_buffer_only_added_may_be_refilled():
 
 def test_a_global_matrix_changed_after_use_raises_and_gets_its_flag_back():
     W = np.ones((3, 3))
-    view = W[:, :2]
+    view = W.T
 
     def f(x):
-        y = view @ x[:2]
-        W[0, 0] = 5.0
+        y = view @ x
+        W[0, 0] = 5.0  # through the array the view was taken from
         return y
 
     message = _escape_site(f, "W[0, 0] = 5.0", TracingError)
     assert "'W' is changed in place" in message
     assert W.flags.writeable and view.flags.writeable  # both were held (a view and its base), both given back
     W[0, 0] = 2.0  # and the caller can change it again
+
+
+def test_a_matrix_filled_row_by_row_may_use_its_finished_rows():
+    def f(x):
+        M = np.zeros((3, 3))
+        y = x * 0.0
+        for i in range(3):
+            M[i] = np.arange(3.0) + i  # a part that no operation has used yet
+            y = y + M[i] * x
+        return y
+
+    x = np.array([0.1, 0.2, 0.3])
+    np.testing.assert_allclose(jacobian(f, x), np.diag(np.arange(3.0) * 3 + 3))
 
 
 def test_held_arrays_are_given_back_after_a_successful_recording_and_read_only_ones_stay_so():

@@ -64,11 +64,14 @@ class Freezer:
                         self._hold(b)
 
     def _hold(self, a: np.ndarray) -> None:
+        size = a.size
         while isinstance(a, np.ndarray) and a.flags.writeable and id(a) not in self.seen:
             a.flags.writeable = False
             self.seen.add(id(a))
             self.arrays.append(a)
-            a = a.base  # writes through the array a view was taken from change it too
+            # The array a view was taken from, when every write to it changes the view (a reshape
+            # or transpose); not for a part of it (M[i]), whose other parts f may still fill.
+            a = a.base if a.base is not None and getattr(a.base, "size", -1) == size else None
 
     def release(self) -> None:
         """Give every held array its write flag back (a view only after its base)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -123,3 +124,14 @@ def test_random_composition_hessians_match_differences_of_the_gradient(program, 
     fd = fd_jacobian(g, (x,), 0)
     np.testing.assert_allclose(H, fd, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(H.reshape(x.size, x.size), H.reshape(x.size, x.size).T, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("n", [4, 200])  # 200: structured seeds by size (more than 16384 seed elements)
+def test_reverse_over_reverse_hessians_through_pad_match_the_closed_form(n):
+    # The reverse rule of the gradient's slice (pad's transpose) sees a block axis in front.
+    x = np.linspace(0.5, 1.5, n)
+    A = np.arange(float(n * n)).reshape(n, n) / n ** 2
+    f = lambda x: np.sum(np.pad(x, 1) ** 3) + np.sum(np.pad(A @ x, (2, 1)) * np.pad(x, (2, 1)))  # noqa: E731
+    closed = np.diag(6 * x) + A + A.T
+    for mode in ("reverse", "forward"):
+        np.testing.assert_allclose(np.asarray(jaccli.hessian(f, x, mode=mode)), closed, rtol=1e-12, atol=1e-12)

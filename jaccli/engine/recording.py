@@ -160,6 +160,10 @@ class Recording:
             if isinstance(o, list) and _contains_tracer(o):
                 o = np.stack(o)
             if type(o) is Tracer and o._trace is self.trace:
+                if getattr(o._value, "dtype", None) is not None and o._value.dtype.kind == "c":
+                    raise UserFunctionError(
+                        f"the function returned a complex array as output {k}; jaccli differentiates "
+                        "real-valued functions only")
                 self.out_refs.append((o._node, o._idx))
                 values.append(o._value)
             else:

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
 
 from ..seeds import broadcast_block
+
+try:
+    from numpy.lib.array_utils import normalize_axis_index as _normalize_axis_index
+except ImportError:  # NumPy 1.x
+    from numpy.core.multiarray import normalize_axis_index as _normalize_axis_index
+
+
+def axis_index(axis: Any, ndim: int) -> int:
+    """axis as a non-negative int; NumPy's AxisError (and message) when it is out of range."""
+    return _normalize_axis_index(operator.index(axis), ndim)
 
 
 def dtype_of(x: Any) -> np.dtype:
@@ -60,7 +71,7 @@ def norm_axes(axis: Any, ndim: int) -> tuple[int, ...]:
         return tuple(range(ndim))
     if isinstance(axis, (int, np.integer)):
         axis = (axis,)
-    return tuple(sorted(int(a) % ndim if ndim else 0 for a in axis))
+    return tuple(sorted(axis_index(a, ndim) if ndim else 0 for a in axis))
 
 
 def shift(axes: tuple[int, ...]) -> tuple[int, ...]:

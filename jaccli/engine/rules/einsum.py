@@ -125,8 +125,18 @@ def _parse(subscripts: str, shapes: list) -> tuple[tuple[str, ...], str]:
         if "..." in t:
             t = t.replace("...", ell[n_ell - (len(s) - len(t) + 3):])
         spelled.append(t)
+    for k, (t, s) in enumerate(zip(spelled, shapes)):  # NumPy's checks and messages
+        if len(t) > len(s):
+            raise ValueError(f"einstein sum subscripts string contains too many subscripts for operand {k}")
+        if len(t) < len(s):
+            raise ValueError(f"operand {k} has more dimensions than subscripts given in einstein sum, but no "
+                             "'...' ellipsis provided to broadcast the extra dimensions.")
     if arrow:
         out = out.replace("...", ell)
+        for c in out:
+            if c not in "".join(spelled):
+                raise ValueError(f"einstein sum subscripts string included output subscript '{c}' which never "
+                                 "appeared in an input")
     else:
         labels = lhs.replace("...", "").replace(",", "")
         out = ell + "".join(sorted(c for c in set(labels) if labels.count(c) == 1))
@@ -150,6 +160,9 @@ def _einsum_handler(*operands, out=None, optimize=False, dtype=None, order="K", 
     for t, o in zip(terms, ops):
         for c, n in zip(t, np.shape(o)):
             if n != 1:
+                if sizes.get(c, n) != n:
+                    raise ValueError(f"operands could not be broadcast together: label '{c}' has lengths "
+                                     f"{sizes[c]} and {n}")
                 sizes[c] = n
     squeezed = []
     for k, (t, o) in enumerate(zip(terms, ops)):

@@ -8,7 +8,7 @@ from ...errors import UnsupportedOperationError
 from ..core import user_site
 from ..registry import family, primitive, register, register_derived
 from ..tracer import Tracer
-from ._util import dtype_of
+from ._util import axis_index, dtype_of
 from .indexing import get_basic, getitem, scatter_basic
 from .shape import reshape
 
@@ -62,13 +62,13 @@ def _concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
         arrays = [np.reshape(a, (-1,)) for a in arrays]
         axis = 0
     nd = np.ndim(arrays[0])
-    return concat(*arrays, axis=int(axis) % nd)
+    return concat(*arrays, axis=axis_index(axis, nd))
 
 
 def _stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     arrays = list(arrays)
     nd = np.ndim(arrays[0]) + 1
-    ax = int(axis) % nd
+    ax = axis_index(axis, nd)
     shape = np.shape(arrays[0])
     expanded = [np.reshape(a, shape[:ax] + (1,) + shape[ax:]) if np.shape(a) == shape else a for a in arrays]
     return concat(*expanded, axis=ax)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import family, primitive, register
-from ._util import norm_axes, shift
+from ._util import axis_index, norm_axes, shift
 from .linalg_decomp import svdvals
 
 family("linalg")
@@ -88,7 +88,7 @@ def _vector_norm(x, ord, axes: tuple, keepdims: bool):
 
 def _matrix_norm(x, ord, axes: tuple, keepdims: bool):
     nd = np.ndim(x)
-    row, col = (int(a) % nd for a in axes)
+    row, col = (axis_index(a, nd) for a in axes)
     if row == col:
         raise ValueError("Duplicate axes given.")
     shape = np.shape(x)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import family, primitive, register, register_derived
-from ._util import unbroadcast
+from ._util import axis_index, unbroadcast
 
 family("products")
 
@@ -133,7 +133,7 @@ register_derived(np.dot, _dot, uses=(matmul,))
 # ---------------------------------------------------------------------------
 def _axis_list(axes, ndim: int) -> list[int]:
     axes = [axes] if isinstance(axes, (int, np.integer)) else list(axes)
-    return [int(a) % ndim for a in axes]
+    return [axis_index(a, ndim) for a in axes]
 
 
 def _tensordot(a, b, axes=2):

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..registry import family, primitive, register, register_derived
 from ..seeds import broadcast_block
-from ._util import dtype_of, norm_axes, shift
+from ._util import axis_index, dtype_of, norm_axes, shift
 
 family("reductions")
 
@@ -317,7 +317,7 @@ def _cumulative(prim, empty):
             a = np.reshape(a, (-1,))
             axis = 0
         nd = np.ndim(a)
-        axis = int(axis) % nd
+        axis = axis_index(axis, nd)
         result = prim(a, axis) if np.shape(a)[axis] > 0 else a
         if include_initial:
             shape = np.shape(a)

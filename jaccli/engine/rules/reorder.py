@@ -6,7 +6,7 @@ import numpy as np
 
 from ..registry import family, register_derived
 from ..tracer import guarded
-from ._util import norm_axes
+from ._util import axis_index, norm_axes
 from .indexing import gather, get_basic, getitem, positions, rearrange
 from .shape import transpose
 
@@ -41,7 +41,7 @@ def _rot90(m, k=1, axes=(0, 1)):
     nd = np.ndim(m)
     if len(axes) != 2:
         raise ValueError("len(axes) must be 2.")
-    a0, a1 = (int(a) % nd for a in axes)
+    a0, a1 = (axis_index(a, nd) for a in axes)
     if a0 == a1:
         raise ValueError("Axes must be different.")
     k = int(k) % 4

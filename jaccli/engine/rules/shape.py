@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import family, primitive, register, register_derived
+from ._util import axis_index
 
 family("shape")
 
@@ -113,7 +114,7 @@ def _transpose_handler(a, axes=None):
     nd = np.ndim(a)
     if axes is None:
         axes = tuple(range(nd))[::-1]
-    axes = tuple(int(ax) % nd for ax in axes)
+    axes = tuple(axis_index(ax, nd) for ax in axes)
     if axes == tuple(range(nd)):
         return a
     return transpose(a, axes)
@@ -122,15 +123,15 @@ def _transpose_handler(a, axes=None):
 def _swapaxes(a, axis1, axis2):
     nd = np.ndim(a)
     axes = list(range(nd))
-    i, j = axis1 % nd, axis2 % nd
+    i, j = axis_index(axis1, nd), axis_index(axis2, nd)
     axes[i], axes[j] = axes[j], axes[i]
     return _transpose_handler(a, tuple(axes))
 
 
 def _moveaxis(a, source, destination):
     nd = np.ndim(a)
-    src = tuple(int(s) % nd for s in (source if isinstance(source, (tuple, list)) else (source,)))
-    dst = tuple(int(d) % nd for d in (destination if isinstance(destination, (tuple, list)) else (destination,)))
+    src = tuple(axis_index(s, nd) for s in (source if isinstance(source, (tuple, list)) else (source,)))
+    dst = tuple(axis_index(d, nd) for d in (destination if isinstance(destination, (tuple, list)) else (destination,)))
     order = [n for n in range(nd) if n not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)

@@ -1,0 +1,61 @@
+"""Calls NumPy rejects are rejected under tracing too, with NumPy's error: never a silent result."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jaccli
+
+X1 = np.array([0.1, 0.2, 0.3])
+X2 = np.arange(6.0).reshape(2, 3) / 10
+
+CASES = {
+    "sum axis 5": lambda x: np.sum(x, axis=5),
+    "mean axis -3": lambda x: np.mean(x, axis=-3),
+    "cumsum axis 3": lambda x: np.cumsum(x, axis=3),
+    "concatenate axis 4": lambda x: np.concatenate([x, x], axis=4),
+    "stack axis 7": lambda x: np.stack([x, x], axis=7),
+    "flip axis 3": lambda x: np.flip(x, 3),
+    "moveaxis 3": lambda x: np.moveaxis(x, 3, 0),
+    "swapaxes 4": lambda x: np.swapaxes(x, 0, 4),
+    "transpose axis 3": lambda x: np.transpose(x, (0, 3)),
+    "norm axis 4": lambda x: np.linalg.norm(x, axis=4),
+    "tensordot axis 1 of a vector": lambda x: np.tensordot(x, x, axes=([0], [1])),
+    "einsum too many subscripts": lambda x: np.einsum("ii", x),
+    "einsum ij-> on a vector": lambda x: np.einsum("ij->", x),
+    "einsum too few subscripts": lambda x: np.einsum("i", np.outer(x, x)),
+    "einsum output label not in inputs": lambda x: np.einsum("i->j", x),
+    "einsum lengths that do not match": lambda x: np.einsum("i,i->i", x, x[:2]),
+}
+
+
+@pytest.mark.parametrize("x", [X1, X2], ids=["1-D", "2-D"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_what_numpy_rejects_jaccli_rejects_with_the_same_error(name, x):
+    f = CASES[name]
+    try:
+        f(x.copy())
+    except Exception as exc:  # noqa: BLE001 - the error NumPy gives is the reference
+        expected = type(exc)
+    else:
+        np.asarray(jaccli.jacobian(f, x))  # NumPy accepts it here: so must jaccli
+        return
+    with pytest.raises(expected):
+        np.asarray(jaccli.jacobian(f, x))
+
+
+def test_valid_negative_axes_still_work():
+    f = lambda x: np.sum(np.cumsum(x, axis=-1), axis=-2) * np.mean(x, axis=(-1, -2))  # noqa: E731
+    J = np.asarray(jaccli.jacobian(f, X2))
+    eps = 1e-6
+    fd = np.stack([(f(X2 + eps * e.reshape(X2.shape)) - f(X2 - eps * e.reshape(X2.shape))) / (2 * eps)
+                   for e in np.eye(X2.size)], axis=-1).reshape(J.shape)
+    np.testing.assert_allclose(J, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_a_complex_output_is_refused_not_cut_to_its_real_part():
+    from jaccli.errors import UserFunctionError
+
+    with pytest.raises(UserFunctionError, match="complex array as output 0; jaccli differentiates real-valued"):
+        jaccli.jacobian(lambda x: x + 1j, X1)

@@ -335,6 +335,79 @@ def test_hessians_and_replays_hold_the_arrays_too():
         jaccli.grad(jaccli.record_once(g), np.zeros(3))
 
 
+# ---------------------------------------------------------------- writes through views
+VIEW_WRITES = {
+    "chained index": ("Z[0][1] = x[0] ** 2", lambda x: _through(x, lambda Z: Z[0].__setitem__(1, x[0] ** 2))),
+    "row view, in place": ("row += x", lambda x: _through(x, lambda Z: Z[1].__iadd__(x))),
+    "transpose view": ("Z.T[0] = x[:2]", lambda x: _through(x, lambda Z: Z.T.__setitem__(0, x[:2]))),
+    "reshape view": ("v[2] = x[1]", lambda x: _through(x, lambda Z: Z.reshape(-1).__setitem__(2, x[1]))),
+}
+
+
+def _through(x, write):
+    Z = np.zeros((2, 3)) * x[0]
+    write(Z)
+    return Z
+
+
+@pytest.mark.parametrize("name", sorted(VIEW_WRITES))
+def test_a_write_through_a_view_is_reported_where_it_happens_when_the_array_is_used(name):
+    # Before: NumPy changes Z through the view, jaccli silently did not (value and Jacobian all zero).
+    _, f = VIEW_WRITES[name]
+    with pytest.raises(TracingError, match="changed here through a view of it .*and f returns it") as info:
+        Recording(f, [np.array([0.1, 0.2, 0.3])], [0])
+    assert str(info.value).startswith(f"{__file__}:")
+
+    def g(x):
+        return np.sum(f(x) ** 2)  # used afterwards, at two levels (a Hessian records f twice)
+
+    import jaccli
+
+    with pytest.raises(TracingError, match="used afterwards at"):
+        np.asarray(jaccli.hessian(g, np.array([0.1, 0.2, 0.3])))
+
+
+def test_augmented_assignment_through_an_index_writes_back_and_is_exact():
+    def f(x):
+        Z = np.zeros((2, 3)) * x[0]
+        Z[1] += x          # Python: t = Z[1]; t += x; Z[1] = t
+        Z[0, 1] += x[0] ** 2
+        Z[:, 2] *= 3.0
+        return Z
+
+    x = np.array([0.1, 0.2, 0.3])
+    want = np.zeros((2, 3, 3))
+    want[1, [0, 1], [0, 1]] = 1.0
+    want[1, 2, 2] = 3.0
+    want[0, 1, 0] = 2 * x[0]
+    np.testing.assert_allclose(jacobian(f, x).reshape(2, 3, 3), want, rtol=1e-12)
+
+
+def test_an_updated_view_that_is_used_alone_is_fine_and_a_chained_update_is_not():
+    def f(x):
+        h = x[:2]
+        h += 1.0            # in NumPy this also changes x; here only h, and x is not used again
+        return h * 2.0
+
+    np.testing.assert_array_equal(jacobian(f, np.array([0.1, 0.2, 0.3])), 2.0 * np.eye(3)[:2])
+
+    def g(x):
+        Z = np.zeros((2, 3)) * x[0]
+        Z[0][1] += x[0]     # writes back into Z[0], a temporary: Z itself is left behind
+        return Z
+
+    with pytest.raises(TracingError, match="through a view"):
+        Recording(g, [np.array([0.1, 0.2, 0.3])], [0])
+
+    def k(x):
+        y = x[:2]
+        y *= 2.0
+        return x            # NumPy would return the changed x
+
+    with pytest.raises(TracingError, match="through a view"):
+        Recording(k, [np.array([0.1, 0.2, 0.3])], [0])
+
+
 def test_unsupported_numpy_function_names_itself_and_the_site():
     def f(x):
         return np.fft.fft(x)

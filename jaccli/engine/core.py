@@ -393,6 +393,8 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
     nested = False
     for i, a in enumerate(args):
         if type(a) is Tracer:
+            if a._stale is not None:
+                raise stale_error(a, user_site(2))
             if a._trace is top:
                 v = a._value
                 vals.append(v)
@@ -436,8 +438,41 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
     if not nested and top.guards is not None and not _same_errstate(errstate_token(), top.errstate):
         top.errstates[node.index] = np.geterr()
     if prim.multi_out:
-        return tuple(Tracer(v, node, k, top) for k, v in enumerate(ans))
-    return Tracer(ans, node, None, top)
+        outs = tuple(Tracer(v, node, k, top) for k, v in enumerate(ans))
+        for out in outs:
+            out._base = _view_of(out._value, args, top)
+        return outs
+    out = Tracer(ans, node, None, top)
+    out._base = _view_of(ans, args, top)
+    return out
+
+
+def _view_of(ans: Any, args: tuple, top: Trace) -> Any:
+    """The traced argument whose memory `ans` is a NumPy view of (on this level), or None."""
+    Tracer = _TRACER[0]
+    if type(ans) is np.ndarray:
+        if ans.base is None:
+            return None
+        for a in args:
+            if type(a) is Tracer and a._trace is top and type(a._value) is np.ndarray \
+                    and np.may_share_memory(ans, a._value):
+                return a
+    elif type(ans) is Tracer and ans._base is not None:  # nested: the level below knows
+        for a in args:
+            if type(a) is Tracer and a._trace is top and a._value is ans._base:
+                return a
+    return None
+
+
+def stale_error(a: Any, use: tuple | None) -> Exception:
+    """The error for using an array after a write through a view of it (reported where the write is)."""
+    from ..errors import TracingError
+
+    then = f", and it is used afterwards at {use[0]}:{use[1]}" if use else ", and f returns it"
+    return TracingError(
+        f"an array is changed here through a view of it (like Z[0][1] = v, or row = Z[1]; row += v){then}; "
+        "jaccli does not carry such writes back to the array: write into it with one index "
+        "(Z[0, 1] = v, Z[1] += v), or copy the view first (row = Z[1].copy())", a._stale[0])
 
 
 def _is_inexact(value: Any) -> bool:

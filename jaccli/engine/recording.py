@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import TracingError, UserFunctionError
 from . import rules  # noqa: F401  (fills the registry)
 from .core import (ELEMENTWISE, FREEZER, INPUT, _PACKAGE_DIR, Freezer, Node, Trace, _is_numpy_file, _plan_reverse,
-                   forward, frozen_constants, reverse)
+                   forward, frozen_constants, reverse, stale_error)
 from .seeds import dense
 from .tracer import Tracer, primal
 
@@ -159,6 +159,8 @@ class Recording:
         for k, o in enumerate(outs):
             if isinstance(o, list) and _contains_tracer(o):
                 o = np.stack(o)
+            if type(o) is Tracer and o._stale is not None:
+                raise stale_error(o, None)
             if type(o) is Tracer and o._trace is self.trace:
                 if getattr(o._value, "dtype", None) is not None and o._value.dtype.kind == "c":
                     raise UserFunctionError(

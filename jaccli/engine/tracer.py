@@ -101,7 +101,9 @@ def _escape(what: str, instead: str) -> TracingError:
 class Tracer:
     """An array whose operations are recorded on a `Trace` (one nesting level)."""
 
-    __slots__ = ("_value", "_node", "_idx", "_trace")
+    # _base: the traced array this one is a NumPy view of (x[0], x.T, x.reshape(-1)), or None.
+    # _stale: where a write through one of its views left this array behind (see _become).
+    __slots__ = ("_value", "_node", "_idx", "_trace", "_base", "_stale")
     __array_priority__ = 1000.0
 
     def __init__(self, value: Any, node: Node, idx: int | None, trace: Trace) -> None:
@@ -109,6 +111,8 @@ class Tracer:
         self._node = node
         self._idx = idx
         self._trace = trace
+        self._base = None
+        self._stale = None
 
     # -- NumPy protocols ---------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -249,6 +253,15 @@ class Tracer:
         if type(new) is not Tracer:
             raise TracingError("an in-place update turned a traced array into a constant", user_site(3))
         self._value, self._node, self._idx, self._trace = new._value, new._node, new._idx, new._trace
+        # Updates are functional: this object now stands for a new array. In NumPy a view shares
+        # its memory with the array it was taken from, which would change too; here it does not,
+        # so that array (and the ones it is a view of) may no longer be used.
+        base, site = self._base, None
+        while base is not None:
+            site = site or user_site(3)
+            base._stale = (site, self)
+            base = base._base
+        self._base = None
         return self
 
     def __iadd__(self, o): return self._become(np.add(self, o))
@@ -262,6 +275,9 @@ class Tracer:
         return INTERNAL["getitem"](self, idx)
 
     def __setitem__(self, idx, v):
+        if self._stale is not None and self._stale[1] is v:
+            # Z[i] += v: Python updated the view Z[i] and now writes it back into Z.
+            self._stale = None
         self._become(INTERNAL["setitem"](self, v, idx))
 
     # -- methods ---------------------------------------------------------------

@@ -244,6 +244,21 @@ def test_a_buffer_only_added_may_be_refilled():
     np.testing.assert_array_equal(jacobian(f, x), np.eye(3))
 
 
+def test_a_buffer_only_joined_may_be_refilled():
+    def f(x):
+        buf = np.zeros(2)
+        parts = []
+        for i in range(2):
+            buf[:] = i
+            parts.append(np.concatenate([x, buf]) * (i + 1.0))
+        return np.stack(parts)
+
+    x = np.array([0.1, 0.2, 0.3])
+    J = jacobian(f, x).reshape(2, 5, 3)
+    np.testing.assert_array_equal(J[1, :3], 2.0 * np.eye(3))
+    np.testing.assert_array_equal(J[:, 3:], 0.0)
+
+
 def test_a_global_matrix_changed_after_use_raises_and_gets_its_flag_back():
     W = np.ones((3, 3))
     view = W.T

@@ -11,7 +11,7 @@ import numpy as np
 
 from jaccli.errors import UsageError
 
-__all__ = ["ARRAY_SUFFIXES", "load_array"]
+__all__ = ["ARRAY_SUFFIXES", "is_file", "load_array"]
 
 ARRAY_SUFFIXES = (".npy", ".npz", ".csv", ".txt", ".dat")
 _FILE_LIST = ", ".join(ARRAY_SUFFIXES)
@@ -65,11 +65,19 @@ def load_array(source: str) -> np.ndarray | dict[str, np.ndarray]:
     try:
         return _parse_literal(text)
     except UsageError:
-        if path.is_file():
+        if is_file(text):
             raise UsageError(f"cannot read input file {text}: jaccli reads {_FILE_LIST} files") from None
         if os.sep in text or (os.altsep and os.altsep in text) or suffix[1:].isalpha():
             raise UsageError(f"input file not found: {text}") from None
         raise
+
+
+def is_file(text: str) -> bool:
+    """Whether `text` names an existing file; False for text no file can be called (a long literal)."""
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _check_dtype(array: np.ndarray, shown: str) -> np.ndarray:
@@ -127,16 +135,7 @@ def _load_npz(path: Path, shown: str) -> dict[str, np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as archive:
             for key in archive.files:
-                try:
-                    arrays[key] = archive[key]
-                except ValueError as exc:
-                    if "allow_pickle" in str(exc):
-                        raise UsageError(
-                            f"{shown}: array {key!r} holds Python objects (a pickled object array); "
-                            "jaccli loads .npz files with allow_pickle=False for safety: "
-                            "save numeric arrays instead"
-                        ) from exc
-                    raise
+                arrays[key] = _npz_member(archive, key, shown)
                 _check_dtype(arrays[key], f"{shown}: array {key!r}")
     except UsageError:
         raise
@@ -145,6 +144,30 @@ def _load_npz(path: Path, shown: str) -> dict[str, np.ndarray]:
     if not arrays:
         raise UsageError(f"{shown} holds no arrays")
     return arrays
+
+
+def _npz_member(archive: np.lib.npyio.NpzFile, key: str, shown: str) -> np.ndarray:
+    """One array of an .npz; a member that is not a valid .npy file is a UsageError naming it."""
+    member = key if key.endswith(".npy") or f"{key}.npy" not in archive.zip.namelist() else f"{key}.npy"
+    try:
+        value = archive[key]
+    except ValueError as exc:
+        if "allow_pickle" in str(exc):
+            raise UsageError(
+                f"{shown}: array {key!r} holds Python objects (a pickled object array); "
+                "jaccli loads .npz files with allow_pickle=False for safety: "
+                "save numeric arrays instead"
+            ) from exc
+        raise UsageError(f"{shown}: member {member!r} is not a valid .npy array ({exc}); save the archive again") \
+            from exc
+    except (EOFError, OSError) as exc:
+        raise UsageError(f"{shown}: member {member!r} is not a valid .npy array ({exc}); save the archive again") \
+            from exc
+    if not isinstance(value, np.ndarray):
+        # NumPy returns the raw bytes of a member that does not start like a .npy file.
+        raise UsageError(f"{shown}: member {member!r} is not a .npy array; an .npz input holds only .npy arrays "
+                         "(as np.savez writes them)")
+    return value
 
 
 def _header_skip(path: Path, delimiter: str | None) -> int:

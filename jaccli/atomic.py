@@ -2,24 +2,68 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
 import os
+import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-from jaccli.errors import UsageError
+from jaccli.errors import JaccliError, ResourceLimitError, UsageError
 
-__all__ = ["atomic_write", "check_target", "fsync_directory", "new_file_mode", "unlink_quietly"]
+__all__ = ["atomic_write", "check_target", "directory_problem", "fsync_directory", "new_file_mode",
+           "unlink_quietly", "write_error", "writing"]
+
+# The errors of a full disk or quota, and NumPy's report of a short write ("60000 requested and 7664 written").
+_DISK_FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+_SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
+
+
+def directory_problem(target: Path) -> str:
+    """Why `target`'s directory cannot hold it (missing, or a file on the way), or "" when it can."""
+    if target.parent.is_dir():
+        return ""
+    # The nearest existing ancestor tells a missing directory from a file in the way.
+    for ancestor in target.parents:
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                return f"{ancestor} is a file, not a directory"
+            break
+    return f"directory {target.parent} does not exist"
 
 
 def check_target(target: Path) -> None:
     """Refuse a target that is a directory or whose directory does not exist."""
     if target.is_dir():
         raise UsageError(f"cannot write {target}: it is a directory")
-    if not target.parent.is_dir():
-        raise UsageError(f"cannot write {target}: directory {target.parent} does not exist")
+    problem = directory_problem(target)
+    if problem:
+        raise UsageError(f"cannot write {target}: {problem}")
+
+
+def write_error(target: Path | str, error: OSError) -> JaccliError:
+    """The error to report when writing `target` failed: a full disk is a resource limit, the rest a usage error."""
+    detail = error.strerror or str(error) or type(error).__name__
+    if error.errno in _DISK_FULL or _SHORT_WRITE.search(str(error)):
+        return ResourceLimitError(f"cannot write {target}: the disk is full ({detail}); free some space or "
+                                  "write elsewhere")
+    return UsageError(f"cannot write {target}: {detail}; check the path and its permissions, or write elsewhere")
+
+
+@contextlib.contextmanager
+def writing(target: Path | str) -> Iterator[None]:
+    """Context manager: an OSError while writing `target` becomes `write_error`'s error.
+
+    For callers that report errors to users (the CLI): `atomic_write` and `NpyStreamWriter`
+    themselves raise the OSError.
+    """
+    try:
+        yield
+    except OSError as error:
+        raise write_error(target, error) from error
 
 
 def atomic_write(target: Path, write: Callable[[IO[bytes]], None]) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Callable
 
@@ -10,8 +12,9 @@ import click
 
 from jaccli import __version__
 
-from .commands.failures import BadUsage
+from .commands.failures import BadUsage, to_stdout
 from .commands.options import (
+    check_nonfinite_options,
     check_options,
     function_options,
     info_options,
@@ -45,14 +48,55 @@ Exit status:
 """
 
 
+def usage_line(error: click.UsageError) -> str:
+    """click's usage error as one line, with where to find help: ``<message> (see 'jaccli jacobian --help')``."""
+    message = " ".join(error.format_message().split())
+    if error.ctx is None:
+        return message
+    return f"{message} (see '{error.ctx.command_path} --help')"
+
+
+# click 8.2+ raises this usage error to print the help when `jaccli` runs alone; 8.1 exits instead.
+_NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
+@contextlib.contextmanager
+def _one_line_usage_errors() -> Iterator[None]:
+    """click's usage errors (bad option value, unknown option or command) print one `Error: ...` line, exit 2.
+
+    click would print its usage, a hint and a blank line first. Running `jaccli` alone still
+    prints the help.
+    """
+    try:
+        yield
+    except _NO_ARGS_IS_HELP:
+        raise
+    except click.UsageError as error:
+        raise BadUsage(usage_line(error)) from None
+
+
 class JaccliGroup(click.Group):
-    """Keeps the raw arguments, for the "argv" stored with results."""
+    """Keeps the raw arguments, for the "argv" stored with results; reports errors in one line.
+
+    Every parse error of the group and of its commands passes through `make_context` (the
+    group's options) or `invoke` (the command's name, options and run), so both make click's
+    usage errors one line; `invoke` also flushes stdout, so that a full disk there is reported.
+    """
 
     def main(self, args: Any = None, prog_name: str | None = None, **extra: Any) -> Any:
         obj = extra.setdefault("obj", {})
         if isinstance(obj, dict):
             obj.setdefault("argv", list(sys.argv[1:] if args is None else args))
         return super().main(args, prog_name, **extra)
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        with _one_line_usage_errors():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _one_line_usage_errors(), to_stdout():
+            return super().invoke(ctx)
 
 
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -120,6 +164,9 @@ def _invoke(ctx: click.Context, command: str, args: tuple[str, ...], expression:
             precision: int | None = None, heatmap: bool = False, stats: bool = False, **settings: Any) -> None:
     """The common "run and report" path of every command that differentiates FUNC."""
     func, sources = _split_args(args, expression)
+    if output is not None and not output.strip():
+        raise BadUsage("-o: the path is empty (an unset variable?); give a file such as J.npy, or leave out -o "
+                       "for stdout")
     out = Output(path=Path(output) if output else None, format=fmt, precision=precision, heatmap=heatmap,
                  color=not no_color, stats=stats, quiet=quiet)
     root = ctx.find_root().obj or {}
@@ -185,7 +232,7 @@ def hvp(ctx: click.Context, **kw: Any) -> None:
           "maximum absolute and relative errors, the worst entries with their indices, and passed or "
           "failed; exits 1 on failure. Entries where f is evaluated at a kink (abs at 0, a max/min tie, "
           "a clip bound, relu at 0) are listed as convention-dependent: a mismatch there is not a failure.",
-          check_options, nonfinite_options, outputs=report_options)
+          check_options, check_nonfinite_options, outputs=report_options)
 def check(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "check", **kw)
 

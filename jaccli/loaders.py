@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 # load_array and parse_index_spec live in their own modules; re-exported so existing imports keep working.
-from jaccli.arrays import ARRAY_SUFFIXES, load_array
+from jaccli.arrays import ARRAY_SUFFIXES, is_file, load_array
 from jaccli.errors import UsageError, UserFunctionError
 from jaccli.indexspec import parse_index_spec
 
@@ -241,8 +241,9 @@ def bind_inputs(
     """Match input sources to a function's parameters.
 
     A source is ``SOURCE`` (positional) or ``name=SOURCE`` (when the text before the first ``=``
-    is an identifier). Named sources bind first; positional ones then fill the remaining
-    parameters left to right. A positional ``.npz`` binds its arrays by key, except that an
+    is an identifier). As in a Python call, positional sources bind to the first parameters in
+    order, and a parameter they reach must not also be bound by name (``f(1, x=2)`` for
+    ``def f(x, y)`` is an error, not ``y=1``). A positional ``.npz`` binds its arrays by key, except that an
     archive whose keys are all ``arr_0, arr_1, ...`` (``np.savez`` without names) counts as that
     many positional inputs. ``name=file.npz`` takes the archive's only array, or else its array
     called ``name``. Parameters with defaults may stay unbound.
@@ -255,7 +256,8 @@ def bind_inputs(
         Arrays keyed by parameter name, in parameter order.
 
     Raises:
-        UsageError: Too many or missing inputs, unknown names, or a parameter given twice.
+        UsageError: Too many or missing inputs, unknown names, or a parameter given twice
+            (by name twice, or positionally and by name).
 
     >>> bind_inputs(lambda x, y=2.0: x, ["[1, 2]"])
     {'x': array([1., 2.])}
@@ -284,7 +286,7 @@ def bind_inputs(
         name, sep, rest = source.partition("=")
         name = name.strip()
         # "a=b.npy" may also be a file's name; the file wins when no parameter is called "a".
-        is_file_name = name not in params and Path(source).is_file()
+        is_file_name = name not in params and is_file(source)
         if sep and name.isidentifier() and not is_file_name:
             if not rest.strip():
                 raise UsageError(f"empty source in {source!r}; give {name}=FILE or {name}=VALUE")
@@ -305,13 +307,19 @@ def bind_inputs(
             for key, array in loaded.items():
                 bind(key, array, f"{source}[{key}]")
 
-    free = [p for p in params if p not in named]
-    if len(positional) > len(free):
+    if len(positional) + len(named) > len(params):
         given = len(named) + len(positional)
         takes = f"{_count(len(params), 'input')} ({param_list})" if params else "no inputs"
         raise UsageError(f"{shown} takes {takes} but {given} {'was' if given == 1 else 'were'} given")
+    for param, (source, _) in zip(params, positional):
+        if param in named:
+            raise UsageError(
+                f"input for parameter {param!r} of {shown} given twice ({source} positionally and "
+                f"{origin[param]}); positional inputs bind to the first parameters ({param_list}) in "
+                "order: give them before naming later ones, or name every input"
+            )
     bound = dict(named)
-    bound.update((param, array) for param, (_, array) in zip(free, positional))
+    bound.update((param, array) for param, (_, array) in zip(params, positional))
     missing = [p for p in params if p not in bound and p not in defaults]
     if missing:
         names = ", ".join(repr(p) for p in missing)

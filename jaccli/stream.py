@@ -108,6 +108,8 @@ class NpyStreamWriter:
         position = self._offset + start_row * self._row_bytes
         while data:
             done = os.pwrite(fd, data, position)
+            if done == 0:  # would loop forever; a write that stores nothing means a full disk
+                raise OSError(errno.ENOSPC, f"{len(data)} requested and 0 written")
             data, position = data[done:], position + done
         self._written[start_row:stop] = True
 

@@ -1207,3 +1207,198 @@ def test_info_plans_a_diagonal_block_as_one_sweep(runner):
     assert block["mode"] == "diagonal" and block["sweeps"] == 1
     dense = report(invoke(runner, "info", "-e", "x * x[0]", "[1, 2, 3, 4]", "--format", "json"))
     assert dense["blocks"]["df_dx"]["mode"] == "reverse" and dense["blocks"]["df_dx"]["sweeps"] == 1
+
+
+# ---------------------------------------------------------------- regressions: stdout, exits, writes, usage
+
+
+CHATTY = "import numpy as np\nprint('loading')\n\ndef f(x):\n    print('evaluating')\n    return np.sum(np.sin(x))\n"
+
+
+@pytest.mark.parametrize("command, extra", [("jacobian", ()), ("hessian", ()), ("grad", ()),
+                                            ("jvp", ("--vector", "[1, 0]")), ("vjp", ("--vector", "1")),
+                                            ("hvp", ("--vector", "[1, 0]")), ("check", ()), ("info", ())])
+def test_what_the_function_prints_goes_to_stderr_and_json_stays_valid(runner, tmp_path, command, extra):
+    func = write(tmp_path, "chatty.py", CHATTY)
+    result = invoke(runner, command, func, "[0.5, 1.0]", *extra, "--format", "json")
+    assert isinstance(report(result), dict)  # the whole of stdout is one JSON object
+    assert "loading" not in result.stdout and "evaluating" not in result.stdout
+    assert "loading" in result.stderr and "evaluating" in result.stderr
+
+
+def test_what_the_function_prints_stays_out_of_plain_results(runner, tmp_path):
+    func = write(tmp_path, "chatty.py", CHATTY)
+    result = invoke(runner, "grad", func, "[0, 0]", "--format", "text")
+    assert result.exit_code == 0 and result.stdout == "1 1\n"
+
+
+@pytest.mark.parametrize("command", ["check", "jacobian", "info"])
+@pytest.mark.parametrize("call, code", [("sys.exit(0)", "0"), ("raise SystemExit(4)", "4"), ("sys.exit()", "None")])
+def test_sys_exit_in_the_function_is_exit_3_not_jaccli_exiting(runner, tmp_path, command, call, code):
+    func = write(tmp_path, "bye.py", f"import sys\n\ndef f(x):\n    {call}\n    return x\n")
+    result = invoke(runner, command, func, "[1, 2]")
+    assert_usage_error(result, f"f in {func} called sys.exit({code})" if code != "0" else "called sys.exit(0)",
+                       "bye.py:4)", "must return its value", code=3)
+
+
+def _fail_writes(monkeypatch, error: OSError) -> None:
+    import jaccli.writers as writers
+
+    def broken(fh, **kwargs):
+        fh.write(b"partial")
+        raise error
+
+    monkeypatch.setattr(writers, "_write_npy", broken)
+    monkeypatch.setattr(writers, "_write_bytes", broken)
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".json"])
+@pytest.mark.parametrize("error", [OSError(28, "No space left on device"), OSError("60000 requested and 7664 written")])
+def test_full_disk_while_writing_is_exit_4_and_keeps_the_old_file(runner, tmp_path, monkeypatch, suffix, error):
+    out = tmp_path / f"J{suffix}"
+    out.write_bytes(b"precious")
+    _fail_writes(monkeypatch, error)
+    result = invoke(runner, "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "-o", str(out))
+    assert_usage_error(result, f"cannot write {out}: the disk is full", code=4)
+    assert "differentiating" not in result.stderr
+    assert out.read_bytes() == b"precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+
+
+@pytest.mark.parametrize("error", [PermissionError(13, "Permission denied"), OSError(30, "Read-only file system")])
+def test_other_write_errors_are_usage_errors_naming_the_file(runner, tmp_path, monkeypatch, error):
+    out = tmp_path / "J.npy"
+    out.write_bytes(b"precious")
+    _fail_writes(monkeypatch, error)
+    result = invoke(runner, "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "-o", str(out))
+    assert_usage_error(result, f"cannot write {out}: {error.strerror};")
+    assert out.read_bytes() == b"precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["J.npy"]
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
+def test_output_where_no_file_can_be_created_is_a_usage_error(runner):
+    result = invoke(runner, "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "-o",
+                    "/proc/jaccli-test.npy")
+    assert_usage_error(result, "cannot write /proc/jaccli-test.npy: ")
+
+
+def test_full_disk_while_streaming_is_exit_4_and_keeps_the_old_file(runner, tmp_path, monkeypatch):
+    import errno
+    import os
+
+    out = tmp_path / "J.npy"
+    out.write_bytes(b"precious")
+
+    def full(fd, data, position):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "pwrite", full)
+    result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "-o", str(out),
+                    "--max-memory", "1KiB")
+    assert_usage_error(result, f"cannot write {out}: the disk is full", code=4)
+    assert out.read_bytes() == b"precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["J.npy"]
+
+
+def _zip(path: Path, members: dict) -> str:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    return str(path)
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("members, member", [
+    ({"x.npy": b"junk bytes, not an array"}, "'x.npy'"),
+    ({"x.npy": _npy_bytes(np.ones(3)), "readme.txt": b"hello"}, "'readme.txt'"),
+    ({"x.npy": _npy_bytes(np.ones(30))[:150]}, "'x.npy'"),
+])
+def test_broken_npz_member_is_a_usage_error_naming_it(runner, tmp_path, members, member):
+    archive = _zip(tmp_path / "in.npz", members)
+    result = invoke(runner, "jacobian", "-e", "x", archive)
+    assert_usage_error(result, "in.npz: member", member)
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("jacobian", "-e", "x", "[1]", "--mode", "x"), "'--mode'"),
+    (("jacobian", "-e", "x", "[1]", "--precision", "0"), "'--precision'"),
+    (("jacobian", "-e", "x", "[1]", "--rtol", "-1"), "'--rtol'"),
+    (("jacobian", "-e", "x", "[1]", "--chunk-size", "0"), "'--chunk-size'"),
+    (("jacobian", "-e", "x", "[1]", "--format", "xml"), "'--format'"),
+    (("jacobian", "-e", "x", "[1]", "--bogus"), "No such option '--bogus'"),
+    (("check", "-e", "x", "[1]", "--order", "3"), "'--order'"),
+    (("vjp", "-e", "x", "[1]"), "Missing option '--vector'"),
+    (("ops", "--family", "nope"), "'--family'"),
+    (("nope",), "No such command 'nope'"),
+    (("--bogus", "jacobian"), "No such option '--bogus'"),
+])
+def test_click_usage_errors_are_one_line_with_a_help_hint(runner, args, fragment):
+    result = invoke(runner, *args)
+    assert_usage_error(result, fragment, "--help')")
+    assert "Usage:" not in result.stderr
+
+
+def test_no_command_still_prints_the_help(runner):
+    result = invoke(runner)
+    assert "Usage:" in result.stdout + result.stderr and "Commands:" in result.stdout + result.stderr
+
+
+def test_float32_overflow_is_one_warning_line_silenced_by_quiet(runner):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = invoke(runner, "jacobian", "-e", "x", "x=[1e300, 1, -1e300]", "--dtype", "float32")
+        quiet = invoke(runner, "jacobian", "-e", "x", "x=[1e300]", "--dtype", "float32", "-q")
+    assert not [w for w in caught if "overflow" in str(w.message)]
+    assert result.exit_code == 0
+    assert result.stderr.splitlines() == ["Warning: input x overflows float32: 2 entries become inf"]
+    assert quiet.exit_code == 0 and quiet.stderr == "" and quiet.stdout == "1\n"
+
+
+@pytest.mark.parametrize("command", ["info", "jacobian"])
+def test_positional_input_on_a_parameter_bound_by_name_is_a_usage_error(runner, tmp_path, command):
+    func = write(tmp_path, "ab.py", "def f(a, b):\n    return a * b[0]\n")
+    result = invoke(runner, command, func, "[1., 2, 3]", "a=[5., 6]")
+    assert_usage_error(result, "parameter 'a' of f given twice", "[1., 2, 3] positionally and a=[5., 6]")
+    assert invoke(runner, command, func, "[1., 2, 3]", "b=[5., 6]").exit_code == 0
+
+
+@pytest.mark.parametrize("path", ["", " "])
+def test_empty_output_path_is_a_usage_error(runner, path):
+    result = invoke(runner, "jacobian", "-e", "x", "[1]", "-o", path)
+    assert_usage_error(result, "-o: the path is empty")
+
+
+def test_help_of_commands_without_o_does_not_mention_the_o_file():
+    for name, command in cli.commands.items():
+        if any(p.name == "output" for p in command.params):
+            continue
+        for param in command.params:
+            assert "-o " not in (getattr(param, "help", "") or ""), (name, param.name)
+    check_option = next(p for p in cli.commands["check"].params if p.name == "fail_on_nonfinite")
+    assert "NaN or inf" in check_option.help
+
+
+@pytest.mark.parametrize("under", ["J.npy", "a/J.npy"])
+def test_output_below_an_existing_file_says_it_is_not_a_directory(runner, tmp_path, under):
+    (tmp_path / "x3.npy").write_bytes(b"a file")
+    target = tmp_path / "x3.npy" / under
+    result = invoke(runner, "jacobian", "-e", "x", "[1]", "-o", str(target))
+    assert_usage_error(result, f"-o {target}: {tmp_path / 'x3.npy'} is a file, not a directory")
+
+
+def test_long_literal_input_is_read_as_numbers(runner):
+    values = list(range(300))
+    result = invoke(runner, "grad", "-e", "sum(x)", str(values), "--format", "json")
+    assert_allclose(data(result, "df_dx"), np.ones(300))

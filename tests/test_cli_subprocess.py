@@ -185,3 +185,24 @@ def test_terminal_gets_a_coloured_table_and_no_color_turns_it_off(tmp_path):
     assert "df_dq  shape=(3, 3)" in coloured and "q[0]" in coloured and "\x1b[" in coloured
     plain = _on_a_terminal(args, tmp_path, NO_COLOR="1")
     assert "df_dq  shape=(3, 3)" in plain and "\x1b[" not in plain
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_full_stdout_is_exit_4_in_one_line(tmp_path, fmt):
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(JACCLI + ["jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "--format",
+                                        fmt], cwd=tmp_path, stdout=full, stderr=subprocess.PIPE, text=True,
+                              env=clean_env(), timeout=60)
+    assert done.returncode == 4, done.stderr
+    assert done.stderr.splitlines() == ["Error: cannot write stdout: the disk is full (No space left on device); "
+                                        "free some space or write elsewhere"]
+
+
+def test_print_in_the_function_goes_to_stderr_in_a_real_run(tmp_path):
+    (tmp_path / "p.py").write_text("import numpy as np\nprint('hi')\n\ndef f(x):\n    print('hi')\n"
+                                   "    return np.sin(x)\n")
+    done = jaccli("jacobian", "p.py", "[1, 2]", "--format", "json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["blocks"]["df_dx"]["shape"] == [2, 2]
+    assert done.stderr.splitlines() == ["hi", "hi"]

@@ -484,10 +484,17 @@ def test_named_inputs_bind_and_come_back_in_parameter_order():
     assert_array_equal(bound["y"], [5.0])
 
 
-def test_positional_inputs_fill_parameters_not_named():
-    bound = bind_inputs(with_default, ["x=1", "2", "3"])
+def test_positional_inputs_bind_the_first_parameters_as_in_python():
+    bound = bind_inputs(with_default, ["scale=3", "1", "2"])
     assert [float(v) for v in bound.values()] == [1.0, 2.0, 3.0]
     assert list(bound) == ["x", "y", "scale"]
+
+
+def test_positional_input_reaching_a_named_parameter_is_refused():
+    # Python: with_default(2, 3, x=1) raises "got multiple values for argument 'x'"; no silent y=2.
+    with pytest.raises(UsageError, match=r"^input for parameter 'x' of with_default given twice \(2 positionally "
+                                         r"and x=1\); positional inputs bind to the first parameters"):
+        bind_inputs(with_default, ["x=1", "2", "3"])
 
 
 def test_parameters_with_defaults_may_stay_unbound():

@@ -12,21 +12,31 @@ How an exception raised while the user's function runs is classified:
   dimension``, ``cannot reshape``, ``out of bounds``...) means the inputs' shapes do not fit the
   function: exit 2, ``the inputs do not fit the function: <NumPy's message> (f.py:12)``;
 - anything else raised inside the function, including a ``raise`` statement in the user's own
-  code whatever its wording, is the function failing: exit 3, naming the user's file and line.
+  code whatever its wording, is the function failing: exit 3, naming the user's file and line;
+- ``sys.exit()`` inside the function is the function failing too (exit 3), never jaccli's own
+  exit status.
+
+What the user's code prints goes to stderr (`GuardedFunction`, `user_code_output`): stdout
+carries only results.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import inspect
 import linecache
 import os
 import re
+import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Callable
 
 import click
 
+from jaccli.atomic import write_error
 from jaccli.errors import (
     EXIT_CHECK_FAILED,
     EXIT_FUNCTION,
@@ -86,8 +96,16 @@ class RaisedInFunction(Exception):
         self.error = error
 
 
+def user_code_output() -> contextlib.redirect_stdout:
+    """Context manager: what the user's code prints goes to stderr, so stdout carries only results."""
+    return contextlib.redirect_stdout(sys.stderr)
+
+
 class GuardedFunction:
     """Calls the user's function and marks what it raises; looks like it to jaccli's engine.
+
+    What the function prints goes to stderr, and a ``sys.exit()`` in it is marked like any
+    exception: it fails the function, it does not end jaccli.
 
     The engine swaps ``np`` in the function's module globals (to trace ``np.array([...])``), so
     `__globals__` is the user's; the signature gives the parameter names that label results.
@@ -105,10 +123,11 @@ class GuardedFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         try:
-            return self.func(*args, **kwargs)
+            with user_code_output():
+                return self.func(*args, **kwargs)
         except (JaccliError, RaisedInFunction):
             raise
-        except Exception as error:
+        except (Exception, SystemExit) as error:
             raise RaisedInFunction(error) from error
 
 
@@ -152,6 +171,9 @@ def _where(site: tuple[str, int] | None) -> str:
 
 def _in_function(error: BaseException, user_file: Path | None, what: str, inputs: str) -> CliError:
     site = _user_site(error, user_file)
+    if isinstance(error, SystemExit):
+        return FunctionFailed(f"{what} called sys.exit({error.code!r}){_where(site)}; a function to "
+                              "differentiate must return its value")
     message = str(error).strip().splitlines()[0] if str(error).strip() else ""
     if isinstance(error, (ValueError, IndexError)) and _SHAPE_WORDS.search(message) \
             and not _raised_by_user_statement(error, user_file):
@@ -209,6 +231,37 @@ def translate(error: BaseException, *, user_file: Path | None = None, what: str 
     message = str(error).strip().splitlines()[0] if str(error).strip() else ""
     return FunctionFailed(f"differentiating {what} failed: {type(error).__name__}: {message}"
                           f"{_where(_user_site(error, user_file))}; rerun with --debug for the traceback")
+
+
+def _discard_stdout() -> None:
+    """Point stdout's file descriptor at the null device, so the exit's final flush cannot fail again."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a real file (a test runner's buffer): nothing is flushed at exit
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
+
+
+@contextlib.contextmanager
+def to_stdout() -> Iterator[None]:
+    """Context manager around printing results: a full disk or a closed stdout is reported as such.
+
+    Flushes stdout at the end, so that an error shows here and not as a traceback at exit. A
+    closed pipe (``| head``) is left to click, which exits quietly.
+    """
+    try:
+        yield
+        sys.stdout.flush()
+    except OSError as error:
+        if error.errno == errno.EPIPE:
+            raise
+        _discard_stdout()
+        failure = write_error("stdout", error)
+        raise cli_error(str(failure), failure.exit_code) from None
 
 
 def print_traceback(error: BaseException) -> None:

@@ -41,7 +41,7 @@ import jaccli
 
 from .compute import Block, matrix_blocks
 from .display import Facts, Section, Table, render
-from .failures import shown_path
+from .failures import shown_path, to_stdout
 from .problem import Problem, load_problem
 from .report import SCHEMA, function_entry, inputs_entry, jsonable
 from .run import Failures, human_bytes
@@ -190,10 +190,11 @@ def info(*, func: str | None, expression: str | None, sources: tuple[str, ...], 
         if not out.quiet:
             for warning in doc["warnings"]:
                 click.echo(f"Warning: {warning}", err=True)
-        if out.format == "json":
-            sys.stdout.write(json.dumps(jsonable(doc), allow_nan=False) + "\n")
-        else:
-            render(_sections(doc, problem), out.format, out.color)
+        with to_stdout():
+            if out.format == "json":
+                sys.stdout.write(json.dumps(jsonable(doc), allow_nan=False) + "\n")
+            else:
+                render(_sections(doc, problem), out.format, out.color)
 
 
 def show_ops(family: list[str] | None, fmt: str | None, color: bool, argv: list[str]) -> None:

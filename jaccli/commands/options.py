@@ -84,7 +84,8 @@ function_options = _stack(
     click.option("--wrt", metavar="NAMES", help="Inputs to differentiate, by name or position (x,y or 0,1); "
                  "the others are data. Default: all given inputs."),
     click.option("--dtype", type=click.Choice(["float64", "float32"]),
-                 help="Cast the inputs (differentiated ones and floating-point data) before differentiating."),
+                 help="Cast the inputs (differentiated ones and floating-point data) before differentiating; "
+                      "values too large for float32 become inf, with a warning."),
 )
 
 _rows = click.option("--rows", metavar="SPEC", help="Rows of the flattened [M, N] matrix to compute: i, a:b, "
@@ -109,6 +110,12 @@ tolerance_options = _stack(
 nonfinite_options = _stack(
     click.option("--fail-on-nonfinite", is_flag=True,
                  help="Fail (exit 1) when the result holds NaN or inf; the -o file is then not written."),
+)
+
+# check has no -o: its result is the verdict.
+check_nonfinite_options = _stack(
+    click.option("--fail-on-nonfinite", is_flag=True,
+                 help="Fail (exit 1) when the checked derivative holds NaN or inf."),
 )
 
 matrix_options = _stack(

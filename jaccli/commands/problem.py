@@ -8,11 +8,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from jaccli.arrays import load_array
+from jaccli.arrays import is_file, load_array
 from jaccli.errors import UsageError
 from jaccli.loaders import bind_inputs, load_function
 
-from .failures import GuardedFunction, shown_path
+from .failures import GuardedFunction, shown_path, user_code_output
 
 # The derivative of an expression is named after f, as in df_dx.
 EXPRESSION_NAME = "f"
@@ -90,7 +90,8 @@ def load_problem(func_spec: str | None, expression: str | None, sources: Sequenc
     else:
         if func_spec is None:
             raise UsageError("give FUNC (a .py file) or -e EXPR")
-        loaded = load_function(func_spec)
+        with user_code_output():  # what the file prints while it loads goes to stderr
+            loaded = load_function(func_spec)
         func, name, spec = loaded.func, loaded.name, func_spec
         user_file, params, defaults = loaded.path, loaded.params, loaded.defaults
         bound = bind_inputs(loaded, sources)
@@ -137,6 +138,17 @@ def _resolve_wrt(spec: str | None, params: list[str], bound: dict, name: str) ->
     return tuple(out)
 
 
+def _cast_to(value: np.ndarray, dtype: str, name: str, warnings: list[str]) -> np.ndarray:
+    """`value` as `dtype`; finite values too large for it become inf, with one warning line."""
+    with np.errstate(over="ignore"):
+        cast = value.astype(dtype)
+    overflows = int(np.count_nonzero(np.isinf(cast) & ~np.isinf(value)))
+    if overflows:
+        entries = "1 entry becomes" if overflows == 1 else f"{overflows} entries become"
+        warnings.append(f"input {name} overflows {dtype}: {entries} inf")
+    return cast
+
+
 def _cast(values: list, params: list[str], wrt: tuple[int, ...], dtype: str | None,
           warnings: list[str]) -> list:
     out = list(values)
@@ -145,7 +157,7 @@ def _cast(values: list, params: list[str], wrt: tuple[int, ...], dtype: str | No
             continue
         kind = value.dtype.kind
         if dtype is not None and (k in wrt or kind == "f"):
-            out[k] = value.astype(dtype)
+            out[k] = _cast_to(value, dtype, params[k], warnings)
         elif k in wrt and kind in "biu":
             warnings.append(f"input {params[k]} holds {value.dtype} values; differentiated as float64")
     return out
@@ -180,7 +192,7 @@ def load_vectors(sources: Sequence[str], targets: list[str], dtype: str | None,
 
     for source in sources:
         name, sep, rest = source.partition("=")
-        if sep and name.strip().isidentifier() and not Path(source).is_file():
+        if sep and name.strip().isidentifier() and not is_file(source):
             loaded = load_array(rest)
             if isinstance(loaded, dict):
                 loaded = loaded[name.strip()] if name.strip() in loaded else _only(loaded, source)

@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 import jaccli
+from jaccli.atomic import directory_problem
 from jaccli.errors import UsageError
 from jaccli.writers import WRITE_FORMATS
 
@@ -78,8 +79,9 @@ def check_target(out: Output, blocks: list[Block]) -> None:
                          f"use one of {', '.join(WRITE_FORMATS)}")
     if out.path.is_dir():
         raise UsageError(f"-o {out.path}: it is a directory")
-    if not out.path.parent.is_dir():
-        raise UsageError(f"-o {out.path}: directory {out.path.parent} does not exist")
+    problem = directory_problem(out.path)
+    if problem:
+        raise UsageError(f"-o {out.path}: {problem}")
     if suffix in (".npy", ".csv", ".txt") and len(blocks) > 1:
         keys = ", ".join(b.key for b in blocks)
         raise UsageError(f"-o {out.path}: the result has {len(blocks)} blocks ({keys}) and a {suffix} file "

@@ -10,11 +10,12 @@ from typing import Any, Callable
 
 import click
 
+from jaccli.atomic import writing
 from jaccli.errors import ResourceLimitError, UsageError
 
 from . import nonfinite
 from .compute import Outcome, Verdict, evaluate, finish_stream, hook_progress, prepare, stream_pieces
-from .failures import CheckFailed, print_traceback, translate
+from .failures import CheckFailed, print_traceback, to_stdout, translate
 from .problem import Problem, load_problem
 from .report import build_report, check_target, file_blocks, print_stats, show
 from .settings import Output, Settings
@@ -87,16 +88,28 @@ def _compute(outcome: Outcome, settings: Settings, out: Output) -> None:
         raise UsageError(f"{what} needs the result in memory, but it would take {human_bytes(outcome.nbytes)}, "
                          f"more than --max-memory {human_bytes(settings.max_memory)}; select rows or columns "
                          "with --rows/--cols, or raise --max-memory")
-    from jaccli.stream import NpyStreamWriter
-
     start = time.perf_counter()
     block = outcome.blocks[0]
     shape, pieces = stream_pieces(block, settings.max_memory)
     assert out.path is not None
-    with NpyStreamWriter(out.path, shape, block.dtype) as writer:
-        for first, piece in pieces:
-            writer.write(first, piece)
+    _stream(out.path, shape, block.dtype, pieces)
     finish_stream(outcome, time.perf_counter() - start)
+
+
+def _stream(path: Path, shape: tuple[int, ...], dtype: Any, pieces: Any) -> None:
+    """Write the row blocks `pieces` yields to `path`; failing writes are the disk's fault, not the function's."""
+    from jaccli.stream import NpyStreamWriter
+
+    with writing(path):
+        writer = NpyStreamWriter(path, shape, dtype)
+    try:
+        for first, piece in pieces:  # computing a piece runs f: only the writes are wrapped
+            with writing(path):
+                writer.write(first, piece)
+        with writing(path):
+            writer.commit()
+    finally:
+        writer.abort()  # a no-op after the commit; otherwise the temporary file goes
 
 
 def _write(problem: Problem, outcome: Outcome, settings: Settings, out: Output, argv: list[str]) -> None:
@@ -106,7 +119,8 @@ def _write(problem: Problem, outcome: Outcome, settings: Settings, out: Output, 
 
     start = time.perf_counter()
     meta = build_report(problem, outcome, settings, argv, out.path, with_data=False)
-    write_blocks(out.path, file_blocks(outcome.blocks, out.path.suffix.lower()), meta, precision=out.precision)
+    with writing(out.path):
+        write_blocks(out.path, file_blocks(outcome.blocks, out.path.suffix.lower()), meta, precision=out.precision)
     outcome.timings["write_s"] = time.perf_counter() - start
 
 
@@ -150,14 +164,15 @@ def _report(problem: Problem, outcome: Outcome, settings: Settings, out: Output,
     report = build_report(problem, outcome, settings, argv, out.path,
                           with_data=out.path is None and outcome.name != "check")
     shows = [v for v in outcome.verdicts if v.show is not None]
-    if shows and out.format != "json":
-        for verdict in shows:
-            assert verdict.show is not None
-            verdict.show(out)
-    elif outcome.streamed and out.format not in (None, "json"):
-        note(f"Note: the result was streamed to {out.path} and is not shown on stdout")
-    elif out.path is None or out.format is not None:
-        show(problem, outcome, settings, out, report)
+    with to_stdout():
+        if shows and out.format != "json":
+            for verdict in shows:
+                assert verdict.show is not None
+                verdict.show(out)
+        elif outcome.streamed and out.format not in (None, "json"):
+            note(f"Note: the result was streamed to {out.path} and is not shown on stdout")
+        elif out.path is None or out.format is not None:
+            show(problem, outcome, settings, out, report)
     for verdict in outcome.verdicts:
         if verdict.show is None:
             for line in verdict.lines:
@@ -187,7 +202,8 @@ class Failures:
 
     def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
         # Never swallows: lets the exception through, or raises its CliError instead.
-        if error is None or isinstance(error, (click.exceptions.Exit, click.exceptions.Abort)):
+        # A closed stdout pipe (| head) is click's to handle: it exits quietly.
+        if error is None or isinstance(error, (click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError)):
             return
         if not isinstance(error, (Exception, KeyboardInterrupt)):
             return

@@ -123,6 +123,15 @@ def _index(node: ast.AST) -> Any:
 # ---------------------------------------------------------------- the checked expression as a function
 
 
+# The evaluation runs below a frame of a file named "<expression>": jaccli's messages name the
+# innermost frame outside jaccli and NumPy as where an operation was written, which is then this
+# one, not the command line's code that called the expression.
+def _IN_EXPRESSION(evaluate, body, env, resolved): return evaluate(body, env, resolved)  # noqa: E704
+
+
+_IN_EXPRESSION.__code__ = _IN_EXPRESSION.__code__.replace(co_filename="<expression>", co_firstlineno=1)
+
+
 class ExpressionFunction:
     """A checked expression, callable like ``def expr(x, y): return ...`` with its inputs in order.
 
@@ -152,7 +161,7 @@ class ExpressionFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         env = self.__signature__.bind(*args, **kwargs).arguments
-        return evaluate(self._body, env, self._resolved)
+        return _IN_EXPRESSION(evaluate, self._body, env, self._resolved)
 
     def __repr__(self) -> str:
         return f"ExpressionFunction({self.text!r})"

@@ -1402,3 +1402,12 @@ def test_long_literal_input_is_read_as_numbers(runner):
     values = list(range(300))
     result = invoke(runner, "grad", "-e", "sum(x)", str(values), "--format", "json")
     assert_allclose(data(result, "df_dx"), np.ones(300))
+
+
+def test_errors_and_kinks_in_an_expression_are_placed_in_the_expression(runner):
+    # Before, the site was the innermost frame outside jaccli: click's decorators.py.
+    result = invoke(runner, "jacobian", "-e", "sum(x, axis=x)", "x=[1.0, 2.0]")
+    assert_usage_error(result, "<expression>:1: ", "index", code=3)
+    assert "click" not in result.stderr
+    result = invoke(runner, "check", "-e", "abs(x)", "x=[0.0, 1.0]", "--format", "json")
+    assert result.exit_code == 0 and "<expression>:1" in result.stdout and "click" not in result.stdout

@@ -151,16 +151,13 @@ def _npz_member(archive: np.lib.npyio.NpzFile, key: str, shown: str) -> np.ndarr
     member = key if key.endswith(".npy") or f"{key}.npy" not in archive.zip.namelist() else f"{key}.npy"
     try:
         value = archive[key]
-    except ValueError as exc:
+    except (ValueError, EOFError, OSError) as exc:
         if "allow_pickle" in str(exc):
             raise UsageError(
                 f"{shown}: array {key!r} holds Python objects (a pickled object array); "
                 "jaccli loads .npz files with allow_pickle=False for safety: "
                 "save numeric arrays instead"
             ) from exc
-        raise UsageError(f"{shown}: member {member!r} is not a valid .npy array ({exc}); save the archive again") \
-            from exc
-    except (EOFError, OSError) as exc:
         raise UsageError(f"{shown}: member {member!r} is not a valid .npy array ({exc}); save the archive again") \
             from exc
     if not isinstance(value, np.ndarray):

@@ -105,18 +105,21 @@ def frozen_constants(freezer: "Freezer | None"):
             freezer.release()
 
 
+def is_internal(code: Any) -> bool:
+    """Whether a code object belongs to jaccli or NumPy (not to the user's code); cached."""
+    hidden = _INTERNAL_CODE.get(code)
+    if hidden is None:
+        filename = code.co_filename
+        hidden = _INTERNAL_CODE[code] = filename.startswith(_PACKAGE_DIR) or _is_numpy_file(filename)
+    return hidden
+
+
 def user_site(skip: int = 1) -> tuple[str, int] | None:
     """The innermost stack frame outside jaccli and NumPy: the user's file and line."""
     frame = sys._getframe(skip)
-    internal = _INTERNAL_CODE
     while frame is not None:
-        code = frame.f_code
-        hidden = internal.get(code)
-        if hidden is None:
-            filename = code.co_filename
-            hidden = internal[code] = filename.startswith(_PACKAGE_DIR) or _is_numpy_file(filename)
-        if not hidden:
-            return code.co_filename, frame.f_lineno
+        if not is_internal(frame.f_code):
+            return frame.f_code.co_filename, frame.f_lineno
         frame = frame.f_back
     return None
 

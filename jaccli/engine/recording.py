@@ -14,8 +14,8 @@ import numpy as np
 
 from ..errors import TracingError, UserFunctionError
 from . import rules  # noqa: F401  (fills the registry)
-from .core import (ELEMENTWISE, FREEZER, INPUT, _PACKAGE_DIR, Freezer, Node, Trace, _is_numpy_file, _plan_reverse,
-                   forward, frozen_constants, reverse, stale_error)
+from .core import (ELEMENTWISE, FREEZER, INPUT, Freezer, Node, Trace, _plan_reverse, forward, frozen_constants,
+                   is_internal, reverse, stale_error)
 from .seeds import dense
 from .tracer import Tracer, primal
 
@@ -482,9 +482,8 @@ def _held_array_error(exc: ValueError, freezer: Freezer) -> TracingError:
     site, name = None, None
     tb = exc.__traceback__
     while tb is not None:  # the innermost frame of the user's code: where the change is written
-        code = tb.tb_frame.f_code
-        if not (code.co_filename.startswith(_PACKAGE_DIR) or _is_numpy_file(code.co_filename)):
-            site, frame = (code.co_filename, tb.tb_lineno), tb.tb_frame
+        if not is_internal(tb.tb_frame.f_code):
+            site, frame = (tb.tb_frame.f_code.co_filename, tb.tb_lineno), tb.tb_frame
         tb = tb.tb_next
     if site is not None:
         line = linecache.getline(*site)

@@ -59,14 +59,14 @@ def _scatter_basic(v, idx, shape):
     return z
 
 
-get_basic = primitive("getitem", _get_basic)
-scatter_basic = primitive("scatter", _scatter_basic)
 def _covered(shape: tuple, idx: tuple) -> tuple:
     """The trailing axes of `shape` that idx indexes (x may carry leading block axes: a rule's x)."""
     used = sum(1 for i in idx if i is not None)
     return tuple(shape[len(shape) - used:])
 
 
+get_basic = primitive("getitem", _get_basic)
+scatter_basic = primitive("scatter", _scatter_basic)
 get_basic.defvjp(lambda ans, x, idx: (lambda g: scatter_basic(g, idx, _covered(np.shape(x), idx))))
 get_basic.defjvp(lambda ans, x, idx: (lambda t: get_basic(t, idx)))
 scatter_basic.defvjp(lambda ans, v, idx, shape: (lambda g: get_basic(g, idx)))

@@ -13,6 +13,7 @@ import pytest
 
 from jaccli.engine.recording import Recording
 from jaccli.errors import TracingError, UnsupportedOperationError
+from tests.helpers import central_diff
 
 
 def jacobian(f, x):
@@ -421,6 +422,68 @@ def test_an_updated_view_that_is_used_alone_is_fine_and_a_chained_update_is_not(
 
     with pytest.raises(TracingError, match="through a view"):
         Recording(k, [np.array([0.1, 0.2, 0.3])], [0])
+
+
+# A view taken *before* a write into the memory it shares keeps the old values in jaccli, where NumPy
+# would show the new ones: using it afterwards raises, naming the write. Each f below gives NumPy's
+# answer when run on plain arrays, and jaccli used to return the old values silently.
+VIEWS_LEFT_BEHIND = {
+    "row, then one entry": ("Z[1, 0] = x[1]", "row.sum()",
+                            lambda x, Z: (Z[1], Z.__setitem__((1, 0), x[1]))[0]),
+    "transpose, then a row": ("Z[0] = x", "return", lambda x, Z: (Z.T, Z.__setitem__(0, x))[0]),
+    "sibling view, in place": ("a += x", "b.sum()", lambda x, Z: (Z[0, 1:], Z[0].__iadd__(x))[0]),
+    "whole array, in place": ("Z *= 2.0", "row.sum()", lambda x, Z: (Z[1], Z.__imul__(2.0))[0]),
+    "advanced index": ("Z[[0, 1], [1, 1]] = x[:2]", "row.sum()",
+                       lambda x, Z: (Z[:, 1], Z.__setitem__(([0, 1], [1, 1]), x[:2]))[0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VIEWS_LEFT_BEHIND))
+def test_a_view_taken_before_a_write_into_its_memory_is_reported_when_used(name):
+    _, use, take_then_write = VIEWS_LEFT_BEHIND[name]
+
+    def f(x):
+        Z = np.ones((2, 3)) * x[0]
+        view = take_then_write(x, Z)
+        return view if use == "return" else np.sum(view) * Z[0, 0]
+
+    x = np.array([0.1, 0.2, 0.3])
+    with pytest.raises(TracingError, match="a view of it taken before .* keeps its old values") as info:
+        Recording(f, [x], [0])
+    message = str(info.value)
+    assert message.startswith(f"{__file__}:{line_of(take_then_write, 'lambda')}: ")
+    assert ("f returns it" if use == "return" else f"used afterwards at {__file__}:") in message
+
+    import jaccli
+
+    with pytest.raises(TracingError, match="taken before"):  # also when f is recorded on two levels
+        np.asarray(jaccli.hessian(lambda x: np.sum(f(x) ** 2), x))
+
+
+def test_a_view_of_a_part_the_write_leaves_alone_stays_usable_and_exact():
+    def rnn(x):  # prev = H[t - 1] is a view of H, and H[t] = ... does not touch it
+        H = np.zeros((4, 3)) + x
+        s = 0.0
+        for t in range(1, 4):
+            prev = H[t - 1]
+            H[t] = np.tanh(2.0 * prev)
+            s = s + prev.sum()
+        keep = H[:, 0]
+        H[[1, 2], [1, 2]] = x[:2]  # advanced index, away from column 0
+        return H.sum() + s * keep.sum()
+
+    def write_back(x):  # the updated view is what was written: it stays usable
+        Z = np.zeros((2, 3)) * x[0]
+        row = Z[1]
+        row += x
+        Z[1] = row
+        return row * Z.sum()
+
+    x = np.array([0.1, 0.2, 0.3])
+    for f in (rnn, write_back):
+        np.testing.assert_allclose(jacobian(f, x).reshape(np.shape(f(x)) + (3,)), central_diff(f, x),
+                                   rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(Recording(write_back, [x], [0]).outputs[0], write_back(x), rtol=0, atol=0)
 
 
 def test_unsupported_numpy_function_names_itself_and_the_site():

@@ -19,6 +19,7 @@ import contextlib
 import itertools
 import os
 import sys
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -216,7 +217,7 @@ class Guard:
 class Trace:
     """One recording level: the nodes of a computation in the order they ran."""
 
-    __slots__ = ("level", "nodes", "inputs", "_plans", "largest", "guards", "errstate", "errstates")
+    __slots__ = ("level", "nodes", "inputs", "_plans", "largest", "guards", "errstate", "errstates", "views")
 
     def __init__(self) -> None:
         self.level = next(_level_counter)
@@ -228,6 +229,9 @@ class Trace:
         self.guards: list[Guard] | None = []
         self.errstate = errstate_token()
         self.errstates: dict[int, dict] = {}  # node index -> np.geterr() where it differs
+        # Weak references to the traced arrays that are NumPy views of another traced array: a
+        # write into memory they share leaves them behind (Tracer._become marks them).
+        self.views: list = []
 
     def guard(self, fn: Callable, args: tuple, kwargs: dict, refs: tuple, expected: Any) -> None:
         """Remember that `expected` = fn(args with the traced values at `refs`) was baked in."""
@@ -443,11 +447,19 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
     if prim.multi_out:
         outs = tuple(Tracer(v, node, k, top) for k, v in enumerate(ans))
         for out in outs:
-            out._base = _view_of(out._value, args, top)
+            _note_view(out, args, top)
         return outs
     out = Tracer(ans, node, None, top)
-    out._base = _view_of(ans, args, top)
+    _note_view(out, args, top)
     return out
+
+
+def _note_view(out: Any, args: tuple, top: Trace) -> None:
+    """Link `out` to the traced argument it is a NumPy view of, if any, and remember it as a view."""
+    base = _view_of(out._value, args, top)
+    if base is not None:
+        out._base = base
+        top.views.append(weakref.ref(out))
 
 
 def _view_of(ans: Any, args: tuple, top: Trace) -> Any:
@@ -468,10 +480,15 @@ def _view_of(ans: Any, args: tuple, top: Trace) -> Any:
 
 
 def stale_error(a: Any, use: tuple | None) -> Exception:
-    """The error for using an array after a write through a view of it (reported where the write is)."""
+    """The error for using an array that a write left behind (reported where the write is)."""
     from ..errors import TracingError
 
     then = f", and it is used afterwards at {use[0]}:{use[1]}" if use else ", and f returns it"
+    if a._stale[2] == "view":
+        return TracingError(
+            f"an array is changed here, but a view of it taken before (like row = Z[1]; Z[1, 0] = v) keeps its "
+            f"old values in jaccli{then}: take the view after the write, or copy it before "
+            "(row = Z[1].copy()) if the old values are meant", a._stale[0])
     return TracingError(
         f"an array is changed here through a view of it (like Z[0][1] = v, or row = Z[1]; row += v){then}; "
         "jaccli does not carry such writes back to the array: write into it with one index "

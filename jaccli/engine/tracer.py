@@ -98,12 +98,70 @@ def _escape(what: str, instead: str) -> TracingError:
                         user_site(3))
 
 
+_TOO_HARD = getattr(np, "exceptions", np).TooHardError  # np.exceptions is NumPy >= 1.25
+
+
+def _overwritten_views(trace: Trace, old: Any, idx: Any, writer: Any, written: Any) -> list:
+    """The live traced views on `trace` whose memory overlaps old[idx] (all of old if idx is None).
+
+    Exact (NumPy's shares_memory, or element addresses for an advanced index), so that a view of
+    a part that the write leaves alone (prev = H[t - 1]; H[t] = ...) stays usable.
+    """
+    if not trace.views or type(old) is not np.ndarray:
+        return []
+    region, addresses = old, None
+    if idx is not None:
+        try:
+            region = old[idx]
+        except Exception:  # noqa: BLE001 - an index NumPy reads otherwise than jaccli: all of it
+            region = old
+        if type(region) is not np.ndarray or not np.may_share_memory(region, old):
+            addresses, region = _addresses(old)[idx], old  # an advanced index: a copy, not a view
+    hit, live = [], []
+    for ref in trace.views:
+        view = ref()
+        if view is None:
+            continue
+        live.append(ref)
+        mem = peek(view)
+        if view is writer or view._stale is not None or type(mem) is not np.ndarray \
+                or not np.may_share_memory(mem, region):
+            continue
+        if view is written and _same_memory(mem, region) and addresses is None:
+            continue
+        if addresses is not None:
+            overlap = bool(np.isin(_addresses(mem), addresses).any())
+        else:
+            try:
+                overlap = np.shares_memory(mem, region)
+            except _TOO_HARD:
+                overlap = True
+        if overlap:
+            hit.append(view)
+    trace.views[:] = live
+    return hit
+
+
+def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0] and a.shape == b.shape
+            and a.strides == b.strides)
+
+
+def _addresses(a: np.ndarray) -> np.ndarray:
+    """The address of every element of a (same shape as a)."""
+    out = np.full(a.shape, a.__array_interface__["data"][0], dtype=np.intp)
+    for axis, (n, stride) in enumerate(zip(a.shape, a.strides)):
+        out += (np.arange(n, dtype=np.intp) * stride).reshape((n,) + (1,) * (a.ndim - axis - 1))
+    return out
+
+
 class Tracer:
     """An array whose operations are recorded on a `Trace` (one nesting level)."""
 
     # _base: the traced array this one is a NumPy view of (x[0], x.T, x.reshape(-1)), or None.
-    # _stale: where a write through one of its views left this array behind (see _become).
-    __slots__ = ("_value", "_node", "_idx", "_trace", "_base", "_stale")
+    # _stale: (site, writer, kind) where a write left this array behind (see _become): kind "base"
+    # for a write through one of its views, "view" for a write into the memory it is a view of.
+    __slots__ = ("_value", "_node", "_idx", "_trace", "_base", "_stale", "__weakref__")
     __array_priority__ = 1000.0
 
     def __init__(self, value: Any, node: Node, idx: int | None, trace: Trace) -> None:
@@ -249,19 +307,28 @@ class Tracer:
     def __ge__(self, o): return np.greater_equal(self, o)
 
     # In-place operators update this object functionally: it now stands for the new value.
-    def _become(self, new: Any) -> "Tracer":
+    def _become(self, new: Any, idx: Any = None, written: Any = None) -> "Tracer":
+        """Stand for `new`, the result of writing into this array (at `idx`; all of it if None).
+
+        Updates are functional: this object now stands for a new array. In NumPy, the arrays
+        that share its memory would change too: the array it is a view of (and the ones that one
+        is a view of), and the views of that memory taken before the write. Here they do not, so
+        they may no longer be used (see `_stale`); `written`, the value written at idx, is spared
+        when it is exactly that memory (t = Z[1]; t += v; Z[1] = t).
+        """
         if type(new) is not Tracer:
             raise TracingError("an in-place update turned a traced array into a constant", user_site(3))
+        trace, old = self._trace, peek(self)
         self._value, self._node, self._idx, self._trace = new._value, new._node, new._idx, new._trace
-        # Updates are functional: this object now stands for a new array. In NumPy a view shares
-        # its memory with the array it was taken from, which would change too; here it does not,
-        # so that array (and the ones it is a view of) may no longer be used.
         base, site = self._base, None
         while base is not None:
             site = site or user_site(3)
-            base._stale = (site, self)
+            base._stale = (site, self, "base")
             base = base._base
         self._base = None
+        for view in _overwritten_views(trace, old, idx, self, written):
+            site = site or user_site(3)
+            view._stale = (site, self, "view")
         return self
 
     def __iadd__(self, o): return self._become(np.add(self, o))
@@ -275,10 +342,10 @@ class Tracer:
         return INTERNAL["getitem"](self, idx)
 
     def __setitem__(self, idx, v):
-        if self._stale is not None and self._stale[1] is v:
+        if self._stale is not None and self._stale[1] is v and self._stale[2] == "base":
             # Z[i] += v: Python updated the view Z[i] and now writes it back into Z.
             self._stale = None
-        self._become(INTERNAL["setitem"](self, v, idx))
+        self._become(INTERNAL["setitem"](self, v, idx), idx, v)
 
     # -- methods ---------------------------------------------------------------
     def sum(self, axis=None, dtype=None, keepdims=False, **kw): return np.sum(self, axis=axis, keepdims=keepdims, **kw)

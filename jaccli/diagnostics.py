@@ -287,12 +287,12 @@ class NonfiniteMonitor:
                 return
 
     def __enter__(self) -> "NonfiniteMonitor":
-        self._saved = core.MONITOR[0]
-        core.MONITOR[0] = self
+        self._saved = core.MONITOR.v
+        core.MONITOR.v = self
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        core.MONITOR[0] = self._saved
+        core.MONITOR.v = self._saved
 
     def provenance(self, rec: Recording | Any = None, result: Any = None) -> Provenance | None:
         """Explain the first non-finite value: in f's outputs first, else in the sweeps.

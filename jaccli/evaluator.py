@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -83,6 +84,7 @@ class Evaluator:
         self._diagonals: dict[tuple[int, int], np.ndarray | None] = {}
         self.kinds: set[str] = set()  # the kinds of sweep run so far: "reverse", "forward", "diagonal"
         self.progress: Callable[[int, int], None] | None = None
+        self.lock = threading.RLock()  # held by the lazy objects while they fill the caches
 
     def _feat(self, shape: tuple) -> tuple:
         return tuple(shape[1:]) if self.batch else tuple(shape)

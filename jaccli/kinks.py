@@ -183,13 +183,13 @@ def kink_rows(rec: Recording, i: int, seeds: np.ndarray, kinks: Sequence[Kink]) 
         if saved is not None:
             saved(node, argnum, ct, kind)
 
-    saved = core.MONITOR[0]
-    core.MONITOR[0] = monitor
+    saved = core.MONITOR.v
+    core.MONITOR.v = monitor
     try:
         with np.errstate(all="ignore"):
             rec.vjp([seeds if o == i else None for o in range(len(rec.outputs))])
     finally:
-        core.MONITOR[0] = saved
+        core.MONITOR.v = saved
     return hits
 
 

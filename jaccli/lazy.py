@@ -106,6 +106,10 @@ class _Block:
     # -- evaluation ---------------------------------------------------------------
     def _evaluate(self, idx: Any, flat: bool = False, mode: str | None = None) -> np.ndarray:
         """Entries ``dense[idx]`` of the block (``flat``: of its [M, N] matrix form)."""
+        with self._ev.lock:  # one thread at a time fills the shared cache
+            return self._evaluate_unlocked(idx, flat, mode)
+
+    def _evaluate_unlocked(self, idx: Any, flat: bool, mode: str | None) -> np.ndarray:
         ev, i, j = self._ev, self._i, self._j
         nb = 1 if ev.batch else 0
         out_shape = (ev.M[i],) if flat else ev.out_feat[i]
@@ -144,10 +148,10 @@ class _Block:
         return self.dtype.type(data)
 
     def __getitem__(self, idx: Any) -> Any:
-        data = self._evaluate(idx)
-        out = self._finish(data)
-        return out.copy() if isinstance(out, np.ndarray) and np.shares_memory(out, self._ev.entries(self._i, self._j)) \
-            else out
+        with self._ev.lock:
+            out = self._finish(self._evaluate(idx))
+            return out.copy() if isinstance(out, np.ndarray) and np.shares_memory(out, self._ev.entries(self._i, self._j)) \
+                else out
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         data = np.asarray(self._finish(self._evaluate(Ellipsis)))
@@ -233,9 +237,10 @@ class MatrixView:
 
     def __getitem__(self, idx: Any) -> Any:
         b = self._block
-        out = b._finish(b._evaluate(idx, flat=True))
-        return out.copy() if isinstance(out, np.ndarray) and np.shares_memory(out, b._ev.entries(b._i, b._j)) \
-            else out
+        with b._ev.lock:
+            out = b._finish(b._evaluate(idx, flat=True))
+            return out.copy() if isinstance(out, np.ndarray) and np.shares_memory(out, b._ev.entries(b._i, b._j)) \
+                else out
 
     def evaluate(self, rows: np.ndarray | None = None, cols: np.ndarray | None = None,
                  mode: str | None = None) -> np.ndarray:
@@ -244,11 +249,12 @@ class MatrixView:
         ev = b._ev
         rows = np.arange(ev.M[b._i]) if rows is None else np.asarray(rows, dtype=np.intp)
         cols = np.arange(ev.N[b._j]) if cols is None else np.asarray(cols, dtype=np.intp)
-        ev.ensure(b._i, b._j, rows, cols, mode)
-        store = ev.entries(b._i, b._j)
-        if ev.batch:
-            return b._finish(store[:, rows][:, :, cols])
-        return b._finish(store[np.ix_(rows, cols)])
+        with ev.lock:
+            ev.ensure(b._i, b._j, rows, cols, mode)
+            store = ev.entries(b._i, b._j)
+            if ev.batch:
+                return b._finish(store[:, rows][:, :, cols])
+            return b._finish(store[np.ix_(rows, cols)])
 
     def stream(self, rows: np.ndarray | None = None, cols: np.ndarray | None = None,
                chunk_size: int | None = None):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 from collections import OrderedDict
 from typing import Any, Callable
 
@@ -38,6 +39,7 @@ class RecordOnce:
         self.replays = 0
         self.misses = 0
         self._cache: OrderedDict[tuple, Recording] = OrderedDict()
+        self._lock = threading.Lock()  # the cache and counters, when threads call f at once
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.__wrapped__(*args, **kwargs)
@@ -48,28 +50,34 @@ class RecordOnce:
 
     def clear(self) -> None:
         """Forget every recording: the next call records f again (after changing its constants)."""
-        self._cache.clear()
+        with self._lock:
+            self._cache.clear()
 
     def recording(self, key: tuple, args: tuple, wrt: tuple[int, ...],
                   make: Callable[[], Recording]) -> tuple[Recording, bool]:
         """A replay of the recording kept for this signature, or a fresh one; and whether it is fresh."""
         key = key + (wrt, _signature(args, wrt))
-        rec = self._cache.get(key)
+        with self._lock:
+            rec = self._cache.get(key)
         if rec is not None:
-            new = rec.replay(args)
-            if new is not None:
-                self.replays += 1
-                self._cache[key] = new
-                self._cache.move_to_end(key)
-                return new, False
-            self.misses += 1
+            new = rec.replay(args)  # outside the lock: threads replay at once, each its own copy
+            with self._lock:
+                if new is not None:
+                    self.replays += 1
+                    self._keep(key, new)
+                    return new, False
+                self.misses += 1
         rec = make()
-        self.records += 1
+        with self._lock:
+            self.records += 1
+            self._keep(key, rec)
+        return rec, True
+
+    def _keep(self, key: tuple, rec: Recording) -> None:
         self._cache[key] = rec
         self._cache.move_to_end(key)
         while len(self._cache) > self.max_signatures:
             self._cache.popitem(last=False)
-        return rec, True
 
 
 def _signature(args: tuple, wrt: tuple[int, ...]) -> tuple:

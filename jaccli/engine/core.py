@@ -19,6 +19,7 @@ import contextlib
 import itertools
 import os
 import sys
+import threading
 import weakref
 from typing import Any, Callable
 
@@ -32,8 +33,17 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 _INTERNAL_CODE: dict = {}  # code object -> whether it belongs to jaccli or NumPy
+
+
+class _ThreadSlot(threading.local):
+    """One value per thread, in `.v`: threads record and sweep independently of each other."""
+
+    def __init__(self) -> None:
+        self.v: Any = None
+
+
 # While a rule runs, operations it records belong to the user's line of the node being swept.
-_RULE_SITE: list = [None]
+_RULE_SITE = _ThreadSlot()
 
 
 class Freezer:
@@ -91,17 +101,17 @@ class Freezer:
 
 
 # The Freezer of the recording whose f is running (None outside f, and during sweeps).
-FREEZER: list = [None]
+FREEZER = _ThreadSlot()
 
 
 @contextlib.contextmanager
 def frozen_constants(freezer: "Freezer | None"):
     """Run f (or a sweep, with None) with `freezer` holding the plain arrays operations take."""
-    outer, FREEZER[0] = FREEZER[0], freezer
+    outer, FREEZER.v = FREEZER.v, freezer
     try:
         yield
     finally:
-        FREEZER[0] = outer
+        FREEZER.v = outer
         if freezer is not None:
             freezer.release()
 
@@ -131,13 +141,13 @@ def attributed_to(site: tuple[str, int] | None):
 
     They are jaccli's own (a sweep's rules), so their plain arguments are not frozen either.
     """
-    outer, _RULE_SITE[0] = _RULE_SITE[0], site
-    freezer, FREEZER[0] = FREEZER[0], None
+    outer, _RULE_SITE.v = _RULE_SITE.v, site
+    freezer, FREEZER.v = FREEZER.v, None
     try:
         yield
     finally:
-        _RULE_SITE[0] = outer
-        FREEZER[0] = freezer
+        _RULE_SITE.v = outer
+        FREEZER.v = freezer
 
 
 def definition_site(f: Any) -> tuple[str, int] | None:
@@ -415,7 +425,7 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
             vals.append(a)
     outermost = site is None
     if outermost:
-        site = _RULE_SITE[0] or user_site(2)
+        site = _RULE_SITE.v or user_site(2)
     # Lower levels are applied first, so an implementation only ever sees plain arrays.
     if nested:
         ans = bind(prim, tuple(vals), kwargs, site)
@@ -426,8 +436,8 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
             # f may catch it and take another way: a replay must raise here too
             top.guard(Raised(prim.impl), tuple(vals), kwargs, tuple(parents), type(exc))
             raise
-    if FREEZER[0] is not None and outermost:
-        FREEZER[0].hold(args, prim)  # the plain arguments as f passed them (traced ones are skipped)
+    if FREEZER.v is not None and outermost:
+        FREEZER.v.hold(args, prim)  # the plain arguments as f passed them (traced ones are skipped)
     if prim.nondiff or not (all(_is_inexact(v) for v in ans) if prim.multi_out else _is_inexact(ans)):
         # An integer or boolean result carries no derivative and leaves the recording as a plain
         # value; the lowest level guards it (a nested call guarded it on the level below).
@@ -549,9 +559,9 @@ def _plan_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> list[Node]:
     return plan
 
 
-# Called as MONITOR[0](node, argnum, value, "reverse" | "forward") for every value a rule
+# Called as MONITOR.v(node, argnum, value, "reverse" | "forward") for every value a rule
 # produces, when set (diagnostics: where did the first NaN or inf appear).
-MONITOR: list = [None]
+MONITOR = _ThreadSlot()
 
 
 def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple) -> list:
@@ -578,7 +588,7 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple) -> list:
     results: dict = {}
     # What a node's makers and rules record (and the sums of what they send back) belongs to the
     # user's line of that node: set once per node, and the caller's site is back when the sweep ends.
-    with attributed_to(_RULE_SITE[0]):
+    with attributed_to(_RULE_SITE.v):
         for node in _plan_reverse(trace, tuple(outputs), wrt_mask):
             g = store.pop(node, None)
             if g is None:
@@ -587,7 +597,7 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple) -> list:
                 if id(node) in wanted:
                     results[id(node)] = g
                 continue
-            _RULE_SITE[0] = node.site
+            _RULE_SITE.v = node.site
             for argnum, parent, pidx in node.parents:
                 if not parent.deps & wrt_mask:
                     continue
@@ -597,8 +607,8 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple) -> list:
                 ct = rule(g)
                 if ct is None:
                     continue
-                if MONITOR[0] is not None:
-                    MONITOR[0](node, argnum, ct, "reverse")
+                if MONITOR.v is not None:
+                    MONITOR.v(node, argnum, ct, "reverse")
                 _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct)
     return [results.get(id(n)) for n in wrt]
 
@@ -641,11 +651,11 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple) -> lis
         if t is not None:
             store[node] = t
     order, last_use = _plan_forward(trace, tuple(outputs), wrt_mask)
-    with attributed_to(_RULE_SITE[0]):  # each node sets its own line, as in reverse()
+    with attributed_to(_RULE_SITE.v):  # each node sets its own line, as in reverse()
         for pos, node in enumerate(order):
             if not node.parents:
                 continue
-            _RULE_SITE[0] = node.site
+            _RULE_SITE.v = node.site
             acc = None
             if node.prim.jvp_joint is not None:
                 ts = [None] * len(node.args)
@@ -680,7 +690,7 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple) -> lis
                 if last_use.get(parent.index) == pos:
                     store.pop(parent, None)
             if acc is not None:
-                if MONITOR[0] is not None:
-                    MONITOR[0](node, -1, acc, "forward")
+                if MONITOR.v is not None:
+                    MONITOR.v(node, -1, acc, "forward")
                 store[node] = list(acc) if node.prim.multi_out else acc
     return [_get(store, node, idx) for node, idx in outputs]

@@ -6,6 +6,7 @@ import copy
 import linecache
 import math
 import re
+import threading
 import types
 from contextlib import contextmanager
 from typing import Any, Callable, Sequence
@@ -90,21 +91,39 @@ def _numpy_names(glb: dict) -> list[str]:
     return names
 
 
+# Module globals whose numpy names are swapped for the proxy: id(globals) -> [users, names].
+# Counted, so that the proxy stays while any thread (or an outer recording) still runs f's module.
+_SWAPPED: dict[int, list] = {}
+_SWAP_LOCK = threading.Lock()
+
+
 @contextmanager
 def intercept_numpy(f: Callable):
-    """While f runs, let `np.array([...traced...])` in f's module build a traced array."""
+    """While f runs, let `np.array([...traced...])` in f's module build a traced array.
+
+    The proxy passes everything else through to NumPy, so plain code of the module that runs
+    meanwhile (in another thread) computes as before.
+    """
     glb = getattr(f, "__globals__", None)
     if glb is None:
         yield
         return
-    swapped = _numpy_names(glb)
-    for k in swapped:
-        glb[k] = NUMPY_PROXY
+    with _SWAP_LOCK:
+        entry = _SWAPPED.get(id(glb))
+        if entry is None:
+            entry = _SWAPPED[id(glb)] = [0, _numpy_names(glb)]
+            for k in entry[1]:
+                glb[k] = NUMPY_PROXY
+        entry[0] += 1
     try:
         yield
     finally:
-        for k in swapped:
-            glb[k] = np
+        with _SWAP_LOCK:
+            entry[0] -= 1
+            if entry[0] == 0:
+                del _SWAPPED[id(glb)]
+                for k in entry[1]:
+                    glb[k] = np
 
 
 def as_float(x: Any) -> Any:
@@ -471,7 +490,7 @@ def _call_user(f: Callable, args: list) -> Any:
                 "writing a traced value into a plain array (one made with np.zeros or np.empty) takes it out "
                 "of jaccli's recording, so its derivative is lost; make the array with np.zeros_like(x) and "
                 "assign into that, or collect the values in a list and np.stack them", cause.site) from None
-        freezer = FREEZER[0]
+        freezer = FREEZER.v
         if "read-only" in str(exc) and freezer is not None and freezer.arrays:
             raise _held_array_error(exc, freezer) from None
         raise

@@ -62,4 +62,6 @@ CASES = [
     Case("np.full_like", lambda x: np.full_like(x, x[0]) * x, (r(4),), id="full_like-traced-fill"),
     Case("np.empty_like", _empty_then_fill_all, (r(2, 3),)),
     Case("x.fill()", _fill_then_assign, (r(3),)),
+    *([Case("np.astype", lambda x: np.astype(np.astype(x, np.longdouble), np.float64) * x + np.astype(x, np.float64, copy=False),
+            (r(4),))] if hasattr(np, "astype") else []),
 ]

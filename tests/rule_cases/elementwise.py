@@ -60,4 +60,15 @@ CASES = [
     Case(("np.sign", "np.floor", "np.ceil", "np.rint", "np.trunc", "np.floor_divide", "np.heaviside"),
          lambda x: x * (np.sign(x) + np.floor(x) + np.ceil(x) + np.rint(x) + np.trunc(x)
                         + np.floor_divide(x, 0.3) + np.heaviside(x, 0.5)), (r(5),), id="piecewise-constant"),
+    Case(("np.round", "np.around", "np.fix"),
+         lambda x: x * (np.round(x) + np.round(x, 1) + np.around(x, 2) + x.round(1) + np.fix(x)),
+         (np.array([0.33, -1.26, 2.5117, -0.0412]),), id="round-and-fix"),
+    Case(("np.conjugate", "np.real", "np.imag", "np.angle"),
+         lambda x: np.conj(x) * np.real(x) + np.imag(x) + np.angle(x) * x + np.angle(x, deg=True), (r(5),),
+         id="real-parts"),
+    Case("np.copysign", lambda x, y: np.copysign(x ** 2 + x, y), (r(6), r(6)), wrt=(0, 1)),
+    Case("np.nan_to_num", lambda x: np.nan_to_num(x * np.array([1.0, np.inf, 2.0, np.nan, -np.inf]), posinf=7.0),
+         (r(5),)),
+    Case("np.select", lambda x, y: np.select([x > 0.3, x < -0.3], [x * y, np.sin(y)], default=y ** 2),
+         (np.array([0.5, -0.6, 0.1, 0.9, -0.2]), r(5)), wrt=(0, 1)),
 ]

@@ -99,4 +99,12 @@ CASES = [
          (r(3, 2),), id="take_along_axis-repeated"),
     Case("np.take_along_axis", lambda x: np.sin(np.take_along_axis(x, np.array([5, 0, 5]), axis=None)),
          (r(2, 3),), id="take_along_axis-axis-none"),
+    Case("np.delete", lambda x: np.delete(x, [0, 2], axis=1) ** 2, (r(3, 4),)),
+    Case("np.delete", lambda x: np.sin(np.delete(x, slice(1, 3))), (r(2, 3),), id="delete-flat-slice"),
+    Case("np.insert", lambda x, v: np.insert(x, [1, 3], v, axis=1) ** 2, (r(3, 4), r(3, 1)), wrt=(0, 1)),
+    Case("np.insert", lambda x: np.insert(x, 2, x[:2] * 3.0) ** 2, (r(5),), id="insert-own-values"),
+    Case("np.compress", lambda x: np.compress(x[0] > 0, x, axis=1) ** 2, (np.array([[0.5, -0.2, 0.9], [0.3, 0.4, -0.7]]),)),
+    Case("np.extract", lambda x: np.extract(x > 0, x) ** 3, (np.array([[0.5, -0.2], [0.3, -0.9]]),)),
+    Case("np.resize", lambda x: np.resize(x, (3, 3)) ** 2, (r(4),)),
+    Case("np.choose", lambda x, y: np.choose([[0, 1, 0], [1, 1, 0]], [x, y ** 2]), (r(2, 3), r(3)), wrt=(0, 1)),
 ]

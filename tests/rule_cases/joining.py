@@ -4,6 +4,14 @@ import numpy as np
 
 from . import Case, r
 
+
+def _row_stack(arrays):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # an alias of np.vstack, deprecated in NumPy 2.0
+        return np.row_stack(arrays)
+
 CONST = np.array([[0.5, -1.0, 2.0]])
 
 
@@ -83,4 +91,8 @@ CASES = [
     Case("np.pad", lambda x: np.pad(x, [(0, 0), (1, 1), (0, 2)]) ** 2, (r(2, 2, 2),), id="pad-3d"),
     Case("np.pad", _pad_traced_value, (r(2, 2),), id="pad-traced-constant"),
     Case("np.pad", lambda x: np.pad(x, {-1: (2, 0)}, constant_values=-1.0) ** 2, (r(2, 3),), id="pad-dict"),
+    Case("np.block", lambda x, y: np.block([[x, y], [y ** 2, 2.0 * x]]), (r(2, 2), r(2, 3)), wrt=(0, 1)),
+    Case("np.block", lambda x: np.sin(np.block([x[0], 1.0, x])), (r(3),), id="block-1d"),
+    Case("np.row_stack", lambda x, y: np.sin(np.vstack([x, y])) if not hasattr(np, "row_stack")
+         else np.sin(_row_stack([x, y])), (r(3), r(2, 3)), wrt=(0, 1)),
 ]

@@ -131,6 +131,11 @@ CASES = [
     Case(L + "multi_dot", lambda a, b, c: np.linalg.multi_dot([a, b, c]), (r(3), r(3, 5), r(5, 2)), wrt=(0, 1, 2)),
     Case(L + "multi_dot", lambda a, b, c, d: np.linalg.multi_dot([a, b, c, d]), (r(4, 6), r(6, 2), r(2, 5), r(5)),
          wrt=(0, 1, 2, 3), id=L + "multi_dot-four"),
+    Case("np.linalg.lstsq", lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0], (r(5, 3), r(5, 2)), wrt=(0, 1)),
+    Case("np.linalg.lstsq", lambda a: np.linalg.lstsq(a, np.arange(5.0), rcond=None)[1] * np.linalg.lstsq(a.T, a[0], rcond=None)[0].sum(),
+         (r(5, 3),), id="lstsq-residuals-and-underdetermined"),
+    Case("np.linalg.cond", lambda a: np.linalg.cond(a) + np.linalg.cond(a, -2) + np.linalg.cond(a, "fro")
+         + np.linalg.cond(a, 1) + np.linalg.cond(a, np.inf), (spd(3) + r(3, 3),)),
 ]
 
 # NumPy 2: named results, cholesky(upper=True), svdvals, vector_norm and matrix_norm.

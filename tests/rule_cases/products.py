@@ -80,4 +80,8 @@ CASES = [
     Case("np.vecdot", np.vecdot, (r(2, 4), r(3, 1, 4)), wrt=(0, 1)),
     Case("np.matvec", np.matvec, (r(2, 3, 4), r(4)), wrt=(0, 1)),
     Case("np.vecmat", np.vecmat, (r(3), r(2, 3, 4)), wrt=(0, 1)),
+    Case("np.vecdot", lambda x, y: np.vecdot(x, y, axis=0), (r(4, 2), r(4, 1)), wrt=(0, 1), id="vecdot-axis"),
+    *([Case("np.linalg.vecdot", lambda x, y: np.linalg.vecdot(x, y, axis=0), (r(3, 2), r(3, 1)), wrt=(0, 1))]
+      if hasattr(np.linalg, "vecdot") else []),
+    *([Case("np.linalg.outer", np.linalg.outer, (r(3), r(2)), wrt=(0, 1))] if hasattr(np.linalg, "outer") else []),
 ]

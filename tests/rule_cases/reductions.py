@@ -4,6 +4,15 @@ import numpy as np
 
 from . import Case, pos, r
 
+
+def _with_nans(x, row=None):
+    """x with NaN in a few entries (every entry of `row`, if given): the entries the nan-functions skip."""
+    x = x.copy()
+    x.flat[[1, 6]] = np.nan
+    if row is not None:
+        x[row] = np.nan
+    return x
+
 # Exact zeros, one and two of them: the product rules must not divide by x.
 _ONE_ZERO = np.array([[0.7, 0.0, -1.3, 0.9], [1.1, -0.6, 0.8, 1.4]])
 _TWO_ZEROS = np.array([[0.0, 1.2, 0.0, -0.8], [0.5, 0.0, 0.9, 0.0], [1.3, -0.7, 0.6, 1.1]])
@@ -67,4 +76,16 @@ CASES = [
     Case("np.maximum.reduce", lambda x: np.maximum.reduce(x, axis=0), (r(3, 4),)),
     Case("np.minimum.reduce", lambda x: np.minimum.reduce(x, axis=1), (r(3, 4),)),
     Case("np.ptp", lambda x: np.ptp(x, axis=1), (r(3, 4),)),
+    Case("np.nansum", lambda x: np.nansum(x, axis=1) ** 2, (_with_nans(pos(3, 4)),)),
+    Case("np.nanprod", lambda x: np.nanprod(x, axis=0), (_with_nans(pos(3, 4)),)),
+    Case("np.nanmean", lambda x: np.nanmean(x, axis=1, keepdims=True) ** 3, (_with_nans(r(3, 4)),)),
+    Case("np.nanmean", lambda x: np.sin(np.nanmean(x)), (_with_nans(r(3, 4)),), id="nanmean-all"),
+    Case("np.nanvar", lambda x: np.nanvar(x, axis=0, ddof=1), (_with_nans(r(4, 3)),)),
+    Case("np.nanstd", lambda x: np.nanstd(x, axis=1), (_with_nans(r(3, 4)),)),
+    Case(("np.nanmax", "np.nanmin"), lambda x: np.nanmax(x, axis=1) * np.nanmin(x, axis=0).sum(), (_with_nans(r(3, 4)),),
+         id="nanmax-nanmin"),
+    Case("np.nanmax", lambda x: np.where(np.isnan(np.nanmax(x, axis=1)), 0.0, np.nanmax(x, axis=1)) + x[0, 0],
+         (_with_nans(r(3, 4), row=1),), id="nanmax-all-nan-row"),
+    Case(("np.nancumsum", "np.nancumprod"), lambda x: np.nancumsum(x, axis=1) + np.nancumprod(x, axis=0),
+         (_with_nans(pos(3, 4)),), id="nancumsum-nancumprod"),
 ]

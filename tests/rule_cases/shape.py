@@ -57,4 +57,9 @@ CASES = [
     Case("np.repeat", lambda x: np.repeat(x, [2, 0, 3], axis=1) ** 2, (r(2, 3),), id="repeat-per-element"),
     Case("np.repeat", lambda x: np.sin(np.repeat(x, [1, 2, 1, 3])), (r(2, 2),), id="repeat-per-element-flat"),
     Case("np.repeat", lambda x: np.repeat(x[None], 4) ** 2, (r(),), id="repeat-0d"),
+    Case("np.rollaxis", lambda x: np.rollaxis(x, 2, 1) ** 2, (r(2, 3, 4),)),
+    Case("np.meshgrid", lambda x, y: np.meshgrid(x, y)[0] * np.meshgrid(x, y, indexing="ij")[1].T ** 2
+         + np.meshgrid(x, y, sparse=True)[1], (r(3), r(2)), wrt=(0, 1)),
+    *([Case("np.unstack", lambda x: np.unstack(x, axis=1)[1] * np.unstack(x)[0][:, None], (r(3, 4),))]
+      if hasattr(np, "unstack") else []),
 ]

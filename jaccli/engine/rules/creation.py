@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..registry import family, primitive, register
-from ..tracer import Tracer
+from ..registry import family, primitive, register, register_derived
+from ..tracer import INTERNAL, Tracer
 from ._util import dtype_of
 
 family("creation")
@@ -33,6 +33,11 @@ astype.defjvp(lambda ans, x, dtype: (lambda t: _astype_impl(t, dtype)))
 # x.astype() copies even when the dtype is unchanged, so that writing into the result leaves x alone.
 register("astype", lambda x, dtype: copy(x) if dtype_of(x) == dtype else astype(x, dtype), prims=(astype,),
          name="x.astype()", notes="a cast to an integer or boolean dtype cuts the derivative (a constant)")
+
+if hasattr(np, "astype"):  # NumPy >= 2.1: the function form of x.astype(), which copies only when asked
+    register_derived(np.astype, lambda x, dtype, /, *, copy=True, device=None:
+                     INTERNAL["astype"](x, np.dtype(dtype)) if copy or dtype_of(x) != np.dtype(dtype) else x,
+                     uses=(astype,), notes="a cast to an integer or boolean dtype cuts the derivative (a constant)")
 
 
 def _like(kind):

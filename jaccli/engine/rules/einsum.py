@@ -182,9 +182,12 @@ register(np.einsum, _einsum_handler, prims=(einsum,),
 def _gufunc(name: str, subscripts: str):
     """vecdot, matvec and vecmat over their default (last) axes, as einsums."""
     def handler(x1, x2, /, **kw):
+        axis = kw.pop("axis", None) if name == "vecdot" else None
         if any(kw.get(k) is not None for k in ("axes", "axis", "out")) or kw.get("keepdims"):
             raise UnsupportedOperationError(f"np.{name} is supported by jaccli over its default axes only; "
                                             f"move axes with np.moveaxis first, or write np.einsum", user_site(2))
+        if axis is not None:  # vecdot's one core axis, in each operand
+            x1, x2 = np.moveaxis(x1, axis, -1), np.moveaxis(x2, axis, -1)
         return _einsum_handler(subscripts, x1, x2)
     return handler
 
@@ -193,3 +196,6 @@ for _name, _subscripts in (("vecdot", "...i,...i->..."), ("matvec", "...ij,...j-
                            ("vecmat", "...i,...ij->...j")):
     if hasattr(np, _name):
         register_derived(getattr(np, _name), _gufunc(_name, _subscripts), uses=(einsum,))
+if hasattr(np.linalg, "vecdot"):
+    register_derived(np.linalg.vecdot, lambda x1, x2, /, *, axis=-1: _gufunc("vecdot", "...i,...i->...")(
+        x1, x2, axis=axis), uses=(einsum,))

@@ -332,3 +332,75 @@ for _uf in (np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.great
             np.logical_and, np.logical_or, np.logical_xor, np.logical_not,
             np.isfinite, np.isnan, np.isinf, np.signbit):
     _nondiff(_uf)
+
+
+# np.round and np.fix are functions, not ufuncs (np.round takes `decimals`): piecewise constant too.
+def _zero_function(name: str, impl):
+    prim = primitive(name, impl, zero_grad=True)
+    prim.structure = ELEMENTWISE
+    return prim
+
+
+round_ = _zero_function("np.round", lambda x, decimals=0: np.round(x, decimals))
+fix = _zero_function("np.fix", np.fix)
+for _func in {np.round, np.around}:
+    register(_func, lambda a, decimals=0, out=None: round_(a, decimals), prims=(round_,), kind="zero",
+             name=f"np.{_func.__name__}", notes="piecewise constant: derivative 0")
+register(np.fix, lambda x, out=None: fix(x), prims=(fix,), kind="zero", notes="piecewise constant: derivative 0")
+
+
+# ---------------------------------------------------------------------------
+# Real inputs seen as complex numbers, signs, and replacing non-finite values
+# ---------------------------------------------------------------------------
+def _real_only(name: str):
+    def check(x):
+        if np.iscomplexobj(x):
+            raise TypeError(f"{name} of a complex array: jaccli differentiates real-valued functions only")
+    return check
+
+
+register_derived(np.conjugate, lambda x, out=None, **kw: (_real_only("np.conjugate")(x), x)[1],
+                 notes="real inputs only: the identity")
+register_derived(np.real, lambda val: (_real_only("np.real")(val), val)[1], notes="real inputs only: the identity")
+register_derived(np.imag, lambda val: (_real_only("np.imag")(val), np.zeros_like(val))[1],
+                 notes="real inputs only: zeros, derivative 0")
+register_derived(np.angle, lambda z, deg=False: np.where(guarded(np.signbit, z), 180.0 if deg else np.pi, 0.0)
+                 + 0.0 * z, notes="real inputs: 0 or pi (180) by the sign bit, derivative 0")
+
+
+def _copysign(x1, x2, out=None, **kw):
+    # |x1| with the sign bit of x2: the derivative in x1 is sign(x1) * (+-1), 0 at x1 = 0 (as abs)
+    flip = guarded(np.signbit, x2)
+    return np.where(flip, -np.abs(x1), np.abs(x1))
+
+
+register_derived(np.copysign, _copysign, uses=(absolute, where),
+                 notes="derivative sign(x1) * (+-1 by the sign bit of x2) in x1, 0 at x1 = 0 (as abs); 0 in x2")
+
+
+def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    big = np.finfo(np.result_type(x, np.float32)).max
+    posinf = big if posinf is None else posinf
+    neginf = -big if neginf is None else neginf
+    plain = guarded(lambda v: (np.isnan(v), np.isposinf(v), np.isneginf(v)), x)
+    out = np.where(plain[0], nan, x)
+    out = np.where(plain[1], posinf, out)
+    return np.where(plain[2], neginf, out)
+
+
+register_derived(np.nan_to_num, _nan_to_num, uses=(where,),
+                 notes="derivative 1 where x is finite, 0 where a NaN or inf is replaced")
+
+
+def _select(condlist, choicelist, default=0):
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if not condlist:
+        raise ValueError("select with an empty condition list is not possible")
+    result = default
+    for cond, choice in reversed(list(zip(condlist, choicelist))):  # the first true condition wins
+        result = where(guarded(_truth, cond), choice, result)
+    return result
+
+
+register_derived(np.select, _select, uses=(where,), notes="nested np.where: masked cotangents, as where")

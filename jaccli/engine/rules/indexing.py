@@ -12,6 +12,8 @@ import numpy as np
 from ...errors import TracingError
 from ..core import user_site
 from ..registry import family, primitive, register, register_derived
+from ..tracer import Tracer, guarded
+from ._util import dtype_of
 
 family("indexing")
 
@@ -201,3 +203,58 @@ def _take_along_axis(arr, indices, axis=-1):
 register_derived(np.take, _take, uses=(get_basic, gather),
                  notes="repeated indices accumulate; mode='wrap'/'clip' act on the indices")
 register_derived(np.take_along_axis, _take_along_axis, uses=(gather,), notes="repeated indices accumulate")
+
+
+# NumPy's own function, applied to element positions instead of values, says where every element of
+# the result comes from; a condition or selector that is traced is a plain value of the recording.
+def _plain(x):
+    return guarded(np.asarray, x) if isinstance(x, Tracer) else np.asarray(x)
+
+
+def _delete(arr, obj, axis=None):
+    return rearrange(arr, np.delete(positions(np.shape(arr)), _index(obj), axis))
+
+
+def _index(obj):
+    """An index argument as NumPy takes it (a slice or int stays one); a traced one as a plain value."""
+    return _plain(obj) if isinstance(obj, Tracer) else obj
+
+
+def _insert(arr, obj, values, axis=None):
+    if not isinstance(values, Tracer):
+        values = np.asarray(values, dtype=dtype_of(arr))
+    n = int(np.prod(np.shape(arr), dtype=np.int64))
+    # Positions of values' elements as -1, -2, ...: NumPy broadcasts them as it would the values.
+    marked = np.insert(positions(np.shape(arr)), _index(obj), -1 - positions(np.shape(values)), axis)
+    source = np.where(marked >= 0, marked, n - 1 - marked)
+    both = np.concatenate([np.reshape(arr, (-1,)), np.reshape(values, (-1,))])
+    return rearrange(both, source)
+
+
+def _compress(condition, a, axis=None, out=None):
+    return rearrange(a, np.compress(_plain(condition), positions(np.shape(a)), axis))
+
+
+def _extract(condition, arr):
+    return rearrange(arr, np.extract(_plain(condition), positions(np.shape(arr))))
+
+
+def _resize(a, new_shape):
+    return rearrange(a, np.resize(positions(np.shape(a)), new_shape))
+
+
+def _choose(a, choices, out=None, mode="raise"):
+    shape = np.broadcast_shapes(np.shape(a), *(np.shape(c) for c in choices))
+    size = int(np.prod(shape, dtype=np.int64))
+    marked = np.choose(_plain(a), [positions(shape) + k * size for k in range(len(choices))], mode=mode)
+    flat = [np.reshape(np.broadcast_to(c, shape), (-1,)) for c in choices]
+    return rearrange(np.concatenate(flat), marked)
+
+
+_PLACES = "a gather of the positions NumPy's own function gives"
+register_derived(np.delete, _delete, uses=(gather,), notes=_PLACES)
+register_derived(np.insert, _insert, uses=(gather,), notes=_PLACES)
+register_derived(np.compress, _compress, uses=(gather,), notes=_PLACES + "; the condition is a plain value")
+register_derived(np.extract, _extract, uses=(gather,), notes=_PLACES + "; the condition is a plain value")
+register_derived(np.resize, _resize, uses=(gather,), notes=_PLACES + ": repeated elements accumulate")
+register_derived(np.choose, _choose, uses=(gather,), notes=_PLACES + "; the selector is a plain value")

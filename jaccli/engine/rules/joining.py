@@ -110,6 +110,36 @@ register_derived(np.vstack, _vstack, uses=(reshape, concat))
 register_derived(np.dstack, _dstack, uses=(reshape, concat))
 register_derived(np.column_stack, _column_stack, uses=(reshape, concat))
 register_derived(np.append, _append, uses=(reshape, concat))
+if hasattr(np, "row_stack") and np.row_stack is not np.vstack:  # deprecated in NumPy 2.0
+    register_derived(np.row_stack, _vstack, uses=(reshape, concat))
+
+
+def _block(arrays):
+    """np.block: NumPy checks the nesting (and gives the result's shape) on placeholders first."""
+    def placeholders(x):
+        if isinstance(x, list):
+            return [placeholders(e) for e in x]
+        return x if isinstance(x, tuple) else np.empty(np.shape(x), dtype=bool)
+
+    np.block(placeholders(arrays))  # NumPy's own errors for ragged or empty nesting, tuples, ...
+
+    def depth(x):
+        return 1 + depth(x[0]) if isinstance(x, list) else 0
+
+    def leaves(x):
+        return [leaf for e in x for leaf in leaves(e)] if isinstance(x, list) else [x]
+
+    levels = depth(arrays)
+    nd = max([levels] + [np.ndim(leaf) for leaf in leaves(arrays)])
+
+    def join(x, level):
+        if not isinstance(x, list):
+            return np.reshape(x, (1,) * (nd - np.ndim(x)) + np.shape(x))
+        return _concatenate([join(e, level + 1) for e in x], axis=level - levels)  # innermost: axis -1
+    return join(arrays, 0)
+
+
+register_derived(np.block, _block, uses=(reshape, concat))
 
 
 # ---------------------------------------------------------------------------

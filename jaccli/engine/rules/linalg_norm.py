@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..registry import family, primitive, register
+from ..registry import family, primitive, register, register_derived
 from ._util import axis_index, norm_axes, shift
+from ..tracer import guarded, peek
+from .linalg import inv, pinv
 from .linalg_decomp import svdvals
 
 family("linalg")
@@ -135,3 +137,39 @@ if hasattr(np.linalg, "vector_norm"):
              _vector_norm(x, ord, norm_axes(axis, np.ndim(x)), keepdims), prims=(pnorm,), notes=_NORM_NOTES)
     register(np.linalg.matrix_norm, lambda x, *, keepdims=False, ord="fro":
              _matrix_norm(x, ord, (-2, -1), keepdims), prims=(pnorm, svdvals), notes=_NORM_NOTES)
+
+
+# ---------------------------------------------------------------------------
+# cond and lstsq, composed of svdvals, norm, inv and pinv
+# ---------------------------------------------------------------------------
+def _cond(x, p=None):
+    if p is None or p == 2 or p == -2:
+        s = svdvals(x)
+        big, small = s[..., 0], s[..., -1]
+        return big / small if p != -2 else small / big
+    return _norm_handler(x, p, axis=(-2, -1)) * _norm_handler(inv(x), p, axis=(-2, -1))
+
+
+def _lstsq(a, b, rcond=None):
+    """np.linalg.lstsq as the pseudo-inverse solution, with NumPy's cutoff and outputs."""
+    m, n = np.shape(a)[-2:]
+    if np.ndim(a) != 2 or np.ndim(b) not in (1, 2) or np.shape(b)[0] != m:
+        np.linalg.lstsq(np.empty(np.shape(a)), np.empty(np.shape(b)), rcond=rcond)  # NumPy's own error
+    cutoff = np.finfo(np.result_type(peek(a), np.float64)).eps * max(m, n) if rcond is None or rcond < 0 else rcond
+    s = svdvals(a)
+    rank = guarded(lambda v: int(np.sum(v > cutoff * v[0])) if v.size else 0, s)
+    x = np.matmul(pinv(a, rcond=cutoff), b)
+    if rank == n and m > n:
+        r = b - np.matmul(a, x)
+        residuals = np.sum(r * r, axis=0)
+        residuals = np.reshape(residuals, (1,)) if np.ndim(b) == 1 else residuals
+    else:
+        residuals = np.zeros((0,), dtype=np.result_type(peek(a), peek(b)))
+    return x, residuals, rank, s
+
+
+register_derived(np.linalg.cond, _cond, uses=(svdvals, pnorm),
+                 notes="p = None/2/-2 through svdvals (distinct singular values); other p: norm(x) * norm(inv(x))")
+register_derived(np.linalg.lstsq, _lstsq, uses=(svdvals, pinv),
+                 notes="the pseudo-inverse solution (NumPy's cutoff): differentiable where the rank is locally "
+                       "constant; values agree with NumPy's to rounding")

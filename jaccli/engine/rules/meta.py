@@ -24,7 +24,7 @@ register(np.size, lambda a, axis=None: np.size(peek(a), axis), kind="nondiff")
 for _f in (np.argmax, np.argmin, np.argsort, np.nonzero, np.flatnonzero, np.count_nonzero, np.any, np.all,
            np.isclose, np.allclose, np.array_equal, np.searchsorted, np.iscomplexobj, np.isrealobj,
            np.isreal, np.iscomplex, np.argwhere, np.result_type, np.can_cast, np.min_scalar_type,
-           np.digitize, np.unravel_index, np.ravel_multi_index, np.lexsort):
+           np.digitize, np.unravel_index, np.ravel_multi_index, np.lexsort, np.linalg.matrix_rank):
     try:
         register(_f, _on_primal(_f), kind="nondiff", notes="integer or boolean result: no derivative")
     except TypeError:

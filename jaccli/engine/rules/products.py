@@ -195,3 +195,13 @@ register_derived(np.inner, _inner, uses=(matmul,))
 register_derived(np.outer, _outer)
 register_derived(np.kron, _kron)
 register_derived(np.trace, _trace)
+
+
+# np.linalg.outer: np.outer for 1-D arrays only.
+if hasattr(np.linalg, "outer"):
+    def _linalg_outer(x1, x2, /):
+        if np.ndim(x1) != 1 or np.ndim(x2) != 1:
+            raise ValueError(f"Input arrays must be one-dimensional, but they are x1.ndim={np.ndim(x1)} and "
+                             f"x2.ndim={np.ndim(x2)}.")
+        return _outer(x1, x2)
+    register_derived(np.linalg.outer, _linalg_outer)

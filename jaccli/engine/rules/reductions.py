@@ -6,6 +6,7 @@ import numpy as np
 
 from ..registry import family, primitive, register, register_derived
 from ..seeds import broadcast_block
+from ..tracer import guarded
 from ._util import axis_index, dtype_of, norm_axes, shift
 
 family("reductions")
@@ -340,3 +341,64 @@ register((np.multiply, "accumulate"), lambda a, axis=0, dtype=None, out=None: _c
 if hasattr(np, "cumulative_sum"):
     register_derived(np.cumulative_sum, _cumsum_handler, uses=(cumsum,))
     register_derived(np.cumulative_prod, _cumprod_handler, uses=(cumprod,), notes=_CUMPROD_NOTES)
+
+
+# ---------------------------------------------------------------------------
+# NaN-ignoring reductions: NaN entries are replaced by the operation's neutral value (their
+# derivative is 0); the mask is a plain value derived from the input, hence guarded.
+# ---------------------------------------------------------------------------
+def _nan_mask(a):
+    return guarded(np.isnan, a)
+
+
+def _without_nans(a, fill):
+    return np.where(_nan_mask(a), fill, a)
+
+
+def _nan_count(a, axes, keepdims):
+    return guarded(lambda v: np.sum(~np.isnan(v), axis=axes, keepdims=keepdims), a)
+
+
+def _nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=np._NoValue):
+    axes = norm_axes(axis, np.ndim(a))
+    count = _nan_count(a, axes, bool(keepdims))
+    with np.errstate(invalid="ignore", divide="ignore"):  # an all-NaN slice gives NaN, as NumPy
+        return _sum_handler(_without_nans(a, 0.0), axis=axes, keepdims=keepdims) / np.where(count > 0, count, np.nan)
+
+
+def _nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np._NoValue,
+            mean=np._NoValue, correction=np._NoValue):
+    if correction is not np._NoValue:
+        ddof = correction
+    axes = norm_axes(axis, np.ndim(a))
+    d = _without_nans(a - _nanmean(a, axes, keepdims=True), 0.0)
+    dof = _nan_count(a, axes, bool(keepdims)) - ddof
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return _sum_handler(d * d, axis=axes, keepdims=keepdims) / np.where(dof > 0, dof, np.nan)
+
+
+def _nan_extreme(handler, fill):
+    def nan_handler(a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
+        axes = norm_axes(axis, np.ndim(a))
+        result = handler(_without_nans(a, fill), axes, keepdims=keepdims)
+        all_nan = _nan_count(a, axes, bool(keepdims)) == 0
+        return np.where(all_nan, np.nan, result) if np.any(all_nan) else result
+    return nan_handler
+
+
+_NAN_NOTES = "NaN entries are left out (derivative 0 there); an all-NaN slice gives NaN, as in NumPy"
+register_derived(np.nansum, lambda a, axis=None, dtype=None, out=None, keepdims=False, **kw:
+                 _sum_handler(_without_nans(a, 0.0), axis=axis, keepdims=keepdims), uses=(sum_,), notes=_NAN_NOTES)
+register_derived(np.nanprod, lambda a, axis=None, dtype=None, out=None, keepdims=False, **kw:
+                 _prod_handler(_without_nans(a, 1.0), axis=axis, keepdims=keepdims), uses=(prod,), notes=_NAN_NOTES)
+register_derived(np.nanmean, _nanmean, uses=(sum_,), notes=_NAN_NOTES)
+register_derived(np.nanvar, _nanvar, uses=(sum_,), notes=_NAN_NOTES)
+register_derived(np.nanstd, lambda a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw:
+                 np.sqrt(_nanvar(a, axis, ddof=ddof, keepdims=keepdims, **kw)), uses=(sum_,),
+                 notes=_NAN_NOTES + "; infinite derivative where the deviation is 0, as std")
+register_derived(np.nanmax, _nan_extreme(_max_handler, -np.inf), uses=(max_,), notes=_NAN_NOTES + "; ties split")
+register_derived(np.nanmin, _nan_extreme(_min_handler, np.inf), uses=(min_,), notes=_NAN_NOTES + "; ties split")
+register_derived(np.nancumsum, lambda a, axis=None, dtype=None, out=None:
+                 _cumsum_handler(_without_nans(a, 0.0), axis), uses=(cumsum,), notes=_NAN_NOTES)
+register_derived(np.nancumprod, lambda a, axis=None, dtype=None, out=None:
+                 _cumprod_handler(_without_nans(a, 1.0), axis), uses=(cumprod,), notes=_NAN_NOTES)

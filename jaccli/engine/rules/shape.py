@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..registry import family, primitive, register, register_derived
@@ -235,3 +237,39 @@ def _repeat(a, repeats, axis=None):
 register_derived(np.tile, _tile, uses=(reshape, broadcast_to))
 register_derived(np.repeat, _repeat, uses=(reshape, broadcast_to),
                  notes="per-element repeats are a gather; an int repeat is a broadcast")
+
+
+_AXIS_ERROR = getattr(np, "exceptions", np).AxisError
+
+
+def _rollaxis(a, axis, start=0):
+    nd = np.ndim(a)
+    axis = axis_index(axis, nd)
+    start = operator.index(start)
+    start = start + nd if start < 0 else start
+    if not 0 <= start <= nd:
+        raise _AXIS_ERROR(f"'start' arg requires {-nd} <= start < {nd + 1}, but {start} was passed in")
+    return _moveaxis(a, axis, start - 1 if axis < start else start)
+
+
+def _meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    nd = len(xi)
+    lines = []
+    for i, x in enumerate(xi):
+        shape = [1] * nd
+        shape[i] = -1
+        if indexing == "xy" and nd > 1 and i < 2:
+            shape[0], shape[1] = shape[1], shape[0]
+        lines.append(_reshape_handler(x, tuple(shape)))
+    if sparse:
+        return tuple(lines)
+    full = np.broadcast_shapes(*(np.shape(v) for v in lines))
+    return tuple(np.broadcast_to(v, full) for v in lines)
+
+
+register_derived(np.rollaxis, _rollaxis, uses=(transpose,))
+register_derived(np.meshgrid, _meshgrid, uses=(reshape, broadcast_to))
+if hasattr(np, "unstack"):
+    register_derived(np.unstack, lambda x, /, *, axis=0: tuple(_moveaxis(x, axis, 0)), uses=(transpose,))

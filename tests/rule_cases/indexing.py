@@ -61,6 +61,18 @@ def _set_in_place_ops(x):
     return y
 
 
+
+_MASK = np.array([[True, False, True, False], [False, True, False, True], [True, True, False, False]])
+
+
+def _written(write):
+    """f(x, v): a traced array made from x, written into in place by NumPy's function, then used."""
+    def f(x, v):
+        a = x * 1.5
+        write(a, v)
+        return np.sin(a)
+    return f
+
 CASES = [
     # reading: basic indices are views
     Case("x[idx]", lambda x: x[1] ** 3, (r(3, 4),), order=3, id="getitem-int"),
@@ -107,4 +119,11 @@ CASES = [
     Case("np.extract", lambda x: np.extract(x > 0, x) ** 3, (np.array([[0.5, -0.2], [0.3, -0.9]]),)),
     Case("np.resize", lambda x: np.resize(x, (3, 3)) ** 2, (r(4),)),
     Case("np.choose", lambda x, y: np.choose([[0, 1, 0], [1, 1, 0]], [x, y ** 2]), (r(2, 3), r(3)), wrt=(0, 1)),
+    Case("np.put", _written(lambda a, v: np.put(a, [0, 5, 7, 11, 0], v ** 2)), (r(3, 4), r(3)), wrt=(0, 1)),
+    Case("np.putmask", _written(lambda a, v: np.putmask(a, _MASK, v * 3.0)), (r(3, 4), r(3)), wrt=(0, 1)),
+    Case("np.place", _written(lambda a, v: np.place(a, _MASK, v * 3.0)), (r(3, 4), r(3)), wrt=(0, 1)),
+    Case("np.fill_diagonal", _written(lambda a, v: np.fill_diagonal(a, v)), (r(3, 4), r(2)), wrt=(0, 1)),
+    Case("np.copyto", _written(lambda a, v: np.copyto(a, v ** 2, where=_MASK)), (r(3, 4), r(4)), wrt=(0, 1)),
+    Case("np.put_along_axis", _written(lambda a, v: np.put_along_axis(a, np.array([[1], [3], [0]]), v, axis=1)),
+         (r(3, 4), r(3, 1)), wrt=(0, 1)),
 ]

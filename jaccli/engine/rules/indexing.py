@@ -12,7 +12,7 @@ import numpy as np
 from ...errors import TracingError
 from ..core import user_site
 from ..registry import family, primitive, register, register_derived
-from ..tracer import Tracer, guarded
+from ..tracer import INTERNAL, Tracer, guarded
 from ._util import dtype_of
 
 family("indexing")
@@ -258,3 +258,78 @@ register_derived(np.compress, _compress, uses=(gather,), notes=_PLACES + "; the 
 register_derived(np.extract, _extract, uses=(gather,), notes=_PLACES + "; the condition is a plain value")
 register_derived(np.resize, _resize, uses=(gather,), notes=_PLACES + ": repeated elements accumulate")
 register_derived(np.choose, _choose, uses=(gather,), notes=_PLACES + "; the selector is a plain value")
+
+
+# ---------------------------------------------------------------------------
+# NumPy's in-place writers (np.put, putmask, place, fill_diagonal, copyto, put_along_axis). Into a
+# traced array they are functional updates, like x[idx] = v: NumPy's own function, run on a marker
+# array, says which element of the values lands where (with its cyclic repetition and modes).
+# ---------------------------------------------------------------------------
+def _written_by(func, a, values, *args, **kwargs):
+    """Marker: for each element of a, the flat position in `values` that func writes there, or -1."""
+    marker = np.full(np.shape(a), -1, dtype=np.intp)
+    func(marker, *args, positions(np.shape(values)), **kwargs)
+    return marker
+
+
+def _write(a, marker, values):
+    written = marker >= 0
+    if not isinstance(values, Tracer):
+        values = np.asarray(values)
+    picked = rearrange(values, np.where(written, marker, 0))
+    if dtype_of(picked) != dtype_of(a):
+        picked = INTERNAL["astype"](picked, dtype_of(a))  # NumPy casts what it writes to a's dtype
+    a._become(np.where(written, picked, a), written)
+
+
+def _in_place(func, values_at: int, marker_args):
+    """A handler for func(a, ..., values, ...): a traced a is updated; a plain one is NumPy's business
+    (a traced value written into it escapes the recording, with the usual error)."""
+    def handler(a, *args, **kwargs):
+        call = (a,) + args
+        if not isinstance(a, Tracer):
+            plain = [np.asarray(v) if isinstance(v, Tracer) else v for v in call]  # raises the escape error
+            return func(*plain, **kwargs)
+        values = call[values_at]
+        _write(a, marker_args(a, values, call, kwargs), values)
+    return handler
+
+
+def _put_marker(a, values, call, kw):
+    return _written_by(lambda m, ind, v, mode="raise": np.put(m, ind, v, mode=mode), a, values, _plain(call[1]),
+                       **({"mode": call[3]} if len(call) > 3 else kw))
+
+
+def _mask_marker(func):
+    return lambda a, values, call, kw: _written_by(lambda m, mask, v: func(m, mask, v), a, values, _plain(call[1]))
+
+
+def _fill_diagonal_marker(a, values, call, kw):
+    wrap = call[2] if len(call) > 2 else kw.get("wrap", False)
+    return _written_by(lambda m, v: np.fill_diagonal(m, v if np.ndim(v) else v.item(), wrap=wrap), a, values)
+
+
+def _copyto(dst, src, casting="same_kind", where=True):
+    if not isinstance(dst, Tracer):
+        return np.copyto(dst, np.asarray(src) if isinstance(src, Tracer) else src, casting=casting, where=where)
+    if not np.can_cast(dtype_of(src), dtype_of(dst), casting=casting):
+        raise TypeError(f"Cannot cast array data from {dtype_of(src)!r} to {dtype_of(dst)!r} according to the "
+                        f"rule {casting!r}")
+    mask = _plain(where)
+    _write(dst, _written_by(lambda m, v: np.copyto(m, np.broadcast_to(v, np.shape(m)), where=mask), dst, src), src)
+
+
+def _put_along_axis_marker(a, values, call, kw):
+    indices, axis = _plain(call[1]), call[3] if len(call) > 3 else kw["axis"]
+    return _written_by(lambda m, v: np.put_along_axis(m, indices, v, axis), a, values)
+
+
+_WRITES = "into a traced array: a functional update, as x[idx] = v (the last write wins)"
+register_derived(np.put, _in_place(np.put, 2, _put_marker), uses=(gather,), notes=_WRITES)
+register_derived(np.putmask, _in_place(np.putmask, 2, _mask_marker(np.putmask)), uses=(gather,), notes=_WRITES)
+register_derived(np.place, _in_place(np.place, 2, _mask_marker(np.place)), uses=(gather,), notes=_WRITES)
+register_derived(np.fill_diagonal, _in_place(np.fill_diagonal, 1, _fill_diagonal_marker), uses=(gather,),
+                 notes=_WRITES)
+register_derived(np.copyto, _copyto, uses=(gather,), notes=_WRITES)
+register_derived(np.put_along_axis, _in_place(np.put_along_axis, 2, _put_along_axis_marker), uses=(gather,),
+                 notes=_WRITES)

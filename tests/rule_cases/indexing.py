@@ -126,4 +126,8 @@ CASES = [
     Case("np.copyto", _written(lambda a, v: np.copyto(a, v ** 2, where=_MASK)), (r(3, 4), r(4)), wrt=(0, 1)),
     Case("np.put_along_axis", _written(lambda a, v: np.put_along_axis(a, np.array([[1], [3], [0]]), v, axis=1)),
          (r(3, 4), r(3, 1)), wrt=(0, 1)),
+    Case(("np.add.at", "np.subtract.at"), _written(lambda a, v: (np.add.at(a, ([0, 2, 0], [1, 3, 1]), v ** 2),
+                                                               np.subtract.at(a, [1, 1], v[0]))),
+         (r(3, 4), r(3)), wrt=(0, 1), id="add.at-subtract.at"),
+    Case("np.bincount", lambda w: np.bincount(np.array([0, 3, 0, 1, 3]), weights=w ** 2, minlength=5), (r(5),)),
 ]

@@ -333,3 +333,44 @@ register_derived(np.fill_diagonal, _in_place(np.fill_diagonal, 1, _fill_diagonal
 register_derived(np.copyto, _copyto, uses=(gather,), notes=_WRITES)
 register_derived(np.put_along_axis, _in_place(np.put_along_axis, 2, _put_along_axis_marker), uses=(gather,),
                  notes=_WRITES)
+
+
+# ---------------------------------------------------------------------------
+# Scatter-adds: np.add.at / np.subtract.at (unbuffered: repeated indices accumulate) and
+# np.bincount with weights, the usual way to assemble sums over a mesh or a graph.
+# ---------------------------------------------------------------------------
+def _ufunc_at(sign):
+    def handler(a, indices, b=None, /):
+        if not isinstance(a, Tracer):
+            raise TracingError("np.add.at/np.subtract.at writes a traced value into a plain NumPy array, which "
+                               "takes it out of jaccli's recording; start from a traced array instead "
+                               "(out = np.zeros_like(x), then np.add.at(out, idx, v))", user_site(2))
+        shape = np.shape(a)
+        flat = positions(shape)[_index(indices)]
+        size = int(np.prod(shape, dtype=np.int64))
+        b = np.broadcast_to(b, np.shape(flat))
+        added = np.reshape(scatter_flat(np.reshape(b, (-1,)), flat.reshape(-1), size), shape)
+        if dtype_of(added) != dtype_of(a):
+            added = INTERNAL["astype"](added, dtype_of(a))
+        a._become(a + added if sign > 0 else a - added, _index(indices))
+    return handler
+
+
+def _bincount(x, /, weights=None, minlength=0):
+    bins = _plain(x)
+    counts = np.bincount(bins, minlength=minlength)  # NumPy's checks (negative or non-integer bins, ...)
+    if weights is None:
+        return counts
+    if np.shape(weights) != np.shape(bins):
+        raise ValueError("The weights and list don't have the same length.")
+    return scatter_flat(np.reshape(weights, (-1,)), bins.reshape(-1), counts.size)
+
+
+_SCATTER_NOTES = ("into a traced array: a functional update; repeated indices accumulate (summed before they "
+                  "are added, so values agree with NumPy's to rounding)")
+register((np.add, "at"), _ufunc_at(1), prims=(scatter_flat,), kind="derived", name="np.add.at",
+         notes=_SCATTER_NOTES)
+register((np.subtract, "at"), _ufunc_at(-1), prims=(scatter_flat,), kind="derived", name="np.subtract.at",
+         notes=_SCATTER_NOTES)
+register_derived(np.bincount, _bincount, uses=(scatter_flat,),
+                 notes="differentiable in the weights; the bins are plain values")

@@ -502,3 +502,32 @@ def test_pad_modes_other_than_constant_name_the_mode():
 
     message = _escape_site(f, "np.pad", UnsupportedOperationError)
     assert "mode='reflect'" in message and "mode='constant'" in message
+
+
+def test_array_attributes_and_builtins_that_numpy_code_uses_work_on_traced_arrays():
+    def f(x):
+        a = x.reshape(2, 3) * 2.0
+        a.flat[[1, 4]] = x[:2] ** 2       # x.flat writes, with NumPy's cyclic repetition
+        a.flat[5] = 7.0
+        scale = x.itemsize / x.nbytes * len(a.flat)
+        return (np.sum(a.flat[2:]) * scale + sum(a.flat) + x.imag + round(x[1], 1) * x + round(x[2])
+                + np.reshape(a, (3, 2), order="F").ravel(order="F") + a.T.ravel(order="A"))
+
+    x = np.array([0.3, 1.26, -0.7, 2.2, 0.9, -1.5])
+    np.testing.assert_array_equal(Recording(f, [x], [0]).outputs[0], f(x))
+    np.testing.assert_allclose(jacobian(f, x), central_diff(f, x), rtol=1e-7, atol=1e-8)
+
+
+def test_plain_results_of_a_sequence_of_traced_arrays_are_guarded_not_a_recursion():
+    # np.lexsort((x, y)) used to recurse until Python's limit: the keys came back to jaccli.
+    def f(x):
+        return x[np.lexsort((x, x ** 2))] * np.arange(4.0)
+
+    x = np.array([0.3, 1.2, -0.7, 0.5])
+    np.testing.assert_array_equal(jacobian(f, x), np.eye(4)[np.lexsort((x, x ** 2))] * np.arange(4.0)[:, None])
+    import jaccli
+
+    once = jaccli.record_once(f)
+    for point in (x, 1.01 * x, x[::-1].copy()):
+        np.testing.assert_array_equal(np.asarray(jaccli.jacobian(once, point)), jacobian(f, point))
+    assert (once.records, once.replays, once.misses) == (2, 1, 1)  # the reversed point sorts otherwise

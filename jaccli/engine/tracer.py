@@ -260,6 +260,25 @@ class Tracer:
         return self
 
     @property
+    def imag(self):
+        return np.imag(self)
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def flat(self) -> "_Flat":
+        return _Flat(self)
+
+    def __round__(self, ndigits=None):
+        return np.round(self, 0 if ndigits is None else ndigits)  # traced (Python's round gives an int)
+
+    @property
     def value(self):
         """The primal value at this level (itself traced when levels are nested)."""
         return self._value if type(self._value) is Tracer else primal(self)
@@ -402,3 +421,25 @@ class Tracer:
 
 
 _core._TRACER[0] = Tracer
+
+
+class _Flat:
+    """x.flat of a traced array: reads are x.ravel()[i]; writes update x (np.put: values repeat)."""
+
+    __slots__ = ("_base",)
+
+    def __init__(self, base: Tracer) -> None:
+        self._base = base
+
+    def __getitem__(self, idx):
+        return np.reshape(self._base, (-1,))[idx]
+
+    def __setitem__(self, idx, v):
+        where = np.arange(self._base.size).reshape(-1)[idx]
+        np.put(self._base, where, v)
+
+    def __len__(self) -> int:
+        return self._base.size
+
+    def __iter__(self):
+        return iter(np.reshape(self._base, (-1,)))

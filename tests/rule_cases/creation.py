@@ -64,4 +64,7 @@ CASES = [
     Case("x.fill()", _fill_then_assign, (r(3),)),
     *([Case("np.astype", lambda x: np.astype(np.astype(x, np.longdouble), np.float64) * x + np.astype(x, np.float64, copy=False),
             (r(4),))] if hasattr(np, "astype") else []),
+    Case("np.linspace", lambda x: np.linspace(x[0], x[1], 5) ** 2 + np.linspace(x[:2], x[2:], 5, endpoint=False, axis=1).sum(0),
+         (r(4),)),
+    Case("np.logspace", lambda x: np.logspace(x[0], x[1], 4) + np.logspace(x[:2], x[2:], 4, base=2.0, axis=1)[1], (r(4),)),
 ]

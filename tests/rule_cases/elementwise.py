@@ -71,4 +71,14 @@ CASES = [
          (r(5),)),
     Case("np.select", lambda x, y: np.select([x > 0.3, x < -0.3], [x * y, np.sin(y)], default=y ** 2),
          (np.array([0.5, -0.6, 0.1, 0.9, -0.2]), r(5)), wrt=(0, 1)),
+    Case(("np.divmod", "np.modf"), lambda x: np.divmod(x, 0.7)[1] * np.divmod(x, 0.7)[0] + np.modf(x)[0] ** 2
+         + np.modf(x)[1], (np.array([0.33, -1.26, 2.51, -0.41, 1.62]),), id="divmod-modf"),
+    Case(("np.ldexp", "np.frexp"), lambda x: np.ldexp(x, np.array([1, -2, 3, 0])) ** 2 + np.frexp(x)[0] * np.frexp(x)[1],
+         (np.array([0.33, -1.26, 2.51, -0.41]),), id="ldexp-frexp"),
+    Case(tuple(f"np.{u}.outer" for u in ("add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
+                                          "hypot", "arctan2", "logaddexp")),
+         lambda x, y: (np.add.outer(x, y) + np.subtract.outer(x, y) + np.multiply.outer(x, y) + np.divide.outer(x, y)
+                       + np.power.outer(x, y) + np.maximum.outer(x, y) + np.minimum.outer(x, y)
+                       + np.hypot.outer(x, y) + np.arctan2.outer(x, y) + np.logaddexp.outer(x, y)),
+         (pos(3), pos(2, 2) + 1.0), wrt=(0, 1), id="ufunc-outer"),
 ]

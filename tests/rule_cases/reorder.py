@@ -20,4 +20,8 @@ CASES = [
     Case("np.sort", lambda x: np.sort(x) ** 3, (r(3, 4),), order=3),
     Case("np.sort", lambda x: np.sin(np.sort(x, axis=0)), (r(3, 4),), id="sort-axis-0"),
     Case("np.sort", lambda x: np.sort(x, axis=None) * np.arange(12.0), (r(3, 4),), id="sort-axis-none"),
+    Case("np.partition", lambda x: np.partition(x, [1, 3], axis=1) ** 2 + np.partition(x, 1, axis=None)[:12].reshape(3, 4),
+         (r(3, 4),)),
+    Case("np.unique", lambda x: np.unique(np.concatenate([x, x[:2]]), return_counts=True)[0] ** 2, (r(5),)),
+    Case("np.trim_zeros", lambda x: np.trim_zeros(np.concatenate([np.zeros(2), x, np.zeros(1)])) ** 2, (r(4),)),
 ]

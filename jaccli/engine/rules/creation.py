@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..registry import family, primitive, register, register_derived
-from ..tracer import INTERNAL, Tracer
+from ..tracer import INTERNAL, Tracer, guarded
 from ._util import dtype_of
 
 family("creation")
@@ -73,3 +75,45 @@ _like("ones_like")
 full_like = _like("full_like")
 register("full_like", lambda x, v: full_like(x, v), name="x.fill()")
 _like("empty_like")
+
+
+# ---------------------------------------------------------------------------
+# linspace and logspace with traced end points: NumPy's own arithmetic, so values match exactly
+# ---------------------------------------------------------------------------
+def _linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    div = (num - 1) if endpoint else num
+    dt = np.result_type(dtype_of(start), dtype_of(stop), float)
+    delta = np.subtract(stop, start)
+    y = np.arange(0, num, dtype=dt).reshape((-1,) + (1,) * np.ndim(delta))
+    if div > 0:
+        step = delta / div
+        if guarded(lambda s: bool(np.any(s == 0)), step):  # denormal steps, as NumPy: divide first
+            y = (y / div) * delta
+        else:
+            y = y * step
+    else:
+        step = np.nan
+        y = y * delta
+    y = y + start
+    if endpoint and num > 1:
+        y = np.concatenate([y[:-1], np.broadcast_to(stop, (1,) + np.shape(y)[1:])], axis=0)  # y[-1] = stop
+    if axis != 0:
+        y = np.moveaxis(y, 0, axis)
+    if dtype is not None and np.dtype(dtype) != dtype_of(y):
+        y = INTERNAL["astype"](np.floor(y) if np.issubdtype(dtype, np.integer) else y, np.dtype(dtype))
+    return (y, step) if retstep else y
+
+
+def _logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    y = _linspace(start, stop, num=num, endpoint=endpoint, axis=axis)
+    if np.ndim(base) > 0:
+        base = np.expand_dims(base, axis)
+    out = np.power(base, y)
+    return out if dtype is None else INTERNAL["astype"](out, np.dtype(dtype))
+
+
+register_derived(np.linspace, _linspace, uses=(astype,), notes="differentiable in start and stop")
+register_derived(np.logspace, _logspace, uses=(astype,), notes="differentiable in start, stop and base")

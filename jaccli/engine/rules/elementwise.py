@@ -404,3 +404,45 @@ def _select(condlist, choicelist, default=0):
 
 
 register_derived(np.select, _select, uses=(where,), notes="nested np.where: masked cotangents, as where")
+
+
+# ---------------------------------------------------------------------------
+# Two-output ufuncs and exact scalings by powers of two
+# ---------------------------------------------------------------------------
+def _divmod(x1, x2, /, out=None, **kw):
+    return np.floor_divide(x1, x2), np.remainder(x1, x2)
+
+
+def _modf(x, /, out=None, **kw):
+    whole = np.trunc(x)
+    return x - whole, whole  # exact: x and its integer part share their leading bits
+
+
+def _ldexp(x1, x2, /, out=None, **kw):
+    return x1 * guarded(lambda e: np.ldexp(1.0, e), x2)  # times 2**x2: exact, as np.ldexp
+
+
+def _frexp(x, /, out=None, **kw):
+    exponent = guarded(lambda v: np.frexp(v)[1], x)
+    return x * np.ldexp(1.0, -exponent), exponent
+
+
+register_derived(np.divmod, _divmod, uses=(mod,), notes="(floor_divide, remainder): derivative (0, 1) in x1")
+register_derived(np.modf, _modf, uses=(subtract,), notes="fractional part: derivative 1; integer part: 0")
+register_derived(np.ldexp, _ldexp, uses=(multiply,), notes="derivative 2**x2 in x1; x2 is an integer")
+register_derived(np.frexp, _frexp, uses=(multiply,), notes="mantissa: derivative 2**-exponent; exponent: integer")
+
+
+# ufunc.outer(a, b) is the ufunc on a reshaped to broadcast against every axis of b.
+def _outer_of(ufunc):
+    def handler(a, b, /, out=None, **kw):
+        if out is not None:
+            raise ValueError(f"np.{ufunc.__name__}.outer(..., out=...) writes into an existing array; write "
+                             f"`y = np.{ufunc.__name__}.outer(...)` instead")
+        return ufunc(np.reshape(a, np.shape(a) + (1,) * np.ndim(b)), b)
+    return handler
+
+
+for _prim in (add, subtract, multiply, true_divide, power, maximum, minimum, hypot, arctan2, logaddexp):
+    register((_prim.impl, "outer"), _outer_of(_prim.impl), prims=(_prim,), kind="derived",
+             name=f"np.{_prim.impl.__name__}.outer")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import UnsupportedOperationError
+from ..core import user_site
 from ..registry import family, register_derived
-from ..tracer import guarded
+from ..tracer import guarded, peek
 from ._util import axis_index, norm_axes
 from .indexing import gather, get_basic, getitem, positions, rearrange
 from .shape import transpose
@@ -83,3 +85,56 @@ def _sort(a, axis=-1, kind=None, order=None, *, stable=None):
 register_derived(np.roll, _roll, uses=(gather,))
 register_derived(np.sort, _sort, uses=(gather,),
                  notes="a gather by the stable argsort permutation: tied values keep their original order")
+
+
+def _partition_perm(values, kth, axis):
+    """A permutation p with values[p] == np.partition(values, kth, axis), NumPy's own arrangement."""
+    want = np.partition(values, kth, axis=axis)
+    source = np.argsort(values, axis=axis, kind="stable")       # the k-th smallest value is at source[k]
+    rank = np.argsort(np.argsort(want, axis=axis, kind="stable"), axis=axis, kind="stable")
+    return np.take_along_axis(source, rank, axis)
+
+
+def _partition(a, kth, axis=-1, kind="introselect", order=None):
+    if order is not None:
+        raise ValueError("np.partition(order=...) needs a structured array; jaccli differentiates float arrays")
+    if axis is None:
+        a, axis = np.reshape(a, (-1,)), -1
+    perm = guarded(_partition_perm, a, kth, axis)
+    return rearrange(a, np.take_along_axis(positions(np.shape(a)), perm, axis))
+
+
+def _unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *, equal_nan=True,
+            **kw):
+    if axis is not None:
+        raise UnsupportedOperationError("np.unique(..., axis=...) is not supported by jaccli; unique values of a "
+                                        "flattened array are (axis=None)", user_site(2))
+    flat = np.reshape(ar, (-1,))
+    parts = guarded(lambda v: np.unique(v, return_index=True, return_inverse=return_inverse,
+                                        return_counts=return_counts, equal_nan=equal_nan, **kw), flat)
+    out = (rearrange(flat, parts[1]),) + ((parts[1],) if return_index else ()) + tuple(parts[2:])
+    if return_inverse:  # NumPy 2 gives the inverse in the input's shape
+        at = 2 if return_index else 1
+        out = out[:at] + (np.unique(peek(ar), return_inverse=True, equal_nan=equal_nan)[1],) + out[at + 1:]
+    return out if len(out) > 1 else out[0]
+
+
+def _trim_zeros(filt, trim="fb", axis=None):
+    if np.ndim(filt) != 1 or axis is not None:
+        raise UnsupportedOperationError("np.trim_zeros is supported by jaccli for 1-D arrays", user_site(2))
+
+    def bounds(v):
+        nonzero = np.flatnonzero(v)
+        if nonzero.size == 0:
+            return 0, 0
+        trim_ = trim.lower()
+        return (int(nonzero[0]) if "f" in trim_ else 0), (int(nonzero[-1]) + 1 if "b" in trim_ else v.size)
+    start, stop = guarded(bounds, filt)
+    return filt[start:stop]
+
+
+register_derived(np.partition, _partition, uses=(gather,),
+                 notes="a gather by a permutation giving NumPy's own arrangement; ties: in their original order")
+register_derived(np.unique, _unique, uses=(gather,),
+                 notes="the first occurrence of each value carries its derivative; axis=None only")
+register_derived(np.trim_zeros, _trim_zeros, uses=(get_basic,), notes="1-D; the bounds are plain values")

@@ -7,6 +7,7 @@ import operator
 import numpy as np
 
 from ..registry import family, primitive, register, register_derived
+from ..tracer import peek
 from ._util import axis_index
 
 family("shape")
@@ -40,19 +41,37 @@ reshape.defjvp(_reshape_rule("ans"))
 def _reshape_handler(a, newshape=None, order="C", *, shape=None, copy=None):
     if shape is None:
         shape = newshape
-    if order not in ("C", "A"):
-        from ...errors import UnsupportedOperationError
-        raise UnsupportedOperationError(f"np.reshape with order={order!r} is not supported by jaccli; "
-                                        "use the default order='C'")
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
     shape = tuple(int(s) for s in shape)
+    if _memory_order(a, order) == "F":
+        # Fortran order is C order with the axes reversed on both sides.
+        return _transpose_handler(_reshape_handler(_transpose_handler(a), shape[::-1]))
     if np.shape(a) == shape:
         return a
     return reshape(a, shape)
 
 
-register(np.reshape, _reshape_handler, prims=(reshape,))
+def _memory_order(a, order) -> str:
+    """"C" or "F": how np.reshape/np.ravel read a's elements for `order` ("A", "K": as a is stored)."""
+    if order in ("C", None):
+        return "C"
+    if order == "F":
+        return "F"
+    if order not in ("A", "K"):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    flags = getattr(peek(a), "flags", None)
+    if flags is None or flags.c_contiguous or not flags.f_contiguous:
+        if order == "K" and flags is not None and not flags.c_contiguous and not flags.f_contiguous:
+            from ...errors import UnsupportedOperationError
+            raise UnsupportedOperationError("np.ravel(..., order='K') of an array that is neither C- nor "
+                                            "Fortran-contiguous is not supported by jaccli; use order='C' or 'F'")
+        return "C"
+    return "F"
+
+
+register(np.reshape, _reshape_handler, prims=(reshape,),
+         notes="order 'F' is C order with the axes reversed; 'A' and 'K' follow the array's memory layout")
 register_derived(np.ravel, lambda a, order="C": _reshape_handler(a, (-1,), order), uses=(reshape,))
 
 

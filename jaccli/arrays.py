@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -189,6 +191,7 @@ def _is_number(text: str) -> bool:
 
 def _load_text(path: Path, shown: str, delimiter: str | None) -> np.ndarray:
     separated = "commas" if delimiter else "whitespace"
+    skip = 0
     try:
         skip = _header_skip(path, delimiter)
         with warnings.catch_warnings():
@@ -200,11 +203,55 @@ def _load_text(path: Path, shown: str, delimiter: str | None) -> np.ndarray:
     except (ValueError, OSError) as exc:
         # NumPy's advice about `usecols` after the ';' refers to its API, not to jaccli.
         detail = str(exc).split("; use `usecols`")[0]
+        if isinstance(exc, ValueError) and not isinstance(exc, UnicodeError):
+            detail = _on_line(detail, path, delimiter, skip)
         message = f"cannot read {shown}: {detail} (expected numbers separated by {separated})"
         raise UsageError(message) from exc
     if array.size == 0:
-        raise UsageError(f"{shown} holds no numbers")
+        raise UsageError(f"{shown} holds no numbers{_why_empty(path, skip)}; put rows of numbers separated by "
+                         f"{separated} in it")
     return array
+
+
+def _content_lines(path: Path, delimiter: str | None, skip: int) -> Iterator[tuple[int, list[str]]]:
+    """``(line number from 1, fields)`` of the lines NumPy reads as data: after the header, without comments."""
+    with open(path, encoding="utf-8-sig", errors="replace") as fh:
+        for number, line in enumerate(fh, start=1):
+            content = line.split("#", 1)[0].rstrip("\r\n")
+            if number > skip and content.strip():
+                yield number, content.split(delimiter)
+
+
+def _on_line(detail: str, path: Path, delimiter: str | None, skip: int) -> str:
+    """NumPy's message with its "at row N" (data rows, counted from 0 or 1) made the file's line number."""
+    convert = re.search(r"could not convert string (.*) to \w+ at row \d+, column (\d+)", detail)
+    columns = re.search(r"number of columns changed from (\d+) to \d+ at row \d+", detail)
+    found = 0
+    if convert:
+        try:
+            bad = str(ast.literal_eval(convert.group(1))).strip()
+        except (ValueError, SyntaxError):
+            bad = None
+        column = int(convert.group(2))
+        found = next((n for n, fields in _content_lines(path, delimiter, skip)
+                      if len(fields) >= column and fields[column - 1].strip() == bad), 0)
+    elif columns:
+        first = int(columns.group(1))
+        found = next((n for n, fields in _content_lines(path, delimiter, skip) if len(fields) != first), 0)
+    else:
+        return detail
+    return re.sub(r" at row \d+", f" on line {found}" if found else "", detail).rstrip(".")
+
+
+def _why_empty(path: Path, skip: int) -> str:
+    """Why a text file gave no numbers: it is empty, holds only a header, or only comments."""
+    with open(path, encoding="utf-8-sig", errors="replace") as fh:
+        lines = fh.read().splitlines()
+    if not "".join(lines).strip():
+        return ": the file is empty"
+    if skip:
+        return f", only the header line {lines[skip - 1].strip()!r}"
+    return ", only comments and blank lines"
 
 
 class _NotNumbers(Exception):

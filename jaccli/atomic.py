@@ -14,7 +14,7 @@ from typing import IO
 
 from jaccli.errors import JaccliError, ResourceLimitError, UsageError
 
-__all__ = ["atomic_write", "check_target", "directory_problem", "fsync_directory", "new_file_mode",
+__all__ = ["atomic_write", "check_target", "directory_problem", "fsync_directory", "new_file_mode", "probe_target",
            "unlink_quietly", "write_error", "writing"]
 
 # The errors of a full disk or quota, and NumPy's report of a short write ("60000 requested and 7664 written").
@@ -42,6 +42,23 @@ def check_target(target: Path) -> None:
     problem = directory_problem(target)
     if problem:
         raise UsageError(f"cannot write {target}: {problem}")
+
+
+def probe_target(target: Path) -> None:
+    """Refuse, before any work, a `target` that could not be replaced: a read-only file, or a directory
+    that takes no new file (permissions, a read-only file system, /proc).
+
+    Creates and deletes an empty temporary file beside `target`, as `atomic_write` will; `target`
+    itself is neither created nor changed. Raises `write_error`'s error.
+    """
+    if target.exists() and not os.access(target, os.W_OK):
+        raise UsageError(f"cannot write {target}: the file is read-only; make it writable or write elsewhere")
+    try:
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as error:
+        raise write_error(target, error) from error
+    os.close(fd)
+    unlink_quietly(Path(name))
 
 
 def write_error(target: Path | str, error: OSError) -> JaccliError:

@@ -48,9 +48,30 @@ Exit status:
 """
 
 
+def _negative_number(error: click.UsageError) -> str | None:
+    """The negative number that click took for an unknown option (``-1.5`` read as ``-1``), or None."""
+    # Only commands with INPUT arguments (not the group, not ops) could have meant a number.
+    if not isinstance(error, click.NoSuchOption) or error.ctx is None \
+            or not any(p.name == "args" for p in error.ctx.command.params):
+        return None
+    argv = (error.ctx.find_root().obj or {}).get("argv", [])
+    for arg in argv[:argv.index("--")] if "--" in argv else argv:
+        if isinstance(arg, str) and arg.startswith(error.option_name):
+            try:
+                float(arg)
+            except ValueError:
+                continue
+            return arg
+    return None
+
+
 def usage_line(error: click.UsageError) -> str:
     """click's usage error as one line, with where to find help: ``<message> (see 'jaccli jacobian --help')``."""
     message = " ".join(error.format_message().split())
+    number = _negative_number(error)
+    if number is not None:
+        message = (f"{number} reads as an option; to give a negative number as an input, write it as "
+                   f"NAME={number} (e.g. x={number}), or put -- after the options and before the inputs")
     if error.ctx is None:
         return message
     return f"{message} (see '{error.ctx.command_path} --help')"

@@ -268,6 +268,12 @@ def bind_inputs(
         shown = getattr(fn, "__name__", "the function")
         params, defaults = _signature_params(fn, shown)
     param_list = ", ".join(params) or "none"
+    unnamed = _unnamed(fn.func if isinstance(fn, LoadedFunction) else fn)
+    fix = f"give {shown} named parameters, as in def {shown}(x, y), or wrap it in a function that has them"
+    if unnamed and not params:
+        raise UsageError(f"{shown} has only {unnamed}, and jaccli binds each input to a named parameter: {fix}")
+    # Appended where inputs were meant for *args or **kwargs (def f(x, *rest)).
+    hint = f"; jaccli binds each input to a named parameter, not to {unnamed}: {fix}" if unnamed else ""
 
     named: dict[str, np.ndarray] = {}
     origin: dict[str, str] = {}
@@ -275,7 +281,7 @@ def bind_inputs(
 
     def bind(name: str, array: np.ndarray, given_as: str) -> None:
         if name not in params:
-            raise UsageError(f"{shown} has no parameter {name!r}; its parameters are {param_list}")
+            raise UsageError(f"{shown} has no parameter {name!r}; its parameters are {param_list}{hint}")
         if name in named:
             raise UsageError(
                 f"input for parameter {name!r} of {shown} given twice ({origin[name]} and {given_as})"
@@ -302,7 +308,7 @@ def bind_inputs(
             if unknown:
                 raise UsageError(
                     f"{source} holds arrays {', '.join(unknown)} that are not parameters of {shown}; "
-                    f"its parameters are {param_list}"
+                    f"its parameters are {param_list}{hint}"
                 )
             for key, array in loaded.items():
                 bind(key, array, f"{source}[{key}]")
@@ -310,7 +316,7 @@ def bind_inputs(
     if len(positional) + len(named) > len(params):
         given = len(named) + len(positional)
         takes = f"{_count(len(params), 'input')} ({param_list})" if params else "no inputs"
-        raise UsageError(f"{shown} takes {takes} but {given} {'was' if given == 1 else 'were'} given")
+        raise UsageError(f"{shown} takes {takes} but {given} {'was' if given == 1 else 'were'} given{hint}")
     for param, (source, _) in zip(params, positional):
         if param in named:
             raise UsageError(
@@ -329,6 +335,16 @@ def bind_inputs(
             f"give {'them' if plural else 'it'} positionally or as {missing[0]}=SOURCE"
         )
     return {p: bound[p] for p in params if p in bound}
+
+
+def _unnamed(func: Callable[..., object]) -> str:
+    """The ``*args`` and ``**kwargs`` parameters of `func` as written (``"*args, **kw"``), or ""."""
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return ""
+    stars = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
+    return ", ".join(stars[p.kind] + p.name for p in parameters if p.kind in stars)
 
 
 def _count(n: int, noun: str) -> str:

@@ -56,12 +56,8 @@ class NpyStreamWriter:
         if self.dtype.hasobject:
             raise UsageError(f"cannot stream to {self.path}: dtype {self.dtype} is not numeric")
         check_target(self.path)
-        # Header bytes are at most a few hundred; 4 KiB keeps the estimate safe.
-        needed = math.prod(self.shape) * self.dtype.itemsize + 4096
-        free = shutil.disk_usage(self.path.parent).free
-        if needed > free:
-            raise _no_space(self.path, needed, free)
-
+        # Created before the space check: a directory that takes no files (read-only, /proc) is
+        # that OSError, not a full disk, even where the file system reports no free space.
         fd, name = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
         os.close(fd)
         self._tmp = Path(name)
@@ -69,6 +65,11 @@ class NpyStreamWriter:
         self._cleanup = weakref.finalize(self, unlink_quietly, self._tmp)
         self._fd: int | None = None
         try:
+            # Header bytes are at most a few hundred; 4 KiB keeps the estimate safe.
+            needed = math.prod(self.shape) * self.dtype.itemsize + 4096
+            free = shutil.disk_usage(self.path.parent).free
+            if needed > free:
+                raise _no_space(self.path, needed, free)
             with open(self._tmp, "wb") as fh:
                 header = {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False,
                           "shape": self.shape}

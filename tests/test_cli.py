@@ -526,6 +526,28 @@ def test_too_many_vectors_is_a_usage_error(runner):
     assert_usage_error(result, "2 vectors given for 1")
 
 
+@pytest.mark.parametrize("expression, shape", [("sin(x)", "(3,)"), ("concatenate([sin(x), cos(x)])", "(6,)")])
+def test_vjp_vector_given_twice_for_one_output_says_so(runner, expression, shape):
+    # Two vectors of 3 fit an output of 6 when stacked: refused all the same, not read as one vector.
+    result = invoke(runner, "vjp", "-e", expression, "x=[1, 2, 3]", "--vector", "[1, 1, 1]", "--vector",
+                    "[1, 0, 0]")
+    assert_usage_error(result, "--vector: 2 vectors given for 1 output: f returns one array, not a tuple, so vjp "
+                               f"takes one vector of its shape {shape}; give --vector once")
+
+
+@pytest.mark.parametrize("vectors, given", [(("[1, 0]",), "1 vector"), (("[1, 0]",) * 3, "3 vectors")])
+def test_vjp_vector_count_for_tuple_outputs_names_the_outputs(runner, vectors, given):
+    args = [a for v in vectors for a in ("--vector", v)]
+    result = invoke(runner, "vjp", "-e", "x * y, x + y", "x=[1, 2]", "y=[3, 4]", *args)
+    assert_usage_error(result, f"--vector: {given} given for the 2 outputs of f (f0, f1); give one per output")
+
+
+@pytest.mark.parametrize("command", ["jvp", "hvp"])
+def test_jvp_and_hvp_vector_given_twice_for_one_input_says_what_to_do(runner, command):
+    result = invoke(runner, command, "-e", "sum(x ** 3)", "x=[1, 2]", "--vector", "[1, 0]", "--vector", "[0, 1]")
+    assert_usage_error(result, "--vector: 2 vectors given for 1 differentiated input(s) (x); give one per input")
+
+
 # ---------------------------------------------------------------- expressions
 
 
@@ -1283,6 +1305,84 @@ def test_output_where_no_file_can_be_created_is_a_usage_error(runner):
     assert_usage_error(result, "cannot write /proc/jaccli-test.npy: ")
 
 
+RAN = "import numpy as np\n\ndef f(x):\n    print('f ran')\n    return np.sin(x) * np.sum(x)\n"
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
+@pytest.mark.parametrize("command, extra", [("jacobian", ()), ("jacobian", ("--max-memory", "16")), ("grad", ()),
+                                            ("vjp", ("--vector", "[1, 1]"))])
+@pytest.mark.parametrize("expression", [False, True])
+def test_output_where_no_file_can_be_created_is_refused_before_anything_runs(runner, tmp_path, monkeypatch,
+                                                                             command, extra, expression):
+    import jaccli.commands.run as run_module
+
+    loaded: list = []
+    load_problem = run_module.load_problem
+    monkeypatch.setattr(run_module, "load_problem", lambda *a: loaded.append(a) or load_problem(*a))
+    func = ("-e", "sin(x) * sum(x)") if expression else (write(tmp_path, "ran.py", RAN),)
+    if command == "grad":
+        func = ("-e", "sum(sin(x))") if expression else (write(tmp_path, "ran.py", RAN.replace("* np.sum", "@")),)
+    result = invoke(runner, command, *func, "x=[0.5, 1.0]", *extra, "-o", "/proc/jaccli-test.npy")
+    # One line, no "f ran": neither the function nor the expression was even loaded.
+    assert_usage_error(result, "cannot write /proc/jaccli-test.npy: ", "check the path and its permissions")
+    assert loaded == []
+
+
+def test_read_only_output_file_is_refused_before_anything_runs(runner, tmp_path, monkeypatch):
+    import os
+
+    out = tmp_path / "J.npy"
+    out.write_bytes(b"precious")
+    out.chmod(0o444)
+    if os.geteuid() == 0:
+        # Root may write any file: make os.access answer as it would for anyone else.
+        access = os.access
+        monkeypatch.setattr(os, "access", lambda path, mode, **kw: not (mode & os.W_OK and Path(path) == out)
+                            and access(path, mode, **kw))
+    for func in (write(tmp_path, "ran.py", RAN),), ("-e", "sin(x) * sum(x)"):
+        result = invoke(runner, "jacobian", *func, "x=[0.5, 1.0]", "-o", str(out))
+        assert_usage_error(result, f"cannot write {out}: the file is read-only; make it writable or write elsewhere")
+        assert out.read_bytes() == b"precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["J.npy", "ran.py"]
+
+
+@pytest.mark.parametrize("command, args, read", [
+    ("jacobian", ("{x}",), "x"),
+    ("jacobian", ("x={x}",), "x"),
+    ("jacobian", ("{x}", "--compare", "{ref}"), "ref"),
+    ("vjp", ("{x}", "--vector", "{ref}"), "ref"),
+    ("jacobian", ("{x}", "--rows", "@{rows}"), "rows"),
+])
+@pytest.mark.parametrize("expression", [False, True])
+@pytest.mark.parametrize("spelling", ["same", "relative", "link"])
+def test_output_that_is_one_of_the_files_read_is_refused(runner, tmp_path, monkeypatch, command, args, read,
+                                                         expression, spelling):
+    files = {"x": tmp_path / "x.npy", "ref": tmp_path / "ref.npy", "rows": tmp_path / "rows.npy"}
+    np.save(files["x"], np.array([0.5, 1.0]))
+    np.save(files["ref"], np.ones(2) if command == "vjp" else np.eye(2))
+    np.save(files["rows"], np.array([0]))
+    before = {p: p.read_bytes() for p in files.values()}
+    (tmp_path / "link.npy").symlink_to(files[read])
+    monkeypatch.chdir(tmp_path)
+    out = {"same": str(files[read]), "relative": f"./{files[read].name}", "link": "link.npy"}[spelling]
+    func = ("-e", "sin(x) * sum(x)") if expression else (write(tmp_path, "ran.py", RAN),)
+    result = invoke(runner, command, *func, *(a.format(**files) for a in args), "-o", out)
+    assert_usage_error(result, f"-o {Path(out)}: it is ", "which this command reads as input; write the result to "
+                       "another file")
+    assert {p: p.read_bytes() for p in files.values()} == before
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
+def test_streamed_write_where_no_file_can_be_created_is_a_usage_error_not_a_full_disk(runner, monkeypatch):
+    import jaccli.commands.run as run_module
+
+    # As if /proc had been writable when -o was checked: the streamed write itself must say exit 2.
+    monkeypatch.setattr(run_module, "check_output", lambda out, sources: None)
+    result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "-o",
+                    "/proc/jaccli-test.npy", "--max-memory", "1KiB")
+    assert_usage_error(result, "cannot write /proc/jaccli-test.npy: ", "check the path and its permissions")
+
+
 def test_full_disk_while_streaming_is_exit_4_and_keeps_the_old_file(runner, tmp_path, monkeypatch):
     import errno
     import os
@@ -1348,6 +1448,18 @@ def test_click_usage_errors_are_one_line_with_a_help_hint(runner, args, fragment
     assert "Usage:" not in result.stderr
 
 
+@pytest.mark.parametrize("number", ["-1.5", "-2", "-.5", "-1e3", "-inf"])
+def test_negative_number_input_says_how_to_give_it(runner, tmp_path, number):
+    func = write(tmp_path, "neg.py", "import numpy as np\n\ndef f(x):\n    return np.sin(x)\n")
+    result = invoke(runner, "jacobian", func, number)
+    assert_usage_error(result, f"{number} reads as an option", f"NAME={number}", "put -- after the options",
+                       "jacobian --help')")
+    # Both ways the message offers work.
+    for args in ((func, f"x={number}"), ("--rows", "0", func, "--", number)):
+        assert invoke(runner, "jacobian", *args).exit_code == 0
+    assert_usage_error(invoke(runner, "jacobian", func, "-q1"), "No such option")
+
+
 def test_no_command_still_prints_the_help(runner):
     result = invoke(runner)
     assert "Usage:" in result.stdout + result.stderr and "Commands:" in result.stdout + result.stderr
@@ -1372,6 +1484,35 @@ def test_positional_input_on_a_parameter_bound_by_name_is_a_usage_error(runner, 
     result = invoke(runner, command, func, "[1., 2, 3]", "a=[5., 6]")
     assert_usage_error(result, "parameter 'a' of f given twice", "[1., 2, 3] positionally and a=[5., 6]")
     assert invoke(runner, command, func, "[1., 2, 3]", "b=[5., 6]").exit_code == 0
+
+
+@pytest.mark.parametrize("signature, inputs", [("*args", ("[1.0, 2.0]",)), ("*args", ()),
+                                              ("**kw", ("x=[1.0, 2.0]",))])
+def test_function_without_named_parameters_says_how_to_name_its_inputs(runner, tmp_path, signature, inputs):
+    func = write(tmp_path, "star.py", f"import numpy as np\n\ndef f({signature}):\n    return np.sin(1.0)\n")
+    result = invoke(runner, "jacobian", func, *inputs)
+    assert_usage_error(result, f"f has only {signature}, and jaccli binds each input to a named parameter",
+                       "def f(x, y)")
+    assert "takes no inputs" not in result.stderr
+
+
+@pytest.mark.parametrize("expression, point, reference", [
+    ("x ** 2", "[1, 2]", [[np.nan, 0.0], [0.0, 4.0]]),  # a NaN in the reference, the result finite
+    ("sqrt(x)", "[-1, 4]", [[0.5, 0.0], [0.0, 0.25]]),  # a NaN in the result, the reference finite
+])
+def test_compare_nan_against_a_number_is_a_mismatch_not_an_error_of_0(runner, tmp_path, expression, point,
+                                                                       reference):
+    np.save(tmp_path / "ref.npy", np.array(reference))
+    out = tmp_path / "J.npy"
+    result = invoke(runner, "jacobian", "-e", expression, point, "--compare", str(tmp_path / "ref.npy"),
+                    "-o", str(out))
+    assert result.exit_code == 1, result.stderr
+    error = result.stderr.strip().splitlines()[-1]
+    assert error.startswith("--compare: 1 of 4 entries differ", len("Error: "))
+    assert "(1 of them NaN or inf against a different value); worst df_dx[0, 0]" in error
+    assert "(max abs error 0, max rel error 0 where both are finite; 1 NaN or inf against a different value)" \
+        in result.stderr
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("path", ["", " "])

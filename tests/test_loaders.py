@@ -461,6 +461,44 @@ def test_csv_without_numbers_is_refused(tmp_path, text):
         load_array(str(path))
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "detail"),
+    [
+        ("bad.csv", "a,b\n1,2\n3,x\n", "could not convert string 'x' to float64 on line 3, column 2"),
+        ("bad.csv", "# exported\nx, y\n1, 2\n\n# more\n3, x \n", "could not convert string ' x ' to float64 on "
+         "line 6, column 2"),
+        ("bad.csv", "\ufeffa,b\r\n1,2\r\n,\r\n", "could not convert string '' to float64 on line 3, column 1"),
+        ("bad.csv", "1,2,\n", "could not convert string '' to float64 on line 1, column 3"),
+        ("bad.csv", "# c\n\n1,2\n3,4 # note\n5,6,7\n", "the number of columns changed from 2 to 3 on line 5"),
+        ("bad.csv", "1,2\n3\n", "the number of columns changed from 2 to 1 on line 2"),
+        ("bad.txt", "x y\n1 2\n# c\n3\tx\n", "could not convert string 'x' to float64 on line 4, column 2"),
+    ],
+)
+def test_malformed_text_file_names_the_line_of_the_file(tmp_path, name, text, detail):
+    (tmp_path / name).write_text(text, encoding="utf-8", newline="")
+    with pytest.raises(UsageError) as info:
+        load_array(str(tmp_path / name))
+    separated = "commas" if name.endswith(".csv") else "whitespace"
+    assert str(info.value) == f"cannot read {tmp_path / name}: {detail} (expected numbers separated by {separated})"
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("", ": the file is empty"),
+        ("\n  \n", ": the file is empty"),
+        ("a,b\n", ", only the header line 'a,b'"),
+        ("# exported\nx, y\n# nothing yet\n", ", only the header line 'x, y'"),
+        ("# only a comment\n\n", ", only comments and blank lines"),
+    ],
+)
+def test_csv_without_numbers_says_what_it_holds_instead(tmp_path, text, why):
+    path = write_file(tmp_path, "e.csv", text)
+    with pytest.raises(UsageError) as info:
+        load_array(str(path))
+    assert str(info.value) == f"{path} holds no numbers{why}; put rows of numbers separated by commas in it"
+
+
 # ---------------------------------------------------------------- bind_inputs
 
 
@@ -543,6 +581,35 @@ def test_input_counts_read_naturally():
     with pytest.raises(UsageError, match=r"^none takes no inputs but 1 was given$"):
         bind_inputs(none, ["1"])
     assert bind_inputs(none, []) == {}
+
+
+@pytest.mark.parametrize("source, sources, wrong", [
+    ("def f(*args): return args[0]\n", ["1"], "*args"),
+    ("def f(*args): return args[0]\n", [], "*args"),
+    ("def f(**kw): return kw['x']\n", ["x=1"], "**kw"),
+    ("def f(**kw): return kw['x']\n", ["1"], "**kw"),
+])
+def test_variadic_only_function_says_inputs_need_named_parameters(tmp_path, source, sources, wrong):
+    loaded = load_function(str(write_file(tmp_path, "v.py", source)))
+    with pytest.raises(UsageError) as info:
+        bind_inputs(loaded, sources)
+    assert str(info.value) == (f"f has only {wrong}, and jaccli binds each input to a named parameter: give f "
+                               "named parameters, as in def f(x, y), or wrap it in a function that has them")
+    assert "takes no inputs" not in str(info.value)
+
+
+@pytest.mark.parametrize("source, sources, head", [
+    ("def f(x, *rest): return x\n", ["1", "2"], "f takes 1 input (x) but 2 were given; "),
+    ("def f(x, **kw): return x\n", ["1", "y=2"], "f has no parameter 'y'; its parameters are x; "),
+])
+def test_inputs_meant_for_star_parameters_say_why_they_do_not_bind(tmp_path, source, sources, head):
+    loaded = load_function(str(write_file(tmp_path, "v.py", source)))
+    assert list(bind_inputs(loaded, sources[:1])) == ["x"]  # the named parameter still binds
+    with pytest.raises(UsageError) as info:
+        bind_inputs(loaded, sources)
+    assert str(info.value).startswith(head + "jaccli binds each input to a named parameter, not to ")
+    assert str(info.value).endswith(": give f named parameters, as in def f(x, y), or wrap it in a function "
+                                    "that has them")
 
 
 def test_empty_named_source():

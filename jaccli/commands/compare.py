@@ -114,6 +114,11 @@ def compare(problem: Problem, outcome: Outcome, settings: Settings) -> Verdict:
             "max_rel_err": max((e["max_rel_err"] for e in blocks.values()), default=0.0),
             "worst": worst[:TOP], "blocks": blocks}
     errors = f"max abs error {data['max_abs_err']:.3g}, max rel error {data['max_rel_err']:.3g}"
+    # The errors are over entries finite in both: a NaN against a number must not read as "error 0".
+    nonfinite = sum(e["nonfinite_mismatches"] for e in blocks.values())
+    odd = f" ({nonfinite} of them NaN or inf against a different value)" if nonfinite else ""
+    if nonfinite:
+        errors += f" where both are finite; {nonfinite} NaN or inf against a different value"
     if passed:
         lines = [f"compare with {source}: passed: all {entries} entries agree within rtol={rtol:g}, "
                  f"atol={atol:g} ({errors})"]
@@ -123,5 +128,5 @@ def compare(problem: Problem, outcome: Outcome, settings: Settings) -> Verdict:
              f"atol={atol:g} ({errors}); worst entries:"]
     lines += [f"  {_worst_line(w)}" for w in failing[:TOP]]
     failure = (f"--compare: {mismatches} of {entries} entries differ from {source} beyond rtol={rtol:g}, "
-               f"atol={atol:g}; worst {_worst_line(failing[0])}")
+               f"atol={atol:g}{odd}; worst {_worst_line(failing[0])}")
     return Verdict("compare", False, data, lines, failure)

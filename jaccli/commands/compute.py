@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -267,7 +268,7 @@ def _vector_blocks(problem: Problem, command: str, s: Settings) -> list[Block]:
                            numbered=fname if command == "vjp" else None)
     v: Any = vectors[0] if len(vectors) == 1 else tuple(vectors)
     fn = {"vjp": jaccli.vjp, "jvp": jaccli.jvp, "hvp": jaccli.hvp}[command]
-    value, result = _product(fn, problem, v)
+    value, result = _product(fn, problem, v, per_output=command == "vjp")
     if command != "jvp":
         return [_vector(f"{command}_{n}", n, x) for n, x in zip(names, result)]
     if isinstance(value, tuple):
@@ -275,15 +276,37 @@ def _vector_blocks(problem: Problem, command: str, s: Settings) -> list[Block]:
     return [_vector(f"jvp_{fname}", fname, result)]
 
 
-def _product(fn: Callable, problem: Problem, v: Any) -> tuple:
+def _product(fn: Callable, problem: Problem, v: Any, per_output: bool) -> tuple:
+    given = len(v) if isinstance(v, tuple) else 1
     try:
-        return fn(problem.func, problem.args, v, wrt=problem.wrt)
+        value, result = fn(problem.func, problem.args, v, wrt=problem.wrt)
     except ValueError as error:
         text = str(error)
+        # The library reads vectors given for one output as one stacked vector, and counts a tuple's outputs.
+        if per_output and given > 1 and text.startswith("v has invalid size"):
+            shape = re.search(r"should be (\(.*?\))", text)
+            raise _one_output(problem, given, shape.group(1) if shape else "") from None
+        counts = re.match(r"v is a tuple of invalid length: should be (\d+) but got (\d+)", text)
+        if per_output and counts:
+            outputs = int(counts.group(1))
+            names = ", ".join(f"{problem.name}{i}" for i in range(outputs))
+            raise UsageError(f"--vector: {given} vector{'s' if given > 1 else ''} given for the {outputs} outputs "
+                             f"of {problem.name} ({names}); give one per output, positionally or as "
+                             f"{problem.name}0=SOURCE") from None
         # The library names the vector `v`; on the command line it is --vector.
         if text.startswith(("v ", "Entry ", "The vector v")):
             raise UsageError(f"--vector: {text}") from None
         raise
+    if per_output and given > 1 and not isinstance(value, tuple):
+        # Vectors that together fit the output's size would pass as one: refused all the same.
+        raise _one_output(problem, given, str(np.shape(value)))
+    return value, result
+
+
+def _one_output(problem: Problem, given: int, shape: str) -> UsageError:
+    shaped = f" of its shape {shape}" if shape else ""
+    return UsageError(f"--vector: {given} vectors given for 1 output: {problem.name} returns one array, not a tuple, "
+                      f"so vjp takes one vector{shaped}; give --vector once")
 
 
 # ---------------------------------------------------------------- evaluation

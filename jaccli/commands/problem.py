@@ -209,7 +209,8 @@ def load_vectors(sources: Sequence[str], targets: list[str], dtype: str | None,
     count = max([len(targets), len(named) + len(positional)] + [k + 1 for k in named])
     if numbered is None and count > len(targets):
         raise UsageError(f"--vector: {len(named) + len(positional)} vectors given for {len(targets)} "
-                         f"differentiated input(s) ({shown})")
+                         f"differentiated input(s) ({shown}); give one per input, positionally or as "
+                         f"{targets[0]}=SOURCE")
     free = iter(k for k in range(count) if k not in named)
     named.update(zip(free, positional))
     missing = [k for k in range(count) if k not in named]

@@ -50,13 +50,15 @@ if TYPE_CHECKING:
 
 import json
 import math
+import os
 import sys
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 import jaccli
-from jaccli.atomic import directory_problem
+from jaccli.arrays import is_file
+from jaccli.atomic import directory_problem, probe_target
 from jaccli.errors import UsageError
 from jaccli.writers import WRITE_FORMATS
 
@@ -69,8 +71,12 @@ SCHEMA = 1
 TABLE_SAMPLES = 4
 
 
-def check_target(out: Output, blocks: list[Block]) -> None:
-    """Refuse, before any work, a file that cannot hold the result."""
+def check_output(out: Output, sources: Sequence[str | None]) -> None:
+    """Refuse, before anything runs, an -o file that cannot be written or that is one of the files read.
+
+    `sources` are the command's INPUTs and the other files it reads (--vector, --compare,
+    ``@file`` of --rows/--cols), as given: ``name=SOURCE`` is checked as a whole and as SOURCE.
+    """
     if out.path is None:
         return
     suffix = out.path.suffix.lower()
@@ -82,6 +88,20 @@ def check_target(out: Output, blocks: list[Block]) -> None:
     problem = directory_problem(out.path)
     if problem:
         raise UsageError(f"-o {out.path}: {problem}")
+    if out.path.exists():
+        for source in filter(None, sources):
+            for text in dict.fromkeys((source, source.partition("=")[2], source[1:] if source[:1] == "@" else "")):
+                if text and is_file(text) and os.path.samefile(text, out.path):
+                    raise UsageError(f"-o {out.path}: it is {text}, which this command reads as input; write "
+                                     "the result to another file")
+    probe_target(out.path)
+
+
+def check_target(out: Output, blocks: list[Block]) -> None:
+    """Refuse, before any derivative is computed, a file that cannot hold the result's blocks."""
+    if out.path is None:
+        return
+    suffix = out.path.suffix.lower()
     if suffix in (".npy", ".csv", ".txt") and len(blocks) > 1:
         keys = ", ".join(b.key for b in blocks)
         raise UsageError(f"-o {out.path}: the result has {len(blocks)} blocks ({keys}) and a {suffix} file "

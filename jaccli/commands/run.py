@@ -17,7 +17,7 @@ from . import nonfinite
 from .compute import Outcome, Verdict, evaluate, finish_stream, hook_progress, prepare, stream_pieces
 from .failures import CheckFailed, print_traceback, to_stdout, translate
 from .problem import Problem, load_problem
-from .report import build_report, check_target, file_blocks, print_stats, show
+from .report import build_report, check_output, check_target, file_blocks, print_stats, show
 from .settings import Output, Settings
 
 
@@ -249,6 +249,7 @@ def run(command: str, *, func: str | None, expression: str | None, sources: tupl
     start = time.perf_counter()
     with Failures(func, expression, debug) as failures:
         compute, own = _checks(command, settings, out)
+        check_output(out, [*sources, *settings.vectors, settings.compare, settings.rows, settings.cols])
         problem = failures.problem = load_problem(func, expression, sources, wrt, settings.dtype)
         loaded = time.perf_counter()
         outcome = _evaluate(problem, compute, settings, out)

@@ -531,3 +531,20 @@ def test_plain_results_of_a_sequence_of_traced_arrays_are_guarded_not_a_recursio
     for point in (x, 1.01 * x, x[::-1].copy()):
         np.testing.assert_array_equal(np.asarray(jaccli.jacobian(once, point)), jacobian(f, point))
     assert (once.records, once.replays, once.misses) == (2, 1, 1)  # the reversed point sorts otherwise
+
+
+@pytest.mark.parametrize("write", [
+    lambda x, buf: np.sum(x, keepdims=True, out=buf[:1]),
+    lambda x, buf: np.clip(x, 0.0, 1.0, buf),          # out by position
+    lambda x, buf: np.mean(x, axis=0, out=buf[0]),
+    lambda x, buf: np.cumsum(x, out=buf),
+], ids=["sum-keyword", "clip-positional", "mean", "cumsum"])
+def test_a_numpy_function_writing_into_out_raises_instead_of_leaving_it_unwritten(write):
+    # Before: the handlers ignored out=, so buf kept its zeros and the Jacobian came out all zero.
+    def f(x):
+        buf = np.zeros(3)
+        write(x, buf)
+        return buf * x
+
+    with pytest.raises(TracingError, match=r"\(\.\.\., out=\.\.\.\) writes into an existing array"):
+        Recording(f, [np.array([0.3, 1.2, -0.7])], [0])

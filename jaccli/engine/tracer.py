@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import numpy as np
@@ -91,6 +92,22 @@ def guarded(fn: Any, *args: Any, **kwargs: Any) -> Any:
             a._trace.guard(_identity, (vals[i],), {}, ((0, a._node, a._idx),), vals[i])
     trace.guard(fn, tuple(vals), kwargs, refs, result)
     return result
+
+
+_OUT_POSITION: dict[Any, int | None] = {}  # NumPy function -> the position of its `out` parameter
+
+
+def _positional_out(func: Any, args: tuple) -> bool:
+    """Whether args passes an `out` array by position (np.clip(x, 0, 1, buf))."""
+    try:
+        at = _OUT_POSITION[func]
+    except KeyError:
+        try:
+            names = list(inspect.signature(func).parameters)
+        except (TypeError, ValueError):
+            names = []
+        at = _OUT_POSITION[func] = names.index("out") if "out" in names else None
+    return at is not None and len(args) > at and args[at] is not None
 
 
 def _escape(what: str, instead: str) -> TracingError:
@@ -189,6 +206,10 @@ class Tracer:
         return handler(*inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
+        if kwargs.get("out") is not None or _positional_out(func, args):
+            name = numpy_name(func)
+            raise TracingError(f"{name}(..., out=...) writes into an existing array; write `y = {name}(...)` "
+                               "instead", user_site(2))
         handler = FUNCTION_HANDLERS.get(func)
         if handler is None:
             raise UnsupportedOperationError(f"{numpy_name(func)} is not supported by jaccli; see 'jaccli ops'",

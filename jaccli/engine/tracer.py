@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import itertools
 from typing import Any
 
 import numpy as np
@@ -103,10 +104,12 @@ def _positional_out(func: Any, args: tuple) -> bool:
         at = _OUT_POSITION[func]
     except KeyError:
         try:
-            names = list(inspect.signature(func).parameters)
+            params = list(inspect.signature(func).parameters.values())
         except (TypeError, ValueError):
-            names = []
-        at = _OUT_POSITION[func] = names.index("out") if "out" in names else None
+            params = []
+        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        names = [p.name for p in itertools.takewhile(lambda p: p.kind in positional, params)]
+        at = _OUT_POSITION[func] = names.index("out") if "out" in names else None  # not after *args
     return at is not None and len(args) > at and args[at] is not None
 
 

@@ -239,9 +239,10 @@ class Trace:
         self.guards: list[Guard] | None = []
         self.errstate = errstate_token()
         self.errstates: dict[int, dict] = {}  # node index -> np.geterr() where it differs
-        # Weak references to the traced arrays that are NumPy views of another traced array: a
-        # write into memory they share leaves them behind (Tracer._become marks them).
-        self.views: list = []
+        # Weak references to the traced arrays that are NumPy views of another traced array, by the
+        # id of the array owning their memory: a write into memory they share leaves them behind
+        # (Tracer._become marks them), and a write elsewhere need not look at them.
+        self.views: dict[int, list] = {}
 
     def guard(self, fn: Callable, args: tuple, kwargs: dict, refs: tuple, expected: Any) -> None:
         """Remember that `expected` = fn(args with the traced values at `refs`) was baked in."""
@@ -469,7 +470,16 @@ def _note_view(out: Any, args: tuple, top: Trace) -> None:
     base = _view_of(out._value, args, top)
     if base is not None:
         out._base = base
-        top.views.append(weakref.ref(out))
+        top.views.setdefault(id(memory_root(out._value)), []).append(weakref.ref(out))
+
+
+def memory_root(a: Any) -> Any:
+    """The object that owns the memory of array `a` (through every level of tracing and of views)."""
+    while type(a) is _TRACER[0]:
+        a = a._value
+    while isinstance(getattr(a, "base", None), np.ndarray):
+        a = a.base
+    return a
 
 
 def _view_of(ans: Any, args: tuple, top: Trace) -> Any:

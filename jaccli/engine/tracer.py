@@ -127,7 +127,8 @@ def _overwritten_views(trace: Trace, old: Any, idx: Any, writer: Any, written: A
     Exact (NumPy's shares_memory, or element addresses for an advanced index), so that a view of
     a part that the write leaves alone (prev = H[t - 1]; H[t] = ...) stays usable.
     """
-    if not trace.views or type(old) is not np.ndarray:
+    refs = trace.views.get(id(_core.memory_root(old))) if type(old) is np.ndarray else None
+    if not refs:
         return []
     region, addresses = old, None
     if idx is not None:
@@ -138,7 +139,7 @@ def _overwritten_views(trace: Trace, old: Any, idx: Any, writer: Any, written: A
         if type(region) is not np.ndarray or not np.may_share_memory(region, old):
             addresses, region = _addresses(old)[idx], old  # an advanced index: a copy, not a view
     hit, live = [], []
-    for ref in trace.views:
+    for ref in refs:
         view = ref()
         if view is None:
             continue
@@ -158,7 +159,7 @@ def _overwritten_views(trace: Trace, old: Any, idx: Any, writer: Any, written: A
                 overlap = True
         if overlap:
             hit.append(view)
-    trace.views[:] = live
+    refs[:] = live
     return hit
 
 

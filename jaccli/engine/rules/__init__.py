@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     linalg_decomp,
     linalg_norm,
     meta,
+    numerics,
     products,
     reductions,
     reorder,

@@ -66,7 +66,7 @@ def _sum_handler(a, axis=None, dtype=None, out=None, keepdims=False, initial=np.
 
 def _mean_handler(a, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValue):
     axes = norm_axes(axis, np.ndim(a))
-    return _sum_handler(a, axis=axes, keepdims=keepdims) * (1.0 / max(_count(np.shape(a), axes), 1))
+    return _sum_handler(a, axis=axes, keepdims=keepdims) / float(max(_count(np.shape(a), axes), 1))  # as NumPy
 
 
 def _average(a, axis=None, weights=None, returned=False, *, keepdims=False):
@@ -91,7 +91,7 @@ def _var_handler(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, 
         ddof = correction
     axes = norm_axes(axis, np.ndim(a))
     d = a - _mean_handler(a, axes, keepdims=True)
-    return _sum_handler(d * d, axis=axes, keepdims=keepdims) / np.float64(_count(np.shape(a), axes) - ddof)
+    return _sum_handler(d * d, axis=axes, keepdims=keepdims) / float(_count(np.shape(a), axes) - ddof)  # keeps float32
 
 
 def _std_handler(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
@@ -359,11 +359,16 @@ def _nan_count(a, axes, keepdims):
     return guarded(lambda v: np.sum(~np.isnan(v), axis=axes, keepdims=keepdims), a)
 
 
+def _denominator(count, a):
+    """Counts as divisors in a's dtype (float32 stays float32); NaN where a slice has none."""
+    return np.where(count > 0, count, np.nan).astype(np.result_type(dtype_of(a), np.float32))
+
+
 def _nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=np._NoValue):
     axes = norm_axes(axis, np.ndim(a))
     count = _nan_count(a, axes, bool(keepdims))
     with np.errstate(invalid="ignore", divide="ignore"):  # an all-NaN slice gives NaN, as NumPy
-        return _sum_handler(_without_nans(a, 0.0), axis=axes, keepdims=keepdims) / np.where(count > 0, count, np.nan)
+        return _sum_handler(_without_nans(a, 0.0), axis=axes, keepdims=keepdims) / _denominator(count, a)
 
 
 def _nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np._NoValue,
@@ -374,7 +379,7 @@ def _nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where
     d = _without_nans(a - _nanmean(a, axes, keepdims=True), 0.0)
     dof = _nan_count(a, axes, bool(keepdims)) - ddof
     with np.errstate(invalid="ignore", divide="ignore"):
-        return _sum_handler(d * d, axis=axes, keepdims=keepdims) / np.where(dof > 0, dof, np.nan)
+        return _sum_handler(d * d, axis=axes, keepdims=keepdims) / _denominator(dof, a)
 
 
 def _nan_extreme(handler, fill):

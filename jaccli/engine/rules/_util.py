@@ -77,3 +77,8 @@ def norm_axes(axis: Any, ndim: int) -> tuple[int, ...]:
 def shift(axes: tuple[int, ...]) -> tuple[int, ...]:
     """Axes of an argument seen from a block with a leading axis."""
     return tuple(a + 1 for a in axes)
+
+
+def along(axis: int, index) -> tuple:
+    """An index that applies `index` to one axis and keeps the others whole."""
+    return (slice(None),) * axis + (index,)

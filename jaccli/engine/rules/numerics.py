@@ -18,12 +18,12 @@ from ...errors import TracingError, UnsupportedOperationError
 from ..core import user_site
 from ..registry import family, register_derived
 from ..tracer import Tracer, guarded
-from ._util import axis_index, dtype_of
+from ._util import along, axis_index, dtype_of
 from .elementwise import where
 from .indexing import gather, get_basic
 from .joining import concat
 from .products import matmul
-from .reductions import _along, cumprod, cumsum, sum_
+from .reductions import cumprod, cumsum, sum_
 
 family("numerics")
 
@@ -75,7 +75,7 @@ def _diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
         parts.append(_diff_end(append, end_shape))
     if len(parts) > 1:
         a = np.concatenate(parts, axis)
-    later, earlier = _along(axis, slice(1, None)), _along(axis, slice(None, -1))
+    later, earlier = along(axis, slice(1, None)), along(axis, slice(None, -1))
     for _ in range(n):
         a = a[later] - a[earlier]
     return a
@@ -169,7 +169,7 @@ def _spacings(f, varargs, axes):
 
 def _interior(f, h, ax):
     """Second-order central differences at the interior points."""
-    before, middle, after = (f[_along(ax, s)] for s in (slice(None, -2), slice(1, -1), slice(2, None)))
+    before, middle, after = (f[along(ax, s)] for s in (slice(None, -2), slice(1, -1), slice(2, None)))
     if np.ndim(h) == 0:
         return (after - before) / (2. * h)
     dx1, dx2 = h[:-1], h[1:]
@@ -184,15 +184,15 @@ def _interior(f, h, ax):
 def _first_order_edges(f, h, ax):
     """One-sided first differences at both ends (each keeps the axis, with length 1)."""
     uniform = np.ndim(h) == 0
-    first = (f[_along(ax, slice(1, 2))] - f[_along(ax, slice(0, 1))]) / (h if uniform else h[0])
-    last = (f[_along(ax, slice(-1, None))] - f[_along(ax, slice(-2, -1))]) / (h if uniform else h[-1])
+    first = (f[along(ax, slice(1, 2))] - f[along(ax, slice(0, 1))]) / (h if uniform else h[0])
+    last = (f[along(ax, slice(-1, None))] - f[along(ax, slice(-2, -1))]) / (h if uniform else h[-1])
     return first, last
 
 
 def _second_order_edges(f, h, ax):
     """One-sided second-order differences at both ends (each keeps the axis, with length 1)."""
     def at(i):
-        return f[_along(ax, slice(i, i + 1 if i != -1 else None))]
+        return f[along(ax, slice(i, i + 1 if i != -1 else None))]
 
     if np.ndim(h) == 0:
         a, b, c = -1.5 / h, 2. / h, -0.5 / h

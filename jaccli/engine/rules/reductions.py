@@ -7,7 +7,7 @@ import numpy as np
 from ..registry import family, primitive, register, register_derived
 from ..seeds import broadcast_block
 from ..tracer import guarded
-from ._util import axis_index, dtype_of, norm_axes, shift
+from ._util import along, axis_index, dtype_of, norm_axes, shift
 
 family("reductions")
 
@@ -231,11 +231,6 @@ register_derived(np.ptp, lambda a, axis=None, out=None, keepdims=False:
 # ---------------------------------------------------------------------------
 # cumsum and cumprod (axis=None flattens first)
 # ---------------------------------------------------------------------------
-def _along(axis: int, index) -> tuple:
-    """An index that applies `index` to one axis and keeps the others whole."""
-    return (slice(None),) * axis + (index,)
-
-
 _REVERSED = slice(None, None, -1)
 
 
@@ -245,7 +240,7 @@ def _cumsum_impl(x, axis):
 
 cumsum = primitive("np.cumsum", _cumsum_impl)
 # The transpose of a running sum is a running sum from the other end.
-cumsum.defvjp(lambda ans, x, axis: (lambda g, flip=_along(axis + 1, _REVERSED):
+cumsum.defvjp(lambda ans, x, axis: (lambda g, flip=along(axis + 1, _REVERSED):
                                     np.cumsum(g[flip], axis=axis + 1)[flip]))
 cumsum.defjvp(lambda ans, x, axis: (lambda t: np.cumsum(t, axis=axis + 1)))
 
@@ -271,7 +266,7 @@ def _doubling_factors(coef, axis: int) -> list:
     while d < n:
         factors.append(coef)
         if 2 * d < n:
-            coef = coef[_along(axis, slice(d, None))] * coef[_along(axis, slice(None, n - 2 * d))]
+            coef = coef[along(axis, slice(d, None))] * coef[along(axis, slice(None, n - 2 * d))]
         d *= 2
     return factors
 
@@ -281,8 +276,8 @@ def _solve(b, factors: list, axis: int):
     n = np.shape(b)[axis]
     d = 1
     for f in factors:
-        head = b[_along(axis, slice(None, d))]
-        tail = b[_along(axis, slice(d, None))] + f * b[_along(axis, slice(None, n - d))]
+        head = b[along(axis, slice(None, d))]
+        tail = b[along(axis, slice(d, None))] + f * b[along(axis, slice(None, n - d))]
         b = np.concatenate([head, tail], axis=axis)
         d *= 2
     return b
@@ -292,19 +287,19 @@ def _before(ans, axis: int):
     """The product of the entries before each one: cumprod shifted by one, starting at 1."""
     shape = np.shape(ans)
     ones = np.ones(shape[:axis] + (1,) + shape[axis + 1:], dtype=dtype_of(ans))
-    return np.concatenate([ones, ans[_along(axis, slice(None, -1))]], axis=axis)
+    return np.concatenate([ones, ans[along(axis, slice(None, -1))]], axis=axis)
 
 
 def _cumprod_jvp(ans, x, axis):
     before = _before(ans, axis)
-    factors = _doubling_factors(x[_along(axis, slice(1, None))], axis)
+    factors = _doubling_factors(x[along(axis, slice(1, None))], axis)
     return lambda t: _solve(t * before, factors, axis + 1)
 
 
 def _cumprod_vjp(ans, x, axis):
     before = _before(ans, axis)
-    factors = _doubling_factors(x[_along(axis, slice(None, 0, -1))], axis)
-    flip = _along(axis + 1, _REVERSED)
+    factors = _doubling_factors(x[along(axis, slice(None, 0, -1))], axis)
+    flip = along(axis + 1, _REVERSED)
     return lambda g: _solve(g[flip], factors, axis + 1)[flip] * before
 
 

@@ -200,6 +200,7 @@ class Recording:
         self.trace.guards = None
         self.kept: dict[str, tuple] = {}
         self._traced_constants: bool | None = None  # computed by the first replay
+        self._elementwise: dict[tuple[int, int], bool] = {}  # (output, input) -> elementwise(); the tape is closed
 
     def keep(self, name: str, value: Any) -> None:
         """Remember a value that f's recording produced (traced here or constant), for `kept`."""
@@ -313,6 +314,7 @@ class Recording:
         rec._data = self._data
         rec._errstate = self._errstate
         rec._traced_constants = False
+        rec._elementwise = self._elementwise  # the same structure and sizes: the same answers
         return rec
 
     def _has_traced_constants(self) -> bool:
@@ -342,6 +344,13 @@ class Recording:
         arguments have the result's size; other inputs count as constants). The check reads
         the recording's structure only, never the values.
         """
+        key = (i, j)
+        known = self._elementwise.get(key)
+        if known is None:
+            known = self._elementwise[key] = self._is_elementwise(i, j)
+        return known
+
+    def _is_elementwise(self, i: int, j: int) -> bool:
         ref = self.out_refs[i]
         start = self.in_nodes[j]
         if ref is None or ref[1] is not None or not ref[0].deps & start.deps:

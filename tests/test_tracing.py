@@ -548,3 +548,29 @@ def test_a_numpy_function_writing_into_out_raises_instead_of_leaving_it_unwritte
 
     with pytest.raises(TracingError, match=r"\(\.\.\., out=\.\.\.\) writes into an existing array"):
         Recording(f, [np.array([0.3, 1.2, -0.7])], [0])
+
+
+def test_an_escape_inside_an_installed_library_is_reported_at_the_users_line(user_module, tmp_path, monkeypatch):
+    # Before: scipy.special.logsumexp(x) was reported at a line inside scipy's own files.
+    from jaccli.engine import core
+
+    monkeypatch.setattr(core, "_LIBRARY_DIRS", core._LIBRARY_DIRS + (str(tmp_path),))
+    lib = user_module("import numpy as np\n\ndef smooth_max(x):\n    return np.log(np.sum(np.exp(np.asarray(x))))\n",
+                      name="installed_lib")
+
+    def f(x):
+        return lib.smooth_max(x) * x
+
+    _escape_site(f, "lib.smooth_max(x)", TracingError)
+
+
+def test_a_ufunc_from_outside_numpy_is_not_named_as_numpys():
+    # Before: scipy.special.expit was reported as "np.expit is not supported".
+    foreign = np.frompyfunc(lambda a: a, 1, 1)
+
+    def f(x):
+        return foreign(x)
+
+    message = _escape_site(f, "foreign(x)", UnsupportedOperationError)
+    assert "(not NumPy's own) is not supported by jaccli; write it with NumPy functions" in message
+    assert " np." not in message.split(": ", 1)[1]

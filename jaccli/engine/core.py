@@ -18,7 +18,9 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import site
 import sys
+import sysconfig
 import threading
 import weakref
 from typing import Any, Callable
@@ -32,7 +34,7 @@ _TRACER: list = [None]  # the Tracer class, set by tracer.py (which imports this
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-_INTERNAL_CODE: dict = {}  # code object -> whether it belongs to jaccli or NumPy
+_INTERNAL_CODE: dict = {}  # code object -> _USER, _LIBRARY or _INTERNAL (see _code_kind)
 
 
 class _ThreadSlot(threading.local):
@@ -116,23 +118,50 @@ def frozen_constants(freezer: "Freezer | None"):
             freezer.release()
 
 
+_USER, _LIBRARY, _INTERNAL = 0, 1, 2
+# Installed packages and the standard library: code the user calls (scipy.special, ...), not writes.
+_LIBRARY_DIRS = tuple(sorted({os.path.join(os.path.abspath(p), "") for p in (
+    *(sysconfig.get_paths().get(k) for k in ("purelib", "platlib", "stdlib", "platstdlib")),
+    *getattr(site, "getsitepackages", lambda: [])(), site.getusersitepackages()) if p}))
+
+
+def _code_kind(code: Any) -> int:
+    """_INTERNAL for jaccli and NumPy, _LIBRARY for other installed code, _USER for the rest; cached."""
+    kind = _INTERNAL_CODE.get(code)
+    if kind is None:
+        filename = code.co_filename
+        if filename.startswith(_PACKAGE_DIR) or _is_numpy_file(filename):
+            kind = _INTERNAL
+        elif filename.startswith(_LIBRARY_DIRS) or filename.startswith("<frozen"):
+            kind = _LIBRARY
+        else:
+            kind = _USER
+        _INTERNAL_CODE[code] = kind
+    return kind
+
+
 def is_internal(code: Any) -> bool:
     """Whether a code object belongs to jaccli or NumPy (not to the user's code); cached."""
-    hidden = _INTERNAL_CODE.get(code)
-    if hidden is None:
-        filename = code.co_filename
-        hidden = _INTERNAL_CODE[code] = filename.startswith(_PACKAGE_DIR) or _is_numpy_file(filename)
-    return hidden
+    return _code_kind(code) == _INTERNAL
 
 
 def user_site(skip: int = 1) -> tuple[str, int] | None:
-    """The innermost stack frame outside jaccli and NumPy: the user's file and line."""
+    """The user's file and line: the innermost frame of the user's own code, else of a library
+    (scipy.special called from an installed package), never of jaccli or NumPy."""
     frame = sys._getframe(skip)
+    known = _INTERNAL_CODE
+    library = None
     while frame is not None:
-        if not is_internal(frame.f_code):
-            return frame.f_code.co_filename, frame.f_lineno
+        code = frame.f_code
+        kind = known.get(code)
+        if kind is None:
+            kind = _code_kind(code)
+        if kind == _USER:
+            return code.co_filename, frame.f_lineno
+        if kind == _LIBRARY and library is None:
+            library = (code.co_filename, frame.f_lineno)
         frame = frame.f_back
-    return None
+    return library
 
 
 @contextlib.contextmanager

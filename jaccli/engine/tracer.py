@@ -22,6 +22,8 @@ INTERNAL: dict[str, Any] = {}
 def numpy_name(func: Any) -> str:
     """`np.fft.fft` style name of a NumPy callable, for messages."""
     if isinstance(func, np.ufunc):
+        if getattr(np, func.__name__, None) is not func:  # scipy.special's and other packages' ufuncs
+            return f"the ufunc {func.__name__} (not NumPy's own)"
         return f"np.{func.__name__}"
     module = getattr(func, "__module__", "") or ""
     name = getattr(func, "__name__", repr(func))
@@ -205,8 +207,10 @@ class Tracer:
         else:
             handler = UFUNC_HANDLERS.get((ufunc, method))
         if handler is None:
-            name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
-            raise UnsupportedOperationError(f"{name} is not supported by jaccli; see 'jaccli ops'", user_site(2))
+            name = numpy_name(ufunc) + ("" if method == "__call__" else f".{method}")
+            hint = "" if name.startswith("np.") else "; write it with NumPy functions"
+            raise UnsupportedOperationError(f"{name} is not supported by jaccli{hint}; see 'jaccli ops'",
+                                            user_site(2))
         return handler(*inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):

@@ -574,3 +574,12 @@ def test_a_ufunc_from_outside_numpy_is_not_named_as_numpys():
     message = _escape_site(f, "foreign(x)", UnsupportedOperationError)
     assert "(not NumPy's own) is not supported by jaccli; write it with NumPy functions" in message
     assert " np." not in message.split(": ", 1)[1]
+
+
+def test_unsupported_eig_points_to_eigh():
+    def f(x):
+        return np.linalg.eig(np.outer(x, x))[0]
+
+    message = _escape_site(f, "np.linalg.eig", UnsupportedOperationError)
+    assert "np.linalg.eig is not supported by jaccli (its results are complex in general); for a symmetric " \
+           "matrix use np.linalg.eigh" in message

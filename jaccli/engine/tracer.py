@@ -115,6 +115,13 @@ def _positional_out(func: Any, args: tuple) -> bool:
     return at is not None and len(args) > at and args[at] is not None
 
 
+# What to write instead of some unsupported functions, where NumPy has a supported relative.
+_INSTEAD = {
+    np.linalg.eig: " (its results are complex in general); for a symmetric matrix use np.linalg.eigh",
+    np.linalg.eigvals: " (its results are complex in general); for a symmetric matrix use np.linalg.eigvalsh",
+}
+
+
 def _escape(what: str, instead: str) -> TracingError:
     return TracingError(f"{what} takes a traced value out of jaccli's recording, so its derivative is lost; {instead}",
                         user_site(3))
@@ -220,7 +227,8 @@ class Tracer:
                                "instead", user_site(2))
         handler = FUNCTION_HANDLERS.get(func)
         if handler is None:
-            raise UnsupportedOperationError(f"{numpy_name(func)} is not supported by jaccli; see 'jaccli ops'",
+            hint = _INSTEAD.get(func, "")
+            raise UnsupportedOperationError(f"{numpy_name(func)} is not supported by jaccli{hint}; see 'jaccli ops'",
                                             user_site(2))
         return handler(*args, **kwargs)
 

@@ -163,6 +163,7 @@ class Recording:
                 call_args[i] = _private(args[i])
         else:
             self._data = None
+            self.trace.guards = None  # only a replay reads guards: none are collected for nothing
         self.in_nodes = []
         for i in self.wrt:
             t = self.trace.new_input(_private_float(args[i]))

@@ -130,4 +130,8 @@ CASES = [
                                                                np.subtract.at(a, [1, 1], v[0]))),
          (r(3, 4), r(3)), wrt=(0, 1), id="add.at-subtract.at"),
     Case("np.bincount", lambda w: np.bincount(np.array([0, 3, 0, 1, 3]), weights=w ** 2, minlength=5), (r(5),)),
+    Case(("np.putmask", "np.put_along_axis"),
+         _written(lambda a, v: (np.putmask(a, mask=_MASK, values=v), np.put_along_axis(
+             a, indices=np.array([[0], [2], [1]]), values=v[:, None] ** 2, axis=1))),
+         (r(3, 4), r(3)), wrt=(0, 1), id="in-place-writers-by-keyword"),
 ]

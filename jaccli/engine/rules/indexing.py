@@ -7,6 +7,8 @@ so that repeated indices accumulate and a leading block axis never moves.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from ...errors import TracingError
@@ -265,13 +267,6 @@ register_derived(np.choose, _choose, uses=(gather,), notes=_PLACES + "; the sele
 # traced array they are functional updates, like x[idx] = v: NumPy's own function, run on a marker
 # array, says which element of the values lands where (with its cyclic repetition and modes).
 # ---------------------------------------------------------------------------
-def _written_by(func, a, values, *args, **kwargs):
-    """Marker: for each element of a, the flat position in `values` that func writes there, or -1."""
-    marker = np.full(np.shape(a), -1, dtype=np.intp)
-    func(marker, *args, positions(np.shape(values)), **kwargs)
-    return marker
-
-
 def _write(a, marker, values):
     written = marker >= 0
     if not isinstance(values, Tracer):
@@ -282,56 +277,74 @@ def _write(a, marker, values):
     a._become(np.where(written, picked, a), written)
 
 
-def _in_place(func, values_at: int, marker_args):
-    """A handler for func(a, ..., values, ...): a traced a is updated; a plain one is NumPy's business
-    (a traced value written into it escapes the recording, with the usual error)."""
-    def handler(a, *args, **kwargs):
-        call = (a,) + args
+def _in_place(func, values: str, write_marker):
+    """A handler for NumPy's in-place writer `func`: a traced target is updated; a plain one is NumPy's
+    business (a traced value written into it escapes the recording, with the usual error).
+
+    `values` names func's parameter holding what is written; `write_marker(marker, given)` runs func
+    on the marker (positions of the values instead of the values), with func's other arguments by name.
+    """
+    signature = inspect.signature(func)
+    target = next(iter(signature.parameters))
+
+    def handler(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)  # NumPy's own TypeError for a wrong call
+        bound.apply_defaults()
+        given = bound.arguments
+        a = given[target]
         if not isinstance(a, Tracer):
-            plain = [np.asarray(v) if isinstance(v, Tracer) else v for v in call]  # raises the escape error
-            return func(*plain, **kwargs)
-        values = call[values_at]
-        _write(a, marker_args(a, values, call, kwargs), values)
+            for name, value in given.items():
+                if isinstance(value, Tracer):
+                    given[name] = np.asarray(value)  # raises the escape error
+            return func(*bound.args, **bound.kwargs)
+        v = given[values]
+        marker = np.full(np.shape(a), -1, dtype=np.intp)
+        write_marker(marker, {**given, values: positions(np.shape(v))})
+        _write(a, marker, v)
     return handler
 
 
-def _put_marker(a, values, call, kw):
-    return _written_by(lambda m, ind, v, mode="raise": np.put(m, ind, v, mode=mode), a, values, _plain(call[1]),
-                       **({"mode": call[3]} if len(call) > 3 else kw))
+def _put(m, g):
+    np.put(m, _plain(g["ind"]), g["v"], mode=g["mode"])
 
 
-def _mask_marker(func):
-    return lambda a, values, call, kw: _written_by(lambda m, mask, v: func(m, mask, v), a, values, _plain(call[1]))
+def _putmask(m, g):
+    np.putmask(m, _plain(g["mask"]), g["values"])
 
 
-def _fill_diagonal_marker(a, values, call, kw):
-    wrap = call[2] if len(call) > 2 else kw.get("wrap", False)
-    return _written_by(lambda m, v: np.fill_diagonal(m, v if np.ndim(v) else v.item(), wrap=wrap), a, values)
+def _place(m, g):
+    np.place(m, _plain(g["mask"]), g["vals"])
 
 
-def _copyto(dst, src, casting="same_kind", where=True):
-    if not isinstance(dst, Tracer):
-        return np.copyto(dst, np.asarray(src) if isinstance(src, Tracer) else src, casting=casting, where=where)
-    if not np.can_cast(dtype_of(src), dtype_of(dst), casting=casting):
+def _fill_diagonal(m, g):
+    np.fill_diagonal(m, g["val"] if np.ndim(g["val"]) else g["val"].item(), wrap=g["wrap"])
+
+
+def _put_along_axis(m, g):
+    np.put_along_axis(m, _plain(g["indices"]), g["values"], g["axis"])
+
+
+def _copyto(m, g):
+    np.copyto(m, np.broadcast_to(g["src"], np.shape(m)), where=_plain(g["where"]))
+
+
+_copy_into = _in_place(np.copyto, "src", _copyto)
+
+
+def _checked_copyto(dst, src, casting="same_kind", where=True):
+    if isinstance(dst, Tracer) and not np.can_cast(dtype_of(src), dtype_of(dst), casting=casting):
         raise TypeError(f"Cannot cast array data from {dtype_of(src)!r} to {dtype_of(dst)!r} according to the "
                         f"rule {casting!r}")
-    mask = _plain(where)
-    _write(dst, _written_by(lambda m, v: np.copyto(m, np.broadcast_to(v, np.shape(m)), where=mask), dst, src), src)
-
-
-def _put_along_axis_marker(a, values, call, kw):
-    indices, axis = _plain(call[1]), call[3] if len(call) > 3 else kw["axis"]
-    return _written_by(lambda m, v: np.put_along_axis(m, indices, v, axis), a, values)
+    return _copy_into(dst, src, casting=casting, where=where)
 
 
 _WRITES = "into a traced array: a functional update, as x[idx] = v (the last write wins)"
-register_derived(np.put, _in_place(np.put, 2, _put_marker), uses=(gather,), notes=_WRITES)
-register_derived(np.putmask, _in_place(np.putmask, 2, _mask_marker(np.putmask)), uses=(gather,), notes=_WRITES)
-register_derived(np.place, _in_place(np.place, 2, _mask_marker(np.place)), uses=(gather,), notes=_WRITES)
-register_derived(np.fill_diagonal, _in_place(np.fill_diagonal, 1, _fill_diagonal_marker), uses=(gather,),
-                 notes=_WRITES)
-register_derived(np.copyto, _copyto, uses=(gather,), notes=_WRITES)
-register_derived(np.put_along_axis, _in_place(np.put_along_axis, 2, _put_along_axis_marker), uses=(gather,),
+register_derived(np.put, _in_place(np.put, "v", _put), uses=(gather,), notes=_WRITES)
+register_derived(np.putmask, _in_place(np.putmask, "values", _putmask), uses=(gather,), notes=_WRITES)
+register_derived(np.place, _in_place(np.place, "vals", _place), uses=(gather,), notes=_WRITES)
+register_derived(np.fill_diagonal, _in_place(np.fill_diagonal, "val", _fill_diagonal), uses=(gather,), notes=_WRITES)
+register_derived(np.copyto, _checked_copyto, uses=(gather,), notes=_WRITES)
+register_derived(np.put_along_axis, _in_place(np.put_along_axis, "values", _put_along_axis), uses=(gather,),
                  notes=_WRITES)
 
 

@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from ...errors import TracingError, UnsupportedOperationError
+from ...errors import UnsupportedOperationError
 from ..core import user_site
 from ..registry import family, register_derived
 from ..tracer import Tracer, guarded
@@ -44,13 +44,6 @@ def _axes(axis, ndim: int) -> tuple[int, ...]:
     if len(set(axes)) != len(axes):
         raise ValueError("repeated axis")
     return axes
-
-
-def _no_out(name: str, out) -> None:
-    """Refuse out=: writing into the caller's array would take the result out of the recording."""
-    if out is not None:
-        raise TracingError(f"{name}(..., out=...) writes into an existing array; write `y = {name}(...)` instead",
-                           user_site(2))
 
 
 # ---------------------------------------------------------------------------
@@ -651,7 +644,6 @@ def _nan_last(s, result):
 
 
 def _median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-    _no_out("np.median", out)
     s, kept = _sorted_first(_arr(a), axis)
     n = np.shape(s)[0]
     half = n // 2
@@ -696,7 +688,6 @@ def _order_statistic(name: str, percent: bool):
             if method != "inverted_cdf":
                 raise ValueError(f"Only method 'inverted_cdf' supports weights. Got: {method}.")
             raise UnsupportedOperationError(f"{name} with weights is not supported by jaccli", user_site(2))
-        _no_out(name, out)
         s, kept = _sorted_first(a, axis)
         if np.ndim(q) > 2:
             raise ValueError("q must be a scalar or 1d")

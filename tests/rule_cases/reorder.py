@@ -24,4 +24,7 @@ CASES = [
          (r(3, 4),)),
     Case("np.unique", lambda x: np.unique(np.concatenate([x, x[:2]]), return_counts=True)[0] ** 2, (r(5),)),
     Case("np.trim_zeros", lambda x: np.trim_zeros(np.concatenate([np.zeros(2), x, np.zeros(1)])) ** 2, (r(4),)),
+    Case(("np.maximum.accumulate", "np.minimum.accumulate"),
+         lambda x: np.maximum.accumulate(x, axis=1) ** 2 + np.minimum.accumulate(x) * x, (r(3, 5),),
+         id="running-extremes"),
 ]

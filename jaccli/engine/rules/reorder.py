@@ -6,7 +6,7 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from ..core import user_site
-from ..registry import family, register_derived
+from ..registry import family, register, register_derived
 from ..tracer import guarded, peek
 from ._util import axis_index, norm_axes
 from .indexing import gather, get_basic, getitem, positions, rearrange
@@ -138,3 +138,33 @@ register_derived(np.partition, _partition, uses=(gather,),
 register_derived(np.unique, _unique, uses=(gather,),
                  notes="the first occurrence of each value carries its derivative; axis=None only")
 register_derived(np.trim_zeros, _trim_zeros, uses=(get_basic,), notes="1-D; the bounds are plain values")
+
+
+# Running maxima and minima: a gather of the element each running value comes from.
+def _running_source(values, axis, ufunc):
+    """For each position along axis, the index of the element ufunc.accumulate's value there is."""
+    moved = np.moveaxis(values, axis, -1)
+    acc = ufunc.accumulate(moved, axis=-1)
+    with np.errstate(invalid="ignore"):
+        new = acc[..., 1:] != acc[..., :-1]
+    new &= ~(np.isnan(acc[..., 1:]) & np.isnan(acc[..., :-1]))  # a NaN, once in, stays: no new source
+    first = np.ones(moved.shape[:-1] + (1,), dtype=bool)
+    steps = np.arange(moved.shape[-1]) * np.concatenate([first, new], axis=-1)
+    return np.moveaxis(np.maximum.accumulate(steps, axis=-1), -1, axis)
+
+
+def _running(ufunc):
+    def handler(array, axis=0, dtype=None, out=None):
+        if np.ndim(array) == 0:
+            raise TypeError("cannot accumulate on a scalar")  # NumPy's error
+        axis = axis_index(axis, np.ndim(array))
+        source = guarded(_running_source, array, axis, ufunc)
+        return rearrange(array, np.take_along_axis(positions(np.shape(array)), source, axis))
+    return handler
+
+
+_RUNNING_NOTES = "a gather of the running extreme: ties go to its first occurrence; NaN propagates as in NumPy"
+register((np.maximum, "accumulate"), _running(np.maximum), prims=(gather,), kind="derived",
+         name="np.maximum.accumulate", notes=_RUNNING_NOTES)
+register((np.minimum, "accumulate"), _running(np.minimum), prims=(gather,), kind="derived",
+         name="np.minimum.accumulate", notes=_RUNNING_NOTES)

@@ -372,3 +372,16 @@ def test_mean_and_variance_match_numpy_bit_for_bit_and_keep_float32(name, dtype)
             want = func(x, **kw)
             assert np.result_type(got) == np.result_type(want)
             np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("ufunc", [np.maximum, np.minimum])
+def test_running_extremes_are_numpys_values_with_ties_and_nan(ufunc):
+    x = np.array([[0.5, 0.2, 0.5, np.nan, 0.9, 0.1], [0.3, 0.3, -0.1, 0.7, 0.7, 0.2]])
+    for axis in (0, 1, -1):
+        got = Recording(lambda z: ufunc.accumulate(z, axis=axis), [x], [0]).outputs[0]
+        np.testing.assert_array_equal(got, ufunc.accumulate(x, axis=axis))
+    # Ties: the derivative goes to the first occurrence of the running extreme.
+    J = np.asarray(jaccli.jacobian(lambda z: ufunc.accumulate(z), np.array([0.5, 0.5, 0.5])))
+    np.testing.assert_array_equal(J, [[1, 0, 0], [1, 0, 0], [1, 0, 0]])
+    with pytest.raises(TypeError):
+        Recording(lambda z: ufunc.accumulate(z[0]), [np.array([1.0])], [0])

@@ -88,4 +88,8 @@ CASES = [
          (_with_nans(r(3, 4), row=1),), id="nanmax-all-nan-row"),
     Case(("np.nancumsum", "np.nancumprod"), lambda x: np.nancumsum(x, axis=1) + np.nancumprod(x, axis=0),
          (_with_nans(pos(3, 4)),), id="nancumsum-nancumprod"),
+    Case(("np.logaddexp.reduce", "np.logaddexp2.reduce"),
+         lambda x: np.logaddexp.reduce(x, axis=1) + np.logaddexp2.reduce(x, axis=None) + np.logaddexp.reduce(x)[:3],
+         (r(3, 4),), order=3, id="log-sum-exp"),
+    Case("np.add.reduceat", lambda x: np.add.reduceat(x, [0, 3, 1, 4], axis=1) ** 2, (r(2, 5),)),
 ]

@@ -8,6 +8,7 @@ from ..registry import family, primitive, register, register_derived
 from ..seeds import broadcast_block
 from ..tracer import guarded
 from ._util import along, axis_index, dtype_of, norm_axes, shift
+from .indexing import gather, scatter_flat
 
 family("reductions")
 
@@ -402,3 +403,50 @@ register_derived(np.nancumsum, lambda a, axis=None, dtype=None, out=None:
                  _cumsum_handler(_without_nans(a, 0.0), axis), uses=(cumsum,), notes=_NAN_NOTES)
 register_derived(np.nancumprod, lambda a, axis=None, dtype=None, out=None:
                  _cumprod_handler(_without_nans(a, 1.0), axis), uses=(cumprod,), notes=_NAN_NOTES)
+
+
+# ---------------------------------------------------------------------------
+# logaddexp.reduce (log-sum-exp) and add.reduceat (segment sums)
+# ---------------------------------------------------------------------------
+def _log_sum_exp(log, exp):
+    def handler(array, axis=0, dtype=None, out=None, keepdims=False, **kw):
+        axes = norm_axes(axis, np.ndim(array))
+
+        def shift(v):  # a constant shift: finite, so that an all -inf slice stays -inf
+            top = np.max(v, axis=axes, keepdims=True) if v.size else np.zeros(_kept_shape(v.shape, axes))
+            return np.where(np.isfinite(top), top, 0.0)
+        m = guarded(shift, array)
+        with np.errstate(divide="ignore"):  # an all -inf slice: log(0) = -inf, as NumPy gives, unwarned
+            total = log(_sum_handler(exp(array - m), axis=axes, keepdims=True)) + m
+        return total if keepdims else np.reshape(total, tuple(n for i, n in enumerate(np.shape(total)) if i not in axes))
+    return handler
+
+
+_LSE_NOTES = "m + log(sum(exp(x - m))) with a constant shift m: the derivative is the softmax; values agree " \
+             "with NumPy's pairwise reduction to rounding"
+register((np.logaddexp, "reduce"), _log_sum_exp(np.log, np.exp), prims=(sum_,), kind="derived",
+         name="np.logaddexp.reduce", notes=_LSE_NOTES)
+register((np.logaddexp2, "reduce"), _log_sum_exp(np.log2, np.exp2), prims=(sum_,), kind="derived",
+         name="np.logaddexp2.reduce", notes=_LSE_NOTES)
+
+
+def _reduceat(array, indices, axis=0, dtype=None, out=None):
+    axis = axis_index(axis, np.ndim(array))
+    length = np.shape(array)[axis]
+    starts = np.asarray(indices, dtype=np.intp).reshape(-1)
+    if starts.size and (starts.min() < 0 or starts.max() >= length):
+        raise IndexError(f"index {starts[(starts < 0) | (starts >= length)][0]} out-of-bounds in add.reduceat "
+                         f"[0, {length})")
+    # Segment k sums elements starts[k]:starts[k+1] (to the end for the last); an empty or backward
+    # segment is the single element starts[k], as in NumPy. Elements may serve several segments.
+    stops = np.append(starts[1:], length)
+    spans = [np.arange(a, b) if a < b else np.array([a]) for a, b in zip(starts, stops)]
+    source = np.concatenate(spans) if spans else np.zeros(0, dtype=np.intp)
+    segment = np.repeat(np.arange(starts.size), [s.size for s in spans])
+    moved = np.moveaxis(array, axis, -1)
+    summed = scatter_flat(gather(moved, source), segment, starts.size)
+    return np.moveaxis(summed, -1, axis)
+
+
+register((np.add, "reduceat"), _reduceat, prims=(gather, scatter_flat), kind="derived", name="np.add.reduceat",
+         notes="segment sums as one gather and one scatter-add; values agree with NumPy's to rounding")

@@ -20,7 +20,6 @@ import itertools
 import os
 import site
 import sys
-import sysconfig
 import threading
 import weakref
 from typing import Any, Callable
@@ -120,9 +119,10 @@ def frozen_constants(freezer: "Freezer | None"):
 
 _USER, _LIBRARY, _INTERNAL = 0, 1, 2
 # Installed packages and the standard library: code the user calls (scipy.special, ...), not writes.
+# (From `site` and `os`, already imported at start-up; sysconfig would add milliseconds to every run.)
 _LIBRARY_DIRS = tuple(sorted({os.path.join(os.path.abspath(p), "") for p in (
-    *(sysconfig.get_paths().get(k) for k in ("purelib", "platlib", "stdlib", "platstdlib")),
-    *getattr(site, "getsitepackages", lambda: [])(), site.getusersitepackages()) if p}))
+    *getattr(site, "getsitepackages", lambda: [])(), site.getusersitepackages(), os.path.dirname(os.__file__))
+    if p}))
 
 
 def _code_kind(code: Any) -> int:

@@ -7,7 +7,7 @@ import numpy as np
 from ...errors import UnsupportedOperationError
 from ..core import user_site
 from ..registry import family, register, register_derived
-from ..tracer import guarded, peek
+from ..tracer import guarded
 from ._util import axis_index, norm_axes
 from .indexing import gather, get_basic, getitem, positions, rearrange
 from .shape import transpose
@@ -109,13 +109,10 @@ def _unique(ar, return_index=False, return_inverse=False, return_counts=False, a
     if axis is not None:
         raise UnsupportedOperationError("np.unique(..., axis=...) is not supported by jaccli; unique values of a "
                                         "flattened array are (axis=None)", user_site(2))
-    flat = np.reshape(ar, (-1,))
+    # NumPy computes the first occurrences (flat positions), and the inverse in its own shape.
     parts = guarded(lambda v: np.unique(v, return_index=True, return_inverse=return_inverse,
-                                        return_counts=return_counts, equal_nan=equal_nan, **kw), flat)
-    out = (rearrange(flat, parts[1]),) + ((parts[1],) if return_index else ()) + tuple(parts[2:])
-    if return_inverse:  # NumPy 2 gives the inverse in the input's shape
-        at = 2 if return_index else 1
-        out = out[:at] + (np.unique(peek(ar), return_inverse=True, equal_nan=equal_nan)[1],) + out[at + 1:]
+                                        return_counts=return_counts, equal_nan=equal_nan, **kw), ar)
+    out = (rearrange(ar, parts[1]),) + ((parts[1],) if return_index else ()) + tuple(parts[2:])
     return out if len(out) > 1 else out[0]
 
 

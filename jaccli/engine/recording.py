@@ -84,10 +84,9 @@ def _numpy_names(glb: dict) -> list[str]:
     cached = _NAMES_CACHE.get(key)
     if cached is not None and cached[0] == len(glb) and all(glb.get(k) is np for k in cached[1]):
         return cached[1]
-    items = list(glb.items())
-    names = [k for k, v in items if v is np]
-    if not any(v is NUMPY_PROXY for _, v in items):  # not while an outer recording has swapped them
-        _NAMES_CACHE[key] = (len(glb), names)
+    # Called only while no recording has swapped glb's names (intercept_numpy counts its users).
+    names = [k for k, v in list(glb.items()) if v is np]
+    _NAMES_CACHE[key] = (len(glb), names)
     return names
 
 

@@ -385,3 +385,14 @@ def test_running_extremes_are_numpys_values_with_ties_and_nan(ufunc):
     np.testing.assert_array_equal(J, [[1, 0, 0], [1, 0, 0], [1, 0, 0]])
     with pytest.raises(TypeError):
         Recording(lambda z: ufunc.accumulate(z[0]), [np.array([1.0])], [0])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_real_parts_of_real_arrays_are_numpys_values_and_dtype(dtype):
+    # Before: np.angle(inf) came out NaN (0 * inf) and np.angle of float32 came out float64.
+    x = np.array([0.3, -1.2, np.inf, -np.inf, -0.0, 0.0], dtype=dtype)
+    for func in (np.angle, lambda z: np.angle(z, deg=True), np.real, np.imag, np.conj):
+        got = Recording(func, [x], [0]).outputs[0]
+        want = func(x)
+        assert np.result_type(got) == np.result_type(want)
+        np.testing.assert_array_equal(got, want)

@@ -352,20 +352,25 @@ register(np.fix, lambda x, out=None: fix(x), prims=(fix,), kind="zero", notes="p
 # ---------------------------------------------------------------------------
 # Real inputs seen as complex numbers, signs, and replacing non-finite values
 # ---------------------------------------------------------------------------
-def _real_only(name: str):
-    def check(x):
-        if np.iscomplexobj(x):
-            raise TypeError(f"{name} of a complex array: jaccli differentiates real-valued functions only")
-    return check
+def _of_real(name: str, x, result):
+    """result, for a real x (np.real, np.imag, ... of real arrays); a complex x is refused."""
+    if np.iscomplexobj(x):
+        raise TypeError(f"{name} of a complex array: jaccli differentiates real-valued functions only")
+    return result
 
 
-register_derived(np.conjugate, lambda x, out=None, **kw: (_real_only("np.conjugate")(x), x)[1],
+def _angle(z, deg=False):
+    # 0 or pi by the sign bit (as arctan2(0, z)); constants of z's dtype, connected to z
+    return _of_real("np.angle", z, np.where(guarded(np.signbit, z), np.full_like(z, 180.0 if deg else np.pi),
+                                            np.zeros_like(z)))
+
+
+register_derived(np.conjugate, lambda x, out=None, **kw: _of_real("np.conjugate", x, x),
                  notes="real inputs only: the identity")
-register_derived(np.real, lambda val: (_real_only("np.real")(val), val)[1], notes="real inputs only: the identity")
-register_derived(np.imag, lambda val: (_real_only("np.imag")(val), np.zeros_like(val))[1],
+register_derived(np.real, lambda val: _of_real("np.real", val, val), notes="real inputs only: the identity")
+register_derived(np.imag, lambda val: _of_real("np.imag", val, np.zeros_like(val)),
                  notes="real inputs only: zeros, derivative 0")
-register_derived(np.angle, lambda z, deg=False: np.where(guarded(np.signbit, z), 180.0 if deg else np.pi, 0.0)
-                 + 0.0 * z, notes="real inputs: 0 or pi (180) by the sign bit, derivative 0")
+register_derived(np.angle, _angle, notes="real inputs: 0 or pi (180) by the sign bit, derivative 0")
 
 
 def _copysign(x1, x2, out=None, **kw):

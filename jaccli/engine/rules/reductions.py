@@ -347,12 +347,8 @@ def _nan_mask(a):
     return guarded(np.isnan, a)
 
 
-def _without_nans(a, fill):
-    return np.where(_nan_mask(a), fill, a)
-
-
-def _nan_count(a, axes, keepdims):
-    return guarded(lambda v: np.sum(~np.isnan(v), axis=axes, keepdims=keepdims), a)
+def _without_nans(a, fill, mask=None):
+    return np.where(_nan_mask(a) if mask is None else mask, fill, a)
 
 
 def _denominator(count, a):
@@ -360,11 +356,15 @@ def _denominator(count, a):
     return np.where(count > 0, count, np.nan).astype(np.result_type(dtype_of(a), np.float32))
 
 
-def _nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=np._NoValue):
-    axes = norm_axes(axis, np.ndim(a))
-    count = _nan_count(a, axes, bool(keepdims))
+def _masked_mean(a, mask, axes, keepdims):
+    """The mean of a's entries outside the NaN mask (one plain mask serves the sum and the count)."""
+    count = np.sum(~mask, axis=axes, keepdims=keepdims)
     with np.errstate(invalid="ignore", divide="ignore"):  # an all-NaN slice gives NaN, as NumPy
-        return _sum_handler(_without_nans(a, 0.0), axis=axes, keepdims=keepdims) / _denominator(count, a)
+        return _sum_handler(np.where(mask, 0.0, a), axis=axes, keepdims=keepdims) / _denominator(count, a)
+
+
+def _nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=np._NoValue):
+    return _masked_mean(a, _nan_mask(a), norm_axes(axis, np.ndim(a)), bool(keepdims))
 
 
 def _nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np._NoValue,
@@ -372,8 +372,9 @@ def _nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where
     if correction is not np._NoValue:
         ddof = correction
     axes = norm_axes(axis, np.ndim(a))
-    d = _without_nans(a - _nanmean(a, axes, keepdims=True), 0.0)
-    dof = _nan_count(a, axes, bool(keepdims)) - ddof
+    mask = _nan_mask(a)
+    d = np.where(mask, 0.0, a - _masked_mean(a, mask, axes, True))
+    dof = np.sum(~mask, axis=axes, keepdims=bool(keepdims)) - ddof
     with np.errstate(invalid="ignore", divide="ignore"):
         return _sum_handler(d * d, axis=axes, keepdims=keepdims) / _denominator(dof, a)
 
@@ -381,8 +382,9 @@ def _nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where
 def _nan_extreme(handler, fill):
     def nan_handler(a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
         axes = norm_axes(axis, np.ndim(a))
-        result = handler(_without_nans(a, fill), axes, keepdims=keepdims)
-        all_nan = _nan_count(a, axes, bool(keepdims)) == 0
+        mask = _nan_mask(a)
+        result = handler(_without_nans(a, fill, mask), axes, keepdims=keepdims)
+        all_nan = np.all(mask, axis=axes, keepdims=bool(keepdims))
         return np.where(all_nan, np.nan, result) if np.any(all_nan) else result
     return nan_handler
 

@@ -472,7 +472,7 @@ class _Flat:
         return np.reshape(self._base, (-1,))[idx]
 
     def __setitem__(self, idx, v):
-        where = np.arange(self._base.size).reshape(-1)[idx]
+        where = np.arange(self._base.size)[idx]
         np.put(self._base, where, v)
 
     def __len__(self) -> int:

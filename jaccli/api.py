@@ -7,8 +7,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .engine.core import attributed_to, definition_site
-from .engine.recording import Recording, primal_nested
+from .engine.core import attributed_to, definition_site, reverse
+from .engine.recording import Recording, call_traced, primal_nested
+from .engine.seeds import dense
 from .engine.tracer import Tracer
 from .errors import StrictModeError
 from .evaluator import MODES, Evaluator, HessianEvaluator
@@ -209,11 +210,14 @@ def _gradient_function(f: Callable, wrt_idx: tuple[int, ...], batch: bool, holde
     site = definition_site(f)
 
     def grad_fn(*xs: Any) -> tuple:
-        inner = Recording(f, xs, wrt_idx)
-        if inner.out_is_tuple and len(inner.outputs) != 1:
+        # xs[k] (k in wrt_idx) are the inputs of the recording that is calling grad_fn: f is
+        # recorded on it and differentiated there, and the gradient's operations follow f's.
+        trace = xs[wrt_idx[0]]._trace
+        out_is_tuple, outs, refs = call_traced(f, xs, trace)
+        if out_is_tuple and len(outs) != 1:
             raise ValueError(f"hessian needs a function with a single scalar output, but f returns a tuple of "
-                             f"{len(inner.outputs)} arrays; return one of them")
-        out = inner.outputs[0]
+                             f"{len(outs)} arrays; return one of them")
+        out, ref = outs[0], refs[0]
         shape = np.shape(out)
         if batch:
             if len(shape) not in (1, 2) or (len(shape) == 2 and shape[1] != 1):
@@ -224,11 +228,17 @@ def _gradient_function(f: Callable, wrt_idx: tuple[int, ...], batch: bool, holde
                              "(e.g. lambda x: f(x)[0]) or reduce it (.sum()), or use batch_axis=0 for "
                              "per-sample Hessians")
         holder["traced_value"] = out  # f's value, kept by the recording (Recording.keep)
-        holder["inner_connected"] = _connectivity(inner)
-        seed = np.ones((1,) + shape, dtype=np.result_type(out) if np.result_type(out).kind == "f" else float)
-        with attributed_to(site):  # the gradient's reshapes belong to f, not to the caller of hessian()
-            grads = inner.vjp([seed])
-            return tuple(np.zeros(np.shape(xs[k])) if g is None else np.reshape(g, np.shape(xs[k]))
+        in_nodes = tuple(xs[k]._node for k in wrt_idx)
+        holder["inner_connected"] = [[ref is not None and bool(ref[0].deps & n.deps) for n in in_nodes]]
+        if ref is None:
+            grads = [None] * len(in_nodes)
+        else:
+            dtype = np.result_type(out)
+            seed = np.ones((1,) + shape, dtype=dtype if dtype.kind == "f" else float)
+            with attributed_to(site):  # the gradient's reshapes belong to f, not to the caller of hessian()
+                grads = reverse(trace, (ref,), (seed,), in_nodes, traced=True)
+        with attributed_to(site):
+            return tuple(np.zeros(np.shape(xs[k])) if g is None else np.reshape(dense(g), np.shape(xs[k]))
                          for g, k in zip(grads, wrt_idx))
     return grad_fn
 

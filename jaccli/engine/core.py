@@ -355,6 +355,7 @@ class Primitive:
 
 
 INPUT = Primitive("input", lambda x: x)
+_MISSING = object()
 ELEMENTWISE = "elementwise"
 
 
@@ -388,10 +389,9 @@ class Node:
         return self._rule(self._jvps, self.prim.jvps, argnum, "forward")
 
     def _rule(self, cache: dict, makers: dict, argnum: int, mode: str) -> Callable | None:
-        try:
-            return cache[argnum]
-        except KeyError:
-            pass
+        rule = cache.get(argnum, _MISSING)
+        if rule is not _MISSING:
+            return rule
         if self.prim.zero_grad:
             rule = None
         else:
@@ -603,7 +603,7 @@ def _plan_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> list[Node]:
 MONITOR = _ThreadSlot()
 
 
-def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple) -> list:
+def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool = False) -> list:
     """Pull a block of cotangents back from `outputs` to the input nodes `wrt`.
 
     Args:
@@ -611,6 +611,9 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple) -> list:
         outputs: ``(node, output_index)`` pairs; the index is None for single-output nodes.
         seeds: one block of cotangents per output, shape ``(K,) + output.shape``, or None.
         wrt: input nodes to pull back to.
+        traced: the trace is still open and the sweep is recorded on it: the rules are made from
+            the nodes' values as traced arrays of `trace`, so the cotangents are traced functions
+            of its inputs (a gradient that can be differentiated again, on one level).
 
     Returns:
         One cotangent block per `wrt` node, shape ``(K,) + input.shape``, or None where no
@@ -637,10 +640,11 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple) -> list:
                     results[id(node)] = g
                 continue
             _RULE_SITE.v = node.site
+            retraced = _retraced(node, trace) if traced else None
             for argnum, parent, pidx in node.parents:
                 if not parent.deps & wrt_mask:
                     continue
-                rule = node.vjp(argnum)
+                rule = node.vjp(argnum) if retraced is None else _traced_rule(node, argnum, retraced)
                 if rule is None:
                     continue
                 ct = rule(g)
@@ -650,6 +654,29 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple) -> list:
                     MONITOR.v(node, argnum, ct, "reverse")
                 _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct)
     return [results.get(id(n)) for n in wrt]
+
+
+def _retraced(node: Node, trace: Trace) -> tuple[Any, list]:
+    """node's result and arguments as traced arrays of `trace`, as the recorded code had them."""
+    Tracer = _TRACER[0]
+    args = list(node.args)
+    for argnum, parent, pidx in node.parents:
+        value = parent.value if pidx is None else parent.value[pidx]
+        args[argnum] = Tracer(value, parent, pidx, trace)
+    if node.prim.multi_out:
+        return tuple(Tracer(v, node, k, trace) for k, v in enumerate(node.value)), args
+    return Tracer(node.value, node, None, trace), args
+
+
+def _traced_rule(node: Node, argnum: int, retraced: tuple[Any, list]) -> Callable | None:
+    """The reverse rule of node for one argument, made from traced values (never cached on the node)."""
+    if node.prim.zero_grad:
+        return None
+    maker = node.prim.vjps.get(argnum)
+    if maker is None:
+        raise _no_rule(node, argnum, "reverse")
+    ans, args = retraced
+    return maker(ans, *args, **node.kwargs)
 
 
 def _plan_forward(trace: Trace, outputs: tuple, wrt_mask: int) -> tuple[list[Node], dict]:

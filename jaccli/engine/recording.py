@@ -171,29 +171,11 @@ class Recording:
         self.inputs = tuple(primal_value(a, self.trace) for a in call_args)
         with intercept_numpy(f), frozen_constants(Freezer(keep_all=replayable)):
             out = _call_user(f, call_args)
-        self.out_is_tuple = isinstance(out, tuple)
-        outs = out if self.out_is_tuple else (out,)
-        self.out_refs = []
-        values = []
-        for k, o in enumerate(outs):
-            if isinstance(o, list) and _contains_tracer(o):
-                o = np.stack(o)
-            if type(o) is Tracer and o._stale is not None:
-                raise stale_error(o, None)
-            if type(o) is Tracer and o._trace is self.trace:
-                if getattr(o._value, "dtype", None) is not None and o._value.dtype.kind == "c":
-                    raise UserFunctionError(
-                        f"the function returned a complex array as output {k}; jaccli differentiates "
-                        "real-valued functions only")
-                self.out_refs.append((o._node, o._idx))
-                values.append(o._value)
-            else:
-                self.out_refs.append(None)
-                values.append(_check_output(o, k))
-        self.outputs = tuple(values)
+        self.out_is_tuple, outs, self.out_refs = _outputs(out, self.trace)
+        self.outputs = tuple(o if r is None else o._value for o, r in zip(outs, self.out_refs))
         self.sweeps = 0
         # Constant outputs as recorded, for replays to hand out copies of (the caller owns these).
-        self._consts = tuple(None if r is not None else _private(v) for r, v in zip(self.out_refs, values)) \
+        self._consts = tuple(None if r is not None else _private(v) for r, v in zip(self.out_refs, self.outputs)) \
             if replayable else ()
         # Closed: what a later sweep computes is not part of this recording.
         self.guards = self.trace.guards if replayable else None
@@ -537,6 +519,44 @@ def primal_value(a: Any, trace: Trace) -> Any:
     if type(a) is Tracer and a._trace is trace:
         return a._value
     return a
+
+
+def _outputs(out: Any, trace: Trace) -> tuple[bool, tuple, list]:
+    """What f returned, checked: whether a tuple; the outputs; and each one's (node, index) on `trace`.
+
+    A traced output stays traced (its reference is not None); any other is a checked constant.
+    """
+    is_tuple = isinstance(out, tuple)
+    outs = []
+    refs = []
+    for k, o in enumerate(out if is_tuple else (out,)):
+        if isinstance(o, list) and _contains_tracer(o):
+            o = np.stack(o)
+        if type(o) is Tracer and o._stale is not None:
+            raise stale_error(o, None)
+        if type(o) is Tracer and o._trace is trace:
+            if getattr(o._value, "dtype", None) is not None and o._value.dtype.kind == "c":
+                raise UserFunctionError(
+                    f"the function returned a complex array as output {k}; jaccli differentiates "
+                    "real-valued functions only")
+            refs.append((o._node, o._idx))
+            outs.append(o)
+        else:
+            refs.append(None)
+            outs.append(_check_output(o, k))
+    return is_tuple, tuple(outs), refs
+
+
+def call_traced(f: Callable, args: Sequence[Any], trace: Trace) -> tuple[bool, tuple, list]:
+    """f called on arguments traced on the open recording `trace`, its operations recorded there.
+
+    Returns what `_outputs` returns. No new level: the caller differentiates the result on `trace`
+    itself (`core.reverse(..., traced=True)`), which costs one recording per operation where an
+    inner Recording of f would record each one on two levels.
+    """
+    with intercept_numpy(f):
+        out = _call_user(f, list(args))
+    return _outputs(out, trace)
 
 
 def _check_output(o: Any, k: int) -> Any:

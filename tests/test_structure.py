@@ -173,6 +173,26 @@ def test_low_rank_plus_entries_is_symmetrised_on_the_structure(n, rank):
     assert_array_equal(out, out.T)
 
 
+@pytest.mark.parametrize("order", ["sorted", "permuted"])
+@pytest.mark.parametrize("where", ["diagonal", "off-diagonal"])
+def test_one_entry_per_row_plus_low_rank_is_symmetrised(order, where):
+    from jaccli.engine.seeds import SparseBlock
+    from jaccli.evaluator import _symmetric_from_structure
+
+    n = 230
+    rng = np.random.default_rng(7)
+    rows = np.arange(n) if order == "sorted" else rng.permutation(n)
+    cols = rows if where == "diagonal" else (rows + 1 + rng.integers(0, n - 1, n)) % n
+    val = rng.standard_normal((n, 1))
+    u, v = rng.standard_normal((n, 2)), rng.standard_normal((2, n))
+    out = _symmetric_from_structure(SparseBlock((n, n), cols[:, None], val, u, v), rows, np.dtype(np.float64))
+    dense = np.zeros((n, n))
+    dense[rows] = u @ v
+    dense[rows, cols] += val[:, 0]
+    assert_allclose(out, 0.5 * (dense + dense.T), rtol=1e-13, atol=1e-13)
+    assert_array_equal(out, out.T)
+
+
 @pytest.mark.parametrize("n, dtype", [(40, np.float64), (500, np.float64), (300, np.float32)])
 def test_softmax_cross_entropy_hessian_is_diag_p_minus_ppt_and_exactly_symmetric(n, dtype):
     z = (2.0 * np.random.default_rng(0).standard_normal(n)).astype(dtype)

@@ -21,6 +21,8 @@ def _all_finite(value) -> bool:
 
 
 def _finite(d) -> bool:
+    if type(d) is np.ndarray:  # a plain factor: nothing to guard
+        return bool(np.isfinite(d).all())
     return guarded(_all_finite, d)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import family, primitive, register, register_derived
-from ..seeds import broadcast_block
+from ..seeds import SparseBlock, broadcast_block
 from ..tracer import guarded
 from ._util import along, axis_index, dtype_of, norm_axes, shift
 from .indexing import gather, scatter_flat
@@ -21,6 +21,17 @@ def _spread(g, kept: tuple, shape: tuple):
     """A block of reduced cotangents, broadcast back over the reduced axes."""
     k = np.shape(g)[0]
     return broadcast_block(np.reshape(g, (k,) + kept), (k,) + tuple(shape))
+
+
+def _spread_times(g, kept: tuple, shape: tuple, w):
+    """_spread(g, kept, shape) * w for a w of the full shape: the product itself broadcasts g.
+
+    One operation fewer on a recorded gradient (a Hessian sweeps it again); a structured block
+    keeps its structure through _spread.
+    """
+    if type(g) is SparseBlock:
+        return _spread(g, kept, shape) * w
+    return np.reshape(g, (np.shape(g)[0],) + kept) * w
 
 
 def _count(shape, axes) -> int:
@@ -144,7 +155,7 @@ def _prod_vjp(ans, x, axes, keepdims):
     w = _others_product(x, axes)
     shape = np.shape(x)
     kept = _kept_shape(shape, axes)
-    return lambda g: _spread(g, kept, shape) * w
+    return lambda g: _spread_times(g, kept, shape, w)
 
 
 def _prod_jvp(ans, x, axes, keepdims):
@@ -191,7 +202,7 @@ def _extreme(name, np_func):
         w = weights(ans, x, axes)
         shape = np.shape(x)
         kept = _kept_shape(shape, axes)
-        return lambda g: _spread(g, kept, shape) * w
+        return lambda g: _spread_times(g, kept, shape, w)
 
     def jvp(ans, x, axes, keepdims):
         w = weights(ans, x, axes)

@@ -173,6 +173,25 @@ def test_low_rank_plus_entries_is_symmetrised_on_the_structure(n, rank):
     assert_array_equal(out, out.T)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_hessian_of_a_masked_square_stays_zero_where_the_input_is_infinite(dtype):
+    # The square's gradient on the recording is (2 g) x; np.where sends g = 0 to the entry where
+    # x = inf, and 0 * inf must not turn that structural zero into NaN.
+    x = np.array([1.0, -2.0, np.inf], dtype=dtype)
+
+    def f(x):
+        return np.sum(np.where(x < 5, x ** 2, 0.0))
+
+    H = np.asarray(jaccli.hessian(f, x))
+    assert H.dtype == dtype
+    assert_array_equal(H, np.diag([2.0, 2.0, 0.0]))
+    assert_array_equal(jaccli.grad(f, x), [2.0, -4.0, 0.0])
+    # the gradient's own value, computed on a recording (an outer jvp records it)
+    value, hv = jaccli.jvp(lambda x: jaccli.grad(f, x, create_graph=True), x, np.ones(3, dtype=dtype))
+    assert_array_equal(value, [2.0, -4.0, 0.0])
+    assert_array_equal(hv, [2.0, 2.0, 0.0])
+
+
 @pytest.mark.parametrize("order", ["sorted", "permuted"])
 @pytest.mark.parametrize("where", ["diagonal", "off-diagonal"])
 def test_one_entry_per_row_plus_low_rank_is_symmetrised(order, where):

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..core import ELEMENTWISE
 from ..registry import family, primitive, register, register_derived, register_primitive
-from ..tracer import guarded
+from ..tracer import Tracer, guarded
 from ._util import expand, unbroadcast
 
 family("elementwise")
@@ -171,6 +171,26 @@ def _power_dy(ans, x, y):
 
 
 power = _binary(np.power, _power_dx, _power_dy, notes="d/dy uses log(x): defined for x > 0; 0 at x == 0")
+
+
+def _recorded_square(maker):
+    """x ** 2 on a recorded sweep (the gradient a Hessian differentiates): g -> (2 g) x.
+
+    Where the cotangent g is a constant, 2 g is plain and only the product is recorded, where
+    g (2 x) records 2 x as well: one operation fewer for every square in a loss. The numbers are
+    the same (doubling is exact). Plain sweeps keep the factor 2 x, made once for all seeds.
+    """
+    def wrapped(ans, x, y, **kw):
+        if type(x) is not Tracer or np.ndim(y) != 0 or hasattr(y, "_node") or y != 2:
+            return maker(ans, x, y, **kw)
+        if not _finite(x):
+            return maker(ans, x, y, **kw)  # 0 * inf guarded by the general rule
+        return lambda g: (g * 2.0) * x
+    return wrapped
+
+
+power.defvjp(_recorded_square(power.vjps[0]))
+power.defjvp(_recorded_square(power.jvps[0]))
 float_power = _binary(np.float_power, _power_dx, _power_dy, notes="as np.power, in float64")
 square = _unary(np.square, lambda ans, x: 2.0 * x)
 sqrt = _unary(np.sqrt, lambda ans, x: 0.5 / ans, notes="sqrt'(0) = inf, reported as non-finite, not hidden")

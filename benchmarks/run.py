@@ -86,8 +86,9 @@ def _meta(args, cfg: Config, libs: dict[str, str]) -> dict:
         "method": (f"one process; per instance every method is verified against the closed form "
                    f"(first call), warmed up once, then timed in {cfg.samples} interleaved rounds "
                    f"(order rotated each round, reversed on odd rounds), each sample started "
-                   f"once the process is idle (spinning BLAS/OpenMP threads parked); a sample "
-                   f"is ≥ {cfg.min_sample_s * 1e3:.0f} ms of back-to-back calls; methods over "
+                   f"once the process is idle (spinning BLAS/OpenMP threads parked) and, when it is "
+                   f"several calls, with one untimed call (the first call after the wait is cold); "
+                   f"a sample is ≥ {cfg.min_sample_s * 1e3:.0f} ms of back-to-back calls; methods over "
                    f"{cfg.method_budget_s:.0f} s per instance get fewer samples (marked *); "
                    f"float64 throughout, JAX with x64"),
     }

@@ -20,7 +20,7 @@ from benchmarks.instances import Instance, check
 @dataclass
 class Config:
     samples: int = 7               # sample rounds per instance
-    min_sample_s: float = 0.02     # a sample lasts at least this long (loops of fast calls)
+    min_sample_s: float = 0.05     # a sample lasts at least this long (loops of fast calls)
     method_budget_s: float = 40.0  # above this per method, fewer samples (said in the table)
     call_timeout_s: float = 300.0  # one call longer than this: TIMEOUT, method dropped
     quiesce_max_s: float = 0.5     # longest wait for the process to go idle before a sample
@@ -105,10 +105,19 @@ def quiesce(max_s: float, step_s: float = 0.005, idle_cpu_s: float = 0.0005) -> 
     return time.perf_counter() - t0
 
 
-def _one_sample(run: Callable[[], object], loops: int) -> float:
+def _one_sample(run: Callable[[], object], loops: int, lead_in: bool = False) -> float:
+    """Seconds per call over `loops` back-to-back calls; `lead_in`: after one untimed call.
+
+    A sample starts in an idle process (see quiesce), and the first call after the wait runs with
+    cold caches and sleeping BLAS threads: measured here at 1.5-3x a steady call (P4), and more
+    so for a method with more code. A sample of several calls times the steady state it claims
+    to, so it starts with one call that is not timed.
+    """
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
+        if lead_in:
+            run()
         t0 = time.perf_counter()
         for _ in range(loops):
             run()        # result dropped at once: each call pays for its own allocation
@@ -158,7 +167,7 @@ def measure(inst: Instance, runs: dict[str, Callable[[], object]], cfg: Config,
         if res.first_s < cfg.method_budget_s / 4:
             quiesce(cfg.quiesce_max_s)
             try:
-                warm = call_with_timeout(lambda: _one_sample(run, 1), cfg.call_timeout_s)
+                warm = call_with_timeout(lambda: _one_sample(run, 1, lead_in=True), 2 * cfg.call_timeout_s)
             except _Timeout:
                 res.status, res.detail = "TIMEOUT", "warm-up call"
                 continue
@@ -187,8 +196,9 @@ def measure(inst: Instance, runs: dict[str, Callable[[], object]], cfg: Config,
                 continue
             quiesce(cfg.quiesce_max_s)
             try:
-                t = call_with_timeout(lambda: _one_sample(runs[name], res.loops),
-                                      cfg.call_timeout_s * res.loops)
+                lead_in = res.loops > 1  # a one-call sample is long: its cold start is noise
+                t = call_with_timeout(lambda: _one_sample(runs[name], res.loops, lead_in),
+                                      cfg.call_timeout_s * (res.loops + lead_in))
             except _Timeout:
                 res.status, res.detail = "TIMEOUT", f"sample in round {rnd}"
                 continue

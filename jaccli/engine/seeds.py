@@ -248,8 +248,12 @@ def as_block(x: Any, shape: tuple) -> SparseBlock | None:
 
 
 def broadcast_block(t: Any, shape: tuple) -> Any:
-    """np.broadcast_to(t, shape), keeping a broadcast per-seed scalar as a rank-one block."""
-    if type(t) in (np.ndarray, SparseBlock) and t.ndim == len(shape) and t.ndim >= 2 \
+    """np.broadcast_to(t, shape), keeping a broadcast per-seed scalar of several seeds as a rank-one block.
+
+    A single seed (a gradient, a recorded gradient) stays a plain array: its structure would save
+    nothing, and on a recorded gradient it would become a structured constant of the recording.
+    """
+    if type(t) in (np.ndarray, SparseBlock) and t.ndim == len(shape) and t.ndim >= 2 and t.shape[0] > 1 \
             and math.prod(t.shape[1:]) == 1 and math.prod(shape[1:]) > 1:
         return SparseBlock.rank_one(np.reshape(dense(t), (t.shape[0],)), tuple(shape[1:]))
     return np.broadcast_to(t, shape)

@@ -140,6 +140,20 @@ def test_banded_hessian_from_structured_entries_is_exact_and_symmetric(n):
     assert H.stats["sweeps"] == 1
 
 
+def test_a_banded_hessian_sweep_stays_structured_where_slices_of_x_add_up():
+    # rosenbrock's gradient adds the parts x[1:] and x[:-1] send back into one block; with one
+    # structured seed per row the sweep must keep the band, never densify n x n blocks.
+    from jaccli.api import _gradient_recording
+    from jaccli.engine.seeds import SparseBlock
+
+    n = 2000
+    x = np.random.default_rng(3).uniform(-2, 2, n)
+    rec = _gradient_recording(rosenbrock, (x,), (0,), False, False)
+    out = rec.jvp([SparseBlock.one_hot(np.arange(n), (n,), np.float64)], structured=True)[0]
+    assert type(out) is SparseBlock and out.u is None and out.idx.shape[1] <= 8
+    assert_allclose(out.todense(), rosen_hess(x), rtol=1e-12, atol=1e-9)
+
+
 def test_symmetric_entries_sum_repeats_and_mirror_missing_partners():
     from jaccli.engine.seeds import SparseBlock
     from jaccli.evaluator import _symmetric_from_structure

@@ -300,7 +300,7 @@ class Primitive:
     """
 
     __slots__ = ("name", "impl", "vjps", "jvps", "jvp_joint", "nondiff", "zero_grad", "constant", "multi_out",
-                 "kink", "structure", "sparse", "value_free")
+                 "kink", "structure", "sparse", "value_free", "vjp_into")
 
     def __init__(
         self,
@@ -334,6 +334,10 @@ class Primitive:
         # The rules never read the values of the plain (constant) arguments, only their shapes
         # (x + c): a later in-place change of c cannot make a derivative wrong.
         self.value_free = False
+        # Optional reverse rule for argument 0 that adds into the cotangent already gathered for it:
+        # vjp_into(acc, g, *other_args, **kw) = acc + rule(g), one operation where the sum takes
+        # two (x[1:] and x[:-1] both send a part back to x: the second scatters into the first's).
+        self.vjp_into: Callable | None = None
 
     def defvjp(self, *makers: Callable | None, argnums: tuple[int, ...] | None = None) -> "Primitive":
         for i, maker in zip(argnums or range(len(makers)), makers):
@@ -644,6 +648,12 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
             for argnum, parent, pidx in node.parents:
                 if not parent.deps & wrt_mask:
                     continue
+                if argnum == 0 and pidx is None and node.prim.vjp_into is not None and MONITOR.v is None:
+                    acc = store.get(parent)
+                    if acc is not None and type(acc) is not SparseBlock and type(g) is not SparseBlock:
+                        args = node.args if retraced is None else retraced[1]
+                        store[parent] = node.prim.vjp_into(acc, g, *args[1:], **node.kwargs)
+                        continue
                 rule = node.vjp(argnum) if retraced is None else _traced_rule(node, argnum, retraced)
                 if rule is None:
                     continue

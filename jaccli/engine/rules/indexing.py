@@ -14,6 +14,7 @@ import numpy as np
 from ...errors import TracingError
 from ..core import user_site
 from ..registry import family, primitive, register, register_derived
+from ..seeds import SparseBlock
 from ..tracer import INTERNAL, Tracer, guarded
 from ._util import dtype_of
 
@@ -75,6 +76,36 @@ get_basic.defvjp(lambda ans, x, idx: (lambda g: scatter_basic(g, idx, _covered(n
 get_basic.defjvp(lambda ans, x, idx: (lambda t: get_basic(t, idx)))
 scatter_basic.defvjp(lambda ans, v, idx, shape: (lambda g: get_basic(g, idx)))
 scatter_basic.defjvp(lambda ans, v, idx, shape: (lambda t: scatter_basic(t, idx, shape)))
+
+
+def _scatter_into(acc, v, idx):
+    """acc + scatter(v at idx): a copy of acc with v added at x[idx]'s positions (basic: each once)."""
+    out = np.array(acc, dtype=np.result_type(acc, v), copy=True)
+    out[(Ellipsis,) + idx] += v
+    return out
+
+
+scatter_into = primitive("scatter_into", _scatter_into)
+scatter_into.defvjp(lambda ans, acc, v, idx: (lambda g: g), lambda ans, acc, v, idx: (lambda g: get_basic(g, idx)))
+
+
+def _scatter_into_jvp(ans, acc, v, idx):
+    shape = _covered(np.shape(ans), idx)
+
+    def rule(ts):
+        t_acc, t_v = ts[0], ts[1]
+        if t_v is None:
+            return t_acc
+        if t_acc is None:
+            return scatter_basic(t_v, idx, shape)
+        if type(t_acc) is SparseBlock or type(t_v) is SparseBlock:
+            return t_acc + scatter_basic(t_v, idx, shape)  # structured blocks stay structured
+        return scatter_into(t_acc, t_v, idx)
+    return rule
+
+
+scatter_into.jvp_joint = _scatter_into_jvp
+get_basic.vjp_into = lambda acc, g, idx: scatter_into(acc, g, idx)
 
 
 # ---------------------------------------------------------------------------

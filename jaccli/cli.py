@@ -34,7 +34,7 @@ running any code.
 
 INPUT is a .npy file (loaded without pickles), an .npz (arrays bound by key), a .csv or .txt
 file, or a literal such as 0.5 or "[1, 2, 3]". Inputs bind to the function's parameters in
-order; name=SOURCE binds by name.
+order; name=SOURCE binds by name (keyword-only parameters, after *, by name only).
 """
 
 EXIT_CODES = """\

@@ -44,7 +44,9 @@ class LoadedFunction:
         path: The .py file, as the user spelled it.
         name: The name the function was found under in that file.
         params: Names of the parameters that can be given positionally, in order.
-        defaults: Default values of those parameters that have one.
+        defaults: Default values of the parameters that have one (keyword-only ones too).
+        kwonly: Names of the keyword-only parameters (after ``*`` in the signature), in order:
+            inputs bind to them by name only.
     """
 
     func: Callable[..., object]
@@ -52,6 +54,7 @@ class LoadedFunction:
     name: str
     params: list[str] = field(default_factory=list)
     defaults: dict[str, object] = field(default_factory=dict)
+    kwonly: list[str] = field(default_factory=list)
 
     def call(self, inputs: Mapping[str, object]) -> object:
         """Call `func` with inputs keyed by parameter name, as `bind_inputs` returns them."""
@@ -99,8 +102,8 @@ def load_function(spec: str) -> LoadedFunction:
         raise UsageError(
             f"{path_text}:{name} is not a function (it has type {kind}); {_describe_public(module)}"
         )
-    params, defaults = _signature_params(func, f"{path_text}:{name}")
-    return LoadedFunction(func=func, path=path, name=name, params=params, defaults=defaults)
+    params, defaults, kwonly = _signature_params(func, f"{path_text}:{name}")
+    return LoadedFunction(func=func, path=path, name=name, params=params, defaults=defaults, kwonly=kwonly)
 
 
 def _split_spec(spec: str) -> tuple[str, str | None]:
@@ -210,15 +213,18 @@ def _default_function_name(module: types.ModuleType, shown: str) -> str:
     )
 
 
-def _signature_params(func: Callable[..., object], shown: str) -> tuple[list[str], dict[str, object]]:
+def _signature_params(func: Callable[..., object],
+                      shown: str) -> tuple[list[str], dict[str, object], list[str]]:
+    """The positional parameters' names, every default, and the keyword-only parameters' names."""
     try:
         signature = inspect.signature(func)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"cannot read the parameters of {shown}: {exc}") from exc
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     params = [p for p in signature.parameters.values() if p.kind in positional]
-    defaults = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
-    return [p.name for p in params], defaults
+    kwonly = [p for p in signature.parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    defaults = {p.name: p.default for p in params + kwonly if p.default is not inspect.Parameter.empty}
+    return [p.name for p in params], defaults, [p.name for p in kwonly]
 
 
 def _call_by_name(func: Callable[..., object], inputs: Mapping[str, object]) -> object:
@@ -246,7 +252,8 @@ def bind_inputs(
     ``def f(x, y)`` is an error, not ``y=1``). A positional ``.npz`` binds its arrays by key, except that an
     archive whose keys are all ``arr_0, arr_1, ...`` (``np.savez`` without names) counts as that
     many positional inputs. ``name=file.npz`` takes the archive's only array, or else its array
-    called ``name``. Parameters with defaults may stay unbound.
+    called ``name``. Parameters with defaults may stay unbound. Keyword-only parameters (after
+    ``*``) bind by name only.
 
     Args:
         fn: A loaded function or any Python callable.
@@ -263,11 +270,11 @@ def bind_inputs(
     {'x': array([1., 2.])}
     """
     if isinstance(fn, LoadedFunction):
-        shown, params, defaults = fn.name, fn.params, fn.defaults
+        shown, params, defaults, kwonly = fn.name, fn.params, fn.defaults, fn.kwonly
     else:
         shown = getattr(fn, "__name__", "the function")
-        params, defaults = _signature_params(fn, shown)
-    param_list = ", ".join(params) or "none"
+        params, defaults, kwonly = _signature_params(fn, shown)
+    param_list = ", ".join(params + (["*"] + kwonly if kwonly else [])) or "none"
     unnamed = _unnamed(fn.func if isinstance(fn, LoadedFunction) else fn)
     fix = f"give {shown} named parameters, as in def {shown}(x, y), or wrap it in a function that has them"
     if unnamed and not params:
@@ -280,7 +287,7 @@ def bind_inputs(
     positional: list[tuple[str, np.ndarray]] = []
 
     def bind(name: str, array: np.ndarray, given_as: str) -> None:
-        if name not in params:
+        if name not in params and name not in kwonly:
             raise UsageError(f"{shown} has no parameter {name!r}; its parameters are {param_list}{hint}")
         if name in named:
             raise UsageError(
@@ -292,7 +299,7 @@ def bind_inputs(
         name, sep, rest = source.partition("=")
         name = name.strip()
         # "a=b.npy" may also be a file's name; the file wins when no parameter is called "a".
-        is_file_name = name not in params and is_file(source)
+        is_file_name = name not in params and name not in kwonly and is_file(source)
         if sep and name.isidentifier() and not is_file_name:
             if not rest.strip():
                 raise UsageError(f"empty source in {source!r}; give {name}=FILE or {name}=VALUE")
@@ -301,10 +308,10 @@ def bind_inputs(
         loaded = load_array(source)
         if not isinstance(loaded, dict):
             positional.append((source, loaded))
-        elif all(key.startswith("arr_") and key not in params for key in loaded):
+        elif all(key.startswith("arr_") and key not in params and key not in kwonly for key in loaded):
             positional.extend((f"{source}[{key}]", loaded[key]) for key in loaded)
         else:
-            unknown = [key for key in loaded if key not in params]
+            unknown = [key for key in loaded if key not in params and key not in kwonly]
             if unknown:
                 raise UsageError(
                     f"{source} holds arrays {', '.join(unknown)} that are not parameters of {shown}; "
@@ -313,9 +320,15 @@ def bind_inputs(
             for key, array in loaded.items():
                 bind(key, array, f"{source}[{key}]")
 
-    if len(positional) + len(named) > len(params):
-        given = len(named) + len(positional)
-        takes = f"{_count(len(params), 'input')} ({param_list})" if params else "no inputs"
+    by_position = [n for n in named if n in params]
+    if len(positional) + len(by_position) > len(params):
+        given = len(by_position) + len(positional)
+        if kwonly:
+            takes = f"{_count(len(params), 'positional input')} ({', '.join(params) or 'none'})"
+            hint = f"; {', '.join(kwonly)} {'is' if len(kwonly) == 1 else 'are'} keyword-only: give " \
+                   f"{kwonly[0]}=SOURCE" + hint
+        else:
+            takes = f"{_count(len(params), 'input')} ({param_list})" if params else "no inputs"
         raise UsageError(f"{shown} takes {takes} but {given} {'was' if given == 1 else 'were'} given{hint}")
     for param, (source, _) in zip(params, positional):
         if param in named:
@@ -326,15 +339,17 @@ def bind_inputs(
             )
     bound = dict(named)
     bound.update((param, array) for param, (_, array) in zip(params, positional))
-    missing = [p for p in params if p not in bound and p not in defaults]
+    missing = [p for p in params + kwonly if p not in bound and p not in defaults]
     if missing:
         names = ", ".join(repr(p) for p in missing)
         plural = "s" if len(missing) > 1 else ""
+        how = "positionally or as" if missing[0] in params else "by name, as"
+        keyword_only = "" if missing[0] in params else f" ({missing[0]} is keyword-only)"
         raise UsageError(
             f"missing input for parameter{plural} {names} of {shown}: "
-            f"give {'them' if plural else 'it'} positionally or as {missing[0]}=SOURCE"
+            f"give {'them' if plural else 'it'} {how} {missing[0]}=SOURCE{keyword_only}"
         )
-    return {p: bound[p] for p in params if p in bound}
+    return {p: bound[p] for p in params + kwonly if p in bound}
 
 
 def _unnamed(func: Callable[..., object]) -> str:

@@ -1552,3 +1552,21 @@ def test_errors_and_kinks_in_an_expression_are_placed_in_the_expression(runner):
     assert "click" not in result.stderr
     result = invoke(runner, "check", "-e", "abs(x)", "x=[0.0, 1.0]", "--format", "json")
     assert result.exit_code == 0 and "<expression>:1" in result.stdout and "click" not in result.stdout
+
+
+def test_keyword_only_parameters_are_inputs_by_name(runner, tmp_path):
+    # def f(x, *, w, scale=2.0): keyword-only inputs bind by name, can be differentiated, and
+    # the function receives them by keyword.
+    path = tmp_path / "kw.py"
+    path.write_text("import numpy as np\ndef f(x, *, w, scale=2.0):\n    return scale * np.tanh(w * x)\n")
+    x, w = np.array([0.3, -0.7]), np.array([1.5, 0.5])
+    out = report(invoke(runner, "jacobian", str(path), "[0.3, -0.7]", "w=[1.5, 0.5]", "scale=3",
+                        "--wrt", "x,w", "--format", "json"))
+    assert out["wrt"] == ["x", "w"] and list(out["blocks"]) == ["df_dx", "df_dw"]
+    sech2 = 1.0 - np.tanh(w * x) ** 2
+    assert_allclose(np.array(out["blocks"]["df_dx"]["data"]), np.diag(3 * w * sech2), rtol=1e-12)
+    assert_allclose(np.array(out["blocks"]["df_dw"]["data"]), np.diag(3 * x * sech2), rtol=1e-12)
+    missing = invoke(runner, "jacobian", str(path), "[0.3, -0.7]")
+    assert missing.exit_code == 2
+    assert missing.stderr == ("Error: missing input for parameter 'w' of f: give it by name, as w=SOURCE "
+                              "(w is keyword-only)\n")

@@ -232,8 +232,10 @@ def test_params_are_the_positional_parameters(tmp_path):
     path = write_file(tmp_path, "m.py", "def f(a, /, b, c=3, *rest, d=4, **kw): return (a, b, c, d)\n")
     loaded = load_function(str(path))
     assert loaded.params == ["a", "b", "c"]
-    assert loaded.defaults == {"c": 3}
+    assert loaded.kwonly == ["d"]  # after *rest: by name only
+    assert loaded.defaults == {"c": 3, "d": 4}
     assert loaded.call({"a": 1, "b": 2}) == (1, 2, 3, 4)
+    assert loaded.call({"a": 1, "b": 2, "d": 5}) == (1, 2, 3, 5)
 
 
 # ---------------------------------------------------------------- load_array: literals
@@ -589,6 +591,33 @@ def test_inputs_meant_for_star_parameters_say_why_they_do_not_bind(tmp_path, sou
     assert str(info.value).startswith(head + "jaccli binds each input to a named parameter, not to ")
     assert str(info.value).endswith(": give f named parameters, as in def f(x, y), or wrap it in a function "
                                     "that has them")
+
+
+KWONLY = "import numpy as np\ndef f(x, y=1.0, *, alpha=0.5, beta):\n    return x * alpha + beta\n"
+
+
+def test_keyword_only_parameters_bind_by_name(tmp_path):
+    loaded = load_function(str(write_file(tmp_path, "k.py", KWONLY)))
+    assert (loaded.params, loaded.kwonly, loaded.defaults) == (["x", "y"], ["alpha", "beta"],
+                                                               {"y": 1.0, "alpha": 0.5})
+    bound = bind_inputs(loaded, ["beta=3", "[1, 2]", "alpha=2"])
+    assert list(bound) == ["x", "alpha", "beta"]  # parameter order
+    assert_array_equal(loaded.call(bound), [5.0, 7.0])
+
+
+@pytest.mark.parametrize("sources, message", [
+    (["[1, 2]"], "missing input for parameter 'beta' of f: give it by name, as beta=SOURCE "
+                 "(beta is keyword-only)"),
+    (["1", "2", "3"], "f takes 2 positional inputs (x, y) but 3 were given; alpha, beta are keyword-only: "
+                      "give alpha=SOURCE"),
+    (["1", "gamma=2"], "f has no parameter 'gamma'; its parameters are x, y, *, alpha, beta"),
+    (["1", "beta=2", "beta=3"], "input for parameter 'beta' of f given twice (beta=2 and beta=3)"),
+])
+def test_keyword_only_binding_errors_say_what_to_write(tmp_path, sources, message):
+    loaded = load_function(str(write_file(tmp_path, "k.py", KWONLY)))
+    with pytest.raises(UsageError) as info:
+        bind_inputs(loaded, sources)
+    assert str(info.value) == message
 
 
 def test_empty_named_source():

@@ -32,7 +32,7 @@ import sys
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import click
 
@@ -109,19 +109,31 @@ class GuardedFunction:
 
     The engine swaps ``np`` in the function's module globals (to trace ``np.array([...])``), so
     `__globals__` is the user's; the signature gives the parameter names that label results.
+    With `params`, it takes those arguments positionally, the last ones (`keywords`, the
+    function's keyword-only parameters) passed on to it by keyword.
     """
 
-    def __init__(self, func: Callable[..., Any], name: str):
+    def __init__(self, func: Callable[..., Any], name: str, params: Sequence[str] | None = None,
+                 keywords: tuple[str, ...] = ()):
         self.func = func
         self.__name__ = name
         self.__qualname__ = name
         self.__globals__ = getattr(func, "__globals__", None)
+        self.keywords = keywords
+        if params is not None:
+            kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+            self.__signature__ = inspect.Signature([inspect.Parameter(p, kind) for p in params])
+            return
         try:
             self.__signature__ = inspect.signature(func)
         except (TypeError, ValueError):
             pass
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.keywords:
+            n = len(args) - len(self.keywords)
+            kwargs = {**dict(zip(self.keywords, args[n:])), **kwargs}
+            args = args[:n]
         try:
             with user_code_output():
                 return self.func(*args, **kwargs)

@@ -86,6 +86,7 @@ def load_problem(func_spec: str | None, expression: str | None, sources: Sequenc
         compiled = compile_expression(expression)
         func: Callable[..., Any] = compiled
         name, spec, user_file, params, defaults = EXPRESSION_NAME, expression, None, list(compiled.params), {}
+        kwonly: list[str] = []
         bound = bind_inputs(compiled, sources)
     else:
         if func_spec is None:
@@ -93,20 +94,23 @@ def load_problem(func_spec: str | None, expression: str | None, sources: Sequenc
         with user_code_output():  # what the file prints while it loads goes to stderr
             loaded = load_function(func_spec)
         func, name, spec = loaded.func, loaded.name, func_spec
-        user_file, params, defaults = loaded.path, loaded.params, loaded.defaults
+        user_file, params, defaults, kwonly = loaded.path, loaded.params, loaded.defaults, loaded.kwonly
         bound = bind_inputs(loaded, sources)
     if not bound:
         raise UsageError(f"{name} takes no inputs, so there is nothing to differentiate")
-    # Positional arguments up to the last one given; defaults fill the gaps before it.
-    last = max(params.index(p) for p in bound)
-    call_params = params[:last + 1]
+    # Positional arguments up to the last one given (defaults fill the gaps before it), then the
+    # keyword-only ones given, which the function receives by keyword.
+    last = max((params.index(p) for p in bound if p in params), default=-1)
+    keywords = [p for p in kwonly if p in bound]
+    call_params = params[:last + 1] + keywords
     values = [bound[p] if p in bound else defaults[p] for p in call_params]
-    positions = _resolve_wrt(wrt, params, bound, name)
+    names = params + kwonly
+    positions = tuple(call_params.index(names[k]) for k in _resolve_wrt(wrt, names, bound, name))
     warnings: list[str] = []
     values = _cast(values, call_params, positions, dtype, warnings)
-    inputs = {p: values[call_params.index(p)] for p in params if p in bound}
-    return Problem(GuardedFunction(func, name), name, spec, user_file, call_params, tuple(values), inputs,
-                   positions, warnings)
+    inputs = {p: values[call_params.index(p)] for p in names if p in bound}
+    return Problem(GuardedFunction(func, name, call_params, tuple(keywords)), name, spec, user_file, call_params,
+                   tuple(values), inputs, positions, warnings)
 
 
 def _resolve_wrt(spec: str | None, params: list[str], bound: dict, name: str) -> tuple[int, ...]:

@@ -43,10 +43,14 @@ class RenderHeader:
 
 
 def format_number(value: Any, precision: int) -> str:
-    """`value` to `precision` significant digits, as tables and plain text both show it."""
+    """`value` to `precision` significant digits, as tables and plain text both show it.
+
+    A negative zero (0 times a negative number, common in derivatives) shows as 0: it equals 0,
+    and a block of "-0" entries reads as something it is not. The .npy and JSON outputs keep its bits.
+    """
     if isinstance(value, complex):
         return format(value, f".{precision}g")
-    return "%.*g" % (precision, value)
+    return "%.*g" % (precision, value + 0.0)  # -0.0 + 0.0 is 0.0; every other value is unchanged
 
 
 def _rows_of(matrix: np.ndarray) -> np.ndarray:

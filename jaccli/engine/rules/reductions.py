@@ -187,6 +187,12 @@ register((np.multiply, "reduce"), lambda a, axis=0, dtype=None, out=None, keepdi
 # ---------------------------------------------------------------------------
 # max and min: the derivative goes to the maximal entries, split evenly among ties
 # ---------------------------------------------------------------------------
+def _tie_weights(ans, x, axes):
+    """1/(number of ties) where x equals its reduced extreme `ans`, else 0."""
+    hit = np.equal(x, np.reshape(ans, _kept_shape(np.shape(x), axes)))
+    return hit / np.sum(hit, axis=axes, keepdims=True)
+
+
 def _extreme(name, np_func):
     def impl(x, axes, keepdims):
         return np_func(x, axis=axes, keepdims=keepdims)
@@ -194,9 +200,9 @@ def _extreme(name, np_func):
     prim = primitive(name, impl)
 
     def weights(ans, x, axes):
-        kept = np.reshape(ans, _kept_shape(np.shape(x), axes))
-        hit = np.equal(x, kept)
-        return hit / np.sum(hit, axis=axes, keepdims=True)
+        # Piecewise constant in x: computed on the plain values, one guard for a replay, and
+        # nothing recorded (a traced reshape of ans would be a dead operation of the recording).
+        return guarded(_tie_weights, ans, x, axes)
 
     def vjp(ans, x, axes, keepdims):
         w = weights(ans, x, axes)

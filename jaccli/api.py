@@ -230,14 +230,11 @@ def _gradient_function(f: Callable, wrt_idx: tuple[int, ...], batch: bool, holde
         holder["traced_value"] = out  # f's value, kept by the recording (Recording.keep)
         in_nodes = tuple(xs[k]._node for k in wrt_idx)
         holder["inner_connected"] = [[ref is not None and bool(ref[0].deps & n.deps) for n in in_nodes]]
-        if ref is None:
-            grads = [None] * len(in_nodes)
-        else:
-            dtype = np.result_type(out)
-            seed = np.ones((1,) + shape, dtype=dtype if dtype.kind == "f" else float)
-            with attributed_to(site):  # the gradient's reshapes belong to f, not to the caller of hessian()
-                grads = reverse(trace, (ref,), (seed,), in_nodes, traced=True)
-        with attributed_to(site):
+        dtype = np.result_type(out)
+        seed = np.ones((1,) + shape, dtype=dtype if dtype.kind == "f" else float)
+        with attributed_to(site):  # the gradient's operations belong to f, not to the caller of hessian()
+            grads = [None] * len(in_nodes) if ref is None else \
+                reverse(trace, (ref,), (seed,), in_nodes, traced=True)
             return tuple(np.zeros(np.shape(xs[k])) if g is None else np.reshape(dense(g), np.shape(xs[k]))
                          for g, k in zip(grads, wrt_idx))
     return grad_fn

@@ -108,26 +108,20 @@ class GuardedFunction:
     exception: it fails the function, it does not end jaccli.
 
     The engine swaps ``np`` in the function's module globals (to trace ``np.array([...])``), so
-    `__globals__` is the user's; the signature gives the parameter names that label results.
-    With `params`, it takes those arguments positionally, the last ones (`keywords`, the
-    function's keyword-only parameters) passed on to it by keyword.
+    `__globals__` is the user's; the signature (`params`, the arguments it takes positionally)
+    gives the parameter names that label results. The last of them, `keywords` (the function's
+    keyword-only parameters), are passed on to it by keyword.
     """
 
-    def __init__(self, func: Callable[..., Any], name: str, params: Sequence[str] | None = None,
+    def __init__(self, func: Callable[..., Any], name: str, params: Sequence[str],
                  keywords: tuple[str, ...] = ()):
         self.func = func
         self.__name__ = name
         self.__qualname__ = name
         self.__globals__ = getattr(func, "__globals__", None)
         self.keywords = keywords
-        if params is not None:
-            kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
-            self.__signature__ = inspect.Signature([inspect.Parameter(p, kind) for p in params])
-            return
-        try:
-            self.__signature__ = inspect.signature(func)
-        except (TypeError, ValueError):
-            pass
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        self.__signature__ = inspect.Signature([inspect.Parameter(p, kind) for p in params])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.keywords:

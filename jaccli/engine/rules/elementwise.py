@@ -21,10 +21,8 @@ def _all_finite(value) -> bool:
 
 
 def _finite(d) -> bool:
-    if type(d) is np.ndarray:  # a plain factor: nothing to guard
-        return bool(np.isfinite(d).all())
-    if type(d) is float or type(d) is int:
-        return math.isfinite(d)
+    if type(d) is not Tracer:  # a plain factor: nothing to guard
+        return _all_finite(d)
     return guarded(_all_finite, d)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..registry import family, primitive, register, register_derived
-from ..seeds import SparseBlock, broadcast_block
+from ..seeds import broadcast_block
 from ..tracer import guarded
 from ._util import along, axis_index, dtype_of, norm_axes, shift
 from .indexing import gather, scatter_flat
@@ -26,11 +26,8 @@ def _spread(g, kept: tuple, shape: tuple):
 def _spread_times(g, kept: tuple, shape: tuple, w):
     """_spread(g, kept, shape) * w for a w of the full shape: the product itself broadcasts g.
 
-    One operation fewer on a recorded gradient (a Hessian sweeps it again); a structured block
-    keeps its structure through _spread.
+    One operation fewer on a recorded gradient (a Hessian sweeps it again).
     """
-    if type(g) is SparseBlock:
-        return _spread(g, kept, shape) * w
     return np.reshape(g, (np.shape(g)[0],) + kept) * w
 
 

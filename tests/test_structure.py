@@ -8,6 +8,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 import jaccli
 from jaccli.engine.recording import Recording
+from jaccli.engine.seeds import SparseBlock
 
 from .helpers import central_diff, rosen_hess, rosenbrock
 
@@ -144,7 +145,6 @@ def test_a_banded_hessian_sweep_stays_structured_where_slices_of_x_add_up():
     # rosenbrock's gradient adds the parts x[1:] and x[:-1] send back into one block; with one
     # structured seed per row the sweep must keep the band, never densify n x n blocks.
     from jaccli.api import _gradient_recording
-    from jaccli.engine.seeds import SparseBlock
 
     n = 2000
     x = np.random.default_rng(3).uniform(-2, 2, n)
@@ -154,8 +154,26 @@ def test_a_banded_hessian_sweep_stays_structured_where_slices_of_x_add_up():
     assert_allclose(out.todense(), rosen_hess(x), rtol=1e-12, atol=1e-9)
 
 
+def test_a_reverse_sweep_keeps_structured_rows_where_slices_of_x_add_up():
+    # The rows of a stencil's Jacobian, from structured seeds: the parts u[2:], u[1:-1] and u[:-2]
+    # send back must stay a banded block, not be added into a dense (K, n) one.
+    n = 2000
+    u = np.random.default_rng(4).standard_normal(n)
+
+    def stencil(u):
+        return u[2:] - 2.0 * u[1:-1] + u[:-2] + u[1:-1] ** 3
+
+    rec = Recording(stencil, (u,), (0,))
+    out = rec.vjp([SparseBlock.one_hot(np.arange(n - 2), (n - 2,), np.float64)], structured=True)[0]
+    assert type(out) is SparseBlock and out.u is None and out.idx.shape[1] <= 8
+    expected = np.zeros((n - 2, n))
+    k = np.arange(n - 2)
+    expected[k, k], expected[k, k + 2] = 1.0, 1.0
+    expected[k, k + 1] = -2.0 + 3.0 * u[1:-1] ** 2
+    assert_allclose(out.todense(), expected, rtol=1e-14)
+
+
 def test_symmetric_entries_sum_repeats_and_mirror_missing_partners():
-    from jaccli.engine.seeds import SparseBlock
     from jaccli.evaluator import _symmetric_from_structure
 
     # row 0: (0,0) twice and (0,2); row 1: (1,1); row 2: (2,0) and (2,1), whose mirror (1,2) is absent
@@ -170,7 +188,6 @@ def test_symmetric_entries_sum_repeats_and_mirror_missing_partners():
 
 @pytest.mark.parametrize("n, rank", [(5, 1), (300, 3), (517, 2)])
 def test_low_rank_plus_entries_is_symmetrised_on_the_structure(n, rank):
-    from jaccli.engine.seeds import SparseBlock
     from jaccli.evaluator import _symmetric_from_structure
 
     rng = np.random.default_rng(n)
@@ -209,7 +226,6 @@ def test_hessian_of_a_masked_square_stays_zero_where_the_input_is_infinite(dtype
 @pytest.mark.parametrize("order", ["sorted", "permuted"])
 @pytest.mark.parametrize("where", ["diagonal", "off-diagonal"])
 def test_one_entry_per_row_plus_low_rank_is_symmetrised(order, where):
-    from jaccli.engine.seeds import SparseBlock
     from jaccli.evaluator import _symmetric_from_structure
 
     n = 230

@@ -66,6 +66,19 @@ def _closed_p6(z):
     return H
 
 
+def f_then_rows(inst: Instance) -> Callable[[], np.ndarray]:
+    """P5's least work for an engine that evaluates f (as a lazy J must, to know its shape): f's
+    forward pass, then the requested rows in closed form from its hidden layer (computed once)."""
+    x, (W1, b1, W2, b2) = inst.x, inst.params
+    r = inst.rows
+
+    def run():
+        h = np.tanh(W1 @ x + b1)
+        W2 @ h + b2                                  # f's value: the lazy J has it
+        return (W2[:r] * (1.0 - h * h)) @ W1
+    return run
+
+
 def closed_form(inst: Instance) -> Callable[[], np.ndarray]:
     x, prm = inst.x, inst.params
     return {

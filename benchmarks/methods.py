@@ -18,6 +18,8 @@ from benchmarks.instances import Instance
 
 # families, in table order; "jaccli full" only exists for P5 (the full Jacobian, then sliced)
 FLOOR, LOOP, BATCHED = "floor", "hand loop", "hand batched"
+# P5 only: f evaluated, then the rows in closed form (the least a lazy J, which runs f, can cost)
+F_THEN_ROWS = "f, then floor rows"
 JACCLI, JACCLI_FULL = "jaccli", "jaccli full"
 # f wrapped in jaccli.record_once: recorded by the verified first call, replayed afterwards
 JACCLI_ONCE = "jaccli record_once"
@@ -39,8 +41,8 @@ class Method:
     def build(self, inst: Instance) -> Prepared:
         if self.lib == "numpy":
             maker = {FLOOR: floors.closed_form, LOOP: floors.hand_loop,
-                     BATCHED: floors.hand_batched}[self.family]
-            note = floors.mode_note(inst) if self.family != FLOOR else ""
+                     BATCHED: floors.hand_batched, F_THEN_ROWS: floors.f_then_rows}[self.family]
+            note = floors.mode_note(inst) if self.family in (LOOP, BATCHED) else ""
             return Prepared(maker(inst), note=note)
         if self.lib == "jaccli":
             return Prepared(_jaccli_run(inst, full=self.family == JACCLI_FULL, once=self.family == JACCLI_ONCE),
@@ -106,6 +108,8 @@ def methods_for(inst: Instance, libs: tuple[str, ...] = ("numpy", "jaccli") + an
     if "numpy" in libs:
         out += [Method(FLOOR, "numpy", FLOOR), Method(LOOP, "numpy", LOOP),
                 Method(BATCHED, "numpy", BATCHED)]
+        if inst.kind == "rows":
+            out.append(Method(F_THEN_ROWS, "numpy", F_THEN_ROWS))
     if "jaccli" in libs:
         out.append(Method("jaccli", "jaccli", JACCLI))
         out.append(Method("jaccli record_once", "jaccli", JACCLI_ONCE))

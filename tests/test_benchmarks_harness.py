@@ -49,6 +49,16 @@ def test_floor_reproduces_the_reference(iid, floor):
     assert ok, why
 
 
+def test_least_work_for_lazy_rows_reproduces_the_reference_rows():
+    # P5's "f, then floor rows": the least a lazy J that runs f can cost (target 4's context line)
+    inst = instances.load("P5-rows10-of-P2-n1000-m1000")
+    ok, err, why = instances.check(inst, floors.f_then_rows(inst)())
+    assert ok, why
+    from benchmarks.methods import methods_for
+    assert "f, then floor rows" in [m.name for m in methods_for(inst, ("numpy",))]
+    assert "f, then floor rows" not in [m.name for m in methods_for(instances.load("P2-n100-m100"), ("numpy",))]
+
+
 def test_wrong_result_is_reported_and_never_timed():
     inst = instances.load("P2-n100-m100")
     good = floors.closed_form(inst)

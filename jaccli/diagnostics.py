@@ -53,16 +53,28 @@ def disconnected_pairs(rec: Recording) -> list[tuple[int, int]]:
     return [(i, j) for i in range(len(rec.outputs)) for j in range(len(rec.wrt)) if not rec.connected(i, j)]
 
 
-def structural_zero_message(out_name: str, in_name: str, block_name: str | None = None) -> str:
+def structural_zero_message(out_name: str, in_name: str, block_name: str | None = None,
+                            cut: tuple[str, tuple | None] | None = None) -> str:
     """The warning for a result block that is structurally zero.
+
+    `cut` (`Recording.cut`) names the operation with an integer or boolean result through which
+    the input was used, when that is the reason; otherwise the hint is the usual global variable.
 
     >>> structural_zero_message("f", "x").split("; ")[0]
     'df_dx is structurally zero: output f does not depend on input x (no path in the recorded computation)'
+    >>> structural_zero_message("f", "x", cut=("astype", ("f.py", 3))).split("; ")[1]
+    'x is used only through astype at f.py:3, whose integer or boolean result carries no derivative'
     """
     block = block_name or f"d{out_name}_d{in_name}"
+    if cut is not None:
+        name, site = cut
+        where = f" at {site[0]}:{site[1]}" if site else ""
+        hint = (f"{in_name} is used only through {name}{where}, whose integer or boolean result carries no "
+                "derivative")
+    else:
+        hint = "a common cause is a function that uses a global variable instead of its argument"
     return (f"{block} is structurally zero: output {out_name} does not depend on input {in_name} (no path in the "
-            "recorded computation); a common cause is a function that uses a global variable instead of its "
-            "argument")
+            f"recorded computation); {hint}")
 
 
 def structural_zero_warnings(rec: Recording, out_names: Sequence[str] | None = None,
@@ -79,7 +91,7 @@ def structural_zero_warnings(rec: Recording, out_names: Sequence[str] | None = N
         out_names = ["f"] if n_out == 1 else [f"f{i}" for i in range(n_out)]
     if in_names is None:
         in_names = [f"x{k}" for k in rec.wrt]
-    return [structural_zero_message(out_names[i], in_names[j]) for i, j in disconnected_pairs(rec)]
+    return [structural_zero_message(out_names[i], in_names[j], cut=rec.cut(j)) for i, j in disconnected_pairs(rec)]
 
 
 # ---------------------------------------------------------------------------

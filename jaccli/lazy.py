@@ -99,6 +99,12 @@ class _Block:
         return self._ev.rec.connected(self._i, self._j)
 
     @property
+    def cut_by(self) -> tuple[str, tuple | None] | None:
+        """When no output depends on the input: the first operation that used the input with an
+        integer or boolean result (x.astype(int), x > 0), as (op name, (file, line)); else None."""
+        return self._ev.rec.cut(self._j)
+
+    @property
     def matrix(self) -> "MatrixView":
         """The flattened [M, N] (or [B, M, N]) view, with the same laziness and cache."""
         return MatrixView(self)

@@ -91,6 +91,10 @@ def wave(x):
 
 def ignores(x, y):
     return np.sum(x ** 2)
+
+
+def counts(x):
+    return np.sum(x.astype(int)) * 1.0
 """
 
 
@@ -189,6 +193,23 @@ def test_strict_hessian_names_f_when_f_ignores_an_input(runner, model):
     assert_fails(ignored, 1, "--strict: output ignores is independent of input 1 ('y')", "dignores_dy")
     separable = invoke(runner, "hessian", "-e", "sum(x ** 2) + sum(y ** 3)", "[1, 2]", "[3]", "--strict")
     assert_fails(separable, 1, "--strict: output df_dx is independent of input 1 ('y')", "d2f_dx_dy")
+
+
+def test_an_input_used_only_through_an_integer_cast_is_named_with_its_line(runner, model, target):
+    line = MODEL.splitlines().index("    return np.sum(x.astype(int)) * 1.0") + 1
+    cast = "x is used only through astype at {}:%d, whose integer or boolean result carries no derivative" % line
+    result = invoke(runner, "jacobian", model("counts"), "[1.5, 2.5]")
+    assert result.exit_code == 0
+    assert "dcounts_dx is structurally zero" in result.stderr
+    assert "global variable" not in result.stderr  # the real reason, not the usual guess
+    site = model("counts").rsplit(":", 1)[0]
+    assert cast.format(site) in result.stderr
+    grad = invoke(runner, "grad", model("counts"), "[1.5, 2.5]")
+    assert cast.format(site) in grad.stderr
+    for command in ("jacobian", "hessian"):
+        strict = invoke(runner, command, model("counts"), "[1.5, 2.5]", "--strict", "-o", str(target))
+        assert_fails(strict, 1, "--strict: output counts is independent of input 0 ('x')", cast.format(site))
+        assert_untouched(target)
 
 
 def test_all_zero_gradient_of_a_global_closure_is_reported(runner, model):

@@ -63,6 +63,28 @@ def test_structural_zero_warnings_name_outputs_and_inputs():
     assert structural_zero_warnings(Recording(lambda x: x * 2.0, (np.ones(2),), (0,))) == []
 
 
+def test_an_input_used_only_through_boolean_or_integer_results_is_named(user_file):
+    f, path = user_file("""\
+        def f(x, y):
+            mask = x > 0.0
+            return np.where(mask, y, 2.0 * y) + x.astype(int)
+        """)
+    J = jaccli.jacobian(f, (np.array([1.0, -1.0]), np.array([3.0, 4.0])))
+    assert not J[0].connected and J[0].cut_by == ("np.greater", (path, 5))  # the first cut of x
+    assert J[1].connected and J[1].cut_by is None
+    rec = Recording(f, (np.ones(2), np.ones(2)), (0, 1))
+    (msg,) = structural_zero_warnings(rec, in_names=["x", "y"])
+    assert msg.endswith(f"; x is used only through np.greater at {path}:5, whose integer or boolean result "
+                        "carries no derivative")
+    # An input that is not used at all keeps the usual hint.
+    assert jaccli.jacobian(uses_global, (np.ones(2), np.ones(2)))[1].cut_by is None
+    # A replay of a record_once function knows the same cut.
+    once = jaccli.record_once(f)
+    for x in ([1.2, -1.5], [1.7, -1.2]):  # the same mask and integer parts: the guards hold
+        assert jaccli.jacobian(once, (np.array(x), np.ones(2)))[0].cut_by == ("np.greater", (path, 5))
+    assert once.replays == 1
+
+
 # ---------------------------------------------------------------- non-finite counts
 
 

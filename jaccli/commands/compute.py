@@ -15,7 +15,7 @@ from jaccli.diagnostics import disconnected_pairs, structural_zero_message
 from jaccli.errors import UsageError
 from jaccli.indexspec import parse_index_spec
 
-from .failures import CheckFailed
+from .failures import CheckFailed, shown_path
 from .problem import Problem, load_vectors
 from .settings import Settings
 
@@ -163,17 +163,24 @@ def _zero_gradient_warnings(problem: Problem, command: str, blocks: list[Block])
 
     with np.errstate(all="ignore"):
         rec = Recording(problem.func, problem.args, problem.wrt)
-    return [structural_zero_message(problem.name, blocks[j].out_name, blocks[j].key) for j in zero
+    return [structural_zero_message(problem.name, blocks[j].out_name, blocks[j].key, cut=_shown(rec.cut(j))) for j in zero
             if not any(rec.connected(i, j) for i in range(len(rec.outputs)))]
 
 
 def _zero_message(problem: Problem, b: Block) -> str:
     if b.kind != "hessian":
-        return structural_zero_message(b.out_name, b.in_name, b.key)
+        return structural_zero_message(b.out_name, b.in_name, b.key, cut=_shown(b.lazy.cut_by))
     # Not the closure-over-a-global hint: a gradient that ignores an input is common (f linear in it).
     return (f"{b.key} is structurally zero: the gradient {_dependent(problem, b)} does not depend on input "
             f"{b.in_name} (no path in the recorded computation), as when f is linear in {b.in_name} or does not "
             "use it")
+
+
+def _shown(cut: tuple[str, tuple | None] | None) -> tuple[str, tuple | None] | None:
+    """A recording's cut (op, (file, line)) with the file as the user would write it."""
+    if cut is None or cut[1] is None:
+        return cut
+    return cut[0], (shown_path(cut[1][0]), cut[1][1])
 
 
 def _dependent(problem: Problem, b: Block) -> str:
@@ -191,15 +198,20 @@ def _strict(problem: Problem, command: str, blocks: list[Block], zero: list[Bloc
         with np.errstate(all="ignore"):
             rec = Recording(problem.func, problem.args, problem.wrt)
         names = problem.wrt_names
-        pairs += [(problem.name, names[j], f"d{problem.name}_d{names[j]}") for i, j in disconnected_pairs(rec)]
+        found = disconnected_pairs(rec)
+        pairs += [(problem.name, names[j], f"d{problem.name}_d{names[j]}") for i, j in found]
+        cut = rec.cut(found[0][1]) if found else None
     hint = "a common cause is a function that uses a global variable instead of its argument"
     if not pairs:
         pairs = [(_dependent(problem, b), b.in_name, b.key) for b in zero]
+        cut = zero[0].lazy.cut_by if zero and command != "hessian" else None
         if command == "hessian":
             hint = "f is linear in that input, or the inputs enter f separately"
     if not pairs:
         return
     out, name, key = pairs[0]
+    if cut is not None:
+        hint = structural_zero_message(out, name, key, cut=_shown(cut)).split("; ", 1)[1]
     position = problem.params.index(name)
     more = "; also " + ", ".join(f"{k} ({o} does not depend on {i})" for o, i, k in pairs[1:]) if pairs[1:] else ""
     raise CheckFailed(f"--strict: output {out} is independent of input {position} ({name!r}): {key} is "

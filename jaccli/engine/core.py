@@ -256,7 +256,7 @@ class Guard:
 class Trace:
     """One recording level: the nodes of a computation in the order they ran."""
 
-    __slots__ = ("level", "nodes", "inputs", "_plans", "largest", "guards", "errstate", "errstates", "views")
+    __slots__ = ("level", "nodes", "inputs", "_plans", "largest", "guards", "errstate", "errstates", "views", "cuts")
 
     def __init__(self) -> None:
         self.level = next(_level_counter)
@@ -272,6 +272,10 @@ class Trace:
         # id of the array owning their memory: a write into memory they share leaves them behind
         # (Tracer._become marks them), and a write elsewhere need not look at them.
         self.views: dict[int, list] = {}
+        # (deps, op name, site) of the first operations whose integer or boolean result took
+        # traced values out of the recording (x.astype(int), x > 0): what to name when an input
+        # reaches no output (Recording.cut).
+        self.cuts: list[tuple[int, str, tuple | None]] = []
 
     def guard(self, fn: Callable, args: tuple, kwargs: dict, refs: tuple, expected: Any) -> None:
         """Remember that `expected` = fn(args with the traced values at `refs`) was baked in."""
@@ -420,6 +424,9 @@ def _no_rule(node: Node, argnum: int, mode: str) -> Exception:
     )
 
 
+_MAX_CUTS = 32  # the first few are enough to name one per input; a loop of comparisons adds no more
+
+
 def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) -> Any:
     """Apply `prim` to `args`, recording it on the highest trace among the traced arguments.
 
@@ -477,6 +484,8 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
         # value; the lowest level guards it (a nested call guarded it on the level below).
         if not nested:
             top.guard(prim.impl, tuple(vals), kwargs, tuple(parents), ans)
+            if deps and len(top.cuts) < _MAX_CUTS:
+                top.cuts.append((deps, prim.name, site))
         return ans
     if prim.constant:
         parents, deps = (), 0

@@ -270,6 +270,7 @@ class Recording:
         trace.errstates = errstates
         trace.inputs = [nodes[n.index] for n in self.trace.inputs]
         trace.largest = largest
+        trace.cuts = self.trace.cuts  # the same structure: the same operations cut the same inputs
         # The sweep plans depend on the structure only: the same nodes, renewed.
         for key, plan in self.trace._plans.items():
             if key[0] == "rev":
@@ -317,6 +318,14 @@ class Recording:
         """Whether output i structurally depends on differentiated input j (a path in the tape)."""
         ref = self.out_refs[i]
         return ref is not None and bool(ref[0].deps & self.in_nodes[j].deps)
+
+    def cut(self, j: int) -> tuple[str, tuple | None] | None:
+        """For an input that no output depends on: the first operation that used it with an integer
+        or boolean result (``x.astype(int)``, ``x > 0``), as (op name, (file, line)); else None."""
+        bit = self.in_nodes[j].deps
+        if any(self.connected(i, j) for i in range(len(self.outputs))):
+            return None
+        return next(((name, site) for deps, name, site in self.trace.cuts if deps & bit), None)
 
     def elementwise(self, i: int, j: int) -> bool:
         """Whether output i is an elementwise function of input j, which makes d out_i / d in_j diagonal.

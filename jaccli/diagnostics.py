@@ -27,7 +27,7 @@ def registry_notes(prim_name: str) -> str:
 
     return notes(prim_name)
 
-__all__ = ["disconnected_pairs", "structural_zero_message", "structural_zero_warnings", "nonfinite_report",
+__all__ = ["disconnected_pairs", "disconnected_hint", "structural_zero_message", "structural_zero_warnings", "nonfinite_report",
            "Provenance", "NonfiniteMonitor", "trace_nonfinite", "first_nonfinite_primal",
            "recording_of"]
 
@@ -53,28 +53,30 @@ def disconnected_pairs(rec: Recording) -> list[tuple[int, int]]:
     return [(i, j) for i in range(len(rec.outputs)) for j in range(len(rec.wrt)) if not rec.connected(i, j)]
 
 
+def disconnected_hint(in_name: str, cut: tuple[str, tuple | None] | None = None) -> str:
+    """Why an output may not depend on input `in_name`: the operation that cut it off, when the
+    recording knows one (`Recording.cut`), else the usual cause, a global used instead of it.
+
+    >>> disconnected_hint("x", ("astype", ("f.py", 3)))
+    'x is used only through astype at f.py:3, whose integer or boolean result carries no derivative'
+    """
+    if cut is None:
+        return "a common cause is a function that uses a global variable instead of its argument"
+    name, site = cut
+    where = f" at {site[0]}:{site[1]}" if site else ""
+    return f"{in_name} is used only through {name}{where}, whose integer or boolean result carries no derivative"
+
+
 def structural_zero_message(out_name: str, in_name: str, block_name: str | None = None,
                             cut: tuple[str, tuple | None] | None = None) -> str:
-    """The warning for a result block that is structurally zero.
-
-    `cut` (`Recording.cut`) names the operation with an integer or boolean result through which
-    the input was used, when that is the reason; otherwise the hint is the usual global variable.
+    """The warning for a result block that is structurally zero, with `disconnected_hint`.
 
     >>> structural_zero_message("f", "x").split("; ")[0]
     'df_dx is structurally zero: output f does not depend on input x (no path in the recorded computation)'
-    >>> structural_zero_message("f", "x", cut=("astype", ("f.py", 3))).split("; ")[1]
-    'x is used only through astype at f.py:3, whose integer or boolean result carries no derivative'
     """
     block = block_name or f"d{out_name}_d{in_name}"
-    if cut is not None:
-        name, site = cut
-        where = f" at {site[0]}:{site[1]}" if site else ""
-        hint = (f"{in_name} is used only through {name}{where}, whose integer or boolean result carries no "
-                "derivative")
-    else:
-        hint = "a common cause is a function that uses a global variable instead of its argument"
     return (f"{block} is structurally zero: output {out_name} does not depend on input {in_name} (no path in the "
-            f"recorded computation); {hint}")
+            f"recorded computation); {disconnected_hint(in_name, cut)}")
 
 
 def structural_zero_warnings(rec: Recording, out_names: Sequence[str] | None = None,

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 import jaccli
-from jaccli.diagnostics import disconnected_pairs, structural_zero_message
+from jaccli.diagnostics import disconnected_hint, disconnected_pairs, structural_zero_message
 from jaccli.errors import UsageError
 from jaccli.indexspec import parse_index_spec
 
@@ -191,6 +191,7 @@ def _dependent(problem: Problem, b: Block) -> str:
 def _strict(problem: Problem, command: str, blocks: list[Block], zero: list[Block]) -> None:
     """--strict: fail, naming the output and the input, when a block is structurally zero."""
     pairs: list[tuple[str, str, str]] = []
+    cut = None
     if command == "hessian":
         # An f that ignores an input has a gradient that ignores it too; say so in f's terms.
         from jaccli.engine.recording import Recording
@@ -200,18 +201,19 @@ def _strict(problem: Problem, command: str, blocks: list[Block], zero: list[Bloc
         names = problem.wrt_names
         found = disconnected_pairs(rec)
         pairs += [(problem.name, names[j], f"d{problem.name}_d{names[j]}") for i, j in found]
-        cut = rec.cut(found[0][1]) if found else None
-    hint = "a common cause is a function that uses a global variable instead of its argument"
+        if found:
+            cut = rec.cut(found[0][1])
+    linear = False
     if not pairs:
         pairs = [(_dependent(problem, b), b.in_name, b.key) for b in zero]
-        cut = zero[0].lazy.cut_by if zero and command != "hessian" else None
-        if command == "hessian":
-            hint = "f is linear in that input, or the inputs enter f separately"
+        linear = command == "hessian"
+        if zero and not linear:
+            cut = zero[0].lazy.cut_by
     if not pairs:
         return
     out, name, key = pairs[0]
-    if cut is not None:
-        hint = structural_zero_message(out, name, key, cut=_shown(cut)).split("; ", 1)[1]
+    hint = "f is linear in that input, or the inputs enter f separately" if linear \
+        else disconnected_hint(name, _shown(cut))
     position = problem.params.index(name)
     more = "; also " + ", ".join(f"{k} ({o} does not depend on {i})" for o, i, k in pairs[1:]) if pairs[1:] else ""
     raise CheckFailed(f"--strict: output {out} is independent of input {position} ({name!r}): {key} is "

@@ -253,8 +253,8 @@ class MatrixView:
         """The 2-D selection ``M[rows][:, cols]`` (batched: ``[:, rows][:, :, cols]``), computing only that."""
         b = self._block
         ev = b._ev
-        rows = np.arange(ev.M[b._i]) if rows is None else np.asarray(rows, dtype=np.intp)
-        cols = np.arange(ev.N[b._j]) if cols is None else np.asarray(cols, dtype=np.intp)
+        rows = np.arange(ev.M[b._i]) if rows is None else _positions(rows, ev.M[b._i], "row")
+        cols = np.arange(ev.N[b._j]) if cols is None else _positions(cols, ev.N[b._j], "column")
         with ev.lock:
             ev.ensure(b._i, b._j, rows, cols, mode)
             store = ev.entries(b._i, b._j)
@@ -271,7 +271,8 @@ class MatrixView:
         """
         b = self._block
         ev = b._ev
-        rows = np.arange(ev.M[b._i]) if rows is None else np.asarray(rows, dtype=np.intp)
+        rows = np.arange(ev.M[b._i]) if rows is None else _positions(rows, ev.M[b._i], "row")
+        cols = None if cols is None else _positions(cols, ev.N[b._j], "column")
         k = chunk_size or ev.chunk(rows.size, ev.N[b._j] * (ev.B if ev.batch else 1))
         ev._check_batch()
         diagonal = ev.diagonal(b._i, b._j) if ev.mode == "auto" else None  # an explicit mode is obeyed
@@ -279,7 +280,7 @@ class MatrixView:
             block = rows[start:start + k]
             piece = self._swept_rows(block) if diagonal is None else self._diagonal_rows(block, diagonal)
             if cols is not None:
-                piece = piece[..., np.asarray(cols, dtype=np.intp)]
+                piece = piece[..., cols]
             yield start, b._finish(piece)
             if ev.progress is not None:
                 ev.progress(min(start + k, rows.size), rows.size)
@@ -313,3 +314,16 @@ class MatrixView:
 
     def __repr__(self) -> str:
         return f"MatrixView(shape={self.shape}, of={self._block!r})"
+
+
+def _positions(idx: Any, size: int, what: str) -> np.ndarray:
+    """Integer positions along an axis of `size`, negative ones counted from the end, as NumPy does."""
+    pos = np.asarray(idx)
+    if pos.dtype == bool or not (pos.size == 0 or np.issubdtype(pos.dtype, np.integer)):
+        raise IndexError(f"{what} positions must be integers, not {pos.dtype}")
+    pos = pos.astype(np.intp, copy=True).reshape(-1)
+    bad = (pos < -size) | (pos >= size)
+    if bad.any():
+        raise IndexError(f"{what} {pos[bad][0]} is out of bounds for a matrix with {size} {what}s")
+    pos[pos < 0] += size
+    return pos

@@ -535,3 +535,29 @@ def test_full_hessian_is_exactly_symmetric_including_cross_blocks():
     np.testing.assert_array_equal(np.asarray(H[0][1]), np.asarray(H[1][0]).T)
     partial = jaccli.hessian(f, (x, y))[0][0]
     np.testing.assert_allclose(partial[2], Hxx[2], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("f", [np.sin, lambda x: np.tanh(np.outer(x, x).sum(axis=0))], ids=["diagonal", "dense"])
+@pytest.mark.parametrize("kind", ["jacobian", "hessian"])
+def test_matrix_evaluate_and_stream_count_negative_positions_from_the_end(f, kind):
+    x = np.arange(1.0, 5.0)
+    g = f if kind == "jacobian" else (lambda x: np.sum(f(x) ** 3))
+    dense = np.asarray(getattr(jaccli, kind)(g, x)).reshape(4, 4)
+    for _ in range(3):  # each time on a fresh object, and again on the same one
+        J = getattr(jaccli, kind)(g, x)
+        assert_allclose(J.matrix.evaluate([-1], [-1]), dense[[3]][:, [3]], rtol=1e-14)
+        assert_allclose(J.matrix.evaluate([-1], [-1]), dense[[3]][:, [3]], rtol=1e-14)
+        assert_allclose(J.matrix.evaluate([0, -3]), dense[[0, 1]], rtol=1e-14)
+        assert_allclose(J.matrix[-1, -1], dense[3, 3], rtol=1e-14)  # the cache holds the right entries
+    streamed = np.concatenate([p for _, p in getattr(jaccli, kind)(g, x).matrix.stream([-1, -4], [-2])])
+    assert_allclose(streamed, dense[[3, 0]][:, [2]], rtol=1e-14)
+
+
+@pytest.mark.parametrize("rows, message", [([4], "row 4 is out of bounds"), ([-5], "row -5 is out of bounds"),
+                                           ([0.5], "must be integers"), ([True], "must be integers")])
+def test_matrix_evaluate_rejects_positions_outside_the_matrix(rows, message):
+    J = jaccli.jacobian(np.sin, np.arange(1.0, 5.0))
+    with pytest.raises(IndexError, match=message):
+        J.matrix.evaluate(rows)
+    with pytest.raises(IndexError, match=message):
+        next(J.matrix.stream(rows))

@@ -12,7 +12,8 @@ from .engine.recording import Recording, call_traced, primal_nested
 from .engine.seeds import dense
 from .engine.tracer import Tracer
 from .errors import StrictModeError
-from .evaluator import MODES, Evaluator, HessianEvaluator
+from .engine.batching import separable
+from .evaluator import MODES, Evaluator, HessianEvaluator, check_batch_independence
 from .lazy import Hessian, Jacobian
 from .replay import RecordOnce, record_once
 
@@ -101,9 +102,13 @@ def _record(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: bo
     if gradient_of is not None:
         fn = _gradient_function(fn, wrt_idx, *gradient_of)
     if once is None or create_graph or _traced(args):
-        return Recording(fn, _detach_unless(create_graph, args), wrt_idx), True
-    key = ("f",) if gradient_of is None else ("gradient", gradient_of[0])
-    return once.recording(key, args, wrt_idx, lambda: Recording(fn, args, wrt_idx, replayable=True))
+        rec, fresh = Recording(fn, _detach_unless(create_graph, args), wrt_idx), True
+    else:
+        key = ("f",) if gradient_of is None else ("gradient", gradient_of[0])
+        rec, fresh = once.recording(key, args, wrt_idx, lambda: Recording(fn, args, wrt_idx, replayable=True))
+    if rec.trace.outer and not create_graph:
+        rec.detach()  # f closes over a variable that an outer differentiation traces
+    return rec, fresh
 
 
 def _plain(f: Callable) -> Callable:
@@ -193,12 +198,12 @@ def jacobian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | Non
     args, inputs_is_tuple = _as_args(inputs)
     wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
     _validate(batch_axis, mode, chunk_size)
-    if _traced(args) and create_graph:
-        return _eager_traced(_plain(f), args, wrt_idx, batch_axis, in_tuple)
     rec, _ = _record(f, args, wrt_idx, create_graph)
     _check_batch_shapes(rec, batch_axis == 0)
     if strict:
         _check_strict(_connectivity(rec), rec.wrt, _param_names(f, len(args)))
+    if create_graph and (rec.trace.outer or _traced(args)):  # f's inputs, or values it uses, are traced outside
+        return _eager_traced(rec, f, args, batch_axis, in_tuple)
     ev = Evaluator(rec, batch=batch_axis == 0, mode=mode, chunk_size=chunk_size)
     blocks = [[Jacobian(ev, i, j, _result_dtype(rec, i, j, mode)) for j in range(len(wrt_idx))]
               for i in range(len(rec.outputs))]
@@ -269,14 +274,13 @@ def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None
     args, inputs_is_tuple = _as_args(inputs)
     wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
     _validate(batch_axis, mode, chunk_size)
-    if _traced(args) and create_graph:
-        grad_fn = _gradient_function(_plain(f), wrt_idx, batch_axis == 0, {})
-        return _eager_traced(grad_fn, args, wrt_idx, batch_axis, in_tuple, out_tuple=in_tuple)
     rec = _gradient_recording(f, args, wrt_idx, create_graph, batch_axis == 0)
     if strict:
         names = _param_names(f, len(args))
         _check_strict(rec.kept_value("inner_connected"), rec.wrt, names)
         _check_strict(_connectivity(rec), rec.wrt, names, hessian=True)
+    if create_graph and (rec.trace.outer or _traced(args)):
+        return _eager_traced(rec, f, args, batch_axis, in_tuple, out_tuple=in_tuple)
     outer = "reverse" if mode == "reverse" else "forward"
     ev = HessianEvaluator(rec, batch=batch_axis == 0, mode=outer, chunk_size=chunk_size)
     ev.value = rec.kept_value("value")
@@ -296,11 +300,22 @@ def _gradient_recording(f: Callable, args: tuple, wrt_idx: tuple[int, ...], crea
     return rec
 
 
-def _eager_traced(f: Callable, args: tuple, wrt_idx: tuple, batch_axis: Any, in_tuple: bool,
+def _eager_traced(rec: Recording, f: Callable, args: tuple, batch_axis: Any, in_tuple: bool,
                   out_tuple: bool | None = None) -> Any:
-    """Under an outer differentiation with create_graph=True: full blocks as traced arrays."""
-    rec = Recording(f, args, wrt_idx)
+    """Under an outer differentiation with create_graph=True: full blocks as traced arrays.
+
+    `rec` is the recording of f (of its gradient, for a Hessian) whose values the outer level
+    traces; the blocks are computed at once, so that the outer level records their operations.
+    """
+    wrt_idx = rec.wrt
     batch = batch_axis == 0
+    if batch:
+        # Seeds for all samples at once: right only when no sample depends on another. The check
+        # runs on f at the plain values (the outer level need not record it).
+        plain = _gradient_recording(f, primal_nested(args), wrt_idx, False, True) if out_tuple is not None \
+            else Recording(_plain(f), primal_nested(args), wrt_idx)
+        if not separable(plain.trace, np.shape(plain.outputs[0])[0]):
+            check_batch_independence(plain, np.shape(plain.outputs[0])[0])
     blocks = []
     for i, out in enumerate(rec.outputs):
         oshape = np.shape(out)

@@ -309,6 +309,59 @@ def test_without_create_graph_an_inner_result_is_a_constant(rng):
     assert_array_equal(T, np.zeros((3, 3)))
 
 
+# f closes over w, a variable of the function being differentiated (not an input of the inner call)
+_CLOSURES = {
+    "jacobian": (lambda w, y: jaccli.jacobian(lambda y: y * w ** 2, y, create_graph=True),
+                 lambda w, y: np.asarray(jaccli.jacobian(lambda y: y * w ** 2, y)),
+                 lambda w, y: np.einsum("ij,ik->ijk", np.eye(y.size), np.diag(2 * w))),
+    "hessian": (lambda w, y: jaccli.hessian(lambda y: (y ** 2 * w ** 2).sum(), y, create_graph=True),
+                lambda w, y: np.asarray(jaccli.hessian(lambda y: (y ** 2 * w ** 2).sum(), y)),
+                lambda w, y: np.einsum("ij,ik->ijk", np.eye(y.size), np.diag(4 * w))),
+    "grad": (lambda w, y: jaccli.grad(lambda y: (y * w ** 2).sum(), y, create_graph=True),
+             lambda w, y: jaccli.grad(lambda y: (y * w ** 2).sum(), y),
+             lambda w, y: np.diag(2 * w)),
+    "vjp": (lambda w, y: jaccli.vjp(lambda y: y * w ** 2, y, np.ones(y.size), create_graph=True)[1],
+            lambda w, y: jaccli.vjp(lambda y: y * w ** 2, y, np.ones(y.size))[1],
+            lambda w, y: np.diag(2 * w)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_CLOSURES))
+def test_a_closed_over_outer_variable_is_differentiated_only_with_create_graph(kind, rng):
+    w, y = rng.normal(size=3), rng.normal(size=3)
+    with_graph, without, expected = _CLOSURES[kind]
+    assert_allclose(np.asarray(jaccli.jacobian(lambda w: with_graph(w, y), w)), expected(w, y), **EXACT)
+    # torch's rule, as for a traced input: without create_graph the inner result is a constant
+    assert_array_equal(np.asarray(jaccli.jacobian(lambda w: without(w, y), w)),
+                       np.zeros(np.shape(expected(w, y))))
+
+
+def test_batch_axis_under_create_graph_refuses_mixed_samples_and_bad_shapes():
+    X = np.array([[1.0, 2.0, 3.0], [3.0, 4.0, 3.0]])
+    mix = lambda X: np.stack([X[0] * X[1], 2 * X[1]])  # noqa: E731 - sample 0 uses sample 1
+    with pytest.raises(BatchMixingError, match="mixes samples"):
+        jaccli.vjp(lambda X: jaccli.jacobian(mix, X, batch_axis=0, create_graph=True), X, np.ones((2, 3, 3)))
+    with pytest.raises(BatchMixingError, match="mixes samples"):
+        jaccli.vjp(lambda X: jaccli.hessian(lambda X: (X[0] * X[1]).sum() + 0 * X.sum(axis=1), X, batch_axis=0,
+                                            create_graph=True), X, np.ones((2, 3, 3)))
+    with pytest.raises(ValueError, match="batch axis 0"):
+        jaccli.vjp(lambda X: jaccli.jacobian(lambda y: y.sum(), X, batch_axis=0, create_graph=True), X,
+                   np.ones((2, 3, 3)))
+    # per-sample blocks that are right: d/dX of sum(diag(3 X_b^2)) = 6 X
+    _, g = jaccli.vjp(lambda X: jaccli.jacobian(lambda X: X ** 3, X, batch_axis=0, create_graph=True), X,
+                      np.ones((2, 3, 3)))
+    assert_allclose(g, 6 * X, **EXACT)
+
+
+@pytest.mark.parametrize("kind", ["jacobian", "hessian"])
+def test_strict_holds_under_create_graph(kind):
+    inner = (lambda x: jaccli.jacobian(lambda a, b: b * 2, (x, x), strict=True, create_graph=True)[0]) \
+        if kind == "jacobian" else \
+        (lambda x: jaccli.hessian(lambda a, b: (a * b.sum()).sum(), (x, x), strict=True, create_graph=True)[0][0])
+    with pytest.raises(StrictModeError, match="independent of input"):
+        jaccli.jacobian(inner, np.ones(2))
+
+
 def test_third_derivative_through_hessian_with_create_graph(rng):
     x = rng.normal(size=3)
     inner = lambda x: jaccli.hessian(lambda z: (z ** 4).sum(), x, create_graph=True)  # noqa: E731

@@ -256,7 +256,8 @@ class Guard:
 class Trace:
     """One recording level: the nodes of a computation in the order they ran."""
 
-    __slots__ = ("level", "nodes", "inputs", "_plans", "largest", "guards", "errstate", "errstates", "views", "cuts")
+    __slots__ = ("level", "nodes", "inputs", "_plans", "largest", "guards", "errstate", "errstates", "views", "cuts",
+                 "outer")
 
     def __init__(self) -> None:
         self.level = next(_level_counter)
@@ -276,6 +277,9 @@ class Trace:
         # traced values out of the recording (x.astype(int), x > 0): what to name when an input
         # reaches no output (Recording.cut).
         self.cuts: list[tuple[int, str, tuple | None]] = []
+        # Whether an operation took a value that an enclosing recording traces (f closes over a
+        # variable of a function being differentiated): see Recording.detach.
+        self.outer = False
 
     def guard(self, fn: Callable, args: tuple, kwargs: dict, refs: tuple, expected: Any) -> None:
         """Remember that `expected` = fn(args with the traced values at `refs`) was baked in."""
@@ -458,10 +462,11 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
                 vals.append(v)
                 parents.append((i, a._node, a._idx))
                 deps |= a._node.deps
-                nested = nested or type(v) is Tracer
+                if type(v) is Tracer:
+                    nested = top.outer = True
             else:
                 vals.append(a)
-                nested = True
+                nested = top.outer = True
         else:
             vals.append(a)
     outermost = site is None

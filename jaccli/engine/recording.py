@@ -184,6 +184,25 @@ class Recording:
         self._traced_constants: bool | None = None  # computed by the first replay
         self._elementwise: dict[tuple[int, int], bool] = {}  # (output, input) -> elementwise(); the tape is closed
 
+    def detach(self) -> None:
+        """Make plain every value that an enclosing differentiation traces (``create_graph=False``).
+
+        f may close over a variable of a function that is itself being differentiated; then its
+        operations took traced values, and sweeps over them would carry that outer derivative.
+        Without create_graph a result carries none (torch's rule, as for traced arguments): the
+        recorded values become their plain values. A replay of this recording stays refused, as
+        for any recording that took another recording's traced values.
+        """
+        self._has_traced_constants()
+        for node in self.trace.nodes:
+            node.value = primal_nested(node.value)
+            node.args = tuple(primal_nested(a) for a in node.args)
+            if node.kwargs:
+                node.kwargs = {k: primal_nested(v) for k, v in node.kwargs.items()}
+        self.outputs = primal_nested(self.outputs)
+        self.kept = {name: (ref[0], primal_nested(ref[1])) if ref[0] == "const" else ref
+                     for name, ref in self.kept.items()}
+
     def keep(self, name: str, value: Any) -> None:
         """Remember a value that f's recording produced (traced here or constant), for `kept`."""
         while type(value) is Tracer and value._trace is not self.trace:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import jaccli
+from jaccli.errors import UnsupportedOperationError
 
 X1 = np.array([0.1, 0.2, 0.3])
 X2 = np.arange(6.0).reshape(2, 3) / 10
@@ -27,6 +28,8 @@ CASES = {
     "einsum too few subscripts": lambda x: np.einsum("i", np.outer(x, x)),
     "einsum output label not in inputs": lambda x: np.einsum("i->j", x),
     "einsum lengths that do not match": lambda x: np.einsum("i,i->i", x, x[:2]),
+    "max with where= but no initial=": lambda x: np.max(x, where=x > 0.15),
+    "min with where= but no initial=": lambda x: np.minimum.reduce(x, axis=None, where=x > 0.15),
 }
 
 
@@ -59,3 +62,9 @@ def test_a_complex_output_is_refused_not_cut_to_its_real_part():
 
     with pytest.raises(UserFunctionError, match="complex array as output 0; jaccli differentiates real-valued"):
         jaccli.jacobian(lambda x: x + 1j, X1)
+
+
+def test_clip_with_where_is_refused_by_name():
+    # NumPy leaves the entries outside the mask undefined: there is no value to differentiate
+    with pytest.raises(UnsupportedOperationError, match=r"np.clip with where= is not supported"):
+        jaccli.grad(lambda x: np.clip(x, 0.0, 0.25, where=x > 0.15).sum(), X1)

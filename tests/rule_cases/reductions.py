@@ -20,6 +20,9 @@ _TWO_ZEROS = np.array([[0.0, 1.2, 0.0, -0.8], [0.5, 0.0, 0.9, 0.0], [1.3, -0.7, 
 # the even split, so first order is checkable (second order is not: the split jumps across the tie).
 _TIES = np.array([[0.2, 0.9, 0.9, -0.4], [-0.3, -0.3, 0.5, 0.1]])
 
+# A where= mask (each row and column keeps some entries): the left-out entries carry no derivative.
+_KEEP = np.array([[True, False, True, True], [False, True, True, False], [True, True, False, True]])
+
 CASES = [
     # sum, mean, average
     Case("np.sum", np.sum, (r(3, 4),), id="sum-all"),
@@ -91,5 +94,24 @@ CASES = [
     Case(("np.logaddexp.reduce", "np.logaddexp2.reduce"),
          lambda x: np.logaddexp.reduce(x, axis=1) + np.logaddexp2.reduce(x, axis=None) + np.logaddexp.reduce(x)[:3],
          (r(3, 4),), order=3, id="log-sum-exp"),
+    # where= and initial=: the entries a mask leaves out are not part of the value, nor of its derivative
+    Case("np.sum", lambda x: np.sum(x ** 2, where=_KEEP) + np.sum(x, axis=1, where=_KEEP, initial=0.5),
+         (r(3, 4),), id="sum-where-initial"),
+    Case("np.mean", lambda x: np.mean(x ** 2, where=_KEEP) + np.mean(x, axis=0, where=_KEEP, keepdims=True),
+         (r(3, 4),), id="mean-where"),
+    Case(("np.var", "np.std"), lambda x: np.var(x, where=_KEEP) + np.std(x, axis=1, ddof=1, where=_KEEP),
+         (r(3, 4),), id="var-std-where"),
+    Case("np.var", lambda x: np.var(x, axis=1, mean=np.full((3, 1), 0.25)), (r(3, 4),), id="var-given-mean"),
+    Case("np.prod", lambda x: np.prod(x, axis=1, where=_KEEP, initial=2.0), (r(3, 4),), id="prod-where-initial"),
+    Case(("np.max", "np.min"), lambda x: np.max(x, axis=1, where=_KEEP, initial=-5.0) + np.min(x, where=_KEEP,
+         initial=5.0), (r(3, 4),), id="max-min-where-initial"),
+    Case(("np.add.reduce", "np.multiply.reduce", "np.maximum.reduce", "np.minimum.reduce"),
+         lambda x: np.add.reduce(x, initial=10.0) + np.multiply.reduce(x, axis=1, where=_KEEP).sum()
+         + np.maximum.reduce(x, axis=0, initial=0.1) - np.minimum.reduce(x, axis=1, where=_KEEP, initial=9.0).sum(),
+         (r(3, 4),), id="ufunc-reduce-where-initial"),
+    Case(("np.nansum", "np.nanmean", "np.nanvar", "np.nanmax"),
+         lambda x: np.nansum(x, initial=5.0) + np.nanmean(x ** 2, where=_KEEP) + np.nanvar(x, axis=1, where=_KEEP)[:, None]
+         + np.nanmax(x, axis=0, where=_KEEP, initial=-5.0),
+         (_with_nans(r(3, 4)),), id="nan-where-initial"),
     Case("np.add.reduceat", lambda x: np.add.reduceat(x, [0, 3, 1, 4], axis=1) ** 2, (r(2, 5),)),
 ]

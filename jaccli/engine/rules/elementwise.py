@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ...errors import UnsupportedOperationError
 from ..core import ELEMENTWISE
 from ..registry import family, primitive, register, register_derived, register_primitive
 from ..tracer import Tracer, guarded
@@ -292,6 +293,9 @@ def _clip(x, lo=None, hi=None, **kw):
 
 
 def _clip_handler(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue, max=np._NoValue, **kw):
+    if kw.get("where", True) is not True:
+        raise UnsupportedOperationError("np.clip with where= is not supported by jaccli (NumPy leaves the other "
+                                        "entries undefined); write np.where(mask, np.clip(x, lo, hi), x)")
     lo = a_min if a_min is not np._NoValue else (None if min is np._NoValue else min)
     hi = a_max if a_max is not np._NoValue else (None if max is np._NoValue else max)
     return _clip(a, lo, hi)

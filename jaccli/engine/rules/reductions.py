@@ -6,7 +6,7 @@ import numpy as np
 
 from ..registry import family, primitive, register, register_derived
 from ..seeds import broadcast_block
-from ..tracer import guarded
+from ..tracer import guarded, primal
 from ._util import along, axis_index, dtype_of, norm_axes, shift
 from .indexing import gather, scatter_flat
 
@@ -63,8 +63,22 @@ sum_.defvjp(_sum_vjp)
 sum_.defjvp(_sum_jvp)
 
 
+def _mask(where, a):
+    """The plain `where=` mask of a reduction, broadcast to a's shape; None when there is none."""
+    if where is np._NoValue or where is True:
+        return None
+    return np.broadcast_to(primal(where), np.shape(a))
+
+
+def _masked(a, where, fill):
+    """a with `fill` in the entries that a `where=` mask leaves out (their derivative is 0)."""
+    mask = _mask(where, a)
+    return a if mask is None else np.where(mask, a, fill)
+
+
 def _sum_handler(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
     axes = norm_axes(axis, np.ndim(a))
+    a = _masked(a, where, 0.0)
     if not axes and not keepdims and np.ndim(a) > 0:
         return a
     result = sum_(a, axes, bool(keepdims))
@@ -75,6 +89,11 @@ def _sum_handler(a, axis=None, dtype=None, out=None, keepdims=False, initial=np.
 
 def _mean_handler(a, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValue):
     axes = norm_axes(axis, np.ndim(a))
+    mask = _mask(where, a)
+    if mask is not None:  # the mean of the entries the mask keeps; NaN where it keeps none, as NumPy
+        count = np.sum(mask, axis=axes, keepdims=bool(keepdims))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return _sum_handler(np.where(mask, a, 0.0), axis=axes, keepdims=keepdims) / _denominator(count, a)
     return _sum_handler(a, axis=axes, keepdims=keepdims) / float(max(_count(np.shape(a), axes), 1))  # as NumPy
 
 
@@ -99,8 +118,13 @@ def _var_handler(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, 
     if correction is not np._NoValue:
         ddof = correction
     axes = norm_axes(axis, np.ndim(a))
-    d = a - _mean_handler(a, axes, keepdims=True)
-    return _sum_handler(d * d, axis=axes, keepdims=keepdims) / float(_count(np.shape(a), axes) - ddof)  # keeps float32
+    mask = _mask(where, a)
+    d = a - (_mean_handler(a, axes, keepdims=True, where=where) if mean is np._NoValue else mean)
+    if mask is None:
+        return _sum_handler(d * d, axis=axes, keepdims=keepdims) / float(_count(np.shape(a), axes) - ddof)  # float32
+    dof = np.sum(mask, axis=axes, keepdims=bool(keepdims)) - ddof
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return _sum_handler(np.where(mask, d * d, 0.0), axis=axes, keepdims=keepdims) / _denominator(dof, a)
 
 
 def _std_handler(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
@@ -108,8 +132,9 @@ def _std_handler(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **k
 
 
 register(np.sum, _sum_handler, prims=(sum_,))
-register((np.add, "reduce"), lambda a, axis=0, dtype=None, out=None, keepdims=False, **kw:
-         _sum_handler(a, axis=axis, keepdims=keepdims), prims=(sum_,), kind="derived")
+register((np.add, "reduce"), lambda a, axis=0, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+         where=np._NoValue: _sum_handler(a, axis=axis, keepdims=keepdims, initial=initial, where=where),
+         prims=(sum_,), kind="derived")
 register_derived(np.mean, _mean_handler, uses=(sum_,))
 register_derived(np.average, _average, uses=(sum_,))
 register_derived(np.var, _var_handler, uses=(sum_,))
@@ -167,6 +192,7 @@ prod.defjvp(_prod_jvp)
 
 def _prod_handler(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
     axes = norm_axes(axis, np.ndim(a))
+    a = _masked(a, where, 1.0)
     if not axes and not keepdims and np.ndim(a) > 0:
         return a
     result = prod(a, axes, bool(keepdims))
@@ -177,8 +203,9 @@ def _prod_handler(a, axis=None, dtype=None, out=None, keepdims=False, initial=np
 
 _PROD_NOTES = "division-free rule: exact with one or several zeros"
 register(np.prod, _prod_handler, prims=(prod,), notes=_PROD_NOTES)
-register((np.multiply, "reduce"), lambda a, axis=0, dtype=None, out=None, keepdims=False, **kw:
-         _prod_handler(a, axis=axis, keepdims=keepdims), prims=(prod,), kind="derived", notes=_PROD_NOTES)
+register((np.multiply, "reduce"), lambda a, axis=0, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+         where=np._NoValue: _prod_handler(a, axis=axis, keepdims=keepdims, initial=initial, where=where),
+         prims=(prod,), kind="derived", notes=_PROD_NOTES)
 
 
 # ---------------------------------------------------------------------------
@@ -219,6 +246,11 @@ def _extreme(name, np_func):
 
     def handler(a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
         axes = norm_axes(axis, np.ndim(a))
+        if _mask(where, a) is not None:
+            if initial is np._NoValue:  # NumPy's own rule
+                raise ValueError(f"reduction operation '{'maximum' if np_func is np.max else 'minimum'}' does not "
+                                 "have an identity, so to use a where mask one has to specify 'initial'")
+            a = _masked(a, where, initial)
         result = prim(a, axes, bool(keepdims))
         if initial is not np._NoValue:
             result = (np.maximum if np_func is np.max else np.minimum)(result, initial)
@@ -234,10 +266,12 @@ min_, _min_handler = _extreme("np.min", np.min)
 if np.amax is not np.max:
     register_derived(np.amax, _max_handler, uses=(max_,), name="np.amax")
     register_derived(np.amin, _min_handler, uses=(min_,), name="np.amin")
-register((np.maximum, "reduce"), lambda a, axis=0, dtype=None, out=None, keepdims=False, **kw:
-         _max_handler(a, axis=axis, keepdims=keepdims), prims=(max_,), kind="derived")
-register((np.minimum, "reduce"), lambda a, axis=0, dtype=None, out=None, keepdims=False, **kw:
-         _min_handler(a, axis=axis, keepdims=keepdims), prims=(min_,), kind="derived")
+register((np.maximum, "reduce"), lambda a, axis=0, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+         where=np._NoValue: _max_handler(a, axis=axis, keepdims=keepdims, initial=initial, where=where),
+         prims=(max_,), kind="derived")
+register((np.minimum, "reduce"), lambda a, axis=0, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+         where=np._NoValue: _min_handler(a, axis=axis, keepdims=keepdims, initial=initial, where=where),
+         prims=(min_,), kind="derived")
 register_derived(np.ptp, lambda a, axis=None, out=None, keepdims=False:
                  _max_handler(a, axis, keepdims=keepdims) - _min_handler(a, axis, keepdims=keepdims),
                  uses=(max_, min_), notes="ties split the derivative evenly among the tied entries")
@@ -357,8 +391,11 @@ if hasattr(np, "cumulative_sum"):
 # NaN-ignoring reductions: NaN entries are replaced by the operation's neutral value (their
 # derivative is 0); the mask is a plain value derived from the input, hence guarded.
 # ---------------------------------------------------------------------------
-def _nan_mask(a):
-    return guarded(np.isnan, a)
+def _nan_mask(a, where=np._NoValue):
+    """Entries to leave out: NaNs, and those a `where=` mask leaves out."""
+    mask = guarded(np.isnan, a)
+    kept = _mask(where, a)
+    return mask if kept is None else mask | ~kept
 
 
 def _without_nans(a, fill, mask=None):
@@ -378,7 +415,7 @@ def _masked_mean(a, mask, axes, keepdims):
 
 
 def _nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=np._NoValue):
-    return _masked_mean(a, _nan_mask(a), norm_axes(axis, np.ndim(a)), bool(keepdims))
+    return _masked_mean(a, _nan_mask(a, where), norm_axes(axis, np.ndim(a)), bool(keepdims))
 
 
 def _nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np._NoValue,
@@ -386,8 +423,8 @@ def _nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where
     if correction is not np._NoValue:
         ddof = correction
     axes = norm_axes(axis, np.ndim(a))
-    mask = _nan_mask(a)
-    d = np.where(mask, 0.0, a - _masked_mean(a, mask, axes, True))
+    mask = _nan_mask(a, where)
+    d = np.where(mask, 0.0, a - (_masked_mean(a, mask, axes, True) if mean is np._NoValue else mean))
     dof = np.sum(~mask, axis=axes, keepdims=bool(keepdims)) - ddof
     with np.errstate(invalid="ignore", divide="ignore"):
         return _sum_handler(d * d, axis=axes, keepdims=keepdims) / _denominator(dof, a)
@@ -397,17 +434,19 @@ def _nan_extreme(handler, fill):
     def nan_handler(a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
         axes = norm_axes(axis, np.ndim(a))
         mask = _nan_mask(a)
-        result = handler(_without_nans(a, fill, mask), axes, keepdims=keepdims)
+        result = handler(_without_nans(a, fill, mask), axes, keepdims=keepdims, initial=initial, where=where)
         all_nan = np.all(mask, axis=axes, keepdims=bool(keepdims))
         return np.where(all_nan, np.nan, result) if np.any(all_nan) else result
     return nan_handler
 
 
 _NAN_NOTES = "NaN entries are left out (derivative 0 there); an all-NaN slice gives NaN, as in NumPy"
-register_derived(np.nansum, lambda a, axis=None, dtype=None, out=None, keepdims=False, **kw:
-                 _sum_handler(_without_nans(a, 0.0), axis=axis, keepdims=keepdims), uses=(sum_,), notes=_NAN_NOTES)
-register_derived(np.nanprod, lambda a, axis=None, dtype=None, out=None, keepdims=False, **kw:
-                 _prod_handler(_without_nans(a, 1.0), axis=axis, keepdims=keepdims), uses=(prod,), notes=_NAN_NOTES)
+register_derived(np.nansum, lambda a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+                 where=np._NoValue: _sum_handler(_without_nans(a, 0.0), axis=axis, keepdims=keepdims,
+                                                 initial=initial, where=where), uses=(sum_,), notes=_NAN_NOTES)
+register_derived(np.nanprod, lambda a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+                 where=np._NoValue: _prod_handler(_without_nans(a, 1.0), axis=axis, keepdims=keepdims,
+                                                  initial=initial, where=where), uses=(prod,), notes=_NAN_NOTES)
 register_derived(np.nanmean, _nanmean, uses=(sum_,), notes=_NAN_NOTES)
 register_derived(np.nanvar, _nanvar, uses=(sum_,), notes=_NAN_NOTES)
 register_derived(np.nanstd, lambda a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw:

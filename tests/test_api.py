@@ -594,3 +594,30 @@ def test_unknown_mode_is_rejected(rng):
 def test_grad_of_a_vector_output_is_rejected(rng):
     with pytest.raises(ValueError, match=r"one scalar output.*\(3,\)"):
         jaccli.grad(lambda x: x ** 2, rng.normal(size=3))
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_back_substitution_whose_last_step_is_an_empty_product(mode, rng):
+    # x_i = (b_i - U[i, i+1:] @ x[i+1:]) / U[i, i]: for i = n-1 the product has an inner size of 0
+    n = 4
+    U = np.triu(rng.normal(size=(n, n))) + 3 * np.eye(n)
+
+    def solve(b):
+        x = np.zeros_like(b)
+        for i in range(n - 1, -1, -1):
+            x[i] = (b[i] - U[i, i + 1:] @ x[i + 1:]) / U[i, i]
+        return x
+
+    b, v = rng.normal(size=n), rng.normal(size=n)
+    J = np.asarray(jaccli.jacobian(solve, b, mode=mode))
+    assert_allclose(J, np.linalg.inv(U), rtol=1e-12, atol=1e-14)
+    product = jaccli.jvp(solve, b, v)[1] if mode == "forward" else jaccli.vjp(solve, b, v)[1]
+    assert_allclose(product, (np.linalg.inv(U) if mode == "forward" else np.linalg.inv(U).T) @ v, rtol=1e-12)
+
+    def tails(x):  # x[i:] @ x[i:] for every i, the last one empty
+        return np.stack([x[i:] @ x[i:] for i in range(n + 1)])
+
+    expected = np.array([[2 * x if j >= i else 0.0 for j, x in enumerate(b)] for i in range(n + 1)])
+    assert_allclose(np.asarray(jaccli.jacobian(tails, b, mode=mode)), expected, rtol=1e-14)
+    product = jaccli.jvp(tails, b, v)[1] if mode == "forward" else jaccli.vjp(tails, b, np.ones(n + 1))[1]
+    assert_allclose(product, expected @ v if mode == "forward" else expected.sum(axis=0), rtol=1e-14)

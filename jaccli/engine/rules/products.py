@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..registry import family, primitive, register, register_derived
@@ -13,7 +15,7 @@ family("products")
 def _bmm(a, b):
     """a @ b for a stack `a` and a matrix `b`, as one GEMM over the flattened stack."""
     if type(a) is np.ndarray and type(b) is np.ndarray and b.ndim == 2 and a.ndim > 2:
-        out = np.reshape(a, (-1, a.shape[-1])) @ b
+        out = np.reshape(a, (math.prod(a.shape[:-1]), a.shape[-1])) @ b  # not -1: the inner size may be 0
         return out.reshape(a.shape[:-1] + (b.shape[-1],))
     return np.matmul(a, b)
 

@@ -10,7 +10,9 @@ import textwrap
 
 import numpy as np
 import pytest
+from numpy.testing import assert_array_equal
 
+import jaccli
 from jaccli.engine.recording import Recording
 from jaccli.errors import TracingError, UnsupportedOperationError
 from tests.helpers import central_diff
@@ -583,3 +585,24 @@ def test_unsupported_eig_points_to_eigh():
     message = _escape_site(f, "np.linalg.eig", UnsupportedOperationError)
     assert "np.linalg.eig is not supported by jaccli (its results are complex in general); for a symmetric " \
            "matrix use np.linalg.eigh" in message
+
+
+def test_one_element_read_is_a_copy_as_in_numpy_so_swaps_and_saved_pivots_work():
+    # y[1] and A[0, 0] are scalars (copies) in NumPy, not views: writing y afterwards leaves them be
+    def swap(x):
+        y = x.copy()
+        y[0], y[1] = y[1], y[0]
+        return y
+
+    def pivot(x):
+        A = x.reshape(2, 2).copy()
+        piv = A[0, 0]
+        A[0, 0] = 1.0
+        return (A * piv).ravel()
+
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    assert_array_equal(np.asarray(jaccli.jacobian(swap, x)), np.eye(4)[[1, 0, 2, 3]])
+    expected = np.zeros((4, 4))
+    expected[0, 0] = 1.0
+    expected[1:, 0], expected[1:, 1:] = x[1:], x[0] * np.eye(3)
+    assert_array_equal(np.asarray(jaccli.jacobian(pivot, x)), expected)

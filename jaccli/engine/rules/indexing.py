@@ -54,7 +54,12 @@ def _full_basic(idx: tuple, ndim: int) -> tuple:
 # Basic indexing on the trailing axes, and its transpose
 # ---------------------------------------------------------------------------
 def _get_basic(x, idx):
-    return x[(Ellipsis,) + idx]
+    out = x[(Ellipsis,) + idx]
+    if type(out) is np.ndarray and out.ndim == 0:
+        # One element (y[1], A[i, j]): NumPy gives a scalar, a copy, where the Ellipsis form gives a
+        # view; as a copy, a later write to y leaves it as it was (y[0], y[1] = y[1], y[0]).
+        return out.copy()
+    return out
 
 
 def _scatter_basic(v, idx, shape):

@@ -355,14 +355,19 @@ def _check_v(v: Any, shapes: list[tuple], side: str, what: str) -> list[np.ndarr
         raise ValueError(f"v is a tuple of invalid length: should be {len(shapes)} but got {len(vs)}.")
     out = []
     for k, (vk, shape) in enumerate(zip(vs, shapes)):
+        entry = f"Entry {k} in " if len(shapes) > 1 else ""
+        if type(vk) is not Tracer and np.iscomplexobj(vk):
+            raise ValueError(f"{entry}v is complex; jaccli differentiates real functions: give a real v "
+                             "(its real and imaginary parts one at a time)")
         arr = np.asarray(vk, dtype=float) if type(vk) is not Tracer else vk
         if np.shape(arr) != tuple(shape):
-            if int(np.size(arr)) == int(np.prod(shape)):
+            # A flat v of the right size is read in row-major order; any other shape is refused, since
+            # reshaping it (a transposed v) would give a product with the entries mismatched.
+            if np.ndim(arr) == 1 and int(np.size(arr)) == int(np.prod(shape)):
                 arr = np.reshape(arr, shape)
             else:
-                entry = f"Entry {k} in " if len(shapes) > 1 else ""
                 raise ValueError(f"{entry}v has invalid size: should be {tuple(shape)} but got {np.shape(arr)} "
-                                 f"({what}).")
+                                 f"({what}; a flat v of {int(np.prod(shape))} entries is also read, row-major).")
         out.append(arr)
     return out
 

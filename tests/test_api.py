@@ -120,6 +120,19 @@ def test_v_of_the_wrong_size_or_length_is_rejected(rng):
         jaccli.vjp(lambda x: (x, x.sum()), x, (np.ones(3), np.ones(2)))
 
 
+@pytest.mark.parametrize("kind", ["vjp", "jvp", "hvp"])
+def test_v_of_another_shape_is_refused_not_reshaped_but_a_flat_v_is_read_row_major(kind):
+    X = np.arange(1.0, 7.0).reshape(2, 3)
+    f = (lambda X: (X ** 3).sum()) if kind == "hvp" else (lambda X: X * np.arange(6.0).reshape(2, 3))
+    fn = getattr(jaccli, kind)
+    v = np.arange(6.0).reshape(3, 2)  # the right size, transposed: the entries would not match
+    with pytest.raises(ValueError, match=r"v has invalid size: should be \(2, 3\) but got \(3, 2\)"):
+        fn(f, X, v)
+    assert_array_equal(fn(f, X, v.ravel())[1], fn(f, X, v.reshape(2, 3))[1])
+    with pytest.raises(ValueError, match="v is complex"):
+        fn(f, X, np.ones((2, 3)) * 1j)
+
+
 # ---------------------------------------------------------------------------
 # wrt
 # ---------------------------------------------------------------------------

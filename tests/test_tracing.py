@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import inspect
 import math
+import re
 import sys
 import textwrap
 
@@ -606,3 +608,27 @@ def test_one_element_read_is_a_copy_as_in_numpy_so_swaps_and_saved_pivots_work()
     expected[0, 0] = 1.0
     expected[1:, 0], expected[1:, 1:] = x[1:], x[0] * np.eye(3)
     assert_array_equal(np.asarray(jaccli.jacobian(pivot, x)), expected)
+
+
+@pytest.mark.parametrize("name, use, hint", [
+    ("compress", lambda x: x.compress([True, False, True]), "np.compress is: write np.compress(...) instead"),
+    ("searchsorted", lambda x: x + x.searchsorted(2.0), "np.searchsorted is"),
+    ("partition", lambda x: x.partition(1), "see 'jaccli ops'"),  # in place: np.partition is no stand-in
+    ("flags", lambda x: x * x.flags.writeable, "see 'jaccli ops'"),
+    ("view", lambda x: x.view(), "see 'jaccli ops'"),
+])
+def test_an_ndarray_attribute_without_tracing_is_named_with_the_users_line(name, use, hint):
+    with pytest.raises(UnsupportedOperationError, match=rf"test_tracing.py:\d+: x.{name} of a traced array is not "
+                                                        rf"supported by jaccli; {re.escape(hint)}"):
+        jaccli.jacobian(use, np.array([1.0, 2.0, 3.0]))
+    with pytest.raises(AttributeError, match="no attribute 'no_such_thing'"):  # not an ndarray attribute at all
+        jaccli.jacobian(lambda x: x.no_such_thing, np.array([1.0, 2.0, 3.0]))
+
+
+def test_deepcopy_and_divmod_of_a_traced_array():
+    x = np.array([1.0, 2.5, 3.0])
+    assert_array_equal(np.asarray(jaccli.jacobian(lambda x: copy.deepcopy(x) * 2 + copy.copy(x), x)), 3 * np.eye(3))
+    q, r = divmod(x, 2.0)
+    J = np.asarray(jaccli.jacobian(lambda x: np.stack(divmod(x, 2.0)), x))
+    assert_array_equal(J, np.stack([np.zeros((3, 3)), np.eye(3)]))  # floor division is piecewise constant
+    assert_array_equal(jaccli.vjp(lambda x: np.stack(divmod(x, 2.0)), x, np.ones((2, 3)))[0], np.stack([q, r]))

@@ -185,6 +185,9 @@ def _addresses(a: np.ndarray) -> np.ndarray:
     return out
 
 
+_IN_PLACE = {"partition", "sort", "put", "fill", "resize", "setfield", "itemset", "byteswap", "setflags"}
+
+
 class Tracer:
     """An array whose operations are recorded on a `Trace` (one nesting level)."""
 
@@ -237,6 +240,30 @@ class Tracer:
                       "into an array made with np.zeros/np.empty)",
                       "build arrays from the input with np.stack, np.concatenate or np.zeros_like(x), "
                       "then assign into those")
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for a name Tracer does not define: an ndarray attribute jaccli does not trace.
+        if name.startswith("__") or not hasattr(np.ndarray, name):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        function = getattr(np, name, None)
+        if function is not None and function in FUNCTION_HANDLERS and name not in _IN_PLACE:
+            hint = f"np.{name} is: write np.{name}(...) instead"
+        else:
+            hint = "see 'jaccli ops' for what is"
+        raise UnsupportedOperationError(f"x.{name} of a traced array is not supported by jaccli; {hint}",
+                                        user_site(2))
+
+    def __copy__(self):
+        return np.copy(self)
+
+    def __deepcopy__(self, memo):
+        return np.copy(self)
+
+    def __divmod__(self, other):
+        return np.floor_divide(self, other), np.mod(self, other)
+
+    def __rdivmod__(self, other):
+        return np.floor_divide(other, self), np.mod(other, self)
 
     # -- escapes -------------------------------------------------------------
     def __float__(self):

@@ -45,6 +45,8 @@ def _resolve_wrt(f: Callable, args: tuple, wrt: Any, inputs_is_tuple: bool) -> t
     if wrt is None:
         return tuple(range(n)), inputs_is_tuple
     single = isinstance(wrt, (int, np.integer, str))
+    if not single and not isinstance(wrt, (list, tuple, range, np.ndarray)):
+        raise TypeError(f"wrt must be an int, a name, or a sequence of them, not {type(wrt).__name__}")
     items = [wrt] if single else list(wrt)
     if not items:
         raise ValueError("wrt must name at least one input")

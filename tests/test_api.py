@@ -185,6 +185,11 @@ def test_wrt_errors_name_the_problem(rng):
         jaccli.hessian(lambda x, y, z: (weighted(x, y, z) ** 2).sum(), (x, y, z), wrt="q")
     with pytest.raises(ValueError, match="no input named"):
         jaccli.grad(lambda x, y, z: weighted(x, y, z).sum(), (x, y, z), wrt="q")
+    for bad in (0.0, {0}, None.__class__):
+        with pytest.raises(TypeError, match="wrt must be an int, a name, or a sequence of them, not"):
+            jaccli.jacobian(weighted, (x, y, z), wrt=bad)
+    with pytest.raises(TypeError, match="not float"):
+        jaccli.jacobian(weighted, (x, y, z), wrt=[0, 1.0])
 
 
 # ---------------------------------------------------------------------------

@@ -64,6 +64,19 @@ class _Block:
         self.shape = batch + ev.out_feat[i] + ev.in_feat[j]
         self._matrix_shape = batch + (ev.M[i], ev.N[j])
 
+    def __reduce__(self):
+        raise TypeError(f"a lazy {type(self).__name__} holds the recording of f and cannot be pickled; pickle "
+                        f"np.asarray(J) (computes every entry) or the part you need, J[idx]")
+
+    def __copy__(self) -> "_Block":
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
+
+    def __deepcopy__(self, memo: dict) -> "_Block":
+        # Entries once computed never change, and np.asarray(J) is read-only: sharing them is safe.
+        return self.__copy__()
+
     # -- what has been done ----------------------------------------------------
     @property
     def ndim(self) -> int:

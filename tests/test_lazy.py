@@ -561,3 +561,16 @@ def test_matrix_evaluate_rejects_positions_outside_the_matrix(rows, message):
         J.matrix.evaluate(rows)
     with pytest.raises(IndexError, match=message):
         next(J.matrix.stream(rows))
+
+
+def test_a_lazy_result_says_how_to_pickle_it_and_deep_copies_share_its_entries():
+    import copy
+    import pickle
+
+    J = jaccli.jacobian(lambda x: np.sin(x) * x[0], np.array([1.0, 2.0]))
+    with pytest.raises(TypeError, match=r"lazy Jacobian .* cannot be pickled; pickle np.asarray\(J\)"):
+        pickle.dumps(J)
+    assert_array_equal(pickle.loads(pickle.dumps(np.asarray(J))), np.asarray(J))
+    D = copy.deepcopy(J)
+    assert_array_equal(np.asarray(D), np.asarray(J))
+    assert D.shape == J.shape and D.dtype == J.dtype

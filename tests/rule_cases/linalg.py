@@ -58,6 +58,11 @@ CASES = [
     # det, slogdet
     Case(L + "det", np.linalg.det, (wc(3),), order=3),
     Case(L + "det", np.linalg.det, (wc(2, 3),), id=L + "det-batched"),
+    # Singular: det A = 0 exactly, where A^-1 does not exist but the derivative (the cofactor matrix) does
+    Case(L + "det", np.linalg.det, (np.array([[1.0, 2.0, 0.5], [2.0, 4.0, 1.0], [0.3, -1.2, 2.0]]),),
+         id=L + "det-singular"),
+    Case(L + "det", lambda a: np.linalg.det(a) ** 2, (np.stack([np.array([[1.0, 2.0], [2.0, 4.0]]), wc(2)]),),
+         id=L + "det-singular-in-a-batch"),
     Case(L + "slogdet", lambda a: np.linalg.slogdet(a)[1], (spd(3),), order=3, id=L + "slogdet-logdet"),
     Case(L + "slogdet", lambda a: np.linalg.slogdet(a)[1], (wc(2, 3),), id=L + "slogdet-batched"),
     Case(L + "slogdet", lambda a: (lambda s, l: s * np.exp(l))(*np.linalg.slogdet(a)), (-wc(3),),

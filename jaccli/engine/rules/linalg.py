@@ -12,6 +12,7 @@ import operator
 import numpy as np
 
 from ..registry import family, primitive, register, register_derived
+from ..tracer import guarded
 from ._util import unbroadcast
 from .products import matmul
 
@@ -141,20 +142,41 @@ register(np.linalg.solve, _solve_handler, prims=(solve,),
 det = primitive("np.linalg.det", np.linalg.det)
 
 
+def _any_zero(ans):
+    return bool(np.any(ans == 0))
+
+
+def _orientation(u, vt):
+    return np.linalg.det(u) * np.linalg.det(vt)  # each +-1: piecewise constant
+
+
+def _cofactor(ans, a):
+    """d det(A) / dA, the cofactor matrix: det(A) A^-T, and where A is singular (det A = 0, where
+    A^-1 does not exist but the derivative does) det(U) det(V) U diag(prod_{j != i} s_j) V^T from
+    A = U diag(s) V^T, with no division."""
+    if not guarded(_any_zero, ans):
+        return mT(inv(a)) * np.expand_dims(ans, (-2, -1))
+    u, s, vt = np.linalg.svd(a)
+    n = np.shape(s)[-1]
+    others = np.stack([np.prod(s[..., [j for j in range(n) if j != i]], axis=-1) for i in range(n)], axis=-1)
+    sign = guarded(_orientation, u, vt)
+    return matmul(u * np.expand_dims(others * np.expand_dims(sign, -1), -2), vt)
+
+
 def _det_vjp(ans, a):
-    inv_t = mT(inv(a))
-    return lambda g: np.expand_dims(g * ans, (-2, -1)) * inv_t
+    cof = _cofactor(ans, a)
+    return lambda g: np.expand_dims(g, (-2, -1)) * cof
 
 
 def _det_jvp(ans, a):
-    inv_t = mT(inv(a))
-    return lambda t: np.sum(inv_t * t, axis=(-2, -1)) * ans
+    cof = _cofactor(ans, a)
+    return lambda t: np.sum(cof * t, axis=(-2, -1))
 
 
 det.defvjp(_det_vjp)
 det.defjvp(_det_jvp)
 register(np.linalg.det, lambda a: det(a), prims=(det,),
-         notes="the rule uses A^-1: A must be invertible (det A != 0)")
+         notes="the derivative is the cofactor matrix det(A) A^-T; at a singular A, from the SVD")
 
 slogdet = primitive("np.linalg.slogdet", np.linalg.slogdet, multi_out=True)
 _SlogdetResult = result_type_of(np.linalg.slogdet, np.eye(1))

@@ -363,6 +363,14 @@ def test_compare_tolerances_decide(runner, refs):
     assert loose.exit_code == 0
     assert_fails(invoke(runner, "jacobian", *SQUARE, "--rtol", "1e-3"), 2, "--rtol and --atol are the tolerances")
 
+@pytest.mark.parametrize("value", ["nan", "inf"])
+@pytest.mark.parametrize("option", ["--rtol", "--atol"])
+def test_a_tolerance_that_is_not_finite_is_a_usage_error_not_a_pass(runner, refs, option, value):
+    # with NaN every |a - b| <= atol + rtol |b| is false, so no entry would ever count as a mismatch
+    wrong = invoke(runner, "jacobian", *SQUARE, "--compare", str(refs / "wrong.npy"), option, value)
+    assert_fails(wrong, 2, f"{value!r} is not a finite number")
+    assert_fails(invoke(runner, "check", "-e", "exp(x)", "[1, 2]", option, value), 2, "not a finite number")
+
 
 def test_compare_npz_by_block_key(runner, refs):
     args = ("-e", "x ** 2 + y", "[1, 0]", "[5]", "--compare", str(refs / "blocks.npz"))

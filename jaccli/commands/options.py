@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Callable
 
@@ -101,10 +102,25 @@ _order = click.option("--order", type=click.IntRange(1, 2), default=1, show_defa
 # The defaults follow the result's dtype (jaccli.checks.DEFAULT_TOLERANCES); shown in --help and the man page.
 TOLERANCE_HELP = "default: 1e-5 and 1e-7 for float64 results, 2e-3 and 1e-4 for float32"
 
+class Tolerance(click.FloatRange):
+    """A finite number >= 0: NaN would pass every comparison (every test against it is false)."""
+
+    name = "tolerance"
+
+    def __init__(self) -> None:
+        super().__init__(min=0)
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number; give a tolerance such as 1e-6", param, ctx)
+        return number
+
+
 tolerance_options = _stack(
-    click.option("--rtol", type=click.FloatRange(min=0), metavar="R",
+    click.option("--rtol", type=Tolerance(), metavar="R",
                  help=f"Relative tolerance: an entry passes when |a - b| <= atol + rtol |b| ({TOLERANCE_HELP})."),
-    click.option("--atol", type=click.FloatRange(min=0), metavar="A", help="Absolute tolerance, as --rtol."),
+    click.option("--atol", type=Tolerance(), metavar="A", help="Absolute tolerance, as --rtol."),
 )
 
 nonfinite_options = _stack(

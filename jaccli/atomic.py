@@ -84,7 +84,11 @@ def writing(target: Path | str) -> Iterator[None]:
 
 
 def atomic_write(target: Path, write: Callable[[IO[bytes]], None]) -> None:
-    """Run `write` on a temporary file beside `target`, then rename it over; on failure `target` is untouched."""
+    """Run `write` on a temporary file beside `target`, then rename it over; on failure `target` is untouched.
+
+    A symbolic link is followed: the file it points to is replaced, and the link stays.
+    """
+    target = Path(os.path.realpath(target))
     fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     tmp = Path(name)
     try:

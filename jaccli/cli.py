@@ -45,6 +45,7 @@ Exit status:
   2  usage error: bad option, index, file, or inputs that do not fit the function
   3  the function failed: it raised, returned a non-array, or used an unsupported operation
   4  resource limit: the result exceeds --max-memory, or the disk is full
+  130, 143, 129  stopped by Ctrl-C, SIGTERM, SIGHUP; no file written
 """
 
 
@@ -303,7 +304,25 @@ def ops(ctx: click.Context, family: list[str] | None, fmt: str | None, no_color:
 
 def main(argv: list[str] | None = None) -> Any:
     """Console-script entry point: ``jaccli = "jaccli.cli:main"``."""
+    _unwind_on_termination()
     return cli.main(argv, prog_name="jaccli")
+
+
+def _unwind_on_termination() -> None:
+    """SIGTERM and SIGHUP raise Terminated, so that cleanup runs as for Ctrl-C (Python's default dies at once)."""
+    import signal
+
+    from .commands.failures import Terminated
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Terminated(signum, signal.Signals(signum).name)
+
+    for sig in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)):
+        if sig is not None:
+            try:
+                signal.signal(sig, stop)
+            except (ValueError, OSError):  # not the main thread, or not allowed here: keep the default
+                pass
 
 
 if __name__ == "__main__":  # pragma: no cover

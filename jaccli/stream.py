@@ -46,7 +46,7 @@ class NpyStreamWriter:
             UsageError: Not a .npy path, missing directory, or a 0-D shape.
             ResourceLimitError: The file would not fit on the disk.
         """
-        self.path = Path(path)
+        self.path = Path(os.path.realpath(path))  # through a symbolic link, as atomic_write
         self.shape = tuple(int(n) for n in shape)
         self.dtype = np.dtype(dtype)
         if self.path.suffix.lower() != ".npy":

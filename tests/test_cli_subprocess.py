@@ -206,3 +206,29 @@ def test_print_in_the_function_goes_to_stderr_in_a_real_run(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["blocks"]["df_dx"]["shape"] == [2, 2]
     assert done.stderr.splitlines() == ["hi", "hi"]
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_a_terminated_streamed_run_removes_its_temporary_file(tmp_path, signame):
+    import signal
+    import time
+
+    (tmp_path / "slow.py").write_text(
+        "import numpy as np\n"
+        "W = np.random.default_rng(0).standard_normal((1500, 1500)) / 40\n"
+        "def f(x):\n"
+        "    for _ in range(60):\n"
+        "        x = np.tanh(W @ x)\n"
+        "    return x\n")
+    np.save(tmp_path / "x.npy", np.linspace(-1, 1, 1500))
+    proc = subprocess.Popen(JACCLI + ["jacobian", "slow.py", "x.npy", "-o", "J.npy", "--max-memory", "1M"],
+                            cwd=tmp_path, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".J.npy.*")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert list(tmp_path.glob(".J.npy.*")), "the streamed run never started writing"
+    proc.send_signal(getattr(signal, signame))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + getattr(signal, signame)
+    assert err.strip() == f"Error: stopped by {signame}; no file was written or changed"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["slow.py", "x.npy"]

@@ -432,3 +432,18 @@ def test_stream_bad_arguments(tmp_path, name, shape, message):
 def test_format_text_refuses_non_real_numbers():
     with pytest.raises(ValueError, match="writes real numbers, not complex128 values"):
         format_text(np.array([1 + 2j]), 6, " ")
+
+
+def test_writing_through_a_symbolic_link_replaces_the_file_it_points_to(tmp_path):
+    from jaccli.stream import NpyStreamWriter
+    from jaccli.writers import write_blocks
+
+    (tmp_path / "link.npy").symlink_to("target.npy")  # dangling until written
+    write_blocks(tmp_path / "link.npy", {"J": np.eye(2)})
+    assert (tmp_path / "link.npy").is_symlink()
+    assert_array_equal(np.load(tmp_path / "target.npy"), np.eye(2))
+    writer = NpyStreamWriter(tmp_path / "link.npy", (2, 3))
+    writer.write(0, np.ones((2, 3)))
+    writer.commit()
+    assert (tmp_path / "link.npy").is_symlink()
+    assert_array_equal(np.load(tmp_path / "target.npy"), np.ones((2, 3)))

@@ -78,6 +78,15 @@ class Interrupted(CliError):
     exit_code = 130
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (timeout, CI cancelling a job, a closed terminal), unwinding like Ctrl-C:
+    the temporary file of an unfinished -o is removed on the way out."""
+
+    def __init__(self, signum: int, name: str) -> None:
+        super().__init__(name)
+        self.signum, self.name = signum, name
+
+
 _BY_CODE = {EXIT_CHECK_FAILED: CheckFailed, EXIT_USAGE: BadUsage, EXIT_FUNCTION: FunctionFailed,
             EXIT_RESOURCE: ResourceExceeded}
 
@@ -227,6 +236,10 @@ def translate(error: BaseException, *, user_file: Path | None = None, what: str 
         return _in_function(error.error, user_file, what, inputs)
     if isinstance(error, JaccliError):
         return _jaccli_error(error, definition)
+    if isinstance(error, Terminated):
+        error_ = Interrupted(f"stopped by {error.name}; no file was written or changed")
+        error_.exit_code = 128 + error.signum  # the shell's convention: 143 for SIGTERM, 129 for SIGHUP
+        return error_
     if isinstance(error, KeyboardInterrupt):
         return Interrupted("interrupted; no file was written or changed")
     if isinstance(error, MemoryError):

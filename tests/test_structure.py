@@ -278,3 +278,12 @@ def test_large_dense_hessian_is_symmetrised_in_tiles():
     closed = (A.T * (2 * (1 - t * t) * (1 - 3 * t * t))) @ A - np.diag(np.sin(x))
     assert_allclose(dense, closed, rtol=1e-10, atol=1e-12)
     assert_array_equal(dense, dense.T)
+
+
+def test_distinct_positions_are_counted_with_negative_ones_wrapped():
+    from jaccli.engine.rules.indexing import _distinct
+
+    assert _distinct(np.array([3, 0, 2, 1]), 4) and _distinct(np.array([-1, 0]), 4)
+    assert not _distinct(np.array([3, 0, 3]), 4) and not _distinct(np.array([-1, 3]), 4)
+    assert not _distinct(np.arange(5) % 4, 4)  # more positions than places
+    assert _distinct(np.array([], dtype=np.intp), 0) and _distinct(np.array([2]), 4)

@@ -84,7 +84,7 @@ def _take(a: SparseBlock, indices, axis=None, **kw):
     flat = np.asarray(indices)
     n = a.inner[0]
     pos = flat.reshape(-1)
-    if np.unique(pos).size != pos.size:
+    if pos.size > 1 and (pos.size > n or int(np.bincount(pos % n, minlength=n).max()) > 1):  # a repeat (O(n) count)
         return NotImplemented
     inverse = np.full(n, -1, dtype=np.intp)
     inverse[pos] = np.arange(pos.size)

@@ -205,7 +205,7 @@ def jacobian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | Non
     if strict:
         _check_strict(_connectivity(rec), rec.wrt, _param_names(f, len(args)))
     if create_graph and (rec.trace.outer or _traced(args)):  # f's inputs, or values it uses, are traced outside
-        return _eager_traced(rec, f, args, batch_axis, in_tuple)
+        return _eager_traced(rec, f, args, batch_axis, in_tuple, rec.out_is_tuple)
     ev = Evaluator(rec, batch=batch_axis == 0, mode=mode, chunk_size=chunk_size)
     blocks = [[Jacobian(ev, i, j, _result_dtype(rec, i, j, mode)) for j in range(len(wrt_idx))]
               for i in range(len(rec.outputs))]
@@ -282,7 +282,7 @@ def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None
         _check_strict(rec.kept_value("inner_connected"), rec.wrt, names)
         _check_strict(_connectivity(rec), rec.wrt, names, hessian=True)
     if create_graph and (rec.trace.outer or _traced(args)):
-        return _eager_traced(rec, f, args, batch_axis, in_tuple, out_tuple=in_tuple)
+        return _eager_traced(rec, f, args, batch_axis, in_tuple, in_tuple, gradient=True)
     outer = "reverse" if mode == "reverse" else "forward"
     ev = HessianEvaluator(rec, batch=batch_axis == 0, mode=outer, chunk_size=chunk_size)
     ev.value = rec.kept_value("value")
@@ -302,11 +302,11 @@ def _gradient_recording(f: Callable, args: tuple, wrt_idx: tuple[int, ...], crea
     return rec
 
 
-def _eager_traced(rec: Recording, f: Callable, args: tuple, batch_axis: Any, in_tuple: bool,
-                  out_tuple: bool | None = None) -> Any:
+def _eager_traced(rec: Recording, f: Callable, args: tuple, batch_axis: Any, in_tuple: bool, out_tuple: bool,
+                  gradient: bool = False) -> Any:
     """Under an outer differentiation with create_graph=True: full blocks as traced arrays.
 
-    `rec` is the recording of f (of its gradient, for a Hessian) whose values the outer level
+    `rec` is the recording of f (of its gradient, with `gradient`) whose values the outer level
     traces; the blocks are computed at once, so that the outer level records their operations.
     """
     wrt_idx = rec.wrt
@@ -314,7 +314,7 @@ def _eager_traced(rec: Recording, f: Callable, args: tuple, batch_axis: Any, in_
     if batch:
         # Seeds for all samples at once: right only when no sample depends on another. The check
         # runs on f at the plain values (the outer level need not record it).
-        plain = _gradient_recording(f, primal_nested(args), wrt_idx, False, True) if out_tuple is not None \
+        plain = _gradient_recording(f, primal_nested(args), wrt_idx, False, True) if gradient \
             else Recording(_plain(f), primal_nested(args), wrt_idx)
         if not separable(plain.trace, np.shape(plain.outputs[0])[0]):
             check_batch_independence(plain, np.shape(plain.outputs[0])[0])
@@ -340,7 +340,7 @@ def _eager_traced(rec: Recording, f: Callable, args: tuple, batch_axis: Any, in_
             else:
                 row.append(np.reshape(ct, oshape + ishape))
         blocks.append(row)
-    return _nest(blocks, rec.out_is_tuple if out_tuple is None else out_tuple, in_tuple)
+    return _nest(blocks, out_tuple, in_tuple)
 
 
 # ---------------------------------------------------------------------------

@@ -77,6 +77,16 @@ def _where(cond, x=None, y=None):
     return NotImplemented
 
 
+def distinct_positions(pos: np.ndarray, n: int) -> bool:
+    """Whether positions in range(-n, n) repeat none (-1 and n-1 are one): a count, O(n), where
+    np.unique sorts or hashes (1 s for a permutation of 10^6)."""
+    if pos.size <= 1:
+        return True
+    if pos.size > n:
+        return False
+    return int(np.bincount(np.where(pos < 0, pos + n, pos), minlength=n).max()) <= 1
+
+
 def _take(a: SparseBlock, indices, axis=None, **kw):
     # gather along the last axis of a flat block: y[..., p] = a[..., flat[p]]
     if axis not in (-1, a.ndim - 1) or a.ndim != 2:
@@ -84,7 +94,7 @@ def _take(a: SparseBlock, indices, axis=None, **kw):
     flat = np.asarray(indices)
     n = a.inner[0]
     pos = flat.reshape(-1)
-    if pos.size > 1 and (pos.size > n or int(np.bincount(pos % n, minlength=n).max()) > 1):  # a repeat (O(n) count)
+    if not distinct_positions(pos, n):
         return NotImplemented
     inverse = np.full(n, -1, dtype=np.intp)
     inverse[pos] = np.arange(pos.size)

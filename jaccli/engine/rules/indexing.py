@@ -14,6 +14,7 @@ import numpy as np
 from ...errors import TracingError
 from ..core import user_site
 from ..registry import family, primitive, register, register_derived
+from ..seed_ops import distinct_positions
 from ..seeds import SparseBlock
 from ..tracer import INTERNAL, Tracer, guarded
 from ._util import dtype_of
@@ -120,21 +121,12 @@ def _gather(x, flat):
     return np.take(x, flat, axis=-1)
 
 
-def _distinct(pos: np.ndarray, n: int) -> bool:
-    """Whether positions in range(n) repeat none: a count, O(n) (np.unique sorts or hashes: 1 s at 10^6)."""
-    if pos.size <= 1:
-        return True
-    if pos.size > n:
-        return False
-    return int(np.bincount(np.where(pos < 0, pos + n, pos), minlength=n).max()) <= 1
-
-
 def _scatter_flat(v, flat, n):
     lead = np.shape(v)[: np.ndim(v) - flat.ndim]
     z = np.zeros(tuple(lead) + (n,), dtype=np.result_type(v, np.float32))
     vv = np.reshape(v, tuple(lead) + (flat.size,))
     pos = flat.reshape(-1)
-    if _distinct(pos, n):
+    if distinct_positions(pos, n):
         z[..., pos] = vv
     else:
         np.add.at(z, (Ellipsis, pos), vv)
@@ -190,7 +182,7 @@ def setitem(x, v, idx):
     mask = np.zeros(int(np.prod(shape, dtype=np.int64)), dtype=bool)
     mask[pos] = True
     kept = np.where(mask.reshape(shape), 0.0, x)
-    if not _distinct(pos, mask.size):
+    if not distinct_positions(pos, mask.size):
         # Keep only the last write to each position, as NumPy's assignment does.
         _, last_from_end = np.unique(pos[::-1], return_index=True)
         keep = np.sort(pos.size - 1 - last_from_end)

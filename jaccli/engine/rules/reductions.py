@@ -91,9 +91,7 @@ def _mean_handler(a, axis=None, dtype=None, out=None, keepdims=False, where=np._
     axes = norm_axes(axis, np.ndim(a))
     mask = _mask(where, a)
     if mask is not None:  # the mean of the entries the mask keeps; NaN where it keeps none, as NumPy
-        count = np.sum(mask, axis=axes, keepdims=bool(keepdims))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return _sum_handler(np.where(mask, a, 0.0), axis=axes, keepdims=keepdims) / _denominator(count, a)
+        return _masked_mean(a, ~mask, axes, bool(keepdims))
     return _sum_handler(a, axis=axes, keepdims=keepdims) / float(max(_count(np.shape(a), axes), 1))  # as NumPy
 
 
@@ -119,12 +117,10 @@ def _var_handler(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, 
         ddof = correction
     axes = norm_axes(axis, np.ndim(a))
     mask = _mask(where, a)
-    d = a - (_mean_handler(a, axes, keepdims=True, where=where) if mean is np._NoValue else mean)
-    if mask is None:
-        return _sum_handler(d * d, axis=axes, keepdims=keepdims) / float(_count(np.shape(a), axes) - ddof)  # float32
-    dof = np.sum(mask, axis=axes, keepdims=bool(keepdims)) - ddof
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return _sum_handler(np.where(mask, d * d, 0.0), axis=axes, keepdims=keepdims) / _denominator(dof, a)
+    if mask is not None:
+        return _masked_var(a, ~mask, axes, bool(keepdims), ddof, mean)
+    d = a - (_mean_handler(a, axes, keepdims=True) if mean is np._NoValue else mean)
+    return _sum_handler(d * d, axis=axes, keepdims=keepdims) / float(_count(np.shape(a), axes) - ddof)  # float32
 
 
 def _std_handler(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
@@ -408,7 +404,8 @@ def _denominator(count, a):
 
 
 def _masked_mean(a, mask, axes, keepdims):
-    """The mean of a's entries outside the NaN mask (one plain mask serves the sum and the count)."""
+    """The mean of a's entries outside `mask` (NaNs, entries a where= leaves out): one plain mask
+    serves the sum and the count."""
     count = np.sum(~mask, axis=axes, keepdims=keepdims)
     with np.errstate(invalid="ignore", divide="ignore"):  # an all-NaN slice gives NaN, as NumPy
         return _sum_handler(np.where(mask, 0.0, a), axis=axes, keepdims=keepdims) / _denominator(count, a)
@@ -422,10 +419,13 @@ def _nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where
             mean=np._NoValue, correction=np._NoValue):
     if correction is not np._NoValue:
         ddof = correction
-    axes = norm_axes(axis, np.ndim(a))
-    mask = _nan_mask(a, where)
+    return _masked_var(a, _nan_mask(a, where), norm_axes(axis, np.ndim(a)), bool(keepdims), ddof, mean)
+
+
+def _masked_var(a, mask, axes, keepdims, ddof, mean):
+    """The variance of a's entries outside `mask`, about `mean` if given; NaN where too few are left."""
     d = np.where(mask, 0.0, a - (_masked_mean(a, mask, axes, True) if mean is np._NoValue else mean))
-    dof = np.sum(~mask, axis=axes, keepdims=bool(keepdims)) - ddof
+    dof = np.sum(~mask, axis=axes, keepdims=keepdims) - ddof
     with np.errstate(invalid="ignore", divide="ignore"):
         return _sum_handler(d * d, axis=axes, keepdims=keepdims) / _denominator(dof, a)
 

@@ -53,6 +53,24 @@ def test_elementwise_scaling_adding_and_negation(data):
 
 
 @settings(max_examples=80, deadline=None)
+@given(blocks(), st.integers(1, 4), st.booleans())
+def test_sums_of_many_blocks_and_adding_into_a_dense_sum(data, parts, fortran):
+    b, rng = data
+    n = b.size // b.shape[0]
+    others = [SparseBlock(b.shape, rng.integers(0, n, size=b.idx.shape), rng.standard_normal(b.val.shape),
+                          b.u, None if b.v is None else b.v * k) for k in range(parts)]
+    same(SparseBlock.sum_of([b] + others), dense(b) + sum(dense(o) for o in others))
+    acc = rng.standard_normal(b.shape)
+    if fortran:  # a sum laid out column-major has no flat view: still added in place
+        acc = np.asfortranarray(acc)
+    expected = acc + dense(b)
+    before = acc
+    b.add_into(acc)
+    assert acc is before
+    same(acc, expected)
+
+
+@settings(max_examples=80, deadline=None)
 @given(blocks(), st.data())
 def test_sums_reshapes_transposes_and_where(data, draw):
     b, rng = data

@@ -308,7 +308,7 @@ class Primitive:
     """
 
     __slots__ = ("name", "impl", "vjps", "jvps", "jvp_joint", "nondiff", "zero_grad", "constant", "multi_out",
-                 "kink", "structure", "sparse", "value_free", "vjp_into")
+                 "kink", "structure", "sparse", "value_free", "vjp_into", "vjp_add")
 
     def __init__(
         self,
@@ -346,6 +346,9 @@ class Primitive:
         # vjp_into(acc, g, *other_args, **kw) = acc + rule(g), one operation where the sum takes
         # two (x[1:] and x[:-1] both send a part back to x: the second scatters into the first's).
         self.vjp_into: Callable | None = None
+        # Its in-place form for a sum the sweep owns: vjp_add(acc, g, *other_args, **kw) adds
+        # rule(g) into acc and returns True, or returns False (acc unchanged) when it cannot.
+        self.vjp_add: Callable | None = None
 
     def defvjp(self, *makers: Callable | None, argnums: tuple[int, ...] | None = None) -> "Primitive":
         for i, maker in zip(argnums or range(len(makers)), makers):
@@ -583,16 +586,86 @@ def _get(store: dict, node: Node, idx: int | None) -> Any:
     return value[idx]
 
 
-def _accumulate(store: dict, node: Node, idx: int | None, n_out: int, value: Any) -> None:
+def _owns(owned: dict, value: Any) -> bool:
+    """value is a sum this sweep made and has not handed to a rule: it may be added to in place."""
+    return owned.get(id(value)) is value
+
+
+class _PendingSum:
+    """Entry-sparse blocks gathered for one node, joined once when the sum is read or grows dense.
+
+    Adding them pairwise would join all entries so far at each step: O(n^2) for n parts.
+    """
+
+    __slots__ = ("parts", "entries", "rank")
+
+    def __init__(self, parts: list) -> None:
+        self.parts = parts
+        self.entries = sum(p.idx.shape[1] for p in parts)
+        self.rank = sum(p.rank for p in parts)
+
+    def add(self, block: SparseBlock) -> None:
+        self.parts.append(block)
+        self.entries += block.idx.shape[1]
+        self.rank += block.rank
+
+    def join(self, owned: dict) -> Any:
+        out = SparseBlock.sum_of(self.parts)
+        if type(out) is np.ndarray:
+            owned[id(out)] = out  # made here: later parts add into it in place
+        return out
+
+
+def _add(old: Any, value: Any, owned: dict) -> Any:
+    """old + value for a cotangent store; a sum the sweep owns is added to in place.
+
+    A node with many consumers (x[i] read in a loop, the pieces of a long np.stack) gathers one
+    cotangent per consumer. A fresh sum for each would cost O(size) per consumer, quadratic in
+    all; into a sum the sweep made itself, an entry-sparse block adds only its entries.
+    """
+    if old is None:
+        return value
+    if type(old) is _PendingSum:
+        if type(value) is SparseBlock and value.shape == old.parts[0].shape:
+            old.add(value)
+            return old.join(owned) if old.parts[0].too_many(old.entries, old.rank) else old
+        old = old.join(owned)
+    elif type(old) is SparseBlock and type(value) is SparseBlock and old.shape == value.shape:
+        return _PendingSum([old, value])
+    if _owns(owned, old):
+        if type(value) is np.ndarray and np.result_type(old, value) == old.dtype \
+                and np.broadcast_shapes(old.shape, value.shape) == old.shape:
+            np.add(old, value, out=old)
+            return old
+        if type(value) is SparseBlock and value.shape == old.shape and np.result_type(old, value.dtype) == old.dtype:
+            value.add_into(old)
+            return old
+    out = old + value
+    if type(out) is np.ndarray:
+        owned[id(out)] = out
+    return out
+
+
+def _accumulate(store: dict, node: Node, idx: int | None, n_out: int, value: Any, owned: dict) -> None:
     if idx is None:
-        old = store.get(node)
-        store[node] = value if old is None else old + value
+        store[node] = _add(store.get(node), value, owned)
         return
     slots = store.get(node)
     if slots is None:
         slots = store[node] = [None] * n_out
-    old = slots[idx]
-    slots[idx] = value if old is None else old + value
+    slots[idx] = _add(slots[idx], value, owned)
+
+
+def _take(store: dict, node: Node, owned: dict) -> Any:
+    """Pop node's cotangent: from here on rules see it, and it is no longer the sweep's to change."""
+    g = store.pop(node, None)
+    if type(g) is list:
+        g = [p.join(owned) if type(p) is _PendingSum else p for p in g]
+    elif type(g) is _PendingSum:
+        g = g.join(owned)
+    for part in (g if type(g) is list else (g,)):
+        owned.pop(id(part), None)
+    return g
 
 
 def _plan_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> list[Node]:
@@ -641,16 +714,17 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
     for node in wrt:
         wrt_mask |= node.deps
     store: dict = {}
+    owned: dict = {}  # id -> array: the sums this sweep made and may still add to in place
     for (node, idx), seed in zip(outputs, seeds):
         if seed is not None and node.deps & wrt_mask:
-            _accumulate(store, node, idx, len(node.value) if idx is not None else 0, seed)
+            _accumulate(store, node, idx, len(node.value) if idx is not None else 0, seed, owned)
     wanted = {id(n) for n in wrt}
     results: dict = {}
     # What a node's makers and rules record (and the sums of what they send back) belongs to the
     # user's line of that node: set once per node, and the caller's site is back when the sweep ends.
     with attributed_to(_RULE_SITE.v):
         for node in _plan_reverse(trace, tuple(outputs), wrt_mask):
-            g = store.pop(node, None)
+            g = _take(store, node, owned)
             if g is None:
                 continue
             if not node.parents:
@@ -664,9 +738,14 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                     continue
                 if argnum == 0 and pidx is None and node.prim.vjp_into is not None and MONITOR.v is None:
                     acc = store.get(parent)
-                    if acc is not None and type(acc) is not SparseBlock and type(g) is not SparseBlock:
+                    if acc is not None and type(acc) not in (SparseBlock, _PendingSum) and type(g) is not SparseBlock:
                         args = node.args if retraced is None else retraced[1]
-                        store[parent] = node.prim.vjp_into(acc, g, *args[1:], **node.kwargs)
+                        if retraced is None and node.prim.vjp_add is not None and _owns(owned, acc) \
+                                and node.prim.vjp_add(acc, g, *args[1:], **node.kwargs):
+                            continue  # added in place into the sum the sweep owns
+                        store[parent] = out = node.prim.vjp_into(acc, g, *args[1:], **node.kwargs)
+                        if type(out) is np.ndarray:
+                            owned[id(out)] = out
                         continue
                 rule = node.vjp(argnum) if retraced is None else _traced_rule(node, argnum, retraced)
                 if rule is None:
@@ -676,7 +755,7 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                     continue
                 if MONITOR.v is not None:
                     MONITOR.v(node, argnum, ct, "reverse")
-                _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct)
+                _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct, owned)
     return [results.get(id(n)) for n in wrt]
 
 

@@ -104,15 +104,27 @@ class SparseBlock:
             np.add.at(out, (rows, self.idx), self.val)
         return out.reshape(self.shape)
 
+    def add_into(self, out: np.ndarray) -> None:
+        """out += self.todense(), in place, touching only the entries (and the low-rank part)."""
+        if not out.flags.c_contiguous:  # no flat view to write through
+            out += self.todense()
+            return
+        k = self.shape[0]
+        flat = out.reshape(k, -1)  # a view of `out`
+        if self.u is not None:
+            flat += lowrank_product(self.u, self.v.reshape(self.rank, flat.shape[1]))
+        if self.idx.shape[1] == 1:  # one entry per seed: the (row, position) pairs are distinct
+            flat[np.arange(k), self.idx[:, 0]] += self.val[:, 0]
+        elif self.idx.shape[1]:
+            np.add.at(flat, (np.broadcast_to(np.arange(k)[:, None], self.idx.shape), self.idx), self.val)
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         d = self.todense()
         return d if dtype is None else d.astype(dtype)
 
     def _with(self, shape: tuple, idx: np.ndarray, val: np.ndarray, u: Any = None, v: Any = None) -> Any:
         out = SparseBlock(shape, idx, val, u, v)
-        if idx.shape[1] > max(1, _DENSE_FRACTION * math.prod(shape[1:])) or out.rank > _MAX_RANK:
-            return out.todense()
-        return out
+        return out.todense() if out.too_many(idx.shape[1], out.rank) else out
 
     def _coords(self) -> tuple[np.ndarray, ...]:
         return np.unravel_index(self.idx, self.inner) if self.inner else ()
@@ -150,6 +162,21 @@ class SparseBlock:
         u = np.concatenate([p[0] for p in parts], axis=1) if parts else None
         v = np.concatenate([p[1] for p in parts], axis=0) if parts else None
         return self._with(self.shape, idx, val, u, v)
+
+    @staticmethod
+    def sum_of(parts: list) -> Any:
+        """The sum of same-shape blocks, joined in one pass (dense when the entries grow too many)."""
+        first = parts[0]
+        idx = np.concatenate([p.idx for p in parts], axis=1)
+        val = np.concatenate([p.val for p in parts], axis=1)
+        low = [p for p in parts if p.u is not None]
+        u = np.concatenate([p.u for p in low], axis=1) if low else None
+        v = np.concatenate([p.v for p in low], axis=0) if low else None
+        return first._with(first.shape, idx, val, u, v)
+
+    def too_many(self, entries: int, rank: int) -> bool:
+        """A block of this shape with so many entries per seed (or such a rank) is kept dense."""
+        return entries > max(1, _DENSE_FRACTION * math.prod(self.shape[1:])) or rank > _MAX_RANK
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method != "__call__" or kwargs:

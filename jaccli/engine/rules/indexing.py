@@ -114,6 +114,17 @@ scatter_into.jvp_joint = _scatter_into_jvp
 get_basic.vjp_into = lambda acc, g, idx: scatter_into(acc, g, idx)
 
 
+def _add_basic(acc, g, idx):
+    """acc[..., idx] += g in place, when that is the same sum as scatter_into (see Primitive.vjp_add)."""
+    if type(g) is not np.ndarray or np.result_type(acc, g) != acc.dtype or g.ndim > acc.ndim:
+        return False
+    acc[(Ellipsis,) + idx] += g
+    return True
+
+
+get_basic.vjp_add = _add_basic
+
+
 # ---------------------------------------------------------------------------
 # Gather of flat positions on the last axis, and its transpose (repeated positions add up)
 # ---------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ...errors import UnsupportedOperationError
@@ -23,12 +25,35 @@ concat = primitive("np.concatenate", _concat_impl)
 concat.value_free = True  # the rules slice and join blocks: a constant part's values are never read
 
 
+_LAST_OFFSETS: list = [None]  # (weak reference to ans, axis, offsets) of the last join whose rules were made
+
+
+def _offsets(ans, xs, axis) -> list:
+    """Where each piece starts along `axis`, and the end: computed once per join, not once per piece.
+
+    The makers of one node's rules run one after another with the same `ans`, so the last
+    answer is kept (weakly: it must not keep a large result alive). Without it, a join of n
+    pieces costs O(n^2) in sums of shapes.
+    """
+    last = _LAST_OFFSETS[0]
+    if last is not None and last[0]() is ans and last[1] == axis and len(last[2]) == len(xs) + 1:
+        return last[2]
+    offsets = [0]
+    for x in xs:
+        offsets.append(offsets[-1] + np.shape(x)[axis])
+    try:
+        _LAST_OFFSETS[0] = (weakref.ref(ans), axis, offsets)
+    except TypeError:  # a value without weak references: not kept
+        pass
+    return offsets
+
+
 def _concat_vjp(i):
     def maker(ans, *xs, axis):
-        start = sum(np.shape(x)[axis] for x in xs[:i])
-        stop = start + np.shape(xs[i])[axis]
-        index = (slice(None),) * (axis + 1) + (slice(start, stop),)
-        return lambda g: g[index]
+        offsets = _offsets(ans, xs, axis)
+        start, stop = offsets[i], offsets[i + 1]
+        index = (slice(start, stop),) + (slice(None),) * (np.ndim(ans) - axis - 1)
+        return lambda g: get_basic(g, index)
     return maker
 
 

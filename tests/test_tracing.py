@@ -158,6 +158,51 @@ def test_np_array_of_traced_values_builds_a_traced_array(user_module):
     assert module.np is np  # the module's numpy is put back after the call
 
 
+LISTS_OF_TRACED_VALUES = {
+    "np.max of a list": "np.max([x[0] * x[1], np.sin(x[2]), 0.1])",
+    "np.concatenate with a nested list": "np.concatenate([x, [x.sum(), 2.0]])",
+    "np.linalg.norm of a list": "np.linalg.norm([x[0] - x[1], x[2]])",
+    "np.full with a traced fill value": "np.full((2, 3), x[0] ** 2)",
+    "np.full with a traced row": "np.full((2, 3), [x[0], x[1], 1.0])",
+    "np.sum of a list": "np.sum([x[0], 2.0 * x[1]])",
+    "np.dot of two lists": "np.dot([x[0], x[1]], [x[2], 1.0])",
+    "np.where with a list branch": "np.where(x > 0.5, x, [1.0, x[0], x[1] ** 2])",
+    "a ufunc of a list": "np.exp([x[0], x[1] * x[2]])",
+    "a ufunc method on a list": "np.maximum.reduce([x[0], x[1], x[2] ** 2])",
+    "np.outer of a list and x": "np.outer([x[0], x[1]], x)",
+    "a traced array plus a list": "x + [x[0], x[1], 1.0]",
+    "np.stack of lists": "np.stack([[x[0], 1.0], [x[1], x[2]]])",
+}
+
+
+@pytest.mark.parametrize("expr", LISTS_OF_TRACED_VALUES.values(), ids=LISTS_OF_TRACED_VALUES.keys())
+def test_lists_holding_traced_values_given_to_numpy_are_traced_arrays(user_module, expr):
+    module = user_module(f"""
+        import numpy as np
+
+        def f(x):
+            return {expr}
+    """)
+    x = np.array([0.7, -1.3, 0.4])
+    for mode in ("reverse", "forward"):
+        np.testing.assert_allclose(jaccli.jacobian(module.f, x, mode=mode), central_diff(module.f, x),
+                                   rtol=1e-7, atol=1e-8)
+    assert module.np is np
+
+
+def test_numpy_seen_through_f_keeps_its_types_constants_and_ufunc_methods(user_module):
+    module = user_module("""
+        import numpy as np
+
+        def f(x):
+            assert isinstance(np.ones(1), np.ndarray) and issubclass(np.float64, np.floating)
+            assert np.newaxis is None and np.pi > 3 and np.sum.__name__ == "sum"
+            return np.add.reduce(np.stack([x, x])) + np.linalg.norm(x) * np.pi
+    """)
+    x = np.array([0.7, -1.3, 0.4])
+    np.testing.assert_allclose(jacobian(module.f, x), central_diff(module.f, x), rtol=1e-7, atol=1e-8)
+
+
 # ---------------------------------------------------------------------------
 # Escapes name the user's file and line and say what to write instead
 # ---------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import linecache
 import math
 import re
@@ -18,26 +19,20 @@ from . import rules  # noqa: F401  (fills the registry)
 from .core import (ELEMENTWISE, FREEZER, INPUT, Freezer, Node, Trace, _plan_reverse, forward, frozen_constants,
                    is_internal, reverse, stale_error)
 from .seeds import dense
-from .tracer import Tracer, primal
+from .tracer import Tracer, _holds_sequence, holds_tracer, lift, lift_args, primal
 
 
 # ---------------------------------------------------------------------------
-# np.array([traced, ...]) cannot be intercepted by NumPy's protocols; while f runs, the
-# names bound to the numpy module in f's globals point to a proxy that handles it.
+# np.array([traced, ...]) cannot be intercepted by NumPy's protocols, nor can np.max([a, b]) or
+# np.linalg.norm([dx, dy]), where NumPy converts the list before any dispatch; while f runs, the
+# names bound to the numpy module in f's globals point to a proxy that handles them.
 # ---------------------------------------------------------------------------
-def _contains_tracer(obj: Any) -> bool:
-    if type(obj) is Tracer:
-        return True
-    if isinstance(obj, (list, tuple)):
-        return any(_contains_tracer(o) for o in obj)
-    return False
+_contains_tracer = holds_tracer
 
 
 def _build(obj: Any, dtype: Any = None) -> Any:
     if isinstance(obj, (list, tuple)):
         return np.stack([_build(o) for o in obj])
-    if dtype is not None and type(obj) is Tracer and np.dtype(dtype).kind in "fc":
-        return obj
     return obj
 
 
@@ -57,22 +52,80 @@ def _asarray(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
     return np.asarray(obj, dtype, *args, **kwargs)
 
 
+def _full(shape: Any, fill_value: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+    """np.full with a traced fill value: that value broadcast over a fresh (writable) array."""
+    if not _contains_tracer(fill_value) or (dtype is not None and np.dtype(dtype).kind not in "fc"):
+        return np.full(shape, primal_nested(fill_value), dtype, *args, **kwargs)
+    value = lift(fill_value)
+    return np.zeros(shape, dtype=dtype or value.dtype) + np.broadcast_to(value, shape)
+
+
 def primal_nested(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return type(obj)(primal_nested(o) for o in obj)
     return primal(obj)
 
 
-class _NumpyProxy(types.ModuleType):
+def _lifting(fn: Callable) -> Callable:
+    """fn, with lists and tuples that hold traced values made traced arrays first."""
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if _holds_sequence(args) or (kwargs and _holds_sequence(tuple(kwargs.values()))):
+            args, kwargs = lift_args(fn, args, kwargs)
+        return fn(*args, **kwargs)
+    return call
+
+
+class _UfuncProxy:
+    """A ufunc whose call and methods (reduce, outer, ...) lift lists of traced values first."""
+
+    __slots__ = ("_ufunc",)
+
+    def __init__(self, ufunc: np.ufunc) -> None:
+        self._ufunc = ufunc
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _holds_sequence(args):
+            args, kwargs = lift_args(self._ufunc, args, kwargs)
+        return self._ufunc(*args, **kwargs)
+
     def __getattr__(self, name: str) -> Any:
-        return getattr(np, name)
+        attr = getattr(self._ufunc, name)
+        return _lifting(attr) if callable(attr) and not isinstance(attr, type) else attr
+
+    def __repr__(self) -> str:
+        return repr(self._ufunc)
 
 
-NUMPY_PROXY = _NumpyProxy("numpy")
-NUMPY_PROXY.array = _array
-NUMPY_PROXY.asarray = _asarray
-NUMPY_PROXY.asanyarray = _asarray
-NUMPY_PROXY.ascontiguousarray = _asarray
+class _NumpyProxy(types.ModuleType):
+    """A module as f sees it while it runs: its functions lift lists of traced values first.
+
+    Everything else (types such as np.ndarray and np.float64, constants, other modules) is
+    NumPy's own object. What a name resolves to is kept after its first use.
+    """
+
+    def __init__(self, module: types.ModuleType, overrides: dict) -> None:
+        super().__init__(module.__name__)
+        self.__dict__.update(overrides)
+        self.__dict__["_module"] = module
+
+    def __getattr__(self, name: str) -> Any:
+        obj = getattr(self.__dict__["_module"], name)
+        if obj is np.linalg:
+            wrapped: Any = LINALG_PROXY
+        elif isinstance(obj, np.ufunc):
+            wrapped = _UfuncProxy(obj)
+        elif callable(obj) and not isinstance(obj, type):
+            wrapped = _lifting(obj)
+        else:
+            wrapped = obj
+        self.__dict__[name] = wrapped
+        return wrapped
+
+
+LINALG_PROXY = _NumpyProxy(np.linalg, {})
+NUMPY_PROXY = _NumpyProxy(np, {"array": _array, "asarray": _asarray, "asanyarray": _asarray,
+                               "ascontiguousarray": _asarray, "full": _full})
 
 
 _NAMES_CACHE: dict[tuple, tuple[int, list[str]]] = {}

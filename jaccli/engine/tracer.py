@@ -36,6 +36,49 @@ def numpy_name(func: Any) -> str:
 _PLAIN_OPERANDS = (int, float, np.ndarray, np.floating, np.integer)
 
 
+# ---------------------------------------------------------------------------
+# Lists and tuples that hold traced values, where NumPy would convert them with np.asarray
+# ---------------------------------------------------------------------------
+def holds_tracer(obj: Any) -> bool:
+    """obj is a traced array, or a (nested) list or tuple with one somewhere inside."""
+    if type(obj) is Tracer:
+        return True
+    if type(obj) is list or type(obj) is tuple:
+        return any(holds_tracer(o) for o in obj)
+    return False
+
+
+def lift(obj: Any) -> Any:
+    """A list or tuple holding traced values as one traced array (np.stack of its items), else obj."""
+    if (type(obj) is list or type(obj) is tuple) and holds_tracer(obj):
+        return np.stack([lift(o) for o in obj])
+    return obj
+
+
+# Functions taking a sequence of arrays: its items are lifted one by one, not stacked together.
+_SEQUENCE_FUNCTIONS = {np.concatenate, np.stack, np.hstack, np.vstack, np.dstack, np.column_stack,
+                       np.select, np.choose, np.linalg.multi_dot, np.block, np.piecewise}
+
+
+def lift_args(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """func's arguments with every list or tuple that holds traced values made a traced array."""
+    if func in _SEQUENCE_FUNCTIONS:
+        if func is np.block:  # nested lists are np.block's own structure
+            return args, kwargs
+
+        def each(a):
+            return type(a)(lift(o) for o in a) if (type(a) is list or type(a) is tuple) and holds_tracer(a) else a
+        return tuple(each(a) for a in args), {k: each(v) for k, v in kwargs.items()}
+    return tuple(lift(a) for a in args), {k: lift(v) for k, v in kwargs.items()}
+
+
+def _holds_sequence(args: tuple) -> bool:
+    for a in args:
+        if type(a) is list or type(a) is tuple:
+            return True
+    return False
+
+
 def _op(ufunc: Any, a: Any, b: Any) -> Any:
     """ufunc(a, b) for a traced operand and a number, array or traced operand."""
     other = b if type(a) is Tracer else a
@@ -212,6 +255,8 @@ class Tracer:
                 f"np.{ufunc.__name__}(..., out=...) writes into an existing array; "
                 f"write `y = np.{ufunc.__name__}(...)` instead", user_site(2))
         kwargs.pop("out", None)
+        if _holds_sequence(inputs):  # x + [x[0], 1.0]
+            inputs, kwargs = lift_args(ufunc, inputs, kwargs)
         if method == "__call__":
             handler = UFUNC_HANDLERS.get(ufunc)
         else:
@@ -233,12 +278,15 @@ class Tracer:
             hint = _INSTEAD.get(func, "")
             raise UnsupportedOperationError(f"{numpy_name(func)} is not supported by jaccli{hint}; see 'jaccli ops'",
                                             user_site(2))
+        if _holds_sequence(args) or _holds_sequence(tuple(kwargs.values())):  # np.outer([x[0], x[1]], x)
+            args, kwargs = lift_args(func, args, kwargs)
         return handler(*args, **kwargs)
 
     def __array__(self, dtype=None, copy=None):
-        raise _escape("converting to a plain NumPy array (np.array/np.asarray of a traced value, or writing it "
-                      "into an array made with np.zeros/np.empty)",
-                      "build arrays from the input with np.stack, np.concatenate or np.zeros_like(x), "
+        raise _escape("converting to a plain NumPy array (np.array/np.asarray of a traced value outside f's own "
+                      "module, a list holding traced values where jaccli cannot see it, or writing a traced "
+                      "value into an array made with np.zeros/np.empty)",
+                      "build arrays from the input with np.stack([...]), np.concatenate or np.zeros_like(x), "
                       "then assign into those")
 
     def __getattr__(self, name: str) -> Any:

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaccli
-from jaccli.engine.seed_ops import _get_basic, _scatter_basic, _scatter_flat, scatter_cols, scatter_rows
+from jaccli.engine.seed_ops import _assign, _get_basic, _scatter_basic, _scatter_flat, scatter_cols, scatter_rows
 from jaccli.engine.seeds import SparseBlock, dense, lowrank_product
 
 
@@ -129,6 +129,24 @@ def test_basic_indexing_and_its_transpose(data, draw):
         expected = np.zeros(D.shape)
         expected[(Ellipsis,) + idx] = dense(got)
         same(_scatter_basic(got, idx, b.inner), expected)
+
+
+@settings(max_examples=80, deadline=None)
+@given(blocks(min_dims=2, max_dims=3), st.data())
+def test_zeroing_the_part_a_write_replaced(data, draw):
+    # The reverse rule of y[idx] = v for y: the seed with that part zeroed, entries and low rank.
+    b, rng = data
+    D = dense(b)
+    n0 = b.inner[-2]
+    idx = (draw.draw(st.one_of(st.integers(-n0, n0 - 1),
+                               st.builds(slice, st.integers(-n0, n0), st.none(), st.sampled_from([1, 2, -1])))),
+           draw.draw(st.one_of(st.just(slice(None)), st.integers(0, b.inner[-1] - 1))))
+    got = _assign(b, 0.0, idx)
+    assert isinstance(got, SparseBlock)
+    expected = D.copy()
+    expected[(Ellipsis,) + idx] = 0.0
+    same(got, expected)
+    assert _assign(b, 1.5, idx) is NotImplemented  # only the zero write keeps the structure
 
 
 @settings(max_examples=60, deadline=None)

@@ -111,6 +111,15 @@ FUNCTIONS = {np.reshape: _reshape, np.sum: _sum, np.transpose: _transpose, np.sw
 # ---------------------------------------------------------------------------
 # The indexing primitives: x[basic], its transpose, and the flat scatter
 # ---------------------------------------------------------------------------
+def _in_slice(c: np.ndarray, i: slice, n: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Which coordinates c (on an axis of n) the slice i takes, their positions in it, its length."""
+    start, stop, step = i.indices(n)
+    length = len(range(start, stop, step))
+    d = c - start
+    ok = (d % step == 0) & (d // step >= 0) & (d // step < length)
+    return ok, d // step, length
+
+
 def _get_basic(a: SparseBlock, idx: tuple) -> Any:
     # idx covers the trailing axes (x[(Ellipsis,) + idx]); leading axes pass through.
     coords = a._coords()
@@ -126,12 +135,9 @@ def _get_basic(a: SparseBlock, idx: tuple) -> Any:
         n, c = a.inner[axis], coords[axis]
         axis += 1
         if isinstance(i, slice):
-            start, stop, step = i.indices(n)
-            length = len(range(start, stop, step))
-            d = c - start
-            ok = (d % step == 0) & (d // step >= 0) & (d // step < length)
+            ok, pos, length = _in_slice(c, i, n)
             keep &= ok
-            new_coords.append(np.where(ok, d // step, 0))
+            new_coords.append(np.where(ok, pos, 0))
             new_inner.append(length)
         else:
             keep &= c == (int(i) % n)
@@ -188,9 +194,30 @@ def _scatter_flat(b: SparseBlock, flat: np.ndarray, n: int) -> Any:
     return SparseBlock((b.shape[0],) + lead_shape + (n,), outer * n + flat.reshape(-1)[p], b.val, b.u, v)
 
 
+def _assign(b: SparseBlock, v: Any, idx: tuple) -> Any:
+    """b with b[..., idx] = 0 (the reverse rule of a write, for the array written into)."""
+    if not (np.ndim(v) == 0 and v == 0) or any(i is None for i in idx):
+        return NotImplemented
+    coords = b._coords()
+    lead = len(b.inner) - len(idx)
+    inside = np.ones(b.idx.shape, dtype=bool)
+    for axis, i in enumerate(idx, start=lead):
+        c, n = coords[axis], b.inner[axis]
+        if isinstance(i, slice):
+            inside &= _in_slice(c, i, n)[0]
+        else:
+            inside &= c == int(i) % n
+    low = None
+    if b.v is not None:
+        low = b.v.copy()
+        low[(Ellipsis,) + idx] = 0.0
+    return SparseBlock(b.shape, b.idx, np.where(inside, 0.0, b.val).astype(b.val.dtype, copy=False), b.u, low)
+
+
 def install(primitives: dict) -> None:
     """Give the indexing primitives their structured implementations."""
-    for name, fn in (("getitem", _get_basic), ("scatter", _scatter_basic), ("scatter_add", _scatter_flat)):
+    for name, fn in (("getitem", _get_basic), ("scatter", _scatter_basic), ("scatter_add", _scatter_flat),
+                     ("assign", _assign)):
         prim = primitives.get(name)
         if prim is not None:
             prim.sparse = fn

@@ -17,7 +17,7 @@ from ..registry import family, primitive, register, register_derived
 from ..seed_ops import distinct_positions
 from ..seeds import SparseBlock
 from ..tracer import INTERNAL, Tracer, guarded
-from ._util import dtype_of
+from ._util import dtype_of, shape_of, unbroadcast
 
 family("indexing")
 
@@ -182,10 +182,55 @@ def getitem(x, idx):
     return gather(np.reshape(x, (-1,)), flat)
 
 
+def _assign_impl(x, v, idx):
+    """A copy of x with x[..., idx] = v (idx basic, on the trailing axes); x's dtype when inexact, as NumPy."""
+    dtype = x.dtype if x.dtype.kind in "fc" else np.result_type(x, v, np.float32)
+    out = np.array(x, dtype=dtype, copy=True)
+    out[(Ellipsis,) + idx] = v
+    return out
+
+
+assign = primitive("assign", _assign_impl)
+assign.value_free = True  # the rules read shapes only
+
+
+def _assign_vjp_x(ans, x, v, idx):
+    return lambda g: assign(g, 0.0, idx)
+
+
+def _assign_vjp_v(ans, x, v, idx):
+    shape = np.shape(v)
+    return lambda g: unbroadcast(get_basic(g, idx), shape)
+
+
+def _assign_jvp_joint(ans, x, v, idx):
+    x_shape, v_shape = np.shape(x), np.shape(v)
+    target = np.empty(x_shape, dtype=bool)[idx].shape
+
+    def rule(ts):
+        t_x, t_v = ts[0], ts[1]
+        if t_v is None:
+            return assign(t_x, 0.0, idx)
+        k = shape_of(t_v)[0]
+        if len(v_shape) < len(target):  # v broadcasts over x[idx]: align its axes after the block axis
+            t_v = np.reshape(t_v, (k,) + (1,) * (len(target) - len(v_shape)) + tuple(v_shape))
+        base = np.zeros((k,) + tuple(x_shape), dtype=dtype_of(ans)) if t_x is None else t_x
+        return assign(base, t_v, idx)
+    return rule
+
+
+assign.defvjp(_assign_vjp_x, _assign_vjp_v)
+assign.jvp_joint = _assign_jvp_joint
+
+
 def setitem(x, v, idx):
     """x with x[idx] replaced by v: a functional update (the last write wins for repeated indices)."""
     idx = _normalize(idx)
     shape = np.shape(x)
+    if _is_basic(idx) and not any(i is None for i in idx) and np.ndim(v) <= len(np.empty(shape, dtype=bool)[idx].shape):
+        # One copy of x with the part written, and rules that touch only that part of a seed:
+        # a loop of element writes costs O(size) per write, not a mask, a where and a scatter.
+        return assign(x, v, _full_basic(idx, len(shape)))
     flat = flat_positions(shape, idx)
     target_shape = np.shape(flat)
     v = np.broadcast_to(v, target_shape) if np.shape(v) != target_shape else v
@@ -206,7 +251,7 @@ def setitem(x, v, idx):
 
 register("getitem", getitem, prims=(get_basic, gather), name="x[idx]",
          notes="basic and advanced indexing; repeated indices accumulate")
-register("setitem", setitem, prims=(scatter_flat,), kind="derived", name="x[idx] = v",
+register("setitem", setitem, prims=(scatter_flat, assign), kind="derived", name="x[idx] = v",
          notes="a functional update: the traced array becomes the updated one; the last write wins")
 
 

@@ -500,12 +500,22 @@ def test_unsupported_numpy_function_names_itself_and_the_site():
     assert str(info.value) == f"{site}: np.fft.fft is not supported by jaccli; see 'jaccli ops'"
 
 
-def test_pad_modes_other_than_constant_name_the_mode():
+def test_unsupported_pad_modes_name_the_mode_and_the_supported_ones():
     def f(x):
-        return np.pad(x, 1, mode="reflect")
+        return np.pad(x, 1, mode="linear_ramp")
 
     message = _escape_site(f, "np.pad", UnsupportedOperationError)
-    assert "mode='reflect'" in message and "mode='constant'" in message
+    assert "mode='linear_ramp' is not supported" in message
+    assert "'constant', 'edge', 'reflect', 'symmetric', 'wrap'" in message
+
+
+def test_odd_reflection_in_pad_is_refused_by_name():
+    def f(x):
+        return np.pad(x, 1, mode="symmetric", reflect_type="odd")
+
+    message = _escape_site(f, "np.pad", UnsupportedOperationError)
+    assert "mode='symmetric', reflect_type='odd' is not supported" in message
+    assert "only reflect_type='even'" in message
 
 
 def test_array_attributes_and_builtins_that_numpy_code_uses_work_on_traced_arrays():

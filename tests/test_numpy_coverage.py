@@ -1,0 +1,38 @@
+"""NumPy functions built from other supported operations: their values are NumPy's own, and what
+they refuse, NumPy refuses too (their derivatives are checked by the rules table)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from jaccli.engine.recording import Recording
+
+
+def _traced_value(f, x):
+    return Recording(f, [x], [0]).outputs[0]
+
+
+PAD_WIDTHS = [1, (2,), (1, 3), [(0, 2), (3, 1)], ((4, 0),), {1: (5, 2)}, {0: 3, -1: (0, 1)}]
+
+
+@pytest.mark.parametrize("mode", ["edge", "reflect", "symmetric", "wrap"])
+@pytest.mark.parametrize("width", PAD_WIDTHS, ids=str)
+def test_pad_copy_modes_give_numpys_values(mode, width):
+    x = np.arange(6.0).reshape(2, 3) ** 1.5
+    f = lambda a: np.pad(a, width, mode=mode)  # noqa: E731
+    np.testing.assert_array_equal(_traced_value(f, x), f(x))
+
+
+@pytest.mark.parametrize("call", [
+    lambda a: np.pad(a[:0], 1, mode="reflect"),              # an empty axis cannot be reflected
+    lambda a: np.pad(a, 1, mode="edge", constant_values=0),  # a keyword the mode does not take
+    lambda a: np.pad(a, -1, mode="wrap"),
+], ids=["empty-axis", "keyword", "negative-width"])
+def test_pad_copy_modes_refuse_what_numpy_refuses(call):
+    x = np.arange(3.0)
+    with pytest.raises(ValueError) as numpy_error:
+        call(x)
+    with pytest.raises(ValueError) as traced_error:
+        _traced_value(call, x)
+    assert str(traced_error.value) == str(numpy_error.value)

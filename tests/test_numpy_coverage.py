@@ -36,3 +36,29 @@ def test_pad_copy_modes_refuse_what_numpy_refuses(call):
     with pytest.raises(ValueError) as traced_error:
         _traced_value(call, x)
     assert str(traced_error.value) == str(numpy_error.value)
+
+
+WINDOW_CALLS = {
+    "int": dict(window_shape=3, axis=1),
+    "tuple": dict(window_shape=(2, 2)),
+    "axis": dict(window_shape=2, axis=0),
+    "negative axes": dict(window_shape=(2, 3), axis=(-1, -2)),
+    "axis twice": dict(window_shape=(2, 2), axis=(1, 1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WINDOW_CALLS))
+def test_sliding_window_view_gives_numpys_values(name):
+    x = np.arange(20.0).reshape(4, 5) ** 1.5
+    f = lambda a: np.lib.stride_tricks.sliding_window_view(a, **WINDOW_CALLS[name])  # noqa: E731
+    np.testing.assert_array_equal(_traced_value(f, x), f(x))
+
+
+def test_sliding_window_view_refuses_a_window_larger_than_the_axis_as_numpy_does():
+    f = lambda a: np.lib.stride_tricks.sliding_window_view(a, 4)  # noqa: E731
+    x = np.arange(3.0)
+    with pytest.raises(ValueError) as numpy_error:
+        f(x)
+    with pytest.raises(ValueError) as traced_error:
+        _traced_value(f, x)
+    assert str(traced_error.value) == str(numpy_error.value)

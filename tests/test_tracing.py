@@ -518,6 +518,44 @@ def test_odd_reflection_in_pad_is_refused_by_name():
     assert "only reflect_type='even'" in message
 
 
+def test_writes_into_sliding_windows_are_refused_as_numpy_refuses_them():
+    def into_windows(x):
+        w = np.lib.stride_tricks.sliding_window_view(x, 2)
+        w[0, 1] = 5.0
+        return w
+
+    def into_a_window(x):
+        w = np.lib.stride_tricks.sliding_window_view(x, 2)
+        row = w[1]
+        row += 1.0
+        return w
+
+    def into_writeable_windows(x):
+        w = np.lib.stride_tricks.sliding_window_view(x, 2, writeable=True)
+        np.put(w, [0], 5.0)
+        return w
+
+    with pytest.raises(ValueError, match="read-only"):
+        into_windows(np.array([0.1, 0.2, 0.3]))
+    message = _escape_site(into_windows, "w[0, 1] = 5.0", TracingError)
+    assert "sliding_window_view are read-only, as in NumPy" in message and ".copy()" in message
+    message = _escape_site(into_a_window, "row += 1.0", TracingError)
+    assert "sliding_window_view are read-only, as in NumPy" in message
+    message = _escape_site(into_writeable_windows, "np.put(w, [0], 5.0)", TracingError)
+    assert "writeable=True) is not supported by jaccli" in message and "write into x" in message
+
+
+def test_a_copy_of_sliding_windows_can_be_written():
+    def f(x):
+        w = np.lib.stride_tricks.sliding_window_view(x, 2).copy()
+        w[0, 1] = x[0] ** 2
+        return w
+
+    x = np.array([0.1, 0.2, 0.3])
+    np.testing.assert_array_equal(Recording(f, [x], [0]).outputs[0], f(x))
+    np.testing.assert_allclose(np.asarray(jacobian(f, x)).reshape(2, 2, 3), central_diff(f, x), rtol=1e-7, atol=1e-9)
+
+
 def test_array_attributes_and_builtins_that_numpy_code_uses_work_on_traced_arrays():
     def f(x):
         a = x.reshape(2, 3) * 2.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import weakref
 from typing import Any
 
 import numpy as np
@@ -183,6 +184,27 @@ def _addresses(a: np.ndarray) -> np.ndarray:
     for axis, (n, stride) in enumerate(zip(a.shape, a.strides)):
         out += (np.arange(n, dtype=np.intp) * stride).reshape((n,) + (1,) * (a.ndim - axis - 1))
     return out
+
+
+# Traced arrays NumPy gives read-only (the windows of sliding_window_view), by id: a weak reference
+# to the array and the message that a write into it, or into a view of it, raises.
+_READ_ONLY: dict[int, tuple[weakref.ref, str]] = {}
+
+
+def mark_read_only(x: "Tracer", message: str) -> "Tracer":
+    """Refuse writes into x and into its views (x[0] = v, x += v, np.put(x, ...)) with `message`."""
+    key = id(x)
+    _READ_ONLY[key] = (weakref.ref(x, lambda _, key=key: _READ_ONLY.pop(key, None)), message)
+    return x
+
+
+def _read_only_message(x: "Tracer") -> str | None:
+    while x is not None:
+        entry = _READ_ONLY.get(id(x))
+        if entry is not None and entry[0]() is x:
+            return entry[1]
+        x = x._base
+    return None
 
 
 _IN_PLACE = {"partition", "sort", "put", "fill", "resize", "setfield", "itemset", "byteswap", "setflags"}
@@ -401,6 +423,9 @@ class Tracer:
         """
         if type(new) is not Tracer:
             raise TracingError("an in-place update turned a traced array into a constant", user_site(3))
+        read_only = _read_only_message(self)
+        if read_only is not None:
+            raise TracingError(read_only, user_site(3))
         trace, old = self._trace, peek(self)
         self._value, self._node, self._idx, self._trace = new._value, new._node, new._idx, new._trace
         base, site = self._base, None

@@ -62,3 +62,33 @@ def test_sliding_window_view_refuses_a_window_larger_than_the_axis_as_numpy_does
     with pytest.raises(ValueError) as traced_error:
         _traced_value(f, x)
     assert str(traced_error.value) == str(numpy_error.value)
+
+
+@pytest.mark.parametrize("func", [np.triu_indices_from, np.tril_indices_from], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("shape, k", [((3, 3), 0), ((3, 5), 1), ((4, 2), -1), ((2, 3), 7), ((0, 0), 0)], ids=str)
+def test_triangle_indices_from_a_traced_array_are_numpys_plain_arrays(func, shape, k):
+    seen = []
+
+    def f(x):
+        rows, cols = func(x, k=k)
+        seen.append((rows, cols))
+        return x[rows, cols] ** 2
+
+    x = np.arange(float(np.prod(shape))).reshape(shape)
+    Recording(f, [x], [0])
+    rows, cols = seen[0]
+    want_rows, want_cols = func(x, k)
+    assert type(rows) is np.ndarray and type(cols) is np.ndarray
+    assert rows.dtype == want_rows.dtype and cols.dtype == want_cols.dtype
+    np.testing.assert_array_equal(rows, want_rows)
+    np.testing.assert_array_equal(cols, want_cols)
+
+
+@pytest.mark.parametrize("func", [np.triu_indices_from, np.tril_indices_from], ids=lambda f: f.__name__)
+def test_triangle_indices_from_refuse_what_numpy_refuses(func):
+    x = np.arange(3.0)
+    with pytest.raises(ValueError) as numpy_error:
+        func(x)
+    with pytest.raises(ValueError) as traced_error:
+        _traced_value(func, x)
+    assert str(traced_error.value) == str(numpy_error.value)

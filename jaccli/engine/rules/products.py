@@ -111,7 +111,7 @@ matmul.defjvp(_matmul_jvp_a, _matmul_jvp_b)
 
 def _matmul_handler(x1, x2, /, out=None, **kw):
     if np.ndim(x1) == 0 or np.ndim(x2) == 0:
-        raise ValueError("matmul: Input operand does not have enough dimensions")
+        np.matmul(np.zeros(np.shape(x1)), np.zeros(np.shape(x2)))  # raises NumPy's own error
     return matmul(x1, x2)
 
 
@@ -185,6 +185,8 @@ def _kron(a, b):
 
 
 def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    if np.ndim(a) < 2:
+        np.trace(np.zeros(np.shape(a)), offset, axis1, axis2)  # raises NumPy's own error
     moved = np.moveaxis(a, (axis1, axis2), (-2, -1))
     n1, n2 = np.shape(moved)[-2:]
     rows = np.arange(max(0, -offset), max(0, min(n1, n2 - offset)))

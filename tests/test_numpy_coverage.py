@@ -92,3 +92,60 @@ def test_triangle_indices_from_refuse_what_numpy_refuses(func):
     with pytest.raises(ValueError) as traced_error:
         _traced_value(func, x)
     assert str(traced_error.value) == str(numpy_error.value)
+
+
+# np.linalg's array-API functions, in the forms whose semantics differ from the np.* functions.
+LINALG_CALLS = {
+    "matmul": lambda x: np.linalg.matmul(x, x.mT),
+    "matmul vector": lambda x: np.linalg.matmul(x[0, 0], x[1].T),
+    "tensordot": lambda x: np.linalg.tensordot(x, x, axes=([1, 2], [1, 2])),
+    "tensordot default": lambda x: np.linalg.tensordot(x[0], x[1]),
+    "trace": lambda x: np.linalg.trace(x),
+    "trace offset": lambda x: np.linalg.trace(x, offset=-1),
+    "trace of a matrix": lambda x: np.linalg.trace(x[1], offset=2),
+    "diagonal": lambda x: np.linalg.diagonal(x),
+    "diagonal offset": lambda x: np.linalg.diagonal(x, offset=1),
+    "matrix_transpose": lambda x: np.linalg.matrix_transpose(x),
+    "outer": lambda x: np.linalg.outer(x[0, 0], x[1, 2]),
+    "vecdot": lambda x: np.linalg.vecdot(x, x[::-1]),
+    "vecdot axis": lambda x: np.linalg.vecdot(x, x, axis=0),
+    "vector_norm": lambda x: np.linalg.vector_norm(x),
+    "vector_norm axes": lambda x: np.linalg.vector_norm(x, axis=(0, 2), keepdims=True, ord=3),
+    "vector_norm inf": lambda x: np.linalg.vector_norm(x, axis=-1, ord=np.inf),
+    "matrix_norm": lambda x: np.linalg.matrix_norm(x),
+    "matrix_norm nuc": lambda x: np.linalg.matrix_norm(x, ord="nuc", keepdims=True),
+    "matrix_norm 1": lambda x: np.linalg.matrix_norm(x, ord=1),
+    "matrix_norm -2": lambda x: np.linalg.matrix_norm(x, ord=-2),
+    "cross": lambda x: np.linalg.cross(x[:, :, :3], x[::-1, :, 1:]),
+    "cross axis": lambda x: np.linalg.cross(x[:, :, 0].T, x[:, :, 1].T, axis=0),
+    "svdvals": lambda x: np.linalg.svdvals(x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINALG_CALLS))
+def test_linalg_array_api_functions_give_numpys_values(name):
+    x = np.random.default_rng(3).uniform(-1, 1, (2, 3, 4))
+    f = LINALG_CALLS[name]
+    want = f(x)
+    got = _traced_value(f, x)
+    assert np.shape(got) == np.shape(want)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-14)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: np.linalg.trace(x[0, 0]),                  # needs at least two dimensions
+    lambda x: np.linalg.diagonal(x[0, 0]),
+    lambda x: np.linalg.outer(x[0], x[1, 0]),           # 1-D only, unlike np.outer
+    lambda x: np.linalg.cross(x[0], x[1]),              # 3-component vectors only
+    lambda x: np.linalg.matmul(x[0, 0], 2.0),          # no scalars
+    lambda x: np.linalg.tensordot(x, x, 1),           # axes is keyword-only
+    lambda x: np.linalg.trace(x, 1),                   # offset is keyword-only
+], ids=["trace-1d", "diagonal-1d", "outer-2d", "cross-4", "matmul-scalar", "tensordot-positional-axes",
+        "trace-positional-offset"])
+def test_linalg_array_api_functions_refuse_what_numpy_refuses(call):
+    x = np.random.default_rng(3).uniform(-1, 1, (2, 3, 4))
+    with pytest.raises((ValueError, TypeError)) as numpy_error:
+        call(x)
+    with pytest.raises(type(numpy_error.value)) as traced_error:
+        _traced_value(call, x)
+    assert str(traced_error.value) == str(numpy_error.value)

@@ -209,3 +209,15 @@ if hasattr(np.linalg, "outer"):
                              f"x2.ndim={np.ndim(x2)}.")
         return _outer(x1, x2)
     register_derived(np.linalg.outer, _linalg_outer)
+
+
+# np.linalg's array-API duplicates of np.* functions act on fixed axes (trace and diagonal on the last
+# two, not the first two) and take their arguments positionally or by keyword only. NumPy's own body of
+# each is one call of the np.* function with those axes, which dispatches back to jaccli: running that
+# body gives NumPy's semantics and argument checks exactly.
+_LINALG_DUPLICATES = {"matmul": "np.matmul", "tensordot": "np.tensordot", "trace": "np.trace on the last two axes",
+                      "diagonal": "np.diagonal on the last two axes", "matrix_transpose": "np.matrix_transpose"}
+for _name, _same in _LINALG_DUPLICATES.items():
+    _body = getattr(getattr(np.linalg, _name, None), "_implementation", None)
+    if _body is not None:
+        register_derived(getattr(np.linalg, _name), _body, notes=f"as {_same}")

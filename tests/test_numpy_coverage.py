@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import jaccli
+
 from jaccli.engine.recording import Recording
 
 
@@ -149,3 +151,50 @@ def test_linalg_array_api_functions_refuse_what_numpy_refuses(call):
     with pytest.raises(type(numpy_error.value)) as traced_error:
         _traced_value(call, x)
     assert str(traced_error.value) == str(numpy_error.value)
+
+
+def _with_nans():
+    x = np.random.default_rng(0).uniform(-1, 1, (4, 5, 3))
+    x[0, 1, 2] = x[1, 3, 0] = np.nan
+    x[2, :, 1] = np.nan  # an all-NaN slice along axis 1
+    x[:, 4, :] = np.nan  # and along axes 0 and 2
+    return x
+
+
+NAN_ORDER_CALLS = {
+    "nanmedian": lambda a: np.nanmedian(a),
+    "nanmedian axis 0": lambda a: np.nanmedian(a, axis=0),
+    "nanmedian axis 1 keepdims": lambda a: np.nanmedian(a, axis=1, keepdims=True),
+    "nanmedian axes": lambda a: np.nanmedian(a, axis=(0, 2)),
+    "nanpercentile": lambda a: np.nanpercentile(a, [10, 50, 95], axis=1),
+    "nanpercentile scalar keepdims": lambda a: np.nanpercentile(a, 33, axis=-1, keepdims=True),
+    "nanquantile": lambda a: np.nanquantile(a, 0.3),
+    "nanquantile ends": lambda a: np.nanquantile(a, [0.0, 0.25, 1.0], axis=(1, 2), keepdims=True),
+}
+
+
+@pytest.mark.filterwarnings("ignore:All-NaN slice encountered")
+@pytest.mark.parametrize("name", sorted(NAN_ORDER_CALLS))
+def test_nan_order_statistics_give_numpys_values_and_nan_for_all_nan_slices(name):
+    x = _with_nans()
+    f = NAN_ORDER_CALLS[name]
+    want = f(x)
+    got = _traced_value(f, x)
+    assert np.shape(got) == np.shape(want)
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=0)  # NaN where NumPy has NaN
+
+
+@pytest.mark.filterwarnings("ignore:All-NaN slice encountered")
+def test_nan_entries_and_all_nan_slices_get_zero_derivative():
+    x = _with_nans()
+    f = lambda a: np.nanmedian(a, axis=1)  # noqa: E731
+    J = np.asarray(jaccli.jacobian(f, x)).reshape(f(x).size, x.size)
+    assert np.all(J[:, np.isnan(x).reshape(-1)] == 0)
+    assert np.all(J[np.isnan(f(x)).reshape(-1)] == 0)
+    assert np.all(np.isfinite(J))
+
+
+def test_nanquantile_of_float32_stays_float32_as_in_numpy():
+    x = _with_nans()[:, :4].astype(np.float32)
+    for f in (lambda a: np.nanquantile(a, 0.3, axis=0), lambda a: np.nanmedian(a, axis=-1)):
+        assert _traced_value(f, x).dtype == f(x).dtype == np.float32

@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     linalg_decomp,
     linalg_norm,
     meta,
+    nan_quantiles,
     numerics,
     products,
     reductions,

@@ -198,3 +198,8 @@ def test_nanquantile_of_float32_stays_float32_as_in_numpy():
     x = _with_nans()[:, :4].astype(np.float32)
     for f in (lambda a: np.nanquantile(a, 0.3, axis=0), lambda a: np.nanmedian(a, axis=-1)):
         assert _traced_value(f, x).dtype == f(x).dtype == np.float32
+
+
+def test_emath_sqrt_of_non_negative_inputs_gives_numpys_values():
+    x = np.array([0.0, 0.25, 2.0, 9.0])
+    np.testing.assert_array_equal(_traced_value(np.emath.sqrt, x), np.emath.sqrt(x))

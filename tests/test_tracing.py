@@ -500,6 +500,22 @@ def test_unsupported_numpy_function_names_itself_and_the_site():
     assert str(info.value) == f"{site}: np.fft.fft is not supported by jaccli; see 'jaccli ops'"
 
 
+def test_emath_sqrt_of_a_negative_input_is_refused_by_name():
+    def f(x):
+        return np.emath.sqrt(x - 0.25)
+
+    message = _escape_site(f, "np.emath.sqrt", UnsupportedOperationError)
+    assert "np.emath.sqrt of a negative input is complex" in message and "use np.sqrt" in message
+
+
+def test_unsupported_emath_functions_are_named_as_the_user_wrote_them():
+    def f(x):
+        return np.emath.log(x)
+
+    message = _escape_site(f, "np.emath.log", UnsupportedOperationError)
+    assert message.endswith(": np.emath.log is not supported by jaccli; see 'jaccli ops'")
+
+
 def test_unsupported_pad_modes_name_the_mode_and_the_supported_ones():
     def f(x):
         return np.pad(x, 1, mode="linear_ramp")

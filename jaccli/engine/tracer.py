@@ -28,7 +28,8 @@ def numpy_name(func: Any) -> str:
         return f"np.{func.__name__}"
     module = getattr(func, "__module__", "") or ""
     name = getattr(func, "__name__", repr(func))
-    for prefix, short in (("numpy.linalg", "np.linalg"), ("numpy.fft", "np.fft"), ("numpy.random", "np.random")):
+    for prefix, short in (("numpy.linalg", "np.linalg"), ("numpy.fft", "np.fft"), ("numpy.random", "np.random"),
+                          ("numpy.lib.scimath", "np.emath")):
         if module.startswith(prefix):
             return f"{short}.{name}"
     return f"np.{name}"

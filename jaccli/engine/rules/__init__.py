@@ -5,6 +5,7 @@ from . import (  # noqa: F401
     diagonals,
     einsum,
     elementwise,
+    emath,
     indexing,
     joining,
     linalg,

@@ -500,6 +500,15 @@ def test_unsupported_numpy_function_names_itself_and_the_site():
     assert str(info.value) == f"{site}: np.fft.fft is not supported by jaccli; see 'jaccli ops'"
 
 
+@pytest.mark.parametrize("options", [{}, {"otypes": [float]}, {"signature": "(n)->(n)"}], ids=str)
+def test_np_vectorize_is_refused_by_name_with_what_to_write_instead(options):
+    def f(x):
+        return np.vectorize(lambda t: t * 2 if t > 0 else -t, **options)(x)
+
+    message = _escape_site(f, "np.vectorize", TracingError)
+    assert "np.vectorize calls its function on plain values" in message and "array operations instead" in message
+
+
 def test_emath_sqrt_of_a_negative_input_is_refused_by_name():
     def f(x):
         return np.emath.sqrt(x - 0.25)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import sys
 import weakref
 from typing import Any
 
@@ -127,6 +128,18 @@ _INSTEAD = {
 def _escape(what: str, instead: str) -> TracingError:
     return TracingError(f"{what} takes a traced value out of jaccli's recording, so its derivative is lost; {instead}",
                         user_site(3))
+
+
+def _inside_np_vectorize() -> bool:
+    """Whether NumPy's np.vectorize is converting the inputs (the caller's caller's frames)."""
+    frame = sys._getframe(2)
+    for _ in range(8):
+        if frame is None:
+            return False
+        if isinstance(frame.f_locals.get("self"), np.vectorize):
+            return True
+        frame = frame.f_back
+    return False
 
 
 _TOO_HARD = getattr(np, "exceptions", np).TooHardError  # np.exceptions is NumPy >= 1.25
@@ -259,6 +272,10 @@ class Tracer:
         return handler(*args, **kwargs)
 
     def __array__(self, dtype=None, copy=None):
+        if _inside_np_vectorize():
+            raise TracingError("np.vectorize calls its function on plain values, outside jaccli's "
+                               "recording, so it cannot be differentiated; write the function with array "
+                               "operations instead (np.where(x > 0, a, b) for if/else)", user_site(2))
         raise _escape("converting to a plain NumPy array (np.array/np.asarray of a traced value, or writing it "
                       "into an array made with np.zeros/np.empty)",
                       "build arrays from the input with np.stack, np.concatenate or np.zeros_like(x), "

@@ -68,3 +68,17 @@ def test_clip_with_where_is_refused_by_name():
     # NumPy leaves the entries outside the mask undefined: there is no value to differentiate
     with pytest.raises(UnsupportedOperationError, match=r"np.clip with where= is not supported"):
         jaccli.grad(lambda x: np.clip(x, 0.0, 0.25, where=x > 0.15).sum(), X1)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: np.matmul(x, 2.0),
+    lambda x: 2.0 @ x,
+    lambda x: np.trace(x),
+    lambda x: np.trace(x[0], axis1=-1, axis2=0),
+], ids=["matmul-by-a-scalar", "scalar-matmul", "trace-of-a-vector", "trace-of-a-number"])
+def test_what_numpy_rejects_jaccli_rejects_with_numpys_message(call):
+    with pytest.raises(ValueError) as numpy_error:
+        call(X1)
+    with pytest.raises(ValueError) as traced_error:
+        np.asarray(jaccli.jacobian(call, X1))
+    assert str(traced_error.value) == str(numpy_error.value)

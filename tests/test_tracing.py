@@ -545,12 +545,85 @@ def test_unsupported_numpy_function_names_itself_and_the_site():
     assert str(info.value) == f"{site}: np.fft.fft is not supported by jaccli; see 'jaccli ops'"
 
 
-def test_pad_modes_other_than_constant_name_the_mode():
+@pytest.mark.parametrize("options", [{}, {"otypes": [float]}, {"signature": "(n)->(n)"}], ids=str)
+def test_np_vectorize_is_refused_by_name_with_what_to_write_instead(options):
     def f(x):
-        return np.pad(x, 1, mode="reflect")
+        return np.vectorize(lambda t: t * 2 if t > 0 else -t, **options)(x)
+
+    message = _escape_site(f, "np.vectorize", TracingError)
+    assert "np.vectorize calls its function on plain values" in message and "array operations instead" in message
+
+
+def test_emath_sqrt_of_a_negative_input_is_refused_by_name():
+    def f(x):
+        return np.emath.sqrt(x - 0.25)
+
+    message = _escape_site(f, "np.emath.sqrt", UnsupportedOperationError)
+    assert "np.emath.sqrt of a negative input is complex" in message and "use np.sqrt" in message
+
+
+def test_unsupported_emath_functions_are_named_as_the_user_wrote_them():
+    def f(x):
+        return np.emath.log(x)
+
+    message = _escape_site(f, "np.emath.log", UnsupportedOperationError)
+    assert message.endswith(": np.emath.log is not supported by jaccli; see 'jaccli ops'")
+
+
+def test_unsupported_pad_modes_name_the_mode_and_the_supported_ones():
+    def f(x):
+        return np.pad(x, 1, mode="linear_ramp")
 
     message = _escape_site(f, "np.pad", UnsupportedOperationError)
-    assert "mode='reflect'" in message and "mode='constant'" in message
+    assert "mode='linear_ramp' is not supported" in message
+    assert "'constant', 'edge', 'reflect', 'symmetric', 'wrap'" in message
+
+
+def test_odd_reflection_in_pad_is_refused_by_name():
+    def f(x):
+        return np.pad(x, 1, mode="symmetric", reflect_type="odd")
+
+    message = _escape_site(f, "np.pad", UnsupportedOperationError)
+    assert "mode='symmetric', reflect_type='odd' is not supported" in message
+    assert "only reflect_type='even'" in message
+
+
+def test_writes_into_sliding_windows_are_refused_as_numpy_refuses_them():
+    def into_windows(x):
+        w = np.lib.stride_tricks.sliding_window_view(x, 2)
+        w[0, 1] = 5.0
+        return w
+
+    def into_a_window(x):
+        w = np.lib.stride_tricks.sliding_window_view(x, 2)
+        row = w[1]
+        row += 1.0
+        return w
+
+    def into_writeable_windows(x):
+        w = np.lib.stride_tricks.sliding_window_view(x, 2, writeable=True)
+        np.put(w, [0], 5.0)
+        return w
+
+    with pytest.raises(ValueError, match="read-only"):
+        into_windows(np.array([0.1, 0.2, 0.3]))
+    message = _escape_site(into_windows, "w[0, 1] = 5.0", TracingError)
+    assert "sliding_window_view are read-only, as in NumPy" in message and ".copy()" in message
+    message = _escape_site(into_a_window, "row += 1.0", TracingError)
+    assert "sliding_window_view are read-only, as in NumPy" in message
+    message = _escape_site(into_writeable_windows, "np.put(w, [0], 5.0)", TracingError)
+    assert "writeable=True) is not supported by jaccli" in message and "write into x" in message
+
+
+def test_a_copy_of_sliding_windows_can_be_written():
+    def f(x):
+        w = np.lib.stride_tricks.sliding_window_view(x, 2).copy()
+        w[0, 1] = x[0] ** 2
+        return w
+
+    x = np.array([0.1, 0.2, 0.3])
+    np.testing.assert_array_equal(Recording(f, [x], [0]).outputs[0], f(x))
+    np.testing.assert_allclose(np.asarray(jacobian(f, x)).reshape(2, 2, 3), central_diff(f, x), rtol=1e-7, atol=1e-9)
 
 
 def test_array_attributes_and_builtins_that_numpy_code_uses_work_on_traced_arrays():

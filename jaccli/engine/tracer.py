@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import sys
+import weakref
 from typing import Any
 
 import numpy as np
@@ -27,7 +29,8 @@ def numpy_name(func: Any) -> str:
         return f"np.{func.__name__}"
     module = getattr(func, "__module__", "") or ""
     name = getattr(func, "__name__", repr(func))
-    for prefix, short in (("numpy.linalg", "np.linalg"), ("numpy.fft", "np.fft"), ("numpy.random", "np.random")):
+    for prefix, short in (("numpy.linalg", "np.linalg"), ("numpy.fft", "np.fft"), ("numpy.random", "np.random"),
+                          ("numpy.lib.scimath", "np.emath")):
         if module.startswith(prefix):
             return f"{short}.{name}"
     return f"np.{name}"
@@ -170,6 +173,18 @@ def _escape(what: str, instead: str) -> TracingError:
                         user_site(3))
 
 
+def _inside_np_vectorize() -> bool:
+    """Whether NumPy's np.vectorize is converting the inputs (the caller's caller's frames)."""
+    frame = sys._getframe(2)
+    for _ in range(8):
+        if frame is None:
+            return False
+        if isinstance(frame.f_locals.get("self"), np.vectorize):
+            return True
+        frame = frame.f_back
+    return False
+
+
 _TOO_HARD = getattr(np, "exceptions", np).TooHardError  # np.exceptions is NumPy >= 1.25
 
 
@@ -228,6 +243,27 @@ def _addresses(a: np.ndarray) -> np.ndarray:
     return out
 
 
+# Traced arrays NumPy gives read-only (the windows of sliding_window_view), by id: a weak reference
+# to the array and the message that a write into it, or into a view of it, raises.
+_READ_ONLY: dict[int, tuple[weakref.ref, str]] = {}
+
+
+def mark_read_only(x: "Tracer", message: str) -> "Tracer":
+    """Refuse writes into x and into its views (x[0] = v, x += v, np.put(x, ...)) with `message`."""
+    key = id(x)
+    _READ_ONLY[key] = (weakref.ref(x, lambda _, key=key: _READ_ONLY.pop(key, None)), message)
+    return x
+
+
+def _read_only_message(x: "Tracer") -> str | None:
+    while x is not None:
+        entry = _READ_ONLY.get(id(x))
+        if entry is not None and entry[0]() is x:
+            return entry[1]
+        x = x._base
+    return None
+
+
 _IN_PLACE = {"partition", "sort", "put", "fill", "resize", "setfield", "itemset", "byteswap", "setflags"}
 
 
@@ -283,6 +319,10 @@ class Tracer:
         return handler(*args, **kwargs)
 
     def __array__(self, dtype=None, copy=None):
+        if _inside_np_vectorize():
+            raise TracingError("np.vectorize calls its function on plain values, outside jaccli's "
+                               "recording, so it cannot be differentiated; write the function with array "
+                               "operations instead (np.where(x > 0, a, b) for if/else)", user_site(2))
         raise _escape("converting to a plain NumPy array (np.array/np.asarray of a traced value outside f's own "
                       "module, a list holding traced values where jaccli cannot see it, or writing a traced "
                       "value into an array made with np.zeros/np.empty)",
@@ -449,6 +489,9 @@ class Tracer:
         """
         if type(new) is not Tracer:
             raise TracingError("an in-place update turned a traced array into a constant", user_site(3))
+        read_only = _read_only_message(self)
+        if read_only is not None:
+            raise TracingError(read_only, user_site(3))
         trace, old = self._trace, peek(self)
         self._value, self._node, self._idx, self._trace = new._value, new._node, new._idx, new._trace
         base, site = self._base, None

@@ -17,6 +17,8 @@ CASES = [
     Case("np.float_power", lambda x, y: np.float_power(x, y), (pos(3), r(3)), wrt=(0, 1)),
     Case("np.square", np.square, (r(2, 3),)),
     Case("np.sqrt", np.sqrt, (pos(4),)),
+    Case("np.emath.sqrt", np.emath.sqrt, (pos(4),), order=3),
+    Case("np.emath.sqrt", lambda x: np.emath.sqrt(x * x[::-1, :1]) * x, (pos(3, 2),), id="emath-sqrt-broadcast"),
     Case("np.cbrt", np.cbrt, (pos(4),)),
     Case("np.reciprocal", np.reciprocal, (pos(4),)),
     Case("np.absolute", np.abs, (r(6),)),

@@ -26,6 +26,14 @@ def _cross_2d(a, b):
         return np.concatenate([np.cross(a, b).ravel(), np.cross(b, a).ravel(), np.cross(a[:, :2], b).ravel()])
 
 
+def with_nans(x, *where):
+    """x with NaN at the given places."""
+    x = x.copy()
+    for i in where:
+        x[i] = np.nan
+    return x
+
+
 CASES = [
     # diff and ediff1d
     Case("np.diff", lambda x: np.diff(x) ** 2, (r(6),), order=3),
@@ -106,6 +114,21 @@ CASES = [
          id="percentile-traced-q"),
     Case("np.quantile", lambda x: np.quantile(x, [0.3, 0.9], axis=-1, keepdims=True), (r(2, 5),)),
     Case("np.quantile", lambda x: np.quantile(x, 0.55, axis=(0, 1)), (r(2, 3, 2),), id="quantile-axes"),
+    # the NaN-ignoring order statistics: NaN entries sit at fixed places in the input (never a whole slice)
+    Case("np.nanmedian", np.nanmedian, (with_nans(r(8), 2, 5),), order=3),
+    Case("np.nanmedian", lambda x: np.nanmedian(x, axis=0) ** 2, (with_nans(r(5, 3), (0, 1), (3, 1), (4, 2)),),
+         id="nanmedian-axis-0"),
+    Case("np.nanmedian", lambda x: np.nanmedian(x ** 3, axis=(0, 2), keepdims=True),
+         (with_nans(r(3, 2, 3), (0, 0, 1), (2, 1, 0)),), id="nanmedian-axes-keepdims"),
+    Case("np.nanpercentile", lambda x: np.nanpercentile(x, [10, 37.5, 90]), (with_nans(r(9), 0, 4),), order=3),
+    Case("np.nanpercentile", lambda x, q: np.nanpercentile(x, q, axis=1), (with_nans(r(3, 6), (0, 2), (2, 5)),
+         np.array([23.0, 65.0])), wrt=(0, 1), id="nanpercentile-traced-q"),
+    Case("np.nanpercentile", lambda x: np.nanpercentile(x, 40, axis=-1, keepdims=True), (with_nans(r(2, 5), (1, 0)),),
+         id="nanpercentile-scalar-keepdims"),
+    Case("np.nanquantile", lambda x: np.nanquantile(x, [0.3, 0.9], axis=-1, keepdims=True),
+         (with_nans(r(2, 5), (0, 3), (1, 1), (1, 4)),)),
+    Case("np.nanquantile", lambda x, q: np.nanquantile(x, q, axis=(0, 1)), (with_nans(r(2, 3, 2), (1, 2, 0)),
+         np.float64(0.55)), wrt=(0, 1), id="nanquantile-axes-traced-q"),
 ]
 
 if hasattr(np, "trapz"):  # removed in NumPy 2.4

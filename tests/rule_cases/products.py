@@ -4,6 +4,24 @@ import numpy as np
 
 from . import Case, r
 
+L = "np.linalg."
+# np.linalg's array-API duplicates of np.* functions (NumPy >= 2): trace and diagonal on the last two axes.
+LINALG_DUPLICATES = [
+    Case(L + "matmul", lambda x, y: np.linalg.matmul(x, y), (r(2, 3, 4), r(4, 2)), wrt=(0, 1), order=3),
+    Case(L + "matmul", lambda x, y: np.linalg.matmul(x, y) ** 2, (r(4), r(2, 4, 3)), wrt=(0, 1),
+         id="linalg-matmul-vector-broadcast"),
+    Case(L + "tensordot", lambda x, y: np.linalg.tensordot(x, y), (r(2, 3, 4), r(3, 4, 2)), wrt=(0, 1)),
+    Case(L + "tensordot", lambda x, y: np.sin(np.linalg.tensordot(x, y, axes=([0], [1]))), (r(3, 2), r(2, 3)),
+         wrt=(0, 1), id="linalg-tensordot-axes"),
+    Case(L + "trace", lambda x: np.linalg.trace(x) ** 2, (r(2, 3, 3),), order=3),
+    Case(L + "trace", lambda x: np.sin(np.linalg.trace(x, offset=-1)), (r(3, 4),), id="linalg-trace-offset"),
+    Case(L + "trace", lambda x: np.linalg.trace(x @ x, offset=1) * x[:, 0, 0], (r(2, 3, 3),),
+         id="linalg-trace-batched-product"),
+    Case(L + "diagonal", lambda x: np.linalg.diagonal(x) ** 2, (r(2, 3, 4),)),
+    Case(L + "diagonal", lambda x: np.cos(np.linalg.diagonal(x, offset=2)), (r(4, 3, 5),), id="linalg-diagonal-offset"),
+    Case(L + "matrix_transpose", lambda x: np.linalg.matrix_transpose(x) * x[0, :, :1].T, (r(2, 3, 2),)),
+]
+
 CASES = [
     # matmul: vectors, matrices, stacks and broadcast stacks on either side
     Case("np.matmul", np.matmul, (r(3, 4), r(4, 2)), wrt=(0, 1), id="matmul-2d-2d"),
@@ -84,4 +102,5 @@ CASES = [
     *([Case("np.linalg.vecdot", lambda x, y: np.linalg.vecdot(x, y, axis=0), (r(3, 2), r(3, 1)), wrt=(0, 1))]
       if hasattr(np.linalg, "vecdot") else []),
     *([Case("np.linalg.outer", np.linalg.outer, (r(3), r(2)), wrt=(0, 1))] if hasattr(np.linalg, "outer") else []),
+    *(LINALG_DUPLICATES if hasattr(np.linalg, "trace") else []),
 ]

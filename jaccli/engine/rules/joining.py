@@ -11,7 +11,7 @@ from ..core import user_site
 from ..registry import family, primitive, register, register_derived
 from ..tracer import Tracer
 from ._util import axis_index, dtype_of
-from .indexing import get_basic, getitem, scatter_basic
+from .indexing import gather, get_basic, getitem, positions, rearrange, scatter_basic
 from .shape import reshape
 
 family("joining")
@@ -216,13 +216,21 @@ register_derived(np.dsplit, _split_needing(3, 2, "dsplit"), uses=(get_basic,))
 
 
 # ---------------------------------------------------------------------------
-# pad (mode='constant'): the input scattered into the middle of the padded constant
+# pad: mode='constant' scatters the input into the middle of the padded constant; the modes that
+# copy elements of the input (edge, reflect, symmetric, wrap) are one gather of the positions
+# NumPy's own np.pad gives, so every pad_width form and corner case is NumPy's.
 # ---------------------------------------------------------------------------
+_GATHER_MODES = ("edge", "reflect", "symmetric", "wrap")
+_PAD_MODES = ", ".join(repr(m) for m in ("constant",) + _GATHER_MODES)
+
+
 def _pad(array, pad_width, mode="constant", **kwargs):
+    if isinstance(mode, str) and mode in _GATHER_MODES:
+        return _pad_gather(array, pad_width, mode, kwargs)
     if mode != "constant":
         shown = mode if isinstance(mode, str) else getattr(mode, "__name__", repr(mode))
-        raise UnsupportedOperationError(f"np.pad with mode={shown!r} is not supported by jaccli; only "
-                                        "mode='constant' is; see 'jaccli ops'", user_site(2))
+        raise UnsupportedOperationError(f"np.pad with mode={shown!r} is not supported by jaccli; supported modes: "
+                                        f"{_PAD_MODES}; see 'jaccli ops'", user_site(2))
     values = kwargs.pop("constant_values", 0)
     if kwargs:
         raise ValueError(f"unsupported keyword arguments for mode 'constant': {set(kwargs)}")
@@ -249,5 +257,14 @@ def _pad(array, pad_width, mode="constant", **kwargs):
     return inner + border if np.any(border) else inner
 
 
-register_derived(np.pad, _pad, uses=(scatter_basic,),
-                 notes="mode='constant' only (constant_values may be traced if scalar)")
+def _pad_gather(array, pad_width, mode, kwargs):
+    if mode in ("reflect", "symmetric") and kwargs.get("reflect_type", "even") != "even":
+        # 'odd' pads 2 * edge - reflection, not a copy of the input: not a gather.
+        raise UnsupportedOperationError(f"np.pad with mode={mode!r}, reflect_type={kwargs['reflect_type']!r} is not "
+                                        "supported by jaccli; only reflect_type='even' is", user_site(3))
+    return rearrange(array, np.pad(positions(np.shape(array)), pad_width, mode=mode, **kwargs))
+
+
+register_derived(np.pad, _pad, uses=(scatter_basic, gather),
+                 notes="modes 'constant' (constant_values may be traced if scalar), 'edge', 'reflect' and "
+                       "'symmetric' (reflect_type='even'), 'wrap'; repeated elements accumulate")

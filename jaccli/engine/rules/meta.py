@@ -37,6 +37,15 @@ def _holds_traced(a) -> bool:
 register(np.shape, lambda a: a.shape if hasattr(a, "shape") else np.shape(peek(a)), kind="nondiff")
 register(np.ndim, lambda a: a.ndim if hasattr(a, "ndim") else np.ndim(peek(a)), kind="nondiff")
 register(np.size, lambda a, axis=None: np.size(peek(a), axis), kind="nondiff")
+
+
+def _indices_from(func):
+    # NumPy's own function on a stand-in of the same shape (no memory): its checks and its results.
+    return lambda arr, k=0: func(np.broadcast_to(np.zeros((), dtype=bool), np.shape(arr)), k)
+
+
+for _f in (np.triu_indices_from, np.tril_indices_from):
+    register(_f, _indices_from(_f), kind="nondiff", notes="integer index arrays from the shape: no derivative")
 for _f in (np.argmax, np.argmin, np.argsort, np.nonzero, np.flatnonzero, np.count_nonzero, np.any, np.all,
            np.isclose, np.allclose, np.array_equal, np.searchsorted, np.iscomplexobj, np.isrealobj,
            np.isreal, np.iscomplex, np.argwhere, np.result_type, np.can_cast, np.min_scalar_type,

@@ -111,7 +111,7 @@ matmul.defjvp(_matmul_jvp_a, _matmul_jvp_b)
 
 def _matmul_handler(x1, x2, /, out=None, **kw):
     if np.ndim(x1) == 0 or np.ndim(x2) == 0:
-        raise ValueError("matmul: Input operand does not have enough dimensions")
+        np.matmul(np.zeros(np.shape(x1)), np.zeros(np.shape(x2)))  # raises NumPy's own error
     return matmul(x1, x2)
 
 
@@ -185,6 +185,8 @@ def _kron(a, b):
 
 
 def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    if np.ndim(a) < 2:
+        np.trace(np.zeros(np.shape(a)), offset, axis1, axis2)  # raises NumPy's own error
     moved = np.moveaxis(a, (axis1, axis2), (-2, -1))
     n1, n2 = np.shape(moved)[-2:]
     rows = np.arange(max(0, -offset), max(0, min(n1, n2 - offset)))
@@ -207,3 +209,15 @@ if hasattr(np.linalg, "outer"):
                              f"x2.ndim={np.ndim(x2)}.")
         return _outer(x1, x2)
     register_derived(np.linalg.outer, _linalg_outer)
+
+
+# np.linalg's array-API duplicates of np.* functions act on fixed axes (trace and diagonal on the last
+# two, not the first two) and take their arguments positionally or by keyword only. NumPy's own body of
+# each is one call of the np.* function with those axes, which dispatches back to jaccli: running that
+# body gives NumPy's semantics and argument checks exactly.
+_LINALG_DUPLICATES = {"matmul": "np.matmul", "tensordot": "np.tensordot", "trace": "np.trace on the last two axes",
+                      "diagonal": "np.diagonal on the last two axes", "matrix_transpose": "np.matrix_transpose"}
+for _name, _same in _LINALG_DUPLICATES.items():
+    _body = getattr(getattr(np.linalg, _name, None), "_implementation", None)
+    if _body is not None:
+        register_derived(getattr(np.linalg, _name), _body, notes=f"as {_same}")

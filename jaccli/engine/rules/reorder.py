@@ -1,4 +1,4 @@
-"""Rules for functions that reorder elements: flip, rot90, roll and sort (views or one gather)."""
+"""Rules for functions that reorder or copy out elements: flip, rot90, roll, sort, sliding windows."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 from ...errors import UnsupportedOperationError
 from ..core import user_site
 from ..registry import family, register, register_derived
-from ..tracer import guarded
+from ..tracer import guarded, mark_read_only
 from ._util import axis_index, norm_axes
 from .indexing import gather, get_basic, getitem, positions, rearrange
 from .shape import transpose
@@ -83,6 +83,24 @@ def _sort(a, axis=-1, kind=None, order=None, *, stable=None):
 
 
 register_derived(np.roll, _roll, uses=(gather,))
+
+
+_WINDOWS = "np.lib.stride_tricks.sliding_window_view"
+
+
+def _sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=False):
+    windows = rearrange(x, np.lib.stride_tricks.sliding_window_view(positions(np.shape(x)), window_shape, axis))
+    if writeable:
+        # NumPy's writeable windows write through to x and to every window that overlaps.
+        return mark_read_only(windows, f"a write into {_WINDOWS}(..., writeable=True) is not supported by jaccli "
+                                       "(NumPy writes through to x and to the overlapping windows); write into x, "
+                                       "then take the windows")
+    return mark_read_only(windows, f"the windows of {_WINDOWS} are read-only, as in NumPy (they share memory); "
+                                   "write into a copy instead (w = sliding_window_view(x, n).copy())")
+
+
+register_derived(np.lib.stride_tricks.sliding_window_view, _sliding_window_view, uses=(gather,),
+                 name=_WINDOWS, notes="a gather: overlapping windows accumulate; read-only, as in NumPy")
 register_derived(np.sort, _sort, uses=(gather,),
                  notes="a gather by the stable argsort permutation: tied values keep their original order")
 

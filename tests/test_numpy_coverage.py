@@ -1,0 +1,205 @@
+"""NumPy functions built from other supported operations: their values are NumPy's own, and what
+they refuse, NumPy refuses too (their derivatives are checked by the rules table)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jaccli
+
+from jaccli.engine.recording import Recording
+
+
+def _traced_value(f, x):
+    return Recording(f, [x], [0]).outputs[0]
+
+
+PAD_WIDTHS = [1, (2,), (1, 3), [(0, 2), (3, 1)], ((4, 0),), {1: (5, 2)}, {0: 3, -1: (0, 1)}]
+
+
+@pytest.mark.parametrize("mode", ["edge", "reflect", "symmetric", "wrap"])
+@pytest.mark.parametrize("width", PAD_WIDTHS, ids=str)
+def test_pad_copy_modes_give_numpys_values(mode, width):
+    x = np.arange(6.0).reshape(2, 3) ** 1.5
+    f = lambda a: np.pad(a, width, mode=mode)  # noqa: E731
+    np.testing.assert_array_equal(_traced_value(f, x), f(x))
+
+
+@pytest.mark.parametrize("call", [
+    lambda a: np.pad(a[:0], 1, mode="reflect"),              # an empty axis cannot be reflected
+    lambda a: np.pad(a, 1, mode="edge", constant_values=0),  # a keyword the mode does not take
+    lambda a: np.pad(a, -1, mode="wrap"),
+], ids=["empty-axis", "keyword", "negative-width"])
+def test_pad_copy_modes_refuse_what_numpy_refuses(call):
+    x = np.arange(3.0)
+    with pytest.raises(ValueError) as numpy_error:
+        call(x)
+    with pytest.raises(ValueError) as traced_error:
+        _traced_value(call, x)
+    assert str(traced_error.value) == str(numpy_error.value)
+
+
+WINDOW_CALLS = {
+    "int": dict(window_shape=3, axis=1),
+    "tuple": dict(window_shape=(2, 2)),
+    "axis": dict(window_shape=2, axis=0),
+    "negative axes": dict(window_shape=(2, 3), axis=(-1, -2)),
+    "axis twice": dict(window_shape=(2, 2), axis=(1, 1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WINDOW_CALLS))
+def test_sliding_window_view_gives_numpys_values(name):
+    x = np.arange(20.0).reshape(4, 5) ** 1.5
+    f = lambda a: np.lib.stride_tricks.sliding_window_view(a, **WINDOW_CALLS[name])  # noqa: E731
+    np.testing.assert_array_equal(_traced_value(f, x), f(x))
+
+
+def test_sliding_window_view_refuses_a_window_larger_than_the_axis_as_numpy_does():
+    f = lambda a: np.lib.stride_tricks.sliding_window_view(a, 4)  # noqa: E731
+    x = np.arange(3.0)
+    with pytest.raises(ValueError) as numpy_error:
+        f(x)
+    with pytest.raises(ValueError) as traced_error:
+        _traced_value(f, x)
+    assert str(traced_error.value) == str(numpy_error.value)
+
+
+@pytest.mark.parametrize("func", [np.triu_indices_from, np.tril_indices_from], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("shape, k", [((3, 3), 0), ((3, 5), 1), ((4, 2), -1), ((2, 3), 7), ((0, 0), 0)], ids=str)
+def test_triangle_indices_from_a_traced_array_are_numpys_plain_arrays(func, shape, k):
+    seen = []
+
+    def f(x):
+        rows, cols = func(x, k=k)
+        seen.append((rows, cols))
+        return x[rows, cols] ** 2
+
+    x = np.arange(float(np.prod(shape))).reshape(shape)
+    Recording(f, [x], [0])
+    rows, cols = seen[0]
+    want_rows, want_cols = func(x, k)
+    assert type(rows) is np.ndarray and type(cols) is np.ndarray
+    assert rows.dtype == want_rows.dtype and cols.dtype == want_cols.dtype
+    np.testing.assert_array_equal(rows, want_rows)
+    np.testing.assert_array_equal(cols, want_cols)
+
+
+@pytest.mark.parametrize("func", [np.triu_indices_from, np.tril_indices_from], ids=lambda f: f.__name__)
+def test_triangle_indices_from_refuse_what_numpy_refuses(func):
+    x = np.arange(3.0)
+    with pytest.raises(ValueError) as numpy_error:
+        func(x)
+    with pytest.raises(ValueError) as traced_error:
+        _traced_value(func, x)
+    assert str(traced_error.value) == str(numpy_error.value)
+
+
+# np.linalg's array-API functions, in the forms whose semantics differ from the np.* functions.
+LINALG_CALLS = {
+    "matmul": lambda x: np.linalg.matmul(x, x.mT),
+    "matmul vector": lambda x: np.linalg.matmul(x[0, 0], x[1].T),
+    "tensordot": lambda x: np.linalg.tensordot(x, x, axes=([1, 2], [1, 2])),
+    "tensordot default": lambda x: np.linalg.tensordot(x[0], x[1]),
+    "trace": lambda x: np.linalg.trace(x),
+    "trace offset": lambda x: np.linalg.trace(x, offset=-1),
+    "trace of a matrix": lambda x: np.linalg.trace(x[1], offset=2),
+    "diagonal": lambda x: np.linalg.diagonal(x),
+    "diagonal offset": lambda x: np.linalg.diagonal(x, offset=1),
+    "matrix_transpose": lambda x: np.linalg.matrix_transpose(x),
+    "outer": lambda x: np.linalg.outer(x[0, 0], x[1, 2]),
+    "vecdot": lambda x: np.linalg.vecdot(x, x[::-1]),
+    "vecdot axis": lambda x: np.linalg.vecdot(x, x, axis=0),
+    "vector_norm": lambda x: np.linalg.vector_norm(x),
+    "vector_norm axes": lambda x: np.linalg.vector_norm(x, axis=(0, 2), keepdims=True, ord=3),
+    "vector_norm inf": lambda x: np.linalg.vector_norm(x, axis=-1, ord=np.inf),
+    "matrix_norm": lambda x: np.linalg.matrix_norm(x),
+    "matrix_norm nuc": lambda x: np.linalg.matrix_norm(x, ord="nuc", keepdims=True),
+    "matrix_norm 1": lambda x: np.linalg.matrix_norm(x, ord=1),
+    "matrix_norm -2": lambda x: np.linalg.matrix_norm(x, ord=-2),
+    "cross": lambda x: np.linalg.cross(x[:, :, :3], x[::-1, :, 1:]),
+    "cross axis": lambda x: np.linalg.cross(x[:, :, 0].T, x[:, :, 1].T, axis=0),
+    "svdvals": lambda x: np.linalg.svdvals(x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINALG_CALLS))
+def test_linalg_array_api_functions_give_numpys_values(name):
+    x = np.random.default_rng(3).uniform(-1, 1, (2, 3, 4))
+    f = LINALG_CALLS[name]
+    want = f(x)
+    got = _traced_value(f, x)
+    assert np.shape(got) == np.shape(want)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-14)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: np.linalg.trace(x[0, 0]),                  # needs at least two dimensions
+    lambda x: np.linalg.diagonal(x[0, 0]),
+    lambda x: np.linalg.outer(x[0], x[1, 0]),           # 1-D only, unlike np.outer
+    lambda x: np.linalg.cross(x[0], x[1]),              # 3-component vectors only
+    lambda x: np.linalg.matmul(x[0, 0], 2.0),          # no scalars
+    lambda x: np.linalg.tensordot(x, x, 1),           # axes is keyword-only
+    lambda x: np.linalg.trace(x, 1),                   # offset is keyword-only
+], ids=["trace-1d", "diagonal-1d", "outer-2d", "cross-4", "matmul-scalar", "tensordot-positional-axes",
+        "trace-positional-offset"])
+def test_linalg_array_api_functions_refuse_what_numpy_refuses(call):
+    x = np.random.default_rng(3).uniform(-1, 1, (2, 3, 4))
+    with pytest.raises((ValueError, TypeError)) as numpy_error:
+        call(x)
+    with pytest.raises(type(numpy_error.value)) as traced_error:
+        _traced_value(call, x)
+    assert str(traced_error.value) == str(numpy_error.value)
+
+
+def _with_nans():
+    x = np.random.default_rng(0).uniform(-1, 1, (4, 5, 3))
+    x[0, 1, 2] = x[1, 3, 0] = np.nan
+    x[2, :, 1] = np.nan  # an all-NaN slice along axis 1
+    x[:, 4, :] = np.nan  # and along axes 0 and 2
+    return x
+
+
+NAN_ORDER_CALLS = {
+    "nanmedian": lambda a: np.nanmedian(a),
+    "nanmedian axis 0": lambda a: np.nanmedian(a, axis=0),
+    "nanmedian axis 1 keepdims": lambda a: np.nanmedian(a, axis=1, keepdims=True),
+    "nanmedian axes": lambda a: np.nanmedian(a, axis=(0, 2)),
+    "nanpercentile": lambda a: np.nanpercentile(a, [10, 50, 95], axis=1),
+    "nanpercentile scalar keepdims": lambda a: np.nanpercentile(a, 33, axis=-1, keepdims=True),
+    "nanquantile": lambda a: np.nanquantile(a, 0.3),
+    "nanquantile ends": lambda a: np.nanquantile(a, [0.0, 0.25, 1.0], axis=(1, 2), keepdims=True),
+}
+
+
+@pytest.mark.filterwarnings("ignore:All-NaN slice encountered")
+@pytest.mark.parametrize("name", sorted(NAN_ORDER_CALLS))
+def test_nan_order_statistics_give_numpys_values_and_nan_for_all_nan_slices(name):
+    x = _with_nans()
+    f = NAN_ORDER_CALLS[name]
+    want = f(x)
+    got = _traced_value(f, x)
+    assert np.shape(got) == np.shape(want)
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=0)  # NaN where NumPy has NaN
+
+
+@pytest.mark.filterwarnings("ignore:All-NaN slice encountered")
+def test_nan_entries_and_all_nan_slices_get_zero_derivative():
+    x = _with_nans()
+    f = lambda a: np.nanmedian(a, axis=1)  # noqa: E731
+    J = np.asarray(jaccli.jacobian(f, x)).reshape(f(x).size, x.size)
+    assert np.all(J[:, np.isnan(x).reshape(-1)] == 0)
+    assert np.all(J[np.isnan(f(x)).reshape(-1)] == 0)
+    assert np.all(np.isfinite(J))
+
+
+def test_nanquantile_of_float32_stays_float32_as_in_numpy():
+    x = _with_nans()[:, :4].astype(np.float32)
+    for f in (lambda a: np.nanquantile(a, 0.3, axis=0), lambda a: np.nanmedian(a, axis=-1)):
+        assert _traced_value(f, x).dtype == f(x).dtype == np.float32
+
+
+def test_emath_sqrt_of_non_negative_inputs_gives_numpys_values():
+    x = np.array([0.0, 0.25, 2.0, 9.0])
+    np.testing.assert_array_equal(_traced_value(np.emath.sqrt, x), np.emath.sqrt(x))

@@ -290,6 +290,36 @@ def test_integer_inputs_are_differentiated_as_float64_with_a_warning(runner, tmp
     assert result.stdout.split() == ["2", "0", "0", "0", "4", "0", "0", "0", "6"]
 
 
+@pytest.mark.skipif(np.dtype(np.longdouble).itemsize <= 8, reason="long double is float64 here")
+def test_long_double_inputs_are_computed_in_float64_with_one_warning(runner, tmp_path):
+    np.save(tmp_path / "x.npy", np.array([1, 2], dtype=np.longdouble))
+    result = invoke(runner, "jacobian", "-e", "x ** 2", str(tmp_path / "x.npy"), "--format", "json")
+    doc = report(result)
+    assert doc["inputs"]["x"]["dtype"] == "float64" and doc["blocks"]["df_dx"]["dtype"] == "float64"
+    assert doc["blocks"]["df_dx"]["data"] == [[2.0, 0.0], [0.0, 4.0]]
+    assert result.stderr == (f"Warning: input x holds {np.dtype(np.longdouble)} values; computed in float64 "
+                             "(give float64 or float32 inputs, or --dtype float64 to silence this)\n")
+
+
+@pytest.mark.skipif(np.dtype(np.longdouble).itemsize <= 8, reason="long double is float64 here")
+def test_a_long_double_result_is_written_as_json_numbers(runner, tmp_path):
+    func = write(tmp_path, "m.py", "import numpy as np\n\ndef f(x):\n    return x.astype(np.longdouble) ** 2\n")
+    result = invoke(runner, "jacobian", func, "[1, 2]", "--mode", "forward", "--format", "json")
+    assert report(result)["blocks"]["df_dx"]["data"] == [[2.0, 0.0], [0.0, 4.0]]
+
+
+@pytest.mark.parametrize("array, fragment", [
+    (np.array([1 + 1j, 2]), "x.npy holds complex numbers: complex inputs are not supported"),
+    (np.array([1.0, 2.0], dtype=object), "x.npy holds Python objects (a pickled object array)"),
+])
+def test_complex_and_object_inputs_are_one_usage_error_line(runner, tmp_path, monkeypatch, array, fragment):
+    monkeypatch.chdir(tmp_path)
+    np.save("x.npy", array, allow_pickle=True)
+    for fmt in ("json", "text"):
+        result = invoke(runner, "jacobian", "-e", "x ** 2", "x.npy", "--format", fmt)
+        assert_usage_error(result, fragment)
+
+
 def test_quiet_silences_warnings(runner, tmp_path):
     np.save(tmp_path / "x.npy", np.array([1, 2, 3]))
     result = invoke(runner, "jacobian", "-e", "x ** 2", str(tmp_path / "x.npy"), "-q")

@@ -162,6 +162,12 @@ def _cast(values: list, params: list[str], wrt: tuple[int, ...], dtype: str | No
         kind = value.dtype.kind
         if dtype is not None and (k in wrt or kind == "f"):
             out[k] = _cast_to(value, dtype, params[k], warnings)
+        elif kind == "f" and value.dtype.itemsize > 8:
+            # long double (float128): NumPy's linear algebra refuses it, the checks' finite differences
+            # and tolerances are float64's, and JSON holds doubles; jaccli computes in float64.
+            warnings.append(f"input {params[k]} holds {value.dtype} values; computed in float64 (give float64 "
+                            "or float32 inputs, or --dtype float64 to silence this)")
+            out[k] = _cast_to(value, "float64", params[k], warnings)
         elif k in wrt and kind in "biu":
             warnings.append(f"input {params[k]} holds {value.dtype} values; differentiated as float64")
     return out

@@ -120,7 +120,9 @@ def jsonable(value: Any) -> Any:
             return value.tolist()
         return jsonable(value.tolist())
     if isinstance(value, np.generic):
-        return jsonable(value.item())
+        item = value.item()
+        # A long double's item() is itself (no Python type holds it): float() rounds it to a JSON double.
+        return jsonable(float(item) if isinstance(item, np.generic) else item)
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, dict):

@@ -3,7 +3,9 @@
 Exit codes: 0 success; 1 a check the user asked for failed (``--strict``); 2 usage error (bad
 option, index, file, or inputs that do not fit the function); 3 the user's function failed (it
 raised, returned a non-array, or used an operation jaccli cannot differentiate); 4 a resource
-limit (the result does not fit ``--max-memory``, or the disk is full).
+limit (the result does not fit ``--max-memory``, or the disk is full); 128 + the signal's number
+when stopped by a signal (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), and 141 (SIGPIPE's) quietly when
+the reader of stdout or stderr has gone.
 
 How an exception raised while the user's function runs is classified:
 
@@ -46,6 +48,9 @@ from jaccli.errors import (
     UserFunctionError,
 )
 
+# 128 + SIGPIPE (13 on every POSIX system; the signal module has no SIGPIPE on Windows).
+EXIT_CLOSED_PIPE = 128 + 13
+
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
 _SHAPE_WORDS = re.compile(
     r"broadcast|shape|dimension|not aligned|reshape|size \d+ is different|out of bounds|too many indices"
@@ -56,6 +61,13 @@ class CliError(click.ClickException):
     """A user-facing error; subclasses fix the exit code."""
 
     exit_code = EXIT_USAGE
+
+    def show(self, file: Any = None) -> None:
+        # stderr itself may be full or gone: the exit code still tells what happened.
+        try:
+            super().show(file)
+        except OSError:
+            _discard("stderr")
 
 
 class CheckFailed(CliError):
@@ -76,6 +88,19 @@ class ResourceExceeded(CliError):
 
 class Interrupted(CliError):
     exit_code = 130
+
+
+class ClosedPipe(CliError):
+    """stdout or stderr is a pipe whose reader has gone (``| head -1``): no message, and the exit code
+    a process killed by SIGPIPE would give (141), as for the other signals; it is not a failure."""
+
+    exit_code = EXIT_CLOSED_PIPE
+
+    def __init__(self) -> None:
+        super().__init__("the reader of a pipe has gone")
+
+    def show(self, file: Any = None) -> None:
+        pass
 
 
 class Terminated(KeyboardInterrupt):
@@ -252,10 +277,11 @@ def translate(error: BaseException, *, user_file: Path | None = None, what: str 
                           f"{_where(_user_site(error, user_file))}; rerun with --debug for the traceback")
 
 
-def _discard_stdout() -> None:
-    """Point stdout's file descriptor at the null device, so the exit's final flush cannot fail again."""
+def _discard(name: str) -> None:
+    """Point sys.stdout's or sys.stderr's file descriptor at the null device, so that the exit's final
+    flush cannot fail again (with a traceback of its own)."""
     try:
-        fd = sys.stdout.fileno()
+        fd = getattr(sys, name).fileno()
     except (AttributeError, OSError, ValueError):
         return  # not a real file (a test runner's buffer): nothing is flushed at exit
     null = os.open(os.devnull, os.O_WRONLY)
@@ -265,26 +291,47 @@ def _discard_stdout() -> None:
         os.close(null)
 
 
-@contextlib.contextmanager
-def to_stdout() -> Iterator[None]:
-    """Context manager around printing results: a full disk or a closed stdout is reported as such.
+def stream_error(name: str, error: OSError) -> CliError:
+    """The error for a failed write to stdout or stderr (`name`): a closed pipe exits 141 quietly; a full
+    disk is exit 4 and any other write error exit 2, in one line on stderr if stderr still takes it."""
+    if error.errno == errno.EPIPE:
+        _discard("stdout")
+        _discard("stderr")
+        return ClosedPipe()
+    _discard(name)
+    failure = write_error(name, error)
+    return cli_error(str(failure), failure.exit_code)
 
-    Flushes stdout at the end, so that an error shows here and not as a traceback at exit. A
-    closed pipe (``| head``) is left to click, which exits quietly.
-    """
+
+@contextlib.contextmanager
+def _writing_to(name: str) -> Iterator[None]:
     try:
         yield
-        sys.stdout.flush()
+        getattr(sys, name).flush()
     except OSError as error:
-        if error.errno == errno.EPIPE:
-            raise
-        _discard_stdout()
-        failure = write_error("stdout", error)
-        raise cli_error(str(failure), failure.exit_code) from None
+        raise stream_error(name, error) from None
+
+
+def to_stdout() -> contextlib.AbstractContextManager[None]:
+    """Context manager around printing results: a full disk, an I/O error or a closed pipe on stdout
+    is reported as such (`stream_error`).
+
+    Flushes stdout at the end, so that an error shows here and not as a traceback at exit.
+    """
+    return _writing_to("stdout")
+
+
+def to_stderr() -> contextlib.AbstractContextManager[None]:
+    """Context manager around jaccli's warnings and notes: a failed write to stderr is `stream_error`'s
+    error, not the function failing."""
+    return _writing_to("stderr")
 
 
 def print_traceback(error: BaseException) -> None:
     """The full traceback on stderr, for --debug."""
     inner = error.error if isinstance(error, RaisedInFunction) else error
-    click.echo("".join(traceback.format_exception(type(inner), inner, inner.__traceback__)), err=True,
-               nl=False)
+    try:
+        click.echo("".join(traceback.format_exception(type(inner), inner, inner.__traceback__)), err=True,
+                   nl=False)
+    except OSError:
+        _discard("stderr")  # the error itself still decides the exit code

@@ -208,6 +208,20 @@ def test_print_in_the_function_goes_to_stderr_in_a_real_run(tmp_path):
     assert done.stderr.splitlines() == ["hi", "hi"]
 
 
+@pytest.mark.parametrize("command", ["jacobian", "check"])
+def test_output_below_print_in_the_function_goes_to_stderr(tmp_path, command):
+    (tmp_path / "p.py").write_text(
+        "import os, subprocess, sys\nimport numpy as np\nos.write(1, b'loading\\n')\n\n"
+        "def f(x):\n"
+        "    os.write(1, b'raw\\n')\n"
+        "    subprocess.run([sys.executable, '-c', 'print(\"child\")'], check=True)\n"
+        "    return np.sin(x)\n")
+    done = jaccli(command, "p.py", "[1, 2]", "--format", "json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["command"] == command
+    assert done.stderr.splitlines()[:3] == ["loading", "raw", "child"]
+
+
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
 def test_a_terminated_streamed_run_removes_its_temporary_file(tmp_path, signame):
     import signal

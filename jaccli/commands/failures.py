@@ -31,6 +31,7 @@ import linecache
 import os
 import re
 import sys
+import threading
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
@@ -130,9 +131,62 @@ class RaisedInFunction(Exception):
         self.error = error
 
 
-def user_code_output() -> contextlib.redirect_stdout:
-    """Context manager: what the user's code prints goes to stderr, so stdout carries only results."""
-    return contextlib.redirect_stdout(sys.stderr)
+@contextlib.contextmanager
+def user_code_output() -> Iterator[None]:
+    """Context manager: what the user's code prints goes to stderr, so stdout carries only results.
+
+    Both Python's ``print`` (sys.stdout) and what is written below it, to file descriptor 1
+    (``os.write(1, ...)``, a subprocess, a C library), which points at stderr meanwhile.
+    """
+    with _descriptor_1_to_stderr(), contextlib.redirect_stdout(sys.stderr):
+        yield
+
+
+_STDOUT_FD, _STDERR_FD = 1, 2
+# File descriptor 1 is the process's: nested and concurrent calls of the user's code share one redirection.
+_redirection = threading.Lock()
+_redirected = {"depth": 0, "saved": -1}
+
+
+def _flush_stdout() -> None:
+    # What jaccli wrote before (and f wrote to sys.__stdout__ during) goes where fd 1 points now.
+    for stream in {id(s): s for s in (sys.stdout, sys.__stdout__) if s is not None}.values():
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+
+
+def _point_descriptor_1_at_stderr() -> int:
+    """Save fd 1 and point it at stderr (at the null device if there is no stderr); -1 if fd 1 is closed."""
+    try:
+        saved = os.dup(_STDOUT_FD)
+    except OSError:
+        return -1
+    try:
+        os.dup2(_STDERR_FD, _STDOUT_FD)
+    except OSError:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, _STDOUT_FD)
+        os.close(null)
+    return saved
+
+
+@contextlib.contextmanager
+def _descriptor_1_to_stderr() -> Iterator[None]:
+    with _redirection:
+        if _redirected["depth"] == 0:
+            _flush_stdout()
+            _redirected["saved"] = _point_descriptor_1_at_stderr()
+        _redirected["depth"] += 1
+    try:
+        yield
+    finally:
+        with _redirection:
+            _redirected["depth"] -= 1
+            if _redirected["depth"] == 0 and _redirected["saved"] >= 0:
+                _flush_stdout()
+                os.dup2(_redirected["saved"], _STDOUT_FD)
+                os.close(_redirected["saved"])
+                _redirected["saved"] = -1
 
 
 class GuardedFunction:

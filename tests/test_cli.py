@@ -681,8 +681,17 @@ def test_several_blocks_in_npy_is_refused_before_any_work(runner, tmp_path):
     out = tmp_path / "J.npy"
     out.write_bytes(b"precious")
     result = invoke(runner, "jacobian", sample("kinetics.py"), sample("kinetics_inputs.npz"), "-o", str(out))
-    assert_usage_error(result, "2 blocks (df_dc, df_dk)", "use .npz")
+    assert_usage_error(result, "2 blocks (df_dc, df_dk), one per input; write it to .npz or .json, or pick one "
+                       "input with --wrt")
     assert out.read_bytes() == b"precious"
+
+
+@pytest.mark.parametrize("command, extra", [("jacobian", ()), ("jvp", ("--vector", "[1, 1]"))])
+def test_a_tuple_output_in_npy_says_npz_and_not_wrt(runner, tmp_path, command, extra):
+    func = write(tmp_path, "m.py", "def f(x):\n    return x * 2.0, x.sum()\n")
+    result = invoke(runner, command, func, "[1, 2]", *extra, "-o", str(tmp_path / "J.npy"))
+    assert_usage_error(result, "one per output of the tuple f returns; write it to .npz or .json")
+    assert "--wrt" not in result.stderr and not (tmp_path / "J.npy").exists()
 
 
 def test_unknown_output_extension_is_a_usage_error(runner, tmp_path):

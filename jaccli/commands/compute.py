@@ -250,6 +250,23 @@ def matrix_blocks(problem: Problem, command: str, s: Settings) -> list[Block]:
     return blocks
 
 
+def several_blocks(command: str, blocks: list[Block]) -> tuple[str, str]:
+    """What `blocks` are, for a target that holds one: ``"2 blocks (df_dx, df_dy), one per input"``,
+    and ``", or pick one input with --wrt"`` when that gives one block, else "".
+
+    A tuple's outputs cannot be selected by an option: only a file that holds several blocks helps.
+    """
+    outputs = {b.out_name for b in blocks} if command in ("jacobian", "jvp") else set()
+    inputs = {b.in_name for b in blocks} if command == "jacobian" else \
+        set() if command == "jvp" else {b.out_name for b in blocks}
+    per = "output of the tuple f returns" if len(outputs) > 1 else "pair of inputs" if command == "hessian" \
+        else "input"
+    if len(outputs) > 1 and len(inputs) > 1:
+        per += " and input"
+    what = f"{len(blocks)} blocks ({', '.join(b.key for b in blocks)}), one per {per}"
+    return what, ("" if len(outputs) > 1 else ", or pick one input with --wrt")
+
+
 def _feature(shape: tuple, batch_axis: int | None) -> tuple:
     return tuple(shape[1:]) if batch_axis is not None else tuple(shape)
 

@@ -133,7 +133,7 @@ def _evaluate(problem: Problem, command: str, settings: Settings, out: Output) -
         # NumPy's warnings (overflow, division by zero...) become one-line warnings in the report.
         warnings.simplefilter("always")
         outcome = prepare(problem, command, settings)
-        check_target(out, outcome.blocks)
+        check_target(out, outcome.command, outcome.blocks)
         progress = _progress(out)
         hook_progress(outcome, progress)
         try:

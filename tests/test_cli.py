@@ -769,6 +769,14 @@ def test_streamed_result_is_not_shown_but_the_json_report_is(runner, tmp_path):
     assert doc["streamed"] is True and "data" not in doc["blocks"]["df_du"]
 
 
+@pytest.mark.parametrize("rows, count", [((), 32), (("--rows", "3:20"), 17)])
+def test_a_streamed_json_report_counts_the_rows_written(runner, tmp_path, rows, count):
+    result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), *rows, "-o",
+                    str(tmp_path / "J.npy"), "--max-memory", "4KiB", "--format", "json")
+    doc = report(result)
+    assert doc["streamed"] is True and doc["blocks"]["df_du"]["rows_evaluated"] == count
+
+
 def test_quiet_output_file_prints_nothing(runner, tmp_path):
     result = invoke(runner, "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "-o",
                     str(tmp_path / "J.npy"), "-q")

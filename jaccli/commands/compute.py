@@ -43,6 +43,7 @@ class Block:
     lazy: Any = None
     data: np.ndarray | None = None
     dtype: np.dtype = field(default_factory=lambda: np.dtype(np.float64))
+    streamed_rows: int = 0  # rows written to disk by stream_pieces: the lazy block caches (and counts) none
 
     @property
     def M(self) -> int:
@@ -86,7 +87,8 @@ class Block:
     def stats(self) -> dict:
         if self.lazy is None:
             return {}
-        return self.lazy.stats
+        stats = self.lazy.stats
+        return {**stats, "rows_evaluated": max(stats["rows_evaluated"], self.streamed_rows)}
 
 
 @dataclass
@@ -378,6 +380,7 @@ def stream_pieces(block: Block, budget: int) -> tuple[tuple[int, ...], Iterator[
 
     def pieces() -> Iterator[tuple[int, np.ndarray]]:
         for start, piece in view.stream(block.rows, block.cols, chunk_size=per_piece):
+            block.streamed_rows += piece.shape[0]
             if block.selected:
                 yield start, piece
             else:

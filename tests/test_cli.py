@@ -239,6 +239,13 @@ def test_chunk_size_sets_seeds_per_sweep(runner):
     assert doc["sweeps"] == 3 and doc["seeds"] == 6 and doc["chunk_size"] == 2
 
 
+@pytest.mark.parametrize("value", ["auto", "AUTO", "Auto"])
+def test_chunk_size_takes_auto_in_any_case_as_its_metavar_shows(runner, value):
+    assert "--chunk-size N|AUTO" in invoke(runner, "jacobian", "--help").stdout
+    result = invoke(runner, "jacobian", "-e", "x ** 2", "[1, 2]", "--chunk-size", value, "--format", "json")
+    assert report(result)["chunk_size"] == "auto"
+
+
 def test_mode_reverse_and_forward_agree(runner):
     args = ("jacobian", sample("mlp.py"), sample("mlp_x.npy"), "--format", "json")
     rev = report(invoke(runner, *args, "--mode", "reverse"))

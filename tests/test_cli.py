@@ -327,6 +327,17 @@ def test_complex_and_object_inputs_are_one_usage_error_line(runner, tmp_path, mo
         assert_usage_error(result, fragment)
 
 
+@pytest.mark.parametrize("name, text, line", [("x.txt", "1,2,3\n", 1), ("x.txt", "1, 2\n3, 4\n", 1),
+                                              ("x.dat", "# a comment\na,b\n1,2\n", 3)])
+def test_a_whitespace_text_file_with_commas_says_to_use_csv(runner, tmp_path, monkeypatch, name, text, line):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_text(text)
+    result = invoke(runner, "jacobian", "-e", "x ** 2", name)
+    assert_usage_error(result, f"cannot read {name}: its numbers are separated by commas (line {line}), and a "
+                       f"{name[1:]} file holds numbers separated by whitespace; rename it to .csv, or separate the "
+                       "numbers with spaces")
+
+
 def test_quiet_silences_warnings(runner, tmp_path):
     np.save(tmp_path / "x.npy", np.array([1, 2, 3]))
     result = invoke(runner, "jacobian", "-e", "x ** 2", str(tmp_path / "x.npy"), "-q")

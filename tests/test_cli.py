@@ -338,6 +338,22 @@ def test_a_whitespace_text_file_with_commas_says_to_use_csv(runner, tmp_path, mo
                        "numbers with spaces")
 
 
+@pytest.mark.parametrize("command, vectors, message", [
+    ("jvp", ["[1, nan]"], "--vector: the vector for x has a NaN at position 1; give finite numbers"),
+    ("vjp", ["[nan, 1]", "[2]"], "--vector: the vector for f0 has a NaN at position 0; give finite numbers"),
+    ("vjp", ["[1, 1]", "inf"], "--vector: the vector for f1 is inf; give a finite number"),
+    ("jvp", ["[[1, 1], [-inf, 0]]"], "--vector: the vector for x has a -inf at position (1, 0); give finite numbers"),
+])
+def test_a_non_finite_vector_names_its_position(runner, tmp_path, command, vectors, message):
+    func = write(tmp_path, "m.py", "import numpy as np\n\ndef f(x):\n"
+                 "    return np.array([x.flat[0] * x.flat[1], x.flat[1]]), x.sum()\n")
+    x = "[[1, 2], [3, 4]]" if "(1, 0)" in message else "[1, 2]"
+    args = [a for v in vectors for a in ("--vector", v)]
+    result = invoke(runner, command, func, x, *args)
+    assert_usage_error(result, message)
+    assert "getitem" not in result.stderr
+
+
 def test_quiet_silences_warnings(runner, tmp_path):
     np.save(tmp_path / "x.npy", np.array([1, 2, 3]))
     result = invoke(runner, "jacobian", "-e", "x ** 2", str(tmp_path / "x.npy"), "-q")

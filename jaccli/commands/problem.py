@@ -228,7 +228,23 @@ def load_vectors(sources: Sequence[str], targets: list[str], dtype: str | None,
         which = ", ".join(targets[k] if k < len(targets) else f"{numbered}{k}" for k in missing)
         raise UsageError(f"--vector: no vector given for {which}; give one per {'output' if numbered else 'input'}"
                          f" ({shown}), positionally or as name=SOURCE")
+    for k in range(count):
+        _refuse_nonfinite(named[k], f"{numbered}{k}" if numbered and count > 1 else targets[k])
     return [named[k].astype(dtype or np.float64) for k in range(count)]
+
+
+def _refuse_nonfinite(vector: np.ndarray, target: str) -> None:
+    """A NaN or inf in a vector would spread to every entry it multiplies, and be blamed on an operation of f."""
+    bad = np.argwhere(~np.isfinite(vector)) if vector.dtype.kind == "f" else ()
+    if len(bad):
+        index = tuple(int(i) for i in bad[0])
+        value = vector[index]
+        what = "NaN" if np.isnan(value) else "inf" if value > 0 else "-inf"
+        if not index:
+            raise UsageError(f"--vector: the vector for {target} is {what}; give a finite number")
+        at = index[0] if len(index) == 1 else index
+        raise UsageError(f"--vector: the vector for {target} has {'an' if what == 'inf' else 'a'} {what} at "
+                         f"position {at}; give finite numbers")
 
 
 def _only(loaded: dict, source: str) -> np.ndarray:

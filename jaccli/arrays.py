@@ -201,6 +201,8 @@ def _load_text(path: Path, shown: str, delimiter: str | None) -> np.ndarray:
                 path, delimiter=delimiter, dtype=np.float64, skiprows=skip, encoding="utf-8-sig"
             )
     except (ValueError, OSError) as exc:
+        if isinstance(exc, ValueError) and not delimiter:
+            _refuse_commas(path, shown)
         # NumPy's advice about `usecols` after the ';' refers to its API, not to jaccli.
         detail = str(exc).split("; use `usecols`")[0]
         if isinstance(exc, ValueError) and not isinstance(exc, UnicodeError):
@@ -208,9 +210,23 @@ def _load_text(path: Path, shown: str, delimiter: str | None) -> np.ndarray:
         message = f"cannot read {shown}: {detail} (expected numbers separated by {separated})"
         raise UsageError(message) from exc
     if array.size == 0:
+        if not delimiter:
+            _refuse_commas(path, shown)
         raise UsageError(f"{shown} holds no numbers{_why_empty(path, skip)}; put rows of numbers separated by "
                          f"{separated} in it")
     return array
+
+
+def _refuse_commas(path: Path, shown: str) -> None:
+    """A whitespace-separated file that failed to load, but holds a line of numbers separated by commas."""
+    with open(path, encoding="utf-8-sig", errors="replace") as fh:
+        lines = list(enumerate(fh, start=1))
+    for number, line in lines:
+        values = line.split("#", 1)[0].split(",")
+        if len(values) > 1 and all(_is_number(v) for v in values):
+            raise UsageError(f"cannot read {shown}: its numbers are separated by commas (line {number}), and a "
+                             f"{path.suffix} file holds numbers separated by whitespace; rename it to .csv, or "
+                             "separate the numbers with spaces")
 
 
 def _content_lines(path: Path, delimiter: str | None, skip: int) -> Iterator[tuple[int, list[str]]]:

@@ -12,7 +12,7 @@ import click
 
 from jaccli import __version__
 
-from .commands.failures import BadUsage, to_stdout
+from .commands.failures import BadUsage, stream_error, to_stdout
 from .commands.options import (
     check_nonfinite_options,
     check_options,
@@ -46,6 +46,7 @@ Exit status:
   3  the function failed: it raised, returned a non-array, or used an unsupported operation
   4  resource limit: the result exceeds --max-memory, or the disk is full
   130, 143, 129  stopped by Ctrl-C, SIGTERM, SIGHUP; no file written
+  141  the reader of a pipe went away (| head -1); quiet, not a failure
 """
 
 
@@ -101,19 +102,25 @@ class JaccliGroup(click.Group):
     """Keeps the raw arguments, for the "argv" stored with results; reports errors in one line.
 
     Every parse error of the group and of its commands passes through `make_context` (the
-    group's options) or `invoke` (the command's name, options and run), so both make click's
-    usage errors one line; `invoke` also flushes stdout, so that a full disk there is reported.
+    group's options, --help and --version) or `invoke` (the command's name, options and run), so
+    both make click's usage errors one line; both also flush stdout, so that a full disk or a
+    closed pipe there is reported by its exit code, not by a traceback or click's exit 1.
     """
 
     def main(self, args: Any = None, prog_name: str | None = None, **extra: Any) -> Any:
         obj = extra.setdefault("obj", {})
         if isinstance(obj, dict):
             obj.setdefault("argv", list(sys.argv[1:] if args is None else args))
-        return super().main(args, prog_name, **extra)
+        try:
+            return super().main(args, prog_name, **extra)
+        except OSError as error:
+            # Only click's own printing of a message to stderr (the help that `jaccli` alone prints
+            # there) gets here; everything else is reported by to_stdout and CliError.show.
+            raise SystemExit(stream_error("stderr", error).exit_code) from None
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
                      **extra: Any) -> click.Context:
-        with _one_line_usage_errors():
+        with _one_line_usage_errors(), to_stdout():
             return super().make_context(info_name, args, parent, **extra)
 
     def invoke(self, ctx: click.Context) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 from collections.abc import Sequence
@@ -63,6 +64,15 @@ def _labels(key: str, what: str, labels: Sequence[str] | None, count: int) -> li
 # ---------------------------------------------------------------- consoles
 
 
+class _Console(Console):
+    """A Console whose closed pipe is an error like any other write's, for the command line to report."""
+
+    def on_broken_pipe(self) -> None:
+        # rich's own answer is SystemExit(1), which is jaccli's "a check failed"; the CLI exits 141.
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+
 def make_console(file: IO[str], *, no_color: bool | None = None, width: int | None = None) -> Console:
     """A rich Console that colours only a terminal, and only when NO_COLOR is unset or empty.
 
@@ -85,7 +95,7 @@ def make_console(file: IO[str], *, no_color: bool | None = None, width: int | No
         is_terminal = False
     if no_color is None:
         no_color = os.environ.get("NO_COLOR", "") != ""
-    return Console(
+    return _Console(
         file=file,
         # Explicit either way, so FORCE_COLOR and friends cannot put ANSI codes into a pipe.
         force_terminal=is_terminal,

@@ -239,6 +239,13 @@ def test_chunk_size_sets_seeds_per_sweep(runner):
     assert doc["sweeps"] == 3 and doc["seeds"] == 6 and doc["chunk_size"] == 2
 
 
+@pytest.mark.parametrize("value", ["auto", "AUTO", "Auto"])
+def test_chunk_size_takes_auto_in_any_case_as_its_metavar_shows(runner, value):
+    assert "--chunk-size N|AUTO" in invoke(runner, "jacobian", "--help").stdout
+    result = invoke(runner, "jacobian", "-e", "x ** 2", "[1, 2]", "--chunk-size", value, "--format", "json")
+    assert report(result)["chunk_size"] == "auto"
+
+
 def test_mode_reverse_and_forward_agree(runner):
     args = ("jacobian", sample("mlp.py"), sample("mlp_x.npy"), "--format", "json")
     rev = report(invoke(runner, *args, "--mode", "reverse"))
@@ -288,6 +295,63 @@ def test_integer_inputs_are_differentiated_as_float64_with_a_warning(runner, tmp
     assert result.exit_code == 0
     assert "Warning: input x holds int64 values; differentiated as float64" in result.stderr
     assert result.stdout.split() == ["2", "0", "0", "0", "4", "0", "0", "0", "6"]
+
+
+@pytest.mark.skipif(np.dtype(np.longdouble).itemsize <= 8, reason="long double is float64 here")
+def test_long_double_inputs_are_computed_in_float64_with_one_warning(runner, tmp_path):
+    np.save(tmp_path / "x.npy", np.array([1, 2], dtype=np.longdouble))
+    result = invoke(runner, "jacobian", "-e", "x ** 2", str(tmp_path / "x.npy"), "--format", "json")
+    doc = report(result)
+    assert doc["inputs"]["x"]["dtype"] == "float64" and doc["blocks"]["df_dx"]["dtype"] == "float64"
+    assert doc["blocks"]["df_dx"]["data"] == [[2.0, 0.0], [0.0, 4.0]]
+    assert result.stderr == (f"Warning: input x holds {np.dtype(np.longdouble)} values; computed in float64 "
+                             "(give float64 or float32 inputs, or --dtype float64 to silence this)\n")
+
+
+@pytest.mark.skipif(np.dtype(np.longdouble).itemsize <= 8, reason="long double is float64 here")
+def test_a_long_double_result_is_written_as_json_numbers(runner, tmp_path):
+    func = write(tmp_path, "m.py", "import numpy as np\n\ndef f(x):\n    return x.astype(np.longdouble) ** 2\n")
+    result = invoke(runner, "jacobian", func, "[1, 2]", "--mode", "forward", "--format", "json")
+    assert report(result)["blocks"]["df_dx"]["data"] == [[2.0, 0.0], [0.0, 4.0]]
+
+
+@pytest.mark.parametrize("array, fragment", [
+    (np.array([1 + 1j, 2]), "x.npy holds complex numbers: complex inputs are not supported"),
+    (np.array([1.0, 2.0], dtype=object), "x.npy holds Python objects (a pickled object array)"),
+])
+def test_complex_and_object_inputs_are_one_usage_error_line(runner, tmp_path, monkeypatch, array, fragment):
+    monkeypatch.chdir(tmp_path)
+    np.save("x.npy", array, allow_pickle=True)
+    for fmt in ("json", "text"):
+        result = invoke(runner, "jacobian", "-e", "x ** 2", "x.npy", "--format", fmt)
+        assert_usage_error(result, fragment)
+
+
+@pytest.mark.parametrize("name, text, line", [("x.txt", "1,2,3\n", 1), ("x.txt", "1, 2\n3, 4\n", 1),
+                                              ("x.dat", "# a comment\na,b\n1,2\n", 3)])
+def test_a_whitespace_text_file_with_commas_says_to_use_csv(runner, tmp_path, monkeypatch, name, text, line):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_text(text)
+    result = invoke(runner, "jacobian", "-e", "x ** 2", name)
+    assert_usage_error(result, f"cannot read {name}: its numbers are separated by commas (line {line}), and a "
+                       f"{name[1:]} file holds numbers separated by whitespace; rename it to .csv, or separate the "
+                       "numbers with spaces")
+
+
+@pytest.mark.parametrize("command, vectors, message", [
+    ("jvp", ["[1, nan]"], "--vector: the vector for x has a NaN at position 1; give finite numbers"),
+    ("vjp", ["[nan, 1]", "[2]"], "--vector: the vector for f0 has a NaN at position 0; give finite numbers"),
+    ("vjp", ["[1, 1]", "inf"], "--vector: the vector for f1 is inf; give a finite number"),
+    ("jvp", ["[[1, 1], [-inf, 0]]"], "--vector: the vector for x has a -inf at position (1, 0); give finite numbers"),
+])
+def test_a_non_finite_vector_names_its_position(runner, tmp_path, command, vectors, message):
+    func = write(tmp_path, "m.py", "import numpy as np\n\ndef f(x):\n"
+                 "    return np.array([x.flat[0] * x.flat[1], x.flat[1]]), x.sum()\n")
+    x = "[[1, 2], [3, 4]]" if "(1, 0)" in message else "[1, 2]"
+    args = [a for v in vectors for a in ("--vector", v)]
+    result = invoke(runner, command, func, x, *args)
+    assert_usage_error(result, message)
+    assert "getitem" not in result.stderr
 
 
 def test_quiet_silences_warnings(runner, tmp_path):
@@ -651,8 +715,17 @@ def test_several_blocks_in_npy_is_refused_before_any_work(runner, tmp_path):
     out = tmp_path / "J.npy"
     out.write_bytes(b"precious")
     result = invoke(runner, "jacobian", sample("kinetics.py"), sample("kinetics_inputs.npz"), "-o", str(out))
-    assert_usage_error(result, "2 blocks (df_dc, df_dk)", "use .npz")
+    assert_usage_error(result, "2 blocks (df_dc, df_dk), one per input; write it to .npz or .json, or pick one "
+                       "input with --wrt")
     assert out.read_bytes() == b"precious"
+
+
+@pytest.mark.parametrize("command, extra", [("jacobian", ()), ("jvp", ("--vector", "[1, 1]"))])
+def test_a_tuple_output_in_npy_says_npz_and_not_wrt(runner, tmp_path, command, extra):
+    func = write(tmp_path, "m.py", "def f(x):\n    return x * 2.0, x.sum()\n")
+    result = invoke(runner, command, func, "[1, 2]", *extra, "-o", str(tmp_path / "J.npy"))
+    assert_usage_error(result, "one per output of the tuple f returns; write it to .npz or .json")
+    assert "--wrt" not in result.stderr and not (tmp_path / "J.npy").exists()
 
 
 def test_unknown_output_extension_is_a_usage_error(runner, tmp_path):
@@ -728,6 +801,14 @@ def test_streamed_result_is_not_shown_but_the_json_report_is(runner, tmp_path):
     assert "Note: the result was streamed to" in table.stderr
     doc = report(invoke(runner, *base, "--format", "json"))
     assert doc["streamed"] is True and "data" not in doc["blocks"]["df_du"]
+
+
+@pytest.mark.parametrize("rows, count", [((), 32), (("--rows", "3:20"), 17)])
+def test_a_streamed_json_report_counts_the_rows_written(runner, tmp_path, rows, count):
+    result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), *rows, "-o",
+                    str(tmp_path / "J.npy"), "--max-memory", "4KiB", "--format", "json")
+    doc = report(result)
+    assert doc["streamed"] is True and doc["blocks"]["df_du"]["rows_evaluated"] == count
 
 
 def test_quiet_output_file_prints_nothing(runner, tmp_path):

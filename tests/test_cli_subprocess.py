@@ -208,6 +208,20 @@ def test_print_in_the_function_goes_to_stderr_in_a_real_run(tmp_path):
     assert done.stderr.splitlines() == ["hi", "hi"]
 
 
+@pytest.mark.parametrize("command", ["jacobian", "check"])
+def test_output_below_print_in_the_function_goes_to_stderr(tmp_path, command):
+    (tmp_path / "p.py").write_text(
+        "import os, subprocess, sys\nimport numpy as np\nos.write(1, b'loading\\n')\n\n"
+        "def f(x):\n"
+        "    os.write(1, b'raw\\n')\n"
+        "    subprocess.run([sys.executable, '-c', 'print(\"child\")'], check=True)\n"
+        "    return np.sin(x)\n")
+    done = jaccli(command, "p.py", "[1, 2]", "--format", "json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["command"] == command
+    assert done.stderr.splitlines()[:3] == ["loading", "raw", "child"]
+
+
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
 def test_a_terminated_streamed_run_removes_its_temporary_file(tmp_path, signame):
     import signal
@@ -232,3 +246,65 @@ def test_a_terminated_streamed_run_removes_its_temporary_file(tmp_path, signame)
     assert proc.returncode == 128 + getattr(signal, signame)
     assert err.strip() == f"Error: stopped by {signame}; no file was written or changed"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["slow.py", "x.npy"]
+
+
+def _into_a_closed_pipe(args: list[str], cwd: Path, stderr: str = "pipe") -> subprocess.CompletedProcess:
+    """Run jaccli with stdout (and with stderr="same", stderr) a pipe whose reader has already gone."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(JACCLI + args, cwd=cwd, stdout=write,
+                              stderr=write if stderr == "same" else subprocess.PIPE, text=True,
+                              env=clean_env(), timeout=60)
+    finally:
+        os.close(write)
+
+
+@pytest.mark.parametrize("args", [
+    ["check", sample("robot_arm.py"), sample("robot_arm_q.npy"), "--format", "table"],
+    ["check", sample("robot_arm.py"), sample("robot_arm_q.npy"), "--format", "json"],
+    ["jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--format", "text"],
+    ["jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--format", "table"],
+    ["info", sample("robot_arm.py"), sample("robot_arm_q.npy")],
+    ["ops"], ["--help"], ["--version"], ["jacobian", "--help"],
+], ids=lambda args: " ".join(a for a in args if not a.startswith("/")))
+def test_a_closed_pipe_on_stdout_is_exit_141_quietly(tmp_path, args):
+    done = _into_a_closed_pipe(args, tmp_path)
+    assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_a_closed_pipe_on_stderr_is_exit_141_quietly(tmp_path):
+    np.save(tmp_path / "x.npy", np.array([1, 2]))  # an integer input: a warning on stderr
+    done = _into_a_closed_pipe(["jacobian", "-e", "x ** 2", "x.npy", "-o", "J.npy"], tmp_path, stderr="same")
+    assert done.returncode == 141
+    assert_allclose(np.load(tmp_path / "J.npy"), np.diag([2.0, 4.0]))
+
+
+def _into_dev_full(args: list[str], cwd: Path, stream: str = "stdout") -> subprocess.CompletedProcess:
+    with open("/dev/full", "w") as full:
+        other = {"stderr": subprocess.PIPE} if stream == "stdout" else {"stdout": subprocess.PIPE}
+        return subprocess.run(JACCLI + args, cwd=cwd, text=True, env=clean_env(), timeout=60, **{stream: full},
+                              **other)
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["jacobian", "--help"], ["ops"]], ids=" ".join)
+def test_help_and_version_into_a_full_stdout_are_exit_4_in_one_line(tmp_path, args):
+    done = _into_dev_full(args, tmp_path)
+    assert done.returncode == 4, done.stderr
+    assert done.stderr.splitlines() == ["Error: cannot write stdout: the disk is full (No space left on device); "
+                                        "free some space or write elsewhere"]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("args, code", [
+    (["jacobian", "-e", "x ** 2", "missing.npy"], 2),  # the error being reported keeps its code
+    (["jacobian", "-e", "x ** 2", "[1, 2]", "--stats"], 4),  # a note that cannot be written: the disk is full
+    (["info", "-e", "x ** 2", "x.npy"], 4),  # a warning
+    (["--debug", "jacobian", "-e", "x ** 2", "missing.npy"], 2),
+])
+def test_a_full_stderr_gives_the_exit_code_without_a_traceback(tmp_path, args, code):
+    np.save(tmp_path / "x.npy", np.array([1, 2]))
+    done = _into_dev_full(args, tmp_path, stream="stderr")
+    assert done.returncode == code
+    assert "Traceback" not in done.stdout

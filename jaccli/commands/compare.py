@@ -25,7 +25,7 @@ from jaccli.checks import default_tolerances
 from jaccli.compare import compare_arrays
 from jaccli.errors import UsageError
 
-from .compute import Block, Outcome, Verdict
+from .compute import Block, Outcome, Verdict, several_blocks
 from .nonfinite import entry_label
 from .problem import Problem
 from .settings import Settings
@@ -33,13 +33,14 @@ from .settings import Settings
 TOP = 5
 
 
-def _references(source: str, blocks: list[Block]) -> list[tuple[Block, np.ndarray]]:
+def _references(source: str, command: str, blocks: list[Block]) -> list[tuple[Block, np.ndarray]]:
     loaded = load_array(source)
     keys = ", ".join(b.key for b in blocks)
     if not isinstance(loaded, dict):
         if len(blocks) != 1:
-            raise UsageError(f"--compare {source}: holds one array, but the result has {len(blocks)} blocks "
-                             f"({keys}); use an .npz with arrays named after the blocks, or pick one input with --wrt")
+            what, wrt = several_blocks(command, blocks)
+            raise UsageError(f"--compare {source}: holds one array, but the result has {what}; use an .npz with "
+                             f"arrays named after the blocks{wrt}")
         return [(blocks[0], loaded)]
     arrays = {k: v for k, v in loaded.items() if k != "__meta__"}
     if all(b.key not in arrays for b in blocks) and list(arrays) == [f"arr_{k}" for k in range(len(blocks))]:
@@ -93,7 +94,7 @@ def compare(problem: Problem, outcome: Outcome, settings: Settings) -> Verdict:
     """Compare every block with its reference; the verdict for the report and the exit status."""
     source = settings.compare
     assert source is not None
-    pairs = [(b, _fit(b, ref, source)) for b, ref in _references(source, outcome.blocks)]
+    pairs = [(b, _fit(b, ref, source)) for b, ref in _references(source, outcome.command, outcome.blocks)]
     rtol, atol = _tolerances([b for b, _ in pairs], settings)
     blocks, worst = {}, []
     for b, ref in pairs:

@@ -43,6 +43,7 @@ class Block:
     lazy: Any = None
     data: np.ndarray | None = None
     dtype: np.dtype = field(default_factory=lambda: np.dtype(np.float64))
+    streamed_rows: int = 0  # rows written to disk by stream_pieces: the lazy block caches (and counts) none
 
     @property
     def M(self) -> int:
@@ -86,7 +87,8 @@ class Block:
     def stats(self) -> dict:
         if self.lazy is None:
             return {}
-        return self.lazy.stats
+        stats = self.lazy.stats
+        return {**stats, "rows_evaluated": max(stats["rows_evaluated"], self.streamed_rows)}
 
 
 @dataclass
@@ -250,6 +252,23 @@ def matrix_blocks(problem: Problem, command: str, s: Settings) -> list[Block]:
     return blocks
 
 
+def several_blocks(command: str, blocks: list[Block]) -> tuple[str, str]:
+    """What `blocks` are, for a target that holds one: ``"2 blocks (df_dx, df_dy), one per input"``,
+    and ``", or pick one input with --wrt"`` when that gives one block, else "".
+
+    A tuple's outputs cannot be selected by an option: only a file that holds several blocks helps.
+    """
+    outputs = {b.out_name for b in blocks} if command in ("jacobian", "jvp") else set()
+    inputs = {b.in_name for b in blocks} if command == "jacobian" else \
+        set() if command == "jvp" else {b.out_name for b in blocks}
+    per = "output of the tuple f returns" if len(outputs) > 1 else "pair of inputs" if command == "hessian" \
+        else "input"
+    if len(outputs) > 1 and len(inputs) > 1:
+        per += " and input"
+    what = f"{len(blocks)} blocks ({', '.join(b.key for b in blocks)}), one per {per}"
+    return what, ("" if len(outputs) > 1 else ", or pick one input with --wrt")
+
+
 def _feature(shape: tuple, batch_axis: int | None) -> tuple:
     return tuple(shape[1:]) if batch_axis is not None else tuple(shape)
 
@@ -361,6 +380,7 @@ def stream_pieces(block: Block, budget: int) -> tuple[tuple[int, ...], Iterator[
 
     def pieces() -> Iterator[tuple[int, np.ndarray]]:
         for start, piece in view.stream(block.rows, block.cols, chunk_size=per_piece):
+            block.streamed_rows += piece.shape[0]
             if block.selected:
                 yield start, piece
             else:

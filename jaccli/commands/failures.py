@@ -3,7 +3,9 @@
 Exit codes: 0 success; 1 a check the user asked for failed (``--strict``); 2 usage error (bad
 option, index, file, or inputs that do not fit the function); 3 the user's function failed (it
 raised, returned a non-array, or used an operation jaccli cannot differentiate); 4 a resource
-limit (the result does not fit ``--max-memory``, or the disk is full).
+limit (the result does not fit ``--max-memory``, or the disk is full); 128 + the signal's number
+when stopped by a signal (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), and 141 (SIGPIPE's) quietly when
+the reader of stdout or stderr has gone.
 
 How an exception raised while the user's function runs is classified:
 
@@ -29,6 +31,7 @@ import linecache
 import os
 import re
 import sys
+import threading
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,6 +49,9 @@ from jaccli.errors import (
     UserFunctionError,
 )
 
+# 128 + SIGPIPE (13 on every POSIX system; the signal module has no SIGPIPE on Windows).
+EXIT_CLOSED_PIPE = 128 + 13
+
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
 _SHAPE_WORDS = re.compile(
     r"broadcast|shape|dimension|not aligned|reshape|size \d+ is different|out of bounds|too many indices"
@@ -56,6 +62,13 @@ class CliError(click.ClickException):
     """A user-facing error; subclasses fix the exit code."""
 
     exit_code = EXIT_USAGE
+
+    def show(self, file: Any = None) -> None:
+        # stderr itself may be full or gone: the exit code still tells what happened.
+        try:
+            super().show(file)
+        except OSError:
+            _discard("stderr")
 
 
 class CheckFailed(CliError):
@@ -76,6 +89,19 @@ class ResourceExceeded(CliError):
 
 class Interrupted(CliError):
     exit_code = 130
+
+
+class ClosedPipe(CliError):
+    """stdout or stderr is a pipe whose reader has gone (``| head -1``): no message, and the exit code
+    a process killed by SIGPIPE would give (141), as for the other signals; it is not a failure."""
+
+    exit_code = EXIT_CLOSED_PIPE
+
+    def __init__(self) -> None:
+        super().__init__("the reader of a pipe has gone")
+
+    def show(self, file: Any = None) -> None:
+        pass
 
 
 class Terminated(KeyboardInterrupt):
@@ -105,9 +131,62 @@ class RaisedInFunction(Exception):
         self.error = error
 
 
-def user_code_output() -> contextlib.redirect_stdout:
-    """Context manager: what the user's code prints goes to stderr, so stdout carries only results."""
-    return contextlib.redirect_stdout(sys.stderr)
+@contextlib.contextmanager
+def user_code_output() -> Iterator[None]:
+    """Context manager: what the user's code prints goes to stderr, so stdout carries only results.
+
+    Both Python's ``print`` (sys.stdout) and what is written below it, to file descriptor 1
+    (``os.write(1, ...)``, a subprocess, a C library), which points at stderr meanwhile.
+    """
+    with _descriptor_1_to_stderr(), contextlib.redirect_stdout(sys.stderr):
+        yield
+
+
+_STDOUT_FD, _STDERR_FD = 1, 2
+# File descriptor 1 is the process's: nested and concurrent calls of the user's code share one redirection.
+_redirection = threading.Lock()
+_redirected = {"depth": 0, "saved": -1}
+
+
+def _flush_stdout() -> None:
+    # What jaccli wrote before (and f wrote to sys.__stdout__ during) goes where fd 1 points now.
+    for stream in {id(s): s for s in (sys.stdout, sys.__stdout__) if s is not None}.values():
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+
+
+def _point_descriptor_1_at_stderr() -> int:
+    """Save fd 1 and point it at stderr (at the null device if there is no stderr); -1 if fd 1 is closed."""
+    try:
+        saved = os.dup(_STDOUT_FD)
+    except OSError:
+        return -1
+    try:
+        os.dup2(_STDERR_FD, _STDOUT_FD)
+    except OSError:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, _STDOUT_FD)
+        os.close(null)
+    return saved
+
+
+@contextlib.contextmanager
+def _descriptor_1_to_stderr() -> Iterator[None]:
+    with _redirection:
+        if _redirected["depth"] == 0:
+            _flush_stdout()
+            _redirected["saved"] = _point_descriptor_1_at_stderr()
+        _redirected["depth"] += 1
+    try:
+        yield
+    finally:
+        with _redirection:
+            _redirected["depth"] -= 1
+            if _redirected["depth"] == 0 and _redirected["saved"] >= 0:
+                _flush_stdout()
+                os.dup2(_redirected["saved"], _STDOUT_FD)
+                os.close(_redirected["saved"])
+                _redirected["saved"] = -1
 
 
 class GuardedFunction:
@@ -252,10 +331,11 @@ def translate(error: BaseException, *, user_file: Path | None = None, what: str 
                           f"{_where(_user_site(error, user_file))}; rerun with --debug for the traceback")
 
 
-def _discard_stdout() -> None:
-    """Point stdout's file descriptor at the null device, so the exit's final flush cannot fail again."""
+def _discard(name: str) -> None:
+    """Point sys.stdout's or sys.stderr's file descriptor at the null device, so that the exit's final
+    flush cannot fail again (with a traceback of its own)."""
     try:
-        fd = sys.stdout.fileno()
+        fd = getattr(sys, name).fileno()
     except (AttributeError, OSError, ValueError):
         return  # not a real file (a test runner's buffer): nothing is flushed at exit
     null = os.open(os.devnull, os.O_WRONLY)
@@ -265,26 +345,47 @@ def _discard_stdout() -> None:
         os.close(null)
 
 
-@contextlib.contextmanager
-def to_stdout() -> Iterator[None]:
-    """Context manager around printing results: a full disk or a closed stdout is reported as such.
+def stream_error(name: str, error: OSError) -> CliError:
+    """The error for a failed write to stdout or stderr (`name`): a closed pipe exits 141 quietly; a full
+    disk is exit 4 and any other write error exit 2, in one line on stderr if stderr still takes it."""
+    if error.errno == errno.EPIPE:
+        _discard("stdout")
+        _discard("stderr")
+        return ClosedPipe()
+    _discard(name)
+    failure = write_error(name, error)
+    return cli_error(str(failure), failure.exit_code)
 
-    Flushes stdout at the end, so that an error shows here and not as a traceback at exit. A
-    closed pipe (``| head``) is left to click, which exits quietly.
-    """
+
+@contextlib.contextmanager
+def _writing_to(name: str) -> Iterator[None]:
     try:
         yield
-        sys.stdout.flush()
+        getattr(sys, name).flush()
     except OSError as error:
-        if error.errno == errno.EPIPE:
-            raise
-        _discard_stdout()
-        failure = write_error("stdout", error)
-        raise cli_error(str(failure), failure.exit_code) from None
+        raise stream_error(name, error) from None
+
+
+def to_stdout() -> contextlib.AbstractContextManager[None]:
+    """Context manager around printing results: a full disk, an I/O error or a closed pipe on stdout
+    is reported as such (`stream_error`).
+
+    Flushes stdout at the end, so that an error shows here and not as a traceback at exit.
+    """
+    return _writing_to("stdout")
+
+
+def to_stderr() -> contextlib.AbstractContextManager[None]:
+    """Context manager around jaccli's warnings and notes: a failed write to stderr is `stream_error`'s
+    error, not the function failing."""
+    return _writing_to("stderr")
 
 
 def print_traceback(error: BaseException) -> None:
     """The full traceback on stderr, for --debug."""
     inner = error.error if isinstance(error, RaisedInFunction) else error
-    click.echo("".join(traceback.format_exception(type(inner), inner, inner.__traceback__)), err=True,
-               nl=False)
+    try:
+        click.echo("".join(traceback.format_exception(type(inner), inner, inner.__traceback__)), err=True,
+                   nl=False)
+    except OSError:
+        _discard("stderr")  # the error itself still decides the exit code

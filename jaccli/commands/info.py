@@ -41,7 +41,7 @@ import jaccli
 
 from .compute import Block, matrix_blocks
 from .display import Facts, Section, Table, render
-from .failures import shown_path, to_stdout
+from .failures import shown_path, to_stderr, to_stdout
 from .problem import Problem, load_problem
 from .report import SCHEMA, function_entry, inputs_entry, jsonable
 from .run import Failures, human_bytes
@@ -188,8 +188,9 @@ def info(*, func: str | None, expression: str | None, sources: tuple[str, ...], 
         timings["total_s"] = time.perf_counter() - start
         doc["timings"] = {k: round(v, 6) for k, v in timings.items()}
         if not out.quiet:
-            for warning in doc["warnings"]:
-                click.echo(f"Warning: {warning}", err=True)
+            with to_stderr():
+                for warning in doc["warnings"]:
+                    click.echo(f"Warning: {warning}", err=True)
         with to_stdout():
             if out.format == "json":
                 sys.stdout.write(json.dumps(jsonable(doc), allow_nan=False) + "\n")

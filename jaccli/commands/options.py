@@ -22,13 +22,15 @@ class SourceType(click.ParamType):
 
 
 class ChunkSize(click.ParamType):
-    """A positive int or 'auto'."""
+    """A positive int or 'auto', in any case: --help shows the metavar as N|AUTO."""
 
     name = "N|auto"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | str:
-        if isinstance(value, int) or value == "auto":
+        if isinstance(value, int):
             return value
+        if str(value).strip().lower() == "auto":
+            return "auto"
         try:
             n = int(value)
         except ValueError:

@@ -162,6 +162,12 @@ def _cast(values: list, params: list[str], wrt: tuple[int, ...], dtype: str | No
         kind = value.dtype.kind
         if dtype is not None and (k in wrt or kind == "f"):
             out[k] = _cast_to(value, dtype, params[k], warnings)
+        elif kind == "f" and value.dtype.itemsize > 8:
+            # long double (float128): NumPy's linear algebra refuses it, the checks' finite differences
+            # and tolerances are float64's, and JSON holds doubles; jaccli computes in float64.
+            warnings.append(f"input {params[k]} holds {value.dtype} values; computed in float64 (give float64 "
+                            "or float32 inputs, or --dtype float64 to silence this)")
+            out[k] = _cast_to(value, "float64", params[k], warnings)
         elif k in wrt and kind in "biu":
             warnings.append(f"input {params[k]} holds {value.dtype} values; differentiated as float64")
     return out
@@ -222,7 +228,23 @@ def load_vectors(sources: Sequence[str], targets: list[str], dtype: str | None,
         which = ", ".join(targets[k] if k < len(targets) else f"{numbered}{k}" for k in missing)
         raise UsageError(f"--vector: no vector given for {which}; give one per {'output' if numbered else 'input'}"
                          f" ({shown}), positionally or as name=SOURCE")
+    for k in range(count):
+        _refuse_nonfinite(named[k], f"{numbered}{k}" if numbered and count > 1 else targets[k])
     return [named[k].astype(dtype or np.float64) for k in range(count)]
+
+
+def _refuse_nonfinite(vector: np.ndarray, target: str) -> None:
+    """A NaN or inf in a vector would spread to every entry it multiplies, and be blamed on an operation of f."""
+    bad = np.argwhere(~np.isfinite(vector)) if vector.dtype.kind == "f" else ()
+    if len(bad):
+        index = tuple(int(i) for i in bad[0])
+        value = vector[index]
+        what = "NaN" if np.isnan(value) else "inf" if value > 0 else "-inf"
+        if not index:
+            raise UsageError(f"--vector: the vector for {target} is {what}; give a finite number")
+        at = index[0] if len(index) == 1 else index
+        raise UsageError(f"--vector: the vector for {target} has {'an' if what == 'inf' else 'a'} {what} at "
+                         f"position {at}; give finite numbers")
 
 
 def _only(loaded: dict, source: str) -> np.ndarray:

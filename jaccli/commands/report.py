@@ -62,7 +62,7 @@ from jaccli.atomic import directory_problem, probe_target
 from jaccli.errors import UsageError
 from jaccli.writers import WRITE_FORMATS
 
-from .compute import Block, Outcome
+from .compute import Block, Outcome, several_blocks
 from .nonfinite import report_entries as nonfinite_entries
 from .problem import Problem
 from .settings import Output, Settings
@@ -97,15 +97,15 @@ def check_output(out: Output, sources: Sequence[str | None]) -> None:
     probe_target(out.path)
 
 
-def check_target(out: Output, blocks: list[Block]) -> None:
+def check_target(out: Output, command: str, blocks: list[Block]) -> None:
     """Refuse, before any derivative is computed, a file that cannot hold the result's blocks."""
     if out.path is None:
         return
     suffix = out.path.suffix.lower()
     if suffix in (".npy", ".csv", ".txt") and len(blocks) > 1:
-        keys = ", ".join(b.key for b in blocks)
-        raise UsageError(f"-o {out.path}: the result has {len(blocks)} blocks ({keys}) and a {suffix} file "
-                         f"holds one; use .npz (or .json), or pick one input with --wrt")
+        what, wrt = several_blocks(command, blocks)
+        raise UsageError(f"-o {out.path}: a {suffix} file holds one block, and the result has {what}; write it "
+                         f"to .npz or .json{wrt}")
     if suffix in (".csv", ".txt") and any(b.batch is not None for b in blocks):
         raise UsageError(f"-o {out.path}: a batched result has 3 axes; write it to .npy, .npz or .json")
 
@@ -120,7 +120,9 @@ def jsonable(value: Any) -> Any:
             return value.tolist()
         return jsonable(value.tolist())
     if isinstance(value, np.generic):
-        return jsonable(value.item())
+        item = value.item()
+        # A long double's item() is itself (no Python type holds it): float() rounds it to a JSON double.
+        return jsonable(float(item) if isinstance(item, np.generic) else item)
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, dict):

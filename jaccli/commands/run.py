@@ -15,7 +15,7 @@ from jaccli.errors import ResourceLimitError, UsageError
 
 from . import nonfinite
 from .compute import Outcome, Verdict, evaluate, finish_stream, hook_progress, prepare, stream_pieces
-from .failures import CheckFailed, print_traceback, to_stdout, translate
+from .failures import CheckFailed, print_traceback, to_stderr, to_stdout, translate
 from .problem import Problem, load_problem
 from .report import build_report, check_output, check_target, file_blocks, print_stats, show
 from .settings import Output, Settings
@@ -133,7 +133,7 @@ def _evaluate(problem: Problem, command: str, settings: Settings, out: Output) -
         # NumPy's warnings (overflow, division by zero...) become one-line warnings in the report.
         warnings.simplefilter("always")
         outcome = prepare(problem, command, settings)
-        check_target(out, outcome.blocks)
+        check_target(out, outcome.command, outcome.blocks)
         progress = _progress(out)
         hook_progress(outcome, progress)
         try:
@@ -150,6 +150,12 @@ def _evaluate(problem: Problem, command: str, settings: Settings, out: Output) -
 def _report(problem: Problem, outcome: Outcome, settings: Settings, out: Output, argv: list[str],
             written: bool) -> None:
     """Warnings and notes to stderr, the result (or the JSON report) to stdout, --stats to stderr."""
+    with to_stderr():  # stdout's own write errors are told apart inside, by to_stdout
+        _report_to(problem, outcome, settings, out, argv, written)
+
+
+def _report_to(problem: Problem, outcome: Outcome, settings: Settings, out: Output, argv: list[str],
+               written: bool) -> None:
     def note(text: str) -> None:
         if not out.quiet:
             click.echo(text, err=True)
@@ -202,7 +208,7 @@ class Failures:
 
     def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
         # Never swallows: lets the exception through, or raises its CliError instead.
-        # A closed stdout pipe (| head) is click's to handle: it exits quietly.
+        # A closed pipe (| head) is the command line's to handle (failures.stream_error): it exits quietly.
         if error is None or isinstance(error, (click.exceptions.Exit, click.exceptions.Abort, BrokenPipeError)):
             return
         if not isinstance(error, (Exception, KeyboardInterrupt)):

@@ -615,6 +615,37 @@ def test_writes_into_sliding_windows_are_refused_as_numpy_refuses_them():
     assert "writeable=True) is not supported by jaccli" in message and "write into x" in message
 
 
+def test_writes_into_np_broadcast_to_are_refused_as_numpy_refuses_them():
+    def into_broadcast(x):
+        b = np.broadcast_to(x, (2, 3))
+        b[0, 0] = 5.0
+        return b
+
+    def into_a_row(x):
+        row = np.broadcast_to(x, (2, 3))[1]
+        row *= 2.0
+        return row
+
+    def into_same_shape(x):
+        b = np.broadcast_to(x, x.shape)  # a read-only view in NumPy too, not x itself
+        b[0] = 1.0
+        return x
+
+    def into_a_copy(x):
+        b = np.broadcast_to(x, (2, 3)).copy()
+        b[0, 0] = x[1] ** 2
+        return b
+
+    for func, line in ((into_broadcast, "b[0, 0] = 5.0"), (into_a_row, "row *= 2.0"), (into_same_shape, "b[0] = 1.0")):
+        with pytest.raises(ValueError, match="read-only"):
+            func(np.array([0.1, 0.2, 0.3]))
+        message = _escape_site(func, line, TracingError)
+        assert "np.broadcast_to is read-only, as in NumPy" in message and ".copy()" in message
+    x = np.array([0.1, 0.2, 0.3])
+    np.testing.assert_allclose(np.asarray(jacobian(into_a_copy, x)).reshape(2, 3, 3), central_diff(into_a_copy, x),
+                               rtol=1e-7, atol=1e-9)
+
+
 def test_a_copy_of_sliding_windows_can_be_written():
     def f(x):
         w = np.lib.stride_tricks.sliding_window_view(x, 2).copy()

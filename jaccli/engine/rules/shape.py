@@ -7,7 +7,7 @@ import operator
 import numpy as np
 
 from ..registry import family, primitive, register, register_derived
-from ..tracer import peek
+from ..tracer import Tracer, mark_read_only, peek
 from ._util import axis_index
 
 family("shape")
@@ -205,7 +205,16 @@ def _broadcast_handler(array, shape, subok=False):
     return broadcast_to(array, shape)
 
 
-register(np.broadcast_to, _broadcast_handler, prims=(broadcast_to,))
+def _broadcast_to(array, shape, subok=False):
+    # NumPy's result is a read-only view (of the same shape too): a write into it is an error there.
+    out = broadcast_to(array, (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape))
+    if type(out) is Tracer:
+        mark_read_only(out, "the result of np.broadcast_to is read-only, as in NumPy (its elements share memory); "
+                            "write into a copy instead (np.broadcast_to(x, shape).copy())")
+    return out
+
+
+register(np.broadcast_to, _broadcast_to, prims=(broadcast_to,))
 
 
 def _broadcast_arrays(*args, subok=False):

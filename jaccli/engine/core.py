@@ -659,12 +659,16 @@ def _accumulate(store: dict, node: Node, idx: int | None, n_out: int, value: Any
 def _take(store: dict, node: Node, owned: dict) -> Any:
     """Pop node's cotangent: from here on rules see it, and it is no longer the sweep's to change."""
     g = store.pop(node, None)
-    if type(g) is list:
-        g = [p.join(owned) if type(p) is _PendingSum else p for p in g]
-    elif type(g) is _PendingSum:
+    kind = type(g)
+    if kind is _PendingSum:
         g = g.join(owned)
-    for part in (g if type(g) is list else (g,)):
-        owned.pop(id(part), None)
+    elif kind is list:
+        g = [p.join(owned) if type(p) is _PendingSum else p for p in g]
+        for part in g:
+            owned.pop(id(part), None)
+        return g
+    if owned:
+        owned.pop(id(g), None)
     return g
 
 

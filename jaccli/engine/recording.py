@@ -19,7 +19,7 @@ from . import rules  # noqa: F401  (fills the registry)
 from .core import (ELEMENTWISE, FREEZER, INPUT, Freezer, Node, Trace, _plan_reverse, forward, frozen_constants,
                    is_internal, reverse, stale_error)
 from .seeds import dense
-from .tracer import Tracer, _holds_sequence, holds_tracer, lift, lift_args, primal
+from .tracer import Tracer, _holds_sequence, _needs_lifting, holds_tracer, lift, lift_args, primal
 
 
 # ---------------------------------------------------------------------------
@@ -70,7 +70,7 @@ def _lifting(fn: Callable) -> Callable:
     """fn, with lists and tuples that hold traced values made traced arrays first."""
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
-        if _holds_sequence(args) or (kwargs and _holds_sequence(tuple(kwargs.values()))):
+        if _needs_lifting(fn, args, kwargs):
             args, kwargs = lift_args(fn, args, kwargs)
         return fn(*args, **kwargs)
     return call

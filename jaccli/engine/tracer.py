@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 import itertools
 import sys
-import weakref
 from typing import Any
 
 import numpy as np
@@ -44,10 +43,13 @@ _PLAIN_OPERANDS = (int, float, np.ndarray, np.floating, np.integer)
 # ---------------------------------------------------------------------------
 def holds_tracer(obj: Any) -> bool:
     """obj is a traced array, or a (nested) list or tuple with one somewhere inside."""
-    if type(obj) is Tracer:
+    kind = type(obj)
+    if kind is Tracer:
         return True
-    if type(obj) is list or type(obj) is tuple:
-        return any(holds_tracer(o) for o in obj)
+    if kind is list or kind is tuple:
+        for o in obj:
+            if holds_tracer(o):
+                return True
     return False
 
 
@@ -76,10 +78,30 @@ def lift_args(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
 
 
 def _holds_sequence(args: tuple) -> bool:
+    """Some argument is a list or tuple that holds traced values: lift_args has work to do."""
     for a in args:
-        if type(a) is list or type(a) is tuple:
+        if (type(a) is list or type(a) is tuple) and holds_tracer(a):
             return True
     return False
+
+
+def _needs_lifting(func: Any, args: tuple, kwargs: dict) -> bool:
+    """func's arguments hold a list or tuple of traced values NumPy would convert (cheap when not)."""
+    for a in args:
+        if type(a) is list or type(a) is tuple:
+            break
+    else:
+        if not kwargs:
+            return False
+        for v in kwargs.values():
+            if type(v) is list or type(v) is tuple:
+                break
+        else:
+            return False
+    if func in _SEQUENCE_FUNCTIONS:  # a sequence of arrays: only a list inside it needs lifting
+        return any((type(a) is list or type(a) is tuple) and _holds_sequence(a) for a in args) or \
+            any((type(v) is list or type(v) is tuple) and _holds_sequence(v) for v in kwargs.values())
+    return _holds_sequence(args) or (bool(kwargs) and _holds_sequence(tuple(kwargs.values())))
 
 
 def _op(ufunc: Any, a: Any, b: Any) -> Any:
@@ -243,23 +265,20 @@ def _addresses(a: np.ndarray) -> np.ndarray:
     return out
 
 
-# Traced arrays NumPy gives read-only (the windows of sliding_window_view), by id: a weak reference
-# to the array and the message that a write into it, or into a view of it, raises.
-_READ_ONLY: dict[int, tuple[weakref.ref, str]] = {}
-
-
 def mark_read_only(x: "Tracer", message: str) -> "Tracer":
-    """Refuse writes into x and into its views (x[0] = v, x += v, np.put(x, ...)) with `message`."""
-    key = id(x)
-    _READ_ONLY[key] = (weakref.ref(x, lambda _, key=key: _READ_ONLY.pop(key, None)), message)
+    """Refuse writes into x and into its views (x[0] = v, x += v, np.put(x, ...)) with `message`.
+
+    For the traced arrays NumPy gives read-only: the windows of sliding_window_view, the result
+    of np.broadcast_to.
+    """
+    x._read_only = message
     return x
 
 
 def _read_only_message(x: "Tracer") -> str | None:
     while x is not None:
-        entry = _READ_ONLY.get(id(x))
-        if entry is not None and entry[0]() is x:
-            return entry[1]
+        if x._read_only is not None:
+            return x._read_only
         x = x._base
     return None
 
@@ -273,7 +292,7 @@ class Tracer:
     # _base: the traced array this one is a NumPy view of (x[0], x.T, x.reshape(-1)), or None.
     # _stale: (site, writer, kind) where a write left this array behind (see _become): kind "base"
     # for a write through one of its views, "view" for a write into the memory it is a view of.
-    __slots__ = ("_value", "_node", "_idx", "_trace", "_base", "_stale", "__weakref__")
+    __slots__ = ("_value", "_node", "_idx", "_trace", "_base", "_stale", "_read_only", "__weakref__")
     __array_priority__ = 1000.0
 
     def __init__(self, value: Any, node: Node, idx: int | None, trace: Trace) -> None:
@@ -283,6 +302,7 @@ class Tracer:
         self._trace = trace
         self._base = None
         self._stale = None
+        self._read_only = None  # the message a write into this array raises (see mark_read_only)
 
     # -- NumPy protocols ---------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -314,7 +334,7 @@ class Tracer:
             hint = _INSTEAD.get(func, "")
             raise UnsupportedOperationError(f"{numpy_name(func)} is not supported by jaccli{hint}; see 'jaccli ops'",
                                             user_site(2))
-        if _holds_sequence(args) or _holds_sequence(tuple(kwargs.values())):  # np.outer([x[0], x[1]], x)
+        if _needs_lifting(func, args, kwargs):  # np.outer([x[0], x[1]], x)
             args, kwargs = lift_args(func, args, kwargs)
         return handler(*args, **kwargs)
 

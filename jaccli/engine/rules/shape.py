@@ -206,9 +206,14 @@ def _broadcast_handler(array, shape, subok=False):
 
 
 def _broadcast_to(array, shape, subok=False):
-    # NumPy's result is a read-only view (of the same shape too): a write into it is an error there.
-    out = broadcast_to(array, (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape))
+    # NumPy's result is a read-only view, of the same shape too: a write into it is an error there.
+    # Rules call np.broadcast_to on traced values as well, so the same shape records nothing: the
+    # result is a second traced array for the same value, read-only.
+    out = _broadcast_handler(array, shape)
     if type(out) is Tracer:
+        if out is array:
+            out = Tracer(array._value, array._node, array._idx, array._trace)
+            out._base = array
         mark_read_only(out, "the result of np.broadcast_to is read-only, as in NumPy (its elements share memory); "
                             "write into a copy instead (np.broadcast_to(x, shape).copy())")
     return out

@@ -203,3 +203,22 @@ def test_nanquantile_of_float32_stays_float32_as_in_numpy():
 def test_emath_sqrt_of_non_negative_inputs_gives_numpys_values():
     x = np.array([0.0, 0.25, 2.0, 9.0])
     np.testing.assert_array_equal(_traced_value(np.emath.sqrt, x), np.emath.sqrt(x))
+
+
+TRACE_DTYPE_CALLS = {
+    "float32": lambda a: np.trace(a, dtype=np.float32),
+    "float32 input, float64": lambda a: np.trace(a.astype(np.float32), dtype=np.float64),
+    "int truncates each entry": lambda a: np.trace(a, dtype=int),
+    "offset and axes": lambda a: np.trace(a[None], 1, 1, 2, np.float32),
+    "method": lambda a: a.trace(dtype=np.float32),
+    "method, positional": lambda a: a.trace(-1, 0, 1, np.float32),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRACE_DTYPE_CALLS))
+def test_trace_with_dtype_gives_numpys_value_and_dtype(name):
+    f = TRACE_DTYPE_CALLS[name]
+    x = np.arange(12.0).reshape(3, 4) ** 1.5
+    traced = _traced_value(f, x)
+    assert np.asarray(traced).dtype == f(x).dtype
+    np.testing.assert_array_equal(traced, f(x))

@@ -550,7 +550,8 @@ class Tracer:
     def repeat(self, repeats, axis=None): return np.repeat(self, repeats, axis=axis)
     def take(self, indices, axis=None): return np.take(self, indices, axis=axis)
     def diagonal(self, offset=0, axis1=0, axis2=1): return np.diagonal(self, offset, axis1, axis2)
-    def trace(self, offset=0, axis1=0, axis2=1): return np.trace(self, offset, axis1, axis2)
+    def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+        return np.trace(self, offset, axis1, axis2, dtype, out)
     def dot(self, other): return np.dot(self, other)
     def clip(self, min=None, max=None): return np.clip(self, min, max)
     def round(self, decimals=0): return np.round(self, decimals)

@@ -185,6 +185,21 @@ def _inside_np_vectorize() -> bool:
     return False
 
 
+# NumPy functions that convert their input to read its memory directly, by code object: what to write instead.
+_READS_MEMORY = {
+    np.lib.stride_tricks.as_strided.__code__: (
+        "np.lib.stride_tricks.as_strided reads a traced array's memory outside jaccli's recording, so it cannot "
+        "be differentiated; use np.lib.stride_tricks.sliding_window_view for windows, or indexing "
+        "(x[::2], x[i:j], x[idx]) for other views"),
+}
+
+
+def _memory_reader() -> str | None:
+    """The message for a NumPy function in _READS_MEMORY converting the input (the caller's caller's frame)."""
+    frame = sys._getframe(2)
+    return None if frame is None else _READS_MEMORY.get(frame.f_code)
+
+
 _TOO_HARD = getattr(np, "exceptions", np).TooHardError  # np.exceptions is NumPy >= 1.25
 
 
@@ -323,6 +338,9 @@ class Tracer:
             raise TracingError("np.vectorize calls its function on plain values, outside jaccli's "
                                "recording, so it cannot be differentiated; write the function with array "
                                "operations instead (np.where(x > 0, a, b) for if/else)", user_site(2))
+        reader = _memory_reader()
+        if reader is not None:
+            raise TracingError(reader, user_site(2))
         raise _escape("converting to a plain NumPy array (np.array/np.asarray of a traced value outside f's own "
                       "module, a list holding traced values where jaccli cannot see it, or writing a traced "
                       "value into an array made with np.zeros/np.empty)",

@@ -222,3 +222,45 @@ def test_trace_with_dtype_gives_numpys_value_and_dtype(name):
     traced = _traced_value(f, x)
     assert np.asarray(traced).dtype == f(x).dtype
     np.testing.assert_array_equal(traced, f(x))
+
+
+FUNC1D = {
+    "scalar": lambda v: np.sum(v ** 2),
+    "vector": lambda v: np.cumsum(v) * v,
+    "shorter vector": lambda v: v[:2] * v[-1],
+    "matrix": lambda v: np.outer(v, v[:2]),
+    "3-d": lambda v: np.reshape(np.outer(v, v), (1,) + v.shape * 2) + 1,
+    "list": lambda v: [v[0], v[1] * 2],
+    "plain": lambda v: np.ones(3),
+}
+
+
+@pytest.mark.parametrize("result", sorted(FUNC1D))
+@pytest.mark.parametrize("shape, axis", [((4,), 0), ((3, 4), 0), ((3, 4), -1), ((2, 3, 4), 1), ((2, 3, 4), -3),
+                                         ((2, 2, 3, 2), 2), ((2, 2, 3, 2), 3)], ids=str)
+def test_apply_along_axis_gives_numpys_values_and_shape(result, shape, axis):
+    f = lambda a: np.apply_along_axis(FUNC1D[result], axis, a)  # noqa: E731
+    x = np.arange(float(np.prod(shape))).reshape(shape) ** 1.5 + 1
+    traced, want = np.asarray(_traced_value(f, x)), f(x)
+    assert traced.shape == want.shape
+    np.testing.assert_array_equal(traced, want)
+
+
+def test_apply_along_axis_passes_extra_arguments_and_broadcasts_later_results_as_numpy_does():
+    f = lambda a: np.apply_along_axis(lambda v, p, s=1.0: s * v[:1 + (v[0] > 1)] ** p, 1, a, 2, s=3.0)  # noqa: E731
+    x = np.array([[2.0, 1.0, 1.0], [0.5, 1.0, 4.0]])  # the second row's result broadcasts to the first's shape
+    np.testing.assert_array_equal(_traced_value(f, x), f(x))
+
+
+@pytest.mark.parametrize("call, shape", [
+    (lambda a: np.apply_along_axis(np.sum, 2, a), (2, 3)),
+    (lambda a: np.apply_along_axis(np.sum, 1, a[:0]), (2, 3)),
+    (lambda a: np.apply_along_axis(lambda v: v[:2] if v[0] < 1 else v, 1, a), (2, 3)),
+], ids=["axis", "empty", "shapes"])
+def test_apply_along_axis_refuses_what_numpy_refuses(call, shape):
+    x = np.arange(6.0).reshape(shape)
+    with pytest.raises(ValueError) as numpy_error:
+        call(x)
+    with pytest.raises(ValueError) as traced_error:
+        _traced_value(call, x)
+    assert str(traced_error.value) == str(numpy_error.value)

@@ -264,3 +264,62 @@ def test_apply_along_axis_refuses_what_numpy_refuses(call, shape):
     with pytest.raises(ValueError) as traced_error:
         _traced_value(call, x)
     assert str(traced_error.value) == str(numpy_error.value)
+
+
+PIECEWISE_CALLS = {
+    "constants": lambda a: np.piecewise(a, [a < 0, a >= 0], [-1, 1]),
+    "abs": lambda a: np.piecewise(a, [a < 0, a >= 0], [lambda t: -t, lambda t: t]),
+    "otherwise": lambda a: np.piecewise(a, [a < -1, a > 1], [lambda t: t ** 2, np.sin, lambda t: 3 * t]),
+    "later condition wins": lambda a: np.piecewise(a, [a < 1, a > -1], [lambda t: t ** 2, lambda t: t ** 3]),
+    "single condition": lambda a: np.piecewise(a[1], a[1] > 0, [lambda t: t ** 2, 0.5]),
+    "function sees its part only": lambda a: np.piecewise(a[1], a[1] > 0, [lambda t: t - t.mean()]),
+    "extra arguments": lambda a: np.piecewise(a, [a > 0], [lambda t, p, s=1: s * t ** p, lambda t, p, s=1: -t], 2, s=3),
+    "no condition holds": lambda a: np.piecewise(a, [a > 10], [lambda t: t ** 2]),
+    "0-d": lambda a: np.piecewise(a[0], [a[0] < 0, a[0] >= 0], [lambda t: -t, lambda t: t * 2]),
+    "0-d, one condition": lambda a: np.piecewise(a[1], a[1] < 0, [lambda t: -t, lambda t: t * 2]),
+    "traced constants": lambda a: np.piecewise(a, [a < 0], [a[0, 0], a[1, 1]]),
+    "stacked conditions": lambda a: np.piecewise(a, np.stack([a < 0, a > 1]), [np.exp, np.log]),
+    "numeric condition": lambda a: np.piecewise(a, [a + 2], [np.exp, np.sin]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PIECEWISE_CALLS))
+def test_piecewise_gives_numpys_values(name):
+    f = PIECEWISE_CALLS[name]
+    x = np.linspace(-2, 2, 12).reshape(3, 4)
+    traced = _traced_value(f, x)
+    assert np.shape(traced) == np.shape(f(x))
+    np.testing.assert_array_equal(traced, f(x))
+
+
+@pytest.mark.parametrize("name", ["abs", "constants", "no condition holds", "traced constants"])
+def test_piecewise_of_float32_stays_float32_as_in_numpy(name):
+    f = PIECEWISE_CALLS[name]
+    x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    traced = _traced_value(f, x)
+    assert np.asarray(traced).dtype == f(x).dtype == np.float32
+    np.testing.assert_array_equal(traced, f(x))
+
+
+def test_piecewise_refuses_a_wrong_number_of_functions_as_numpy_does():
+    f = lambda a: np.piecewise(a, [a < 0, a > 1], [np.exp])  # noqa: E731
+    x = np.arange(3.0)
+    with pytest.raises(ValueError) as numpy_error:
+        f(x)
+    with pytest.raises(ValueError) as traced_error:
+        _traced_value(f, x)
+    assert str(traced_error.value) == str(numpy_error.value)
+
+
+def test_piecewise_differentiates_the_branch_each_entry_takes_only():
+    f = lambda a: np.piecewise(a, [a < 0, a > 1], [lambda t: t ** 2, np.log, np.sqrt])  # noqa: E731
+    x = np.array([-1.0, 0.25, 4.0])  # log and sqrt are NaN at -1, which takes another branch
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), np.diag([-2.0, 1.0, 0.25]), rtol=1e-15)
+
+
+def test_piecewise_replayed_where_the_conditions_change_gives_a_fresh_recordings_jacobian():
+    f = jaccli.record_once(lambda a: np.piecewise(a, [a < 0], [lambda t: t ** 3, lambda t: np.sin(t)]))
+    for x in (np.array([-1.0, 2.0]), np.array([-2.0, 1.0]), np.array([1.0, -2.0])):
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), np.diag(np.where(x < 0, 3 * x ** 2, np.cos(x))),
+                                   rtol=1e-15)
+    assert f.records == 2 and f.replays == 1

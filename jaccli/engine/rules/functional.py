@@ -1,12 +1,14 @@
-"""NumPy functions that call the user's functions on parts of a traced array: apply_along_axis."""
+"""NumPy functions that call the user's functions on parts of a traced array: apply_along_axis, piecewise."""
 
 from __future__ import annotations
+
+import collections.abc
 
 import numpy as np
 
 from ..registry import family, register_derived
-from ..tracer import Tracer, lift
-from ._util import axis_index
+from ..tracer import INTERNAL, Tracer, lift, primal
+from ._util import axis_index, dtype_of
 
 family("functional")
 
@@ -47,3 +49,45 @@ def _apply_along_axis(func1d, axis, arr, *args, **kwargs):
 
 register_derived(np.apply_along_axis, _apply_along_axis,
                  notes="func1d is traced on each slice; the slices' results are stacked")
+
+
+def _plain_conditions(condlist):
+    """The conditions as plain booleans (a traced condition counts by its value, as in NumPy)."""
+    if type(condlist) is Tracer:
+        return primal(condlist)
+    if type(condlist) is list or type(condlist) is tuple:
+        return type(condlist)(_plain_conditions(c) for c in condlist)
+    return condlist
+
+
+def _piecewise(x, condlist, funclist, *args, **kw):
+    """NumPy's piecewise: each function sees x[cond] only, so the derivative flows through its own branch."""
+    x = lift(x)
+    if type(x) is not Tracer:
+        x = np.asanyarray(x)
+    condlist = _plain_conditions(condlist)
+    n2 = len(funclist)
+    # As NumPy: a single condition is promoted to a list of one condition.
+    if np.isscalar(condlist) or (not isinstance(condlist[0], (list, np.ndarray)) and np.ndim(x) != 0):
+        condlist = [condlist]
+    condlist = np.asarray(condlist, dtype=bool)
+    n = len(condlist)
+    if n == n2 - 1:  # the "otherwise" function: where no condition holds
+        condlist = np.concatenate([condlist, ~np.any(condlist, axis=0, keepdims=True)], axis=0)
+    elif n != n2:
+        raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are expected")
+    y = np.zeros(np.shape(x), dtype=x.dtype)
+    # Later conditions win: each write replaces what an earlier one put there.
+    for cond, func in zip(condlist, funclist):
+        if not isinstance(func, collections.abc.Callable):
+            y = INTERNAL["setitem"](y, lift(func), cond)
+        else:
+            vals = x[cond]
+            if np.size(vals) > 0:
+                y = INTERNAL["setitem"](y, lift(func(vals, *args, **kw)), cond)
+    # NumPy writes into zeros_like(x): the values are cast to x's dtype (float32 stays float32).
+    return y if dtype_of(y) == x.dtype else y.astype(x.dtype)
+
+
+register_derived(np.piecewise, _piecewise,
+                 notes="conditions are plain values; each function is traced on its own part of x")

@@ -323,3 +323,11 @@ def test_piecewise_replayed_where_the_conditions_change_gives_a_fresh_recordings
         np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), np.diag(np.where(x < 0, 3 * x ** 2, np.cos(x))),
                                    rtol=1e-15)
     assert f.records == 2 and f.replays == 1
+
+
+def test_piecewise_with_a_numeric_traced_condition_replays_while_its_truth_is_unchanged():
+    f = jaccli.record_once(lambda a: np.piecewise(a, [a - 1], [np.sin, lambda t: t ** 2]))
+    for x in (np.array([0.5, 1.0, 3.0]), np.array([0.25, 1.0, 2.0])):
+        want = np.diag(np.where(x - 1 != 0, np.cos(x), 2 * x))
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), want, rtol=1e-15)
+    assert f.records == 1 and f.replays == 1

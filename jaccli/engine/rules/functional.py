@@ -7,7 +7,7 @@ import collections.abc
 import numpy as np
 
 from ..registry import family, register_derived
-from ..tracer import INTERNAL, Tracer, lift, primal
+from ..tracer import INTERNAL, Tracer, guarded, lift
 from ._util import axis_index, dtype_of
 
 family("functional")
@@ -53,8 +53,8 @@ register_derived(np.apply_along_axis, _apply_along_axis,
 
 def _plain_conditions(condlist):
     """The conditions as plain booleans (a traced condition counts by its value, as in NumPy)."""
-    if type(condlist) is Tracer:
-        return primal(condlist)
+    if type(condlist) is Tracer:  # only its truth is a guard: a replay holds while that is unchanged
+        return guarded(lambda c: np.asarray(c, dtype=bool), condlist)
     if type(condlist) is list or type(condlist) is tuple:
         return type(condlist)(_plain_conditions(c) for c in condlist)
     return condlist

@@ -203,3 +203,131 @@ def test_nanquantile_of_float32_stays_float32_as_in_numpy():
 def test_emath_sqrt_of_non_negative_inputs_gives_numpys_values():
     x = np.array([0.0, 0.25, 2.0, 9.0])
     np.testing.assert_array_equal(_traced_value(np.emath.sqrt, x), np.emath.sqrt(x))
+
+
+TRACE_DTYPE_CALLS = {
+    "float32": lambda a: np.trace(a, dtype=np.float32),
+    "float32 input, float64": lambda a: np.trace(a.astype(np.float32), dtype=np.float64),
+    "int truncates each entry": lambda a: np.trace(a, dtype=int),
+    "offset and axes": lambda a: np.trace(a[None], 1, 1, 2, np.float32),
+    "method": lambda a: a.trace(dtype=np.float32),
+    "method, positional": lambda a: a.trace(-1, 0, 1, np.float32),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRACE_DTYPE_CALLS))
+def test_trace_with_dtype_gives_numpys_value_and_dtype(name):
+    f = TRACE_DTYPE_CALLS[name]
+    x = np.arange(12.0).reshape(3, 4) ** 1.5
+    traced = _traced_value(f, x)
+    assert np.asarray(traced).dtype == f(x).dtype
+    np.testing.assert_array_equal(traced, f(x))
+
+
+FUNC1D = {
+    "scalar": lambda v: np.sum(v ** 2),
+    "vector": lambda v: np.cumsum(v) * v,
+    "shorter vector": lambda v: v[:2] * v[-1],
+    "matrix": lambda v: np.outer(v, v[:2]),
+    "3-d": lambda v: np.reshape(np.outer(v, v), (1,) + v.shape * 2) + 1,
+    "list": lambda v: [v[0], v[1] * 2],
+    "plain": lambda v: np.ones(3),
+}
+
+
+@pytest.mark.parametrize("result", sorted(FUNC1D))
+@pytest.mark.parametrize("shape, axis", [((4,), 0), ((3, 4), 0), ((3, 4), -1), ((2, 3, 4), 1), ((2, 3, 4), -3),
+                                         ((2, 2, 3, 2), 2), ((2, 2, 3, 2), 3)], ids=str)
+def test_apply_along_axis_gives_numpys_values_and_shape(result, shape, axis):
+    f = lambda a: np.apply_along_axis(FUNC1D[result], axis, a)  # noqa: E731
+    x = np.arange(float(np.prod(shape))).reshape(shape) ** 1.5 + 1
+    traced, want = np.asarray(_traced_value(f, x)), f(x)
+    assert traced.shape == want.shape
+    np.testing.assert_array_equal(traced, want)
+
+
+def test_apply_along_axis_passes_extra_arguments_and_broadcasts_later_results_as_numpy_does():
+    f = lambda a: np.apply_along_axis(lambda v, p, s=1.0: s * v[:1 + (v[0] > 1)] ** p, 1, a, 2, s=3.0)  # noqa: E731
+    x = np.array([[2.0, 1.0, 1.0], [0.5, 1.0, 4.0]])  # the second row's result broadcasts to the first's shape
+    np.testing.assert_array_equal(_traced_value(f, x), f(x))
+
+
+@pytest.mark.parametrize("call, shape", [
+    (lambda a: np.apply_along_axis(np.sum, 2, a), (2, 3)),
+    (lambda a: np.apply_along_axis(np.sum, 1, a[:0]), (2, 3)),
+    (lambda a: np.apply_along_axis(lambda v: v[:2] if v[0] < 1 else v, 1, a), (2, 3)),
+], ids=["axis", "empty", "shapes"])
+def test_apply_along_axis_refuses_what_numpy_refuses(call, shape):
+    x = np.arange(6.0).reshape(shape)
+    with pytest.raises(ValueError) as numpy_error:
+        call(x)
+    with pytest.raises(ValueError) as traced_error:
+        _traced_value(call, x)
+    assert str(traced_error.value) == str(numpy_error.value)
+
+
+PIECEWISE_CALLS = {
+    "constants": lambda a: np.piecewise(a, [a < 0, a >= 0], [-1, 1]),
+    "abs": lambda a: np.piecewise(a, [a < 0, a >= 0], [lambda t: -t, lambda t: t]),
+    "otherwise": lambda a: np.piecewise(a, [a < -1, a > 1], [lambda t: t ** 2, np.sin, lambda t: 3 * t]),
+    "later condition wins": lambda a: np.piecewise(a, [a < 1, a > -1], [lambda t: t ** 2, lambda t: t ** 3]),
+    "single condition": lambda a: np.piecewise(a[1], a[1] > 0, [lambda t: t ** 2, 0.5]),
+    "function sees its part only": lambda a: np.piecewise(a[1], a[1] > 0, [lambda t: t - t.mean()]),
+    "extra arguments": lambda a: np.piecewise(a, [a > 0], [lambda t, p, s=1: s * t ** p, lambda t, p, s=1: -t], 2, s=3),
+    "no condition holds": lambda a: np.piecewise(a, [a > 10], [lambda t: t ** 2]),
+    "0-d": lambda a: np.piecewise(a[0], [a[0] < 0, a[0] >= 0], [lambda t: -t, lambda t: t * 2]),
+    "0-d, one condition": lambda a: np.piecewise(a[1], a[1] < 0, [lambda t: -t, lambda t: t * 2]),
+    "traced constants": lambda a: np.piecewise(a, [a < 0], [a[0, 0], a[1, 1]]),
+    "stacked conditions": lambda a: np.piecewise(a, np.stack([a < 0, a > 1]), [np.exp, np.log]),
+    "numeric condition": lambda a: np.piecewise(a, [a + 2], [np.exp, np.sin]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PIECEWISE_CALLS))
+def test_piecewise_gives_numpys_values(name):
+    f = PIECEWISE_CALLS[name]
+    x = np.linspace(-2, 2, 12).reshape(3, 4)
+    traced = _traced_value(f, x)
+    assert np.shape(traced) == np.shape(f(x))
+    np.testing.assert_array_equal(traced, f(x))
+
+
+@pytest.mark.parametrize("name", ["abs", "constants", "no condition holds", "traced constants"])
+def test_piecewise_of_float32_stays_float32_as_in_numpy(name):
+    f = PIECEWISE_CALLS[name]
+    x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    traced = _traced_value(f, x)
+    assert np.asarray(traced).dtype == f(x).dtype == np.float32
+    np.testing.assert_array_equal(traced, f(x))
+
+
+def test_piecewise_refuses_a_wrong_number_of_functions_as_numpy_does():
+    f = lambda a: np.piecewise(a, [a < 0, a > 1], [np.exp])  # noqa: E731
+    x = np.arange(3.0)
+    with pytest.raises(ValueError) as numpy_error:
+        f(x)
+    with pytest.raises(ValueError) as traced_error:
+        _traced_value(f, x)
+    assert str(traced_error.value) == str(numpy_error.value)
+
+
+def test_piecewise_differentiates_the_branch_each_entry_takes_only():
+    f = lambda a: np.piecewise(a, [a < 0, a > 1], [lambda t: t ** 2, np.log, np.sqrt])  # noqa: E731
+    x = np.array([-1.0, 0.25, 4.0])  # log and sqrt are NaN at -1, which takes another branch
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), np.diag([-2.0, 1.0, 0.25]), rtol=1e-15)
+
+
+def test_piecewise_replayed_where_the_conditions_change_gives_a_fresh_recordings_jacobian():
+    f = jaccli.record_once(lambda a: np.piecewise(a, [a < 0], [lambda t: t ** 3, lambda t: np.sin(t)]))
+    for x in (np.array([-1.0, 2.0]), np.array([-2.0, 1.0]), np.array([1.0, -2.0])):
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), np.diag(np.where(x < 0, 3 * x ** 2, np.cos(x))),
+                                   rtol=1e-15)
+    assert f.records == 2 and f.replays == 1
+
+
+def test_piecewise_with_a_numeric_traced_condition_replays_while_its_truth_is_unchanged():
+    f = jaccli.record_once(lambda a: np.piecewise(a, [a - 1], [np.sin, lambda t: t ** 2]))
+    for x in (np.array([0.5, 1.0, 3.0]), np.array([0.25, 1.0, 2.0])):
+        want = np.diag(np.where(x - 1 != 0, np.cos(x), 2 * x))
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), want, rtol=1e-15)
+    assert f.records == 1 and f.replays == 1

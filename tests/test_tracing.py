@@ -781,3 +781,20 @@ def test_deepcopy_and_divmod_of_a_traced_array():
     J = np.asarray(jaccli.jacobian(lambda x: np.stack(divmod(x, 2.0)), x))
     assert_array_equal(J, np.stack([np.zeros((3, 3)), np.eye(3)]))  # floor division is piecewise constant
     assert_array_equal(jaccli.vjp(lambda x: np.stack(divmod(x, 2.0)), x, np.ones((2, 3)))[0], np.stack([q, r]))
+
+
+@pytest.mark.parametrize("options", [dict(shape=(2, 2), strides=(8, 8)), dict(writeable=False), {}], ids=str)
+def test_as_strided_is_refused_by_name_with_what_to_write_instead(options):
+    def f(x):
+        return np.lib.stride_tricks.as_strided(x[::2], **options) * 2
+
+    message = _escape_site(f, "as_strided", TracingError)
+    assert "np.lib.stride_tricks.as_strided" in message and "sliding_window_view" in message and "\n" not in message
+
+
+def test_as_strided_is_refused_at_second_order():
+    def f(x):
+        return np.sum(np.lib.stride_tricks.as_strided(x, shape=(2, 2), strides=(8, 8)) ** 3)
+
+    with pytest.raises(TracingError, match="np.lib.stride_tricks.as_strided"):
+        jaccli.hessian(f, np.array([0.1, 0.2, 0.3]))[0]

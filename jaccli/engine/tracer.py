@@ -207,6 +207,21 @@ def _inside_np_vectorize() -> bool:
     return False
 
 
+# NumPy functions that convert their input to read its memory directly, by code object: what to write instead.
+_READS_MEMORY = {
+    np.lib.stride_tricks.as_strided.__code__: (
+        "np.lib.stride_tricks.as_strided reads a traced array's memory outside jaccli's recording, so it cannot "
+        "be differentiated; use np.lib.stride_tricks.sliding_window_view for windows, or indexing "
+        "(x[::2], x[i:j], x[idx]) for other views"),
+}
+
+
+def _memory_reader() -> str | None:
+    """The message for a NumPy function in _READS_MEMORY converting the input (the caller's caller's frame)."""
+    frame = sys._getframe(2)
+    return None if frame is None else _READS_MEMORY.get(frame.f_code)
+
+
 _TOO_HARD = getattr(np, "exceptions", np).TooHardError  # np.exceptions is NumPy >= 1.25
 
 
@@ -343,6 +358,9 @@ class Tracer:
             raise TracingError("np.vectorize calls its function on plain values, outside jaccli's "
                                "recording, so it cannot be differentiated; write the function with array "
                                "operations instead (np.where(x > 0, a, b) for if/else)", user_site(2))
+        reader = _memory_reader()
+        if reader is not None:
+            raise TracingError(reader, user_site(2))
         raise _escape("converting to a plain NumPy array (np.array/np.asarray of a traced value outside f's own "
                       "module, a list holding traced values where jaccli cannot see it, or writing a traced "
                       "value into an array made with np.zeros/np.empty)",
@@ -570,7 +588,8 @@ class Tracer:
     def repeat(self, repeats, axis=None): return np.repeat(self, repeats, axis=axis)
     def take(self, indices, axis=None): return np.take(self, indices, axis=axis)
     def diagonal(self, offset=0, axis1=0, axis2=1): return np.diagonal(self, offset, axis1, axis2)
-    def trace(self, offset=0, axis1=0, axis2=1): return np.trace(self, offset, axis1, axis2)
+    def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+        return np.trace(self, offset, axis1, axis2, dtype, out)
     def dot(self, other): return np.dot(self, other)
     def clip(self, min=None, max=None): return np.clip(self, min, max)
     def round(self, decimals=0): return np.round(self, decimals)

@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     einsum,
     elementwise,
     emath,
+    functional,
     indexing,
     joining,
     linalg,

@@ -190,7 +190,9 @@ def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     moved = np.moveaxis(a, (axis1, axis2), (-2, -1))
     n1, n2 = np.shape(moved)[-2:]
     rows = np.arange(max(0, -offset), max(0, min(n1, n2 - offset)))
-    return np.sum(moved[..., rows, rows + offset], axis=-1)
+    diagonal = moved[..., rows, rows + offset]
+    # NumPy sums in `dtype`: each entry is cast first (an integer dtype truncates them, a constant).
+    return np.sum(diagonal if dtype is None else diagonal.astype(dtype), axis=-1)
 
 
 register_derived(np.tensordot, _tensordot, uses=(matmul,))

@@ -9,6 +9,7 @@ import pytest
 import jaccli
 
 from jaccli.engine.recording import Recording
+from tests.helpers import central_diff
 
 
 def _traced_value(f, x):
@@ -331,3 +332,37 @@ def test_piecewise_with_a_numeric_traced_condition_replays_while_its_truth_is_un
         want = np.diag(np.where(x - 1 != 0, np.cos(x), 2 * x))
         np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), want, rtol=1e-15)
     assert f.records == 1 and f.replays == 1
+
+
+# ---------------------------------------------------------------------------
+# dtype= of the reductions: entries cast to dtype first, the result of that dtype (as NumPy)
+# ---------------------------------------------------------------------------
+DTYPE_REDUCTIONS = {
+    "np.sum": lambda a, d: np.sum(a, dtype=d),
+    "np.sum, dtype by position": lambda a, d: np.sum(a, 1, d),
+    "np.mean": lambda a, d: np.mean(a, axis=0, dtype=d),
+    "np.prod": lambda a, d: np.prod(a, dtype=d),
+    "np.cumsum": lambda a, d: np.cumsum(a, dtype=d),
+    "np.nansum": lambda a, d: np.nansum(a, axis=1, dtype=d),
+    "np.add.reduce": lambda a, d: np.add.reduce(a, 0, d),
+    "np.multiply.accumulate": lambda a, d: np.multiply.accumulate(a, 1, d),
+    "x.sum": lambda a, d: a.sum(dtype=d),
+    "x.cumprod": lambda a, d: a.cumprod(dtype=d),
+    "x.var": lambda a, d: a.var(dtype=d) if d is not int else a.var(),
+}
+
+
+@pytest.mark.parametrize("dtype", [int, np.float32, np.float64])
+@pytest.mark.parametrize("fn", DTYPE_REDUCTIONS.values(), ids=DTYPE_REDUCTIONS.keys())
+def test_reductions_honour_dtype_as_numpy_does(fn, dtype):
+    x = np.arange(1.0, 7.0).reshape(2, 3) ** 1.5  # not integers: dtype=int truncates each entry first
+    want = fn(x, dtype)
+    got = Recording(lambda a: fn(a, dtype), [x], [0]).outputs[0]
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    J = np.asarray(jaccli.jacobian(lambda a: fn(a, dtype), x))
+    if dtype is int and fn is not DTYPE_REDUCTIONS["x.var"]:
+        assert not J.any()  # integer results carry no derivative
+    else:
+        np.testing.assert_allclose(J.reshape(np.shape(want) + x.shape), central_diff(lambda a: fn(a, np.float64), x),
+                                   rtol=1e-4, atol=1e-3)

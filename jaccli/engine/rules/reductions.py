@@ -6,7 +6,7 @@ import numpy as np
 
 from ..registry import family, primitive, register, register_derived
 from ..seeds import broadcast_block
-from ..tracer import guarded, primal
+from ..tracer import FUNCTION_HANDLERS, UFUNC_HANDLERS, Tracer, guarded, primal
 from ._util import along, axis_index, dtype_of, norm_axes, shift
 from .indexing import gather, scatter_flat
 
@@ -505,3 +505,29 @@ def _reduceat(array, indices, axis=0, dtype=None, out=None):
 
 register((np.add, "reduceat"), _reduceat, prims=(gather, scatter_flat), kind="derived", name="np.add.reduceat",
          notes="segment sums as one gather and one scatter-add; values agree with NumPy's to rounding")
+
+
+# ---------------------------------------------------------------------------
+# dtype=: NumPy casts the entries to dtype and reduces in it (np.sum(x, dtype=int) truncates each
+# entry first; dtype=np.float32 sums in float32). Every handler above takes dtype third.
+# ---------------------------------------------------------------------------
+def _cast_first(handler):
+    def with_dtype(a, *args, **kwargs):
+        if len(args) >= 2:
+            dtype, args = args[1], (args[0], None) + args[2:]
+        else:
+            dtype = kwargs.pop("dtype", None)
+        if dtype is None:
+            return handler(a, *args, **kwargs)
+        dtype = np.dtype(dtype)
+        a = a if type(a) is Tracer else np.asarray(a)
+        out = handler(a.astype(dtype), *args, **kwargs)
+        return out if dtype_of(out) == dtype else out.astype(dtype)  # an integer mean: NumPy's cast too
+    return with_dtype
+
+
+for _f in (np.sum, np.mean, np.var, np.std, np.prod, np.cumsum, np.cumprod,
+           np.nansum, np.nanprod, np.nanmean, np.nanvar, np.nanstd, np.nancumsum, np.nancumprod):
+    FUNCTION_HANDLERS[_f] = _cast_first(FUNCTION_HANDLERS[_f])
+for _key in ((np.add, "reduce"), (np.multiply, "reduce"), (np.add, "accumulate"), (np.multiply, "accumulate")):
+    UFUNC_HANDLERS[_key] = _cast_first(UFUNC_HANDLERS[_key])

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import UnsupportedOperationError
-from ..core import user_site
 from ..registry import family, register_derived
-from ..tracer import Tracer, guarded
+from ..tracer import guarded
 from ._util import dtype_of
 from .elementwise import where
 from .indexing import gather
-from .numerics import _TIES, _arr, _in_unit_interval, _lerp, _sorted_first
+from .numerics import _TIES, _arr, _lerp, _sorted_first, check_quantile_method, checked_quantile_args
 
 family("numerics")
 
@@ -55,27 +53,10 @@ def _nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 
 def _nan_quantile(name: str, percent: bool):
     def handler(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *, weights=None):
-        a = _arr(a)
-        if dtype_of(a).kind == "c":
-            raise TypeError("a must be an array of real numbers")
-        weak_q = type(q) in (int, float)
-        q = _arr(q)
-        if percent:
-            q = np.true_divide(q, 100)
-            q = q if type(q) is Tracer else np.asarray(q)
-        if not guarded(_in_unit_interval, q):
-            raise ValueError("Percentiles must be in the range [0, 100]" if percent
-                             else "Quantiles must be in the range [0, 1]")
-        if weights is not None:
-            if method != "inverted_cdf":
-                raise ValueError(f"Only method 'inverted_cdf' supports weights. Got: {method}.")
-            raise UnsupportedOperationError(f"{name} with weights is not supported by jaccli", user_site(2))
+        a, q, weak_q = checked_quantile_args(name, percent, a, q, method, weights)
         if np.ndim(q) > 1:
             raise ValueError("q must be a scalar or 1d")
-        np.quantile(np.zeros(1), 0.5, method=method)  # NumPy's error for a method it does not know
-        if method != "linear":
-            raise UnsupportedOperationError(f"{name} with method={method!r} is not supported by jaccli; only "
-                                            "method='linear' is; see 'jaccli ops'", user_site(2))
+        check_quantile_method(name, method)
         return _nan_order_statistic(a, q, axis, keepdims, weak_q)
     return handler
 

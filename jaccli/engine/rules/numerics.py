@@ -671,30 +671,45 @@ def _lerp(a, b, t):
     return np.where(t >= 0.5, b - diff * (1 - t), a + diff * t)
 
 
+def checked_quantile_args(name: str, percent: bool, a, q, method: str, weights) -> tuple:
+    """(a, q as a fraction, whether q was a Python number) for the quantile functions, or NumPy's error.
+
+    Raises as NumPy does for complex a, q out of range and weights without method='inverted_cdf';
+    jaccli's own error for weights. Called by the handler itself, so user_site(3) is the user's line.
+    """
+    a = _arr(a)
+    if dtype_of(a).kind == "c":
+        raise TypeError("a must be an array of real numbers")
+    weak_q = type(q) in (int, float)  # a Python number: the result keeps the dtype of a
+    q = _arr(q)
+    if percent:
+        q = np.true_divide(q, 100)
+        q = q if type(q) is Tracer else np.asarray(q)
+    if not guarded(_in_unit_interval, q):
+        raise ValueError("Percentiles must be in the range [0, 100]" if percent
+                         else "Quantiles must be in the range [0, 1]")
+    if weights is not None:
+        if method != "inverted_cdf":
+            raise ValueError(f"Only method 'inverted_cdf' supports weights. Got: {method}.")
+        raise UnsupportedOperationError(f"{name} with weights is not supported by jaccli", user_site(3))
+    return a, q, weak_q
+
+
+def check_quantile_method(name: str, method: str) -> None:
+    """NumPy's error for a method it does not know; jaccli's for one other than 'linear'."""
+    np.quantile(np.zeros(1), 0.5, method=method)
+    if method != "linear":
+        raise UnsupportedOperationError(f"{name} with method={method!r} is not supported by jaccli; only "
+                                        "method='linear' is; see 'jaccli ops'", user_site(3))
+
+
 def _order_statistic(name: str, percent: bool):
     def handler(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *, weights=None):
-        a = _arr(a)
-        if dtype_of(a).kind == "c":
-            raise TypeError("a must be an array of real numbers")
-        weak_q = type(q) in (int, float)  # a Python number: the result keeps the dtype of a
-        q = _arr(q)
-        if percent:
-            q = np.true_divide(q, 100)
-            q = q if type(q) is Tracer else np.asarray(q)
-        if not guarded(_in_unit_interval, q):
-            raise ValueError("Percentiles must be in the range [0, 100]" if percent
-                             else "Quantiles must be in the range [0, 1]")
-        if weights is not None:
-            if method != "inverted_cdf":
-                raise ValueError(f"Only method 'inverted_cdf' supports weights. Got: {method}.")
-            raise UnsupportedOperationError(f"{name} with weights is not supported by jaccli", user_site(2))
+        a, q, weak_q = checked_quantile_args(name, percent, a, q, method, weights)
         s, kept = _sorted_first(a, axis)
         if np.ndim(q) > 2:
             raise ValueError("q must be a scalar or 1d")
-        np.quantile(np.zeros(1), 0.5, method=method)  # NumPy's error for a method it does not know
-        if method != "linear":
-            raise UnsupportedOperationError(f"{name} with method={method!r} is not supported by jaccli; only "
-                                            "method='linear' is; see 'jaccli ops'", user_site(2))
+        check_quantile_method(name, method)
         virtual = (np.shape(s)[0] - 1) * q
         if np.issubdtype(dtype_of(virtual), np.integer):
             result = s[virtual]  # integer q: the order statistics themselves

@@ -31,3 +31,14 @@ def rosen_hess(x):
     H[i + 1, i + 1] += 200
     H[i, i + 1] = H[i + 1, i] = -400 * x[:-1]
     return H
+
+
+def refused_as_numpy_refuses(call, x, traced, errors=ValueError):
+    """call(x) raises one of `errors` in NumPy; traced(call, x) raises the same type with NumPy's message."""
+    import pytest
+
+    with pytest.raises(errors) as numpy_error:
+        call(x)
+    with pytest.raises(type(numpy_error.value)) as traced_error:
+        traced(call, x)
+    assert str(traced_error.value) == str(numpy_error.value)

@@ -9,7 +9,8 @@ import pytest
 import jaccli
 
 from jaccli.engine.recording import Recording
-from tests.helpers import central_diff
+from jaccli.errors import UnsupportedOperationError
+from tests.helpers import central_diff, refused_as_numpy_refuses
 
 
 def _traced_value(f, x):
@@ -34,11 +35,7 @@ def test_pad_copy_modes_give_numpys_values(mode, width):
 ], ids=["empty-axis", "keyword", "negative-width"])
 def test_pad_copy_modes_refuse_what_numpy_refuses(call):
     x = np.arange(3.0)
-    with pytest.raises(ValueError) as numpy_error:
-        call(x)
-    with pytest.raises(ValueError) as traced_error:
-        _traced_value(call, x)
-    assert str(traced_error.value) == str(numpy_error.value)
+    refused_as_numpy_refuses(call, x, _traced_value)
 
 
 WINDOW_CALLS = {
@@ -60,11 +57,7 @@ def test_sliding_window_view_gives_numpys_values(name):
 def test_sliding_window_view_refuses_a_window_larger_than_the_axis_as_numpy_does():
     f = lambda a: np.lib.stride_tricks.sliding_window_view(a, 4)  # noqa: E731
     x = np.arange(3.0)
-    with pytest.raises(ValueError) as numpy_error:
-        f(x)
-    with pytest.raises(ValueError) as traced_error:
-        _traced_value(f, x)
-    assert str(traced_error.value) == str(numpy_error.value)
+    refused_as_numpy_refuses(f, x, _traced_value)
 
 
 @pytest.mark.parametrize("func", [np.triu_indices_from, np.tril_indices_from], ids=lambda f: f.__name__)
@@ -90,11 +83,7 @@ def test_triangle_indices_from_a_traced_array_are_numpys_plain_arrays(func, shap
 @pytest.mark.parametrize("func", [np.triu_indices_from, np.tril_indices_from], ids=lambda f: f.__name__)
 def test_triangle_indices_from_refuse_what_numpy_refuses(func):
     x = np.arange(3.0)
-    with pytest.raises(ValueError) as numpy_error:
-        func(x)
-    with pytest.raises(ValueError) as traced_error:
-        _traced_value(func, x)
-    assert str(traced_error.value) == str(numpy_error.value)
+    refused_as_numpy_refuses(func, x, _traced_value)
 
 
 # np.linalg's array-API functions, in the forms whose semantics differ from the np.* functions.
@@ -147,11 +136,7 @@ def test_linalg_array_api_functions_give_numpys_values(name):
         "trace-positional-offset"])
 def test_linalg_array_api_functions_refuse_what_numpy_refuses(call):
     x = np.random.default_rng(3).uniform(-1, 1, (2, 3, 4))
-    with pytest.raises((ValueError, TypeError)) as numpy_error:
-        call(x)
-    with pytest.raises(type(numpy_error.value)) as traced_error:
-        _traced_value(call, x)
-    assert str(traced_error.value) == str(numpy_error.value)
+    refused_as_numpy_refuses(call, x, _traced_value, (ValueError, TypeError))
 
 
 def _with_nans():
@@ -260,11 +245,7 @@ def test_apply_along_axis_passes_extra_arguments_and_broadcasts_later_results_as
 ], ids=["axis", "empty", "shapes"])
 def test_apply_along_axis_refuses_what_numpy_refuses(call, shape):
     x = np.arange(6.0).reshape(shape)
-    with pytest.raises(ValueError) as numpy_error:
-        call(x)
-    with pytest.raises(ValueError) as traced_error:
-        _traced_value(call, x)
-    assert str(traced_error.value) == str(numpy_error.value)
+    refused_as_numpy_refuses(call, x, _traced_value)
 
 
 PIECEWISE_CALLS = {
@@ -305,11 +286,7 @@ def test_piecewise_of_float32_stays_float32_as_in_numpy(name):
 def test_piecewise_refuses_a_wrong_number_of_functions_as_numpy_does():
     f = lambda a: np.piecewise(a, [a < 0, a > 1], [np.exp])  # noqa: E731
     x = np.arange(3.0)
-    with pytest.raises(ValueError) as numpy_error:
-        f(x)
-    with pytest.raises(ValueError) as traced_error:
-        _traced_value(f, x)
-    assert str(traced_error.value) == str(numpy_error.value)
+    refused_as_numpy_refuses(f, x, _traced_value)
 
 
 def test_piecewise_differentiates_the_branch_each_entry_takes_only():
@@ -366,3 +343,21 @@ def test_reductions_honour_dtype_as_numpy_does(fn, dtype):
     else:
         np.testing.assert_allclose(J.reshape(np.shape(want) + x.shape), central_diff(lambda a: fn(a, np.float64), x),
                                    rtol=1e-4, atol=1e-3)
+
+
+QUANTILES = {"np.quantile": (np.quantile, 0.5), "np.percentile": (np.percentile, 50.0),
+             "np.nanquantile": (np.nanquantile, 0.5), "np.nanpercentile": (np.nanpercentile, 50.0)}
+
+
+@pytest.mark.parametrize("name", sorted(QUANTILES))
+def test_quantiles_refuse_what_numpy_refuses_and_name_what_jaccli_does_not_support(name):
+    func, q = QUANTILES[name]
+    x = np.arange(1.0, 7.0)
+    refused_as_numpy_refuses(lambda a: func(a, q * 3), x, _traced_value)            # q out of range
+    refused_as_numpy_refuses(lambda a: func(a, q, method="bogus"), x, _traced_value)
+    refused_as_numpy_refuses(lambda a: func(a, q, weights=np.ones(6)), x, _traced_value)  # needs inverted_cdf
+    for kwargs, what in ((dict(method="nearest"), f"{name} with method='nearest' is not supported by jaccli"),
+                         (dict(method="inverted_cdf", weights=np.ones(6)), f"{name} with weights is not supported")):
+        with pytest.raises(UnsupportedOperationError) as error:
+            _traced_value(lambda a: func(a, q, **kwargs), x)
+        assert str(error.value).startswith(f"{__file__}:") and what in str(error.value)

@@ -172,6 +172,7 @@ LISTS_OF_TRACED_VALUES = {
     "np.outer of a list and x": "np.outer([x[0], x[1]], x)",
     "a traced array plus a list": "x + [x[0], x[1], 1.0]",
     "np.stack of lists": "np.stack([[x[0], 1.0], [x[1], x[2]]])",
+    "np.array with a plain row": "np.array([[x[0], x[1]], [1.0, 2.0]]) @ np.asarray([x[2], 3.0])",
 }
 
 

@@ -27,34 +27,25 @@ from .tracer import Tracer, _holds_sequence, _needs_lifting, holds_tracer, lift,
 # np.linalg.norm([dx, dy]), where NumPy converts the list before any dispatch; while f runs, the
 # names bound to the numpy module in f's globals point to a proxy that handles them.
 # ---------------------------------------------------------------------------
-_contains_tracer = holds_tracer
-
-
-def _build(obj: Any, dtype: Any = None) -> Any:
-    if isinstance(obj, (list, tuple)):
-        return np.stack([_build(o) for o in obj])
-    return obj
-
-
 def _array(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
     if type(obj) is Tracer and kwargs.get("copy", True) is not False:
         return np.copy(obj)  # np.array copies: writing into the result must not change obj
-    if _contains_tracer(obj):
+    if holds_tracer(obj):
         if dtype is not None and np.dtype(dtype).kind not in "fc":
             return np.array(primal_nested(obj), dtype, *args, **kwargs)
-        return _build(obj, dtype)
+        return lift(obj)
     return np.array(obj, dtype, *args, **kwargs)
 
 
 def _asarray(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
-    if _contains_tracer(obj):
+    if holds_tracer(obj):
         return _array(obj, dtype)
     return np.asarray(obj, dtype, *args, **kwargs)
 
 
 def _full(shape: Any, fill_value: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
     """np.full with a traced fill value: that value broadcast over a fresh (writable) array."""
-    if not _contains_tracer(fill_value) or (dtype is not None and np.dtype(dtype).kind not in "fc"):
+    if not holds_tracer(fill_value) or (dtype is not None and np.dtype(dtype).kind not in "fc"):
         return np.full(shape, primal_nested(fill_value), dtype, *args, **kwargs)
     value = lift(fill_value)
     return np.zeros(shape, dtype=dtype or value.dtype) + np.broadcast_to(value, shape)
@@ -611,7 +602,7 @@ def _outputs(out: Any, trace: Trace) -> tuple[bool, tuple, list]:
     outs = []
     refs = []
     for k, o in enumerate(out if is_tuple else (out,)):
-        if isinstance(o, list) and _contains_tracer(o):
+        if isinstance(o, list) and holds_tracer(o):
             o = np.stack(o)
         if type(o) is Tracer and o._stale is not None:
             raise stale_error(o, None)

@@ -70,10 +70,11 @@ def _lifting(fn: Callable) -> Callable:
 class _UfuncProxy:
     """A ufunc whose call and methods (reduce, outer, ...) lift lists of traced values first."""
 
-    __slots__ = ("_ufunc",)
+    __slots__ = ("_ufunc", "_methods")
 
     def __init__(self, ufunc: np.ufunc) -> None:
         self._ufunc = ufunc
+        self._methods: dict[str, Any] = {}  # name -> the lifting wrapper, made on first use
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _holds_sequence(args):
@@ -81,8 +82,13 @@ class _UfuncProxy:
         return self._ufunc(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._ufunc, name)
-        return _lifting(attr) if callable(attr) and not isinstance(attr, type) else attr
+        wrapped = self._methods.get(name)
+        if wrapped is None:
+            attr = getattr(self._ufunc, name)
+            if not callable(attr) or isinstance(attr, type):
+                return attr
+            wrapped = self._methods[name] = _lifting(attr)
+        return wrapped
 
     def __repr__(self) -> str:
         return repr(self._ufunc)

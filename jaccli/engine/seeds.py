@@ -156,12 +156,7 @@ class SparseBlock:
         return SparseBlock(self.shape, self.idx, ufunc(self.val, f), u, v)  # same structure
 
     def _plus(self, other: "SparseBlock", sign: float) -> Any:
-        idx = np.concatenate([self.idx, other.idx], axis=1)
-        val = np.concatenate([self.val, other.val if sign > 0 else -other.val], axis=1)
-        parts = [(p.u if p is self or sign > 0 else -p.u, p.v) for p in (self, other) if p.u is not None]
-        u = np.concatenate([p[0] for p in parts], axis=1) if parts else None
-        v = np.concatenate([p[1] for p in parts], axis=0) if parts else None
-        return self._with(self.shape, idx, val, u, v)
+        return SparseBlock.sum_of([self, other if sign > 0 else -other])
 
     @staticmethod
     def sum_of(parts: list) -> Any:

@@ -26,6 +26,9 @@ MODES = ("auto", "reverse", "forward")
 DENSE_SEED_ELEMENTS = 16384
 _PRODUCTS = {"np.matmul", "np.einsum", "np.tensordot"}
 DEFAULT_MEMORY_BUDGET = int(os.environ.get("JACCLI_MEMORY_BUDGET", 512 * 2**20))
+# A block larger than this keeps only the rows and columns computed (a PartialStore) until all of
+# it is asked for: a few rows of a 10^5 x 10^5 Jacobian need not reserve its 75 GiB.
+DENSE_STORE_LIMIT = 2**30
 
 
 def _prod(shape: Sequence[int]) -> int:
@@ -45,6 +48,94 @@ def _adoptable(arr: Any, dtype: np.dtype) -> bool:
     """Whether a sweep's result can become the cache itself (it owns writable, packed memory)."""
     return (isinstance(arr, np.ndarray) and arr.dtype == dtype and arr.flags.writeable
             and (arr.flags.c_contiguous or arr.flags.f_contiguous) and 0 not in arr.strides)
+
+
+def _reserve(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """Memory for a dense block (np.empty: pages are only taken as entries are written)."""
+    return np.empty(shape, dtype=dtype)
+
+
+class _Chunks:
+    """Rows (or columns) of a block kept as the chunks the sweeps wrote, each position's chunk and place."""
+
+    def __init__(self, size: int) -> None:
+        self.chunk = np.full(size, -1, dtype=np.intp)
+        self.offset = np.zeros(size, dtype=np.intp)
+        self.data: list[np.ndarray] = []
+
+    def put(self, positions: np.ndarray, values: np.ndarray) -> None:
+        self.chunk[positions] = len(self.data)
+        self.offset[positions] = np.arange(positions.size)
+        self.data.append(values)
+
+    def take(self, positions: np.ndarray, other: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """out[k] = (value at positions[k])[..., other] for every k; each position must be known."""
+        ids = self.chunk[positions]
+        for c in np.unique(ids):
+            sel = ids == c
+            out[sel] = self.data[c][self.offset[positions[sel]]][..., other]
+        return out
+
+
+class PartialStore:
+    """The cache of a block too large to reserve densely: only the rows and columns computed.
+
+    Its `shape` is the dense block's, (M, N) or (B, M, N). A row r (from a reverse sweep) is kept
+    as the values of dense[..., r, :], a column c (from a forward sweep) as those of dense[..., c].
+    """
+
+    def __init__(self, shape: tuple, dtype: np.dtype) -> None:
+        self.shape = shape
+        self.dtype = dtype
+        *self.lead, m, n = shape
+        self.lead = tuple(self.lead)
+        self.rows = _Chunks(m)
+        self.cols = _Chunks(n)
+
+    def put_rows(self, rows: np.ndarray, values: np.ndarray | None) -> None:
+        """values: (len(rows),) + lead + (N,), or None for rows of zeros."""
+        shape = (rows.size,) + self.lead + (self.shape[-1],)
+        self.rows.put(rows, np.zeros(shape, self.dtype) if values is None else
+                      np.asarray(values, dtype=self.dtype).reshape(shape))
+
+    def put_cols(self, cols: np.ndarray, values: np.ndarray | None) -> None:
+        """values: (len(cols),) + lead + (M,), or None for columns of zeros."""
+        shape = (cols.size,) + self.lead + (self.shape[-2],)
+        self.cols.put(cols, np.zeros(shape, self.dtype) if values is None else
+                      np.asarray(values, dtype=self.dtype).reshape(shape))
+
+    def row_values(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """dense[..., rows, cols] of known rows, as (len(rows),) + lead + (len(cols),)."""
+        out = np.empty((rows.size,) + self.lead + (cols.size,), dtype=self.dtype)
+        return self.rows.take(rows, cols, out)
+
+    def take(self, rows: np.ndarray, cols: np.ndarray, fallback: Callable | None = None) -> np.ndarray:
+        """dense[..., rows, :][..., cols]: from the known rows, else from the known columns
+        (or `fallback(missing_rows, cols)`, giving lead + (len(missing_rows), len(cols)))."""
+        out = np.empty(self.lead + (rows.size, cols.size), dtype=self.dtype)
+        known = self.rows.chunk[rows] >= 0
+        if known.any():
+            out[..., known, :] = np.moveaxis(self.row_values(rows[known], cols), 0, -2)
+        if not known.all():
+            missing = rows[~known]
+            if fallback is not None:
+                out[..., ~known, :] = fallback(missing, cols)
+            else:
+                part = np.empty((cols.size,) + self.lead + (missing.size,), dtype=self.dtype)
+                out[..., ~known, :] = np.moveaxis(self.cols.take(cols, missing, part), 0, -1)
+        return out
+
+    def move_into(self, dense: np.ndarray) -> None:
+        """Write every known row and column into `dense`, and let go of them."""
+        for chunks, rows in ((self.cols, False), (self.rows, True)):
+            for c, data in enumerate(chunks.data):
+                where = np.flatnonzero(chunks.chunk == c)
+                values = np.moveaxis(data[chunks.offset[where]], 0, -2 if rows else -1)
+                if rows:
+                    dense[..., where, :] = values
+                else:
+                    dense[..., where] = values
+            chunks.data = []
 
 
 class Evaluator:
@@ -95,21 +186,84 @@ class Evaluator:
         in_dt = np.result_type(self.rec.inputs[self.rec.wrt[j]])
         return np.result_type(out_dt, in_dt, np.float32)
 
-    def block_store(self, i: int, j: int) -> np.ndarray:
-        key = (i, j)
-        arr = self.store.get(key)
+    def block_store(self, i: int, j: int) -> np.ndarray | PartialStore:
+        """Block (i, j)'s cache: a dense array, or a PartialStore for a block too large to reserve."""
+        arr = self.store.get((i, j))
         if arr is None:
-            shape = ((self.B,) if self.batch else ()) + (self.M[i], self.N[j])
-            nbytes = _prod(shape) * self.dtype(i, j).itemsize
-            try:
-                # np.empty touches no memory until rows are written, so a big lazy J costs little.
-                arr = np.empty(shape, dtype=self.dtype(i, j))
-            except MemoryError:
-                raise ResourceLimitError(
-                    f"the Jacobian block is {shape} ({nbytes / 2**30:.1f} GiB) and does not fit in memory; "
-                    "ask for fewer rows or stream it to a .npy file") from None
-            self.store[key] = arr
+            shape = self._store_shape(i, j)
+            if self._nbytes(i, j) > DENSE_STORE_LIMIT:
+                arr = PartialStore(shape, self.dtype(i, j))
+            else:
+                try:
+                    # np.empty touches no memory until rows are written, so a big lazy J costs little.
+                    arr = _reserve(shape, self.dtype(i, j))
+                except MemoryError:
+                    arr = PartialStore(shape, self.dtype(i, j))
+            self.store[(i, j)] = arr
         return arr
+
+    def _store_shape(self, i: int, j: int) -> tuple:
+        return ((self.B,) if self.batch else ()) + (self.M[i], self.N[j])
+
+    def dense_store(self, i: int, j: int) -> np.ndarray:
+        """Block (i, j)'s cache as a dense array (a PartialStore's known rows and columns moved into it)."""
+        arr = self.store.get((i, j))
+        if arr is not None and type(arr) is not PartialStore:
+            return arr
+        shape = self._store_shape(i, j)
+        try:
+            dense = _reserve(shape, self.dtype(i, j))
+        except MemoryError:
+            raise ResourceLimitError(
+                f"the whole {'Hessian' if self.symmetric else 'Jacobian'} block is {shape} "
+                f"({self._nbytes(i, j) / 2**30:.1f} GiB) and does not fit in memory; ask for some rows "
+                "(J[a:b], --rows) or stream it to a .npy file (-o J.npy)") from None
+        if arr is not None:
+            arr.move_into(dense)
+        self.store[(i, j)] = dense
+        return dense
+
+    def partial(self, i: int, j: int) -> bool:
+        """Whether block (i, j) keeps only its known rows and columns (a PartialStore)."""
+        return type(self.block_store(i, j)) is PartialStore
+
+    def _whole_wanted(self, i: int, j: int) -> None:
+        """All of block (i, j) is about to be computed: reserve a large one densely now, not row by row."""
+        arr = self.store.get((i, j))
+        if type(arr) is PartialStore or (arr is None and self.M[i] * self.N[j] * 16 > DENSE_STORE_LIMIT
+                                         and self._nbytes(i, j) > DENSE_STORE_LIMIT):
+            self.dense_store(i, j)
+
+    def _nbytes(self, i: int, j: int) -> int:
+        return _prod(self._store_shape(i, j)) * self.dtype(i, j).itemsize
+
+    def take(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """The known entries rows x cols of block (i, j): shape (len(rows), len(cols)), batched (B, ...)."""
+        store = self.block_store(i, j)
+        if type(store) is PartialStore:
+            return store.take(rows, cols, self._fallback(i, j))
+        store = self.entries(i, j)
+        if self.batch:
+            return store[:, rows][:, :, cols]
+        return store[np.ix_(rows, cols)]
+
+    def in_cache(self, i: int, j: int, arr: Any) -> bool:
+        """Whether `arr` is (a view of) block (i, j)'s dense cache, which a caller must not get to write."""
+        store = self.store.get((i, j))
+        return type(store) is np.ndarray and isinstance(arr, np.ndarray) and np.shares_memory(arr, store)
+
+    def take_points(self, i: int, j: int, rgrid: np.ndarray, cgrid: np.ndarray,
+                    bgrid: np.ndarray | None = None) -> np.ndarray:
+        """Entries (rgrid[k], cgrid[k]) (of sample bgrid[k] when batched), each of them known."""
+        rows, r_at = np.unique(rgrid, return_inverse=True)
+        cols, c_at = np.unique(cgrid, return_inverse=True)
+        sub = self.take(i, j, rows, cols)
+        r_at, c_at = r_at.reshape(np.shape(rgrid)), c_at.reshape(np.shape(cgrid))
+        return sub[bgrid, r_at, c_at] if self.batch else sub[r_at, c_at]
+
+    def _fallback(self, i: int, j: int) -> Callable | None:
+        """For a PartialStore: where entries of rows it lacks come from (None: its own columns)."""
+        return None
 
     # -- chunking --------------------------------------------------------------
     def chunk(self, needed: int, per_seed_elems: int) -> int:
@@ -265,10 +419,15 @@ class Evaluator:
                     self.store[(i, j)] = np.moveaxis(ct, 0, 1)  # a view: no copy of the whole block
                     return
             store = self.block_store(i, j)
-            store[:, rows, :] = 0.0 if ct is None else np.moveaxis(ct, 0, 1)
+            if type(store) is PartialStore:
+                store.put_rows(rows, ct)
+            else:
+                store[:, rows, :] = 0.0 if ct is None else np.moveaxis(ct, 0, 1)
             return
         whole = k == self.M[i] and rows[0] == 0 and rows[-1] == k - 1 and (i, j) not in self.store
-        if ct is None:
+        if not whole and self.partial(i, j):
+            self.store[(i, j)].put_rows(rows, None if ct is None else np.asarray(ct))
+        elif ct is None:
             self.block_store(i, j)[rows] = 0.0
         elif type(ct) is SparseBlock:
             if whole:  # zeros from calloc: untouched pages cost nothing
@@ -290,14 +449,19 @@ class Evaluator:
         k = cols.size
         if self.batch:
             store = self.block_store(i, j)
-            if t is None:
+            if t is not None:
+                t = np.reshape(np.asarray(t), (k, self.B, self.M[i]))
+            if type(store) is PartialStore:
+                store.put_cols(cols, t)
+            elif t is None:
                 store[:, :, cols] = 0.0
             else:
-                t = np.reshape(np.asarray(t), (k, self.B, self.M[i]))
                 store[:, :, cols] = np.transpose(t, (1, 2, 0))
             return
         whole = k == self.N[j] and cols[0] == 0 and cols[-1] == k - 1 and (i, j) not in self.store
-        if t is None:
+        if not whole and self.partial(i, j):
+            self.store[(i, j)].put_cols(cols, None if t is None else np.asarray(t))
+        elif t is None:
             self.block_store(i, j)[:, cols] = 0.0
         elif type(t) is SparseBlock:
             if whole:
@@ -314,6 +478,8 @@ class Evaluator:
         Returns the sweep kind used: "reverse", "forward" or "cached".
         """
         mode = mode or self.mode
+        if rows.size == self.M[i] and cols.size == self.N[j]:
+            self._whole_wanted(i, j)
         if rows.size == self.M[i] and cols.size == self.N[j] and not self.row_done[i].any() \
                 and not self.col_done[j].any():
             miss_r, miss_c = rows, cols  # a fresh whole block: nothing to look up
@@ -338,8 +504,8 @@ class Evaluator:
             self.batch_checked = True
 
     def entries(self, i: int, j: int) -> np.ndarray:
-        """The store of block (i, j); only entries in known rows or columns are meaningful."""
-        return self.block_store(i, j)
+        """The dense store of block (i, j); only entries in known rows or columns are meaningful."""
+        return self.dense_store(i, j)
 
 
 class HessianEvaluator(Evaluator):
@@ -358,6 +524,9 @@ class HessianEvaluator(Evaluator):
 
     def ensure(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray, mode: str | None = None) -> str:
         mode = mode or self.mode
+        if rows.size == self.M[i] and cols.size == self.N[j]:
+            self._whole_wanted(i, j)
+            self._whole_wanted(j, i)
         miss_r = _unique(rows[~self.row_done[i][rows]], self.M[i]) if rows.size else rows
         miss_c = _unique(cols[~self.row_done[j][cols]], self.N[j]) if cols.size else cols
         if miss_r.size == 0 or miss_c.size == 0:
@@ -385,12 +554,21 @@ class HessianEvaluator(Evaluator):
             return
         super()._write_rows(i, j, rows, ct)
 
+    def _fallback(self, i: int, j: int) -> Callable:
+        """Row r of block (i, j) that no sweep of its own gave is column r of the mirror's known rows."""
+        def from_mirror(missing: np.ndarray, cols: np.ndarray) -> np.ndarray:
+            mirror = self.block_store(j, i)
+            if type(mirror) is PartialStore:
+                return np.moveaxis(mirror.row_values(cols, missing), 0, -1)
+            return np.swapaxes(mirror[..., cols, :][..., missing], -1, -2)
+        return from_mirror
+
     def _symmetrize(self, i: int, j: int) -> None:
         """Once every row is known, make H exactly symmetric: rounding in the sweeps is averaged out."""
         done = self._symmetric
         if (i, j) in done:
             return
-        a, b = self.block_store(i, j), self.block_store(j, i)
+        a, b = self.dense_store(i, j), self.dense_store(j, i)
         if i == j and not self.batch and a.shape[0] >= _TILED_SYMMETRIZE and a.flags.writeable:
             _symmetrize_in_place(a)
         else:
@@ -402,7 +580,7 @@ class HessianEvaluator(Evaluator):
         done.update({(i, j), (j, i)})
 
     def entries(self, i: int, j: int) -> np.ndarray:
-        store = self.block_store(i, j)
+        store = self.dense_store(i, j)
         rows_known, cols_known = self.row_done[i], self.row_done[j]
         if rows_known.all() and cols_known.all():
             self._symmetrize(i, j)
@@ -410,7 +588,7 @@ class HessianEvaluator(Evaluator):
         if rows_known.all() or not cols_known.any():
             return store
         fill = ~rows_known
-        mirror = self.block_store(j, i)
+        mirror = self.dense_store(j, i)
         if self.batch:
             store[np.ix_(np.arange(self.B), fill, cols_known)] = \
                 np.swapaxes(mirror[np.ix_(np.arange(self.B), cols_known, fill)], 1, 2)

@@ -139,7 +139,7 @@ class _Block:
             full = np.reshape(ev.entries(i, j), shape)
             return full if idx is Ellipsis and shape else full[idx]
         # NumPy's own error messages for bad indices, from an array that owns no memory.
-        np.broadcast_to(np.empty((), dtype=bool), shape)[idx]
+        probe = np.broadcast_to(np.empty((), dtype=bool), shape)[idx]
         key = idx if isinstance(idx, tuple) else (idx,)
         if _is_basic(key):
             parts = _split_basic(key, ([1] if nb else []) + [len(out_shape), len(in_shape)])
@@ -148,17 +148,23 @@ class _Block:
             if nb and np.arange(ev.B)[parts[0]].size == 0:
                 rows = rows[:0]  # no sample selected: nothing to evaluate
             ev.ensure(i, j, rows, cols, mode)
+            if ev.partial(i, j):
+                # Basic indexing keeps the axes in order: the selected rows x columns, reshaped.
+                sub = ev.take(i, j, rows, cols)
+                out = np.reshape(sub[parts[0]] if nb else sub, np.shape(probe))
+                return out if isinstance(probe, np.ndarray) else out[()]  # a scalar where NumPy gives one
             return np.reshape(ev.entries(i, j), shape)[idx]
         # General index: which row and which column each selected entry comes from.
         lead = (1,) * nb
         rgrid = np.broadcast_to(np.arange(ev.M[i]).reshape(lead + out_shape + (1,) * len(in_shape)), shape)[idx]
         cgrid = np.broadcast_to(np.arange(ev.N[j]).reshape(lead + (1,) * len(out_shape) + in_shape), shape)[idx]
         ev.ensure(i, j, np.unique(rgrid), np.unique(cgrid), mode)
+        bgrid = np.broadcast_to(np.arange(ev.B).reshape((-1,) + (1,) * (len(shape) - 1)), shape)[idx] \
+            if nb else None
+        if ev.partial(i, j):
+            return ev.take_points(i, j, rgrid, cgrid, bgrid)
         store = ev.entries(i, j)
-        if nb:
-            bgrid = np.broadcast_to(np.arange(ev.B).reshape((-1,) + (1,) * (len(shape) - 1)), shape)[idx]
-            return store[bgrid, rgrid, cgrid]
-        return store[rgrid, cgrid]
+        return store[bgrid, rgrid, cgrid] if nb else store[rgrid, cgrid]
 
     def _finish(self, data: Any) -> Any:
         # Scalars stay scalars and 0-d arrays stay arrays, exactly as NumPy's indexing gives them.
@@ -169,8 +175,7 @@ class _Block:
     def __getitem__(self, idx: Any) -> Any:
         with self._ev.lock:
             out = self._finish(self._evaluate(idx))
-            return out.copy() if isinstance(out, np.ndarray) and np.shares_memory(out, self._ev.entries(self._i, self._j)) \
-                else out
+            return out.copy() if self._ev.in_cache(self._i, self._j, out) else out
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         data = np.asarray(self._finish(self._evaluate(Ellipsis)))
@@ -258,8 +263,7 @@ class MatrixView:
         b = self._block
         with b._ev.lock:
             out = b._finish(b._evaluate(idx, flat=True))
-            return out.copy() if isinstance(out, np.ndarray) and np.shares_memory(out, b._ev.entries(b._i, b._j)) \
-                else out
+            return out.copy() if b._ev.in_cache(b._i, b._j, out) else out
 
     def evaluate(self, rows: np.ndarray | None = None, cols: np.ndarray | None = None,
                  mode: str | None = None) -> np.ndarray:
@@ -270,10 +274,7 @@ class MatrixView:
         cols = np.arange(ev.N[b._j]) if cols is None else _positions(cols, ev.N[b._j], "column")
         with ev.lock:
             ev.ensure(b._i, b._j, rows, cols, mode)
-            store = ev.entries(b._i, b._j)
-            if ev.batch:
-                return b._finish(store[:, rows][:, :, cols])
-            return b._finish(store[np.ix_(rows, cols)])
+            return b._finish(ev.take(b._i, b._j, rows, cols))
 
     def stream(self, rows: np.ndarray | None = None, cols: np.ndarray | None = None,
                chunk_size: int | None = None):

@@ -433,10 +433,8 @@ def test_integer_inputs_are_promoted_to_float64():
 feature_shapes = npst.array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=3)
 
 
-@SETTINGS
-@given(data=st.data(), B=st.integers(1, 3), out_feat=feature_shapes, in_feat=feature_shapes,
-       seed=st.integers(0, 2**31))
-def test_batched_index_evaluates_the_touched_output_features_for_all_samples(data, B, out_feat, in_feat, seed):
+def batched_problem(B: int, out_feat: tuple, in_feat: tuple, seed: int):
+    """(f, X, exact): f maps each of B samples on its own, exact is its per-sample Jacobian."""
     rng = np.random.default_rng(seed)
     M, N = math.prod(out_feat), math.prod(in_feat)
     W = rng.normal(size=(M, N))
@@ -446,19 +444,13 @@ def test_batched_index_evaluates_the_touched_output_features_for_all_samples(dat
         return np.reshape(np.tanh(U) + 0.1 * U ** 2, (B,) + out_feat)
 
     X = rng.uniform(-1, 1, size=(B,) + in_feat)
-    J = jaccli.jacobian(f, X, batch_axis=0, mode="reverse")
-    assert J.shape == (B,) + out_feat + in_feat
     U = np.reshape(X, (B, N)) @ W.T
-    exact = np.stack([(1 - np.tanh(u) ** 2 + 0.2 * u)[:, None] * W for u in U]).reshape(J.shape)
-    idx = data.draw(numpy_indices(J.shape), label="idx")
-    assert_same_result(J[idx], exact[idx], rtol=1e-12, atol=1e-12)
-    feat = np.broadcast_to(np.arange(M).reshape((1,) + out_feat + (1,) * len(in_feat)), J.shape)
-    assert J.rows_evaluated == np.unique(feat[idx]).size
+    exact = np.stack([(1 - np.tanh(u) ** 2 + 0.2 * u)[:, None] * W for u in U]).reshape((B,) + out_feat + in_feat)
+    return f, X, exact
 
 
-@SETTINGS
-@given(data=st.data(), n=st.integers(1, 5), seed=st.integers(0, 2**31), mode=st.sampled_from(["forward", "reverse"]))
-def test_hessian_index_uses_symmetry_and_evaluates_the_fewest_hvps(data, n, seed, mode):
+def hessian_problem(n: int, seed: int):
+    """(f, x, exact): a scalar f of x in R^n and its Hessian in closed form."""
     rng = np.random.default_rng(seed)
     B, A = rng.normal(size=(3, n)), rng.normal(size=(n, n))
     x = rng.uniform(-0.5, 0.5, size=n)
@@ -466,7 +458,26 @@ def test_hessian_index_uses_symmetry_and_evaluates_the_fewest_hvps(data, n, seed
     def f(x):
         return np.exp(B @ x).sum() + 0.5 * x @ A @ x
 
-    exact = B.T @ np.diag(np.exp(B @ x)) @ B + 0.5 * (A + A.T)
+    return f, x, B.T @ np.diag(np.exp(B @ x)) @ B + 0.5 * (A + A.T)
+
+
+@SETTINGS
+@given(data=st.data(), B=st.integers(1, 3), out_feat=feature_shapes, in_feat=feature_shapes,
+       seed=st.integers(0, 2**31))
+def test_batched_index_evaluates_the_touched_output_features_for_all_samples(data, B, out_feat, in_feat, seed):
+    f, X, exact = batched_problem(B, out_feat, in_feat, seed)
+    J = jaccli.jacobian(f, X, batch_axis=0, mode="reverse")
+    assert J.shape == (B,) + out_feat + in_feat
+    idx = data.draw(numpy_indices(J.shape), label="idx")
+    assert_same_result(J[idx], exact[idx], rtol=1e-12, atol=1e-12)
+    feat = np.broadcast_to(np.arange(math.prod(out_feat)).reshape((1,) + out_feat + (1,) * len(in_feat)), J.shape)
+    assert J.rows_evaluated == np.unique(feat[idx]).size
+
+
+@SETTINGS
+@given(data=st.data(), n=st.integers(1, 5), seed=st.integers(0, 2**31), mode=st.sampled_from(["forward", "reverse"]))
+def test_hessian_index_uses_symmetry_and_evaluates_the_fewest_hvps(data, n, seed, mode):
+    f, x, exact = hessian_problem(n, seed)
     H = jaccli.hessian(f, x, mode=mode)
     idx = data.draw(numpy_indices(H.shape), label="idx")
     assert_same_result(H[idx], exact[idx], rtol=1e-12, atol=1e-12)

@@ -1,0 +1,224 @@
+"""Blocks too large to reserve keep only the rows and columns computed (evaluator.PartialStore).
+
+A few rows of a 10^5 x 10^5 Jacobian must not need its 75 GiB. The property tests force every
+block into a PartialStore (DENSE_STORE_LIMIT = 0) and check that any sequence of NumPy indices,
+by rows, by columns or both, gives exactly what the dense cache gives, computing no more rows or
+columns than there; the last tests take rows of a real 10^5-wide Jacobian and Hessian.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose, assert_array_equal
+
+import jaccli
+from jaccli import evaluator
+from jaccli.cli import cli
+from jaccli.errors import ResourceLimitError
+from jaccli.evaluator import PartialStore
+from tests.test_lazy import (SETTINGS, X6, assert_same_result, batched_problem, feature_shapes, hessian_problem,
+                             numpy_indices, problems, tall, touched)
+
+
+@contextlib.contextmanager
+def partial_stores():
+    """Every block of every evaluator made inside is a PartialStore until all of it is asked for."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(evaluator, "DENSE_STORE_LIMIT", 0)
+        yield
+
+
+def store_of(J):
+    return J._ev.store.get((J._i, J._j))
+
+
+@SETTINGS
+@given(data=st.data(), problem=problems(), mode=st.sampled_from(["reverse", "forward", "auto"]))
+def test_any_sequence_of_indices_reads_the_same_entries_as_the_dense_cache(data, problem, mode):
+    f, x, out_shape, in_shape = problem
+    dense = np.asarray(jaccli.jacobian(f, x, mode="reverse"))
+    with partial_stores():
+        J = jaccli.jacobian(f, x, mode=mode)
+        for k in range(3):
+            idx = data.draw(numpy_indices(J.shape), label=f"idx{k}")
+            # rows, then columns, then whatever: later requests mix rows and columns already known
+            how = mode if k == 0 else data.draw(st.sampled_from(["reverse", "forward"]), label=f"mode{k}")
+            got = J._finish(J._evaluate(idx, mode=how))
+            assert_same_result(got, dense[idx])
+            assert_same_result(J[idx], dense[idx])
+            if J.rows_evaluated + J.cols_evaluated and J.rows_evaluated < math.prod(out_shape) \
+                    and J.cols_evaluated < math.prod(in_shape):
+                assert type(store_of(J)) is PartialStore  # nothing dense reserved for a part
+        if mode == "reverse":
+            J2 = jaccli.jacobian(f, x, mode="reverse")
+            idx = data.draw(numpy_indices(J2.shape), label="idx_rows")
+            assert_same_result(J2[idx], dense[idx])
+            assert J2.rows_evaluated == touched(J2.shape, len(out_shape), idx)[0]
+        full = np.asarray(J)
+        assert type(store_of(J)) is np.ndarray  # the known rows and columns moved into a dense cache
+        assert_same_result(full, dense)
+        assert_array_equal(J[idx], full[idx])  # and later reads come from that dense cache
+
+
+@SETTINGS
+@given(data=st.data(), problem=problems())
+def test_matrix_view_and_evaluate_read_a_partial_store(data, problem):
+    f, x, out_shape, in_shape = problem
+    M, N = math.prod(out_shape), math.prod(in_shape)
+    dense = np.asarray(jaccli.jacobian(f, x, mode="reverse")).reshape(M, N)
+    with partial_stores():
+        J = jaccli.jacobian(f, x)
+        idx = data.draw(numpy_indices((M, N)), label="idx")
+        assert_same_result(J.matrix[idx], dense[idx])
+        rows = np.array(data.draw(st.lists(st.integers(-M, M - 1), max_size=4)), dtype=np.intp)
+        cols = np.array(data.draw(st.lists(st.integers(-N, N - 1), max_size=4)), dtype=np.intp)
+        assert_same_result(J.matrix.evaluate(rows, cols), dense[np.ix_(rows, cols)])
+
+
+@SETTINGS
+@given(data=st.data(), B=st.integers(1, 3), out_feat=feature_shapes, in_feat=feature_shapes,
+       seed=st.integers(0, 2**31), mode=st.sampled_from(["reverse", "forward"]))
+def test_batched_jacobian_in_a_partial_store(data, B, out_feat, in_feat, seed, mode):
+    f, X, exact = batched_problem(B, out_feat, in_feat, seed)
+    M, N = math.prod(out_feat), math.prod(in_feat)
+    with partial_stores():
+        J = jaccli.jacobian(f, X, batch_axis=0, mode=mode)
+        for k in range(2):
+            idx = data.draw(numpy_indices(J.shape), label=f"idx{k}")
+            assert_same_result(J[idx], exact[idx], rtol=1e-12, atol=1e-12)
+        assert_same_result(J.matrix.evaluate([0], [N - 1]), exact.reshape(B, M, N)[:, [0]][:, :, [N - 1]],
+                           rtol=1e-12, atol=1e-12)
+        assert_allclose(np.asarray(J), exact, rtol=1e-12, atol=1e-12)
+
+
+@SETTINGS
+@given(data=st.data(), n=st.integers(1, 5), seed=st.integers(0, 2**31), mode=st.sampled_from(["forward", "reverse"]))
+def test_hessian_in_a_partial_store_reads_missing_rows_from_the_mirror(data, n, seed, mode):
+    f, x, exact = hessian_problem(n, seed)
+    with partial_stores():
+        H = jaccli.hessian(f, x, mode=mode)
+        for k in range(3):
+            idx = data.draw(numpy_indices(H.shape), label=f"idx{k}")
+            assert_same_result(H[idx], exact[idx], rtol=1e-12, atol=1e-12)
+        full = np.asarray(H)
+    assert_allclose(full, exact, rtol=1e-12, atol=1e-12)
+    assert_array_equal(full, full.T)
+
+
+@pytest.mark.parametrize("idx", [(1, 2), (-1, 0), (np.int64(1), 2), (1, ...), (Ellipsis, 3),
+                                 (Ellipsis, 1, 2), (1, 2, Ellipsis), (), ([1], 2), (slice(1, 2), 2)])
+def test_scalar_or_0d_array_from_a_partial_store_follows_numpy(idx):
+    expected = np.asarray(jaccli.jacobian(tall, X6))[idx]
+    with partial_stores():
+        J = jaccli.jacobian(tall, X6)
+        got = J[idx]
+    assert type(got) is type(expected)
+    assert np.shape(got) == np.shape(expected)
+    assert_allclose(got, expected, rtol=1e-12, atol=1e-13)
+
+
+def test_cross_blocks_of_a_hessian_in_partial_stores():
+    x, y = np.array([0.3, -0.2, 0.5]), np.array([0.7, 1.1])
+
+    def f(x, y):
+        return (np.sin(x) ** 2).sum() * (y ** 3).sum()
+
+    sx, sy = (np.sin(x) ** 2).sum(), (y ** 3).sum()
+    hxy = np.outer(2 * np.sin(x) * np.cos(x), 3 * y ** 2)
+    with partial_stores():
+        H = jaccli.hessian(f, (x, y))
+        assert_allclose(H[1][0][:, 2], hxy[2], rtol=1e-13)  # row 2 of H[0][1], read as a column
+        assert H[0][1].rows_evaluated == 1 and type(store_of(H[1][0])) is PartialStore
+        assert_allclose(H[1][0][1, 0:2], hxy[0:2, 1], rtol=1e-13)
+        assert_allclose(np.asarray(H[0][1]), hxy, rtol=1e-13)
+        assert_allclose(np.asarray(H[0][0]), np.diag(2 * np.cos(2 * x) * sy), rtol=1e-13, atol=1e-15)
+        assert_allclose(H[1][1][0], (np.diag(6 * y) * sx)[0], rtol=1e-13)
+
+
+def test_the_whole_of_a_block_that_does_not_fit_says_so_and_its_rows_still_work(monkeypatch):
+    def no_memory(shape, dtype):
+        raise MemoryError
+
+    monkeypatch.setattr(evaluator, "DENSE_STORE_LIMIT", 0)
+    monkeypatch.setattr(evaluator, "_reserve", no_memory)
+    x = np.linspace(0.1, 1.0, 6)
+    J = jaccli.jacobian(lambda x: np.sin(x) * x.sum(), x)
+    assert_allclose(J[2], np.cos(x[2]) * x.sum() * np.eye(6)[2] + np.sin(x[2]), rtol=1e-13)
+    with pytest.raises(ResourceLimitError, match=r"the whole Jacobian block is \(6, 6\) .* does not fit in memory; "
+                                                 r"ask for some rows \(J\[a:b\], --rows\) or stream it"):
+        np.asarray(J)
+    assert_allclose(J[1:3, 2], np.cos(x[1:3]) * x.sum() * (np.arange(1, 3) == 2) + np.sin(x[1:3]), rtol=1e-13)
+
+
+# ---------------------------------------------------------------------------
+# Real sizes: no patching, a 10^5 x 10^5 block (75 GiB dense)
+# ---------------------------------------------------------------------------
+N_BIG = 100_000
+
+
+def big_f(x):
+    return np.sin(x) * np.roll(x, 1)
+
+
+def big_rows(x, rows):
+    """Rows of d(sin(x) * roll(x, 1))/dx in closed form: cos(x_r) x_{r-1} on the diagonal, sin(x_r) left of it."""
+    out = np.zeros((len(rows), x.size))
+    for k, r in enumerate(rows):
+        out[k, r] += np.cos(x[r]) * x[r - 1]
+        out[k, (r - 1) % x.size] += np.sin(x[r])
+    return out
+
+
+def test_rows_of_a_huge_jacobian_take_memory_for_those_rows_only():
+    x = np.linspace(-1.0, 2.0, N_BIG)
+    J = jaccli.jacobian(big_f, x)
+    tracemalloc.start()
+    try:
+        first = J[0:2]
+        point = J[7, 6]
+        picked = J.matrix.evaluate([5, -1], [4, 5, 6, N_BIG - 2])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert type(store_of(J)) is PartialStore
+    assert peak < 64 * 2**20  # a few rows of 0.8 MB and the sweep's temporaries, not 75 GiB
+    assert_allclose(first, big_rows(x, [0, 1]), rtol=1e-13, atol=0)
+    assert point == pytest.approx(np.sin(x[7]), rel=1e-13)
+    assert_allclose(picked, big_rows(x, [5, N_BIG - 1])[:, [4, 5, 6, N_BIG - 2]], rtol=1e-13, atol=0)
+    assert J.rows_evaluated == 5
+
+
+def test_rows_and_columns_of_a_huge_hessian():
+    x = np.linspace(-1.0, 2.0, N_BIG)
+
+    def f(x):
+        return np.sum(np.sin(x) * np.roll(x, 1)) + 0.5 * np.sum(x ** 2)
+
+    H = jaccli.hessian(f, x)
+    # H = I + diag(-sin(x) * roll(x, 1)) + cos terms on the first off-diagonals (and the corners)
+    assert_allclose(H[3, 2:5], [np.cos(x[3]), 1 - np.sin(x[3]) * x[2], np.cos(x[4])], rtol=1e-13)
+    assert_allclose(H[2:5, 3], [np.cos(x[3]), 1 - np.sin(x[3]) * x[2], np.cos(x[4])], rtol=1e-13)
+    assert H.rows_evaluated == 1 and type(store_of(H)) is PartialStore
+
+
+def test_cli_rows_and_columns_of_a_huge_jacobian(tmp_path):
+    fn = tmp_path / "f.py"
+    fn.write_text("import numpy as np\n\ndef f(x):\n    return np.sin(x) * np.roll(x, 1)\n")
+    x = np.linspace(-1.0, 2.0, N_BIG)
+    np.save(tmp_path / "x.npy", x)
+    result = CliRunner().invoke(cli, ["jacobian", str(fn), str(tmp_path / "x.npy"), "--rows", "0:2",
+                                      "--cols", "0:3", "--format", "json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    block = json.loads(result.stdout)["blocks"]["df_dx"]
+    assert block["full_shape"] == [N_BIG, N_BIG] and block["rows_evaluated"] == 2
+    got = np.array(block["data"])
+    assert_allclose(got, big_rows(x, [0, 1])[:, :3], rtol=1e-13, atol=0)

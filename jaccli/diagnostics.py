@@ -249,6 +249,11 @@ def first_nonfinite_primal(rec: Recording) -> Provenance | None:
         seen.add(node.index)
         bad_parents = []
         for argnum, parent, pidx in node.parents:
+            if parent.finite is not None:  # its memory was written into later: its value is gone
+                if parent.finite:
+                    continue
+                bad_parents.append(parent)
+                continue
             pval = peek(parent.value if pidx is None else parent.value[pidx])
             if _finite(pval):
                 continue
@@ -265,6 +270,11 @@ def first_nonfinite_primal(rec: Recording) -> Provenance | None:
         return None
     node = min(origins, key=lambda n: n.index)
     value = peek(node.value)
+    if node.in_place:
+        # An in-place write is an origin only by writing a constant NaN or inf (y[i] = np.nan) into
+        # an array that was finite: that array then, whose memory may hold later writes by now.
+        value = np.zeros_like(value)
+        value[(Ellipsis,) + node.args[2]] = node.args[1]
     parts = value if isinstance(value, tuple) else (value,)
     values, element = _describe(next(np.asarray(peek(v)) for v in parts if not _finite(v)))
     site = node.site or (None, None)

@@ -45,6 +45,9 @@ class _ThreadSlot(threading.local):
 
 # While a rule runs, operations it records belong to the user's line of the node being swept.
 _RULE_SITE = _ThreadSlot()
+# The traced array that f's write (y[i] = v) is replacing, while the update is recorded: only its
+# old value is certain to be read by nothing after the write (see _writable).
+REPLACING = _ThreadSlot()
 
 
 class Freezer:
@@ -257,7 +260,7 @@ class Trace:
     """One recording level: the nodes of a computation in the order they ran."""
 
     __slots__ = ("level", "nodes", "inputs", "_plans", "largest", "guards", "errstate", "errstates", "views", "cuts",
-                 "outer")
+                 "outer", "nonfinite")
 
     def __init__(self) -> None:
         self.level = next(_level_counter)
@@ -280,6 +283,8 @@ class Trace:
         # Whether an operation took a value that an enclosing recording traces (f closes over a
         # variable of a function being differentiated): see Recording.detach.
         self.outer = False
+        # id of an array that in-place updates write into -> how many of its entries are not finite
+        self.nonfinite: dict[int, int] = {}
 
     def guard(self, fn: Callable, args: tuple, kwargs: dict, refs: tuple, expected: Any) -> None:
         """Remember that `expected` = fn(args with the traced values at `refs`) was baked in."""
@@ -308,7 +313,7 @@ class Primitive:
     """
 
     __slots__ = ("name", "impl", "vjps", "jvps", "jvp_joint", "nondiff", "zero_grad", "constant", "multi_out",
-                 "kink", "structure", "sparse", "value_free", "vjp_into", "vjp_add")
+                 "kink", "structure", "sparse", "value_free", "vjp_into", "vjp_add", "in_place")
 
     def __init__(
         self,
@@ -339,9 +344,14 @@ class Primitive:
         self.structure: str | None = None
         # Implementation for a sparse seed block as first argument (engine/seeds.py), if any.
         self.sparse: Callable | None = None
-        # The rules never read the values of the plain (constant) arguments, only their shapes
-        # (x + c): a later in-place change of c cannot make a derivative wrong.
+        # The rules never read the values of the arguments or of the result, only their shapes
+        # (x + c): a later in-place change of c cannot make a derivative wrong, and the result's
+        # memory may be written into by a later in-place update (see `in_place`).
         self.value_free = False
+        # Optional in_place(x, *other_args, **kw): the result written into x's own memory. bind uses
+        # it when no recorded rule reads x's values and x's memory is the recording's own (a loop
+        # of y[i] = v then keeps one array, not one copy per write).
+        self.in_place: Callable | None = None
         # Optional reverse rule for argument 0 that adds into the cotangent already gathered for it:
         # vjp_into(acc, g, *other_args, **kw) = acc + rule(g), one operation where the sum takes
         # two (x[1:] and x[:-1] both send a part back to x: the second scatters into the first's).
@@ -377,7 +387,8 @@ ELEMENTWISE = "elementwise"
 class Node:
     """One recorded primitive application."""
 
-    __slots__ = ("prim", "args", "kwargs", "parents", "value", "deps", "site", "index", "_vjps", "_jvps")
+    __slots__ = ("prim", "args", "kwargs", "parents", "value", "deps", "site", "index", "_vjps", "_jvps",
+                 "pinned", "in_place", "finite")
 
     def __init__(self, prim, args, kwargs, parents, value, deps, site):
         self.prim = prim
@@ -390,6 +401,13 @@ class Node:
         self.index = -1
         self._vjps: dict[int, Callable | None] | None = None
         self._jvps: dict[int, Callable | None] | None = None
+        # Some rule reads this node's value (its own or a later operation's), or a view shares its
+        # memory: the value must stay as it is, and no in-place update may write into it.
+        self.pinned = not (prim.value_free or prim.constant)
+        self.in_place = False  # the value was written into the first argument's memory
+        # For a value whose memory a later in-place update changed: whether it was all finite (the
+        # diagnostics cannot read it any more); None otherwise.
+        self.finite: bool | None = None
 
     def vjp(self, argnum: int) -> Callable | None:
         """The reverse rule for one argument, made once and cached (None means zero)."""
@@ -456,6 +474,7 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
     parents = []
     deps = 0
     nested = False
+    pin = not prim.value_free
     for i, a in enumerate(args):
         if type(a) is Tracer:
             if a._stale is not None:
@@ -465,6 +484,8 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
                 vals.append(v)
                 parents.append((i, a._node, a._idx))
                 deps |= a._node.deps
+                if pin:
+                    a._node.pinned = True
                 if type(v) is Tracer:
                     nested = top.outer = True
             else:
@@ -476,11 +497,15 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
     if outermost:
         site = _RULE_SITE.v or user_site(2)
     # Lower levels are applied first, so an implementation only ever sees plain arrays.
+    finite = None
     if nested:
         ans = bind(prim, tuple(vals), kwargs, site)
     else:
         try:
-            ans = prim.impl(*vals, **kwargs)
+            if prim.in_place is not None and outermost and _writable(args[0], top):
+                ans, finite = _write_in_place(prim, args[0], vals, kwargs, top)
+            else:
+                ans = prim.impl(*vals, **kwargs)
         except Exception as exc:
             # f may catch it and take another way: a replay must raise here too
             top.guard(Raised(prim.impl), tuple(vals), kwargs, tuple(parents), type(exc))
@@ -503,6 +528,8 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
         top.largest = size
     node.index = len(top.nodes)
     top.nodes.append(node)
+    if finite is not None:
+        node.in_place, node.finite = True, finite
     if not nested and top.guards is not None and not _same_errstate(errstate_token(), top.errstate):
         top.errstates[node.index] = np.geterr()
     if prim.multi_out:
@@ -515,10 +542,43 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
     return out
 
 
+def _writable(x: Any, top: Trace) -> bool:
+    """Whether an update of traced `x` may write into x's memory: f is writing into x (which then
+    stands for the result: nothing can use its old value afterwards), no recorded rule reads x's
+    values, no view shares them, and the memory is the recording's own (no input, constant or
+    argument of f, which the caller may still hold)."""
+    if x is not REPLACING.v or x._trace is not top or x._idx is not None:
+        return False
+    node, value = x._node, x._value
+    return (not node.pinned and type(value) is np.ndarray and value.base is None and value.flags.writeable
+            and value.dtype.kind in "fc" and (node.in_place or not any(a is value for a in node.args)))
+
+
+def _write_in_place(prim: Primitive, x: Any, vals: list, kwargs: dict, top: Trace) -> tuple[Any, bool]:
+    """prim applied in place into x's memory; returns (result, whether the result is all finite).
+
+    The value x's node had is gone afterwards: only whether it was finite is kept, for the
+    diagnostics (a running count of the non-finite entries per array: O(size written) a write).
+    """
+    node, value = x._node, x._value
+    counts = top.nonfinite
+    before = counts.get(id(value))
+    if before is None:
+        before = int(np.count_nonzero(~np.isfinite(value)))
+    ans, written = prim.in_place(*vals, **kwargs)
+    old = np.count_nonzero(~np.isfinite(written[0]))
+    written[0][...] = written[1]
+    after = counts[id(ans)] = before - int(old) + int(np.count_nonzero(~np.isfinite(written[0])))
+    if node.finite is None:
+        node.finite = before == 0
+    return ans, after == 0
+
+
 def _note_view(out: Any, args: tuple, top: Trace) -> None:
     """Link `out` to the traced argument it is a NumPy view of, if any, and remember it as a view."""
     base = _view_of(out._value, args, top)
     if base is not None:
+        base._node.pinned = True  # the view shows what a write into base's memory would change
         out._base = base
         top.views.setdefault(id(memory_root(out._value)), []).append(weakref.ref(out))
 

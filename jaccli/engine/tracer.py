@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import TracingError, UnsupportedOperationError
 from . import core as _core
-from .core import Node, Trace, user_site
+from .core import REPLACING, Node, Trace, user_site
 
 # Filled by registry.py: NumPy callable -> handler(*args, **kwargs).
 FUNCTION_HANDLERS: dict[Any, Any] = {}
@@ -557,7 +557,12 @@ class Tracer:
         if self._stale is not None and self._stale[1] is v and self._stale[2] == "base":
             # Z[i] += v: Python updated the view Z[i] and now writes it back into Z.
             self._stale = None
-        self._become(INTERNAL["setitem"](self, v, idx), idx, v)
+        REPLACING.v = self
+        try:
+            new = INTERNAL["setitem"](self, v, idx)
+        finally:
+            REPLACING.v = None
+        self._become(new, idx, v)
 
     # -- methods ---------------------------------------------------------------
     def sum(self, axis=None, dtype=None, keepdims=False, **kw): return np.sum(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)

@@ -77,6 +77,7 @@ def _covered(shape: tuple, idx: tuple) -> tuple:
 
 
 get_basic = primitive("getitem", _get_basic)
+get_basic.value_free = True  # the rules read x's shape only
 scatter_basic = primitive("scatter", _scatter_basic)
 get_basic.defvjp(lambda ans, x, idx: (lambda g: scatter_basic(g, idx, _covered(np.shape(x), idx))))
 get_basic.defjvp(lambda ans, x, idx: (lambda t: get_basic(t, idx)))
@@ -145,6 +146,7 @@ def _scatter_flat(v, flat, n):
 
 
 gather = primitive("gather", _gather)
+gather.value_free = True
 scatter_flat = primitive("scatter_add", _scatter_flat)
 gather.defvjp(lambda ans, x, flat: (lambda g: scatter_flat(g, flat, np.shape(x)[-1])))
 gather.defjvp(lambda ans, x, flat: (lambda t: gather(t, flat)))
@@ -190,8 +192,14 @@ def _assign_impl(x, v, idx):
     return out
 
 
+def _assign_in_place(x, v, idx):
+    """assign into x's own memory: x, and (the part written, its new values) for bind to write."""
+    return x, (x[(Ellipsis,) + idx], v)
+
+
 assign = primitive("assign", _assign_impl)
 assign.value_free = True  # the rules read shapes only
+assign.in_place = _assign_in_place
 
 
 def _assign_vjp_x(ans, x, v, idx):
@@ -205,7 +213,7 @@ def _assign_vjp_v(ans, x, v, idx):
 
 def _assign_jvp_joint(ans, x, v, idx):
     x_shape, v_shape = np.shape(x), np.shape(v)
-    target = np.empty(x_shape, dtype=bool)[idx].shape
+    target = np.empty(x_shape, dtype=bool)[(Ellipsis,) + idx].shape  # idx indexes the trailing axes
 
     def rule(ts):
         t_x, t_v = ts[0], ts[1]

@@ -262,6 +262,10 @@ PIECEWISE_CALLS = {
     "traced constants": lambda a: np.piecewise(a, [a < 0], [a[0, 0], a[1, 1]]),
     "stacked conditions": lambda a: np.piecewise(a, np.stack([a < 0, a > 1]), [np.exp, np.log]),
     "numeric condition": lambda a: np.piecewise(a, [a + 2], [np.exp, np.sin]),
+    "list of traced values": lambda a: np.piecewise([a[0, 0], a[1, 2] * 2], [[True, False]],
+                                                    [np.sin, lambda t: t ** 2]),
+    "tuple of traced rows": lambda a: np.piecewise((a[0], a[2] ** 2), [a[:2] < 0], [np.exp, lambda t: -t]),
+    "list with a plain row": lambda a: np.piecewise([a[1], [1.0, -2.0, 3.0, -4.0]], [a[:2] > 0], [lambda t: t ** 3]),
 }
 
 

@@ -28,11 +28,43 @@ def test_pad_copy_modes_give_numpys_values(mode, width):
     np.testing.assert_array_equal(_traced_value(f, x), f(x))
 
 
+ODD_PADS = [((5,), 2), ((5,), (11, 6)), ((3,), 20), ((2,), (1, 4)), ((1, 4), ((3, 2), (9, 1))),
+            ((3, 2, 2), {1: 7}), ((3, 2, 2), [(2, 5), (0, 1), (9, 0)])] + [((2, 3), w) for w in PAD_WIDTHS]
+
+
+@pytest.mark.parametrize("mode", ["reflect", "symmetric"])
+@pytest.mark.parametrize("shape, width", ODD_PADS, ids=str)
+def test_pad_odd_reflection_gives_numpys_values(mode, shape, width):
+    x = np.arange(float(np.prod(shape))).reshape(shape) ** 1.5  # widths beyond the axis reflect again
+    f = lambda a: np.pad(a, width, mode=mode, reflect_type="odd")  # noqa: E731
+    traced = _traced_value(f, x)
+    assert np.shape(traced) == f(x).shape
+    np.testing.assert_array_equal(traced, f(x))
+
+
+def test_pad_odd_reflection_of_float32_stays_float32_as_in_numpy():
+    x = np.linspace(-1, 2, 6, dtype=np.float32).reshape(2, 3)
+    f = lambda a: np.pad(a, (4, 1), mode="symmetric", reflect_type="odd")  # noqa: E731
+    traced = _traced_value(f, x)
+    assert np.asarray(traced).dtype == np.float32
+    np.testing.assert_array_equal(traced, f(x))
+
+
+def test_pad_reflect_type_other_than_odd_is_even_as_in_numpy():
+    x = np.arange(4.0) ** 1.5
+    f = lambda a: np.pad(a, 5, mode="symmetric", reflect_type="Odd")  # noqa: E731
+    np.testing.assert_array_equal(_traced_value(f, x), np.pad(x, 5, mode="symmetric"))
+    np.testing.assert_array_equal(_traced_value(f, x), f(x))
+
+
 @pytest.mark.parametrize("call", [
     lambda a: np.pad(a[:0], 1, mode="reflect"),              # an empty axis cannot be reflected
     lambda a: np.pad(a, 1, mode="edge", constant_values=0),  # a keyword the mode does not take
     lambda a: np.pad(a, -1, mode="wrap"),
-], ids=["empty-axis", "keyword", "negative-width"])
+    lambda a: np.pad(a[:0], 1, mode="symmetric", reflect_type="odd"),
+    lambda a: np.pad(a, 1, mode="reflect", reflect_type="odd", constant_values=0),
+    lambda a: np.pad(a, (1, -2), mode="reflect", reflect_type="odd"),
+], ids=["empty-axis", "keyword", "negative-width", "odd-empty-axis", "odd-keyword", "odd-negative-width"])
 def test_pad_copy_modes_refuse_what_numpy_refuses(call):
     x = np.arange(3.0)
     refused_as_numpy_refuses(call, x, _traced_value)

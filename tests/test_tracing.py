@@ -580,15 +580,6 @@ def test_unsupported_pad_modes_name_the_mode_and_the_supported_ones():
     assert "'constant', 'edge', 'reflect', 'symmetric', 'wrap'" in message
 
 
-def test_odd_reflection_in_pad_is_refused_by_name():
-    def f(x):
-        return np.pad(x, 1, mode="symmetric", reflect_type="odd")
-
-    message = _escape_site(f, "np.pad", UnsupportedOperationError)
-    assert "mode='symmetric', reflect_type='odd' is not supported" in message
-    assert "only reflect_type='even'" in message
-
-
 def test_writes_into_sliding_windows_are_refused_as_numpy_refuses_them():
     def into_windows(x):
         w = np.lib.stride_tricks.sliding_window_view(x, 2)

@@ -223,6 +223,31 @@ def test_emath_sqrt_of_non_negative_inputs_gives_numpys_values():
     np.testing.assert_array_equal(_traced_value(np.emath.sqrt, x), np.emath.sqrt(x))
 
 
+EMATH_CALLS = {  # inputs where NumPy's answers are real, up to the ends of the domain
+    "log": (np.emath.log, [1e-300, 0.25, 1.0, 9.0]),
+    "log2": (np.emath.log2, [0.25, 1.0, 2.0, 1e300]),
+    "log10": (np.emath.log10, [1e-5, 0.5, 1.0, 1e3]),
+    "logn": (lambda a: np.emath.logn(a[0], a[1:]), [3.0, 0.5, 1.0, 27.0]),
+    "logn, plain base": (lambda a: np.emath.logn(2.0, a), [0.5, 1.0, 8.0, 10.0]),
+    "logn, plain x": (lambda a: np.emath.logn(a, 100.0), [0.5, 2.0, 10.0, 1e3]),
+    "power": (lambda a: np.emath.power(a, a[::-1]), [0.0, 0.25, 2.0, 9.0]),
+    "power, negative integer exponents": (lambda a: np.emath.power(a, np.array([-1, -2, 3, 0])), [0.5, 2.0, 3.0, 9.0]),
+    "power, traced exponent": (lambda a: np.emath.power(2.0, a), [-1.5, 0.0, 0.5, 3.0]),
+    "arccos": (np.emath.arccos, [-1.0, -0.5, 0.0, 1.0]),
+    "arcsin": (np.emath.arcsin, [-1.0, 0.25, 0.75, 1.0]),
+    "arctanh": (np.emath.arctanh, [-0.99, -0.25, 0.0, 0.5]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMATH_CALLS))
+def test_emath_functions_in_their_real_domain_give_numpys_values(name):
+    f, x = EMATH_CALLS[name]
+    x = np.array(x)
+    want = f(x)
+    assert want.dtype == np.float64  # NumPy's own answer is real here
+    np.testing.assert_array_equal(_traced_value(f, x), want)
+
+
 TRACE_DTYPE_CALLS = {
     "float32": lambda a: np.trace(a, dtype=np.float32),
     "float32 input, float64": lambda a: np.trace(a.astype(np.float32), dtype=np.float64),

@@ -18,6 +18,7 @@ from .commands.options import (
     check_options,
     function_options,
     info_options,
+    keywords,
     matrix_options,
     nonfinite_options,
     output_options,
@@ -282,7 +283,7 @@ def _families(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     from jaccli.ops import ops_table
 
     known = sorted({row["family"] for row in ops_table()})
-    asked = [v.strip() for v in value.split(",") if v.strip()]
+    asked = [v.strip().lower() for v in value.split(",") if v.strip()]
     unknown = [v for v in asked if v not in known]
     if unknown or not asked:
         raise click.BadParameter(f"{value!r}: families are {', '.join(known)}", ctx, param)
@@ -293,7 +294,7 @@ def _families(ctx: click.Context, param: click.Parameter, value: str | None) -> 
              epilog=EXIT_CODES, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--family", metavar="NAMES", callback=_families,
               help="Only these families (comma-separated), e.g. elementwise,linalg.")
-@click.option("--format", "fmt", type=click.Choice(["table", "text", "json"]),
+@click.option("--format", "fmt", type=keywords("table", "text", "json"),
               help="Stdout format. Default: table on a terminal, text otherwise; json prints one report object.")
 @click.option("--no-color", is_flag=True, help="No colours (also when NO_COLOR is set).")
 @click.pass_context

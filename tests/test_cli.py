@@ -246,6 +246,19 @@ def test_chunk_size_takes_auto_in_any_case_as_its_metavar_shows(runner, value):
     assert report(result)["chunk_size"] == "auto"
 
 
+@pytest.mark.parametrize("value, mode", [("AUTO", "auto"), ("Reverse", "reverse"), ("FORWARD", "forward")])
+def test_mode_takes_its_keywords_in_any_case(runner, value, mode):
+    result = invoke(runner, "jacobian", "-e", "x ** 2", "[1, 2]", "--mode", value, "--format", "JSON")
+    assert report(result)["mode_requested"] == mode
+
+
+def test_dtype_and_format_take_their_keywords_in_any_case(runner):
+    result = invoke(runner, "jacobian", "-e", "x ** 2", "[1, 2]", "--dtype", "Float32", "--format", "Json")
+    assert report(result)["dtype"] == "float32"
+    result = invoke(runner, "jacobian", "-e", "x ** 2", "[1, 2]", "--format", "CSV")
+    assert result.exit_code == 0 and result.stdout.splitlines() == ["2,0", "0,4"]
+
+
 def test_mode_reverse_and_forward_agree(runner):
     args = ("jacobian", sample("mlp.py"), sample("mlp_x.npy"), "--format", "json")
     rev = report(invoke(runner, *args, "--mode", "reverse"))

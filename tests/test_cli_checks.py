@@ -597,6 +597,14 @@ def test_ops_json_and_family_filter(runner):
     assert "np.fft.fft" not in {r["name"] for r in doc["operations"]}
 
 
+def test_report_formats_and_families_take_their_keywords_in_any_case(runner):
+    assert report(invoke(runner, "check", "-e", "sin(x)", "[0.5, 1]", "--format", "JSON"))["passed"]
+    assert report(invoke(runner, "info", "-e", "sin(x)", "[0.5, 1]", "--format", "Json"))["command"] == "info"
+    doc = report(invoke(runner, "ops", "--format", "JSON", "--family", "LinAlg, Reductions"))
+    assert doc["family"] == ["linalg", "reductions"]
+    assert {r["family"] for r in doc["operations"]} == {"linalg", "reductions"}
+
+
 def test_ops_unknown_family_is_exit_2(runner):
     result = invoke(runner, "ops", "--family", "fourier")
     assert result.exit_code == 2 and "families are" in result.stderr and "elementwise" in result.stderr

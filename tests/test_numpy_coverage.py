@@ -28,11 +28,43 @@ def test_pad_copy_modes_give_numpys_values(mode, width):
     np.testing.assert_array_equal(_traced_value(f, x), f(x))
 
 
+ODD_PADS = [((5,), 2), ((5,), (11, 6)), ((3,), 20), ((2,), (1, 4)), ((1, 4), ((3, 2), (9, 1))),
+            ((3, 2, 2), {1: 7}), ((3, 2, 2), [(2, 5), (0, 1), (9, 0)])] + [((2, 3), w) for w in PAD_WIDTHS]
+
+
+@pytest.mark.parametrize("mode", ["reflect", "symmetric"])
+@pytest.mark.parametrize("shape, width", ODD_PADS, ids=str)
+def test_pad_odd_reflection_gives_numpys_values(mode, shape, width):
+    x = np.arange(float(np.prod(shape))).reshape(shape) ** 1.5  # widths beyond the axis reflect again
+    f = lambda a: np.pad(a, width, mode=mode, reflect_type="odd")  # noqa: E731
+    traced = _traced_value(f, x)
+    assert np.shape(traced) == f(x).shape
+    np.testing.assert_array_equal(traced, f(x))
+
+
+def test_pad_odd_reflection_of_float32_stays_float32_as_in_numpy():
+    x = np.linspace(-1, 2, 6, dtype=np.float32).reshape(2, 3)
+    f = lambda a: np.pad(a, (4, 1), mode="symmetric", reflect_type="odd")  # noqa: E731
+    traced = _traced_value(f, x)
+    assert np.asarray(traced).dtype == np.float32
+    np.testing.assert_array_equal(traced, f(x))
+
+
+def test_pad_reflect_type_other_than_odd_is_even_as_in_numpy():
+    x = np.arange(4.0) ** 1.5
+    f = lambda a: np.pad(a, 5, mode="symmetric", reflect_type="Odd")  # noqa: E731
+    np.testing.assert_array_equal(_traced_value(f, x), np.pad(x, 5, mode="symmetric"))
+    np.testing.assert_array_equal(_traced_value(f, x), f(x))
+
+
 @pytest.mark.parametrize("call", [
     lambda a: np.pad(a[:0], 1, mode="reflect"),              # an empty axis cannot be reflected
     lambda a: np.pad(a, 1, mode="edge", constant_values=0),  # a keyword the mode does not take
     lambda a: np.pad(a, -1, mode="wrap"),
-], ids=["empty-axis", "keyword", "negative-width"])
+    lambda a: np.pad(a[:0], 1, mode="symmetric", reflect_type="odd"),
+    lambda a: np.pad(a, 1, mode="reflect", reflect_type="odd", constant_values=0),
+    lambda a: np.pad(a, (1, -2), mode="reflect", reflect_type="odd"),
+], ids=["empty-axis", "keyword", "negative-width", "odd-empty-axis", "odd-keyword", "odd-negative-width"])
 def test_pad_copy_modes_refuse_what_numpy_refuses(call):
     x = np.arange(3.0)
     refused_as_numpy_refuses(call, x, _traced_value)
@@ -191,6 +223,31 @@ def test_emath_sqrt_of_non_negative_inputs_gives_numpys_values():
     np.testing.assert_array_equal(_traced_value(np.emath.sqrt, x), np.emath.sqrt(x))
 
 
+EMATH_CALLS = {  # inputs where NumPy's answers are real, up to the ends of the domain
+    "log": (np.emath.log, [1e-300, 0.25, 1.0, 9.0]),
+    "log2": (np.emath.log2, [0.25, 1.0, 2.0, 1e300]),
+    "log10": (np.emath.log10, [1e-5, 0.5, 1.0, 1e3]),
+    "logn": (lambda a: np.emath.logn(a[0], a[1:]), [3.0, 0.5, 1.0, 27.0]),
+    "logn, plain base": (lambda a: np.emath.logn(2.0, a), [0.5, 1.0, 8.0, 10.0]),
+    "logn, plain x": (lambda a: np.emath.logn(a, 100.0), [0.5, 2.0, 10.0, 1e3]),
+    "power": (lambda a: np.emath.power(a, a[::-1]), [0.0, 0.25, 2.0, 9.0]),
+    "power, negative integer exponents": (lambda a: np.emath.power(a, np.array([-1, -2, 3, 0])), [0.5, 2.0, 3.0, 9.0]),
+    "power, traced exponent": (lambda a: np.emath.power(2.0, a), [-1.5, 0.0, 0.5, 3.0]),
+    "arccos": (np.emath.arccos, [-1.0, -0.5, 0.0, 1.0]),
+    "arcsin": (np.emath.arcsin, [-1.0, 0.25, 0.75, 1.0]),
+    "arctanh": (np.emath.arctanh, [-0.99, -0.25, 0.0, 0.5]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMATH_CALLS))
+def test_emath_functions_in_their_real_domain_give_numpys_values(name):
+    f, x = EMATH_CALLS[name]
+    x = np.array(x)
+    want = f(x)
+    assert want.dtype == np.float64  # NumPy's own answer is real here
+    np.testing.assert_array_equal(_traced_value(f, x), want)
+
+
 TRACE_DTYPE_CALLS = {
     "float32": lambda a: np.trace(a, dtype=np.float32),
     "float32 input, float64": lambda a: np.trace(a.astype(np.float32), dtype=np.float64),
@@ -262,6 +319,10 @@ PIECEWISE_CALLS = {
     "traced constants": lambda a: np.piecewise(a, [a < 0], [a[0, 0], a[1, 1]]),
     "stacked conditions": lambda a: np.piecewise(a, np.stack([a < 0, a > 1]), [np.exp, np.log]),
     "numeric condition": lambda a: np.piecewise(a, [a + 2], [np.exp, np.sin]),
+    "list of traced values": lambda a: np.piecewise([a[0, 0], a[1, 2] * 2], [[True, False]],
+                                                    [np.sin, lambda t: t ** 2]),
+    "tuple of traced rows": lambda a: np.piecewise((a[0], a[2] ** 2), [a[:2] < 0], [np.exp, lambda t: -t]),
+    "list with a plain row": lambda a: np.piecewise([a[1], [1.0, -2.0, 3.0, -4.0]], [a[:2] > 0], [lambda t: t ** 3]),
 }
 
 

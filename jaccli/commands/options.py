@@ -40,6 +40,11 @@ class ChunkSize(click.ParamType):
         return n
 
 
+def keywords(*values: str) -> click.Choice:
+    """One of `values`, in any case (as --chunk-size takes auto); click passes on the value as listed."""
+    return click.Choice(values, case_sensitive=False)
+
+
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "kib": 2**10, "m": 10**6, "mb": 10**6, "mib": 2**20,
           "g": 10**9, "gb": 10**9, "gib": 2**30, "t": 10**12, "tb": 10**12, "tib": 2**40}
 
@@ -86,7 +91,7 @@ function_options = _stack(
                       "Checked and evaluated without running code: safe on untrusted text."),
     click.option("--wrt", metavar="NAMES", help="Inputs to differentiate, by name or position (x,y or 0,1); "
                  "the others are data. Default: all given inputs."),
-    click.option("--dtype", type=click.Choice(["float64", "float32"]),
+    click.option("--dtype", type=keywords("float64", "float32"),
                  help="Cast the inputs (differentiated ones and floating-point data) before differentiating; "
                       "values too large for float32 become inf, with a warning."),
 )
@@ -138,7 +143,7 @@ check_nonfinite_options = _stack(
 
 matrix_options = _stack(
     _rows, _cols, _batch,
-    click.option("--mode", type=click.Choice(["auto", "reverse", "forward"]), default="auto", show_default=True,
+    click.option("--mode", type=keywords("auto", "reverse", "forward"), default="auto", show_default=True,
                  help="Sweeps: reverse computes rows, forward computes columns; auto picks the fewer."),
     click.option("--chunk-size", type=ChunkSize(), default="auto", show_default=True,
                  help="Seeds per sweep, or auto to fit the memory budget."),
@@ -167,7 +172,7 @@ output_options = _stack(
     click.option("-o", "--output", type=click.Path(dir_okay=False, writable=False), metavar="PATH",
                  help="Write the result to PATH: .npy (one block), .npz, .csv, .txt or .json, by extension; "
                       "written atomically."),
-    click.option("--format", "fmt", type=click.Choice(["table", "text", "csv", "json"]),
+    click.option("--format", "fmt", type=keywords("table", "text", "csv", "json"),
                  help="Stdout format. Default: table on a terminal, text otherwise; json prints one "
                       "report object."),
     click.option("--precision", type=click.IntRange(1, 17), metavar="N",
@@ -183,7 +188,7 @@ output_options = _stack(
 
 # check and info print a report, not a result: no -o, no csv.
 report_options = _stack(
-    click.option("--format", "fmt", type=click.Choice(["table", "text", "json"]),
+    click.option("--format", "fmt", type=keywords("table", "text", "json"),
                  help="Stdout format. Default: table on a terminal, text otherwise; json prints one "
                       "report object."),
     click.option("--no-color", is_flag=True, help="No colours (also when NO_COLOR is set)."),

@@ -73,7 +73,9 @@ def lift_args(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
 
         def each(a):
             return type(a)(lift(o) for o in a) if (type(a) is list or type(a) is tuple) and holds_tracer(a) else a
-        return tuple(each(a) for a in args), {k: each(v) for k, v in kwargs.items()}
+        whole = 1 if func is np.piecewise else 0  # piecewise's x is one array: lifted whole, as elsewhere
+        return tuple(lift(a) for a in args[:whole]) + tuple(each(a) for a in args[whole:]), \
+            {k: each(v) for k, v in kwargs.items()}
     return tuple(lift(a) for a in args), {k: lift(v) for k, v in kwargs.items()}
 
 
@@ -99,6 +101,8 @@ def _needs_lifting(func: Any, args: tuple, kwargs: dict) -> bool:
         else:
             return False
     if func in _SEQUENCE_FUNCTIONS:  # a sequence of arrays: only a list inside it needs lifting
+        if func is np.piecewise and _holds_sequence(args[:1]):  # but x is one array (lift_args)
+            return True
         return any((type(a) is list or type(a) is tuple) and _holds_sequence(a) for a in args) or \
             any((type(v) is list or type(v) is tuple) and _holds_sequence(v) for v in kwargs.values())
     return _holds_sequence(args) or (bool(kwargs) and _holds_sequence(tuple(kwargs.values())))

@@ -35,4 +35,9 @@ CASES = [
          id="piecewise-0d"),
     Case("np.piecewise", lambda x, p: np.piecewise(x, [x > 1.0], [lambda t, q: t ** q, 0.0], p[0]),
          (pos(2, 3), pos(1)), wrt=(0, 1), id="piecewise-args"),
+    Case("np.piecewise", lambda x: np.piecewise([x[0], x[1] * x[2]], [x[:2] > 0], [np.sin, lambda t: t ** 3]),
+         (r(3),), order=3, id="piecewise-list-of-traced-values"),
+    Case("np.piecewise", lambda x, y: np.piecewise((x, x * y, [1.0, -2.0, 3.0, -4.0]),
+                                                   [np.arange(12).reshape(3, 4) % 3 == 0], [np.exp, lambda t: t ** 2]),
+         (r(4), r(4)), wrt=(0, 1), id="piecewise-tuple-of-traced-rows-and-a-plain-one"),
 ]

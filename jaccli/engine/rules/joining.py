@@ -218,10 +218,24 @@ register_derived(np.dsplit, _split_needing(3, 2, "dsplit"), uses=(get_basic,))
 # ---------------------------------------------------------------------------
 # pad: mode='constant' scatters the input into the middle of the padded constant; the modes that
 # copy elements of the input (edge, reflect, symmetric, wrap) are one gather of the positions
-# NumPy's own np.pad gives, so every pad_width form and corner case is NumPy's.
+# NumPy's own np.pad gives, so every pad_width form and corner case is NumPy's; reflect_type='odd'
+# is not a copy, and follows NumPy's loop instead.
 # ---------------------------------------------------------------------------
 _GATHER_MODES = ("edge", "reflect", "symmetric", "wrap")
 _PAD_MODES = ", ".join(repr(m) for m in ("constant",) + _GATHER_MODES)
+
+
+def _pad_widths(pad_width, shape: tuple) -> np.ndarray:
+    """pad_width in any of NumPy's forms as (before, after) for every axis."""
+    if isinstance(pad_width, dict):  # {axis: width or (before, after)}, axes not named are not padded
+        pairs = [(0, 0)] * len(shape)
+        for ax, width in pad_width.items():
+            pairs[ax] = (width, width) if np.ndim(width) == 0 else tuple(width)
+        pad_width = pairs
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (len(shape), 2))
+    if widths.size and widths.min() < 0:
+        raise ValueError("index can't contain negative values")
+    return widths
 
 
 def _pad(array, pad_width, mode="constant", **kwargs):
@@ -235,14 +249,7 @@ def _pad(array, pad_width, mode="constant", **kwargs):
     if kwargs:
         raise ValueError(f"unsupported keyword arguments for mode 'constant': {set(kwargs)}")
     shape = np.shape(array)
-    if isinstance(pad_width, dict):  # {axis: width or (before, after)}, axes not named are not padded
-        pairs = [(0, 0)] * len(shape)
-        for ax, width in pad_width.items():
-            pairs[ax] = (width, width) if np.ndim(width) == 0 else tuple(width)
-        pad_width = pairs
-    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (len(shape), 2))
-    if widths.size and widths.min() < 0:
-        raise ValueError("index can't contain negative values")
+    widths = _pad_widths(pad_width, shape)
     out_shape = tuple(int(n + b + a) for n, (b, a) in zip(shape, widths))
     middle = tuple(slice(int(b), int(b) + n) for n, (b, _) in zip(shape, widths))
     inner = scatter_basic(array, middle, out_shape)
@@ -258,13 +265,53 @@ def _pad(array, pad_width, mode="constant", **kwargs):
 
 
 def _pad_gather(array, pad_width, mode, kwargs):
-    if mode in ("reflect", "symmetric") and kwargs.get("reflect_type", "even") != "even":
-        # 'odd' pads 2 * edge - reflection, not a copy of the input: not a gather.
-        raise UnsupportedOperationError(f"np.pad with mode={mode!r}, reflect_type={kwargs['reflect_type']!r} is not "
-                                        "supported by jaccli; only reflect_type='even' is", user_site(3))
+    if mode in ("reflect", "symmetric") and kwargs == {"reflect_type": "odd"}:
+        return _pad_odd(array, pad_width, mode == "symmetric")
+    # Any other reflect_type is 'even' in NumPy; other keywords get NumPy's own error here.
     return rearrange(array, np.pad(positions(np.shape(array)), pad_width, mode=mode, **kwargs))
 
 
-register_derived(np.pad, _pad, uses=(scatter_basic, gather),
+def _mirrored(x, axis: int, start: int, stop: int):
+    """Entries start..stop-1 of x along `axis`, last first."""
+    return getitem(x, (slice(None),) * axis + (slice(stop - 1, start - 1 if start else None, -1),))
+
+
+def _pad_odd(array, pad_width, include_edge: bool):
+    """reflect_type='odd': 2 * edge - the even reflection, axis after axis, as NumPy computes it.
+
+    'odd' is not a copy of the input, so not one gather: this follows NumPy's loop. A width longer
+    than the axis is filled in chunks, each reflected about the edge the last chunk left (so the
+    values keep their trend), and a chunk is a whole number of periods of the original axis.
+    """
+    shape = np.shape(array)
+    for axis, (n, (before, after)) in enumerate(zip(shape, _pad_widths(pad_width, shape).tolist())):
+        if not (before or after):
+            continue
+        if n == 0:
+            raise ValueError(f"can't extend empty axis {axis} using modes other than 'constant' or 'empty'")
+        if n == 1:  # NumPy's legacy: a single entry is repeated, whatever the reflect_type
+            array = rearrange(array, np.repeat(positions(np.shape(array)), before + 1 + after, axis=axis))
+            continue
+        offset = 1 if include_edge else 0  # symmetric repeats the edge entry; reflect mirrors about it
+        lead = (slice(None),) * axis
+        while before or after:
+            length = np.shape(array)[axis]
+            room = length // n * n if include_edge else (length - 1) // (n - 1) * (n - 1)
+            pieces = [array]
+            if before:
+                k = min(room, before)
+                edge = getitem(array, lead + (slice(0, 1),))
+                pieces.insert(0, 2 * edge - _mirrored(array, axis, 1 - offset, k + 1 - offset))
+                before -= k
+            if after:
+                k = min(room, after)
+                edge = getitem(array, lead + (slice(length - 1, length),))
+                pieces.append(2 * edge - _mirrored(array, axis, length - 1 + offset - k, length - 1 + offset))
+                after -= k
+            array = concat(*pieces, axis=axis)
+    return array
+
+
+register_derived(np.pad, _pad, uses=(scatter_basic, gather, get_basic, concat),
                  notes="modes 'constant' (constant_values may be traced if scalar), 'edge', 'reflect' and "
-                       "'symmetric' (reflect_type='even'), 'wrap'; repeated elements accumulate")
+                       "'symmetric' (reflect_type 'even' or 'odd'), 'wrap'; repeated elements accumulate")

@@ -64,10 +64,13 @@ def test_pad_reflect_type_other_than_odd_is_even_as_in_numpy():
     lambda a: np.pad(a[:0], 1, mode="symmetric", reflect_type="odd"),
     lambda a: np.pad(a, 1, mode="reflect", reflect_type="odd", constant_values=0),
     lambda a: np.pad(a, (1, -2), mode="reflect", reflect_type="odd"),
-], ids=["empty-axis", "keyword", "negative-width", "odd-empty-axis", "odd-keyword", "odd-negative-width"])
+    lambda a: np.pad(a, 1.5),
+    lambda a: np.pad(a, (1, 2.0), mode="symmetric", reflect_type="odd"),
+], ids=["empty-axis", "keyword", "negative-width", "odd-empty-axis", "odd-keyword", "odd-negative-width",
+        "float-width", "odd-float-width"])
 def test_pad_copy_modes_refuse_what_numpy_refuses(call):
     x = np.arange(3.0)
-    refused_as_numpy_refuses(call, x, _traced_value)
+    refused_as_numpy_refuses(call, x, _traced_value, errors=(ValueError, TypeError))
 
 
 WINDOW_CALLS = {

@@ -232,7 +232,10 @@ def _pad_widths(pad_width, shape: tuple) -> np.ndarray:
         for ax, width in pad_width.items():
             pairs[ax] = (width, width) if np.ndim(width) == 0 else tuple(width)
         pad_width = pairs
-    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (len(shape), 2))
+    widths = np.asarray(pad_width)
+    if widths.dtype.kind not in "iu":
+        raise TypeError("`pad_width` must be of integral type.")  # NumPy's check, not a silent truncation
+    widths = np.broadcast_to(widths.astype(np.intp), (len(shape), 2))
     if widths.size and widths.min() < 0:
         raise ValueError("index can't contain negative values")
     return widths

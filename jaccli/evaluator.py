@@ -76,6 +76,13 @@ class _Chunks:
             out[sel] = self.data[c][self.offset[positions[sel]]][..., other]
         return out
 
+    def move_into(self, target: np.ndarray) -> None:
+        """target[p] = value at p for every known position p; the chunks are let go."""
+        for c, data in enumerate(self.data):
+            where = np.flatnonzero(self.chunk == c)
+            target[where] = data[self.offset[where]]
+        self.data = []
+
 
 class PartialStore:
     """The cache of a block too large to reserve densely: only the rows and columns computed.
@@ -106,8 +113,11 @@ class PartialStore:
 
     def row_values(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """dense[..., rows, cols] of known rows, as (len(rows),) + lead + (len(cols),)."""
-        out = np.empty((rows.size,) + self.lead + (cols.size,), dtype=self.dtype)
-        return self.rows.take(rows, cols, out)
+        return self.rows.take(rows, cols, np.empty((rows.size,) + self.lead + (cols.size,), dtype=self.dtype))
+
+    def col_values(self, cols: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """dense[..., rows, cols] of known columns, as (len(cols),) + lead + (len(rows),)."""
+        return self.cols.take(cols, rows, np.empty((cols.size,) + self.lead + (rows.size,), dtype=self.dtype))
 
     def take(self, rows: np.ndarray, cols: np.ndarray, fallback: Callable | None = None) -> np.ndarray:
         """dense[..., rows, :][..., cols]: from the known rows, else from the known columns
@@ -118,24 +128,14 @@ class PartialStore:
             out[..., known, :] = np.moveaxis(self.row_values(rows[known], cols), 0, -2)
         if not known.all():
             missing = rows[~known]
-            if fallback is not None:
-                out[..., ~known, :] = fallback(missing, cols)
-            else:
-                part = np.empty((cols.size,) + self.lead + (missing.size,), dtype=self.dtype)
-                out[..., ~known, :] = np.moveaxis(self.cols.take(cols, missing, part), 0, -1)
+            out[..., ~known, :] = fallback(missing, cols) if fallback is not None else \
+                np.moveaxis(self.col_values(cols, missing), 0, -1)
         return out
 
     def move_into(self, dense: np.ndarray) -> None:
         """Write every known row and column into `dense`, and let go of them."""
-        for chunks, rows in ((self.cols, False), (self.rows, True)):
-            for c, data in enumerate(chunks.data):
-                where = np.flatnonzero(chunks.chunk == c)
-                values = np.moveaxis(data[chunks.offset[where]], 0, -2 if rows else -1)
-                if rows:
-                    dense[..., where, :] = values
-                else:
-                    dense[..., where] = values
-            chunks.data = []
+        self.cols.move_into(np.moveaxis(dense, -1, 0))  # views of dense, column (row) first
+        self.rows.move_into(np.moveaxis(dense, -2, 0))
 
 
 class Evaluator:

@@ -348,9 +348,10 @@ class Primitive:
         # (x + c): a later in-place change of c cannot make a derivative wrong, and the result's
         # memory may be written into by a later in-place update (see `in_place`).
         self.value_free = False
-        # Optional in_place(x, *other_args, **kw): the result written into x's own memory. bind uses
-        # it when no recorded rule reads x's values and x's memory is the recording's own (a loop
-        # of y[i] = v then keeps one array, not one copy per write).
+        # Optional in_place(x, *other_args, **kw) -> (part, values): the result is x with `values`
+        # written into `part` (a view of x). bind writes them into x's own memory when no recorded
+        # rule reads x's values and that memory is the recording's own (a loop of y[i] = v then
+        # keeps one array, not one copy per write).
         self.in_place: Callable | None = None
         # Optional reverse rule for argument 0 that adds into the cotangent already gathered for it:
         # vjp_into(acc, g, *other_args, **kw) = acc + rule(g), one operation where the sum takes
@@ -561,17 +562,16 @@ def _write_in_place(prim: Primitive, x: Any, vals: list, kwargs: dict, top: Trac
     diagnostics (a running count of the non-finite entries per array: O(size written) a write).
     """
     node, value = x._node, x._value
-    counts = top.nonfinite
-    before = counts.get(id(value))
+    before = top.nonfinite.get(id(value))
     if before is None:
         before = int(np.count_nonzero(~np.isfinite(value)))
-    ans, written = prim.in_place(*vals, **kwargs)
-    old = np.count_nonzero(~np.isfinite(written[0]))
-    written[0][...] = written[1]
-    after = counts[id(ans)] = before - int(old) + int(np.count_nonzero(~np.isfinite(written[0])))
+    part, values = prim.in_place(*vals, **kwargs)
+    old = int(np.count_nonzero(~np.isfinite(part)))
+    part[...] = values
+    after = top.nonfinite[id(value)] = before - old + int(np.count_nonzero(~np.isfinite(part)))
     if node.finite is None:
         node.finite = before == 0
-    return ans, after == 0
+    return value, after == 0
 
 
 def _note_view(out: Any, args: tuple, top: Trace) -> None:

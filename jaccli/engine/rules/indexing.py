@@ -193,8 +193,8 @@ def _assign_impl(x, v, idx):
 
 
 def _assign_in_place(x, v, idx):
-    """assign into x's own memory: x, and (the part written, its new values) for bind to write."""
-    return x, (x[(Ellipsis,) + idx], v)
+    """assign in x's own memory: the part of x written (a view) and its new values, for bind to write."""
+    return x[(Ellipsis,) + idx], v
 
 
 assign = primitive("assign", _assign_impl)

@@ -313,7 +313,8 @@ class Primitive:
     """
 
     __slots__ = ("name", "impl", "vjps", "jvps", "jvp_joint", "nondiff", "zero_grad", "constant", "multi_out",
-                 "kink", "structure", "sparse", "value_free", "vjp_into", "vjp_add", "in_place")
+                 "kink", "structure", "sparse", "value_free", "vjp_into", "vjp_add", "in_place",
+                 "vjp_in_place", "jvp_in_place")
 
     def __init__(
         self,
@@ -360,6 +361,18 @@ class Primitive:
         # Its in-place form for a sum the sweep owns: vjp_add(acc, g, *other_args, **kw) adds
         # rule(g) into acc and returns True, or returns False (acc unchanged) when it cannot.
         self.vjp_add: Callable | None = None
+        # Optional reverse rule for argument 0 that writes into the cotangent itself, for a cotangent
+        # the sweep owns: vjp_in_place(g, *other_args, **kw) changes g into argument 0's cotangent
+        # (assign: g with the written part zeroed). With it, the maker's rule for argument 0 must
+        # return a fresh array for a plain g (the sweep then owns that), and the rules for the other
+        # arguments may return views of g (the sweep copies them before g is written). A loop of
+        # y[i] = v then costs O(K) per write in a sweep, not a copy of the whole block per write.
+        self.vjp_in_place: Callable | None = None
+        # Its forward counterpart: jvp_in_place(t_x, t_others, *other_args, **kw) writes the tangent
+        # of the result into the tangent t_x of argument 0, when the sweep owns t_x and nothing after
+        # this node reads it (t_others: the other arguments' tangents, None where zero). With it,
+        # jvp_joint must return a fresh array for plain tangents (the sweep then owns that).
+        self.jvp_in_place: Callable | None = None
 
     def defvjp(self, *makers: Callable | None, argnums: tuple[int, ...] | None = None) -> "Primitive":
         for i, maker in zip(argnums or range(len(makers)), makers):
@@ -504,7 +517,7 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
     else:
         try:
             if prim.in_place is not None and outermost and _writable(args[0], top):
-                ans, finite = _write_in_place(prim, args[0], vals, kwargs, top)
+                ans, finite = write_in_place(prim, args[0]._node, vals, kwargs, top.nonfinite)
             else:
                 ans = prim.impl(*vals, **kwargs)
         except Exception as exc:
@@ -555,23 +568,33 @@ def _writable(x: Any, top: Trace) -> bool:
             and value.dtype.kind in "fc" and (node.in_place or not any(a is value for a in node.args)))
 
 
-def _write_in_place(prim: Primitive, x: Any, vals: list, kwargs: dict, top: Trace) -> tuple[Any, bool]:
-    """prim applied in place into x's memory; returns (result, whether the result is all finite).
+def write_in_place(prim: Primitive, node: Node, vals: list, kwargs: dict, nonfinite: dict) -> tuple[Any, bool]:
+    """prim applied in place into the memory of vals[0], node's value; returns (result, whether the
+    result is all finite).
 
-    The value x's node had is gone afterwards: only whether it was finite is kept, for the
-    diagnostics (a running count of the non-finite entries per array: O(size written) a write).
+    The value node had is gone afterwards: only whether it was finite is kept, for the diagnostics
+    (`nonfinite`: a running count of the non-finite entries per array, O(size written) a write).
     """
-    node, value = x._node, x._value
-    before = top.nonfinite.get(id(value))
+    value = vals[0]
+    before = nonfinite.get(id(value))
     if before is None:
         before = int(np.count_nonzero(~np.isfinite(value)))
     part, values = prim.in_place(*vals, **kwargs)
     old = int(np.count_nonzero(~np.isfinite(part)))
     part[...] = values
-    after = top.nonfinite[id(value)] = before - old + int(np.count_nonzero(~np.isfinite(part)))
+    after = nonfinite[id(value)] = before - old + int(np.count_nonzero(~np.isfinite(part)))
     if node.finite is None:
         node.finite = before == 0
     return value, after == 0
+
+
+def rewritable(node: Node) -> bool:
+    """Whether node's value, made by a replay of a recording, is memory the replay may write into
+    again where the recording wrote in place: its own array (not an input's, not a constant's)."""
+    value = node.value
+    return (node.prim is not INPUT and type(value) is np.ndarray and value.base is None
+            and value.flags.writeable and value.dtype.kind in "fc"
+            and (node.in_place or not any(a is value for a in node.args)))
 
 
 def _note_view(out: Any, args: tuple, top: Trace) -> None:
@@ -716,8 +739,11 @@ def _accumulate(store: dict, node: Node, idx: int | None, n_out: int, value: Any
     slots[idx] = _add(slots[idx], value, owned)
 
 
-def _take(store: dict, node: Node, owned: dict) -> Any:
-    """Pop node's cotangent: from here on rules see it, and it is no longer the sweep's to change."""
+def _take(store: dict, node: Node, owned: dict) -> tuple[Any, bool]:
+    """Pop node's cotangent: from here on rules see it, and it is no longer the sweep's to change.
+
+    Also returns whether the sweep owned it (a sum it made, referenced from nowhere else).
+    """
     g = store.pop(node, None)
     kind = type(g)
     if kind is _PendingSum:
@@ -726,10 +752,8 @@ def _take(store: dict, node: Node, owned: dict) -> Any:
         g = [p.join(owned) if type(p) is _PendingSum else p for p in g]
         for part in g:
             owned.pop(id(part), None)
-        return g
-    if owned:
-        owned.pop(id(g), None)
-    return g
+        return g, False
+    return g, owned.pop(id(g), None) is g if owned else False
 
 
 def _plan_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> list[Node]:
@@ -788,7 +812,7 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
     # user's line of that node: set once per node, and the caller's site is back when the sweep ends.
     with attributed_to(_RULE_SITE.v):
         for node in _plan_reverse(trace, tuple(outputs), wrt_mask):
-            g = _take(store, node, owned)
+            g, mine = _take(store, node, owned)
             if g is None:
                 continue
             if not node.parents:
@@ -796,6 +820,10 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                     results[id(node)] = g
                 continue
             _RULE_SITE.v = node.site
+            if node.prim.vjp_in_place is not None and not traced and MONITOR.v is None \
+                    and type(g) in (np.ndarray, SparseBlock):
+                _pull_in_place(node, g, mine, store, owned, wrt_mask)
+                continue
             retraced = _retraced(node, trace) if traced else None
             for argnum, parent, pidx in node.parents:
                 if not parent.deps & wrt_mask:
@@ -821,6 +849,42 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                     MONITOR.v(node, argnum, ct, "reverse")
                 _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct, owned)
     return [results.get(id(n)) for n in wrt]
+
+
+def _pull_in_place(node: Node, g: Any, mine: bool, store: dict, owned: dict, wrt_mask: int) -> None:
+    """reverse()'s step for a node whose primitive has vjp_in_place: argument 0's cotangent is g
+    itself, changed in place, when the sweep owns g; else the rule's fresh array, which the sweep
+    then owns. The other arguments are pulled back first, from copies where g will be written."""
+    x_parent = None
+    for argnum, parent, pidx in node.parents:
+        if not parent.deps & wrt_mask:
+            continue
+        if argnum == 0 and pidx is None:
+            x_parent = parent
+            continue
+        rule = node.vjp(argnum)
+        ct = None if rule is None else rule(g)
+        if ct is None:
+            continue
+        if mine and type(ct) is np.ndarray and np.may_share_memory(ct, g):
+            ct = ct.copy()
+        _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct, owned)
+    if x_parent is None:
+        return
+    if mine and type(g) is np.ndarray:
+        node.prim.vjp_in_place(g, *node.args[1:], **node.kwargs)
+        ct = g
+    else:
+        rule = node.vjp(0)
+        ct = None if rule is None else rule(g)
+        if ct is None:
+            return
+    old = store.get(x_parent)
+    if old is None and type(ct) is np.ndarray:
+        store[x_parent] = ct
+        owned[id(ct)] = ct
+    else:
+        store[x_parent] = _add(old, ct, owned)
 
 
 def _retraced(node: Node, trace: Trace) -> tuple[Any, list]:
@@ -884,12 +948,18 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple) -> lis
         if t is not None:
             store[node] = t
     order, last_use = _plan_forward(trace, tuple(outputs), wrt_mask)
+    # id -> array: tangents this sweep made that no other stored tangent is a view of; one whose
+    # node is used for the last time may be written in place by jvp_in_place
+    owned: dict = {}
     with attributed_to(_RULE_SITE.v):  # each node sets its own line, as in reverse()
         for pos, node in enumerate(order):
             if not node.parents:
                 continue
             _RULE_SITE.v = node.site
             acc = None
+            if node.prim.jvp_in_place is not None and MONITOR.v is None \
+                    and _push_in_place(node, pos, store, last_use, owned):
+                continue
             if node.prim.jvp_joint is not None:
                 ts = [None] * len(node.args)
                 for argnum, parent, pidx in node.parents:
@@ -925,5 +995,42 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple) -> lis
             if acc is not None:
                 if MONITOR.v is not None:
                     MONITOR.v(node, -1, acc, "forward")
+                if owned:
+                    _disown_shared(acc, owned)
+                if node.prim.jvp_in_place is not None and type(acc) is np.ndarray and acc.base is None:
+                    owned[id(acc)] = acc  # jvp_joint's result is fresh (see Primitive.jvp_in_place)
                 store[node] = list(acc) if node.prim.multi_out else acc
     return [_get(store, node, idx) for node, idx in outputs]
+
+
+def _disown_shared(acc: Any, owned: dict) -> None:
+    """A tangent that is an owned one (a copy's rule hands its tangent on) or a view of it shares its
+    memory: that one may no longer be written in place."""
+    for a in (acc if type(acc) in (tuple, list) else (acc,)):
+        if type(a) is np.ndarray:
+            owned.pop(id(memory_root(a)), None)
+
+
+def _push_in_place(node: Node, pos: int, store: dict, last_use: dict, owned: dict) -> bool:
+    """forward()'s step for a node with jvp_in_place: write into argument 0's tangent when the sweep
+    owns it and nothing after this node reads it. False (nothing done) when that does not hold."""
+    x_parent, ts = None, [None] * (len(node.args) - 1)
+    for argnum, parent, pidx in node.parents:
+        if argnum == 0:
+            if pidx is not None:
+                return False
+            x_parent = parent
+        else:
+            t = _get(store, parent, pidx)
+            if t is not None and type(t) is not np.ndarray:
+                return False
+            ts[argnum - 1] = t
+    t_x = store.get(x_parent) if x_parent is not None else None
+    if type(t_x) is not np.ndarray or owned.get(id(t_x)) is not t_x or last_use.get(x_parent.index) != pos:
+        return False
+    node.prim.jvp_in_place(t_x, ts, *node.args[1:], **node.kwargs)
+    for _, parent, _ in node.parents:
+        if last_use.get(parent.index) == pos:
+            store.pop(parent, None)
+    store[node] = t_x
+    return True

@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import TracingError, UserFunctionError
 from . import rules  # noqa: F401  (fills the registry)
 from .core import (ELEMENTWISE, FREEZER, INPUT, Freezer, Node, Trace, _plan_reverse, forward, frozen_constants,
-                   is_internal, reverse, stale_error)
+                   is_internal, reverse, rewritable, stale_error, write_in_place)
 from .seeds import dense
 from .tracer import Tracer, _holds_sequence, _needs_lifting, holds_tracer, lift, lift_args, primal
 
@@ -316,14 +316,22 @@ class Recording:
                         return None
                     g += 1
                 if node.prim is INPUT:
-                    value = new_in.get(k, node.value)
+                    value, finite = new_in.get(k, node.value), None
                     args_k = ()
                 else:
                     args_k = _substituted(node.args, node.parents, vals) if node.parents else node.args
-                    value = _call(node.prim.impl, args_k, node.kwargs, errstates.get(k))
+                    if node.in_place and rewritable(nodes[node.parents[0][1].index]):
+                        # written into its argument's memory when recorded: again, so that a loop
+                        # of y[i] = v keeps one array in the replay too
+                        value, finite = write_in_place(node.prim, nodes[node.parents[0][1].index], args_k,
+                                                       node.kwargs, trace.nonfinite)
+                    else:
+                        value, finite = _call(node.prim.impl, args_k, node.kwargs, errstates.get(k)), None
                 new = Node(node.prim, args_k, node.kwargs,
                            tuple((a, nodes[p.index], i) for a, p, i in node.parents), value, node.deps, node.site)
                 new.index = k
+                if finite is not None:
+                    new.in_place, new.finite = True, finite
                 nodes[k] = new
                 vals[k] = value
                 size = getattr(value, "size", 1)
@@ -340,8 +348,9 @@ class Recording:
         trace.inputs = [nodes[n.index] for n in self.trace.inputs]
         trace.largest = largest
         trace.cuts = self.trace.cuts  # the same structure: the same operations cut the same inputs
-        # The sweep plans depend on the structure only: the same nodes, renewed.
-        for key, plan in self.trace._plans.items():
+        # The sweep plans depend on the structure only: the same nodes, renewed. (A copy: a sweep in
+        # another thread may be adding a plan to this recording's trace meanwhile.)
+        for key, plan in self.trace._plans.copy().items():
             if key[0] == "rev":
                 trace._plans[key] = [nodes[n.index] for n in plan]
             else:

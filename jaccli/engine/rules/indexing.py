@@ -227,8 +227,26 @@ def _assign_jvp_joint(ans, x, v, idx):
     return rule
 
 
+def _assign_vjp_x_in_place(g, v, idx):
+    g[(Ellipsis,) + idx] = 0.0
+
+
+def _assign_jvp_in_place(t_x, ts, v, idx):
+    t_v = ts[0]
+    part = t_x[(Ellipsis,) + idx]
+    if t_v is None:
+        part[...] = 0.0
+        return
+    k, v_shape = t_v.shape[0], np.shape(v)
+    if len(v_shape) < part.ndim - 1:  # v broadcasts over x[idx]: align its axes after the block axis
+        t_v = t_v.reshape((k,) + (1,) * (part.ndim - 1 - len(v_shape)) + tuple(v_shape))
+    part[...] = t_v
+
+
 assign.defvjp(_assign_vjp_x, _assign_vjp_v)
 assign.jvp_joint = _assign_jvp_joint
+assign.vjp_in_place = _assign_vjp_x_in_place
+assign.jvp_in_place = _assign_jvp_in_place
 
 
 def setitem(x, v, idx):

@@ -9,14 +9,14 @@ import math
 import re
 import threading
 import types
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..errors import TracingError, UserFunctionError
 from . import rules  # noqa: F401  (fills the registry)
-from .core import (ELEMENTWISE, FREEZER, INPUT, Freezer, Node, Trace, _plan_reverse, forward, frozen_constants,
+from .core import (COLLECTOR_PAUSED, ELEMENTWISE, FREEZER, INPUT, Freezer, Node, Trace, _plan_reverse, forward, frozen_constants,
                    is_internal, reverse, rewritable, stale_error, write_in_place)
 from .seeds import dense
 from .tracer import Tracer, _holds_sequence, _needs_lifting, holds_tracer, lift, lift_args, primal
@@ -219,7 +219,7 @@ class Recording:
             call_args[i] = t
             self.in_nodes.append(t._node)
         self.inputs = tuple(primal_value(a, self.trace) for a in call_args)
-        with intercept_numpy(f), frozen_constants(Freezer(keep_all=replayable)):
+        with COLLECTOR_PAUSED, intercept_numpy(f), frozen_constants(Freezer(keep_all=replayable)):
             out = _call_user(f, call_args)
         self.out_is_tuple, outs, self.out_refs = _outputs(out, self.trace)
         self.outputs = tuple(o if r is None else o._value for o, r in zip(outs, self.out_refs))
@@ -308,6 +308,9 @@ class Recording:
         nodes: list = [None] * len(old_nodes)
         guards, g = self.guards, 0
         largest = 1
+        paused = len(old_nodes) >= _PAUSE_FROM
+        if paused:
+            COLLECTOR_PAUSED.__enter__()
         try:
             # under the caller's error state, as when f was recorded (checked above)
             for k, node in enumerate(old_nodes):
@@ -343,6 +346,9 @@ class Recording:
                 g += 1
         except Exception:  # noqa: BLE001 - recording f afresh reports the failure properly
             return None
+        finally:
+            if paused:
+                COLLECTOR_PAUSED.__exit__()
         trace.nodes = nodes
         trace.errstates = errstates
         trace.inputs = [nodes[n.index] for n in self.trace.inputs]
@@ -450,7 +456,8 @@ class Recording:
         if not outs:
             return [None] * len(nodes)
         self.sweeps += 1
-        out = reverse(self.trace, tuple(r for r, _ in outs), tuple(s for _, s in outs), nodes)
+        with COLLECTOR_PAUSED if len(self.trace.nodes) >= _PAUSE_FROM else nullcontext():
+            out = reverse(self.trace, tuple(r for r, _ in outs), tuple(s for _, s in outs), nodes)
         return out if structured else [dense(o) for o in out]
 
     def jvp(self, tangents: Sequence[Any | None], wrt: Sequence[int] | None = None,
@@ -462,9 +469,15 @@ class Recording:
         if not pairs or not refs:
             return [None] * len(self.out_refs)
         self.sweeps += 1
-        got = iter(forward(self.trace, tuple(n for n, _ in pairs), tuple(t for _, t in pairs), tuple(refs)))
+        with COLLECTOR_PAUSED if len(self.trace.nodes) >= _PAUSE_FROM else nullcontext():
+            got = iter(forward(self.trace, tuple(n for n, _ in pairs), tuple(t for _, t in pairs), tuple(refs)))
         out = [None if r is None else next(got) for r in self.out_refs]
         return out if structured else [dense(o) for o in out]
+
+
+# Sweeps and replays of recordings from this many operations on pause the garbage collector (see
+# COLLECTOR_PAUSED); below it, a collection is rare and short, and the pause would cost more.
+_PAUSE_FROM = 1000
 
 
 def _private(a: Any) -> Any:

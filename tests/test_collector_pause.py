@@ -1,0 +1,127 @@
+"""The cyclic garbage collector waits while f is recorded and while large recordings are swept.
+
+Recording and sweeping make many objects that live on and form no cycles; collections during
+them find nothing but walk everything that survived (on a loop of 8000 element writes they took
+28% of the recording and 43% of a sweep). The collector must run again afterwards, in every
+case: after an error in f, after threads that overlap, and not at all if it was off before.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import numpy as np
+import pytest
+
+import jaccli
+from jaccli.engine.recording import Recording
+
+
+@pytest.fixture
+def eager_collector():
+    """Collections after every few allocations, so that a sweep that does not pause meets many."""
+    enabled, thresholds = gc.isenabled(), gc.get_threshold()
+    gc.enable()
+    gc.set_threshold(200, 2, 2)
+    yield
+    gc.set_threshold(*thresholds)
+    (gc.enable if enabled else gc.disable)()
+
+
+def _loop(x):
+    y = np.zeros_like(x)
+    for i in range(1, len(x)):
+        y[i] = x[i] * x[i - 1] + np.sin(x[i])
+    return y
+
+
+def _collections_during(fn):
+    seen = []
+
+    def cb(phase, info):
+        if phase == "start":
+            seen.append(info["generation"])
+
+    gc.callbacks.append(cb)
+    try:
+        out = fn()
+    finally:
+        gc.callbacks.remove(cb)
+    return out, seen
+
+
+def test_f_runs_with_the_collector_paused_and_it_runs_again_after(eager_collector):
+    states = []
+
+    def f(x):
+        states.append(gc.isenabled())
+        return (x ** 2).sum()
+
+    np.asarray(jaccli.hessian(f, np.ones(3)))
+    assert states == [False]
+    assert gc.isenabled()
+
+
+def test_a_large_recording_is_swept_without_collections(eager_collector):
+    x = np.linspace(0.5, 1.5, 400)  # about 2000 operations
+    J, during_recording = _collections_during(lambda: jaccli.jacobian(_loop, x))
+    rows, during_sweep = _collections_during(lambda: J[100:104])
+    # (a collection or two may come from the allocations around them: thousands without the pause)
+    assert len(during_recording) <= 2 and len(during_sweep) <= 2, (len(during_recording), len(during_sweep))
+    cols, during_forward = _collections_during(lambda: np.asarray(jaccli.jacobian(_loop, x, mode="forward")))
+    assert len(during_forward) <= 3, len(during_forward)
+    np.testing.assert_allclose(rows[:, 99:102], [[x[100], x[99] + np.cos(x[100]), 0.0],
+                                                 [0.0, x[101], x[100] + np.cos(x[101])],
+                                                 [0.0, 0.0, x[102]],
+                                                 [0.0, 0.0, 0.0]])
+    np.testing.assert_array_equal(cols[100:104], np.asarray(J)[100:104])
+    _, after = _collections_during(lambda: [[] for _ in range(500)])
+    assert after, "the collector did not run again"
+
+
+def test_a_large_replay_runs_without_collections(eager_collector):
+    x = np.linspace(0.5, 1.5, 400)
+    rec = Recording(_loop, [x], [0], replayable=True)
+    replayed, during = _collections_during(lambda: rec.replay([x + 1.0]))
+    assert replayed is not None and len(during) <= 2, len(during)
+    assert gc.isenabled()
+
+
+def test_the_collector_runs_again_after_f_raises(eager_collector):
+    def f(x):
+        raise ValueError("boom")
+
+    with pytest.raises(Exception):
+        jaccli.jacobian(f, np.ones(2))
+    assert gc.isenabled()
+
+
+def test_the_collector_stays_off_when_it_was_off(eager_collector):
+    gc.disable()
+    np.asarray(jaccli.jacobian(_loop, np.linspace(0.5, 1.5, 300)))
+    assert not gc.isenabled()
+
+
+def test_overlapping_recordings_in_threads_leave_the_collector_on(eager_collector):
+    inside, release = threading.Barrier(2), threading.Event()
+    seen = []
+
+    def slow(x):
+        inside.wait(timeout=10)          # both recordings are open here
+        release.wait(timeout=10)
+        seen.append(gc.isenabled())
+        return (x ** 3).sum()
+
+    def fast(x):
+        inside.wait(timeout=10)
+        return (x ** 2).sum()
+
+    t = threading.Thread(target=lambda: np.asarray(jaccli.grad(slow, np.ones(3))))
+    t.start()
+    np.asarray(jaccli.grad(fast, np.ones(3)))   # ends first: the other recording is still open
+    assert not gc.isenabled()
+    release.set()
+    t.join(timeout=10)
+    assert seen == [False]
+    assert gc.isenabled()

@@ -12,7 +12,7 @@ import click
 
 from jaccli import __version__
 
-from .commands.failures import BadUsage, stream_error, to_stdout
+from .commands.failures import BadUsage, NoCommand, stream_error, to_stdout
 from .commands.options import (
     check_nonfinite_options,
     check_options,
@@ -89,12 +89,12 @@ def _one_line_usage_errors() -> Iterator[None]:
     """click's usage errors (bad option value, unknown option or command) print one `Error: ...` line, exit 2.
 
     click would print its usage, a hint and a blank line first. Running `jaccli` alone still
-    prints the help.
+    prints the help (on stderr, exit 2, as click 8.2+ does).
     """
     try:
         yield
-    except _NO_ARGS_IS_HELP:
-        raise
+    except _NO_ARGS_IS_HELP as error:
+        raise NoCommand(error.ctx) from None
     except click.UsageError as error:
         raise BadUsage(usage_line(error)) from None
 
@@ -115,8 +115,8 @@ class JaccliGroup(click.Group):
         try:
             return super().main(args, prog_name, **extra)
         except OSError as error:
-            # Only click's own printing of a message to stderr (the help that `jaccli` alone prints
-            # there) gets here; everything else is reported by to_stdout and CliError.show.
+            # What jaccli prints is reported by to_stdout, to_stderr and CliError.show; only click's
+            # own writes to stderr (such as its "Aborted!" after a Ctrl-C) could get here.
             raise SystemExit(stream_error("stderr", error).exit_code) from None
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,

@@ -1262,6 +1262,21 @@ def test_man_page_documents_every_option_of_every_command():
     assert not missing, f"options missing from man/jaccli.1: {missing}"
 
 
+def test_man_page_and_ops_help_name_every_family_of_the_registry(runner):
+    from jaccli.engine import rules  # noqa: F401  (importing the rules fills the registry)
+    from jaccli.engine.registry import REGISTRY
+
+    families = sorted({entry.family for entry in REGISTRY.values()})
+    assert "elementwise" in families and "" not in families
+    entry = MAN_PAGE.read_text().split('\n.BI \\-\\-family " NAMES"\n')[1].split("\n.TP\n")[0]
+    listed = entry.split("(")[1].split(")")[0]
+    assert [name.strip() for name in " ".join(listed.split()).split(",")] == families
+    # ops --help names two as an example (elementwise,linalg); if it ever lists more, it must list them all.
+    text = " ".join(invoke(runner, "ops", "--help").stdout.split())
+    named = [name for name in families if name in text]
+    assert len(named) <= 2 or named == families, named
+
+
 def test_man_page_has_the_standard_sections_and_every_command():
     text = MAN_PAGE.read_text()
     for section in ("NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "OPTIONS", "EXIT STATUS", "FILES", "EXAMPLES"):

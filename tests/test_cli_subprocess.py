@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
@@ -27,6 +28,9 @@ from .test_cli import (
 
 _EXE = Path(sys.executable).with_name("jaccli")
 JACCLI = [str(_EXE)] if _EXE.exists() else [sys.executable, "-m", "jaccli"]
+# click 8.2+ prints the help of `jaccli` alone on stderr and exits 2; 8.1 printed it on stdout and exited 0.
+HELP_IS_USAGE_ERROR = pytest.mark.skipif(not hasattr(click.exceptions, "NoArgsIsHelpError"),
+                                         reason="click < 8.2 prints the help of jaccli alone on stdout")
 
 
 def clean_env(**extra: str) -> dict:
@@ -280,6 +284,18 @@ def test_a_closed_pipe_on_stderr_is_exit_141_quietly(tmp_path):
     assert_allclose(np.load(tmp_path / "J.npy"), np.diag([2.0, 4.0]))
 
 
+@HELP_IS_USAGE_ERROR
+def test_the_help_of_jaccli_alone_into_a_closed_stderr_keeps_its_usage_exit_2(tmp_path):
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(JACCLI, cwd=tmp_path, stdout=subprocess.PIPE, stderr=write, text=True,
+                              env=clean_env(), timeout=60)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stdout) == (2, "")  # as every other error reported there
+
+
 def _into_dev_full(args: list[str], cwd: Path, stream: str = "stdout") -> subprocess.CompletedProcess:
     with open("/dev/full", "w") as full:
         other = {"stderr": subprocess.PIPE} if stream == "stdout" else {"stdout": subprocess.PIPE}
@@ -302,6 +318,8 @@ def test_help_and_version_into_a_full_stdout_are_exit_4_in_one_line(tmp_path, ar
     (["jacobian", "-e", "x ** 2", "[1, 2]", "--stats"], 4),  # a note that cannot be written: the disk is full
     (["info", "-e", "x ** 2", "x.npy"], 4),  # a warning
     (["--debug", "jacobian", "-e", "x ** 2", "missing.npy"], 2),
+    pytest.param([], 2, marks=HELP_IS_USAGE_ERROR),  # jaccli alone: the help on stderr, a usage error
+    (["jacobian", "--bogus"], 2),  # click's usage error, made one line
 ])
 def test_a_full_stderr_gives_the_exit_code_without_a_traceback(tmp_path, args, code):
     np.save(tmp_path / "x.npy", np.array([1, 2]))

@@ -79,6 +79,21 @@ class BadUsage(CliError):
     exit_code = EXIT_USAGE
 
 
+class NoCommand(BadUsage):
+    """`jaccli` alone (click 8.2+): the group's help on stderr and exit 2, click's way, but like every
+    other error it keeps its exit code when stderr cannot take the help."""
+
+    def __init__(self, ctx: click.Context) -> None:
+        super().__init__(ctx.get_help())
+        self.ctx = ctx
+
+    def show(self, file: Any = None) -> None:
+        try:
+            click.echo(self.format_message(), file=file, err=True, color=self.ctx.color)
+        except OSError:
+            _discard("stderr")
+
+
 class FunctionFailed(CliError):
     exit_code = EXIT_FUNCTION
 

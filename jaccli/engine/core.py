@@ -1044,6 +1044,10 @@ def _disown_shared(acc: Any, owned: dict) -> None:
     for a in (acc if type(acc) in (tuple, list) else (acc,)):
         if type(a) is np.ndarray:
             owned.pop(id(memory_root(a)), None)
+        elif type(a) is SparseBlock:  # its parts may be views too
+            for part in (a.val, a.u, a.v):
+                if type(part) is np.ndarray:
+                    owned.pop(id(memory_root(part)), None)
 
 
 def _push_in_place(node: Node, pos: int, store: dict, last_use: dict, owned: dict) -> bool:

@@ -145,7 +145,8 @@ def test_hessians_through_writes_swept_in_place(f, mode):
 
 @st.composite
 def _programs(draw):
-    """A random sequence of writes into y, reads of y, views of y kept to the end, and copies."""
+    """A random sequence of writes into y, reads of y (directly and through views), copies of y kept
+    to the end, and products that make a new y."""
     steps = []
     for _ in range(draw(st.integers(1, 12))):
         kind = draw(st.sampled_from(["write", "write_read", "slice", "view", "copy", "scale"]))

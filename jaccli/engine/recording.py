@@ -16,8 +16,8 @@ import numpy as np
 
 from ..errors import TracingError, UserFunctionError
 from . import rules  # noqa: F401  (fills the registry)
-from .core import (COLLECTOR_PAUSED, ELEMENTWISE, FREEZER, INPUT, Freezer, Node, Trace, _plan_reverse, forward, frozen_constants,
-                   is_internal, reverse, rewritable, stale_error, write_in_place)
+from .core import (COLLECTOR_PAUSED, ELEMENTWISE, FREEZER, INPUT, Freezer, Node, Trace, _plan_reverse, forward,
+                   frozen_constants, is_internal, reverse, rewritable, stale_error, write_in_place)
 from .seeds import dense
 from .tracer import Tracer, _holds_sequence, _needs_lifting, holds_tracer, lift, lift_args, primal
 
@@ -323,11 +323,11 @@ class Recording:
                     args_k = ()
                 else:
                     args_k = _substituted(node.args, node.parents, vals) if node.parents else node.args
-                    if node.in_place and rewritable(nodes[node.parents[0][1].index]):
+                    written = nodes[node.parents[0][1].index] if node.in_place else None
+                    if written is not None and rewritable(written):
                         # written into its argument's memory when recorded: again, so that a loop
                         # of y[i] = v keeps one array in the replay too
-                        value, finite = write_in_place(node.prim, nodes[node.parents[0][1].index], args_k,
-                                                       node.kwargs, trace.nonfinite)
+                        value, finite = write_in_place(node.prim, written, args_k, node.kwargs, trace.nonfinite)
                     else:
                         value, finite = _call(node.prim.impl, args_k, node.kwargs, errstates.get(k)), None
                 new = Node(node.prim, args_k, node.kwargs,

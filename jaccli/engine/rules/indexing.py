@@ -220,11 +220,18 @@ def _assign_jvp_joint(ans, x, v, idx):
         if t_v is None:
             return assign(t_x, 0.0, idx)
         k = shape_of(t_v)[0]
-        if len(v_shape) < len(target):  # v broadcasts over x[idx]: align its axes after the block axis
-            t_v = np.reshape(t_v, (k,) + (1,) * (len(target) - len(v_shape)) + tuple(v_shape))
+        t_v = _aligned(t_v, v_shape, len(target))
         base = np.zeros((k,) + tuple(x_shape), dtype=dtype_of(ans)) if t_x is None else t_x
         return assign(base, t_v, idx)
     return rule
+
+
+def _aligned(t_v, v_shape: tuple, ndim: int):
+    """The tangent block of v, written into an x[idx] of `ndim` axes: where v broadcasts over it,
+    its axes line up after the block axis."""
+    if len(v_shape) >= ndim:
+        return t_v
+    return np.reshape(t_v, (shape_of(t_v)[0],) + (1,) * (ndim - len(v_shape)) + tuple(v_shape))
 
 
 def _assign_vjp_x_in_place(g, v, idx):
@@ -237,10 +244,7 @@ def _assign_jvp_in_place(t_x, ts, v, idx):
     if t_v is None:
         part[...] = 0.0
         return
-    k, v_shape = t_v.shape[0], np.shape(v)
-    if len(v_shape) < part.ndim - 1:  # v broadcasts over x[idx]: align its axes after the block axis
-        t_v = t_v.reshape((k,) + (1,) * (part.ndim - 1 - len(v_shape)) + tuple(v_shape))
-    part[...] = t_v
+    part[...] = _aligned(t_v, np.shape(v), part.ndim - 1)
 
 
 assign.defvjp(_assign_vjp_x, _assign_vjp_v)

@@ -66,9 +66,12 @@ class CliError(click.ClickException):
     def show(self, file: Any = None) -> None:
         # stderr itself may be full or gone: the exit code still tells what happened.
         try:
-            super().show(file)
+            self._print(file)
         except OSError:
             _discard("stderr")
+
+    def _print(self, file: Any) -> None:
+        super().show(file)  # click's "Error: message"
 
 
 class CheckFailed(CliError):
@@ -87,11 +90,8 @@ class NoCommand(BadUsage):
         super().__init__(ctx.get_help())
         self.ctx = ctx
 
-    def show(self, file: Any = None) -> None:
-        try:
-            click.echo(self.format_message(), file=file, err=True, color=self.ctx.color)
-        except OSError:
-            _discard("stderr")
+    def _print(self, file: Any) -> None:
+        click.echo(self.format_message(), file=file, err=True, color=self.ctx.color)
 
 
 class FunctionFailed(CliError):

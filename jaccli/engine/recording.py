@@ -308,9 +308,8 @@ class Recording:
         nodes: list = [None] * len(old_nodes)
         guards, g = self.guards, 0
         largest = 1
-        paused = len(old_nodes) >= _PAUSE_FROM
-        if paused:
-            COLLECTOR_PAUSED.__enter__()
+        pause = _pause_for(self.trace)
+        pause.__enter__()
         try:
             # under the caller's error state, as when f was recorded (checked above)
             for k, node in enumerate(old_nodes):
@@ -347,8 +346,7 @@ class Recording:
         except Exception:  # noqa: BLE001 - recording f afresh reports the failure properly
             return None
         finally:
-            if paused:
-                COLLECTOR_PAUSED.__exit__()
+            pause.__exit__(None, None, None)
         trace.nodes = nodes
         trace.errstates = errstates
         trace.inputs = [nodes[n.index] for n in self.trace.inputs]
@@ -456,7 +454,7 @@ class Recording:
         if not outs:
             return [None] * len(nodes)
         self.sweeps += 1
-        with COLLECTOR_PAUSED if len(self.trace.nodes) >= _PAUSE_FROM else nullcontext():
+        with _pause_for(self.trace):
             out = reverse(self.trace, tuple(r for r, _ in outs), tuple(s for _, s in outs), nodes)
         return out if structured else [dense(o) for o in out]
 
@@ -469,7 +467,7 @@ class Recording:
         if not pairs or not refs:
             return [None] * len(self.out_refs)
         self.sweeps += 1
-        with COLLECTOR_PAUSED if len(self.trace.nodes) >= _PAUSE_FROM else nullcontext():
+        with _pause_for(self.trace):
             got = iter(forward(self.trace, tuple(n for n, _ in pairs), tuple(t for _, t in pairs), tuple(refs)))
         out = [None if r is None else next(got) for r in self.out_refs]
         return out if structured else [dense(o) for o in out]
@@ -478,6 +476,11 @@ class Recording:
 # Sweeps and replays of recordings from this many operations on pause the garbage collector (see
 # COLLECTOR_PAUSED); below it, a collection is rare and short, and the pause would cost more.
 _PAUSE_FROM = 1000
+
+
+def _pause_for(trace: Trace) -> Any:
+    """The context a sweep or replay of `trace` runs in: the collector paused if the trace is large."""
+    return COLLECTOR_PAUSED if len(trace.nodes) >= _PAUSE_FROM else nullcontext()
 
 
 def _private(a: Any) -> Any:

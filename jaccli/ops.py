@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .engine import rules  # noqa: F401  (importing the rules fills the registry)
 from .engine.registry import REGISTRY, Entry
+from .engine.rules import scipy_special
 
 __all__ = ["ops_table", "format_ops_plain", "OPS_COLUMNS"]
 
@@ -26,12 +27,14 @@ def ops_table() -> list[dict]:
         (primitive, derived, zero: derivative 0, nondiff: no derivative), ``reverse`` and
         ``forward`` (a rule exists for that mode), ``max_order`` ("any": rules are written with
         differentiable operations), ``block_seeds`` (every rule takes a block of K seeds: True)
-        and ``notes`` (the convention at non-differentiable points).
+        and ``notes`` (the convention at non-differentiable points). The scipy.special family is
+        listed when SciPy is installed (its rules are otherwise installed when f's module imports it).
 
     >>> row = next(r for r in ops_table() if r["name"] == "np.sin")
     >>> row["family"], row["reverse"], row["forward"]
     ('elementwise', True, True)
     """
+    scipy_special.install()
     rows = [{"name": e.name, "family": e.family, "kind": e.kind, "reverse": bool(e.reverse),
              "forward": bool(_forward(e)), "max_order": e.max_order, "block_seeds": True, "notes": e.notes}
             for e in REGISTRY.values()]

@@ -1,4 +1,8 @@
-"""Shared fixtures: seeded generators."""
+"""Shared fixtures: seeded generators, user modules written to files."""
+
+import importlib.util
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -7,3 +11,17 @@ import pytest
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261121)
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    """Write source to a real module file, import it, and return the module."""
+    def load(source: str, name: str = "user_functions"):
+        path = tmp_path / f"{name}.py"
+        path.write_text(textwrap.dedent(source))
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, name, module)
+        spec.loader.exec_module(module)
+        return module
+    return load

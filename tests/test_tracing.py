@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import inspect
 import math
 import re
-import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -36,18 +33,6 @@ def line_of(func, text: str) -> int:
     return first + next(i for i, line in enumerate(lines) if text in line)
 
 
-@pytest.fixture
-def user_module(tmp_path, monkeypatch):
-    """Write source to a real module file, import it, and return the module."""
-    def load(source: str, name: str = "user_functions"):
-        path = tmp_path / f"{name}.py"
-        path.write_text(textwrap.dedent(source))
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        monkeypatch.setitem(sys.modules, name, module)
-        spec.loader.exec_module(module)
-        return module
-    return load
 
 
 # ---------------------------------------------------------------------------

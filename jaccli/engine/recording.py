@@ -19,7 +19,8 @@ from . import rules  # noqa: F401  (fills the registry)
 from .core import (COLLECTOR_PAUSED, ELEMENTWISE, FREEZER, INPUT, Freezer, Node, Trace, _plan_reverse, forward,
                    frozen_constants, is_internal, reverse, rewritable, stale_error, write_in_place)
 from .seeds import dense
-from .tracer import Tracer, _holds_sequence, _needs_lifting, holds_tracer, lift, lift_args, primal
+from .tracer import (FUNCTION_SWAPS, OPTIONAL_RULES, Tracer, _holds_sequence, _needs_lifting, holds_tracer, lift,
+                     lift_args, primal)
 
 
 # ---------------------------------------------------------------------------
@@ -125,54 +126,79 @@ NUMPY_PROXY = _NumpyProxy(np, {"array": _array, "asarray": _asarray, "asanyarray
                                "ascontiguousarray": _asarray, "full": _full})
 
 
-_NAMES_CACHE: dict[tuple, tuple[int, list[str]]] = {}
+_NAMES_CACHE: dict[tuple, tuple[int, int, list[tuple[str, Any, Any]]]] = {}
 
 
-def _numpy_names(glb: dict) -> list[str]:
-    """The names bound to the numpy module in a globals dict (rescanned when the dict changes size)."""
+def _swaps_in(glb: dict) -> list[tuple[str, Any, Any]]:
+    """(name, value, replacement) for the names of a globals dict to swap while f runs: those bound to
+    the numpy module (the proxy) and to an optional package's function jaccli replaces (SciPy's
+    logsumexp, ...); rescanned when the dict changes size or more replacements are installed."""
     key = (id(glb), glb.get("__name__"), glb.get("__file__"))
     cached = _NAMES_CACHE.get(key)
-    if cached is not None and cached[0] == len(glb) and all(glb.get(k) is np for k in cached[1]):
-        return cached[1]
+    if cached is not None and cached[0] == len(glb) and cached[1] == len(FUNCTION_SWAPS) \
+            and all(glb.get(k) is v for k, v, _ in cached[2]):
+        return cached[2]
     # Called only while no recording has swapped glb's names (intercept_numpy counts its users).
-    names = [k for k, v in list(glb.items()) if v is np]
-    _NAMES_CACHE[key] = (len(glb), names)
-    return names
+    replacements = {id(original): replacement for _, _, original, replacement in FUNCTION_SWAPS}
+    swaps = []
+    for k, v in list(glb.items()):
+        if v is np:
+            swaps.append((k, v, NUMPY_PROXY))
+        elif id(v) in replacements and callable(v):
+            swaps.append((k, v, replacements[id(v)]))
+    _NAMES_CACHE[key] = (len(glb), len(FUNCTION_SWAPS), swaps)
+    return swaps
 
 
-# Module globals whose numpy names are swapped for the proxy: id(globals) -> [users, names].
-# Counted, so that the proxy stays while any thread (or an outer recording) still runs f's module.
+# Module globals whose names are swapped: id(globals) -> [users, swaps]. Counted, so that the swaps
+# stay while any thread (or an outer recording) still runs f's module.
 _SWAPPED: dict[int, list] = {}
+# Users of the optional packages' functions swapped in their own modules (scipy.special.logsumexp).
+_MODULE_USERS = [0]
 _SWAP_LOCK = threading.Lock()
 
 
 @contextmanager
 def intercept_numpy(f: Callable):
-    """While f runs, let `np.array([...traced...])` in f's module build a traced array.
+    """While f runs, let `np.array([...traced...])` in f's module build a traced array, and let the
+    optional packages' functions that jaccli replaces (scipy.special.logsumexp, ...) see traced values.
 
-    The proxy passes everything else through to NumPy, so plain code of the module that runs
-    meanwhile (in another thread) computes as before.
+    The replacements pass everything else through to NumPy (or the package), so plain code that
+    runs meanwhile (in another thread) computes as before.
     """
+    for install in OPTIONAL_RULES:
+        install(None)  # rules for packages f's module imported (scipy.special), installed once
     glb = getattr(f, "__globals__", None)
-    if glb is None:
-        yield
-        return
+    modules = bool(FUNCTION_SWAPS)
     with _SWAP_LOCK:
-        entry = _SWAPPED.get(id(glb))
-        if entry is None:
-            entry = _SWAPPED[id(glb)] = [0, _numpy_names(glb)]
-            for k in entry[1]:
-                glb[k] = NUMPY_PROXY
-        entry[0] += 1
+        if modules:
+            _MODULE_USERS[0] += 1
+            for module, name, _, replacement in FUNCTION_SWAPS:  # some may be new since the first user
+                setattr(module, name, replacement)
+        entry = None
+        if glb is not None:
+            entry = _SWAPPED.get(id(glb))
+            if entry is None:
+                entry = _SWAPPED[id(glb)] = [0, _swaps_in(glb)]
+                for k, _, replacement in entry[1]:
+                    glb[k] = replacement
+            entry[0] += 1
     try:
         yield
     finally:
         with _SWAP_LOCK:
-            entry[0] -= 1
-            if entry[0] == 0:
-                del _SWAPPED[id(glb)]
-                for k in entry[1]:
-                    glb[k] = np
+            if entry is not None:
+                entry[0] -= 1
+                if entry[0] == 0:
+                    del _SWAPPED[id(glb)]
+                    for k, value, _ in entry[1]:
+                        glb[k] = value
+            if modules:
+                _MODULE_USERS[0] -= 1
+                if _MODULE_USERS[0] == 0:
+                    for module, name, original, replacement in FUNCTION_SWAPS:
+                        if getattr(module, name, None) is replacement:
+                            setattr(module, name, original)
 
 
 def as_float(x: Any) -> Any:

@@ -39,9 +39,11 @@ PRIMITIVES: dict[str, Primitive] = {}
 _family = [""]
 
 
-def family(name: str) -> None:
-    """Set the family that the following registrations belong to (one per rules module)."""
-    _family[0] = name
+def family(name: str) -> str:
+    """Set the family that the following registrations belong to (one per rules module); returns
+    the family set before."""
+    previous, _family[0] = _family[0], name
+    return previous
 
 
 def primitive(name: str, impl: Callable, **kw: Any) -> Primitive:

@@ -18,12 +18,29 @@ FUNCTION_HANDLERS: dict[Any, Any] = {}
 UFUNC_HANDLERS: dict[Any, Any] = {}
 # Internal operations the methods below need (getitem, setitem, astype, ...), by name.
 INTERNAL: dict[str, Any] = {}
+# Installers of the rules for optional packages (scipy.special), called with a callable that has no
+# rule (or None, before f runs); each returns whether rules for it are installed now.
+OPTIONAL_RULES: list[Any] = []
+# (module, name, the package's function, jaccli's version) for an optional package's Python functions
+# that convert their arguments before any dispatch (scipy.special.logsumexp): swapped in while f runs.
+FUNCTION_SWAPS: list[tuple[Any, str, Any, Any]] = []
+
+
+def _installed_for(func: Any) -> bool:
+    """Whether rules for `func` (an optional package's callable) have just been installed."""
+    installed = False
+    for install in OPTIONAL_RULES:
+        installed = install(func) or installed
+    return installed
 
 
 def numpy_name(func: Any) -> str:
     """`np.fft.fft` style name of a NumPy callable, for messages."""
     if isinstance(func, np.ufunc):
         if getattr(np, func.__name__, None) is not func:  # scipy.special's and other packages' ufuncs
+            special = sys.modules.get("scipy.special")
+            if special is not None and getattr(special, func.__name__, None) is func:
+                return f"scipy.special.{func.__name__}"
             return f"the ufunc {func.__name__} (not NumPy's own)"
         return f"np.{func.__name__}"
     module = getattr(func, "__module__", "") or ""
@@ -220,6 +237,18 @@ _READS_MEMORY = {
 }
 
 
+def _unswapped_caller() -> str | None:
+    """The name of an optional package's function jaccli stands in for (FUNCTION_SWAPS) whose own
+    code is converting a traced value: it was reached under a name jaccli did not swap."""
+    codes = {getattr(original, "__code__", None): name for _, name, original, _ in FUNCTION_SWAPS}
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code in codes:
+            return codes[frame.f_code]
+        frame = frame.f_back
+    return None
+
+
 def _memory_reader() -> str | None:
     """The message for a NumPy function in _READS_MEMORY converting the input (the caller's caller's frame)."""
     frame = sys._getframe(2)
@@ -332,10 +361,10 @@ class Tracer:
         kwargs.pop("out", None)
         if _holds_sequence(inputs):  # x + [x[0], 1.0]
             inputs, kwargs = lift_args(ufunc, inputs, kwargs)
-        if method == "__call__":
-            handler = UFUNC_HANDLERS.get(ufunc)
-        else:
-            handler = UFUNC_HANDLERS.get((ufunc, method))
+        key = ufunc if method == "__call__" else (ufunc, method)
+        handler = UFUNC_HANDLERS.get(key)
+        if handler is None and _installed_for(ufunc):
+            handler = UFUNC_HANDLERS.get(key)
         if handler is None:
             name = numpy_name(ufunc) + ("" if method == "__call__" else f".{method}")
             hint = "" if name.startswith("np.") else "; write it with NumPy functions"
@@ -365,6 +394,13 @@ class Tracer:
         reader = _memory_reader()
         if reader is not None:
             raise TracingError(reader, user_site(2))
+        unswapped = _unswapped_caller()
+        if unswapped is not None:
+            raise TracingError(
+                f"scipy.special.{unswapped} here is SciPy's own function, which takes the traced value out of "
+                f"jaccli's recording: jaccli stands in for it in f's own module and as scipy.special.{unswapped}, "
+                f"not where it was imported by name into another module; write `import scipy.special` there and "
+                f"call scipy.special.{unswapped}(...)", user_site(2))
         raise _escape("converting to a plain NumPy array (np.array/np.asarray of a traced value outside f's own "
                       "module, a list holding traced values where jaccli cannot see it, or writing a traced "
                       "value into an array made with np.zeros/np.empty)",

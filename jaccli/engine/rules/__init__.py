@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     products,
     reductions,
     reorder,
+    scipy_special,
     shape,
 )
 
@@ -25,3 +26,7 @@ from ..registry import PRIMITIVES as _PRIMITIVES  # noqa: E402
 from ..seed_ops import install as _install_sparse  # noqa: E402
 
 _install_sparse(_PRIMITIVES)
+
+from ..tracer import OPTIONAL_RULES as _OPTIONAL_RULES  # noqa: E402
+
+_OPTIONAL_RULES.append(scipy_special.install_for)  # SciPy's rules, once f's module imports scipy.special

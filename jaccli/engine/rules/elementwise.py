@@ -46,18 +46,18 @@ def _scale(d):
     return _safe_product(d)
 
 
-def _unary(ufunc, deriv, *, notes: str = "", kink=None):
+def _unary(ufunc, deriv, *, notes: str = "", kink=None, name=None):
     """A one-argument ufunc whose derivative is the elementwise factor deriv(ans, x).
 
     Its Jacobian is diagonal, so the reverse and forward rules are the same product.
     """
-    prim = primitive(f"np.{ufunc.__name__}", ufunc)
+    prim = primitive(name or f"np.{ufunc.__name__}", ufunc)
     prim.structure = ELEMENTWISE
     maker = lambda ans, x, **kw: _scale(deriv(ans, x))  # noqa: E731
     prim.defvjp(maker)
     prim.defjvp(maker)
     prim.kink = kink
-    register_primitive(ufunc, prim, notes=notes)
+    register_primitive(ufunc, prim, notes=notes, name=name)
     return prim
 
 
@@ -91,7 +91,7 @@ def _binary(ufunc, dx, dy, *, notes: str = "", kink=None, name=None):
     prim.defvjp(*makers_v)
     prim.defjvp(*makers_j)
     prim.kink = kink
-    register_primitive(ufunc, prim, notes=notes)
+    register_primitive(ufunc, prim, notes=notes, name=name)
     return prim
 
 

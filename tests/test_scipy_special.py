@@ -1,0 +1,241 @@
+"""scipy.special in f: its ufuncs and logsumexp/softmax/log_softmax/polygamma, against closed forms,
+SciPy's own values and central differences; how they are reached (f's globals, other modules, the
+scipy.special module) and left as they were; and that jaccli itself never imports SciPy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+import scipy.special as sp
+from click.testing import CliRunner
+
+import jaccli
+from jaccli.cli import cli
+from jaccli.engine.recording import Recording
+from jaccli.errors import TracingError, UnsupportedOperationError
+from tests.helpers import central_diff
+
+ORIGINALS = {name: getattr(sp, name) for name in ("logsumexp", "softmax", "log_softmax", "polygamma")}
+
+
+def test_cross_entropy_hessian_with_scipy_logsumexp_is_the_closed_form(rng):
+    # P6 as torch, JAX and autograd users write it: diag(p) - p p^T, independent of the target
+    z = 2.0 * rng.standard_normal(50)
+    H = np.asarray(jaccli.hessian(lambda z: sp.logsumexp(z) - z[3], z))
+    p = np.exp(z - sp.logsumexp(z))
+    np.testing.assert_allclose(H, np.diag(p) - np.outer(p, p), rtol=1e-12, atol=1e-14)
+    assert np.array_equal(H, H.T)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1), -1])
+def test_softmax_and_log_softmax_jacobians_are_the_closed_forms(axis, rng):
+    x = rng.standard_normal((3, 4))
+    J = np.asarray(jaccli.jacobian(lambda x: sp.softmax(x, axis=axis), x)).reshape(12, 12)
+    L = np.asarray(jaccli.jacobian(lambda x: sp.log_softmax(x, axis=axis), x)).reshape(12, 12)
+    s = sp.softmax(x, axis=axis)
+    # entries i and j interact when they share the reduced slice
+    group = np.zeros((3, 4), dtype=int) if axis is None or axis == (0, 1) else \
+        np.indices((3, 4))[1 if axis == 0 else 0]
+    same = (group.reshape(-1, 1) == group.reshape(1, -1)).astype(float)
+    s_flat = s.reshape(-1)
+    np.testing.assert_allclose(J, np.diag(s_flat) - same * np.outer(s_flat, s_flat), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(L, np.eye(12) - same * s_flat[None, :], rtol=1e-12, atol=1e-15)
+
+
+def test_logsumexp_with_b_and_return_sign_gives_scipys_values_and_derivatives(rng):
+    a = rng.standard_normal((2, 3))
+    b = np.array([[1.0, -3.0, 0.5], [2.0, 0.3, 0.1]])
+
+    def f(a, b):
+        lse, sign = sp.logsumexp(a, axis=1, b=b, return_sign=True)
+        return np.concatenate([lse, sign])
+
+    rec = Recording(f, (a, b), (0, 1))
+    np.testing.assert_array_equal(rec.outputs[0], np.concatenate(sp.logsumexp(a, axis=1, b=b, return_sign=True)))
+    Ja, Jb = jaccli.jacobian(f, (a, b))
+    np.testing.assert_allclose(np.asarray(Ja).reshape(4, 6), central_diff(lambda a: f(a, b), a).reshape(4, 6),
+                               rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(Jb).reshape(4, 6), central_diff(lambda b: f(a, b), b).reshape(4, 6),
+                               rtol=1e-7, atol=1e-9)
+    assert not np.asarray(Ja)[2:].any()  # the sign is piecewise constant
+
+
+def test_ufunc_values_are_scipys_and_float32_stays_float32(rng):
+    x = rng.uniform(0.2, 0.8, 5).astype(np.float32)
+    for fn in (sp.expit, sp.erf, sp.gammaln, sp.ndtri, sp.i0e):
+        rec = Recording(lambda x: fn(x), (x,), (0,))
+        np.testing.assert_array_equal(rec.outputs[0], fn(x))
+        J = np.asarray(jaccli.jacobian(lambda x: fn(x), x))
+        assert J.dtype == np.float32, fn.__name__
+
+
+@pytest.mark.parametrize("name, fn, x", [
+    ("gamma third derivative", lambda x: sp.gamma(x), np.array([0.7, 1.6, 2.9])),
+    ("erfinv", lambda x: sp.erfinv(x), np.array([-0.8, 0.1, 0.6])),
+    ("log_ndtr", lambda x: sp.log_ndtr(x), np.array([-8.0, -3.0, 1.5])),
+])
+def test_third_derivatives_through_chains_of_scipy_rules(name, fn, x):
+    # gamma' = gamma digamma, digamma' = polygamma(1), polygamma(n)' = polygamma(n + 1): every
+    # order differentiates rules that are themselves recorded
+    d2 = lambda x: np.diagonal(jaccli.hessian(lambda x: np.sum(fn(x)), x, create_graph=True)[:])  # noqa: E731
+    d3 = np.diagonal(np.asarray(jaccli.jacobian(d2, x)))
+    np.testing.assert_allclose(d3, np.diagonal(central_diff(d2, x, h=1e-5)), rtol=1e-5)
+    assert np.all(np.isfinite(d3))
+
+
+def test_xlogy_at_zero_x_has_a_zero_y_derivative_even_where_y_is_zero():
+    x = np.array([0.0, 0.5, 0.0])
+    y = np.array([0.0, 2.0, 3.0])
+    Jx, Jy = jaccli.jacobian(lambda x, y: sp.xlogy(x, y), (x, y))
+    np.testing.assert_array_equal(np.diagonal(np.asarray(Jy)), [0.0, 0.25, 0.0])
+    np.testing.assert_array_equal(np.diagonal(np.asarray(Jx)), [-np.inf, np.log(2.0), np.log(3.0)])
+
+
+def test_from_import_in_fs_module_and_attribute_use_in_a_helper_module_both_work(user_module, rng):
+    user_module("""
+        import scipy.special as sp
+
+        def smooth_max(x):
+            return sp.logsumexp(4.0 * x) / 4.0
+    """, "helper_lib")
+    user = user_module("""
+        import numpy as np
+        from scipy.special import logsumexp, softmax
+        import helper_lib
+
+        def f(x):
+            return np.stack([logsumexp(x), helper_lib.smooth_max(x), softmax(x)[0]])
+    """, "user_f")
+    x = rng.standard_normal(4)
+    J = np.asarray(jaccli.jacobian(user.f, x))
+    np.testing.assert_allclose(J, central_diff(user.f, x), rtol=1e-7, atol=1e-9)
+    # everything is as it was afterwards, in scipy.special and in the user's module
+    assert user.logsumexp is ORIGINALS["logsumexp"] and user.softmax is ORIGINALS["softmax"]
+    for name, original in ORIGINALS.items():
+        assert getattr(sp, name) is original, name
+
+
+def test_a_by_name_import_in_another_module_says_how_to_call_it(user_module):
+    helper = user_module("""
+        from scipy.special import logsumexp
+
+        def smooth_max(x):
+            return logsumexp(x)
+    """, "helper_by_name")
+    with pytest.raises(TracingError) as raised:
+        Recording(lambda x: helper.smooth_max(x) * x, (np.ones(3),), (0,))
+    assert raised.value.site[0].endswith("helper_by_name.py") and raised.value.site[1] == 5
+    assert "write `import scipy.special` there and call scipy.special.logsumexp(...)" in str(raised.value)
+
+
+def test_plain_calls_while_f_runs_get_scipys_own_results(rng):
+    x = rng.standard_normal(5)
+    seen = {}
+
+    def f(t):
+        seen["lse"] = sp.logsumexp(x)  # a plain array, while the replacement is in place
+        seen["swapped"] = sp.logsumexp is not ORIGINALS["logsumexp"]
+        return sp.logsumexp(t) * t
+
+    jaccli.jacobian(f, x)
+    assert seen["swapped"]
+    assert seen["lse"] == ORIGINALS["logsumexp"](x) and type(seen["lse"]) is type(ORIGINALS["logsumexp"](x))
+
+
+def test_recordings_in_two_threads_leave_scipy_special_restored(rng):
+    x = rng.standard_normal(6)
+    errors = []
+    barrier = threading.Barrier(2)
+
+    def work():
+        try:
+            for _ in range(20):
+                barrier.wait()
+                H = np.asarray(jaccli.hessian(lambda z: sp.logsumexp(z), x))
+                p = sp.softmax(x)
+                np.testing.assert_allclose(H, np.diag(p) - np.outer(p, p), rtol=1e-12, atol=1e-15)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for name, original in ORIGINALS.items():
+        assert getattr(sp, name) is original, name
+
+
+def test_record_once_replays_scipy_functions_at_new_points(rng):
+    def f(x):
+        return sp.log_softmax(x) * sp.expit(x) + sp.polygamma(1, x * x + 1.0)
+
+    once = jaccli.record_once(f)
+    for x in (rng.standard_normal(4), rng.standard_normal(4)):
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(once, x)), np.asarray(jaccli.jacobian(f, x)),
+                                   rtol=1e-13, atol=1e-15)
+    assert once.replays == 1
+
+
+def test_unsupported_scipy_function_is_named_and_a_traced_polygamma_order_is_refused():
+    x = np.array([1.5, 2.5])
+    with pytest.raises(UnsupportedOperationError, match=r"scipy\.special\.zetac is not supported by jaccli"):
+        Recording(lambda x: sp.zetac(x), (x,), (0,))
+    with pytest.raises(UnsupportedOperationError, match=r"the order n must be a plain integer"):
+        Recording(lambda x: sp.polygamma(x, x), (x,), (0,))
+    for mode in ("reverse", "forward"):
+        with pytest.raises(UnsupportedOperationError, match=rf"scipy\.special\.iv has no {mode}-mode derivative "
+                                                            r"with respect to its argument 0"):
+            np.asarray(jaccli.jacobian(lambda v: sp.iv(v, 1.5), x, mode=mode))
+
+
+def test_ops_lists_the_scipy_family():
+    result = CliRunner().invoke(cli, ["ops", "--family", "scipy.special", "--format", "text"])
+    assert result.exit_code == 0, result.output
+    names = [line.split()[0] for line in result.output.splitlines()[1:]]
+    for name in ("scipy.special.logsumexp", "scipy.special.softmax", "scipy.special.expit", "scipy.special.psi"):
+        assert name in names
+
+
+def test_jaccli_never_imports_scipy_and_installs_its_rules_when_f_does(tmp_path):
+    (tmp_path / "plain.py").write_text("import numpy as np\n\ndef f(x):\n    return np.sin(x)\n")
+    (tmp_path / "inside.py").write_text(
+        "import numpy as np\n\ndef f(x):\n    import scipy.special\n    return scipy.special.expit(x) * x\n")
+    (tmp_path / "uses.py").write_text(
+        "import numpy as np\nfrom scipy.special import expit, logsumexp\n\n"
+        "def f(x):\n    return expit(x) * logsumexp(x)\n")
+    x = np.array([0.3, -0.4, 1.1])
+    np.save(tmp_path / "x.npy", x)
+    script = textwrap.dedent(f"""
+        import sys
+        from jaccli.cli import main
+        from jaccli.engine.registry import REGISTRY
+
+        def run(name):
+            sys.argv = ["jaccli", "jacobian", {str(tmp_path)!r} + "/" + name + ".py", {str(tmp_path / "x.npy")!r},
+                        "-o", {str(tmp_path)!r} + "/" + name + ".npy"]
+            try:
+                main()
+            except SystemExit as e:
+                assert e.code in (0, None), (name, e.code)
+
+        run("plain")
+        assert "scipy" not in sys.modules, "jaccli imported scipy"
+        assert not any(name.startswith("scipy.") for name in REGISTRY)
+        run("inside")  # scipy.special first met by a ufunc call inside f
+        run("uses")
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    s = sp.expit(x)
+    np.testing.assert_allclose(np.load(tmp_path / "inside.npy"), np.diag(s * (1 - s) * x + s), rtol=1e-12)
+    closed = np.diag(s * (1 - s) * sp.logsumexp(x)) + np.outer(s, sp.softmax(x))
+    np.testing.assert_allclose(np.load(tmp_path / "uses.npy"), closed, rtol=1e-12)

@@ -240,7 +240,8 @@ _READS_MEMORY = {
 def _unswapped_caller() -> str | None:
     """The name of an optional package's function jaccli stands in for (FUNCTION_SWAPS) whose own
     code is converting a traced value: it was reached under a name jaccli did not swap."""
-    codes = {getattr(original, "__code__", None): name for _, name, original, _ in FUNCTION_SWAPS}
+    codes = {getattr(original, "__code__", None): f"{module.__name__}.{name}"
+             for module, name, original, _ in FUNCTION_SWAPS}
     frame = sys._getframe(2)
     while frame is not None:
         if frame.f_code in codes:
@@ -396,11 +397,12 @@ class Tracer:
             raise TracingError(reader, user_site(2))
         unswapped = _unswapped_caller()
         if unswapped is not None:
+            module = unswapped.rsplit(".", 1)[0]
             raise TracingError(
-                f"scipy.special.{unswapped} here is SciPy's own function, which takes the traced value out of "
-                f"jaccli's recording: jaccli stands in for it in f's own module and as scipy.special.{unswapped}, "
-                f"not where it was imported by name into another module; write `import scipy.special` there and "
-                f"call scipy.special.{unswapped}(...)", user_site(2))
+                f"{unswapped} here is the package's own function, which takes the traced value out of jaccli's "
+                f"recording: jaccli stands in for it in f's own module and as {unswapped}, not where it was "
+                f"imported by name into another module; write `import {module}` there and call "
+                f"{unswapped}(...)", user_site(2))
         raise _escape("converting to a plain NumPy array (np.array/np.asarray of a traced value outside f's own "
                       "module, a list holding traced values where jaccli cannot see it, or writing a traced "
                       "value into an array made with np.zeros/np.empty)",

@@ -222,7 +222,8 @@ def _register_functions(sp: Any) -> None:
 
 
 def _logsumexp_weights(ans, a, b, axes, keepdims, signed):
-    """d lse / d a: b exp(a - lse) times the sign of the sum (1 unless b has negative entries)."""
+    """d lse / d a: b exp(a - lse) times the sign of the sum (1 unless b has negative entries);
+    with b None, d lse / d b."""
     lse = ans[0] if signed else ans
     w = np.exp(a - _kept(lse, axes, keepdims))
     if b is not None:
@@ -242,41 +243,24 @@ def _logsumexp_primitive(sp: Any, signed: bool):
         name = "scipy.special.logsumexp"
     prim = primitive(name, impl, multi_out=signed)
 
-    def vjp_a(ans, a, b, axes, keepdims):
-        w = _logsumexp_weights(ans, a, b, axes, keepdims, signed)
-        shape = np.shape(a)
+    def vjp(pos):
+        def maker(ans, a, b, axes, keepdims):
+            w = _logsumexp_weights(ans, a, b if pos == 0 else None, axes, keepdims, signed)
+            shape = np.shape(a if pos == 0 else b)
 
-        def rule(g):
-            if signed:
-                g = g[0]  # the sign is piecewise constant: its cotangent is dropped
-                if g is None:
-                    return None
-            return unbroadcast(_kept(g, _block_axes(axes), keepdims) * w, shape)
-        return rule
-
-    def vjp_b(ans, a, b, axes, keepdims):
-        w = np.exp(a - _kept(ans[0] if signed else ans, axes, keepdims))
-        if signed:
-            w = w * _kept(ans[1], axes, keepdims)
-        shape = np.shape(b)
-
-        def rule(g):
-            if signed:
-                g = g[0]
-                if g is None:
-                    return None
-            return unbroadcast(_kept(g, _block_axes(axes), keepdims) * w, shape)
-        return rule
-
-    def jvp(weights):
-        def maker(ans, a, b, axes, keepdims, _pos=weights):
-            if _pos == 0:
-                w = _logsumexp_weights(ans, a, b, axes, keepdims, signed)
-            else:
-                w = np.exp(a - _kept(ans[0] if signed else ans, axes, keepdims))
+            def rule(g):
                 if signed:
-                    w = w * _kept(ans[1], axes, keepdims)
-            shape = np.shape(a if _pos == 0 else b)
+                    g = g[0]  # the sign is piecewise constant: its cotangent is dropped
+                    if g is None:
+                        return None
+                return unbroadcast(_kept(g, _block_axes(axes), keepdims) * w, shape)
+            return rule
+        return maker
+
+    def jvp(pos):
+        def maker(ans, a, b, axes, keepdims):
+            w = _logsumexp_weights(ans, a, b if pos == 0 else None, axes, keepdims, signed)
+            shape = np.shape(a if pos == 0 else b)
             full = np.shape(w)
 
             def rule(t):
@@ -285,7 +269,7 @@ def _logsumexp_primitive(sp: Any, signed: bool):
             return rule
         return maker
 
-    prim.defvjp(vjp_a, vjp_b)
+    prim.defvjp(vjp(0), vjp(1))
     prim.defjvp(jvp(0), jvp(1))
     return prim
 

@@ -22,28 +22,19 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core import ELEMENTWISE
-from ..registry import REGISTRY, family, primitive, register
-from ..tracer import FUNCTION_SWAPS, holds_tracer, lift
-from ._util import expand, unbroadcast
+from ..registry import family, primitive, register
+from ..tracer import FUNCTION_SWAPS, UFUNC_HANDLERS, holds_tracer, lift
+from ._util import expand, norm_axes, shift, unbroadcast
 from .elementwise import _binary, _safe_product, _unary, _where0
-
-try:
-    from numpy.lib.array_utils import normalize_axis_tuple as _normalize_axis_tuple
-except ImportError:  # NumPy 1.x
-    from numpy.core.numeric import normalize_axis_tuple as _normalize_axis_tuple
 
 FAMILY = "scipy.special"
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _HALF_SQRT_PI = math.sqrt(math.pi) / 2.0
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
+_SCALED_NOTE = "the factor exp(-|x|) has a kink at 0: derivative taken as the mean of both sides"
 
 _LOCK = threading.Lock()
 _installed = [False]
-
-
-def loaded() -> bool:
-    """Whether scipy.special has been imported (by f's module): only then are its rules installed."""
-    return "scipy.special" in sys.modules
 
 
 def install() -> bool:
@@ -73,18 +64,7 @@ def install_for(func: Any) -> bool:
         return install()
     if getattr(sp, getattr(func, "__name__", ""), None) is not func:
         return False
-    return install() and any(e.target is func for e in REGISTRY.values())
-
-
-def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
-    """SciPy's axis (None: every axis; an int or a tuple) as a sorted tuple of non-negative axes."""
-    if axis is None:
-        return tuple(range(ndim))
-    return tuple(sorted(_normalize_axis_tuple(axis, ndim)))
-
-
-def _block_axes(axes: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(a + 1 for a in axes)
+    return install() and func in UFUNC_HANDLERS
 
 
 def _kept(value: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
@@ -157,18 +137,15 @@ def _register_ufuncs(sp: Any) -> None:
     sign = np.sign
     binary(sp.iv, None, lambda ans, v, x: 0.5 * (sp.iv(v - 1, x) + sp.iv(v + 1, x)))
     binary(sp.ive, None, lambda ans, v, x: 0.5 * (sp.ive(v - 1, x) + sp.ive(v + 1, x)) - sign(x) * ans,
-           notes="the factor exp(-|x|) has a kink at 0: derivative taken as the mean of both sides",
-           kink=lambda ans, v, x: x == 0)
+           kink=lambda ans, v, x: x == 0, notes=_SCALED_NOTE)
     binary(sp.jv, None, lambda ans, v, x: 0.5 * (sp.jv(v - 1, x) - sp.jv(v + 1, x)))
     binary(sp.yv, None, lambda ans, v, x: 0.5 * (sp.yv(v - 1, x) - sp.yv(v + 1, x)), notes="x > 0")
     unary(sp.i0, lambda ans, x: sp.i1(x))
     unary(sp.i1, lambda ans, x: 0.5 * (sp.i0(x) + sp.iv(2.0, x)))
     unary(sp.i0e, lambda ans, x: sp.i1e(x) - sign(x) * ans,
-          notes="the factor exp(-|x|) has a kink at 0: derivative taken as the mean of both sides",
-          kink=lambda ans, x: x == 0)
+          kink=lambda ans, x: x == 0, notes=_SCALED_NOTE)
     unary(sp.i1e, lambda ans, x: 0.5 * (sp.i0e(x) + sp.ive(2.0, x)) - sign(x) * ans,
-          notes="the factor exp(-|x|) has a kink at 0: derivative taken as the mean of both sides",
-          kink=lambda ans, x: x == 0)
+          kink=lambda ans, x: x == 0, notes=_SCALED_NOTE)
     unary(sp.j0, lambda ans, x: -sp.j1(x))
     unary(sp.j1, lambda ans, x: 0.5 * (sp.j0(x) - sp.jv(2.0, x)))
     unary(sp.y0, lambda ans, x: -sp.y1(x), notes="x > 0")
@@ -253,7 +230,7 @@ def _logsumexp_primitive(sp: Any, signed: bool):
                     g = g[0]  # the sign is piecewise constant: its cotangent is dropped
                     if g is None:
                         return None
-                return unbroadcast(_kept(g, _block_axes(axes), keepdims) * w, shape)
+                return unbroadcast(_kept(g, shift(axes), keepdims) * w, shape)
             return rule
         return maker
 
@@ -264,7 +241,7 @@ def _logsumexp_primitive(sp: Any, signed: bool):
             full = np.shape(w)
 
             def rule(t):
-                out = np.sum(expand(t, shape, full) * w, axis=_block_axes(axes), keepdims=keepdims)
+                out = np.sum(expand(t, shape, full) * w, axis=shift(axes), keepdims=keepdims)
                 return (out, None) if signed else out
             return rule
         return maker
@@ -284,7 +261,7 @@ def _register_logsumexp(sp: Any) -> None:
         a, b = lift(a), lift(b)
         if not holds_tracer(a):
             a = np.asarray(a, dtype=np.result_type(a, 1.0))
-        axes = _axes(axis, np.ndim(a))
+        axes = norm_axes(axis, np.ndim(a))
         if return_sign:
             return signed(a, b, axes=axes, keepdims=bool(keepdims))
         return plain(a, b, axes=axes, keepdims=bool(keepdims))
@@ -300,17 +277,17 @@ def _register_softmax(sp: Any) -> None:
 
     def softmax_rule(ans, x, axes):
         # J = diag(s) - s s^T over the axes: symmetric, so one rule serves both sweeps
-        axes1 = _block_axes(axes)
+        axes1 = shift(axes)
         return lambda g: ans * (g - np.sum(g * ans, axis=axes1, keepdims=True))
 
     def log_softmax_vjp(ans, x, axes):
         s = np.exp(ans)
-        axes1 = _block_axes(axes)
+        axes1 = shift(axes)
         return lambda g: g - s * np.sum(g, axis=axes1, keepdims=True)
 
     def log_softmax_jvp(ans, x, axes):
         s = np.exp(ans)
-        axes1 = _block_axes(axes)
+        axes1 = shift(axes)
         return lambda t: t - np.sum(s * t, axis=axes1, keepdims=True)
 
     softmax.defvjp(softmax_rule)
@@ -324,7 +301,7 @@ def _register_softmax(sp: Any) -> None:
             if not holds_tracer(x):
                 return _original(x, axis=axis)
             x = lift(x)
-            return _prim(x, axes=_axes(axis, np.ndim(x)))
+            return _prim(x, axes=norm_axes(axis, np.ndim(x)))
 
         wrapper.__name__ = wrapper.__qualname__ = original_name
         wrapper.__doc__ = original.__doc__

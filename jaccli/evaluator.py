@@ -524,11 +524,15 @@ class HessianEvaluator(Evaluator):
 
     def ensure(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray, mode: str | None = None) -> str:
         mode = mode or self.mode
-        if rows.size == self.M[i] and cols.size == self.N[j]:
+        whole = rows.size == self.M[i] and cols.size == self.N[j]
+        if whole:
             self._whole_wanted(i, j)
             self._whole_wanted(j, i)
-        miss_r = _unique(rows[~self.row_done[i][rows]], self.M[i]) if rows.size else rows
-        miss_c = _unique(cols[~self.row_done[j][cols]], self.N[j]) if cols.size else cols
+        if whole and not self.row_done[i].any() and not self.row_done[j].any():
+            miss_r, miss_c = rows, cols  # a fresh whole block: nothing to look up
+        else:
+            miss_r = _unique(rows[~self.row_done[i][rows]], self.M[i]) if rows.size else rows
+            miss_c = _unique(cols[~self.row_done[j][cols]], self.N[j]) if cols.size else cols
         if miss_r.size == 0 or miss_c.size == 0:
             return "cached"
         a, need = (i, miss_r) if miss_r.size <= miss_c.size else (j, miss_c)
@@ -630,11 +634,12 @@ def _symmetrize_in_place(a: np.ndarray) -> None:
 def _symmetric_from_structure(block: SparseBlock, rows: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """The exactly symmetric (H + H^T) / 2 of the n x n matrix H whose row rows[k] is block's seed k.
 
-    The low-rank part U V (row rows[k] of U is u[k]) becomes (U V + V^T U^T) / 2, computed as one
-    product [U, V^T] [V; U^T] / 2 a strip of rows at a time: the strip's diagonal tile is averaged
-    with its transpose, and the part right of it is also written, transposed, below the diagonal.
-    No pass over the whole dense matrix, and the result is exactly symmetric. The entries are
-    added symmetrically on top (see _symmetric_entries).
+    The low-rank part U V (row rows[k] of U is u[k]) becomes (U V + V^T U^T) / 2, computed as the
+    product [U, V^T] [V; U^T] / 2 a strip of rows at a time: right of the diagonal it is written
+    straight into the result and copied, transposed, below the diagonal; a diagonal tile D is the
+    product with a quarter instead of a half, so that D + D^T is its mean with its transpose in one
+    pass (scaling by powers of two is exact). No pass over the whole dense matrix, and the result is
+    exactly symmetric. The entries are added symmetrically on top (see _symmetric_entries).
     """
     n = rows.size
     if block.u is None:
@@ -649,20 +654,18 @@ def _symmetric_from_structure(block: SparseBlock, rows: np.ndarray, dtype: np.dt
         v = block.v.reshape(rank, n).astype(dtype, copy=False)
         left = np.concatenate([u, v.T], axis=1)
         left *= 0.5
+        quarter = left * 0.5
         right = np.concatenate([v, u.T], axis=0)
         out = np.empty((n, n), dtype=dtype)
-        buf = np.empty((min(_TILE, n), n), dtype=dtype)
+        buf = np.empty((min(_TILE, n),) * 2, dtype=dtype)
         for lo in range(0, n, _TILE):
             hi = min(lo + _TILE, n)
             w = hi - lo
-            strip = np.matmul(left[lo:hi], right[:, lo:], out=buf[:w, :n - lo])
-            d = strip[:, :w]
-            tile = out[lo:hi, lo:hi]
-            np.add(d, d.T, out=tile)
-            tile *= 0.5
+            d = np.matmul(quarter[lo:hi], right[:, lo:hi], out=buf[:w, :w])
+            np.add(d, d.T, out=out[lo:hi, lo:hi])
             if hi < n:
-                out[lo:hi, hi:] = strip[:, w:]
-                out[hi:, lo:hi] = strip[:, w:].T
+                strip = np.matmul(left[lo:hi], right[:, hi:], out=out[lo:hi, hi:])
+                out[hi:, lo:hi] = strip.T
     entries = _symmetric_entries(block, rows)
     if entries is not None:
         r, c, sym = entries

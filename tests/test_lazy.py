@@ -484,6 +484,7 @@ def test_hessian_index_uses_symmetry_and_evaluates_the_fewest_hvps(data, n, seed
     rows, cols = touched(H.shape, 1, idx)
     assert H.rows_evaluated == min(rows, cols)
     full = np.asarray(H)
+    assert H.stats["seeds"] == n  # the whole of H after idx: only the rows idx did not compute
     assert_allclose(full, exact, rtol=1e-12, atol=1e-12)
     assert_allclose(full, full.T, rtol=1e-13, atol=1e-13)
 

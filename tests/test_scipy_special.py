@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import scipy.special as sp
 from click.testing import CliRunner
+from numpy.testing import assert_allclose, assert_array_equal
 
 import jaccli
 from jaccli.cli import cli
@@ -194,6 +195,45 @@ def test_unsupported_scipy_function_is_named_and_a_traced_polygamma_order_is_ref
         with pytest.raises(UnsupportedOperationError, match=rf"scipy\.special\.iv has no {mode}-mode derivative "
                                                             r"with respect to its argument 0"):
             np.asarray(jaccli.jacobian(lambda v: sp.iv(v, 1.5), x, mode=mode))
+
+
+def test_censored_gamma_and_student_t_likelihoods_have_the_closed_form_gradient_and_hessian():
+    # Censored observations contribute log P(X > c) = log gammaincc(a, c / s); a Student-t CDF enters
+    # as log stdtr(df, t). d/dc log Q = -p(c) / Q with the gamma density p; d/dt log T = f(t) / T.
+    a, s, df = np.array([0.8, 2.5, 4.0]), 1.7, np.array([1.0, 3.0, 12.0])
+    c, t = np.array([0.4, 2.0, 5.5]), np.array([-1.3, 0.2, 2.2])
+
+    def f(c, t):
+        return np.sum(np.log(sp.gammaincc(a, c / s))) + np.sum(np.log(sp.stdtr(df, t)))
+
+    z = c / s
+    dens = np.exp((a - 1) * np.log(z) - z - sp.gammaln(a)) / s  # the density of X at c, X / s ~ Gamma(a)
+    q = sp.gammaincc(a, z)
+    grad_c = -dens / q
+    t_dens = np.exp(sp.gammaln((df + 1) / 2) - sp.gammaln(df / 2) - 0.5 * np.log(np.pi * df)
+                    - (df + 1) / 2 * np.log1p(t * t / df))
+    big_t = sp.stdtr(df, t)
+    grad_t = t_dens / big_t
+    g = jaccli.grad(f, (c, t))
+    assert_allclose(g[0], grad_c, rtol=1e-12)
+    assert_allclose(g[1], grad_t, rtol=1e-12)
+    # second derivatives: d/dc (-p/Q) = -(p' Q + p^2) / Q^2 with p' = p ((a - 1)/z - 1) / s,
+    # and d/dt (f/T) = (f' T - f^2) / T^2 with f' = -f (df + 1) t / (df + t^2)
+    dp = dens * ((a - 1) / z - 1) / s
+    dt = -t_dens * (df + 1) * t / (df + t * t)
+    H = jaccli.hessian(f, (c, t))
+    assert_allclose(np.asarray(H[0][0]), np.diag(-(dp * q + dens ** 2) / q ** 2), rtol=1e-10, atol=1e-14)
+    assert_allclose(np.asarray(H[1][1]), np.diag((dt * big_t - t_dens ** 2) / big_t ** 2), rtol=1e-10, atol=1e-14)
+    assert_array_equal(np.asarray(H[0][1]), np.zeros((3, 3)))
+
+
+@pytest.mark.parametrize("fn, name", [(lambda a: sp.gammainc(a, 1.5), "gammainc"),
+                                      (lambda a: sp.betainc(a, 2.0, 0.3), "betainc"),
+                                      (lambda lam: sp.boxcox(1.5, lam), "boxcox")])
+def test_a_traced_shape_parameter_is_refused_by_name(fn, name):
+    with pytest.raises(UnsupportedOperationError, match=rf"scipy\.special\.{name} has no (reverse|forward)-mode derivative "
+                                                        r"with respect to its argument"):
+        np.asarray(jaccli.jacobian(fn, np.array([1.2, 2.5])))
 
 
 def test_ops_lists_the_scipy_family():

@@ -66,23 +66,29 @@ def _binary(ufunc, dx, dy, *, notes: str = "", kink=None, name=None):
 
     A partial given as None means the function is not differentiable in that argument.
     """
+    return _nary(ufunc, (dx, dy), notes=notes, kink=kink, name=name)
+
+
+def _nary(ufunc, partials, *, notes: str = "", kink=None, name=None):
+    """A broadcasting ufunc of len(partials) arguments; partial k is d(ans, *args) (None: not
+    differentiable in argument k)."""
     prim = primitive(name or f"np.{ufunc.__name__}", ufunc)
     prim.structure = ELEMENTWISE
     makers_v, makers_j = [], []
-    for pos, d in ((0, dx), (1, dy)):
+    for pos, d in enumerate(partials):
         if d is None:
             makers_v.append(None)
             makers_j.append(None)
             continue
 
-        def vjp_maker(ans, x, y, _d=d, _pos=pos, **kw):
-            scale = _safe_product(_d(ans, x, y))
-            shape = np.shape(x if _pos == 0 else y)
+        def vjp_maker(ans, *args, _d=d, _pos=pos, **kw):
+            scale = _safe_product(_d(ans, *args))
+            shape = np.shape(args[_pos])
             return lambda g: unbroadcast(scale(g), shape)
 
-        def jvp_maker(ans, x, y, _d=d, _pos=pos, **kw):
-            scale = _safe_product(_d(ans, x, y))
-            shape = np.shape(x if _pos == 0 else y)
+        def jvp_maker(ans, *args, _d=d, _pos=pos, **kw):
+            scale = _safe_product(_d(ans, *args))
+            shape = np.shape(args[_pos])
             out_shape = np.shape(ans)
             return lambda t: scale(expand(t, shape, out_shape))
 

@@ -25,13 +25,14 @@ from ..core import ELEMENTWISE
 from ..registry import family, primitive, register
 from ..tracer import FUNCTION_SWAPS, UFUNC_HANDLERS, holds_tracer, lift
 from ._util import expand, norm_axes, shift, unbroadcast
-from .elementwise import _binary, _safe_product, _unary, _where0
+from .elementwise import _binary, _nary, _safe_product, _unary, _where0
 
 FAMILY = "scipy.special"
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _HALF_SQRT_PI = math.sqrt(math.pi) / 2.0
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 _SCALED_NOTE = "the factor exp(-|x|) has a kink at 0: derivative taken as the mean of both sides"
+_IN_X = "with respect to x; the shape parameters have no derivative here"
 
 _LOCK = threading.Lock()
 _installed = [False]
@@ -88,6 +89,9 @@ def _register_ufuncs(sp: Any) -> None:
     def binary(ufunc, dx, dy, **kw):
         return _binary(ufunc, dx, dy, name=f"scipy.special.{ufunc.__name__}", **kw)
 
+    def nary(ufunc, partials, **kw):
+        return _nary(ufunc, partials, name=f"scipy.special.{ufunc.__name__}", **kw)
+
     # Logistic and error functions
     unary(sp.expit, lambda ans, x: ans * (1.0 - ans))
     unary(sp.logit, lambda ans, x: 1.0 / (x * (1.0 - x)))
@@ -112,6 +116,54 @@ def _register_ufuncs(sp: Any) -> None:
     unary(sp.gamma, lambda ans, x: ans * sp.digamma(x), notes="undefined at the poles 0, -1, -2, ...")
     binary(sp.betaln, lambda ans, a, b: sp.digamma(a) - sp.digamma(a + b),
            lambda ans, a, b: sp.digamma(b) - sp.digamma(a + b))
+    binary(sp.beta, lambda ans, a, b: ans * (sp.digamma(a) - sp.digamma(a + b)),
+           lambda ans, a, b: ans * (sp.digamma(b) - sp.digamma(a + b)))
+    unary(sp.rgamma, lambda ans, x: -ans * sp.digamma(x), notes="1/gamma(x); undefined at 0, -1, -2, ...")
+    binary(sp.poch, lambda ans, z, m: ans * (sp.digamma(z + m) - sp.digamma(z)),
+           lambda ans, z, m: ans * sp.digamma(z + m))
+
+    # Incomplete gamma and beta functions and their inverses, in x (or in y for the inverses): the
+    # derivative is the density x^(a-1) e^-x / gamma(a) (x^(a-1) (1-x)^(b-1) / B(a, b)), taken in log
+    # space; an inverse's is 1 / that density at its result
+    def gamma_density(a, x):
+        return np.exp(sp.xlogy(a - 1.0, x) - x - sp.gammaln(a))
+
+    def beta_density(a, b, x):
+        return np.exp(sp.xlogy(a - 1.0, x) + sp.xlog1py(b - 1.0, -x) - sp.betaln(a, b))
+
+    binary(sp.gammainc, None, lambda ans, a, x: gamma_density(a, x), notes=_IN_X)
+    binary(sp.gammaincc, None, lambda ans, a, x: -gamma_density(a, x), notes=_IN_X)
+    binary(sp.gammaincinv, None, lambda ans, a, y: 1.0 / gamma_density(a, ans), notes=_IN_X.replace("x;", "y;"))
+    binary(sp.gammainccinv, None, lambda ans, a, y: -1.0 / gamma_density(a, ans), notes=_IN_X.replace("x;", "y;"))
+    nary(sp.betainc, (None, None, lambda ans, a, b, x: beta_density(a, b, x)), notes=_IN_X)
+    nary(sp.betaincinv, (None, None, lambda ans, a, b, y: 1.0 / beta_density(a, b, ans)),
+         notes=_IN_X.replace("x;", "y;"))
+    binary(sp.chdtr, None, lambda ans, v, x: 0.5 * gamma_density(0.5 * v, 0.5 * x), notes=_IN_X)
+    binary(sp.stdtr, None, lambda ans, df, t: np.exp(
+        sp.gammaln(0.5 * (df + 1.0)) - sp.gammaln(0.5 * df) - 0.5 * np.log(np.pi * df)
+        - 0.5 * (df + 1.0) * np.log1p(t * t / df)), notes="with respect to t; df has no derivative here")
+
+    # Exponential integrals and relatives
+    unary(sp.exp1, lambda ans, x: -np.exp(-x) / x, notes="x > 0")
+    unary(sp.expi, lambda ans, x: np.exp(x) / x, notes="infinite at 0")
+    unary(sp.erfi, lambda ans, x: _TWO_OVER_SQRT_PI * np.exp(x * x))
+    unary(sp.dawsn, lambda ans, x: 1.0 - 2.0 * x * ans)
+
+    # Box-Cox transforms, in x (y for the inverses): lambda has no derivative here
+    in_lambda = "with respect to the data; lambda has no derivative here"
+    binary(sp.boxcox, lambda ans, x, lmbda: np.power(x, lmbda - 1.0), None, notes=in_lambda)
+    binary(sp.boxcox1p, lambda ans, x, lmbda: np.power(1.0 + x, lmbda - 1.0), None, notes=in_lambda)
+    binary(sp.inv_boxcox, lambda ans, y, lmbda: np.power(ans, 1.0 - lmbda), None, notes=in_lambda)
+    binary(sp.inv_boxcox1p, lambda ans, y, lmbda: np.power(1.0 + ans, 1.0 - lmbda), None, notes=in_lambda)
+
+    # Robust losses of a residual r with scale delta
+    binary(sp.huber, lambda ans, delta, r: _where0(np.abs(r) > delta, np.abs(r) - delta),
+           lambda ans, delta, r: np.where(np.abs(r) <= delta, r, delta * np.sign(r)),
+           notes="delta >= 0; the second derivative jumps where |r| == delta")
+    binary(sp.pseudo_huber,
+           lambda ans, delta, r: 2.0 * delta * (np.sqrt(1.0 + (r / delta) ** 2) - 1.0)
+           - r * r / (delta * np.sqrt(1.0 + (r / delta) ** 2)),
+           lambda ans, delta, r: r / np.sqrt(1.0 + (r / delta) ** 2), notes="delta > 0")
 
     # Information theory: where x == 0 the functions are 0 for every y, so d/dy = x / (y + shift) is
     # taken as 0 also where the denominator is 0 (and 0/0 would be NaN); elsewhere it is the quotient
@@ -150,6 +202,12 @@ def _register_ufuncs(sp: Any) -> None:
     unary(sp.j1, lambda ans, x: 0.5 * (sp.j0(x) - sp.jv(2.0, x)))
     unary(sp.y0, lambda ans, x: -sp.y1(x), notes="x > 0")
     unary(sp.y1, lambda ans, x: 0.5 * (sp.y0(x) - sp.yv(2.0, x)), notes="x > 0")
+    binary(sp.kv, None, lambda ans, v, x: -0.5 * (sp.kv(v - 1, x) + sp.kv(v + 1, x)), notes="x > 0")
+    binary(sp.kve, None, lambda ans, v, x: ans - 0.5 * (sp.kve(v - 1, x) + sp.kve(v + 1, x)), notes="x > 0")
+    unary(sp.k0, lambda ans, x: -sp.k1(x), notes="x > 0")
+    unary(sp.k1, lambda ans, x: -0.5 * (sp.k0(x) + sp.kv(2.0, x)), notes="x > 0")
+    unary(sp.k0e, lambda ans, x: ans - sp.k1e(x), notes="x > 0")
+    unary(sp.k1e, lambda ans, x: ans - 0.5 * (sp.k0e(x) + sp.kve(2.0, x)), notes="x > 0")
 
 
 def _polygamma_primitive(sp: Any):

@@ -33,6 +33,7 @@ _HALF_SQRT_PI = math.sqrt(math.pi) / 2.0
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 _SCALED_NOTE = "the factor exp(-|x|) has a kink at 0: derivative taken as the mean of both sides"
 _IN_X = "with respect to x; the shape parameters have no derivative here"
+_IN_Y = "with respect to y; the shape parameters have no derivative here"
 
 _LOCK = threading.Lock()
 _installed = [False]
@@ -118,7 +119,8 @@ def _register_ufuncs(sp: Any) -> None:
            lambda ans, a, b: sp.digamma(b) - sp.digamma(a + b))
     binary(sp.beta, lambda ans, a, b: ans * (sp.digamma(a) - sp.digamma(a + b)),
            lambda ans, a, b: ans * (sp.digamma(b) - sp.digamma(a + b)))
-    unary(sp.rgamma, lambda ans, x: -ans * sp.digamma(x), notes="1/gamma(x); undefined at 0, -1, -2, ...")
+    unary(sp.rgamma, lambda ans, x: -ans * sp.digamma(x),
+          notes="1/gamma(x); at 0, -1, -2, ... its derivative is not computed (NaN)")
     binary(sp.poch, lambda ans, z, m: ans * (sp.digamma(z + m) - sp.digamma(z)),
            lambda ans, z, m: ans * sp.digamma(z + m))
 
@@ -133,11 +135,10 @@ def _register_ufuncs(sp: Any) -> None:
 
     binary(sp.gammainc, None, lambda ans, a, x: gamma_density(a, x), notes=_IN_X)
     binary(sp.gammaincc, None, lambda ans, a, x: -gamma_density(a, x), notes=_IN_X)
-    binary(sp.gammaincinv, None, lambda ans, a, y: 1.0 / gamma_density(a, ans), notes=_IN_X.replace("x;", "y;"))
-    binary(sp.gammainccinv, None, lambda ans, a, y: -1.0 / gamma_density(a, ans), notes=_IN_X.replace("x;", "y;"))
+    binary(sp.gammaincinv, None, lambda ans, a, y: 1.0 / gamma_density(a, ans), notes=_IN_Y)
+    binary(sp.gammainccinv, None, lambda ans, a, y: -1.0 / gamma_density(a, ans), notes=_IN_Y)
     nary(sp.betainc, (None, None, lambda ans, a, b, x: beta_density(a, b, x)), notes=_IN_X)
-    nary(sp.betaincinv, (None, None, lambda ans, a, b, y: 1.0 / beta_density(a, b, ans)),
-         notes=_IN_X.replace("x;", "y;"))
+    nary(sp.betaincinv, (None, None, lambda ans, a, b, y: 1.0 / beta_density(a, b, ans)), notes=_IN_Y)
     binary(sp.chdtr, None, lambda ans, v, x: 0.5 * gamma_density(0.5 * v, 0.5 * x), notes=_IN_X)
     binary(sp.stdtr, None, lambda ans, df, t: np.exp(
         sp.gammaln(0.5 * (df + 1.0)) - sp.gammaln(0.5 * df) - 0.5 * np.log(np.pi * df)

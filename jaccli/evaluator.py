@@ -480,12 +480,7 @@ class Evaluator:
         mode = mode or self.mode
         if rows.size == self.M[i] and cols.size == self.N[j]:
             self._whole_wanted(i, j)
-        if rows.size == self.M[i] and cols.size == self.N[j] and not self.row_done[i].any() \
-                and not self.col_done[j].any():
-            miss_r, miss_c = rows, cols  # a fresh whole block: nothing to look up
-        else:
-            miss_r = _unique(rows[~self.row_done[i][rows]], self.M[i]) if rows.size else rows
-            miss_c = _unique(cols[~self.col_done[j][cols]], self.N[j]) if cols.size else cols
+        miss_r, miss_c = self._missing(i, j, rows, cols)
         if miss_r.size == 0 or miss_c.size == 0:
             return "cached"
         if mode == "auto" and self.is_diagonal(i, j) and self._ensure_diagonal(i, j, miss_r, miss_c):
@@ -495,6 +490,15 @@ class Evaluator:
             return "reverse"
         self.ensure_cols(j, miss_c)
         return "forward"
+
+    def _missing(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct rows of output i and columns of input j among `rows` and `cols` not yet known."""
+        if rows.size == self.M[i] and cols.size == self.N[j] and not self.row_done[i].any() \
+                and not self.col_done[j].any():
+            return rows, cols  # a fresh whole block: nothing to look up
+        miss_r = _unique(rows[~self.row_done[i][rows]], self.M[i]) if rows.size else rows
+        miss_c = _unique(cols[~self.col_done[j][cols]], self.N[j]) if cols.size else cols
+        return miss_r, miss_c
 
     def _check_batch(self) -> None:
         if self.batch and not self.batch_checked:
@@ -524,15 +528,10 @@ class HessianEvaluator(Evaluator):
 
     def ensure(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray, mode: str | None = None) -> str:
         mode = mode or self.mode
-        whole = rows.size == self.M[i] and cols.size == self.N[j]
-        if whole:
+        if rows.size == self.M[i] and cols.size == self.N[j]:
             self._whole_wanted(i, j)
             self._whole_wanted(j, i)
-        if whole and not self.row_done[i].any() and not self.row_done[j].any():
-            miss_r, miss_c = rows, cols  # a fresh whole block: nothing to look up
-        else:
-            miss_r = _unique(rows[~self.row_done[i][rows]], self.M[i]) if rows.size else rows
-            miss_c = _unique(cols[~self.row_done[j][cols]], self.N[j]) if cols.size else cols
+        miss_r, miss_c = self._missing(i, j, rows, cols)  # col_done is row_done: known Hessian rows
         if miss_r.size == 0 or miss_c.size == 0:
             return "cached"
         a, need = (i, miss_r) if miss_r.size <= miss_c.size else (j, miss_c)

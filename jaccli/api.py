@@ -7,6 +7,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .engine import sweep_templates
 from .engine.core import attributed_to, definition_site, reverse
 from .engine.recording import Recording, call_traced, primal_nested
 from .engine.seeds import dense
@@ -237,13 +238,19 @@ def _gradient_function(f: Callable, wrt_idx: tuple[int, ...], batch: bool, holde
         holder["traced_value"] = out  # f's value, kept by the recording (Recording.keep)
         in_nodes = tuple(xs[k]._node for k in wrt_idx)
         holder["inner_connected"] = [[ref is not None and bool(ref[0].deps & n.deps) for n in in_nodes]]
+        if ref is None:
+            return tuple(np.zeros(np.shape(xs[k])) for k in wrt_idx)
         dtype = np.result_type(out)
         seed = np.ones((1,) + shape, dtype=dtype if dtype.kind == "f" else float)
-        with attributed_to(site):  # the gradient's operations belong to f, not to the caller of hessian()
-            grads = [None] * len(in_nodes) if ref is None else \
-                reverse(trace, (ref,), (seed,), in_nodes, traced=True)
-            return tuple(np.zeros(np.shape(xs[k])) if g is None else np.reshape(dense(g), np.shape(xs[k]))
-                         for g, k in zip(grads, wrt_idx))
+
+        def sweep() -> tuple:
+            with attributed_to(site):  # the gradient's operations belong to f, not to the caller of hessian()
+                grads = reverse(trace, (ref,), (seed,), in_nodes, traced=True)
+                return tuple(np.zeros(np.shape(xs[k])) if g is None else np.reshape(dense(g), np.shape(xs[k]))
+                             for g, k in zip(grads, wrt_idx))
+        if sweep_templates.usable(trace):  # f may record the same operations as last time: replay the sweep
+            return sweep_templates.gradient(f, (wrt_idx, batch), trace, ref, shape, sweep)
+        return sweep()
     return grad_fn
 
 

@@ -29,7 +29,8 @@ def replays(monkeypatch):
     gradient = sweep_templates.gradient
 
     def spy(f, key, trace, ref, shape, sweep):
-        had = isinstance(sweep_templates._TEMPLATES.get(f, {}).get(key), sweep_templates._Template)
+        had = isinstance(sweep_templates._TEMPLATES.get(sweep_templates._key_of(f), {}).get(key),
+                         sweep_templates._Template)
         traced = []
 
         def counted():
@@ -71,6 +72,22 @@ def test_a_function_recorded_once_makes_no_template(replays):
         jaccli.hessian(lambda x: rosenbrock(x), np.linspace(-1, 1, 5))  # a new function each time
     assert replays == ["traced"] * 3
     assert len(sweep_templates._TEMPLATES) <= 1  # only entries of functions still alive
+
+
+def test_a_method_replays_although_each_access_makes_a_new_bound_method(replays):
+    class Model:
+        def __init__(self, scale):
+            self.scale = scale
+
+        def loss(self, x):
+            return np.sum(self.scale * x ** 3)
+
+    model = Model(2.0)
+    for x in (np.array([1.0, 2.0]), np.array([3.0, -1.0]), np.array([0.5, 0.5])):
+        np.testing.assert_allclose(np.asarray(jaccli.hessian(model.loss, x)), np.diag(12.0 * x), rtol=1e-15)
+    other = Model(5.0)  # the same function, another instance: its constant differs
+    np.testing.assert_allclose(np.asarray(jaccli.hessian(other.loss, np.array([1.0, 1.0]))), 30.0 * np.eye(2))
+    assert replays == ["traced", "traced", "replayed", "retraced"]
 
 
 def test_a_replayed_sweep_is_bit_for_bit_the_traced_one(replays):

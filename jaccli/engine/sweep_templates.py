@@ -229,6 +229,9 @@ def _make(trace: Trace, start: int, cuts_from: int, ref: tuple, shape: tuple, re
 
 
 def _key_of(f: Callable) -> Any:
+    """What f's templates are kept under: f, or for a method its function (`model.loss` is a new
+    bound method at each access; what instance it has is compared as f's recorded constants are)."""
+    f = getattr(f, "__func__", f)
     try:
         weakref.ref(f)
         hash(f)

@@ -339,10 +339,9 @@ class Recording:
         try:
             # under the caller's error state, as when f was recorded (checked above)
             for k, node in enumerate(old_nodes):
-                while g < len(guards) and guards[g].pos <= k:
-                    if not _holds(guards[g], vals):
-                        return None
-                    g += 1
+                g = guards_hold(guards, g, k, vals)
+                if g is None:
+                    return None
                 if node.prim is INPUT:
                     value, finite = new_in.get(k, node.value), None
                     args_k = ()
@@ -365,10 +364,8 @@ class Recording:
                 size = getattr(value, "size", 1)
                 if type(size) is int and size > largest:
                     largest = size
-            while g < len(guards):
-                if not _holds(guards[g], vals):
-                    return None
-                g += 1
+            if guards_hold(guards, g, None, vals) is None:
+                return None
         except Exception:  # noqa: BLE001 - recording f afresh reports the failure properly
             return None
         finally:
@@ -587,6 +584,16 @@ def _call(fn: Callable, args: tuple, kwargs: dict, errstate: dict | None) -> Any
 def _holds(guard: Any, vals: list) -> bool:
     args = _substituted(guard.args, guard.refs, vals)
     return _same(_call(guard.fn, args, guard.kwargs, guard.errstate), guard.expected)
+
+
+def guards_hold(guards: list, g: int, upto: int | None, vals: list) -> int | None:
+    """Check guards[g:] taken before node `upto` (every one left with None) on the replayed values
+    `vals`: the index of the next guard, or None when one does not hold."""
+    while g < len(guards) and (upto is None or guards[g].pos <= upto):
+        if not _holds(guards[g], vals):
+            return None
+        g += 1
+    return g
 
 
 def _size(value: Any) -> int:

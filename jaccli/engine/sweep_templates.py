@@ -24,7 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .core import _MAX_CUTS, MONITOR, Guard, Node, Trace, errstate_token
-from .recording import _call, _holds, _same
+from .recording import _call, _same, guards_hold
 from .tracer import Tracer
 
 # Bytes of arrays a template may hold: f's constants (compared on every call, so this bounds the
@@ -157,14 +157,13 @@ class _Template:
         start = self.start
         everything: list = nodes + [None] * len(self.sweep)
         vals: list = [n.value for n in nodes] + [None] * len(self.sweep)
-        guards, g, n_guards = self.guards, 0, len(self.guards)
+        guards, g = self.guards, 0
         largest = trace.largest
         try:
             for k, step in enumerate(self.sweep, start):
-                while g < n_guards and guards[g].pos <= k:
-                    if not _holds(guards[g], vals):
-                        return None
-                    g += 1
+                g = guards_hold(guards, g, k, vals)
+                if g is None:
+                    return None
                 args = list(step.args)
                 for a, i, idx in step.parents:
                     v = vals[i]
@@ -179,10 +178,8 @@ class _Template:
                 size = getattr(value, "size", 1)
                 if type(size) is int and size > largest:
                     largest = size
-            while g < n_guards:
-                if not _holds(guards[g], vals):
-                    return None
-                g += 1
+            if guards_hold(guards, g, None, vals) is None:
+                return None
         except Exception:  # noqa: BLE001 - tracing the sweep afresh reports a failure properly
             return None
         trace.nodes.extend(everything[start:])

@@ -15,7 +15,6 @@ second and higher derivatives work.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import itertools
 import os
@@ -143,16 +142,25 @@ class Freezer:
 FREEZER = _ThreadSlot()
 
 
-@contextlib.contextmanager
-def frozen_constants(freezer: "Freezer | None"):
-    """Run f (or a sweep, with None) with `freezer` holding the plain arrays operations take."""
-    outer, FREEZER.v = FREEZER.v, freezer
-    try:
-        yield
-    finally:
-        FREEZER.v = outer
-        if freezer is not None:
-            freezer.release()
+class frozen_constants:  # noqa: N801 - used as a context manager, like contextlib's
+    """Run f (or a sweep, with None) with `freezer` holding the plain arrays operations take.
+
+    A class rather than a generator: it is entered on every recording, where contextlib's
+    machinery costs several times more than the work.
+    """
+
+    __slots__ = ("freezer", "outer")
+
+    def __init__(self, freezer: "Freezer | None") -> None:
+        self.freezer = freezer
+
+    def __enter__(self) -> None:
+        self.outer, FREEZER.v = FREEZER.v, self.freezer
+
+    def __exit__(self, *exc: Any) -> None:
+        FREEZER.v = self.outer
+        if self.freezer is not None:
+            self.freezer.release()
 
 
 _USER, _LIBRARY, _INTERNAL = 0, 1, 2
@@ -202,19 +210,25 @@ def user_site(skip: int = 1) -> tuple[str, int] | None:
     return library
 
 
-@contextlib.contextmanager
-def attributed_to(site: tuple[str, int] | None):
+class attributed_to:  # noqa: N801 - used as a context manager, like contextlib's
     """Operations recorded inside belong to `site` (the user's file and line), not to the caller.
 
     They are jaccli's own (a sweep's rules), so their plain arguments are not frozen either.
+    (A class, as frozen_constants: every sweep enters one.)
     """
-    outer, _RULE_SITE.v = _RULE_SITE.v, site
-    freezer, FREEZER.v = FREEZER.v, None
-    try:
-        yield
-    finally:
-        _RULE_SITE.v = outer
-        FREEZER.v = freezer
+
+    __slots__ = ("site", "outer", "freezer")
+
+    def __init__(self, site: tuple[str, int] | None) -> None:
+        self.site = site
+
+    def __enter__(self) -> None:
+        self.outer, _RULE_SITE.v = _RULE_SITE.v, self.site
+        self.freezer, FREEZER.v = FREEZER.v, None
+
+    def __exit__(self, *exc: Any) -> None:
+        _RULE_SITE.v = self.outer
+        FREEZER.v = self.freezer
 
 
 def definition_site(f: Any) -> tuple[str, int] | None:

@@ -9,7 +9,7 @@ import math
 import re
 import threading
 import types
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -158,34 +158,42 @@ _MODULE_USERS = [0]
 _SWAP_LOCK = threading.Lock()
 
 
-@contextmanager
-def intercept_numpy(f: Callable):
+class intercept_numpy:  # noqa: N801 - used as a context manager, like contextlib's
     """While f runs, let `np.array([...traced...])` in f's module build a traced array, and let the
     optional packages' functions that jaccli replaces (scipy.special.logsumexp, ...) see traced values.
 
     The replacements pass everything else through to NumPy (or the package), so plain code that
-    runs meanwhile (in another thread) computes as before.
+    runs meanwhile (in another thread) computes as before. (A class, not a generator: every
+    recording enters one.)
     """
-    for install in OPTIONAL_RULES:
-        install(None)  # rules for packages f's module imported (scipy.special), installed once
-    glb = getattr(f, "__globals__", None)
-    modules = bool(FUNCTION_SWAPS)
-    with _SWAP_LOCK:
-        if modules:
-            _MODULE_USERS[0] += 1
-            for module, name, _, replacement in FUNCTION_SWAPS:  # some may be new since the first user
-                setattr(module, name, replacement)
-        entry = None
-        if glb is not None:
-            entry = _SWAPPED.get(id(glb))
-            if entry is None:
-                entry = _SWAPPED[id(glb)] = [0, _swaps_in(glb)]
-                for k, _, replacement in entry[1]:
-                    glb[k] = replacement
-            entry[0] += 1
-    try:
-        yield
-    finally:
+
+    __slots__ = ("glb", "modules", "entry")
+
+    def __init__(self, f: Callable) -> None:
+        self.glb = getattr(f, "__globals__", None)
+
+    def __enter__(self) -> None:
+        for install in OPTIONAL_RULES:
+            install(None)  # rules for packages f's module imported (scipy.special), installed once
+        glb = self.glb
+        modules = self.modules = bool(FUNCTION_SWAPS)
+        with _SWAP_LOCK:
+            if modules:
+                _MODULE_USERS[0] += 1
+                for module, name, _, replacement in FUNCTION_SWAPS:  # some may be new since the first user
+                    setattr(module, name, replacement)
+            entry = None
+            if glb is not None:
+                entry = _SWAPPED.get(id(glb))
+                if entry is None:
+                    entry = _SWAPPED[id(glb)] = [0, _swaps_in(glb)]
+                    for k, _, replacement in entry[1]:
+                        glb[k] = replacement
+                entry[0] += 1
+            self.entry = entry
+
+    def __exit__(self, *exc: Any) -> None:
+        glb, entry = self.glb, self.entry
         with _SWAP_LOCK:
             if entry is not None:
                 entry[0] -= 1
@@ -193,7 +201,7 @@ def intercept_numpy(f: Callable):
                     del _SWAPPED[id(glb)]
                     for k, value, _ in entry[1]:
                         glb[k] = value
-            if modules:
+            if self.modules:
                 _MODULE_USERS[0] -= 1
                 if _MODULE_USERS[0] == 0:
                     for module, name, original, replacement in FUNCTION_SWAPS:

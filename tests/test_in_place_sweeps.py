@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import jaccli
 from jaccli.diagnostics import first_nonfinite_primal
-from jaccli.engine.core import memory_root
+from jaccli.engine.core import Plan, memory_root
 from jaccli.engine.recording import Recording
 from jaccli.engine.rules import indexing
 from tests.helpers import central_diff
@@ -242,7 +242,9 @@ def test_a_replay_while_another_thread_adds_a_sweep_plan():
     x = np.linspace(0.5, 1.0, 6)
     rec = Recording(_stencil, [x], [0], replayable=True)
     np.asarray(jaccli.jacobian(_stencil, x))
-    rec.trace._plans = _BusyPlans({("rev", ((0, None),), 1): [rec.trace.nodes[0]]})
+    plan = Plan([rec.trace.nodes[0]])
+    plan.cut = frozenset()
+    rec.trace._plans = _BusyPlans({("rev", ((0, None),), 1): plan})
     replayed = rec.replay([x + 1.0])
     assert replayed is not None
     np.testing.assert_allclose(replayed.outputs[0], _stencil(x + 1.0), rtol=1e-15, atol=0)

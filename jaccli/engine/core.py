@@ -27,6 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .seeds import SparseBlock
+from .shifts import cancelling, candidates
 
 _level_counter = itertools.count(1)
 _TRACER: list = [None]  # the Tracer class, set by tracer.py (which imports this module)
@@ -805,12 +806,14 @@ def _take(store: dict, node: Node, owned: dict) -> tuple[Any, bool]:
     return g, owned.pop(id(g), None) is g if owned else False
 
 
-def _plan_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> list[Node]:
-    """Nodes on some path from a differentiated input to the outputs, in reverse order."""
-    key = ("rev", tuple((n.index, i) for n, i in outputs), wrt_mask)
-    plan = trace._plans.get(key)
-    if plan is not None:
-        return plan
+class Plan(list):
+    """The nodes a reverse sweep visits, in reverse order; `cut`: indices of the nodes whose
+    outgoing edges it does not follow (shifts that cancel out of the outputs, see engine/shifts.py)."""
+
+    __slots__ = ("cut",)
+
+
+def _needed(trace: Trace, outputs: tuple, wrt_mask: int, cut: frozenset) -> Plan:
     needed = set()
     stack = [n for n, _ in outputs if n.deps & wrt_mask]
     while stack:
@@ -819,9 +822,26 @@ def _plan_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> list[Node]:
             continue
         needed.add(node.index)
         for _, parent, _ in node.parents:
-            if parent.deps & wrt_mask and parent.index not in needed:
+            if parent.deps & wrt_mask and parent.index not in needed and parent.index not in cut:
                 stack.append(parent)
-    plan = [trace.nodes[i] for i in sorted(needed, reverse=True)]
+    plan = Plan(trace.nodes[i] for i in sorted(needed, reverse=True))
+    plan.cut = cut
+    return plan
+
+
+def _plan_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> Plan:
+    """Nodes on some path from a differentiated input to the outputs, in reverse order."""
+    key = ("rev", tuple((n.index, i) for n, i in outputs), wrt_mask)
+    plan = trace._plans.get(key)
+    if plan is not None:
+        return plan
+    plan = _needed(trace, outputs, wrt_mask, frozenset())
+    shifts = candidates(plan)
+    if shifts:
+        ordered = plan[::-1]
+        cut = frozenset(c.index for group in shifts if cancelling(ordered, group, outputs) for c in group)
+        if cut:
+            plan = _needed(trace, outputs, wrt_mask, cut)
     trace._plans[key] = plan
     return plan
 
@@ -860,7 +880,9 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
     # What a node's makers and rules record (and the sums of what they send back) belongs to the
     # user's line of that node: set once per node, and the caller's site is back when the sweep ends.
     with attributed_to(_RULE_SITE.v):
-        for node in _plan_reverse(trace, tuple(outputs), wrt_mask):
+        plan = _plan_reverse(trace, tuple(outputs), wrt_mask)
+        cut = plan.cut
+        for node in plan:
             g, mine = _take(store, node, owned)
             if g is None:
                 continue
@@ -871,11 +893,11 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
             _RULE_SITE.v = node.site
             if node.prim.vjp_in_place is not None and not traced and MONITOR.v is None \
                     and type(g) in (np.ndarray, SparseBlock):
-                _pull_in_place(node, g, mine, store, owned, wrt_mask)
+                _pull_in_place(node, g, mine, store, owned, wrt_mask, cut)
                 continue
             retraced = _retraced(node, trace) if traced else None
             for argnum, parent, pidx in node.parents:
-                if not parent.deps & wrt_mask:
+                if not parent.deps & wrt_mask or (cut and parent.index in cut):
                     continue
                 if argnum == 0 and pidx is None and node.prim.vjp_into is not None and MONITOR.v is None:
                     acc = store.get(parent)
@@ -900,13 +922,13 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
     return [results.get(id(n)) for n in wrt]
 
 
-def _pull_in_place(node: Node, g: Any, mine: bool, store: dict, owned: dict, wrt_mask: int) -> None:
+def _pull_in_place(node: Node, g: Any, mine: bool, store: dict, owned: dict, wrt_mask: int, cut: frozenset) -> None:
     """reverse()'s step for a node whose primitive has vjp_in_place: argument 0's cotangent is g
     itself, changed in place, when the sweep owns g; else the rule's fresh array, which the sweep
     then owns. The other arguments are pulled back first, from copies where g will be written."""
     x_parent = None
     for argnum, parent, pidx in node.parents:
-        if not parent.deps & wrt_mask:
+        if not parent.deps & wrt_mask or (cut and parent.index in cut):
             continue
         if argnum == 0 and pidx is None:
             x_parent = parent
@@ -959,20 +981,21 @@ def _traced_rule(node: Node, argnum: int, retraced: tuple[Any, list]) -> Callabl
     return maker(ans, *args, **node.kwargs)
 
 
-def _plan_forward(trace: Trace, outputs: tuple, wrt_mask: int) -> tuple[list[Node], dict]:
+def _plan_forward(trace: Trace, outputs: tuple, wrt_mask: int) -> tuple[list[Node], dict, frozenset]:
     """Nodes on a path from the seeded inputs to the outputs, in order, and each node's last use."""
     key = ("fwd", tuple((n.index, i) for n, i in outputs), wrt_mask)
     plan = trace._plans.get(key)
     if plan is not None:
         return plan
-    order = _plan_reverse(trace, outputs, wrt_mask)[::-1]
+    reverse_order = _plan_reverse(trace, outputs, wrt_mask)
+    order = reverse_order[::-1]
     last_use: dict[int, int] = {}
     for pos, node in enumerate(order):
         for _, parent, _ in node.parents:
             last_use[parent.index] = pos
     for node, _ in outputs:
         last_use[node.index] = len(order)
-    plan = (order, last_use)
+    plan = (order, last_use, reverse_order.cut)
     trace._plans[key] = plan
     return plan
 
@@ -991,12 +1014,13 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple) -> lis
         does not depend on any seeded input (a structural zero).
     """
     wrt_mask = 0
+    for node in inputs:
+        wrt_mask |= node.deps
+    order, last_use, cut = _plan_forward(trace, tuple(outputs), wrt_mask)
     store: dict = {}
     for node, t in zip(inputs, tangents):
-        wrt_mask |= node.deps
-        if t is not None:
+        if t is not None and node.index not in cut:  # a cut input's tangent goes nowhere
             store[node] = t
-    order, last_use = _plan_forward(trace, tuple(outputs), wrt_mask)
     # id -> array: tangents this sweep made that no other stored tangent is a view of; one whose
     # node is used for the last time may be written in place by jvp_in_place
     owned: dict = {}

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import TracingError, UserFunctionError
 from . import rules  # noqa: F401  (fills the registry)
-from .core import (COLLECTOR_PAUSED, ELEMENTWISE, FREEZER, INPUT, Freezer, Node, Trace, _plan_reverse, forward,
+from .core import (COLLECTOR_PAUSED, ELEMENTWISE, FREEZER, INPUT, Freezer, Node, Plan, Trace, _plan_reverse, forward,
                    frozen_constants, is_internal, reverse, rewritable, stale_error, write_in_place)
 from .seeds import dense
 from .tracer import (FUNCTION_SWAPS, OPTIONAL_RULES, Tracer, _holds_sequence, _needs_lifting, holds_tracer, lift,
@@ -387,9 +387,10 @@ class Recording:
         # another thread may be adding a plan to this recording's trace meanwhile.)
         for key, plan in self.trace._plans.copy().items():
             if key[0] == "rev":
-                trace._plans[key] = [nodes[n.index] for n in plan]
+                renewed = trace._plans[key] = Plan(nodes[n.index] for n in plan)
+                renewed.cut = plan.cut
             else:
-                trace._plans[key] = ([nodes[n.index] for n in plan[0]], plan[1])
+                trace._plans[key] = ([nodes[n.index] for n in plan[0]], plan[1], plan[2])
         rec = object.__new__(Recording)
         rec.trace = trace
         rec.wrt = self.wrt

@@ -893,7 +893,7 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
             _RULE_SITE.v = node.site
             if node.prim.vjp_in_place is not None and not traced and MONITOR.v is None \
                     and type(g) in (np.ndarray, SparseBlock):
-                _pull_in_place(node, g, mine, store, owned, wrt_mask, cut)
+                _pull_in_place(node, g, mine, store, owned, wrt_mask)  # never a cut c's consumer (shifts._combine)
                 continue
             retraced = _retraced(node, trace) if traced else None
             for argnum, parent, pidx in node.parents:
@@ -922,13 +922,13 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
     return [results.get(id(n)) for n in wrt]
 
 
-def _pull_in_place(node: Node, g: Any, mine: bool, store: dict, owned: dict, wrt_mask: int, cut: frozenset) -> None:
+def _pull_in_place(node: Node, g: Any, mine: bool, store: dict, owned: dict, wrt_mask: int) -> None:
     """reverse()'s step for a node whose primitive has vjp_in_place: argument 0's cotangent is g
     itself, changed in place, when the sweep owns g; else the rule's fresh array, which the sweep
     then owns. The other arguments are pulled back first, from copies where g will be written."""
     x_parent = None
     for argnum, parent, pidx in node.parents:
-        if not parent.deps & wrt_mask or (cut and parent.index in cut):
+        if not parent.deps & wrt_mask:
             continue
         if argnum == 0 and pidx is None:
             x_parent = parent

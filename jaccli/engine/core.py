@@ -27,7 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .seeds import SparseBlock
-from .shifts import cancelling, candidates
+from . import shifts  # shifts reads value_size from here: a module import, so either may load first
 
 _level_counter = itertools.count(1)
 _TRACER: list = [None]  # the Tracer class, set by tracer.py (which imports this module)
@@ -698,6 +698,12 @@ def stale_error(a: Any, use: tuple | None) -> Exception:
         "(Z[0, 1] = v, Z[1] += v), or copy the view first (row = Z[1].copy())", a._stale[0])
 
 
+def value_size(value: Any) -> int:
+    """The number of elements of a recorded value (an array, a NumPy or Python scalar, a traced array)."""
+    size = getattr(value, "size", 1)
+    return size if type(size) is int else int(np.size(value))
+
+
 def _is_inexact(value: Any) -> bool:
     if type(value) is _TRACER[0]:
         return True
@@ -836,10 +842,10 @@ def _plan_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> Plan:
     if plan is not None:
         return plan
     plan = _needed(trace, outputs, wrt_mask, frozenset())
-    shifts = candidates(plan)
-    if shifts:
+    groups = shifts.candidates(plan)
+    if groups:
         ordered = plan[::-1]
-        cut = frozenset(c.index for group in shifts if cancelling(ordered, group, outputs) for c in group)
+        cut = frozenset(c.index for group in groups if shifts.cancelling(ordered, group, outputs) for c in group)
         if cut:
             plan = _needed(trace, outputs, wrt_mask, cut)
     trace._plans[key] = plan

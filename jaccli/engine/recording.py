@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import TracingError, UserFunctionError
 from . import rules  # noqa: F401  (fills the registry)
 from .core import (COLLECTOR_PAUSED, ELEMENTWISE, FREEZER, INPUT, Freezer, Node, Plan, Trace, _plan_reverse, forward,
-                   frozen_constants, is_internal, reverse, rewritable, stale_error, write_in_place)
+                   frozen_constants, is_internal, reverse, rewritable, stale_error, value_size, write_in_place)
 from .seeds import dense
 from .tracer import (FUNCTION_SWAPS, OPTIONAL_RULES, Tracer, _holds_sequence, _needs_lifting, holds_tracer, lift,
                      lift_args, primal)
@@ -460,18 +460,18 @@ class Recording:
         start = self.in_nodes[j]
         if ref is None or ref[1] is not None or not ref[0].deps & start.deps:
             return False
-        size = _size(start.value)
-        if _size(ref[0].value) != size:
+        size = value_size(start.value)
+        if value_size(ref[0].value) != size:
             return False
         for node in _plan_reverse(self.trace, (ref,), start.deps):
             if node is start:
                 continue
-            if node.prim.structure != ELEMENTWISE or _size(node.value) != size:
+            if node.prim.structure != ELEMENTWISE or value_size(node.value) != size:
                 return False
             for _, parent, pidx in node.parents:
                 # A traced argument of the result's size broadcasts only over length-1 axes:
                 # element k still meets element k.
-                if parent.deps & start.deps and (pidx is not None or _size(parent.value) != size):
+                if parent.deps & start.deps and (pidx is not None or value_size(parent.value) != size):
                     return False
         return True
 
@@ -603,11 +603,6 @@ def guards_hold(guards: list, g: int, upto: int | None, vals: list) -> int | Non
             return None
         g += 1
     return g
-
-
-def _size(value: Any) -> int:
-    size = getattr(value, "size", 1)
-    return size if type(size) is int else int(np.size(value))
 
 
 def _call_user(f: Callable, args: list) -> Any:

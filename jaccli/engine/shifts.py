@@ -38,6 +38,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import core  # core imports this module too: value_size is read when a plan is made
+
 # Operations of one traced argument (argument 0) that move entries around or pick some: a value
 # with the same c in every entry keeps its form.
 _MOVES = frozenset({"reshape", "transpose", "broadcast_to", "getitem", "gather", "np.copy", "np.positive"})
@@ -45,11 +47,6 @@ _EXTREMES = frozenset({"np.max", "np.min"})
 _ADD, _MUL = 0, 1  # value = base + k*c; value = base * exp(k*c)
 _ANY = (2, 0)  # depends on c in some other way
 _MAX_SHIFTS = 8  # candidates proved per sweep plan: each proof is a pass over the plan's nodes
-
-
-def _size(value: Any) -> int:
-    size = getattr(value, "size", 1)
-    return size if type(size) is int else 1
 
 
 def _signature(node: Any) -> tuple | None:
@@ -82,25 +79,26 @@ def candidates(needed: Any) -> list[list]:
         if node.prim.name != "np.exp":
             continue
         for _, d, pidx in node.parents:
-            if pidx is not None or d.prim.name != "np.subtract" or _size(d.value) == 1:
+            if pidx is not None or d.prim.name != "np.subtract" or core.value_size(d.value) == 1:
                 continue
             for argnum, parent, ppidx in d.parents:
-                if argnum == 1 and ppidx is None and _size(parent.value) == 1 and parent not in shifts:
+                if argnum == 1 and ppidx is None and core.value_size(parent.value) == 1 and parent not in shifts:
                     shifts.append(parent)
         if len(shifts) >= _MAX_SHIFTS:
             break
     if not shifts:
         return []
     groups: dict[Any, list] = {}
+    signatures: dict[int, tuple] = {}  # node index -> its signature, for the shifts below
     for node in needed:
-        if _size(node.value) == 1 and node.parents:
-            sig = _signature(node)
+        if core.value_size(node.value) == 1 and node.parents:
+            sig = signatures[node.index] = _signature(node)
             if sig is not None:
                 groups.setdefault(sig, []).append(node)
     found: list = []
     for c in shifts:
-        sig = _signature(c) if c.parents else None
-        group = groups.get(sig, [c]) if sig is not None else [c]
+        sig = signatures.get(c.index)
+        group = groups[sig] if sig is not None else [c]
         if group not in found:
             found.append(group)
     return found

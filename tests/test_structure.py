@@ -204,6 +204,54 @@ def test_low_rank_plus_entries_is_symmetrised_on_the_structure(n, rank):
     assert_array_equal(out, out.T)
 
 
+@pytest.mark.parametrize("order", ["sorted", "permuted"])
+@pytest.mark.parametrize("c", [-0.0205, 3.0, 0.0])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_rank_one_part_proportional_to_its_transpose_is_one_exact_outer_product(order, c, dtype):
+    from jaccli.evaluator import _symmetric_from_structure, _symmetric_outer
+
+    n = 301
+    rng = np.random.default_rng(3)
+    rows = np.arange(n) if order == "sorted" else rng.permutation(n)
+    v = rng.standard_normal((1, n)).astype(dtype)
+    v[0, 7] = 0.0  # a zero entry: u is zero there too
+    u = np.zeros((n, 1), dtype=dtype)
+    u[:, 0] = dtype(c) * v[0, rows]  # seed k (row rows[k]) holds c v[rows[k]]: U = c V^T
+    val = rng.standard_normal((n, 1)).astype(dtype)
+    out = _symmetric_from_structure(SparseBlock((n, n), rows[:, None], val, u, v), rows, np.dtype(dtype))
+    assert out.dtype == dtype
+    assert_array_equal(out, out.T)
+    p = v[0].astype(np.float64)
+    expected = c * np.outer(p, p)
+    expected[rows, rows] += val[:, 0]
+    tol = dict(rtol=1e-13, atol=1e-13) if dtype == np.float64 else dict(rtol=1e-5, atol=1e-5)
+    assert_allclose(out, expected, **tol)
+    # the outer product is what gave it
+    u_rows = np.zeros_like(u)
+    u_rows[rows] = u
+    assert _symmetric_outer(u_rows, v) is not None
+
+
+def test_rank_one_part_not_proportional_is_symmetrised_by_the_mean():
+    from jaccli.evaluator import _symmetric_from_structure, _symmetric_outer
+
+    n = 250
+    rng = np.random.default_rng(4)
+    v = rng.standard_normal((1, n))
+    u = -0.3 * v.T.copy()
+    u[11, 0] = np.nextafter(u[11, 0], 1.0)  # one entry off by one ulp: u v is not symmetric
+    assert _symmetric_outer(u, v) is None
+    assert _symmetric_outer(np.zeros((n, 1)), np.zeros((1, n))) is None  # no nonzero entry to scale by
+    inf_v = v.copy()
+    inf_v[0, 0] = np.inf
+    assert _symmetric_outer(-0.3 * inf_v.T, inf_v) is None  # c = -inf / inf is NaN
+    idx = np.zeros((n, 0), dtype=np.int64)
+    out = _symmetric_from_structure(SparseBlock((n, n), idx, np.zeros((n, 0)), u, v), np.arange(n),
+                                    np.dtype(np.float64))
+    assert_array_equal(out, out.T)
+    assert_allclose(out, 0.5 * (u @ v + (u @ v).T), rtol=1e-14, atol=1e-15)
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_hessian_of_a_masked_square_stays_zero_where_the_input_is_infinite(dtype):
     # The square's gradient on the recording is (2 g) x; np.where sends g = 0 to the entry where

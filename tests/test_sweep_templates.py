@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import jaccli
 from jaccli import api
 from jaccli.engine import sweep_templates
+from jaccli.engine.recording import Recording
 from tests.helpers import rosen_hess, rosenbrock
 from tests.test_compositions import build, fd_jacobian, programs
 from tests.test_replay import softmax_ce, softmax_hessian
@@ -337,6 +338,69 @@ def test_threads_replaying_one_template_each_get_their_own_hessian(replays):
     for k, x in enumerate(points):
         np.testing.assert_allclose(results[k], rosen_hess(x), rtol=1e-12, atol=1e-9)
     assert replays == ["replayed"] * 40
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+@pytest.mark.parametrize("f, hessian", [(rosenbrock, rosen_hess), (softmax_ce, softmax_hessian)], ids=["rosen", "softmax"])
+def test_replays_share_the_outer_sweeps_plans(replays, monkeypatch, mode, f, hessian):
+    from jaccli.engine import core
+
+    made, rules = [], []
+    needed = core._needed
+    monkeypatch.setattr(core, "_needed", lambda *a: made.append(1) or needed(*a))
+    # the outer sweeps leave softmax_ce's shift out too (a plan's cut): no rule of the maximum is made
+    prims = {n.prim.name: n.prim for n in Recording(softmax_ce, (np.ones(9),), (0,)).trace.nodes}
+    for name, argnum in (("np.subtract", 1), ("np.max", 0)):
+        for makers in (prims[name].vjps, prims[name].jvps):
+            maker = makers[argnum]
+            monkeypatch.setitem(makers, argnum, lambda *a, _m=maker, _n=name, **k: rules.append(_n) or _m(*a, **k))
+    rng = np.random.default_rng(5)
+    points = [rng.uniform(-1.5, 1.5, 9) for _ in range(5)]
+    for x in points[:2]:
+        np.asarray(jaccli.hessian(f, x, mode=mode))  # the second makes the template and its plans
+    del made[:], rules[:]
+    for x in points[2:]:
+        got = np.asarray(jaccli.hessian(f, x, mode=mode))
+        np.testing.assert_allclose(got, hessian(x), rtol=1e-12, atol=1e-12)
+    assert replays == ["traced", "traced", "replayed", "replayed", "replayed"]
+    assert made == []  # no plan was made again: the template's served every replay
+    if f is softmax_ce:
+        assert rules == []
+    monkeypatch.setattr(core, "_needed", needed)
+    np.testing.assert_array_equal(got, traced_afresh(f, points[-1], mode=mode))
+
+
+def shifted(z, c):
+    return c + np.log(np.sum(np.exp(z - c)))
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_a_shift_given_as_an_input_stays_cut_in_replays(replays, monkeypatch, mode):
+    rules = []
+    prims = {n.prim.name: n.prim for n in Recording(shifted, (np.ones(4), 0.5), (0, 1)).trace.nodes}
+    for makers in (prims["np.subtract"].vjps, prims["np.subtract"].jvps):
+        maker = makers[1]
+        monkeypatch.setitem(makers, 1, lambda *a, _m=maker, **k: rules.append(1) or _m(*a, **k))
+    rng = np.random.default_rng(6)
+    for _ in range(5):
+        z, c = rng.uniform(-2, 2, 4), np.float64(rng.uniform(-1, 1))
+        H = jaccli.hessian(shifted, (z, c), mode=mode)
+        p = np.exp(z - z.max()) / np.sum(np.exp(z - z.max()))
+        np.testing.assert_allclose(np.asarray(H[0][0]), np.diag(p) - np.outer(p, p), rtol=1e-12, atol=1e-14)
+        assert not np.asarray(H[0][1]).any() and not np.asarray(H[1][0]).any() and np.asarray(H[1][1]) == 0.0
+    assert replays == ["traced", "traced", "replayed", "replayed", "replayed"]
+    assert rules == []  # no sweep carries c's derivative, in the traced calls nor in the replays
+
+
+def test_shared_plans_serve_only_outputs_inside_the_shared_part():
+    from jaccli.engine import core
+
+    trace = core.Trace()
+    trace.shared_plans = (4, {})
+    assert core._shared(trace, ("fwd", ((3, None),), 1)) is trace.shared_plans[1]
+    assert core._shared(trace, ("fwd", ((3, None), (4, None)), 1)) is None  # node 4 is past the shared part
+    trace.shared_plans = None
+    assert core._shared(trace, ("rev", ((0, None),), 1)) is None
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

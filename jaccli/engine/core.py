@@ -309,14 +309,17 @@ class Guard:
 class Trace:
     """One recording level: the nodes of a computation in the order they ran."""
 
-    __slots__ = ("level", "nodes", "inputs", "_plans", "largest", "guards", "errstate", "errstates", "views", "cuts",
-                 "outer", "nonfinite")
+    __slots__ = ("level", "nodes", "inputs", "_plans", "shared_plans", "largest", "guards", "errstate", "errstates",
+                 "views", "cuts", "outer", "nonfinite")
 
     def __init__(self) -> None:
         self.level = next(_level_counter)
         self.nodes: list[Node] = []
         self.inputs: list[Node] = []
         self._plans: dict[Any, Any] = {}
+        # (n, plans): sweep plans by node index, shared by every recording whose first n nodes have the
+        # same structure as this one's (a gradient's sweep template, engine/sweep_templates.py); or None.
+        self.shared_plans: tuple[int, dict] | None = None
         self.largest = 1  # elements of the largest recorded value: what one seed carries at most
         # Guards collected while the recording is open (None once it is closed).
         self.guards: list[Guard] | None = []
@@ -835,11 +838,40 @@ def _needed(trace: Trace, outputs: tuple, wrt_mask: int, cut: frozenset) -> Plan
     return plan
 
 
+def _shared(trace: Trace, key: tuple) -> dict | None:
+    """trace's shared plans (see Trace.shared_plans) when they cover the outputs in `key`."""
+    shared = trace.shared_plans
+    if shared is not None and all(i < shared[0] for i, _ in key[1]):
+        return shared[1]
+    return None
+
+
+def renewed_plan(form: tuple, nodes: list) -> Any:
+    """A plan in index form (`plan_form`) made of `nodes`, a recording of the same structure."""
+    if len(form) == 2:
+        plan = Plan(nodes[i] for i in form[0])
+        plan.cut = form[1]
+        return plan
+    return [nodes[i] for i in form[0]], form[1], form[2]
+
+
+def plan_form(plan: Any) -> tuple:
+    """A reverse plan (a Plan) or forward plan (order, last use, cut) by node index."""
+    if type(plan) is Plan:
+        return tuple(n.index for n in plan), plan.cut
+    return tuple(n.index for n in plan[0]), plan[1], plan[2]
+
+
 def _plan_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> Plan:
     """Nodes on some path from a differentiated input to the outputs, in reverse order."""
     key = ("rev", tuple((n.index, i) for n, i in outputs), wrt_mask)
     plan = trace._plans.get(key)
     if plan is not None:
+        return plan
+    shared = _shared(trace, key)
+    form = None if shared is None else shared.get(key)
+    if form is not None:
+        plan = trace._plans[key] = renewed_plan(form, trace.nodes)
         return plan
     plan = _needed(trace, outputs, wrt_mask, frozenset())
     groups = shifts.candidates(plan)
@@ -849,6 +881,8 @@ def _plan_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> Plan:
         if cut:
             plan = _needed(trace, outputs, wrt_mask, cut)
     trace._plans[key] = plan
+    if shared is not None:
+        shared[key] = plan_form(plan)
     return plan
 
 
@@ -993,6 +1027,11 @@ def _plan_forward(trace: Trace, outputs: tuple, wrt_mask: int) -> tuple[list[Nod
     plan = trace._plans.get(key)
     if plan is not None:
         return plan
+    shared = _shared(trace, key)
+    form = None if shared is None else shared.get(key)
+    if form is not None:
+        plan = trace._plans[key] = renewed_plan(form, trace.nodes)
+        return plan
     reverse_order = _plan_reverse(trace, outputs, wrt_mask)
     order = reverse_order[::-1]
     last_use: dict[int, int] = {}
@@ -1003,6 +1042,8 @@ def _plan_forward(trace: Trace, outputs: tuple, wrt_mask: int) -> tuple[list[Nod
         last_use[node.index] = len(order)
     plan = (order, last_use, reverse_order.cut)
     trace._plans[key] = plan
+    if shared is not None:
+        shared[key] = plan_form(plan)
     return plan
 
 

@@ -16,8 +16,9 @@ import numpy as np
 
 from ..errors import TracingError, UserFunctionError
 from . import rules  # noqa: F401  (fills the registry)
-from .core import (COLLECTOR_PAUSED, ELEMENTWISE, FREEZER, INPUT, Freezer, Node, Plan, Trace, _plan_reverse, forward,
-                   frozen_constants, is_internal, reverse, rewritable, stale_error, value_size, write_in_place)
+from .core import (COLLECTOR_PAUSED, ELEMENTWISE, FREEZER, INPUT, Freezer, Node, Trace, _plan_reverse, forward,
+                   frozen_constants, is_internal, plan_form, renewed_plan, reverse, rewritable, stale_error, value_size,
+                   write_in_place)
 from .seeds import dense
 from .tracer import (FUNCTION_SWAPS, OPTIONAL_RULES, Tracer, _holds_sequence, _needs_lifting, holds_tracer, lift,
                      lift_args, primal)
@@ -386,11 +387,7 @@ class Recording:
         # The sweep plans depend on the structure only: the same nodes, renewed. (A copy: a sweep in
         # another thread may be adding a plan to this recording's trace meanwhile.)
         for key, plan in self.trace._plans.copy().items():
-            if key[0] == "rev":
-                renewed = trace._plans[key] = Plan(nodes[n.index] for n in plan)
-                renewed.cut = plan.cut
-            else:
-                trace._plans[key] = ([nodes[n.index] for n in plan[0]], plan[1], plan[2])
+            trace._plans[key] = renewed_plan(plan_form(plan), nodes)
         rec = object.__new__(Recording)
         rec.trace = trace
         rec.wrt = self.wrt

@@ -139,7 +139,9 @@ class _Step:
 
 
 class _Template:
-    __slots__ = ("start", "ref", "shape", "f_steps", "sweep", "guards", "cuts", "returns", "token", "errstate")
+    # plans: (nodes, {key: plan by index}): the sweep plans of every recording it matches (Trace.shared_plans)
+    __slots__ = ("start", "ref", "shape", "f_steps", "sweep", "guards", "cuts", "returns", "token", "errstate",
+                 "plans")
 
     def matches(self, trace: Trace, ref: tuple, shape: tuple) -> bool:
         nodes = trace.nodes
@@ -188,6 +190,7 @@ class _Template:
             if step.errstate is not None:
                 trace.errstates[k] = step.errstate
         trace.cuts.extend(self.cuts[:max(0, _MAX_CUTS - len(trace.cuts))])
+        trace.shared_plans = self.plans
         return tuple(np.array(r[1]) if r[0] == "const" else
                      Tracer(vals[r[1]] if r[2] is None else vals[r[1]][r[2]], everything[r[1]], r[2], trace)
                      for r in self.returns)
@@ -222,6 +225,7 @@ def _make(trace: Trace, start: int, cuts_from: int, ref: tuple, shape: tuple, re
         return None
     tpl.token = errstate_token()
     tpl.errstate = np.geterr()
+    tpl.plans = (len(nodes), {})
     return tpl
 
 
@@ -278,6 +282,7 @@ def gradient(f: Callable, key: Any, trace: Trace, ref: tuple, shape: tuple, swee
     finally:
         trace.guards = None
     if tpl is not None:
+        trace.shared_plans = tpl.plans  # the outer sweeps' plans, made on this recording, serve the replays
         with _LOCK:
             _TEMPLATES.setdefault(fk, {})[key] = tpl
     return out

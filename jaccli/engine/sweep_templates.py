@@ -124,8 +124,12 @@ class _Step:
         """Whether f recorded `node` as it recorded this step (values aside: their kinds only)."""
         if node.prim is not self.prim or node.deps != self.deps or node.site != self.site or node.in_place:
             return False
-        if tuple((a, p.index, i) for a, p, i in node.parents) != self.parents:
+        parents = node.parents
+        if len(parents) != len(self.parents):
             return False
+        for (a, p, i), (b, q, j) in zip(parents, self.parents):
+            if a != b or p.index != q or i != j:
+                return False
         args = node.args
         if len(args) != len(self.args):
             return False

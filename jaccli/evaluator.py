@@ -688,14 +688,14 @@ def _symmetric_low_rank(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def _symmetric_outer(u: np.ndarray, v: np.ndarray) -> np.ndarray | None:
-    """u v (an n x 1 times a 1 x n) when it is symmetric already, u = c v^T entry for entry (the
-    Hessian of a softmax or logsumexp: c p p^T), else None.
+    """u v (an n x 1 times a 1 x n), to rounding, when it is symmetric in exact arithmetic: u = c v^T
+    entry for entry (the Hessian of a softmax or logsumexp: c p p^T); else None.
 
-    Then it is sigma w w^T with w = sqrt(|c|) v and sigma the sign of c: each entry is the product
-    of two entries of w, which is the same number in (i, j) and (j, i), so one pass gives an exactly
-    symmetric result in one pass, with no mean of the two triangles (P6's Hessian, n = 500: the
-    assembly took 240 us tiled, 190 us so). einsum forms each entry as one product whatever the
-    BLAS (a matrix product of inner size 1 may go through NumPy's own slow loop).
+    It is then sigma w w^T with w = sqrt(|c|) v and sigma the sign of c. Each entry is the product
+    of two entries of w, the same number in (i, j) and (j, i), so one pass gives an exactly
+    symmetric result with no mean of the two triangles (P6's Hessian, n = 500: the assembly took
+    240 us tiled, 190 us so). einsum forms each entry as one product whatever the BLAS (a matrix
+    product of inner size 1 may go through NumPy's own slow loop).
     """
     u, v = u[:, 0], v[0]
     nonzero = np.flatnonzero(v)

@@ -143,7 +143,7 @@ class _Step:
 
 
 class _Template:
-    # plans: (nodes, {key: plan by index}): the sweep plans of every recording it matches (Trace.shared_plans)
+    # plans: (node count, {key: plan by index}): the sweep plans of every recording it matches (Trace.shared_plans)
     __slots__ = ("start", "ref", "shape", "f_steps", "sweep", "guards", "cuts", "returns", "token", "errstate",
                  "plans")
 

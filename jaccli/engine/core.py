@@ -862,17 +862,31 @@ def plan_form(plan: Any) -> tuple:
     return tuple(n.index for n in plan[0]), plan[1], plan[2]
 
 
-def _plan_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> Plan:
-    """Nodes on some path from a differentiated input to the outputs, in reverse order."""
-    key = ("rev", tuple((n.index, i) for n, i in outputs), wrt_mask)
+def _cached_plan(trace: Trace, key: tuple, make: Callable, outputs: tuple, wrt_mask: int) -> Any:
+    """The plan under `key`: trace's own, else renewed from its shared plans (Trace.shared_plans),
+    else made by `make(trace, outputs, wrt_mask)` and shared."""
     plan = trace._plans.get(key)
     if plan is not None:
         return plan
     shared = _shared(trace, key)
     form = None if shared is None else shared.get(key)
     if form is not None:
-        plan = trace._plans[key] = renewed_plan(form, trace.nodes)
-        return plan
+        plan = renewed_plan(form, trace.nodes)
+    else:
+        plan = make(trace, outputs, wrt_mask)
+        if shared is not None:
+            shared[key] = plan_form(plan)
+    trace._plans[key] = plan
+    return plan
+
+
+def _plan_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> Plan:
+    """Nodes on some path from a differentiated input to the outputs, in reverse order."""
+    return _cached_plan(trace, ("rev", tuple((n.index, i) for n, i in outputs), wrt_mask), _make_reverse,
+                        outputs, wrt_mask)
+
+
+def _make_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> Plan:
     plan = _needed(trace, outputs, wrt_mask, frozenset())
     groups = shifts.candidates(plan)
     if groups:
@@ -880,9 +894,6 @@ def _plan_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> Plan:
         cut = frozenset(c.index for group in groups if shifts.cancelling(ordered, group, outputs) for c in group)
         if cut:
             plan = _needed(trace, outputs, wrt_mask, cut)
-    trace._plans[key] = plan
-    if shared is not None:
-        shared[key] = plan_form(plan)
     return plan
 
 
@@ -1023,15 +1034,11 @@ def _traced_rule(node: Node, argnum: int, retraced: tuple[Any, list]) -> Callabl
 
 def _plan_forward(trace: Trace, outputs: tuple, wrt_mask: int) -> tuple[list[Node], dict, frozenset]:
     """Nodes on a path from the seeded inputs to the outputs, in order, and each node's last use."""
-    key = ("fwd", tuple((n.index, i) for n, i in outputs), wrt_mask)
-    plan = trace._plans.get(key)
-    if plan is not None:
-        return plan
-    shared = _shared(trace, key)
-    form = None if shared is None else shared.get(key)
-    if form is not None:
-        plan = trace._plans[key] = renewed_plan(form, trace.nodes)
-        return plan
+    return _cached_plan(trace, ("fwd", tuple((n.index, i) for n, i in outputs), wrt_mask), _make_forward,
+                        outputs, wrt_mask)
+
+
+def _make_forward(trace: Trace, outputs: tuple, wrt_mask: int) -> tuple[list[Node], dict, frozenset]:
     reverse_order = _plan_reverse(trace, outputs, wrt_mask)
     order = reverse_order[::-1]
     last_use: dict[int, int] = {}
@@ -1040,11 +1047,7 @@ def _plan_forward(trace: Trace, outputs: tuple, wrt_mask: int) -> tuple[list[Nod
             last_use[parent.index] = pos
     for node, _ in outputs:
         last_use[node.index] = len(order)
-    plan = (order, last_use, reverse_order.cut)
-    trace._plans[key] = plan
-    if shared is not None:
-        shared[key] = plan_form(plan)
-    return plan
+    return order, last_use, reverse_order.cut
 
 
 def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple) -> list:

@@ -638,11 +638,12 @@ def _symmetric_from_structure(block: SparseBlock, rows: np.ndarray, dtype: np.dt
     entries are added symmetrically on top (see _symmetric_entries).
     """
     n = rows.size
+    in_order = bool((rows[1:] > rows[:-1]).all())  # rows holds each of 0..n-1 once: in order, they are 0..n-1
     if block.u is None:
         out = np.zeros((n, n), dtype=dtype)
     else:
         rank = block.rank
-        if (np.diff(rows) > 0).all():  # rows holds each of 0..n-1 once: in order, they are 0..n-1
+        if in_order:
             u = block.u.astype(dtype, copy=False)
         else:
             u = np.zeros((n, rank), dtype=dtype)
@@ -652,12 +653,20 @@ def _symmetric_from_structure(block: SparseBlock, rows: np.ndarray, dtype: np.dt
         if out is None:
             out = _symmetric_low_rank(u, v)
     entries = _symmetric_entries(block, rows)
-    if entries is not None:
-        r, c, sym = entries
-        if block.u is not None:
-            sym = out[r, c] + sym  # out is exactly symmetric, so out[c, r] gets the same number
-        out[r, c] = sym
-        out[c, r] = sym
+    if entries is None:
+        return out
+    r, c, sym = entries
+    if r is c:  # on the diagonal only: its strided view takes them in one pass, in place
+        diagonal = out.reshape(-1)[::n + 1]  # a view: out is a fresh contiguous array
+        if in_order:
+            diagonal += sym
+        else:
+            diagonal[r] += sym  # r holds each row once
+        return out
+    if block.u is not None:
+        sym = out[r, c] + sym  # out is exactly symmetric, so out[c, r] gets the same number
+    out[r, c] = sym
+    out[c, r] = sym
     return out
 
 
@@ -698,11 +707,13 @@ def _symmetric_outer(u: np.ndarray, v: np.ndarray) -> np.ndarray | None:
     product of inner size 1 may go through NumPy's own slow loop).
     """
     u, v = u[:, 0], v[0]
-    nonzero = np.flatnonzero(v)
-    if nonzero.size == 0:
+    if v.size == 0:
+        return None
+    first = int((v != 0).argmax())  # the first nonzero entry (argmax returns the first True)
+    if v[first] == 0:
         return None
     with np.errstate(all="ignore"):
-        c = u[nonzero[0]] / v[nonzero[0]]
+        c = u[first] / v[first]
         if not np.array_equal(u, c * v):  # (a NaN c, from an infinite v, is never equal)
             return None
         w = np.sqrt(abs(c)) * v
@@ -719,7 +730,8 @@ def _symmetric_entries(block: SparseBlock, rows: np.ndarray) -> tuple | None:
     if block.idx.size == 0:
         return None
     if block.idx.shape[1] == 1 and (block.idx[:, 0] == rows).all():
-        return rows, rows, block.val[:, 0]  # on the diagonal only (distinct rows): symmetric as it is
+        # On the diagonal only (distinct rows): symmetric as it is. (The same array twice says so.)
+        return rows, rows, block.val[:, 0]
     r = np.repeat(rows.astype(np.int64), block.idx.shape[1])
     key = r * n + block.idx.reshape(-1)
     order = np.argsort(key, kind="stable")

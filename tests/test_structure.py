@@ -290,6 +290,26 @@ def test_one_entry_per_row_plus_low_rank_is_symmetrised(order, where):
     assert_array_equal(out, out.T)
 
 
+@pytest.mark.parametrize("order", ["sorted", "permuted"])
+@pytest.mark.parametrize("low_rank", [False, True])
+def test_diagonal_entries_land_on_their_rows(order, low_rank):
+    # Seed k holds one entry, on the diagonal of its row rows[k]: added through the diagonal's view.
+    from jaccli.evaluator import _symmetric_from_structure
+
+    n = 37
+    rng = np.random.default_rng(11)
+    rows = np.arange(n) if order == "sorted" else rng.permutation(n)
+    val = rng.standard_normal((n, 1))
+    u, v = (rng.standard_normal((n, 1)), rng.standard_normal((1, n))) if low_rank else (None, None)
+    out = _symmetric_from_structure(SparseBlock((n, n), rows[:, None], val, u, v), rows, np.dtype(np.float64))
+    dense = np.zeros((n, n))
+    if low_rank:
+        dense[rows] = u @ v
+    dense[rows, rows] += val[:, 0]
+    assert_allclose(out, 0.5 * (dense + dense.T), rtol=1e-14, atol=1e-14)
+    assert_array_equal(out, out.T)
+
+
 @pytest.mark.parametrize("n, dtype", [(40, np.float64), (500, np.float64), (300, np.float32)])
 def test_softmax_cross_entropy_hessian_is_diag_p_minus_ppt_and_exactly_symmetric(n, dtype):
     z = (2.0 * np.random.default_rng(0).standard_normal(n)).astype(dtype)

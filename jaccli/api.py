@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -226,12 +227,13 @@ def _gradient_function(f: Callable, wrt_idx: tuple[int, ...], batch: bool, holde
             raise ValueError(f"hessian needs a function with a single scalar output, but f returns a tuple of "
                              f"{len(outs)} arrays; return one of them")
         out, ref = outs[0], refs[0]
-        shape = np.shape(out)
+        traced = type(out) is Tracer
+        shape = out.shape if traced else np.shape(out)
         if batch:
             if len(shape) not in (1, 2) or (len(shape) == 2 and shape[1] != 1):
                 raise ValueError(f"hessian with batch_axis=0 needs one scalar per sample (an output of shape "
                                  f"(B,) or (B, 1)), but f returns shape {shape}")
-        elif int(np.prod(shape)) != 1:
+        elif math.prod(shape) != 1:
             raise ValueError(f"hessian needs a scalar output, but f returns shape {shape}; pick one element "
                              "(e.g. lambda x: f(x)[0]) or reduce it (.sum()), or use batch_axis=0 for "
                              "per-sample Hessians")
@@ -240,7 +242,7 @@ def _gradient_function(f: Callable, wrt_idx: tuple[int, ...], batch: bool, holde
         holder["inner_connected"] = [[ref is not None and bool(ref[0].deps & n.deps) for n in in_nodes]]
         if ref is None:
             return tuple(np.zeros(np.shape(xs[k])) for k in wrt_idx)
-        dtype = np.result_type(out)
+        dtype = out.dtype if traced else np.result_type(out)
         seed = np.ones((1,) + shape, dtype=dtype if dtype.kind == "f" else float)
 
         def sweep() -> tuple:

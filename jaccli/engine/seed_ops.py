@@ -27,18 +27,18 @@ def _sum(a: SparseBlock, axis=None, dtype=None, out=None, keepdims=False, **kw):
     axes = tuple(sorted(int(x) % a.ndim for x in (axis if isinstance(axis, (tuple, list)) else (axis,))))
     if 0 in axes:
         return NotImplemented
-    coords = a._coords()
     inner_axes = [x - 1 for x in axes]
+    v = None if a.v is None else a.v.sum(axis=axes, keepdims=keepdims)  # v's axis 0 is the rank
+    if not keepdims and set(inner_axes) == set(range(len(a.inner))):  # one number per seed: no positions left
+        total = a.val.sum(axis=1)
+        return total if a.u is None else total + a.u @ v
+    coords = a._coords()
     if keepdims:
         new_inner = tuple(1 if i in inner_axes else n for i, n in enumerate(a.inner))
         kept = [np.zeros_like(c) if i in inner_axes else c for i, c in enumerate(coords)]
     else:
         new_inner = tuple(n for i, n in enumerate(a.inner) if i not in inner_axes)
         kept = [c for i, c in enumerate(coords) if i not in inner_axes]
-    v = None if a.v is None else a.v.sum(axis=axes, keepdims=keepdims)  # v's axis 0 is the rank
-    if not new_inner:
-        total = a.val.sum(axis=1)
-        return total if a.u is None else total + a.u @ v
     idx = np.ravel_multi_index(tuple(kept), new_inner) if a.idx.size else a.idx
     return a._with((a.shape[0],) + new_inner, idx, a.val, a.u, v)
 

@@ -355,3 +355,25 @@ def test_distinct_positions_are_counted_with_negative_ones_wrapped():
     assert not _distinct(np.array([3, 0, 3]), 4) and not _distinct(np.array([-1, 3]), 4)
     assert not _distinct(np.arange(5) % 4, 4)  # more positions than places
     assert _distinct(np.array([], dtype=np.intp), 0) and _distinct(np.array([2]), 4)
+
+
+@pytest.mark.parametrize("axis, keepdims", [(None, False), (1, False), (1, True), ((0, 1), False)])
+def test_the_one_cotangent_of_a_full_sum_is_spread_by_one_broadcast(axis, keepdims):
+    # On a recorded gradient (here of logsumexp over all five entries of a 1 x 5 array), the sum's
+    # cotangent is one number: it is broadcast over x's shape as it is, with no reshape first.
+    from jaccli import api
+
+    x = np.linspace(-1.0, 1.0, 5).reshape(1, 5)
+
+    def f(x):
+        return np.log(np.sum(np.exp(x), axis=axis, keepdims=keepdims))
+
+    rec = api._gradient_recording(f, (x,), (0,), False, False)
+    names = [n.prim.name for n in rec.trace.nodes]
+    assert names.count("broadcast_to") == 1
+    assert names.count("reshape") == 1  # the gradient's own, from the sweep's block to x's shape
+    assert names[-1] == "reshape"
+    H = np.asarray(jaccli.hessian(f, x)).reshape(5, 5)
+    p = np.exp(x.ravel()) / np.exp(x).sum()
+    assert_allclose(H, np.diag(p) - np.outer(p, p), rtol=1e-14, atol=1e-16)
+    assert_array_equal(H, H.T)

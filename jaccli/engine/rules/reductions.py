@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..registry import family, primitive, register, register_derived
-from ..seeds import broadcast_block
+from ..seeds import SparseBlock, broadcast_block
 from ..tracer import FUNCTION_HANDLERS, UFUNC_HANDLERS, Tracer, guarded, primal
-from ._util import along, axis_index, dtype_of, norm_axes, shift
+from ._util import along, axis_index, dtype_of, norm_axes, shape_of, shift
 from .indexing import gather, scatter_flat
 
 family("reductions")
@@ -19,7 +21,12 @@ def _kept_shape(shape: tuple, axes: tuple) -> tuple:
 
 def _spread(g, kept: tuple, shape: tuple):
     """A block of reduced cotangents, broadcast back over the reduced axes."""
-    k = np.shape(g)[0]
+    gshape = shape_of(g)
+    k = gshape[0]
+    if k == 1 and type(g) is not SparseBlock and math.prod(gshape) == 1:
+        # One number (a gradient's cotangent of a full sum): broadcast as it is, whatever its
+        # axes; a reshape first would be one more operation on a recorded gradient.
+        return np.broadcast_to(g, (1,) + tuple(shape))
     return broadcast_block(np.reshape(g, (k,) + kept), (k,) + tuple(shape))
 
 

@@ -657,7 +657,7 @@ def _symmetric_from_structure(block: SparseBlock, rows: np.ndarray, dtype: np.dt
         return out
     r, c, sym = entries
     if r is c:  # on the diagonal only: its strided view takes them in one pass, in place
-        diagonal = out.reshape(-1)[::n + 1]  # a view: out is a fresh contiguous array
+        diagonal = np.einsum("ii->i", out)  # a writable view of the diagonal, whatever out's layout
         if in_order:
             diagonal += sym
         else:

@@ -11,6 +11,7 @@ import numpy as np
 from .engine import sweep_templates
 from .engine.core import attributed_to, definition_site, reverse
 from .engine.recording import Recording, call_traced, primal_nested
+from .engine.rules._util import dtype_of, shape_of
 from .engine.seeds import dense
 from .engine.tracer import Tracer
 from .errors import StrictModeError
@@ -227,8 +228,7 @@ def _gradient_function(f: Callable, wrt_idx: tuple[int, ...], batch: bool, holde
             raise ValueError(f"hessian needs a function with a single scalar output, but f returns a tuple of "
                              f"{len(outs)} arrays; return one of them")
         out, ref = outs[0], refs[0]
-        traced = type(out) is Tracer
-        shape = out.shape if traced else np.shape(out)
+        shape = shape_of(out)
         if batch:
             if len(shape) not in (1, 2) or (len(shape) == 2 and shape[1] != 1):
                 raise ValueError(f"hessian with batch_axis=0 needs one scalar per sample (an output of shape "
@@ -242,7 +242,7 @@ def _gradient_function(f: Callable, wrt_idx: tuple[int, ...], batch: bool, holde
         holder["inner_connected"] = [[ref is not None and bool(ref[0].deps & n.deps) for n in in_nodes]]
         if ref is None:
             return tuple(np.zeros(np.shape(xs[k])) for k in wrt_idx)
-        dtype = out.dtype if traced else np.result_type(out)
+        dtype = dtype_of(out)
         seed = np.ones((1,) + shape, dtype=dtype if dtype.kind == "f" else float)
 
         def sweep() -> tuple:

@@ -168,6 +168,18 @@ def test_jacobian_of_robot_arm_matches_closed_form(runner, inputs):
     assert result.stderr == ""
 
 
+def test_a_function_file_whose_helper_module_builds_arrays_from_lists(runner, tmp_path):
+    # The robot arm split over two files: np.array([...]) of traced values in the sibling module.
+    write(tmp_path, "arm_geometry.py", "import numpy as np\n\ndef tip(q):\n"
+                                        "    return np.array([np.cos(q[0]) + np.cos(q[0] + q[1]), "
+                                        "np.sin(q[0]) + np.sin(q[0] + q[1])])\n")
+    func = write(tmp_path, "arm.py", "from arm_geometry import tip\n\ndef f(q):\n    return tip(q)\n")
+    result = invoke(runner, "jacobian", func, "[0.3, 0.5]", "--format", "json")
+    a, b = 0.3, 0.8
+    expected = [[-np.sin(a) - np.sin(b), -np.sin(b)], [np.cos(a) + np.cos(b), np.cos(b)]]
+    assert_allclose(next(iter(report(result)["blocks"].values()))["data"], expected, rtol=1e-14)
+
+
 def test_jacobian_plain_text_in_pipes_is_one_matrix_row_per_line(runner, inputs):
     result = invoke(runner, "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "--precision", "17")
     assert result.exit_code == 0 and result.stderr == ""

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+import importlib.util
 import inspect
 import math
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -188,6 +190,125 @@ def test_numpy_seen_through_f_keeps_its_types_constants_and_ufunc_methods(user_m
     """)
     x = np.array([0.7, -1.3, 0.4])
     np.testing.assert_allclose(jacobian(module.f, x), central_diff(module.f, x), rtol=1e-7, atol=1e-8)
+
+
+def _both_modes_match_differences(f, x):
+    for mode in ("reverse", "forward"):
+        np.testing.assert_allclose(jaccli.jacobian(f, x, mode=mode), central_diff(f, x), rtol=1e-7, atol=1e-8)
+
+
+def test_lists_in_the_users_helper_modules_are_traced_arrays_too(user_module):
+    # Before: np.array([...]) of traced values in a module f's module imports raised a tracing error.
+    deep = user_module("""
+        import numpy as np
+
+        def pair(x):
+            return np.array([x[2], x[0] * x[1]])
+    """, "helper_deep")
+    helper = user_module("""
+        import numpy as np
+        import helper_deep
+
+        def build(x):
+            return np.array([2.0 * x[0], np.sin(x[1])]) + helper_deep.pair(x)
+    """, "helper_mid")
+    classes = user_module("""
+        import numpy as np
+
+        class Model:
+            def __call__(self, x):
+                return np.asarray([np.max([x[0], x[2]]), np.linalg.norm([x[1], 1.0])])
+    """, "helper_classes")
+    user = user_module("""
+        import numpy as np
+        from helper_mid import build
+        from helper_classes import Model
+
+        def f(x):
+            return np.concatenate([build(x), Model()(x)])
+    """, "user_main")
+    _both_modes_match_differences(user.f, np.array([0.7, -1.3, 0.4]))
+    assert helper.np is np and deep.np is np and classes.np is np  # each module's numpy is put back
+
+
+def test_numpy_functions_imported_by_name_see_lists_of_traced_values(user_module):
+    user = user_module("""
+        from numpy import array, max as largest, sin
+        from numpy.linalg import norm
+        from numpy import linalg
+
+        def f(x):
+            return array([largest([x[0], x[1] ** 2]), norm([x[0], x[2]]), linalg.norm([x[1], 2.0]), sin(x[2])])
+    """)
+    _both_modes_match_differences(user.f, np.array([0.7, -1.3, 0.4]))
+    assert (user.array, user.largest, user.norm, user.linalg, user.sin) == \
+        (np.array, np.max, np.linalg.norm, np.linalg, np.sin)
+
+
+def test_a_closure_reaches_the_module_it_closes_over(user_module):
+    helper = user_module("""
+        import numpy as np
+
+        def loss(x, data):
+            return np.array([np.sum(data * x), x[0] * x[1]])
+    """, "helper_closed")
+    data = np.array([1.0, 2.0, 3.0])
+
+    def make():
+        mod = helper  # a module held in a closure cell, as after a local import
+        return lambda x: mod.loss(x, data)
+
+    _both_modes_match_differences(make(), np.array([0.7, -1.3, 0.4]))
+
+
+def test_helper_modules_are_put_back_when_f_raises(user_module):
+    helper = user_module("""
+        import numpy as np
+
+        def build(x):
+            return np.array([x[0], x[1]])
+    """, "helper_raising")
+    user = user_module("""
+        import helper_raising
+
+        def f(x):
+            helper_raising.build(x)
+            raise ValueError("bad shape")
+    """, "user_raising")
+    with pytest.raises(ValueError, match="bad shape"):
+        jaccli.jacobian(user.f, np.ones(3))
+    assert helper.np is np
+
+
+def test_installed_packages_and_the_standard_library_are_not_swapped(user_module, tmp_path, monkeypatch):
+    from jaccli.engine import core, intercept
+
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.setattr(core, "_LIBRARY_DIRS", core._LIBRARY_DIRS + (str(site),))
+    (site / "installed_pack.py").write_text("import numpy as np\n\ndef pack(x):\n    return np.array([x[0], x[1]])\n")
+    spec = importlib.util.spec_from_file_location("installed_pack", site / "installed_pack.py")
+    installed = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "installed_pack", installed)
+    spec.loader.exec_module(installed)
+    helper = user_module("import numpy as np\n", "helper_plain")
+    user = user_module("""
+        import json
+        import numpy as np
+        import scipy.special
+        import helper_plain
+        import installed_pack
+    """, "user_reaching")
+    reached = intercept.user_globals(user.__dict__)
+    assert [g["__name__"] for g in reached] == ["user_reaching", "helper_plain"]
+    assert reached[1] is helper.__dict__
+
+    def f(x):
+        return installed.pack(x) * x[2]
+
+    with pytest.raises(TracingError, match="np.stack"):
+        Recording(f, [np.array([0.1, 0.2, 0.3])], [0])
+    assert installed.np is np
 
 
 # ---------------------------------------------------------------------------

@@ -176,15 +176,21 @@ def _code_kind(code: Any) -> int:
     """_INTERNAL for jaccli and NumPy, _LIBRARY for other installed code, _USER for the rest; cached."""
     kind = _INTERNAL_CODE.get(code)
     if kind is None:
-        filename = code.co_filename
-        if filename.startswith(_PACKAGE_DIR) or _is_numpy_file(filename):
-            kind = _INTERNAL
-        elif filename.startswith(_LIBRARY_DIRS) or filename.startswith("<frozen"):
-            kind = _LIBRARY
-        else:
-            kind = _USER
-        _INTERNAL_CODE[code] = kind
+        kind = _INTERNAL_CODE[code] = _file_kind(code.co_filename)
     return kind
+
+
+def _file_kind(filename: str) -> int:
+    if filename.startswith(_PACKAGE_DIR) or _is_numpy_file(filename):
+        return _INTERNAL
+    if filename.startswith(_LIBRARY_DIRS) or filename.startswith("<frozen"):
+        return _LIBRARY
+    return _USER
+
+
+def is_users_file(filename: str) -> bool:
+    """Whether a source file is the user's: not jaccli's, NumPy's, the standard library's or an installed package's."""
+    return _file_kind(filename) == _USER
 
 
 def is_internal(code: Any) -> bool:

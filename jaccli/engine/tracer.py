@@ -400,12 +400,12 @@ class Tracer:
             module = unswapped.rsplit(".", 1)[0]
             raise TracingError(
                 f"{unswapped} here is the package's own function, which takes the traced value out of jaccli's "
-                f"recording: jaccli stands in for it in f's own module and as {unswapped}, not where it was "
-                f"imported by name into another module; write `import {module}` there and call "
-                f"{unswapped}(...)", user_site(2))
-        raise _escape("converting to a plain NumPy array (np.array/np.asarray of a traced value outside f's own "
-                      "module, a list holding traced values where jaccli cannot see it, or writing a traced "
-                      "value into an array made with np.zeros/np.empty)",
+                f"recording: jaccli stands in for it as {unswapped} and where f's module or your modules it "
+                f"imports name it, not where an installed package (or a module f's module does not import) "
+                f"imported it by name; write `import {module}` there and call {unswapped}(...)", user_site(2))
+        raise _escape("converting to a plain NumPy array (np.array/np.asarray of a traced value in an installed "
+                      "package or a module f's module does not import, a list holding traced values where jaccli "
+                      "cannot see it, or writing a traced value into an array made with np.zeros/np.empty)",
                       "build arrays from the input with np.stack([...]), np.concatenate or np.zeros_like(x), "
                       "then assign into those")
 

@@ -1,0 +1,318 @@
+"""What f's modules see while f runs: NumPy's names that lift lists of traced values first.
+
+np.array([traced, ...]) cannot be intercepted by NumPy's protocols, nor can np.max([a, b]) or
+np.linalg.norm([dx, dy]), where NumPy converts the list before any dispatch. While f runs, the
+names bound to numpy (the module, numpy.linalg, or a function imported by name) in f's globals,
+and in the globals of the user's own modules that f's module reaches, point to proxies that
+handle them. Installed packages, the standard library and jaccli are left as they are.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import types
+from typing import Any, Callable
+
+import numpy as np
+
+from .core import is_users_file
+from .tracer import FUNCTION_SWAPS, OPTIONAL_RULES, Tracer, _holds_sequence, _needs_lifting, holds_tracer, lift, \
+    lift_args, primal
+
+
+def _array(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+    if type(obj) is Tracer and kwargs.get("copy", True) is not False:
+        return np.copy(obj)  # np.array copies: writing into the result must not change obj
+    if holds_tracer(obj):
+        if dtype is not None and np.dtype(dtype).kind not in "fc":
+            return np.array(primal_nested(obj), dtype, *args, **kwargs)
+        return lift(obj)
+    return np.array(obj, dtype, *args, **kwargs)
+
+
+def _asarray(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+    if holds_tracer(obj):
+        return _array(obj, dtype)
+    return np.asarray(obj, dtype, *args, **kwargs)
+
+
+def _full(shape: Any, fill_value: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+    """np.full with a traced fill value: that value broadcast over a fresh (writable) array."""
+    if not holds_tracer(fill_value) or (dtype is not None and np.dtype(dtype).kind not in "fc"):
+        return np.full(shape, primal_nested(fill_value), dtype, *args, **kwargs)
+    value = lift(fill_value)
+    return np.zeros(shape, dtype=dtype or value.dtype) + np.broadcast_to(value, shape)
+
+
+def primal_nested(obj: Any) -> Any:
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(primal_nested(o) for o in obj)
+    return primal(obj)
+
+
+def _lifting(fn: Callable) -> Callable:
+    """fn, with lists and tuples that hold traced values made traced arrays first."""
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if _needs_lifting(fn, args, kwargs):
+            args, kwargs = lift_args(fn, args, kwargs)
+        return fn(*args, **kwargs)
+    return call
+
+
+class _UfuncProxy:
+    """A ufunc whose call and methods (reduce, outer, ...) lift lists of traced values first."""
+
+    __slots__ = ("_ufunc", "_methods")
+
+    def __init__(self, ufunc: np.ufunc) -> None:
+        self._ufunc = ufunc
+        self._methods: dict[str, Any] = {}  # name -> the lifting wrapper, made on first use
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _holds_sequence(args):
+            args, kwargs = lift_args(self._ufunc, args, kwargs)
+        return self._ufunc(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        wrapped = self._methods.get(name)
+        if wrapped is None:
+            attr = getattr(self._ufunc, name)
+            if not callable(attr) or isinstance(attr, type):
+                return attr
+            wrapped = self._methods[name] = _lifting(attr)
+        return wrapped
+
+    def __repr__(self) -> str:
+        return repr(self._ufunc)
+
+
+class _NumpyProxy(types.ModuleType):
+    """A module as f sees it while it runs: its functions lift lists of traced values first.
+
+    Everything else (types such as np.ndarray and np.float64, constants, other modules) is
+    NumPy's own object. What a name resolves to is kept after its first use.
+    """
+
+    def __init__(self, module: types.ModuleType, overrides: dict) -> None:
+        super().__init__(module.__name__)
+        self.__dict__.update(overrides)
+        self.__dict__["_module"] = module
+
+    def __getattr__(self, name: str) -> Any:
+        obj = getattr(self.__dict__["_module"], name)
+        if obj is np.linalg:
+            wrapped: Any = LINALG_PROXY
+        elif isinstance(obj, np.ufunc):
+            wrapped = _UfuncProxy(obj)
+        elif callable(obj) and not isinstance(obj, type):
+            wrapped = _lifting(obj)
+        else:
+            wrapped = obj
+        self.__dict__[name] = wrapped
+        return wrapped
+
+
+LINALG_PROXY = _NumpyProxy(np.linalg, {})
+NUMPY_PROXY = _NumpyProxy(np, {"array": _array, "asarray": _asarray, "asanyarray": _asarray,
+                               "ascontiguousarray": _asarray, "full": _full})
+
+
+def _stand_in(v: Any) -> Any:
+    """What stands in for v while f runs (None: v stays): the proxies for the numpy module and
+    numpy.linalg, the proxies' functions for NumPy's functions imported by name (`from numpy import
+    array`), jaccli's version of an optional package's function (SciPy's logsumexp, ...)."""
+    if type(v) is types.ModuleType:
+        return NUMPY_PROXY if v is np else LINALG_PROXY if v is np.linalg else None
+    if isinstance(v, np.ufunc) or (callable(v) and not isinstance(v, type)
+                                   and str(getattr(v, "__module__", "")).startswith("numpy")):
+        name = getattr(v, "__name__", None)
+        if type(name) is str and not name.startswith("_"):
+            for module, proxy in ((np, NUMPY_PROXY), (np.linalg, LINALG_PROXY)):
+                if getattr(module, name, None) is v:
+                    return getattr(proxy, name)
+    for _, _, original, replacement in FUNCTION_SWAPS:
+        if v is original:
+            return replacement
+    return None
+
+
+_NAMES_CACHE: dict[tuple, tuple[int, int, list[tuple[str, Any, Any]]]] = {}
+
+
+def _swaps_in(glb: dict) -> list[tuple[str, Any, Any]]:
+    """(name, value, replacement) for the names of a globals dict to swap while f runs (see
+    `_stand_in`); rescanned when the dict changes size or more replacements are installed."""
+    key = (id(glb), glb.get("__name__"), glb.get("__file__"))
+    cached = _NAMES_CACHE.get(key)
+    if cached is not None and cached[0] == len(glb) and cached[1] == len(FUNCTION_SWAPS) \
+            and all(glb.get(k) is v for k, v, _ in cached[2]):
+        return cached[2]
+    # Called only while no recording has swapped glb's names (intercept_numpy counts its users).
+    swaps = []
+    for k, v in list(glb.items()):
+        replacement = _stand_in(v)
+        if replacement is not None:
+            swaps.append((k, v, replacement))
+    _NAMES_CACHE[key] = (len(glb), len(FUNCTION_SWAPS), swaps)
+    return swaps
+
+
+# ---------------------------------------------------------------------------
+# The user's modules: f's own, and those its module reaches through names it binds
+# ---------------------------------------------------------------------------
+_MAX_MODULES = 64  # a module importing a large tree of the user's own: the first ones are enough
+
+
+_USERS: dict[tuple, bool] = {}
+
+
+def _is_users(glb: dict) -> bool:
+    """glb is the globals dict of a module from a .py file of the user's (core.is_users_file)."""
+    path = glb.get("__file__")
+    if type(path) is not str or not path.endswith(".py"):
+        return False
+    key = (id(glb), path)
+    known = _USERS.get(key)
+    if known is None:
+        known = _USERS[key] = is_users_file(os.path.abspath(path))
+    return known
+
+
+def _globals_of(v: Any) -> dict | None:
+    """The globals dict of the module that a module, function, method, partial or class comes from."""
+    kind = type(v)
+    if kind is types.ModuleType:
+        return v.__dict__
+    if kind is types.FunctionType:
+        return v.__globals__
+    if kind is types.MethodType:
+        return _globals_of(v.__func__)
+    if kind is functools.partial:
+        return _globals_of(v.func)
+    if isinstance(v, type):
+        # Its methods' globals: a module loaded from a file (the command line's) may not be in sys.modules.
+        for attr in vars(v).values():
+            if type(attr) in (staticmethod, classmethod, property):
+                attr = getattr(attr, "__func__", None) or getattr(attr, "fget", None)
+            if type(attr) is types.FunctionType:
+                return attr.__globals__
+    return None
+
+
+_REACHED: dict[int, tuple[int, Any, tuple[tuple[dict, int], ...]]] = {}
+
+
+def user_globals(glb: dict) -> tuple[dict, ...]:
+    """glb, then the globals of the user's modules that glb reaches: modules it imports, and the
+    modules of the functions and classes it imports by name, and so on from theirs.
+
+    Cached per dict; found again when glb or a module found changes size (new names bound)."""
+    cached = _REACHED.get(id(glb))
+    if cached is not None and cached[0] == len(glb) and cached[1] == glb.get("__file__"):
+        helpers = cached[2]
+        if not helpers:
+            return (glb,)
+        if all(len(g) == n for g, n in helpers):
+            return (glb,) + tuple(g for g, _ in helpers)
+    found, seen, k = [glb], {id(glb)}, 0
+    while k < len(found) and len(found) < _MAX_MODULES:
+        for v in list(found[k].values()):
+            g = _globals_of(v)
+            if g is not None and id(g) not in seen:
+                seen.add(id(g))
+                if _is_users(g):
+                    found.append(g)
+        k += 1
+    # The helpers only: the cache must not keep f's own module alive.
+    _REACHED[id(glb)] = (len(glb), glb.get("__file__"), tuple((g, len(g)) for g in found[1:_MAX_MODULES]))
+    return tuple(found[:_MAX_MODULES])
+
+
+def callable_globals(f: Callable) -> tuple[dict, ...]:
+    """The globals to swap while f runs: f's module's (a function's, a method's, a partial's, or a
+    callable object's class's) and the user's modules reached from there or from f's closure."""
+    glb = getattr(f, "__globals__", None)  # a function or method, or a wrapper that gives its function's
+    if type(glb) is not dict:
+        glb = _globals_of(f)
+        if glb is None and not isinstance(f, type):
+            glb = _globals_of(type(f))  # an object with __call__: its class's module, if the user's
+            if glb is not None and not _is_users(glb):
+                glb = None
+    if glb is None:
+        return ()
+    globs = user_globals(glb)
+    cells = getattr(f, "__closure__", None)
+    if cells and _is_users(glb):  # lambda x: helper.loss(x, data), helper imported locally (jaccli's own
+        have = {id(g) for g in globs}  # wrappers, such as the Hessian's gradient, call f by its own name)
+        for cell in cells:
+            try:
+                g = _globals_of(cell.cell_contents)
+            except ValueError:  # a cell not yet filled
+                continue
+            if g is not None and id(g) not in have and _is_users(g):
+                more = tuple(h for h in user_globals(g) if id(h) not in have)
+                have.update(id(h) for h in more)
+                globs += more
+    return globs
+
+
+# Module globals whose names are swapped: id(globals) -> [users, swaps]. Counted, so that the swaps
+# stay while any thread (or an outer recording) still runs one of the modules.
+_SWAPPED: dict[int, list] = {}
+# Users of the optional packages' functions swapped in their own modules (scipy.special.logsumexp).
+_MODULE_USERS = [0]
+_SWAP_LOCK = threading.Lock()
+
+
+class intercept_numpy:  # noqa: N801 - used as a context manager, like contextlib's
+    """While f runs, let `np.array([...traced...])` in f's module and in the user's modules it
+    reaches (`user_globals`) build a traced array, and let the optional packages' functions that
+    jaccli replaces (scipy.special.logsumexp, ...) see traced values.
+
+    The replacements pass everything else through to NumPy (or the package), so plain code that
+    runs meanwhile (in another thread) computes as before. (A class, not a generator: every
+    recording enters one.)
+    """
+
+    __slots__ = ("globs", "modules", "entries")
+
+    def __init__(self, f: Callable) -> None:
+        self.globs = callable_globals(f)
+
+    def __enter__(self) -> None:
+        for install in OPTIONAL_RULES:
+            install(None)  # rules for packages f's module imported (scipy.special), installed once
+        modules = self.modules = bool(FUNCTION_SWAPS)
+        with _SWAP_LOCK:
+            if modules:
+                _MODULE_USERS[0] += 1
+                for module, name, _, replacement in FUNCTION_SWAPS:  # some may be new since the first user
+                    setattr(module, name, replacement)
+            entries = []
+            for glb in self.globs:
+                entry = _SWAPPED.get(id(glb))
+                if entry is None:
+                    entry = _SWAPPED[id(glb)] = [0, _swaps_in(glb)]
+                    for k, _, replacement in entry[1]:
+                        glb[k] = replacement
+                entry[0] += 1
+                entries.append(entry)
+            self.entries = entries
+
+    def __exit__(self, *exc: Any) -> None:
+        with _SWAP_LOCK:
+            for glb, entry in zip(self.globs, self.entries):
+                entry[0] -= 1
+                if entry[0] == 0:
+                    del _SWAPPED[id(glb)]
+                    for k, value, _ in entry[1]:
+                        glb[k] = value
+            if self.modules:
+                _MODULE_USERS[0] -= 1
+                if _MODULE_USERS[0] == 0:
+                    for module, name, original, replacement in FUNCTION_SWAPS:
+                        if getattr(module, name, None) is replacement:
+                            setattr(module, name, original)

@@ -313,6 +313,19 @@ def test_help_and_version_into_a_full_stdout_are_exit_4_in_one_line(tmp_path, ar
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("printing", ["print('step 1')", "print('step 1', file=sys.stderr)",
+                                      "sys.stderr.write('step 1')"])
+def test_the_function_printing_into_a_full_stderr_is_exit_4_and_writes_nothing(tmp_path, printing):
+    # Before: exit 3, as if f had failed; a full disk is exit 4 wherever jaccli's output goes.
+    (tmp_path / "p.py").write_text(f"import sys\n\ndef f(x):\n    {printing}\n    sys.stderr.flush()\n"
+                                   "    return x ** 2\n")
+    np.save(tmp_path / "x.npy", np.array([1.0, 2.0]))
+    done = _into_dev_full(["jacobian", "p.py", "x.npy", "-o", "J.npy"], tmp_path, stream="stderr")
+    assert (done.returncode, done.stdout) == (4, "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.py", "x.npy"]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 @pytest.mark.parametrize("args, code", [
     (["jacobian", "-e", "x ** 2", "missing.npy"], 2),  # the error being reported keeps its code
     (["jacobian", "-e", "x ** 2", "[1, 2]", "--stats"], 4),  # a note that cannot be written: the disk is full

@@ -46,6 +46,7 @@ from jaccli.errors import (
     EXIT_RESOURCE,
     EXIT_USAGE,
     JaccliError,
+    ResourceLimitError,
     UserFunctionError,
 )
 
@@ -153,8 +154,37 @@ def user_code_output() -> Iterator[None]:
     Both Python's ``print`` (sys.stdout) and what is written below it, to file descriptor 1
     (``os.write(1, ...)``, a subprocess, a C library), which points at stderr meanwhile.
     """
-    with _descriptor_1_to_stderr(), contextlib.redirect_stdout(sys.stderr):
+    stream = _FullDiskAware(sys.stderr)
+    with _descriptor_1_to_stderr(), contextlib.redirect_stdout(stream), contextlib.redirect_stderr(stream):
         yield
+
+
+class _FullDiskAware:
+    """A text stream (stderr) whose writes fail on a full disk as jaccli's own writes there do: exit 4
+    ("cannot write stderr: the disk is full"), not a failure of the user's function (exit 3)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as error:
+            raise _full_disk_or(error) from error
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as error:
+            raise _full_disk_or(error) from error
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _full_disk_or(error: OSError) -> Exception:
+    reported = write_error("stderr", error)
+    return reported if isinstance(reported, ResourceLimitError) else error
 
 
 _STDOUT_FD, _STDERR_FD = 1, 2

@@ -74,8 +74,10 @@ def _mask_of(node: core.Node) -> np.ndarray:
 
 
 def kink_masks(rec: Recording) -> dict[int, np.ndarray]:
-    """Node index -> boolean kink mask (in the op's output shape), for every connected op with kinks."""
-    return {n.index: _mask_of(n) for n in rec.trace.nodes if n.prim.kink is not None and n.deps}
+    """Node index -> boolean kink mask (in the op's output shape), for every op with kinks that a
+    derivative goes through (`Recording.swept`: not a shift that cancels out of the outputs)."""
+    swept = rec.swept()
+    return {n.index: _mask_of(n) for n in rec.trace.nodes if n.prim.kink is not None and n.index in swept}
 
 
 def find_kinks(rec: Recording) -> list[Kink]:

@@ -212,6 +212,22 @@ def test_no_kinks_away_from_them():
     assert find_kinks(Recording(kinked, (np.array([0.5, 2.0, -3.0]),), (0,))) == []
 
 
+def test_a_tie_in_a_shift_that_cancels_is_no_kink_but_the_same_max_elsewhere_is():
+    # Before: logsumexp's max shift at a tie was listed, though f is smooth there and no
+    # derivative goes through the max.
+    def logsumexp(z):
+        c = np.max(z)
+        return c + np.log(np.sum(np.exp(z - c))) - z[1]
+
+    def largest(z):
+        c = np.max(z)
+        return c + np.sum(np.exp(z - c))  # c does not cancel: its tie is a convention
+
+    z = np.array([1.0, 2.0, 2.0, -1.0])
+    assert find_kinks(Recording(logsumexp, (z,), (0,))) == []
+    assert [(k.op, k.count) for k in find_kinks(Recording(largest, (z,), (0,)))] == [("np.max", 1)]
+
+
 def test_every_operation_a_hessian_records_belongs_to_a_line_of_the_users_function(user_file):
     # The gradient's own operations (recorded by the rules, their makers, and the sums of
     # cotangents) are what a NaN report or an error points at: each must name the user's line.

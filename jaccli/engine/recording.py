@@ -248,6 +248,19 @@ class Recording:
             return None
         return next(((name, site) for deps, name, site in self.trace.cuts if deps & bit), None)
 
+    def swept(self) -> set[int]:
+        """Indices of the nodes a reverse sweep from some output visits: those on a path from a
+        differentiated input to an output. A shift that cancels out of every output (the max in
+        logsumexp's c + log(sum(exp(z - c)))) is not on one: no derivative goes through it."""
+        wrt_mask = 0
+        for node in self.in_nodes:
+            wrt_mask |= node.deps
+        out: set[int] = set()
+        for ref in self.out_refs:
+            if ref is not None:
+                out.update(n.index for n in _plan_reverse(self.trace, (ref,), wrt_mask))
+        return out
+
     def elementwise(self, i: int, j: int) -> bool:
         """Whether output i is an elementwise function of input j, which makes d out_i / d in_j diagonal.
 

@@ -6,15 +6,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "grad", "record_once", "Jacobian", "Hessian",
+__all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp", "grad", "record_once", "Jacobian", "Hessian",
            "__version__"]
 
 # Imported on first use, so that `jaccli --version` and `--help` do not pay for NumPy and the engine.
-_LAZY = {"jacobian": "api", "hessian": "api", "vjp": "api", "jvp": "api", "hvp": "api", "grad": "api",
+_LAZY = {"jacobian": "api", "hessian": "api", "vjp": "api", "jvp": "api", "hvp": "api", "vhp": "api", "grad": "api",
          "record_once": "replay", "Jacobian": "lazy", "Hessian": "lazy"}
 
 if TYPE_CHECKING:
-    from .api import grad, hessian, hvp, jacobian, jvp, vjp
+    from .api import grad, hessian, hvp, jacobian, jvp, vhp, vjp
     from .lazy import Hessian, Jacobian
     from .replay import record_once
 

@@ -20,7 +20,7 @@ from .evaluator import MODES, Evaluator, HessianEvaluator, check_batch_independe
 from .lazy import Hessian, Jacobian
 from .replay import RecordOnce, record_once
 
-__all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "grad", "record_once"]
+__all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp", "grad", "record_once"]
 
 
 # ---------------------------------------------------------------------------
@@ -426,6 +426,19 @@ def jvp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_grap
     return _value(rec), (tuple(res) if rec.out_is_tuple else res[0])
 
 
+def _gradient_product(f: Callable, inputs: Any, v: Any, wrt: Any, create_graph: bool, reverse: bool) -> tuple:
+    """``(f(inputs), product)``: one sweep over f's recorded gradient seeded with v, forward (H v) or
+    reverse (v^T H)."""
+    args, inputs_is_tuple = _as_args(inputs)
+    wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
+    rec = _gradient_recording(f, args, wrt_idx, create_graph, False)
+    vs = _check_v(v, [rec.in_shape(j) for j in range(len(wrt_idx))], "input", "the input's shape")
+    seeds = [vk[None] for vk in vs]
+    outs = rec.vjp(seeds) if reverse else rec.jvp(seeds)
+    res = [_shaped(t, rec.inputs[k]) for t, k in zip(outs, wrt_idx)]
+    return rec.kept_value("value"), (tuple(res) if in_tuple else res[0])
+
+
 def hvp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_graph: bool = False) -> tuple:
     """``(f(inputs), H v)`` for scalar f: one forward sweep over the recorded gradient.
 
@@ -433,13 +446,19 @@ def hvp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_grap
     >>> jaccli.hvp(lambda x: (x ** 3).sum(), np.array([1.0, 2.0]), np.array([1.0, 1.0]))[1]
     array([ 6., 12.])
     """
-    args, inputs_is_tuple = _as_args(inputs)
-    wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
-    rec = _gradient_recording(f, args, wrt_idx, create_graph, False)
-    vs = _check_v(v, [rec.in_shape(j) for j in range(len(wrt_idx))], "input", "the input's shape")
-    outs = rec.jvp([vk[None] for vk in vs])
-    res = [_shaped(t, rec.inputs[k]) for t, k in zip(outs, wrt_idx)]
-    return rec.kept_value("value"), (tuple(res) if in_tuple else res[0])
+    return _gradient_product(f, inputs, v, wrt, create_graph, reverse=False)
+
+
+def vhp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_graph: bool = False) -> tuple:
+    """``(f(inputs), v^T H)`` for scalar f: one reverse sweep over the recorded gradient
+    (reverse over reverse, as torch.autograd.functional.vhp). H is symmetric where f is twice
+    continuously differentiable, so this equals `hvp`'s H v; `hvp`'s forward sweep is the cheaper one.
+
+    >>> import numpy as np, jaccli
+    >>> jaccli.vhp(lambda x: x[0] ** 2 * x[1], np.array([1.0, 2.0]), np.array([1.0, 0.0]))[1]
+    array([4., 2.])
+    """
+    return _gradient_product(f, inputs, v, wrt, create_graph, reverse=True)
 
 
 def grad(f: Callable, inputs: Any, *, wrt: Any = None, create_graph: bool = False) -> Any:

@@ -77,6 +77,22 @@ def test_hvp_over_tuple_inputs(rng):
     assert_allclose(pb, 2 * a * va, **EXACT)
 
 
+def test_vhp_is_v_times_the_hessian_by_a_reverse_sweep(rng):
+    a, b, va, vb = (rng.normal(size=3) for _ in range(4))
+    f = lambda a, b: (a * a * b).sum() + np.sin(a[0]) * b[2]  # noqa: E731
+    value, (pa, pb) = jaccli.vhp(f, (a, b), (va, vb))
+    assert_allclose(value, f(a, b), **EXACT)
+    # v^T H with H = [[diag(2b) - sin(a0) b2 e0 e0^T, diag(2a) + cos(a0) e0 e2^T], [its transpose, 0]]
+    ea = 2 * b * va + 2 * a * vb
+    ea[0] += -np.sin(a[0]) * b[2] * va[0] + np.cos(a[0]) * vb[2]
+    eb = 2 * a * va
+    eb[2] += np.cos(a[0]) * va[0]
+    assert_allclose(pa, ea, **EXACT)
+    assert_allclose(pb, eb, **EXACT)
+    _, (ha, hb) = jaccli.hvp(f, (a, b), (va, vb))  # H is symmetric: the same numbers by a forward sweep
+    assert_allclose((pa, pb), (ha, hb), rtol=1e-14, atol=1e-14)
+
+
 def test_grad_is_shaped_like_the_input(rng):
     x = rng.normal(size=(2, 3))
     g = jaccli.grad(lambda x: (x ** 2).sum(), x)

@@ -280,6 +280,37 @@ def test_helper_modules_are_put_back_when_f_raises(user_module):
     assert helper.np is np
 
 
+def test_the_modules_reached_follow_the_names_fs_module_binds_now(user_module):
+    from jaccli.engine import intercept
+
+    first = user_module("import numpy as np\n", "helper_first")
+    second = user_module("import numpy as np\n", "helper_second")
+    user = user_module("import helper_first as helper\n", "user_rebinding")
+    assert intercept.user_globals(user.__dict__)[1] is first.__dict__
+    user.helper = second  # the same size and file: what was cached must not be reused
+    assert intercept.user_globals(user.__dict__)[1] is second.__dict__
+
+
+def test_a_global_whose_attributes_raise_is_left_alone(user_module):
+    user = user_module("""
+        import numpy as np
+
+        class Lazy:  # a lazy loader's stand-in: reading any attribute raises (isinstance reads __class__)
+            def __getattribute__(self, name):
+                raise RuntimeError("not loaded yet")
+
+            def __call__(self):
+                pass
+
+        later = Lazy()
+
+        def f(x):
+            return np.array([x[0] * x[1], x[2]])
+    """, "user_lazy")
+    _both_modes_match_differences(user.f, np.array([0.7, -1.3, 0.4]))
+    assert user.np is np and type(user.later) is user.Lazy
+
+
 def test_installed_packages_and_the_standard_library_are_not_swapped(user_module, tmp_path, monkeypatch):
     from jaccli.engine import core, intercept
 

@@ -126,8 +126,8 @@ def _stand_in(v: Any) -> Any:
     array`), jaccli's version of an optional package's function (SciPy's logsumexp, ...)."""
     if type(v) is types.ModuleType:
         return NUMPY_PROXY if v is np else LINALG_PROXY if v is np.linalg else None
-    if isinstance(v, np.ufunc) or (callable(v) and not isinstance(v, type)
-                                   and str(getattr(v, "__module__", "")).startswith("numpy")):
+    if type(v) is np.ufunc or (callable(v) and not issubclass(type(v), type)
+                               and str(getattr(v, "__module__", "")).startswith("numpy")):
         name = getattr(v, "__name__", None)
         if type(name) is str and not name.startswith("_"):
             for module, proxy in ((np, NUMPY_PROXY), (np.linalg, LINALG_PROXY)):
@@ -153,7 +153,10 @@ def _swaps_in(glb: dict) -> list[tuple[str, Any, Any]]:
     # Called only while no recording has swapped glb's names (intercept_numpy counts its users).
     swaps = []
     for k, v in list(glb.items()):
-        replacement = _stand_in(v)
+        try:
+            replacement = _stand_in(v)
+        except Exception:  # noqa: BLE001 - an object whose attributes raise (a lazy loader's): left as it is
+            continue
         if replacement is not None:
             swaps.append((k, v, replacement))
     _NAMES_CACHE[key] = (len(glb), len(FUNCTION_SWAPS), swaps)
@@ -192,7 +195,7 @@ def _globals_of(v: Any) -> dict | None:
         return _globals_of(v.__func__)
     if kind is functools.partial:
         return _globals_of(v.func)
-    if isinstance(v, type):
+    if issubclass(kind, type):  # (by its type: reading an attribute of some objects runs their code)
         # Its methods' globals: a module loaded from a file (the command line's) may not be in sys.modules.
         for attr in vars(v).values():
             if type(attr) in (staticmethod, classmethod, property):
@@ -202,7 +205,7 @@ def _globals_of(v: Any) -> dict | None:
     return None
 
 
-_REACHED: dict[int, tuple[int, Any, tuple[tuple[dict, int], ...]]] = {}
+_REACHED: dict[int, tuple[int, Any, tuple[tuple[str, Any], ...], tuple[tuple[dict, int], ...]]] = {}
 
 
 def user_globals(glb: dict) -> tuple[dict, ...]:
@@ -211,23 +214,27 @@ def user_globals(glb: dict) -> tuple[dict, ...]:
 
     Cached per dict; found again when glb or a module found changes size (new names bound)."""
     cached = _REACHED.get(id(glb))
+    # glb is not kept (the cache must not keep f's module alive), so its id may be a new dict's; the
+    # values through which glb reached its helpers are kept, and must still be glb's.
     if cached is not None and cached[0] == len(glb) and cached[1] == glb.get("__file__"):
-        helpers = cached[2]
+        helpers = cached[3]
         if not helpers:
             return (glb,)
-        if all(len(g) == n for g, n in helpers):
+        if all(glb.get(name) is v for name, v in cached[2]) and all(len(g) == n for g, n in helpers):
             return (glb,) + tuple(g for g, _ in helpers)
-    found, seen, k = [glb], {id(glb)}, 0
+    found, seen, k, links = [glb], {id(glb)}, 0, []
     while k < len(found) and len(found) < _MAX_MODULES:
-        for v in list(found[k].values()):
+        for name, v in list(found[k].items()):
             g = _globals_of(v)
             if g is not None and id(g) not in seen:
                 seen.add(id(g))
                 if _is_users(g):
                     found.append(g)
+                    if k == 0:
+                        links.append((name, v))
         k += 1
-    # The helpers only: the cache must not keep f's own module alive.
-    _REACHED[id(glb)] = (len(glb), glb.get("__file__"), tuple((g, len(g)) for g in found[1:_MAX_MODULES]))
+    _REACHED[id(glb)] = (len(glb), glb.get("__file__"), tuple(links),
+                         tuple((g, len(g)) for g in found[1:_MAX_MODULES]))
     return tuple(found[:_MAX_MODULES])
 
 
@@ -237,7 +244,7 @@ def callable_globals(f: Callable) -> tuple[dict, ...]:
     glb = getattr(f, "__globals__", None)  # a function or method, or a wrapper that gives its function's
     if type(glb) is not dict:
         glb = _globals_of(f)
-        if glb is None and not isinstance(f, type):
+        if glb is None and not issubclass(type(f), type):
             glb = _globals_of(type(f))  # an object with __call__: its class's module, if the user's
             if glb is not None and not _is_users(glb):
                 glb = None
@@ -287,19 +294,18 @@ class intercept_numpy:  # noqa: N801 - used as a context manager, like contextli
             install(None)  # rules for packages f's module imported (scipy.special), installed once
         modules = self.modules = bool(FUNCTION_SWAPS)
         with _SWAP_LOCK:
+            # What to swap, found before anything is swapped: nothing is left half done if it fails.
+            entries = [_SWAPPED.get(id(glb)) or [0, _swaps_in(glb)] for glb in self.globs]
             if modules:
                 _MODULE_USERS[0] += 1
                 for module, name, _, replacement in FUNCTION_SWAPS:  # some may be new since the first user
                     setattr(module, name, replacement)
-            entries = []
-            for glb in self.globs:
-                entry = _SWAPPED.get(id(glb))
-                if entry is None:
-                    entry = _SWAPPED[id(glb)] = [0, _swaps_in(glb)]
+            for glb, entry in zip(self.globs, entries):
+                if entry[0] == 0:
+                    _SWAPPED[id(glb)] = entry
                     for k, _, replacement in entry[1]:
                         glb[k] = replacement
                 entry[0] += 1
-                entries.append(entry)
             self.entries = entries
 
     def __exit__(self, *exc: Any) -> None:

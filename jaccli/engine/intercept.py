@@ -169,7 +169,7 @@ def _swaps_in(glb: dict) -> list[tuple[str, Any, Any]]:
 _MAX_MODULES = 64  # a module importing a large tree of the user's own: the first ones are enough
 
 
-_USERS: dict[tuple, bool] = {}
+_USERS: dict[str, bool] = {}  # a module's __file__ -> whether it is the user's
 
 
 def _is_users(glb: dict) -> bool:
@@ -177,10 +177,9 @@ def _is_users(glb: dict) -> bool:
     path = glb.get("__file__")
     if type(path) is not str or not path.endswith(".py"):
         return False
-    key = (id(glb), path)
-    known = _USERS.get(key)
+    known = _USERS.get(path)
     if known is None:
-        known = _USERS[key] = is_users_file(os.path.abspath(path))
+        known = _USERS[path] = is_users_file(os.path.abspath(path))
     return known
 
 

@@ -241,12 +241,18 @@ def test_a_terminated_streamed_run_removes_its_temporary_file(tmp_path, signame)
     np.save(tmp_path / "x.npy", np.linspace(-1, 1, 1500))
     proc = subprocess.Popen(JACCLI + ["jacobian", "slow.py", "x.npy", "-o", "J.npy", "--max-memory", "1M"],
                             cwd=tmp_path, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not list(tmp_path.glob(".J.npy.*")) and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert list(tmp_path.glob(".J.npy.*")), "the streamed run never started writing"
-    proc.send_signal(getattr(signal, signame))
-    _, err = proc.communicate(timeout=60)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob(".J.npy.*")) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert list(tmp_path.glob(".J.npy.*")), \
+            f"the streamed run never started writing (exit {proc.poll()}): {proc.stderr.read() if proc.poll() else ''}"
+        proc.send_signal(getattr(signal, signame))
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:  # a failed check above: leave no process behind
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 128 + getattr(signal, signame)
     assert err.strip() == f"Error: stopped by {signame}; no file was written or changed"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["slow.py", "x.npy"]

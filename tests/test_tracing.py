@@ -874,6 +874,38 @@ def test_an_escape_inside_an_installed_library_is_reported_at_the_users_line(use
     _escape_site(f, "lib.smooth_max(x)", TracingError)
 
 
+def test_the_same_function_in_an_installed_file_and_the_users_is_told_apart_by_file(user_module, tmp_path,
+                                                                                     monkeypatch):
+    # Code objects compare equal across files when their code is the same (the file is not part of
+    # it). Before: the user's copy of an installed helper took the installed one's kind, so its
+    # escape was reported at f's call instead of the helper's own line.
+    from jaccli.engine import core
+
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.setattr(core, "_LIBRARY_DIRS", core._LIBRARY_DIRS + (str(site),))
+    source = "import numpy as np\n\ndef scale(x):\n    return float(x[0]) * x\n"
+    (site / "installed_scale.py").write_text(source)
+    spec = importlib.util.spec_from_file_location("installed_scale", site / "installed_scale.py")
+    installed = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "installed_scale", installed)
+    spec.loader.exec_module(installed)
+    mine = user_module(source, name="my_scale")
+    assert installed.scale.__code__ == mine.scale.__code__  # what made them one entry of the cache
+
+    def through(module):
+        with pytest.raises(TracingError) as info:
+            Recording(module.scale, [np.array([0.1, 0.2, 0.3])], [0])
+        return str(info.value)
+
+    # The user's copy is reported at its own line; the installed one at the user's call into it.
+    at = {mine: f"{mine.__file__}:4: ", installed: f"{__file__}:{line_of(through, 'Recording(module')}: "}
+    for first, second in ((installed, mine), (mine, installed)):
+        core._INTERNAL_CODE.pop(installed.scale.__code__, None)
+        for module in (first, second):
+            assert through(module).startswith(at[module]), module
+
+
 def test_a_ufunc_from_outside_numpy_is_not_named_as_numpys():
     # Before: scipy.special.expit was reported as "np.expit is not supported".
     foreign = np.frompyfunc(lambda a: a, 1, 1)

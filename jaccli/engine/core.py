@@ -34,7 +34,7 @@ _TRACER: list = [None]  # the Tracer class, set by tracer.py (which imports this
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-_INTERNAL_CODE: dict = {}  # code object -> _USER, _LIBRARY or _INTERNAL (see _code_kind)
+_INTERNAL_CODE: dict = {}  # code object -> (its file, _USER, _LIBRARY or _INTERNAL) (see _code_kind)
 
 
 class _ThreadSlot(threading.local):
@@ -173,10 +173,17 @@ _LIBRARY_DIRS = tuple(sorted({os.path.join(os.path.abspath(p), "") for p in (
 
 
 def _code_kind(code: Any) -> int:
-    """_INTERNAL for jaccli and NumPy, _LIBRARY for other installed code, _USER for the rest; cached."""
-    kind = _INTERNAL_CODE.get(code)
-    if kind is None:
-        kind = _INTERNAL_CODE[code] = _file_kind(code.co_filename)
+    """_INTERNAL for jaccli and NumPy, _LIBRARY for other installed code, _USER for the rest; cached.
+
+    Code objects of two files compare equal when their code is the same (the file is not part of
+    that), so an entry holds its file too, and one of another file is not taken from it.
+    """
+    entry = _INTERNAL_CODE.get(code)
+    if entry is not None and entry[0] == code.co_filename:
+        return entry[1]
+    kind = _file_kind(code.co_filename)
+    if entry is None:
+        _INTERNAL_CODE[code] = (code.co_filename, kind)
     return kind
 
 
@@ -206,9 +213,8 @@ def user_site(skip: int = 1) -> tuple[str, int] | None:
     library = None
     while frame is not None:
         code = frame.f_code
-        kind = known.get(code)
-        if kind is None:
-            kind = _code_kind(code)
+        entry = known.get(code)
+        kind = entry[1] if entry is not None and entry[0] == code.co_filename else _code_kind(code)
         if kind == _USER:
             return code.co_filename, frame.f_lineno
         if kind == _LIBRARY and library is None:

@@ -148,3 +148,19 @@ def test_every_primitive_is_exercised_by_the_table(rng):
         used.update(node.prim.name for node in inner.trace.nodes)
     missing = sorted(name for name, p in PRIMITIVES.items() if not p.nondiff and name not in used)
     assert not missing, f"primitives no table row reaches: {missing}"
+
+
+def test_sinc_derivatives_near_0_are_accurate_to_rounding():
+    # Before: the closed form (cos(pi x) - sinc(x)) / x cancels near 0: sinc'' came out 0 at x = 0
+    # and -5.4 at 1e-8 (-pi^2/3 = -3.29), sinc' 33% off at 1e-8.
+    import math
+
+    import jaccli
+
+    x = np.array([0.0, 1e-10, -1e-8, 1e-6, -1e-3, 0.02, 0.0999, 0.1, -0.1001, 0.3])
+    k = np.arange(1, 25)[:, None]  # the Taylor series, a reference independent of the rule's 7 terms
+    coef = (-1.0) ** k * np.pi ** (2 * k) / np.array([float(math.factorial(2 * int(i) + 1)) for i in k.ravel()])[:, None]
+    d1 = np.sum(coef * 2 * k * x ** (2 * k - 1), axis=0)
+    d2 = np.sum(coef * 2 * k * (2 * k - 1) * x ** (2 * k - 2), axis=0)
+    np.testing.assert_allclose(np.diag(np.asarray(jaccli.jacobian(np.sinc, x))), d1, rtol=1e-13, atol=1e-300)
+    np.testing.assert_allclose(np.diag(np.asarray(jaccli.hessian(lambda x: np.sinc(x).sum(), x))), d2, rtol=1e-13)

@@ -62,6 +62,7 @@ CASES = [
     Case("np.degrees", np.degrees, (r(3),)),
     Case("np.hypot", np.hypot, (r(4), r(4)), wrt=(0, 1)),
     Case("np.sinc", np.sinc, (r(5),)),
+    Case("np.sinc", np.sinc, (np.array([0.0, 1e-9, -3e-5, 0.05, -0.0999, 0.1, 0.35]),), order=3, id="sinc-near-0"),
     Case("np.maximum", np.maximum, (r(5), r(5)), wrt=(0, 1)),
     Case("np.minimum", np.minimum, (r(5), r(5)), wrt=(0, 1)),
     Case("np.fmax", np.fmax, (r(5), r(5)), wrt=(0, 1)),

@@ -69,6 +69,34 @@ def test_det_gradient_is_det_times_inverse_transpose(a):
     assert_allclose(_forward_jacobian(np.linalg.det, a), expected, **TIGHT)
 
 
+def _mixed_differences(f, a, h=0.5):
+    """The Hessian of f by central differences: exact (to rounding) for det, which is linear in
+    each entry, whatever h."""
+    n, e = a.size, np.eye(a.size).reshape((a.size,) + a.shape) * h
+    return np.array([[(f(a + e[i] + e[j]) - f(a + e[i] - e[j]) - f(a - e[i] + e[j]) + f(a - e[i] - e[j]))
+                      / (4 * h * h) for j in range(n)] for i in range(n)]).reshape(a.shape + a.shape)
+
+
+_N = np.array([1.0, 2.0, 2.0]) / 3.0
+
+
+@pytest.mark.parametrize("point", [np.zeros((2, 2)), np.zeros((3, 3)), np.diag([1.0, 1.0, 0.0]),
+                                   np.diag([2.0, 0.0, 0.0, 3.0]), np.array([[1.0, 2.0], [2.0, 4.0]]),
+                                   np.eye(3) - np.outer(_N, _N)],
+                         ids=["zero-2x2", "zero-3x3", "diag-1-1-0", "rank-2-of-4", "rank-1-2x2", "projector"])
+def test_det_hessian_at_singular_matrices_is_finite_and_exact(point):
+    # Before: NaN wherever singular values repeated (the SVD's derivative divides by their differences)
+    expected = _mixed_differences(np.linalg.det, point)
+    assert_allclose(_hessian(np.linalg.det, point), expected, rtol=1e-12, atol=1e-12)
+    assert_allclose(_jacobian(np.linalg.det, point), _jacobian_by_minors(point), rtol=1e-12, atol=1e-12)
+
+
+def _jacobian_by_minors(a):
+    n = a.shape[0]
+    return np.array([[(-1) ** (i + j) * np.linalg.det(np.delete(np.delete(a, i, 0), j, 1)) for j in range(n)]
+                     for i in range(n)])
+
+
 def test_logdet_hessian_has_the_negative_kron_structure(a):
     n = a.shape[0]
     inv = np.linalg.inv(a)

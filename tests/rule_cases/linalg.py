@@ -44,6 +44,7 @@ def diag(m):
 
 S3 = with_eigenvalues(-1.0, 0.5, 2.0)
 L = "np.linalg."
+_ROW9 = np.array([1.0, -0.5, 0.25, 2.0, -1.5, 0.75, 0.5, -1.0, 1.25])
 
 CASES = [
     # inv, solve
@@ -63,6 +64,12 @@ CASES = [
          id=L + "det-singular"),
     Case(L + "det", lambda a: np.linalg.det(a) ** 2, (np.stack([np.array([[1.0, 2.0], [2.0, 4.0]]), wc(2)]),),
          id=L + "det-singular-in-a-batch"),
+    # Singular with repeated singular values (0 twice, 1 twice): the cofactors from the minors
+    Case(L + "det", np.linalg.det, (np.zeros((3, 3)),), order=3, id=L + "det-zero-matrix"),
+    Case(L + "det", np.linalg.det, (np.diag([1.0, 1.0, 0.0]),), order=3, id=L + "det-repeated-singular-values"),
+    # Singular past 8 x 8 (row 1 = 2 row 0, distinct singular values): the cofactors from the SVD
+    Case(L + "det", np.linalg.det, (np.vstack([_ROW9, 2 * _ROW9, r(7, 9) + 3 * np.eye(7, 9, 2)]),),
+         id=L + "det-singular-9x9"),
     Case(L + "slogdet", lambda a: np.linalg.slogdet(a)[1], (spd(3),), order=3, id=L + "slogdet-logdet"),
     Case(L + "slogdet", lambda a: np.linalg.slogdet(a)[1], (wc(2, 3),), id=L + "slogdet-batched"),
     Case(L + "slogdet", lambda a: (lambda s, l: s * np.exp(l))(*np.linalg.slogdet(a)), (-wc(3),),

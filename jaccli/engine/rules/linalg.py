@@ -150,14 +150,31 @@ def _orientation(u, vt):
     return np.linalg.det(u) * np.linalg.det(vt)  # each +-1: piecewise constant
 
 
+# Up to this size, the cofactors of a singular matrix are the determinants of its minors; past it,
+# they come from the SVD (see _cofactor).
+_MINORS_UP_TO = 8
+
+
 def _cofactor(ans, a):
-    """d det(A) / dA, the cofactor matrix: det(A) A^-T, and where A is singular (det A = 0, where
-    A^-1 does not exist but the derivative does) det(U) det(V) U diag(prod_{j != i} s_j) V^T from
-    A = U diag(s) V^T, with no division."""
+    """d det(A) / dA, the cofactor matrix: det(A) A^-T where A is invertible.
+
+    Where A is singular (det A = 0: A^-1 does not exist, the derivative does), up to 8 x 8 its
+    entries are (-1)^(i+j) det(A without row i and column j): a polynomial in A, computed without
+    division, so that its derivatives (det's second and third) are exact too. Larger, they are
+    det(U) det(V) U diag(prod_{j != i} s_j) V^T from A = U diag(s) V^T, also without division; the
+    SVD's own derivative, though, divides by differences of singular values, so det's second
+    derivative at a larger singular A with repeated singular values is not finite.
+    """
     if not guarded(_any_zero, ans):
         return mT(inv(a)) * np.expand_dims(ans, (-2, -1))
+    n = np.shape(a)[-1]
+    if n == 1:
+        return np.ones_like(a)  # det [a] = a
+    if n <= _MINORS_UP_TO:
+        keep = np.array([[k for k in range(n) if k != i] for i in range(n)])
+        minors = a[..., keep[:, None, :, None], keep[None, :, None, :]]  # (..., i, j, n-1, n-1)
+        return (-1.0) ** np.add.outer(np.arange(n), np.arange(n)) * np.linalg.det(minors)
     u, s, vt = np.linalg.svd(a)
-    n = np.shape(s)[-1]
     others = np.stack([np.prod(s[..., [j for j in range(n) if j != i]], axis=-1) for i in range(n)], axis=-1)
     sign = guarded(_orientation, u, vt)
     return matmul(u * np.expand_dims(others * np.expand_dims(sign, -1), -2), vt)
@@ -176,7 +193,8 @@ def _det_jvp(ans, a):
 det.defvjp(_det_vjp)
 det.defjvp(_det_jvp)
 register(np.linalg.det, lambda a: det(a), prims=(det,),
-         notes="the derivative is the cofactor matrix det(A) A^-T; at a singular A, from the SVD")
+         notes="the derivative is the cofactor matrix det(A) A^-T; at a singular A, the minors' determinants "
+               "(up to 8 x 8; larger, from the SVD)")
 
 slogdet = primitive("np.linalg.slogdet", np.linalg.slogdet, multi_out=True)
 _SlogdetResult = result_type_of(np.linalg.slogdet, np.eye(1))

@@ -425,3 +425,56 @@ def test_quantiles_refuse_what_numpy_refuses_and_name_what_jaccli_does_not_suppo
         with pytest.raises(UnsupportedOperationError) as error:
             _traced_value(lambda a: func(a, q, **kwargs), x)
         assert str(error.value).startswith(f"{__file__}:") and what in str(error.value)
+
+
+_MASK = np.array([[True, False, True], [True, True, False]])
+METHOD_CALLS = {  # ndarray's methods take its own parameters, positional ones in its order
+    "x.std(where=)": lambda x: x.std(where=_MASK),
+    "x.var(where=, ddof=)": lambda x: x.var(axis=1, ddof=1, where=_MASK),
+    "x.sum(axis, dtype, out, keepdims)": lambda x: x.sum(0, None, None, True),
+    "x.mean(axis, dtype, out, keepdims)": lambda x: x.mean(1, None, None, True),
+    "x.prod(initial=, where=)": lambda x: x.prod(axis=1, initial=2.0, where=_MASK),
+    "x.max(axis, out, keepdims)": lambda x: x.max(1, None, True),
+    "x.min(initial=)": lambda x: x.min(axis=0, initial=0.5),
+    "x.var(axis, dtype, out, ddof)": lambda x: x.var(0, None, None, 1),
+    "x.take(mode='wrap')": lambda x: x.take([0, 7, -8], mode="wrap"),
+    "x.take(mode='clip')": lambda x: x.take([[0, 9]], axis=None, mode="clip"),
+    "x.cumsum(axis, dtype, out)": lambda x: x.cumsum(1, None, None),
+    "x.clip(min, max)": lambda x: x.clip(0.0, 1.0),
+    "x.round(decimals, out)": lambda x: x.round(1, None) * x,
+    "x.sort(kind=)": lambda x: _sorted(x, kind="stable"),
+}
+
+
+def _sorted(x, **kw):
+    y = x * 1.0
+    y.sort(axis=1, **kw)
+    return y
+
+
+@pytest.mark.parametrize("name", list(METHOD_CALLS))
+def test_ndarray_methods_take_numpys_parameters(name):
+    # Before: x.std(where=m), x.take(i, mode='wrap') raised TypeError, and x.sum(0, None, None, True)
+    # took the out position for keepdims.
+    call = METHOD_CALLS[name]
+    x = np.array([[0.3, 1.7, -0.4], [2.2, 0.9, 0.6]])
+    np.testing.assert_array_equal(_traced_value(call, x), call(x))
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(call, x)).reshape(-1, x.size),
+                               central_diff(call, x).reshape(-1, x.size), rtol=1e-7, atol=1e-8)
+
+
+def test_reshape_with_copy_is_a_new_array():
+    if np.lib.NumpyVersion(np.__version__) < "2.1.0":
+        pytest.skip("reshape's copy= is NumPy 2.1's")
+
+    def f(x):
+        y = x * 1.0
+        z = y.reshape(2, 3, copy=True)
+        z[0] = 0.0  # in NumPy, y is left as it was
+        w = np.reshape(y, (3, 2), copy=True)
+        w[1] += x[0]
+        return np.concatenate([y, z.ravel(), w.ravel()])
+
+    x = np.array([0.3, 1.7, -0.4, 2.2, 0.9, 0.6])
+    np.testing.assert_array_equal(_traced_value(f, x), f(x))
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), central_diff(f, x), rtol=1e-7, atol=1e-8)

@@ -58,11 +58,21 @@ def test_valid_negative_axes_still_work():
     np.testing.assert_allclose(J, fd, rtol=1e-6, atol=1e-8)
 
 
-def test_a_complex_output_is_refused_not_cut_to_its_real_part():
-    from jaccli.errors import UserFunctionError
-
-    with pytest.raises(UserFunctionError, match="complex array as output 0; jaccli differentiates real-valued"):
-        jaccli.jacobian(lambda x: x + 1j, X1)
+@pytest.mark.parametrize("call", [
+    lambda x: x + 1j,
+    lambda x: np.abs(2j * x),
+    lambda x: np.abs(np.exp(1j * x)),
+    lambda x: np.abs(x * (1 + 1j)),
+    lambda x: np.abs(np.asarray(x, dtype=complex)),
+    lambda x: np.abs(x.astype(np.complex64)),
+], ids=["output", "abs-of-a-product", "abs-of-exp", "abs-of-a-complex-scale", "asarray", "astype"])
+def test_a_complex_value_is_refused_where_it_is_made_not_cut_to_its_real_part(call):
+    # Before: a complex value inside f went through np.abs with the rules of real functions, and
+    # the derivatives were wrong (d|2i x|/dx came out as -2 sign(x)) with no error.
+    with pytest.raises(UnsupportedOperationError, match=r"made a complex array of a traced value: jaccli "
+                                                        r"differentiates real-valued computations only") as info:
+        np.asarray(jaccli.jacobian(call, X1))
+    assert str(info.value).startswith(f"{__file__}:")
 
 
 def test_clip_with_where_is_refused_by_name():

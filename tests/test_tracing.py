@@ -161,6 +161,10 @@ LISTS_OF_TRACED_VALUES = {
     "a traced array plus a list": "x + [x[0], x[1], 1.0]",
     "np.stack of lists": "np.stack([[x[0], 1.0], [x[1], x[2]]])",
     "np.array with a plain row": "np.array([[x[0], x[1]], [1.0, 2.0]]) @ np.asarray([x[2], 3.0])",
+    # Named tuples, as NumPy converts them (before: the generic "converting to a plain array" error)
+    "np.array of slogdet's named tuple": "np.array(np.linalg.slogdet(np.outer(x, x) + np.eye(3)))",
+    "np.sum of slogdet's named tuple": "np.sum(np.linalg.slogdet(np.diag(x ** 2 + 1)))",
+    "np.stack of named tuples": "np.stack([np.linalg.slogdet(np.diag(x + 2)), np.linalg.slogdet(np.diag(x + 3))])",
 }
 
 
@@ -359,6 +363,21 @@ def test_float_of_a_traced_value_is_an_escape():
 
     message = _escape_site(f, "float(x[0])", TracingError)
     assert "float()" in message and "use NumPy functions" in message
+
+
+def test_a_numpy_scalar_of_a_traced_value_is_an_escape_named_as_such():
+    # Before: the message listed np.array in installed packages, lists and np.zeros, none of which was here.
+    def f(x):
+        return np.float64(x.sum()) * x
+
+    message = _escape_site(f, "np.float64(x.sum())", TracingError)
+    assert "np.float64(...) takes a traced value out of jaccli's recording" in message
+    assert "keep an array, x.astype(np.float64)" in message
+
+    def g(x):
+        return np.asarray(x)[0] * np.float32(2.0) + np.array(np.float64(x[1]))  # two types: not named
+
+    assert "converting to a plain NumPy array" in _escape_site(g, "np.float32(2.0)", TracingError)
 
 
 def test_math_functions_are_an_escape():
@@ -860,6 +879,26 @@ def test_a_numpy_function_writing_into_out_raises_instead_of_leaving_it_unwritte
         Recording(f, [np.array([0.3, 1.2, -0.7])], [0])
 
 
+def test_the_safe_division_idiom_is_refused_with_a_rewrite_that_keeps_its_values():
+    # Before: the advice was `y = np.divide(...)`, which without out= leaves the entries not
+    # taken uninitialised in NumPy.
+    def idiom(x):
+        return np.divide(1.0, x, out=np.full_like(x, 7.0), where=x != 0)
+
+    def rewritten(x):  # the message's rewrite: a = 1.0, b = x, mask = x != 0, fill = 7.0
+        mask = x != 0
+        return np.where(mask, np.divide(1.0, np.where(mask, x, 1)), 7.0)
+
+    x = np.array([0.7, 0.0, -1.3])
+    with pytest.raises(TracingError) as info:
+        Recording(idiom, [x], [0])
+    assert "np.divide(..., out=..., where=mask) writes into an existing array; write " \
+           "`y = np.where(mask, np.divide(a, np.where(mask, b, 1)), fill)` instead" in str(info.value)
+    assert_array_equal(rewritten(x), idiom(x))
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(rewritten, x)), np.diag([-1 / 0.49, 0.0, -1 / 1.69]),
+                               rtol=1e-15)  # the fill is a constant (and f is not differentiable at 0)
+
+
 def test_an_escape_inside_an_installed_library_is_reported_at_the_users_line(user_module, tmp_path, monkeypatch):
     # Before: scipy.special.logsumexp(x) was reported at a line inside scipy's own files.
     from jaccli.engine import core
@@ -925,6 +964,83 @@ def test_unsupported_eig_points_to_eigh():
     message = _escape_site(f, "np.linalg.eig", UnsupportedOperationError)
     assert "np.linalg.eig is not supported by jaccli (its results are complex in general); for a symmetric " \
            "matrix use np.linalg.eigh" in message
+
+
+def _normalize_in_place(v):
+    v = np.asarray(v)  # the usual guard of a helper that works in place: in NumPy, v itself
+    v /= np.linalg.norm(v)
+
+
+def test_a_helper_that_writes_through_np_asarray_changes_the_callers_array():
+    # Before: np.asarray(y) was a copy, so the write was lost: f(x) = x and J = I, silently.
+    def f(x):
+        y = x.copy()
+        _normalize_in_place(y)
+        return y
+
+    x = np.array([3.0, 4.0])
+    value, _ = jaccli.vjp(f, x, np.ones(2))
+    np.testing.assert_allclose(value, x / 5.0, rtol=1e-15)
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), (np.eye(2) - np.outer(x, x) / 25.0) / 5.0,
+                               rtol=1e-14)
+
+
+_SAME = {  # NumPy hands back the array itself: a write into the result is a write into y
+    "np.asarray": lambda y: np.asarray(y),
+    "np.asanyarray": lambda y: np.asanyarray(y),
+    "np.ascontiguousarray": lambda y: np.ascontiguousarray(y),
+    "np.asarray, same dtype": lambda y: np.asarray(y, dtype=np.float64),
+    "np.array(copy=False)": lambda y: np.array(y, copy=False),
+    "y.astype(copy=False)": lambda y: y.astype(np.float64, copy=False),
+}
+if np.lib.NumpyVersion(np.__version__) >= "2.0.0":
+    _SAME["np.array(copy=None)"] = lambda y: np.array(y, copy=None)
+_NEW = {  # NumPy makes a new array: writing into it leaves y as it was
+    "np.array": lambda y: np.array(y),
+    "np.copy": lambda y: np.copy(y),
+    "y.astype": lambda y: y.astype(np.float64),
+    "np.array(order='F')": lambda y: np.array(y, order="F"),
+    "np.ascontiguousarray of a transpose": lambda y: np.ascontiguousarray(y.T).T,
+    "np.asarray(order='F') of a matrix": lambda y: np.asarray(y, order="F"),
+}
+
+
+@pytest.mark.parametrize("name", list(_SAME) + list(_NEW))
+def test_a_conversion_aliases_exactly_where_numpys_does(name):
+    convert = {**_SAME, **_NEW}[name]
+
+    def f(x):
+        y = x.reshape(2, 2) * 1.0
+        z = convert(y)
+        z[0, 0] = x[3] ** 2
+        z[1] += 3 * x[0]
+        return np.concatenate([np.ravel(y), np.ravel(z)]) * np.concatenate([x, x])
+
+    x = np.array([0.3, -1.2, 0.7, 2.0])
+    plain = f(x)
+    if name in _SAME:
+        assert_array_equal(plain[:4], plain[4:])  # the premise: NumPy aliased them
+    else:
+        assert not np.allclose(plain[:4], plain[4:])
+    value, _ = jaccli.vjp(f, x, np.ones(8))
+    np.testing.assert_allclose(value, plain, rtol=1e-15)
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), central_diff(f, x), rtol=1e-6, atol=1e-6)
+
+
+def test_conversions_keep_numpys_dtype_and_shape():
+    seen = {}
+
+    def f(x):
+        seen["float32"] = np.array(x, dtype=np.float32).dtype
+        seen["list float32"] = np.asarray([x[0], x[1]], dtype=np.float32).dtype
+        seen["ndmin"] = np.array(x, ndmin=2).shape
+        seen["0-d made 1-d"] = np.ascontiguousarray(x.sum()).shape
+        return np.array(x, ndmin=2)[0] * np.asarray(x, dtype=int)
+
+    x = np.array([1.5, 2.5])
+    J = np.asarray(jaccli.jacobian(f, x))
+    assert seen == {"float32": np.float32, "list float32": np.float32, "ndmin": (1, 2), "0-d made 1-d": (1,)}
+    assert_array_equal(J, np.diag([1.0, 2.0]))  # the integer cast is a constant
 
 
 def test_one_element_read_is_a_copy_as_in_numpy_so_swaps_and_saved_pivots_work():

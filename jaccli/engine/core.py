@@ -591,7 +591,8 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
             raise
     if FREEZER.v is not None and outermost:
         FREEZER.v.hold(args, prim)  # the plain arguments as f passed them (traced ones are skipped)
-    if prim.nondiff or not (all(_is_inexact(v) for v in ans) if prim.multi_out else _is_inexact(ans)):
+    if prim.nondiff or not (all(_is_inexact(v, prim, site) for v in ans) if prim.multi_out
+                            else _is_inexact(ans, prim, site)):
         # An integer or boolean result carries no derivative and leaves the recording as a plain
         # value; the lowest level guards it (a nested call guarded it on the level below).
         if not nested:
@@ -719,13 +720,19 @@ def value_size(value: Any) -> int:
     return size if type(size) is int else int(np.size(value))
 
 
-def _is_inexact(value: Any) -> bool:
+def _is_inexact(value: Any, prim: Primitive, site: tuple | None) -> bool:
+    """Whether a traced operation's result carries a derivative (floats do, integers and booleans
+    do not); a complex one is refused: the rules are those of real functions."""
     if type(value) is _TRACER[0]:
         return True
     dtype = getattr(value, "dtype", None)
-    if dtype is None:
-        return isinstance(value, float)
-    return dtype.kind in "fc"
+    kind = "c" if type(value) is complex else "f" if type(value) is float else "" if dtype is None else dtype.kind
+    if kind == "c":
+        from ..errors import UnsupportedOperationError
+        raise UnsupportedOperationError(
+            f"{prim.name} made a complex array of a traced value: jaccli differentiates real-valued "
+            "computations only; write complex arithmetic with the real and imaginary parts as real arrays", site)
+    return kind == "f"
 
 
 # ---------------------------------------------------------------------------

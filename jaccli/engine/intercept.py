@@ -18,24 +18,49 @@ from typing import Any, Callable
 import numpy as np
 
 from .core import is_users_file
-from .tracer import FUNCTION_SWAPS, OPTIONAL_RULES, Tracer, _holds_sequence, _needs_lifting, holds_tracer, lift, \
-    lift_args, primal
+from .tracer import FUNCTION_SWAPS, INTERNAL, OPTIONAL_RULES, Tracer, _holds_sequence, _needs_lifting, holds_tracer, \
+    lift, lift_args, peek, primal
+
+
+def _as_numpy_returns(x: Tracer, ref: Any) -> Any:
+    """The traced counterpart of `ref`, what a NumPy conversion (np.asarray, ...) returned for x's value.
+
+    Where NumPy returns the very array it was given, this is x itself, so that a helper which
+    starts with ``v = np.asarray(v)`` and then writes into v changes the caller's array, as in
+    NumPy. Otherwise it is a new array: x cast to ref's dtype or copied (or a view, where ref is
+    one), in ref's shape (ndmin, a 0-d array made 1-d).
+    """
+    value = peek(x)
+    if ref is value:
+        return x
+    out = x
+    if ref.dtype != np.result_type(value):
+        out = INTERNAL["astype"](x, ref.dtype)  # a new array; to an integer dtype, a constant
+    elif not np.may_share_memory(ref, value):
+        out = np.copy(x)
+    return out if np.shape(out) == ref.shape else np.reshape(out, ref.shape)
 
 
 def _array(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
-    if type(obj) is Tracer and kwargs.get("copy", True) is not False:
-        return np.copy(obj)  # np.array copies: writing into the result must not change obj
+    if type(obj) is Tracer:  # copied unless copy=False/None lets NumPy hand back obj itself
+        return _as_numpy_returns(obj, np.array(peek(obj), dtype, *args, **kwargs))
     if holds_tracer(obj):
         if dtype is not None and np.dtype(dtype).kind not in "fc":
             return np.array(primal_nested(obj), dtype, *args, **kwargs)
-        return lift(obj)
+        out = lift(obj)
+        return out if dtype is None or np.dtype(dtype) == out.dtype else INTERNAL["astype"](out, np.dtype(dtype))
     return np.array(obj, dtype, *args, **kwargs)
 
 
-def _asarray(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
-    if holds_tracer(obj):
-        return _array(obj, dtype)
-    return np.asarray(obj, dtype, *args, **kwargs)
+def _converting(convert: Callable) -> Callable:
+    """np.asarray, np.asanyarray or np.ascontiguousarray, for traced values and lists holding them."""
+    def call(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if type(obj) is Tracer:
+            return _as_numpy_returns(obj, convert(peek(obj), dtype, *args, **kwargs))
+        if holds_tracer(obj):  # a new array, as NumPy makes of a list
+            return _array(obj, dtype)
+        return convert(obj, dtype, *args, **kwargs)
+    return functools.wraps(convert)(call)
 
 
 def _full(shape: Any, fill_value: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
@@ -48,7 +73,7 @@ def _full(shape: Any, fill_value: Any, dtype: Any = None, *args: Any, **kwargs: 
 
 def primal_nested(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
-        return type(obj)(primal_nested(o) for o in obj)
+        return (list if isinstance(obj, list) else tuple)(primal_nested(o) for o in obj)
     return primal(obj)
 
 
@@ -116,8 +141,9 @@ class _NumpyProxy(types.ModuleType):
 
 
 LINALG_PROXY = _NumpyProxy(np.linalg, {})
-NUMPY_PROXY = _NumpyProxy(np, {"array": _array, "asarray": _asarray, "asanyarray": _asarray,
-                               "ascontiguousarray": _asarray, "full": _full})
+NUMPY_PROXY = _NumpyProxy(np, {"array": _array, "asarray": _converting(np.asarray),
+                               "asanyarray": _converting(np.asanyarray),
+                               "ascontiguousarray": _converting(np.ascontiguousarray), "full": _full})
 
 
 def _stand_in(v: Any) -> Any:

@@ -494,11 +494,7 @@ def _outputs(out: Any, trace: Trace) -> tuple[bool, tuple, list]:
             o = np.stack(o)
         if type(o) is Tracer and o._stale is not None:
             raise stale_error(o, None)
-        if type(o) is Tracer and o._trace is trace:
-            if getattr(o._value, "dtype", None) is not None and o._value.dtype.kind == "c":
-                raise UserFunctionError(
-                    f"the function returned a complex array as output {k}; jaccli differentiates "
-                    "real-valued functions only")
+        if type(o) is Tracer and o._trace is trace:  # (never complex: bind refuses those)
             refs.append((o._node, o._idx))
             outs.append(o)
         else:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import linecache
+import re
 import sys
 from typing import Any
 
@@ -58,12 +60,15 @@ _PLAIN_OPERANDS = (int, float, np.ndarray, np.floating, np.integer)
 # ---------------------------------------------------------------------------
 # Lists and tuples that hold traced values, where NumPy would convert them with np.asarray
 # ---------------------------------------------------------------------------
+_SEQUENCES = (list, tuple)  # and their subclasses: named tuples (np.linalg.slogdet's result, the user's own)
+
+
 def holds_tracer(obj: Any) -> bool:
     """obj is a traced array, or a (nested) list or tuple with one somewhere inside."""
     kind = type(obj)
     if kind is Tracer:
         return True
-    if kind is list or kind is tuple:
+    if kind is list or kind is tuple or isinstance(obj, tuple):  # a named tuple too (slogdet's)
         for o in obj:
             if holds_tracer(o):
                 return True
@@ -72,7 +77,7 @@ def holds_tracer(obj: Any) -> bool:
 
 def lift(obj: Any) -> Any:
     """A list or tuple holding traced values as one traced array (np.stack of its items), else obj."""
-    if (type(obj) is list or type(obj) is tuple) and holds_tracer(obj):
+    if isinstance(obj, _SEQUENCES) and holds_tracer(obj):
         return np.stack([lift(o) for o in obj])
     return obj
 
@@ -89,7 +94,7 @@ def lift_args(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
             return args, kwargs
 
         def each(a):
-            return type(a)(lift(o) for o in a) if (type(a) is list or type(a) is tuple) and holds_tracer(a) else a
+            return [lift(o) for o in a] if isinstance(a, _SEQUENCES) and holds_tracer(a) else a
         whole = 1 if func is np.piecewise else 0  # piecewise's x is one array: lifted whole, as elsewhere
         return tuple(lift(a) for a in args[:whole]) + tuple(each(a) for a in args[whole:]), \
             {k: each(v) for k, v in kwargs.items()}
@@ -99,7 +104,7 @@ def lift_args(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
 def _holds_sequence(args: tuple) -> bool:
     """Some argument is a list or tuple that holds traced values: lift_args has work to do."""
     for a in args:
-        if (type(a) is list or type(a) is tuple) and holds_tracer(a):
+        if isinstance(a, _SEQUENCES) and holds_tracer(a):
             return True
     return False
 
@@ -107,21 +112,21 @@ def _holds_sequence(args: tuple) -> bool:
 def _needs_lifting(func: Any, args: tuple, kwargs: dict) -> bool:
     """func's arguments hold a list or tuple of traced values NumPy would convert (cheap when not)."""
     for a in args:
-        if type(a) is list or type(a) is tuple:
+        if isinstance(a, _SEQUENCES):
             break
     else:
         if not kwargs:
             return False
         for v in kwargs.values():
-            if type(v) is list or type(v) is tuple:
+            if isinstance(v, _SEQUENCES):
                 break
         else:
             return False
     if func in _SEQUENCE_FUNCTIONS:  # a sequence of arrays: only a list inside it needs lifting
         if func is np.piecewise and _holds_sequence(args[:1]):  # but x is one array (lift_args)
             return True
-        return any((type(a) is list or type(a) is tuple) and _holds_sequence(a) for a in args) or \
-            any((type(v) is list or type(v) is tuple) and _holds_sequence(v) for v in kwargs.values())
+        return any(isinstance(a, _SEQUENCES) and _holds_sequence(a) for a in args) or \
+            any(isinstance(v, _SEQUENCES) and _holds_sequence(v) for v in kwargs.values())
     return _holds_sequence(args) or (bool(kwargs) and _holds_sequence(tuple(kwargs.values())))
 
 
@@ -214,6 +219,19 @@ _INSTEAD = {
 def _escape(what: str, instead: str) -> TracingError:
     return TracingError(f"{what} takes a traced value out of jaccli's recording, so its derivative is lost; {instead}",
                         user_site(3))
+
+
+_SCALAR_CALL = re.compile(r"\b(?:np|numpy)\.(float64|float32|float16|double|single|half|longdouble|float_|"
+                          r"int64|int32|intp|bool_)\s*\(")
+
+
+def _scalar_type_called(site: tuple[str, int] | None) -> str | None:
+    """The NumPy scalar type called on the user's line (np.float64(x)), which converts through
+    __array__ without a frame of its own: read from the line's source, for the message only."""
+    if site is None:
+        return None
+    found = _SCALAR_CALL.findall(linecache.getline(*site))
+    return found[0] if len(set(found)) == 1 else None
 
 
 def _inside_np_vectorize() -> bool:
@@ -356,9 +374,15 @@ class Tracer:
     # -- NumPy protocols ---------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if kwargs.get("out") is not None:
+            name = ufunc.__name__
+            if kwargs.get("where", True) is not True:  # the safe-division idiom: out holds the fill
+                raise TracingError(
+                    f"np.{name}(..., out=..., where=mask) writes into an existing array; write "
+                    f"`y = np.where(mask, np.{name}(a, np.where(mask, b, 1)), fill)` instead, with "
+                    "fill what `out` held (np.where(mask, b, 1) keeps the entries not taken finite)", user_site(2))
             raise TracingError(
-                f"np.{ufunc.__name__}(..., out=...) writes into an existing array; "
-                f"write `y = np.{ufunc.__name__}(...)` instead", user_site(2))
+                f"np.{name}(..., out=...) writes into an existing array; write `y = np.{name}(...)` instead",
+                user_site(2))
         kwargs.pop("out", None)
         if _holds_sequence(inputs):  # x + [x[0], 1.0]
             inputs, kwargs = lift_args(ufunc, inputs, kwargs)
@@ -403,6 +427,10 @@ class Tracer:
                 f"recording: jaccli stands in for it as {unswapped} and where f's module or your modules it "
                 f"imports name it, not where an installed package (or a module f's module does not import) "
                 f"imported it by name; write `import {module}` there and call {unswapped}(...)", user_site(2))
+        scalar = _scalar_type_called(user_site(2))
+        if scalar is not None:
+            raise _escape(f"np.{scalar}(...)", f"a NumPy scalar is a plain number: keep an array, "
+                                               f"x.astype(np.{scalar}) (or x itself, where it already is {scalar})")
         raise _escape("converting to a plain NumPy array (np.array/np.asarray of a traced value in an installed "
                       "package or a module f's module does not import, a list holding traced values where jaccli "
                       "cannot see it, or writing a traced value into an array made with np.zeros/np.empty)",
@@ -607,15 +635,17 @@ class Tracer:
         self._become(new, idx, v)
 
     # -- methods ---------------------------------------------------------------
-    def sum(self, axis=None, dtype=None, keepdims=False, **kw): return np.sum(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
-    def mean(self, axis=None, dtype=None, keepdims=False, **kw): return np.mean(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
-    def prod(self, axis=None, dtype=None, keepdims=False, **kw): return np.prod(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
-    def max(self, axis=None, keepdims=False, **kw): return np.max(self, axis=axis, keepdims=keepdims, **kw)
-    def min(self, axis=None, keepdims=False, **kw): return np.min(self, axis=axis, keepdims=keepdims, **kw)
-    def var(self, axis=None, dtype=None, ddof=0, keepdims=False): return np.var(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
-    def std(self, axis=None, dtype=None, ddof=0, keepdims=False): return np.std(self, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
-    def cumsum(self, axis=None, dtype=None): return np.cumsum(self, axis=axis, dtype=dtype)
-    def cumprod(self, axis=None, dtype=None): return np.cumprod(self, axis=axis, dtype=dtype)
+    # The methods take ndarray's own parameters, in its order (x.sum(0, None, None, True)); the
+    # keywords past those (where=, initial=, mode=, ...) go on to the function of the same name.
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, **kw): return np.sum(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kw)
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, **kw): return np.mean(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kw)
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, **kw): return np.prod(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kw)
+    def max(self, axis=None, out=None, keepdims=False, **kw): return np.max(self, axis=axis, out=out, keepdims=keepdims, **kw)
+    def min(self, axis=None, out=None, keepdims=False, **kw): return np.min(self, axis=axis, out=out, keepdims=keepdims, **kw)
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw): return np.var(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, **kw)
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw): return np.std(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, **kw)
+    def cumsum(self, axis=None, dtype=None, out=None): return np.cumsum(self, axis=axis, dtype=dtype, out=out)
+    def cumprod(self, axis=None, dtype=None, out=None): return np.cumprod(self, axis=axis, dtype=dtype, out=out)
     def argmax(self, axis=None, **kw): return guarded(np.argmax, self, axis=axis, **kw)
     def argmin(self, axis=None, **kw): return guarded(np.argmin, self, axis=axis, **kw)
     def argsort(self, axis=-1, **kw): return guarded(np.argsort, self, axis=axis, **kw)
@@ -623,23 +653,23 @@ class Tracer:
     def all(self, *a, **kw): return guarded(np.all, self, *a, **kw)
     def nonzero(self): return guarded(np.nonzero, self)
 
-    def reshape(self, *shape, order="C"):
+    def reshape(self, *shape, order="C", **kw):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return np.reshape(self, shape, order=order)
+        return np.reshape(self, shape, order=order, **kw)
 
     def ravel(self, order="C"): return np.ravel(self, order=order)
     def flatten(self, order="C"): return np.ravel(self, order=order)
     def squeeze(self, axis=None): return np.squeeze(self, axis=axis)
     def swapaxes(self, a, b): return np.swapaxes(self, a, b)
     def repeat(self, repeats, axis=None): return np.repeat(self, repeats, axis=axis)
-    def take(self, indices, axis=None): return np.take(self, indices, axis=axis)
+    def take(self, indices, axis=None, out=None, mode="raise"): return np.take(self, indices, axis=axis, out=out, mode=mode)
     def diagonal(self, offset=0, axis1=0, axis2=1): return np.diagonal(self, offset, axis1, axis2)
     def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
         return np.trace(self, offset, axis1, axis2, dtype, out)
-    def dot(self, other): return np.dot(self, other)
-    def clip(self, min=None, max=None): return np.clip(self, min, max)
-    def round(self, decimals=0): return np.round(self, decimals)
+    def dot(self, other, out=None): return np.dot(self, other, out=out)
+    def clip(self, min=None, max=None, out=None, **kw): return np.clip(self, min, max, out=out, **kw)
+    def round(self, decimals=0, out=None): return np.round(self, decimals, out=out)
     def conj(self): return self
     def conjugate(self): return self
 
@@ -651,11 +681,13 @@ class Tracer:
     def copy(self, order="C"): return np.copy(self)
 
     def astype(self, dtype, copy=True, **kw):
+        if not copy and np.dtype(dtype) == self.dtype:
+            return self  # as NumPy: no copy asked for, none needed
         return INTERNAL["astype"](self, np.dtype(dtype))
 
     def sort(self, axis=-1, **kw):
         # ndarray.sort sorts in place; here the traced array becomes its sorted self.
-        self._become(np.sort(self, axis=axis))
+        self._become(np.sort(self, axis=axis, **kw))
 
     def fill(self, value):
         self._become(INTERNAL["full_like"](self, value))

@@ -44,6 +44,8 @@ def _reshape_handler(a, newshape=None, order="C", *, shape=None, copy=None):
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
     shape = tuple(int(s) for s in shape)
+    if copy:  # a new array: writing into it leaves a as it is
+        return np.copy(_reshape_handler(a, shape, order))
     if _memory_order(a, order) == "F":
         # Fortran order is C order with the axes reversed on both sides.
         return _transpose_handler(_reshape_handler(_transpose_handler(a), shape[::-1]))

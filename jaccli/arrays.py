@@ -13,7 +13,7 @@ import numpy as np
 
 from jaccli.errors import UsageError
 
-__all__ = ["ARRAY_SUFFIXES", "is_file", "load_array"]
+__all__ = ["ARRAY_SUFFIXES", "is_file", "load_array", "unreadable"]
 
 ARRAY_SUFFIXES = (".npy", ".npz", ".csv", ".txt", ".dat")
 _FILE_LIST = ", ".join(ARRAY_SUFFIXES)
@@ -55,10 +55,14 @@ def load_array(source: str) -> np.ndarray | dict[str, np.ndarray]:
     path = Path(text)
     suffix = path.suffix.lower()
     if suffix in ARRAY_SUFFIXES:
-        if not path.exists():
-            raise UsageError(f"input file not found: {text}")
-        if path.is_dir():
-            raise UsageError(f"input {text} is a directory, not a file")
+        try:
+            if not path.exists():
+                raise UsageError(f"input file not found: {text}")
+            if path.is_dir():
+                raise UsageError(f"input {text} is a directory, not a file")
+            open(path, "rb").close()
+        except OSError as exc:
+            raise unreadable(text, exc) from exc
         if suffix == ".npy":
             return _load_npy(path, text)
         if suffix == ".npz":
@@ -72,6 +76,13 @@ def load_array(source: str) -> np.ndarray | dict[str, np.ndarray]:
         if os.sep in text or (os.altsep and os.altsep in text) or suffix[1:].isalpha():
             raise UsageError(f"input file not found: {text}") from None
         raise
+
+
+def unreadable(shown: str, error: OSError) -> UsageError:
+    """The error for a file that exists (or may) but cannot be read: no permission to it or a
+    directory on its path, an I/O error."""
+    return UsageError(f"cannot read {shown}: {error.strerror or error}; check the permissions of the file "
+                      "and of the directories on its path")
 
 
 def is_file(text: str) -> bool:

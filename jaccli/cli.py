@@ -312,8 +312,11 @@ def ops(ctx: click.Context, family: list[str] | None, fmt: str | None, no_color:
 
 def main(argv: list[str] | None = None) -> Any:
     """Console-script entry point: ``jaccli = "jaccli.cli:main"``."""
+    from .commands import streams
+
     _unwind_on_termination()
-    return cli.main(argv, prog_name="jaccli")
+    with streams.standard_streams():
+        return cli.main(argv, prog_name="jaccli")
 
 
 def _unwind_on_termination() -> None:

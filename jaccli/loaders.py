@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 
 # load_array and parse_index_spec live in their own modules; re-exported so existing imports keep working.
-from jaccli.arrays import ARRAY_SUFFIXES, is_file, load_array
+from jaccli.arrays import ARRAY_SUFFIXES, is_file, load_array, unreadable
 from jaccli.errors import UsageError, UserFunctionError
 from jaccli.indexspec import parse_index_spec
+from jaccli.workdir import same_directory
 
 __all__ = [
     "ARRAY_SUFFIXES",
@@ -84,12 +85,16 @@ def load_function(spec: str) -> LoadedFunction:
     """
     path_text, name = _split_spec(spec)
     path = Path(path_text)
-    if not path.exists():
-        raise UsageError(f"function file not found: {path_text}; {_FUNC_HINT}")
-    if path.is_dir():
-        raise UsageError(f"function file {path_text} is a directory; {_FUNC_HINT}")
-    if path.suffix != ".py":
-        raise UsageError(f"function file {path_text} is not a .py file; {_FUNC_HINT}")
+    try:
+        if not path.exists():
+            raise UsageError(f"function file not found: {path_text}; {_FUNC_HINT}")
+        if path.is_dir():
+            raise UsageError(f"function file {path_text} is a directory; {_FUNC_HINT}")
+        if path.suffix != ".py":
+            raise UsageError(f"function file {path_text} is not a .py file; {_FUNC_HINT}")
+        open(path, "rb").close()
+    except OSError as exc:
+        raise unreadable(path_text, exc) from exc
 
     module = _run_user_file(path, path_text)
     if name is None:
@@ -131,7 +136,8 @@ def _run_user_file(path: Path, shown: str) -> types.ModuleType:
     # Like `python f.py`, leave no __pycache__ behind in the user's directory.
     write_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     try:
-        import_spec.loader.exec_module(module)
+        with same_directory():
+            import_spec.loader.exec_module(module)
     except (Exception, SystemExit) as exc:
         raise _user_file_error(exc, resolved, shown) from exc
     finally:

@@ -1694,3 +1694,54 @@ def test_keyword_only_parameters_are_inputs_by_name(runner, tmp_path):
     assert missing.exit_code == 2
     assert missing.stderr == ("Error: missing input for parameter 'w' of f: give it by name, as w=SOURCE "
                               "(w is keyword-only)\n")
+
+
+# ---------------------------------------------------------------- files that exist but cannot be read
+
+
+def _refusing_to_read(monkeypatch, refused: str) -> None:
+    """open() of `refused` fails as without read permission (which root, running these tests, would pass)."""
+    import builtins
+    import errno
+    import os
+
+    real_open = builtins.open
+
+    def fake_open(file, *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and os.path.basename(os.fspath(file)) == refused:
+            raise PermissionError(errno.EACCES, "Permission denied", os.fspath(file))
+        return real_open(file, *args, **kwargs)
+    monkeypatch.setattr(builtins, "open", fake_open)
+
+
+@pytest.mark.parametrize("refused, args", [
+    ("secret.npy", ["jacobian", "-e", "x ** 2", "secret.npy"]),
+    ("secret.npz", ["jacobian", "-e", "x ** 2", "secret.npz"]),
+    ("secret.npy", ["jacobian", "-e", "x ** 2", "x.npy", "--rows", "@secret.npy"]),
+    ("secret.npy", ["jvp", "-e", "x ** 2", "x.npy", "--vector", "secret.npy"]),
+    ("secret.npy", ["jacobian", "-e", "x ** 2", "x.npy", "--compare", "secret.npy"]),
+    ("secret.py", ["jacobian", "secret.py", "x.npy"]),
+], ids=["input", "npz-input", "rows-file", "vector", "compare", "function-file"])
+def test_a_file_that_cannot_be_read_is_a_usage_error_that_says_so(runner, tmp_path, monkeypatch, refused, args):
+    # Before: exit 3, "differentiating the function failed: PermissionError" (or, for an .npz,
+    # "not a valid .npz file (truncated or corrupt?)")
+    monkeypatch.chdir(tmp_path)
+    np.save("x.npy", np.array([0.5, 1.5]))
+    np.save("secret.npy", np.array([0, 1]))
+    np.savez("secret.npz", x=np.array([0.5, 1.5]))
+    Path("secret.py").write_text("def f(x):\n    return x\n")
+    _refusing_to_read(monkeypatch, refused)
+    assert_usage_error(invoke(runner, *args), f"cannot read {refused}: Permission denied; check the permissions "
+                                              "of the file and of the directories on its path")
+
+
+def test_an_os_error_on_a_file_jaccli_opens_is_not_the_functions_failure():
+    import errno
+
+    from jaccli.commands.failures import translate
+
+    denied = translate(PermissionError(errno.EACCES, "Permission denied", "blocked/J.npy"))
+    assert (denied.exit_code, denied.format_message()) == (
+        2, "cannot use blocked/J.npy: Permission denied; check the path and its permissions, or write elsewhere")
+    full = translate(OSError(errno.ENOSPC, "No space left on device", "J.npy"))
+    assert full.exit_code == 4 and full.format_message().startswith("cannot use J.npy: the disk is full")

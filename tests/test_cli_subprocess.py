@@ -345,3 +345,104 @@ def test_a_full_stderr_gives_the_exit_code_without_a_traceback(tmp_path, args, c
     done = _into_dev_full(args, tmp_path, stream="stderr")
     assert done.returncode == code
     assert "Traceback" not in done.stdout
+
+
+# ---------------------------------------------------------------------------
+# stdout carries results only, whole, or the run fails (jaccli/commands/streams.py)
+# ---------------------------------------------------------------------------
+def _limited_file_size(limit: int):
+    def limit_writes() -> None:  # in the child: a write past `limit` bytes is cut short, then EFBIG
+        import resource
+        import signal
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return limit_writes
+
+
+@pytest.mark.skipif(os.name != "posix", reason="needs POSIX file size limits")
+def test_a_stdout_cut_short_by_the_os_is_an_error_not_a_truncated_result(tmp_path):
+    # Before: the OS wrote 8 KiB of the JSON, CPython dropped the rest, and jaccli exited 0.
+    np.save(tmp_path / "x.npy", np.linspace(-1.0, 1.0, 200))
+    with open(tmp_path / "out.json", "w") as out:
+        done = subprocess.run(JACCLI + ["jacobian", "-e", "sin(x) * sum(x)", "x.npy", "--format", "json"],
+                              cwd=tmp_path, stdout=out, stderr=subprocess.PIPE, text=True, env=clean_env(),
+                              timeout=60, preexec_fn=_limited_file_size(8192))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == ["Error: cannot write stdout: File too large; check the path and its "
+                                        "permissions, or write elsewhere"]
+
+
+def _closed(fd: int):
+    return lambda: os.close(fd)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="closes a descriptor before exec")
+def test_a_closed_stdout_is_a_usage_error_and_not_needed_for_a_file(tmp_path):
+    # Before: a traceback and exit 1, also with -o (the result was not written)
+    np.save(tmp_path / "x.npy", np.array([0.5, 1.5]))
+    args = JACCLI + ["jacobian", "-e", "x ** 2", "x.npy"]
+    done = subprocess.run(args, cwd=tmp_path, stderr=subprocess.PIPE, text=True, env=clean_env(), timeout=60,
+                          preexec_fn=_closed(1))
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == ["Error: cannot write stdout: it was closed when jaccli started; run "
+                                        "jaccli with an open stdout, or write the result to a file with -o"]
+    done = subprocess.run(args + ["-o", "J.npy"], cwd=tmp_path, stderr=subprocess.PIPE, text=True, env=clean_env(),
+                          timeout=60, preexec_fn=_closed(1))
+    assert done.returncode == 0, done.stderr
+    assert_allclose(np.load(tmp_path / "J.npy"), np.diag([1.0, 3.0]))
+
+
+@pytest.mark.skipif(os.name != "posix", reason="closes a descriptor before exec")
+def test_a_closed_stderr_drops_what_the_function_prints_and_leaves_stdout_to_results(tmp_path):
+    # Before: exit 3 ("f failed: AttributeError") with that message printed onto stdout
+    (tmp_path / "p.py").write_text("import numpy as np\n\ndef f(x):\n    print('step')\n    return x ** 2\n")
+    done = subprocess.run(JACCLI + ["jacobian", "p.py", "[0.5, 1.5]", "--format", "json"], cwd=tmp_path,
+                          stdout=subprocess.PIPE, text=True, env=clean_env(), timeout=60, preexec_fn=_closed(2))
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["blocks"]["df_dx"]["data"] == [[1.0, 0.0], [0.0, 3.0]]
+
+
+def test_output_of_the_functions_threads_and_exit_handlers_goes_to_stderr(tmp_path):
+    # Before: a thread f started, printing after f returned, and an atexit handler wrote into the
+    # results on stdout.
+    (tmp_path / "p.py").write_text(
+        "import atexit, os, threading, time\nimport numpy as np\n\n"
+        "atexit.register(lambda: print('at exit'))\n"
+        "started = []\n\n"
+        "def later():\n    time.sleep(0.2)\n    print('from a thread', flush=True)\n    os.write(1, b'raw\\n')\n\n"
+        "def f(x):\n"
+        "    if not started:\n        started.append(threading.Thread(target=later))\n        started[0].start()\n"
+        "    return np.sin(x)\n")
+    done = jaccli("jacobian", "p.py", "[0.5, 1.5]", "--format", "csv", "--precision", "4", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "0.8776,0\n0,0.07074\n"
+    assert sorted(done.stderr.splitlines()) == ["at exit", "from a thread", "raw"]
+
+
+def test_a_function_that_changes_directory_does_not_move_the_files_jaccli_reads_and_writes(tmp_path):
+    # Before: -o J.npy was written into the directory f changed to, and --compare ref.npy not found
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "p.py").write_text("import os\nimport numpy as np\n\nos.chdir('elsewhere')\n\n"
+                                   "def f(x):\n    os.chdir(os.path.join(os.path.dirname(__file__), 'elsewhere'))\n"
+                                   "    return x ** 2\n")
+    np.save(tmp_path / "ref.npy", np.diag([1.0, 3.0]))
+    done = jaccli("jacobian", "p.py", "[0.5, 1.5]", "--compare", "ref.npy", "-o", "J.npy", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert_allclose(np.load(tmp_path / "J.npy"), np.diag([1.0, 3.0]))
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forks a child")
+def test_os_exit_in_the_function_fails_it_but_ends_a_child_it_forked(tmp_path):
+    # Before: exit 0 with nothing on stdout or stderr, a success for a CI step
+    (tmp_path / "hard.py").write_text("import os\n\ndef f(x):\n    os._exit(0)\n")
+    done = jaccli("jacobian", "hard.py", "[0.5, 1.5]", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (3, "")
+    assert done.stderr.splitlines() == ["Error: f in hard.py called os._exit(0) (hard.py:4); a function to "
+                                        "differentiate must return its value"]
+    (tmp_path / "forks.py").write_text("import os\n\ndef f(x):\n    pid = os.fork()\n    if pid == 0:\n"
+                                       "        os._exit(7)\n    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 7\n"
+                                       "    return x ** 2\n")
+    done = jaccli("jacobian", "forks.py", "[0.5, 1.5]", "--format", "csv", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (0, "1,0\n0,3\n"), done.stderr

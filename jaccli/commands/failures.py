@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import inspect
+import io
 import linecache
 import os
 import re
@@ -40,6 +41,8 @@ from typing import Any, Callable, Sequence
 import click
 
 from jaccli.atomic import write_error
+from jaccli.commands.streams import is_closed
+from jaccli.workdir import same_directory
 from jaccli.errors import (
     EXIT_CHECK_FAILED,
     EXIT_FUNCTION,
@@ -154,9 +157,46 @@ def user_code_output() -> Iterator[None]:
     Both Python's ``print`` (sys.stdout) and what is written below it, to file descriptor 1
     (``os.write(1, ...)``, a subprocess, a C library), which points at stderr meanwhile.
     """
-    stream = _FullDiskAware(sys.stderr)
-    with _descriptor_1_to_stderr(), contextlib.redirect_stdout(stream), contextlib.redirect_stderr(stream):
+    stream = _Dropped() if is_closed(sys.stderr) else _FullDiskAware(sys.stderr)
+    with _descriptor_1_to_stderr(), contextlib.redirect_stdout(stream), contextlib.redirect_stderr(stream), \
+            same_directory(), _no_hard_exit():
         yield
+
+
+class HardExit(SystemExit):
+    """os._exit(code) called by the user's code in jaccli's own process: a failure of the function
+    (exit 3), not an exit 0 with no result."""
+
+
+_REAL_EXIT = os._exit
+
+
+@contextlib.contextmanager
+def _no_hard_exit() -> Iterator[None]:
+    pid = os.getpid()
+
+    def hard_exit(code: int) -> None:
+        if os.getpid() != pid:  # a child the function forked (multiprocessing) ends as it asked
+            _REAL_EXIT(code)
+        raise HardExit(code)
+
+    with _redirection:
+        saved, os._exit = os._exit, hard_exit
+    try:
+        yield
+    finally:
+        with _redirection:
+            os._exit = saved
+
+
+class _Dropped(io.TextIOBase):
+    """Where the user's code prints when stderr was closed at start (``2>&-``): nowhere, as asked."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        return len(text)
 
 
 class _FullDiskAware:
@@ -311,7 +351,8 @@ def _where(site: tuple[str, int] | None) -> str:
 def _in_function(error: BaseException, user_file: Path | None, what: str, inputs: str) -> CliError:
     site = _user_site(error, user_file)
     if isinstance(error, SystemExit):
-        return FunctionFailed(f"{what} called sys.exit({error.code!r}){_where(site)}; a function to "
+        called = "os._exit" if isinstance(error, HardExit) else "sys.exit"
+        return FunctionFailed(f"{what} called {called}({error.code!r}){_where(site)}; a function to "
                               "differentiate must return its value")
     message = str(error).strip().splitlines()[0] if str(error).strip() else ""
     if isinstance(error, (ValueError, IndexError)) and _SHAPE_WORDS.search(message) \
@@ -371,6 +412,10 @@ def translate(error: BaseException, *, user_file: Path | None = None, what: str 
                                 "or stream the result to a .npy file with -o")
     if isinstance(error, (ValueError, TypeError)) and _raised_in_library(error):
         return BadUsage(str(error).strip().splitlines()[0])
+    if isinstance(error, OSError) and error.filename is not None:
+        # A file jaccli itself opens (the function's own errors are RaisedInFunction): not f's failure.
+        failure = write_error(shown_path(os.fsdecode(error.filename)), error)
+        return cli_error(str(failure).replace("cannot write", "cannot use", 1), failure.exit_code)
     message = str(error).strip().splitlines()[0] if str(error).strip() else ""
     return FunctionFailed(f"differentiating {what} failed: {type(error).__name__}: {message}"
                           f"{_where(_user_site(error, user_file))}; rerun with --debug for the traceback")
@@ -397,6 +442,9 @@ def stream_error(name: str, error: OSError) -> CliError:
         _discard("stdout")
         _discard("stderr")
         return ClosedPipe()
+    if is_closed(getattr(sys, name)):
+        return BadUsage(f"cannot write {name}: it was closed when jaccli started; run jaccli with an open "
+                        f"{name}" + (", or write the result to a file with -o" if name == "stdout" else ""))
     _discard(name)
     failure = write_error(name, error)
     return cli_error(str(failure), failure.exit_code)

@@ -58,7 +58,7 @@ import numpy as np
 
 import jaccli
 from jaccli.arrays import is_file
-from jaccli.atomic import directory_problem, probe_target
+from jaccli.atomic import directory_problem, probe_target, write_error
 from jaccli.errors import UsageError
 from jaccli.writers import WRITE_FORMATS
 
@@ -79,6 +79,13 @@ def check_output(out: Output, sources: Sequence[str | None]) -> None:
     """
     if out.path is None:
         return
+    try:
+        _check_output(out, sources)
+    except OSError as error:  # a directory on the way that may not be read (permissions)
+        raise write_error(out.path, error) from error
+
+
+def _check_output(out: Output, sources: Sequence[str | None]) -> None:
     suffix = out.path.suffix.lower()
     if suffix not in WRITE_FORMATS:
         raise UsageError(f"-o {out.path}: unknown format {suffix or '(no extension)'!r}; "

@@ -92,21 +92,22 @@ def _compute(outcome: Outcome, settings: Settings, out: Output) -> None:
     block = outcome.blocks[0]
     shape, pieces = stream_pieces(block, settings.max_memory)
     assert out.path is not None
-    _stream(out.path, shape, block.dtype, pieces)
+    _stream(out.target, out.path, shape, block.dtype, pieces)
     finish_stream(outcome, time.perf_counter() - start)
 
 
-def _stream(path: Path, shape: tuple[int, ...], dtype: Any, pieces: Any) -> None:
-    """Write the row blocks `pieces` yields to `path`; failing writes are the disk's fault, not the function's."""
+def _stream(path: Path, shown: Path, shape: tuple[int, ...], dtype: Any, pieces: Any) -> None:
+    """Write the row blocks `pieces` yields to `path` (`shown` in messages); failing writes are the
+    disk's fault, not the function's."""
     from jaccli.stream import NpyStreamWriter
 
-    with writing(path):
+    with writing(shown):
         writer = NpyStreamWriter(path, shape, dtype)
     try:
         for first, piece in pieces:  # computing a piece runs f: only the writes are wrapped
-            with writing(path):
+            with writing(shown):
                 writer.write(first, piece)
-        with writing(path):
+        with writing(shown):
             writer.commit()
     finally:
         writer.abort()  # a no-op after the commit; otherwise the temporary file goes
@@ -120,7 +121,7 @@ def _write(problem: Problem, outcome: Outcome, settings: Settings, out: Output, 
     start = time.perf_counter()
     meta = build_report(problem, outcome, settings, argv, out.path, with_data=False)
     with writing(out.path):
-        write_blocks(out.path, file_blocks(outcome.blocks, out.path.suffix.lower()), meta, precision=out.precision)
+        write_blocks(out.target, file_blocks(outcome.blocks, out.path.suffix.lower()), meta, precision=out.precision)
     outcome.timings["write_s"] = time.perf_counter() - start
 
 

@@ -43,3 +43,8 @@ class Output:
     color: bool = True
     stats: bool = False
     quiet: bool = False
+
+    def __post_init__(self) -> None:
+        # Where -o writes: fixed now, against the directory jaccli was started in, so that a
+        # function that changes directory (os.chdir) does not move the file. `path` is as given, for messages.
+        self.target = None if self.path is None else self.path.absolute()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -60,6 +61,7 @@ class CheckReport:
     gradient: dict | None = None
     fd: dict = field(default_factory=dict)
     sweeps: int = 0  # AD sweeps run by both modes (not in to_dict: the CLI's report counts them)
+    unrepeatable: float | None = None  # two calls of f at the inputs differ by this much (None: they agree)
 
     @property
     def message(self) -> str:
@@ -70,6 +72,8 @@ class CheckReport:
             text = f"check passed: reverse mode, forward mode and finite differences agree on {n} entries ({errs})"
         else:
             parts = []
+            if self.unrepeatable is not None:
+                parts.append(unrepeatable_message(self.unrepeatable))
             bad = sum(b["mismatches"] for b in self.blocks)
             if bad:
                 parts.append(f"{bad} of {n} entries differ from finite differences ({errs})")
@@ -106,7 +110,8 @@ class CheckReport:
         ``convention_dependent`` (up to 20 excused entries, each with a ``reason``) and
         ``convention_dependent_count``; ``gradient`` (order 2: the AD gradient against
         differences of f, same keys as ``modes``, or null); ``fd`` (``method``, ``of``,
-        ``step``, ``evaluations``); ``message``. Values that are not finite are the strings
+        ``step``, ``evaluations``); ``unrepeatable`` (null, or how much two calls of f at the
+        same inputs differ: then no comparison holds, and the check fails); ``message``. Values that are not finite are the strings
         "nan", "inf", "-inf".
         """
         return {"passed": self.passed, "order": self.order, "rtol": self.rtol, "atol": self.atol,
@@ -114,7 +119,30 @@ class CheckReport:
                 "modes": self.modes, "blocks": self.blocks, "kinks": self.kinks,
                 "convention_dependent": self.convention_dependent,
                 "convention_dependent_count": self.convention_dependent_count, "gradient": self.gradient,
-                "fd": self.fd, "message": self.message}
+                "fd": self.fd, "unrepeatable": self.unrepeatable, "message": self.message}
+
+
+def unrepeatable_message(difference: float) -> str:
+    return (f"f gives different values at the same inputs (two calls differ by up to {difference:.3g}): it draws "
+            "random numbers or reads state that changes, so finite differences of it mean nothing; seed its "
+            "random generator, or pass the state as an input")
+
+
+def _unrepeatable(f: Callable, args: tuple) -> float | None:
+    """How much two calls of f at `args` differ (the largest difference; inf for another shape), or None
+    when they agree (NaN where NaN)."""
+    first, second = plain_outputs(f)(*args), plain_outputs(f)(*args)
+    if len(first) != len(second):
+        return math.inf
+    worst = 0.0
+    for a, b in zip(first, second):
+        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        if a.shape != b.shape:
+            return math.inf
+        differ = ~((a == b) | (np.isnan(a) & np.isnan(b)))
+        if differ.any():
+            worst = max(worst, float(np.nan_to_num(np.abs(a - b)[differ], nan=math.inf).max()))
+    return worst if worst > 0 else None
 
 
 @dataclass
@@ -228,7 +256,8 @@ def check_derivative(f: Callable, args: Any, *, wrt: Any = None, order: int = 1,
     sizes = [int(np.prod(np.shape(a64[k])[1:] if batch else np.shape(a64[k]))) for k in wrt_idx]
     cols_of = [flat_indices(cols, n, "columns") for n in sizes]
     fds = [fd_columns(fun, a64, k, cols_of[j], richardson=richardson, batch=batch) for j, k in enumerate(wrt_idx)]
-    evaluations = sum(e for _, _, e in fds)
+    evaluations = sum(e for _, _, e in fds) + 2
+    unrepeatable = _unrepeatable(f, a64)
 
     blocks = []
     for i, row in enumerate(rev):
@@ -305,7 +334,8 @@ def check_derivative(f: Callable, args: Any, *, wrt: Any = None, order: int = 1,
                                             richardson, cross)
         evaluations += g_evals
 
-    passed = summary["passed"] and modes["passed"] and (gradient is None or gradient["passed"])
+    passed = summary["passed"] and modes["passed"] and (gradient is None or gradient["passed"]) \
+        and unrepeatable is None
     sweeps = sum(ev.sweeps for ev in {id(b._ev): b._ev for row in (*rev, *fwd) for b in row}.values())
     fd = {"method": "central differences" + (" with Richardson extrapolation" if richardson else ""),
           "of": "f" if order == 1 else "the AD gradient", "step": "eps**(1/3) * max(1, |x_j|) in float64",
@@ -314,7 +344,7 @@ def check_derivative(f: Callable, args: Any, *, wrt: Any = None, order: int = 1,
                        max_rel_err=summary["max_rel_err"], worst=worst[:TOP], modes=modes, blocks=block_dicts,
                        kinks=kinks, convention_dependent=excused_list[:MAX_LISTED],
                        convention_dependent_count=n_excused, gradient=gradient, fd=fd,
-                       sweeps=sweeps + (gradient is not None))
+                       sweeps=sweeps + (gradient is not None), unrepeatable=unrepeatable)
 
 
 def _check_gradient(f: Callable, tup: tuple, a64: tuple, wrt_idx: tuple, in_names: list, rows: Any, sizes: list,

@@ -192,7 +192,7 @@ def test_check_computes_only_the_requested_slice():
     u = np.load(SAMPLES / "heat_pde_u.npy")
     rep = check_derivative(lf.func, u, rows=[0, 1], cols=[0, 1, 2])
     assert rep.passed and rep.blocks[0]["shape"] == [2, 3]
-    assert rep.fd["evaluations"] == 12  # 3 columns, 4 evaluations each
+    assert rep.fd["evaluations"] == 14  # 3 columns, 4 evaluations each, and 2 calls at u (does f repeat?)
 
 
 # ---------------------------------------------------------------- broken rules fail
@@ -361,7 +361,8 @@ def test_check_report_is_strict_json_with_documented_keys():
     rep = check_derivative(max_of, np.zeros(3))
     d = json.loads(json.dumps(rep.to_dict(), allow_nan=False))
     assert set(d) == {"passed", "order", "rtol", "atol", "max_abs_err", "max_rel_err", "worst", "modes", "blocks",
-                      "kinks", "convention_dependent", "convention_dependent_count", "gradient", "fd", "message"}
+                      "kinks", "convention_dependent", "convention_dependent_count", "gradient", "fd", "unrepeatable",
+                      "message"}
     assert set(d["modes"]) == {"passed", "rtol", "atol", "max_abs_err", "max_rel_err", "mismatches", "excluded",
                                "worst"}
     assert set(d["kinks"][0]) == {"op", "file", "line", "site", "count", "notes", "rows", "cols"}
@@ -372,3 +373,27 @@ def test_nonfinite_derivative_fails_the_check():
     rep = check_derivative(np.sqrt, np.array([0.0, 1.0]))
     assert not rep.passed
     assert rep.worst[0]["ad"] == "inf" and (rep.worst[0]["row"], rep.worst[0]["col"]) == (0, 0)
+
+
+def test_a_function_that_differs_between_calls_at_the_same_inputs_fails_the_check():
+    # Before: the noise looked like a jump within each step, those entries were excused, the
+    # others passed within the finite differences' own (noisy) error estimate: "passed".
+    rng = np.random.default_rng()
+
+    def noisy(x):
+        return np.sin(x) + 1e-6 * rng.standard_normal(x.shape)
+
+    x = np.array([0.1, 0.2, 0.3])
+    report = check_derivative(noisy, x)
+    assert not report.passed
+    assert 0 < report.unrepeatable < 1e-4
+    assert report.message.startswith("check FAILED: f gives different values at the same inputs (two calls "
+                                     "differ by up to")
+    assert report.to_dict()["unrepeatable"] == report.unrepeatable
+    clean = check_derivative(np.sin, x)
+    assert clean.passed and clean.unrepeatable is None and clean.to_dict()["unrepeatable"] is None
+
+
+def test_nan_at_the_same_place_in_both_calls_is_not_a_difference():
+    report = check_derivative(lambda x: np.where(x > 0, np.sqrt(np.abs(x)), np.nan), np.array([-1.0, 2.0]))
+    assert report.unrepeatable is None

@@ -502,7 +502,7 @@ def test_check_json_report_keys(runner):
     assert "data" not in doc["blocks"]["df_dx"]
     assert set(doc["check"]) == {"passed", "order", "rtol", "atol", "max_abs_err", "max_rel_err", "worst", "modes",
                                  "blocks", "kinks", "kink_entries", "kink_entry_count", "convention_dependent",
-                                 "convention_dependent_count", "gradient", "fd", "entries"}
+                                 "convention_dependent_count", "gradient", "fd", "unrepeatable", "entries"}
     worst = doc["check"]["worst"][0]
     assert {"block", "row", "col", "label", "ad", "fd", "abs_err", "rel_err", "allowed", "mode"} <= set(worst)
 
@@ -672,3 +672,14 @@ def test_installed_ops_and_info_in_a_pipe(tmp_path):
     info = jaccli("info", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--format", "json", cwd=tmp_path)
     doc = json.loads(info.stdout)
     assert info.returncode == 0 and doc["blocks"]["df_du"]["nbytes"] == 32 * 32 * 8
+
+
+def test_check_of_a_function_with_noise_fails_and_says_why(runner, tmp_path):
+    # Before: "passed" (the noise was excused as jumps within the steps)
+    f = write(tmp_path, "noisy.py", "import numpy as np\nrng = np.random.default_rng()\n\n"
+                                    "def f(x):\n    return np.sin(x) + 1e-6 * rng.standard_normal(x.shape)\n")
+    result = invoke(runner, "check", f, "[0.1, 0.2, 0.3]", "--format", "json")
+    assert result.exit_code == 1
+    assert 0 < json.loads(result.stdout)["check"]["unrepeatable"] < 1e-4
+    assert result.stderr.startswith("Error: check failed: f gives different values at the same inputs (two "
+                                    "calls differ by up to ")

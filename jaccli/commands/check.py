@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from jaccli.checks import CheckReport, check_derivative
+from jaccli.checks import CheckReport, check_derivative, unrepeatable_message
 from jaccli.errors import UsageError
 
 from .compute import Block, Outcome, Verdict
@@ -91,7 +91,7 @@ def _at(e: dict) -> str:
 
 
 def _failure(d: dict) -> str:
-    parts = []
+    parts = [unrepeatable_message(d["unrepeatable"])] if d["unrepeatable"] is not None else []
     bad = sum(b["mismatches"] for b in d["blocks"])
     if bad:
         parts.append(f"{bad} of {d['entries']} entries differ from finite differences beyond rtol={d['rtol']:g}, "
@@ -128,6 +128,8 @@ def _sections(d: dict, problem: Problem, outcome: Outcome) -> list[Section]:
         g = d["gradient"]
         facts["gradient vs f"] = ("agrees" if g["passed"] else f"DIFFERS at {g['mismatches']} entries") \
             + f" (max abs error {g['max_abs_err']:.3g})"
+    if d["unrepeatable"] is not None:
+        facts["f at the same inputs"] = f"DIFFERS between two calls (by up to {d['unrepeatable']:.3g})"
     facts["max abs error"] = f"{d['max_abs_err']:.3g}"
     facts["max rel error"] = f"{d['max_rel_err']:.3g}"
     sections.append(Facts(facts))

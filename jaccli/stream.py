@@ -196,4 +196,4 @@ def _human_bytes(n: int) -> str:
     if n < 1024:
         return f"{n} B"
     exponent = min((n.bit_length() - 1) // 10, 4)
-    return f"{n / 1024**exponent:.1f} {'KMGT'[exponent - 1]}B"
+    return f"{n / 1024**exponent:.1f} {'KMGT'[exponent - 1]}iB"  # binary units, as human_bytes in the CLI

@@ -409,7 +409,7 @@ def test_stream_checks_free_space_first(tmp_path, monkeypatch):
     with pytest.raises(ResourceLimitError) as info:
         NpyStreamWriter(tmp_path / "J.npy", (1000, 1000))
     assert str(info.value) == (
-        f"writing {tmp_path / 'J.npy'} needs 7.6 MB but only 1000 B is free in {tmp_path}; "
+        f"writing {tmp_path / 'J.npy'} needs 7.6 MiB but only 1000 B is free in {tmp_path}; "
         "free some space or write elsewhere"
     )
     assert info.value.exit_code == 4

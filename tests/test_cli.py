@@ -1742,6 +1742,7 @@ def test_an_os_error_on_a_file_jaccli_opens_is_not_the_functions_failure():
 
     denied = translate(PermissionError(errno.EACCES, "Permission denied", "blocked/J.npy"))
     assert (denied.exit_code, denied.format_message()) == (
-        2, "cannot use blocked/J.npy: Permission denied; check the path and its permissions, or write elsewhere")
+        2, "cannot use blocked/J.npy: Permission denied; check the path and its permissions")
+    assert translate(OSError(errno.EBADF, "Bad file descriptor", 3)).exit_code == 3  # no file named: as before
     full = translate(OSError(errno.ENOSPC, "No space left on device", "J.npy"))
     assert full.exit_code == 4 and full.format_message().startswith("cannot use J.npy: the disk is full")

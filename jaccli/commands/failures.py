@@ -412,10 +412,13 @@ def translate(error: BaseException, *, user_file: Path | None = None, what: str 
                                 "or stream the result to a .npy file with -o")
     if isinstance(error, (ValueError, TypeError)) and _raised_in_library(error):
         return BadUsage(str(error).strip().splitlines()[0])
-    if isinstance(error, OSError) and error.filename is not None:
+    if isinstance(error, OSError) and isinstance(error.filename, (str, bytes, os.PathLike)):
         # A file jaccli itself opens (the function's own errors are RaisedInFunction): not f's failure.
-        failure = write_error(shown_path(os.fsdecode(error.filename)), error)
-        return cli_error(str(failure).replace("cannot write", "cannot use", 1), failure.exit_code)
+        shown = shown_path(os.fsdecode(error.filename))
+        failure = write_error(shown, error)
+        if failure.exit_code == EXIT_RESOURCE:  # a full disk
+            return cli_error(str(failure).replace("cannot write", "cannot use", 1), failure.exit_code)
+        return BadUsage(f"cannot use {shown}: {error.strerror or error}; check the path and its permissions")
     message = str(error).strip().splitlines()[0] if str(error).strip() else ""
     return FunctionFailed(f"differentiating {what} failed: {type(error).__name__}: {message}"
                           f"{_where(_user_site(error, user_file))}; rerun with --debug for the traceback")

@@ -16,7 +16,7 @@ import numpy as np
 from jaccli.atomic import check_target, fsync_directory, new_file_mode, unlink_quietly
 from jaccli.errors import ResourceLimitError, UsageError
 
-__all__ = ["NpyStreamWriter"]
+__all__ = ["NpyStreamWriter", "human_bytes"]
 
 
 class NpyStreamWriter:
@@ -187,13 +187,14 @@ def _reserve(tmp: Path, target: Path, size: int) -> None:
 
 def _no_space(target: Path, needed: int, free: int) -> ResourceLimitError:
     return ResourceLimitError(
-        f"writing {target} needs {_human_bytes(needed)} but only {_human_bytes(free)} is free "
+        f"writing {target} needs {human_bytes(needed)} but only {human_bytes(free)} is free "
         f"in {target.parent}; free some space or write elsewhere"
     )
 
 
-def _human_bytes(n: int) -> str:
+def human_bytes(n: int) -> str:
+    """A size in binary units: ``1000 B``, ``1.5 GiB``."""
     if n < 1024:
         return f"{n} B"
     exponent = min((n.bit_length() - 1) // 10, 4)
-    return f"{n / 1024**exponent:.1f} {'KMGT'[exponent - 1]}iB"  # binary units, as human_bytes in the CLI
+    return f"{n / 1024**exponent:.1f} {'KMGT'[exponent - 1]}iB"

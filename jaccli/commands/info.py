@@ -38,13 +38,14 @@ import click
 import numpy as np
 
 import jaccli
+from jaccli.stream import human_bytes
 
 from .compute import Block, matrix_blocks
 from .display import Facts, Section, Table, render
 from .failures import shown_path, to_stderr, to_stdout
 from .problem import Problem, load_problem
 from .report import SCHEMA, function_entry, inputs_entry, jsonable
-from .run import Failures, human_bytes
+from .run import Failures
 from .settings import Output, Settings
 
 

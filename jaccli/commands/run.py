@@ -12,6 +12,7 @@ import click
 
 from jaccli.atomic import writing
 from jaccli.errors import ResourceLimitError, UsageError
+from jaccli.stream import human_bytes
 
 from . import nonfinite
 from .compute import Outcome, Verdict, evaluate, finish_stream, hook_progress, prepare, stream_pieces
@@ -19,15 +20,6 @@ from .failures import CheckFailed, print_traceback, to_stderr, to_stdout, transl
 from .problem import Problem, load_problem
 from .report import build_report, check_output, check_target, file_blocks, print_stats, show
 from .settings import Output, Settings
-
-
-def human_bytes(n: float) -> str:
-    """``1.5 GiB``."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
 
 
 class _Progress:

@@ -105,7 +105,7 @@ _RESULTS = {"open": False, "thread": threading.main_thread().ident}
 
 @contextlib.contextmanager
 def results() -> Iterator[None]:
-    """Context manager around the command: sys.stdout writes results meanwhile (see `install`)."""
+    """Context manager around the command: sys.stdout writes results meanwhile (see `standard_streams`)."""
     _RESULTS["open"], _RESULTS["thread"] = True, threading.get_ident()
     try:
         yield

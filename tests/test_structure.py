@@ -377,3 +377,26 @@ def test_the_one_cotangent_of_a_full_sum_is_spread_by_one_broadcast(axis, keepdi
     p = np.exp(x.ravel()) / np.exp(x).sum()
     assert_allclose(H, np.diag(p) - np.outer(p, p), rtol=1e-14, atol=1e-16)
     assert_array_equal(H, H.T)
+
+
+def test_a_recorded_block_rule_of_a_matrix_product_is_one_matrix_product():
+    # A sweep recorded for a higher derivative (create_graph) applies matmul's block rule to
+    # traced values: it must stay one product of matrices, not a loop over the K seeds' matrices.
+    rng = np.random.default_rng(3)
+    W = rng.standard_normal((7, 5))
+    V = rng.standard_normal((4, 7))
+    x = rng.standard_normal(5)
+
+    def f(x):
+        return V @ np.tanh(W @ x)
+
+    def jac(x):
+        return jaccli.jacobian(f, x, create_graph=True)
+
+    rec = Recording(jac, (x,), (0,))
+    products = [n for n in rec.trace.nodes if n.prim.name == "np.matmul"]
+    assert len(products) == 3  # f's two, and the sweep's one (V @ ... is a constant: not recorded)
+    assert all(np.ndim(a) <= 2 for n in products for a in n.args)
+    assert_allclose(rec.outputs[0], central_diff(f, x), **FD)
+    h = np.tanh(W @ x)
+    assert_allclose(rec.outputs[0], (V * (1 - h * h)) @ W, rtol=1e-13, atol=1e-13)

@@ -7,16 +7,26 @@ import math
 import numpy as np
 
 from ..registry import family, primitive, register, register_derived
+from ..tracer import Tracer
 from ._util import axis_index, unbroadcast
 
 family("products")
 
 
+_DENSE = (np.ndarray, Tracer)
+
+
 def _bmm(a, b):
-    """a @ b for a stack `a` and a matrix `b`, as one GEMM over the flattened stack."""
-    if type(a) is np.ndarray and type(b) is np.ndarray and b.ndim == 2 and a.ndim > 2:
-        out = np.reshape(a, (math.prod(a.shape[:-1]), a.shape[-1])) @ b  # not -1: the inner size may be 0
-        return out.reshape(a.shape[:-1] + (b.shape[-1],))
+    """a @ b for a stack `a` and a matrix `b`, as one GEMM over the flattened stack.
+
+    Traced operands too (a sweep being recorded for a higher derivative), unless the stack holds
+    one matrix: NumPy loops over the stack's matrices, K small products for a block of K rows.
+    """
+    shape = np.shape(a)
+    if type(b) in _DENSE and np.ndim(b) == 2 and len(shape) > 2 and (
+            type(a) is np.ndarray or (type(a) is Tracer and math.prod(shape[:-2]) > 1)):
+        out = np.matmul(np.reshape(a, (math.prod(shape[:-1]), shape[-1])), b)  # not -1: the inner size may be 0
+        return np.reshape(out, shape[:-1] + (np.shape(b)[-1],))
     return np.matmul(a, b)
 
 

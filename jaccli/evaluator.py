@@ -202,6 +202,18 @@ class Evaluator:
             self.store[(i, j)] = arr
         return arr
 
+    def _zeros(self, i: int, j: int) -> bool:
+        """Make block (i, j)'s cache dense zeros, about to be filled whole; False if it does not fit.
+
+        np.zeros takes its pages from calloc: those a structured or zero result leaves untouched
+        cost nothing, so a block of any size is dense here when one sweep covers all of it.
+        """
+        try:
+            self.store[(i, j)] = np.zeros(self._store_shape(i, j), dtype=self.dtype(i, j))
+        except MemoryError:
+            return False
+        return True
+
     def _store_shape(self, i: int, j: int) -> tuple:
         return ((self.B,) if self.batch else ()) + (self.M[i], self.N[j])
 
@@ -425,16 +437,17 @@ class Evaluator:
                 store[:, rows, :] = 0.0 if ct is None else np.moveaxis(ct, 0, 1)
             return
         whole = k == self.M[i] and rows[0] == 0 and rows[-1] == k - 1 and (i, j) not in self.store
-        if not whole and self.partial(i, j):
+        if whole and (ct is None or type(ct) is SparseBlock) and self._zeros(i, j):
+            if ct is not None:
+                scatter_rows(np.reshape(ct, (k, self.N[j])), self.store[(i, j)], rows, zeroed=True)
+        elif whole and ct is not None and _adoptable(ct, self.dtype(i, j)):
+            self.store[(i, j)] = np.reshape(ct, (k, self.N[j]))  # the whole block in one sweep: keep it
+        elif self.partial(i, j):
             self.store[(i, j)].put_rows(rows, None if ct is None else np.asarray(ct))
         elif ct is None:
             self.block_store(i, j)[rows] = 0.0
         elif type(ct) is SparseBlock:
-            if whole:  # zeros from calloc: untouched pages cost nothing
-                self.store[(i, j)] = np.zeros((self.M[i], self.N[j]), dtype=self.dtype(i, j))
-            scatter_rows(np.reshape(ct, (k, self.N[j])), self.block_store(i, j), rows, zeroed=whole)
-        elif whole and _adoptable(ct, self.dtype(i, j)):
-            self.store[(i, j)] = np.reshape(ct, (k, self.N[j]))  # the whole block in one sweep: keep it
+            scatter_rows(np.reshape(ct, (k, self.N[j])), self.block_store(i, j), rows)
         else:
             self.block_store(i, j)[rows] = np.reshape(ct, (k, self.N[j]))
 
@@ -459,16 +472,17 @@ class Evaluator:
                 store[:, :, cols] = np.transpose(t, (1, 2, 0))
             return
         whole = k == self.N[j] and cols[0] == 0 and cols[-1] == k - 1 and (i, j) not in self.store
-        if not whole and self.partial(i, j):
+        if whole and (t is None or type(t) is SparseBlock) and self._zeros(i, j):
+            if t is not None:
+                scatter_cols(np.reshape(t, (k, self.M[i])), self.store[(i, j)], cols, zeroed=True)
+        elif whole and t is not None and _adoptable(t, self.dtype(i, j)):
+            self.store[(i, j)] = np.reshape(t, (k, self.M[i])).T
+        elif self.partial(i, j):
             self.store[(i, j)].put_cols(cols, None if t is None else np.asarray(t))
         elif t is None:
             self.block_store(i, j)[:, cols] = 0.0
         elif type(t) is SparseBlock:
-            if whole:
-                self.store[(i, j)] = np.zeros((self.M[i], self.N[j]), dtype=self.dtype(i, j))
-            scatter_cols(np.reshape(t, (k, self.M[i])), self.block_store(i, j), cols, zeroed=whole)
-        elif whole and _adoptable(t, self.dtype(i, j)):
-            self.store[(i, j)] = np.reshape(t, (k, self.M[i])).T
+            scatter_cols(np.reshape(t, (k, self.M[i])), self.block_store(i, j), cols)
         else:
             self.block_store(i, j)[:, cols] = np.reshape(t, (k, self.M[i])).T
 

@@ -222,3 +222,26 @@ def test_cli_rows_and_columns_of_a_huge_jacobian(tmp_path):
     assert block["full_shape"] == [N_BIG, N_BIG] and block["rows_evaluated"] == 2
     got = np.array(block["data"])
     assert_allclose(got, big_rows(x, [0, 1])[:, :3], rtol=1e-13, atol=0)
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_a_sweep_covering_a_whole_zero_or_structured_block_too_large_to_reserve(mode):
+    # One sweep covers all of a block whose store would be a PartialStore: zero blocks (no path
+    # from x to y ** 2, nor from y to 2 x) and diagonal ones are written whole, as in a dense store.
+    x, y = np.linspace(0.5, 1.0, 4), np.linspace(-1.0, 1.0, 6)
+    with partial_stores():
+        J = jaccli.jacobian(lambda x, y: (x * 2, y ** 2), (x, y), mode=mode, chunk_size=6)
+        assert_array_equal(np.asarray(J[0][0]), 2 * np.eye(4))
+        assert_array_equal(J[1][0][2:5], np.zeros((3, 4)))
+        assert_array_equal(np.asarray(J[0][1]), np.zeros((4, 6)))
+        assert_array_equal(np.asarray(J[1][1]), np.diag(2 * y))
+
+
+def test_a_hessian_sweep_covering_a_whole_zero_block_too_large_to_reserve():
+    x, y = np.linspace(0.5, 1.0, 4), np.linspace(-1.0, 1.0, 6)
+    with partial_stores():
+        H = jaccli.hessian(lambda x, y: (x ** 3).sum() + (y ** 2).sum(), (x, y), chunk_size=4)
+        assert_array_equal(np.asarray(H[0][0]), np.diag(6 * x))
+        assert_array_equal(np.asarray(H[1][0]), np.zeros((6, 4)))
+        assert_array_equal(H[0][1][1], np.zeros(6))
+        assert_array_equal(np.asarray(H[1][1]), 2 * np.eye(6))

@@ -64,10 +64,27 @@ def probe_target(target: Path) -> None:
 def write_error(target: Path | str, error: OSError) -> JaccliError:
     """The error to report when writing `target` failed: a full disk is a resource limit, the rest a usage error."""
     detail = error.strerror or str(error) or type(error).__name__
-    if error.errno in _DISK_FULL or _SHORT_WRITE.search(str(error)):
+    if error.errno in _DISK_FULL or (error.errno is None and _SHORT_WRITE.search(str(error))):
         return ResourceLimitError(f"cannot write {target}: the disk is full ({detail}); free some space or "
                                   "write elsewhere")
     return UsageError(f"cannot write {target}: {detail}; check the path and its permissions, or write elsewhere")
+
+
+def _short_write_cause(fh: IO[bytes], error: OSError) -> OSError:
+    """`error`, or for NumPy's report of a short write (no errno) the system's reason for it.
+
+    NumPy says only "N requested and M written"; a full disk and a file-size limit (ulimit -f)
+    both end a write so. One more byte written where it stopped fails with the reason (ENOSPC,
+    EFBIG); the file is a temporary one, deleted afterwards.
+    """
+    if error.errno is not None or not _SHORT_WRITE.search(str(error)):
+        return error
+    try:
+        os.write(fh.fileno(), b"\0")
+    except OSError as cause:
+        if cause.errno is not None:
+            return OSError(cause.errno, cause.strerror)
+    return error
 
 
 @contextlib.contextmanager
@@ -93,8 +110,11 @@ def atomic_write(target: Path, write: Callable[[IO[bytes]], None]) -> None:
     tmp = Path(name)
     try:
         with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
+            try:
+                write(fh)
+                fh.flush()
+            except OSError as error:
+                raise _short_write_cause(fh, error) from error
             os.fsync(fh.fileno())
         os.chmod(tmp, new_file_mode(target))
         os.replace(tmp, target)

@@ -373,6 +373,22 @@ def test_a_stdout_cut_short_by_the_os_is_an_error_not_a_truncated_result(tmp_pat
                                         "permissions, or write elsewhere"]
 
 
+@pytest.mark.skipif(os.name != "posix", reason="needs POSIX file size limits")
+@pytest.mark.parametrize("suffix", [".npy", ".npz", ".csv"])
+def test_a_file_size_limit_on_the_output_file_is_not_a_full_disk(tmp_path, suffix):
+    # Before: NumPy's "N requested and M written" for .npy was taken for a full disk (exit 4)
+    np.save(tmp_path / "x.npy", np.linspace(-1.0, 1.0, 200))
+    (tmp_path / f"J{suffix}").write_bytes(b"precious")
+    done = subprocess.run(JACCLI + ["jacobian", "-e", "sin(x) * sum(x)", "x.npy", "-o", f"J{suffix}"],
+                          cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(),
+                          timeout=60, preexec_fn=_limited_file_size(8192))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [f"Error: cannot write J{suffix}: File too large; check the path and its "
+                                        "permissions, or write elsewhere"]
+    assert (tmp_path / f"J{suffix}").read_bytes() == b"precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"J{suffix}", "x.npy"]
+
+
 def _closed(fd: int):
     return lambda: os.close(fd)
 

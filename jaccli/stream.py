@@ -34,13 +34,16 @@ class NpyStreamWriter:
     np.float64(6.0)
     """
 
-    def __init__(self, path: str | Path, shape: Sequence[int], dtype: np.dtype | type = np.float64):
+    def __init__(self, path: str | Path, shape: Sequence[int], dtype: np.dtype | type = np.float64,
+                 row_axis: int = 0):
         """Create the temporary file.
 
         Args:
             path: The .npy file to produce; its directory must exist.
-            shape: Full shape of the result; rows are along axis 0.
+            shape: Full shape of the result.
             dtype: Element type.
+            row_axis: 0, or 1 for blocks of rows of every entry along axis 0 at once (rows of
+                per-sample Jacobians, ``(B, k, ...)``).
 
         Raises:
             UsageError: Not a .npy path, missing directory, or a 0-D shape.
@@ -51,8 +54,12 @@ class NpyStreamWriter:
         self.dtype = np.dtype(dtype)
         if self.path.suffix.lower() != ".npy":
             raise UsageError(f"cannot stream to {self.path}: streamed results are written as .npy")
-        if not self.shape:
-            raise UsageError(f"cannot stream to {self.path}: a 0-D result has no rows")
+        if row_axis not in (0, 1):
+            raise ValueError(f"row_axis should be 0 or 1, not {row_axis!r}")
+        if len(self.shape) <= row_axis:
+            raise UsageError(f"cannot stream to {self.path}: a {len(self.shape)}-D result has no rows"
+                             + (f" along axis {row_axis}" if self.shape else ""))
+        self.row_axis = row_axis
         if self.dtype.hasobject:
             raise UsageError(f"cannot stream to {self.path}: dtype {self.dtype} is not numeric")
         check_target(self.path)
@@ -82,36 +89,40 @@ class NpyStreamWriter:
             self._close()
             self._cleanup()
             raise
-        self._row_bytes = math.prod(self.shape[1:]) * self.dtype.itemsize
-        self._written = np.zeros(self.shape[0], dtype=bool)
+        self._row_bytes = math.prod(self.shape[row_axis + 1:]) * self.dtype.itemsize
+        self._written = np.zeros(self.shape[row_axis], dtype=bool)
 
     def write(self, start_row: int, block: np.ndarray) -> None:
-        """Store `block` as rows ``[start_row, start_row + len(block))``.
+        """Store `block` as rows ``[start_row, start_row + k)`` along the row axis.
 
         Args:
             start_row: First row to write.
-            block: Array of shape ``(k,) + shape[1:]``, or ``shape[1:]`` for a single row.
+            block: Array of shape ``(k,) + shape[1:]``, or ``shape[1:]`` for a single row; with
+                ``row_axis=1``, ``(shape[0], k) + shape[2:]``.
         """
         fd = self._open_fd()
+        axis = self.row_axis
         values = np.asarray(block)
-        if values.shape == self.shape[1:]:
+        row_shape = self.shape[axis + 1:]
+        if axis == 0 and values.shape == row_shape:
             values = values[np.newaxis]
-        if values.shape[1:] != self.shape[1:]:
+        if values.ndim != len(self.shape) or values.shape[:axis] != self.shape[:axis] \
+                or values.shape[axis + 1:] != row_shape:
+            each = f" for each of the {self.shape[0]} entries along axis 0, as a block of shape " \
+                f"({', '.join(map(str, (self.shape[0], 'k') + row_shape))})" if axis else ""
+            raise ValueError(f"block of shape {values.shape} does not fit rows of shape {row_shape}{each}")
+        stop = start_row + values.shape[axis]
+        if start_row < 0 or stop > self.shape[axis]:
             raise ValueError(
-                f"block of shape {values.shape} does not fit rows of shape {self.shape[1:]}"
+                f"rows {start_row}:{stop} are outside the {self.shape[axis]} rows of {self.path}"
             )
-        stop = start_row + values.shape[0]
-        if start_row < 0 or stop > self.shape[0]:
-            raise ValueError(
-                f"rows {start_row}:{stop} are outside the {self.shape[0]} rows of {self.path}"
-            )
-        data = memoryview(np.ascontiguousarray(values, dtype=self.dtype)).cast("B")
-        position = self._offset + start_row * self._row_bytes
-        while data:
-            done = os.pwrite(fd, data, position)
-            if done == 0:  # would loop forever; a write that stores nothing means a full disk
-                raise OSError(errno.ENOSPC, f"{len(data)} requested and 0 written")
-            data, position = data[done:], position + done
+        values = np.ascontiguousarray(values, dtype=self.dtype)
+        if axis == 0:
+            _write_all(fd, memoryview(values).cast("B"), self._offset + start_row * self._row_bytes)
+        else:  # the rows of each entry along axis 0 are one contiguous run of the file
+            for lead in range(self.shape[0]):
+                position = self._offset + (lead * self.shape[1] + start_row) * self._row_bytes
+                _write_all(fd, memoryview(values[lead]).cast("B"), position)
         self._written[start_row:stop] = True
 
     @property
@@ -131,7 +142,7 @@ class NpyStreamWriter:
         fd = self._open_fd()
         if self.rows_missing and not allow_partial:
             raise ValueError(
-                f"{self.rows_missing} of {self.shape[0]} rows of {self.path} were never written"
+                f"{self.rows_missing} of {self.shape[self.row_axis]} rows of {self.path} were never written"
             )
         os.fsync(fd)
         self._close()
@@ -170,6 +181,15 @@ class NpyStreamWriter:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _write_all(fd: int, data: memoryview, position: int) -> None:
+    """Write all of `data` at `position` (the OS may store part of it per call)."""
+    while data:
+        done = os.pwrite(fd, data, position)
+        if done == 0:  # would loop forever; a write that stores nothing means a full disk
+            raise OSError(errno.ENOSPC, f"{len(data)} requested and 0 written")
+        data, position = data[done:], position + done
 
 
 def _reserve(tmp: Path, target: Path, size: int) -> None:

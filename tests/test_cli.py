@@ -15,9 +15,11 @@ import click
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 
 from jaccli.cli import cli
+
+from .helpers import central_diff
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 ROOT = SAMPLES.parent
@@ -850,6 +852,58 @@ def test_streaming_a_selection(runner, tmp_path, inputs):
     assert_allclose(np.load(out), heat_pde_jacobian(inputs["u"])[3:20, :10], rtol=1e-12)
 
 
+BATCHED = ("import numpy as np\n\ndef f(X):\n    return np.stack([np.sin(X[:, :2]) * X[:, 2:3], X[:, 1:3] ** 2], "
+           "axis=1)\n\ndef s(X):\n    return (X ** 3).sum(1) * X[:, 0]\n")
+
+
+@pytest.mark.parametrize("selection", [(), ("--rows", "1:3"), ("--rows", "0,3", "--cols", "2,0")])
+def test_per_sample_jacobians_over_the_memory_budget_are_streamed(runner, tmp_path, selection):
+    # Before: refused with exit 2, while the message without -o advised -o J.npy
+    (tmp_path / "b.py").write_text(BATCHED)
+    X = np.random.default_rng(1).standard_normal((7, 3))
+    np.save(tmp_path / "X.npy", X)
+    base = ("jacobian", str(tmp_path / "b.py"), str(tmp_path / "X.npy"), "--batch-axis", "0", *selection)
+    assert invoke(runner, *base, "-o", str(tmp_path / "ref.npy")).exit_code == 0
+    result = invoke(runner, *base, "-o", str(tmp_path / "J.npy"), "--max-memory", "200", "--format", "json")
+    doc = report(result)
+    assert doc["streamed"] is True and doc["sweeps"] > 1
+    streamed = np.load(tmp_path / "J.npy")
+    assert_array_equal(streamed, np.load(tmp_path / "ref.npy"))
+    # per sample b: d f[b, i, k] / d X[b, j], from central differences of each sample alone
+    def one_sample(x):
+        return np.concatenate([np.sin(x[:2]) * x[2], x[1:3] ** 2])
+
+    want = np.stack([central_diff(one_sample, X[b]) for b in range(7)])
+    if selection:
+        want = want[:, [1, 2]] if selection[1] == "1:3" else want[:, [0, 3]][:, :, [2, 0]]
+    else:
+        want = want.reshape(7, 2, 2, 3)
+    assert_allclose(streamed, want, rtol=1e-6, atol=1e-8)
+
+
+def test_per_sample_hessians_over_the_memory_budget_are_streamed(runner, tmp_path):
+    (tmp_path / "b.py").write_text(BATCHED)
+    X = np.random.default_rng(2).standard_normal((6, 3))
+    np.save(tmp_path / "X.npy", X)
+    out = tmp_path / "H.npy"
+    result = invoke(runner, "hessian", f"{tmp_path / 'b.py'}:s", str(tmp_path / "X.npy"), "--batch-axis", "0",
+                    "-o", str(out), "--max-memory", "100")
+    assert result.exit_code == 0 and "(streamed)" in result.stderr
+    # s per sample: (sum x^3) x0; H = 6 diag(x) x0 + 3 (x^2 e0^T + e0 (x^2)^T)
+    want = np.stack([6 * np.diag(x) * x[0] + 3 * (np.outer(x ** 2, np.eye(3)[0]) + np.outer(np.eye(3)[0], x ** 2))
+                     for x in X])
+    assert_allclose(np.load(out), want, rtol=1e-13, atol=1e-13)
+
+
+def test_a_single_row_per_sample_cannot_be_streamed(runner, tmp_path):
+    (tmp_path / "b.py").write_text(BATCHED)
+    np.save(tmp_path / "X.npy", np.ones((40, 3)))
+    result = invoke(runner, "jacobian", f"{tmp_path / 'b.py'}:s", str(tmp_path / "X.npy"), "--batch-axis", "0",
+                    "-o", str(tmp_path / "J.npy"), "--max-memory", "100")
+    assert_usage_error(result, "ds_dX has a single row per sample and cannot be streamed; select fewer columns "
+                               "with --cols")
+
+
 def test_failed_stream_leaves_the_target_unchanged(runner, tmp_path, monkeypatch):
     from jaccli.writers import NpyStreamWriter
 
@@ -1353,6 +1407,19 @@ def test_info_plans_a_diagonal_block_as_one_sweep(runner):
     assert block["mode"] == "diagonal" and block["sweeps"] == 1
     dense = report(invoke(runner, "info", "-e", "x * x[0]", "[1, 2, 3, 4]", "--format", "json"))
     assert dense["blocks"]["df_dx"]["mode"] == "reverse" and dense["blocks"]["df_dx"]["sweeps"] == 1
+
+
+@pytest.mark.parametrize("expr, inputs", [
+    ("sin(x) * y", ("x=[1, 2, 3]", "y=[2, 3, 4]")),  # before: info planned 1 sweep, jacobian ran 2
+    ("(sin(x) * y, x ** 2)", ("x=[1, 2, 3]", "y=[2, 3, 4]")),
+    ("sin(x) * y + sum(z)", ("x=[1, 2, 3]", "y=[2, 3, 4]", "z=[1, 2]")),
+    ("(x * y, exp(y))", ("x=[1, 2]", "y=[3, 4]")),
+])
+def test_info_plans_the_sweeps_jacobian_runs_for_blocks_sharing_diagonals(runner, expr, inputs):
+    plan = report(invoke(runner, "info", "-e", expr, *inputs, "--format", "json"))
+    done = report(invoke(runner, "jacobian", "-e", expr, *inputs, "--format", "json"))
+    assert plan["sweeps"] == done["sweeps"] == sum(b["sweeps"] for b in plan["blocks"].values())
+    assert plan["mode"] == done["mode"]
 
 
 # ---------------------------------------------------------------- regressions: stdout, exits, writes, usage

@@ -329,6 +329,31 @@ def test_stream_round_trip_in_blocks(tmp_path, rng):
     assert temp_files(tmp_path) == []
 
 
+def test_stream_rows_of_every_sample_at_once_along_axis_1(tmp_path, rng):
+    # Per-sample Jacobians (B, M, N) come as rows k of every sample: (B, k, N) pieces.
+    expected = rng.normal(size=(5, 7, 3, 2))
+    target = tmp_path / "J.npy"
+    with NpyStreamWriter(target, expected.shape, row_axis=1) as out:
+        for start in (4, 0, 2):  # out of order, one piece shorter
+            out.write(start, expected[:, start:start + (2 if start < 4 else 3)])
+        assert out.rows_missing == 0
+    assert_array_equal(np.load(target), expected)
+
+
+def test_stream_along_axis_1_checks_the_piece_and_counts_missing_rows(tmp_path):
+    out = NpyStreamWriter(tmp_path / "J.npy", (3, 4, 2), row_axis=1)
+    with pytest.raises(ValueError, match=r"block of shape \(2, 1, 2\) does not fit rows of shape \(2,\) for each of the 3 "
+                                         r"entries along axis 0, as a block of shape \(3, k, 2\)"):
+        out.write(0, np.ones((2, 1, 2)))
+    with pytest.raises(ValueError, match="rows 3:5 are outside the 4 rows"):
+        out.write(3, np.ones((3, 2, 2)))
+    out.write(1, np.ones((3, 2, 2)))
+    with pytest.raises(ValueError, match="2 of 4 rows of .* were never written"):
+        out.commit()
+    out.abort()
+    assert temp_files(tmp_path) == []
+
+
 def test_stream_rows_out_of_order_and_single_rows(tmp_path):
     with NpyStreamWriter(tmp_path / "J.npy", (3, 2)) as out:
         out.write(2, np.array([5.0, 6.0]))

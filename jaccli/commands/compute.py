@@ -363,30 +363,37 @@ def evaluate(outcome: Outcome) -> None:
     _finish_stats(outcome)
 
 
-def stream_pieces(block: Block, budget: int) -> tuple[tuple[int, ...], Iterator[tuple[int, np.ndarray]]]:
-    """The file shape and ``(first_row, rows)`` pieces of `block`, for writing it row by row.
+def stream_pieces(block: Block, budget: int) -> tuple[tuple[int, ...], int, Iterator[tuple[int, np.ndarray]]]:
+    """The file shape, its row axis and ``(first_row, rows)`` pieces of `block`, for writing it row by row.
 
     A full block is written as out.shape + in.shape: pieces are whole slices along the
-    output's first axis. A selection is written as its [R, C] matrix.
+    output's first axis. A selection is written as its [R, C] matrix. With --batch-axis the
+    file has the samples first, and a piece holds its rows of every sample (row axis 1).
     """
-    if block.batch is not None:
-        raise UsageError("a result with --batch-axis cannot be streamed to disk; select fewer rows with --rows")
+    lead = 0 if block.batch is None else 1
     if not block.selected and not block.out_shape:
-        raise UsageError(f"{block.key} has a single row and cannot be streamed; select fewer columns with --cols")
+        each = " per sample" if lead else ""
+        raise UsageError(f"{block.key} has a single row{each} and cannot be streamed; select fewer columns with "
+                         "--cols")
     unit = 1 if block.selected else math.prod(block.out_shape[1:])
     row_bytes = max(1, block.N if block.cols is None else len(block.cols)) * block.dtype.itemsize
+    row_bytes *= block.batch or 1
     per_piece = max(unit, (budget // 4 // row_bytes) // unit * unit)
     view = block.lazy.matrix
 
     def pieces() -> Iterator[tuple[int, np.ndarray]]:
         for start, piece in view.stream(block.rows, block.cols, chunk_size=per_piece):
-            block.streamed_rows += piece.shape[0]
+            block.streamed_rows += piece.shape[lead]
             if block.selected:
                 yield start, piece
             else:
-                yield start // unit, piece.reshape((-1,) + block.out_shape[1:] + block.in_shape)
+                batch = piece.shape[:lead]
+                yield start // unit, piece.reshape(batch + (-1,) + block.out_shape[1:] + block.in_shape)
 
-    return block.shape, pieces()
+    return block.shape, lead, pieces()
+
+
+SWEEP_KINDS = ("reverse", "forward", "diagonal")  # a Jacobian's report names the kinds it ran in this order
 
 
 def _finish_stats(outcome: Outcome) -> None:
@@ -401,7 +408,7 @@ def _finish_stats(outcome: Outcome) -> None:
             else "forward-over-reverse"
         return
     kinds = set().union(*(ev.kinds for ev in evaluators))
-    outcome.mode = "+".join(k for k in ("reverse", "forward", "diagonal") if k in kinds) or "cached"
+    outcome.mode = "+".join(k for k in SWEEP_KINDS if k in kinds) or "cached"
 
 
 def finish_stream(outcome: Outcome, seconds: float) -> None:

@@ -40,7 +40,7 @@ import numpy as np
 import jaccli
 from jaccli.stream import human_bytes
 
-from .compute import Block, matrix_blocks
+from .compute import SWEEP_KINDS, Block, matrix_blocks
 from .display import Facts, Section, Table, render
 from .failures import shown_path, to_stderr, to_stdout
 from .problem import Problem, load_problem
@@ -62,9 +62,15 @@ def _plan(blocks: list[Block], order: int) -> list[dict]:
     per_sample = ev.B if ev.batch else 1
     rows_done: set[int] = set()
     cols_done: set[int] = set()
+    diagonals: set[tuple[int, int]] = set()  # blocks whose diagonal sweep is planned
     plan = []
     for b in blocks:
         i, j = b.lazy._i, b.lazy._j
+        if order == 1 and (i, j) in diagonals:
+            # Swept when a block sharing its rows (columns) was filled from diagonals: each diagonal
+            # block sharing them takes its own sweep then (a tangent of ones in its input).
+            plan.append({"mode": "diagonal", "chunk_size": 1, "sweeps": 1})
+            continue
         if order == 2:
             if i in rows_done or j in rows_done:
                 plan.append({"mode": "cached", "chunk_size": None, "sweeps": 0})
@@ -77,10 +83,12 @@ def _plan(blocks: list[Block], order: int) -> list[dict]:
             plan.append({"mode": "cached", "chunk_size": None, "sweeps": 0})
         elif ev.is_diagonal(i, j) and ev.diagonal_fill(i, j, ev.M[i] <= ev.N[j]):
             # Elementwise: one forward sweep with a tangent of ones gives the whole diagonal.
-            if ev.M[i] <= ev.N[j]:
+            by_rows = ev.M[i] <= ev.N[j]
+            if by_rows:
                 rows_done.add(i)
             else:
                 cols_done.add(j)
+            diagonals.update(blk for blk in ev._sharing(i, j, by_rows) if ev.is_diagonal(*blk))
             plan.append({"mode": "diagonal", "chunk_size": 1, "sweeps": 1})
         elif ev.M[i] <= ev.N[j]:
             chunk = ev.chunk(ev.M[i], max(ev.N + [1]) * per_sample)
@@ -115,7 +123,9 @@ def _report(problem: Problem, settings: Settings, argv: list[str], timings: dict
         entries[b.key] = {"kind": b.kind, "output": b.out_name, "input": b.in_name, "shape": list(b.full_shape),
                           "matrix_shape": lead + [b.M, b.N], "dtype": str(b.dtype), "nbytes": b.nbytes,
                           "connected": bool(b.lazy.connected), **p}
-    modes = [p["mode"] for p in plan if p["mode"] != "cached"]
+    # In the order the jacobian command's report names them (a Hessian's plan has one mode)
+    modes = sorted({p["mode"] for p in plan if p["mode"] != "cached"},
+                   key=lambda m: SWEEP_KINDS.index(m) if m in SWEEP_KINDS else len(SWEEP_KINDS))
     chunks = [p["chunk_size"] for p in plan if p["chunk_size"] is not None]
     kinks = []
     for kink in find_kinks(rec):
@@ -134,7 +144,7 @@ def _report(problem: Problem, settings: Settings, argv: list[str], timings: dict
         "disconnected": [{"output": outs[i], "input": names[j],
                           "block": f"d{outs[i]}_d{names[j]}"} for i, j in disconnected_pairs(rec)],
         "kinks": kinks,
-        "mode": "+".join(dict.fromkeys(modes)) or "cached",
+        "mode": "+".join(modes) or "cached",
         "chunk_size": max(chunks, default=None),
         "sweeps": sum(p["sweeps"] for p in plan),
         "timings": timings,

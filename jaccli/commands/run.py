@@ -82,19 +82,19 @@ def _compute(outcome: Outcome, settings: Settings, out: Output) -> None:
                          "with --rows/--cols, or raise --max-memory")
     start = time.perf_counter()
     block = outcome.blocks[0]
-    shape, pieces = stream_pieces(block, settings.max_memory)
+    shape, row_axis, pieces = stream_pieces(block, settings.max_memory)
     assert out.path is not None
-    _stream(out.target, out.path, shape, block.dtype, pieces)
+    _stream(out.target, out.path, shape, row_axis, block.dtype, pieces)
     finish_stream(outcome, time.perf_counter() - start)
 
 
-def _stream(path: Path, shown: Path, shape: tuple[int, ...], dtype: Any, pieces: Any) -> None:
+def _stream(path: Path, shown: Path, shape: tuple[int, ...], row_axis: int, dtype: Any, pieces: Any) -> None:
     """Write the row blocks `pieces` yields to `path` (`shown` in messages); failing writes are the
     disk's fault, not the function's."""
     from jaccli.stream import NpyStreamWriter
 
     with writing(shown):
-        writer = NpyStreamWriter(path, shape, dtype)
+        writer = NpyStreamWriter(path, shape, dtype, row_axis=row_axis)
     try:
         for first, piece in pieces:  # computing a piece runs f: only the writes are wrapped
             with writing(shown):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
+import jaccli
 from jaccli.engine.recording import Recording
 from jaccli.errors import UnsupportedOperationError
 
@@ -89,6 +90,32 @@ def test_det_hessian_at_singular_matrices_is_finite_and_exact(point):
     expected = _mixed_differences(np.linalg.det, point)
     assert_allclose(_hessian(np.linalg.det, point), expected, rtol=1e-12, atol=1e-12)
     assert_allclose(_jacobian(np.linalg.det, point), _jacobian_by_minors(point), rtol=1e-12, atol=1e-12)
+
+
+def _rank_deficient(n, rank, seed):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, rank)) @ rng.standard_normal((rank, n))
+
+
+@pytest.mark.parametrize("point", [
+    np.array([[-1.0, 3.0, -2.0], [-3.0, 3.0, 4.0], [-7.0, 9.0, 6.0]]),  # row 3 = row 1 + 2 row 2
+    _rank_deficient(4, 3, 0), _rank_deficient(6, 5, 1), _rank_deficient(6, 4, 2), _rank_deficient(8, 7, 3),
+    _rank_deficient(9, 8, 4), _rank_deficient(10, 8, 5),
+    np.array([[-1.0, 3.0, -2.0], [-3.0, 3.0, 4.0], [-7.0, 9.0, 6.0 + 1e-12]]),  # nonsingular, cond ~1e14
+], ids=["3x3-rows", "rank-3-of-4", "rank-5-of-6", "rank-4-of-6", "rank-7-of-8", "rank-8-of-9", "rank-8-of-10",
+        "nearly-singular"])
+def test_det_hessian_at_singular_matrices_whose_computed_det_is_not_zero(point):
+    # LU's rounding gives det ~1e-14 for most singular matrices. Before: det(A) A^-T was used there,
+    # and its derivative cancelled terms ~1e16 times larger: Hessian entries off by up to 8 (of 9).
+    assert np.linalg.det(point) != 0
+    expected = _mixed_differences(np.linalg.det, point)
+    scale = np.abs(expected).max()
+    for mode in ("forward", "reverse"):
+        got = np.asarray(jaccli.hessian(np.linalg.det, point, mode=mode))
+        assert_allclose(got, expected, rtol=0, atol=1e-10 * scale)
+    # cofactors are sums of products of one more entry than the Hessian's (rank n - 2: all zero)
+    assert_allclose(_jacobian(np.linalg.det, point), _jacobian_by_minors(point), rtol=0,
+                    atol=1e-10 * scale * np.abs(point).max())
 
 
 def _jacobian_by_minors(a):

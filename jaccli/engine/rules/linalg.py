@@ -142,8 +142,15 @@ register(np.linalg.solve, _solve_handler, prims=(solve,),
 det = primitive("np.linalg.det", np.linalg.det)
 
 
-def _any_zero(ans):
-    return bool(np.any(ans == 0))
+# 1-norm condition number above which det(A) A^-T is not used for det's derivative: its own
+# derivative (det's second) cancels terms ~cond times larger than the result, losing cond * eps.
+_COND_LIMIT = 1e6
+
+
+def _ill_conditioned(a):
+    """Whether some matrix of the stack `a` is singular or too ill-conditioned to invert for det's rule."""
+    with np.errstate(all="ignore"):
+        return bool(np.any(~(np.linalg.cond(a, 1) <= _COND_LIMIT)))
 
 
 def _orientation(u, vt):
@@ -156,16 +163,19 @@ _MINORS_UP_TO = 8
 
 
 def _cofactor(ans, a):
-    """d det(A) / dA, the cofactor matrix: det(A) A^-T where A is invertible.
+    """d det(A) / dA, the cofactor matrix: det(A) A^-T where A is well-conditioned.
 
-    Where A is singular (det A = 0: A^-1 does not exist, the derivative does), up to 8 x 8 its
-    entries are (-1)^(i+j) det(A without row i and column j): a polynomial in A, computed without
-    division, so that its derivatives (det's second and third) are exact too. Larger, they are
-    det(U) det(V) U diag(prod_{j != i} s_j) V^T from A = U diag(s) V^T, also without division; the
-    SVD's own derivative, though, divides by differences of singular values, so det's second
-    derivative at a larger singular A with repeated singular values is not finite.
+    Where A is singular (A^-1 does not exist, the derivative does) or ill-conditioned (1-norm
+    condition number over 1e6: det(A) A^-T is right, but its derivative, det's second, cancels
+    terms cond(A) times larger than itself), up to 8 x 8 its entries are (-1)^(i+j) det(A without
+    row i and column j): a polynomial in A, computed without division, so that its derivatives
+    (det's second and third) are exact too. Larger, they are det(U) det(V) U diag(prod_{j != i} s_j)
+    V^T from A = U diag(s) V^T, also without division; the SVD's own derivative, though, divides
+    by differences of singular values, so det's second derivative at a larger singular A with
+    repeated singular values is not finite. Whether A is singular cannot be read off det(A): LU's
+    rounding makes it 1e-14 rather than 0 for most singular matrices.
     """
-    if not guarded(_any_zero, ans):
+    if not guarded(_ill_conditioned, a):
         return mT(inv(a)) * np.expand_dims(ans, (-2, -1))
     n = np.shape(a)[-1]
     if n == 1:
@@ -193,8 +203,8 @@ def _det_jvp(ans, a):
 det.defvjp(_det_vjp)
 det.defjvp(_det_jvp)
 register(np.linalg.det, lambda a: det(a), prims=(det,),
-         notes="the derivative is the cofactor matrix det(A) A^-T; at a singular A, the minors' determinants "
-               "(up to 8 x 8; larger, from the SVD)")
+         notes="the derivative is the cofactor matrix det(A) A^-T; at a singular or ill-conditioned A "
+               "(condition number over 1e6), the minors' determinants (up to 8 x 8; larger, from the SVD)")
 
 slogdet = primitive("np.linalg.slogdet", np.linalg.slogdet, multi_out=True)
 _SlogdetResult = result_type_of(np.linalg.slogdet, np.eye(1))

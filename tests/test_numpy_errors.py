@@ -24,6 +24,10 @@ CASES = {
     "transpose axis 3": lambda x: np.transpose(x, (0, 3)),
     "norm axis 4": lambda x: np.linalg.norm(x, axis=4),
     "tensordot axis 1 of a vector": lambda x: np.tensordot(x, x, axes=([0], [1])),
+    # before: contracted as flattened axes, silently (the sizes' products agree)
+    "tensordot axes whose sizes differ pairwise": lambda x: np.tensordot(x, x.T, axes=([0, 1], [0, 1])),
+    "tensordot axes=1 of sizes that differ": lambda x: np.tensordot(x, np.ones((4, 2)), axes=1),
+    "dot with a 3-D operand not aligned": lambda x: np.dot(x, np.ones((2, 5, 3))),
     "einsum too many subscripts": lambda x: np.einsum("ii", x),
     "einsum ij-> on a vector": lambda x: np.einsum("ij->", x),
     "einsum too few subscripts": lambda x: np.einsum("i", np.outer(x, x)),
@@ -86,6 +90,7 @@ def test_clip_with_where_is_refused_by_name():
     lambda x: 2.0 @ x,
     lambda x: np.trace(x),
     lambda x: np.trace(x[0], axis1=-1, axis2=0),
-], ids=["matmul-by-a-scalar", "scalar-matmul", "trace-of-a-vector", "trace-of-a-number"])
+    lambda x: np.dot(x, np.ones((2, 5, 3))),
+], ids=["matmul-by-a-scalar", "scalar-matmul", "trace-of-a-vector", "trace-of-a-number", "dot-not-aligned"])
 def test_what_numpy_rejects_jaccli_rejects_with_numpys_message(call):
     refused_as_numpy_refuses(call, X1, lambda f, x: np.asarray(jaccli.jacobian(f, x)))

@@ -134,6 +134,8 @@ def _dot(a, b, out=None):
         return np.multiply(a, b)
     if np.ndim(b) <= 2:
         return _matmul_handler(a, b)
+    if np.shape(a)[-1] != np.shape(b)[-2]:
+        np.dot(np.broadcast_to(0.0, np.shape(a)), np.broadcast_to(0.0, np.shape(b)))  # raises NumPy's own error
     return np.tensordot(a, b, axes=([-1], [-2]))
 
 
@@ -158,6 +160,9 @@ def _tensordot(a, b, axes=2):
     if len(axes_a) != len(axes_b):
         raise ValueError("shape-mismatch for sum: tensordot needs as many axes of a as of b")
     sa, sb = np.shape(a), np.shape(b)
+    if any(sa[i] != sb[k] for i, k in zip(axes_a, axes_b)):
+        raise ValueError(f"shape-mismatch for sum: tensordot pairs axes {axes_a} of a {sa} with axes {axes_b} of "
+                         f"b {sb}, whose sizes differ")
     free_a = [i for i in range(na) if i not in axes_a]
     free_b = [i for i in range(nb) if i not in axes_b]
     n = 1

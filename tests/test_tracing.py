@@ -86,6 +86,27 @@ def test_repeated_indices_last_write_wins_and_reads_accumulate():
     np.testing.assert_allclose(jacobian(read, x), [[2, 1, 0]], atol=0)
 
 
+@pytest.mark.parametrize("make", [
+    lambda x: np.zeros_like(x, shape=(2, x.size)),
+    lambda x: np.ones_like(x, shape=(2, x.size)),
+    lambda x: np.full_like(x, 7.0, shape=(2, x.size)),
+    lambda x: np.empty_like(x, shape=(2, x.size)),
+], ids=["zeros_like", "ones_like", "full_like", "empty_like"])
+def test_a_buffer_like_x_of_another_shape_can_be_assigned_into(make):
+    # Before: with shape=, a plain array, and the assignment of a traced value was refused
+    def f(x):
+        y = make(x)
+        y[0] = x ** 2
+        y[1] = np.sin(x)
+        return y
+
+    x = np.array([0.5, 1.0, 2.0])
+    J = np.asarray(jaccli.jacobian(f, x))
+    assert J.shape == (2, 3, 3)
+    np.testing.assert_allclose(J, np.stack([np.diag(2 * x), np.diag(np.cos(x))]), rtol=1e-13, atol=0)
+    np.testing.assert_allclose(J, central_diff(f, x), rtol=1e-7, atol=1e-9)
+
+
 def test_writing_into_a_copy_leaves_the_input_alone():
     def f(x):
         y = x.copy()

@@ -44,9 +44,9 @@ if hasattr(np, "astype"):  # NumPy >= 2.1: the function form of x.astype(), whic
 
 
 def _like(kind):
-    def impl(x, fill_value, dtype):
+    def impl(x, fill_value, dtype, shape=None):
         dt = dtype or dtype_of(x)
-        return np.full(np.shape(x), fill_value, dtype=dt)
+        return np.full(np.shape(x) if shape is None else shape, fill_value, dtype=dt)
 
     prim = primitive(f"np.{kind}", impl, constant=True)
 
@@ -60,9 +60,8 @@ def _like(kind):
         if type(fill) is Tracer:
             # The fill value is differentiable; the traced zeros only carry the shape.
             return prim(a, 0.0, dtype) + fill if shape is None else np.broadcast_to(fill, shape) + 0.0
-        if shape is not None:
-            return np.full(shape, fill, dtype=dtype or dtype_of(a))
-        return prim(a, fill, dtype)
+        # traced (if `a` is), though constant: a buffer of another shape that f then assigns into
+        return prim(a, fill, dtype) if shape is None else prim(a, fill, dtype, shape)
 
     notes = "a traced constant: independent of the input, but it can be assigned into"
     if kind == "full_like":

@@ -143,9 +143,10 @@ def test_a_branch_through_a_traced_truth_value_is_guarded():
     lambda: (lambda x: np.sort(x) * np.arange(1.0, 5.0)),
     lambda: (lambda x: x * x[np.argmax(x)]),
     lambda: (lambda x: x * x[x.argmax()]),
+    lambda: (lambda x: x * x[np.nanargmax(x)] - x[np.nanargmin(x)]),
     lambda: (lambda x: x[np.nonzero(x > 0)] ** 2 if (x > 0).any() else x),
     lambda: (lambda x: np.maximum(x, 0.0) * np.abs(x)),
-], ids=["where", "sort", "argmax", "argmax-method", "nonzero", "relu-abs"])
+], ids=["where", "sort", "argmax", "argmax-method", "nanargmax", "nonzero", "relu-abs"])
 def test_value_dependent_operations_replay_exactly(make):
     f = make()
     g = jaccli.record_once(f)

@@ -48,9 +48,9 @@ for _f in (np.triu_indices_from, np.tril_indices_from):
     register(_f, _indices_from(_f), kind="nondiff", notes="integer index arrays from the shape: no derivative")
 for _f in (np.argmax, np.argmin, np.nanargmax, np.nanargmin, np.argsort, np.nonzero, np.flatnonzero,
            np.count_nonzero, np.any, np.all, np.isclose, np.allclose, np.array_equal, np.searchsorted,
-           np.iscomplexobj, np.isrealobj, np.isreal, np.iscomplex, np.argwhere, np.result_type, np.can_cast, np.min_scalar_type,
-           np.digitize, np.unravel_index, np.ravel_multi_index, np.lexsort, np.linalg.matrix_rank,
-           np.argpartition):
+           np.iscomplexobj, np.isrealobj, np.isreal, np.iscomplex, np.argwhere, np.result_type, np.can_cast,
+           np.min_scalar_type, np.digitize, np.unravel_index, np.ravel_multi_index, np.lexsort,
+           np.linalg.matrix_rank, np.argpartition):
     try:
         register(_f, _on_primal(_f), kind="nondiff", notes="integer or boolean result: no derivative")
     except TypeError:

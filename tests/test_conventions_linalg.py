@@ -118,6 +118,59 @@ def test_det_hessian_at_singular_matrices_whose_computed_det_is_not_zero(point):
                     atol=1e-10 * scale * np.abs(point).max())
 
 
+def _with_singular_values(s, seed):
+    rng = np.random.default_rng(seed)
+    q1, _ = np.linalg.qr(rng.standard_normal((len(s), len(s))))
+    q2, _ = np.linalg.qr(rng.standard_normal((len(s), len(s))))
+    return q1 @ np.diag(s) @ q2.T
+
+
+def test_det_hessian_of_a_large_ill_conditioned_matrix_with_repeated_singular_values_is_finite():
+    # 10 x 10, cond 1e7, nine singular values 1: the SVD's derivative would be inf; A^-1's is fine here
+    point = _with_singular_values([1.0] * 9 + [1e-7], 0)
+    expected = _mixed_differences(np.linalg.det, point)
+    got = np.asarray(jaccli.hessian(np.linalg.det, point))
+    assert_allclose(got, expected, rtol=0, atol=1e-8 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("n", [3, 10])
+def test_each_matrix_of_a_stack_takes_its_own_way_to_det_cofactors(n):
+    # A singular matrix beside the identity: the identity's Hessian stays finite and exact (before, one
+    # singular matrix sent the whole stack through the SVD, whose derivative is NaN at the identity)
+    singular = _with_singular_values(list(np.linspace(1.0, 2.0, n - 1)) + [0.0], 1)
+    stack = np.stack([np.eye(n), singular])
+    H = np.asarray(jaccli.hessian(lambda a: np.linalg.det(a).sum(), stack))
+    for k, point in enumerate(stack):
+        expected = _mixed_differences(np.linalg.det, point)
+        assert_allclose(H[k, :, :, k], expected, rtol=0, atol=1e-9 * np.abs(expected).max())
+    assert (H[0, :, :, 1] == 0).all() and (H[1, :, :, 0] == 0).all()
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0, 0), (0, 3, 3)])
+def test_det_of_empty_matrices_and_stacks(shape):
+    a = np.zeros(shape)
+    assert_allclose(np.asarray(jaccli.jacobian(np.linalg.det, a)), np.zeros(np.shape(np.linalg.det(a)) + shape))
+    assert np.asarray(jaccli.hessian(lambda a: np.linalg.det(a).sum(), a)).shape == shape + shape
+
+
+def test_det_hessian_of_an_ill_conditioned_float32_matrix_is_accurate_to_float32():
+    point = _with_singular_values([1.0, 0.7, 0.3, 2e-5], 2).astype(np.float32)
+    expected = _mixed_differences(np.linalg.det, point.astype(np.float64))
+    got = np.asarray(jaccli.hessian(np.linalg.det, point))
+    assert got.dtype == np.float32
+    assert_allclose(got, expected, rtol=0, atol=1e-5 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("point", [np.array([[1e-300]]), 1e-160 * np.array([[1.0, 2.0], [3.0, 5.0]])],
+                         ids=["1x1", "2x2"])
+def test_det_hessian_of_a_tiny_well_conditioned_matrix_is_finite(point):
+    # Before: -inf, from an inverse that overflows times a determinant that underflows
+    n = point.shape[0]
+    expected = np.zeros((1, 1, 1, 1)) if n == 1 else np.array(
+        [[[[0, 0], [0, 1]], [[0, 0], [-1, 0]]], [[[0, -1], [0, 0]], [[1, 0], [0, 0]]]], dtype=float)
+    assert_allclose(np.asarray(jaccli.hessian(np.linalg.det, point)), expected, rtol=0, atol=1e-12)
+
+
 def _jacobian_by_minors(a):
     n = a.shape[0]
     return np.array([[(-1) ** (i + j) * np.linalg.det(np.delete(np.delete(a, i, 0), j, 1)) for j in range(n)]

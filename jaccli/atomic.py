@@ -70,17 +70,28 @@ def write_error(target: Path | str, error: OSError) -> JaccliError:
     return UsageError(f"cannot write {target}: {detail}; check the path and its permissions, or write elsewhere")
 
 
-def _short_write_cause(fh: IO[bytes], error: OSError) -> OSError:
-    """`error`, or for NumPy's report of a short write (no errno) the system's reason for it.
+def _check_size(fh: IO[bytes]) -> None:
+    """Raise a short write's OSError when the file holds less than was written into it.
 
-    NumPy says only "N requested and M written"; a full disk and a file-size limit (ulimit -f)
-    both end a write so. One more byte written where it stopped fails with the reason (ENOSPC,
-    EFBIG); the file is a temporary one, deleted afterwards.
+    NumPy writes .npy data through a C stdio stream of its own, and the failure of that
+    stream's last buffer (a file-size limit reached there) is not reported at all.
+    """
+    size, wanted = os.fstat(fh.fileno()).st_size, fh.tell()
+    if size < wanted:
+        raise OSError(f"{wanted} requested and {size} written")
+
+
+def _short_write_cause(fh: IO[bytes], error: OSError) -> OSError:
+    """`error`, or for a short write reported without an errno (by NumPy) the system's reason for it.
+
+    A full disk and a file-size limit (ulimit -f) both end a write so. One more byte written
+    where the file ends fails with the reason (ENOSPC, EFBIG); the file is a temporary one,
+    deleted afterwards.
     """
     if error.errno is not None or not _SHORT_WRITE.search(str(error)):
         return error
     try:
-        os.write(fh.fileno(), b"\0")
+        os.pwrite(fh.fileno(), b"\0", os.fstat(fh.fileno()).st_size)
     except OSError as cause:
         if cause.errno is not None:
             return OSError(cause.errno, cause.strerror)
@@ -113,6 +124,7 @@ def atomic_write(target: Path, write: Callable[[IO[bytes]], None]) -> None:
             try:
                 write(fh)
                 fh.flush()
+                _check_size(fh)
             except OSError as error:
                 raise _short_write_cause(fh, error) from error
             os.fsync(fh.fileno())

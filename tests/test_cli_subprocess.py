@@ -374,14 +374,16 @@ def test_a_stdout_cut_short_by_the_os_is_an_error_not_a_truncated_result(tmp_pat
 
 
 @pytest.mark.skipif(os.name != "posix", reason="needs POSIX file size limits")
-@pytest.mark.parametrize("suffix", [".npy", ".npz", ".csv"])
-def test_a_file_size_limit_on_the_output_file_is_not_a_full_disk(tmp_path, suffix):
-    # Before: NumPy's "N requested and M written" for .npy was taken for a full disk (exit 4)
+@pytest.mark.parametrize("suffix, limit", [(".npy", 8192), (".npz", 8192), (".csv", 8192),
+                                           (".npy", 128 + 200 * 200 * 8 - 1)])
+def test_a_file_size_limit_on_the_output_file_is_not_a_full_disk(tmp_path, suffix, limit):
+    # Before: NumPy's "N requested and M written" for .npy was taken for a full disk (exit 4); and a
+    # limit in NumPy's last buffer (the .npy is 320128 bytes) gave exit 0 and a truncated file
     np.save(tmp_path / "x.npy", np.linspace(-1.0, 1.0, 200))
     (tmp_path / f"J{suffix}").write_bytes(b"precious")
     done = subprocess.run(JACCLI + ["jacobian", "-e", "sin(x) * sum(x)", "x.npy", "-o", f"J{suffix}"],
                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(),
-                          timeout=60, preexec_fn=_limited_file_size(8192))
+                          timeout=60, preexec_fn=_limited_file_size(limit))
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [f"Error: cannot write J{suffix}: File too large; check the path and its "
                                         "permissions, or write elsewhere"]

@@ -107,6 +107,21 @@ def test_a_buffer_like_x_of_another_shape_can_be_assigned_into(make):
     np.testing.assert_allclose(J, central_diff(f, x), rtol=1e-7, atol=1e-9)
 
 
+@pytest.mark.parametrize("kw, slope", [({}, 1.0), ({"shape": (2,)}, 1.0), ({"dtype": np.float32}, 1.0),
+                                       ({"dtype": np.float32, "shape": (2, 2)}, 1.0), ({"dtype": np.int64}, 0.0),
+                                       ({"dtype": np.int64, "shape": (2,)}, 0.0)])
+def test_a_traced_fill_value_is_cast_to_full_likes_dtype(kw, slope):
+    # Before: dtype= was ignored for a traced fill value (2.7 stayed 2.7 with dtype=int64)
+    def f(x):
+        return np.full_like(x, x[0], **kw)
+
+    x = np.array([-2.7, 0.5, 1.0])
+    value, tangent = jaccli.jvp(f, x, np.array([1.0, 0.0, 0.0]))
+    assert_array_equal(value, f(x))
+    assert np.asarray(value).dtype == f(x).dtype
+    assert_array_equal(tangent, np.full(np.shape(f(x)), slope))
+
+
 def test_writing_into_a_copy_leaves_the_input_alone():
     def f(x):
         y = x.copy()

@@ -57,11 +57,13 @@ def _like(kind):
             fill = 1.0 if kind == "ones_like" else 0.0
             if args:
                 dtype = args[0]
+        # traced (if `a` is), though constant: also a buffer of another shape that f then assigns into
+        base = prim(a, 0.0 if type(fill) is Tracer else fill, dtype, *(() if shape is None else (shape,)))
         if type(fill) is Tracer:
-            # The fill value is differentiable; the traced zeros only carry the shape.
-            return prim(a, 0.0, dtype) + fill if shape is None else np.broadcast_to(fill, shape) + 0.0
-        # traced (if `a` is), though constant: a buffer of another shape that f then assigns into
-        return prim(a, fill, dtype) if shape is None else prim(a, fill, dtype, shape)
+            # The fill value is differentiable; the traced zeros carry the shape, and the dtype: NumPy
+            # casts the fill value to it (an integer dtype cuts the derivative)
+            return INTERNAL["astype"](base + fill, np.dtype(dtype or dtype_of(a)))
+        return base
 
     notes = "a traced constant: independent of the input, but it can be assigned into"
     if kind == "full_like":

@@ -91,6 +91,9 @@ def test_clip_with_where_is_refused_by_name():
     lambda x: np.trace(x),
     lambda x: np.trace(x[0], axis1=-1, axis2=0),
     lambda x: np.dot(x, np.ones((2, 5, 3))),
-], ids=["matmul-by-a-scalar", "scalar-matmul", "trace-of-a-vector", "trace-of-a-number", "dot-not-aligned"])
+    lambda x: np.dot(np.ones((2, 2, 3)), x[:2]),
+    lambda x: np.dot(np.outer(x, x), np.ones((2, 3))),
+], ids=["matmul-by-a-scalar", "scalar-matmul", "trace-of-a-vector", "trace-of-a-number", "dot-not-aligned",
+        "dot-3-d-by-a-vector-not-aligned", "dot-matrices-not-aligned"])
 def test_what_numpy_rejects_jaccli_rejects_with_numpys_message(call):
     refused_as_numpy_refuses(call, X1, lambda f, x: np.asarray(jaccli.jacobian(f, x)))

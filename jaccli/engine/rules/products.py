@@ -132,10 +132,10 @@ register(np.matmul, _matmul_handler, prims=(matmul,),
 def _dot(a, b, out=None):
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return np.multiply(a, b)
+    if np.shape(a)[-1] != np.shape(b)[-2 if np.ndim(b) >= 2 else -1]:
+        np.dot(np.broadcast_to(0.0, np.shape(a)), np.broadcast_to(0.0, np.shape(b)))  # raises NumPy's own error
     if np.ndim(b) <= 2:
         return _matmul_handler(a, b)
-    if np.shape(a)[-1] != np.shape(b)[-2]:
-        np.dot(np.broadcast_to(0.0, np.shape(a)), np.broadcast_to(0.0, np.shape(b)))  # raises NumPy's own error
     return np.tensordot(a, b, axes=([-1], [-2]))
 
 

@@ -58,7 +58,7 @@ def _like(kind):
             if args:
                 dtype = args[0]
         # traced (if `a` is), though constant: also a buffer of another shape that f then assigns into
-        base = prim(a, 0.0 if type(fill) is Tracer else fill, dtype, *(() if shape is None else (shape,)))
+        base = prim(a, 0.0 if type(fill) is Tracer else fill, dtype, shape)
         if type(fill) is Tracer:
             # The fill value is differentiable; the traced zeros carry the shape, and the dtype: NumPy
             # casts the fill value to it (an integer dtype cuts the derivative)

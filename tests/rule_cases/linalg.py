@@ -24,6 +24,15 @@ def with_eigenvalues(*values: float) -> np.ndarray:
     return (q * np.asarray(values)) @ q.T
 
 
+def complement_projector(usv):
+    """U2 U2^T (tall) or V2 V2^T (wide) from a full SVD: the projector onto the complement of the
+    column (row) space, whatever basis the extra singular vectors hold."""
+    u, s, vh = usv
+    k = s.shape[-1]
+    b = u[..., :, k:] if u.shape[-1] > k else np.swapaxes(vh[..., k:, :], -1, -2)
+    return b @ np.swapaxes(b, -1, -2)
+
+
 def sy(a):
     return (a + np.swapaxes(a, -1, -2)) / 2
 
@@ -105,6 +114,15 @@ CASES = [
          id=L + "svd-wide-vh"),
     Case(L + "svd", lambda a: (lambda u, s, vh: u[..., :, :1] * vh[..., :1, :] * s[..., :1, None])(
         *np.linalg.svd(a, full_matrices=False)), (r(2, 3, 4),), id=L + "svd-batched-rank-one-part"),
+    # full_matrices=True of a non-square matrix (NumPy's default): the extra vectors through the
+    # projector onto the complement, which does not depend on their basis; with the thin part too
+    Case(L + "svd", lambda a: complement_projector(np.linalg.svd(a)), (r(4, 2),), order=3, id=L + "svd-full-tall"),
+    Case(L + "svd", lambda a: complement_projector(np.linalg.svd(a)), (r(2, 4),), order=3, id=L + "svd-full-wide"),
+    Case(L + "svd", lambda a: complement_projector(np.linalg.svd(a)), (r(2, 4, 3),), id=L + "svd-full-batched"),
+    Case(L + "svd", lambda a: (lambda u, s, vh: (u[..., :, :3] * s[..., None, :]) @ vh)(*np.linalg.svd(a)),
+         (r(5, 3),), id=L + "svd-full-tall-reconstruct"),
+    Case(L + "svd", lambda a: (lambda u, s, vh: (u * s[..., None, :]) @ vh[..., :2, :])(*np.linalg.svd(a)),
+         (r(2, 5),), id=L + "svd-full-wide-reconstruct"),
     # norm: vector norms
     Case(L + "norm", np.linalg.norm, (r(3, 4),), order=3, id=L + "norm-flat"),
     Case(L + "norm", lambda x: np.linalg.norm(x, 2), (r(5),), id=L + "norm-2"),

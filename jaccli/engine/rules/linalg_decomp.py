@@ -304,20 +304,87 @@ svdvals.defvjp(_svdvals_vjp)
 svdvals.defjvp(_svdvals_jvp)
 
 
+# ---------------------------------------------------------------------------
+# svd with full_matrices=True of a non-square matrix. Its first min(m, n) vectors are the thin
+# SVD's; the others (U2 for a tall A, the rows V2^T of Vh for a wide one) are a basis of the
+# complement of A's column (row) space, which NumPy picks and which is not unique: any rotation
+# of it is as good. jaccli moves the basis NumPy gives at the point without rotating it within
+# the complement (U2^T dU2 = 0), the least change that keeps it orthonormal and orthogonal to
+# A's range. With A = U1 S V1^T, U2^T A = 0 gives U2^T dU1 = U2^T dA V1 S^-1, so
+#     dU2 = -U1 dU1^T U2 = -U1 S^-1 V1^T dA^T U2          (tall: m > n)
+#     dV2 = -V1 S^-1 U1^T dA V2                            (wide: m < n)
+# Whatever f computes from the complement without depending on its basis (the projector
+# U2 U2^T = I - A A^+, norms, distances to the subspace) gets its exact derivative; the entries
+# of U2 themselves get those of this convention.
+# ---------------------------------------------------------------------------
+svd_full = primitive("np.linalg.svd(full_matrices=True)",
+                     lambda a: np.linalg.svd(a, full_matrices=True), multi_out=True)
+
+
+def _full_parts(ans, a):
+    """(thin u, s, thin vh), the complement basis (U2, or V2 as columns), and the sizes."""
+    u, s, vh = ans
+    m, n = np.shape(a)[-2:]
+    k = min(m, n)
+    thin = (u[..., :, :k], s, vh[..., :k, :])
+    extra = u[..., :, k:] if m > n else mT(vh[..., k:, :])
+    return thin, extra, m, n, k
+
+
+def _svd_full_vjp(ans, a):
+    (u1, s, vh1), extra, m, n, k = _full_parts(ans, a)
+    thin = _svd_vjp((u1, s, vh1), a)
+    us = u1 / np.expand_dims(s, -2)  # U1 S^-1
+
+    def rule(g):
+        g_u, g_s, g_vh = g
+        g_u1 = None if g_u is None else g_u[..., :, :k]
+        g_vh1 = None if g_vh is None else g_vh[..., :k, :]
+        out = None if g_u1 is None and g_s is None and g_vh1 is None else thin((g_u1, g_s, g_vh1))
+        if m > n and g_u is not None:  # <G2, dU2> = -<U2 G2^T U1 S^-1 V1^T, dA>
+            part = -(extra @ mT(g_u[..., :, k:]) @ us @ vh1)
+        elif n > m and g_vh is not None:  # <G2, dV2^T> = -<U1 S^-1 V1^T G2^T V2^T, dA>
+            part = -(us @ (vh1 @ mT(g_vh[..., k:, :])) @ mT(extra))
+        else:
+            return out
+        return part if out is None else out + part
+    return rule
+
+
+def _svd_full_jvp(ans, a):
+    (u1, s, vh1), extra, m, n, k = _full_parts(ans, a)
+    thin = _svd_jvp((u1, s, vh1), a)
+    s_row = np.expand_dims(s, -2)
+
+    def rule(t):
+        d_u1, d_s, d_vh1 = thin(t)
+        if m > n:
+            d_u2 = -((u1 / s_row) @ (vh1 @ mT(t) @ extra))
+            return np.concatenate([d_u1, d_u2], axis=-1), d_s, d_vh1
+        d_v2 = -((mT(vh1) / s_row) @ (mT(u1) @ t @ extra))
+        return d_u1, d_s, np.concatenate([d_vh1, mT(d_v2)], axis=-2)
+    return rule
+
+
+svd_full.defvjp(_svd_full_vjp)
+svd_full.defjvp(_svd_full_jvp)
+
+
 def _svd_handler(a, full_matrices=True, compute_uv=True, hermitian=False):
     if not compute_uv:
         return svdvals(a)
     m, n = np.shape(a)[-2:]
-    if full_matrices and m != n:
-        raise _unsupported(f"np.linalg.svd(full_matrices=True) of a {m}x{n} matrix is not differentiable: its "
-                           "extra singular vectors are not unique; pass full_matrices=False")
-    u, s, vh = svd(a, hermitian=bool(hermitian))
+    if full_matrices and m != n and not hermitian:  # hermitian: NumPy's error (a square matrix is needed)
+        u, s, vh = svd_full(a)
+    else:
+        u, s, vh = svd(a, hermitian=bool(hermitian))
     return _SVDResult(u, s, vh) if _SVDResult else (u, s, vh)
 
 
-register(np.linalg.svd, _svd_handler, prims=(svd, svdvals),
-         notes="singular vectors need distinct singular values (and nonzero ones unless square); "
-               "full_matrices=False unless square; their signs are NumPy's, kept fixed by the derivative")
+register(np.linalg.svd, _svd_handler, prims=(svd, svd_full, svdvals),
+         notes="singular vectors need distinct singular values (and nonzero ones unless square); their "
+               "signs are NumPy's, kept fixed by the derivative; full_matrices=True's extra vectors (a "
+               "basis of the complement) move without rotating within it")
 if hasattr(np.linalg, "svdvals"):
     register(np.linalg.svdvals, lambda x: svdvals(x), prims=(svdvals,),
              notes="the derivative of s_i is outer(u_i, v_i); higher orders need distinct singular values")

@@ -8,6 +8,7 @@ EXIT_CHECK_FAILED = 1
 EXIT_USAGE = 2
 EXIT_FUNCTION = 3
 EXIT_RESOURCE = 4
+EXIT_INTERNAL = 70  # sysexits.h's EX_SOFTWARE: an error in jaccli's own code, a bug to report
 
 
 class JaccliError(Exception):

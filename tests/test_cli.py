@@ -780,6 +780,38 @@ def test_format_json_with_output_prints_the_report_without_data(runner, tmp_path
     assert "write_s" in doc["timings"]
 
 
+def test_an_error_in_jaccli_itself_is_exit_70_and_asks_for_a_report(runner, tmp_path, monkeypatch):
+    # A bug in jaccli's own code is not the function's failure (exit 3). Here: a chunk size of the
+    # wrong type, which the evaluator's loop over chunks fails on.
+    from jaccli.evaluator import Evaluator
+
+    monkeypatch.setattr(Evaluator, "chunk", lambda self, needed, per_seed_elems: "3")
+    out = tmp_path / "J.npy"
+    out.write_bytes(b"precious")
+    result = invoke(runner, "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "--mode", "reverse",
+                    "-o", str(out))
+    assert_usage_error(result, "internal error in jaccli, not in f in", "TypeError: ", "(jaccli/evaluator.py:",
+                       "--debug", code=70)
+    assert out.read_bytes() == b"precious"
+    debug = invoke(runner, "--debug", "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"),
+                   "--mode", "reverse")
+    assert debug.exit_code == 70 and "Traceback" in debug.stderr and "_sweep_blocks" in debug.stderr
+
+
+def test_an_error_state_that_raises_in_the_function_file_does_not_break_the_sweeps(runner, tmp_path):
+    # np.seterr(all="raise") is for f's arithmetic; sqrt'(0) = inf in a rule is reported, not raised.
+    func = write(tmp_path, "m.py", "import numpy as np\nnp.seterr(all='raise')\n\n"
+                                   "def f(x):\n    return np.sqrt(x) * 2.0\n")
+    saved = np.geterr()
+    try:
+        result = invoke(runner, "jacobian", func, "[0, 4]", "--format", "json")
+    finally:
+        np.seterr(**saved)  # the module set it for this whole process (the CLI's own is one command)
+    assert result.exit_code == 0, result.stderr
+    assert_allclose(data(result, "df_dx"), [[np.inf, 0.0], [0.0, 0.5]])
+    assert "non-finite" in result.stderr or "inf" in result.stderr
+
+
 def test_error_while_evaluating_leaves_the_target_unchanged(runner, tmp_path, monkeypatch):
     import jaccli.commands.run as run_module
 

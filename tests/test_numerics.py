@@ -411,3 +411,22 @@ def test_nan_reductions_with_inf_and_all_nan_slices_match_numpy(name):
             want = func(x, **kw)
             assert np.shape(got) == np.shape(want)
             np.testing.assert_array_equal(got, want)
+
+
+def test_an_error_state_that_raises_is_for_fs_arithmetic_not_for_the_sweeps():
+    # sqrt'(0) = inf is the documented convention: under np.errstate(all="raise") the rules warn
+    # (the CLI reports the inf) instead of failing inside jaccli; f's own operations still raise.
+    x = np.array([0.0, 4.0])
+    with np.errstate(all="raise"):
+        with pytest.warns(RuntimeWarning, match="divide by zero"):
+            jac = np.asarray(jaccli.jacobian(np.sqrt, x))
+        with pytest.warns(RuntimeWarning, match="divide by zero"):
+            tangent = np.asarray(jaccli.jacobian(np.sqrt, x, mode="forward"))
+        with pytest.warns(RuntimeWarning):
+            hess = np.asarray(jaccli.hessian(lambda y: np.sum(np.sqrt(y)), x))
+        with pytest.raises(FloatingPointError):
+            jaccli.jacobian(np.log, np.array([-1.0]))
+        assert np.geterr()["divide"] == "raise"
+    np.testing.assert_array_equal(jac, [[np.inf, 0.0], [0.0, 0.25]])
+    np.testing.assert_array_equal(tangent, jac)
+    np.testing.assert_array_equal(hess, [[-np.inf, 0.0], [0.0, -1 / 32]])

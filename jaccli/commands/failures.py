@@ -3,7 +3,8 @@
 Exit codes: 0 success; 1 a check the user asked for failed (``--strict``); 2 usage error (bad
 option, index, file, or inputs that do not fit the function); 3 the user's function failed (it
 raised, returned a non-array, or used an operation jaccli cannot differentiate); 4 a resource
-limit (the result does not fit ``--max-memory``, or the disk is full); 128 + the signal's number
+limit (the result does not fit ``--max-memory``, or the disk is full); 70 an error in jaccli's own
+code (a bug: the message says so and asks for a report with ``--debug``); 128 + the signal's number
 when stopped by a signal (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), and 141 (SIGPIPE's) quietly when
 the reader of stdout or stderr has gone.
 
@@ -46,6 +47,7 @@ from jaccli.workdir import same_directory
 from jaccli.errors import (
     EXIT_CHECK_FAILED,
     EXIT_FUNCTION,
+    EXIT_INTERNAL,
     EXIT_RESOURCE,
     EXIT_USAGE,
     JaccliError,
@@ -104,6 +106,10 @@ class FunctionFailed(CliError):
 
 class ResourceExceeded(CliError):
     exit_code = EXIT_RESOURCE
+
+
+class InternalError(CliError):
+    exit_code = EXIT_INTERNAL
 
 
 class Interrupted(CliError):
@@ -420,8 +426,25 @@ def translate(error: BaseException, *, user_file: Path | None = None, what: str 
             return cli_error(str(failure).replace("cannot write", "cannot use", 1), failure.exit_code)
         return BadUsage(f"cannot use {shown}: {error.strerror or error}; check the path and its permissions")
     message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    return FunctionFailed(f"differentiating {what} failed: {type(error).__name__}: {message}"
+    detail = f"{type(error).__name__}: {message}" if message else type(error).__name__
+    own = _jaccli_site(error)
+    if own is not None:
+        # Not raised while f ran (that is RaisedInFunction), and last in jaccli's own code: a bug.
+        return InternalError(f"internal error in jaccli, not in {what}: {detail} ({own[0]}:{own[1]}); "
+                             "please report it with the traceback that the same command prints with --debug")
+    return FunctionFailed(f"differentiating {what} failed: {detail}"
                           f"{_where(_user_site(error, user_file))}; rerun with --debug for the traceback")
+
+
+def _jaccli_site(error: BaseException) -> tuple[str, int] | None:
+    """Where in jaccli's package (as ``jaccli/evaluator.py``) an error was raised, when the innermost
+    frame outside NumPy is there; None when it is elsewhere (the user's code, another package)."""
+    frames = [fr for fr in traceback.extract_tb(error.__traceback__)
+              if f"{os.sep}numpy{os.sep}" not in fr.filename and not fr.filename.startswith("<")]
+    if not frames or not frames[-1].filename.startswith(_PACKAGE_DIR + os.sep):
+        return None
+    path = os.path.relpath(frames[-1].filename, os.path.dirname(_PACKAGE_DIR))
+    return path.replace(os.sep, "/"), frames[-1].lineno or 0
 
 
 def _discard(name: str) -> None:

@@ -226,11 +226,13 @@ def user_site(skip: int = 1) -> tuple[str, int] | None:
 class attributed_to:  # noqa: N801 - used as a context manager, like contextlib's
     """Operations recorded inside belong to `site` (the user's file and line), not to the caller.
 
-    They are jaccli's own (a sweep's rules), so their plain arguments are not frozen either.
+    They are jaccli's own (a sweep's rules), so their plain arguments are not frozen either, and
+    an error state that raises (``np.seterr(all="raise")`` in f's module, for f's own arithmetic)
+    warns inside instead: a rule's inf (sqrt'(0)) is a value to report, not a failure of jaccli.
     (A class, as frozen_constants: every sweep enters one.)
     """
 
-    __slots__ = ("site", "outer", "freezer")
+    __slots__ = ("site", "outer", "freezer", "errstate")
 
     def __init__(self, site: tuple[str, int] | None) -> None:
         self.site = site
@@ -238,10 +240,29 @@ class attributed_to:  # noqa: N801 - used as a context manager, like contextlib'
     def __enter__(self) -> None:
         self.outer, _RULE_SITE.v = _RULE_SITE.v, self.site
         self.freezer, FREEZER.v = FREEZER.v, None
+        self.errstate = _warning_errstate()
+        if self.errstate is not None:
+            self.errstate.__enter__()
 
     def __exit__(self, *exc: Any) -> None:
         _RULE_SITE.v = self.outer
         FREEZER.v = self.freezer
+        if self.errstate is not None:
+            self.errstate.__exit__(*exc)
+
+
+_RAISING: list = [object(), None]  # the last error state seen, and what its raising entries become
+
+
+def _warning_errstate() -> Any:
+    """np.errstate with each entry that raises (or calls a function) of the current state set to
+    "warn"; None when there is none (the usual case, found without building a dict)."""
+    token = errstate_token()
+    if not _same_errstate(token, _RAISING[0]):
+        changed = {k: "warn" for k, v in np.geterr().items() if v in ("raise", "call")}
+        _RAISING[:] = [token, changed or None]
+    changed = _RAISING[1]
+    return None if changed is None else np.errstate(**changed)
 
 
 def definition_site(f: Any) -> tuple[str, int] | None:

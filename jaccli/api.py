@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
+import sys
+import warnings
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -13,8 +16,8 @@ from .engine.core import attributed_to, definition_site, reverse
 from .engine.recording import Recording, call_traced, primal_nested
 from .engine.rules._util import dtype_of, shape_of
 from .engine.seeds import dense
-from .engine.tracer import Tracer
-from .errors import StrictModeError
+from .engine.tracer import Tracer, holds_tracer
+from .errors import ConstantUnderOuterWarning, StrictModeError
 from .engine.batching import separable
 from .evaluator import MODES, Evaluator, HessianEvaluator, check_batch_independence
 from .lazy import Hessian, Jacobian
@@ -106,14 +109,32 @@ def _record(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: bo
     fn = _plain(f)
     if gradient_of is not None:
         fn = _gradient_function(fn, wrt_idx, *gradient_of)
+    if not create_graph and any(holds_tracer(a) for a in args):
+        _warn_constant_under_outer()
     if once is None or create_graph or _traced(args):
         rec, fresh = Recording(fn, _detach_unless(create_graph, args), wrt_idx), True
     else:
         key = ("f",) if gradient_of is None else ("gradient", gradient_of[0])
         rec, fresh = once.recording(key, args, wrt_idx, lambda: Recording(fn, args, wrt_idx, replayable=True))
     if rec.trace.outer and not create_graph:
+        if not any(holds_tracer(a) for a in args):  # else warned above
+            _warn_constant_under_outer()
         rec.detach()  # f closes over a variable that an outer differentiation traces
     return rec, fresh
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _warn_constant_under_outer() -> None:
+    """Warn, at the caller's line, that a result will be a constant to an enclosing differentiation."""
+    level, frame = 2, sys._getframe(1)  # stacklevel 2 is the caller's frame, sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        level, frame = level + 1, frame.f_back
+    warnings.warn("a derivative taken of values that an enclosing jaccli differentiation traces, without "
+                  "create_graph=True, is a constant to it (the outer derivative through it is zero, "
+                  "torch's rule); pass create_graph=True to differentiate through it",
+                  ConstantUnderOuterWarning, stacklevel=level)
 
 
 def _plain(f: Callable) -> Callable:

@@ -68,3 +68,7 @@ class CheckFailedError(JaccliError):
     """A check the user asked for (check, --compare, --strict, --fail-on-nonfinite) failed."""
 
     exit_code = EXIT_CHECK_FAILED
+
+
+class ConstantUnderOuterWarning(UserWarning):
+    """A derivative taken inside another one without create_graph=True: a constant to the outer one."""

@@ -3,6 +3,8 @@ whole Jacobians and Hessians of realistic functions against closed forms, and er
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
@@ -10,7 +12,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 import jaccli
 from tests.helpers import central_diff
 from jaccli.engine.tracer import Tracer
-from jaccli.errors import BatchMixingError, StrictModeError
+from jaccli.errors import BatchMixingError, ConstantUnderOuterWarning, StrictModeError
 
 EXACT = dict(rtol=1e-12, atol=1e-12)
 CLOSED = dict(rtol=1e-10, atol=1e-10)  # closed forms evaluated in a different order
@@ -337,10 +339,21 @@ def test_jacobian_of_grad_with_create_graph_is_the_hessian(rng, outer_mode):
     assert_allclose(H, expected, **EXACT)
 
 
-def test_without_create_graph_an_inner_result_is_a_constant(rng):
+def test_without_create_graph_an_inner_result_is_a_constant_and_a_warning_says_so(rng):
     x = rng.normal(size=3)
-    T = np.asarray(jaccli.jacobian(lambda x: jaccli.grad(lambda z: (z ** 3).sum(), x), x))
+
+    def inner(x):
+        return jaccli.grad(lambda z: (z ** 3).sum(), x)  # the warning points here
+
+    with pytest.warns(ConstantUnderOuterWarning, match="pass create_graph=True") as caught:
+        T = np.asarray(jaccli.jacobian(inner, x))
     assert_array_equal(T, np.zeros((3, 3)))
+    assert [w.filename for w in caught] == [__file__]
+    assert caught[0].lineno == inner.__code__.co_firstlineno + 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        jaccli.jacobian(lambda x: jaccli.grad(lambda z: (z ** 3).sum(), x, create_graph=True), x)
+        jaccli.grad(lambda z: (z ** 3).sum(), x)  # nothing encloses it
 
 
 # f closes over w, a variable of the function being differentiated (not an input of the inner call)
@@ -364,10 +377,13 @@ _CLOSURES = {
 def test_a_closed_over_outer_variable_is_differentiated_only_with_create_graph(kind, rng):
     w, y = rng.normal(size=3), rng.normal(size=3)
     with_graph, without, expected = _CLOSURES[kind]
-    assert_allclose(np.asarray(jaccli.jacobian(lambda w: with_graph(w, y), w)), expected(w, y), **EXACT)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_allclose(np.asarray(jaccli.jacobian(lambda w: with_graph(w, y), w)), expected(w, y), **EXACT)
     # torch's rule, as for a traced input: without create_graph the inner result is a constant
-    assert_array_equal(np.asarray(jaccli.jacobian(lambda w: without(w, y), w)),
-                       np.zeros(np.shape(expected(w, y))))
+    with pytest.warns(ConstantUnderOuterWarning):
+        assert_array_equal(np.asarray(jaccli.jacobian(lambda w: without(w, y), w)),
+                           np.zeros(np.shape(expected(w, y))))
 
 
 def test_batch_axis_under_create_graph_refuses_mixed_samples_and_bad_shapes():

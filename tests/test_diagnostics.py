@@ -158,6 +158,36 @@ def test_where_branch_whose_own_derivative_is_nan_leaks_nothing_in_either_mode(u
         np.testing.assert_array_equal(np.asarray(J), [[0.0, 0.0], [0.0, 0.25]])
 
 
+@pytest.mark.parametrize("taken, not_taken, second, third", [
+    (lambda x: x ** 2, lambda x: x ** 1.5, 2.0, 0.0),        # dfactor of 1.5 x**0.5 is inf at 0
+    (lambda x: x ** 3, lambda x: x ** 2.5, 0.0, 6.0),        # inf at third order
+    (lambda x: x ** 2, lambda x: np.float_power(x, 1.25), 2.0, 0.0),
+    (lambda x: x ** 2, lambda x: x * np.sqrt(x), 2.0, 0.0),
+], ids=["power-1.5", "power-2.5", "float_power-1.25", "x-sqrt-x"])
+def test_where_branch_not_taken_leaks_nothing_into_higher_derivatives_in_any_mode(taken, not_taken, second, third):
+    # At x = 0, np.where takes `taken`; the branch not taken has an infinite derivative of its
+    # rule's factor there. Forward over reverse multiplies the masked (zero) cotangent by it.
+    f = lambda x: np.sum(np.where(x > 0, not_taken(x), taken(x)))  # noqa: E731
+    x = np.array([0.0, 4.0])
+    h_at_4 = np.asarray(jaccli.hessian(lambda y: np.sum(not_taken(y)), x))[1, 1]
+    for mode in ("forward", "reverse"):
+        np.testing.assert_allclose(np.asarray(jaccli.hessian(f, x, mode=mode)), [[second, 0.0], [0.0, h_at_4]])
+    np.testing.assert_allclose(jaccli.hvp(f, x, np.array([1.0, 0.0]))[1], [second, 0.0])
+    for mode in ("forward", "reverse"):
+        t = np.asarray(jaccli.jacobian(lambda y: jaccli.hessian(f, y, create_graph=True), x, mode=mode))
+        assert t[0, 0, 0] == third and np.isfinite(t).all()
+
+
+def test_a_product_with_a_zero_factor_and_an_infinite_tangent_is_zero_in_forward_mode_as_in_reverse():
+    # d/dx (x * sqrt(x)) at 0 is 0: reverse mode's zero cotangent wins over sqrt'(0) = inf, and so
+    # does forward mode's zero factor x over the tangent inf of sqrt(x).
+    x = np.array([0.0, 4.0])
+    for mode in ("forward", "reverse"):
+        with np.errstate(divide="ignore"):
+            np.testing.assert_array_equal(np.asarray(jaccli.jacobian(lambda y: y * np.sqrt(y), x, mode=mode)),
+                                          [[0.0, 0.0], [0.0, 3.0]])
+
+
 def test_nonfinite_input_is_reported_as_the_input():
     J = jaccli.jacobian(lambda x, y: x * y, (np.array([1.0, np.nan]), np.ones(2)))
     prov = trace_nonfinite(lambda: [np.asarray(b) for b in J], J)

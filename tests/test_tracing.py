@@ -1139,3 +1139,45 @@ def test_as_strided_is_refused_at_second_order():
 
     with pytest.raises(TracingError, match="np.lib.stride_tricks.as_strided"):
         jaccli.hessian(f, np.array([0.1, 0.2, 0.3]))[0]
+
+
+# ---------------------------------------------------------------------------
+# Memory layout: ravel/reshape/flatten with order "K" or "A" read arrays as they are stored
+# ---------------------------------------------------------------------------
+_LAYOUT_CASES = {
+    "ascontiguousarray": lambda x: np.ascontiguousarray(x.reshape(2, 2).T).ravel(order="K"),
+    "x.copy()": lambda x: x.reshape(2, 2).T.copy().ravel(order="K"),
+    "np.copy-F": lambda x: np.copy(x.reshape(2, 2), order="F").ravel(order="K"),
+    "np.array-F": lambda x: np.array(x.reshape(2, 2), order="F").flatten("A"),
+    "astype-F": lambda x: x.reshape(2, 2).astype(float, order="F").reshape(4, order="A"),
+    "asarray-F": lambda x: np.asarray(x.reshape(2, 2).T, order="C").ravel(order="K"),
+    "view": lambda x: x.reshape(2, 2).T.ravel(order="K"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_LAYOUT_CASES))
+def test_copies_keep_numpys_memory_layout_for_order_k_and_a(name):
+    f = _LAYOUT_CASES[name]
+    x = np.arange(1.0, 5.0)
+    value, _ = jaccli.jvp(f, x, np.ones(4))
+    assert_array_equal(value, f(x))
+    # f permutes x: its Jacobian is the permutation, so J @ x is f(x) exactly
+    assert_array_equal(np.asarray(jaccli.jacobian(f, x)) @ x, f(x))
+
+
+def test_a_fortran_ordered_input_keeps_its_layout_and_a_replay_at_another_layout_records_afresh():
+    f = lambda x: x.ravel(order="K") * np.arange(1.0, 7.0)  # noqa: E731
+    x_f = np.asfortranarray(np.arange(1.0, 7.0).reshape(2, 3))
+    x_c = np.ascontiguousarray(x_f)
+    for x in (x_f, x_c):
+        value, _ = jaccli.jvp(f, x, np.ones_like(x))
+        assert_array_equal(value, f(x))
+    g = jaccli.record_once(f)
+    for x in (x_f, x_c, x_f):
+        assert_array_equal(np.asarray(jaccli.jacobian(g, x)), np.asarray(jaccli.jacobian(f, x)))
+        assert_array_equal(jaccli.vjp(g, x, np.ones(6))[0], f(x))
+    assert g.records == 3 and g.misses == 2  # the layout is a guard (each vjp replays its jacobian's)
+    # a data argument keeps its layout too
+    h = lambda x, d: x * d.ravel(order="K")  # noqa: E731
+    d = np.asfortranarray(np.arange(1.0, 5.0).reshape(2, 2))
+    assert_array_equal(np.diag(np.asarray(jaccli.jacobian(h, (np.ones(4), d), wrt=0))), d.ravel(order="K"))

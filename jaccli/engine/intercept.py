@@ -37,7 +37,7 @@ def _as_numpy_returns(x: Tracer, ref: Any) -> Any:
     if ref.dtype != np.result_type(value):
         out = INTERNAL["astype"](x, ref.dtype)  # a new array; to an integer dtype, a constant
     elif not np.may_share_memory(ref, value):
-        out = np.copy(x)
+        out = np.copy(x, order="C" if ref.flags.c_contiguous else "F" if ref.flags.f_contiguous else "K")
     return out if np.shape(out) == ref.shape else np.reshape(out, ref.shape)
 
 

@@ -338,7 +338,7 @@ def _pause_for(trace: Trace) -> Any:
 def _private(a: Any) -> Any:
     """A copy of `a` that nobody else holds (arrays and containers; immutable values as they are)."""
     if type(a) is np.ndarray:
-        return a.copy()
+        return a.copy(order="K")  # in its memory layout, which ravel(order="K") reads
     if a is None or isinstance(a, (bool, int, float, complex, str, bytes, np.generic)):
         return a
     try:
@@ -353,7 +353,7 @@ def _private_float(a: Any) -> Any:
     if type(arr) is Tracer:
         return arr
     if arr is a or (isinstance(a, np.ndarray) and np.may_share_memory(arr, a)):
-        arr = arr.copy()
+        arr = arr.copy(order="K")
     return arr
 
 

@@ -678,12 +678,14 @@ class Tracer:
             axes = axes[0]
         return np.transpose(self, axes or None)
 
-    def copy(self, order="C"): return np.copy(self)
+    def copy(self, order="C"): return np.copy(self, order=order)
 
-    def astype(self, dtype, copy=True, **kw):
-        if not copy and np.dtype(dtype) == self.dtype:
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        if not copy and np.dtype(dtype) == self.dtype and order in ("K", "A"):
             return self  # as NumPy: no copy asked for, none needed
-        return INTERNAL["astype"](self, np.dtype(dtype))
+        np.empty(0, self.dtype).astype(dtype, order=order, casting=casting)  # NumPy's errors for the options
+        out = INTERNAL["astype"](self, np.dtype(dtype))  # keeps the memory layout, as order="K"
+        return out if order == "K" else np.copy(out, order=order)
 
     def sort(self, axis=-1, **kw):
         # ndarray.sort sorts in place; here the traced array becomes its sorted self.

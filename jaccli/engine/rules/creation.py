@@ -13,15 +13,15 @@ from ._util import dtype_of
 family("creation")
 
 
-def _copy_impl(x):
-    return np.copy(x)
+def _copy_impl(x, order="K"):
+    return np.copy(x, order=order)  # in NumPy's memory layout: ravel(order="K") reads it
 
 
 copy = primitive("np.copy", _copy_impl)
 copy.value_free = True
-copy.defvjp(lambda ans, x: (lambda g: g))
-copy.defjvp(lambda ans, x: (lambda t: t))
-register(np.copy, lambda a, order="K", subok=False: copy(a), prims=(copy,))
+copy.defvjp(lambda ans, x, order="K": (lambda g: g))
+copy.defjvp(lambda ans, x, order="K": (lambda t: t))
+register(np.copy, lambda a, order="K", subok=False: copy(a, order=order), prims=(copy,))
 register("copy", copy, prims=(copy,), name="x.copy()")
 
 

@@ -7,7 +7,7 @@ import operator
 import numpy as np
 
 from ..registry import family, primitive, register, register_derived
-from ..tracer import Tracer, mark_read_only, peek
+from ..tracer import Tracer, guarded, mark_read_only
 from ._util import axis_index
 
 family("shape")
@@ -62,14 +62,21 @@ def _memory_order(a, order) -> str:
         return "F"
     if order not in ("A", "K"):
         raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
-    flags = getattr(peek(a), "flags", None)
-    if flags is None or flags.c_contiguous or not flags.f_contiguous:
-        if order == "K" and flags is not None and not flags.c_contiguous and not flags.f_contiguous:
-            from ...errors import UnsupportedOperationError
-            raise UnsupportedOperationError("np.ravel(..., order='K') of an array that is neither C- nor "
-                                            "Fortran-contiguous is not supported by jaccli; use order='C' or 'F'")
+    # The layout of a traced value is a guard: a replay at an input of another layout records afresh.
+    layout = guarded(_layout, a) if type(a) is Tracer else _layout(a)
+    if layout == "neither" and order == "K":
+        from ...errors import UnsupportedOperationError
+        raise UnsupportedOperationError("np.ravel(..., order='K') of an array that is neither C- nor "
+                                        "Fortran-contiguous is not supported by jaccli; use order='C' or 'F'")
+    return "F" if layout == "F" else "C"
+
+
+def _layout(a) -> str:
+    """"C", "F" (Fortran-contiguous and not C-contiguous) or "neither"; "C" for what is not an array."""
+    flags = getattr(a, "flags", None)
+    if flags is None or flags.c_contiguous:
         return "C"
-    return "F"
+    return "F" if flags.f_contiguous else "neither"
 
 
 register(np.reshape, _reshape_handler, prims=(reshape,),

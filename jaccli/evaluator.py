@@ -539,6 +539,8 @@ class HessianEvaluator(Evaluator):
         super().__init__(rec, **kw)
         self.col_done = self.row_done  # one mask per input: which Hessian rows are known
         self._symmetric: set[tuple[int, int]] = set()  # blocks already made exactly symmetric
+        self._agreed: set[tuple[int, int]] = set()  # blocks whose rows were made to agree as written
+        self._unagreed: set[tuple[int, int]] = set()  # blocks with rows that were not
 
     def ensure(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray, mode: str | None = None) -> str:
         mode = mode or self.mode
@@ -570,6 +572,32 @@ class HessianEvaluator(Evaluator):
             self._symmetric.add((i, j))
             return
         super()._write_rows(i, j, rows, ct)
+        if not self.batch and type(self.store.get((i, j))) is np.ndarray:
+            self._agree_with_known(i, j, rows)
+        else:  # a PartialStore's rows, or per-sample blocks: averaged once all rows are known
+            self._unagreed.add((i, j))
+
+    def _agree_with_known(self, i: int, j: int, rows: np.ndarray) -> None:
+        """Make the rows just written agree with the entries known before, so that none changes.
+
+        Entry (r, c) of a new row takes the value its mirror (c, r) has when row c is already
+        known (it may have been handed out); the pairs among the new rows of a diagonal block
+        are averaged (nobody has seen them yet). The block stays exactly symmetric where known.
+        """
+        store = self.store[(i, j)]
+        if not store.flags.writeable:
+            store = self.store[(i, j)] = store.copy()
+        mirror = self.store.get((j, i))
+        known = np.flatnonzero(self.row_done[j])
+        if known.size and type(mirror) is np.ndarray:
+            store[np.ix_(rows, known)] = mirror[np.ix_(known, rows)].T
+        if i == j:
+            if rows.size == self.M[i] and not known.size:
+                self._symmetrize(i, i)  # the whole block in this sweep
+                return
+            block = store[np.ix_(rows, rows)]
+            store[np.ix_(rows, rows)] = 0.5 * (block + block.T)
+        self._agreed.add((i, j))
 
     def _fallback(self, i: int, j: int) -> Callable:
         """Row r of block (i, j) that no sweep of its own gave is column r of the mirror's known rows."""
@@ -584,6 +612,9 @@ class HessianEvaluator(Evaluator):
         """Once every row is known, make H exactly symmetric: rounding in the sweeps is averaged out."""
         done = self._symmetric
         if (i, j) in done:
+            return
+        if {(i, j), (j, i)} <= self._agreed and not {(i, j), (j, i)} & self._unagreed:
+            done.update({(i, j), (j, i)})  # every pair already holds one value: nothing to average
             return
         a, b = self.dense_store(i, j), self.dense_store(j, i)
         if i == j and not self.batch and a.shape[0] >= _TILED_SYMMETRIZE and a.flags.writeable:

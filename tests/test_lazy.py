@@ -549,6 +549,38 @@ def test_full_hessian_is_exactly_symmetric_including_cross_blocks():
     np.testing.assert_allclose(partial[2], Hxx[2], rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("requests", [
+    [(0, 3)], [(slice(0, 2),), (slice(2, 5),)], [(3,), (slice(1, 4),), (0, 4)], [(slice(None, None, 2),), (1,)],
+], ids=["one-entry", "two-chunks", "overlapping", "strided"])
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_hessian_entries_handed_out_never_change_and_the_whole_is_exactly_symmetric(requests, mode):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((8, 5))
+    f = lambda x: np.log(np.exp(a @ np.tanh(x)).sum()) + (np.sin(x) * x[::-1]).sum()  # noqa: E731
+    x = rng.standard_normal(5)
+    H = jaccli.hessian(f, x, mode=mode)
+    seen = [(idx, np.array(H[idx])) for idx in requests]
+    whole = np.asarray(H)
+    for idx, value in seen:
+        assert_array_equal(whole[idx], value)  # bit for bit
+        assert_array_equal(np.asarray(H[idx]), value)
+    assert_array_equal(whole, whole.T)
+    assert_allclose(whole, np.asarray(jaccli.hessian(f, x)), rtol=1e-12, atol=1e-14)
+
+
+def test_an_undefined_hessian_entry_keeps_the_value_it_was_handed_out_with():
+    # d2/dv0 dv2 of sqrt(v0^2 + v1^2) * v2 at v0 = v1 = 0 is 0/0: the sweep of row 0 gives 0 and
+    # that of row 2 gives NaN. Once H[0, 2] is known, row 2 takes its value instead.
+    g = lambda v: np.sqrt(v[0] ** 2 + v[1] ** 2) * v[2]  # noqa: E731
+    x = np.array([0.0, 0.0, 1.0])
+    with np.errstate(all="ignore"):
+        H = jaccli.hessian(g, x)
+        first = np.array(H[0])
+        whole = np.asarray(H)
+    assert_array_equal(whole[0], first)
+    assert_array_equal(whole[:, 2], whole[2, :])
+
+
 @pytest.mark.parametrize("f", [np.sin, lambda x: np.tanh(np.outer(x, x).sum(axis=0))], ids=["diagonal", "dense"])
 @pytest.mark.parametrize("kind", ["jacobian", "hessian"])
 def test_matrix_evaluate_and_stream_count_negative_positions_from_the_end(f, kind):

@@ -401,3 +401,32 @@ def test_data_in_dicts_replays_and_object_arrays_do_not_crash():
     for _ in range(2):
         np.testing.assert_array_equal(np.asarray(jaccli.jacobian(h, (np.ones(2), objs), wrt=0)), np.diag([2.0, 3.0]))
     assert h.replays == 0
+
+
+def test_a_data_argument_that_cannot_be_compared_is_passed_as_it_is_and_never_replayed():
+    # A random Generator that f draws from: the caller's generator advances as without record_once,
+    # and every call records afresh (its state cannot be compared with the recording's).
+    def f(x, rng):
+        return x * rng.standard_normal(x.shape)
+
+    x = np.ones(3)
+    g = jaccli.record_once(f)
+    rng_a, rng_b = np.random.default_rng(5), np.random.default_rng(5)
+    for _ in range(3):
+        np.testing.assert_array_equal(np.asarray(jaccli.jacobian(g, (x, rng_a), wrt=0)),
+                                      np.asarray(jaccli.jacobian(f, (x, rng_b), wrt=0)))
+    assert g.replays == 0 and g.records == 3
+    # a module (xp=np) or a lock: no deep copy, so f gets the object it was given
+    import threading
+    h = jaccli.record_once(lambda x, xp, lock: xp.sin(x))
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(h, (x, np, threading.Lock()), wrt=0)), np.diag(np.cos(x)))
+
+
+def test_a_dict_with_the_same_items_in_another_order_is_recorded_afresh():
+    f = lambda x, w: x * np.array(list(w.values()))  # noqa: E731 - f sees the dict's order
+    g = jaccli.record_once(f)
+    x = np.ones(2)
+    jaccli.jacobian(g, (x, {"a": 1.0, "b": 2.0}), wrt=0)
+    got = np.asarray(jaccli.jacobian(g, (x, {"b": 2.0, "a": 1.0}), wrt=0))
+    np.testing.assert_array_equal(got, np.diag([2.0, 1.0]))
+    assert g.replays == 0

@@ -54,7 +54,10 @@ class Recording:
             self._data = _snapshot(args, self.wrt)
             self._errstate = np.geterr()
             for i in self._data:
-                call_args[i] = _private(args[i])
+                if _comparable(args[i]):
+                    call_args[i] = _private(args[i])
+                # else f gets the object itself (a random Generator that f draws from, a module, a
+                # file): it is never the same as the snapshot (`_same`), so every call records afresh
         else:
             self._data = None
             self.trace.guards = None  # only a replay reads guards: none are collected for nothing
@@ -384,13 +387,25 @@ def _same(a: Any, b: Any) -> bool:
         return a.dtype == b.dtype and a.dtype.kind != "O" and a.shape == b.shape and a.tobytes() == b.tobytes()
     if isinstance(a, (tuple, list)):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if type(a) is dict:
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if type(a) is dict:  # in order: f may iterate over it
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
     if type(a) is float:
         return math.copysign(1.0, a) == math.copysign(1.0, b) and (a == b or (a != a and b != b))
     if a is None or isinstance(a, (bool, int, complex, str, bytes, type, np.dtype, slice)) or a is Ellipsis:
         return a == b
     return False
+
+
+def _comparable(a: Any) -> bool:
+    """Whether `_same` can find `a` the same as a copy of it (a plain value, an array of numbers, or
+    containers of them): only such a data argument is replayed, and f gets a private copy of it."""
+    if type(a) is np.ndarray or isinstance(a, np.generic):
+        return np.asarray(a).dtype.kind != "O"
+    if type(a) in (tuple, list) or isinstance(a, tuple):
+        return all(_comparable(x) for x in a)
+    if type(a) is dict:
+        return all(_comparable(x) for x in a.values())
+    return a is None or a is Ellipsis or isinstance(a, (bool, int, float, complex, str, bytes, type, np.dtype, slice))
 
 
 def _substituted(args: tuple, refs: tuple, vals: list) -> tuple:

@@ -31,6 +31,9 @@ class RecordOnce:
     def __init__(self, f: Callable, max_signatures: int = 8) -> None:
         if not callable(f):
             raise TypeError(f"record_once needs a function, not {type(f).__name__}")
+        if isinstance(max_signatures, bool) or not isinstance(max_signatures, (int, np.integer)) \
+                or max_signatures < 1:
+            raise ValueError(f"max_signatures should be a positive int, but got {max_signatures!r}")
         if isinstance(f, RecordOnce):
             f = f.__wrapped__
         functools.update_wrapper(self, f)
@@ -43,6 +46,11 @@ class RecordOnce:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.__wrapped__(*args, **kwargs)
+
+    def __reduce__(self) -> tuple:
+        # f and the limit, without the recordings (they hold rules and a lock): a copy or an
+        # unpickled one records afresh
+        return RecordOnce, (self.__wrapped__, self.max_signatures)
 
     def __repr__(self) -> str:
         return (f"record_once({getattr(self.__wrapped__, '__qualname__', self.__wrapped__)!r}: "
@@ -98,9 +106,10 @@ def record_once(f: Callable, *, max_signatures: int = 8) -> RecordOnce:
     whether a derivative factor is finite) is a guard that is recomputed at the new values. If
     one differs, or an argument that is not differentiated changed, or an operation fails, f is
     recorded afresh and that recording is kept. What a replay does not see, as with jax.jit:
-    side effects of f (printing, counters) happen when it is recorded only; random draws and
-    constants that f reads from globals or closures are those of the recording. Call `clear()`
-    after changing such a constant, or pass it as an argument (not differentiated with ``wrt``).
+    side effects of f (printing, counters) happen when it is recorded only; random draws are those
+    of the recording; constants that f reads from globals or closures are not checked (a changed
+    one gives a mix of old and new values). Call `clear()` after changing such a constant, or
+    pass it as an argument (not differentiated with ``wrt``), which is compared at each call.
 
     >>> import numpy as np, jaccli
     >>> f = jaccli.record_once(lambda x: np.sin(x) * x)

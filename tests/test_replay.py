@@ -430,3 +430,20 @@ def test_a_dict_with_the_same_items_in_another_order_is_recorded_afresh():
     got = np.asarray(jaccli.jacobian(g, (x, {"b": 2.0, "a": 1.0}), wrt=0))
     np.testing.assert_array_equal(got, np.diag([2.0, 1.0]))
     assert g.replays == 0
+
+
+@pytest.mark.parametrize("bad", [-1, 0, 2.5, True, "8"])
+def test_max_signatures_must_be_a_positive_int(bad):
+    with pytest.raises(ValueError, match="max_signatures should be a positive int"):
+        jaccli.record_once(np.sin, max_signatures=bad)
+
+
+def test_a_record_once_function_copies_and_pickles_without_its_recordings():
+    import copy
+    import pickle
+
+    g = jaccli.record_once(np.sin, max_signatures=3)
+    jaccli.jacobian(g, np.ones(2))
+    for other in (copy.copy(g), copy.deepcopy(g), pickle.loads(pickle.dumps(g))):
+        assert other.__wrapped__ is np.sin and other.max_signatures == 3 and other.records == 0
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(other, np.ones(2))), np.diag(np.cos(np.ones(2))))

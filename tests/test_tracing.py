@@ -1103,7 +1103,7 @@ def test_one_element_read_is_a_copy_as_in_numpy_so_swaps_and_saved_pivots_work()
 @pytest.mark.parametrize("name, use, hint", [
     ("compress", lambda x: x.compress([True, False, True]), "np.compress is: write np.compress(...) instead"),
     ("searchsorted", lambda x: x + x.searchsorted(2.0), "np.searchsorted is"),
-    ("partition", lambda x: x.partition(1), "see 'jaccli ops'"),  # in place: np.partition is no stand-in
+    ("resize", lambda x: x.resize(6), "see 'jaccli ops'"),  # in place: np.resize is no stand-in
     ("flags", lambda x: x * x.flags.writeable, "see 'jaccli ops'"),
     ("view", lambda x: x.view(), "see 'jaccli ops'"),
 ])
@@ -1152,6 +1152,8 @@ _LAYOUT_CASES = {
     "astype-F": lambda x: x.reshape(2, 2).astype(float, order="F").reshape(4, order="A"),
     "asarray-F": lambda x: np.asarray(x.reshape(2, 2).T, order="C").ravel(order="K"),
     "view": lambda x: x.reshape(2, 2).T.ravel(order="K"),
+    "asfortranarray": lambda x: np.asfortranarray(x.reshape(2, 2)).ravel(order="K"),
+    "require-F": lambda x: np.require(x.reshape(2, 2), requirements=["F", "W"]).ravel(order="K"),
 }
 
 
@@ -1181,3 +1183,32 @@ def test_a_fortran_ordered_input_keeps_its_layout_and_a_replay_at_another_layout
     h = lambda x, d: x * d.ravel(order="K")  # noqa: E731
     d = np.asfortranarray(np.arange(1.0, 5.0).reshape(2, 2))
     assert_array_equal(np.diag(np.asarray(jaccli.jacobian(h, (np.ones(4), d), wrt=0))), d.ravel(order="K"))
+
+
+def test_interp_with_only_left_and_right_traced():
+    # NumPy's np.interp dispatches on x, xp and fp only: a traced left or right alone reaches
+    # jaccli's rule through f's numpy module.
+    xp = np.array([0.0, 0.5, 1.2, 2.0, 3.0])
+    fp = np.sin(xp)
+
+    def f(z):
+        return np.interp(np.array([-1.0, 4.0, 1.0]), xp, fp, left=z[0] ** 2, right=z[1])
+
+    z = np.array([0.3, -0.2])
+    value, _ = jaccli.jvp(f, z, np.ones(2))
+    assert_array_equal(value, np.interp([-1.0, 4.0, 1.0], xp, fp, left=0.09, right=-0.2))
+    assert_array_equal(np.asarray(jaccli.jacobian(f, z)), [[0.6, 0.0], [0.0, 1.0], [0.0, 0.0]])
+
+
+def test_the_in_place_methods_put_and_partition_work_as_their_functions():
+    def f(x):
+        y = x * 2.0
+        y.put([0, 2], x[1:3] ** 2)
+        z = x * 1.0
+        z.partition(1)
+        return y + z
+
+    x = np.array([3.0, 1.0, 2.0])
+    value, _ = jaccli.jvp(f, x, np.ones(3))
+    assert_array_equal(value, f(x))
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), central_diff(f, x), rtol=1e-7, atol=1e-8)

@@ -18,8 +18,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .core import is_users_file
-from .tracer import FUNCTION_SWAPS, INTERNAL, OPTIONAL_RULES, Tracer, _holds_sequence, _needs_lifting, holds_tracer, \
-    lift, lift_args, peek, primal
+from .tracer import FUNCTION_HANDLERS, FUNCTION_SWAPS, INTERNAL, OPTIONAL_RULES, Tracer, _holds_sequence, \
+    _needs_lifting, holds_tracer, lift, lift_args, peek, primal
 
 
 def _as_numpy_returns(x: Tracer, ref: Any) -> Any:
@@ -53,7 +53,8 @@ def _array(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
 
 
 def _converting(convert: Callable) -> Callable:
-    """np.asarray, np.asanyarray or np.ascontiguousarray, for traced values and lists holding them."""
+    """np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray or np.require, for traced
+    values and lists holding them."""
     def call(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
         if type(obj) is Tracer:
             return _as_numpy_returns(obj, convert(peek(obj), dtype, *args, **kwargs))
@@ -61,6 +62,14 @@ def _converting(convert: Callable) -> Callable:
             return _array(obj, dtype)
         return convert(obj, dtype, *args, **kwargs)
     return functools.wraps(convert)(call)
+
+
+def _interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None) -> Any:
+    """np.interp with a traced left or right: NumPy dispatches on x, xp and fp only, and would
+    convert a traced left or right to a float; jaccli's rule takes them traced."""
+    if type(left) is Tracer or type(right) is Tracer:
+        return FUNCTION_HANDLERS[np.interp](x, xp, fp, left=left, right=right, period=period)
+    return np.interp(x, xp, fp, left, right, period)
 
 
 def _full(shape: Any, fill_value: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
@@ -143,7 +152,9 @@ class _NumpyProxy(types.ModuleType):
 LINALG_PROXY = _NumpyProxy(np.linalg, {})
 NUMPY_PROXY = _NumpyProxy(np, {"array": _array, "asarray": _converting(np.asarray),
                                "asanyarray": _converting(np.asanyarray),
-                               "ascontiguousarray": _converting(np.ascontiguousarray), "full": _full})
+                               "ascontiguousarray": _converting(np.ascontiguousarray),
+                               "asfortranarray": _converting(np.asfortranarray),
+                               "require": _converting(np.require), "full": _full, "interp": _interp})
 
 
 def _stand_in(v: Any) -> Any:

@@ -694,6 +694,12 @@ class Tracer:
     def fill(self, value):
         self._become(INTERNAL["full_like"](self, value))
 
+    def partition(self, kth, axis=-1, kind="introselect", order=None):
+        self._become(np.partition(self, kth, axis=axis, kind=kind, order=order))  # in place, as sort
+
+    def put(self, ind, v, mode="raise"):
+        np.put(self, ind, v, mode=mode)  # np.put writes into self, as x.put does
+
 
 _core._TRACER[0] = Tracer
 

@@ -395,7 +395,9 @@ class Evaluator:
         self._sweep_blocks(rows, self.row_done[i], self.M[i], max(self.N + [1]),
                            lambda block: self.rec.vjp([self._row_seed(i, block) if o == i else None
                                                        for o in range(self.n_out)], structured=True),
-                           lambda block, j, ct: self._write_rows(i, j, block, ct), "reverse")
+                           lambda block, j, ct: self._keeping_known(i, j, block, True,
+                                                                    lambda: self._write_rows(i, j, block, ct)),
+                           "reverse")
 
     def _sweep_blocks(self, wanted: np.ndarray, done_mask: np.ndarray, size: int, other: int,
                       sweep: Callable, write: Callable, kind: str) -> None:
@@ -456,7 +458,31 @@ class Evaluator:
         self._sweep_blocks(cols, self.col_done[j], self.N[j], max(self.M + [1]),
                            lambda block: self.rec.jvp([self._col_seed(j, block) if w == j else None
                                                        for w in range(self.n_in)], structured=True),
-                           lambda block, i, t: self._write_cols(i, j, block, t), "forward")
+                           lambda block, i, t: self._keeping_known(i, j, block, False,
+                                                                   lambda: self._write_cols(i, j, block, t)),
+                           "forward")
+
+    # Entries a column (row) sweep gave are kept when a row (column) sweep covers them again: the
+    # two kinds of sweep round differently, and an entry handed out must never change. The
+    # Hessian's rows and columns are one set: it keeps its own (HessianEvaluator._agree_with_known).
+    _keeps_crossing = True
+
+    def _keeping_known(self, i: int, j: int, lines: np.ndarray, rows: bool, write: Callable) -> None:
+        """write() lines (rows, or columns) of block (i, j), then put back the entries of the other
+        kind's lines that were known before."""
+        store = self.store.get((i, j))
+        known = self.col_done[j] if rows else self.row_done[i]
+        if not self._keeps_crossing or self.batch or type(store) is not np.ndarray or not known.any():
+            write()
+            return
+        others = np.flatnonzero(known)
+        at = np.ix_(lines, others) if rows else np.ix_(others, lines)
+        kept = store[at]
+        write()
+        store = self.store[(i, j)]
+        if not store.flags.writeable:
+            store = self.store[(i, j)] = store.copy()
+        store[at] = kept
 
     def _write_cols(self, i: int, j: int, cols: np.ndarray, t: Any) -> None:
         k = cols.size
@@ -534,6 +560,8 @@ class HessianEvaluator(Evaluator):
     row d of every block (a, .): both kinds of sweep fill rows, and a row d of block (a, b) is
     column d of block (b, a).
     """
+
+    _keeps_crossing = False
 
     def __init__(self, rec: Recording, **kw: Any) -> None:
         super().__init__(rec, **kw)

@@ -568,6 +568,25 @@ def test_hessian_entries_handed_out_never_change_and_the_whole_is_exactly_symmet
     assert_allclose(whole, np.asarray(jaccli.hessian(f, x)), rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("out_dtype", [np.float64, np.float32])
+def test_jacobian_entries_handed_out_never_change_when_rows_and_columns_are_mixed(out_dtype):
+    # A column comes from a forward sweep and a row from a reverse sweep; they round differently
+    # (and in float32 tangents, for a float32 output), so the whole J keeps what was handed out.
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((6, 6))
+    f = lambda x: (np.tanh(a @ np.sin(x)) * np.exp(x)).astype(out_dtype)  # noqa: E731
+    x = rng.standard_normal(6)
+    for k in range(6):
+        J = jaccli.jacobian(f, x)
+        column, row, entry = np.array(J[:, k]), np.array(J[(k + 1) % 6]), J[(k + 3) % 6, (k + 2) % 6]
+        whole = np.asarray(J)
+        assert_array_equal(whole[:, k], column)
+        assert_array_equal(whole[(k + 1) % 6], row)
+        assert whole[(k + 3) % 6, (k + 2) % 6] == entry
+    assert_allclose(whole, np.asarray(jaccli.jacobian(f, x, mode="reverse")), rtol=1e-6 if out_dtype is np.float32
+                    else 1e-13, atol=1e-6 if out_dtype is np.float32 else 1e-14)
+
+
 def test_an_undefined_hessian_entry_keeps_the_value_it_was_handed_out_with():
     # d2/dv0 dv2 of sqrt(v0^2 + v1^2) * v2 at v0 = v1 = 0 is 0/0: the sweep of row 0 gives 0 and
     # that of row 2 gives NaN. Once H[0, 2] is known, row 2 takes its value instead.

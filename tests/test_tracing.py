@@ -1212,3 +1212,15 @@ def test_the_in_place_methods_put_and_partition_work_as_their_functions():
     value, _ = jaccli.jvp(f, x, np.ones(3))
     assert_array_equal(value, f(x))
     np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), central_diff(f, x), rtol=1e-7, atol=1e-8)
+
+
+def test_arange_with_a_traced_bound_is_refused_by_name_at_the_users_line():
+    def f(x):
+        return np.arange(0.0, x[0], 0.5) * 1.0
+
+    with pytest.raises(UnsupportedOperationError, match=r"np\.arange with a traced start, stop or step") as info:
+        jaccli.jacobian(f, np.array([2.0]))
+    assert info.value.site == (__file__, f.__code__.co_firstlineno + 1)
+    # a plain length and traced arithmetic is the way
+    g = lambda x: x[0] + 0.5 * np.arange(4)  # noqa: E731
+    assert_array_equal(np.asarray(jaccli.jacobian(g, np.array([2.0]))), np.ones((4, 1)))

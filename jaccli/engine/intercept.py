@@ -17,7 +17,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .core import is_users_file
+from ..errors import UnsupportedOperationError
+from .core import is_users_file, user_site
 from .tracer import FUNCTION_HANDLERS, FUNCTION_SWAPS, INTERNAL, OPTIONAL_RULES, Tracer, _holds_sequence, \
     _needs_lifting, holds_tracer, lift, lift_args, peek, primal
 
@@ -70,6 +71,16 @@ def _interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, perio
     if type(left) is Tracer or type(right) is Tracer:
         return FUNCTION_HANDLERS[np.interp](x, xp, fp, left=left, right=right, period=period)
     return np.interp(x, xp, fp, left, right, period)
+
+
+def _arange(*args: Any, **kwargs: Any) -> Any:
+    """np.arange, refused by name for a traced bound or step (NumPy would convert it to a float)."""
+    if any(holds_tracer(a) for a in args) or any(holds_tracer(v) for v in kwargs.values()):
+        raise UnsupportedOperationError(
+            "np.arange with a traced start, stop or step is not supported by jaccli: its length would "
+            "depend on the input; take the bounds from plain values, or write start + step * "
+            "np.arange(n) with a plain n (or np.linspace(start, stop, n))", user_site(2))
+    return np.arange(*args, **kwargs)
 
 
 def _full(shape: Any, fill_value: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
@@ -154,7 +165,8 @@ NUMPY_PROXY = _NumpyProxy(np, {"array": _array, "asarray": _converting(np.asarra
                                "asanyarray": _converting(np.asanyarray),
                                "ascontiguousarray": _converting(np.ascontiguousarray),
                                "asfortranarray": _converting(np.asfortranarray),
-                               "require": _converting(np.require), "full": _full, "interp": _interp})
+                               "require": _converting(np.require), "full": _full, "interp": _interp,
+                               "arange": _arange})
 
 
 def _stand_in(v: Any) -> Any:

@@ -158,6 +158,8 @@ multiply = _binary(np.multiply, lambda ans, x, y: y, lambda ans, x, y: x)
 
 
 def _no_zero(value) -> bool:
+    if type(value) is np.ndarray:
+        return bool(value.all())  # a float is true unless it is 0 (NaN is true): no temporary
     if isinstance(value, (float, int)):
         return value != 0
     return bool(np.all(value != 0))

@@ -472,11 +472,11 @@ class Evaluator:
         kind's lines that were known before."""
         store = self.store.get((i, j))
         known = self.col_done[j] if rows else self.row_done[i]
-        if not self._keeps_crossing or self.batch or type(store) is not np.ndarray or not known.any():
+        if not self._keeps_crossing or type(store) is not np.ndarray or not known.any():
             write()
             return
         others = np.flatnonzero(known)
-        at = np.ix_(lines, others) if rows else np.ix_(others, lines)
+        at = (slice(None),) * self.batch + (np.ix_(lines, others) if rows else np.ix_(others, lines))
         kept = store[at]
         write()
         store = self.store[(i, j)]
@@ -600,9 +600,9 @@ class HessianEvaluator(Evaluator):
             self._symmetric.add((i, j))
             return
         super()._write_rows(i, j, rows, ct)
-        if not self.batch and type(self.store.get((i, j))) is np.ndarray:
+        if type(self.store.get((i, j))) is np.ndarray:
             self._agree_with_known(i, j, rows)
-        else:  # a PartialStore's rows, or per-sample blocks: averaged once all rows are known
+        else:  # a PartialStore's rows: averaged once all rows are known
             self._unagreed.add((i, j))
 
     def _agree_with_known(self, i: int, j: int, rows: np.ndarray) -> None:
@@ -617,14 +617,15 @@ class HessianEvaluator(Evaluator):
             store = self.store[(i, j)] = store.copy()
         mirror = self.store.get((j, i))
         known = np.flatnonzero(self.row_done[j])
+        each = (slice(None),) * self.batch  # per-sample blocks: the same for every sample
         if known.size and type(mirror) is np.ndarray:
-            store[np.ix_(rows, known)] = mirror[np.ix_(known, rows)].T
+            store[each + np.ix_(rows, known)] = np.swapaxes(mirror[each + np.ix_(known, rows)], -1, -2)
         if i == j:
             if rows.size == self.M[i] and not known.size:
                 self._symmetrize(i, i)  # the whole block in this sweep
                 return
-            block = store[np.ix_(rows, rows)]
-            store[np.ix_(rows, rows)] = 0.5 * (block + block.T)
+            block = store[each + np.ix_(rows, rows)]
+            store[each + np.ix_(rows, rows)] = 0.5 * (block + np.swapaxes(block, -1, -2))
         self._agreed.add((i, j))
 
     def _fallback(self, i: int, j: int) -> Callable:

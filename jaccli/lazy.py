@@ -74,7 +74,8 @@ class _Block:
         return new
 
     def __deepcopy__(self, memo: dict) -> "_Block":
-        # Entries once computed never change, and np.asarray(J) is read-only: sharing them is safe.
+        # Entries once computed never change (Evaluator._keeping_known; in a PartialStore, to the last
+        # bit only), and np.asarray(J) is read-only: sharing them is safe.
         return self.__copy__()
 
     # -- what has been done ----------------------------------------------------

@@ -637,3 +637,18 @@ def test_a_lazy_result_says_how_to_pickle_it_and_deep_copies_share_its_entries()
     D = copy.deepcopy(J)
     assert_array_equal(np.asarray(D), np.asarray(J))
     assert D.shape == J.shape and D.dtype == J.dtype
+
+
+def test_batched_hessian_entries_handed_out_never_change():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((4, 4))
+    f = lambda X: np.sum(np.tanh(X @ a) * np.sin(X), axis=1)  # noqa: E731 - one scalar per sample
+    X = rng.standard_normal((3, 4))
+    for mode in ("forward", "reverse"):
+        H = jaccli.hessian(f, X, batch_axis=0, mode=mode)
+        column = np.array(H[:, 1])
+        row_block = np.array(H[:, :, 2])
+        whole = np.asarray(H)
+        assert_array_equal(whole[:, 1], column)
+        assert_array_equal(whole[:, :, 2], row_block)
+        assert_array_equal(whole, np.swapaxes(whole, 1, 2))

@@ -447,3 +447,24 @@ def test_a_record_once_function_copies_and_pickles_without_its_recordings():
     for other in (copy.copy(g), copy.deepcopy(g), pickle.loads(pickle.dumps(g))):
         assert other.__wrapped__ is np.sin and other.max_signatures == 3 and other.records == 0
         np.testing.assert_allclose(np.asarray(jaccli.jacobian(other, np.ones(2))), np.diag(np.cos(np.ones(2))))
+
+
+def test_a_data_argument_in_another_memory_layout_is_recorded_afresh():
+    f = lambda x, d: x * np.ravel(d, order="K")  # noqa: E731
+    g = jaccli.record_once(f)
+    d = np.arange(1.0, 7.0).reshape(2, 3)
+    x = np.ones(6)
+    for data in (d, np.asfortranarray(d)):
+        np.testing.assert_array_equal(jaccli.vjp(g, (x, data), np.ones(6), wrt=0)[0], f(x, data))
+    assert g.replays == 0 and g.records == 2
+
+
+def test_a_dict_keyed_by_objects_reaches_f_as_it_is():
+    class Param:
+        pass
+
+    p, q = Param(), Param()
+    f = lambda x, d: x * d[p] + x ** 2 * d[q]  # noqa: E731
+    g = jaccli.record_once(f)
+    x = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(np.asarray(jaccli.jacobian(g, (x, {p: 2.0, q: 1.0}), wrt=0)), np.diag([4.0, 6.0]))

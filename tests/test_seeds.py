@@ -208,3 +208,19 @@ def test_softmax_hessian_stays_low_rank_and_matches_the_closed_form(mode):
     p /= p.sum()
     H = np.asarray(jaccli.hessian(f, z, mode=mode))
     np.testing.assert_allclose(H, np.diag(p) - np.outer(p, p), rtol=1e-10, atol=1e-14)
+
+
+def test_a_product_with_a_zero_factor_keeps_a_structured_tangent_structured(monkeypatch):
+    # x * mask with a 0/1 mask: the zero factor's guard against 0 * inf reads the tangent's parts,
+    # not a dense copy of it (which would cost K x n per product in a forward sweep).
+    from jaccli.engine.recording import Recording
+    from jaccli.engine.seeds import SparseBlock
+
+    mask = np.array([1.0, 0.0, 1.0, 0.0])
+    rec = Recording(lambda x: np.tanh(x) * mask, (np.linspace(-1.0, 1.0, 4),), (0,))
+    densified = []
+    todense = SparseBlock.todense
+    monkeypatch.setattr(SparseBlock, "todense", lambda self: densified.append(1) or todense(self))
+    out = rec.jvp([SparseBlock.one_hot(np.arange(4), (4,), np.float64)], structured=True)[0]
+    assert type(out) is SparseBlock and not densified
+    np.testing.assert_allclose(out.todense(), np.diag(mask / np.cosh(np.linspace(-1.0, 1.0, 4)) ** 2))

@@ -1224,3 +1224,26 @@ def test_arange_with_a_traced_bound_is_refused_by_name_at_the_users_line():
     # a plain length and traced arithmetic is the way
     g = lambda x: x[0] + 0.5 * np.arange(4)  # noqa: E731
     assert_array_equal(np.asarray(jaccli.jacobian(g, np.array([2.0]))), np.ones((4, 1)))
+
+
+@pytest.mark.parametrize("convert", [
+    lambda y: np.asfortranarray(y, dtype=np.float32),
+    lambda y: np.require(y, np.float32, "F"),
+    lambda y: np.asarray(y, dtype=np.float32, order="F"),
+    lambda y: np.array(y, dtype=np.float32, order="F"),
+], ids=["asfortranarray", "require", "asarray", "array"])
+def test_a_conversion_to_another_dtype_and_layout_keeps_the_layout_asked_for(convert):
+    f = lambda x: convert(x.reshape(2, 3)).ravel(order="A")  # noqa: E731
+    x = np.arange(6.0)
+    value, _ = jaccli.jvp(f, x, np.ones(6))
+    assert_array_equal(value, f(x))
+    assert_array_equal(np.asarray(jaccli.jacobian(f, x)) @ x, f(x))
+
+
+@pytest.mark.skipif(not hasattr(np, "__version__") or tuple(map(int, np.__version__.split(".")[:2])) < (2, 4),
+                    reason="casting='same_value' is NumPy 2.4's")
+def test_astype_with_same_value_casting_refuses_values_it_would_change():
+    with pytest.raises(ValueError):
+        jaccli.jacobian(lambda x: x.astype(np.int64, casting="same_value") * x, np.array([1.5]))
+    out = np.asarray(jaccli.jacobian(lambda x: x.astype(np.float32, casting="same_value") * 2, np.array([1.5])))
+    assert_array_equal(out, [[2.0]])

@@ -427,13 +427,19 @@ def translate(error: BaseException, *, user_file: Path | None = None, what: str 
         return BadUsage(f"cannot use {shown}: {error.strerror or error}; check the path and its permissions")
     message = str(error).strip().splitlines()[0] if str(error).strip() else ""
     detail = f"{type(error).__name__}: {message}" if message else type(error).__name__
-    own = _jaccli_site(error)
+    own = _jaccli_site(error) if isinstance(error, _PROGRAMMING_ERRORS) else None
     if own is not None:
         # Not raised while f ran (that is RaisedInFunction), and last in jaccli's own code: a bug.
         return InternalError(f"internal error in jaccli, not in {what}: {detail} ({own[0]}:{own[1]}); "
                              "please report it with the traceback that the same command prints with --debug")
     return FunctionFailed(f"differentiating {what} failed: {detail}"
                           f"{_where(_user_site(error, user_file))}; rerun with --debug for the traceback")
+
+
+# Errors that say the code is wrong, whatever its input: raised in jaccli's own code, a bug there.
+# A ValueError or LinAlgError in a rule can come from the input (a singular matrix, f's output of
+# ragged arrays): those stay the function's failure (exit 3).
+_PROGRAMMING_ERRORS = (TypeError, AttributeError, KeyError, NameError, AssertionError, RecursionError)
 
 
 def _jaccli_site(error: BaseException) -> tuple[str, int] | None:

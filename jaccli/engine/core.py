@@ -251,18 +251,19 @@ class attributed_to:  # noqa: N801 - used as a context manager, like contextlib'
             self.errstate.__exit__(*exc)
 
 
-_RAISING: list = [object(), None]  # the last error state seen, and what its raising entries become
+_RAISING: tuple = (object(), None)  # the last error state seen, and what its raising entries become
 
 
 def _warning_errstate() -> Any:
     """np.errstate with each entry that raises (or calls a function) of the current state set to
     "warn"; None when there is none (the usual case, found without building a dict)."""
+    global _RAISING
     token = errstate_token()
-    if not _same_errstate(token, _RAISING[0]):
+    cached = _RAISING  # one read: another thread may replace the pair meanwhile, never half of it
+    if not _same_errstate(token, cached[0]):
         changed = {k: "warn" for k, v in np.geterr().items() if v in ("raise", "call")}
-        _RAISING[:] = [token, changed or None]
-    changed = _RAISING[1]
-    return None if changed is None else np.errstate(**changed)
+        cached = _RAISING = (token, changed or None)
+    return None if cached[1] is None else np.errstate(**cached[1])
 
 
 def definition_site(f: Any) -> tuple[str, int] | None:

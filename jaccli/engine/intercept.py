@@ -35,10 +35,15 @@ def _as_numpy_returns(x: Tracer, ref: Any) -> Any:
     if ref is value:
         return x
     out = x
+    order = "C" if ref.flags.c_contiguous else "F" if ref.flags.f_contiguous else "K"  # NumPy's layout
     if ref.dtype != np.result_type(value):
-        out = INTERNAL["astype"](x, ref.dtype)  # a new array; to an integer dtype, a constant
+        out = INTERNAL["astype"](x, ref.dtype)  # a new array in x's layout; to an integer dtype, a constant
+        made = peek(out)
+        if type(out) is Tracer and (made.flags.c_contiguous, made.flags.f_contiguous) != \
+                (ref.flags.c_contiguous, ref.flags.f_contiguous):
+            out = np.copy(out, order=order)  # asked for another layout too (np.asfortranarray(x, dtype))
     elif not np.may_share_memory(ref, value):
-        out = np.copy(x, order="C" if ref.flags.c_contiguous else "F" if ref.flags.f_contiguous else "K")
+        out = np.copy(x, order=order)
     return out if np.shape(out) == ref.shape else np.reshape(out, ref.shape)
 
 

@@ -362,7 +362,7 @@ def _private_float(a: Any) -> Any:
 
 def _snapshot(args: Sequence[Any], wrt: Sequence[int]) -> dict[int, Any]:
     """Copies of the arguments that are not differentiated: a replay needs them unchanged."""
-    return {i: _private(a) for i, a in enumerate(args) if i not in wrt}
+    return {i: _private(a) if _comparable(a) else _Unique() for i, a in enumerate(args) if i not in wrt}
 
 
 class _Unique:
@@ -384,7 +384,9 @@ def _same(a: Any, b: Any) -> bool:
         return False
     if type(a) is np.ndarray or isinstance(a, np.generic):
         a, b = np.asarray(a), np.asarray(b)
-        return a.dtype == b.dtype and a.dtype.kind != "O" and a.shape == b.shape and a.tobytes() == b.tobytes()
+        # and in the same layout, which ravel(order="K") reads: Fortran order, or not
+        return a.dtype == b.dtype and a.dtype.kind != "O" and a.shape == b.shape and a.tobytes() == b.tobytes() \
+            and _fortran(a) == _fortran(b)
     if isinstance(a, (tuple, list)):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     if type(a) is dict:  # in order: f may iterate over it
@@ -396,6 +398,10 @@ def _same(a: Any, b: Any) -> bool:
     return False
 
 
+def _fortran(a: np.ndarray) -> bool:
+    return a.flags.f_contiguous and not a.flags.c_contiguous
+
+
 def _comparable(a: Any) -> bool:
     """Whether `_same` can find `a` the same as a copy of it (a plain value, an array of numbers, or
     containers of them): only such a data argument is replayed, and f gets a private copy of it."""
@@ -404,7 +410,7 @@ def _comparable(a: Any) -> bool:
     if type(a) in (tuple, list) or isinstance(a, tuple):
         return all(_comparable(x) for x in a)
     if type(a) is dict:
-        return all(_comparable(x) for x in a.values())
+        return all(_comparable(k) and _comparable(x) for k, x in a.items())
     return a is None or a is Ellipsis or isinstance(a, (bool, int, float, complex, str, bytes, type, np.dtype, slice))
 
 

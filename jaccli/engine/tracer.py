@@ -140,6 +140,11 @@ def _op(ufunc: Any, a: Any, b: Any) -> Any:
     return ufunc(a, b)  # anything else (lists, other array types) takes NumPy's own route
 
 
+def _same_value_cast(value: Any, dtype: np.dtype) -> bool:
+    np.asarray(value).astype(dtype, casting="same_value")
+    return True
+
+
 def peek(x: Any) -> Any:
     """The plain value under every level of tracing, for bookkeeping that the recording never sees."""
     while type(x) is Tracer:
@@ -684,6 +689,8 @@ class Tracer:
         if not copy and np.dtype(dtype) == self.dtype and order in ("K", "A"):
             return self  # as NumPy: no copy asked for, none needed
         np.empty(0, self.dtype).astype(dtype, order=order, casting=casting)  # NumPy's errors for the options
+        if casting == "same_value":  # NumPy 2.4: refuses values the cast changes; a guard at a replay
+            guarded(_same_value_cast, self, np.dtype(dtype))
         out = INTERNAL["astype"](self, np.dtype(dtype))  # keeps the memory layout, as order="K"
         return out if order == "K" else np.copy(out, order=order)
 

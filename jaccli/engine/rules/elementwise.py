@@ -9,6 +9,7 @@ import numpy as np
 from ...errors import UnsupportedOperationError
 from ..core import ELEMENTWISE
 from ..registry import family, primitive, register, register_derived, register_primitive
+from ..seeds import SparseBlock
 from ..tracer import Tracer, guarded
 from ._util import expand, unbroadcast
 
@@ -165,6 +166,13 @@ def _no_zero(value) -> bool:
     return bool(np.all(value != 0))
 
 
+def _finite_tangent(t) -> bool:
+    """Whether a tangent block is all finite; a structured one is read through its parts."""
+    if type(t) is SparseBlock:
+        return all(p is None or _all_finite(p) for p in (t.val, t.u, t.v))
+    return _finite(t)
+
+
 def _multiply_jvp(pos):
     """d(x * y) = dx * y + x * dy, where a factor that is exactly 0 gives exactly 0 for any tangent.
 
@@ -185,7 +193,10 @@ def _multiply_jvp(pos):
         zero = factor == 0
 
         def rule(t):
-            out = scale(expand(t, shape, out_shape))
+            t = expand(t, shape, out_shape)
+            out = scale(t)
+            if _finite_tangent(t):  # the factor is finite: only a non-finite tangent can leak
+                return out
             # Only where the product is 0 * inf or 0 * NaN: elsewhere it stays a product, whose
             # derivative in the factor (a zero of x in prod's rules) a higher order needs.
             leak = zero & ~np.isfinite(out)

@@ -188,6 +188,22 @@ def test_a_product_with_a_zero_factor_and_an_infinite_tangent_is_zero_in_forward
                                           [[0.0, 0.0], [0.0, 3.0]])
 
 
+@pytest.mark.parametrize("f", [
+    lambda y: np.maximum(np.sqrt(y), 1.0),
+    lambda y: np.minimum(np.sqrt(y), -1.0),
+    lambda y: np.clip(np.sqrt(y), 1.0, 3.0),
+], ids=["maximum", "minimum", "clip"])
+def test_a_branch_not_taken_by_max_min_or_clip_leaks_nothing_in_forward_mode(f):
+    # sqrt'(0) = inf meets the zero factor of the side maximum did not take: the forward rule of
+    # every elementwise function (not only multiply's) keeps that product at 0, as reverse mode does.
+    x = np.array([0.0, 4.0])
+    with np.errstate(divide="ignore"):
+        forward = np.asarray(jaccli.jacobian(f, x, mode="forward"))
+        reverse = np.asarray(jaccli.jacobian(f, x, mode="reverse"))
+    np.testing.assert_array_equal(forward, reverse)
+    assert forward[0, 0] == 0.0
+
+
 def test_nonfinite_input_is_reported_as_the_input():
     J = jaccli.jacobian(lambda x, y: x * y, (np.array([1.0, np.nan]), np.ones(2)))
     prov = trace_nonfinite(lambda: [np.asarray(b) for b in J], J)

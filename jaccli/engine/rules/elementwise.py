@@ -43,6 +43,47 @@ def _safe_product(factor):
     return rule
 
 
+def _no_zero(value) -> bool:
+    if type(value) is np.ndarray:
+        return bool(value.all())  # a float is true unless it is 0 (NaN is true): no temporary
+    if isinstance(value, (float, int)):
+        return value != 0
+    return bool(np.all(value != 0))
+
+
+def _finite_tangent(t) -> bool:
+    """Whether a tangent block is all finite; a structured one is read through its parts."""
+    if type(t) is SparseBlock:
+        return all(p is None or _all_finite(p) for p in (t.val, t.u, t.v))
+    return _finite(t)
+
+
+def _tangent_product(factor):
+    """t -> t * factor for a forward rule: _safe_product's, and its dual, where a factor that is
+    exactly 0 gives exactly 0 even if the tangent is inf or NaN there.
+
+    Forward mode meets the dual where a branch not taken has an infinite derivative: the factor
+    of np.maximum(np.sqrt(x), 1) for sqrt(x) at 0, or, forward over reverse, the zero cotangent
+    that np.where sent back to the rule g * factor of the branch not taken, whose tangent holds
+    the infinite derivative of factor (1.5 x**0.5 at 0). Reverse mode's zero cotangent already
+    gives 0 there; 0 * inf would leak NaN into the forward Jacobian or the default Hessian.
+    """
+    scale = _safe_product(factor)
+    if _no_zero(factor) if type(factor) is not Tracer else guarded(_no_zero, factor):
+        return scale
+    zero = factor == 0
+
+    def rule(t):
+        out = scale(t)
+        if _finite_tangent(t):  # the factor is finite: only a non-finite tangent can leak
+            return out
+        # Only where the product is 0 * inf or 0 * NaN: elsewhere it stays a product, whose
+        # derivative in the factor (a zero of x in prod's rules) a higher order needs.
+        leak = zero & ~np.isfinite(out)
+        return np.where(leak, 0.0, out) if leak.any() else out
+    return rule
+
+
 def _scale(d):
     return _safe_product(d)
 
@@ -50,13 +91,13 @@ def _scale(d):
 def _unary(ufunc, deriv, *, notes: str = "", kink=None, name=None):
     """A one-argument ufunc whose derivative is the elementwise factor deriv(ans, x).
 
-    Its Jacobian is diagonal, so the reverse and forward rules are the same product.
+    Its Jacobian is diagonal, so the reverse and forward rules are the same product (the forward one
+    also keeps a zero factor times a non-finite tangent at 0: _tangent_product).
     """
     prim = primitive(name or f"np.{ufunc.__name__}", ufunc)
     prim.structure = ELEMENTWISE
-    maker = lambda ans, x, **kw: _scale(deriv(ans, x))  # noqa: E731
-    prim.defvjp(maker)
-    prim.defjvp(maker)
+    prim.defvjp(lambda ans, x, **kw: _scale(deriv(ans, x)))
+    prim.defjvp(lambda ans, x, **kw: _tangent_product(deriv(ans, x)))
     prim.kink = kink
     register_primitive(ufunc, prim, notes=notes, name=name)
     return prim
@@ -88,7 +129,7 @@ def _nary(ufunc, partials, *, notes: str = "", kink=None, name=None):
             return lambda g: unbroadcast(scale(g), shape)
 
         def jvp_maker(ans, *args, _d=d, _pos=pos, **kw):
-            scale = _safe_product(_d(ans, *args))
+            scale = _tangent_product(_d(ans, *args))
             shape = np.shape(args[_pos])
             out_shape = np.shape(ans)
             return lambda t: scale(expand(t, shape, out_shape))
@@ -157,55 +198,6 @@ subtract = _linear_binary(np.subtract, 1, -1)
 add.value_free = subtract.value_free = True  # x + c: the rules never read c
 multiply = _binary(np.multiply, lambda ans, x, y: y, lambda ans, x, y: x)
 
-
-def _no_zero(value) -> bool:
-    if type(value) is np.ndarray:
-        return bool(value.all())  # a float is true unless it is 0 (NaN is true): no temporary
-    if isinstance(value, (float, int)):
-        return value != 0
-    return bool(np.all(value != 0))
-
-
-def _finite_tangent(t) -> bool:
-    """Whether a tangent block is all finite; a structured one is read through its parts."""
-    if type(t) is SparseBlock:
-        return all(p is None or _all_finite(p) for p in (t.val, t.u, t.v))
-    return _finite(t)
-
-
-def _multiply_jvp(pos):
-    """d(x * y) = dx * y + x * dy, where a factor that is exactly 0 gives exactly 0 for any tangent.
-
-    The forward-mode side of _safe_product. Forward over reverse meets it where a masked-out
-    branch of np.where sent back a zero cotangent g, and the rule g * factor of the branch not
-    taken is differentiated: dg * factor + g * dfactor, with dfactor inf (the derivative of
-    1.5 * x**0.5 at 0). 0 * inf would leak NaN into a Hessian that reverse over reverse gets right.
-    """
-    def maker(ans, x, y, **kw):
-        factor = y if pos == 0 else x
-        shape = np.shape(x if pos == 0 else y)
-        out_shape = np.shape(ans)
-        scale = _safe_product(factor)
-        no_zero = _no_zero(factor) if type(factor) is not Tracer else guarded(_no_zero, factor)
-        if no_zero:
-            return lambda t: scale(expand(t, shape, out_shape))
-
-        zero = factor == 0
-
-        def rule(t):
-            t = expand(t, shape, out_shape)
-            out = scale(t)
-            if _finite_tangent(t):  # the factor is finite: only a non-finite tangent can leak
-                return out
-            # Only where the product is 0 * inf or 0 * NaN: elsewhere it stays a product, whose
-            # derivative in the factor (a zero of x in prod's rules) a higher order needs.
-            leak = zero & ~np.isfinite(out)
-            return np.where(leak, 0.0, out) if leak.any() else out
-        return rule
-    return maker
-
-
-multiply.defjvp(_multiply_jvp(0), _multiply_jvp(1))
 true_divide = _binary(np.true_divide, lambda ans, x, y: 1.0 / y, lambda ans, x, y: -ans / y)
 negative = _unary(np.negative, lambda ans, x: -1.0)
 positive = _unary(np.positive, lambda ans, x: 1.0)
@@ -332,7 +324,7 @@ def _sinc_d(ans, x):
 sinc_prim = primitive("np.sinc", np.sinc)
 sinc_prim.structure = ELEMENTWISE
 sinc_prim.defvjp(lambda ans, x: _scale(_sinc_d(ans, x)))
-sinc_prim.defjvp(lambda ans, x: _scale(_sinc_d(ans, x)))
+sinc_prim.defjvp(lambda ans, x: _tangent_product(_sinc_d(ans, x)))
 register_primitive(np.sinc, sinc_prim)
 
 # ---------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from ..core import ELEMENTWISE
 from ..registry import family, primitive, register
 from ..tracer import FUNCTION_SWAPS, UFUNC_HANDLERS, holds_tracer, lift
 from ._util import expand, norm_axes, shift, unbroadcast
-from .elementwise import _binary, _nary, _safe_product, _unary, _where0
+from .elementwise import _binary, _nary, _safe_product, _tangent_product, _unary, _where0
 
 FAMILY = "scipy.special"
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -225,7 +225,7 @@ def _polygamma_primitive(sp: Any):
         return lambda g: unbroadcast(scale(g), shape)
 
     def jvp(ans, x, n):
-        scale = _safe_product(prim(x, n + 1))
+        scale = _tangent_product(prim(x, n + 1))
         shape, out_shape = np.shape(x), np.shape(ans)
         return lambda t: scale(expand(t, shape, out_shape))
 

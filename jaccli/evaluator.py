@@ -479,10 +479,7 @@ class Evaluator:
         at = (slice(None),) * self.batch + (np.ix_(lines, others) if rows else np.ix_(others, lines))
         kept = store[at]
         write()
-        store = self.store[(i, j)]
-        if not store.flags.writeable:
-            store = self.store[(i, j)] = store.copy()
-        store[at] = kept
+        self.store[(i, j)][at] = kept  # a cache is always writable: only writable arrays are adopted
 
     def _write_cols(self, i: int, j: int, cols: np.ndarray, t: Any) -> None:
         k = cols.size
@@ -612,9 +609,7 @@ class HessianEvaluator(Evaluator):
         known (it may have been handed out); the pairs among the new rows of a diagonal block
         are averaged (nobody has seen them yet). The block stays exactly symmetric where known.
         """
-        store = self.store[(i, j)]
-        if not store.flags.writeable:
-            store = self.store[(i, j)] = store.copy()
+        store = self.store[(i, j)]  # writable, as every cache (_adoptable)
         mirror = self.store.get((j, i))
         known = np.flatnonzero(self.row_done[j])
         each = (slice(None),) * self.batch  # per-sample blocks: the same for every sample

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import os
 import sys
 import warnings
 from typing import Any, Callable, Sequence
@@ -12,7 +11,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .engine import sweep_templates
-from .engine.core import attributed_to, definition_site, reverse
+from .engine.core import attributed_to, definition_site, is_internal, reverse
 from .engine.recording import Recording, call_traced, primal_nested
 from .engine.rules._util import dtype_of, shape_of
 from .engine.seeds import dense
@@ -109,7 +108,8 @@ def _record(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: bo
     fn = _plain(f)
     if gradient_of is not None:
         fn = _gradient_function(fn, wrt_idx, *gradient_of)
-    if not create_graph and any(holds_tracer(a) for a in args):
+    nested = not create_graph and any(holds_tracer(a) for a in args)
+    if nested:
         _warn_constant_under_outer()
     if once is None or create_graph or _traced(args):
         rec, fresh = Recording(fn, _detach_unless(create_graph, args), wrt_idx), True
@@ -117,19 +117,16 @@ def _record(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: bo
         key = ("f",) if gradient_of is None else ("gradient", gradient_of[0])
         rec, fresh = once.recording(key, args, wrt_idx, lambda: Recording(fn, args, wrt_idx, replayable=True))
     if rec.trace.outer and not create_graph:
-        if not any(holds_tracer(a) for a in args):  # else warned above
+        if not nested:  # else warned above
             _warn_constant_under_outer()
         rec.detach()  # f closes over a variable that an outer differentiation traces
     return rec, fresh
 
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-
 def _warn_constant_under_outer() -> None:
     """Warn, at the caller's line, that a result will be a constant to an enclosing differentiation."""
     level, frame = 2, sys._getframe(1)  # stacklevel 2 is the caller's frame, sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+    while frame is not None and is_internal(frame.f_code):  # jaccli's own frames (and NumPy's)
         level, frame = level + 1, frame.f_back
     warnings.warn("a derivative taken of values that an enclosing jaccli differentiation traces, without "
                   "create_graph=True, is a constant to it (the outer derivative through it is zero, "

@@ -53,8 +53,8 @@ class Recording:
             # own, so that the recording's constants do not change when the caller's arrays do.
             self._data = _snapshot(args, self.wrt)
             self._errstate = np.geterr()
-            for i in self._data:
-                if _comparable(args[i]):
+            for i, snap in self._data.items():
+                if type(snap) is not _Unique:  # comparable, so copied: f gets a copy of its own too
                     call_args[i] = _private(args[i])
                 # else f gets the object itself (a random Generator that f draws from, a module, a
                 # file): it is never the same as the snapshot (`_same`), so every call records afresh
@@ -393,9 +393,12 @@ def _same(a: Any, b: Any) -> bool:
         return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
     if type(a) is float:
         return math.copysign(1.0, a) == math.copysign(1.0, b) and (a == b or (a != a and b != b))
-    if a is None or isinstance(a, (bool, int, complex, str, bytes, type, np.dtype, slice)) or a is Ellipsis:
+    if a is None or isinstance(a, _EQUAL) or a is Ellipsis:
         return a == b
     return False
+
+
+_EQUAL = (bool, int, complex, str, bytes, type, np.dtype, slice)  # compared with ==
 
 
 def _fortran(a: np.ndarray) -> bool:
@@ -411,7 +414,7 @@ def _comparable(a: Any) -> bool:
         return all(_comparable(x) for x in a)
     if type(a) is dict:
         return all(_comparable(k) and _comparable(x) for k, x in a.items())
-    return a is None or a is Ellipsis or isinstance(a, (bool, int, float, complex, str, bytes, type, np.dtype, slice))
+    return a is None or a is Ellipsis or isinstance(a, (float,) + _EQUAL)
 
 
 def _substituted(args: tuple, refs: tuple, vals: list) -> tuple:

@@ -333,8 +333,7 @@ def _user_site(error: BaseException, user_file: Path | None) -> tuple[str, int] 
         mine = [fr for fr in frames if fr.filename == target]
         if mine:
             return shown_path(mine[-1].filename), mine[-1].lineno or 0
-    outside = [fr for fr in frames if not fr.filename.startswith(_PACKAGE_DIR)
-               and f"{os.sep}numpy{os.sep}" not in fr.filename and not fr.filename.startswith("<")]
+    outside = [fr for fr in _python_frames(frames) if not fr.filename.startswith(_PACKAGE_DIR)]
     if outside:
         return shown_path(outside[-1].filename), outside[-1].lineno or 0
     return None
@@ -442,11 +441,15 @@ def translate(error: BaseException, *, user_file: Path | None = None, what: str 
 _PROGRAMMING_ERRORS = (TypeError, AttributeError, KeyError, NameError, AssertionError, RecursionError)
 
 
+def _python_frames(frames: list) -> list:
+    """The traceback frames of Python files outside NumPy (no ``<string>`` or frozen modules)."""
+    return [fr for fr in frames if f"{os.sep}numpy{os.sep}" not in fr.filename and not fr.filename.startswith("<")]
+
+
 def _jaccli_site(error: BaseException) -> tuple[str, int] | None:
     """Where in jaccli's package (as ``jaccli/evaluator.py``) an error was raised, when the innermost
     frame outside NumPy is there; None when it is elsewhere (the user's code, another package)."""
-    frames = [fr for fr in traceback.extract_tb(error.__traceback__)
-              if f"{os.sep}numpy{os.sep}" not in fr.filename and not fr.filename.startswith("<")]
+    frames = _python_frames(traceback.extract_tb(error.__traceback__))
     if not frames or not frames[-1].filename.startswith(_PACKAGE_DIR + os.sep):
         return None
     path = os.path.relpath(frames[-1].filename, os.path.dirname(_PACKAGE_DIR))

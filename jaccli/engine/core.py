@@ -611,10 +611,12 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
             # f may catch it and take another way: a replay must raise here too
             top.guard(Raised(prim.impl), tuple(vals), kwargs, tuple(parents), type(exc))
             raise
-    if FREEZER.v is not None and outermost:
-        FREEZER.v.hold(args, prim)  # the plain arguments as f passed them (traced ones are skipped)
-    if prim.nondiff or not (all(_is_inexact(v, prim, site) for v in ans) if prim.multi_out
-                            else _is_inexact(ans, prim, site)):
+    freezer = FREEZER.v
+    if freezer is not None and outermost:
+        freezer.hold(args, prim)  # the plain arguments as f passed them (traced ones are skipped)
+    # (a float array, the common result, is tested inline: bind runs once per recorded operation)
+    if prim.nondiff or not ((type(ans) is np.ndarray and ans.dtype.kind == "f") or (
+            all(_is_inexact(v, prim, site) for v in ans) if prim.multi_out else _is_inexact(ans, prim, site))):
         # An integer or boolean result carries no derivative and leaves the recording as a plain
         # value; the lowest level guards it (a nested call guarded it on the level below).
         if not nested:
@@ -625,7 +627,7 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
     if prim.constant:
         parents, deps = (), 0
     node = Node(prim, tuple(vals), kwargs, tuple(parents), ans, deps, site)
-    size = getattr(ans, "size", 1)
+    size = ans.size if type(ans) is np.ndarray else getattr(ans, "size", 1)
     if type(size) is int and size > top.largest:
         top.largest = size
     node.index = len(top.nodes)
@@ -640,7 +642,8 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
             _note_view(out, args, top)
         return outs
     out = Tracer(ans, node, None, top)
-    _note_view(out, args, top)
+    if type(ans) is not np.ndarray or ans.base is not None:  # (a fresh array is a view of nothing)
+        _note_view(out, args, top)
     return out
 
 

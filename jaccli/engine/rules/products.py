@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ..registry import family, primitive, register, register_derived
+from ..seeds import SparseBlock
 from ..tracer import Tracer
 from ._util import axis_index, unbroadcast
 
@@ -58,7 +59,19 @@ def _out2_shape(a, b) -> tuple:
 matmul = primitive("np.matmul", np.matmul)
 
 
+def _matrix(x) -> bool:
+    return type(x) is np.ndarray and x.ndim == 2
+
+
 def _matmul_vjp_a(ans, a, b):
+    if type(a) is np.ndarray and a.ndim == 1 and _matrix(b):
+        # x @ W, the common layer: a block (K, q) of cotangents pulls back as one GEMM, g @ W^T.
+        bt = b.T
+        return lambda g: g @ bt if type(g) is not SparseBlock else _matmul_vjp_a_general(a, b)(g)
+    return _matmul_vjp_a_general(a, b)
+
+
+def _matmul_vjp_a_general(a, b):
     out2 = _out2_shape(a, b)
     a2_shape = np.shape(a) if np.ndim(a) >= 2 else (1,) + np.shape(a)
     a_shape = np.shape(a)
@@ -74,6 +87,13 @@ def _matmul_vjp_a(ans, a, b):
 
 
 def _matmul_vjp_b(ans, a, b):
+    if _matrix(a) and type(b) is np.ndarray and b.ndim == 1:
+        # W @ x, the common layer: a block (K, p) of cotangents pulls back as one GEMM, g @ W.
+        return lambda g: g @ a if type(g) is not SparseBlock else _matmul_vjp_b_general(a, b)(g)
+    return _matmul_vjp_b_general(a, b)
+
+
+def _matmul_vjp_b_general(a, b):
     out2 = _out2_shape(a, b)
     b2_shape = np.shape(b) if np.ndim(b) >= 2 else np.shape(b) + (1,)
     b_shape = np.shape(b)
@@ -94,6 +114,12 @@ def _padded(shape2: tuple, out2: tuple) -> tuple:
 
 
 def _matmul_jvp_a(ans, a, b):
+    if type(a) is np.ndarray and a.ndim == 1 and _matrix(b):  # x @ W: t @ W, one GEMM
+        return lambda t: t @ b if type(t) is not SparseBlock else _matmul_jvp_a_general(ans, a, b)(t)
+    return _matmul_jvp_a_general(ans, a, b)
+
+
+def _matmul_jvp_a_general(ans, a, b):
     out_shape = np.shape(ans)
     a2_shape = _padded(np.shape(a) if np.ndim(a) >= 2 else (1,) + np.shape(a), _out2_shape(a, b))
     b2 = _promote(b, False)
@@ -105,6 +131,13 @@ def _matmul_jvp_a(ans, a, b):
 
 
 def _matmul_jvp_b(ans, a, b):
+    if _matrix(a) and type(b) is np.ndarray and b.ndim == 1:  # W @ x: t @ W^T, one GEMM
+        at = a.T
+        return lambda t: t @ at if type(t) is not SparseBlock else _matmul_jvp_b_general(ans, a, b)(t)
+    return _matmul_jvp_b_general(ans, a, b)
+
+
+def _matmul_jvp_b_general(ans, a, b):
     out_shape = np.shape(ans)
     b2_shape = _padded(np.shape(b) if np.ndim(b) >= 2 else np.shape(b) + (1,), _out2_shape(a, b))
     a2 = _promote(a, True)

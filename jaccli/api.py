@@ -11,11 +11,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .engine import sweep_templates
-from .engine.core import attributed_to, definition_site, is_internal, reverse
+from .engine.core import attributed_to, definition_site, is_internal, reverse, user_site
 from .engine.recording import Recording, call_traced, primal_nested
 from .engine.rules._util import dtype_of, shape_of
 from .engine.seeds import dense
-from .engine.tracer import Tracer, holds_tracer
+from .engine.tracer import Tracer, holds_tracer, sever
 from .errors import ConstantUnderOuterWarning, StrictModeError
 from .engine.batching import separable
 from .evaluator import MODES, Evaluator, HessianEvaluator, check_batch_independence
@@ -111,6 +111,7 @@ def _record(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: bo
     nested = not create_graph and any(holds_tracer(a) for a in args)
     if nested:
         _warn_constant_under_outer()
+        sever(args, user_site())  # (a check of the enclosing f then says why it disagrees)
     if once is None or create_graph or _traced(args):
         rec, fresh = Recording(fn, _detach_unless(create_graph, args), wrt_idx), True
     else:

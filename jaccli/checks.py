@@ -62,6 +62,8 @@ class CheckReport:
     fd: dict = field(default_factory=dict)
     sweeps: int = 0  # AD sweeps run by both modes (not in to_dict: the CLI's report counts them)
     unrepeatable: float | None = None  # two calls of f at the inputs differ by this much (None: they agree)
+    # "file:line" where f takes a derivative without create_graph (a constant to AD, torch's rule), or None
+    nested_derivative: str | None = None
 
     @property
     def message(self) -> str:
@@ -83,6 +85,8 @@ class CheckReport:
             if self.gradient is not None and not self.gradient["passed"]:
                 parts.append(f"the gradient differs from finite differences of f at "
                              f"{self.gradient['mismatches']} entries")
+            if self.nested_derivative is not None:
+                parts.append(nested_derivative_message(self.nested_derivative))
             text = "check FAILED: " + "; ".join(parts)
             if self.worst:
                 w = self.worst[0]
@@ -111,7 +115,9 @@ class CheckReport:
         ``convention_dependent_count``; ``gradient`` (order 2: the AD gradient against
         differences of f, same keys as ``modes``, or null); ``fd`` (``method``, ``of``,
         ``step``, ``evaluations``); ``unrepeatable`` (null, or how much two calls of f at the
-        same inputs differ: then no comparison holds, and the check fails); ``message``. Values that are not finite are the strings
+        same inputs differ: then no comparison holds, and the check fails); ``nested_derivative``
+        (null, or "file:line" where f takes a derivative of its inputs without create_graph=True,
+        which AD treats as a constant); ``message``. Values that are not finite are the strings
         "nan", "inf", "-inf".
         """
         return {"passed": self.passed, "order": self.order, "rtol": self.rtol, "atol": self.atol,
@@ -119,7 +125,14 @@ class CheckReport:
                 "modes": self.modes, "blocks": self.blocks, "kinks": self.kinks,
                 "convention_dependent": self.convention_dependent,
                 "convention_dependent_count": self.convention_dependent_count, "gradient": self.gradient,
-                "fd": self.fd, "unrepeatable": self.unrepeatable, "message": self.message}
+                "fd": self.fd, "unrepeatable": self.unrepeatable, "nested_derivative": self.nested_derivative,
+                "message": self.message}
+
+
+def nested_derivative_message(site: str) -> str:
+    return (f"f takes a derivative at {site} without create_graph=True, which makes it a constant to jaccli (the "
+            "derivative through it is zero, torch's rule) but not to finite differences; pass create_graph=True "
+            "there to differentiate through it")
 
 
 def unrepeatable_message(difference: float) -> str:
@@ -344,7 +357,8 @@ def check_derivative(f: Callable, args: Any, *, wrt: Any = None, order: int = 1,
                        max_rel_err=summary["max_rel_err"], worst=worst[:TOP], modes=modes, blocks=block_dicts,
                        kinks=kinks, convention_dependent=excused_list[:MAX_LISTED],
                        convention_dependent_count=n_excused, gradient=gradient, fd=fd,
-                       sweeps=sweeps + (gradient is not None), unrepeatable=unrepeatable)
+                       sweeps=sweeps + (gradient is not None), unrepeatable=unrepeatable,
+                       nested_derivative=None if cross.severed is None else f"{cross.severed[0]}:{cross.severed[1]}")
 
 
 def _check_gradient(f: Callable, tup: tuple, a64: tuple, wrt_idx: tuple, in_names: list, rows: Any, sizes: list,

@@ -113,13 +113,16 @@ def _same(a: Any, b: Any) -> bool:
         return True  # not comparable: nothing to say
 
 
-def branch_changes(base: Recording, moved: Recording, masks: dict[int, np.ndarray]) -> tuple[set[int], list[str]]:
+def branch_changes(base: Recording, moved: Recording, masks: dict[int, np.ndarray],
+                   constants: bool = True) -> tuple[set[int], list[str]]:
     """Compare f recorded at x with f recorded at a nearby point.
 
     Args:
         base: f recorded at x.
         moved: f recorded at a point a finite-difference step away.
         masks: kink masks of `base` for the kinks of interest (node index -> mask).
+        constants: whether a non-differentiated argument that changes is a jump. Not when f takes
+            a derivative without create_graph (Trace.severed): that constant varies smoothly with x.
 
     Returns:
         The kinks (node indices of `masks`) whose kink elements are no longer at a kink, so the
@@ -142,6 +145,8 @@ def branch_changes(base: Recording, moved: Recording, masks: dict[int, np.ndarra
             continue
         if a.prim.zero_grad and not _same(peek(a.value), peek(b.value)):
             changes.append(f"{_where(a)}: a step function changes value within the step")
+            continue
+        if not constants:
             continue
         traced = {argnum for argnum, _, _ in a.parents}
         for pos, (x, y) in enumerate(zip(a.args, b.args)):
@@ -208,6 +213,8 @@ class StepCrossings:
         self.f, self.args, self.wrt_idx, self.batch = f, args, wrt_idx, batch
         with np.errstate(all="ignore"):
             self.base = Recording(f, args, wrt_idx)
+        # where f takes a derivative without create_graph (a constant to AD, not to finite differences)
+        self.severed = self.base.trace.severed
         self.kinks = find_kinks(self.base)
         self.masks = {k.node_index: k.mask for k in self.kinks}
         self.cache: dict[tuple[int, int], tuple[set, list]] = {}
@@ -233,7 +240,7 @@ class StepCrossings:
                     crossed |= set(self.masks)
                     changes.append(f"f raises within the step ({type(exc).__name__})")
                     continue
-                cr, ch = branch_changes(self.base, rec, self.masks)
+                cr, ch = branch_changes(self.base, rec, self.masks, constants=self.severed is None)
                 crossed |= cr
                 changes += [t for t in ch if t not in changes]
             self.cache[key] = (crossed, changes)

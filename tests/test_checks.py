@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import inspect
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
+import jaccli
 from jaccli.checks import DEFAULT_TOLERANCES, check_derivative, compare_arrays, default_tolerances
 from jaccli.engine.registry import PRIMITIVES
 from jaccli.engine.tracer import primal
-from jaccli.errors import UsageError
+from jaccli.errors import ConstantUnderOuterWarning, UsageError
 from jaccli.finite_diff import finite_difference_jacobian
 from jaccli.loaders import bind_inputs, load_function
 
@@ -297,6 +299,34 @@ def test_steps_across_jumps_are_convention_dependent(f, x, words):
     assert words in rep.convention_dependent[0]["reason"]
 
 
+def _cubes(z):
+    return np.sum(z ** 3)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("closure", [False, True], ids=["argument", "closure"])
+def test_a_derivative_f_takes_without_create_graph_fails_the_check_and_says_where(create_graph, closure):
+    # Without create_graph the inner gradient is a constant to AD (torch's rule) but not to finite
+    # differences; the argument it feeds changes within each step, which is no jump to excuse.
+    if closure:
+        def f(x):
+            return x + jaccli.grad(lambda z: np.sum(z ** 2 * x ** 2), np.ones(3), create_graph=create_graph)
+    else:
+        def f(x):
+            return x + jaccli.grad(_cubes, x, create_graph=create_graph)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstantUnderOuterWarning)
+        rep = check_derivative(f, np.array([1.0, 2.0, 3.0]))
+    if create_graph:
+        assert rep.passed and rep.nested_derivative is None and rep.convention_dependent_count == 0
+        return
+    line = f.__code__.co_firstlineno + 1
+    assert not rep.passed and rep.blocks[0]["mismatches"] == 3 and rep.convention_dependent_count == 0
+    assert rep.nested_derivative == f"{__file__}:{line}" == rep.to_dict()["nested_derivative"]
+    assert f"takes a derivative at {__file__}:{line} without create_graph=True" in rep.message
+
+
 def test_fd_error_at_a_kink_with_zero_cotangent_is_within_the_fd_error_estimate():
     # d/dx of max(x) * x is exactly 0 at x = 0, but differences across the tie are O(h).
     rep = check_derivative(lambda x: np.max(x, keepdims=True) * x, np.zeros(2))
@@ -362,7 +392,7 @@ def test_check_report_is_strict_json_with_documented_keys():
     d = json.loads(json.dumps(rep.to_dict(), allow_nan=False))
     assert set(d) == {"passed", "order", "rtol", "atol", "max_abs_err", "max_rel_err", "worst", "modes", "blocks",
                       "kinks", "convention_dependent", "convention_dependent_count", "gradient", "fd", "unrepeatable",
-                      "message"}
+                      "nested_derivative", "message"}
     assert set(d["modes"]) == {"passed", "rtol", "atol", "max_abs_err", "max_rel_err", "mismatches", "excluded",
                                "worst"}
     assert set(d["kinks"][0]) == {"op", "file", "line", "site", "count", "notes", "rows", "cols"}

@@ -502,7 +502,8 @@ def test_check_json_report_keys(runner):
     assert "data" not in doc["blocks"]["df_dx"]
     assert set(doc["check"]) == {"passed", "order", "rtol", "atol", "max_abs_err", "max_rel_err", "worst", "modes",
                                  "blocks", "kinks", "kink_entries", "kink_entry_count", "convention_dependent",
-                                 "convention_dependent_count", "gradient", "fd", "unrepeatable", "entries"}
+                                 "convention_dependent_count", "gradient", "fd", "unrepeatable", "nested_derivative",
+                                 "entries"}
     worst = doc["check"]["worst"][0]
     assert {"block", "row", "col", "label", "ad", "fd", "abs_err", "rel_err", "allowed", "mode"} <= set(worst)
 
@@ -672,6 +673,23 @@ def test_installed_ops_and_info_in_a_pipe(tmp_path):
     info = jaccli("info", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--format", "json", cwd=tmp_path)
     doc = json.loads(info.stdout)
     assert info.returncode == 0 and doc["blocks"]["df_du"]["nbytes"] == 32 * 32 * 8
+
+
+def test_check_of_a_function_taking_a_derivative_without_create_graph_fails_and_says_where(runner, tmp_path):
+    # Before: "passed" (the inner gradient, a constant to AD, was excused as a jump within each step)
+    f = write(tmp_path, "nested.py", "import numpy as np\nimport jaccli\n\n"
+                                     "def f(x):\n    return x + jaccli.grad(lambda z: np.sum(z ** 3), x)\n")
+    result = invoke(runner, "check", f, "[1, 2, 3]", "--format", "json")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    assert doc["passed"] is False and doc["check"]["nested_derivative"] == f"{f}:5"
+    assert doc["check"]["convention_dependent_count"] == 0
+    assert f"Error: check failed: 3 of 9 entries differ from finite differences beyond rtol=1e-05, atol=1e-07; " \
+           f"f takes a derivative at {f}:5 without create_graph=True" in result.stderr
+    fixed = write(tmp_path, "fixed.py", "import numpy as np\nimport jaccli\n\n"
+                                        "def f(x):\n    return x + jaccli.grad(lambda z: np.sum(z ** 3), x, "
+                                        "create_graph=True)\n")
+    assert invoke(runner, "check", fixed, "[1, 2, 3]").exit_code == 0
 
 
 def test_check_of_a_function_with_noise_fails_and_says_why(runner, tmp_path):

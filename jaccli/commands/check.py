@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from jaccli.checks import CheckReport, check_derivative, unrepeatable_message
+from jaccli.checks import CheckReport, check_derivative, nested_derivative_message, unrepeatable_message
 from jaccli.errors import UsageError
 
 from .compute import Block, Outcome, Verdict
@@ -100,6 +100,8 @@ def _failure(d: dict) -> str:
         parts.append(f"reverse and forward mode disagree on {d['modes']['mismatches']} entries")
     if d["gradient"] is not None and not d["gradient"]["passed"]:
         parts.append(f"the gradient differs from finite differences of f at {d['gradient']['mismatches']} entries")
+    if d["nested_derivative"] is not None:
+        parts.append(nested_derivative_message(d["nested_derivative"]))
     text = "check failed: " + "; ".join(parts or ["see the report"])
     worst = d["worst"] or d["modes"]["worst"]
     if worst:

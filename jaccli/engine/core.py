@@ -344,7 +344,7 @@ class Trace:
     """One recording level: the nodes of a computation in the order they ran."""
 
     __slots__ = ("level", "nodes", "inputs", "_plans", "shared_plans", "largest", "guards", "errstate", "errstates",
-                 "views", "cuts", "outer", "nonfinite")
+                 "views", "cuts", "outer", "nonfinite", "severed")
 
     def __init__(self) -> None:
         self.level = next(_level_counter)
@@ -372,6 +372,10 @@ class Trace:
         self.outer = False
         # id of an array that in-place updates write into -> how many of its entries are not finite
         self.nonfinite: dict[int, int] = {}
+        # The user's line (file, line) of the first derivative taken of this recording's traced values
+        # without create_graph: a constant to this recording (torch's rule), though it varies with the
+        # inputs (api._record); None if there is none.
+        self.severed: tuple[str, int] | None = None
 
     def guard(self, fn: Callable, args: tuple, kwargs: dict, refs: tuple, expected: Any) -> None:
         """Remember that `expected` = fn(args with the traced values at `refs`) was baked in."""

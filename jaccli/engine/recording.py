@@ -14,11 +14,11 @@ import numpy as np
 from ..errors import TracingError, UserFunctionError
 from . import rules  # noqa: F401  (fills the registry)
 from .core import (COLLECTOR_PAUSED, ELEMENTWISE, FREEZER, INPUT, Freezer, Node, Trace, _plan_reverse, forward,
-                   frozen_constants, is_internal, plan_form, renewed_plan, reverse, rewritable, stale_error, value_size,
-                   write_in_place)
+                   frozen_constants, is_internal, plan_form, renewed_plan, reverse, rewritable, stale_error, user_site,
+                   value_size, write_in_place)
 from .seeds import dense
 from .intercept import intercept_numpy, primal_nested
-from .tracer import Tracer, holds_tracer
+from .tracer import Tracer, holds_tracer, sever
 
 def as_float(x: Any) -> Any:
     """Inputs are differentiated in floating point: integers and booleans become float64."""
@@ -92,6 +92,9 @@ class Recording:
         for any recording that took another recording's traced values.
         """
         self._has_traced_constants()
+        site = user_site()
+        for node in self.trace.nodes:
+            sever((node.args, tuple(node.kwargs.values())), site, own=self.trace)
         for node in self.trace.nodes:
             node.value = primal_nested(node.value)
             node.args = tuple(primal_nested(a) for a in node.args)

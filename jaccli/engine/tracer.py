@@ -75,6 +75,19 @@ def holds_tracer(obj: Any) -> bool:
     return False
 
 
+def sever(obj: Any, site: tuple | None, own: Any = None) -> None:
+    """Mark the recordings (every level but `own`) whose traced values obj, a (nested) list or tuple,
+    holds: a derivative was taken of them at `site` without create_graph (see Trace.severed)."""
+    kind = type(obj)
+    if kind is list or kind is tuple or isinstance(obj, tuple):
+        for o in obj:
+            sever(o, site, own)
+    while type(obj) is Tracer:
+        if obj._trace is not own and obj._trace.severed is None:
+            obj._trace.severed = site
+        obj = obj._value
+
+
 def lift(obj: Any) -> Any:
     """A list or tuple holding traced values as one traced array (np.stack of its items), else obj."""
     if isinstance(obj, _SEQUENCES) and holds_tracer(obj):

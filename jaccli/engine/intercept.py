@@ -78,6 +78,13 @@ def _interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, perio
     return np.interp(x, xp, fp, left, right, period)
 
 
+def _polyint(p: Any, m: Any = 1, k: Any = None) -> Any:
+    """np.polyint with traced constants k: NumPy dispatches on p only (as np.interp above)."""
+    if holds_tracer(k):
+        return FUNCTION_HANDLERS[np.polyint](p, m, k)
+    return np.polyint(p, m, k)
+
+
 def _arange(*args: Any, **kwargs: Any) -> Any:
     """np.arange, refused by name for a traced bound or step (NumPy would convert it to a float)."""
     if any(holds_tracer(a) for a in args) or any(holds_tracer(v) for v in kwargs.values()):
@@ -171,7 +178,7 @@ NUMPY_PROXY = _NumpyProxy(np, {"array": _array, "asarray": _converting(np.asarra
                                "ascontiguousarray": _converting(np.ascontiguousarray),
                                "asfortranarray": _converting(np.asfortranarray),
                                "require": _converting(np.require), "full": _full, "interp": _interp,
-                               "arange": _arange})
+                               "polyint": _polyint, "arange": _arange})
 
 
 def _stand_in(v: Any) -> Any:

@@ -70,6 +70,17 @@ CASES = [
     Case("np.polyval", lambda x: np.polyval([1.5, -2.0, 0.5], x), (r(4),), id="polyval-plain-p"),
     Case("np.vander", lambda x: np.vander(x), (r(4),), order=3),
     Case("np.vander", lambda x: np.vander(x, 3, increasing=True), (r(5),), id="vander-N-increasing"),
+    Case("np.polyder", lambda p: np.polyder(p, 2), (r(5),), order=3),
+    Case("np.polyder", lambda p: np.polyder(p, 0) * p, (r(3),), id="polyder-order-0"),
+    Case("np.polyint", lambda p, k: np.polyint(p, 2, k), (r(3), r(2)), wrt=(0, 1), order=3),
+    Case("np.polyint", lambda k: np.polyint(np.array([1.5, -2.0]), 3, k), (r(),), id="polyint-scalar-k-only"),
+    # least squares: distinct abscissae (steps of 0.5 to 2), weights and ordinates all traced
+    Case("np.polyfit", lambda x, y, w: np.polyfit(x, y, 2, w=w), (_increasing(7), r(7), pos(7)), wrt=(0, 1, 2)),
+    Case("np.polyfit", lambda x, y: np.polyfit(x, y, 1), (_increasing(5), r(5, 2)), wrt=(0, 1), id="polyfit-2d-y"),
+    Case("np.polyfit", lambda x, y: np.concatenate([np.polyfit(x, y, 2, full=True)[k] for k in (0, 1, 3)]),
+         (_increasing(6), r(6)), wrt=(0, 1), id="polyfit-full-residuals-singular-values"),
+    Case("np.polyfit", lambda x, y: np.polyfit(x, y, 2, cov=True)[1], (_increasing(6), r(6)), wrt=(0, 1),
+         id="polyfit-cov"),
     # convolve and correlate
     Case("np.convolve", np.convolve, (r(6), r(3)), wrt=(0, 1), order=3),
     Case("np.convolve", lambda a, v: np.convolve(a, v, mode="same"), (r(3), r(6)), wrt=(0, 1),

@@ -270,7 +270,92 @@ def _vander(x, N=None, increasing=False):
     return v if increasing else v[:, ::-1]
 
 
+def _no_poly1d(p, name: str) -> None:
+    if isinstance(p, np.poly1d):
+        raise UnsupportedOperationError(f"{name} of a np.poly1d is not supported by jaccli; pass its coefficients "
+                                        "(p.coeffs), an array", user_site(3))
+
+
+def _polyder(p, m=1):
+    _no_poly1d(p, "np.polyder")
+    m = int(m)
+    if m < 0:
+        raise ValueError("Order of derivative must be positive (see polyint)")
+    p = _arr(p)
+    for _ in range(m):  # NumPy's recursion, unrolled: one step per order
+        n = np.shape(p)[0] - 1
+        p = p[:-1] * np.arange(n, 0, -1)
+    return p
+
+
+def _polyint(p, m=1, k=None):
+    _no_poly1d(p, "np.polyint")
+    m = int(m)
+    if m < 0:
+        raise ValueError("Order of integral must be positive (see polyder)")
+    k = np.zeros(m, float) if k is None else _arr(k)
+    k = np.reshape(k, (1,)) if np.ndim(k) == 0 else k
+    if np.shape(k)[0] == 1 and m > 1:
+        k = k[0] * np.ones(m, float)
+    if np.shape(k)[0] < m:
+        raise ValueError("k must be a scalar or a rank-1 array of length 1 or >m.")
+    p = _arr(p)
+    for i in range(m):
+        p = np.concatenate((p / np.arange(np.shape(p)[0], 0, -1), np.reshape(k[i], (1,))))
+    return p
+
+
+def _polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """NumPy's least-squares fit step by step (a scaled Vandermonde matrix, lstsq), in traced operations."""
+    order = int(deg) + 1
+    x, y = _arr(x) + 0.0, _arr(y) + 0.0
+    if deg < 0:
+        raise ValueError("expected deg >= 0")
+    if np.ndim(x) != 1:
+        raise TypeError("expected 1D vector for x")
+    if np.size(x) == 0:
+        raise TypeError("expected non-empty vector for x")
+    if np.ndim(y) < 1 or np.ndim(y) > 2:
+        raise TypeError("expected 1D or 2D array for y")
+    if np.shape(x)[0] != np.shape(y)[0]:
+        raise TypeError("expected x and y to have same length")
+    if rcond is None:
+        rcond = np.shape(x)[0] * np.finfo(dtype_of(x)).eps
+    lhs, rhs = np.vander(x, order), y
+    if w is not None:
+        w = _arr(w) + 0.0
+        if np.ndim(w) != 1:
+            raise TypeError("expected a 1-d array for weights")
+        if np.shape(w)[0] != np.shape(y)[0]:
+            raise TypeError("expected w and y to have the same length")
+        lhs = lhs * w[:, np.newaxis]
+        rhs = rhs * (w[:, np.newaxis] if np.ndim(rhs) == 2 else w)
+    scale = np.sqrt(np.sum(lhs * lhs, axis=0))
+    lhs = lhs / scale
+    c, resids, rank, s = np.linalg.lstsq(lhs, rhs, rcond)
+    c = (c.T / scale).T
+    if rank != order and not full:
+        warnings.warn("Polyfit may be poorly conditioned", np.exceptions.RankWarning, stacklevel=3)
+    if full:
+        return c, resids, rank, s, rcond
+    if cov:
+        vbase = np.linalg.inv(np.dot(lhs.T, lhs)) / np.outer(scale, scale)
+        if cov == "unscaled":
+            fac = 1
+        else:
+            if np.shape(x)[0] <= order:
+                raise ValueError("the number of data points must exceed order to scale the covariance matrix")
+            fac = resids / (np.shape(x)[0] - order)
+        return (c, vbase * fac) if np.ndim(y) == 1 else (c, vbase[:, :, np.newaxis] * fac)
+    return c
+
+
 register_derived(np.polyval, _polyval, notes="Horner's scheme, as in NumPy; p and x may be traced")
+register_derived(np.polyder, _polyder, notes="coefficients times their powers, m times")
+register_derived(np.polyint, _polyint, notes="coefficients over their powers, m times; p and k may be traced")
+register_derived(np.polyfit, _polyfit,
+                 notes="NumPy's steps (scaled Vandermonde matrix, lstsq); x, y and w may be traced: differentiable "
+                       "where the fit's rank is locally constant; values agree with NumPy's to rounding")
 register_derived(np.vander, _vander, uses=(cumprod, concat), notes="powers are running products, as in NumPy")
 
 

@@ -159,6 +159,12 @@ CASES = [
     Case(L + "pinv", np.linalg.pinv, (r(2, 3, 5),), id=L + "pinv-wide-batched"),
     Case(L + "pinv", lambda b, c: np.linalg.pinv(b @ c), (r(4, 2), r(2, 3)), wrt=(0, 1), id=L + "pinv-rank-deficient"),
     Case(L + "multi_dot", lambda a, b, c: np.linalg.multi_dot([a, b, c]), (r(3), r(3, 5), r(5, 2)), wrt=(0, 1, 2)),
+    # tensorsolve and tensorinv: a reshaped to a square matrix (well-conditioned: wc)
+    Case(L + "tensorsolve", np.linalg.tensorsolve, (np.reshape(wc(6), (3, 2, 2, 3)), r(3, 2)), wrt=(0, 1)),
+    Case(L + "tensorsolve", lambda a, b: np.linalg.tensorsolve(a, b, axes=(0, 1)),
+         (np.moveaxis(np.reshape(wc(6), (3, 2, 2, 3)), (2, 3), (0, 1)), r(3, 2)), wrt=(0, 1),
+         id=L + "tensorsolve-axes"),
+    Case(L + "tensorinv", lambda a: np.linalg.tensorinv(a, ind=1), (np.reshape(wc(6), (6, 3, 2)),)),
     Case(L + "multi_dot", lambda a, b, c, d: np.linalg.multi_dot([a, b, c, d]), (r(4, 6), r(6, 2), r(2, 5), r(5)),
          wrt=(0, 1, 2, 3), id=L + "multi_dot-four"),
     Case("np.linalg.lstsq", lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0], (r(5, 3), r(5, 2)), wrt=(0, 1)),

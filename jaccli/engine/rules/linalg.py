@@ -374,3 +374,37 @@ def _multi_dot(arrays, *, out=None):
 
 
 register_derived(np.linalg.multi_dot, _multi_dot, uses=(matmul,), notes="matmul in the cheapest order")
+
+
+def _tensorsolve(a, b, axes=None):
+    """NumPy's steps: a's axes moved, a reshaped to a square matrix, solve, the result reshaped."""
+    an = np.ndim(a)
+    if axes is not None:
+        order = list(range(an))
+        for k in axes:
+            order.remove(k)
+            order.insert(an, k)
+        a = np.transpose(a, order)
+    old = np.shape(a)[-(an - np.ndim(b)):]
+    n = 1
+    for k in old:
+        n *= k
+    if np.size(a) != n ** 2:
+        raise np.linalg.LinAlgError("Input arrays must satisfy the requirement "
+                                    "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])")
+    return np.reshape(np.linalg.solve(np.reshape(a, (n, n)), np.reshape(b, (-1,))), old)
+
+
+def _tensorinv(a, ind=2):
+    shape = np.shape(a)
+    if ind <= 0:
+        raise ValueError("Invalid ind argument.")
+    n = 1
+    for k in shape[ind:]:
+        n *= k
+    return np.reshape(np.linalg.inv(np.reshape(a, (n, -1))), shape[ind:] + shape[:ind])
+
+
+register_derived(np.linalg.tensorsolve, _tensorsolve, uses=(solve,),
+                 notes="a reshaped to a square matrix and solve, as in NumPy; a and b may be traced")
+register_derived(np.linalg.tensorinv, _tensorinv, uses=(inv,), notes="a reshaped to a square matrix and inv")

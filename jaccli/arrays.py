@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import tokenize
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from jaccli.errors import UsageError
+from jaccli.writers import META_KEY
 
 __all__ = ["ARRAY_SUFFIXES", "is_file", "load_array", "unreadable"]
 
@@ -106,6 +108,11 @@ def _check_dtype(array: np.ndarray, shown: str) -> np.ndarray:
     return array
 
 
+# What NumPy raises for a file that is not a valid .npy: a header cut off inside its dict fails in
+# Python's tokenizer (TokenError) or parser (SyntaxError), not with a ValueError.
+_BAD_NPY = (ValueError, EOFError, OSError, SyntaxError, tokenize.TokenError)
+
+
 def _load_npy(path: Path, shown: str) -> np.ndarray:
     with open(path, "rb") as fh:
         try:
@@ -116,7 +123,7 @@ def _load_npy(path: Path, shown: str) -> np.ndarray:
                 else np.lib.format.read_array_header_2_0
             )
             shape, _, dtype = read_header(fh)
-        except (ValueError, EOFError, OSError) as exc:
+        except _BAD_NPY as exc:
             raise UsageError(f"{shown} is not a valid .npy file ({exc})") from exc
         if dtype.hasobject:
             raise UsageError(
@@ -134,7 +141,7 @@ def _load_npy(path: Path, shown: str) -> np.ndarray:
         fh.seek(0)
         try:
             array = np.load(fh, allow_pickle=False)
-        except (ValueError, EOFError, OSError) as exc:
+        except _BAD_NPY as exc:
             raise UsageError(f"{shown} is not a valid .npy file ({exc})") from exc
     return _check_dtype(array, shown)
 
@@ -148,11 +155,13 @@ def _load_npz(path: Path, shown: str) -> dict[str, np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as archive:
             for key in archive.files:
-                arrays[key] = _npz_member(archive, key, shown)
-                _check_dtype(arrays[key], f"{shown}: array {key!r}")
+                value = _npz_member(archive, key, shown)
+                if key == META_KEY and value.dtype.kind == "U":
+                    continue  # the report that jaccli stores in its own .npz files, not an array to read
+                arrays[key] = _check_dtype(value, f"{shown}: array {key!r}")
     except UsageError:
         raise
-    except (ValueError, EOFError, OSError, zipfile.BadZipFile) as exc:
+    except (*_BAD_NPY, zipfile.BadZipFile) as exc:
         raise UsageError(f"{shown} is not a valid .npz file ({exc})") from exc
     if not arrays:
         raise UsageError(f"{shown} holds no arrays")
@@ -164,7 +173,7 @@ def _npz_member(archive: np.lib.npyio.NpzFile, key: str, shown: str) -> np.ndarr
     member = key if key.endswith(".npy") or f"{key}.npy" not in archive.zip.namelist() else f"{key}.npy"
     try:
         value = archive[key]
-    except (ValueError, EOFError, OSError) as exc:
+    except _BAD_NPY as exc:
         if "allow_pickle" in str(exc):
             raise UsageError(
                 f"{shown}: array {key!r} holds Python objects (a pickled object array); "

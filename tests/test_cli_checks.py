@@ -379,6 +379,21 @@ def test_compare_npz_by_block_key(runner, refs):
     assert_fails(missing, 2, "no array named 'df_dz'", "holds df_dx, df_dy")
 
 
+@pytest.mark.parametrize("command, args", [
+    ("jacobian", ("-e", "x ** 2 + y", "[1, 0]", "[5]")),
+    ("jacobian", SQUARE),
+    ("hessian", ("-e", "sum(x ** 3) * y", "[1, 2]", "[3]")),
+])
+def test_compare_against_a_golden_npz_that_jaccli_wrote(runner, tmp_path, command, args):
+    # Before: exit 2, "array '__meta__' holds <U... values, not numbers" (the report jaccli stores there)
+    golden = tmp_path / "golden.npz"
+    assert invoke(runner, command, *args, "-o", str(golden)).exit_code == 0
+    assert "__meta__" in np.load(golden).files
+    result = invoke(runner, command, *args, "--compare", str(golden))
+    assert result.exit_code == 0, result.stderr
+    assert f"compare with {golden}: passed: all" in result.stderr
+
+
 def test_compare_selection_against_the_full_block_or_the_selection(runner, refs):
     full = invoke(runner, "jacobian", *SQUARE, "--rows", "1:3", "--cols", "2", "--compare", str(refs / "wrong.npy"))
     assert_fails(full, 1, "worst df_dx[0, 0] (f[1], x[2])")

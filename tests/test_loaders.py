@@ -329,6 +329,30 @@ def test_truncated_npy_is_refused(tmp_path, keep):
         load_array(str(tmp_path / "cut.npy"))
 
 
+def _npy_with_header(header: bytes) -> bytes:
+    """A version 1.0 .npy file with this header text (padded as NumPy pads it) and no data."""
+    header = header.ljust(117) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header
+
+
+@pytest.mark.parametrize("header", [
+    b"{'descr': '<f8', 'fortran_order': False, 'shape': (3,",  # cut inside the dict: a TokenError
+    b"{'descr': '<f8', 'fortran_order': False, 'shape': (3,)))}",  # a SyntaxError
+    b"{'descr': '<f8', 'fortran_order': False}",
+])
+def test_npy_with_a_broken_header_is_refused_alone_and_inside_an_npz(tmp_path, header):
+    # Before: a tokenize.TokenError escaped, and the CLI reported it as f's failure (exit 3)
+    (tmp_path / "x.npy").write_bytes(_npy_with_header(header))
+    with pytest.raises(UsageError, match=r"x\.npy is not a valid \.npy file"):
+        load_array(str(tmp_path / "x.npy"))
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "a.npz", "w") as archive:
+        archive.writestr("x.npy", _npy_with_header(header))
+    with pytest.raises(UsageError, match=r"a\.npz: member 'x\.npy' is not a valid \.npy array"):
+        load_array(str(tmp_path / "a.npz"))
+
+
 def test_truncated_npy_message_gives_sizes(tmp_path):
     np.save(tmp_path / "full.npy", np.arange(10.0))
     (tmp_path / "cut.npy").write_bytes((tmp_path / "full.npy").read_bytes()[:-8])

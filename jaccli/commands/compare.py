@@ -42,7 +42,7 @@ def _references(source: str, command: str, blocks: list[Block]) -> list[tuple[Bl
             raise UsageError(f"--compare {source}: holds one array, but the result has {what}; use an .npz with "
                              f"arrays named after the blocks{wrt}")
         return [(blocks[0], loaded)]
-    arrays = {k: v for k, v in loaded.items() if k != "__meta__"}
+    arrays = loaded  # (load_array leaves out the report stored in jaccli's own files)
     if all(b.key not in arrays for b in blocks) and list(arrays) == [f"arr_{k}" for k in range(len(blocks))]:
         return list(zip(blocks, arrays.values()))
     missing = [b.key for b in blocks if b.key not in arrays]

@@ -20,15 +20,28 @@ from .engine.batching import separable
 from .engine.recording import Recording
 from .engine.seed_ops import scatter_cols, scatter_rows
 from .engine.seeds import SparseBlock
-from .errors import BatchMixingError, ResourceLimitError
+from .errors import BatchMixingError, ResourceLimitError, UsageError
+from .sizes import parse_size
 
 MODES = ("auto", "reverse", "forward")
 DENSE_SEED_ELEMENTS = 16384
 _PRODUCTS = {"np.matmul", "np.einsum", "np.tensordot"}
-DEFAULT_MEMORY_BUDGET = int(os.environ.get("JACCLI_MEMORY_BUDGET", 512 * 2**20))
+DEFAULT_MEMORY_BUDGET = 512 * 2**20
 # A block larger than this keeps only the rows and columns computed (a PartialStore) until all of
 # it is asked for: a few rows of a 10^5 x 10^5 Jacobian need not reserve its 75 GiB.
 DENSE_STORE_LIMIT = 2**30
+
+
+def default_memory_budget() -> int:
+    """Bytes of working memory for one batch of sweeps (chunk_size="auto"): JACCLI_MEMORY_BUDGET, a
+    size as --max-memory takes it (512MiB, 2G, bytes), else DEFAULT_MEMORY_BUDGET."""
+    text = os.environ.get("JACCLI_MEMORY_BUDGET", "")
+    if not text.strip():
+        return DEFAULT_MEMORY_BUDGET
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise UsageError(f"the environment variable JACCLI_MEMORY_BUDGET: {exc}") from None
 
 
 def _prod(shape: Sequence[int]) -> int:
@@ -150,13 +163,13 @@ class Evaluator:
     """
 
     def __init__(self, rec: Recording, *, batch: bool = False, symmetric: bool = False, mode: str = "auto",
-                 chunk_size: int | str | None = None, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> None:
+                 chunk_size: int | str | None = None, memory_budget: int | None = None) -> None:
         self.rec = rec
         self.batch = batch
         self.symmetric = symmetric
         self.mode = mode
         self.chunk_size = chunk_size
-        self.memory_budget = memory_budget
+        self.memory_budget = default_memory_budget() if memory_budget is None else memory_budget
         self.n_out = len(rec.outputs)
         self.n_in = len(rec.wrt)
         if batch:

@@ -1309,6 +1309,33 @@ def test_debug_before_the_command_and_from_the_environment(runner, tmp_path):
     assert "Traceback" in invoke(runner, "jacobian", func, "[1]", env={"JACCLI_DEBUG": "1"}).stderr
 
 
+@pytest.mark.parametrize("value, words", [
+    ("1GiB!", "'1GiB!' is not a size"), ("abc", "'abc' is not a size"), ("-1", "'-1' is not a size"),
+    ("0", "'0' must be more than 0 bytes"),
+])
+@pytest.mark.parametrize("command", ["jacobian", "info"])
+def test_a_memory_budget_in_the_environment_that_names_no_size_is_exit_2_before_f_runs(runner, tmp_path, value,
+                                                                                       words, command):
+    # Before: exit 3, "differentiating f failed: ValueError: invalid literal for int()" (read at import)
+    func = write(tmp_path, "m.py", "import numpy as np\n\ndef f(x):\n    print('F RAN')\n    return x ** 2\n")
+    result = invoke(runner, command, func, "[1, 2]", env={"JACCLI_MEMORY_BUDGET": value})
+    assert_usage_error(result, f"the environment variable JACCLI_MEMORY_BUDGET: {words}")
+    assert "F RAN" not in result.stderr
+
+
+def test_a_memory_budget_in_the_environment_takes_sizes_as_max_memory_does(runner, tmp_path):
+    np.save(tmp_path / "x.npy", np.linspace(0.1, 1.0, 200))
+
+    def sweeps(budget):
+        env = {} if budget is None else {"JACCLI_MEMORY_BUDGET": budget}
+        result = invoke(runner, "jacobian", "-e", "sin(x) * x[0]", str(tmp_path / "x.npy"), "--chunk-size", "auto",
+                        "--mode", "reverse", "--format", "json", env=env)
+        return report(result)["sweeps"]
+
+    assert sweeps(None) == sweeps("") == 1
+    assert sweeps("8KiB") > sweeps("64KiB") > 1
+
+
 # ---------------------------------------------------------------- version, help, completion
 
 

@@ -38,6 +38,7 @@ import click
 import numpy as np
 
 import jaccli
+from jaccli.evaluator import default_memory_budget
 from jaccli.stream import human_bytes
 
 from .compute import SWEEP_KINDS, Block, matrix_blocks
@@ -193,6 +194,7 @@ def info(*, func: str | None, expression: str | None, sources: tuple[str, ...], 
     """Load FUNC, record it once, and print what it is and how it would be differentiated."""
     start = time.perf_counter()
     with Failures(func, expression, debug) as failures:
+        default_memory_budget()  # a JACCLI_MEMORY_BUDGET that names no size is refused before f runs
         problem = failures.problem = load_problem(func, expression, sources, wrt, settings.dtype)
         timings = {"load_s": time.perf_counter() - start}
         doc = _report(problem, settings, argv, timings)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Callable
 
 import click
 from click.shell_completion import CompletionItem
 
+from ..sizes import parse_size
 from .settings import DEFAULT_MAX_MEMORY
 
 
@@ -45,10 +45,6 @@ def keywords(*values: str) -> click.Choice:
     return click.Choice(values, case_sensitive=False)
 
 
-_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "kib": 2**10, "m": 10**6, "mb": 10**6, "mib": 2**20,
-          "g": 10**9, "gb": 10**9, "gib": 2**30, "t": 10**12, "tb": 10**12, "tib": 2**40}
-
-
 class ByteSize(click.ParamType):
     """A size in bytes: 1073741824, 512MiB, 2G, 1.5GB."""
 
@@ -57,14 +53,10 @@ class ByteSize(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
             return value
-        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]*)\s*", str(value))
-        unit = match.group(2).lower() if match else ""
-        if match is None or unit not in _UNITS:
-            self.fail(f"{value!r} is not a size; write e.g. 1GiB, 512M or 1000000 (bytes)", param, ctx)
-        size = int(float(match.group(1)) * _UNITS[unit])
-        if size <= 0:
-            self.fail(f"{value!r} must be more than 0 bytes", param, ctx)
-        return size
+        try:
+            return parse_size(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 def _batch_axis(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:

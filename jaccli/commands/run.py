@@ -12,6 +12,7 @@ import click
 
 from jaccli.atomic import writing
 from jaccli.errors import ResourceLimitError, UsageError
+from jaccli.evaluator import default_memory_budget
 from jaccli.stream import human_bytes
 
 from . import nonfinite
@@ -248,6 +249,7 @@ def run(command: str, *, func: str | None, expression: str | None, sources: tupl
     start = time.perf_counter()
     with Failures(func, expression, debug) as failures:
         compute, own = _checks(command, settings, out)
+        default_memory_budget()  # a JACCLI_MEMORY_BUDGET that names no size is refused before f runs
         check_output(out, [*sources, *settings.vectors, settings.compare, settings.rows, settings.cols])
         problem = failures.problem = load_problem(func, expression, sources, wrt, settings.dtype)
         loaded = time.perf_counter()

@@ -16,7 +16,7 @@ from .engine.recording import Recording, call_traced, primal_nested
 from .engine.rules._util import dtype_of, shape_of
 from .engine.seeds import dense
 from .engine.tracer import Tracer, holds_tracer, sever
-from .errors import ConstantUnderOuterWarning, StrictModeError
+from .errors import ConstantUnderOuterWarning, StrictModeError, UserFunctionError
 from .engine.batching import separable
 from .evaluator import MODES, Evaluator, HessianEvaluator, check_batch_independence
 from .lazy import Hessian, Jacobian
@@ -117,11 +117,18 @@ def _record(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: bo
     else:
         key = ("f",) if gradient_of is None else ("gradient", gradient_of[0])
         rec, fresh = once.recording(key, args, wrt_idx, lambda: Recording(fn, args, wrt_idx, replayable=True))
+    _check_nonempty(rec.outputs)
     if rec.trace.outer and not create_graph:
         if not nested:  # else warned above
             _warn_constant_under_outer()
         rec.detach()  # f closes over a variable that an outer differentiation traces
     return rec, fresh
+
+
+def _check_nonempty(outputs: tuple) -> None:
+    if not outputs:  # (torch.func refuses it too)
+        raise UserFunctionError("the function returned an empty tuple, which has nothing to differentiate; "
+                                "return a NumPy array (or a tuple of arrays)")
 
 
 def _warn_constant_under_outer() -> None:
@@ -243,8 +250,10 @@ def _gradient_function(f: Callable, wrt_idx: tuple[int, ...], batch: bool, holde
         # recorded on it and differentiated there, and the gradient's operations follow f's.
         trace = xs[wrt_idx[0]]._trace
         out_is_tuple, outs, refs = call_traced(f, xs, trace)
+        _check_nonempty(outs)
+        name = holder.get("name", "hessian")
         if out_is_tuple and len(outs) != 1:
-            raise ValueError(f"hessian needs a function with a single scalar output, but f returns a tuple of "
+            raise ValueError(f"{name} needs a function with a single scalar output, but f returns a tuple of "
                              f"{len(outs)} arrays; return one of them")
         out, ref = outs[0], refs[0]
         shape = shape_of(out)
@@ -253,9 +262,10 @@ def _gradient_function(f: Callable, wrt_idx: tuple[int, ...], batch: bool, holde
                 raise ValueError(f"hessian with batch_axis=0 needs one scalar per sample (an output of shape "
                                  f"(B,) or (B, 1)), but f returns shape {shape}")
         elif math.prod(shape) != 1:
-            raise ValueError(f"hessian needs a scalar output, but f returns shape {shape}; pick one element "
-                             "(e.g. lambda x: f(x)[0]) or reduce it (.sum()), or use batch_axis=0 for "
-                             "per-sample Hessians")
+            # (only hessian takes batch_axis: hvp and vhp have none)
+            per_sample = ", or use batch_axis=0 for per-sample Hessians" if name == "hessian" else ""
+            raise ValueError(f"{name} needs a scalar output, but f returns shape {shape}; pick one element "
+                             f"(e.g. lambda x: f(x)[0]) or reduce it (.sum()){per_sample}")
         holder["traced_value"] = out  # f's value, kept by the recording (Recording.keep)
         in_nodes = tuple(xs[k]._node for k in wrt_idx)
         holder["inner_connected"] = [[ref is not None and bool(ref[0].deps & n.deps) for n in in_nodes]]
@@ -320,9 +330,10 @@ def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None
 
 
 def _gradient_recording(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: bool,
-                        batch: bool) -> Recording:
-    """The recording of f's gradient; it keeps f's value and the inner connectivity for replays."""
-    holder: dict = {}
+                        batch: bool, name: str = "hessian") -> Recording:
+    """The recording of f's gradient; it keeps f's value and the inner connectivity for replays.
+    `name`: the function asking, for the messages (hessian, hvp or vhp)."""
+    holder: dict = {"name": name}
     rec, fresh = _record(f, args, wrt_idx, create_graph, gradient_of=(batch, holder))
     if fresh:
         rec.keep("value", holder["traced_value"])
@@ -450,7 +461,7 @@ def _gradient_product(f: Callable, inputs: Any, v: Any, wrt: Any, create_graph: 
     reverse (v^T H)."""
     args, inputs_is_tuple = _as_args(inputs)
     wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
-    rec = _gradient_recording(f, args, wrt_idx, create_graph, False)
+    rec = _gradient_recording(f, args, wrt_idx, create_graph, False, "vhp" if reverse else "hvp")
     vs = _check_v(v, [rec.in_shape(j) for j in range(len(wrt_idx))], "input", "the input's shape")
     seeds = [vk[None] for vk in vs]
     outs = rec.vjp(seeds) if reverse else rec.jvp(seeds)

@@ -12,7 +12,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 import jaccli
 from tests.helpers import central_diff
 from jaccli.engine.tracer import Tracer
-from jaccli.errors import BatchMixingError, ConstantUnderOuterWarning, StrictModeError
+from jaccli.errors import BatchMixingError, ConstantUnderOuterWarning, StrictModeError, UserFunctionError
 
 EXACT = dict(rtol=1e-12, atol=1e-12)
 CLOSED = dict(rtol=1e-10, atol=1e-10)  # closed forms evaluated in a different order
@@ -671,3 +671,25 @@ def test_back_substitution_whose_last_step_is_an_empty_product(mode, rng):
     assert_allclose(np.asarray(jaccli.jacobian(tails, b, mode=mode)), expected, rtol=1e-14)
     product = jaccli.jvp(tails, b, v)[1] if mode == "forward" else jaccli.vjp(tails, b, np.ones(n + 1))[1]
     assert_allclose(product, expected @ v if mode == "forward" else expected.sum(axis=0), rtol=1e-14)
+
+
+@pytest.mark.parametrize("call", [
+    lambda f, x: jaccli.jacobian(f, x), lambda f, x: jaccli.hessian(f, x), lambda f, x: jaccli.grad(f, x),
+    lambda f, x: jaccli.jvp(f, x, x), lambda f, x: jaccli.vjp(f, x, ()), lambda f, x: jaccli.hvp(f, x, x),
+    lambda f, x: jaccli.jacobian(jaccli.record_once(f), x),
+], ids=["jacobian", "hessian", "grad", "jvp", "vjp", "hvp", "record_once"])
+def test_a_function_returning_an_empty_tuple_is_refused_by_every_entry_point(call):
+    # Before: jacobian gave (), jvp ((), ()), vjp a complaint about v, hessian "a tuple of 0 arrays"
+    with pytest.raises(UserFunctionError, match="^the function returned an empty tuple, which has nothing to "
+                                                "differentiate; return a NumPy array"):
+        call(lambda x: (), np.ones(2))
+
+
+@pytest.mark.parametrize("name", ["hessian", "hvp", "vhp"])
+def test_a_vector_output_names_the_function_asking_and_only_hessian_offers_batch_axis(name):
+    # Before: hvp and vhp said "hessian needs ...", and offered batch_axis=0, which they do not take
+    call = getattr(jaccli, name)
+    args = (np.ones(3),) if name == "hessian" else (np.ones(3), np.ones(3))
+    with pytest.raises(ValueError, match=f"^{name} needs a scalar output, but f returns shape \\(3,\\)") as info:
+        call(lambda x: x ** 2, *args)
+    assert ("batch_axis" in str(info.value)) == (name == "hessian")

@@ -73,7 +73,7 @@ def load_array(source: str) -> np.ndarray | dict[str, np.ndarray]:
     try:
         return _parse_literal(text)
     except UsageError:
-        if is_file(text):
+        if _exists(text):  # a file, or a device or a pipe (/dev/null, /dev/stdin)
             raise UsageError(f"cannot read input file {text}: jaccli reads {_FILE_LIST} files") from None
         if os.sep in text or (os.altsep and os.altsep in text) or suffix[1:].isalpha():
             raise UsageError(f"input file not found: {text}") from None
@@ -91,6 +91,13 @@ def is_file(text: str) -> bool:
     """Whether `text` names an existing file; False for text no file can be called (a long literal)."""
     try:
         return Path(text).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _exists(text: str) -> bool:
+    try:
+        return Path(text).exists()
     except (OSError, ValueError):
         return False
 

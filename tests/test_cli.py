@@ -742,9 +742,25 @@ def test_several_blocks_in_npy_is_refused_before_any_work(runner, tmp_path):
     out = tmp_path / "J.npy"
     out.write_bytes(b"precious")
     result = invoke(runner, "jacobian", sample("kinetics.py"), sample("kinetics_inputs.npz"), "-o", str(out))
-    assert_usage_error(result, "2 blocks (df_dc, df_dk), one per input; write it to .npz or .json, or pick one "
-                       "input with --wrt")
+    assert_usage_error(result, "a .npy file holds one block, and the result has a block per input (c, k); write "
+                       "it to .npz or .json, or pick one input with --wrt")
     assert out.read_bytes() == b"precious"
+
+
+@pytest.mark.parametrize("command, target, extra, words", [
+    ("jacobian", "J.npy", (), "a block per input (x, y)"), ("hessian", "H.csv", (), "a block per pair of inputs"),
+    ("grad", "g.txt", (), "a block per input"), ("vjp", "v.npy", ("--vector", "[1]"), "a block per input"),
+    ("hvp", "h.npy", ("--vector", "[1]", "--vector", "[1]"), "a block per input"),
+    ("jacobian", "J.csv", ("--batch-axis", "0", "--wrt", "x"), "a batched result has 3 axes"),
+])
+def test_a_target_that_cannot_hold_the_result_is_refused_before_f_runs(runner, tmp_path, command, target, extra,
+                                                                        words):
+    # Before: refused once f had run (a slow f, or one with side effects, ran for nothing)
+    func = write(tmp_path, "m.py", "import numpy as np\n\ndef f(x, y):\n    print('F RAN')\n"
+                                   "    return np.sum(x * y)\n")
+    result = invoke(runner, command, func, "[1]", "[2]", *extra, "-o", str(tmp_path / target))
+    assert_usage_error(result, words)
+    assert "F RAN" not in result.stderr and not (tmp_path / target).exists()
 
 
 @pytest.mark.parametrize("command, extra", [("jacobian", ()), ("jvp", ("--vector", "[1, 1]"))])
@@ -945,6 +961,23 @@ def test_a_single_row_per_sample_cannot_be_streamed(runner, tmp_path):
                     "-o", str(tmp_path / "J.npy"), "--max-memory", "100")
     assert_usage_error(result, "ds_dX has a single row per sample and cannot be streamed; select fewer columns "
                                "with --cols")
+
+
+@pytest.mark.parametrize("extra, words", [
+    (("--rows", "3"), "df_dx has a single row selected and"),
+    (("--rows", "1", "--batch-axis", "0"), "df_dx has a single row selected per sample and"),
+])
+def test_a_single_row_selected_cannot_be_streamed_either(runner, tmp_path, extra, words):
+    # Before: streamed as one piece over --max-memory, where a block of one row was refused
+    np.save(tmp_path / "X.npy", np.linspace(0.5, 1.5, 300).reshape(3, 100))
+    out = tmp_path / "J.npy"
+    result = invoke(runner, "jacobian", "-e", "sin(x) * x[..., :1]", str(tmp_path / "X.npy"), *extra, "-o", str(out),
+                    "--max-memory", "1KiB")
+    assert_usage_error(result, words, "cannot be streamed; select fewer columns with --cols")
+    assert not out.exists()
+    two = invoke(runner, "jacobian", "-e", "sin(x) * x[..., :1]", str(tmp_path / "X.npy"), "--rows", "1:3",
+                 "-o", str(out), "--max-memory", "1KiB")
+    assert two.exit_code == 0 and "(streamed)" in two.stderr
 
 
 def test_failed_stream_leaves_the_target_unchanged(runner, tmp_path, monkeypatch):

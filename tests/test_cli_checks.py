@@ -180,7 +180,9 @@ def test_disconnected_input_is_a_warning_without_strict(runner, model, tmp_path)
         assert np.array_equal(written["duses_global_dy"], np.zeros((2, 2)))
 
 
-def test_disconnected_input_fails_with_strict_naming_output_and_input(runner, model, target):
+def test_disconnected_input_fails_with_strict_naming_output_and_input(runner, model, tmp_path):
+    target = tmp_path / "J.npz"  # (two inputs: a .npz holds both blocks; a .npy is refused before f runs)
+    target.write_bytes(KNOWN)
     result = invoke(runner, "jacobian", model("uses_global"), "[1, 2]", "[3, 4]", "--strict", "-o", str(target))
     assert_fails(result, 1, "--strict: output uses_global is independent of input 1 ('y')",
                  "duses_global_dy is structurally zero")
@@ -228,6 +230,18 @@ def test_function_that_raises_is_exit_3_with_its_line(runner, model, target):
     assert_untouched(target)
 
 
+@pytest.mark.parametrize("command, extra", [("jacobian", ()), ("hessian", ()), ("grad", ()), ("check", ()),
+                                            ("info", ()), ("jvp", ("--vector", "[1, 1]")),
+                                            ("vjp", ("--vector", "[1]")), ("hvp", ("--vector", "[1, 1]"))])
+def test_function_returning_an_empty_tuple_is_exit_3_for_every_command(runner, tmp_path, command, extra):
+    # Before: jacobian, check and info crashed inside jaccli (IndexError, reported as f's failure);
+    # jvp printed nothing and exited 0
+    func = write(tmp_path, "empty.py", "def f(x):\n    return ()\n")
+    result = invoke(runner, command, func, "[1, 2]", *extra)
+    assert_fails(result, 3, "the function returned an empty tuple, which has nothing to differentiate; return a "
+                 f"NumPy array (or a tuple of arrays) (f in {func}:")
+
+
 def test_function_returning_a_list_of_strings_is_exit_3(runner, model, target):
     result = invoke(runner, "jacobian", model("strings"), "[1, 2]", "-o", str(target))
     assert_fails(result, 3, "not an array of numbers", "model.py:")
@@ -249,7 +263,9 @@ def test_truncated_npy_is_exit_2(runner, tmp_path, target):
     assert_untouched(target)
 
 
-def test_shape_mismatch_between_inputs_is_exit_2(runner, model, target):
+def test_shape_mismatch_between_inputs_is_exit_2(runner, model, tmp_path):
+    target = tmp_path / "J.npz"  # (two inputs: a .npz holds both blocks; a .npy is refused before f runs)
+    target.write_bytes(KNOWN)
     result = invoke(runner, "jacobian", model("add"), "[1, 2, 3]", "[1, 2]", "-o", str(target))
     assert_fails(result, 2, "the inputs do not fit the function", "model.py:30)", "x (3,), y (2,)")
     assert_untouched(target)

@@ -297,6 +297,13 @@ def test_existing_file_with_unknown_extension_is_refused(tmp_path):
         load_array(str(path))
 
 
+@pytest.mark.parametrize("name", [os.devnull, "/dev/stdin"])
+def test_a_device_is_not_reported_as_missing(name):
+    # Before: "input file not found: /dev/null"
+    with pytest.raises(UsageError, match=f"^cannot read input file {name}: jaccli reads \\.npy, \\.npz"):
+        load_array(name)
+
+
 def test_directory_with_array_suffix_is_refused(tmp_path):
     (tmp_path / "d.npy").mkdir()
     with pytest.raises(UsageError, match="is a directory"):

@@ -371,10 +371,10 @@ def stream_pieces(block: Block, budget: int) -> tuple[tuple[int, ...], int, Iter
     file has the samples first, and a piece holds its rows of every sample (row axis 1).
     """
     lead = 0 if block.batch is None else 1
-    if not block.selected and not block.out_shape:
+    if (block.M if block.rows is None else len(block.rows)) == 1:  # (the whole block, or the rows selected)
         each = " per sample" if lead else ""
-        raise UsageError(f"{block.key} has a single row{each} and cannot be streamed; select fewer columns with "
-                         "--cols")
+        what = "has a single row" if block.rows is None else "has a single row selected"
+        raise UsageError(f"{block.key} {what}{each} and cannot be streamed; select fewer columns with --cols")
     unit = 1 if block.selected else math.prod(block.out_shape[1:])
     row_bytes = max(1, block.N if block.cols is None else len(block.cols)) * block.dtype.itemsize
     row_bytes *= block.batch or 1

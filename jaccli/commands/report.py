@@ -104,6 +104,21 @@ def _check_output(out: Output, sources: Sequence[str | None]) -> None:
     probe_target(out.path)
 
 
+def check_target_early(out: Output, command: str, problem: Problem, settings: Settings) -> None:
+    """Refuse, before f runs, a file that cannot hold the result as far as the inputs tell (the number
+    of blocks also depends on the outputs of f: check_target checks again once f has run)."""
+    if out.path is None:
+        return
+    suffix = out.path.suffix.lower()
+    names = problem.wrt_names
+    if suffix in (".npy", ".csv", ".txt") and len(names) > 1 and command != "jvp":  # (jvp: a block per output)
+        raise UsageError(f"-o {out.path}: a {suffix} file holds one block, and the result has a block per "
+                         f"{'pair of inputs' if command == 'hessian' else 'input'} ({', '.join(names)}); write it "
+                         "to .npz or .json, or pick one input with --wrt")
+    if suffix in (".csv", ".txt") and settings.batch_axis is not None:
+        raise UsageError(f"-o {out.path}: a batched result has 3 axes; write it to .npy, .npz or .json")
+
+
 def check_target(out: Output, command: str, blocks: list[Block]) -> None:
     """Refuse, before any derivative is computed, a file that cannot hold the result's blocks."""
     if out.path is None:

@@ -19,7 +19,7 @@ from . import nonfinite
 from .compute import Outcome, Verdict, evaluate, finish_stream, hook_progress, prepare, stream_pieces
 from .failures import CheckFailed, print_traceback, to_stderr, to_stdout, translate
 from .problem import Problem, load_problem
-from .report import build_report, check_output, check_target, file_blocks, print_stats, show
+from .report import build_report, check_output, check_target, check_target_early, file_blocks, print_stats, show
 from .settings import Output, Settings
 
 
@@ -252,6 +252,7 @@ def run(command: str, *, func: str | None, expression: str | None, sources: tupl
         default_memory_budget()  # a JACCLI_MEMORY_BUDGET that names no size is refused before f runs
         check_output(out, [*sources, *settings.vectors, settings.compare, settings.rows, settings.cols])
         problem = failures.problem = load_problem(func, expression, sources, wrt, settings.dtype)
+        check_target_early(out, command, problem, settings)
         loaded = time.perf_counter()
         outcome = _evaluate(problem, compute, settings, out)
         outcome.name = command

@@ -693,3 +693,17 @@ def test_a_vector_output_names_the_function_asking_and_only_hessian_offers_batch
     with pytest.raises(ValueError, match=f"^{name} needs a scalar output, but f returns shape \\(3,\\)") as info:
         call(lambda x: x ** 2, *args)
     assert ("batch_axis" in str(info.value)) == (name == "hessian")
+
+
+def test_a_data_input_refilled_in_place_leaves_lazy_results_at_the_point_they_were_made():
+    # Before: the sweeps read the new X with the values recorded at the old one: 2x the old Jacobian
+    w = np.array([0.5, -1.0])
+    X = np.array([[1.0, 2.0], [3.0, 4.0]])
+    X0 = X.copy()
+    J = jaccli.jacobian(lambda w, X: np.tanh(X @ w), (w, X), wrt=0)
+    H = jaccli.hessian(lambda w, X: np.sum(np.tanh(X @ w) ** 2), (w, X), wrt=0)
+    X *= 2  # the next minibatch, written into the same buffer
+    t = np.tanh(X0 @ w)
+    assert_allclose(np.asarray(J), (1 - t ** 2)[:, None] * X0, rtol=1e-14)
+    # d2/dw2 sum tanh(Xw)^2 = X^T diag(2 (1 - t^2)(1 - 3 t^2)) X
+    assert_allclose(np.asarray(H), X0.T @ np.diag(2 * (1 - t ** 2) * (1 - 3 * t ** 2)) @ X0, rtol=1e-13)

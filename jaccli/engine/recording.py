@@ -61,6 +61,11 @@ class Recording:
         else:
             self._data = None
             self.trace.guards = None  # only a replay reads guards: none are collected for nothing
+            for i, a in enumerate(args):
+                if type(a) is np.ndarray and i not in self.wrt:
+                    # f gets a copy of an array passed as data, as it gets one of each input: the
+                    # sweeps read it later, and the caller may refill it meanwhile (a minibatch buffer)
+                    call_args[i] = a.copy(order="K")
         self.in_nodes = []
         for i in self.wrt:
             t = self.trace.new_input(_private_float(args[i]))

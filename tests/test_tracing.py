@@ -703,6 +703,30 @@ def test_a_view_taken_before_a_write_into_its_memory_is_reported_when_used(name)
         np.asarray(jaccli.hessian(lambda x: np.sum(f(x) ** 2), x))
 
 
+def test_setting_shape_reshapes_in_place_as_numpy_does():
+    # Before: AttributeError "property 'shape' of 'Tracer' object has no setter"
+    def f(x):
+        y = x * 2.0
+        row = y[:3]  # a view taken before: setting y's shape does not write into the memory
+        y.shape = (2, 3)
+        y[1, 2] = y[0, 1] ** 2  # a write after it, outside the view's part: the view stays usable
+        return np.concatenate([y.sum(axis=0) * x[:3], row])
+
+    x = np.linspace(0.5, 1.5, 6)
+    assert_array_equal(Recording(f, [x], [0]).outputs[0], f(x))
+    np.testing.assert_allclose(jacobian(f, x).reshape(6, 6), central_diff(f, x), rtol=1e-7, atol=1e-9)
+
+    def transposed(x):  # NumPy refuses a shape that needs a copy, with its own message
+        z = np.reshape(x * 2.0, (2, 3)).T
+        z.shape = (6,)
+        return z
+
+    with pytest.raises(AttributeError, match="Incompatible shape for in-place modification"):
+        transposed(x)
+    with pytest.raises(AttributeError, match="Incompatible shape for in-place modification"):
+        Recording(transposed, [x], [0])
+
+
 def test_a_view_of_a_part_the_write_leaves_alone_stays_usable_and_exact():
     def rnn(x):  # prev = H[t - 1] is a view of H, and H[t] = ... does not touch it
         H = np.zeros((4, 3)) + x

@@ -513,6 +513,17 @@ class Tracer:
         except AttributeError:
             return np.shape(self._value)
 
+    @shape.setter
+    def shape(self, value: Any) -> None:
+        """``y.shape = s``: y stands for its reshaped self, a view of the same memory (as in NumPy,
+        which refuses, with its own message, a shape that would need a copy)."""
+        plain = peek(self)
+        if type(plain) is np.ndarray:
+            plain.view().shape = value  # NumPy's own error for an impossible shape or a needed copy
+        new = np.reshape(self, value)
+        # not a write: the memory, and so every view of it and the array it is a view of, is unchanged
+        self._value, self._node, self._idx, self._trace = new._value, new._node, new._idx, new._trace
+
     @property
     def ndim(self) -> int:
         return len(self.shape)

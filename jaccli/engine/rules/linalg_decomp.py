@@ -1,9 +1,11 @@
 """Rules for the np.linalg decompositions: cholesky, eigh, eigvalsh, qr, svd and svdvals.
 
-Symmetric-input functions (cholesky, eigh, eigvalsh) are differentiated as functions of the
-symmetric matrix: NumPy reads one triangle of A, and jaccli's derivative is that of f((A + A^T)/2),
-which agrees with NumPy's value at every symmetric A. A perturbation's antisymmetric part is
-ignored, and the gradient of a scalar is symmetric (for eigenvalue i it is outer(v_i, v_i)).
+Symmetric-input functions (cholesky, eigh, eigvalsh) are differentiated as functions of a
+symmetric matrix, as in JAX and PyTorch: at a symmetric A the derivative is that of f((A + A^T)/2),
+a perturbation's antisymmetric part is ignored, and the gradient of a scalar is symmetric (for
+eigenvalue i it is outer(v_i, v_i)). At a non-symmetric A, NumPy reads one triangle (UPLO); the
+derivative is then taken at that symmetric matrix, and it is neither the derivative of NumPy's
+one-triangle function nor that of f((A + A^T)/2) at A.
 """
 
 from __future__ import annotations
@@ -69,7 +71,8 @@ def _cholesky_jvp(ans, a, upper):
 cholesky.defvjp(_cholesky_vjp)
 cholesky.defjvp(_cholesky_jvp)
 register(np.linalg.cholesky, lambda a, upper=False: cholesky(a, bool(upper)), prims=(cholesky,),
-         notes="derivative of cholesky((A + A.T)/2): the antisymmetric part of a perturbation is ignored")
+         notes="A symmetric: the derivative is that of cholesky((A + A.T)/2) (the antisymmetric part of a "
+               "perturbation is ignored); at a non-symmetric A it is taken at the lower triangle NumPy reads")
 
 
 # ---------------------------------------------------------------------------
@@ -121,8 +124,9 @@ def _eigh_handler(a, UPLO="L"):
     return _EighResult(w, v) if _EighResult else (w, v)
 
 
-_SYMMETRIC_NOTE = ("derivative of f((A + A.T)/2): the antisymmetric part of a perturbation is ignored "
-                   "and gradients are symmetric")
+_SYMMETRIC_NOTE = ("A symmetric: the derivative is that of f((A + A.T)/2) (the antisymmetric part of a "
+                   "perturbation is ignored, gradients are symmetric); at a non-symmetric A it is taken at the "
+                   "triangle NumPy reads (UPLO)")
 register(np.linalg.eigh, _eigh_handler, prims=(eigh,),
          notes=_SYMMETRIC_NOTE + "; eigenvectors need distinct eigenvalues (1/(w_j - w_i)); their "
                "signs are NumPy's, and the derivative keeps each sign fixed")

@@ -120,7 +120,8 @@ def check_target_early(out: Output, command: str, problem: Problem, settings: Se
 
 
 def check_target(out: Output, command: str, blocks: list[Block]) -> None:
-    """Refuse, before any derivative is computed, a file that cannot hold the result's blocks."""
+    """Refuse, before any derivative is computed, a file that cannot hold the result's blocks: what
+    check_target_early could not tell before f ran (the blocks of a tuple that f returns)."""
     if out.path is None:
         return
     suffix = out.path.suffix.lower()
@@ -128,8 +129,6 @@ def check_target(out: Output, command: str, blocks: list[Block]) -> None:
         what, wrt = several_blocks(command, blocks)
         raise UsageError(f"-o {out.path}: a {suffix} file holds one block, and the result has {what}; write it "
                          f"to .npz or .json{wrt}")
-    if suffix in (".csv", ".txt") and any(b.batch is not None for b in blocks):
-        raise UsageError(f"-o {out.path}: a batched result has 3 axes; write it to .npy, .npz or .json")
 
 
 # ---------------------------------------------------------------- the JSON report

@@ -65,7 +65,7 @@ class Recording:
                 if type(a) is np.ndarray and i not in self.wrt:
                     # f gets a copy of an array passed as data, as it gets one of each input: the
                     # sweeps read it later, and the caller may refill it meanwhile (a minibatch buffer)
-                    call_args[i] = a.copy(order="K")
+                    call_args[i] = _private(a)
         self.in_nodes = []
         for i in self.wrt:
             t = self.trace.new_input(_private_float(args[i]))

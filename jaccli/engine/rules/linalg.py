@@ -7,6 +7,7 @@ The decompositions live in linalg_decomp.py and the norms in linalg_norm.py.
 
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -386,9 +387,7 @@ def _tensorsolve(a, b, axes=None):
             order.insert(an, k)
         a = np.transpose(a, order)
     old = np.shape(a)[-(an - np.ndim(b)):]
-    n = 1
-    for k in old:
-        n *= k
+    n = math.prod(old)
     if np.size(a) != n ** 2:
         raise np.linalg.LinAlgError("Input arrays must satisfy the requirement "
                                     "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])")
@@ -399,10 +398,7 @@ def _tensorinv(a, ind=2):
     shape = np.shape(a)
     if ind <= 0:
         raise ValueError("Invalid ind argument.")
-    n = 1
-    for k in shape[ind:]:
-        n *= k
-    return np.reshape(np.linalg.inv(np.reshape(a, (n, -1))), shape[ind:] + shape[:ind])
+    return np.reshape(np.linalg.inv(np.reshape(a, (math.prod(shape[ind:]), -1))), shape[ind:] + shape[:ind])
 
 
 register_derived(np.linalg.tensorsolve, _tensorsolve, uses=(solve,),

@@ -88,17 +88,22 @@ def test_sums_reshapes_transposes_and_where(data, draw):
 
 @pytest.mark.parametrize("val_dtype, m_dtype", [(np.float64, np.float64), (np.float32, np.float64),
                                                  (np.float64, np.float32), (np.float64, np.int64)])
-@pytest.mark.parametrize("rows", [1, 3])
-def test_matrix_product_of_identity_like_seeds_keeps_values_and_dtype(val_dtype, m_dtype, rows):
+@pytest.mark.parametrize("rows", [None, 1, 3])
+@pytest.mark.parametrize("unit", [False, True])
+def test_matrix_product_of_identity_like_seeds_keeps_values_and_dtype(val_dtype, m_dtype, rows, unit):
     # The gather path: each seed has one entry in every row, all in one column (identity seeds
-    # pulled back through a matrix product), scaled by its value.
-    rng = np.random.default_rng(rows)
+    # pulled back through a matrix product), scaled by its value. rows=None: a block of vectors,
+    # (K, p) @ (p, q), the pull through a layer W @ x; the matrix is a transposed view there.
+    rng = np.random.default_rng(rows or 0)
     p, k = 5, 4
     cols = rng.integers(0, p, size=k)
-    idx = np.arange(rows)[None, :] * p + cols[:, None]
-    val = rng.standard_normal((k, rows)).astype(val_dtype)
-    b = SparseBlock((k, rows, p), idx, val)
+    n = rows or 1
+    idx = np.arange(n)[None, :] * p + cols[:, None]
+    val = np.ones((k, n)) if unit else rng.standard_normal((k, n))
+    b = SparseBlock((k, p) if rows is None else (k, rows, p), idx, val.astype(val_dtype))
     m = (rng.standard_normal((p, 3)) * 4).astype(m_dtype)
+    if rows is None:
+        m = np.ascontiguousarray(m.T).T
     got, want = np.matmul(b, m), np.matmul(dense(b), m)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-6)
@@ -112,6 +117,17 @@ def test_matrix_product_with_a_constant_matrix(data):
     b3 = np.reshape(b, (b.shape[0], 1) + b.inner)
     m = rng.standard_normal((b.inner[-1], 3))
     same(np.matmul(b3, m), np.matmul(dense(b3), m))
+
+
+@settings(max_examples=80, deadline=None)
+@given(blocks(min_dims=1, max_dims=1))
+def test_matrix_product_of_a_block_of_vectors(data):
+    # (K, p) @ (p, q): repeated positions, several entries per seed and a low-rank part.
+    b, rng = data
+    m = rng.standard_normal((b.inner[0], 3))
+    got = b @ m
+    assert type(got) is np.ndarray
+    same(got, dense(b) @ m)
 
 
 @settings(max_examples=80, deadline=None)

@@ -192,7 +192,7 @@ class SparseBlock:
                 sa, sb = as_block(a, np.shape(b)), as_block(b, np.shape(a))
                 if sa is not None and sb is not None and sa.shape == sb.shape:
                     return sa._plus(sb, 1.0 if ufunc is np.add else -1.0)
-            if ufunc is np.matmul and type(a) is SparseBlock and _is_plain(b) and np.ndim(b) == 2 and a.ndim >= 3:
+            if ufunc is np.matmul and type(a) is SparseBlock and _is_plain(b) and np.ndim(b) == 2 and a.ndim >= 2:
                 return a._matmul(np.asarray(b))
         return _dense_call(ufunc, inputs, kwargs)
 
@@ -211,9 +211,15 @@ class SparseBlock:
     def __matmul__(self, o): return np.matmul(self, o)
 
     def _matmul(self, m: np.ndarray) -> np.ndarray:
-        """(K, ..., a, p) @ (p, q): each entry adds val * m[col] to its row; one gather, no loop."""
-        *lead, a, p = self.inner
+        """(K, ..., a, p) @ (p, q): each entry adds val * m[col] to its row; one gather, no loop.
+
+        A block of vectors, (K, p) @ (p, q), is the case a = 1 with the result (K, q): the pull
+        of identity rows through a layer W @ x is a gather of W's rows, not a GEMM.
+        """
         k = self.shape[0]
+        if len(self.inner) == 1:
+            return self._matmul_rows(m, k, self.inner[0])
+        *lead, a, p = self.inner
         rows = self.idx // p
         cols = self.idx % p
         n_rows = math.prod(lead) * a
@@ -239,6 +245,23 @@ class SparseBlock:
             kk = np.broadcast_to(np.arange(k)[:, None], rows.shape)
             np.add.at(out, (kk, rows), contrib)
         return out.reshape((k, *lead, a, m.shape[1]))
+
+    def _matmul_rows(self, m: np.ndarray, k: int, p: int) -> np.ndarray:
+        """(K, p) @ (p, q) for _matmul: seed k's row is sum_t val[k, t] * m[idx[k, t]] (+ low rank)."""
+        dtype = np.result_type(self.val, m) if self.u is None else np.result_type(self.val, self.u, self.v, m)
+        if self.u is None and self.idx.shape[1] == 1:  # one entry per seed, as identity rows are
+            out = m[self.idx[:, 0]]
+            if out.dtype != dtype:
+                out = out.astype(dtype)
+            if not (self.val == 1).all():  # unit seeds need no pass
+                out *= self.val
+            return out
+        out = (lowrank_product(self.u, self.v.reshape(self.rank, p) @ m) if self.u is not None
+               else np.zeros((k, m.shape[1]), dtype=dtype))
+        if self.idx.shape[1]:
+            np.add.at(out, np.broadcast_to(np.arange(k)[:, None], self.idx.shape),
+                      self.val[..., None] * m[self.idx])
+        return out
 
     # -- functions that keep the structure -------------------------------------
     def __array_function__(self, func, types, args, kwargs):

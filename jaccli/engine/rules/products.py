@@ -7,7 +7,6 @@ import math
 import numpy as np
 
 from ..registry import family, primitive, register, register_derived
-from ..seeds import SparseBlock
 from ..tracer import Tracer
 from ._util import axis_index, unbroadcast
 
@@ -65,9 +64,10 @@ def _matrix(x) -> bool:
 
 def _matmul_vjp_a(ans, a, b):
     if type(a) is np.ndarray and a.ndim == 1 and _matrix(b):
-        # x @ W, the common layer: a block (K, q) of cotangents pulls back as one GEMM, g @ W^T.
+        # x @ W, the common layer: a block (K, q) of cotangents pulls back as one GEMM, g @ W^T
+        # (identity rows, a SparseBlock, as a gather of W^T's rows: SparseBlock._matmul).
         bt = b.T
-        return lambda g: g @ bt if type(g) is not SparseBlock else _matmul_vjp_a_general(a, b)(g)
+        return lambda g: g @ bt
     return _matmul_vjp_a_general(a, b)
 
 
@@ -89,7 +89,7 @@ def _matmul_vjp_a_general(a, b):
 def _matmul_vjp_b(ans, a, b):
     if _matrix(a) and type(b) is np.ndarray and b.ndim == 1:
         # W @ x, the common layer: a block (K, p) of cotangents pulls back as one GEMM, g @ W.
-        return lambda g: g @ a if type(g) is not SparseBlock else _matmul_vjp_b_general(a, b)(g)
+        return lambda g: g @ a
     return _matmul_vjp_b_general(a, b)
 
 
@@ -115,7 +115,7 @@ def _padded(shape2: tuple, out2: tuple) -> tuple:
 
 def _matmul_jvp_a(ans, a, b):
     if type(a) is np.ndarray and a.ndim == 1 and _matrix(b):  # x @ W: t @ W, one GEMM
-        return lambda t: t @ b if type(t) is not SparseBlock else _matmul_jvp_a_general(ans, a, b)(t)
+        return lambda t: t @ b
     return _matmul_jvp_a_general(ans, a, b)
 
 
@@ -133,7 +133,7 @@ def _matmul_jvp_a_general(ans, a, b):
 def _matmul_jvp_b(ans, a, b):
     if _matrix(a) and type(b) is np.ndarray and b.ndim == 1:  # W @ x: t @ W^T, one GEMM
         at = a.T
-        return lambda t: t @ at if type(t) is not SparseBlock else _matmul_jvp_b_general(ans, a, b)(t)
+        return lambda t: t @ at
     return _matmul_jvp_b_general(ans, a, b)
 
 

@@ -227,12 +227,13 @@ class attributed_to:  # noqa: N801 - used as a context manager, like contextlib'
     """Operations recorded inside belong to `site` (the user's file and line), not to the caller.
 
     They are jaccli's own (a sweep's rules), so their plain arguments are not frozen either, and
-    an error state that raises (``np.seterr(all="raise")`` in f's module, for f's own arithmetic)
-    warns inside instead: a rule's inf (sqrt'(0)) is a value to report, not a failure of jaccli.
+    they run with NumPy's floating-point warnings off: a rule's inf (sqrt'(0)) or a masked 0 * inf
+    is a value for the results and the non-finite report, not a RuntimeWarning from jaccli's
+    source, nor an error under ``np.seterr(all="raise")``, which is for f's own arithmetic.
     (A class, as frozen_constants: every sweep enters one.)
     """
 
-    __slots__ = ("site", "outer", "freezer", "errstate")
+    __slots__ = ("site", "outer", "freezer", "quiet")
 
     def __init__(self, site: tuple[str, int] | None) -> None:
         self.site = site
@@ -240,30 +241,13 @@ class attributed_to:  # noqa: N801 - used as a context manager, like contextlib'
     def __enter__(self) -> None:
         self.outer, _RULE_SITE.v = _RULE_SITE.v, self.site
         self.freezer, FREEZER.v = FREEZER.v, None
-        self.errstate = _warning_errstate()
-        if self.errstate is not None:
-            self.errstate.__enter__()
+        self.quiet = np.errstate(all="ignore")
+        self.quiet.__enter__()
 
     def __exit__(self, *exc: Any) -> None:
         _RULE_SITE.v = self.outer
         FREEZER.v = self.freezer
-        if self.errstate is not None:
-            self.errstate.__exit__(*exc)
-
-
-_RAISING: tuple = (object(), None)  # the last error state seen, and what its raising entries become
-
-
-def _warning_errstate() -> Any:
-    """np.errstate with each entry that raises (or calls a function) of the current state set to
-    "warn"; None when there is none (the usual case, found without building a dict)."""
-    global _RAISING
-    token = errstate_token()
-    cached = _RAISING  # one read: another thread may replace the pair meanwhile, never half of it
-    if not _same_errstate(token, cached[0]):
-        changed = {k: "warn" for k, v in np.geterr().items() if v in ("raise", "call")}
-        cached = _RAISING = (token, changed or None)
-    return None if cached[1] is None else np.errstate(**cached[1])
+        self.quiet.__exit__(*exc)
 
 
 def definition_site(f: Any) -> tuple[str, int] | None:
@@ -292,6 +276,23 @@ else:  # pragma: no cover - NumPy < 2
 
     def _same_errstate(a: Any, b: Any) -> bool:
         return a == b
+
+
+_GETERR: tuple = (object(), None)  # the last error state seen, and its np.geterr()
+_STATES: dict = {}  # np.geterr()'s items -> the one dict that stands for them
+
+
+def current_errstate() -> dict:
+    """np.geterr(), one dict per distinct error state: the operations recorded under equal states
+    share it (every sweep's, with the warnings off), so a replay sees where the state changes by
+    identity (recording.ErrstateRun), and it is built once per state change, not per operation."""
+    global _GETERR
+    token = errstate_token()
+    cached = _GETERR  # one read: another thread may replace the pair meanwhile, never half of it
+    if not _same_errstate(token, cached[0]):
+        state = np.geterr()
+        cached = _GETERR = (token, _STATES.setdefault(tuple(sorted(state.items())), state))
+    return cached[1]
 
 
 class Raised:
@@ -380,7 +381,7 @@ class Trace:
     def guard(self, fn: Callable, args: tuple, kwargs: dict, refs: tuple, expected: Any) -> None:
         """Remember that `expected` = fn(args with the traced values at `refs`) was baked in."""
         if self.guards is not None:
-            state = None if _same_errstate(errstate_token(), self.errstate) else np.geterr()
+            state = None if _same_errstate(errstate_token(), self.errstate) else current_errstate()
             self.guards.append(Guard(len(self.nodes), fn, args, kwargs, refs, expected, state))
 
     def new_input(self, value: Any) -> "Any":
@@ -639,7 +640,7 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
     if finite is not None:
         node.in_place, node.finite = True, finite
     if not nested and top.guards is not None and not _same_errstate(errstate_token(), top.errstate):
-        top.errstates[node.index] = np.geterr()
+        top.errstates[node.index] = current_errstate()
     if prim.multi_out:
         outs = tuple(Tracer(v, node, k, top) for k, v in enumerate(ans))
         for out in outs:

@@ -166,12 +166,15 @@ class Recording:
         largest = 1
         pause = _pause_for(self.trace)
         pause.__enter__()
+        run = ErrstateRun()
         try:
-            # under the caller's error state, as when f was recorded (checked above)
+            # under the caller's error state, as when f was recorded (checked above), or the one
+            # an operation was recorded under (f's own np.errstate blocks, a sweep's)
             for k, node in enumerate(old_nodes):
-                g = guards_hold(guards, g, k, vals)
+                g = guards_hold(guards, g, k, vals, run)
                 if g is None:
                     return None
+                run.set(errstates.get(k))
                 if node.prim is INPUT:
                     value, finite = new_in.get(k, node.value), None
                     args_k = ()
@@ -183,7 +186,7 @@ class Recording:
                         # of y[i] = v keeps one array in the replay too
                         value, finite = write_in_place(node.prim, written, args_k, node.kwargs, trace.nonfinite)
                     else:
-                        value, finite = _call(node.prim.impl, args_k, node.kwargs, errstates.get(k)), None
+                        value, finite = node.prim.impl(*args_k, **node.kwargs), None
                 new = Node(node.prim, args_k, node.kwargs,
                            tuple((a, nodes[p.index], i) for a, p, i in node.parents), value, node.deps, node.site)
                 new.index = k
@@ -194,11 +197,12 @@ class Recording:
                 size = getattr(value, "size", 1)
                 if type(size) is int and size > largest:
                     largest = size
-            if guards_hold(guards, g, None, vals) is None:
+            if guards_hold(guards, g, None, vals, run) is None:
                 return None
         except Exception:  # noqa: BLE001 - recording f afresh reports the failure properly
             return None
         finally:
+            run.close()
             pause.__exit__(None, None, None)
         trace.nodes = nodes
         trace.errstates = errstates
@@ -442,15 +446,44 @@ def _call(fn: Callable, args: tuple, kwargs: dict, errstate: dict | None) -> Any
         return fn(*args, **kwargs)
 
 
+class ErrstateRun:
+    """A replay's error state: each operation's recorded one (None: the caller's), entered only
+    where it changes from the previous operation's. A recorded sweep's operations, all under
+    one state (warnings off), then cost one np.errstate, not one each. close() when done."""
+
+    __slots__ = ("state", "ctx")
+
+    def __init__(self) -> None:
+        self.state: dict | None = None
+        self.ctx: Any = None
+
+    def set(self, state: dict | None) -> None:
+        if state is self.state:
+            return
+        if self.ctx is not None:
+            self.ctx.__exit__(None, None, None)
+            self.ctx = None
+        if state is not None:
+            self.ctx = np.errstate(**state)
+            self.ctx.__enter__()
+        self.state = state
+
+    def close(self) -> None:
+        self.set(None)
+
+
 def _holds(guard: Any, vals: list) -> bool:
     args = _substituted(guard.args, guard.refs, vals)
     return _same(_call(guard.fn, args, guard.kwargs, guard.errstate), guard.expected)
 
 
-def guards_hold(guards: list, g: int, upto: int | None, vals: list) -> int | None:
+def guards_hold(guards: list, g: int, upto: int | None, vals: list, run: ErrstateRun | None = None) -> int | None:
     """Check guards[g:] taken before node `upto` (every one left with None) on the replayed values
-    `vals`: the index of the next guard, or None when one does not hold."""
+    `vals`: the index of the next guard, or None when one does not hold. Under the caller's error
+    state, or the guard's own: `run`, the replay's, is left first."""
     while g < len(guards) and (upto is None or guards[g].pos <= upto):
+        if run is not None:
+            run.set(None)
         if not _holds(guards[g], vals):
             return None
         g += 1

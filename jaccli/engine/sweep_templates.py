@@ -24,7 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .core import _MAX_CUTS, MONITOR, Guard, Node, Trace, errstate_token
-from .recording import _call, _same, guards_hold
+from .recording import ErrstateRun, _same, guards_hold
 from .tracer import Tracer
 
 # Bytes of arrays a template may hold: f's constants (compared on every call, so this bounds the
@@ -165,17 +165,19 @@ class _Template:
         vals: list = [n.value for n in nodes] + [None] * len(self.sweep)
         guards, g = self.guards, 0
         largest = trace.largest
+        run = ErrstateRun()
         try:
             for k, step in enumerate(self.sweep, start):
-                g = guards_hold(guards, g, k, vals)
+                g = guards_hold(guards, g, k, vals, run)
                 if g is None:
                     return None
+                run.set(step.errstate)
                 args = list(step.args)
                 for a, i, idx in step.parents:
                     v = vals[i]
                     args[a] = v if idx is None else v[idx]
                 args = tuple(args)
-                value = _call(step.prim.impl, args, step.kwargs, step.errstate)
+                value = step.prim.impl(*args, **step.kwargs)
                 node = Node(step.prim, args, step.kwargs,
                             tuple((a, everything[i], idx) for a, i, idx in step.parents), value, step.deps, step.site)
                 node.index = k
@@ -184,10 +186,12 @@ class _Template:
                 size = getattr(value, "size", 1)
                 if type(size) is int and size > largest:
                     largest = size
-            if guards_hold(guards, g, None, vals) is None:
+            if guards_hold(guards, g, None, vals, run) is None:
                 return None
         except Exception:  # noqa: BLE001 - tracing the sweep afresh reports a failure properly
             return None
+        finally:
+            run.close()
         trace.nodes.extend(everything[start:])
         trace.largest = largest
         for k, step in enumerate(self.sweep, start):

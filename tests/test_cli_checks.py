@@ -418,6 +418,26 @@ def test_compare_selection_against_the_full_block_or_the_selection(runner, refs)
     assert sel.exit_code == 0, sel.stderr
 
 
+@pytest.mark.parametrize("rows", ["2,1,0", "0,0,0", "::-1"])
+def test_compare_a_reordering_of_all_rows_against_a_full_golden_file_or_its_own(runner, refs, tmp_path, rows):
+    # Before: a full golden file jaccli wrote failed --rows 2,1,0 (exit 1): a reference of the
+    # selection's shape was always taken as the selection, though here it is also the full block's.
+    golden, own = tmp_path / "golden.npy", tmp_path / "own.npy"
+    assert invoke(runner, "jacobian", *SQUARE, "-o", str(golden)).exit_code == 0
+    assert invoke(runner, "jacobian", *SQUARE, "--rows", rows, "-o", str(own)).exit_code == 0
+    # (--rows 0,0,0 of its own file: both readings are the same array, read as the full block)
+    for ref, read_as in ((golden, "full"), (own, "full" if rows == "0,0,0" else "selection")):
+        result = invoke(runner, "jacobian", *SQUARE, "--rows", rows, "--compare", str(ref), "--format", "json")
+        assert result.exit_code == 0, result.stderr
+        assert json.loads(result.stdout)["compare"]["blocks"]["df_dx"]["read_as"] == read_as
+        assert (f"read as the {'full block' if read_as == 'full' else 'selection'}" in result.stderr) \
+            is not (ref == own and rows == "0,0,0")
+    # read either way, a wrong golden file is still a mismatch
+    np.save(tmp_path / "off.npy", np.load(golden) + 0.5)
+    assert_fails(invoke(runner, "jacobian", *SQUARE, "--rows", rows, "--compare", str(tmp_path / "off.npy")),
+                 1, "9 of 9 entries differ")
+
+
 def test_compare_shape_mismatch_is_exit_2_naming_both_shapes(runner, refs, target):
     np.save(refs / "bad.npy", np.zeros((3, 4)))
     result = invoke(runner, "jacobian", *SQUARE, "--compare", str(refs / "bad.npy"), "-o", str(target))

@@ -8,9 +8,11 @@ How a reference is matched to the result:
 - any other file (``.npy``, ``.csv``, ``.txt``) is the single block's reference;
 - a reference has the block's full shape (out.shape + in.shape, or its flattened [M, N] form);
   with ``--rows``/``--cols`` it may also be the [R, C] selection itself. A full reference is
-  sliced the same way as the result; a reference whose shape is the selection's is taken as
-  the selection (so a full [M, N] reference with a reordering of all rows is read as already
-  selected). Any other shape is a usage error naming both shapes.
+  sliced the same way as the result; a reference of the selection's shape is taken as the
+  selection. A reference whose shape is both (a selection that reorders or repeats as many rows
+  as the block has, ``--rows 2,1,0`` of 3) is read both ways, and the one that agrees better
+  with the result is reported (``read_as``), the full block on a tie. Any other shape is a usage
+  error naming both shapes.
 """
 
 from __future__ import annotations
@@ -52,18 +54,26 @@ def _references(source: str, command: str, blocks: list[Block]) -> list[tuple[Bl
     return [(b, arrays[b.key]) for b in blocks]
 
 
-def _fit(b: Block, ref: np.ndarray, source: str) -> np.ndarray:
-    """The reference for ``b.data``: as it is, or the same slice taken from the full block."""
+def _fit(b: Block, ref: np.ndarray, source: str) -> list[tuple[str, np.ndarray]]:
+    """The readings of the reference for ``b.data``: the same slice taken from the full block
+    ("full"), or the reference as it is ("selection"); both when its shape fits both."""
     ref = np.asarray(ref)
     assert b.data is not None
-    if ref.shape == b.data.shape:
-        return ref
     lead = (b.batch,) if b.batch is not None else ()
+    readings = []
     if ref.shape in (b.full_shape, lead + (b.M, b.N)):
         matrix = ref.reshape(lead + (b.M, b.N)) if b.kind != "vector" else ref
         if b.kind == "vector" or not b.selected:
-            return matrix.reshape(b.data.shape)
-        return matrix[..., b.row_indices(), :][..., b.col_indices()]
+            readings.append(("full", matrix.reshape(b.data.shape)))
+        else:
+            readings.append(("full", matrix[..., b.row_indices(), :][..., b.col_indices()]))
+    if b.selected and ref.shape == b.data.shape and not (
+            readings and np.array_equal(readings[0][1], ref, equal_nan=True)):  # (--rows 0:M reads it the same)
+        readings.append(("selection", ref))
+    if readings:
+        return readings
+    if ref.shape == b.data.shape:
+        return [("full", ref)]
     shapes = f"the full block {b.full_shape}"
     if b.selected:
         shapes += f" or the [R, C] selection {b.data.shape}"
@@ -96,10 +106,16 @@ def compare(problem: Problem, outcome: Outcome, settings: Settings) -> Verdict:
     assert source is not None
     pairs = [(b, _fit(b, ref, source)) for b, ref in _references(source, outcome.command, outcome.blocks)]
     rtol, atol = _tolerances([b for b, _ in pairs], settings)
-    blocks, worst = {}, []
-    for b, ref in pairs:
-        rep = compare_arrays(b.data, ref, rtol, atol, top=TOP)
+    blocks, worst, both = {}, [], []
+    for b, readings in pairs:
+        # the reading with the fewest mismatches (min keeps the first, the full block, on a tie)
+        read_as, rep = min(((name, compare_arrays(b.data, ref, rtol, atol, top=TOP)) for name, ref in readings),
+                           key=lambda pair: pair[1].mismatches)
         entry = rep.to_dict()
+        entry["read_as"] = read_as
+        if len(readings) > 1:
+            both.append(f"  ({b.key}: the reference's shape is both the full block's and the selection's; "
+                        f"read as the {'full block' if read_as == 'full' else 'selection'}, which agrees better)")
         for w in entry["worst"]:
             w["label"] = entry_label(b, tuple(w["index"]))
             worst.append({"block": b.key, **w})
@@ -122,12 +138,12 @@ def compare(problem: Problem, outcome: Outcome, settings: Settings) -> Verdict:
         errors += f" where both are finite; {nonfinite} NaN or inf against a different value"
     if passed:
         lines = [f"compare with {source}: passed: all {entries} entries agree within rtol={rtol:g}, "
-                 f"atol={atol:g} ({errors})"]
+                 f"atol={atol:g} ({errors})"] + both
         return Verdict("compare", True, data, lines)
     failing = [w for w in worst if w["abs_err"] is None or w["abs_err"] > w["allowed"]]
     lines = [f"compare with {source}: FAILED: {mismatches} of {entries} entries differ beyond rtol={rtol:g}, "
              f"atol={atol:g} ({errors}); worst entries:"]
-    lines += [f"  {_worst_line(w)}" for w in failing[:TOP]]
+    lines += [f"  {_worst_line(w)}" for w in failing[:TOP]] + both
     failure = (f"--compare: {mismatches} of {entries} entries differ from {source} beyond rtol={rtol:g}, "
                f"atol={atol:g}{odd}; worst {_worst_line(failing[0])}")
     return Verdict("compare", False, data, lines, failure)

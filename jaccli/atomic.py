@@ -45,13 +45,15 @@ def check_target(target: Path) -> None:
 
 
 def probe_target(target: Path) -> None:
-    """Refuse, before any work, a `target` that could not be replaced: a read-only file, or a directory
-    that takes no new file (permissions, a read-only file system, /proc).
+    """Refuse, before any work, a `target` that could not be replaced: a read-only file (for root
+    too: no write bit in its mode), or a directory that takes no new file (permissions, a read-only file system, /proc).
 
     Creates and deletes an empty temporary file beside `target`, as `atomic_write` will; `target`
     itself is neither created nor changed. Raises `write_error`'s error.
     """
-    if target.exists() and not os.access(target, os.W_OK):
+    # Root may write any file, but a file whose mode lets nobody write it is read-only by intent
+    # (chmod a-w): refused as it is for everyone else.
+    if target.exists() and (not os.access(target, os.W_OK) or not target.stat().st_mode & 0o222):
         raise UsageError(f"cannot write {target}: the file is read-only; make it writable or write elsewhere")
     try:
         fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")

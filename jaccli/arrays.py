@@ -7,6 +7,7 @@ import os
 import re
 import tokenize
 import warnings
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,7 +35,9 @@ def load_array(source: str) -> np.ndarray | dict[str, np.ndarray]:
       a single row or a single column gives 1-D, anything else 2-D.
 
     Anything else is read as a Python literal: a number or nested lists/tuples of numbers,
-    with ``nan`` and ``inf`` allowed, giving a float64 array.
+    with ``nan`` and ``inf`` allowed, giving an int64 array when every number is an integer
+    (``3``, ``[0, 2]``: a count or indices for f; the derivative of a differentiated input is
+    taken in float64 all the same), else a float64 array.
 
     Arrays must be boolean, integer or real floating point; NaN and inf are kept as data.
     File arrays keep their dtype.
@@ -328,6 +331,22 @@ def _literal_value(node: ast.AST) -> object:
     raise _NotNumbers(f"{type(node).__name__.lower()} expressions are not numbers")
 
 
+# The integer arrays _parse_literal made, by id: a differentiated input typed as "[1, 2]" becomes
+# float64 without the warning an integer file gets (commands/problem.py).
+_INT_LITERALS: "weakref.WeakValueDictionary[int, np.ndarray]" = weakref.WeakValueDictionary()
+
+
+def is_int_literal(array: object) -> bool:
+    """Whether `array` is an integer array read from a literal on the command line ("3", "[0, 2]")."""
+    return _INT_LITERALS.get(id(array)) is array
+
+
+def _all_ints(value: object) -> bool:
+    if isinstance(value, list):  # ([] is float64, as in np.array([]))
+        return bool(value) and all(_all_ints(v) for v in value)
+    return isinstance(value, int)
+
+
 def _parse_literal(text: str) -> np.ndarray:
     hint = f"give a number, a list of numbers or a file ({_FILE_LIST})"
     try:
@@ -338,6 +357,14 @@ def _parse_literal(text: str) -> np.ndarray:
     except _NotNumbers as exc:
         raise UsageError(f"cannot read input {text!r}: {exc}; {hint}") from None
     try:
+        if _all_ints(value):  # a count or an index for f, as np.array makes it (differentiated: float64)
+            try:
+                ints = np.array(value, dtype=np.int64)
+            except OverflowError:
+                pass
+            else:
+                _INT_LITERALS[id(ints)] = ints
+                return ints
         return np.array(value, dtype=np.float64)
     except ValueError:
         reason = "it is a ragged list (rows of different lengths)"

@@ -273,7 +273,7 @@ def bind_inputs(
             (by name twice, or positionally and by name).
 
     >>> bind_inputs(lambda x, y=2.0: x, ["[1, 2]"])
-    {'x': array([1., 2.])}
+    {'x': array([1, 2])}
     """
     if isinstance(fn, LoadedFunction):
         shown, params, defaults, kwonly = fn.name, fn.params, fn.defaults, fn.kwonly

@@ -316,6 +316,25 @@ def test_dtype_float32_casts_inputs_and_result(runner, tmp_path):
     assert np.load(out).dtype == np.float32
 
 
+def test_integer_literals_stay_integers_for_data_and_are_float64_when_differentiated(runner, tmp_path):
+    # Before: every literal was float64, so a count or indices given as data failed in f
+    # ("only integer scalar arrays can be converted to a scalar index", exit 3).
+    func = write(tmp_path, "loop.py", "import numpy as np\n\ndef f(x, n, idx):\n"
+                                      "    for _ in range(n):\n        x = np.sin(x)\n    return x[idx]\n")
+    result = invoke(runner, "jacobian", func, "[1.0, 2.0, 0.5]", "n=3", "idx=[0, 2]", "--wrt", "x", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    x = np.array([1.0, 2.0, 0.5])
+    d = np.cos(x) * np.cos(np.sin(x)) * np.cos(np.sin(np.sin(x)))
+    assert_allclose(data(result, "df_dx"), np.diag(d)[[0, 2]], rtol=1e-14)
+    doc = report(result)
+    assert doc["inputs"]["n"]["dtype"] == "int64" and doc["inputs"]["idx"]["dtype"] == "int64"
+    # typed as integers and differentiated: float64, with no warning (an integer file gets one)
+    square = invoke(runner, "jacobian", "-e", "x ** 2", "[1, 2, 3]", "--format", "json")
+    assert square.exit_code == 0 and "Warning" not in square.stderr, square.stderr
+    assert report(square)["inputs"]["x"]["dtype"] == "float64"
+    assert_allclose(data(square, "df_dx"), np.diag([2.0, 4.0, 6.0]))
+
+
 def test_integer_inputs_are_differentiated_as_float64_with_a_warning(runner, tmp_path):
     np.save(tmp_path / "x.npy", np.array([1, 2, 3]))
     result = invoke(runner, "jacobian", "-e", "x ** 2", str(tmp_path / "x.npy"))

@@ -244,21 +244,36 @@ def test_params_are_the_positional_parameters(tmp_path):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("[1, 2, 3]", np.array([1.0, 2.0, 3.0])),
+        ("[1, 2, 3.0]", np.array([1.0, 2.0, 3.0])),
         ("0.5", np.array(0.5)),
-        ("3", np.array(3.0)),
-        ("[[1,2],[3,4]]", np.array([[1.0, 2.0], [3.0, 4.0]])),
+        ("3.", np.array(3.0)),
+        ("[[1,2],[3,4e0]]", np.array([[1.0, 2.0], [3.0, 4.0]])),
         ("-1e-3", np.array(-1e-3)),
+        ("[1, nan]", np.array([1.0, np.nan])),
+        ("[2 ** 70]", None),
         ("(1, -2.5)", np.array([1.0, -2.5])),
         ("  [nan, inf, -inf]  ", np.array([np.nan, np.inf, -np.inf])),
         ("[]", np.zeros(0)),
     ],
 )
 def test_literal_becomes_float64_array(text, expected):
+    if text == "[2 ** 70]":
+        with pytest.raises(UsageError, match="expressions are not numbers"):
+            load_array(text)
+        text, expected = f"[{2 ** 70}]", np.array([2.0 ** 70])  # past int64: float64
     array = load_array(text)
     assert array.dtype == np.float64
     assert_array_equal(array, expected)
     assert array.shape == expected.shape
+
+
+@pytest.mark.parametrize(("text", "expected"), [("3", 3), ("[0, 2]", [0, 2]), ("[[1, -2], [3, 4]]", [[1, -2], [3, 4]]),
+                                                ("(5,)", [5])])
+def test_an_all_integer_literal_is_an_int64_array_as_numpy_makes_it(text, expected):
+    # Before: float64, so a count (range(n)) or indices (x[idx]) given on the command line failed in f.
+    array = load_array(text)
+    assert array.dtype == np.int64
+    assert_array_equal(array, np.array(expected))
 
 
 @pytest.mark.parametrize(

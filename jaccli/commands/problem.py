@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from jaccli.arrays import is_file, load_array
+from jaccli.arrays import is_file, is_int_literal, load_array
 from jaccli.errors import UsageError
 from jaccli.loaders import bind_inputs, load_function
 
@@ -168,6 +168,8 @@ def _cast(values: list, params: list[str], wrt: tuple[int, ...], dtype: str | No
             warnings.append(f"input {params[k]} holds {value.dtype} values; computed in float64 (give float64 "
                             "or float32 inputs, or --dtype float64 to silence this)")
             out[k] = _cast_to(value, "float64", params[k], warnings)
+        elif k in wrt and is_int_literal(value):  # typed as integers: differentiated in float64, no warning
+            out[k] = value.astype(np.float64)
         elif k in wrt and kind in "biu":
             warnings.append(f"input {params[k]} holds {value.dtype} values; differentiated as float64")
     return out

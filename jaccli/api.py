@@ -402,13 +402,16 @@ def _check_v(v: Any, shapes: list[tuple], side: str, what: str) -> list[np.ndarr
                              "(its real and imaginary parts one at a time)")
         arr = np.asarray(vk, dtype=float) if type(vk) is not Tracer else vk
         if np.shape(arr) != tuple(shape):
-            # A flat v of the right size is read in row-major order; any other shape is refused, since
+            # A flat v of the right size is read in row-major order, and a v whose shape differs only
+            # by axes of length 1 ((1, 3) for (3,)) is reshaped; any other shape is refused, since
             # reshaping it (a transposed v) would give a product with the entries mismatched.
-            if np.ndim(arr) == 1 and int(np.size(arr)) == int(np.prod(shape)):
+            squeezed = tuple(n for n in np.shape(arr) if n != 1) == tuple(n for n in shape if n != 1)
+            if squeezed or (np.ndim(arr) == 1 and int(np.size(arr)) == int(np.prod(shape))):
                 arr = np.reshape(arr, shape)
             else:
                 raise ValueError(f"{entry}v has invalid size: should be {tuple(shape)} but got {np.shape(arr)} "
-                                 f"({what}; a flat v of {int(np.prod(shape))} entries is also read, row-major).")
+                                 f"({what}; a flat v of {int(np.prod(shape))} entries is also read, row-major, "
+                                 "and axes of length 1 may be added or left out).")
         out.append(arr)
     return out
 

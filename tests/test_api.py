@@ -149,6 +149,25 @@ def test_v_of_another_shape_is_refused_not_reshaped_but_a_flat_v_is_read_row_maj
     assert_array_equal(fn(f, X, v.ravel())[1], fn(f, X, v.reshape(2, 3))[1])
     with pytest.raises(ValueError, match="v is complex"):
         fn(f, X, np.ones((2, 3)) * 1j)
+    # axes of length 1 added or left out pair no entries wrongly: reshaped
+    assert_array_equal(fn(f, X, v.reshape(1, 2, 1, 3))[1], fn(f, X, v.reshape(2, 3))[1])
+
+
+@pytest.mark.parametrize("kind", ["vjp", "jvp", "hvp"])
+def test_v_with_axes_of_length_1_added_or_left_out_is_reshaped(kind):
+    # Before: a (1, 3) v for a (3,) input or output was refused, though the man page of --vector
+    # says it is reshaped when the sizes match.
+    x = np.array([0.5, -1.0, 2.0])
+    f = (lambda z: (z ** 3).sum()) if kind == "hvp" else (lambda z: z * np.array([1.0, 2.0, 3.0]) + z[0] ** 2)
+    fn = getattr(jaccli, kind)
+    v = np.array([1.0, -2.0, 0.5])
+    want = fn(f, x, v)[1]
+    for shape in ((1, 3), (3, 1), (1, 1, 3)):
+        got = fn(f, x, v.reshape(shape))[1]
+        assert np.shape(got) == (3,)
+        assert_array_equal(got, want)
+    with pytest.raises(ValueError, match=r"should be \(3,\) but got \(2, 3\)"):
+        fn(f, x, np.ones((2, 3)))
 
 
 # ---------------------------------------------------------------------------

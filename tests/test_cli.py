@@ -614,6 +614,16 @@ def test_hvp_vector_from_a_file(runner, inputs, tmp_path):
 def test_vector_of_the_wrong_size_is_a_usage_error(runner):
     result = invoke(runner, "jvp", sample("robot_arm.py"), sample("robot_arm_q.npy"), "--vector", "[1, 2]")
     assert_usage_error(result, "--vector", "invalid size")
+    # with several inputs the message names the input, not "Entry 0 in v"
+    two = invoke(runner, "jvp", "-e", "x * y", "x=[1, 2]", "y=[3, 4]", "--vector", "[1, 0]", "--vector", "[1, 0, 0]")
+    assert_usage_error(two, "--vector: the vector for y has invalid size: should be (2,) but got (3,)")
+
+
+def test_vector_with_an_axis_of_length_1_is_reshaped(runner):
+    flat = invoke(runner, "jvp", sample("robot_arm.py"), sample("robot_arm_q.npy"), "--vector", "[1, 0, 0]")
+    row = invoke(runner, "jvp", sample("robot_arm.py"), sample("robot_arm_q.npy"), "--vector", "[[1, 0, 0]]")
+    assert flat.exit_code == 0 and row.exit_code == 0, row.stderr
+    assert row.stdout == flat.stdout
 
 
 def test_missing_vector_is_a_usage_error(runner):

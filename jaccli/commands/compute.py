@@ -327,7 +327,12 @@ def _product(fn: Callable, problem: Problem, v: Any, per_output: bool) -> tuple:
                              f"of {problem.name} ({names}); give one per output, positionally or as "
                              f"{problem.name}0=SOURCE") from None
         # The library names the vector `v`; on the command line it is --vector.
-        if text.startswith(("v ", "Entry ", "The vector v")):
+        entry = re.match(r"Entry (\d+) in v ", text)
+        if entry:  # the library counts the vectors; the command line names them
+            k = int(entry.group(1))
+            label = f"{problem.name}{k}" if per_output else problem.params[problem.wrt[k]]
+            text = f"the vector for {label} {text[entry.end():]}"
+        if text.startswith(("v ", "the vector for ", "The vector v")):
             raise UsageError(f"--vector: {text}") from None
         raise
     if per_output and given > 1 and not isinstance(value, tuple):

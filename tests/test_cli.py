@@ -588,6 +588,23 @@ def test_vjp_of_tuple_outputs_takes_named_vectors(runner):
     assert doc["blocks"]["vjp_y"]["data"] == [2.0, 1.0]
 
 
+@pytest.mark.parametrize("command, vectors, labels", [
+    ("grad", (), {"df_dx": ("f", "x"), "df_dy": ("f", "y")}),
+    ("vjp", ("--vector", "[1, 0]"), {"vjp_x": ("f", "x"), "vjp_y": ("f", "y")}),
+    ("hvp", ("--vector", "[1, 0]", "--vector", "[0, 1]"), {"hvp_x": ("f", "x"), "hvp_y": ("f", "y")}),
+    ("jvp", ("--vector", "[1, 0]", "--vector", "[0, 1]"), {"jvp_f": ("f", None)}),
+])
+def test_vector_blocks_name_what_they_are_the_derivative_of(runner, command, vectors, labels):
+    # Before: {"output": "x", "input": null} for grad's df_dx (and vjp's, hvp's blocks).
+    expr = "sum(x * y) ** 2" if command in ("grad", "hvp") else "x * y ** 2"
+    result = invoke(runner, command, "-e", expr, "x=[1, 2]", "y=[3, 4]", *vectors, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    blocks = report(result)["blocks"]
+    assert {k: (b["output"], b["input"]) for k, b in blocks.items()} == labels
+    one = invoke(runner, "jvp", "-e", "x ** 2", "x=[1, 2]", "--vector", "[1, 0]", "--format", "json")
+    assert (report(one)["blocks"]["jvp_f"]["output"], report(one)["blocks"]["jvp_f"]["input"]) == ("f", "x")
+
+
 def test_jvp_of_tuple_outputs_gives_one_block_per_output(runner):
     result = invoke(runner, "jvp", "-e", "x * y, x + y", "x=[1, 2]", "y=[3, 4]", "--vector", "[1, 0]",
                     "--vector", "[0, 1]", "--format", "text")

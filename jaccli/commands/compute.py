@@ -44,6 +44,9 @@ class Block:
     data: np.ndarray | None = None
     dtype: np.dtype = field(default_factory=lambda: np.dtype(np.float64))
     streamed_rows: int = 0  # rows written to disk by stream_pieces: the lazy block caches (and counts) none
+    # A vector's (output, input) in the report: what it is the derivative of (grad, vjp and hvp: f
+    # and one input; jvp: one output and the input, None when several inputs are summed over).
+    of: tuple[str, str | None] | None = None
 
     @property
     def M(self) -> int:
@@ -286,16 +289,16 @@ def _select(blocks: list[Block], s: Settings) -> None:
             raise UsageError(f"{error} (block {b.key})" if len(blocks) > 1 else str(error)) from None
 
 
-def _vector(key: str, name: str, value: Any) -> Block:
+def _vector(key: str, name: str, value: Any, of: tuple[str, str | None]) -> Block:
     array = np.asarray(value)
-    return Block(key, "vector", name, array.shape, data=array, dtype=array.dtype)
+    return Block(key, "vector", name, array.shape, data=array, dtype=array.dtype, of=of)
 
 
 def _vector_blocks(problem: Problem, command: str, s: Settings) -> list[Block]:
     names, fname = problem.wrt_names, problem.name
     if command == "grad":
-        return [_vector(f"d{fname}_d{n}", n, g) for n, g in zip(names, jaccli.grad(problem.func, problem.args,
-                                                                                    wrt=problem.wrt))]
+        return [_vector(f"d{fname}_d{n}", n, g, (fname, n))
+                for n, g in zip(names, jaccli.grad(problem.func, problem.args, wrt=problem.wrt))]
     # vjp takes one vector per output (f, or f0, f1... for a tuple); jvp and hvp one per input.
     vectors = load_vectors(s.vectors, [fname] if command == "vjp" else names, s.dtype,
                            numbered=fname if command == "vjp" else None)
@@ -303,10 +306,11 @@ def _vector_blocks(problem: Problem, command: str, s: Settings) -> list[Block]:
     fn = {"vjp": jaccli.vjp, "jvp": jaccli.jvp, "hvp": jaccli.hvp}[command]
     value, result = _product(fn, problem, v, per_output=command == "vjp")
     if command != "jvp":
-        return [_vector(f"{command}_{n}", n, x) for n, x in zip(names, result)]
+        return [_vector(f"{command}_{n}", n, x, (fname, n)) for n, x in zip(names, result)]
+    wrt = names[0] if len(names) == 1 else None
     if isinstance(value, tuple):
-        return [_vector(f"jvp_{fname}{i}", f"{fname}{i}", x) for i, x in enumerate(result)]
-    return [_vector(f"jvp_{fname}", fname, result)]
+        return [_vector(f"jvp_{fname}{i}", f"{fname}{i}", x, (f"{fname}{i}", wrt)) for i, x in enumerate(result)]
+    return [_vector(f"jvp_{fname}", fname, result, (fname, wrt))]
 
 
 def _product(fn: Callable, problem: Problem, v: Any, per_output: bool) -> tuple:

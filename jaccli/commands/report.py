@@ -14,7 +14,8 @@ stored in ``.npz`` files under ``__meta__`` and in ``.json`` files under ``meta`
 - ``mode``: the sweeps used (reverse, forward, reverse+forward, forward-over-reverse,
   reverse-over-reverse, cached); ``mode_requested``: ``--mode``.
 - ``blocks``: per key (``df_dx``, ``df0_dx``, ``d2f_dx_dy``, ``vjp_x``, ``jvp_f``, ``hvp_x``) an
-  object with ``kind`` (jacobian, hessian or vector), ``output`` and ``input`` (names),
+  object with ``kind`` (jacobian, hessian or vector), ``output`` and ``input`` (names; a vector
+  of grad, vjp or hvp is over the input, of jvp over the output, null for several inputs),
   ``shape`` (of ``data``: the full block out.shape + in.shape, or the [R, C] selection, [B, R, C]
   with a batch axis), ``full_shape`` (the whole block's), ``dtype``, ``rows`` and ``cols`` (the
   selected indices of the flattened matrix, or null for all) and ``data`` (nested lists with NaN
@@ -175,7 +176,8 @@ def build_report(problem: Problem, outcome: Outcome, settings: Settings, argv: l
     blocks = {}
     for b in outcome.blocks:
         entry: dict[str, Any] = {
-            "kind": b.kind, "output": b.out_name, "input": b.in_name or None, "shape": list(b.shape),
+            "kind": b.kind, "output": b.of[0] if b.of else b.out_name,
+            "input": b.of[1] if b.of else b.in_name or None, "shape": list(b.shape),
             "full_shape": list(b.full_shape), "dtype": str(b.dtype),
             "rows": None if b.rows is None else b.rows.tolist(),
             "cols": None if b.cols is None else b.cols.tolist(),

@@ -212,6 +212,20 @@ def test_print_in_the_function_goes_to_stderr_in_a_real_run(tmp_path):
     assert done.stderr.splitlines() == ["hi", "hi"]
 
 
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+@pytest.mark.parametrize("where", ["import", "call"])
+def test_the_function_closing_its_stdout_or_stderr_leaves_jaccli_its_own(tmp_path, stream, where):
+    # Before: a traceback ("I/O operation on closed file") and exit 1; what f sees as either is
+    # jaccli's stderr, which jaccli still needs for its own lines.
+    close = f"sys.{stream}.close()"
+    (tmp_path / "c.py").write_text(f"import sys\nimport numpy as np\n{close if where == 'import' else ''}\n\n"
+                                   f"def f(x):\n    {close if where == 'call' else 'pass'}\n    return np.sin(x)\n")
+    done = jaccli("jacobian", "c.py", "[1, 2]", "-o", "J.npy", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == ["wrote J.npy: df_dx (2, 2)"]
+    assert_allclose(np.load(tmp_path / "J.npy"), np.diag(np.cos([1.0, 2.0])), rtol=1e-15)
+
+
 @pytest.mark.parametrize("command", ["jacobian", "check"])
 def test_output_below_print_in_the_function_goes_to_stderr(tmp_path, command):
     (tmp_path / "p.py").write_text(

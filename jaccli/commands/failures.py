@@ -224,6 +224,14 @@ class _FullDiskAware:
         except OSError as error:
             raise _full_disk_or(error) from error
 
+    def close(self) -> None:
+        """The user's code closing what it sees as sys.stdout or sys.stderr: jaccli's stderr, which
+        stays open for jaccli's own messages and report (before: a traceback, exit 1)."""
+
+    @property
+    def closed(self) -> bool:
+        return False
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
 

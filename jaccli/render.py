@@ -11,9 +11,7 @@ from typing import IO, Any
 import numpy as np
 from rich import box
 from rich.color import Color
-from rich.console import Console, Group, RenderableType
-from rich.measure import Measurement
-from rich.padding import Padding
+from rich.console import Console, RenderableType
 from rich.panel import Panel
 from rich.style import Style
 from rich.table import Table
@@ -22,6 +20,7 @@ from rich.text import Text
 # Plain text and the progress bar live in their own modules; re-exported so existing imports keep working.
 from jaccli.render_plain import RenderBlock, RenderHeader, format_number, format_plain
 from jaccli.render_progress import ProgressReporter, make_progress
+from jaccli.render_report import natural_width, print_facts, print_report_table
 
 __all__ = [
     "ProgressReporter",
@@ -30,6 +29,8 @@ __all__ = [
     "format_plain",
     "make_console",
     "make_progress",
+    "print_facts",
+    "print_report_table",
     "render_table",
 ]
 
@@ -199,34 +200,63 @@ def _block_panel(
             )
             table.add_row(Text(row_labels[i]), *cells)
         body = table
-        if None in rows or None in cols:
-            shown_rows, shown_cols = len(rows) - (None in rows), len(cols) - (None in cols)
-            notes.append(
-                f"showing {shown_rows} of {matrix.shape[0]} rows, {shown_cols} of {matrix.shape[1]} columns"
-            )
+        notes.append(_shown(matrix, rows, cols))
+    # Printed under the panel: as a subtitle it would be cut, inside it would widen the panel.
+    return Panel(body, title=title, title_align="left", expand=False), _note(notes, heatmap, matrix, scale)
+
+
+def _shown(matrix: np.ndarray, rows: list[int | None], cols: list[int | None]) -> str:
+    """``showing 20 of 32 rows, ...`` when the middle of the matrix is left out, else empty."""
+    if None not in rows and None not in cols:
+        return ""
+    shown_rows, shown_cols = len(rows) - (None in rows), len(cols) - (None in cols)
+    return f"showing {shown_rows} of {matrix.shape[0]} rows, {shown_cols} of {matrix.shape[1]} columns"
+
+
+def _note(notes: list[str], heatmap: bool, matrix: np.ndarray, scale: float) -> Text | None:
     if heatmap and matrix.size:
         notes.append(f"colour: |value|/{format_number(scale, 3)}")
-    # Printed under the panel: as a subtitle it would be cut, inside it would widen the panel.
-    note = Text("  " + "; ".join(notes), style="dim") if notes else None
-    return Panel(body, title=title, title_align="left", expand=False), note
+    notes = [n for n in notes if n]
+    return Text("  " + "; ".join(notes), style="dim") if notes else None
 
 
-def _header_view(header: RenderHeader) -> RenderableType:
-    title = Text(header.title, style="bold")
-    if not header.items:
-        return title
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="bold", no_wrap=True)
-    grid.add_column()
-    for key, value in header.items.items():
-        grid.add_row(Text(f"{key}:"), Text(str(value)))
-    return Group(title, Padding(grid, (0, 0, 0, 2), expand=False))
+def _block_entries(
+    block: RenderBlock, precision: int, heatmap: bool, max_rows: int, max_cols: int, ellipsis: str, width: int
+) -> tuple[Text, Text | None]:
+    """The block as ``row column value`` lines, for a terminal too narrow for its table."""
+    matrix, row_labels, col_labels = _grid(block)
+    scale = _heat_scale(matrix) if heatmap and matrix.size else 0.0
+    title = Text(f"{block.key}  shape={tuple(block.shape)}", style="bold")
+    if matrix.size == 0:
+        return Text("\n").join([title, Text("  (empty)", style="dim")]), None
+    if block.matrix.ndim == 0:
+        return Text("\n").join([title, Text("  ") + _cell(matrix.item(), precision, heatmap, scale)]), None
+    items: list[tuple[Text, Text | None]] = []
+    rows, cols = _visible(matrix.shape[0], max_rows), _visible(matrix.shape[1], max_cols)
+    for i in rows:
+        for j in cols:
+            if i is None or j is None:
+                if not items or items[-1][1] is not None:
+                    items.append((Text(ellipsis), None))
+                continue
+            label = " ".join(part for part in (row_labels[i], col_labels[j]) if part)
+            items.append((Text(label, style=_LABEL), _cell(matrix[i, j].item(), precision, heatmap, scale)))
+    key_width = max(k.cell_len for k, _ in items)
+    stacked = key_width + 4 + max(v.cell_len for _, v in items if v is not None) > width
+    lines = [title]
+    for key, value in items:
+        if value is None:
+            lines.append(Text("  ") + key)
+        elif stacked:
+            lines += [Text("  ") + key, Text("    ") + value]
+        else:
+            lines.append(Text("  ") + key + Text(" " * (key_width - key.cell_len + 2)) + value)
+    return Text("\n").join(lines), _note([_shown(matrix, rows, cols)], heatmap, matrix, scale)
 
 
-def _natural_width(console: Console, renderable: RenderableType) -> int:
-    # Measuring against the console's own width would clamp to it and hide the overflow.
-    options = console.options.update_width(1_000_000)
-    return Measurement.get(console, options, renderable).maximum
+def _print_header(console: Console, header: RenderHeader) -> None:
+    console.print(Text(header.title, style="bold"))
+    print_facts(console, list(header.items.items()), indent=2, colon=True)
 
 
 def render_table(
@@ -264,7 +294,7 @@ def render_table(
     """
     ellipsis = "..." if console.options.ascii_only else "…"
     if header is not None:
-        console.print(_header_view(header))
+        _print_header(console, header)
     for block in blocks:
         cols = max_cols
         while True:
@@ -277,9 +307,13 @@ def render_table(
                 ellipsis=ellipsis,
             )
             # Squeezed columns would wrap or cut numbers, so show fewer whole ones instead.
-            if cols <= 2 or _natural_width(console, panel) <= console.width:
+            if natural_width(console, panel) <= console.width:
+                break
+            if cols <= 1:
+                # Not even one column fits beside the labels: one entry per line, every number whole.
+                panel, note = _block_entries(block, precision, heatmap, max_rows, max_cols, ellipsis, console.width)
                 break
             cols -= 1
-        console.print(panel)
+        console.print(panel, soft_wrap=isinstance(panel, Text))
         if note is not None:
             console.print(note)

@@ -623,6 +623,40 @@ def test_info_table_on_a_terminal(runner, monkeypatch):
     assert result.exit_code == 0 and "df_dq" in result.stdout and "np.cos" in result.stdout
 
 
+@pytest.mark.parametrize("columns", ["30", "40", "60", "80"])
+def test_info_table_never_cuts_names_dtypes_modes_or_shapes(runner, columns):
+    result = invoke(runner, "info", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--format", "table",
+                    env={"COLUMNS": columns})
+    assert result.exit_code == 0 and "…" not in result.stdout, result.stdout
+    lines = result.stdout.splitlines()
+    for text in ("df_du", "(32, 32)", "32 x 32", "float64", "reverse", "connected", "(8.0 KiB)", "np.concatenate"):
+        assert any(text in line for line in lines), (columns, text, result.stdout)
+    if columns == "80":  # the man page's example keeps its table on a standard terminal
+        assert any(line.startswith("df_du  (32, 32)  32 x 32  float64") for line in lines), result.stdout
+
+
+@pytest.mark.parametrize("columns", ["40", "80", "120"])
+def test_ops_table_never_cuts_a_name(runner, columns):
+    from jaccli.ops import ops_table
+
+    result = invoke(runner, "ops", "--family", "linalg", "--format", "table", "--no-color", env={"COLUMNS": columns})
+    assert result.exit_code == 0 and "…" not in result.stdout
+    words = result.stdout.split()
+    for row in ops_table():
+        if row["family"] == "linalg":
+            assert row["name"] in words, (columns, row["name"])
+
+
+@pytest.mark.parametrize("columns", ["20", "30", "35", "40", "80"])
+def test_jacobian_table_prints_every_number_whole(runner, tmp_path, columns):
+    func = write(tmp_path, "wide.py", "import numpy as np\ndef f(x):\n"
+                 "    return x * np.array([1.23456789e6, -9.87654321e-7, 5.5e12])\n")
+    result = invoke(runner, "jacobian", func, "[1.0, 2.0, 3.0]", "--format", "table", env={"COLUMNS": columns})
+    assert result.exit_code == 0
+    assert [w for w in result.stdout.split() if "…" in w.strip("│") and w.strip("│") != "…"] == []
+    assert "1.23457e+06" in result.stdout and "float64" in result.stdout and "(3, 3)" in result.stdout
+
+
 # ---------------------------------------------------------------- ops
 
 

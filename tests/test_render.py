@@ -13,6 +13,7 @@ from rich.console import Console
 import jaccli.render
 import jaccli.render_plain
 import jaccli.render_progress
+import jaccli.render_report
 from jaccli.render import (
     ProgressReporter,
     RenderBlock,
@@ -20,6 +21,7 @@ from jaccli.render import (
     format_plain,
     make_console,
     make_progress,
+    print_report_table,
     render_table,
 )
 
@@ -125,6 +127,78 @@ def test_narrow_console_shows_fewer_whole_columns(rng):
     cells = [cell for line in out.splitlines()[3:6] for cell in line.strip("│ ").split()[1:]]
     assert cells and all(cell == "…" or not cell.endswith("…") for cell in cells)
     assert "x[0]" in out and "x[29]" in out
+
+
+# Values whose exponent a squeezed cell would drop (the tester saw "5.5e+…" at 30 columns).
+WIDE_VALUES = np.diag([1.23456789e6, -9.87654321e-7, 5.5e12])
+WIDE_TEXT = {"1.23457e+06", "-9.87654e-07", "5.5e+12", "0"}
+
+
+def cut_words(out: str) -> list[str]:
+    """Words that end or start in an ellipsis: text that rich cut (a lone '…' marks hidden rows or columns)."""
+    return [word for word in re.findall(r"\S*…\S*", out) if word != "…"]
+
+
+@pytest.mark.parametrize("width", range(16, 61, 2))
+def test_numbers_are_printed_whole_or_not_at_all_at_any_width(width):
+    out = render([labelled(WIDE_VALUES)], width=width)
+    assert cut_words(out) == []
+    cells = " ".join(line for line in out.splitlines() if "showing" not in line and "columns" not in line)
+    numbers = [word for word in cells.replace("│", " ").split() if re.fullmatch(r"-?[0-9][0-9.e+-]*", word)]
+    assert numbers and set(numbers) <= WIDE_TEXT
+    assert "1.23457e+06" in out
+
+
+@pytest.mark.parametrize("width", [16, 20, 24, 30, 40])
+def test_a_vector_keeps_every_number_and_label_at_narrow_widths(width):
+    values = np.array([1.23456789e6, -9.87654321e-7, 5.5e12])
+    out = render([RenderBlock("df_dx", values, row_labels=["f[0]", "f[1]", "f[2]"], shape=(3,))], width=width)
+    assert cut_words(out) == []
+    for text in ("1.23457e+06", "-9.87654e-07", "5.5e+12", "f[0]", "f[2]"):
+        assert text in out, (width, out)
+
+
+@pytest.mark.parametrize("width", range(16, 81, 4))
+def test_header_never_breaks_a_shape_or_a_dtype(width):
+    header = RenderHeader("Jacobian of f", {"inputs": "x (3,) float64, y (2, 2) float32",
+                                            "result": "df_dx (3, 3), df_dy (3, 2, 2)"})
+    out = render([labelled(np.eye(2))], header, width=width)
+    assert cut_words(out) == []
+    for text in ("(3,)", "float64", "(2, 2)", "float32", "(3, 3)", "(3, 2, 2)"):
+        assert any(text in line for line in out.splitlines()), (width, text, out)
+
+
+OPS_LIKE = [["np.linalg.matrix_power", "linalg", "derived", "yes", "any",
+             "the derivative of A^n is a sum of products (n >= 0); negative n goes through inv"],
+            ["np.linalg.tensorsolve", "linalg", "primitive", "no", "2", "-"]]
+
+
+@pytest.mark.parametrize("width", range(20, 121, 5))
+def test_report_tables_show_names_whole_and_wrap_only_prose(width):
+    console = make_console(io.StringIO(), width=width)
+    print_report_table(console, "supported functions", ["name", "family", "kind", "reverse", "order", "notes"],
+                       OPS_LIKE, prose=["notes"])
+    out = console.file.getvalue()
+    assert "…" not in out
+    words = out.split()
+    for row in OPS_LIKE:
+        for cell in row[:5]:
+            assert cell in words, (width, cell, out)
+    assert "inv" in words and "negative" in words
+
+
+@pytest.mark.parametrize("width", [30, 40, 60, 80, 100])
+def test_report_tables_keep_a_shape_on_one_line(width):
+    console = make_console(io.StringIO(), width=width)
+    print_report_table(console, "jacobian blocks", ["block", "shape", "matrix", "dtype", "bytes", "connected", "mode"],
+                       [["df_du", "(32, 32)", "32 x 32", "float64", "8192 B (8.0 KiB)", "yes", "reverse"]],
+                       wrap=["bytes"])
+    out = console.file.getvalue()
+    assert "…" not in out
+    for text in ("df_du", "(32, 32)", "32 x 32", "float64", "(8.0 KiB)", "connected", "reverse"):
+        assert any(text in line for line in out.splitlines()), (width, text, out)
+    if width >= 80:  # a standard terminal keeps the table
+        assert "(32, 32)  32 x 32  float64" in out
 
 
 def test_nan_and_inf_are_shown_and_highlighted(colour_env):
@@ -307,5 +381,5 @@ def test_progress_stop_without_start_is_harmless():
 
 
 def test_doctests_pass():
-    for module in (jaccli.render, jaccli.render_plain, jaccli.render_progress):
+    for module in (jaccli.render, jaccli.render_plain, jaccli.render_progress, jaccli.render_report):
         assert doctest.testmod(module).failed == 0

@@ -153,14 +153,14 @@ def _sections(d: dict, problem: Problem, outcome: Outcome) -> list[Section]:
                               "there is not a failure)", ["entry", "elements", "op", "convention"],
                               [[_at(e), e["label"], f"{e['op']} at {e['site']}", e["notes"] or "-"]
                                for e in d["kink_entries"]],
-                              more=f"... and {more} more" if more > 0 else ""))
+                              more=f"... and {more} more" if more > 0 else "", prose=["convention"]))
     if d["convention_dependent_count"]:
         more = d["convention_dependent_count"] - len(d["convention_dependent"])
         sections.append(Table("mismatches not counted (the finite-difference step crosses a kink or a jump)",
                               ["entry", "elements", "AD", "FD", "reason"],
                               [[_at(e), e["label"], _g(e["ad"]), _g(e["fd"]), e["reason"]]
                                for e in d["convention_dependent"]],
-                              more=f"... and {more} more" if more > 0 else ""))
+                              more=f"... and {more} more" if more > 0 else "", prose=["reason"]))
     sections.append("passed" if d["passed"] else "failed")
     return sections
 

@@ -9,12 +9,19 @@ from typing import Mapping, Sequence, Union
 
 @dataclass
 class Table:
-    """A titled table of strings; `more` is a closing note such as "... and 12 more"."""
+    """A titled table of strings; `more` is a closing note such as "... and 12 more".
+
+    `prose` names the columns of free text (notes, reasons) that may wrap between words on a
+    terminal, `wrap` those that may wrap between words outside brackets (``8192 B (8.0 KiB)``);
+    every other cell (names, shapes, numbers) is shown whole.
+    """
 
     title: str
     headers: Sequence[str]
     rows: Sequence[Sequence[str]]
     more: str = ""
+    prose: Sequence[str] = ()
+    wrap: Sequence[str] = ()
 
 
 @dataclass
@@ -52,34 +59,21 @@ def _plain(sections: Sequence[Section]) -> str:
 
 
 def _rich(sections: Sequence[Section], color: bool) -> None:
-    from rich import box
-    from rich.table import Table as RichTable
     from rich.text import Text
 
-    from jaccli.render import make_console
+    from jaccli.render import make_console, print_facts, print_report_table
 
     console = make_console(sys.stdout, no_color=None if color else True)
     for section in sections:
         if isinstance(section, str):
             console.print(Text(section))
         elif isinstance(section, Facts):
-            grid = RichTable.grid(padding=(0, 2))
-            grid.add_column(style="bold")
-            grid.add_column()
-            for k, v in section.items.items():
-                grid.add_row(k, v)
-            console.print(grid)
+            print_facts(console, list(section.items.items()))
+        elif not section.rows:
+            console.print(Text(f"{section.title}: none"))
         else:
-            table = RichTable(title=section.title, title_justify="left", box=box.SIMPLE_HEAD,
-                              caption=section.more or None, caption_justify="left")
-            for header in section.headers:
-                table.add_column(header)
-            for row in section.rows:
-                table.add_row(*row)
-            if not section.rows:
-                console.print(Text(f"{section.title}: none"))
-            else:
-                console.print(table)
+            print_report_table(console, section.title, section.headers, section.rows, prose=section.prose,
+                               wrap=section.wrap, caption=section.more or None)
 
 
 def render(sections: Sequence[Section], fmt: str | None, color: bool = True) -> None:

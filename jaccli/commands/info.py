@@ -176,7 +176,7 @@ def _sections(doc: dict, problem: Problem) -> list[Section]:
               [[k, _shape(e["shape"]), " x ".join(map(str, e["matrix_shape"])), e["dtype"],
                 _bytes(e["nbytes"]), "yes" if e["connected"] else "NO", e["mode"],
                 "-" if e["chunk_size"] is None else str(e["chunk_size"]), str(e["sweeps"])]
-               for k, e in doc["blocks"].items()]),
+               for k, e in doc["blocks"].items()], wrap=["bytes"]),
         Facts({"dense size": _bytes(doc["nbytes"]),
                f"{kind} would use": f"{doc['mode']} mode, chunk size {doc['chunk_size']}, {doc['sweeps']} sweeps",
                "operations": f"{doc['operations']} recorded"}),
@@ -185,7 +185,8 @@ def _sections(doc: dict, problem: Problem) -> list[Section]:
         Table("disconnected (output, input) pairs", ["output", "input", "block"],
               [[d["output"], d["input"], d["block"]] for d in doc["disconnected"]]),
         Table("kinks at this point (derivatives there are a convention)", ["op", "site", "count", "convention"],
-              [[k["op"], k["site"] or "-", str(k["count"]), k["notes"] or "-"] for k in doc["kinks"]]),
+              [[k["op"], k["site"] or "-", str(k["count"]), k["notes"] or "-"] for k in doc["kinks"]],
+              prose=["convention"]),
     ]
 
 
@@ -229,4 +230,4 @@ def show_ops(family: list[str] | None, fmt: str | None, color: bool, argv: list[
     cells = [[("yes" if v else "no") if isinstance(v, bool) else str(v) for v in (r[k] for k, _ in OPS_COLUMNS)]
              for r in rows]
     render([Table(f"{len(rows)} supported NumPy functions, methods and operators",
-                  [header for _, header in OPS_COLUMNS], cells)], "table", color)
+                  [header for _, header in OPS_COLUMNS], cells, prose=["notes"])], "table", color)

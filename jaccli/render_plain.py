@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RenderBlock", "RenderHeader", "format_number", "format_plain"]
+__all__ = ["RenderBlock", "RenderHeader", "format_number", "format_plain", "shape_text"]
 
 
 @dataclass
@@ -53,6 +53,15 @@ def format_number(value: Any, precision: int) -> str:
     return "%.*g" % (precision, value + 0.0)  # -0.0 + 0.0 is 0.0; every other value is unchanged
 
 
+def shape_text(shape: Sequence[int] | None) -> str:
+    """A shape without commas, for header lines that CSV readers see: ``3x3``, ``5`` (1-D), ``()`` (0-D).
+
+    >>> shape_text((3, 2, 2)), shape_text((5,)), shape_text(())
+    ('3x2x2', '5', '()')
+    """
+    return "x".join(str(n) for n in shape) if shape else "()"
+
+
 def _rows_of(matrix: np.ndarray) -> np.ndarray:
     """0-D -> one row of one value; 1-D -> one value per row, as numpy.savetxt writes vectors."""
     if matrix.ndim == 0:
@@ -74,21 +83,21 @@ def format_plain(
         blocks: the blocks to write, in order.
         precision: significant digits (``%.{precision}g``).
         delimiter: between numbers on a line, ``" "`` for text or ``","`` for CSV.
-        headers: write ``# key shape=(...)`` before each block; always done for several blocks, so
+        headers: write ``# key shape=RxC`` before each block; always done for several blocks, so
             that one block without headers gives pure data lines.
 
     Returns:
         The text, each line ending in a newline.
 
     >>> print(format_plain([RenderBlock("df_dx", np.eye(2))], precision=3, delimiter=","), end="")
-    # df_dx shape=(2, 2)
+    # df_dx shape=2x2
     1,0
     0,1
     """
     lines = []
     for block in blocks:
         if headers or len(blocks) > 1:
-            lines.append(f"# {block.key} shape={tuple(block.shape)}")
+            lines.append(f"# {block.key} shape={shape_text(block.shape)}")
         for row in _rows_of(block.matrix):
             lines.append(delimiter.join(format_number(value, precision) for value in row.tolist()))
     return "".join(line + "\n" for line in lines)

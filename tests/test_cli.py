@@ -609,7 +609,7 @@ def test_jvp_of_tuple_outputs_gives_one_block_per_output(runner):
     result = invoke(runner, "jvp", "-e", "x * y, x + y", "x=[1, 2]", "y=[3, 4]", "--vector", "[1, 0]",
                     "--vector", "[0, 1]", "--format", "text")
     assert result.exit_code == 0
-    assert result.stdout == "# jvp_f0 shape=(2,)\n3 2\n# jvp_f1 shape=(2,)\n1 1\n"
+    assert result.stdout == "# jvp_f0 shape=2\n3 2\n# jvp_f1 shape=2\n1 1\n"
 
 
 def test_hvp_is_h_times_v(runner, inputs):
@@ -1125,10 +1125,32 @@ def test_csv_format_on_stdout(runner, inputs):
     assert_allclose(np.loadtxt(result.stdout.splitlines(), delimiter=","), mlp_jacobian(inputs["mlp_x"]), rtol=1e-14)
 
 
+def test_csv_of_several_blocks_reads_block_by_block_with_numpy(runner):
+    import csv
+    import io
+    import re
+
+    args = ("jacobian", sample("kinetics.py"), sample("kinetics_inputs.npz"))
+    expected = {key: np.array(block["data"]) for key, block in report(invoke(runner, *args, "--format", "json"))
+                ["blocks"].items()}
+    text = invoke(runner, *args, "--format", "csv").stdout
+    # A header line is one CSV field: no comma inside it for a reader that does not skip comments.
+    headers = [row for row in csv.reader(io.StringIO(text)) if row[0].startswith("#")]
+    assert [len(row) for row in headers] == [1, 1]
+    parts = re.split(r"^(# .*)\n", text, flags=re.MULTILINE)[1:]
+    assert len(parts) == 4
+    for header, body in zip(parts[::2], parts[1::2]):
+        key, shape = re.fullmatch(r"# (\w+) shape=(\d+(?:x\d+)*)", header).groups()
+        block = np.loadtxt(io.StringIO(header + "\n" + body), delimiter=",", comments="#", ndmin=2)
+        assert_allclose(block.reshape([int(n) for n in shape.split("x")]), expected[key], rtol=1e-5)
+    # The whole output, comments skipped, is the blocks' rows one after the other.
+    assert np.genfromtxt(io.StringIO(text), delimiter=",", comments="#").shape == (6, 3)
+
+
 def test_text_of_several_blocks_has_headers(runner):
     result = invoke(runner, "jacobian", sample("kinetics.py"), sample("kinetics_inputs.npz"), "--format", "text")
     lines = result.stdout.splitlines()
-    assert lines[0] == "# df_dc shape=(3, 3)" and lines[4] == "# df_dk shape=(3, 3)"
+    assert lines[0] == "# df_dc shape=3x3" and lines[4] == "# df_dk shape=3x3"
 
 
 def test_precision_limits_digits(runner):

@@ -295,7 +295,7 @@ def test_make_console_respects_pinned_width():
 
 def test_format_plain_text_exact():
     block = RenderBlock("df_dx", np.array([[1.0, 0.5, -2.0], [1e-10, 123456789.0, 0.0]]))
-    assert format_plain([block], precision=4) == "# df_dx shape=(2, 3)\n1 0.5 -2\n1e-10 1.235e+08 0\n"
+    assert format_plain([block], precision=4) == "# df_dx shape=2x3\n1 0.5 -2\n1e-10 1.235e+08 0\n"
 
 
 def test_format_plain_csv_without_headers_is_pure_data():
@@ -305,18 +305,18 @@ def test_format_plain_csv_without_headers_is_pure_data():
 
 def test_format_plain_several_blocks_always_have_headers():
     blocks = [RenderBlock("df_dx", np.eye(2)), RenderBlock("df_dy", np.array([7.0]), shape=(1,))]
-    expected = "# df_dx shape=(2, 2)\n1,0\n0,1\n# df_dy shape=(1,)\n7\n"
+    expected = "# df_dx shape=2x2\n1,0\n0,1\n# df_dy shape=1\n7\n"
     assert format_plain(blocks, precision=6, delimiter=",", headers=False) == expected
 
 
 def test_format_plain_nonfinite_zero_and_one_dimensional():
     blocks = [RenderBlock("s", np.float64(-0.25)), RenderBlock("v", np.array([np.nan, np.inf, -np.inf]))]
-    assert format_plain(blocks, precision=6) == "# s shape=()\n-0.25\n# v shape=(3,)\nnan\ninf\n-inf\n"
+    assert format_plain(blocks, precision=6) == "# s shape=()\n-0.25\n# v shape=3\nnan\ninf\n-inf\n"
 
 
 def test_format_plain_header_shows_full_block_shape():
     block = RenderBlock("d2f", np.zeros((2, 4)), shape=(2, 2, 2))
-    assert format_plain([block], precision=3).splitlines()[0] == "# d2f shape=(2, 2, 2)"
+    assert format_plain([block], precision=3).splitlines()[0] == "# d2f shape=2x2x2"
 
 
 def test_format_plain_round_trips_through_loadtxt(rng):
@@ -327,7 +327,7 @@ def test_format_plain_round_trips_through_loadtxt(rng):
 
 def test_format_plain_integers_and_booleans():
     blocks = [RenderBlock("i", np.array([[1, -2]])), RenderBlock("b", np.array([[True, False]]))]
-    assert format_plain(blocks, precision=6, headers=False) == "# i shape=(1, 2)\n1 -2\n# b shape=(1, 2)\n1 0\n"
+    assert format_plain(blocks, precision=6, headers=False) == "# i shape=1x2\n1 -2\n# b shape=1x2\n1 0\n"
 
 
 # ---------------------------------------------------------------- progress

@@ -1541,6 +1541,40 @@ def test_man_page_documents_every_json_report_key(runner):
         assert f"``{key}``" in report_module.__doc__, key
 
 
+def _timing_keys(result: Result) -> set[str]:
+    return set(report(result)["timings"])
+
+
+def test_timing_keys_are_the_documented_ones_in_reports_and_files(runner, tmp_path):
+    arm = (sample("robot_arm.py"), sample("robot_arm_q.npy"))
+    always = {"load_s", "record_s", "evaluate_s", "total_s"}
+    in_files = {"load_s", "record_s", "evaluate_s"}
+    assert _timing_keys(invoke(runner, "jacobian", *arm, "--format", "json")) == always
+    for command, extra in (("grad", ()), ("vjp", ("--vector", "[1, 0, 0]")), ("hessian", ())):
+        func = (sample("rosenbrock.py"), sample("rosenbrock_x.npy")) if command != "vjp" else arm
+        assert _timing_keys(invoke(runner, command, *func, *extra, "--format", "json")) == always, command
+    assert _timing_keys(invoke(runner, "check", *arm, "--format", "json")) == always | {"check_s"}
+    reference = tmp_path / "ref.npy"
+    assert _timing_keys(invoke(runner, "jacobian", *arm, "-o", str(reference), "--format", "json")) \
+        == always | {"write_s"}
+    compared = invoke(runner, "jacobian", *arm, "--compare", str(reference), "--format", "json")
+    assert _timing_keys(compared) == always | {"check_s"}
+    # A streamed result is written while it is evaluated: its writing is in evaluate_s.
+    streamed = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "-o",
+                      str(tmp_path / "big.npy"), "--max-memory", "4KiB", "--format", "json")
+    assert report(streamed)["streamed"] and _timing_keys(streamed) == always
+    # A file's metadata is made before the file is written: no write_s, no total_s.
+    invoke(runner, "jacobian", *arm, "-o", str(tmp_path / "J.json"))
+    assert set(json.loads((tmp_path / "J.json").read_text())["meta"]["timings"]) == in_files
+    invoke(runner, "jacobian", *arm, "-o", str(tmp_path / "J.npz"), "--compare", str(reference))
+    with np.load(tmp_path / "J.npz") as archive:
+        assert set(json.loads(str(archive["__meta__"]))["timings"]) == in_files | {"check_s"}
+    entry = " ".join(MAN_PAGE.read_text().split("\n.B timings\n")[1].split("\n.TP\n")[0].split())
+    assert "total_s (the whole run), always; check_s (the checking) only for check and with" in entry
+    assert "write_s (writing the .B \\-o file) only when a file was written and not streamed" in entry
+    assert "it has load_s, record_s, evaluate_s and check_s as above, and never write_s or total_s" in entry
+
+
 @pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed")
 def test_man_page_renders_without_warnings():
     done = subprocess.run(["groff", "-man", "-ww", "-z", str(MAN_PAGE)], capture_output=True, text=True)

@@ -24,8 +24,10 @@ stored in ``.npz`` files under ``__meta__`` and in ``.json`` files under ``meta`
   computed) and ``connected`` (false when the output does not depend on the input at all).
 - ``sweeps``, ``seeds``: sweeps run and seed vectors pushed through them. ``streamed``: whether
   the result was written to disk in row blocks. ``output``: the file written, or null.
-- ``timings``: seconds: ``load_s``, ``record_s``, ``evaluate_s``, ``check_s`` (check, --compare),
-  ``write_s``, ``total_s``.
+- ``timings``: seconds: ``load_s``, ``record_s``, ``evaluate_s`` (with the writing of a streamed
+  result) and ``total_s`` always; ``check_s`` only for check and --compare; ``write_s`` only when
+  an -o file was written (not streamed). A file's own metadata is made before it is written: it
+  never has ``write_s`` or ``total_s``.
 - ``warnings``: messages, also printed to stderr (structural zeros, NaN and inf, casts, NumPy's).
 - ``nonfinite``: per block holding NaN or inf, ``{"block", "shape", "nan", "posinf", "neginf",
   "entries", "first", "labels"}`` (counts, first indices in the block's shape and their row and

@@ -7,6 +7,7 @@ derivatives at the top are shared with test_cli_subprocess.py and test_cli_docs.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -1539,6 +1540,42 @@ def test_man_page_documents_every_json_report_key(runner):
 
     for key in set(doc) | block_keys:
         assert f"``{key}``" in report_module.__doc__, key
+
+
+def test_readme_stats_example_shows_every_stats_line(runner):
+    readme = (ROOT / "README.md").read_text()
+    example = readme.split("--rows 0:4 --cols 0:5 --stats\n")[1].split("\n\n")[0]
+    documented = [line.strip() for line in example.splitlines() if line.strip().startswith("stats:")]
+    result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--rows", "0:4",
+                    "--cols", "0:5", "--stats")
+    printed = [line for line in result.stderr.splitlines() if line.startswith("stats:")]
+    assert len(documented) == len(printed) == 3
+    assert documented[:2] == printed[:2]
+    # Times differ from run to run; the line names the same phases.
+    assert re.sub(r"[0-9.]+ ms", "T", documented[2]) == re.sub(r"[0-9.]+ ms", "T", printed[2])
+
+
+def test_man_example_of_the_linalg_family_names_the_np_linalg_functions_listed_elsewhere(runner):
+    text = MAN_PAGE.read_text()
+    example = " ".join(text.split("\njaccli ops \\-\\-family linalg\n")[0].split("\n.PP\n")[-2].split())
+    listed = report(invoke(runner, "ops", "--format", "json"))["operations"]
+    elsewhere = [row for row in listed if row["name"].startswith("np.linalg.") and row["family"] != "linalg"]
+    assert elsewhere
+    for row in elsewhere:
+        short = row["name"].removeprefix("np.linalg.")
+        assert re.search(rf"\b{short}\b", example), (row["name"], example)
+        assert re.search(rf"\b{short}\b[^;(]* under {row['family']}\b", example), (row["name"], row["family"])
+
+
+def test_precision_is_for_text_table_and_csv_and_json_keeps_every_digit(runner):
+    doc = report(invoke(runner, "jacobian", "-e", "x / 3.0", "x=1.0", "--format", "json", "--precision", "2"))
+    assert doc["blocks"]["df_dx"]["data"] == 1 / 3
+    assert invoke(runner, "jacobian", "-e", "x / 3.0", "x=1.0", "--format", "csv", "--precision", "2").stdout \
+        == "0.33\n"
+    entry = " ".join(MAN_PAGE.read_text().split('\n.BI \\-\\-precision " N"\n')[1].split("\n.TP\n")[0].split())
+    assert "in the table, text and csv formats on stdout" in entry and "JSON" in entry and "every digit" in entry
+    help_text = " ".join(invoke(runner, "jacobian", "--help").stdout.split())
+    assert "JSON keeps every digit" in help_text
 
 
 def _timing_keys(result: Result) -> set[str]:

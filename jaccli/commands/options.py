@@ -168,7 +168,8 @@ output_options = _stack(
                  help="Stdout format. Default: table on a terminal, text otherwise; json prints one "
                       "report object."),
     click.option("--precision", type=click.IntRange(1, 17), metavar="N",
-                 help="Significant digits on stdout (default 6) and in .csv/.txt files (default exact)."),
+                 help="Significant digits in table, text and csv output (default 6) and in .csv/.txt files "
+                      "(default exact); JSON keeps every digit."),
     click.option("--heatmap", is_flag=True, help="Colour table cells by magnitude."),
     click.option("--no-color", is_flag=True, help="No colours (also when NO_COLOR is set)."),
     click.option("--stats", is_flag=True, help="Print rows and columns evaluated, sweeps, chunk size and "

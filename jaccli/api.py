@@ -21,6 +21,7 @@ from .engine.batching import separable
 from .evaluator import MODES, Evaluator, HessianEvaluator, check_batch_independence
 from .lazy import Hessian, Jacobian
 from .replay import RecordOnce, record_once
+from .words import counted
 
 __all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp", "grad", "record_once"]
 
@@ -410,8 +411,8 @@ def _check_v(v: Any, shapes: list[tuple], side: str, what: str) -> list[np.ndarr
                 arr = np.reshape(arr, shape)
             else:
                 raise ValueError(f"{entry}v has invalid size: should be {tuple(shape)} but got {np.shape(arr)} "
-                                 f"({what}; a flat v of {int(np.prod(shape))} entries is also read, row-major, "
-                                 "and axes of length 1 may be added or left out).")
+                                 f"({what}; a flat v of {counted(int(np.prod(shape)), 'entry')} is also read, "
+                                 "row-major, and axes of length 1 may be added or left out).")
         out.append(arr)
     return out
 

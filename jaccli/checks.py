@@ -12,6 +12,7 @@ from .api import _as_args, _param_names, _resolve_wrt, hessian, jacobian, vjp
 # compare_arrays and CompareReport live in .compare; re-exported so existing imports keep working.
 from .compare import TOP, CompareReport, compare_arrays, json_number
 from .errors import UsageError
+from .words import counted, verb
 from .finite_diff import (batch_flag, fd_columns, finite_difference_jacobian, flat_indices, float64_args,
                           gradient_function, plain_outputs)
 from .kinks import StepCrossings, excuse_mismatches, kink_rows, row_seeds
@@ -71,20 +72,22 @@ class CheckReport:
         errs = (f"max abs error {self.max_abs_err:.3g}, max rel error {self.max_rel_err:.3g}; "
                 f"rtol={self.rtol:g}, atol={self.atol:g}")
         if self.passed:
-            text = f"check passed: reverse mode, forward mode and finite differences agree on {n} entries ({errs})"
+            text = f"check passed: reverse mode, forward mode and finite differences agree on {counted(n, 'entry')} " \
+                f"({errs})"
         else:
             parts = []
             if self.unrepeatable is not None:
                 parts.append(unrepeatable_message(self.unrepeatable))
             bad = sum(b["mismatches"] for b in self.blocks)
             if bad:
-                parts.append(f"{bad} of {n} entries differ from finite differences ({errs})")
+                parts.append(f"{bad} of {counted(n, 'entry')} {verb(bad, 'differ', 'differs')} from finite differences "
+                             f"({errs})")
             if not self.modes["passed"]:
-                parts.append(f"reverse and forward mode disagree on {self.modes['mismatches']} entries "
+                parts.append(f"reverse and forward mode disagree on {counted(self.modes['mismatches'], 'entry')} "
                              f"(max abs difference {self.modes['max_abs_err']:.3g})")
             if self.gradient is not None and not self.gradient["passed"]:
                 parts.append(f"the gradient differs from finite differences of f at "
-                             f"{self.gradient['mismatches']} entries")
+                             f"{counted(self.gradient['mismatches'], 'entry')}")
             if self.nested_derivative is not None:
                 parts.append(nested_derivative_message(self.nested_derivative))
             text = "check FAILED: " + "; ".join(parts)
@@ -94,8 +97,9 @@ class CheckReport:
                 text += f"; worst {w['block']}[{at}]: AD {w['ad']} vs finite differences {w['fd']}"
         if self.convention_dependent_count:
             ops = sorted({e["reason"] for e in self.convention_dependent})
-            text += (f"; {self.convention_dependent_count} convention-dependent entries (the step crosses a kink) "
-                     f"were not counted: {'; '.join(ops)}")
+            count = self.convention_dependent_count
+            text += (f"; {counted(count, 'convention-dependent entry')} (the step crosses a kink) "
+                     f"{verb(count, 'were', 'was')} not counted: {'; '.join(ops)}")
         return text
 
     def to_dict(self) -> dict:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from .errors import UsageError
+from .words import all_of, counted, verb
 
 __all__ = ["CompareReport", "compare_arrays", "json_number", "TOP"]
 
@@ -40,12 +41,14 @@ class CompareReport:
     @property
     def message(self) -> str:
         size = int(np.prod(self.shape))
-        head = f"{self.mismatches} of {size} entries differ beyond rtol={self.rtol:g}, atol={self.atol:g}"
+        head = f"{self.mismatches} of {counted(size, 'entry')} {verb(self.mismatches, 'differ', 'differs')} " \
+            f"beyond rtol={self.rtol:g}, atol={self.atol:g}"
         if self.passed:
-            head = f"all {size} entries agree within rtol={self.rtol:g}, atol={self.atol:g}"
+            head = f"{all_of(size, 'entry')} {verb(size, 'agree', 'agrees')} " \
+                f"within rtol={self.rtol:g}, atol={self.atol:g}"
         text = f"{head}; max abs error {self.max_abs_err:.3g}, max rel error {self.max_rel_err:.3g}"
         if self.nonfinite_mismatches:
-            text += f"; {self.nonfinite_mismatches} NaN/inf mismatches"
+            text += f"; {counted(self.nonfinite_mismatches, 'NaN/inf mismatch')}"
         if self.worst and not self.passed:
             w = self.worst[0]
             text += f"; worst at {tuple(w['index'])}: {w['computed']} vs {w['reference']}"

@@ -6,6 +6,7 @@ import numpy as np
 
 from jaccli.arrays import load_array
 from jaccli.errors import UsageError
+from jaccli.words import counted, verb
 
 __all__ = ["parse_index_spec"]
 
@@ -72,7 +73,7 @@ def _index_item(item: str, size: int, what: str, prefix: str) -> np.ndarray:
 
 def _in_range(index: int, size: int, what: str, prefix: str) -> int:
     if not -size <= index < size:
-        raise UsageError(f"{prefix}: index {index} is out of range for {size} {what}")
+        raise UsageError(f"{prefix}: index {index} is out of range for {counted(size, what[:-1])}")
     return index % size
 
 
@@ -88,7 +89,8 @@ def _index_file(source: str, size: int, what: str, prefix: str) -> np.ndarray:
     if values.dtype == np.bool_:
         if len(values) != size:
             raise UsageError(
-                f"{prefix}: the mask in {source} has {len(values)} entries but there are {size} {what}"
+                f"{prefix}: the mask in {source} has {counted(len(values), 'entry')} but there "
+                f"{verb(size, 'are', 'is')} {counted(size, what[:-1])}"
             )
         return np.flatnonzero(values).astype(np.int64)
     if values.dtype.kind == "f":

@@ -17,6 +17,7 @@ import numpy as np
 from jaccli.arrays import ARRAY_SUFFIXES, is_file, load_array, unreadable
 from jaccli.errors import UsageError, UserFunctionError
 from jaccli.indexspec import parse_index_spec
+from jaccli.words import counted
 from jaccli.workdir import same_directory
 
 __all__ = [
@@ -330,11 +331,11 @@ def bind_inputs(
     if len(positional) + len(by_position) > len(params):
         given = len(by_position) + len(positional)
         if kwonly:
-            takes = f"{_count(len(params), 'positional input')} ({', '.join(params) or 'none'})"
+            takes = f"{counted(len(params), 'positional input')} ({', '.join(params) or 'none'})"
             hint = f"; {', '.join(kwonly)} {'is' if len(kwonly) == 1 else 'are'} keyword-only: give " \
                    f"{kwonly[0]}=SOURCE" + hint
         else:
-            takes = f"{_count(len(params), 'input')} ({param_list})" if params else "no inputs"
+            takes = f"{counted(len(params), 'input')} ({param_list})" if params else "no inputs"
         raise UsageError(f"{shown} takes {takes} but {given} {'was' if given == 1 else 'were'} given{hint}")
     for param, (source, _) in zip(params, positional):
         if param in named:
@@ -366,10 +367,6 @@ def _unnamed(func: Callable[..., object]) -> str:
         return ""
     stars = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
     return ", ".join(stars[p.kind] + p.name for p in parameters if p.kind in stars)
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _one_array(loaded: np.ndarray | dict[str, np.ndarray], name: str, source: str) -> np.ndarray:

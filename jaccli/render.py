@@ -21,6 +21,7 @@ from rich.text import Text
 from jaccli.render_plain import RenderBlock, RenderHeader, format_number, format_plain
 from jaccli.render_progress import ProgressReporter, make_progress
 from jaccli.render_report import natural_width, print_facts, print_report_table
+from jaccli.words import counted
 
 __all__ = [
     "ProgressReporter",
@@ -210,7 +211,8 @@ def _shown(matrix: np.ndarray, rows: list[int | None], cols: list[int | None]) -
     if None not in rows and None not in cols:
         return ""
     shown_rows, shown_cols = len(rows) - (None in rows), len(cols) - (None in cols)
-    return f"showing {shown_rows} of {matrix.shape[0]} rows, {shown_cols} of {matrix.shape[1]} columns"
+    rows_of, cols_of = counted(matrix.shape[0], "row"), counted(matrix.shape[1], "column")
+    return f"showing {shown_rows} of {rows_of}, {shown_cols} of {cols_of}"
 
 
 def _note(notes: list[str], heatmap: bool, matrix: np.ndarray, scale: float) -> Text | None:

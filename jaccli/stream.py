@@ -15,6 +15,7 @@ import numpy as np
 
 from jaccli.atomic import check_target, fsync_directory, new_file_mode, unlink_quietly
 from jaccli.errors import ResourceLimitError, UsageError
+from jaccli.words import counted, verb
 
 __all__ = ["NpyStreamWriter", "human_bytes"]
 
@@ -108,13 +109,13 @@ class NpyStreamWriter:
             values = values[np.newaxis]
         if values.ndim != len(self.shape) or values.shape[:axis] != self.shape[:axis] \
                 or values.shape[axis + 1:] != row_shape:
-            each = f" for each of the {self.shape[0]} entries along axis 0, as a block of shape " \
+            each = f" for each of the {counted(self.shape[0], 'entry')} along axis 0, as a block of shape " \
                 f"({', '.join(map(str, (self.shape[0], 'k') + row_shape))})" if axis else ""
             raise ValueError(f"block of shape {values.shape} does not fit rows of shape {row_shape}{each}")
         stop = start_row + values.shape[axis]
         if start_row < 0 or stop > self.shape[axis]:
             raise ValueError(
-                f"rows {start_row}:{stop} are outside the {self.shape[axis]} rows of {self.path}"
+                f"rows {start_row}:{stop} are outside the {counted(self.shape[axis], 'row')} of {self.path}"
             )
         values = np.ascontiguousarray(values, dtype=self.dtype)
         if axis == 0:
@@ -142,7 +143,8 @@ class NpyStreamWriter:
         fd = self._open_fd()
         if self.rows_missing and not allow_partial:
             raise ValueError(
-                f"{self.rows_missing} of {self.shape[self.row_axis]} rows of {self.path} were never written"
+                f"{self.rows_missing} of {counted(self.shape[self.row_axis], 'row')} of {self.path} "
+                f"{verb(self.rows_missing, 'were', 'was')} never written"
             )
         os.fsync(fd)
         self._close()

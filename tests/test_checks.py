@@ -216,8 +216,8 @@ def test_broken_reverse_rule_fails_and_points_at_the_entry(monkeypatch):
     assert not rep.modes["passed"] and rep.modes["mismatches"] == 1
     assert (rep.modes["worst"][0]["row"], rep.modes["worst"][0]["col"]) == (2, 2)
     assert rep.blocks[0]["mismatches"] == 1
-    assert rep.message.startswith("check FAILED: 1 of 9 entries differ from finite differences")
-    assert "reverse and forward mode disagree on 1 entries" in rep.message
+    assert rep.message.startswith("check FAILED: 1 of 9 entries differs from finite differences")
+    assert "reverse and forward mode disagree on 1 entry " in rep.message
     assert "worst df/dx[2, 2]" in rep.message
 
 

@@ -683,7 +683,7 @@ def test_vjp_vector_count_for_tuple_outputs_names_the_outputs(runner, vectors, g
 @pytest.mark.parametrize("command", ["jvp", "hvp"])
 def test_jvp_and_hvp_vector_given_twice_for_one_input_says_what_to_do(runner, command):
     result = invoke(runner, command, "-e", "sum(x ** 3)", "x=[1, 2]", "--vector", "[1, 0]", "--vector", "[0, 1]")
-    assert_usage_error(result, "--vector: 2 vectors given for 1 differentiated input(s) (x); give one per input")
+    assert_usage_error(result, "--vector: 2 vectors given for 1 differentiated input (x); give one per input")
 
 
 # ---------------------------------------------------------------- expressions
@@ -1576,6 +1576,27 @@ def test_precision_is_for_text_table_and_csv_and_json_keeps_every_digit(runner):
     assert "in the table, text and csv formats on stdout" in entry and "JSON" in entry and "every digit" in entry
     help_text = " ".join(invoke(runner, "jacobian", "--help").stdout.split())
     assert "JSON keeps every digit" in help_text
+
+
+def test_a_count_of_one_takes_the_singular_in_every_message(runner, tmp_path):
+    ref = tmp_path / "ref.npy"
+    np.save(ref, np.array(2.0))
+    one = ("-e", "x * 2.0", "x=1.0")
+    texts = {
+        "info": (invoke(runner, "info", *one, "--format", "text").stdout, "chunk size 1, 1 sweep\n"),
+        "nonfinite": (invoke(runner, "jacobian", "-e", "log(x)", "x=0.0").stderr, "holds 1 inf (of 1 entry)"),
+        "check": (invoke(runner, "check", *one, "--format", "text").stdout, "1 entry in 1 block"),
+        "compare": (invoke(runner, "jacobian", *one, "--compare", str(ref)).stderr, "passed: the 1 entry agrees"),
+        "mismatch": (invoke(runner, "jacobian", "-e", "x * 3.0", "x=1.0", "--compare", str(ref)).stderr,
+                     "FAILED: 1 of 1 entry differs"),
+        "stats": (invoke(runner, "jacobian", *one, "--stats").stderr, "df_dx: 1 of 1 row, 0 of 1 column"),
+        "rows": (invoke(runner, "jacobian", "-e", "x * 2.0", "[1.0]", "--rows", "3").stderr, "range for 1 row"),
+        "vector": (invoke(runner, "vjp", "-e", "x[0:1] * 2.0", "[1.0, 2.0]", "--vector", "[1, 2]").stderr,
+                   "a flat v of 1 entry is also read"),
+    }
+    for name, (text, expected) in texts.items():
+        assert expected in text, (name, text)
+        assert not re.search(r"\b1 (entries|sweeps|rows|columns|blocks|evaluations|vectors|outputs)\b", text), name
 
 
 def _timing_keys(result: Result) -> set[str]:

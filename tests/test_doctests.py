@@ -10,7 +10,7 @@ import pytest
 
 MODULES = ["jaccli.api", "jaccli.arrays", "jaccli.checks", "jaccli.compare", "jaccli.diagnostics",
            "jaccli.finite_diff", "jaccli.indexspec", "jaccli.kinks", "jaccli.loaders", "jaccli.ops",
-           "jaccli.replay", "jaccli.sizes", "jaccli.stream", "jaccli.writers"]
+           "jaccli.replay", "jaccli.sizes", "jaccli.stream", "jaccli.words", "jaccli.writers"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -9,6 +9,7 @@ import numpy as np
 
 from jaccli.checks import CheckReport, check_derivative, nested_derivative_message, unrepeatable_message
 from jaccli.errors import UsageError
+from jaccli.words import counted, verb
 
 from .compute import Block, Outcome, Verdict
 from .display import Facts, Section, Table, render
@@ -94,12 +95,14 @@ def _failure(d: dict) -> str:
     parts = [unrepeatable_message(d["unrepeatable"])] if d["unrepeatable"] is not None else []
     bad = sum(b["mismatches"] for b in d["blocks"])
     if bad:
-        parts.append(f"{bad} of {d['entries']} entries differ from finite differences beyond rtol={d['rtol']:g}, "
+        parts.append(f"{bad} of {counted(d['entries'], 'entry')} {verb(bad, 'differ', 'differs')} from finite "
+                     f"differences beyond rtol={d['rtol']:g}, "
                      f"atol={d['atol']:g}")
     if not d["modes"]["passed"]:
-        parts.append(f"reverse and forward mode disagree on {d['modes']['mismatches']} entries")
+        parts.append(f"reverse and forward mode disagree on {counted(d['modes']['mismatches'], 'entry')}")
     if d["gradient"] is not None and not d["gradient"]["passed"]:
-        parts.append(f"the gradient differs from finite differences of f at {d['gradient']['mismatches']} entries")
+        parts.append("the gradient differs from finite differences of f at "
+                     f"{counted(d['gradient']['mismatches'], 'entry')}")
     if d["nested_derivative"] is not None:
         parts.append(nested_derivative_message(d["nested_derivative"]))
     text = "check failed: " + "; ".join(parts or ["see the report"])
@@ -116,19 +119,19 @@ def _sections(d: dict, problem: Problem, outcome: Outcome) -> list[Section]:
     what = f"-e {problem.spec!r}" if problem.is_expression else problem.what
     kind = "Jacobian" if d["order"] == 1 else "Hessian"
     n = len(d["blocks"])
-    sections: list[Section] = [f"check of {what}: {kind} (order {d['order']}), {d['entries']} entries in "
-                               f"{n} block{'s' if n > 1 else ''}"]
+    sections: list[Section] = [f"check of {what}: {kind} (order {d['order']}), {counted(d['entries'], 'entry')} in "
+                               f"{counted(n, 'block')}"]
     modes = d["modes"]
     facts = {
         "tolerance": f"rtol={d['rtol']:g}, atol={d['atol']:g}",
         "finite differences": f"{d['fd']['method']} in float64, of {d['fd']['of']}, "
-                              f"{d['fd']['evaluations']} evaluations",
-        "reverse vs forward": ("agree" if modes["passed"] else f"DISAGREE on {modes['mismatches']} entries")
+                              f"{counted(d['fd']['evaluations'], 'evaluation')}",
+        "reverse vs forward": ("agree" if modes["passed"] else f"DISAGREE on {counted(modes['mismatches'], 'entry')}")
                               + f" (max abs difference {modes['max_abs_err']:.3g})",
     }
     if d["gradient"] is not None:
         g = d["gradient"]
-        facts["gradient vs f"] = ("agrees" if g["passed"] else f"DIFFERS at {g['mismatches']} entries") \
+        facts["gradient vs f"] = ("agrees" if g["passed"] else f"DIFFERS at {counted(g['mismatches'], 'entry')}") \
             + f" (max abs error {g['max_abs_err']:.3g})"
     if d["unrepeatable"] is not None:
         facts["f at the same inputs"] = f"DIFFERS between two calls (by up to {d['unrepeatable']:.3g})"

@@ -26,6 +26,7 @@ from jaccli.arrays import load_array
 from jaccli.checks import default_tolerances
 from jaccli.compare import compare_arrays
 from jaccli.errors import UsageError
+from jaccli.words import all_of, counted, verb
 
 from .compute import Block, Outcome, Verdict, several_blocks
 from .nonfinite import entry_label
@@ -137,13 +138,16 @@ def compare(problem: Problem, outcome: Outcome, settings: Settings) -> Verdict:
     if nonfinite:
         errors += f" where both are finite; {nonfinite} NaN or inf against a different value"
     if passed:
-        lines = [f"compare with {source}: passed: all {entries} entries agree within rtol={rtol:g}, "
+        lines = [f"compare with {source}: passed: {all_of(entries, 'entry')} {verb(entries, 'agree', 'agrees')} "
+                 f"within rtol={rtol:g}, "
                  f"atol={atol:g} ({errors})"] + both
         return Verdict("compare", True, data, lines)
     failing = [w for w in worst if w["abs_err"] is None or w["abs_err"] > w["allowed"]]
-    lines = [f"compare with {source}: FAILED: {mismatches} of {entries} entries differ beyond rtol={rtol:g}, "
+    lines = [f"compare with {source}: FAILED: {mismatches} of {counted(entries, 'entry')} "
+             f"{verb(mismatches, 'differ', 'differs')} beyond rtol={rtol:g}, "
              f"atol={atol:g} ({errors}); worst entries:"]
     lines += [f"  {_worst_line(w)}" for w in failing[:TOP]] + both
-    failure = (f"--compare: {mismatches} of {entries} entries differ from {source} beyond rtol={rtol:g}, "
+    failure = (f"--compare: {mismatches} of {counted(entries, 'entry')} {verb(mismatches, 'differ', 'differs')} "
+               f"from {source} beyond rtol={rtol:g}, "
                f"atol={atol:g}{odd}; worst {_worst_line(failing[0])}")
     return Verdict("compare", False, data, lines, failure)

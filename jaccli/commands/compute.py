@@ -14,6 +14,7 @@ import jaccli
 from jaccli.diagnostics import disconnected_hint, disconnected_pairs, structural_zero_message
 from jaccli.errors import UsageError
 from jaccli.indexspec import parse_index_spec
+from jaccli.words import counted
 
 from .failures import CheckFailed, shown_path
 from .problem import Problem, load_vectors
@@ -327,7 +328,7 @@ def _product(fn: Callable, problem: Problem, v: Any, per_output: bool) -> tuple:
         if per_output and counts:
             outputs = int(counts.group(1))
             names = ", ".join(f"{problem.name}{i}" for i in range(outputs))
-            raise UsageError(f"--vector: {given} vector{'s' if given > 1 else ''} given for the {outputs} outputs "
+            raise UsageError(f"--vector: {counted(given, 'vector')} given for the {counted(outputs, 'output')} "
                              f"of {problem.name} ({names}); give one per output, positionally or as "
                              f"{problem.name}0=SOURCE") from None
         # The library names the vector `v`; on the command line it is --vector.

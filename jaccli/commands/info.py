@@ -40,6 +40,7 @@ import numpy as np
 import jaccli
 from jaccli.evaluator import default_memory_budget
 from jaccli.stream import human_bytes
+from jaccli.words import counted
 
 from .compute import SWEEP_KINDS, Block, matrix_blocks
 from .display import Facts, Section, Table, render
@@ -178,7 +179,8 @@ def _sections(doc: dict, problem: Problem) -> list[Section]:
                 "-" if e["chunk_size"] is None else str(e["chunk_size"]), str(e["sweeps"])]
                for k, e in doc["blocks"].items()], wrap=["bytes"]),
         Facts({"dense size": _bytes(doc["nbytes"]),
-               f"{kind} would use": f"{doc['mode']} mode, chunk size {doc['chunk_size']}, {doc['sweeps']} sweeps",
+               f"{kind} would use": f"{doc['mode']} mode, chunk size {doc['chunk_size']}, "
+                                    f"{counted(doc['sweeps'], 'sweep')}",
                "operations": f"{doc['operations']} recorded"}),
         Table("NumPy functions used", ["function", "count"],
               [[name, str(count)] for name, count in doc["functions"].items()]),

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from jaccli.diagnostics import NonfiniteMonitor, Provenance, first_nonfinite_primal, nonfinite_report, recording_of
+from jaccli.words import counted
 
 from .compute import Block, Outcome
 from .failures import shown_path
@@ -97,7 +98,7 @@ def warning_lines(outcome: Outcome) -> list[str]:
     for entry in outcome.nonfinite:
         many = entry["nan"] + entry["posinf"] + entry["neginf"]
         where = "at" if many <= len(entry["labels"]) else "first at"
-        lines.append(f"{entry['block']} holds {_counts(entry)} (of {entry['entries']} entries), {where} "
+        lines.append(f"{entry['block']} holds {_counts(entry)} (of {counted(entry['entries'], 'entry')}), {where} "
                      + "; ".join(f"({label})" for label in entry["labels"]))
     lines.append(origin_text(outcome))
     return lines

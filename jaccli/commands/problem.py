@@ -11,6 +11,7 @@ import numpy as np
 from jaccli.arrays import is_file, is_int_literal, load_array
 from jaccli.errors import UsageError
 from jaccli.loaders import bind_inputs, load_function
+from jaccli.words import counted
 
 from .failures import GuardedFunction, shown_path, user_code_output
 
@@ -220,8 +221,9 @@ def load_vectors(sources: Sequence[str], targets: list[str], dtype: str | None,
                 bind(key, array, f"{source}[{key}]")
     count = max([len(targets), len(named) + len(positional)] + [k + 1 for k in named])
     if numbered is None and count > len(targets):
-        raise UsageError(f"--vector: {len(named) + len(positional)} vectors given for {len(targets)} "
-                         f"differentiated input(s) ({shown}); give one per input, positionally or as "
+        raise UsageError(f"--vector: {counted(len(named) + len(positional), 'vector')} given for "
+                         f"{counted(len(targets), 'differentiated input')} ({shown}); give one per input, "
+                         "positionally or as "
                          f"{targets[0]}=SOURCE")
     free = iter(k for k in range(count) if k not in named)
     named.update(zip(free, positional))

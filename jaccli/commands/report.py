@@ -63,6 +63,7 @@ import jaccli
 from jaccli.arrays import is_file
 from jaccli.atomic import directory_problem, probe_target, write_error
 from jaccli.errors import UsageError
+from jaccli.words import counted
 from jaccli.writers import WRITE_FORMATS
 
 from .compute import Block, Outcome, several_blocks
@@ -289,7 +290,7 @@ def _ms(seconds: float) -> str:
 
 def _evaluated(b: Block) -> str:
     s = b.stats
-    return f"{s['rows_evaluated']} of {b.M} rows, {s['cols_evaluated']} of {b.N} columns"
+    return f"{s['rows_evaluated']} of {counted(b.M, 'row')}, {s['cols_evaluated']} of {counted(b.N, 'column')}"
 
 
 def stdout_is_terminal() -> bool:
@@ -351,7 +352,7 @@ def print_stats(outcome: Outcome, settings: Settings) -> None:
         if b.lazy is not None and not outcome.streamed:
             lines.append(f"{b.key}: {_evaluated(b)}")
         elif outcome.streamed:
-            lines.append(f"{b.key}: {len(b.row_indices())} of {b.M} rows streamed to disk")
+            lines.append(f"{b.key}: {len(b.row_indices())} of {counted(b.M, 'row')} streamed to disk")
     chunk = settings.chunk_size if isinstance(settings.chunk_size, int) else "auto"
     lines.append(f"sweeps: {outcome.sweeps}, seeds: {outcome.seeds}, chunk size: {chunk}, mode: {outcome.mode}")
     t = outcome.timings

@@ -680,6 +680,14 @@ def test_vjp_vector_count_for_tuple_outputs_names_the_outputs(runner, vectors, g
     assert_usage_error(result, f"--vector: {given} given for the 2 outputs of f (f0, f1); give one per output")
 
 
+@pytest.mark.parametrize("given, missing", [(("f1=1.0",), "f0"), (("f2=1.0",), "f0, f1"),
+                                            (("f0=[1, 1]", "f2=1"), "f1")])
+def test_vjp_of_a_tuple_names_the_output_whose_vector_is_missing(runner, tmp_path, given, missing):
+    func = write(tmp_path, "pair.py", "import numpy as np\ndef f(x):\n    return x * 2, x.sum()\n")
+    result = invoke(runner, "vjp", func, "[1.0, 2.0]", *(a for v in given for a in ("--vector", v)))
+    assert_usage_error(result, f"--vector: no vector given for {missing}; give one per output (f, f0, f1, ...)")
+
+
 @pytest.mark.parametrize("command", ["jvp", "hvp"])
 def test_jvp_and_hvp_vector_given_twice_for_one_input_says_what_to_do(runner, command):
     result = invoke(runner, command, "-e", "sum(x ** 3)", "x=[1, 2]", "--vector", "[1, 0]", "--vector", "[0, 1]")

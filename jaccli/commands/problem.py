@@ -229,7 +229,8 @@ def load_vectors(sources: Sequence[str], targets: list[str], dtype: str | None,
     named.update(zip(free, positional))
     missing = [k for k in range(count) if k not in named]
     if missing:
-        which = ", ".join(targets[k] if k < len(targets) else f"{numbered}{k}" for k in missing)
+        # Several outputs are f0, f1, ...: the missing one is named so, not after the function.
+        which = ", ".join(f"{numbered}{k}" if numbered and count > 1 else targets[k] for k in missing)
         raise UsageError(f"--vector: no vector given for {which}; give one per {'output' if numbered else 'input'}"
                          f" ({shown}), positionally or as name=SOURCE")
     for k in range(count):

@@ -8,7 +8,7 @@ from typing import Any
 
 from jaccli.errors import UsageError
 # The checker and the evaluator live in their own modules; their public names are re-exported here.
-from jaccli.expr_check import DEFAULT_FUNCTIONS, MAX_DEPTH, TOO_DEEP, Checker, normalise_functions
+from jaccli.expr_check import DEFAULT_FUNCTIONS, MAX_DEPTH, TOO_DEEP, Checker, normalise_functions, reserved_names
 from jaccli.expr_eval import CONSTANTS, ExpressionFunction
 
 __all__ = [
@@ -69,7 +69,7 @@ def compile_expression(
     except RecursionError:
         raise UsageError(f"expression: {TOO_DEEP}") from None
     params = tuple(sorted(checker.first_seen, key=checker.first_seen.__getitem__))
-    return ExpressionFunction(text, tree, params, checker.resolved)
+    return ExpressionFunction(text, tree, params, checker.resolved, reserved_names(functions))
 
 
 def _parse(text: str, shift: int) -> ast.Expression:

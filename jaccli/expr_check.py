@@ -330,6 +330,27 @@ class Checker:
             )
 
 
+def reserved_names(functions: Mapping[str, Callable[..., Any]]) -> dict[str, str]:
+    """What each name that cannot be an input is in an expression: constants, functions, module names.
+
+    Args:
+        functions: the allowed functions, as `normalise_functions` returns them.
+
+    >>> reserved = reserved_names(normalise_functions({"sin": np.sin, "linalg.norm": np.linalg.norm}))
+    >>> reserved["e"], reserved["sin"], reserved["linalg"]
+    ('the constant 2.718281828459045', 'a function', 'a module name (as in linalg.norm)')
+    """
+    names = {name: f"a module name (as in {name}.sin)" for name in _MODULE_PREFIXES}
+    for key in functions:
+        head, dot, _ = key.partition(".")
+        if dot:
+            names.setdefault(head, f"a module name (as in {key})")
+        else:
+            names[key] = "a function"
+    names.update({name: f"the constant {value!r}" for name, value in CONSTANTS.items()})
+    return names
+
+
 def normalise_functions(functions: Mapping[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
     """The allowed functions keyed as the checker looks them up: dotted names without np./numpy."""
     table = {}

@@ -138,6 +138,8 @@ class ExpressionFunction:
     Attributes:
         text: the expression as written.
         params: the input names, in order of first appearance.
+        reserved: names that cannot be inputs (constants, functions, module names) -> what they
+            are in the expression, for messages: ``{"e": "the constant 2.718281828459045", ...}``.
     """
 
     __name__ = "expr"
@@ -149,9 +151,11 @@ class ExpressionFunction:
         tree: ast.Expression,
         params: tuple[str, ...],
         resolved: Mapping[ast.AST, Any],
+        reserved: Mapping[str, str] | None = None,
     ):
         self.text = text
         self.params = params
+        self.reserved = MappingProxyType(dict(reserved or {}))
         self.__doc__ = f"expr: {text}"
         self.__signature__ = inspect.Signature(
             [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in params]

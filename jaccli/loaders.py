@@ -16,6 +16,7 @@ import numpy as np
 # load_array and parse_index_spec live in their own modules; re-exported so existing imports keep working.
 from jaccli.arrays import ARRAY_SUFFIXES, is_file, load_array, unreadable
 from jaccli.errors import UsageError, UserFunctionError
+from jaccli.expr_eval import ExpressionFunction
 from jaccli.indexspec import parse_index_spec
 from jaccli.words import counted
 from jaccli.workdir import same_directory
@@ -276,11 +277,14 @@ def bind_inputs(
     >>> bind_inputs(lambda x, y=2.0: x, ["[1, 2]"])
     {'x': array([1, 2])}
     """
+    reserved: Mapping[str, str] = {}
     if isinstance(fn, LoadedFunction):
         shown, params, defaults, kwonly = fn.name, fn.params, fn.defaults, fn.kwonly
     else:
         shown = getattr(fn, "__name__", "the function")
         params, defaults, kwonly = _signature_params(fn, shown)
+        if isinstance(fn, ExpressionFunction):
+            shown, reserved = "the expression", fn.reserved
     param_list = ", ".join(params + (["*"] + kwonly if kwonly else [])) or "none"
     unnamed = _unnamed(fn.func if isinstance(fn, LoadedFunction) else fn)
     fix = f"give {shown} named parameters, as in def {shown}(x, y), or wrap it in a function that has them"
@@ -294,6 +298,8 @@ def bind_inputs(
     positional: list[tuple[str, np.ndarray]] = []
 
     def bind(name: str, array: np.ndarray, given_as: str) -> None:
+        if name in reserved:
+            raise UsageError(_reserved_message(name, reserved[name], given_as))
         if name not in params and name not in kwonly:
             raise UsageError(f"{shown} has no parameter {name!r}; its parameters are {param_list}{hint}")
         if name in named:
@@ -319,6 +325,9 @@ def bind_inputs(
             positional.extend((f"{source}[{key}]", loaded[key]) for key in loaded)
         else:
             unknown = [key for key in loaded if key not in params and key not in kwonly]
+            if any(key in reserved for key in unknown):
+                key = next(key for key in unknown if key in reserved)
+                raise UsageError(_reserved_message(key, reserved[key], f"{source}[{key}]"))
             if unknown:
                 raise UsageError(
                     f"{source} holds arrays {', '.join(unknown)} that are not parameters of {shown}; "
@@ -357,6 +366,12 @@ def bind_inputs(
             f"give {'them' if plural else 'it'} {how} {missing[0]}=SOURCE{keyword_only}"
         )
     return {p: bound[p] for p in params + kwonly if p in bound}
+
+
+def _reserved_message(name: str, meaning: str, given_as: str) -> str:
+    """An input named after a constant or function of an expression: say what the name means there."""
+    return (f"{given_as}: in an expression {name} is {meaning}, so no input can be called {name}; "
+            f"use another name, such as {name}1, in the expression and as {name}1=SOURCE")
 
 
 def _unnamed(func: Callable[..., object]) -> str:

@@ -697,6 +697,28 @@ def test_jvp_and_hvp_vector_given_twice_for_one_input_says_what_to_do(runner, co
 # ---------------------------------------------------------------- expressions
 
 
+@pytest.mark.parametrize("name, meaning", [("e", "the constant 2.718281828459045"),
+                                           ("pi", "the constant 3.141592653589793"), ("inf", "the constant inf"),
+                                           ("nan", "the constant nan"), ("sin", "a function"),
+                                           ("np", "a module name (as in np.sin)")])
+def test_an_input_named_after_a_constant_or_function_of_the_expression_says_what_the_name_is(runner, name, meaning):
+    result = invoke(runner, "jacobian", "-e", "e * x + sin(x)", "x=[1.0, 2.0]", f"{name}=2.0")
+    assert_usage_error(result, f"{name}=2.0: in an expression {name} is {meaning}, so no input can be called "
+                               f"{name}; use another name, such as {name}1, in the expression and as {name}1=SOURCE")
+
+
+def test_an_archive_array_named_after_a_constant_of_the_expression_says_what_the_name_is(runner, tmp_path):
+    np.savez(tmp_path / "in.npz", x=np.ones(2), e=np.ones(2))
+    result = invoke(runner, "jacobian", "-e", "x * 2", str(tmp_path / "in.npz"))
+    assert_usage_error(result, "in.npz[e]: in an expression e is the constant 2.718281828459045, so no input can "
+                               "be called e")
+
+
+def test_an_unknown_input_of_an_expression_names_the_expression(runner):
+    result = invoke(runner, "jacobian", "-e", "x * y", "x=1.0", "z=2.0")
+    assert_usage_error(result, "the expression has no parameter 'z'; its parameters are x, y")
+
+
 def test_expression_inputs_bind_positionally_in_order_of_appearance(runner):
     result = invoke(runner, "grad", "-e", "sum(sin(x) * y)", "[0, 1]", "[2, 3]", "--format", "json")
     doc = report(result)

@@ -217,16 +217,17 @@ class SparseBlock:
         of identity rows through a layer W @ x is a gather of W's rows, not a GEMM.
         """
         k = self.shape[0]
-        if len(self.inner) == 1:
-            return self._matmul_rows(m, k, self.inner[0])
-        *lead, a, p = self.inner
+        vectors = len(self.inner) == 1
+        *lead, a, p = (1,) + self.inner if vectors else self.inner
+        shape = (k, m.shape[1]) if vectors else (k, *lead, a, m.shape[1])
         rows = self.idx // p
         cols = self.idx % p
         n_rows = math.prod(lead) * a
-        if self.u is None and rows.shape[1] == n_rows and (rows == np.arange(n_rows)).all() \
-                and (cols == cols[:, :1]).all():
+        if self.u is None and rows.shape[1] == n_rows and (n_rows == 1 or (
+                (rows == np.arange(n_rows)).all() and (cols == cols[:, :1]).all())):
             # Every seed touches each row once in order, all in one column (a batched identity
-            # seed): the product is an outer product per seed, one broadcast multiply.
+            # seed; with one row, one entry per seed says so): the product is an outer product
+            # per seed, one broadcast multiply.
             out = m[cols[:, 0]]
             if n_rows == 1 and out.dtype == np.result_type(self.val, m):
                 if not (self.val == 1).all():  # unit seeds (rows of an identity) need no pass
@@ -235,7 +236,7 @@ class SparseBlock:
                 # The same products as self.val[..., None] * out[:, None, :], a third faster: the
                 # broadcast multiply runs a short inner loop per row (measured on P4: 0.93 -> 0.61 ms).
                 out = np.einsum("kr,kq->krq", self.val, out)
-            return out.reshape((k, *lead, a, m.shape[1]))
+            return out.reshape(shape)
         if self.u is not None:
             out = lowrank_product(self.u, (self.v @ m).reshape(self.rank, -1)).reshape((k, n_rows, m.shape[1]))
         else:
@@ -244,24 +245,7 @@ class SparseBlock:
             contrib = self.val[..., None] * m[cols]
             kk = np.broadcast_to(np.arange(k)[:, None], rows.shape)
             np.add.at(out, (kk, rows), contrib)
-        return out.reshape((k, *lead, a, m.shape[1]))
-
-    def _matmul_rows(self, m: np.ndarray, k: int, p: int) -> np.ndarray:
-        """(K, p) @ (p, q) for _matmul: seed k's row is sum_t val[k, t] * m[idx[k, t]] (+ low rank)."""
-        dtype = np.result_type(self.val, m) if self.u is None else np.result_type(self.val, self.u, self.v, m)
-        if self.u is None and self.idx.shape[1] == 1:  # one entry per seed, as identity rows are
-            out = m[self.idx[:, 0]]
-            if out.dtype != dtype:
-                out = out.astype(dtype)
-            if not (self.val == 1).all():  # unit seeds need no pass
-                out *= self.val
-            return out
-        out = (lowrank_product(self.u, self.v.reshape(self.rank, p) @ m) if self.u is not None
-               else np.zeros((k, m.shape[1]), dtype=dtype))
-        if self.idx.shape[1]:
-            np.add.at(out, np.broadcast_to(np.arange(k)[:, None], self.idx.shape),
-                      self.val[..., None] * m[self.idx])
-        return out
+        return out.reshape(shape)
 
     # -- functions that keep the structure -------------------------------------
     def __array_function__(self, func, types, args, kwargs):

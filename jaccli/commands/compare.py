@@ -73,8 +73,6 @@ def _fit(b: Block, ref: np.ndarray, source: str) -> list[tuple[str, np.ndarray]]
         readings.append(("selection", ref))
     if readings:
         return readings
-    if ref.shape == b.data.shape:
-        return [("full", ref)]
     shapes = f"the full block {b.full_shape}"
     if b.selected:
         shapes += f" or the [R, C] selection {b.data.shape}"

@@ -477,13 +477,12 @@ def _holds(guard: Any, vals: list) -> bool:
     return _same(_call(guard.fn, args, guard.kwargs, guard.errstate), guard.expected)
 
 
-def guards_hold(guards: list, g: int, upto: int | None, vals: list, run: ErrstateRun | None = None) -> int | None:
+def guards_hold(guards: list, g: int, upto: int | None, vals: list, run: ErrstateRun) -> int | None:
     """Check guards[g:] taken before node `upto` (every one left with None) on the replayed values
     `vals`: the index of the next guard, or None when one does not hold. Under the caller's error
     state, or the guard's own: `run`, the replay's, is left first."""
     while g < len(guards) and (upto is None or guards[g].pos <= upto):
-        if run is not None:
-            run.set(None)
+        run.set(None)
         if not _holds(guards[g], vals):
             return None
         g += 1

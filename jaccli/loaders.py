@@ -325,9 +325,9 @@ def bind_inputs(
             positional.extend((f"{source}[{key}]", loaded[key]) for key in loaded)
         else:
             unknown = [key for key in loaded if key not in params and key not in kwonly]
-            if any(key in reserved for key in unknown):
-                key = next(key for key in unknown if key in reserved)
-                raise UsageError(_reserved_message(key, reserved[key], f"{source}[{key}]"))
+            taken = next((key for key in unknown if key in reserved), None)
+            if taken is not None:
+                raise UsageError(_reserved_message(taken, reserved[taken], f"{source}[{taken}]"))
             if unknown:
                 raise UsageError(
                     f"{source} holds arrays {', '.join(unknown)} that are not parameters of {shown}; "

@@ -301,6 +301,47 @@ def test_a_closure_reaches_the_module_it_closes_over(user_module):
     _both_modes_match_differences(make(), np.array([0.7, -1.3, 0.4]))
 
 
+def test_numpy_held_in_defaults_and_closures_is_the_same_module_as_fs_np(user_module):
+    # Before: np in f's module was jaccli's stand-in while f ran but a default `xp=np` (bound when
+    # the def ran) was NumPy itself, so `xp is np` was False and f silently took its other branch.
+    helper = user_module("""
+        import numpy as np
+
+        class Backend:
+            def apply(self, x, xp=np, *, norm=np.linalg):
+                assert xp is np and norm is np.linalg
+                return xp.array([norm.norm([x[0], x[1]]), x[2]])
+    """, "helper_backend")
+    user = user_module("""
+        import numpy as np
+        from helper_backend import Backend
+
+        def f(x, xp=np, *, lib=np):
+            if xp is np and lib is np:
+                return np.concatenate([np.sin(x) * x[0], Backend().apply(x)])
+            return x * 0.0
+
+        def make():
+            import numpy as xp  # a local import: numpy held in the closure's cell
+
+            def g(x):
+                return xp.array([x[0] * x[1], x[2]]) if xp is np else x * 0.0
+            return g
+    """, "user_backend")
+    x = np.array([0.7, -1.3, 0.4])
+    g = user.make()
+    lam = lambda x, xp=np: xp.array([x[0] ** 2, x[1]]) if xp is np else x  # noqa: E731 - f as a lambda
+    for fn in (user.f, g, lam):
+        _both_modes_match_differences(fn, x)
+    np.testing.assert_allclose(jaccli.hessian(lambda x, xp=np: xp.sum(np.array([x[0] ** 3, x[1] * x[2]]))
+                                              if xp is np else 0.0 * x[0], x),
+                               [[6 * x[0], 0, 0], [0, 0, 1], [0, 1, 0]], atol=1e-12)
+    # Everything is put back after the calls
+    assert user.f.__defaults__ == (np,) and user.f.__kwdefaults__ == {"lib": np}
+    assert helper.Backend.apply.__defaults__[0] is np and helper.Backend.apply.__kwdefaults__["norm"] is np.linalg
+    assert g.__closure__[0].cell_contents is np and lam.__defaults__[0] is np
+
+
 def test_helper_modules_are_put_back_when_f_raises(user_module):
     helper = user_module("""
         import numpy as np

@@ -200,19 +200,21 @@ def _stand_in(v: Any) -> Any:
     return None
 
 
-_NAMES_CACHE: dict[tuple, tuple[int, int, list[tuple[str, Any, Any]]]] = {}
+_NAMES_CACHE: dict[tuple, tuple[int, int, list[tuple[str, Any, Any]], list[tuple[Any, str, Any, Any]]]] = {}
 
 
-def _swaps_in(glb: dict) -> list[tuple[str, Any, Any]]:
-    """(name, value, replacement) for the names of a globals dict to swap while f runs (see
-    `_stand_in`); rescanned when the dict changes size or more replacements are installed."""
+def _swaps_in(glb: dict) -> tuple[list[tuple[str, Any, Any]], list[tuple[Any, str, Any, Any]]]:
+    """What to swap in a globals dict while f runs (see `_stand_in`): (name, value, replacement)
+    for its names, and (object, attribute, value, replacement) for what its own functions and
+    classes' methods hold (`_held_swaps`). Rescanned when the dict changes size, a name found
+    is rebound, or more replacements are installed."""
     key = (id(glb), glb.get("__name__"), glb.get("__file__"))
     cached = _NAMES_CACHE.get(key)
     if cached is not None and cached[0] == len(glb) and cached[1] == len(FUNCTION_SWAPS) \
             and all(glb.get(k) is v for k, v, _ in cached[2]):
-        return cached[2]
+        return cached[2], cached[3]
     # Called only while no recording has swapped glb's names (intercept_numpy counts its users).
-    swaps = []
+    swaps, held = [], []
     for k, v in list(glb.items()):
         try:
             replacement = _stand_in(v)
@@ -220,8 +222,73 @@ def _swaps_in(glb: dict) -> list[tuple[str, Any, Any]]:
             continue
         if replacement is not None:
             swaps.append((k, v, replacement))
-    _NAMES_CACHE[key] = (len(glb), len(FUNCTION_SWAPS), swaps)
-    return swaps
+        else:
+            kind = type(v)
+            if kind is types.FunctionType and v.__globals__ is glb:
+                held += _held_swaps(v)
+            elif issubclass(kind, type):
+                for attr in list(vars(v).values()):  # the class's own methods, if defined in glb
+                    fn = getattr(attr, "__func__", attr) if type(attr) in (staticmethod, classmethod) else attr
+                    if type(fn) is types.FunctionType and fn.__globals__ is glb:
+                        held += _held_swaps(fn)
+    _NAMES_CACHE[key] = (len(glb), len(FUNCTION_SWAPS), swaps, held)
+    return swaps, held
+
+
+def _held_swaps(fn: types.FunctionType) -> list[tuple[Any, str, Any, Any]]:
+    """(object, attribute, value, replacement) for the NumPy names a function holds outside its
+    module's globals: its defaults (`def f(x, xp=np)`) and its closure's cells (`import numpy as
+    xp` in the function that made it), so that `xp is np` holds while f runs as it does outside.
+    Only the user's functions: jaccli's own (the proxies' wrappers) hold NumPy's functions to call."""
+    if not _is_users(fn.__globals__):
+        return []
+    held = []
+    defaults = fn.__defaults__
+    if defaults:
+        new = tuple(_stand_in_or_same(v) for v in defaults)
+        if any(a is not b for a, b in zip(new, defaults)):
+            held.append((fn, "__defaults__", defaults, new))
+    kwdefaults = fn.__kwdefaults__
+    if kwdefaults:
+        new_kw = {k: _stand_in_or_same(v) for k, v in kwdefaults.items()}
+        if any(new_kw[k] is not v for k, v in kwdefaults.items()):
+            held.append((fn, "__kwdefaults__", kwdefaults, new_kw))
+    for cell in fn.__closure__ or ():
+        try:
+            v = cell.cell_contents
+        except ValueError:  # a cell not yet filled
+            continue
+        replacement = _stand_in_or_same(v)
+        if replacement is not v:
+            held.append((cell, "cell_contents", v, replacement))
+    return held
+
+
+def _stand_in_or_same(v: Any) -> Any:
+    try:
+        replacement = _stand_in(v)
+    except Exception:  # noqa: BLE001 - an object whose attributes raise: left as it is
+        return v
+    return v if replacement is None else replacement
+
+
+def own_held_swaps(f: Callable) -> list[tuple[Any, str, Any, Any]]:
+    """`_held_swaps` of f itself and of the functions in its closure (jaccli's wrappers, such as
+    the Hessian's gradient, hold the user's f there), wherever they were defined."""
+    fn = getattr(f, "__func__", f)  # a bound method: its function
+    if type(fn) is not types.FunctionType or (fn.__defaults__ is None and fn.__closure__ is None
+                                               and fn.__kwdefaults__ is None):
+        return []
+    held = _held_swaps(fn)
+    for cell in fn.__closure__ or ():
+        try:
+            inner = cell.cell_contents
+        except ValueError:
+            continue
+        inner = getattr(inner, "__func__", inner)
+        if type(inner) is types.FunctionType and inner is not fn:
+            held += _held_swaps(inner)
+    return held
 
 
 # ---------------------------------------------------------------------------
@@ -298,6 +365,9 @@ def user_globals(glb: dict) -> tuple[dict, ...]:
     return tuple(found[:_MAX_MODULES])
 
 
+_JACCLI = __name__.split(".")[0] + "."
+
+
 def callable_globals(f: Callable) -> tuple[dict, ...]:
     """The globals to swap while f runs: f's module's (a function's, a method's, a partial's, or a
     callable object's class's) and the user's modules reached from there or from f's closure."""
@@ -308,8 +378,8 @@ def callable_globals(f: Callable) -> tuple[dict, ...]:
             glb = _globals_of(type(f))  # an object with __call__: its class's module, if the user's
             if glb is not None and not _is_users(glb):
                 glb = None
-    if glb is None:
-        return ()
+    if glb is None or str(glb.get("__name__")).startswith(_JACCLI):  # (jaccli's own wrappers: the user's f
+        return ()                                                   # they call is recorded by itself)
     globs = user_globals(glb)
     cells = getattr(f, "__closure__", None)
     if cells and _is_users(glb):  # lambda x: helper.loss(x, data), helper imported locally (jaccli's own
@@ -329,6 +399,9 @@ def callable_globals(f: Callable) -> tuple[dict, ...]:
 # Module globals whose names are swapped: id(globals) -> [users, swaps]. Counted, so that the swaps
 # stay while any thread (or an outer recording) still runs one of the modules.
 _SWAPPED: dict[int, list] = {}
+# What functions hold (defaults, closure cells) swapped: (id(object), attribute) -> [users, object,
+# value, replacement], counted the same way.
+_HELD: dict[tuple[int, str], list] = {}
 # Users of the optional packages' functions swapped in their own modules (scipy.special.logsumexp).
 _MODULE_USERS = [0]
 _SWAP_LOCK = threading.Lock()
@@ -344,9 +417,10 @@ class intercept_numpy:  # noqa: N801 - used as a context manager, like contextli
     recording enters one.)
     """
 
-    __slots__ = ("globs", "modules", "entries")
+    __slots__ = ("f", "globs", "modules", "entries", "held")
 
     def __init__(self, f: Callable) -> None:
+        self.f = f
         self.globs = callable_globals(f)
 
     def __enter__(self) -> None:
@@ -355,7 +429,11 @@ class intercept_numpy:  # noqa: N801 - used as a context manager, like contextli
         modules = self.modules = bool(FUNCTION_SWAPS)
         with _SWAP_LOCK:
             # What to swap, found before anything is swapped: nothing is left half done if it fails.
-            entries = [_SWAPPED.get(id(glb)) or [0, _swaps_in(glb)] for glb in self.globs]
+            entries = [_SWAPPED.get(id(glb)) or [0, *_swaps_in(glb)] for glb in self.globs]
+            held = own_held_swaps(self.f)
+            for entry in entries:
+                if entry[2]:
+                    held += entry[2]
             if modules:
                 _MODULE_USERS[0] += 1
                 for module, name, _, replacement in FUNCTION_SWAPS:  # some may be new since the first user
@@ -367,9 +445,28 @@ class intercept_numpy:  # noqa: N801 - used as a context manager, like contextli
                         glb[k] = replacement
                 entry[0] += 1
             self.entries = entries
+            self.held = []
+            for obj, attr, value, replacement in held:  # (usually none)
+                key = (id(obj), attr)
+                h = _HELD.get(key)
+                if h is None:
+                    if getattr(obj, attr) is not value:  # changed since it was found: left as it is
+                        continue
+                    h = _HELD[key] = [0, obj, value, replacement]
+                    setattr(obj, attr, replacement)
+                h[0] += 1
+                self.held.append(key)
 
     def __exit__(self, *exc: Any) -> None:
         with _SWAP_LOCK:
+            for key in self.held:
+                h = _HELD[key]
+                h[0] -= 1
+                if h[0] == 0:
+                    del _HELD[key]
+                    _, obj, value, replacement = h
+                    if getattr(obj, key[1]) is replacement:
+                        setattr(obj, key[1], value)
             for glb, entry in zip(self.globs, self.entries):
                 entry[0] -= 1
                 if entry[0] == 0:

@@ -291,7 +291,9 @@ def test_kink_elsewhere_does_not_hide_a_broken_rule(monkeypatch):
 @pytest.mark.parametrize("f, x, words", [
     (lambda x: np.where(x > 0, x, 0.0), np.array([0.0, 0.5]), "np.where at"),
     (lambda x: np.floor(x) * x, np.array([1.0, 0.5]), "a step function changes value"),
-], ids=["where-condition", "floor-step"])
+    # x1 at its step, with a traced x2: the step is still seen, though x2 is differentiated
+    (lambda x: np.heaviside(x, x + 0.5), np.array([0.0, 0.5]), "a step function changes value"),
+], ids=["where-condition", "floor-step", "heaviside-step"])
 def test_steps_across_jumps_are_convention_dependent(f, x, words):
     rep = check_derivative(f, x)
     assert rep.passed and rep.convention_dependent_count == 1

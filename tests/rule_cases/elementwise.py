@@ -74,6 +74,10 @@ CASES = [
     Case(("np.sign", "np.floor", "np.ceil", "np.rint", "np.trunc", "np.floor_divide", "np.heaviside"),
          lambda x: x * (np.sign(x) + np.floor(x) + np.ceil(x) + np.rint(x) + np.trunc(x)
                         + np.floor_divide(x, 0.3) + np.heaviside(x, 0.5)), (r(5),), id="piecewise-constant"),
+    # where x1 == 0 the value is x2: derivative 1 in x2 there (before: 0), 0 elsewhere
+    Case("np.heaviside", lambda x1, x2: np.heaviside(x1, x2 ** 2 + x2) * x2,
+         (np.array([-1.0, 0.0, 2.0, -0.0, 0.5]), np.array([0.3, -0.7, 1.1, 0.4, -0.2])), wrt=(1,),
+         id="heaviside-in-x2"),
     Case(("np.round", "np.around", "np.fix"),
          lambda x: x * (np.round(x) + np.round(x, 1) + np.around(x, 2) + x.round(1) + np.fix(x)),
          (np.array([0.33, -1.26, 2.5117, -0.0412]),), id="round-and-fix"),

@@ -416,8 +416,23 @@ fmod = _binary(np.fmod, lambda ans, x, y: np.ones_like(ans), None,
 # ---------------------------------------------------------------------------
 # Piecewise constant (derivative 0) and boolean-valued (no derivative)
 # ---------------------------------------------------------------------------
-for _uf in (np.sign, np.floor, np.ceil, np.rint, np.trunc, np.floor_divide, np.heaviside):
+for _uf in (np.sign, np.floor, np.ceil, np.rint, np.trunc, np.floor_divide):
     _zero(_uf)
+
+# np.heaviside(x1, x2) is a step in x1 and x2 itself where x1 == 0: a step with 0 at 0 (a piecewise
+# constant primitive, so check still sees the step) and x2 taken where x1 == 0.
+heaviside_step = primitive("np.heaviside", np.heaviside, zero_grad=True)
+heaviside_step.structure = ELEMENTWISE
+
+
+def _heaviside(x1, x2, out=None, **kw):
+    if type(x2) is not Tracer:
+        return heaviside_step(x1, x2, **kw)
+    return where(guarded(lambda v: v == 0, x1), x2, heaviside_step(x1, 0.0, **kw))
+
+
+register_derived(np.heaviside, _heaviside, uses=(heaviside_step, where),
+                 notes="a step in x1: derivative 0; x2 where x1 == 0: derivative 1 in x2 there, 0 elsewhere")
 for _uf in (np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal,
             np.logical_and, np.logical_or, np.logical_xor, np.logical_not,
             np.isfinite, np.isnan, np.isinf, np.signbit):

@@ -434,6 +434,40 @@ def _escape_site(func, text: str, error: type) -> str:
     return message
 
 
+NON_NUMERIC_CASTS = {  # before: each was a constant, so the derivative through it was silently 0
+    "np.array(x, dtype=object)": ("np.array(x, dtype=object).astype(float) * x", "object (Python objects)"),
+    "np.asarray(x, dtype=object)": ("np.asarray(x, dtype=object).sum() * x", "object (Python objects)"),
+    "x.astype(object)": ("x.astype(object).astype(float) * x", "object (Python objects)"),
+    "x.astype(str)": ("x.astype(str).astype(float) * x", "str (strings)"),
+    "np.array of a list, dtype=object": ("np.array([x[0], x[1]], dtype=object).astype(float)", "object"),
+    "x.astype(datetime64)": ("x.astype('datetime64[s]')", "datetime64[s] (dates)"),
+}
+
+
+@pytest.mark.parametrize("expr, dtype", NON_NUMERIC_CASTS.values(), ids=NON_NUMERIC_CASTS.keys())
+def test_a_cast_to_a_dtype_that_holds_no_numbers_is_refused_at_the_users_line(user_module, expr, dtype):
+    module = user_module(f"""
+        import numpy as np
+
+        def f(x):
+            return {expr}
+    """)
+    with pytest.raises(UnsupportedOperationError) as info:
+        jaccli.jacobian(module.f, np.array([0.3, 0.7, 1.1]))
+    assert str(info.value).startswith(f"{module.__file__}:5: a traced array cast to dtype {dtype}")
+    assert "keep the array numeric" in str(info.value)
+
+
+def test_casts_to_numbers_still_work_and_integers_are_constants():
+    def f(x):
+        ints = np.array([x[0] * 10, x[1]], dtype=int)  # a constant (derivative 0), as before
+        return np.concatenate([x.astype(np.float32) * 2, ints * x[2], np.asarray(x, dtype=np.float32)])
+
+    x = np.array([0.3, 0.7, 1.1])
+    expected = np.vstack([2 * np.eye(3), [[0, 0, 3]], [[0, 0, 0]], np.eye(3)])
+    np.testing.assert_allclose(jaccli.jacobian(f, x), expected, atol=1e-7)
+
+
 def test_float_of_a_traced_value_is_an_escape():
     def f(x):
         return float(x[0]) * x

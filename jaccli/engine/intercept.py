@@ -51,7 +51,7 @@ def _array(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
     if type(obj) is Tracer:  # copied unless copy=False/None lets NumPy hand back obj itself
         return _as_numpy_returns(obj, np.array(peek(obj), dtype, *args, **kwargs))
     if holds_tracer(obj):
-        if dtype is not None and np.dtype(dtype).kind not in "fc":
+        if dtype is not None and np.dtype(dtype).kind in "biu":  # a constant, as a cast to integers
             return np.array(primal_nested(obj), dtype, *args, **kwargs)
         out = lift(obj)
         return out if dtype is None or np.dtype(dtype) == out.dtype else INTERNAL["astype"](out, np.dtype(dtype))

@@ -6,6 +6,8 @@ import operator
 
 import numpy as np
 
+from ...errors import UnsupportedOperationError
+from ..core import user_site
 from ..registry import family, primitive, register, register_derived
 from ..tracer import INTERNAL, Tracer, guarded
 from ._util import dtype_of
@@ -33,9 +35,27 @@ astype = primitive("astype", _astype_impl)
 # The cotangent goes back in the input's dtype, the tangent forward in the output's.
 astype.defvjp(lambda ans, x, dtype: (lambda g, _dt=dtype_of(x): _astype_impl(g, _dt)))
 astype.defjvp(lambda ans, x, dtype: (lambda t: _astype_impl(t, dtype)))
-# x.astype() copies even when the dtype is unchanged, so that writing into the result leaves x alone.
-register("astype", lambda x, dtype: copy(x) if dtype_of(x) == dtype else astype(x, dtype), prims=(astype,),
-         name="x.astype()", notes="a cast to an integer or boolean dtype cuts the derivative (a constant)")
+_NOT_NUMBERS = {"O": "Python objects", "U": "strings", "S": "bytes", "V": "raw memory (void)",
+                "M": "dates", "m": "time spans"}
+
+
+def _astype(x, dtype):
+    """x.astype(dtype): a copy even when the dtype is unchanged, so that writing into the result
+    leaves x alone. A cast to a dtype that does not hold numbers (object, str, ...) is refused: the
+    values would leave the recording, and with them the derivative."""
+    if dtype_of(x) == dtype:
+        return copy(x)
+    if dtype.kind in _NOT_NUMBERS and type(x) is Tracer:
+        raise UnsupportedOperationError(
+            f"a traced array cast to dtype {dtype.name} ({_NOT_NUMBERS[dtype.kind]}) is not supported by jaccli: "
+            "the derivative cannot follow values out of a numeric array (x.astype, np.array or np.asarray "
+            "with that dtype); keep the array numeric", user_site(1))
+    return astype(x, dtype)
+
+
+register("astype", _astype, prims=(astype,), name="x.astype()",
+         notes="a cast to an integer or boolean dtype cuts the derivative (a constant); to object or str dtypes "
+               "it is refused")
 
 if hasattr(np, "astype"):  # NumPy >= 2.1: the function form of x.astype(), which copies only when asked
     register_derived(np.astype, lambda x, dtype, /, *, copy=True, device=None:

@@ -3,6 +3,7 @@ whole Jacobians and Hessians of realistic functions against closed forms, and er
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -175,6 +176,26 @@ def test_v_with_axes_of_length_1_added_or_left_out_is_reshaped(kind):
 # ---------------------------------------------------------------------------
 def weighted(x, y, z):
     return x * y + z
+
+
+@pytest.mark.parametrize("x, words", [
+    (np.ma.array([1.0, 2.0, 100.0], mask=[False, False, True]), "a masked array is not supported"),
+    (None, "is None, not real numbers"),
+    (np.array([1.0, None]), "dtype object, not real numbers"),
+    (np.array(["2020-01-01"], dtype="datetime64[D]"), "dtype datetime64[D], not real numbers"),
+    (np.array(["1.5"]), "dtype <U3, not real numbers"),
+], ids=["masked", "None", "object", "datetime64", "str"])
+def test_an_input_to_differentiate_that_is_not_real_numbers_is_refused(x, words):
+    # Before: the mask was dropped (masked entries differentiated), None became NaN, dates were numbers
+    for call in (lambda: jaccli.jacobian(lambda a: a * 2, x), lambda: jaccli.vjp(lambda a: a.sum(), x)):
+        with pytest.raises(TypeError, match=re.escape(words)):
+            call()
+
+
+def test_integer_and_boolean_inputs_are_still_differentiated_as_float64():
+    J = np.asarray(jaccli.jacobian(lambda a: a ** 2, np.array([1, 2])))
+    np.testing.assert_array_equal(J, [[2.0, 0.0], [0.0, 4.0]])
+    assert J.dtype == np.float64 and np.asarray(jaccli.jacobian(lambda a: a * 3, np.True_)).dtype == np.float64
 
 
 def test_wrt_by_name_position_and_negative_position_agree(rng):

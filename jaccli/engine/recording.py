@@ -21,13 +21,22 @@ from .intercept import intercept_numpy, primal_nested
 from .tracer import Tracer, holds_tracer, sever
 
 def as_float(x: Any) -> Any:
-    """Inputs are differentiated in floating point: integers and booleans become float64."""
+    """Inputs are differentiated in floating point: integers and booleans become float64. Anything
+    that is not an array of real numbers is refused, rather than differentiated as something else."""
     if type(x) is Tracer:
         return x
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError("a masked array is not supported as an input to differentiate: jaccli would see "
+                        "the masked entries too; pass x.filled(value) or x.compressed(), or the mask as data")
     arr = np.asarray(x)
-    if arr.dtype.kind == "c":
+    kind = arr.dtype.kind
+    if kind == "c":
         raise TypeError("complex inputs are not supported by jaccli: split them into real and imaginary parts")
-    if arr.dtype.kind != "f":
+    if kind not in "biuf":
+        what = "None" if x is None else f"an array of dtype {arr.dtype}"
+        raise TypeError(f"an input to differentiate is {what}, not real numbers; pass an array of floats "
+                        "(np.asarray(x, dtype=float) converts numbers held as objects or strings)")
+    if kind != "f":
         return arr.astype(np.float64)
     return arr
 

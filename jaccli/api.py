@@ -100,19 +100,20 @@ def _traced(args: tuple) -> bool:
 
 
 def _record(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: bool,
-            gradient_of: tuple | None = None) -> tuple[Recording, bool]:
+            gradient_of: tuple | None = None, v: Any = None) -> tuple[Recording, bool]:
     """Record f (or, with ``gradient_of=(batch, holder)``, its gradient) at args; and whether it is fresh.
 
-    A `record_once` function replays its recording for this signature when it can.
+    A `record_once` function replays its recording for this signature when it can. `v`: a
+    product's vector, which without create_graph is a constant too (the caller detaches it).
     """
     once = f if isinstance(f, RecordOnce) else None
     fn = _plain(f)
     if gradient_of is not None:
         fn = _gradient_function(fn, wrt_idx, *gradient_of)
-    nested = not create_graph and any(holds_tracer(a) for a in args)
+    nested = not create_graph and (any(holds_tracer(a) for a in args) or holds_tracer(v))
     if nested:
         _warn_constant_under_outer()
-        sever(args, user_site())  # (a check of the enclosing f then says why it disagrees)
+        sever((args, v), user_site())  # (a check of the enclosing f then says why it disagrees)
     if once is None or create_graph or _traced(args):
         rec, fresh = Recording(fn, _detach_unless(create_graph, args), wrt_idx), True
     else:
@@ -331,11 +332,11 @@ def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None
 
 
 def _gradient_recording(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: bool,
-                        batch: bool, name: str = "hessian") -> Recording:
+                        batch: bool, name: str = "hessian", v: Any = None) -> Recording:
     """The recording of f's gradient; it keeps f's value and the inner connectivity for replays.
-    `name`: the function asking, for the messages (hessian, hvp or vhp)."""
+    `name`: the function asking, for the messages (hessian, hvp or vhp); `v`: as for `_record`."""
     holder: dict = {"name": name}
-    rec, fresh = _record(f, args, wrt_idx, create_graph, gradient_of=(batch, holder))
+    rec, fresh = _record(f, args, wrt_idx, create_graph, gradient_of=(batch, holder), v=v)
     if fresh:
         rec.keep("value", holder["traced_value"])
         rec.keep("inner_connected", holder["inner_connected"])
@@ -437,7 +438,8 @@ def vjp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_grap
     """
     args, inputs_is_tuple = _as_args(inputs)
     wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
-    rec, _ = _record(f, args, wrt_idx, create_graph)
+    rec, _ = _record(f, args, wrt_idx, create_graph, v=v)
+    (v,) = _detach_unless(create_graph, (v,))
     vs = _check_v(v, [np.shape(o) for o in rec.outputs], "output", "the output's shape")
     cts = rec.vjp([vk[None] for vk in vs])
     res = [_shaped(ct, rec.inputs[k]) for ct, k in zip(cts, wrt_idx)]
@@ -453,7 +455,8 @@ def jvp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_grap
     """
     args, inputs_is_tuple = _as_args(inputs)
     wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
-    rec, _ = _record(f, args, wrt_idx, create_graph)
+    rec, _ = _record(f, args, wrt_idx, create_graph, v=v)
+    (v,) = _detach_unless(create_graph, (v,))
     vs = _check_v(v, [rec.in_shape(j) for j in range(len(wrt_idx))], "input", "the input's shape")
     outs = rec.jvp([vk[None] for vk in vs])
     res = [_shaped(t, o) for t, o in zip(outs, rec.outputs)]
@@ -465,7 +468,8 @@ def _gradient_product(f: Callable, inputs: Any, v: Any, wrt: Any, create_graph: 
     reverse (v^T H)."""
     args, inputs_is_tuple = _as_args(inputs)
     wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
-    rec = _gradient_recording(f, args, wrt_idx, create_graph, False, "vhp" if reverse else "hvp")
+    rec = _gradient_recording(f, args, wrt_idx, create_graph, False, "vhp" if reverse else "hvp", v)
+    (v,) = _detach_unless(create_graph, (v,))
     vs = _check_v(v, [rec.in_shape(j) for j in range(len(wrt_idx))], "input", "the input's shape")
     seeds = [vk[None] for vk in vs]
     outs = rec.vjp(seeds) if reverse else rec.jvp(seeds)

@@ -426,6 +426,45 @@ def test_a_closed_over_outer_variable_is_differentiated_only_with_create_graph(k
                            np.zeros(np.shape(expected(w, y))))
 
 
+# d/dv of a product at a fixed x: v -> (the product, its closed-form derivative in v)
+def _sin_sum(x):
+    return np.sin(x) * x.sum()
+
+
+_X0 = np.array([0.3, -0.5, 1.2])
+_J0 = np.diag(np.cos(_X0) * _X0.sum()) + np.sin(_X0)[:, None]  # d/dx of sin(x) * sum(x)
+_H0 = np.diag(-np.sin(_X0) * _X0.sum()) + np.cos(_X0)[:, None] + np.cos(_X0)[None, :]  # of sum(sin(x)) sum(x)
+_PRODUCTS = {
+    "vjp": (lambda v, cg: jaccli.vjp(_sin_sum, _X0, v, create_graph=cg)[1], _J0.T),
+    "jvp": (lambda v, cg: jaccli.jvp(_sin_sum, _X0, v, create_graph=cg)[1], _J0),
+    "hvp": (lambda v, cg: jaccli.hvp(lambda z: _sin_sum(z).sum(), _X0, v, create_graph=cg)[1], _H0),
+    "vhp": (lambda v, cg: jaccli.vhp(lambda z: _sin_sum(z).sum(), _X0, v, create_graph=cg)[1], _H0.T),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_PRODUCTS))
+def test_a_product_is_differentiated_in_v_only_with_create_graph(kind):
+    product, expected = _PRODUCTS[kind]
+    v0 = np.array([0.7, -1.1, 0.4])
+    assert_allclose(central_diff(lambda v: product(v, False), v0), expected, **FD)  # the closed form is right
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_allclose(np.asarray(jaccli.jacobian(lambda v: product(v, True), v0)), expected, **EXACT)
+    # torch's rule, as for a traced x: without create_graph the product is a constant in v
+    with pytest.warns(ConstantUnderOuterWarning, match="pass create_graph=True") as caught:
+        assert_array_equal(np.asarray(jaccli.jacobian(lambda v: product(v, False), v0)), np.zeros((3, 3)))
+    assert len(caught) == 1 and caught[0].filename == __file__
+
+
+def test_a_product_in_x_and_v_at_once_without_create_graph_is_a_constant_in_both():
+    # not the derivative through v alone, which is neither torch's zero nor the true derivative
+    x = np.array([0.3, -0.5, 1.2])
+    with pytest.warns(ConstantUnderOuterWarning):
+        assert_array_equal(np.asarray(jaccli.jacobian(lambda x: jaccli.vjp(_sin_sum, x, x)[1], x)), np.zeros((3, 3)))
+    full = np.asarray(jaccli.jacobian(lambda x: jaccli.vjp(_sin_sum, x, x, create_graph=True)[1], x))
+    assert_allclose(full, central_diff(lambda x: jaccli.vjp(_sin_sum, x, x)[1], x), **FD)
+
+
 def test_batch_axis_under_create_graph_refuses_mixed_samples_and_bad_shapes():
     X = np.array([[1.0, 2.0, 3.0], [3.0, 4.0, 3.0]])
     mix = lambda X: np.stack([X[0] * X[1], 2 * X[1]])  # noqa: E731 - sample 0 uses sample 1

@@ -231,7 +231,88 @@ class _Block:
     def __le__(self, o): return self._dense() <= o
     def __gt__(self, o): return self._dense() > o
     def __ge__(self, o): return self._dense() >= o
+    def __rpow__(self, o): return o ** self._dense()
+    def __rmod__(self, o): return o % self._dense()
+    def __rfloordiv__(self, o): return o // self._dense()
+    def __divmod__(self, o): return divmod(self._dense(), o)
+    def __rdivmod__(self, o): return divmod(o, self._dense())
+    def __pos__(self): return +self._dense()
+    def __abs__(self): return abs(self._dense())
+
+    def __round__(self, ndigits: int | None = None) -> Any:
+        # As round() of the entry J[()] for a 0-d block; NumPy's arrays have no round(), so a larger
+        # block says where to go.
+        if self.shape:
+            raise TypeError(f"round() of a {type(self).__name__} of shape {self.shape} has no single value; "
+                            f"round its entries with J.round(decimals) or np.round(J, decimals)")
+        return round(self._dense()[()], ndigits)
+
+    def __float__(self): return float(self._dense())
+    def __int__(self): return int(self._dense())
+    def __complex__(self): return complex(self._dense())
+    def __bool__(self): return bool(self._dense())  # NumPy's rule: only one entry has a truth value
+    def __contains__(self, o): return o in self._dense()
     __hash__ = object.__hash__
+
+    def __format__(self, spec: str) -> str:
+        # f"{J}" shows the lazy object and computes nothing; a format spec is for the entries.
+        return format(self._dense(), spec) if spec else str(self)
+
+    def __setitem__(self, idx: Any, value: Any) -> None:
+        _refuse(self, "J[idx] = value")
+
+
+# The read-only array API of the evaluated block, as Paddle delegates every attribute to its tensor
+# (an explicit list: a probe such as hasattr(J, "x") must compute nothing). Each evaluates the whole
+# block once, through the cache, and works on np.asarray(J): views (J.T, J.reshape(...)) are
+# read-only like it, and J.copy() is the writable array.
+_ARRAY_METHODS = ("all", "any", "argmax", "argmin", "argpartition", "argsort", "astype", "choose", "clip",
+                  "compress", "conj", "conjugate", "copy", "cumprod", "cumsum", "diagonal", "dot", "flatten",
+                  "item", "max", "mean", "min", "nonzero", "prod", "ravel", "repeat", "reshape", "round",
+                  "searchsorted", "squeeze", "std", "sum", "swapaxes", "take", "tobytes", "tolist", "trace",
+                  "transpose", "var", "view")
+_ARRAY_PROPERTIES = ("T", "mT", "real", "imag", "flat")
+# Methods that change an array in place: refused, since the entries handed out never change.
+_MUTATING = ("fill", "itemset", "partition", "put", "resize", "setfield", "setflags", "sort")
+
+
+def _refuse(block: _Block, what: str) -> None:
+    name = type(block).__name__
+    raise TypeError(f"a lazy {name} is read-only: {what} would change its entries; do it on a copy, "
+                    f"A = np.array(J) (or J.copy())")
+
+
+def _delegated_method(name: str) -> Any:
+    def method(self: _Block, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self._dense(), name)(*args, **kwargs)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"``np.asarray(J).{name}(...)``: computes the whole block (once, through the cache)."
+    return method
+
+
+def _delegated_property(name: str) -> property:
+    return property(lambda self: getattr(self._dense(), name),
+                    doc=f"``np.asarray(J).{name}``: computes the whole block (once, through the cache).")
+
+
+def _refused_method(name: str) -> Any:
+    def method(self: _Block, *args: Any, **kwargs: Any) -> None:
+        _refuse(self, f"J.{name}()")
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+for _name in _ARRAY_METHODS:
+    if hasattr(np.ndarray, _name):  # (mT: NumPy 2)
+        setattr(_Block, _name, _delegated_method(_name))
+for _name in _ARRAY_PROPERTIES:
+    if hasattr(np.ndarray, _name):
+        setattr(_Block, _name, _delegated_property(_name))
+for _name in _MUTATING:
+    setattr(_Block, _name, _refused_method(_name))
+del _name
+_Block.itemsize = property(lambda self: self.dtype.itemsize, doc="Bytes per entry (computes nothing).")
+_Block.nbytes = property(lambda self: self.size * self.dtype.itemsize, doc="Bytes of the whole block, dense.")
 
 
 class Jacobian(_Block):

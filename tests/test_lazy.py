@@ -402,6 +402,125 @@ def test_asarray_is_read_only_and_array_is_a_writable_copy():
     assert J[0, 0] == before
 
 
+# ---------------------------------------------------------------------------
+# The array API of the evaluated block
+# ---------------------------------------------------------------------------
+V6 = np.linspace(0.5, 2.0, 6)
+# Each is applied to the lazy block and to the dense array of a separate call: results must agree
+# in type, shape, dtype and value.
+ARRAY_OPS = {
+    "abs": abs, "neg": lambda A: -A, "pos": lambda A: +A, "T": lambda A: A.T, "mT": lambda A: A.mT,
+    "real": lambda A: A.real, "imag": lambda A: A.imag, "flat": lambda A: list(A.flat),
+    "sum": lambda A: A.sum(), "sum0": lambda A: A.sum(axis=0), "max": lambda A: A.max(),
+    "min1": lambda A: A.min(axis=-1), "mean": lambda A: A.mean(), "std": lambda A: A.std(),
+    "var": lambda A: A.var(ddof=1), "prod": lambda A: A.prod(), "argmax": lambda A: A.argmax(),
+    "argmin": lambda A: A.argmin(axis=0), "argsort": lambda A: A.argsort(axis=0),
+    "reshape": lambda A: A.reshape(-1), "ravel": lambda A: A.ravel(), "flatten": lambda A: A.flatten(),
+    "copy": lambda A: A.copy(), "astype": lambda A: A.astype(np.float32), "tolist": lambda A: A.tolist(),
+    "item": lambda A: A.item(3), "transpose": lambda A: A.transpose(), "swapaxes": lambda A: A.swapaxes(0, -1),
+    "diagonal": lambda A: A.diagonal(), "trace": lambda A: A.trace(), "clip": lambda A: A.clip(-0.5, 0.5),
+    "cumsum": lambda A: A.cumsum(), "round": lambda A: A.round(2), "take": lambda A: A.take([0, 2]),
+    "nonzero": lambda A: A.nonzero(), "all": lambda A: A.all(), "any": lambda A: A.any(axis=0),
+    "squeeze": lambda A: A.squeeze(), "repeat": lambda A: A.repeat(2), "conj": lambda A: A.conj(),
+    "dot": lambda A: A.dot(V6) if A.shape[-1] == 6 else A.dot(np.ones(A.shape[-1])),
+    "rpow": lambda A: 2.0 ** A, "rmod": lambda A: 1.0 % A, "rfloordiv": lambda A: 3.0 // A,
+    "divmod": lambda A: divmod(A, 0.3), "rdivmod": lambda A: divmod(1.0, A), "mod": lambda A: A % 0.3,
+    "in": lambda A: A[(0,) * A.ndim] in A, "not_in": lambda A: 1e9 in A, "tobytes": lambda A: A.tobytes(),
+    "nbytes": lambda A: (A.nbytes, A.itemsize),
+}
+BLOCKS = {
+    "jacobian": lambda: jaccli.jacobian(tall, X6),
+    "batched": lambda: jaccli.jacobian(lambda X: np.tanh(X) * X.sum(axis=1, keepdims=True) ** 2,
+                                       np.linspace(-1.0, 1.5, 12).reshape(3, 4), batch_axis=0),
+    "hessian": lambda: jaccli.hessian(lambda x: (np.sin(x) * x.sum() ** 2).sum(), V6),
+}
+
+
+def _same_result(got, expected):
+    assert type(got) is type(expected)
+    if isinstance(expected, (tuple, list)):
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            _same_result(g, e)
+    elif isinstance(expected, np.ndarray):
+        assert got.shape == expected.shape and got.dtype == expected.dtype
+        assert_allclose(got, expected, **SAME)
+    else:
+        assert got == pytest.approx(expected, rel=1e-12, abs=1e-13) if isinstance(expected, float) else got == expected
+
+
+@pytest.mark.parametrize("block", sorted(BLOCKS))
+@pytest.mark.parametrize("op", sorted(ARRAY_OPS))
+def test_array_methods_and_operators_give_what_the_evaluated_array_gives(op, block):
+    J = BLOCKS[block]()
+    expected = ARRAY_OPS[op](np.array(BLOCKS[block]()))  # a separate call's dense array
+    _same_result(ARRAY_OPS[op](J), expected)
+
+
+def test_array_methods_evaluate_the_block_once_and_probes_compute_nothing():
+    J = jaccli.jacobian(tall, X6)
+    assert not hasattr(J, "no_such_attribute") and (J.nbytes, J.itemsize) == (480, 8)
+    assert f"{J}".startswith("Jacobian(shape=(10, 6)")  # shows the lazy object, computes nothing
+    assert (J.rows_evaluated, J.cols_evaluated, J.sweeps) == (0, 0, 0)
+    J.sum()
+    sweeps = J.sweeps
+    assert sweeps > 0 and J.cols_evaluated == 6  # (10 x 6: by columns)
+    J.T, J.max(), J.reshape(60), J.copy(), abs(J), J.tolist(), J.mean(axis=0)
+    assert J.sweeps == sweeps  # everything comes from the cache
+    K = jaccli.jacobian(tall, X6, mode="reverse")
+    K[2:5]
+    assert_allclose(K.max(), np.max(J), **SAME)
+    assert K.rows_evaluated == 10 and K.stats["seeds"] == 10  # rows 2..4 were not computed again
+
+
+def test_array_views_of_a_lazy_block_are_read_only_and_copies_are_writable():
+    for mode in ("reverse", "forward"):  # (the cache is stored by rows, or by columns)
+        J = jaccli.jacobian(tall, X6, mode=mode)
+        before = np.array(J)
+        cache = np.asarray(J)
+        views = 0
+        for got in (J.T, J.reshape(60), J.ravel(), J.transpose(), J.view(), J.squeeze(), J.diagonal()):
+            if np.shares_memory(got, cache):  # a view where NumPy gives one: read-only like np.asarray(J)
+                views += 1
+                with pytest.raises(ValueError, match="read-only"):
+                    got[0] = 1.0
+            else:
+                got[0] = 1.0
+        assert views >= 5
+        for own in (J.copy(), J.astype(np.float64), J.flatten(), abs(J), J.round(3)):
+            assert own.flags.writeable and not np.shares_memory(own, cache)
+            own[0] = 1.0
+        assert_array_equal(np.asarray(J), before)
+
+
+@pytest.mark.parametrize("mutate", [lambda J: J.sort(), lambda J: J.fill(0.0), lambda J: J.resize(60),
+                                    lambda J: J.put([0], [1.0]), lambda J: J.partition(2), lambda J: J.setflags(write=True),
+                                    lambda J: J.__setitem__((0, 0), 1.0)])
+def test_mutating_array_methods_are_refused_and_say_what_to_do(mutate):
+    J = jaccli.jacobian(tall, X6)
+    before = np.array(J)
+    with pytest.raises(TypeError, match=r"lazy Jacobian is read-only: .* do it on a copy, A = np.array\(J\)"):
+        mutate(J)
+    assert_array_equal(np.asarray(J), before)
+
+
+def test_numeric_conversions_of_a_0d_block():
+    J0 = jaccli.jacobian(lambda s: s ** 2, np.array(3.0))  # 6.0
+    assert float(J0) == 6.0 and type(float(J0)) is float
+    assert int(J0) == 6 and type(int(J0)) is int
+    assert complex(J0) == 6 + 0j
+    assert round(J0) == 6 and type(round(J0)) is int and round(J0, 1) == 6.0
+    assert bool(J0) and not bool(jaccli.jacobian(lambda s: s * 0.0, np.array(3.0)))
+    assert f"{J0:.2f}" == "6.00" and f"{J0:>5}" == format(np.asarray(6.0), ">5")
+    J = jaccli.jacobian(tall, X6)
+    with pytest.raises(ValueError, match="truth value of an array with more than one element is ambiguous"):
+        bool(J)
+    with pytest.raises(TypeError, match=r"round\(\) of a Jacobian of shape \(10, 6\) .* J.round\(decimals\)"):
+        round(J)
+    with pytest.raises(TypeError):
+        float(J)
+
+
 def test_float32_input_reverse_gives_float32_forward_gives_output_dtype():
     x = np.array([1.0, 2.0, 3.0], dtype=np.float32)
     J = jaccli.jacobian(lambda x: (x * x).astype(np.float64), x, mode="reverse")

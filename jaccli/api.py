@@ -180,6 +180,101 @@ def _check_strict(connected: list[list[bool]], wrt: tuple[int, ...], names: list
                     "strict mode.")
 
 
+def _derivative_depends(fn: Callable, args: tuple, wrt_idx: tuple[int, ...], site: Any) -> list[list[bool]]:
+    """Whether the derivative of output i of fn w.r.t. differentiated input j structurally depends on
+    a differentiated input: torch's strict check under create_graph=True (a function linear in its
+    inputs has a constant derivative). One reverse sweep per output, seeded with ones (the union of
+    its rows' structure) and recorded, at the plain values of args: one more call of fn."""
+    n = len(wrt_idx)
+
+    def sweeps(*xs: Any) -> tuple:
+        trace = xs[wrt_idx[0]]._trace
+        _, outs, refs = call_traced(fn, xs, trace)
+        in_nodes = tuple(xs[k]._node for k in wrt_idx)
+        cts: list = []
+        for out, ref in zip(outs, refs):
+            grads = [None] * n
+            if ref is not None:
+                with attributed_to(site):
+                    grads = reverse(trace, (ref,), (np.ones((1,) + shape_of(out)),), in_nodes, traced=True)
+            cts.extend(np.zeros(()) if g is None else dense(g) for g in grads)
+        return tuple(cts)
+
+    rec = Recording(sweeps, primal_nested(args), wrt_idx)
+    return [[any(rec.connected(i * n + j, k) for k in range(n)) for j in range(n)]
+            for i in range(len(rec.outputs) // n)]
+
+
+def _graph_error(what: str, hessian: bool) -> StrictModeError:
+    example = "a quadratic function such as a @ a or a * b has a constant hessian" if hessian else \
+        "a linear function such as 3 * a has a constant jacobian"
+    return StrictModeError(
+        f"With create_graph=True, {what} is independent of the inputs: no path in the recorded derivative "
+        f"leads from an input to it ({example}). This is not allowed in strict mode when create_graph=True; "
+        "pass create_graph=False or strict=False.")
+
+
+def _check_strict_graph(depends: list[list[bool]], connected: list[list[bool]], wrt: tuple[int, ...],
+                        names: list[str], blocks: list[list[Any]] | None = None, hessian: bool = False) -> None:
+    """strict with create_graph: every derivative block must depend on the inputs (torch's rule).
+
+    `blocks`: the blocks computed under an outer differentiation; one that it traces (through a value
+    that f closes over, or a traced data input) depends on something the outer level differentiates,
+    as torch's requires_grad would say, and passes."""
+    for i, row in enumerate(depends):
+        for j, k in enumerate(wrt):
+            if row[j] or not connected[i][j] or (blocks is not None and type(blocks[i][j]) is Tracer):
+                continue
+            raise _graph_error(f"the hessian block of inputs {i} ({names[wrt[i]]!r}) and {j} ({names[k]!r})"
+                               if hessian else f"the jacobian of output {i} of the user-provided function with "
+                               f"respect to input {j} ({names[k]!r})", hessian)
+
+
+def _check_strict_products(depends: list[list[bool]], results: list, per_output: bool, what: str,
+                           names: list[str], wrt: tuple[int, ...], hessian: bool = False) -> None:
+    """strict with create_graph for a product: each of its `results` (one per output of the derivative
+    with `per_output`, else one per input) must depend on the inputs, through some block of `depends`;
+    a result an outer differentiation traces (through v, say) passes, as for `_check_strict_graph`."""
+    for r, res in enumerate(results):
+        line = depends[r] if per_output else [row[r] for row in depends]
+        if not any(line) and type(res) is not Tracer:
+            label = f"for output {r}" if per_output and not hessian else f"with respect to input {r} ({names[wrt[r]]!r})"
+            raise _graph_error(f"the {what} {label}", hessian)
+
+
+def _check_strict_product(connected: list[list[bool]], wrt: tuple[int, ...], names: list[str]) -> None:
+    """vjp and jvp in strict mode (torch's): every output depends on some input, every input reaches
+    some output."""
+    for i, row in enumerate(connected):
+        if not any(row):
+            raise StrictModeError(
+                f"Output {i} of the user-provided function does not depend on any differentiated input: no path "
+                "in the recorded computation. The outputs must be computed in a differentiable manner from the "
+                "input when running in strict mode.")
+    for j, k in enumerate(wrt):
+        if not any(row[j] for row in connected):
+            raise StrictModeError(
+                f"The output of the user-provided function is independent of input {j} ({names[k]!r}): no path "
+                "in the recorded computation leads from it to an output. This is not allowed in strict mode.")
+
+
+def _check_strict_gradient(connected: list[list[bool]], wrt: tuple[int, ...], names: list[str]) -> None:
+    """hvp and vhp in strict mode (torch's): each gradient depends on some input, each input reaches
+    some gradient."""
+    for i, row in enumerate(connected):
+        if not any(row):
+            raise StrictModeError(
+                f"While computing the hessian, found that the gradient with respect to input {i} "
+                f"({names[wrt[i]]!r}) is independent of the inputs: no path in the recorded computation. This is "
+                "not allowed in strict mode; the function must be twice differentiable with a gradient that "
+                "depends on the inputs (a linear function has a constant one).")
+    for j, k in enumerate(wrt):
+        if not any(row[j] for row in connected):
+            raise StrictModeError(
+                f"While computing the hessian, found that no gradient of the user-provided function depends on "
+                f"input {j} ({names[k]!r}): no path in the recorded computation. This is not allowed in strict mode.")
+
+
 def _check_batch_shapes(rec: Recording, batch: bool) -> None:
     if not batch:
         return
@@ -233,10 +328,17 @@ def jacobian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | Non
     _validate(batch_axis, mode, chunk_size)
     rec, _ = _record(f, args, wrt_idx, create_graph)
     _check_batch_shapes(rec, batch_axis == 0)
+    check = None
     if strict:
-        _check_strict(_connectivity(rec), rec.wrt, _param_names(f, len(args)))
+        names, connected = _param_names(f, len(args)), _connectivity(rec)
+        _check_strict(connected, rec.wrt, names)
+        if create_graph:
+            depends = _derivative_depends(_plain(f), args, wrt_idx, definition_site(_plain(f)))
+            check = lambda blocks=None: _check_strict_graph(depends, connected, rec.wrt, names, blocks)  # noqa: E731
     if create_graph and (rec.trace.outer or _traced(args)):  # f's inputs, or values it uses, are traced outside
-        return _eager_traced(rec, f, args, batch_axis, in_tuple, rec.out_is_tuple)
+        return _eager_traced(rec, f, args, batch_axis, in_tuple, rec.out_is_tuple, check=check)
+    if check is not None:
+        check()
     ev = Evaluator(rec, batch=batch_axis == 0, mode=mode, chunk_size=chunk_size)
     blocks = [[Jacobian(ev, i, j, _result_dtype(rec, i, j, mode)) for j in range(len(wrt_idx))]
               for i in range(len(rec.outputs))]
@@ -317,12 +419,20 @@ def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None
     wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
     _validate(batch_axis, mode, chunk_size)
     rec = _gradient_recording(f, args, wrt_idx, create_graph, batch_axis == 0)
+    check = None
     if strict:
-        names = _param_names(f, len(args))
+        names, connected = _param_names(f, len(args)), _connectivity(rec)
         _check_strict(rec.kept_value("inner_connected"), rec.wrt, names)
-        _check_strict(_connectivity(rec), rec.wrt, names, hessian=True)
+        _check_strict(connected, rec.wrt, names, hessian=True)
+        if create_graph:
+            gradient = _gradient_function(_plain(f), wrt_idx, batch_axis == 0, {"name": "hessian"})
+            depends = _derivative_depends(gradient, args, wrt_idx, definition_site(_plain(f)))
+            check = lambda blocks=None: _check_strict_graph(depends, connected, rec.wrt, names, blocks,  # noqa: E731
+                                                            hessian=True)
     if create_graph and (rec.trace.outer or _traced(args)):
-        return _eager_traced(rec, f, args, batch_axis, in_tuple, in_tuple, gradient=True)
+        return _eager_traced(rec, f, args, batch_axis, in_tuple, in_tuple, gradient=True, check=check)
+    if check is not None:
+        check()
     outer = "reverse" if mode == "reverse" else "forward"
     ev = HessianEvaluator(rec, batch=batch_axis == 0, mode=outer, chunk_size=chunk_size)
     ev.value = rec.kept_value("value")
@@ -344,11 +454,12 @@ def _gradient_recording(f: Callable, args: tuple, wrt_idx: tuple[int, ...], crea
 
 
 def _eager_traced(rec: Recording, f: Callable, args: tuple, batch_axis: Any, in_tuple: bool, out_tuple: bool,
-                  gradient: bool = False) -> Any:
+                  gradient: bool = False, check: Callable | None = None) -> Any:
     """Under an outer differentiation with create_graph=True: full blocks as traced arrays.
 
     `rec` is the recording of f (of its gradient, with `gradient`) whose values the outer level
     traces; the blocks are computed at once, so that the outer level records their operations.
+    `check`: strict mode's, called with the blocks ``[i][j]`` before they are returned.
     """
     wrt_idx = rec.wrt
     batch = batch_axis == 0
@@ -381,6 +492,8 @@ def _eager_traced(rec: Recording, f: Callable, args: tuple, batch_axis: Any, in_
             else:
                 row.append(np.reshape(ct, oshape + ishape))
         blocks.append(row)
+    if check is not None:
+        check(blocks)
     return _nest(blocks, out_tuple, in_tuple)
 
 
@@ -429,8 +542,12 @@ def _shaped(block: Any, like: Any) -> Any:
     return _cast(np.reshape(block, np.shape(like)), like)
 
 
-def vjp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_graph: bool = False) -> tuple:
+def vjp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple:
     """``(f(inputs), v^T J)``: one reverse sweep, without forming J.
+
+    `strict` (torch's): raise when an output depends on no input or an input reaches no output;
+    with create_graph, also when the product is independent of the inputs (f linear in them).
 
     >>> import numpy as np, jaccli
     >>> jaccli.vjp(lambda x: x ** 2, np.array([1.0, 2.0]), np.array([1.0, 1.0]))[1]
@@ -439,15 +556,21 @@ def vjp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_grap
     args, inputs_is_tuple = _as_args(inputs)
     wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
     rec, _ = _record(f, args, wrt_idx, create_graph, v=v)
+    if strict:
+        _check_strict_product(_connectivity(rec), rec.wrt, _param_names(f, len(args)))
     (v,) = _detach_unless(create_graph, (v,))
     vs = _check_v(v, [np.shape(o) for o in rec.outputs], "output", "the output's shape")
     cts = rec.vjp([vk[None] for vk in vs])
     res = [_shaped(ct, rec.inputs[k]) for ct, k in zip(cts, wrt_idx)]
+    if strict and create_graph:
+        _check_strict_products(_derivative_depends(_plain(f), args, wrt_idx, definition_site(_plain(f))), res,
+                               False, "vector-jacobian product", _param_names(f, len(args)), wrt_idx)
     return _value(rec), (tuple(res) if in_tuple else res[0])
 
 
-def jvp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_graph: bool = False) -> tuple:
-    """``(f(inputs), J v)``: one forward sweep, without forming J.
+def jvp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple:
+    """``(f(inputs), J v)``: one forward sweep, without forming J. `strict` as for `vjp`.
 
     >>> import numpy as np, jaccli
     >>> jaccli.jvp(lambda x: x ** 2, np.array([1.0, 2.0]), np.array([1.0, 0.0]))[1]
@@ -456,47 +579,70 @@ def jvp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_grap
     args, inputs_is_tuple = _as_args(inputs)
     wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
     rec, _ = _record(f, args, wrt_idx, create_graph, v=v)
+    if strict:
+        _check_strict_product(_connectivity(rec), rec.wrt, _param_names(f, len(args)))
     (v,) = _detach_unless(create_graph, (v,))
     vs = _check_v(v, [rec.in_shape(j) for j in range(len(wrt_idx))], "input", "the input's shape")
     outs = rec.jvp([vk[None] for vk in vs])
     res = [_shaped(t, o) for t, o in zip(outs, rec.outputs)]
+    if strict and create_graph:
+        _check_strict_products(_derivative_depends(_plain(f), args, wrt_idx, definition_site(_plain(f))), res,
+                               True, "jacobian-vector product", _param_names(f, len(args)), wrt_idx)
     return _value(rec), (tuple(res) if rec.out_is_tuple else res[0])
 
 
-def _gradient_product(f: Callable, inputs: Any, v: Any, wrt: Any, create_graph: bool, reverse: bool) -> tuple:
+def _gradient_product(f: Callable, inputs: Any, v: Any, wrt: Any, create_graph: bool, strict: bool,
+                      reverse: bool) -> tuple:
     """``(f(inputs), product)``: one sweep over f's recorded gradient seeded with v, forward (H v) or
     reverse (v^T H)."""
     args, inputs_is_tuple = _as_args(inputs)
     wrt_idx, in_tuple = _resolve_wrt(f, args, wrt, inputs_is_tuple)
-    rec = _gradient_recording(f, args, wrt_idx, create_graph, False, "vhp" if reverse else "hvp", v)
+    name = "vhp" if reverse else "hvp"
+    rec = _gradient_recording(f, args, wrt_idx, create_graph, False, name, v)
+    if strict:
+        names = _param_names(f, len(args))
+        _check_strict_product(rec.kept_value("inner_connected"), rec.wrt, names)
+        _check_strict_gradient(_connectivity(rec), rec.wrt, names)
     (v,) = _detach_unless(create_graph, (v,))
     vs = _check_v(v, [rec.in_shape(j) for j in range(len(wrt_idx))], "input", "the input's shape")
     seeds = [vk[None] for vk in vs]
     outs = rec.vjp(seeds) if reverse else rec.jvp(seeds)
     res = [_shaped(t, rec.inputs[k]) for t, k in zip(outs, wrt_idx)]
+    if strict and create_graph:
+        gradient = _gradient_function(_plain(f), wrt_idx, False, {"name": name})
+        _check_strict_products(_derivative_depends(gradient, args, wrt_idx, definition_site(_plain(f))), res,
+                               not reverse, "vector-hessian product" if reverse else "hessian-vector product",
+                               names, wrt_idx, hessian=True)
     return rec.kept_value("value"), (tuple(res) if in_tuple else res[0])
 
 
-def hvp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_graph: bool = False) -> tuple:
+def hvp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple:
     """``(f(inputs), H v)`` for scalar f: one forward sweep over the recorded gradient.
+
+    `strict` (torch's): raise when f depends on no input, an input does not reach f, or a gradient
+    is independent of the inputs (f linear there); with create_graph, also when the product is
+    (f quadratic there).
 
     >>> import numpy as np, jaccli
     >>> jaccli.hvp(lambda x: (x ** 3).sum(), np.array([1.0, 2.0]), np.array([1.0, 1.0]))[1]
     array([ 6., 12.])
     """
-    return _gradient_product(f, inputs, v, wrt, create_graph, reverse=False)
+    return _gradient_product(f, inputs, v, wrt, create_graph, strict, reverse=False)
 
 
-def vhp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_graph: bool = False) -> tuple:
+def vhp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple:
     """``(f(inputs), v^T H)`` for scalar f: one reverse sweep over the recorded gradient
     (reverse over reverse, as torch.autograd.functional.vhp). H is symmetric where f is twice
     continuously differentiable, so this equals `hvp`'s H v; `hvp`'s forward sweep is the cheaper one.
+    `strict` as for `hvp`.
 
     >>> import numpy as np, jaccli
     >>> jaccli.vhp(lambda x: x[0] ** 2 * x[1], np.array([1.0, 2.0]), np.array([1.0, 0.0]))[1]
     array([4., 2.])
     """
-    return _gradient_product(f, inputs, v, wrt, create_graph, reverse=True)
+    return _gradient_product(f, inputs, v, wrt, create_graph, strict, reverse=True)
 
 
 def grad(f: Callable, inputs: Any, *, wrt: Any = None, create_graph: bool = False) -> Any:

@@ -4,9 +4,6 @@ Paddle cases use ``J.matrix`` (Paddle's flattened [M, N]) or ``batch_axis=0``.
 
 Not applicable, or adapted (nothing here is skipped or xfailed):
 
-* TC-18, third stage: torch raises under ``strict=True, create_graph=True`` when the *result*
-  of ``a.copy()`` carries no graph. That is about torch's graph bookkeeping; jaccli's strict
-  mode is about outputs and inputs only, so only the non-strict value (I4) is checked.
 * TC-27, TC-28, TC-34: Paddle's ndim limits, the ``[B, 1, N]`` shape quirk, ``J[0]`` raising
   TypeError and ``[..., 1]`` raising IndexError are deliberately not copied; those tests assert
   numpy-exact results instead (``np.asarray(J)[idx]``).
@@ -288,6 +285,10 @@ def test_tc18_strict_output_without_path_raises_and_nonstrict_gives_zeros(rng):
     with pytest.raises(StrictModeError, match=r"Output 0.*independent of input 0"):
         jaccli.jacobian(lambda a: a.astype(int).astype(float), a, strict=True)
     assert_array_equal(np.asarray(jaccli.jacobian(lambda a: a.copy(), a, create_graph=True)), np.eye(4))
+    # Third stage: under create_graph=True the Jacobian itself must depend on the inputs.
+    with pytest.raises(StrictModeError, match=r"jacobian of output 0 .* input 0 .* is independent of the inputs"
+                                              r".* not allowed in strict mode when create_graph=True"):
+        jaccli.jacobian(lambda a: a.copy(), a, strict=True, create_graph=True)
 
 
 def test_tc18_strict_hessian_of_a_linear_function_raises(rng):

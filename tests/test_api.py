@@ -336,6 +336,130 @@ def test_strict_hessian(rng):
     assert_allclose(np.asarray(H), np.diag(6 * x), **EXACT)
 
 
+A2, B2 = np.array([1.0, 2.0]), np.array([0.5, -1.0])
+# strict=True, create_graph=True: a derivative block independent of the inputs is refused. What
+# torch.autograd.functional 2.13 does on each was run: all agree but (a ** 2).sum(), whose Hessian
+# torch lets through (its pow backward keeps a ** 0, structurally a function of a).
+_STRICT_GRAPH = [
+    ("jacobian", lambda a: 3 * a, (A2,), r"jacobian of output 0 .* input 0 \('a'\) is independent of the inputs"),
+    ("jacobian", lambda a: a.sum(), (A2,), "jacobian of output 0"),
+    ("jacobian", lambda a: a.copy(), (A2,), "jacobian of output 0"),  # TC-18's third stage
+    ("jacobian", lambda a, b: a + b * b, (A2, B2), r"input 0 \('a'\)"),
+    ("jacobian", lambda a, b: (a * b, a + b), (A2, B2), r"output 1 .* input 0 \('a'\)"),
+    ("jacobian", lambda a: np.stack([a[0] ** 2, a[1]]), (A2,), None),  # one row depends on a
+    ("jacobian", lambda a, b: a * b, (A2, B2), None),  # d/da = b: depends on an input
+    ("jacobian", np.sin, (A2,), None),
+    ("jacobian", lambda a, b: a @ b, (A2, B2), None),
+    ("hessian", lambda a: (a * a).sum(), (A2,), r"hessian block of inputs 0 \('a'\) and 0 \('a'\)"),
+    ("hessian", lambda a: (a ** 2).sum(), (A2,), "hessian block"),  # torch: passes, see above
+    ("hessian", lambda a: a @ a, (A2,), "hessian block"),
+    ("hessian", lambda a: a[0] * a[1], (A2,), "hessian block"),
+    ("hessian", lambda a: (a ** 3).sum(), (A2,), None),
+    ("hessian", lambda a: np.sin(a).sum(), (A2,), None),
+    ("hessian", lambda a, b: (a * a * b * b).sum(), (A2, B2), None),
+    ("vjp", lambda a: 3 * a, (A2,), r"vector-jacobian product with respect to input 0 \('a'\)"),
+    ("vjp", lambda a, b: a + b * b, (A2, B2), r"vector-jacobian product with respect to input 0"),
+    ("vjp", lambda a, b: a * b, (A2, B2), None),
+    ("jvp", lambda a: 3 * a, (A2,), "jacobian-vector product for output 0"),
+    ("jvp", lambda a, b: a + b * b, (A2, B2), None),  # output 0 depends on b through b * b
+    ("hvp", lambda a: (a * a).sum(), (A2,), r"hessian-vector product with respect to input 0 \('a'\)"),
+    ("hvp", lambda a, b: (a * b).sum(), (A2, B2), "hessian-vector product"),
+    ("hvp", lambda a, b: (a * a * b).sum(), (A2, B2), None),
+    ("vhp", lambda a: (a * a).sum(), (A2,), "vector-hessian product with respect to input 0"),
+    ("vhp", lambda a: (a ** 3).sum(), (A2,), None),
+]
+
+
+def _strict_call(kind, f, args, create_graph):
+    inputs = args if len(args) > 1 else args[0]
+    if kind in ("jacobian", "hessian"):
+        out = getattr(jaccli, kind)(f, inputs, strict=True, create_graph=create_graph)
+        return [np.asarray(b) for b in (out if isinstance(out, tuple) else (out,))] if kind == "jacobian" else out
+    v = np.ones(2) if kind == "vjp" else (tuple(np.ones(2) for _ in args) if len(args) > 1 else np.ones(2))
+    return getattr(jaccli, kind)(f, inputs, v, strict=True, create_graph=create_graph)
+
+
+@pytest.mark.parametrize("case", range(len(_STRICT_GRAPH)))
+def test_strict_with_create_graph_refuses_a_derivative_independent_of_the_inputs(case):
+    kind, f, args, refused = _STRICT_GRAPH[case]
+    _strict_call(kind, f, args, create_graph=False)  # strict alone accepts every one
+    if refused is None:
+        _strict_call(kind, f, args, create_graph=True)
+        return
+    with pytest.raises(StrictModeError, match=refused) as err:
+        _strict_call(kind, f, args, create_graph=True)
+    assert "not allowed in strict mode when create_graph=True" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_strict_with_create_graph_under_an_outer_differentiation_counts_what_the_outer_one_traces():
+    w, y = np.array([0.5, 1.5]), np.array([1.0, -2.0])
+    # d/dy of y * w**2 is diag(w**2): independent of y but a function of w, as torch's requires_grad says
+    T = np.asarray(jaccli.jacobian(lambda w: jaccli.jacobian(lambda y: y * w ** 2, y, strict=True,
+                                                             create_graph=True), w))
+    assert_allclose(T, np.einsum("ij,ik->ijk", np.eye(2), np.diag(2 * w)), **EXACT)
+    T = np.asarray(jaccli.jacobian(lambda w: jaccli.hessian(lambda y: (y * y * w).sum(), y, strict=True,
+                                                            create_graph=True), w))
+    assert_allclose(T, np.einsum("ij,ik->ijk", np.eye(2), 2 * np.eye(2)), **EXACT)
+    # a traced v makes the product a function of the outer variable too
+    T = np.asarray(jaccli.jacobian(lambda v: jaccli.vjp(lambda y: 3 * y, y, v, strict=True, create_graph=True)[1],
+                                   w))
+    assert_allclose(T, 3 * np.eye(2), **EXACT)
+    with pytest.raises(StrictModeError, match="jacobian of output 0"):
+        jaccli.jacobian(lambda w: jaccli.jacobian(lambda y: 3 * y + w, y, strict=True, create_graph=True), w)
+
+
+def test_strict_with_create_graph_per_sample():
+    X = np.linspace(0.5, 2.0, 6).reshape(2, 3)
+    with pytest.raises(StrictModeError, match="jacobian of output 0"):
+        jaccli.jacobian(lambda X: 3 * X, X, batch_axis=0, strict=True, create_graph=True)
+    with pytest.raises(StrictModeError, match="hessian block"):
+        jaccli.hessian(lambda X: (X * X).sum(axis=1), X, batch_axis=0, strict=True, create_graph=True)
+    H = jaccli.hessian(lambda X: (X ** 3).sum(axis=1), X, batch_axis=0, strict=True, create_graph=True)
+    assert_allclose(np.asarray(H), np.einsum("bi,ij->bij", 6 * X, np.eye(3)), **EXACT)
+
+
+# The products' strict mode without create_graph, as torch's (each outcome run on torch 2.13)
+_STRICT_PRODUCTS = [
+    ("vjp", lambda a, b: 3 * b, r"output of the user-provided function is independent of input 0 \('a'\)"),
+    ("jvp", lambda a, b: 3 * b, r"output of the user-provided function is independent of input 0 \('a'\)"),
+    ("vjp", lambda a, b: np.ones(2), "Output 0 of the user-provided function does not depend on any"),
+    ("jvp", lambda a, b: (a * b, np.ones(2)), "Output 1 of the user-provided function does not depend on any"),
+    ("hvp", lambda a, b: (a ** 3).sum(), r"output of the user-provided function is independent of input 1 \('b'\)"),
+    ("vhp", lambda a, b: (a ** 3).sum(), r"independent of input 1 \('b'\)"),
+    ("hvp", lambda a, b: (3 * a).sum() + (b ** 2).sum(), r"gradient with respect to input 0 \('a'\) is independent"),
+    ("vhp", lambda a, b: (3 * a).sum() + (b ** 2).sum(), r"gradient with respect to input 0 \('a'\) is independent"),
+    ("hvp", lambda a, b: (a * b).sum(), None),
+    ("vhp", lambda a, b: (a * 0 * b).sum(), None),  # structural: a path exists
+    ("vjp", lambda a, b: a * 0 + b, None),
+    ("jvp", lambda a, b: a + b, None),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_STRICT_PRODUCTS)))
+def test_strict_products_refuse_what_torch_refuses(case):
+    kind, f, refused = _STRICT_PRODUCTS[case]
+    v = np.ones(2) if kind == "vjp" else (np.ones(2), np.ones(2))
+    getattr(jaccli, kind)(f, (A2, B2), v)  # without strict: zeros where independent
+    if refused is None:
+        getattr(jaccli, kind)(f, (A2, B2), v, strict=True)
+        return
+    with pytest.raises(StrictModeError, match=refused):
+        getattr(jaccli, kind)(f, (A2, B2), v, strict=True)
+
+
+def test_strict_products_give_the_same_values_as_without():
+    x, v = np.array([0.3, -0.5, 1.2]), np.array([0.7, -1.1, 0.4])
+    f = lambda x: np.sin(x) * x.sum()  # noqa: E731
+    g = lambda x: (np.sin(x) * x.sum()).sum()  # noqa: E731
+    for kind, fn in (("vjp", f), ("jvp", f), ("hvp", g), ("vhp", g)):
+        for cg in (False, True):
+            strict = getattr(jaccli, kind)(fn, x, v, strict=True, create_graph=cg)
+            plain = getattr(jaccli, kind)(fn, x, v)
+            assert_allclose(strict[1], plain[1], **EXACT)
+            assert_allclose(strict[0], plain[0], **EXACT)
+
+
 # ---------------------------------------------------------------------------
 # create_graph: derivatives of derivatives
 # ---------------------------------------------------------------------------

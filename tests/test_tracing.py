@@ -201,6 +201,11 @@ LISTS_OF_TRACED_VALUES = {
     "np.array of slogdet's named tuple": "np.array(np.linalg.slogdet(np.outer(x, x) + np.eye(3)))",
     "np.sum of slogdet's named tuple": "np.sum(np.linalg.slogdet(np.diag(x ** 2 + 1)))",
     "np.stack of named tuples": "np.stack([np.linalg.slogdet(np.diag(x + 2)), np.linalg.slogdet(np.diag(x + 3))])",
+    # Functions NumPy dispatches on some arguments only (before: a list there was a tracing error)
+    "np.interp with a list fp": "np.interp(0.5, [-2.0, 2.0], [x[0], x[1] ** 2]) * x",
+    "np.interp with a list xp": "np.interp(0.1, [x[1], x[0] + 1.0], [0.0, 1.0]) * x",
+    "np.polyint of a list": "np.polyint([x[0], x[1], x[2]])",
+    "np.full_like of a list, traced fill": "np.full_like([0.0, 0.0], x[0] * x[1])",
 }
 
 
@@ -217,6 +222,19 @@ def test_lists_holding_traced_values_given_to_numpy_are_traced_arrays(user_modul
         np.testing.assert_allclose(jaccli.jacobian(module.f, x, mode=mode), central_diff(module.f, x),
                                    rtol=1e-7, atol=1e-8)
     assert module.np is np
+
+
+def test_a_list_of_traced_values_assigned_into_a_traced_array_is_traced(user_module):
+    module = user_module("""
+        import numpy as np
+
+        def f(x):
+            y = x * 1.0
+            y[:2] = [x[1], x[0] ** 2]  # before: a tracing error about converting to a plain array
+            y[[2, 0]] += (x[2], 3.0)
+            return y
+    """)
+    _both_modes_match_differences(module.f, np.array([0.7, -1.3, 0.4]))
 
 
 def test_numpy_seen_through_f_keeps_its_types_constants_and_ufunc_methods(user_module):

@@ -70,19 +70,18 @@ def _converting(convert: Callable) -> Callable:
     return functools.wraps(convert)(call)
 
 
-def _interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None) -> Any:
-    """np.interp with a traced left or right: NumPy dispatches on x, xp and fp only, and would
-    convert a traced left or right to a float; jaccli's rule takes them traced."""
-    if type(left) is Tracer or type(right) is Tracer:
-        return FUNCTION_HANDLERS[np.interp](x, xp, fp, left=left, right=right, period=period)
-    return np.interp(x, xp, fp, left, right, period)
-
-
-def _polyint(p: Any, m: Any = 1, k: Any = None) -> Any:
-    """np.polyint with traced constants k: NumPy dispatches on p only (as np.interp above)."""
-    if holds_tracer(k):
-        return FUNCTION_HANDLERS[np.polyint](p, m, k)
-    return np.polyint(p, m, k)
+def _dispatching(func: Callable) -> Callable:
+    """func, which NumPy dispatches on some of its arguments only (np.interp on x, xp and fp, not left
+    or right; np.polyint on p, not k; np.full_like on a, not the fill value), and would convert a
+    traced value in the others to a float: with one anywhere (or a list holding one), jaccli's rule
+    takes them all."""
+    @functools.wraps(func)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if holds_tracer(args) or holds_tracer(tuple(kwargs.values())):
+            args, kwargs = lift_args(func, args, kwargs)
+            return FUNCTION_HANDLERS[func](*args, **kwargs)
+        return func(*args, **kwargs)
+    return call
 
 
 def _arange(*args: Any, **kwargs: Any) -> Any:
@@ -177,8 +176,8 @@ NUMPY_PROXY = _NumpyProxy(np, {"array": _array, "asarray": _converting(np.asarra
                                "asanyarray": _converting(np.asanyarray),
                                "ascontiguousarray": _converting(np.ascontiguousarray),
                                "asfortranarray": _converting(np.asfortranarray),
-                               "require": _converting(np.require), "full": _full, "interp": _interp,
-                               "polyint": _polyint, "arange": _arange})
+                               "require": _converting(np.require), "full": _full, "arange": _arange,
+                               **{f.__name__: _dispatching(f) for f in (np.interp, np.polyint, np.full_like)}})
 
 
 def _stand_in(v: Any) -> Any:

@@ -656,6 +656,8 @@ class Tracer:
         if self._stale is not None and self._stale[1] is v and self._stale[2] == "base":
             # Z[i] += v: Python updated the view Z[i] and now writes it back into Z.
             self._stale = None
+        if type(v) is not Tracer and holds_tracer(v):  # y[:2] = [x[1], x[0]]
+            v = lift(v)
         REPLACING.v = self
         try:
             new = INTERNAL["setitem"](self, v, idx)

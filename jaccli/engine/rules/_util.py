@@ -21,9 +21,11 @@ def axis_index(axis: Any, ndim: int) -> int:
 
 
 def dtype_of(x: Any) -> np.dtype:
-    """The dtype of an array, a traced array or a Python number."""
+    """The dtype of an array, a traced array, a Python number or a list of numbers."""
     dtype = getattr(x, "dtype", None)
-    return dtype if dtype is not None else np.result_type(x)
+    if dtype is not None:
+        return dtype
+    return np.asarray(x).dtype if isinstance(x, (list, tuple)) else np.result_type(x)
 
 
 def shape_of(x: Any) -> tuple:

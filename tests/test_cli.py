@@ -421,8 +421,11 @@ def test_disconnected_input_is_a_warning_and_structural_zero(runner, tmp_path):
 
 def test_strict_fails_with_exit_1_on_a_disconnected_input(runner, tmp_path):
     func = write(tmp_path, "m.py", "def f(x, y):\n    return x * 2.0\n")
-    result = invoke(runner, "jacobian", func, "[1, 2]", "[3]", "--strict")
-    assert_usage_error(result, "independent of input 1 ('y')", code=1)
+    result = invoke(runner, "jacobian", func, "[1, 2]", "[3]", "--strict", "--format", "text")
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: --strict: ") and "independent of input 1 ('y')" in lines[0]
+    assert result.stdout == "# df_dx shape=2x2\n2 0\n0 2\n# df_dy shape=2x1\n0\n0\n"  # as --compare, the result
 
 
 def test_strict_passes_when_everything_is_connected(runner):
@@ -1199,8 +1202,9 @@ def test_json_report_has_every_documented_key(runner):
     doc = report(result)
     assert set(doc) == {"schema", "jaccli", "command", "argv", "function", "inputs", "wrt", "dtype", "batch_axis",
                         "chunk_size", "mode", "mode_requested", "blocks", "sweeps", "seeds", "streamed", "output",
-                        "timings", "warnings", "nonfinite", "nonfinite_origin", "compare", "passed"}
+                        "timings", "warnings", "nonfinite", "nonfinite_origin", "compare", "strict", "passed"}
     assert doc["nonfinite"] == [] and doc["nonfinite_origin"] is None and doc["compare"] is None
+    assert doc["strict"] is None
     assert doc["passed"] is None
     assert doc["schema"] == 1 and doc["command"] == "jacobian" and doc["output"] is None
     assert doc["function"]["kind"] == "file" and doc["function"]["name"] == "f"

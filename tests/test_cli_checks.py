@@ -189,6 +189,58 @@ def test_disconnected_input_fails_with_strict_naming_output_and_input(runner, mo
     assert_untouched(target)
 
 
+def test_failed_strict_still_prints_the_result_and_the_json_verdict(runner, model, tmp_path):
+    # Before: nothing on stdout (--compare and --fail-on-nonfinite print the report, then exit 1)
+    target = tmp_path / "J.npz"
+    target.write_bytes(KNOWN)
+    result = invoke(runner, "jacobian", model("uses_global"), "[1, 2]", "[3, 4]", "--strict", "-o", str(target),
+                    "--format", "json")
+    assert_fails(result, 1, "--strict: output uses_global is independent of input 1 ('y')", "was not written")
+    doc = json.loads(result.stdout)
+    assert doc["passed"] is False and doc["strict"] == {
+        "passed": False, "disconnected": [{"output": "uses_global", "input": "y", "block": "duses_global_dy"}]}
+    assert doc["output"] == str(target) and doc["blocks"]["duses_global_dx"]["connected"] is True
+    assert_untouched(target)
+    text = invoke(runner, "hessian", model("ignores"), "[1, 2]", "[3]", "--strict", "--format", "text")
+    assert_fails(text, 1, "--strict: output ignores is independent of input 1 ('y')")
+    assert text.stdout == invoke(runner, "hessian", model("ignores"), "[1, 2]", "[3]", "--format", "text").stdout
+    assert text.stdout.startswith("# d2ignores_dx_dx shape=2x2\n2 0\n0 2\n")
+
+
+def test_passed_strict_is_a_verdict_in_the_json_report(runner):
+    doc = report(invoke(runner, "jacobian", "-e", "x * y", "[1, 2]", "[3, 4]", "--strict", "--format", "json"))
+    assert doc["strict"] == {"passed": True, "disconnected": []} and doc["passed"] is True
+    plain = report(invoke(runner, "jacobian", "-e", "x * y", "[1, 2]", "[3, 4]", "--format", "json"))
+    assert plain["strict"] is None and plain["passed"] is None
+
+
+def test_check_with_failed_strict_prints_its_report_ending_in_failed(runner, model):
+    result = invoke(runner, "check", model("uses_global"), "[1, 2]", "[3, 4]", "--strict", "--format", "text")
+    assert_fails(result, 1, "--strict: output uses_global is independent of input 1 ('y')")
+    lines = result.stdout.splitlines()
+    assert lines[-1] == "failed"
+    assert "--strict:           FAILED: duses_global_dy is structurally zero (uses_global does not depend on y)" \
+        in lines
+    doc = json.loads(invoke(runner, "check", model("uses_global"), "[1, 2]", "[3, 4]", "--strict", "--format",
+                            "json").stdout)
+    assert doc["passed"] is False and doc["check"]["passed"] is True and doc["strict"]["passed"] is False
+    passed = invoke(runner, "check", "-e", "x * y", "[1, 2]", "[3, 4]", "--strict", "--format", "text")
+    assert passed.exit_code == 0 and passed.stdout.splitlines()[-1] == "passed"
+    assert "--strict:           every output depends on every differentiated input" in passed.stdout
+
+
+def test_failed_strict_on_a_result_to_stream_writes_nothing(runner, model, tmp_path):
+    target = tmp_path / "J.npy"
+    target.write_bytes(KNOWN)
+    func = write(tmp_path, "twice.py", "def f(x, y):\n    return x * 2.0\n")
+    result = invoke(runner, "jacobian", func, "[1, 2, 3, 4]", "[3, 4, 5, 6]", "--wrt", "y", "--strict", "-o",
+                    str(target), "--max-memory", "100", "--format", "json")
+    assert_untouched(target)  # (streamed, the result would be written while it is computed)
+    assert_fails(result, 1, "--strict: output f is independent of input 1 ('y')", f"{target} was not written")
+    assert result.stdout == ""
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
 def test_strict_hessian_names_f_when_f_ignores_an_input(runner, model):
     assert invoke(runner, "hessian", "-e", "sum(x ** 2)", "[1, 2]", "--strict").exit_code == 0
     ignored = invoke(runner, "hessian", model("ignores"), "[1, 2]", "[3]", "--strict")
@@ -720,7 +772,7 @@ def test_man_page_documents_the_new_commands_and_report_keys(runner):
 
     for key in set(info) | set(info["blocks"]["df_dx"]) | set(ops):
         assert f"``{key}``" in info_module.__doc__ or f"``{key}``" in report_module.__doc__, key
-    for key in ("nonfinite", "nonfinite_origin", "compare", "passed", "check"):
+    for key in ("nonfinite", "nonfinite_origin", "compare", "strict", "passed", "check"):
         assert f"``{key}``" in report_module.__doc__, key
 
 

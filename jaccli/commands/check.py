@@ -137,6 +137,11 @@ def _sections(d: dict, problem: Problem, outcome: Outcome) -> list[Section]:
         facts["f at the same inputs"] = f"DIFFERS between two calls (by up to {d['unrepeatable']:.3g})"
     facts["max abs error"] = f"{d['max_abs_err']:.3g}"
     facts["max rel error"] = f"{d['max_rel_err']:.3g}"
+    strict = next((v for v in outcome.verdicts if v.key == "strict"), None)
+    if strict is not None:
+        facts["--strict"] = "every output depends on every differentiated input" if strict.passed else \
+            "FAILED: " + "; ".join(f"{p['block']} is structurally zero ({p['output']} does not depend on "
+                                   f"{p['input']})" for p in strict.data["disconnected"])
     sections.append(Facts(facts))
     sections.append(Table("blocks", ["block", "checked", "entries", "mismatches", "max abs err", "max rel err",
                                      "result"],
@@ -164,7 +169,7 @@ def _sections(d: dict, problem: Problem, outcome: Outcome) -> list[Section]:
                               [[_at(e), e["label"], _g(e["ad"]), _g(e["fd"]), e["reason"]]
                                for e in d["convention_dependent"]],
                               more=f"... and {more} more" if more > 0 else "", prose=["reason"]))
-    sections.append("passed" if d["passed"] else "failed")
+    sections.append("passed" if d["passed"] and (strict is None or strict.passed) else "failed")
     return sections
 
 

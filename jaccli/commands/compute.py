@@ -16,7 +16,7 @@ from jaccli.errors import UsageError
 from jaccli.indexspec import parse_index_spec
 from jaccli.words import counted
 
-from .failures import CheckFailed, shown_path
+from .failures import shown_path
 from .problem import Problem, load_vectors
 from .settings import Settings
 
@@ -149,8 +149,10 @@ def prepare(problem: Problem, command: str, settings: Settings) -> Outcome:
         _select(blocks, settings)
         zero = [b for b in blocks if not b.lazy.connected]
         if settings.strict:
-            _strict(problem, command, blocks, zero)
-        outcome.warnings += [_zero_message(problem, b) for b in zero]
+            # A verdict, as --compare's: the result and the report are still shown, then exit 1.
+            outcome.verdicts.append(_strict(problem, command, blocks, zero))
+        if not settings.strict or outcome.verdicts[-1].passed:  # (a failure's error line says it all)
+            outcome.warnings += [_zero_message(problem, b) for b in zero]
     else:
         outcome.warnings += _zero_gradient_warnings(problem, command, blocks)
         outcome.sweeps = outcome.seeds = 1
@@ -194,8 +196,11 @@ def _dependent(problem: Problem, b: Block) -> str:
     return f"d{problem.name}_d{b.out_name}" if b.kind == "hessian" else b.out_name
 
 
-def _strict(problem: Problem, command: str, blocks: list[Block], zero: list[Block]) -> None:
-    """--strict: fail, naming the output and the input, when a block is structurally zero."""
+def _strict(problem: Problem, command: str, blocks: list[Block], zero: list[Block]) -> Verdict:
+    """--strict: a verdict that fails, naming the output and the input, when a block is structurally zero.
+
+    Its report entry is ``{"passed", "disconnected": [{"output", "input", "block"}]}``.
+    """
     pairs: list[tuple[str, str, str]] = []
     cut = None
     if command == "hessian":
@@ -215,16 +220,18 @@ def _strict(problem: Problem, command: str, blocks: list[Block], zero: list[Bloc
         linear = command == "hessian"
         if zero and not linear:
             cut = zero[0].lazy.cut_by
+    data = {"passed": not pairs, "disconnected": [{"output": o, "input": i, "block": k} for o, i, k in pairs]}
     if not pairs:
-        return
+        return Verdict("strict", True, data)
     out, name, key = pairs[0]
     hint = "f is linear in that input, or the inputs enter f separately" if linear \
         else disconnected_hint(name, _shown(cut))
     position = problem.params.index(name)
     more = "; also " + ", ".join(f"{k} ({o} does not depend on {i})" for o, i, k in pairs[1:]) if pairs[1:] else ""
-    raise CheckFailed(f"--strict: output {out} is independent of input {position} ({name!r}): {key} is "
-                      f"structurally zero, as no path in the recorded computation leads from {name} to {out}; "
-                      f"{hint}{more}")
+    return Verdict("strict", False, data,
+                   failure=f"--strict: output {out} is independent of input {position} ({name!r}): {key} is "
+                           f"structurally zero, as no path in the recorded computation leads from {name} to {out}; "
+                           f"{hint}{more}")
 
 
 def _nested(result: Any, rows_are_tuple: bool) -> list[list[Any]]:

@@ -35,8 +35,10 @@ stored in ``.npz`` files under ``__meta__`` and in ``.json`` files under ``meta`
   non-finite value (`jaccli.diagnostics.Provenance.to_dict`: op, sweep, file, line, ...) or null.
 - ``compare``: the verdict of ``--compare`` (see commands/compare.py: reference, passed, rtol,
   atol, entries, mismatches, max_abs_err, max_rel_err, worst, blocks), or null.
-- ``passed``: whether every check asked for (check, --compare, --fail-on-nonfinite) passed;
-  null when none was.
+- ``strict``: the verdict of ``--strict``, ``{"passed", "disconnected"}`` with an ``{"output",
+  "input", "block"}`` per output that does not depend on a differentiated input, or null.
+- ``passed``: whether every check asked for (check, --compare, --strict, --fail-on-nonfinite)
+  passed; null when none was.
 - ``check`` (check only): jaccli.checks.CheckReport.to_dict with the CLI's block keys, plus
   ``kink_entries``/``kink_entry_count`` (entries made convention-dependent by a kink) and
   ``entries``; its ``message`` is left out. A check report has no block ``data``.
@@ -216,6 +218,7 @@ def build_report(problem: Problem, outcome: Outcome, settings: Settings, argv: l
         "nonfinite": nonfinite,
         "nonfinite_origin": origin,
         "compare": None,
+        "strict": None,
         **checks,
         "passed": all(v.passed for v in outcome.verdicts) if outcome.verdicts else None,
     }

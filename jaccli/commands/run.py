@@ -75,6 +75,9 @@ def _compute(outcome: Outcome, settings: Settings, out: Output) -> None:
     streamable = out.path is not None and out.path.suffix.lower() == ".npy" and len(outcome.blocks) == 1
     if not streamable or outcome.blocks[0].lazy is None:
         raise _too_large(outcome, settings, out)
+    failed = next((v for v in outcome.verdicts if not v.passed), None)
+    if failed is not None:  # (--strict) a failed result is not written, and a streamed one cannot be shown
+        raise CheckFailed(f"{failed.failure}; {out.path} was not written")
     if settings.compare or settings.fail_on_nonfinite:
         # A streamed result is written while it is computed: nothing could be checked before writing.
         what = "--compare" if settings.compare else "--fail-on-nonfinite"

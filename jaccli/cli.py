@@ -321,7 +321,11 @@ def main(argv: list[str] | None = None) -> Any:
 
 
 def _unwind_on_termination() -> None:
-    """SIGTERM and SIGHUP raise Terminated, so that cleanup runs as for Ctrl-C (Python's default dies at once)."""
+    """SIGTERM and SIGHUP raise Terminated, so that cleanup runs as for Ctrl-C (Python's default dies at once).
+
+    Ctrl-C (SIGINT) raises it too, in place of Python's plain KeyboardInterrupt: a KeyboardInterrupt
+    that the user's function raises itself is then told apart, as its failure (exit 3).
+    """
     import signal
 
     from .commands.failures import Terminated
@@ -329,7 +333,9 @@ def _unwind_on_termination() -> None:
     def stop(signum: int, frame: Any) -> None:
         raise Terminated(signum, signal.Signals(signum).name)
 
-    for sig in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)):
+    # (A SIGINT that the shell ignores, as for a background job, stays ignored.)
+    interrupt = signal.SIGINT if signal.getsignal(signal.SIGINT) is signal.default_int_handler else None
+    for sig in (interrupt, getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)):
         if sig is not None:
             try:
                 signal.signal(sig, stop)

@@ -1752,6 +1752,14 @@ def test_sys_exit_in_the_function_is_exit_3_not_jaccli_exiting(runner, tmp_path,
                        "bye.py:4)", "must return its value", code=3)
 
 
+@pytest.mark.parametrize("command", ["check", "jacobian", "info"])
+def test_keyboard_interrupt_raised_by_the_function_is_exit_3_not_an_interruption(runner, tmp_path, command):
+    # Before: exit 130 "interrupted", as if Ctrl-C had been pressed (a real Ctrl-C: test_cli_subprocess)
+    func = write(tmp_path, "stop.py", "def f(x):\n    raise KeyboardInterrupt\n")
+    result = invoke(runner, command, func, "[1, 2]")
+    assert_usage_error(result, f"f in {func} raised KeyboardInterrupt (", "stop.py:2)", code=3)
+
+
 def _fail_writes(monkeypatch, error: OSError) -> None:
     import jaccli.writers as writers
 

@@ -240,7 +240,7 @@ def test_output_below_print_in_the_function_goes_to_stderr(tmp_path, command):
     assert done.stderr.splitlines()[:3] == ["loading", "raw", "child"]
 
 
-@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGHUP"])
 def test_a_terminated_streamed_run_removes_its_temporary_file(tmp_path, signame):
     import signal
     import time
@@ -268,8 +268,40 @@ def test_a_terminated_streamed_run_removes_its_temporary_file(tmp_path, signame)
             proc.kill()
             proc.communicate()
     assert proc.returncode == 128 + getattr(signal, signame)
-    assert err.strip() == f"Error: stopped by {signame}; no file was written or changed"
+    stopped = "interrupted" if signame == "SIGINT" else f"stopped by {signame}"
+    assert err.strip() == f"Error: {stopped}; no file was written or changed"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["slow.py", "x.npy"]
+
+
+def test_ctrl_c_while_the_function_runs_is_an_interruption_and_its_own_raise_is_not(tmp_path):
+    import signal
+    import time
+
+    # f signals that it runs (a file), then waits for Ctrl-C: exit 130, not f's failure (exit 3).
+    (tmp_path / "wait.py").write_text(
+        "import time\n"
+        "def f(x):\n"
+        "    open('running', 'w').close()\n"
+        "    time.sleep(60)\n"
+        "    return x\n")
+    proc = subprocess.Popen(JACCLI + ["jacobian", "wait.py", "[1.0]", "-o", "J.npy"], cwd=tmp_path, env=clean_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "running").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert (tmp_path / "running").exists(), f"f never ran (exit {proc.poll()})"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert (proc.returncode, out, err) == (130, "", "Error: interrupted; no file was written or changed\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["running", "wait.py"]
+    (tmp_path / "stop.py").write_text("def f(x):\n    raise KeyboardInterrupt\n")
+    done = jaccli("jacobian", "stop.py", "[1.0]", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (3, "Error: f in stop.py raised KeyboardInterrupt (stop.py:2)\n")
 
 
 def _into_a_closed_pipe(args: list[str], cwd: Path, stderr: str = "pipe") -> subprocess.CompletedProcess:

@@ -130,8 +130,10 @@ class ClosedPipe(CliError):
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP (timeout, CI cancelling a job, a closed terminal), unwinding like Ctrl-C:
-    the temporary file of an unfinished -o is removed on the way out."""
+    """SIGINT (Ctrl-C), SIGTERM or SIGHUP (timeout, CI cancelling a job, a closed terminal), raised by the
+    command line's signal handler and unwinding like Ctrl-C: the temporary file of an unfinished -o is
+    removed on the way out. Any other KeyboardInterrupt raised while the user's function runs is the
+    function's own ``raise``: its failure."""
 
     def __init__(self, signum: int, name: str) -> None:
         super().__init__(name)
@@ -318,9 +320,9 @@ class GuardedFunction:
         try:
             with user_code_output():
                 return self.func(*args, **kwargs)
-        except (JaccliError, RaisedInFunction):
+        except (JaccliError, RaisedInFunction, Terminated):
             raise
-        except (Exception, SystemExit) as error:
+        except (Exception, SystemExit, KeyboardInterrupt) as error:  # (a signal is Terminated, above)
             raise RaisedInFunction(error) from error
 
 
@@ -414,6 +416,8 @@ def translate(error: BaseException, *, user_file: Path | None = None, what: str 
         return _in_function(error.error, user_file, what, inputs)
     if isinstance(error, JaccliError):
         return _jaccli_error(error, definition)
+    if isinstance(error, Terminated) and error.name == "SIGINT":
+        return Interrupted("interrupted; no file was written or changed")
     if isinstance(error, Terminated):
         error_ = Interrupted(f"stopped by {error.name}; no file was written or changed")
         error_.exit_code = 128 + error.signum  # the shell's convention: 143 for SIGTERM, 129 for SIGHUP

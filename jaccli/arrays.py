@@ -8,7 +8,7 @@ import re
 import tokenize
 import warnings
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -16,10 +16,21 @@ import numpy as np
 from jaccli.errors import UsageError
 from jaccli.writers import META_KEY
 
-__all__ = ["ARRAY_SUFFIXES", "is_file", "load_array", "unreadable"]
+__all__ = ["ARRAY_SUFFIXES", "is_file", "load_array", "positional_keys", "unreadable"]
 
 ARRAY_SUFFIXES = (".npy", ".npz", ".csv", ".txt", ".dat")
 _FILE_LIST = ", ".join(ARRAY_SUFFIXES)
+
+
+def positional_keys(archive: dict[str, np.ndarray], names: Sequence[str]) -> list[str]:
+    """The keys of an archive's unnamed arrays, ``arr_0, arr_1, ...`` as ``np.savez(file, a, b)`` names
+    them, in their order; a key that is one of `names` (a parameter called ``arr_0``) is a name.
+
+    >>> positional_keys({"k": None, "arr_1": None, "arr_0": None}, ["c", "k"])
+    ['arr_0', 'arr_1']
+    """
+    return sorted((key for key in archive if re.fullmatch(r"arr_\d+", key) and key not in names),
+                  key=lambda key: int(key[4:]))
 
 
 def load_array(source: str) -> np.ndarray | dict[str, np.ndarray]:

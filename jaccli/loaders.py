@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 # load_array and parse_index_spec live in their own modules; re-exported so existing imports keep working.
-from jaccli.arrays import ARRAY_SUFFIXES, is_file, load_array, unreadable
+from jaccli.arrays import ARRAY_SUFFIXES, is_file, load_array, positional_keys, unreadable
 from jaccli.errors import UsageError, UserFunctionError
 from jaccli.expr_eval import ExpressionFunction
 from jaccli.indexspec import parse_index_spec
@@ -257,9 +257,9 @@ def bind_inputs(
     A source is ``SOURCE`` (positional) or ``name=SOURCE`` (when the text before the first ``=``
     is an identifier). As in a Python call, positional sources bind to the first parameters in
     order, and a parameter they reach must not also be bound by name (``f(1, x=2)`` for
-    ``def f(x, y)`` is an error, not ``y=1``). A positional ``.npz`` binds its arrays by key, except that an
-    archive whose keys are all ``arr_0, arr_1, ...`` (``np.savez`` without names) counts as that
-    many positional inputs. ``name=file.npz`` takes the archive's only array, or else its array
+    ``def f(x, y)`` is an error, not ``y=1``). A positional ``.npz`` binds its arrays by key, except that its
+    arrays ``arr_0, arr_1, ...`` (``np.savez`` without names) are that many positional inputs in its
+    place: ``np.savez(file, a, k=b)`` binds as ``f(a, k=b)``. ``name=file.npz`` takes the archive's only array, or else its array
     called ``name``. Parameters with defaults may stay unbound. Keyword-only parameters (after
     ``*``) bind by name only.
 
@@ -321,20 +321,22 @@ def bind_inputs(
         loaded = load_array(source)
         if not isinstance(loaded, dict):
             positional.append((source, loaded))
-        elif all(key.startswith("arr_") and key not in params and key not in kwonly for key in loaded):
-            positional.extend((f"{source}[{key}]", loaded[key]) for key in loaded)
-        else:
-            unknown = [key for key in loaded if key not in params and key not in kwonly]
-            taken = next((key for key in unknown if key in reserved), None)
-            if taken is not None:
-                raise UsageError(_reserved_message(taken, reserved[taken], f"{source}[{taken}]"))
-            if unknown:
-                raise UsageError(
-                    f"{source} holds arrays {', '.join(unknown)} that are not parameters of {shown}; "
-                    f"its parameters are {param_list}{hint}"
-                )
-            for key, array in loaded.items():
-                bind(key, array, f"{source}[{key}]")
+            continue
+        # np.savez(file, a, k=b) is f(a, k=b): arr_0, arr_1, ... are positional inputs here, the rest by name.
+        numbered = positional_keys(loaded, params + kwonly)
+        positional.extend((f"{source}[{key}]", loaded[key]) for key in numbered)
+        loaded = {key: array for key, array in loaded.items() if key not in numbered}
+        unknown = [key for key in loaded if key not in params and key not in kwonly]
+        taken = next((key for key in unknown if key in reserved), None)
+        if taken is not None:
+            raise UsageError(_reserved_message(taken, reserved[taken], f"{source}[{taken}]"))
+        if unknown:
+            raise UsageError(
+                f"{source} holds arrays {', '.join(unknown)} that are not parameters of {shown}; "
+                f"its parameters are {param_list}{hint}"
+            )
+        for key, array in loaded.items():
+            bind(key, array, f"{source}[{key}]")
 
     by_position = [n for n in named if n in params]
     if len(positional) + len(by_position) > len(params):

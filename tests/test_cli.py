@@ -583,6 +583,17 @@ def test_jvp_vectors_from_an_npz(runner, inputs, tmp_path):
     assert_allclose(data(result, "jvp_f"), dc @ vc + dk @ vk, rtol=1e-12)
 
 
+def test_inputs_and_vectors_from_npz_files_mixing_unnamed_and_named_arrays(runner, inputs, tmp_path):
+    # Before: "holds arrays arr_0 that are not parameters", and "--vector ...: 'arr_0' is not one of c, k"
+    np.savez(tmp_path / "in.npz", inputs["c"], k=inputs["k"])
+    vc, vk = np.array([1.0, 0.0, 2.0]), np.array([0.0, 1.0, -1.0])
+    np.savez(tmp_path / "v.npz", vc, k=vk)
+    result = invoke(runner, "jvp", sample("kinetics.py"), str(tmp_path / "in.npz"), "--vector",
+                    str(tmp_path / "v.npz"), "--format", "json")
+    dc, dk = kinetics_jacobians(inputs["c"], inputs["k"])
+    assert_allclose(data(result, "jvp_f"), dc @ vc + dk @ vk, rtol=1e-12)
+
+
 def test_vjp_of_tuple_outputs_takes_named_vectors(runner):
     result = invoke(runner, "vjp", "-e", "x * y, x + y", "x=[1, 2]", "y=[3, 4]", "--vector", "f1=[1, 1]",
                     "--vector", "f0=[1, 0]", "--format", "json")

@@ -699,6 +699,30 @@ def test_unnamed_npz_arrays_bind_positionally(tmp_path):
     assert bound["x"].shape == (3,) and bound["y"].shape == (2,)
 
 
+def test_npz_mixing_unnamed_and_named_arrays_binds_as_a_python_call(tmp_path):
+    # Before: "holds arrays arr_0 that are not parameters". np.savez(file, a, y=b) binds as f(a, y=b).
+    np.savez(tmp_path / "in.npz", np.zeros(3), y=np.ones(2))
+    bound = bind_inputs(two_inputs, [str(tmp_path / "in.npz")])
+    assert_array_equal(bound["x"], np.zeros(3))
+    assert_array_equal(bound["y"], np.ones(2))
+    # in the archive's place among the positional inputs, in the order of their numbers
+    np.savez(tmp_path / "later.npz", arr_1=np.full(1, 2.0), arr_0=np.full(1, 1.0), z=np.full(1, 3.0))
+    bound = bind_inputs(lambda w, x, y, z: w, ["[0]", str(tmp_path / "later.npz")])
+    assert {k: float(v[0]) for k, v in bound.items()} == {"w": 0.0, "x": 1.0, "y": 2.0, "z": 3.0}
+    # arr_0 reaching a parameter the archive also names is the usual "given twice"
+    np.savez(tmp_path / "twice.npz", np.zeros(3), x=np.ones(2))
+    with pytest.raises(UsageError, match=r"'x' of two_inputs given twice \(.*twice\.npz\[arr_0\] positionally "
+                                         r"and .*twice\.npz\[x\]\)"):
+        bind_inputs(two_inputs, [str(tmp_path / "twice.npz")])
+
+
+def test_a_parameter_called_arr_0_takes_that_array_by_name(tmp_path):
+    np.savez(tmp_path / "in.npz", np.zeros(3), np.ones(2))
+    bound = bind_inputs(lambda x, arr_0: x, [str(tmp_path / "in.npz")])
+    assert_array_equal(bound["arr_0"], np.zeros(3))
+    assert_array_equal(bound["x"], np.ones(2))
+
+
 def test_npz_keys_that_are_not_parameters(tmp_path):
     np.savez(tmp_path / "in.npz", x=np.ones(1), w=np.ones(1), b=np.ones(1))
     message = r"in\.npz holds arrays w, b that are not parameters of two_inputs; its parameters are x, y"

@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from jaccli.arrays import is_file, is_int_literal, load_array
+from jaccli.arrays import is_file, is_int_literal, load_array, positional_keys
 from jaccli.errors import UsageError
 from jaccli.loaders import bind_inputs, load_function
 from jaccli.words import counted
@@ -214,10 +214,11 @@ def load_vectors(sources: Sequence[str], targets: list[str], dtype: str | None,
         loaded = load_array(source)
         if not isinstance(loaded, dict):
             positional.append(loaded)
-        elif all(key.startswith("arr_") for key in loaded):
-            positional.extend(loaded.values())
-        else:
-            for key, array in loaded.items():
+            continue
+        numbered = positional_keys(loaded, targets)  # (as for inputs: np.savez(file, a, y=b))
+        positional.extend(loaded[key] for key in numbered)
+        for key, array in loaded.items():
+            if key not in numbered:
                 bind(key, array, f"{source}[{key}]")
     count = max([len(targets), len(named) + len(positional)] + [k + 1 for k in named])
     if numbered is None and count > len(targets):

@@ -58,7 +58,15 @@ def probe_target(target: Path) -> None:
     try:
         fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as error:
-        raise write_error(target, error) from error
+        failure = write_error(target, error)
+        if isinstance(failure, ResourceLimitError):
+            raise failure from error
+        # The file itself may well be writable (checked above): what is refused is a new file beside it.
+        directory = "the current directory" if str(target.parent) == "." else f"the directory {target.parent}"
+        detail = error.strerror or str(error) or type(error).__name__
+        raise UsageError(f"cannot write {target}: {directory} takes no new file ({detail}), and jaccli writes a "
+                         f"temporary file there and renames it to {target.name}; make the directory writable, "
+                         "or write elsewhere") from error
     os.close(fd)
     unlink_quietly(Path(name))
 

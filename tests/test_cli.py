@@ -1832,7 +1832,8 @@ def test_output_where_no_file_can_be_created_is_refused_before_anything_runs(run
         func = ("-e", "sum(sin(x))") if expression else (write(tmp_path, "ran.py", RAN.replace("* np.sum", "@")),)
     result = invoke(runner, command, *func, "x=[0.5, 1.0]", *extra, "-o", "/proc/jaccli-test.npy")
     # One line, no "f ran": neither the function nor the expression was even loaded.
-    assert_usage_error(result, "cannot write /proc/jaccli-test.npy: ", "check the path and its permissions")
+    assert_usage_error(result, "cannot write /proc/jaccli-test.npy: the directory /proc takes no new file (",
+                       "make the directory writable, or write elsewhere")
     assert loaded == []
 
 
@@ -1846,6 +1847,34 @@ def test_read_only_output_file_is_refused_before_anything_runs(runner, tmp_path)
         assert_usage_error(result, f"cannot write {out}: the file is read-only; make it writable or write elsewhere")
         assert out.read_bytes() == b"precious"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["J.npy", "ran.py"]
+
+
+def test_writable_output_file_in_a_directory_that_takes_no_new_file_says_the_directory(runner, tmp_path,
+                                                                                       monkeypatch):
+    # Before: "Permission denied; check the path and its permissions" for a file that is writable. The
+    # kernel's refusal of a new file in a read-only directory (root may write there: simulated).
+    import errno
+    import tempfile
+
+    out = tmp_path / "ro" / "J.npy"
+    out.parent.mkdir()
+    out.write_bytes(b"precious")
+    mkstemp = tempfile.mkstemp
+
+    def refuse(*args, dir=None, **kwargs):
+        if Path(dir).resolve() == out.parent.resolve():
+            raise PermissionError(errno.EACCES, "Permission denied", str(Path(dir) / "x.tmp"))
+        return mkstemp(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    result = invoke(runner, "jacobian", "-e", "sin(x)", "x=[0.5, 1.0]", "-o", str(out))
+    assert_usage_error(result, f"cannot write {out}: the directory {out.parent} takes no new file (Permission "
+                       "denied), and jaccli writes a temporary file there and renames it to J.npy; make the "
+                       "directory writable, or write elsewhere")
+    assert out.read_bytes() == b"precious"
+    monkeypatch.chdir(out.parent)
+    result = invoke(runner, "jacobian", "-e", "sin(x)", "x=[0.5, 1.0]", "-o", "J.npy")
+    assert_usage_error(result, "cannot write J.npy: the current directory takes no new file (Permission denied)")
 
 
 @pytest.mark.parametrize("command, args, read", [

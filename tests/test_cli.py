@@ -1158,6 +1158,31 @@ def test_table_of_batched_blocks_shows_a_few_samples(runner):
     assert "showing 4 of 6 samples" in result.stdout
 
 
+def test_labels_of_batched_blocks_name_the_sample_too(runner, tmp_path):
+    # Before: panel df_dx[2] labelled its entries f[0], x[0] (one sample's element), though they are
+    # d f[2,0] / d x[2,0]; so did check's worst entries, and --compare's and the non-finite report's
+    # said "sample 2: f[0], x[0]".
+    x = "[[0.1, 0.2], [0.3, 0.4], [0.5, 0.0]]"
+    table = invoke(runner, "jacobian", "-e", "log(x) * 3.0", x, "--batch-axis", "0", "--format", "table").stdout
+    panel = table[table.index("df_dx[2]"):]
+    assert "x[2,0]" in panel and "x[2,1]" in panel and "f[2,0]" in panel and "f[2,1]" in panel
+    assert "x[0,0]" not in panel and "f[0,0]" not in panel
+    doc = json.loads(invoke(runner, "jacobian", "-e", "log(x) * 3.0", x, "--batch-axis", "0", "--format", "json",
+                            "--fail-on-nonfinite").stdout)
+    assert doc["nonfinite"][0]["labels"] == ["f[2,1], x[2,1]"]
+    np.save(tmp_path / "ref.npy", np.zeros((3, 2, 2)))
+    doc = json.loads(invoke(runner, "jacobian", "-e", "tanh(x) * 3.0", x, "--batch-axis", "0", "--compare",
+                            str(tmp_path / "ref.npy"), "--format", "json").stdout)
+    worst = doc["compare"]["worst"]
+    assert worst and all(w["label"] == "f[{0},{1}], x[{0},{2}]".format(*w["index"]) for w in worst)
+    doc = report(invoke(runner, "check", "-e", "tanh(x) * 3.0", x, "--batch-axis", "0", "--format", "json"))
+    labels = {(w["sample"], w["row"], w["col"]): w["label"] for w in doc["check"]["worst"]}
+    assert labels and all(label == f"f[{s},{r}], x[{s},{c}]" for (s, r, c), label in labels.items())
+    scalar = invoke(runner, "jacobian", "-e", "x * 2.0", "[1.0, 2.0, 3.0]", "--batch-axis", "0", "--format",
+                    "table").stdout  # one element per sample: x[2], not x
+    assert "x[2]" in scalar[scalar.index("df_dx[2]"):]
+
+
 def test_heatmap_table_renders(runner):
     result = invoke(runner, "hessian", sample("rosenbrock.py"), sample("rosenbrock_x.npy"), "--format", "table",
                     "--heatmap", "--no-color")

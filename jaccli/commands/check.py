@@ -32,14 +32,15 @@ def _one_selection(blocks: list[Block], attr: str) -> np.ndarray | None:
     return chosen[0]
 
 
-def _label(b: Block, row: int, col: int | None) -> str:
-    text = element_labels(b.out_name, b.out_shape, np.array([row]))[0]
-    return text if col is None else f"{text}, {element_labels(b.in_name, b.in_shape, np.array([col]))[0]}"
+def _label(b: Block, row: int, col: int | None, sample: int | None = None) -> str:
+    text = element_labels(b.out_name, b.out_shape, np.array([row]), sample)[0]
+    return text if col is None else f"{text}, {element_labels(b.in_name, b.in_shape, np.array([col]), sample)[0]}"
 
 
 def _entry(e: dict, b: Block) -> dict:
-    """A library entry (block name, flat row and column) with the CLI's block key and element labels."""
-    return {**e, "block": b.key, "label": _label(b, e["row"], e.get("col"))}
+    """A library entry (block name, flat row and column, and sample with a batch axis) with the CLI's
+    block key and element labels."""
+    return {**e, "block": b.key, "label": _label(b, e["row"], e.get("col"), e.get("sample"))}
 
 
 def _remap(report: CheckReport, problem: Problem, blocks: list[Block]) -> dict:
@@ -55,7 +56,7 @@ def _remap(report: CheckReport, problem: Problem, blocks: list[Block]) -> dict:
         # The gradient's rows are elements of an input: label them like the Hessian's diagonal blocks.
         diagonal = {f"df/d{n}": b for n, b in zip(problem.wrt_names, blocks[::len(problem.wrt) + 1])}
         d["gradient"]["worst"] = [{**w, "block": f"d{problem.name}_d{diagonal[w['block']].out_name}",
-                                   "label": _label(diagonal[w["block"]], w["row"], None)}
+                                   "label": _label(diagonal[w["block"]], w["row"], None, w.get("sample"))}
                                   for w in d["gradient"]["worst"]]
     entries, count = [], 0
     for kink in d["kinks"]:

@@ -20,7 +20,8 @@ def entry_label(b: Block, index: tuple[int, ...]) -> str:
     """The entry at `index` of ``b.data``, as the elements it relates: ``f[1], x[0]``.
 
     Rows are output elements and columns input elements (a Hessian's: elements of two inputs);
-    a vector result's entry is one element. With a batch axis the sample comes first.
+    a vector result's entry is one element. With a batch axis both name the sample's element:
+    ``f[2,1], x[2,0]``.
     """
     from .report import element_labels
 
@@ -31,9 +32,10 @@ def entry_label(b: Block, index: tuple[int, ...]) -> str:
     per_sample = max(1, len(rows) * len(cols))
     sample, rest = divmod(flat, per_sample)
     r, c = divmod(rest, max(1, len(cols)))
-    row = element_labels(b.out_name, b.out_shape, rows[r:r + 1])[0]
-    col = element_labels(b.in_name, b.in_shape, cols[c:c + 1])[0]
-    return (f"sample {sample}: " if b.batch is not None else "") + f"{row}, {col}"
+    batch = sample if b.batch is not None else None
+    row = element_labels(b.out_name, b.out_shape, rows[r:r + 1], batch)[0]
+    col = element_labels(b.in_name, b.in_shape, cols[c:c + 1], batch)[0]
+    return f"{row}, {col}"
 
 
 def _counts(entry: dict) -> str:

@@ -227,12 +227,17 @@ def build_report(problem: Problem, outcome: Outcome, settings: Settings, argv: l
 # ---------------------------------------------------------------- matrices with labels
 
 
-def element_labels(name: str, shape: tuple[int, ...], indices: np.ndarray) -> list[str]:
-    """``x[0,1]`` for each flat (row-major) index into an array of `shape`; the bare name for 0-D."""
+def element_labels(name: str, shape: tuple[int, ...], indices: np.ndarray, sample: int | None = None) -> list[str]:
+    """``x[0,1]`` for each flat (row-major) index into an array of `shape`; the bare name for 0-D.
+
+    With `sample` (--batch-axis 0: `shape` is one sample's), the index along the batch axis
+    comes first, so that the label names the element of the whole array: ``x[2,0,1]``, ``x[2]``.
+    """
+    lead = [] if sample is None else [str(sample)]
     if not shape:
-        return [name] * len(indices)
+        return [f"{name}[{lead[0]}]" if lead else name] * len(indices)
     coords = np.unravel_index(indices, shape)
-    return [f"{name}[{','.join(map(str, c))}]" for c in zip(*(a.tolist() for a in coords))]
+    return [f"{name}[{','.join(lead + [str(i) for i in c])}]" for c in zip(*(a.tolist() for a in coords))]
 
 
 def _matrices(b: Block) -> list[tuple[str, np.ndarray]]:
@@ -255,10 +260,11 @@ def render_blocks(b: Block, limit: int | None = None) -> list[Any]:
         assert b.data is not None
         labels = element_labels(b.out_name, b.out_shape, np.arange(b.data.size))
         return [RenderBlock(b.key, b.data.reshape(-1), row_labels=labels, shape=b.shape)]
-    rows = element_labels(b.out_name, b.out_shape, b.row_indices())
-    cols = element_labels(b.in_name, b.in_shape, b.col_indices())
     out = []
-    for key, matrix in _matrices(b)[:limit]:
+    for s, (key, matrix) in enumerate(_matrices(b)[:limit]):
+        sample = s if b.batch is not None else None
+        rows = element_labels(b.out_name, b.out_shape, b.row_indices(), sample)
+        cols = element_labels(b.in_name, b.in_shape, b.col_indices(), sample)
         shape = b.shape[1:] if b.batch is not None else b.shape
         if matrix.shape[0] == 1 and not b.out_shape:
             # A gradient-like block reads better as a column of input elements.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import math
 import os
 import re
 import tokenize
@@ -352,6 +353,18 @@ def is_int_literal(array: object) -> bool:
     return _INT_LITERALS.get(id(array)) is array
 
 
+# The float arrays _parse_literal made from numbers too large for float64 ("1e400", which Python reads
+# as inf), by id, and how many such numbers each holds: the CLI warns, as for a --dtype float32 overflow.
+_OVERFLOWED: "weakref.WeakValueDictionary[int, np.ndarray]" = weakref.WeakValueDictionary()
+_OVERFLOW_COUNTS: dict[int, int] = {}
+
+
+def literal_overflows(array: object) -> int:
+    """How many numbers of the literal `array` was read from were too large for float64 and became
+    inf (``"[1e400, 1]"``: 1); 0 for any other array, and for ``inf`` written as such."""
+    return _OVERFLOW_COUNTS.get(id(array), 0) if _OVERFLOWED.get(id(array)) is array else 0
+
+
 def _all_ints(value: object) -> bool:
     if isinstance(value, list):  # ([] is float64, as in np.array([]))
         return bool(value) and all(_all_ints(v) for v in value)
@@ -376,9 +389,16 @@ def _parse_literal(text: str) -> np.ndarray:
             else:
                 _INT_LITERALS[id(ints)] = ints
                 return ints
-        return np.array(value, dtype=np.float64)
+        array = np.array(value, dtype=np.float64)
     except ValueError:
         reason = "it is a ragged list (rows of different lengths)"
     except OverflowError:
         reason = "an integer is too large for float64"
+    else:
+        # Python reads a float literal beyond float64's range as inf; no literal is inf otherwise.
+        overflows = sum(isinstance(n, ast.Constant) and n.value in (math.inf, -math.inf) for n in ast.walk(tree))
+        if overflows:
+            _OVERFLOWED[id(array)], _OVERFLOW_COUNTS[id(array)] = array, overflows
+            weakref.finalize(array, _OVERFLOW_COUNTS.pop, id(array), None)
+        return array
     raise UsageError(f"cannot read input {text!r}: {reason}")

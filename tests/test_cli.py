@@ -2035,6 +2035,20 @@ def test_float32_overflow_is_one_warning_line_silenced_by_quiet(runner):
 
 
 @pytest.mark.parametrize("command", ["info", "jacobian"])
+def test_literal_beyond_float64_is_one_warning_line_as_a_float32_overflow(runner, command):
+    # Before: 1e400 silently became inf (a --dtype float32 overflow warns)
+    result = invoke(runner, command, "-e", "x * 2.0", "[1e400, 1.0, -1e999, inf]", "--format", "json")
+    line = "input x overflows float64: 2 entries become inf (a number beyond 1.8e308 in its literal)"
+    assert result.exit_code == 0 and result.stderr.splitlines() == [f"Warning: {line}"]
+    assert json.loads(result.stdout)["warnings"] == [line]
+    both = invoke(runner, command, "-e", "x * 2.0", "x=1e400", "--dtype", "float32", "-q")
+    assert both.exit_code == 0 and both.stderr == ""
+    one = invoke(runner, command, "-e", "x * 2.0", "x=1e400", "--dtype", "float32")
+    assert one.stderr == "Warning: input x overflows float64: 1 entry becomes inf (a number beyond 1.8e308 in its " \
+                         "literal)\n"
+
+
+@pytest.mark.parametrize("command", ["info", "jacobian"])
 def test_positional_input_on_a_parameter_bound_by_name_is_a_usage_error(runner, tmp_path, command):
     func = write(tmp_path, "ab.py", "def f(a, b):\n    return a * b[0]\n")
     result = invoke(runner, command, func, "[1., 2, 3]", "a=[5., 6]")

@@ -98,7 +98,7 @@ class CheckReport:
         if self.convention_dependent_count:
             ops = sorted({e["reason"] for e in self.convention_dependent})
             count = self.convention_dependent_count
-            text += (f"; {counted(count, 'convention-dependent entry')} (the step crosses a kink) "
+            text += (f"; {counted(count, 'convention-dependent entry')} (the step crosses a kink or a convention) "
                      f"{verb(count, 'were', 'was')} not counted: {'; '.join(ops)}")
         return text
 
@@ -222,7 +222,9 @@ def check_derivative(f: Callable, args: Any, *, wrt: Any = None, order: int = 1,
     step along its column crosses a kink: an op evaluated exactly at a kink (abs at 0, a
     max/min tie, a clip bound, relu at 0) that the step moves off, for the rows that see that
     op; or anywhere in the column, a step function (floor, sign), a np.where condition, an index
-    or Python control flow that changes within the step. Kinks merely near x are not detected.
+    or Python control flow that changes within the step, or a matrix that eigh, eigvalsh or
+    cholesky read one triangle of and that the step changes unsymmetrically (the derivative is that
+    of its symmetric part). Kinks merely near x are not detected.
 
     Args:
         f: a function of arrays.

@@ -113,6 +113,22 @@ def _same(a: Any, b: Any) -> bool:
         return True  # not comparable: nothing to say
 
 
+# Decompositions of a symmetric matrix: NumPy reads one triangle of A; the derivative (JAX's and
+# PyTorch's convention) is that of f((A + A.T)/2), so a step that changes A unsymmetrically (a step
+# along one off-diagonal entry of A itself) sees another function than AD differentiates.
+_READS_ONE_TRIANGLE = frozenset({"np.linalg.eigh", "np.linalg.eigvalsh", "np.linalg.cholesky"})
+
+
+def _moves_off_symmetric(a: Any, b: Any) -> bool:
+    """The change from matrix a to b has an antisymmetric part beyond rounding."""
+    a, b = np.asarray(peek(a)), np.asarray(peek(b))
+    if a.shape != b.shape or a.ndim < 2:
+        return False
+    d = b - a
+    size = float(np.abs(d).max(initial=0.0))
+    return size > 0 and float(np.abs(d - np.swapaxes(d, -1, -2)).max()) > 1e-3 * size
+
+
 def branch_changes(base: Recording, moved: Recording, masks: dict[int, np.ndarray],
                    constants: bool = True) -> tuple[set[int], list[str]]:
     """Compare f recorded at x with f recorded at a nearby point.
@@ -145,6 +161,10 @@ def branch_changes(base: Recording, moved: Recording, masks: dict[int, np.ndarra
             continue
         if a.prim.zero_grad and not _same(peek(a.value), peek(b.value)):
             changes.append(f"{_where(a)}: a step function changes value within the step")
+            continue
+        if a.prim.name in _READS_ONE_TRIANGLE and _moves_off_symmetric(a.args[0], b.args[0]):
+            changes.append(f"{_where(a)}: the step changes its matrix unsymmetrically; NumPy reads one "
+                           "triangle, and the derivative is that of the symmetric part (A + A.T)/2")
             continue
         if not constants:
             continue

@@ -301,6 +301,31 @@ def test_steps_across_jumps_are_convention_dependent(f, x, words):
     assert words in rep.convention_dependent[0]["reason"]
 
 
+SYMMETRIC_A = np.array([[2.0, 0.3, 0.1], [0.3, 3.0, 0.2], [0.1, 0.2, 4.0]])
+UNSYMMETRIC_A = np.array([[2.0, 0.3, 0.1], [0.7, 3.0, 0.2], [0.5, 0.4, 4.0]])
+
+
+@pytest.mark.parametrize("f", [np.linalg.eigvalsh, lambda a: np.linalg.eigh(a)[0],
+                               lambda a: np.linalg.cholesky(a + 3 * np.eye(3))], ids=["eigvalsh", "eigh", "cholesky"])
+@pytest.mark.parametrize("a", [SYMMETRIC_A, UNSYMMETRIC_A], ids=["symmetric", "unsymmetric"])
+def test_a_step_along_one_off_diagonal_entry_of_eighs_matrix_is_convention_dependent(f, a):
+    # Before: FAILED. A step along A[0, 1] changes A unsymmetrically: NumPy reads the lower triangle,
+    # the derivative is that of the symmetric part (JAX's and PyTorch's convention).
+    rep = check_derivative(f, a)
+    off_diagonal = {c for c in range(9) if c // 3 != c % 3}
+    assert rep.passed and rep.convention_dependent_count > 0
+    assert {e["col"] for e in rep.convention_dependent} <= off_diagonal
+    assert "changes its matrix unsymmetrically" in rep.convention_dependent[0]["reason"]
+
+
+def test_a_symmetrised_matrix_is_checked_in_full_and_a_wrong_eigh_rule_still_fails(monkeypatch):
+    sym = check_derivative(lambda a: np.linalg.eigvalsh((a + a.T) / 2), UNSYMMETRIC_A)
+    assert sym.passed and sym.convention_dependent_count == 0
+    monkeypatch.setitem(PRIMITIVES["np.linalg.eigvalsh"].vjps, 0, lambda ans, a, **kw: (lambda g: 0.0 * g[..., None] * a))
+    monkeypatch.setitem(PRIMITIVES["np.linalg.eigvalsh"].jvps, 0, lambda ans, a, **kw: (lambda t: 0.0 * t[..., 0]))
+    assert not check_derivative(np.linalg.eigvalsh, UNSYMMETRIC_A).passed  # the diagonal still counts
+
+
 def _cubes(z):
     return np.sum(z ** 3)
 

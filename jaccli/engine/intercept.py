@@ -215,11 +215,8 @@ def _swaps_in(glb: dict) -> tuple[list[tuple[str, Any, Any]], list[tuple[Any, st
     # Called only while no recording has swapped glb's names (intercept_numpy counts its users).
     swaps, held = [], []
     for k, v in list(glb.items()):
-        try:
-            replacement = _stand_in(v)
-        except Exception:  # noqa: BLE001 - an object whose attributes raise (a lazy loader's): left as it is
-            continue
-        if replacement is not None:
+        replacement = _stand_in_or_same(v)
+        if replacement is not v:
             swaps.append((k, v, replacement))
         else:
             kind = type(v)
@@ -264,9 +261,10 @@ def _held_swaps(fn: types.FunctionType) -> list[tuple[Any, str, Any, Any]]:
 
 
 def _stand_in_or_same(v: Any) -> Any:
+    """`_stand_in(v)`, or v itself where nothing stands in for it."""
     try:
         replacement = _stand_in(v)
-    except Exception:  # noqa: BLE001 - an object whose attributes raise: left as it is
+    except Exception:  # noqa: BLE001 - an object whose attributes raise (a lazy loader's): left as it is
         return v
     return v if replacement is None else replacement
 

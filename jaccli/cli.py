@@ -333,10 +333,11 @@ def _unwind_on_termination() -> None:
     def stop(signum: int, frame: Any) -> None:
         raise Terminated(signum, signal.Signals(signum).name)
 
-    # (A SIGINT that the shell ignores, as for a background job, stays ignored.)
+    # A signal ignored at start stays ignored: SIGINT for a background job, SIGHUP under nohup,
+    # SIGTERM when the parent asked so. Only SIGINT with Python's own handler is taken over.
     interrupt = signal.SIGINT if signal.getsignal(signal.SIGINT) is signal.default_int_handler else None
     for sig in (interrupt, getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)):
-        if sig is not None:
+        if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:
             try:
                 signal.signal(sig, stop)
             except (ValueError, OSError):  # not the main thread, or not allowed here: keep the default

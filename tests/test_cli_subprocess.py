@@ -304,6 +304,40 @@ def test_ctrl_c_while_the_function_runs_is_an_interruption_and_its_own_raise_is_
     assert (done.returncode, done.stderr) == (3, "Error: f in stop.py raised KeyboardInterrupt (stop.py:2)\n")
 
 
+@pytest.mark.parametrize("signame", ["SIGHUP", "SIGTERM"])
+def test_a_signal_ignored_at_start_stays_ignored(tmp_path, signame):
+    import signal
+    import time
+
+    # Under nohup (SIGHUP ignored), a hangup while f runs must not stop the run (before: exit 129).
+    sig = getattr(signal, signame)
+    (tmp_path / "wait.py").write_text(
+        "import os, time\n"
+        "def f(x):\n"
+        "    open('running', 'w').close()\n"
+        "    while not os.path.exists('go'):\n"
+        "        time.sleep(0.01)\n"
+        "    return 2 * x\n")
+    proc = subprocess.Popen(JACCLI + ["jacobian", "wait.py", "[1.0, 2.0]", "-o", "J.npy"], cwd=tmp_path,
+                            env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(sig, signal.SIG_IGN))
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "running").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert (tmp_path / "running").exists(), f"f never ran (exit {proc.poll()})"
+        proc.send_signal(sig)
+        time.sleep(0.2)  # time for a handler to act, had one been installed
+        (tmp_path / "go").touch()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert (proc.returncode, out, err) == (0, "", "wrote J.npy: df_dx (2, 2)\n")
+    assert_allclose(np.load(tmp_path / "J.npy"), 2 * np.eye(2), rtol=0)
+
+
 def _into_a_closed_pipe(args: list[str], cwd: Path, stderr: str = "pipe") -> subprocess.CompletedProcess:
     """Run jaccli with stdout (and with stderr="same", stderr) a pipe whose reader has already gone."""
     read, write = os.pipe()

@@ -158,8 +158,18 @@ def test_quiet_keeps_nonfinite_warnings_off_stderr_but_in_the_report(runner, mod
 
 
 def test_finite_results_have_an_empty_nonfinite_report(runner):
-    doc = report(invoke(runner, "jacobian", "-e", "x ** 2", "[1, 2]", "--format", "json", "--fail-on-nonfinite"))
+    doc = report(invoke(runner, "jacobian", "-e", "x ** 2", "[1, 2]", "--format", "json"))
     assert doc["nonfinite"] == [] and doc["nonfinite_origin"] is None and doc["passed"] is None
+
+
+@pytest.mark.parametrize("command", ["jacobian", "grad", "check"])
+def test_a_finite_result_passes_fail_on_nonfinite(runner, command):
+    # Before: "passed" was null, as if no check had been asked for; the man page defines it as whether
+    # every check asked for (--fail-on-nonfinite among them) passed.
+    doc = report(invoke(runner, command, "-e", "sum(x ** 2)", "[1, 2]", "--format", "json", "--fail-on-nonfinite"))
+    assert doc["nonfinite"] == [] and doc["passed"] is True
+    failed = invoke(runner, command, "-e", "sum(sqrt(x))", "[0, 1]", "--format", "json", "--fail-on-nonfinite")
+    assert failed.exit_code == 1 and json.loads(failed.stdout)["passed"] is False
 
 
 # ---------------------------------------------------------------- silent zeros and --strict

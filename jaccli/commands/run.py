@@ -260,8 +260,10 @@ def run(command: str, *, func: str | None, expression: str | None, sources: tupl
         outcome = _evaluate(problem, compute, settings, out)
         outcome.name = command
         outcome.timings = {"load_s": loaded - start, **outcome.timings}
-        if settings.fail_on_nonfinite and outcome.nonfinite:
-            outcome.verdicts.append(Verdict("nonfinite", False, failure=nonfinite.failure(outcome)))
+        if settings.fail_on_nonfinite:
+            # A verdict either way: a finite result passed the check that was asked for.
+            finite = not outcome.nonfinite
+            outcome.verdicts.append(Verdict("nonfinite", finite, failure="" if finite else nonfinite.failure(outcome)))
         checked = time.perf_counter()
         for check in (own, extra):
             if check is not None:

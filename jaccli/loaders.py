@@ -64,7 +64,7 @@ class LoadedFunction:
         return _call_by_name(self.func, inputs)
 
 
-def load_function(spec: str) -> LoadedFunction:
+def load_function(spec: str, interruption: type[KeyboardInterrupt] = KeyboardInterrupt) -> LoadedFunction:
     """Execute a user's .py file as a fresh module and pick one function from it.
 
     Without ``:name`` the function called ``f`` is used, else the file's only public function.
@@ -73,6 +73,10 @@ def load_function(spec: str) -> LoadedFunction:
 
     Args:
         spec: ``path.py`` or ``path.py:name``.
+        interruption: what a signal raises while the file runs, passed on as it is: Python's
+            KeyboardInterrupt for Ctrl-C by default. A caller whose signal handler raises a subclass
+            of its own gives that: any other KeyboardInterrupt is then the file's own ``raise``,
+            a UserFunctionError like any exception raised while the file runs.
 
     Returns:
         The function with its parameter names and defaults.
@@ -98,7 +102,7 @@ def load_function(spec: str) -> LoadedFunction:
     except OSError as exc:
         raise unreadable(path_text, exc) from exc
 
-    module = _run_user_file(path, path_text)
+    module = _run_user_file(path, path_text, interruption)
     if name is None:
         name = _default_function_name(module, path_text)
     elif not hasattr(module, name):
@@ -123,7 +127,7 @@ def _split_spec(spec: str) -> tuple[str, str | None]:
     return head, tail
 
 
-def _run_user_file(path: Path, shown: str) -> types.ModuleType:
+def _run_user_file(path: Path, shown: str, interruption: type[KeyboardInterrupt]) -> types.ModuleType:
     resolved = path.resolve()
     directory = str(resolved.parent)
     module_name = f"_jaccli_user_{next(_module_counter)}_{resolved.stem}"
@@ -140,7 +144,9 @@ def _run_user_file(path: Path, shown: str) -> types.ModuleType:
     try:
         with same_directory():
             import_spec.loader.exec_module(module)
-    except (Exception, SystemExit) as exc:
+    except interruption:
+        raise
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:
         raise _user_file_error(exc, resolved, shown) from exc
     finally:
         sys.dont_write_bytecode = write_bytecode

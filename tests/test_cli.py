@@ -1796,6 +1796,15 @@ def test_keyboard_interrupt_raised_by_the_function_is_exit_3_not_an_interruption
     assert_usage_error(result, f"f in {func} raised KeyboardInterrupt (", "stop.py:2)", code=3)
 
 
+@pytest.mark.parametrize("command", ["check", "jacobian", "info"])
+def test_keyboard_interrupt_raised_by_the_function_file_as_it_loads_is_exit_3(runner, tmp_path, command):
+    # Before: exit 130 "interrupted"; a signal raises jaccli's Terminated, so a plain KeyboardInterrupt
+    # while the file runs is its own raise, a failure like any other exception there.
+    func = write(tmp_path, "stop.py", "import numpy as np\nraise KeyboardInterrupt\n\ndef f(x):\n    return x\n")
+    result = invoke(runner, command, func, "[1, 2]")
+    assert_usage_error(result, f"stop.py:2: running {func} failed: KeyboardInterrupt", code=3)
+
+
 def _fail_writes(monkeypatch, error: OSError) -> None:
     import jaccli.writers as writers
 

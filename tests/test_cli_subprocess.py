@@ -304,6 +304,35 @@ def test_ctrl_c_while_the_function_runs_is_an_interruption_and_its_own_raise_is_
     assert (done.returncode, done.stderr) == (3, "Error: f in stop.py raised KeyboardInterrupt (stop.py:2)\n")
 
 
+def test_ctrl_c_while_the_function_file_loads_is_an_interruption_and_its_own_raise_is_not(tmp_path):
+    import signal
+    import time
+
+    (tmp_path / "slow.py").write_text(
+        "import time\n"
+        "open('running', 'w').close()\n"
+        "time.sleep(60)\n"
+        "def f(x):\n"
+        "    return x\n")
+    proc = subprocess.Popen(JACCLI + ["jacobian", "slow.py", "[1.0]", "-o", "J.npy"], cwd=tmp_path, env=clean_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "running").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert (tmp_path / "running").exists(), f"the file never ran (exit {proc.poll()})"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert (proc.returncode, out, err) == (130, "", "Error: interrupted; no file was written or changed\n")
+    (tmp_path / "stop.py").write_text("import numpy as np\nraise KeyboardInterrupt\ndef f(x):\n    return x\n")
+    done = jaccli("jacobian", "stop.py", "[1.0]", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (3, "Error: stop.py:2: running stop.py failed: KeyboardInterrupt\n")
+
+
 @pytest.mark.parametrize("signame", ["SIGHUP", "SIGTERM"])
 def test_a_signal_ignored_at_start_stays_ignored(tmp_path, signame):
     import signal

@@ -159,6 +159,29 @@ def test_runtime_error_reports_innermost_user_frame(tmp_path):
     )
 
 
+class _Stopped(KeyboardInterrupt):
+    """What a caller's signal handler raises in place of a plain KeyboardInterrupt."""
+
+
+def test_keyboard_interrupt_while_the_file_runs_passes_through_unless_the_caller_names_its_own(tmp_path,
+                                                                                               monkeypatch):
+    import builtins
+
+    path = write_file(tmp_path, "m.py", "raise KeyboardInterrupt\ndef f(x): pass\n")
+    with pytest.raises(KeyboardInterrupt):  # Python's Ctrl-C by default: not told apart
+        load_function(str(path))
+    with pytest.raises(UserFunctionError) as info:
+        load_function(str(path), interruption=_Stopped)
+    assert info.value.site == (str(path), 1) and info.value.exit_code == 3
+    assert str(info.value) == f"{path}:1: running {path} failed: KeyboardInterrupt"
+    # The caller's own (a signal arriving while the file runs) passes through.
+    monkeypatch.setattr(builtins, "_jaccli_test_stopped", _Stopped("SIGINT"), raising=False)
+    signalled = write_file(tmp_path, "s.py", "raise _jaccli_test_stopped\ndef f(x): pass\n")
+    with pytest.raises(_Stopped):
+        load_function(str(signalled), interruption=_Stopped)
+    assert not leftover_modules()
+
+
 def test_failing_import_is_user_function_error(tmp_path):
     path = write_file(tmp_path, "m.py", "import numpy\nimport no_such_module_jaccli\ndef f(x): pass\n")
     message = "ModuleNotFoundError: No module named 'no_such_module_jaccli'"

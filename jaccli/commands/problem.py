@@ -13,7 +13,7 @@ from jaccli.errors import UsageError
 from jaccli.loaders import bind_inputs, load_function
 from jaccli.words import counted
 
-from .failures import GuardedFunction, shown_path, user_code_output
+from .failures import GuardedFunction, Terminated, shown_path, user_code_output
 
 # The derivative of an expression is named after f, as in df_dx.
 EXPRESSION_NAME = "f"
@@ -93,7 +93,8 @@ def load_problem(func_spec: str | None, expression: str | None, sources: Sequenc
         if func_spec is None:
             raise UsageError("give FUNC (a .py file) or -e EXPR")
         with user_code_output():  # what the file prints while it loads goes to stderr
-            loaded = load_function(func_spec)
+            # A signal raises Terminated here (cli.py): a plain KeyboardInterrupt is the file's own raise.
+            loaded = load_function(func_spec, interruption=Terminated)
         func, name, spec = loaded.func, loaded.name, func_spec
         user_file, params, defaults, kwonly = loaded.path, loaded.params, loaded.defaults, loaded.kwonly
         bound = bind_inputs(loaded, sources)

@@ -457,6 +457,27 @@ def test_compare_npz_by_block_key(runner, refs):
     assert_fails(missing, 2, "no array named 'df_dz'", "holds df_dx, df_dy")
 
 
+def test_compare_npz_mixing_unnamed_and_named_arrays_binds_like_a_python_call(runner, tmp_path):
+    # Before: "no array named 'df_dx'; the archive holds arr_0, df_dy" (unnamed arrays bound only when
+    # every array was unnamed), though an .npz of inputs binds np.savez(file, c, k=k) as f(c, k=k).
+    args = ("-e", "x ** 2 + y", "[1, 0]", "[5]", "--compare")
+    dx, dy = np.diag([2.0, 0.0]), np.array([[1.0], [1.0]])
+    np.savez(tmp_path / "mixed.npz", dx, df_dy=dy)
+    result = invoke(runner, "jacobian", *args, str(tmp_path / "mixed.npz"))
+    assert result.exit_code == 0, result.stderr
+    np.savez(tmp_path / "wrong.npz", dx, df_dy=dy + [[0.0], [1.0]])  # arr_0 is df_dx, so df_dy is the one off
+    assert_fails(invoke(runner, "jacobian", *args, str(tmp_path / "wrong.npz")), 1,
+                 "worst df_dy[1, 0] (f[1], y[0]): computed 1 vs reference 2")
+    np.savez(tmp_path / "twice.npz", dy, df_dx=dx)  # arr_0 reaches df_dx, which is named too
+    assert_fails(invoke(runner, "jacobian", *args, str(tmp_path / "twice.npz")), 2,
+                 "arr_0 is the reference of df_dx by its place, and the archive also has an array named df_dx")
+    np.savez(tmp_path / "three.npz", dx, dy, dy)
+    assert_fails(invoke(runner, "jacobian", *args, str(tmp_path / "three.npz")), 2,
+                 "holds 3 unnamed arrays (arr_0, arr_1, arr_2), but the result has 2 blocks (df_dx, df_dy)")
+    np.savez(tmp_path / "both.npz", dx, dy)  # all unnamed, as before
+    assert invoke(runner, "jacobian", *args, str(tmp_path / "both.npz")).exit_code == 0
+
+
 @pytest.mark.parametrize("command, args", [
     ("jacobian", ("-e", "x ** 2 + y", "[1, 0]", "[5]")),
     ("jacobian", SQUARE),

@@ -3,8 +3,9 @@
 How a reference is matched to the result:
 
 - an ``.npz`` is compared block by block, by key (``df_dx``, ``d2f_dx_dy``); arrays named
-  ``arr_0, arr_1, ...`` (``np.savez`` without names) bind to the blocks in order; other arrays
-  (``__meta__`` of jaccli's own files, blocks not computed this time) are ignored;
+  ``arr_0, arr_1, ...`` (``np.savez`` without names) bind to the first blocks in order, as
+  positional arguments do in a Python call, so ``np.savez(file, J0, df_dy=J1)`` mixes both; other
+  arrays (``__meta__`` of jaccli's own files, blocks not computed this time) are ignored;
 - any other file (``.npy``, ``.csv``, ``.txt``) is the single block's reference;
 - a reference has the block's full shape (out.shape + in.shape, or its flattened [M, N] form);
   with ``--rows``/``--cols`` it may also be the [R, C] selection itself. A full reference is
@@ -22,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from jaccli.arrays import load_array
+from jaccli.arrays import load_array, positional_keys
 from jaccli.checks import default_tolerances
 from jaccli.compare import compare_arrays
 from jaccli.errors import UsageError
@@ -46,13 +47,23 @@ def _references(source: str, command: str, blocks: list[Block]) -> list[tuple[Bl
                              f"arrays named after the blocks{wrt}")
         return [(blocks[0], loaded)]
     arrays = loaded  # (load_array leaves out the report stored in jaccli's own files)
-    if all(b.key not in arrays for b in blocks) and list(arrays) == [f"arr_{k}" for k in range(len(blocks))]:
-        return list(zip(blocks, arrays.values()))
-    missing = [b.key for b in blocks if b.key not in arrays]
+    # As for inputs, np.savez(file, J0, df_dy=J1) binds like a Python call: arr_0, arr_1, ... take the
+    # first blocks in order, the other keys name theirs (keys that name no block are ignored).
+    numbered = positional_keys(arrays, [b.key for b in blocks])
+    if len(numbered) > len(blocks):
+        raise UsageError(f"--compare {source}: holds {counted(len(numbered), 'unnamed array')} "
+                         f"({', '.join(numbered)}), but the result has {counted(len(blocks), 'block')} ({keys}); "
+                         "name its arrays after the blocks")
+    twice = next(((b.key, key) for b, key in zip(blocks, numbered) if b.key in arrays), None)
+    if twice is not None:
+        raise UsageError(f"--compare {source}: {twice[1]} is the reference of {twice[0]} by its place, and the "
+                         f"archive also has an array named {twice[0]}; save each block either by name or by place")
+    by_block = {b.key: arrays[key] for b, key in zip(blocks, numbered)}
+    missing = [b.key for b in blocks if b.key not in arrays and b.key not in by_block]
     if missing:
         raise UsageError(f"--compare {source}: no array named {missing[0]!r}; the archive holds "
                          f"{', '.join(arrays) or 'nothing'}; name its arrays after the blocks ({keys})")
-    return [(b, arrays[b.key]) for b in blocks]
+    return [(b, by_block[b.key] if b.key in by_block else arrays[b.key]) for b in blocks]
 
 
 def _fit(b: Block, ref: np.ndarray, source: str) -> list[tuple[str, np.ndarray]]:

@@ -78,6 +78,8 @@ CASES = [
     Case("np.heaviside", lambda x1, x2: np.heaviside(x1, x2 ** 2 + x2) * x2,
          (np.array([-1.0, 0.0, 2.0, -0.0, 0.5]), np.array([0.3, -0.7, 1.1, 0.4, -0.2])), wrt=(1,),
          id="heaviside-in-x2"),
+    Case("np.heaviside", lambda x2: np.heaviside([0.0, 1.0, -1.0, 0.0], x2) * x2,  # x1 a plain list
+         (np.array([0.3, -0.7, 1.1, 0.4]),), id="heaviside-list-x1"),
     Case(("np.round", "np.around", "np.fix"),
          lambda x: x * (np.round(x) + np.round(x, 1) + np.around(x, 2) + x.round(1) + np.fix(x)),
          (np.array([0.33, -1.26, 2.5117, -0.0412]),), id="round-and-fix"),

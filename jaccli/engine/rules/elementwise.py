@@ -428,7 +428,7 @@ heaviside_step.structure = ELEMENTWISE
 def _heaviside(x1, x2, out=None, **kw):
     if type(x2) is not Tracer:
         return heaviside_step(x1, x2, **kw)
-    return where(guarded(lambda v: v == 0, x1), x2, heaviside_step(x1, 0.0, **kw))
+    return where(guarded(lambda v: np.equal(v, 0), x1), x2, heaviside_step(x1, 0.0, **kw))
 
 
 register_derived(np.heaviside, _heaviside, uses=(heaviside_step, where),

@@ -360,6 +360,93 @@ def test_numpy_held_in_defaults_and_closures_is_the_same_module_as_fs_np(user_mo
     assert g.__closure__[0].cell_contents is np and lam.__defaults__[0] is np
 
 
+def test_numpy_held_behind_decorators_partials_nested_closures_and_objects_is_swapped_too(user_module):
+    user = user_module("""
+        import functools
+        import numpy as np
+
+        def deco(fn):
+            @functools.wraps(fn)
+            def wrapper(*a, **k):
+                return fn(*a, **k)
+            return wrapper
+
+        @deco
+        def decorated(x, xp=np):
+            return xp.sin(x) if xp is np else -xp.sin(x)
+
+        @functools.lru_cache
+        def cached_lib(xp=np):
+            return xp is np
+
+        def make():
+            import numpy as xp
+
+            def inner(x):
+                return xp.sin(x) if xp is np else -xp.sin(x)
+
+            def middle(x):
+                return inner(x)
+
+            class Model:
+                def __call__(self, x, xp=np):
+                    return middle(x) + (xp.cos(x) if xp is np else -xp.cos(x))
+            return functools.partial(lambda x, scale: scale * middle(x), scale=2.0), Model()
+
+        def f(x):
+            return decorated(x) + (x if cached_lib() else -x)
+    """, "user_wrapped")
+    x = np.array([0.3, 0.7])
+    partial, model = user.make()
+    user.cached_lib.cache_clear()
+    np.testing.assert_allclose(jaccli.jacobian(user.f, x), np.diag(np.cos(x) + 1), atol=1e-12)
+    np.testing.assert_allclose(jaccli.jacobian(partial, x), np.diag(2 * np.cos(x)), atol=1e-12)
+    np.testing.assert_allclose(jaccli.jacobian(model, x), np.diag(np.cos(x) - np.sin(x)), atol=1e-12)
+    user.cached_lib.cache_clear()
+    assert user.decorated.__wrapped__.__defaults__[0] is np and user.cached_lib() is True
+
+
+def test_a_helper_redefined_in_its_module_is_swapped_afresh(user_module):
+    # Before: the module's scan was cached by its size, so a redefined helper (a notebook cell run
+    # again) kept numpy itself in its default: the other branch, silently
+    user = user_module("""
+        import numpy as np
+
+        def g(x, xp=np):
+            return xp.sin(x) if xp is np else -xp.sin(x)
+
+        def f(x):
+            return g(x)
+    """, "user_redefined")
+    x = np.array([0.3, 0.7])
+    np.testing.assert_allclose(jaccli.jacobian(user.f, x), np.diag(np.cos(x)), atol=1e-12)
+    exec("def g(x, xp=np):\n    return xp.sin(x) if xp is np else -xp.sin(x)\n", user.__dict__)
+    np.testing.assert_allclose(jaccli.jacobian(user.f, x), np.diag(np.cos(x)), atol=1e-12)
+
+
+def test_numpy_held_in_a_cell_stays_swapped_while_another_recording_still_runs(user_module):
+    # Two recordings of the same closure at once (two threads): the first to finish must not put
+    # numpy back under the second. Before: the second did not count itself as a user of the cell.
+    from jaccli.engine.intercept import NUMPY_PROXY, intercept_numpy
+
+    user = user_module("""
+        def make():
+            import numpy as xp
+
+            def f(x):
+                return xp.sin(x)
+            return f
+    """, "user_cell")
+    f = user.make()
+    first, second = intercept_numpy(f), intercept_numpy(f)
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert f.__closure__[0].cell_contents is NUMPY_PROXY
+    second.__exit__(None, None, None)
+    assert f.__closure__[0].cell_contents is np
+
+
 def test_helper_modules_are_put_back_when_f_raises(user_module):
     helper = user_module("""
         import numpy as np

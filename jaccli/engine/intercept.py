@@ -199,65 +199,115 @@ def _stand_in(v: Any) -> Any:
     return None
 
 
-_NAMES_CACHE: dict[tuple, tuple[int, int, list[tuple[str, Any, Any]], list[tuple[Any, str, Any, Any]]]] = {}
+_NAMES_CACHE: dict[tuple, tuple[int, int, list, list, list]] = {}
 
 
 def _swaps_in(glb: dict) -> tuple[list[tuple[str, Any, Any]], list[tuple[Any, str, Any, Any]]]:
     """What to swap in a globals dict while f runs (see `_stand_in`): (name, value, replacement)
     for its names, and (object, attribute, value, replacement) for what its own functions and
     classes' methods hold (`_held_swaps`). Rescanned when the dict changes size, a name found
-    is rebound, or more replacements are installed."""
+    (or a function or class scanned) is rebound, or more replacements are installed."""
     key = (id(glb), glb.get("__name__"), glb.get("__file__"))
     cached = _NAMES_CACHE.get(key)
     if cached is not None and cached[0] == len(glb) and cached[1] == len(FUNCTION_SWAPS) \
-            and all(glb.get(k) is v for k, v, _ in cached[2]):
+            and all(glb.get(k) is v for k, v, _ in cached[2]) and all(glb.get(k) is v for k, v in cached[4]):
         return cached[2], cached[3]
     # Called only while no recording has swapped glb's names (intercept_numpy counts its users).
-    swaps, held = [], []
+    swaps, held, scanned = [], [], []
     for k, v in list(glb.items()):
         replacement = _stand_in_or_same(v)
         if replacement is not v:
             swaps.append((k, v, replacement))
+            continue
+        if issubclass(type(v), type):
+            fns = []
+            for attr in list(vars(v).values()):  # the class's own methods
+                fns.append(getattr(attr, "__func__", attr) if type(attr) in (staticmethod, classmethod) else attr)
+        elif callable(v):
+            fns = [v]
         else:
-            kind = type(v)
-            if kind is types.FunctionType and v.__globals__ is glb:
-                held += _held_swaps(v)
-            elif issubclass(kind, type):
-                for attr in list(vars(v).values()):  # the class's own methods, if defined in glb
-                    fn = getattr(attr, "__func__", attr) if type(attr) in (staticmethod, classmethod) else attr
-                    if type(fn) is types.FunctionType and fn.__globals__ is glb:
-                        held += _held_swaps(fn)
-    _NAMES_CACHE[key] = (len(glb), len(FUNCTION_SWAPS), swaps, held)
+            continue
+        try:
+            found = [t for fn in fns for t in _held_in(fn, glb)]
+        except Exception:  # noqa: BLE001 - an object whose attributes raise (a lazy loader's): left as it is
+            continue
+        if found:
+            held += found
+            scanned.append((k, v))
+    _NAMES_CACHE[key] = (len(glb), len(FUNCTION_SWAPS), swaps, held, scanned)
     return swaps, held
+
+
+_MAX_DEPTH = 4  # closures of closures (of decorators' wrappers): the first levels are enough
+
+
+def _held_in(obj: Any, glb: dict | None = None, depth: int = 0) -> list[tuple[Any, str, Any, Any]]:
+    """`_held_swaps` of the user's functions that obj is or wraps: a function, a method, a partial,
+    a decorator's wrapper (`__wrapped__`, lru_cache's), a callable object's __call__, and the
+    functions in their closures in turn. With `glb`, only functions defined in that module."""
+    fn = obj
+    kind = type(fn)
+    if kind is types.MethodType:
+        fn = fn.__func__
+    elif kind is functools.partial:
+        fn = fn.func
+    elif kind is not types.FunctionType:
+        wrapped = getattr(fn, "__wrapped__", None) if not issubclass(kind, type) else None
+        if wrapped is None:
+            call = getattr(kind, "__call__", None)  # a callable object: its class's method
+            return _held_in(call, glb, depth + 1) if type(call) is types.FunctionType and depth < _MAX_DEPTH else []
+        fn = wrapped
+    if type(fn) is not types.FunctionType:
+        return _held_in(fn, glb, depth + 1) if depth < _MAX_DEPTH and fn is not obj else []
+    held = _held_swaps(fn) if glb is None or fn.__globals__ is glb else []
+    if depth < _MAX_DEPTH:
+        wrapped = getattr(fn, "__wrapped__", None)
+        if wrapped is not None:
+            held += _held_in(wrapped, glb, depth + 1)
+        for cell in fn.__closure__ or ():
+            try:
+                inner = cell.cell_contents
+            except ValueError:  # a cell not yet filled
+                continue
+            if inner is not fn and callable(inner) and not issubclass(type(inner), type):
+                held += _held_in(inner, glb, depth + 1)
+    return held
 
 
 def _held_swaps(fn: types.FunctionType) -> list[tuple[Any, str, Any, Any]]:
     """(object, attribute, value, replacement) for the NumPy names a function holds outside its
     module's globals: its defaults (`def f(x, xp=np)`) and its closure's cells (`import numpy as
     xp` in the function that made it), so that `xp is np` holds while f runs as it does outside.
+    What another recording has swapped already is found as it was (to be counted as used again).
     Only the user's functions: jaccli's own (the proxies' wrappers) hold NumPy's functions to call."""
-    if not _is_users(fn.__globals__):
+    if (fn.__defaults__ is None and fn.__kwdefaults__ is None and fn.__closure__ is None) \
+            or not _is_users(fn.__globals__):
         return []
     held = []
     defaults = fn.__defaults__
     if defaults:
         new = tuple(_stand_in_or_same(v) for v in defaults)
-        if any(a is not b for a, b in zip(new, defaults)):
-            held.append((fn, "__defaults__", defaults, new))
+        if any(a is not b for a, b in zip(new, defaults)) or (id(fn), "__defaults__") in _HELD:
+            held.append(_swapped_already(fn, "__defaults__") or (fn, "__defaults__", defaults, new))
     kwdefaults = fn.__kwdefaults__
     if kwdefaults:
         new_kw = {k: _stand_in_or_same(v) for k, v in kwdefaults.items()}
-        if any(new_kw[k] is not v for k, v in kwdefaults.items()):
-            held.append((fn, "__kwdefaults__", kwdefaults, new_kw))
+        if any(new_kw[k] is not v for k, v in kwdefaults.items()) or (id(fn), "__kwdefaults__") in _HELD:
+            held.append(_swapped_already(fn, "__kwdefaults__") or (fn, "__kwdefaults__", kwdefaults, new_kw))
     for cell in fn.__closure__ or ():
         try:
             v = cell.cell_contents
         except ValueError:  # a cell not yet filled
             continue
         replacement = _stand_in_or_same(v)
-        if replacement is not v:
-            held.append((cell, "cell_contents", v, replacement))
+        if replacement is not v or (id(cell), "cell_contents") in _HELD:
+            held.append(_swapped_already(cell, "cell_contents") or (cell, "cell_contents", v, replacement))
     return held
+
+
+def _swapped_already(obj: Any, attr: str) -> tuple[Any, str, Any, Any] | None:
+    h = _HELD.get((id(obj), attr))
+    return (obj, attr, h[2], h[3]) if h is not None and h[1] is obj else None
 
 
 def _stand_in_or_same(v: Any) -> Any:
@@ -267,25 +317,6 @@ def _stand_in_or_same(v: Any) -> Any:
     except Exception:  # noqa: BLE001 - an object whose attributes raise (a lazy loader's): left as it is
         return v
     return v if replacement is None else replacement
-
-
-def own_held_swaps(f: Callable) -> list[tuple[Any, str, Any, Any]]:
-    """`_held_swaps` of f itself and of the functions in its closure (jaccli's wrappers, such as
-    the Hessian's gradient, hold the user's f there), wherever they were defined."""
-    fn = getattr(f, "__func__", f)  # a bound method: its function
-    if type(fn) is not types.FunctionType or (fn.__defaults__ is None and fn.__closure__ is None
-                                               and fn.__kwdefaults__ is None):
-        return []
-    held = _held_swaps(fn)
-    for cell in fn.__closure__ or ():
-        try:
-            inner = cell.cell_contents
-        except ValueError:
-            continue
-        inner = getattr(inner, "__func__", inner)
-        if type(inner) is types.FunctionType and inner is not fn:
-            held += _held_swaps(inner)
-    return held
 
 
 # ---------------------------------------------------------------------------
@@ -427,7 +458,10 @@ class intercept_numpy:  # noqa: N801 - used as a context manager, like contextli
         with _SWAP_LOCK:
             # What to swap, found before anything is swapped: nothing is left half done if it fails.
             entries = [_SWAPPED.get(id(glb)) or [0, *_swaps_in(glb)] for glb in self.globs]
-            held = own_held_swaps(self.f)
+            try:
+                held = _held_in(self.f)
+            except Exception:  # noqa: BLE001 - a callable whose attributes raise: nothing it holds is swapped
+                held = []
             for entry in entries:
                 if entry[2]:
                     held += entry[2]

@@ -198,6 +198,11 @@ class _Block:
             raise TypeError("len() of a 0-d Jacobian")
         return self.shape[0]
 
+    def __iter__(self) -> Any:
+        if not self.shape:  # as NumPy (before: an empty loop, from J[0] raising IndexError)
+            raise TypeError(f"iteration over a 0-d {type(self).__name__}")
+        return (self[k] for k in range(self.shape[0]))
+
     def __repr__(self) -> str:
         s = self.stats
         return (f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype}, rows_evaluated="

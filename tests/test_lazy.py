@@ -771,3 +771,14 @@ def test_batched_hessian_entries_handed_out_never_change():
         assert_array_equal(whole[:, 1], column)
         assert_array_equal(whole[:, :, 2], row_block)
         assert_array_equal(whole, np.swapaxes(whole, 1, 2))
+
+
+def test_iterating_gives_the_rows_and_a_0d_block_refuses_as_numpy_does():
+    x = np.array([0.5, 1.5])
+    J = jaccli.jacobian(lambda x: np.sin(x) * x.sum(), x)
+    for row, expected in zip(J, np.asarray(jaccli.jacobian(lambda x: np.sin(x) * x.sum(), x))):
+        np.testing.assert_array_equal(row, expected)
+    assert len(list(J)) == 2
+    for zero_d in (jaccli.jacobian(lambda s: s ** 2, np.array(3.0)), jaccli.hessian(lambda s: s ** 3, np.array(2.0))):
+        with pytest.raises(TypeError, match="iteration over a 0-d"):  # before: an empty loop, sum(J) == 0
+            list(zero_d)

@@ -240,10 +240,33 @@ def test_output_below_print_in_the_function_goes_to_stderr(tmp_path, command):
     assert done.stderr.splitlines()[:3] == ["loading", "raw", "child"]
 
 
+def _signalled(args: list[str], cwd: Path, started, sig: int, what: str, then=None,
+               preexec_fn=None) -> tuple[int, str, str]:
+    """Run jaccli, send it `sig` once `started()` holds (f or its file is running), run `then()`,
+    and return (exit code, stdout, stderr); no process is left behind if a check fails."""
+    import time
+
+    proc = subprocess.Popen(JACCLI + args, cwd=cwd, env=clean_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
+    try:
+        deadline = time.monotonic() + 60
+        while not started() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert started(), f"{what} (exit {proc.poll()}): {proc.stderr.read() if proc.poll() else ''}"
+        proc.send_signal(sig)
+        if then is not None:
+            then()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, out, err
+
+
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGHUP"])
 def test_a_terminated_streamed_run_removes_its_temporary_file(tmp_path, signame):
     import signal
-    import time
 
     (tmp_path / "slow.py").write_text(
         "import numpy as np\n"
@@ -253,21 +276,10 @@ def test_a_terminated_streamed_run_removes_its_temporary_file(tmp_path, signame)
         "        x = np.tanh(W @ x)\n"
         "    return x\n")
     np.save(tmp_path / "x.npy", np.linspace(-1, 1, 1500))
-    proc = subprocess.Popen(JACCLI + ["jacobian", "slow.py", "x.npy", "-o", "J.npy", "--max-memory", "1M"],
-                            cwd=tmp_path, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while not list(tmp_path.glob(".J.npy.*")) and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert list(tmp_path.glob(".J.npy.*")), \
-            f"the streamed run never started writing (exit {proc.poll()}): {proc.stderr.read() if proc.poll() else ''}"
-        proc.send_signal(getattr(signal, signame))
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:  # a failed check above: leave no process behind
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 128 + getattr(signal, signame)
+    code, _, err = _signalled(["jacobian", "slow.py", "x.npy", "-o", "J.npy", "--max-memory", "1M"], tmp_path,
+                              lambda: list(tmp_path.glob(".J.npy.*")), getattr(signal, signame),
+                              "the streamed run never started writing")
+    assert code == 128 + getattr(signal, signame)
     stopped = "interrupted" if signame == "SIGINT" else f"stopped by {signame}"
     assert err.strip() == f"Error: {stopped}; no file was written or changed"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["slow.py", "x.npy"]
@@ -275,7 +287,6 @@ def test_a_terminated_streamed_run_removes_its_temporary_file(tmp_path, signame)
 
 def test_ctrl_c_while_the_function_runs_is_an_interruption_and_its_own_raise_is_not(tmp_path):
     import signal
-    import time
 
     # f signals that it runs (a file), then waits for Ctrl-C: exit 130, not f's failure (exit 3).
     (tmp_path / "wait.py").write_text(
@@ -284,20 +295,9 @@ def test_ctrl_c_while_the_function_runs_is_an_interruption_and_its_own_raise_is_
         "    open('running', 'w').close()\n"
         "    time.sleep(60)\n"
         "    return x\n")
-    proc = subprocess.Popen(JACCLI + ["jacobian", "wait.py", "[1.0]", "-o", "J.npy"], cwd=tmp_path, env=clean_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "running").exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert (tmp_path / "running").exists(), f"f never ran (exit {proc.poll()})"
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert (proc.returncode, out, err) == (130, "", "Error: interrupted; no file was written or changed\n")
+    code, out, err = _signalled(["jacobian", "wait.py", "[1.0]", "-o", "J.npy"], tmp_path,
+                                (tmp_path / "running").exists, signal.SIGINT, "f never ran")
+    assert (code, out, err) == (130, "", "Error: interrupted; no file was written or changed\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["running", "wait.py"]
     (tmp_path / "stop.py").write_text("def f(x):\n    raise KeyboardInterrupt\n")
     done = jaccli("jacobian", "stop.py", "[1.0]", cwd=tmp_path)
@@ -306,7 +306,6 @@ def test_ctrl_c_while_the_function_runs_is_an_interruption_and_its_own_raise_is_
 
 def test_ctrl_c_while_the_function_file_loads_is_an_interruption_and_its_own_raise_is_not(tmp_path):
     import signal
-    import time
 
     (tmp_path / "slow.py").write_text(
         "import time\n"
@@ -314,20 +313,9 @@ def test_ctrl_c_while_the_function_file_loads_is_an_interruption_and_its_own_rai
         "time.sleep(60)\n"
         "def f(x):\n"
         "    return x\n")
-    proc = subprocess.Popen(JACCLI + ["jacobian", "slow.py", "[1.0]", "-o", "J.npy"], cwd=tmp_path, env=clean_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "running").exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert (tmp_path / "running").exists(), f"the file never ran (exit {proc.poll()})"
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert (proc.returncode, out, err) == (130, "", "Error: interrupted; no file was written or changed\n")
+    code, out, err = _signalled(["jacobian", "slow.py", "[1.0]", "-o", "J.npy"], tmp_path,
+                                (tmp_path / "running").exists, signal.SIGINT, "the file never ran")
+    assert (code, out, err) == (130, "", "Error: interrupted; no file was written or changed\n")
     (tmp_path / "stop.py").write_text("import numpy as np\nraise KeyboardInterrupt\ndef f(x):\n    return x\n")
     done = jaccli("jacobian", "stop.py", "[1.0]", cwd=tmp_path)
     assert (done.returncode, done.stderr) == (3, "Error: stop.py:2: running stop.py failed: KeyboardInterrupt\n")
@@ -347,23 +335,15 @@ def test_a_signal_ignored_at_start_stays_ignored(tmp_path, signame):
         "    while not os.path.exists('go'):\n"
         "        time.sleep(0.01)\n"
         "    return 2 * x\n")
-    proc = subprocess.Popen(JACCLI + ["jacobian", "wait.py", "[1.0, 2.0]", "-o", "J.npy"], cwd=tmp_path,
-                            env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(sig, signal.SIG_IGN))
-    try:
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "running").exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert (tmp_path / "running").exists(), f"f never ran (exit {proc.poll()})"
-        proc.send_signal(sig)
+
+    def go() -> None:
         time.sleep(0.2)  # time for a handler to act, had one been installed
         (tmp_path / "go").touch()
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert (proc.returncode, out, err) == (0, "", "wrote J.npy: df_dx (2, 2)\n")
+
+    code, out, err = _signalled(["jacobian", "wait.py", "[1.0, 2.0]", "-o", "J.npy"], tmp_path,
+                                (tmp_path / "running").exists, sig, "f never ran", then=go,
+                                preexec_fn=lambda: signal.signal(sig, signal.SIG_IGN))
+    assert (code, out, err) == (0, "", "wrote J.npy: df_dx (2, 2)\n")
     assert_allclose(np.load(tmp_path / "J.npy"), 2 * np.eye(2), rtol=0)
 
 

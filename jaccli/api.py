@@ -242,37 +242,32 @@ def _check_strict_products(depends: list[list[bool]], results: list, per_output:
             raise _graph_error(f"the {what} {label}", hessian)
 
 
-def _check_strict_product(connected: list[list[bool]], wrt: tuple[int, ...], names: list[str]) -> None:
-    """vjp and jvp in strict mode (torch's): every output depends on some input, every input reaches
-    some output."""
+def _check_strict_product(connected: list[list[bool]], wrt: tuple[int, ...], names: list[str],
+                          hessian: bool = False) -> None:
+    """The products in strict mode (torch's): every output (with `hessian`, every gradient, for hvp
+    and vhp) depends on some input, and every input reaches some output (gradient)."""
     for i, row in enumerate(connected):
         if not any(row):
+            if hessian:
+                raise StrictModeError(
+                    f"While computing the hessian, found that the gradient with respect to input {i} "
+                    f"({names[wrt[i]]!r}) is independent of the inputs: no path in the recorded computation. This "
+                    "is not allowed in strict mode; the function must be twice differentiable with a gradient "
+                    "that depends on the inputs (a linear function has a constant one).")
             raise StrictModeError(
                 f"Output {i} of the user-provided function does not depend on any differentiated input: no path "
                 "in the recorded computation. The outputs must be computed in a differentiable manner from the "
                 "input when running in strict mode.")
     for j, k in enumerate(wrt):
         if not any(row[j] for row in connected):
+            if hessian:
+                raise StrictModeError(
+                    f"While computing the hessian, found that no gradient of the user-provided function depends "
+                    f"on input {j} ({names[k]!r}): no path in the recorded computation. This is not allowed in "
+                    "strict mode.")
             raise StrictModeError(
                 f"The output of the user-provided function is independent of input {j} ({names[k]!r}): no path "
                 "in the recorded computation leads from it to an output. This is not allowed in strict mode.")
-
-
-def _check_strict_gradient(connected: list[list[bool]], wrt: tuple[int, ...], names: list[str]) -> None:
-    """hvp and vhp in strict mode (torch's): each gradient depends on some input, each input reaches
-    some gradient."""
-    for i, row in enumerate(connected):
-        if not any(row):
-            raise StrictModeError(
-                f"While computing the hessian, found that the gradient with respect to input {i} "
-                f"({names[wrt[i]]!r}) is independent of the inputs: no path in the recorded computation. This is "
-                "not allowed in strict mode; the function must be twice differentiable with a gradient that "
-                "depends on the inputs (a linear function has a constant one).")
-    for j, k in enumerate(wrt):
-        if not any(row[j] for row in connected):
-            raise StrictModeError(
-                f"While computing the hessian, found that no gradient of the user-provided function depends on "
-                f"input {j} ({names[k]!r}): no path in the recorded computation. This is not allowed in strict mode.")
 
 
 def _check_batch_shapes(rec: Recording, batch: bool) -> None:
@@ -602,7 +597,7 @@ def _gradient_product(f: Callable, inputs: Any, v: Any, wrt: Any, create_graph: 
     if strict:
         names = _param_names(f, len(args))
         _check_strict_product(rec.kept_value("inner_connected"), rec.wrt, names)
-        _check_strict_gradient(_connectivity(rec), rec.wrt, names)
+        _check_strict_product(_connectivity(rec), rec.wrt, names, hessian=True)
     (v,) = _detach_unless(create_graph, (v,))
     vs = _check_v(v, [rec.in_shape(j) for j in range(len(wrt_idx))], "input", "the input's shape")
     seeds = [vk[None] for vk in vs]

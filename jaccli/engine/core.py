@@ -1070,13 +1070,13 @@ def _retraced(node: Node, trace: Trace) -> tuple[Any, list]:
     return Tracer(node.value, node, None, trace), args
 
 
-def _traced_rule(node: Node, argnum: int, retraced: tuple[Any, list]) -> Callable | None:
-    """The reverse rule of node for one argument, made from traced values (never cached on the node)."""
+def _traced_rule(node: Node, argnum: int, retraced: tuple[Any, list], mode: str = "reverse") -> Callable | None:
+    """The rule of node for one argument, made from traced values (never cached on the node)."""
     if node.prim.zero_grad:
         return None
-    maker = node.prim.vjps.get(argnum)
+    maker = (node.prim.vjps if mode == "reverse" else node.prim.jvps).get(argnum)
     if maker is None:
-        raise _no_rule(node, argnum, "reverse")
+        raise _no_rule(node, argnum, mode)
     ans, args = retraced
     return maker(ans, *args, **node.kwargs)
 
@@ -1099,7 +1099,7 @@ def _make_forward(trace: Trace, outputs: tuple, wrt_mask: int) -> tuple[list[Nod
     return order, last_use, reverse_order.cut
 
 
-def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple) -> list:
+def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple, traced: bool = False) -> list:
     """Push a block of tangents from input nodes to `outputs`.
 
     Args:
@@ -1107,6 +1107,8 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple) -> lis
         inputs: input nodes that are seeded.
         tangents: one block per input, shape ``(K,) + input.shape``.
         outputs: ``(node, output_index)`` pairs.
+        traced: the sweep is recorded on `trace`, as reverse()'s: the rules are made from the nodes'
+            values as traced arrays of `trace` (engine/programs.py records a sweep this way).
 
     Returns:
         One tangent block per output, shape ``(K,) + output.shape``, or None where the output
@@ -1129,9 +1131,10 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple) -> lis
                 continue
             _RULE_SITE.v = node.site
             acc = None
-            if node.prim.jvp_in_place is not None and MONITOR.v is None \
+            if node.prim.jvp_in_place is not None and MONITOR.v is None and not traced \
                     and _push_in_place(node, pos, store, last_use, owned):
                 continue
+            retraced = _retraced(node, trace) if traced else None
             if node.prim.jvp_joint is not None:
                 ts = [None] * len(node.args)
                 for argnum, parent, pidx in node.parents:
@@ -1139,6 +1142,8 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple) -> lis
                 joint = node._jvps.get(-1) if node._jvps else None
                 if all(t is None for t in ts):
                     pass
+                elif retraced is not None:  # made from traced values: never cached on the node
+                    acc = node.prim.jvp_joint(retraced[0], *retraced[1], **node.kwargs)(ts)
                 elif joint is None:
                     if node._jvps is None:
                         node._jvps = {}
@@ -1150,7 +1155,7 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple) -> lis
                 t = _get(store, parent, pidx)
                 if t is None:
                     continue
-                rule = node.jvp(argnum)
+                rule = node.jvp(argnum) if retraced is None else _traced_rule(node, argnum, retraced, "forward")
                 if rule is not None:
                     out = rule(t)
                     if out is None:
@@ -1169,7 +1174,7 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple) -> lis
                     MONITOR.v(node, -1, acc, "forward")
                 if owned:
                     _disown_shared(acc, owned)
-                if node.prim.jvp_in_place is not None and type(acc) is np.ndarray and acc.base is None:
+                if node.prim.jvp_in_place is not None and not traced and type(acc) is np.ndarray and acc.base is None:
                     owned[id(acc)] = acc  # jvp_joint's result is fresh (see Primitive.jvp_in_place)
                 store[node] = list(acc) if node.prim.multi_out else acc
     return [_get(store, node, idx) for node, idx in outputs]

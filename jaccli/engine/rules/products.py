@@ -62,8 +62,13 @@ def _matrix(x) -> bool:
     return type(x) is np.ndarray and x.ndim == 2
 
 
+def _vector(x) -> bool:
+    """A plain or traced vector (a traced one when the sweep itself is recorded: engine/programs.py)."""
+    return (type(x) is np.ndarray or type(x) is Tracer) and x.ndim == 1
+
+
 def _matmul_vjp_a(ans, a, b):
-    if type(a) is np.ndarray and a.ndim == 1 and _matrix(b):
+    if _vector(a) and _matrix(b):
         # x @ W, the common layer: a block (K, q) of cotangents pulls back as one GEMM, g @ W^T
         # (identity rows, a SparseBlock, as a gather of W^T's rows: SparseBlock._matmul).
         bt = b.T
@@ -87,7 +92,7 @@ def _matmul_vjp_a_general(a, b):
 
 
 def _matmul_vjp_b(ans, a, b):
-    if _matrix(a) and type(b) is np.ndarray and b.ndim == 1:
+    if _matrix(a) and _vector(b):
         # W @ x, the common layer: a block (K, p) of cotangents pulls back as one GEMM, g @ W.
         return lambda g: g @ a
     return _matmul_vjp_b_general(a, b)
@@ -131,7 +136,7 @@ def _matmul_jvp_a_general(ans, a, b):
 
 
 def _matmul_jvp_b(ans, a, b):
-    if _matrix(a) and type(b) is np.ndarray and b.ndim == 1:  # W @ x: t @ W^T, one GEMM
+    if _matrix(a) and _vector(b):  # W @ x: t @ W^T, one GEMM
         at = a.T
         return lambda t: t @ at
     return _matmul_jvp_b_general(ans, a, b)

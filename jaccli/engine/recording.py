@@ -6,6 +6,7 @@ import copy
 import linecache
 import math
 import re
+import time
 from contextlib import nullcontext
 from typing import Any, Callable, Sequence
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from ..errors import TracingError, UserFunctionError
 from . import rules  # noqa: F401  (fills the registry)
-from .core import (COLLECTOR_PAUSED, ELEMENTWISE, FREEZER, INPUT, Freezer, Node, Trace, _plan_reverse, forward,
+from .core import (COLLECTOR_PAUSED, ELEMENTWISE, FREEZER, INPUT, MONITOR, Freezer, Node, Trace, _plan_reverse, forward,
                    frozen_constants, is_internal, plan_form, renewed_plan, reverse, rewritable, stale_error, user_site,
                    value_size, write_in_place)
 from .seeds import dense
@@ -95,6 +96,10 @@ class Recording:
         self.kept: dict[str, tuple] = {}
         self._traced_constants: bool | None = None  # computed by the first replay
         self._elementwise: dict[tuple[int, int], bool] = {}  # (output, input) -> elementwise(); the tape is closed
+        # A replayable recording's compiled sweeps, shared with its replays (engine/programs.py):
+        # request -> Program, or False where the sweep cannot be one. A replay records them.
+        self._programs: dict | None = {} if replayable else None
+        self._replayed = False
 
     def detach(self) -> None:
         """Make plain every value that an enclosing differentiation traces (``create_graph=False``).
@@ -243,6 +248,8 @@ class Recording:
         rec._errstate = self._errstate
         rec._traced_constants = False
         rec._elementwise = self._elementwise  # the same structure and sizes: the same answers
+        rec._programs = self._programs
+        rec._replayed = True
         return rec
 
     def _has_traced_constants(self) -> bool:
@@ -330,8 +337,12 @@ class Recording:
         if not outs:
             return [None] * len(nodes)
         self.sweeps += 1
-        with _pause_for(self.trace):
-            out = reverse(self.trace, tuple(r for r, _ in outs), tuple(s for _, s in outs), nodes)
+        starts, seeds = tuple(r for r, _ in outs), tuple(s for _, s in outs)
+
+        def sweep() -> list:
+            with _pause_for(self.trace):
+                return reverse(self.trace, starts, seeds, nodes)
+        out = sweep() if self._programs is None else self._programmed("reverse", tuple(wrt), starts, seeds, nodes, sweep)
         return out if structured else [dense(o) for o in out]
 
     def jvp(self, tangents: Sequence[Any | None], wrt: Sequence[int] | None = None,
@@ -343,10 +354,56 @@ class Recording:
         if not pairs or not refs:
             return [None] * len(self.out_refs)
         self.sweeps += 1
-        with _pause_for(self.trace):
-            got = iter(forward(self.trace, tuple(n for n, _ in pairs), tuple(t for _, t in pairs), tuple(refs)))
+        starts, seeds, ends = tuple(n for n, _ in pairs), tuple(t for _, t in pairs), tuple(refs)
+
+        def sweep() -> list:
+            with _pause_for(self.trace):
+                return forward(self.trace, starts, seeds, ends)
+        got = iter(sweep() if self._programs is None else self._programmed(
+            "forward", tuple(j for j, t in zip(wrt, tangents) if t is not None), starts, seeds, ends, sweep))
         out = [None if r is None else next(got) for r in self.out_refs]
         return out if structured else [dense(o) for o in out]
+
+
+    def _programmed(self, kind: str, wrt: tuple, starts: tuple, seeds: tuple, ends: tuple,
+                    sweep: Callable[[], list]) -> list:
+        """The sweep's results: from its compiled program (engine/programs.py) where there is one.
+
+        The first replay that makes a request sweeps as usual, then records the sweep as a program
+        and runs that once: the program is kept if it ran faster than the usual sweep (it is not
+        when it densifies what the usual sweep keeps structured: a Hessian's identity seeds through
+        a softmax), else the request is marked to be swept as usual. Later replays run the
+        program; one whose guard fails is swept as usual. The recording that f made itself,
+        which may never be replayed, records none.
+        """
+        key = None if MONITOR.v is not None else programs.key_of(kind, wrt, seeds)  # (diagnostics watch each rule)
+        prog = None if key is None else self._programs.get(key)
+        if prog:
+            with _pause_for(self.trace):
+                out = prog.run(self.trace.nodes, seeds)
+            if out is not None:
+                return out
+        if prog is not None or key is None or not self._replayed or len(self._programs) >= programs.MAX_PROGRAMS:
+            return sweep()
+        # CPU time, not wall time: other processes' load slows both ways alike (it is the best of
+        # two runs for the program, whose second run finds nothing cached that a replay would not)
+        start = time.process_time()
+        out = sweep()
+        usual = time.process_time() - start
+        try:
+            with _pause_for(self.trace):
+                prog = programs.record(self.trace, kind, starts, seeds, ends)
+                compiled = math.inf
+                for _ in range(2 if prog is not None else 0):
+                    start = time.process_time()
+                    if prog.run(self.trace.nodes, seeds) is None:
+                        compiled = math.inf
+                        break
+                    compiled = min(compiled, time.process_time() - start)
+        except Exception:  # noqa: BLE001 - a sweep that cannot be recorded as a program is swept as usual
+            compiled = math.inf
+        self._programs[key] = prog if programs.worth_keeping(compiled, usual) else False
+        return out
 
 
 # Sweeps and replays of recordings from this many operations on pause the garbage collector (see
@@ -605,3 +662,6 @@ def _check_output(o: Any, k: int) -> Any:
             f"the function returned {what} as output {k}, not an array of numbers; "
             "return a NumPy array (or a tuple of arrays)")
     return arr
+
+
+from . import programs  # noqa: E402  (programs reads this module's guards_hold and ErrstateRun)

@@ -1,0 +1,160 @@
+"""Compiled sweeps (engine/programs.py): a replay's sweep recorded once, then rerun at new points.
+
+Each test keeps every program it can (`worth_keeping` -> True, so the choice does not depend on
+timing) and checks that the programs really ran, then compares against an independent
+reference at points other than the one the program was recorded at: a closed form, central
+differences, or a fresh recording (no record_once) at the same point.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import jaccli
+from jaccli.engine import programs
+from tests.helpers import central_diff, rosen_hess, rosenbrock
+from tests.test_compositions import build, fd_jacobian, seed_form
+from tests.test_compositions import programs as random_programs
+from tests.test_replay import softmax_ce, softmax_hessian
+
+
+@pytest.fixture
+def ran(monkeypatch):
+    """Keep every program; the list of results of each program run (None: a guard failed)."""
+    monkeypatch.setattr(programs, "worth_keeping", lambda compiled, usual: True)
+    results = []
+    run = programs.Program.run
+
+    def counted(self, nodes, seeds):
+        out = run(self, nodes, seeds)
+        results.append(out is not None)
+        return out
+    monkeypatch.setattr(programs.Program, "run", counted)
+    return results
+
+
+def test_a_whole_jacobian_of_an_mlp_from_a_program_matches_the_closed_form(ran):
+    rng = np.random.default_rng(0)
+    W1, b1, W2 = rng.standard_normal((16, 6)) / 3, rng.standard_normal(16), rng.standard_normal((5, 16))
+
+    def mlp(x):
+        return W2 @ np.tanh(W1 @ x + b1)
+
+    g = jaccli.record_once(mlp)
+    for _ in range(5):
+        x = rng.standard_normal(6)
+        h = np.tanh(W1 @ x + b1)
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, x)), (W2 * (1 - h * h)) @ W1, rtol=1e-12, atol=1e-13)
+    assert ran.count(True) >= 3  # recorded on the first replay, run on the later ones
+
+
+def test_a_vjp_program_takes_its_vector_as_an_input_not_as_a_constant(ran):
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((4, 3))
+    f = jaccli.record_once(lambda x: np.sin(A @ x))
+    x = rng.standard_normal(3)
+    for _ in range(5):
+        v = rng.standard_normal(4)
+        _, got = jaccli.vjp(f, x, v)
+        np.testing.assert_allclose(got, (v * np.cos(A @ x)) @ A, rtol=1e-13, atol=1e-14)
+    assert ran.count(True) >= 3
+
+
+def test_a_jvp_program_takes_its_tangent_as_an_input(ran):
+    f = jaccli.record_once(lambda x: np.exp(x) * np.sin(x) + x ** 2)
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        x, v = rng.uniform(-2, 2, 7), rng.standard_normal(7)
+        _, got = jaccli.jvp(f, x, v)
+        np.testing.assert_allclose(got, (np.exp(x) * (np.sin(x) + np.cos(x)) + 2 * x) * v, rtol=1e-13)
+    assert ran.count(True) >= 3
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_hessian_programs_match_the_closed_forms(ran, mode):
+    rng = np.random.default_rng(3)
+    rosen, ce = jaccli.record_once(rosenbrock), jaccli.record_once(softmax_ce)
+    for _ in range(4):
+        x, z = rng.uniform(-2, 2, 12), 2 * rng.standard_normal(9)
+        np.testing.assert_allclose(np.asarray(jaccli.hessian(rosen, x, mode=mode)), rosen_hess(x), rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(np.asarray(jaccli.hessian(ce, z, mode=mode)), softmax_hessian(z), atol=1e-14)
+    assert ran.count(True) >= 4
+
+
+def test_lazy_rows_in_the_same_blocks_run_one_program_per_block(ran):
+    rng = np.random.default_rng(4)
+    W = rng.standard_normal((30, 8))
+    f = jaccli.record_once(lambda x: np.tanh(W @ x))
+    for _ in range(4):
+        x = rng.standard_normal(8)
+        want = (1 - np.tanh(W @ x) ** 2)[:, None] * W
+        J = jaccli.jacobian(f, x)
+        np.testing.assert_allclose(J[2:5], want[2:5], rtol=1e-13)
+        np.testing.assert_allclose(J[[7, 0]], want[[7, 0]], rtol=1e-13)
+    assert ran.count(True) >= 4
+
+
+def test_a_guard_that_fails_in_a_program_falls_back_to_the_usual_sweep(ran):
+    # sqrt'(0) is inf: at a point with a zero the rule's factor is no longer finite, which the
+    # program recorded at a point without one took as given (a guard)
+    f = jaccli.record_once(lambda x: np.sqrt(x) * 2.0)
+    for x in ([1.0, 4.0], [9.0, 16.0], [9.0, 16.0], [0.0, 4.0]):
+        x = np.array(x)
+        want = np.asarray(jaccli.jacobian(lambda x: np.sqrt(x) * 2.0, x))  # a fresh recording
+        np.testing.assert_array_equal(np.asarray(jaccli.jacobian(f, x)), want)
+    assert True in ran and ran[-1] is False
+
+
+def test_a_mask_from_where_is_a_guard_of_the_program(ran):
+    def f(x):
+        return np.where(x > 0, x ** 2, -np.abs(x) ** 3)
+
+    g = jaccli.record_once(f)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(6)
+    for _ in range(3):
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, x)), np.diag(central_diff(lambda t: f(t), x).diagonal()),
+                                   rtol=1e-6, atol=1e-8)
+    y = -x  # every branch changes
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, y)), central_diff(f, y), rtol=1e-6, atol=1e-8)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_programs(), st.integers(0, 2**31 - 1), st.sampled_from(["reverse", "forward"]),
+       st.sampled_from(["default", "structured"]))
+def test_random_compositions_from_programs_match_central_differences(program, seed, mode, form):
+    sx, sy, steps = program
+    rng = np.random.default_rng(seed)
+    f = build(steps)
+    g = jaccli.record_once(f)
+    keep = programs.worth_keeping
+    programs.worth_keeping = lambda compiled, usual: True  # (a fixture does not reset per example)
+    try:
+        with seed_form(form):
+            for _ in range(3):  # recorded, then a replay records the programs, then one runs them
+                x, y = rng.uniform(-1, 1, sx), rng.uniform(-1, 1, sy)
+                jx, jy = jaccli.jacobian(g, (x, y), mode=mode)
+                np.testing.assert_allclose(np.asarray(jx), fd_jacobian(f, (x, y), 0), rtol=1e-5, atol=1e-6)
+                np.testing.assert_allclose(np.asarray(jy), fd_jacobian(f, (x, y), 1), rtol=1e-5, atol=1e-6)
+    finally:
+        programs.worth_keeping = keep
+
+
+def test_a_program_slower_than_the_usual_sweep_is_not_kept(monkeypatch):
+    monkeypatch.setattr(programs, "worth_keeping", lambda compiled, usual: False)
+    runs, run = [], programs.Program.run
+    monkeypatch.setattr(programs.Program, "run", lambda self, *a: runs.append(1) or run(self, *a))
+    f = jaccli.record_once(lambda x: np.sin(x).sum() ** 2)
+    for k in range(4):
+        x = np.linspace(0, 1, 5) + k
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), 2 * np.sin(x).sum() * np.cos(x), rtol=1e-13)
+    assert len(runs) == 2  # the two timed runs on the first replay; none after
+
+
+def test_the_recording_f_made_itself_records_no_program(ran):
+    f = jaccli.record_once(lambda x: np.tanh(x) * x)
+    np.asarray(jaccli.jacobian(f, np.ones(4)))
+    assert not f._cache[next(iter(f._cache))]._programs

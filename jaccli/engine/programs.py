@@ -34,11 +34,11 @@ from .tracer import Tracer
 
 # Bytes of constants a program may hold (the seeds' own results, f's constants that rules read).
 # Past it the sweep is made the usual way each time: it costs little next to the arithmetic then.
-MAX_BYTES = 1 << 26
+MAX_BYTES = 1 << 24
 
 # A program is recorded for so many different requests per recording at most: lazy rows asked for
 # in ever other blocks would otherwise each record one that is never used again.
-MAX_PROGRAMS = 16
+MAX_PROGRAMS = 8
 
 
 

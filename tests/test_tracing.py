@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import importlib.util
 import inspect
 import math
@@ -404,6 +405,34 @@ def test_numpy_held_behind_decorators_partials_nested_closures_and_objects_is_sw
     np.testing.assert_allclose(jaccli.jacobian(model, x), np.diag(np.cos(x) - np.sin(x)), atol=1e-12)
     user.cached_lib.cache_clear()
     assert user.decorated.__wrapped__.__defaults__[0] is np and user.cached_lib() is True
+
+
+def test_numpy_in_a_partials_keywords_and_arguments_is_swapped_too(user_module):
+    # Before: functools.partial(g, xp=np) kept numpy itself in its keywords while f ran, so `xp is
+    # np` was False inside g and the Jacobian was silently of the other branch
+    user = user_module("""
+        import functools
+        import numpy as np
+
+        def g(x, xp):
+            return xp.sin(x) if xp is np else -xp.sin(x)
+
+        def h(xp, x, *, lib):
+            return xp.sin(x) if xp is np and lib is np.linalg else -xp.sin(x)
+
+        by_name = functools.partial(g, xp=np)
+
+        def f(x):
+            return by_name(x)
+    """, "user_partial_kw")
+    x = np.array([0.3, 0.7])
+    in_args = functools.partial(user.h, np, lib=np.linalg)
+    args, keywords, by_name_keywords = in_args.args, in_args.keywords, user.by_name.keywords
+    for fn in (functools.partial(user.g, xp=np), in_args, user.f):
+        np.testing.assert_allclose(jaccli.jacobian(fn, x), np.diag(np.cos(x)), atol=1e-12)
+    # Put back as they were: the very tuple and dict, holding numpy itself
+    assert in_args.args is args and in_args.keywords is keywords and user.by_name.keywords is by_name_keywords
+    assert args[0] is np and keywords["lib"] is np.linalg and by_name_keywords["xp"] is np
 
 
 def test_a_helper_redefined_in_its_module_is_swapped_afresh(user_module):

@@ -247,9 +247,11 @@ def _held_in(obj: Any, glb: dict | None = None, depth: int = 0) -> list[tuple[An
     functions in their closures in turn. With `glb`, only functions defined in that module."""
     fn = obj
     kind = type(fn)
+    own: list[tuple[Any, str, Any, Any]] = []
     if kind is types.MethodType:
         fn = fn.__func__
     elif kind is functools.partial:
+        own = _partial_held(fn, glb)
         fn = fn.func
     elif kind is not types.FunctionType:
         wrapped = getattr(fn, "__wrapped__", None) if not issubclass(kind, type) else None
@@ -258,8 +260,8 @@ def _held_in(obj: Any, glb: dict | None = None, depth: int = 0) -> list[tuple[An
             return _held_in(call, glb, depth + 1) if type(call) is types.FunctionType and depth < _MAX_DEPTH else []
         fn = wrapped
     if type(fn) is not types.FunctionType:
-        return _held_in(fn, glb, depth + 1) if depth < _MAX_DEPTH and fn is not obj else []
-    held = _held_swaps(fn) if glb is None or fn.__globals__ is glb else []
+        return own + (_held_in(fn, glb, depth + 1) if depth < _MAX_DEPTH and fn is not obj else [])
+    held = own + (_held_swaps(fn) if glb is None or fn.__globals__ is glb else [])
     if depth < _MAX_DEPTH:
         wrapped = getattr(fn, "__wrapped__", None)
         if wrapped is not None:
@@ -283,17 +285,7 @@ def _held_swaps(fn: types.FunctionType) -> list[tuple[Any, str, Any, Any]]:
     if (fn.__defaults__ is None and fn.__kwdefaults__ is None and fn.__closure__ is None) \
             or not _is_users(fn.__globals__):
         return []
-    held = []
-    defaults = fn.__defaults__
-    if defaults:
-        new = tuple(_stand_in_or_same(v) for v in defaults)
-        if any(a is not b for a, b in zip(new, defaults)) or (id(fn), "__defaults__") in _HELD:
-            held.append(_swapped_already(fn, "__defaults__") or (fn, "__defaults__", defaults, new))
-    kwdefaults = fn.__kwdefaults__
-    if kwdefaults:
-        new_kw = {k: _stand_in_or_same(v) for k, v in kwdefaults.items()}
-        if any(new_kw[k] is not v for k, v in kwdefaults.items()) or (id(fn), "__kwdefaults__") in _HELD:
-            held.append(_swapped_already(fn, "__kwdefaults__") or (fn, "__kwdefaults__", kwdefaults, new_kw))
+    held = _held_values(fn, "__defaults__") + _held_values(fn, "__kwdefaults__")
     for cell in fn.__closure__ or ():
         try:
             v = cell.cell_contents
@@ -303,6 +295,43 @@ def _held_swaps(fn: types.FunctionType) -> list[tuple[Any, str, Any, Any]]:
         if replacement is not v or (id(cell), "cell_contents") in _HELD:
             held.append(_swapped_already(cell, "cell_contents") or (cell, "cell_contents", v, replacement))
     return held
+
+
+def _partial_held(p: functools.partial, glb: dict | None) -> list[tuple[Any, str, Any, Any]]:
+    """`_held_swaps` of a partial's own arguments (functools.partial(g, xp=np)), where it calls the
+    user's function (of module `glb`, if given): NumPy there is what g's `xp` is while f runs."""
+    g = _globals_of(p.func)
+    if g is None or not _is_users(g) or (glb is not None and g is not glb):
+        return []
+    return _held_values(p, "args") + _held_values(p, "keywords")
+
+
+def _held_values(obj: Any, attr: str) -> list[tuple[Any, str, Any, Any]]:
+    """The swap of obj's tuple or dict of values `attr` (a function's defaults or kwdefaults, a
+    partial's args or keywords) for one with NumPy's stand-ins, if it holds any: a new tuple or
+    dict (the function's or partial's own is left as it was, to be put back)."""
+    values = getattr(obj, attr)
+    if not values:
+        return []
+    if type(values) is dict:
+        new: Any = {k: _stand_in_or_same(v) for k, v in values.items()}
+        changed = any(new[k] is not v for k, v in values.items())
+    else:
+        new = tuple(_stand_in_or_same(v) for v in values)
+        changed = any(a is not b for a, b in zip(new, values))
+    if changed or (id(obj), attr) in _HELD:
+        return [_swapped_already(obj, attr) or (obj, attr, values, new)]
+    return []
+
+
+def _put(obj: Any, attr: str, value: Any) -> None:
+    """setattr(obj, attr, value); a partial's args and keywords, which are read-only, through the
+    partial's __setstate__ (which keeps the very tuple and dict it is given, as setattr does)."""
+    if type(obj) is functools.partial and attr in ("args", "keywords"):
+        args, keywords = (value, obj.keywords) if attr == "args" else (obj.args, value)
+        obj.__setstate__((obj.func, args, keywords, obj.__dict__))
+    else:
+        setattr(obj, attr, value)
 
 
 def _swapped_already(obj: Any, attr: str) -> tuple[Any, str, Any, Any] | None:
@@ -484,7 +513,7 @@ class intercept_numpy:  # noqa: N801 - used as a context manager, like contextli
                     if getattr(obj, attr) is not value:  # changed since it was found: left as it is
                         continue
                     h = _HELD[key] = [0, obj, value, replacement]
-                    setattr(obj, attr, replacement)
+                    _put(obj, attr, replacement)
                 h[0] += 1
                 self.held.append(key)
 
@@ -497,7 +526,7 @@ class intercept_numpy:  # noqa: N801 - used as a context manager, like contextli
                     del _HELD[key]
                     _, obj, value, replacement = h
                     if getattr(obj, key[1]) is replacement:
-                        setattr(obj, key[1], value)
+                        _put(obj, key[1], value)
             for glb, entry in zip(self.globs, self.entries):
                 entry[0] -= 1
                 if entry[0] == 0:

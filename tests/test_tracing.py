@@ -453,6 +453,26 @@ def test_a_helper_redefined_in_its_module_is_swapped_afresh(user_module):
     np.testing.assert_allclose(jaccli.jacobian(user.f, x), np.diag(np.cos(x)), atol=1e-12)
 
 
+def test_a_helper_redefined_to_hold_numpy_is_swapped(user_module):
+    # Before: the module's cached scan checked only the functions found holding numpy, so g
+    # redefined from no default to `xp=np` (the module's size unchanged) was not scanned again: the
+    # other branch, silently
+    user = user_module("""
+        import numpy as np
+
+        def g(x):
+            return np.sin(x)
+
+        def f(x):
+            return g(x)
+    """, "user_redefined_to_hold")
+    x = np.array([0.3, 0.7])
+    np.testing.assert_allclose(jaccli.jacobian(user.f, x), np.diag(np.cos(x)), atol=1e-12)
+    exec("def g(x, xp=np):\n    return xp.sin(x) if xp is np else -xp.sin(x)\n", user.__dict__)
+    np.testing.assert_allclose(jaccli.jacobian(user.f, x), np.diag(np.cos(x)), atol=1e-12)
+    assert user.g.__defaults__[0] is np
+
+
 def test_numpy_held_in_a_cell_stays_swapped_while_another_recording_still_runs(user_module):
     # Two recordings of the same closure at once (two threads): the first to finish must not put
     # numpy back under the second. Before: the second did not count itself as a user of the cell.

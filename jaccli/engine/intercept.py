@@ -10,6 +10,7 @@ handle them. Installed packages, the standard library and jaccli are left as the
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import threading
 import types
@@ -199,22 +200,30 @@ def _stand_in(v: Any) -> Any:
     return None
 
 
-_NAMES_CACHE: dict[tuple, tuple[int, int, list, list, list]] = {}
+_NAMES_CACHE: dict[tuple, tuple[int, int, list, list, Callable, tuple]] = {}
 
 
 def _swaps_in(glb: dict) -> tuple[list[tuple[str, Any, Any]], list[tuple[Any, str, Any, Any]]]:
     """What to swap in a globals dict while f runs (see `_stand_in`): (name, value, replacement)
     for its names, and (object, attribute, value, replacement) for what its own functions and
-    classes' methods hold (`_held_swaps`). Rescanned when the dict changes size, a name found
-    (or a function or class scanned) is rebound, or more replacements are installed."""
+    classes' methods hold (`_held_swaps`). Rescanned when the dict changes size, a name bound to
+    a module or a callable (found or not) is rebound, or more replacements are installed."""
     key = (id(glb), glb.get("__name__"), glb.get("__file__"))
     cached = _NAMES_CACHE.get(key)
-    if cached is not None and cached[0] == len(glb) and cached[1] == len(FUNCTION_SWAPS) \
-            and all(glb.get(k) is v for k, v, _ in cached[2]) and all(glb.get(k) is v for k, v in cached[4]):
-        return cached[2], cached[3]
+    if cached is not None and cached[0] == len(glb) and cached[1] == len(FUNCTION_SWAPS):
+        # Every such name, not only those found holding numpy: a helper redefined from `def g(x)` to
+        # `def g(x, xp=np)` holds it now. The path every recording takes, so one lookup per name and
+        # a tuple comparison, both in C (== is `is` first, and `is` for functions, classes, modules).
+        try:
+            if cached[4](glb) == cached[5]:
+                return cached[2], cached[3]
+        except Exception:  # noqa: BLE001 - a name deleted (and another bound), or an == that raises: scanned again
+            pass
     # Called only while no recording has swapped glb's names (intercept_numpy counts its users).
-    swaps, held, scanned = [], [], []
+    swaps, held, watched = [], [], []
     for k, v in list(glb.items()):
+        if callable(v) or issubclass(type(v), types.ModuleType):
+            watched.append((k, v))
         replacement = _stand_in_or_same(v)
         if replacement is not v:
             swaps.append((k, v, replacement))
@@ -231,10 +240,11 @@ def _swaps_in(glb: dict) -> tuple[list[tuple[str, Any, Any]], list[tuple[Any, st
             found = [t for fn in fns for t in _held_in(fn, glb)]
         except Exception:  # noqa: BLE001 - an object whose attributes raise (a lazy loader's): left as it is
             continue
-        if found:
-            held += found
-            scanned.append((k, v))
-    _NAMES_CACHE[key] = (len(glb), len(FUNCTION_SWAPS), swaps, held, scanned)
+        held += found
+    names = tuple(k for k, _ in watched)
+    # (itemgetter of one name gives its value, not a 1-tuple)
+    lookup = operator.itemgetter(*names) if len(names) > 1 else lambda glb: tuple(glb[k] for k in names)
+    _NAMES_CACHE[key] = (len(glb), len(FUNCTION_SWAPS), swaps, held, lookup, tuple(v for _, v in watched))
     return swaps, held
 
 

@@ -164,3 +164,19 @@ def test_sinc_derivatives_near_0_are_accurate_to_rounding():
     d2 = np.sum(coef * 2 * k * (2 * k - 1) * x ** (2 * k - 2), axis=0)
     np.testing.assert_allclose(np.diag(np.asarray(jaccli.jacobian(np.sinc, x))), d1, rtol=1e-13, atol=1e-300)
     np.testing.assert_allclose(np.diag(np.asarray(jaccli.hessian(lambda x: np.sinc(x).sum(), x))), d2, rtol=1e-13)
+
+
+@pytest.mark.parametrize("kw", [{"dtype": np.float32}, {"signature": (None, None, np.float32)}, {}],
+                         ids=["dtype", "signature", "none"])
+def test_heaviside_of_a_traced_x2_has_numpys_dtype_for_its_kwargs(kw):
+    # Before: dtype= reached only the step, and np.where promoted it with x2: float64, not float32
+    import jaccli
+
+    x1, x2 = np.array([0.0, 1.0, -2.0, 0.0]), np.array([0.5, 0.2, 0.3, -0.7])
+    want = np.heaviside(x1, x2, **kw)
+    value, grad = jaccli.vjp(lambda v: np.heaviside(x1, v, **kw), x2, np.ones(4))
+    assert value.dtype == want.dtype
+    np.testing.assert_array_equal(value, want)
+    np.testing.assert_allclose(grad, [1.0, 0.0, 0.0, 1.0])  # x2 itself where x1 == 0
+    with pytest.raises(TypeError):  # float64 x2 into a float32 loop, as NumPy refuses it
+        jaccli.vjp(lambda v: np.heaviside(x1.astype(np.float32), v, dtype=np.float32, casting="safe"), x2, np.ones(4))

@@ -10,7 +10,7 @@ from ...errors import UnsupportedOperationError
 from ..core import ELEMENTWISE
 from ..registry import family, primitive, register, register_derived, register_primitive
 from ..seeds import SparseBlock
-from ..tracer import Tracer, guarded
+from ..tracer import Tracer, guarded, peek
 from ._util import expand, unbroadcast
 
 family("elementwise")
@@ -428,7 +428,12 @@ heaviside_step.structure = ELEMENTWISE
 def _heaviside(x1, x2, out=None, **kw):
     if type(x2) is not Tracer:
         return heaviside_step(x1, x2, **kw)
-    return where(guarded(lambda v: np.equal(v, 0), x1), x2, heaviside_step(x1, 0.0, **kw))
+    # x2 in NumPy's loop for these arguments and kwargs (dtype=, signature=): cast as NumPy casts it
+    # (or refused as NumPy refuses it, casting="safe"), so the value has NumPy's dtype, as the other
+    # ufuncs' values have. From the dtypes alone: nothing the recording needs to guard.
+    dtype = np.heaviside(peek(x1), peek(x2), **kw).dtype
+    taken = x2 if x2.dtype == dtype else x2.astype(dtype)
+    return where(guarded(lambda v: np.equal(v, 0), x1), taken, heaviside_step(x1, 0.0, **kw))
 
 
 register_derived(np.heaviside, _heaviside, uses=(heaviside_step, where),

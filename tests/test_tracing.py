@@ -87,6 +87,49 @@ def test_repeated_indices_last_write_wins_and_reads_accumulate():
     np.testing.assert_allclose(jacobian(read, x), [[2, 1, 0]], atol=0)
 
 
+@pytest.mark.parametrize("shape, idx, v_shape", [
+    ((3,), np.s_[:2], (1, 2)), ((3,), np.s_[:2], (1, 1, 2)), ((3,), [0, 2], (1, 2)), ((3,), np.s_[1, ...], (1,)),
+    ((2, 3), np.s_[:, 0], (1, 2)), ((2, 3), 1, (1, 3)), ((2, 3), np.array([True, False]), (1, 1, 3)),
+    ((2, 3), ([0, 1], [1, 2]), (1, 2)), ((2, 3), np.s_[None, 0], (1, 1, 3)),
+], ids=["slice", "slice-two-ones", "fancy", "0d-view", "column", "row", "mask", "pairs", "newaxis"])
+def test_assigned_values_lose_leading_length_1_axes_as_in_numpy(shape, idx, v_shape):
+    # Before: y[:2] = w with w of shape (1, 2) raised a ValueError from inside jaccli (NumPy drops
+    # the value's leading length-1 axes and assigns)
+    n = int(np.prod(shape))
+
+    def f(z):
+        y = z[:n].reshape(shape) * 1.0
+        y[idx] = z[n:].reshape(v_shape) ** 2
+        return y
+
+    z = np.random.default_rng(0).normal(size=n + int(np.prod(v_shape)))
+    fd = central_diff(f, z)
+    np.testing.assert_allclose(jacobian(f, z).reshape(fd.shape), fd, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, z, mode="forward")), fd, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("idx, v_shape, message", [
+    (np.s_[:2], (3, 2), "could not broadcast input array from shape (3,2) into shape (2,)"),
+    (np.s_[:2], (2, 1), "could not broadcast input array from shape (2,1) into shape (2,)"),
+    (1, (1,), "setting an array element with a sequence."),
+], ids=["leading-3", "trailing-1", "one-element"])
+def test_assigned_values_numpy_refuses_raise_numpys_error(idx, v_shape, message):
+    want = None
+    try:
+        np.zeros(3)[idx] = np.ones(v_shape)
+    except ValueError as exc:
+        want = str(exc)
+    assert want == message  # NumPy refuses these too
+
+    def f(x):
+        y = x * 1.0
+        y[idx] = np.broadcast_to(x[0], v_shape)
+        return y
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        jaccli.jacobian(f, np.array([0.3, 0.7, 1.5]))
+
+
 @pytest.mark.parametrize("make", [
     lambda x: np.zeros_like(x, shape=(2, x.size)),
     lambda x: np.ones_like(x, shape=(2, x.size)),

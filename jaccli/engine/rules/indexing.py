@@ -253,11 +253,26 @@ assign.vjp_in_place = _assign_vjp_x_in_place
 assign.jvp_in_place = _assign_jvp_in_place
 
 
+def _as_written(x, v, idx: tuple):
+    """v as NumPy writes it into x[idx]: its leading length-1 axes past x[idx]'s dropped, as NumPy
+    drops them (y[:2] = w of shape (1, 2)). Where NumPy refuses v (a shape that does not broadcast,
+    a sequence into one element of a float array), NumPy's own error: an empty array of x's shape
+    and dtype is written with one of v's, so that NumPy decides, as it does for plain arrays."""
+    v_shape = np.shape(v)
+    if not v_shape:  # one value: nothing to drop, and no shape NumPy refuses (a loop of element writes)
+        return v
+    probe = np.empty(np.shape(x), dtype=dtype_of(x))
+    probe[idx] = np.empty(v_shape, dtype=dtype_of(v))
+    extra = len(v_shape) - np.ndim(probe[idx])
+    return np.reshape(v, v_shape[extra:]) if extra > 0 else v
+
+
 def setitem(x, v, idx):
     """x with x[idx] replaced by v: a functional update (the last write wins for repeated indices)."""
     idx = _normalize(idx)
     shape = np.shape(x)
-    if _is_basic(idx) and not any(i is None for i in idx) and np.ndim(v) <= len(np.empty(shape, dtype=bool)[idx].shape):
+    v = _as_written(x, v, idx)
+    if _is_basic(idx) and not any(i is None for i in idx):
         # One copy of x with the part written, and rules that touch only that part of a seed:
         # a loop of element writes costs O(size) per write, not a mask, a where and a scatter.
         return assign(x, v, _full_basic(idx, len(shape)))

@@ -673,6 +673,44 @@ def test_float_of_a_traced_value_is_an_escape():
     assert "float()" in message and "use NumPy functions" in message
 
 
+@pytest.mark.parametrize("spec", [".4f", "8.3f", ".2e", ">10", "+.1%", "g"])
+def test_a_traced_value_formats_with_a_spec_as_its_value_does_in_numpy(spec, capsys):
+    # Before: f"{loss:.4f}" in a debug print raised "unsupported format string passed to Tracer.__format__"
+    def f(x):
+        loss = (x ** 2).sum()
+        print(f"{loss:{spec}}|{x[0]:{spec}}|" + format(x[1:2].sum(), spec) + "|{:{}}".format(np.sqrt(loss), spec))
+        return loss
+
+    def strings(x):
+        plain = [(x ** 2).sum(), x[0], x[1:2].sum(), np.sqrt((x ** 2).sum())]
+        return f"{plain[0]:{spec}}|{plain[1]:{spec}}|{plain[2]:{spec}}|{plain[3]:{spec}}\n"
+
+    x = np.array([1.0, 2.0])
+    for taken in (jaccli.grad, jaccli.hessian):  # values traced at one level, and at two
+        taken(f, x)
+        assert capsys.readouterr().out == strings(x)
+    np.testing.assert_allclose(jaccli.grad(f, x), 2 * x)
+
+
+def test_formatting_a_traced_value_is_no_way_around_the_recording():
+    def f(x):
+        assert f"{x[0]}" == str(x[0]) and f"{x[0]}".startswith("Tracer(")  # no spec: as before
+        with pytest.raises(TypeError, match="unsupported format string passed to numpy.ndarray.__format__"):
+            f"{x[:1]:.4f}"  # an array of 1 element, which NumPy refuses a spec for too
+        return float(f"{x[0]:.17g}") * x  # the string is for printing: read back, an escape as float(x[0])
+
+    message = _escape_site(f, "float(f", TracingError)
+    assert "float() of a formatted traced value" in message and "for printing only" in message
+
+    def g(x):
+        return x * 2.0 if f"{x[0]:.0f}" == "1" else x * 3.0  # a branch taken on the string
+
+    replayed = jaccli.record_once(g)
+    for x0, slope in ((1.2, 2.0), (0.9, 2.0), (2.2, 3.0)):  # replayed where the string is the same, else recorded again
+        np.testing.assert_allclose(jaccli.jacobian(replayed, np.array([x0, 0.5])), slope * np.eye(2))
+    assert (replayed.records, replayed.replays) == (2, 1)
+
+
 def test_a_numpy_scalar_of_a_traced_value_is_an_escape_named_as_such():
     # Before: the message listed np.array in installed packages, lists and np.zeros, none of which was here.
     def f(x):

@@ -239,6 +239,23 @@ def _escape(what: str, instead: str) -> TracingError:
                         user_site(3))
 
 
+class _Formatted(str):
+    """A traced value formatted with a spec (Tracer.__format__): a string, whose conversion back
+    to a number (float(f"{x:.17g}")) is refused as the value's own is, not a silent way around it."""
+
+    __slots__ = ()
+
+    def __float__(self):
+        raise _escape("float() of a formatted traced value", "keep values as arrays and use NumPy functions "
+                                                             "(format them for printing only)")
+
+    def __int__(self):
+        raise _escape("int() of a formatted traced value", "keep values as arrays (format them for printing only)")
+
+    def __complex__(self):
+        raise _escape("complex() of a formatted traced value", "keep values as real arrays")
+
+
 _SCALAR_CALL = re.compile(r"\b(?:np|numpy)\.(float64|float32|float16|double|single|half|longdouble|float_|"
                           r"int64|int32|intp|bool_)\s*\(")
 
@@ -584,6 +601,16 @@ class Tracer:
 
     def __repr__(self) -> str:
         return f"Tracer(level={self._trace.level}, shape={self.shape}, value={self._value!r})"
+
+    def __format__(self, spec: str) -> str:
+        # A debug print, f"loss={loss:.4f}": the plain value formatted as NumPy formats it (NumPy's
+        # own error for a spec it refuses, such as one for an array of more than 0 dimensions).
+        # Guarded, as every plain value derived from a traced one: a replay at other inputs, where
+        # the string differs, records f again rather than keep what f did with the old string (a
+        # branch taken on it); read back as a number, it is refused (_Formatted).
+        if not spec:
+            return str(self)
+        return _Formatted(guarded(format, self, spec))
 
     # -- operators -------------------------------------------------------------
     # Arithmetic goes straight to the registered handler: the same result as np.add(self, o),

@@ -12,7 +12,7 @@ import numpy as np
 
 from .engine import sweep_templates
 from .engine.core import attributed_to, definition_site, is_internal, reverse, user_site
-from .engine.recording import Recording, call_traced, primal_nested
+from .engine.recording import Recording, as_float, call_traced, primal_nested
 from .engine.rules._util import dtype_of, shape_of
 from .engine.seeds import dense
 from .engine.tracer import Tracer, holds_tracer, sever
@@ -510,7 +510,7 @@ def _check_v(v: Any, shapes: list[tuple], side: str, what: str) -> list[np.ndarr
         if type(vk) is not Tracer and np.iscomplexobj(vk):
             raise ValueError(f"{entry}v is complex; jaccli differentiates real functions: give a real v "
                              "(its real and imaginary parts one at a time)")
-        arr = np.asarray(vk, dtype=float) if type(vk) is not Tracer else vk
+        arr = np.asarray(_vector_as_float(vk, entry), dtype=float) if type(vk) is not Tracer else vk
         if np.shape(arr) != tuple(shape):
             # A flat v of the right size is read in row-major order, and a v whose shape differs only
             # by axes of length 1 ((1, 3) for (3,)) is reshaped; any other shape is refused, since
@@ -524,6 +524,17 @@ def _check_v(v: Any, shapes: list[tuple], side: str, what: str) -> list[np.ndarr
                                  "row-major, and axes of length 1 may be added or left out).")
         out.append(arr)
     return out
+
+
+def _vector_as_float(vk: Any, entry: str) -> Any:
+    """vk checked as the inputs are (`as_float`): a masked array, None, or an array of objects,
+    strings or dates is refused, not read as numbers with its mask dropped. The message names v."""
+    try:
+        return as_float(vk)
+    except TypeError as e:
+        vector = f"{entry.lower()}the vector v"
+        message = str(e).replace("an input to differentiate", vector)
+        raise TypeError(message if message != str(e) else f"{vector}: {e}") from None
 
 
 def _value(rec: Recording) -> Any:

@@ -192,6 +192,25 @@ def test_an_input_to_differentiate_that_is_not_real_numbers_is_refused(x, words)
             call()
 
 
+@pytest.mark.parametrize("v, words", [
+    (np.ma.array([1.0, 2.0], mask=[False, True]), "a masked array is not supported as the vector v"),
+    (np.array(["1", "2"]), "the vector v is an array of dtype <U1, not real numbers"),
+    (np.array([1.0, None]), "the vector v is an array of dtype object, not real numbers"),
+    (np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]"), "dtype datetime64[D], not real numbers"),
+], ids=["masked", "str", "object", "datetime64"])
+@pytest.mark.parametrize("kind", ["vjp", "jvp", "hvp", "vhp"])
+def test_a_vector_v_that_is_not_real_numbers_is_refused_as_an_input_is(kind, v, words):
+    # Before: a masked v lost its mask (the masked entry was used), a str v was read as numbers
+    f = (lambda a: (a ** 3).sum()) if kind in ("hvp", "vhp") else (lambda a: a * 2)
+    with pytest.raises(TypeError, match=re.escape(words)):
+        getattr(jaccli, kind)(f, np.array([0.3, 0.7]), v)
+
+
+def test_an_entry_of_a_tuple_v_that_is_masked_is_refused_by_its_position():
+    with pytest.raises(TypeError, match="as entry 1 in the vector v"):
+        jaccli.vjp(lambda a: (a, a * 2), np.array([0.3, 0.7]), (np.ones(2), np.ma.array([1.0, 2.0], mask=[0, 1])))
+
+
 def test_integer_and_boolean_inputs_are_still_differentiated_as_float64():
     J = np.asarray(jaccli.jacobian(lambda a: a ** 2, np.array([1, 2])))
     np.testing.assert_array_equal(J, [[2.0, 0.0], [0.0, 4.0]])

@@ -13,6 +13,17 @@ import numpy as np
 
 from .evaluator import Evaluator, _prod
 
+
+def _read_only(data: np.ndarray) -> np.ndarray:
+    """`data` without a copy, read-only for good: a view whose memory comes from a read-only buffer.
+
+    A plain read-only view is not enough: NumPy lets ``setflags(write=True)`` succeed on any view
+    (J.T, np.asarray(J).ravel()) whose base chain ends at a writable array, and the cache is one.
+    Here the chain ends at a read-only memoryview, so no view taken from it can be made writable.
+    """
+    return np.asarray(memoryview(data).toreadonly())
+
+
 def _is_full_index(idx: Any) -> bool:
     if not isinstance(idx, tuple):
         idx = (idx,)
@@ -185,9 +196,7 @@ class _Block:
         if copy:
             return data.copy()
         # np.asarray(J) gives the cache itself, read-only; np.array(J) gives a copy.
-        view = data.view()
-        view.flags.writeable = False
-        return view
+        return _read_only(data)
 
     def numpy(self) -> np.ndarray:
         """The dense result (a copy)."""

@@ -493,6 +493,33 @@ def test_array_views_of_a_lazy_block_are_read_only_and_copies_are_writable():
         assert_array_equal(np.asarray(J), before)
 
 
+@pytest.mark.parametrize("kind", ["jacobian", "hessian", "batched", "0-d"])
+@pytest.mark.parametrize("hand_out", [np.asarray, lambda J: J.T, lambda J: J.view(), lambda J: J.ravel(),
+                                      lambda J: J.reshape(-1), lambda J: np.asarray(J).T, lambda J: np.asarray(J.matrix)],
+                         ids=["asarray", "T", "view", "ravel", "reshape", "asarray.T", "matrix"])
+def test_no_view_handed_out_can_be_made_writable_to_change_the_cache(kind, hand_out):
+    # Before: setflags(write=True) succeeded on these views (their base chain ended at the cache,
+    # which is writable), and a write through them changed what J gave afterwards.
+    if kind == "hessian":
+        J = jaccli.hessian(lambda v: (v ** 3).sum() * v[0], np.arange(1.0, 4.0))
+    elif kind == "batched":
+        J = jaccli.jacobian(lambda X: np.sin(X) * 2, np.ones((2, 3)), batch_axis=0)
+    elif kind == "0-d":
+        J = jaccli.jacobian(lambda s: s ** 2, np.array(3.0))
+    else:
+        J = jaccli.jacobian(tall, X6)
+    before = np.array(J)
+    assert np.shares_memory(np.asarray(J), np.asarray(J))  # still the cache itself, no copy
+    view = hand_out(J)
+    if np.shares_memory(view, np.asarray(J)):
+        with pytest.raises(ValueError, match="WRITEABLE"):
+            view.setflags(write=True)
+    else:  # (ravel of a cache stored by columns: a copy, the caller's own)
+        view.setflags(write=True)
+        view[...] = 99.0
+    assert_array_equal(np.asarray(J), before)
+
+
 @pytest.mark.parametrize("mutate", [lambda J: J.sort(), lambda J: J.fill(0.0), lambda J: J.resize(60),
                                     lambda J: J.put([0], [1.0]), lambda J: J.partition(2), lambda J: J.setflags(write=True),
                                     lambda J: J.__setitem__((0, 0), 1.0)])

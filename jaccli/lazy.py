@@ -65,6 +65,7 @@ class _Block:
     """One lazy block (output i, input j) of an Evaluator, indexable like the dense array."""
 
     kind = "jacobian"
+    _flat = False  # indexed as the block (out.shape + in.shape); a MatrixView: as its [M, N] matrix
 
     def __init__(self, ev: Evaluator, i: int, j: int, result_dtype: np.dtype) -> None:
         self._ev = ev
@@ -186,11 +187,11 @@ class _Block:
 
     def __getitem__(self, idx: Any) -> Any:
         with self._ev.lock:
-            out = self._finish(self._evaluate(idx))
+            out = self._finish(self._evaluate(idx, flat=self._flat))
             return out.copy() if self._ev.in_cache(self._i, self._j, out) else out
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        data = np.asarray(self._finish(self._evaluate(Ellipsis)))
+        data = np.asarray(self._finish(self._evaluate(Ellipsis, flat=self._flat)))
         if dtype is not None and data.dtype != np.dtype(dtype):
             return data.astype(dtype)
         if copy:
@@ -210,7 +211,13 @@ class _Block:
     def __iter__(self) -> Any:
         if not self.shape:  # as NumPy (before: an empty loop, from J[0] raising IndexError)
             raise TypeError(f"iteration over a 0-d {type(self).__name__}")
-        return (self[k] for k in range(self.shape[0]))
+        return self._rows()
+
+    def _rows(self) -> Any:
+        # A loop reads every row: all of them are computed at the first step, in the blocks of
+        # sweeps np.asarray(J) uses (before: J[k] for each k, one sweep per row), and handed out
+        # as np.asarray(J)'s rows are, read-only views of the cache.
+        yield from self._dense()
 
     def __repr__(self) -> str:
         s = self.stats
@@ -222,6 +229,9 @@ class _Block:
         return np.asarray(self)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        out = kwargs.get("out", ())
+        if any(isinstance(o, _Block) for o in (out if isinstance(out, tuple) else (out,))):
+            _refuse(self, f"np.{ufunc.__name__}(..., out=J)")
         inputs = tuple(np.asarray(a) if isinstance(a, _Block) else a for a in inputs)
         return getattr(ufunc, method)(*inputs, **kwargs)
 
@@ -296,6 +306,21 @@ def _refuse(block: _Block, what: str) -> None:
                     f"A = np.array(J) (or J.copy())")
 
 
+# In-place operators: refused, as NumPy refuses them on a read-only array. Without them Python
+# would fall back on J = J + 1 and silently rebind J to a dense array.
+_IN_PLACE = {"__iadd__": "+", "__isub__": "-", "__imul__": "*", "__itruediv__": "/", "__ifloordiv__": "//",
+             "__imod__": "%", "__ipow__": "**", "__imatmul__": "@"}
+
+
+def _refused_in_place(name: str, op: str) -> Any:
+    def method(self: _Block, other: Any) -> None:
+        raise TypeError(f"a lazy {type(self).__name__} is read-only: J {op}= value would change its entries; "
+                        f"for a new array write np.asarray(J) {op} value, or change a copy: A = np.array(J); "
+                        f"A {op}= value")
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
 def _delegated_method(name: str) -> Any:
     def method(self: _Block, *args: Any, **kwargs: Any) -> Any:
         return getattr(self._dense(), name)(*args, **kwargs)
@@ -324,7 +349,9 @@ for _name in _ARRAY_PROPERTIES:
         setattr(_Block, _name, _delegated_property(_name))
 for _name in _MUTATING:
     setattr(_Block, _name, _refused_method(_name))
-del _name
+for _name, _op in _IN_PLACE.items():
+    setattr(_Block, _name, _refused_in_place(_name, _op))
+del _name, _op
 _Block.itemsize = property(lambda self: self.dtype.itemsize, doc="Bytes per entry (computes nothing).")
 _Block.nbytes = property(lambda self: self.size * self.dtype.itemsize, doc="Bytes of the whole block, dense.")
 
@@ -343,23 +370,21 @@ class Hessian(_Block):
     kind = "hessian"
 
 
-class MatrixView:
-    """``J.matrix``: the block as a flattened ``[M, N]`` (or ``[B, M, N]``) matrix, sharing J's cache."""
+class MatrixView(_Block):
+    """``J.matrix``: the block as a flattened ``[M, N]`` (or ``[B, M, N]``) matrix, sharing J's cache.
+
+    It acts as that evaluated matrix as J acts as its array: indexing computes only the rows and
+    columns touched; operators, iteration and the read-only ndarray methods evaluate it whole,
+    once; writes are refused.
+    """
+
+    _flat = True
 
     def __init__(self, block: _Block) -> None:
+        self.__dict__.update(block.__dict__)  # the same evaluator, block and cache
         self._block = block
+        self.kind = block.kind
         self.shape = block._matrix_shape
-        self.dtype = block.dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    def __getitem__(self, idx: Any) -> Any:
-        b = self._block
-        with b._ev.lock:
-            out = b._finish(b._evaluate(idx, flat=True))
-            return out.copy() if b._ev.in_cache(b._i, b._j, out) else out
 
     def evaluate(self, rows: np.ndarray | None = None, cols: np.ndarray | None = None,
                  mode: str | None = None) -> np.ndarray:
@@ -417,10 +442,6 @@ class MatrixView:
         if ev.batch:
             return np.moveaxis(np.reshape(ct, (block.size, ev.B, ev.N[b._j])), 0, 1)
         return np.reshape(ct, (block.size, ev.N[b._j]))
-
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        data = np.reshape(np.asarray(self._block, dtype=dtype), self.shape)
-        return data.copy() if copy else data
 
     def __repr__(self) -> str:
         return f"MatrixView(shape={self.shape}, of={self._block!r})"

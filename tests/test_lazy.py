@@ -9,6 +9,7 @@ indices that the selected entries of ``J`` come from.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -809,3 +810,65 @@ def test_iterating_gives_the_rows_and_a_0d_block_refuses_as_numpy_does():
     for zero_d in (jaccli.jacobian(lambda s: s ** 2, np.array(3.0)), jaccli.hessian(lambda s: s ** 3, np.array(2.0))):
         with pytest.raises(TypeError, match="iteration over a 0-d"):  # before: an empty loop, sum(J) == 0
             list(zero_d)
+
+
+@pytest.mark.parametrize("kind", ["jacobian", "hessian", "matrix"])
+def test_iterating_computes_the_rows_in_the_blocks_of_a_full_evaluation_not_one_sweep_per_row(kind):
+    # Before: `for row in J` asked J[k] for each k, one reverse sweep per row (10 sweeps here).
+    def make():
+        if kind == "hessian":
+            return jaccli.hessian(lambda x: (np.sin(x) * x.sum()).sum(), X6, mode="reverse", chunk_size=4)
+        J = jaccli.jacobian(tall, X6, mode="reverse", chunk_size=4)
+        return J.matrix if kind == "matrix" else J
+    J, whole = make(), make()
+    expected = np.asarray(whole)
+    it = iter(J)
+    assert J.stats["sweeps"] == 0  # nothing before the first step
+    rows = list(it)
+    assert len(rows) == len(expected)
+    for row, want in zip(rows, expected):
+        assert_array_equal(row, want)
+    assert J.stats["sweeps"] == whole.stats["sweeps"] == math.ceil(len(expected) / 4)
+    with pytest.raises(ValueError, match="read-only"):  # rows of np.asarray(J), as NumPy hands them out
+        rows[0][0] = 1.0
+
+
+@pytest.mark.parametrize("op", ["+=", "-=", "*=", "/=", "//=", "%=", "**=", "@="])
+@pytest.mark.parametrize("matrix", [False, True], ids=["J", "J.matrix"])
+def test_in_place_operators_on_a_lazy_block_are_refused_and_say_what_to_write(op, matrix):
+    # Before: J += 1 fell back on J = J + 1, silently rebinding J to a dense array.
+    J = jaccli.jacobian(tall, X6)
+    J = J.matrix if matrix else J
+    lazy, before = J, np.array(J)
+    value = np.ones((6, 6)) if op == "@=" else 1.0
+    scope = {"J": J, "value": value}
+    with pytest.raises(TypeError, match=re.escape(f"read-only: J {op} value would change its entries; for a new "
+                                                  f"array write np.asarray(J) {op[:-1]} value, or change a copy")):
+        exec(f"J {op} value", scope)
+    assert scope["J"] is lazy
+    assert_array_equal(np.asarray(J), before)
+    with pytest.raises(TypeError, match=r"read-only: np.add\(..., out=J\) would change its entries"):
+        np.add(before, 1.0, out=J)
+
+
+def test_the_matrix_view_acts_as_the_evaluated_matrix_as_j_acts_as_its_array():
+    # Before: J.matrix had indexing and np.asarray only; J.matrix + 1, J.matrix.sum(), len(J.matrix)
+    # raised TypeError or AttributeError, and `for row in J.matrix` ran one sweep per row.
+    X = np.arange(1.0, 7.0).reshape(2, 3)
+    J = jaccli.jacobian(lambda X: np.sin(X) * X.sum(), X)
+    M, dense = J.matrix, np.asarray(J).reshape(6, 6)
+    assert M.shape == (6, 6) and M.ndim == 2 and M.size == 36 and len(M) == 6
+    for got, want in ((M + 1, dense + 1), (2 * M, 2 * dense), (1 - M, 1 - dense), (M @ np.ones(6), dense @ np.ones(6)),
+                      (-M, -dense), (abs(M), abs(dense)), (M.sum(axis=0), dense.sum(axis=0)), (M.T, dense.T),
+                      (M.max(), dense.max()), (M == dense, np.ones((6, 6), dtype=bool)), (np.exp(M), np.exp(dense))):
+        assert_array_equal(got, want)
+    assert M.stats == J.stats  # one cache
+    with pytest.raises(ValueError, match="WRITEABLE"):
+        M.T.setflags(write=True)
+    with pytest.raises(TypeError, match="lazy MatrixView is read-only"):
+        M[0, 0] = 1.0
+    with pytest.raises(TypeError, match="lazy MatrixView is read-only"):
+        M.sort()
+    copy = M.copy()
+    copy[0, 0] = 99.0
+    assert_array_equal(np.asarray(M), dense)

@@ -256,7 +256,16 @@ def _load_text(path: Path, shown: str, delimiter: str | None) -> np.ndarray:
             _refuse_commas(path, shown)
         raise UsageError(f"{shown} holds no numbers{_why_empty(path, skip)}; put rows of numbers separated by "
                          f"{separated} in it")
+    if np.isinf(array).any():  # (the file is read again only then)
+        _count_overflows(array, sum(_overflows(field) for _, fields in _content_lines(path, delimiter, skip)
+                                    for field in fields), shown)
     return array
+
+
+def _overflows(field: str) -> bool:
+    """Whether a number in a text file is too large for float64 ("1e400"): inf, but not written as inf."""
+    text = field.strip()
+    return _is_number(text) and math.isinf(float(text)) and text.lstrip("+-").lower() not in ("inf", "infinity")
 
 
 def _refuse_commas(path: Path, shown: str) -> None:
@@ -353,16 +362,24 @@ def is_int_literal(array: object) -> bool:
     return _INT_LITERALS.get(id(array)) is array
 
 
-# The float arrays _parse_literal made from numbers too large for float64 ("1e400", which Python reads
-# as inf), by id, and how many such numbers each holds: the CLI warns, as for a --dtype float32 overflow.
+# The float arrays _parse_literal and _load_text made from numbers too large for float64 ("1e400", which
+# Python and NumPy read as inf), by id, with how many such numbers each holds and where they were
+# written: the CLI warns, as for a --dtype float32 overflow.
 _OVERFLOWED: "weakref.WeakValueDictionary[int, np.ndarray]" = weakref.WeakValueDictionary()
-_OVERFLOW_COUNTS: dict[int, int] = {}
+_OVERFLOW_COUNTS: dict[int, tuple[int, str]] = {}
 
 
-def literal_overflows(array: object) -> int:
-    """How many numbers of the literal `array` was read from were too large for float64 and became
-    inf (``"[1e400, 1]"``: 1); 0 for any other array, and for ``inf`` written as such."""
-    return _OVERFLOW_COUNTS.get(id(array), 0) if _OVERFLOWED.get(id(array)) is array else 0
+def read_overflows(array: object) -> tuple[int, str]:
+    """How many numbers of the literal or text file `array` was read from were too large for float64
+    and became inf (``"[1e400, 1]"``: 1), and where they were written (``"its literal"``, or the file
+    as given); ``(0, "")`` for any other array, and for ``inf`` written as such."""
+    return _OVERFLOW_COUNTS.get(id(array), (0, "")) if _OVERFLOWED.get(id(array)) is array else (0, "")
+
+
+def _count_overflows(array: np.ndarray, overflows: int, where: str) -> None:
+    if overflows:
+        _OVERFLOWED[id(array)], _OVERFLOW_COUNTS[id(array)] = array, (overflows, where)
+        weakref.finalize(array, _OVERFLOW_COUNTS.pop, id(array), None)
 
 
 def _all_ints(value: object) -> bool:
@@ -397,8 +414,6 @@ def _parse_literal(text: str) -> np.ndarray:
     else:
         # Python reads a float literal beyond float64's range as inf; no literal is inf otherwise.
         overflows = sum(isinstance(n, ast.Constant) and n.value in (math.inf, -math.inf) for n in ast.walk(tree))
-        if overflows:
-            _OVERFLOWED[id(array)], _OVERFLOW_COUNTS[id(array)] = array, overflows
-            weakref.finalize(array, _OVERFLOW_COUNTS.pop, id(array), None)
+        _count_overflows(array, overflows, "its literal")
         return array
     raise UsageError(f"cannot read input {text!r}: {reason}")

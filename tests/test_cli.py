@@ -2057,6 +2057,21 @@ def test_literal_beyond_float64_is_one_warning_line_as_a_float32_overflow(runner
                          "literal)\n"
 
 
+@pytest.mark.parametrize("suffix, text", [(".csv", "x\n1e400, 1.0\n-1e999, inf\n-Infinity, 2\n"),
+                                          (".txt", "# x\n1e400 1.0\n-1e999 inf\n-Infinity 2\n")])
+@pytest.mark.parametrize("command", ["info", "jacobian"])
+def test_text_file_number_beyond_float64_warns_as_a_literal_does(runner, tmp_path, command, suffix, text):
+    # Before: 1e400 in a .csv or .txt input silently became inf (the same literal on the command line warns)
+    source = write(tmp_path, "x" + suffix, text)
+    result = invoke(runner, command, "-e", "x * 2.0", source, "--format", "json")
+    line = f"input x overflows float64: 2 entries become inf (a number beyond 1.8e308 in {source})"
+    assert result.exit_code == 0 and result.stderr.splitlines() == [f"Warning: {line}"]
+    assert json.loads(result.stdout)["warnings"] == [line]
+    assert invoke(runner, command, "-e", "x * 2.0", source, "-q").stderr == ""
+    plain = write(tmp_path, "inf" + suffix, text.replace("1e400", "inf").replace("1e999", "inf"))
+    assert invoke(runner, command, "-e", "x * 2.0", plain).stderr == ""  # inf written as such: data
+
+
 @pytest.mark.parametrize("command", ["info", "jacobian"])
 def test_positional_input_on_a_parameter_bound_by_name_is_a_usage_error(runner, tmp_path, command):
     func = write(tmp_path, "ab.py", "def f(a, b):\n    return a * b[0]\n")

@@ -291,13 +291,13 @@ def test_literal_becomes_float64_array(text, expected):
 
 
 def test_a_literal_number_beyond_float64_is_inf_and_counted():
-    from jaccli.arrays import literal_overflows
+    from jaccli.arrays import read_overflows
 
     array = load_array("[1e400, -1e999, inf, 1.0]")
     assert_array_equal(array, [np.inf, -np.inf, np.inf, 1.0])
-    assert literal_overflows(array) == 2  # not the inf written as such
-    assert literal_overflows(load_array("[inf, 1.0]")) == 0 and literal_overflows(load_array("1e308")) == 0
-    assert literal_overflows(array.copy()) == 0  # only the array read from the literal
+    assert read_overflows(array) == (2, "its literal")  # not the inf written as such
+    assert read_overflows(load_array("[inf, 1.0]"))[0] == 0 and read_overflows(load_array("1e308"))[0] == 0
+    assert read_overflows(array.copy())[0] == 0  # only the array read from the literal
 
 
 @pytest.mark.parametrize(("text", "expected"), [("3", 3), ("[0, 2]", [0, 2]), ("[[1, -2], [3, 4]]", [[1, -2], [3, 4]]),

@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from jaccli.arrays import is_file, is_int_literal, literal_overflows, load_array, positional_keys
+from jaccli.arrays import is_file, is_int_literal, load_array, positional_keys, read_overflows
 from jaccli.errors import UsageError
 from jaccli.loaders import bind_inputs, load_function
 from jaccli.words import counted
@@ -161,11 +161,11 @@ def _cast(values: list, params: list[str], wrt: tuple[int, ...], dtype: str | No
     for k, value in enumerate(values):
         if not isinstance(value, np.ndarray):
             continue
-        overflows = literal_overflows(value)
+        overflows, where = read_overflows(value)
         if overflows:  # (as a --dtype float32 overflow: a warning, and the value is inf)
             entries = "1 entry becomes" if overflows == 1 else f"{overflows} entries become"
             warnings.append(f"input {params[k]} overflows float64: {entries} inf (a number beyond 1.8e308 "
-                            "in its literal)")
+                            f"in {where})")
         kind = value.dtype.kind
         if dtype is not None and (k in wrt or kind == "f"):
             out[k] = _cast_to(value, dtype, params[k], warnings)

@@ -257,8 +257,8 @@ def _load_text(path: Path, shown: str, delimiter: str | None) -> np.ndarray:
         raise UsageError(f"{shown} holds no numbers{_why_empty(path, skip)}; put rows of numbers separated by "
                          f"{separated} in it")
     if np.isinf(array).any():  # (the file is read again only then)
-        _count_overflows(array, sum(_overflows(field) for _, fields in _content_lines(path, delimiter, skip)
-                                    for field in fields), shown)
+        overflows = sum(_overflows(field) for _, fields in _content_lines(path, delimiter, skip) for field in fields)
+        _note(array, "overflows", overflows, (overflows, shown))
     return array
 
 
@@ -362,24 +362,46 @@ def is_int_literal(array: object) -> bool:
     return _INT_LITERALS.get(id(array)) is array
 
 
-# The float arrays _parse_literal and _load_text made from numbers too large for float64 ("1e400", which
-# Python and NumPy read as inf), by id, with how many such numbers each holds and where they were
-# written: the CLI warns, as for a --dtype float32 overflow.
-_OVERFLOWED: "weakref.WeakValueDictionary[int, np.ndarray]" = weakref.WeakValueDictionary()
-_OVERFLOW_COUNTS: dict[int, tuple[int, str]] = {}
+# The float arrays _parse_literal and _load_text made from numbers out of range, by id, with what was
+# lost: "overflows", numbers too large for float64 ("1e400", which Python and NumPy read as inf), with
+# where they were written; "wide_ints", integers too large for int64, which made an all-integer
+# literal float64. The CLI warns, as for a --dtype float32 overflow.
+_NOTED: "weakref.WeakValueDictionary[int, np.ndarray]" = weakref.WeakValueDictionary()
+_NOTES: dict[int, dict[str, object]] = {}
 
 
 def read_overflows(array: object) -> tuple[int, str]:
     """How many numbers of the literal or text file `array` was read from were too large for float64
     and became inf (``"[1e400, 1]"``: 1), and where they were written (``"its literal"``, or the file
     as given); ``(0, "")`` for any other array, and for ``inf`` written as such."""
-    return _OVERFLOW_COUNTS.get(id(array), (0, "")) if _OVERFLOWED.get(id(array)) is array else (0, "")
+    return _noted(array, "overflows", (0, ""))
 
 
-def _count_overflows(array: np.ndarray, overflows: int, where: str) -> None:
-    if overflows:
-        _OVERFLOWED[id(array)], _OVERFLOW_COUNTS[id(array)] = array, (overflows, where)
-        weakref.finalize(array, _OVERFLOW_COUNTS.pop, id(array), None)
+def literal_wide_ints(array: object) -> int:
+    """How many integers of the literal `array` was read from are beyond int64 (``"[99999999999999999999,
+    1]"``: 1), which made the literal float64 rather than the int64 of an all-integer literal; else 0."""
+    return _noted(array, "wide_ints", 0)
+
+
+def _noted(array: object, key: str, default: object) -> object:
+    return _NOTES[id(array)].get(key, default) if _NOTED.get(id(array)) is array else default
+
+
+def _note(array: np.ndarray, key: str, count: int, value: object) -> None:
+    if not count:
+        return
+    if _NOTED.get(id(array)) is not array:
+        _NOTED[id(array)], _NOTES[id(array)] = array, {}
+        weakref.finalize(array, _NOTES.pop, id(array), None)
+    _NOTES[id(array)][key] = value
+
+
+def _flat(value: object) -> Iterator[object]:
+    if isinstance(value, list):
+        for v in value:
+            yield from _flat(v)
+    else:
+        yield value
 
 
 def _all_ints(value: object) -> bool:
@@ -397,12 +419,13 @@ def _parse_literal(text: str) -> np.ndarray:
         raise UsageError(f"cannot read input {text!r}: not a number or list of numbers; {hint}") from None
     except _NotNumbers as exc:
         raise UsageError(f"cannot read input {text!r}: {exc}; {hint}") from None
+    wide = 0
     try:
         if _all_ints(value):  # a count or an index for f, as np.array makes it (differentiated: float64)
             try:
                 ints = np.array(value, dtype=np.int64)
-            except OverflowError:
-                pass
+            except OverflowError:  # float64 below, with a warning (commands/problem.py)
+                wide = sum(not -2 ** 63 <= v < 2 ** 63 for v in _flat(value))
             else:
                 _INT_LITERALS[id(ints)] = ints
                 return ints
@@ -414,6 +437,7 @@ def _parse_literal(text: str) -> np.ndarray:
     else:
         # Python reads a float literal beyond float64's range as inf; no literal is inf otherwise.
         overflows = sum(isinstance(n, ast.Constant) and n.value in (math.inf, -math.inf) for n in ast.walk(tree))
-        _count_overflows(array, overflows, "its literal")
+        _note(array, "overflows", overflows, (overflows, "its literal"))
+        _note(array, "wide_ints", wide, wide)
         return array
     raise UsageError(f"cannot read input {text!r}: {reason}")

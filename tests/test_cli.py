@@ -2073,6 +2073,22 @@ def test_text_file_number_beyond_float64_warns_as_a_literal_does(runner, tmp_pat
 
 
 @pytest.mark.parametrize("command", ["info", "jacobian"])
+def test_an_integer_literal_beyond_int64_warns_that_it_is_float64(runner, command):
+    # Before: n=99999999999999999999 silently became float64, though integer literals promise int64
+    args = ("-e", "x * sum(n)", "x=[1.0, 2.0]", "--wrt", "x", "--format", "json")
+    result = invoke(runner, command, *args, "n=[1, 99999999999999999999, -99999999999999999999]")
+    line = ("input n overflows int64: 2 integers beyond 9.2e18 in its literal, so it is float64, not the int64 of "
+            "an integer literal (write its numbers as floats, with a decimal point or an exponent, to silence this)")
+    assert result.exit_code == 0 and result.stderr.splitlines() == [f"Warning: {line}"]
+    assert json.loads(result.stdout)["warnings"] == [line]
+    for fine in ("n=9223372036854775807", "n=-9223372036854775808", "n=1e20"):  # int64's ends; a float
+        assert invoke(runner, command, *args, fine).stderr == ""
+    assert invoke(runner, command, *args, "n=99999999999999999999", "-q").stderr == ""
+    # differentiated, an integer literal is float64 all the same: nothing to warn about
+    assert invoke(runner, command, "-e", "x * n", "x=[1.0, 2.0]", "n=99999999999999999999").stderr == ""
+
+
+@pytest.mark.parametrize("command", ["info", "jacobian"])
 def test_positional_input_on_a_parameter_bound_by_name_is_a_usage_error(runner, tmp_path, command):
     func = write(tmp_path, "ab.py", "def f(a, b):\n    return a * b[0]\n")
     result = invoke(runner, command, func, "[1., 2, 3]", "a=[5., 6]")

@@ -300,6 +300,15 @@ def test_a_literal_number_beyond_float64_is_inf_and_counted():
     assert read_overflows(array.copy())[0] == 0  # only the array read from the literal
 
 
+def test_an_integer_literal_beyond_int64_is_float64_and_its_wide_integers_counted():
+    from jaccli.arrays import literal_wide_ints
+
+    array = load_array(f"[[1, {2 ** 63}], [-{2 ** 63}, -{2 ** 63 + 1}]]")
+    assert array.dtype == np.float64 and literal_wide_ints(array) == 2  # -2**63 is int64's own
+    assert literal_wide_ints(load_array(f"[{2 ** 63 - 1}, -{2 ** 63}]")) == 0
+    assert literal_wide_ints(load_array("[1e20, 1]")) == 0 and literal_wide_ints(array.copy()) == 0
+
+
 @pytest.mark.parametrize(("text", "expected"), [("3", 3), ("[0, 2]", [0, 2]), ("[[1, -2], [3, 4]]", [[1, -2], [3, 4]]),
                                                 ("(5,)", [5])])
 def test_an_all_integer_literal_is_an_int64_array_as_numpy_makes_it(text, expected):

@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from jaccli.arrays import is_file, is_int_literal, load_array, positional_keys, read_overflows
+from jaccli.arrays import is_file, is_int_literal, literal_wide_ints, load_array, positional_keys, read_overflows
 from jaccli.errors import UsageError
 from jaccli.loaders import bind_inputs, load_function
 from jaccli.words import counted
@@ -166,6 +166,12 @@ def _cast(values: list, params: list[str], wrt: tuple[int, ...], dtype: str | No
             entries = "1 entry becomes" if overflows == 1 else f"{overflows} entries become"
             warnings.append(f"input {params[k]} overflows float64: {entries} inf (a number beyond 1.8e308 "
                             f"in {where})")
+        wide = literal_wide_ints(value)
+        if wide and k not in wrt:  # (differentiated, it is float64 all the same)
+            entries = "1 integer" if wide == 1 else f"{wide} integers"
+            warnings.append(f"input {params[k]} overflows int64: {entries} beyond 9.2e18 in its literal, so it "
+                            "is float64, not the int64 of an integer literal (write its numbers as floats, with a "
+                            "decimal point or an exponent, to silence this)")
         kind = value.dtype.kind
         if dtype is not None and (k in wrt or kind == "f"):
             out[k] = _cast_to(value, dtype, params[k], warnings)

@@ -15,7 +15,7 @@ from .errors import UsageError
 from .words import counted, verb
 from .finite_diff import (batch_flag, fd_columns, finite_difference_jacobian, flat_indices, float64_args,
                           gradient_function, plain_outputs)
-from .kinks import StepCrossings, excuse_mismatches, kink_rows, row_seeds
+from .kinks import Kink, RowReach, StepCrossings, excuse_mismatches, kink_rows
 
 __all__ = ["check_derivative", "CheckReport", "compare_arrays", "CompareReport", "finite_difference_jacobian",
            "default_tolerances", "DEFAULT_TOLERANCES"]
@@ -290,12 +290,11 @@ def check_derivative(f: Callable, args: Any, *, wrt: Any = None, order: int = 1,
 
     # Kinks at x, and what each step crosses: only computed where needed.
     cross = StepCrossings(f, a64, wrt_idx, batch)
-    hits: dict[int, dict] = {}
+    reach: dict[int, RowReach] = {}
     if order == 1 and cross.kinks:
         for blk in blocks:
-            if blk.i not in hits:
-                seeds = row_seeds(cross.base.outputs[blk.i], blk.rows, batch)
-                hits[blk.i] = kink_rows(cross.base, blk.i, seeds, cross.kinks)
+            if blk.i not in reach:
+                reach[blk.i] = kink_rows(cross.base, blk.i, blk.rows, cross.kinks, batch)
 
     m_rtol = MODES_EPS * float(np.finfo(dtype).eps)
     fd_cmps, mode_cmps, excused_list, n_excused = [], [], [], 0
@@ -304,7 +303,7 @@ def check_derivative(f: Callable, args: Any, *, wrt: Any = None, order: int = 1,
         info = {"name": blk.name, "rows": blk.rows, "cols": blk.cols}
         first = [compare_arrays(a, blk.fd, rtol, atol, err=blk.fd_err) for a in (blk.rev, blk.fwd)]
         mism = first[0].mismatch | first[1].mismatch
-        excused, reasons = (excuse_mismatches(mism, blk.i, blk.j, blk.rows, blk.cols, cross, order, hits)
+        excused, reasons = (excuse_mismatches(mism, blk.i, blk.j, blk.rows, blk.cols, cross, order, reach)
                             if mism.any() else (None, {}))
         cr = compare_arrays(blk.rev, blk.fd, rtol, atol, err=blk.fd_err, exclude=excused)
         cf = compare_arrays(blk.fwd, blk.fd, rtol, atol, err=blk.fd_err, exclude=excused)
@@ -318,7 +317,7 @@ def check_derivative(f: Callable, args: Any, *, wrt: Any = None, order: int = 1,
             for idx in np.argwhere(excused)[:MAX_LISTED]:
                 e = {"block": blk.name, "row": int(blk.rows[idx[-2]]), "col": int(blk.cols[idx[-1]]),
                      "ad": json_number(blk.rev[tuple(idx)]), "fd": json_number(blk.fd[tuple(idx)]),
-                     "reason": reasons[idx[-1]]}
+                     "reason": reasons[int(idx[0]) if batch else 0, int(idx[-1])]}
                 if batch:
                     e = {"sample": int(idx[0]), **e}
                 excused_list.append(e)
@@ -337,15 +336,7 @@ def check_derivative(f: Callable, args: Any, *, wrt: Any = None, order: int = 1,
             worst.append(w)
     modes = _summary(mode_cmps, ("reverse", "forward"), batch)
 
-    kinks = []
-    for kink in cross.kinks:
-        for blk in blocks:
-            kink.cols[blk.name] = [int(c) for c in blk.cols if kink.node_index in cross(blk.j, c)[0]]
-            if order == 1:
-                kink.rows[blk.name] = [int(r) for r in blk.rows[hits[blk.i][kink.node_index]]]
-            else:
-                kink.rows[blk.name] = [int(r) for r in blk.rows if kink.node_index in cross(blk.i, r)[0]]
-        kinks.append(kink.to_dict())
+    kinks = [_kink_entries(kink, blocks, cross, reach, order).to_dict() for kink in cross.kinks]
 
     gradient = None
     if order == 2:
@@ -367,6 +358,34 @@ def check_derivative(f: Callable, args: Any, *, wrt: Any = None, order: int = 1,
                        nested_derivative=None if cross.severed is None else f"{cross.severed[0]}:{cross.severed[1]}")
 
 
+def _kink_entries(kink: Kink, blocks: list[_Block], cross: StepCrossings, reach: dict, order: int) -> Kink:
+    """Fill in the kink's rows, columns and convention-dependent entries of every block.
+
+    Order 1: entry (r, c) when row r reaches a kink element that the step along c moves off the
+    kink; order 2: when the steps along both r and c cross the kink. With a batch axis, both in
+    the same sample.
+    """
+    kid, n = kink.node_index, cross.B if cross.batch else 1
+    for blk in blocks:
+        crossing = {q: cross(blk.j, c)[0][kid] for q, c in enumerate(blk.cols) if kid in cross(blk.j, c)[0]}
+        kink.cols[blk.name] = [int(blk.cols[q]) for q in crossing]
+        if order == 1:
+            kink.rows[blk.name] = [int(r) for r in blk.rows[reach[blk.i].rows(kid)]]
+            at = {q: reach[blk.i].entries(kid, elements) for q, elements in crossing.items()}
+        else:
+            kink.rows[blk.name] = [int(r) for r in blk.rows if kid in cross(blk.i, r)[0]]
+            if crossing:
+                by_row = np.stack([cross.samples(blk.i, r)[0].get(kid, np.zeros(n, dtype=bool)) for r in blk.rows],
+                                  axis=1)
+            at = {q: cross.samples(blk.j, blk.cols[q])[0][kid][:, None] & by_row for q in crossing}
+        found = np.array([(s, r, q) for q, hit in at.items() for s, r in np.argwhere(hit)], dtype=int).reshape(-1, 3)
+        found = found[np.lexsort((found[:, 2], found[:, 1], found[:, 0]))]
+        kink.entry_count[blk.name] = len(found)
+        kink.entries[blk.name] = [{**({"sample": int(s)} if cross.batch else {}), "row": int(blk.rows[r]),
+                                   "col": int(blk.cols[q])} for s, r, q in found[:MAX_LISTED]]
+    return kink
+
+
 def _check_gradient(f: Callable, tup: tuple, a64: tuple, wrt_idx: tuple, in_names: list, rows: Any, sizes: list,
                     rtol: float, atol: float, batch: bool, richardson: bool, cross: StepCrossings) -> tuple[dict, int]:
     """For Hessian checks: the AD gradient at the requested rows against differences of f itself."""
@@ -382,8 +401,12 @@ def _check_gradient(f: Callable, tup: tuple, a64: tuple, wrt_idx: tuple, in_name
         mism = compare_arrays(g, ref, rtol, atol, err=err).mismatch
         excused = np.zeros(mism.shape, dtype=bool)
         for q in np.flatnonzero(mism.reshape(-1, len(r_sel)).any(axis=0)):
-            crossed, changes = cross(a, r_sel[q])
-            excused[..., q] = mism[..., q] & bool(crossed or changes)
+            # the samples whose own step crosses a kink or a jump (with a batch axis)
+            crossed, changes = cross.samples(a, r_sel[q], among=mism[..., q] if batch else None)
+            hit = np.zeros(cross.B if batch else 1, dtype=bool)
+            for samples in (*crossed.values(), *changes.values()):
+                hit |= samples
+            excused[..., q] = mism[..., q] & hit.reshape(np.shape(mism[..., q]))
         cmps.append((compare_arrays(g[..., None], ref[..., None], rtol, atol, err=err[..., None],
                                     exclude=excused[..., None]),
                      {"name": f"df/d{in_names[a]}", "rows": r_sel, "cols": None}))

@@ -394,6 +394,72 @@ def test_batched_hessian_check_passes():
     assert rep.passed and rep.blocks[0]["shape"] == [3, 2, 2] and rep.gradient["passed"]
 
 
+# Sample 0 away from any kink, sample 1 at one: all three of its elements tie for the max (AD gives
+# each 1/3, central differences 1/2), or sit at np.where's switch.
+TWO_SAMPLES = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]])
+
+
+def sin_plus_max(x):
+    return np.sin(x) + np.max(x, axis=1, keepdims=True)
+
+
+def sin_plus_where(x):
+    return np.sin(x) + np.where(x > 0, x, 0.0)
+
+
+def sin_sum_plus_max(x):
+    return np.sum(np.sin(x), axis=1) + np.max(x, axis=1)
+
+
+def _break_sin_away_from_zero(monkeypatch):
+    """A wrong rule for np.sin, right at 0 only: a wrong derivative in sample 0, none in sample 1."""
+    monkeypatch.setitem(PRIMITIVES["np.sin"].vjps, 0, lambda ans, x, **kw: (lambda g: g * np.cos(x) * (1.0 + x)))
+    monkeypatch.setitem(PRIMITIVES["np.sin"].jvps, 0, lambda ans, x, **kw: (lambda t: t * np.cos(x) * (1.0 + x)))
+
+
+@pytest.mark.parametrize("f, mismatches, excused", [(sin_plus_max, 3, 9), (sin_plus_where, 3, 3)],
+                         ids=["kink", "jump"])
+def test_batched_kink_in_one_sample_does_not_excuse_a_wrong_derivative_in_another(monkeypatch, f, mismatches,
+                                                                                  excused):
+    # Before: passed. The step along element c moves every sample at once, and a kink (jump) that
+    # sample 1 crossed excused the mismatches of column c in every sample, sample 0's wrong diagonal too.
+    _break_sin_away_from_zero(monkeypatch)
+    rep = check_derivative(lambda x: f(x), TWO_SAMPLES, batch_axis=0)  # a new f: nothing recorded reused
+    assert not rep.passed and rep.blocks[0]["mismatches"] == mismatches
+    assert {(w["sample"], w["row"], w["col"]) for w in rep.worst} == {(0, 0, 0), (0, 1, 1), (0, 2, 2)}
+    assert rep.convention_dependent_count == excused and {e["sample"] for e in rep.convention_dependent} == {1}
+
+
+def test_batched_gradient_check_excuses_only_the_sample_that_crosses_the_kink(monkeypatch):
+    # Before: passed. Order 2 checks the AD gradient against differences of f; sample 1's tie
+    # excused sample 0's wrong gradient.
+    _break_sin_away_from_zero(monkeypatch)
+    rep = check_derivative(lambda x: sin_sum_plus_max(x), TWO_SAMPLES, batch_axis=0, order=2)
+    assert not rep.passed and not rep.gradient["passed"] and rep.gradient["mismatches"] == 3
+    assert {w["sample"] for w in rep.gradient["worst"]} == {0}
+
+
+@pytest.mark.parametrize("f, order, block", [(sin_plus_max, 1, "df/dx"), (sin_sum_plus_max, 2, "d2f/dxdx")],
+                         ids=["jacobian", "hessian"])
+def test_batched_kink_is_excused_in_its_own_sample_and_named_with_it(f, order, block):
+    rep = check_derivative(f, TWO_SAMPLES, batch_axis=0, order=order)
+    assert rep.passed and rep.convention_dependent_count == 9
+    assert {(e["sample"], e["row"], e["col"]) for e in rep.convention_dependent} \
+        == {(1, r, c) for r in range(3) for c in range(3)}
+    (kink,) = rep.kinks
+    assert kink["op"] == "np.max" and kink["entry_count"] == {block: 9}
+    assert kink["entries"][block] == [{"sample": 1, "row": r, "col": c} for r in range(3) for c in range(3)]
+
+
+def test_kink_entries_are_the_rows_that_reach_the_kink_elements_each_column_crosses():
+    # abs at 0 in elements 0 and 2: row 0 sees element 0 only, row 2 element 2 only, so the
+    # entries are (0, 0) and (2, 2), not every row that sees a kink times every column that crosses one.
+    rep = check_derivative(lambda x: np.abs(x) + x[1], np.array([0.0, 1.0, 0.0]))
+    (kink,) = rep.kinks
+    assert kink["rows"] == {"df/dx": [0, 2]} and kink["cols"] == {"df/dx": [0, 2]}
+    assert kink["entries"] == {"df/dx": [{"row": 0, "col": 0}, {"row": 2, "col": 2}]}
+
+
 def test_tolerances_default_from_the_dtype():
     assert default_tolerances(np.float64) == DEFAULT_TOLERANCES[8] == (1e-5, 1e-7)
     assert default_tolerances(np.float16) == DEFAULT_TOLERANCES[2]
@@ -422,7 +488,8 @@ def test_check_report_is_strict_json_with_documented_keys():
                       "nested_derivative", "message"}
     assert set(d["modes"]) == {"passed", "rtol", "atol", "max_abs_err", "max_rel_err", "mismatches", "excluded",
                                "worst"}
-    assert set(d["kinks"][0]) == {"op", "file", "line", "site", "count", "notes", "rows", "cols"}
+    assert set(d["kinks"][0]) == {"op", "file", "line", "site", "count", "notes", "rows", "cols", "entries",
+                                  "entry_count"}
     assert d["fd"]["method"] == "central differences with Richardson extrapolation"
 
 

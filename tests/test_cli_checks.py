@@ -95,6 +95,10 @@ def ignores(x, y):
 
 def counts(x):
     return np.sum(x.astype(int)) * 1.0
+
+
+def tied(x):
+    return np.sin(x) + np.max(x, axis=1, keepdims=True)
 """
 
 
@@ -611,6 +615,19 @@ def test_check_at_kinks_passes_and_lists_convention_dependent_entries(runner, mo
     entries = doc["check"]["kink_entries"]
     assert {(e["op"], e["row"], e["col"]) for e in entries} == {("np.absolute", 0, 0), ("np.maximum", 0, 0)}
     assert doc["check"]["kink_entry_count"] == 2 and all(e["site"].endswith(":38") for e in entries)
+
+
+def test_batched_check_names_the_sample_of_each_convention_dependent_entry(runner, model):
+    # Sample 1 ties for the max; sample 0 does not. Before: the entries were "dtied_dx[0, 0]" ("tied[0], x[0]").
+    args = ("check", model("tied"), "[[1, 2, 3], [0, 0, 0]]", "--batch-axis", "0")
+    result = invoke(runner, *args)
+    assert result.exit_code == 0, result.stderr
+    assert "dtied_dx[1, 0, 2]  tied[1,0], x[1,2]  np.max at " in result.stdout  # the kink table
+    doc = report(invoke(runner, *args, "--format", "json"))["check"]
+    assert doc["kink_entry_count"] == 9
+    assert [(e["sample"], e["row"], e["col"], e["label"]) for e in doc["kink_entries"][:2]] \
+        == [(1, 0, 0, "tied[1,0], x[1,0]"), (1, 0, 1, "tied[1,0], x[1,1]")]
+    assert {e["sample"] for e in doc["convention_dependent"]} == {1}
 
 
 def test_check_a_slice_and_a_hessian(runner):

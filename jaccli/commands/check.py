@@ -63,16 +63,13 @@ def _remap(report: CheckReport, problem: Problem, blocks: list[Block]) -> dict:
         if kink["file"]:
             kink["file"] = shown_path(kink["file"])
             kink["site"] = f"{kink['file']}:{kink['line']}"
-        kink["rows"] = {by_name[k].key: v for k, v in kink["rows"].items()}
-        kink["cols"] = {by_name[k].key: v for k, v in kink["cols"].items()}
+        for key in ("rows", "cols", "entries", "entry_count"):
+            kink[key] = {by_name[k].key: v for k, v in kink[key].items()}
         for b in blocks:
-            rows, cols = kink["rows"].get(b.key, []), kink["cols"].get(b.key, [])
-            count += len(rows) * len(cols)
-            for r in rows:
-                for c in cols:
-                    if len(entries) < MAX_LISTED:
-                        entries.append({"block": b.key, "row": r, "col": c, "label": _label(b, r, c),
-                                        "op": kink["op"], "site": kink["site"], "notes": kink["notes"]})
+            count += kink["entry_count"].get(b.key, 0)
+            for e in kink["entries"].get(b.key, [])[:MAX_LISTED - len(entries)]:
+                entries.append({"block": b.key, **e, "label": _label(b, e["row"], e["col"], e.get("sample")),
+                                "op": kink["op"], "site": kink["site"], "notes": kink["notes"]})
     d["kink_entries"], d["kink_entry_count"] = entries, count
     d["entries"] = sum(lib["entries"] for lib in d["blocks"])
     d.pop("message")

@@ -37,9 +37,8 @@ from .tracer import Tracer
 MAX_BYTES = 1 << 24
 
 # A program is recorded for so many different requests per recording at most: lazy rows asked for
-# in ever other blocks would otherwise each record one that is never used again.
+# in ever new blocks would otherwise each record one that is never used again.
 MAX_PROGRAMS = 8
-
 
 
 def worth_keeping(compiled: float, usual: float) -> bool:

@@ -285,40 +285,26 @@ def test_a_terminated_streamed_run_removes_its_temporary_file(tmp_path, signame)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["slow.py", "x.npy"]
 
 
-def test_ctrl_c_while_the_function_runs_is_an_interruption_and_its_own_raise_is_not(tmp_path):
+@pytest.mark.parametrize("waiting, what, stop, stopped", [
+    # f signals that it runs (a file), then waits for Ctrl-C: exit 130, not f's failure (exit 3)
+    ("import time\ndef f(x):\n    open('running', 'w').close()\n    time.sleep(60)\n    return x\n", "f",
+     "def f(x):\n    raise KeyboardInterrupt\n", "Error: f in stop.py raised KeyboardInterrupt (stop.py:2)\n"),
+    # the same while the function file's module level runs
+    ("import time\nopen('running', 'w').close()\ntime.sleep(60)\ndef f(x):\n    return x\n", "the file",
+     "import numpy as np\nraise KeyboardInterrupt\ndef f(x):\n    return x\n",
+     "Error: stop.py:2: running stop.py failed: KeyboardInterrupt\n"),
+], ids=["while-f-runs", "while-the-file-loads"])
+def test_ctrl_c_is_an_interruption_and_a_raise_of_keyboard_interrupt_is_not(tmp_path, waiting, what, stop, stopped):
     import signal
 
-    # f signals that it runs (a file), then waits for Ctrl-C: exit 130, not f's failure (exit 3).
-    (tmp_path / "wait.py").write_text(
-        "import time\n"
-        "def f(x):\n"
-        "    open('running', 'w').close()\n"
-        "    time.sleep(60)\n"
-        "    return x\n")
+    (tmp_path / "wait.py").write_text(waiting)
     code, out, err = _signalled(["jacobian", "wait.py", "[1.0]", "-o", "J.npy"], tmp_path,
-                                (tmp_path / "running").exists, signal.SIGINT, "f never ran")
+                                (tmp_path / "running").exists, signal.SIGINT, f"{what} never ran")
     assert (code, out, err) == (130, "", "Error: interrupted; no file was written or changed\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["running", "wait.py"]
-    (tmp_path / "stop.py").write_text("def f(x):\n    raise KeyboardInterrupt\n")
+    (tmp_path / "stop.py").write_text(stop)
     done = jaccli("jacobian", "stop.py", "[1.0]", cwd=tmp_path)
-    assert (done.returncode, done.stderr) == (3, "Error: f in stop.py raised KeyboardInterrupt (stop.py:2)\n")
-
-
-def test_ctrl_c_while_the_function_file_loads_is_an_interruption_and_its_own_raise_is_not(tmp_path):
-    import signal
-
-    (tmp_path / "slow.py").write_text(
-        "import time\n"
-        "open('running', 'w').close()\n"
-        "time.sleep(60)\n"
-        "def f(x):\n"
-        "    return x\n")
-    code, out, err = _signalled(["jacobian", "slow.py", "[1.0]", "-o", "J.npy"], tmp_path,
-                                (tmp_path / "running").exists, signal.SIGINT, "the file never ran")
-    assert (code, out, err) == (130, "", "Error: interrupted; no file was written or changed\n")
-    (tmp_path / "stop.py").write_text("import numpy as np\nraise KeyboardInterrupt\ndef f(x):\n    return x\n")
-    done = jaccli("jacobian", "stop.py", "[1.0]", cwd=tmp_path)
-    assert (done.returncode, done.stderr) == (3, "Error: stop.py:2: running stop.py failed: KeyboardInterrupt\n")
+    assert (done.returncode, done.stderr) == (3, stopped)
 
 
 @pytest.mark.parametrize("signame", ["SIGHUP", "SIGTERM"])

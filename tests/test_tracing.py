@@ -478,37 +478,18 @@ def test_numpy_in_a_partials_keywords_and_arguments_is_swapped_too(user_module):
     assert args[0] is np and keywords["lib"] is np.linalg and by_name_keywords["xp"] is np
 
 
-def test_a_helper_redefined_in_its_module_is_swapped_afresh(user_module):
-    # Before: the module's scan was cached by its size, so a redefined helper (a notebook cell run
-    # again) kept numpy itself in its default: the other branch, silently
-    user = user_module("""
-        import numpy as np
-
-        def g(x, xp=np):
-            return xp.sin(x) if xp is np else -xp.sin(x)
-
-        def f(x):
-            return g(x)
-    """, "user_redefined")
-    x = np.array([0.3, 0.7])
-    np.testing.assert_allclose(jaccli.jacobian(user.f, x), np.diag(np.cos(x)), atol=1e-12)
-    exec("def g(x, xp=np):\n    return xp.sin(x) if xp is np else -xp.sin(x)\n", user.__dict__)
-    np.testing.assert_allclose(jaccli.jacobian(user.f, x), np.diag(np.cos(x)), atol=1e-12)
-
-
-def test_a_helper_redefined_to_hold_numpy_is_swapped(user_module):
-    # Before: the module's cached scan checked only the functions found holding numpy, so g
-    # redefined from no default to `xp=np` (the module's size unchanged) was not scanned again: the
-    # other branch, silently
-    user = user_module("""
-        import numpy as np
-
-        def g(x):
-            return np.sin(x)
-
-        def f(x):
-            return g(x)
-    """, "user_redefined_to_hold")
+@pytest.mark.parametrize("first", [
+    # a notebook cell run again: before, the module's scan was cached by its size, so the
+    # redefined helper kept numpy itself in its default
+    "def g(x, xp=np):\n    return xp.sin(x) if xp is np else -xp.sin(x)\n",
+    # from no default to `xp=np`, the module's size unchanged: before, the cached scan checked
+    # only the functions found holding numpy, so g was not scanned again
+    "def g(x):\n    return np.sin(x)\n",
+], ids=["held-numpy-before", "held-nothing-before"])
+def test_a_helper_redefined_in_its_module_to_hold_numpy_is_swapped(user_module, request, first):
+    # (either way, silently the other branch)
+    user = user_module("import numpy as np\n\n" + first + "\ndef f(x):\n    return g(x)\n",
+                       "user_redefined_" + request.node.callspec.id.replace("-", "_"))
     x = np.array([0.3, 0.7])
     np.testing.assert_allclose(jaccli.jacobian(user.f, x), np.diag(np.cos(x)), atol=1e-12)
     exec("def g(x, xp=np):\n    return xp.sin(x) if xp is np else -xp.sin(x)\n", user.__dict__)

@@ -129,7 +129,6 @@ def record(trace: Trace, kind: str, starts: tuple, seeds: tuple, ends: tuple) ->
     ext.nodes = list(trace.nodes)
     ext.inputs = list(trace.inputs)
     ext.errstate = trace.errstate
-    ext.largest = trace.largest
     traced_seeds, seed_slots = [], []
     for s in seeds:
         if type(s) is np.ndarray:

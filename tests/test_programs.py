@@ -97,6 +97,38 @@ def test_lazy_rows_in_the_same_blocks_run_one_program_per_block(ran):
     assert ran.count(True) >= 4
 
 
+def test_rows_of_two_outputs_of_one_shape_are_two_programs(ran):
+    # the seeds of output 0's rows and of output 1's have one form: which output is seeded is
+    # part of the request, or output 1's rows would come from output 0's program
+    def f(x):
+        return np.sin(x[:2] * x[2:4]), np.cos(x[1:3]) * x[4]
+
+    g = jaccli.record_once(f)
+    rng = np.random.default_rng(6)
+    for _ in range(4):
+        x = rng.uniform(-1, 1, 5)
+        J = jaccli.jacobian(g, x, mode="reverse")
+        for i in range(2):
+            np.testing.assert_allclose(np.asarray(J[i]), central_diff(lambda t: f(t)[i], x), rtol=1e-7, atol=1e-9)
+    assert ran.count(True) >= 4
+
+
+def test_hessian_blocks_of_two_inputs_of_one_shape_are_two_programs(ran):
+    def f(x, y):
+        return np.sum(np.sin(x) * y ** 2) + np.sum(np.exp(y) * x)
+
+    g = jaccli.record_once(f)
+    rng = np.random.default_rng(7)
+    for _ in range(4):
+        x, y = rng.uniform(-1, 1, 3), rng.uniform(-1, 1, 3)
+        H = jaccli.hessian(g, (x, y), mode="reverse")
+        # closed form: d2f/dx2 = -sin(x) y^2, d2f/dxdy = 2 y cos(x) + exp(y), d2f/dy2 = 2 sin(x) + exp(y) x
+        np.testing.assert_allclose(np.asarray(H[0][0]), np.diag(-np.sin(x) * y ** 2), atol=1e-14)
+        np.testing.assert_allclose(np.asarray(H[0][1]), np.diag(2 * y * np.cos(x) + np.exp(y)), rtol=1e-13)
+        np.testing.assert_allclose(np.asarray(H[1][1]), np.diag(2 * np.sin(x) + np.exp(y) * x), rtol=1e-13, atol=1e-15)
+    assert ran.count(True) >= 4
+
+
 def test_a_guard_that_fails_in_a_program_falls_back_to_the_usual_sweep(ran):
     # sqrt'(0) is inf: at a point with a zero the rule's factor is no longer finite, which the
     # program recorded at a point without one took as given (a guard)

@@ -333,6 +333,8 @@ class Recording:
         """
         wrt = range(len(self.wrt)) if wrt is None else wrt
         outs = [(ref, s) for ref, s in zip(self.out_refs, seeds) if ref is not None and s is not None]
+        # which outputs are seeded is part of the request: two outputs of one shape have seeds of one form
+        seeded = tuple(i for i, (ref, s) in enumerate(zip(self.out_refs, seeds)) if ref is not None and s is not None)
         nodes = tuple(self.in_nodes[j] for j in wrt)
         if not outs:
             return [None] * len(nodes)
@@ -342,7 +344,8 @@ class Recording:
         def sweep() -> list:
             with _pause_for(self.trace):
                 return reverse(self.trace, starts, seeds, nodes)
-        out = sweep() if self._programs is None else self._programmed("reverse", tuple(wrt), starts, seeds, nodes, sweep)
+        out = sweep() if self._programs is None else self._programmed(
+            "reverse", (seeded, tuple(wrt)), starts, seeds, nodes, sweep)
         return out if structured else [dense(o) for o in out]
 
     def jvp(self, tangents: Sequence[Any | None], wrt: Sequence[int] | None = None,

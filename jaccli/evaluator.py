@@ -25,7 +25,7 @@ from .sizes import parse_size
 
 MODES = ("auto", "reverse", "forward")
 DENSE_SEED_ELEMENTS = 16384
-_PRODUCTS = {"np.matmul", "np.einsum", "np.tensordot"}
+_PRODUCTS = frozenset({"np.matmul", "np.einsum", "np.tensordot"})
 DEFAULT_MEMORY_BUDGET = 512 * 2**20
 # A block larger than this keeps only the rows and columns computed (a PartialStore) until all of
 # it is asked for: a few rows of a 10^5 x 10^5 Jacobian need not reserve its 75 GiB.
@@ -42,6 +42,18 @@ def default_memory_budget() -> int:
         return parse_size(text)
     except ValueError as exc:
         raise UsageError(f"the environment variable JACCLI_MEMORY_BUDGET: {exc}") from None
+
+
+# Seeds of a whole block of up to so many rows (columns) are kept with the recording: making them
+# again costs as much as a small sweep, and they are the same for every replay.
+_KEPT_SEEDS = 4096
+
+
+def _frozen(seed: Any) -> Any:
+    for a in (seed,) if type(seed) is np.ndarray else (seed.idx, seed.val, seed.u, seed.v):
+        if a is not None:
+            a.flags.writeable = False
+    return seed
 
 
 def _prod(shape: Sequence[int]) -> int:
@@ -181,6 +193,7 @@ class Evaluator:
         self.row_done = [np.zeros(m, dtype=bool) for m in self.M]
         self.col_done = [np.zeros(n, dtype=bool) for n in self.N]
         self.store: dict[tuple[int, int], np.ndarray] = {}
+        self._dtypes: dict[tuple[int, int], np.dtype] = {}
         self.sweeps = 0
         self.seeds_used = 0
         self.batch_checked = False
@@ -195,9 +208,12 @@ class Evaluator:
 
     # -- storage -------------------------------------------------------------
     def dtype(self, i: int, j: int) -> np.dtype:
-        out_dt = np.result_type(self.rec.outputs[i])
-        in_dt = np.result_type(self.rec.inputs[self.rec.wrt[j]])
-        return np.result_type(out_dt, in_dt, np.float32)
+        dt = self._dtypes.get((i, j))
+        if dt is None:
+            out_dt = np.result_type(self.rec.outputs[i])
+            in_dt = np.result_type(self.rec.inputs[self.rec.wrt[j]])
+            dt = self._dtypes[(i, j)] = np.result_type(out_dt, in_dt, np.float32)
+        return dt
 
     def block_store(self, i: int, j: int) -> np.ndarray | PartialStore:
         """Block (i, j)'s cache: a dense array, or a PartialStore for a block too large to reserve."""
@@ -302,13 +318,24 @@ class Evaluator:
 
     # -- seeds -------------------------------------------------------------------
     def _row_seed(self, i: int, rows: np.ndarray) -> SparseBlock:
-        dt = np.result_type(self.rec.outputs[i])
-        dt = dt if dt.kind == "f" else np.dtype(np.float64)
-        return self._seed(rows, self.rec.out_shape(i), self.M[i], dt)
+        def make(rows: np.ndarray) -> Any:
+            dt = np.result_type(self.rec.outputs[i])
+            return self._seed(rows, self.rec.out_shape(i), self.M[i], dt if dt.kind == "f" else np.dtype(np.float64))
+        return self._kept_seed(("rows", i), rows, self.M[i], make)
 
     def _col_seed(self, j: int, cols: np.ndarray) -> SparseBlock:
-        dt = np.result_type(self.rec.inputs[self.rec.wrt[j]])
-        return self._seed(cols, self.rec.in_shape(j), self.N[j], dt)
+        def make(cols: np.ndarray) -> Any:
+            return self._seed(cols, self.rec.in_shape(j), self.N[j], np.result_type(self.rec.inputs[self.rec.wrt[j]]))
+        return self._kept_seed(("cols", j), cols, self.N[j], make)
+
+    def _kept_seed(self, what: tuple, positions: np.ndarray, size: int, make: Callable[[np.ndarray], Any]) -> Any:
+        """make()'s seeds for `positions`; those of a whole block (up to _KEPT_SEEDS positions) made
+        once per recording and kept with it, for its replays (a record_once function's calls),
+        read-only: the shapes decide them, and no sweep writes into its seeds."""
+        if positions.size != size or size > _KEPT_SEEDS:
+            return make(positions)
+        return self.rec.shared(what + (self.batch, self._has_products(), positions.tobytes()),
+                               lambda: _frozen(make(positions.copy())))  # (a copy: the seed may view it)
 
     def _seed(self, positions: np.ndarray, shape: tuple, per_sample: int, dtype: Any) -> Any:
         """Identity seeds e_p for p in positions; batched: e_p in every sample at once.
@@ -334,7 +361,7 @@ class Evaluator:
 
     def _has_products(self) -> bool:
         if self._products is None:
-            self._products = any(n.prim.name in _PRODUCTS for n in self.rec.trace.nodes)
+            self._products = self.rec.records(_PRODUCTS)
         return self._products
 
     # -- structure -----------------------------------------------------------------
@@ -415,7 +442,8 @@ class Evaluator:
     def _sweep_blocks(self, wanted: np.ndarray, done_mask: np.ndarray, size: int, other: int,
                       sweep: Callable, write: Callable, kind: str) -> None:
         """Run `sweep` over the missing entries of `wanted` in chunks, writing each result block."""
-        missing = wanted[~done_mask[wanted]]
+        whole = wanted.size == size and not done_mask.any()  # (wanted is then range(size): the callers' order)
+        missing = wanted if whole else wanted[~done_mask[wanted]]
         if missing.size == 0:
             return
         self._check_batch()
@@ -431,7 +459,10 @@ class Evaluator:
             self.seeds_used += block.size
             for other_index, value in enumerate(results):
                 write(block, other_index, value)
-            done_mask[block] = True
+            if whole and block.size == size:
+                done_mask[:] = True
+            else:
+                done_mask[block] = True
             done += block.size
             if self.progress is not None:
                 self.progress(done, missing.size)

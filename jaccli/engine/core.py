@@ -378,6 +378,17 @@ class Trace:
         # inputs (api._record); None if there is none.
         self.severed: tuple[str, int] | None = None
 
+    def values(self) -> list:
+        """Each node's value, by node index."""
+        return [n.value for n in self.nodes]
+
+    def value_at(self, k: int) -> Any:
+        return self.nodes[k].value
+
+    def size(self) -> int:
+        """How many nodes were recorded."""
+        return len(self.nodes)
+
     def guard(self, fn: Callable, args: tuple, kwargs: dict, refs: tuple, expected: Any) -> None:
         """Remember that `expected` = fn(args with the traced values at `refs`) was baked in."""
         if self.guards is not None:

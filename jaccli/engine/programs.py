@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from . import recording  # (a module reference: recording imports this module in turn)
+from .codegen import STEP, compile_steps, step
 from .core import Trace, forward, reverse
 from .seeds import SparseBlock
 from .tracer import Tracer
@@ -47,56 +47,18 @@ def worth_keeping(compiled: float, usual: float) -> bool:
 
 
 class Program:
-    """A recorded sweep: run(nodes, seeds) -> the sweep's results for a replay's nodes, or None."""
+    """A recorded sweep: run(vals, seeds) -> the sweep's results for a replay's values, or None."""
 
-    __slots__ = ("size", "seed_slots", "ops", "outs")
+    __slots__ = ("seed_slots", "fn")
 
-    def run(self, nodes: list, seeds: tuple) -> list | None:
-        """The results for a replay's `nodes` (of the recording the program was made from) and
-        seeds of the program's form; None where a guard does not hold or an operation fails."""
-        vals = [n.value for n in nodes]
-        vals.extend([None] * (self.size - len(vals)))
+    def run(self, vals: list, seeds: tuple) -> list | None:
+        """The results for a replay's values `vals` (of the nodes of the recording the program was
+        made from) and seeds of the program's form; None where a guard does not hold or an
+        operation fails."""
         for slot, seed in zip(self.seed_slots, seeds):
-            if slot is not None:
-                if type(seed) is not np.ndarray:
-                    return None
-                vals[slot] = seed
-        same = recording._same
-        run = recording.ErrstateRun()
-        try:
-            # each operation and guard under the error state it was recorded under (a sweep's:
-            # warnings off), entered where it changes
-            for k, fn, args, fills, kwargs, state, expected in self.ops:
-                if state is not run.state:
-                    run.set(state)
-                args = list(args)
-                for i, slot, idx in fills:
-                    v = vals[slot]
-                    args[i] = v if idx is None else v[idx]
-                value = fn(*args, **kwargs)
-                if expected is _STEP:
-                    vals[k] = value
-                elif not same(value, expected):
-                    return None
-        except Exception:  # noqa: BLE001 - the usual sweep reports the failure properly
-            return None
-        finally:
-            run.close()
-        return [None if kind is None else _copy(ref) if kind is _CONST else
-                vals[ref] if kind is _WHOLE else vals[ref][kind] for kind, ref in self.outs]
-
-
-_STEP = object()  # in a program's list: an operation whose value is kept (else a guard's expected value)
-
-
-# How a program's result is read: a whole node's value, one of a multi-output node's (its index),
-# or a constant (a sweep that met no traced value: handed out as a copy)
-_WHOLE = object()
-_CONST = object()
-
-
-def _copy(value: Any) -> Any:
-    return value.copy() if type(value) is np.ndarray else value
+            if slot is not None and type(seed) is not np.ndarray:
+                return None
+        return self.fn(vals, seeds)
 
 
 def key_of(kind: str, wrt: tuple, seeds: tuple) -> tuple | None:
@@ -109,15 +71,17 @@ def key_of(kind: str, wrt: tuple, seeds: tuple) -> tuple | None:
         elif type(s) is np.ndarray:
             forms.append(("array", s.shape, s.dtype.str))
         elif type(s) is SparseBlock:
-            parts = tuple(None if p is None else (p.shape, p.dtype.str, p.tobytes())
-                          for p in (s.idx, s.val, s.u, s.v))
-            forms.append(("block", s.shape, parts))
+            if s.form is None or any(p is not None and p.flags.writeable for p in (s.idx, s.val, s.u, s.v)):
+                # (kept only for a block that nobody can change: the seeds an Evaluator keeps)
+                s.form = ("block", s.shape, tuple(None if p is None else (p.shape, p.dtype.str, p.tobytes())
+                                                  for p in (s.idx, s.val, s.u, s.v)))
+            forms.append(s.form)
         else:
             return None
     return kind, wrt, tuple(forms)
 
 
-def record(trace: Trace, kind: str, starts: tuple, seeds: tuple, ends: tuple) -> Program | None:
+def record(trace: Trace, kind: str, starts: tuple, ends: tuple, seeds: tuple) -> Program | None:
     """The program of one sweep of `trace`, recorded by sweeping it with its operations traced;
     None when it cannot be one.
 
@@ -156,7 +120,7 @@ def _program(ext: Trace, n: int, seed_slots: list, out: list) -> Program | None:
         value = node.value
         if type(value) is not np.ndarray and not isinstance(value, np.generic):
             return None  # a structured block or a tuple: sweep as usual
-        op = _op(k, node.prim.impl, node.args, node.parents, node.kwargs, ext.errstates.get(k), _STEP)
+        op = _op(k, node.prim.impl, node.args, node.parents, node.kwargs, ext.errstates.get(k), STEP)
         if op is None:
             return None
         budget -= sum(a.nbytes for a in op[2] if type(a) is np.ndarray)
@@ -169,35 +133,35 @@ def _program(ext: Trace, n: int, seed_slots: list, out: list) -> Program | None:
             return None
         entries.append((guard.pos, 0, op))
     entries.sort(key=lambda e: (e[0], e[1]))  # stable: guards at one position keep their order
-    outs = []
+    steps = [op for _, _, op in entries]
+    results = []
     for o in out:
         if o is None:
-            outs.append((None, None))
+            results.append(("copy", None))
         elif type(o) is Tracer:
             if o._trace is not ext:
                 return None
-            outs.append((_WHOLE if o._idx is None else o._idx, o._node.index))
+            results.append(("slot", o._node.index, o._idx))
         elif type(o) is np.ndarray or type(o) is SparseBlock:
-            outs.append((_CONST, o))
+            results.append(("copy", o))
         else:
             return None
+    made = {k for k, *_ in steps}
+    loads = {}
+    for slot in sorted({slot for st in steps for _, slot, _ in st[3]} | {r[1] for r in results if r[0] == "slot"}):
+        if slot in made:
+            continue
+        loads[slot] = ("seeds", seed_slots.index(slot)) if slot in seeded else ("vals", slot)
     prog = Program()
-    prog.size = len(ext.nodes)
     prog.seed_slots = tuple(seed_slots)
-    prog.ops = tuple(op for _, _, op in entries)
-    prog.outs = tuple(outs)
+    prog.fn = compile_steps(steps, loads, results, "sweep")
     return prog
 
 
 def _op(k: int, fn: Any, args: tuple, refs: tuple, kwargs: dict, state: Any, expected: Any) -> tuple | None:
-    """One entry of a program: fn's arguments with the places of recorded values left empty (the
-    program holds no value of the recording it was made from), and where to fill them from."""
-    args = list(args)
-    fills = []
-    for i, parent, idx in refs:
-        args[i] = None
-        fills.append((i, parent.index, idx))
-    for a in args:
-        if type(a) is Tracer or type(a) is SparseBlock:  # another recording's value; a structured block
-            return None
-    return k, fn, tuple(args), tuple(fills), kwargs, state, expected
+    """One step of a program (engine/codegen.py); None for one that holds another recording's
+    traced value or a structured block."""
+    op = step(k, fn, args, refs, kwargs, state, expected)
+    if any(type(a) is Tracer or type(a) is SparseBlock for a in op[2]):
+        return None
+    return op

@@ -86,6 +86,8 @@ class Recording:
             out = _call_user(f, call_args)
         self.out_is_tuple, outs, self.out_refs = _outputs(out, self.trace)
         self.outputs = tuple(o if r is None else o._value for o, r in zip(outs, self.out_refs))
+        self._live = tuple(r is not None for r in self.out_refs)  # which outputs a sweep can reach
+        self._outs_at = tuple(None if r is None else (r[0].index, r[1]) for r in self.out_refs)
         self.sweeps = 0
         # Constant outputs as recorded, for replays to hand out copies of (the caller owns these).
         self._consts = tuple(None if r is not None else _private(v) for r, v in zip(self.out_refs, self.outputs)) \
@@ -95,11 +97,26 @@ class Recording:
         self.trace.guards = None
         self.kept: dict[str, tuple] = {}
         self._traced_constants: bool | None = None  # computed by the first replay
-        self._elementwise: dict[tuple[int, int], bool] = {}  # (output, input) -> elementwise(); the tape is closed
+        # What the structure and shapes alone decide, shared with the replays (the tape is closed):
+        # (output, input) -> elementwise(), ("prims", names) -> records(), shared()'s values
+        self._structure: dict[tuple, Any] = {}
         # A replayable recording's compiled sweeps, shared with its replays (engine/programs.py):
         # request -> Program, or False where the sweep cannot be one. A replay records them.
         self._programs: dict | None = {} if replayable else None
         self._replayed = False
+        # ... and its replays' compiled form (engine/replayed.py): [Forward, None if not made yet,
+        # or False where a replay runs node by node]
+        self._forward: list | None = [None] if replayable else None
+
+    def __getattr__(self, name: str) -> Any:
+        # A replay's nodes are made when first read (engine/replayed.py): so are these lists of them.
+        if name in ("in_nodes", "out_refs") and "_forward" in self.__dict__:
+            fw = self._forward[0]
+            nodes = self.trace.nodes
+            self.in_nodes = [nodes[k] for k in fw.in_at]
+            self.out_refs = [None if at is None else (nodes[at[0]], at[1]) for at in self._outs_at]
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def detach(self) -> None:
         """Make plain every value that an enclosing differentiation traces (``create_graph=False``).
@@ -136,7 +153,7 @@ class Recording:
         ref = self.kept[name]
         if ref[0] == "const":
             return _private(ref[1])
-        value = self.trace.nodes[ref[1]].value
+        value = self.trace.value_at(ref[1])
         return value if ref[2] is None else value[ref[2]]
 
     def replay(self, args: Sequence[Any]) -> "Recording | None":
@@ -152,17 +169,17 @@ class Recording:
         """
         if self.guards is None or len(args) != len(self.inputs) or np.geterr() != self._errstate:
             return None
-        new_in = {}
+        new_in = []
         try:
-            for i, node in zip(self.wrt, self.in_nodes):
+            for i in self.wrt:
                 a = args[i]
                 if type(a) is Tracer:
                     return None
                 a = _private_float(a)
-                old = node.value
+                old = self.inputs[i]
                 if a.shape != old.shape or a.dtype != old.dtype:
                     return None
-                new_in[node.index] = a
+                new_in.append(a)
             for i, snap in self._data.items():
                 if not _same(args[i], snap):
                     return None
@@ -170,6 +187,20 @@ class Recording:
             return None
         if self._has_traced_constants():
             return None
+        fw = self._forward[0]
+        if fw is None:
+            fw = self._forward[0] = replayed.compile_forward(self.trace, self.guards, self.in_nodes) or False
+        if fw is False:
+            return self._replay_nodes(args, new_in)
+        with _pause_for(self.trace):
+            vals = fw.values(new_in)
+        if vals is None:
+            return None
+        return self._replayed_as(replayed.ReplayTrace(vals, fw, self.trace), args, [vals[k] for k in fw.in_at], vals)
+
+    def _replay_nodes(self, args: Sequence[Any], new_in: list) -> "Recording | None":
+        """replay() node by node, for a recording whose replay writes in place as f did."""
+        new_in = {node.index: a for node, a in zip(self.in_nodes, new_in)}
         errstates = self.trace.errstates
         old_nodes = self.trace.nodes
         trace = Trace()
@@ -227,19 +258,25 @@ class Recording:
         # another thread may be adding a plan to this recording's trace meanwhile.)
         for key, plan in self.trace._plans.copy().items():
             trace._plans[key] = renewed_plan(plan_form(plan), nodes)
+        rec = self._replayed_as(trace, args, [nodes[n.index].value for n in self.in_nodes], vals)
+        rec.in_nodes = [nodes[n.index] for n in self.in_nodes]
+        rec.out_refs = [None if r is None else (nodes[r[0].index], r[1]) for r in self.out_refs]
+        return rec
+
+    def _replayed_as(self, trace: Trace, args: Sequence[Any], in_values: list, vals: list) -> "Recording":
+        """The replay with `trace` (its nodes' values `vals`; `in_values`: the inputs' in `wrt` order)."""
         rec = object.__new__(Recording)
         rec.trace = trace
         rec.wrt = self.wrt
-        rec.in_nodes = [nodes[n.index] for n in self.in_nodes]
         inputs = list(args)
-        for i, node in zip(self.wrt, rec.in_nodes):
-            inputs[i] = node.value
+        for i, value in zip(self.wrt, in_values):
+            inputs[i] = value
         rec.inputs = tuple(inputs)
         rec.out_is_tuple = self.out_is_tuple
-        rec.out_refs = [None if r is None else (nodes[r[0].index], r[1]) for r in self.out_refs]
-        rec.outputs = tuple(_private(c) if r is None else
-                            (vals[r[0].index] if r[1] is None else vals[r[0].index][r[1]])
-                            for c, r in zip(self._consts, self.out_refs))
+        rec.outputs = tuple(_private(c) if at is None else vals[at[0]] if at[1] is None else vals[at[0]][at[1]]
+                            for c, at in zip(self._consts, self._outs_at))
+        rec._outs_at = self._outs_at
+        rec._live = self._live
         rec._consts = self._consts
         rec.sweeps = 0
         rec.guards = self.guards
@@ -247,8 +284,9 @@ class Recording:
         rec._data = self._data
         rec._errstate = self._errstate
         rec._traced_constants = False
-        rec._elementwise = self._elementwise  # the same structure and sizes: the same answers
+        rec._structure = self._structure  # the same structure and sizes: the same answers
         rec._programs = self._programs
+        rec._forward = self._forward
         rec._replayed = True
         return rec
 
@@ -301,9 +339,25 @@ class Recording:
         the recording's structure only, never the values.
         """
         key = (i, j)
-        known = self._elementwise.get(key)
+        known = self._structure.get(key)
         if known is None:
-            known = self._elementwise[key] = self._is_elementwise(i, j)
+            known = self._structure[key] = self._is_elementwise(i, j)
+        return known
+
+    def shared(self, key: tuple, make: Callable[[], Any]) -> Any:
+        """make()'s value, made once for this recording and its replays: something that its
+        structure and shapes decide (not its values), under a `key` that says what it is."""
+        known = self._structure.get(key)
+        if known is None:
+            known = self._structure[key] = make()
+        return known
+
+    def records(self, names: frozenset) -> bool:
+        """Whether an operation of one of these names (Primitive.name) was recorded."""
+        key = ("prims", names)
+        known = self._structure.get(key)
+        if known is None:
+            known = self._structure[key] = any(n.prim.name in names for n in self.trace.nodes)
         return known
 
     def _is_elementwise(self, i: int, j: int) -> bool:
@@ -332,43 +386,47 @@ class Recording:
         With `structured`, results may be `SparseBlock`s (cheaper to scatter into a matrix).
         """
         wrt = range(len(self.wrt)) if wrt is None else wrt
-        outs = [(ref, s) for ref, s in zip(self.out_refs, seeds) if ref is not None and s is not None]
         # which outputs are seeded is part of the request: two outputs of one shape have seeds of one form
-        seeded = tuple(i for i, (ref, s) in enumerate(zip(self.out_refs, seeds)) if ref is not None and s is not None)
-        nodes = tuple(self.in_nodes[j] for j in wrt)
-        if not outs:
-            return [None] * len(nodes)
+        seeded = tuple(i for i, (live, s) in enumerate(zip(self._live, seeds)) if live and s is not None)
+        if not seeded:
+            return [None] * len(wrt)
         self.sweeps += 1
-        starts, seeds = tuple(r for r, _ in outs), tuple(s for _, s in outs)
+        seeds = tuple(seeds[i] for i in seeded)
+
+        def where() -> tuple[tuple, tuple]:  # (the nodes a program may not need)
+            return tuple(self.out_refs[i] for i in seeded), tuple(self.in_nodes[j] for j in wrt)
 
         def sweep() -> list:
+            starts, ends = where()
             with _pause_for(self.trace):
-                return reverse(self.trace, starts, seeds, nodes)
+                return reverse(self.trace, starts, seeds, ends)
         out = sweep() if self._programs is None else self._programmed(
-            "reverse", (seeded, tuple(wrt)), starts, seeds, nodes, sweep)
+            "reverse", (seeded, tuple(wrt)), seeds, where, sweep)
         return out if structured else [dense(o) for o in out]
 
     def jvp(self, tangents: Sequence[Any | None], wrt: Sequence[int] | None = None,
             structured: bool = False) -> list:
         """One forward sweep: a block of tangents per differentiated input -> a block per output."""
         wrt = range(len(self.wrt)) if wrt is None else wrt
-        pairs = [(self.in_nodes[j], t) for j, t in zip(wrt, tangents) if t is not None]
-        refs = [r for r in self.out_refs if r is not None]
-        if not pairs or not refs:
-            return [None] * len(self.out_refs)
+        pairs = [(j, t) for j, t in zip(wrt, tangents) if t is not None]
+        if not pairs or not any(self._live):
+            return [None] * len(self._live)
         self.sweeps += 1
-        starts, seeds, ends = tuple(n for n, _ in pairs), tuple(t for _, t in pairs), tuple(refs)
+        seeds = tuple(t for _, t in pairs)
+
+        def where() -> tuple[tuple, tuple]:
+            return tuple(self.in_nodes[j] for j, _ in pairs), tuple(r for r in self.out_refs if r is not None)
 
         def sweep() -> list:
+            starts, ends = where()
             with _pause_for(self.trace):
                 return forward(self.trace, starts, seeds, ends)
         got = iter(sweep() if self._programs is None else self._programmed(
-            "forward", tuple(j for j, t in zip(wrt, tangents) if t is not None), starts, seeds, ends, sweep))
-        out = [None if r is None else next(got) for r in self.out_refs]
+            "forward", tuple(j for j, _ in pairs), seeds, where, sweep))
+        out = [next(got) if live else None for live in self._live]
         return out if structured else [dense(o) for o in out]
 
-
-    def _programmed(self, kind: str, wrt: tuple, starts: tuple, seeds: tuple, ends: tuple,
+    def _programmed(self, kind: str, wrt: tuple, seeds: tuple, where: Callable[[], tuple[tuple, tuple]],
                     sweep: Callable[[], list]) -> list:
         """The sweep's results: from its compiled program (engine/programs.py) where there is one.
 
@@ -377,13 +435,13 @@ class Recording:
         when it densifies what the usual sweep keeps structured: a Hessian's identity seeds through
         a softmax), else the request is marked to be swept as usual. Later replays run the
         program; one whose guard fails is swept as usual. The recording that f made itself,
-        which may never be replayed, records none.
+        which may never be replayed, records none. `where()` gives the sweep's (starts, ends).
         """
         key = None if MONITOR.v is not None else programs.key_of(kind, wrt, seeds)  # (diagnostics watch each rule)
         prog = None if key is None else self._programs.get(key)
         if prog:
             with _pause_for(self.trace):
-                out = prog.run(self.trace.nodes, seeds)
+                out = prog.run(self.trace.values(), seeds)
             if out is not None:
                 return out
         if prog is not None or key is None or not self._replayed or len(self._programs) >= programs.MAX_PROGRAMS:
@@ -395,11 +453,11 @@ class Recording:
         usual = time.process_time() - start
         try:
             with _pause_for(self.trace):
-                prog = programs.record(self.trace, kind, starts, seeds, ends)
+                prog = programs.record(self.trace, kind, *where(), seeds)
                 compiled = math.inf
                 for _ in range(2 if prog is not None else 0):
                     start = time.process_time()
-                    if prog.run(self.trace.nodes, seeds) is None:
+                    if prog.run(self.trace.values(), seeds) is None:
                         compiled = math.inf
                         break
                     compiled = min(compiled, time.process_time() - start)
@@ -416,7 +474,7 @@ _PAUSE_FROM = 1000
 
 def _pause_for(trace: Trace) -> Any:
     """The context a sweep or replay of `trace` runs in: the collector paused if the trace is large."""
-    return COLLECTOR_PAUSED if len(trace.nodes) >= _PAUSE_FROM else nullcontext()
+    return COLLECTOR_PAUSED if trace.size() >= _PAUSE_FROM else nullcontext()
 
 
 def _private(a: Any) -> Any:
@@ -667,4 +725,4 @@ def _check_output(o: Any, k: int) -> Any:
     return arr
 
 
-from . import programs  # noqa: E402  (programs reads this module's guards_hold and ErrstateRun)
+from . import programs, replayed  # noqa: E402  (they read this module's _same and ErrstateRun)

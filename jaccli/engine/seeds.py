@@ -44,7 +44,7 @@ def _is_plain(x: Any) -> bool:
 class SparseBlock:
     """A block of K seeds: a few entries each plus a low-rank part (see the module docstring)."""
 
-    __slots__ = ("shape", "idx", "val", "u", "v")
+    __slots__ = ("shape", "idx", "val", "u", "v", "form")
     __array_priority__ = 500.0
 
     def __init__(self, shape: tuple, idx: np.ndarray, val: np.ndarray,
@@ -54,6 +54,7 @@ class SparseBlock:
         self.val = val
         self.u = u
         self.v = v
+        self.form = None  # its content as a compiled sweep's key (engine/programs.py), once asked for
 
     @classmethod
     def one_hot(cls, k_positions: np.ndarray, shape: tuple, dtype: Any, per_seed: np.ndarray | None = None):

@@ -1,0 +1,95 @@
+"""Straight-line NumPy code: a list of recorded operations and guards made into one Python function.
+
+A replay of a recording, and a compiled sweep (engine/programs.py), run a fixed list of NumPy
+calls on new values, checking guards (plain values derived from traced ones: masks, branches,
+whether a factor is finite) where they were taken. Walking such a list in a loop costs far more
+than the calls on small arrays (each step unpacks its arguments, fills in the values it reads
+and looks up its error state); so the list is written out once as the source of a function, with
+one local variable per value, as a person would write it by hand, and compiled. Running it is
+then the NumPy calls and little else.
+
+The function returns None where a guard does not hold or a call raises: the caller then takes
+its usual way, which reports errors properly.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+
+# A step: (k, fn, args, fills, kwargs, state, expected).
+#   k: the slot its value goes to (a guard's k is unused);
+#   args: fn's positional arguments, None where `fills` puts a value;
+#   fills: (position in args, slot, output index or None): args[position] = value of slot[, index];
+#   state: the error state (np.geterr()'s form) to run it under, None for the caller's;
+#   expected: STEP for an operation; for a guard, the value fn must give again.
+STEP = object()
+
+
+def compile_steps(steps: Sequence[tuple], loads: dict[int, tuple[str, int]], results: Sequence[tuple],
+                  name: str = "steps") -> Callable[..., list | None]:
+    """The steps as one function ``run(vals, seeds=()) -> results, or None``.
+
+    loads: slot -> ("vals" or "seeds", position) for the values the steps read that no step
+    makes (the recording's, the inputs, the seeds); results: what run returns, in order:
+    ("slot", k, index or None) for a value, ("copy", value) for a constant handed out as a copy.
+    """
+    from .recording import ErrstateRun, _same  # (recording imports the modules that import this one)
+
+    consts: dict[str, Any] = {"_same": _same, "_Run": ErrstateRun, "_copy": _copy}
+    lines = [f"def {name}(vals, seeds=()):", "    run = _Run()", "    try:"]
+    put = lines.append
+
+    def const(value: Any) -> str:
+        key = f"c{len(consts)}"
+        consts[key] = value
+        return key
+
+    def read(slot: int, index: Any) -> str:
+        return f"v{slot}" if index is None else f"v{slot}[{const(index)}]"
+
+    for slot, (source, at) in loads.items():
+        put(f"        v{slot} = {source}[{at}]")
+    state: Any = None
+    for k, fn, args, fills, kwargs, step_state, expected in steps:
+        if step_state is not state:
+            put(f"        run.set({const(step_state)})")
+            state = step_state
+        words = [None if a is None else const(a) for a in args]
+        for i, slot, index in fills:
+            words[i] = read(slot, index)
+        if kwargs:
+            words.append(f"**{const(kwargs)}")
+        call = f"{const(fn)}({', '.join(words)})"
+        if expected is STEP:
+            put(f"        v{k} = {call}")
+        else:
+            put(f"        if not _same({call}, {const(expected)}):")
+            put("            return None")
+    out = [read(r[1], r[2]) if r[0] == "slot" else f"_copy({const(r[1])})" for r in results]
+    put(f"        return [{', '.join(out)}]")
+    put("    except Exception:")  # the caller's usual way reports the failure properly
+    put("        return None")
+    put("    finally:")
+    put("        run.close()")
+    code = compile("\n".join(lines), f"<jaccli {name}>", "exec")
+    exec(code, consts)  # noqa: S102 - source made above from the recording's own steps, no user text
+    return consts[name]
+
+
+def step(k: int, fn: Any, args: tuple, refs: tuple, kwargs: dict, state: Any, expected: Any) -> tuple:
+    """A step of fn(args) whose arguments at `refs` ((position, node, output index or None): the
+    recorded values) are filled from the nodes' slots: those places are left empty, so that the
+    step holds no value of the recording it was made from."""
+    args = list(args)
+    fills = []
+    for i, node, index in refs:
+        args[i] = None
+        fills.append((i, node.index, index))
+    return k, fn, tuple(args), tuple(fills), kwargs, state, expected
+
+
+def _copy(value: Any) -> Any:
+    return value.copy() if type(value) is np.ndarray else value

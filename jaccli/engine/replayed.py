@@ -1,0 +1,145 @@
+"""Replays as compiled code, and their nodes made only when a sweep needs them.
+
+A `record_once` function replays its recording at each new point (Recording.replay). The replay
+runs the recorded operations and checks the guards, which a `Forward` does as one compiled
+function (engine/codegen.py). Most requests on a replay are then answered by a compiled sweep
+(engine/programs.py), which reads the replay's values only: the `Node` objects of the usual
+tape, with their rules, would be made for nothing. So a replay's trace is a `ReplayTrace`,
+which holds the values and makes its nodes the first time anything reads them: a usual sweep,
+the diagnostics, a program being recorded.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from .codegen import STEP, compile_steps, step
+from .core import INPUT, Node, Trace
+
+
+class Forward:
+    """A recording's operations and guards as one function of its inputs' values, and what a
+    replay needs to make its nodes: each node's structure (prim, arguments with the places of
+    recorded values empty, keywords, where they are filled from, dependencies, site)."""
+
+    __slots__ = ("run", "extra", "structure", "in_at", "inputs_at", "plans")
+
+    def values(self, inputs: list) -> list | None:
+        """Every node's value at new values of the inputs (in the recording's `wrt` order);
+        None where a guard does not hold or an operation fails."""
+        return self.run(inputs, self.extra)
+
+
+def compile_forward(trace: Trace, guards: list, in_nodes: list) -> Forward | None:
+    """The Forward of a closed recording; None when its replay must write in place as f did (a
+    loop of y[i] = v keeps one array: Recording.replay does so node by node)."""
+    nodes = trace.nodes
+    if any(n.in_place for n in nodes):
+        return None
+    in_pos = {n.index: p for p, n in enumerate(in_nodes)}
+    steps, loads, structure, extra = [], {}, [], []
+    g = 0
+    for node in nodes:
+        k = node.index
+        while g < len(guards) and guards[g].pos <= k:
+            steps.append(_guard(guards[g]))
+            g += 1
+        if node.prim is INPUT:
+            if k in in_pos:
+                loads[k] = ("vals", in_pos[k])
+            else:
+                loads[k] = ("seeds", len(extra))
+                extra.append(node.value)
+            structure.append((INPUT, (), {}, (), node.deps, node.site))
+            continue
+        s = step(k, node.prim.impl, node.args, node.parents, node.kwargs, trace.errstates.get(k), STEP)
+        steps.append(s)
+        structure.append((node.prim, s[2], node.kwargs, s[3], node.deps, node.site))
+    steps.extend(_guard(guard) for guard in guards[g:])
+    fw = Forward()
+    fw.run = compile_steps(steps, loads, [("slot", k, None) for k in range(len(nodes))], "replay")
+    fw.extra = tuple(extra)
+    fw.structure = tuple(structure)
+    fw.in_at = tuple(n.index for n in in_nodes)
+    fw.inputs_at = tuple(n.index for n in trace.inputs)
+    fw.plans = (len(nodes), {})  # the sweep plans of every replay, by node index (Trace.shared_plans)
+    return fw
+
+
+def _guard(guard: Any) -> tuple:
+    return step(-1, guard.fn, guard.args, guard.refs, guard.kwargs, guard.errstate, guard.expected)
+
+
+_MAKING = threading.Lock()  # a replay read by two threads at once makes its nodes once
+
+
+def _made_on_read(slot: Any) -> property:
+    """A Trace attribute that a ReplayTrace fills the first time it is read."""
+
+    def get(self: "ReplayTrace") -> Any:
+        if self._pending is not None:
+            self._make()
+        return slot.__get__(self, Trace)
+
+    def put(self: "ReplayTrace", value: Any) -> None:
+        slot.__set__(self, value)
+
+    return property(get, put)
+
+
+class ReplayTrace(Trace):
+    """A replay's trace: its values at once, its nodes when first read (see the module's doc)."""
+
+    __slots__ = ("_vals", "_pending")
+
+    def __init__(self, vals: list, forward: Forward, template: Trace) -> None:
+        self._pending = None
+        super().__init__()
+        self._vals = vals
+        self.guards = None
+        self.errstates = template.errstates
+        self.cuts = template.cuts  # the same structure: the same operations cut the same inputs
+        self.largest = template.largest  # the same shapes (a shape taken from a value is guarded)
+        self.shared_plans = forward.plans
+        self._pending = forward
+
+    nodes = _made_on_read(Trace.nodes)
+    inputs = _made_on_read(Trace.inputs)
+
+    def values(self) -> list:
+        return self._vals
+
+    def value_at(self, k: int) -> Any:
+        return self._vals[k]
+
+    def size(self) -> int:
+        return len(self._vals)
+
+    def _make(self) -> None:
+        with _MAKING:
+            forward = self._pending
+            if forward is None:
+                return
+            nodes = nodes_of(forward.structure, self._vals)
+            Trace.nodes.__set__(self, nodes)
+            Trace.inputs.__set__(self, [nodes[i] for i in forward.inputs_at])
+            self._pending = None
+
+
+def nodes_of(structure: tuple, vals: list) -> list:
+    """The nodes of a recording of `structure` (Forward.structure) with the values `vals`."""
+    nodes: list = []
+    for k, (prim, args, kwargs, fills, deps, site) in enumerate(structure):
+        parents = ()
+        if fills:
+            args = list(args)
+            for i, slot, index in fills:
+                v = vals[slot]
+                args[i] = v if index is None else v[index]
+            args = tuple(args)
+            parents = tuple((i, nodes[slot], index) for i, slot, index in fills)
+        node = Node(prim, args, kwargs, parents, vals[k], deps, site)
+        node.index = k
+        nodes.append(node)
+    return nodes

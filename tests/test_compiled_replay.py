@@ -1,0 +1,121 @@
+"""Replays as compiled code (engine/codegen.py, engine/replayed.py): a record_once function's replay
+runs its recorded operations as one compiled function, and makes its nodes only when a sweep reads
+them. Each test compares against an independent reference (closed form, central differences, or
+NumPy running f itself) at points other than the recorded one.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import jaccli
+from jaccli.engine import codegen, programs
+from jaccli.engine.replayed import ReplayTrace
+from tests.helpers import central_diff
+
+
+def _replay_of(g):
+    rec = g._cache[next(iter(g._cache))]
+    return rec
+
+
+def _mlp():
+    rng = np.random.default_rng(0)
+    W1, b1, W2 = rng.standard_normal((12, 5)) / 2, rng.standard_normal(12), rng.standard_normal((4, 12))
+    return (lambda x: W2 @ np.tanh(W1 @ x + b1)), (W1, b1, W2)
+
+
+def test_a_replay_answered_by_a_program_makes_no_nodes(monkeypatch):
+    monkeypatch.setattr(programs, "worth_keeping", lambda compiled, usual: True)
+    f, (W1, b1, W2) = _mlp()
+    g = jaccli.record_once(f)
+    rng = np.random.default_rng(1)
+    for _ in range(4):
+        x = rng.standard_normal(5)
+        h = np.tanh(W1 @ x + b1)
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, x)), (W2 * (1 - h * h)) @ W1, rtol=1e-13)
+    rec = _replay_of(g)
+    assert type(rec.trace) is ReplayTrace and rec.trace._pending is not None  # values only: no Node made
+    np.testing.assert_array_equal(rec.outputs[0], f(x))
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_the_nodes_a_usual_sweep_reads_are_made_from_the_replayed_values(monkeypatch, mode):
+    monkeypatch.setattr(programs, "worth_keeping", lambda compiled, usual: False)  # every sweep the usual way
+
+    def f(x):
+        return np.sin(x[:3] * x[1:]) * np.exp(x[0]) + np.sum(x ** 2)
+
+    g = jaccli.record_once(f)
+    rng = np.random.default_rng(2)
+    for _ in range(4):
+        x = rng.uniform(-1, 1, 4)
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, x, mode=mode)), central_diff(f, x), rtol=1e-7, atol=1e-9)
+    rec = _replay_of(g)
+    assert type(rec.trace) is ReplayTrace and rec.trace._pending is None  # made, for the usual sweep
+    assert [n.index for n in rec.trace.nodes] == list(range(len(rec.trace.values())))
+    for node, value in zip(rec.trace.nodes, rec.trace.values()):
+        assert node.value is value
+        for i, parent, index in node.parents:
+            assert node.args[i] is (parent.value if index is None else parent.value[index])
+
+
+def test_threads_reading_one_replay_share_one_set_of_nodes():
+    def f(x):
+        for _ in range(400):  # enough nodes that making them takes many thread switches
+            x = np.sin(x) * 0.9
+        return x
+
+    g = jaccli.record_once(f)
+    jaccli.jacobian(g, np.ones(3))
+    rec = g._cache[next(iter(g._cache))].replay((np.full(3, 0.5),))
+    start = threading.Barrier(8)
+    seen = []
+
+    def read():
+        start.wait()
+        seen.append(rec.trace.nodes)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=read) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert len(seen) == 8 and all(s is seen[0] for s in seen)
+    assert rec.in_nodes[0] is seen[0][0] and rec.out_refs[0][0] is seen[0][-1]
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, np.full(3, 0.5), mode="reverse")),
+                               central_diff(f, np.full(3, 0.5)), rtol=1e-6, atol=1e-9)
+
+
+def test_a_guard_that_changes_makes_the_compiled_replay_give_way_to_a_new_recording():
+    def f(x):
+        return x ** 2 if x.sum() > 0 else -x ** 3
+
+    g = jaccli.record_once(f)
+    for x in ([1.0, 2.0], [0.5, 0.25], [-1.0, -3.0], [-2.0, 0.5]):
+        x = np.array(x)
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, x)), central_diff(f, x), rtol=1e-7, atol=1e-9)
+    assert g.records == 2 and g.misses == 1
+
+
+def test_compiled_steps_check_guards_and_give_none_where_one_fails_or_a_call_raises():
+    steps = [(2, np.multiply, (None, None), ((0, 0, None), (1, 1, None)), {}, None, codegen.STEP),
+             (-1, np.greater, (None, 0.0), ((0, 2, None),), {}, None, np.array([True, True])),
+             (3, np.sqrt, (None,), ((0, 2, None),), {}, {"invalid": "raise", "divide": "raise", "over": "raise",
+                                                         "under": "ignore"}, codegen.STEP)]
+    run = codegen.compile_steps(steps, {0: ("vals", 0), 1: ("seeds", 0)}, [("slot", 3, None), ("copy", np.ones(2))])
+    a, b = np.array([1.0, 4.0]), np.array([9.0, 1.0])
+    got = run([a], (b,))
+    np.testing.assert_array_equal(got[0], np.sqrt(a * b))
+    assert got[1] is not run([a], (b,))[1]  # a constant is handed out as a fresh copy
+    assert run([a], (np.array([-1.0, 1.0]),)) is None  # the guard on a * b > 0 fails
+    assert run([a], (np.array([1.0]),)) is not None  # broadcasting: the same guard's result
+    assert run([np.array([1.0, 2.0, 3.0])], (b,)) is None  # a call raises (shapes do not broadcast)

@@ -35,13 +35,23 @@ DENSE_STORE_LIMIT = 2**30
 def default_memory_budget() -> int:
     """Bytes of working memory for one batch of sweeps (chunk_size="auto"): JACCLI_MEMORY_BUDGET, a
     size as --max-memory takes it (512MiB, 2G, bytes), else DEFAULT_MEMORY_BUDGET."""
+    global _BUDGET
     text = os.environ.get("JACCLI_MEMORY_BUDGET", "")
+    cached = _BUDGET  # one read: another thread may replace the pair meanwhile, never half of it
+    if text == cached[0]:
+        return cached[1]
     if not text.strip():
-        return DEFAULT_MEMORY_BUDGET
-    try:
-        return parse_size(text)
-    except ValueError as exc:
-        raise UsageError(f"the environment variable JACCLI_MEMORY_BUDGET: {exc}") from None
+        budget = DEFAULT_MEMORY_BUDGET
+    else:
+        try:
+            budget = parse_size(text)
+        except ValueError as exc:
+            raise UsageError(f"the environment variable JACCLI_MEMORY_BUDGET: {exc}") from None
+    _BUDGET = (text, budget)
+    return budget
+
+
+_BUDGET: tuple = (None, None)  # the last JACCLI_MEMORY_BUDGET read, and its size
 
 
 # Seeds of a whole block of up to so many rows (columns) are kept with the recording: making them

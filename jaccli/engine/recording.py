@@ -14,7 +14,8 @@ import numpy as np
 
 from ..errors import TracingError, UserFunctionError
 from . import rules  # noqa: F401  (fills the registry)
-from .core import (COLLECTOR_PAUSED, ELEMENTWISE, FREEZER, INPUT, MONITOR, Freezer, Node, Trace, _plan_reverse, forward,
+from .core import (COLLECTOR_PAUSED, ELEMENTWISE, FREEZER, INPUT, MONITOR, Freezer, Node, Trace, _plan_reverse,
+                   current_errstate, forward,
                    frozen_constants, is_internal, plan_form, renewed_plan, reverse, rewritable, stale_error, user_site,
                    value_size, write_in_place)
 from .seeds import dense
@@ -62,7 +63,7 @@ class Recording:
             # Data arguments as they were, for replay() to compare against; f gets copies of its
             # own, so that the recording's constants do not change when the caller's arrays do.
             self._data = _snapshot(args, self.wrt)
-            self._errstate = np.geterr()
+            self._errstate = current_errstate()
             for i, snap in self._data.items():
                 if type(snap) is not _Unique:  # comparable, so copied: f gets a copy of its own too
                     call_args[i] = _private(args[i])
@@ -167,7 +168,7 @@ class Recording:
         branch f takes and reports errors as usual. Constants that f captured (globals,
         closures, random draws) are replayed as they were recorded.
         """
-        if self.guards is None or len(args) != len(self.inputs) or np.geterr() != self._errstate:
+        if self.guards is None or len(args) != len(self.inputs) or current_errstate() != self._errstate:
             return None
         new_in = []
         try:

@@ -447,15 +447,16 @@ class Recording:
                 return out
         if prog is not None or key is None or not self._replayed or len(self._programs) >= programs.MAX_PROGRAMS:
             return sweep()
-        # CPU time, not wall time: other processes' load slows both ways alike (it is the best of
-        # two runs for the program, whose second run finds nothing cached that a replay would not)
+        # CPU time, not wall time: other processes' load slows both ways alike. The usual sweep as
+        # each replay pays it (it makes the nodes it reads and their rules), the program's best of
+        # two runs (its second finds nothing cached that a replay would not)
         start = time.process_time()
         out = sweep()
         usual = time.process_time() - start
+        compiled = math.inf
         try:
             with _pause_for(self.trace):
                 prog = programs.record(self.trace, kind, *where(), seeds)
-                compiled = math.inf
                 for _ in range(2 if prog is not None else 0):
                     start = time.process_time()
                     if prog.run(self.trace.values(), seeds) is None:

@@ -180,3 +180,103 @@ def test_heaviside_of_a_traced_x2_has_numpys_dtype_for_its_kwargs(kw):
     np.testing.assert_allclose(grad, [1.0, 0.0, 0.0, 1.0])  # x2 itself where x1 == 0
     with pytest.raises(TypeError):  # float64 x2 into a float32 loop, as NumPy refuses it
         jaccli.vjp(lambda v: np.heaviside(x1.astype(np.float32), v, dtype=np.float32, casting="safe"), x2, np.ones(4))
+
+
+# The rules composed of other operations (and ufunc.outer, the gufuncs), each with the ufunc whose
+# kwargs it takes; inputs away from their kinks by more than the difference step.
+_SIGNS = np.array([1.0, -1.0, -0.0, 2.0])
+_MATRIX = np.arange(16.0).reshape(4, 4) / 7
+_COMPOSED = {
+    "copysign": (np.copysign, lambda v, **kw: np.copysign(v, _SIGNS, **kw)),
+    "copysign-sign": (np.copysign, lambda v, **kw: np.copysign(1.5, v, **kw)),
+    "divmod": (np.divmod, lambda v, **kw: np.stack(np.divmod(v, 0.75, **kw))),
+    "modf": (np.modf, lambda v, **kw: np.stack(np.modf(v, **kw))),
+    "ldexp": (np.ldexp, lambda v, **kw: np.ldexp(v, np.array([2, -3, 0, 5]), **kw)),
+    "frexp": (np.frexp, lambda v, **kw: np.frexp(v, **kw)[0]),
+    "conjugate": (np.conjugate, lambda v, **kw: np.conjugate(v, **kw)),
+    "heaviside": (np.heaviside, lambda v, **kw: np.heaviside(np.array([0.0, 1.0, -2.0, 0.0]), v, **kw)),
+    "multiply.outer": (np.multiply, lambda v, **kw: np.multiply.outer(v, _SIGNS, **kw)),
+    "vecdot": (np.vecdot, lambda v, **kw: np.vecdot(_MATRIX, v, **kw)),
+    "matvec": (np.matvec, lambda v, **kw: np.matvec(_MATRIX, v, **kw)),
+}
+_UFUNC_KWARGS = {
+    "none": lambda uf: {}, "dtype32": lambda uf: {"dtype": np.float32}, "dtype64": lambda uf: {"dtype": np.float64},
+    "signature32": lambda uf: {"signature": (None,) * uf.nin + (np.float32,) * uf.nout},
+    "safe": lambda uf: {"casting": "safe"}, "safe32": lambda uf: {"dtype": np.float32, "casting": "safe"},
+    "no": lambda uf: {"casting": "no"},
+}
+
+
+@pytest.mark.parametrize("in_dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kwargs", _UFUNC_KWARGS)
+@pytest.mark.parametrize("name", _COMPOSED)
+def test_composed_ufuncs_take_their_kwargs_as_numpy_does(name, kwargs, in_dtype):
+    # Before: the kwargs were dropped (np.copysign(v, s, dtype=np.float32) float64, an integer factor
+    # 2**x2 made np.ldexp of float32 float64, a loop NumPy refuses computed all the same)
+    import jaccli
+    from tests.helpers import central_diff
+
+    ufunc, fn = _COMPOSED[name]
+    kw = _UFUNC_KWARGS[kwargs](ufunc)
+    x = np.array([0.4, -1.3, 2.6, -0.2], dtype=in_dtype)
+    try:
+        want = fn(x, **kw)
+    except TypeError as refusal:  # NumPy's own error, and only it
+        with pytest.raises(type(refusal)) as error:
+            jaccli.jacobian(lambda v: fn(v, **kw), x)
+        assert str(error.value) == str(refusal)
+        return
+    value, _ = jaccli.vjp(lambda v: fn(v, **kw), x, np.ones(want.shape))
+    assert value.dtype == want.dtype
+    if ufunc.signature is None:
+        np.testing.assert_array_equal(value, want)
+    else:  # an einsum: NumPy's sums to rounding
+        np.testing.assert_allclose(value, want, rtol=4 * np.finfo(want.dtype).eps)
+    J = np.asarray(jaccli.jacobian(lambda v: fn(v, **kw), x))
+    fd = central_diff(lambda v: fn(v.astype(in_dtype), **kw).astype(np.float64), x, h=1e-2)
+    np.testing.assert_allclose(J, fd, rtol=1e-4, atol=1e-4)
+
+
+def test_composed_ufuncs_refuse_a_where_mask():
+    # NumPy leaves the masked-out entries undefined; the composed rules computed them all, silently
+    import jaccli
+    from jaccli.errors import UnsupportedOperationError
+
+    x = np.array([0.4, -1.3, 2.6, -0.2])
+    for name in ("copysign", "copysign-sign", "divmod", "modf", "frexp", "conjugate", "heaviside"):
+        fn = _COMPOSED[name][1]
+        with pytest.raises(UnsupportedOperationError, match=rf"np.{name.split('-')[0]} with where= is not supported"):
+            jaccli.jacobian(lambda v: fn(v, where=np.array([True, False, True, True])), x)
+
+
+def test_ldexp_and_frexp_scale_exactly_over_the_whole_exponent_range():
+    # Before: times a factor 2**x2 made alone, which overflows (2**130 in float32) or underflows
+    # where the scaled value does not: inf for ldexp(1e-30, 130), for frexp of a subnormal
+    import jaccli
+
+    for dtype in (np.float32, np.float64):
+        tiny = np.finfo(dtype).smallest_subnormal
+        x = np.array([1e-30, 3 * tiny, -tiny, 2.5], dtype=dtype)
+        e = np.array([130, 200, -2, -140])
+        value, grad = jaccli.vjp(lambda v: np.ldexp(v, e), x, np.ones(4, dtype))
+        np.testing.assert_array_equal(value, np.ldexp(x, e))
+        np.testing.assert_array_equal(grad, np.ldexp(np.ones(4, dtype), e))  # 2**x2, inf beyond the dtype
+        (mantissa, exponent), grad = jaccli.vjp(lambda v: np.frexp(v), x, (np.ones(4, dtype), np.zeros(4)))
+        np.testing.assert_array_equal(mantissa, np.frexp(x)[0])
+        np.testing.assert_array_equal(exponent, np.frexp(x)[1])
+        np.testing.assert_array_equal(grad, np.ldexp(np.ones(4, dtype), -np.frexp(x)[1]))
+
+
+def test_conjugate_of_a_traced_array_is_a_new_array():
+    # Before: the traced array itself, so a write into np.conjugate(x) changed x
+    import jaccli
+
+    def f(x):
+        y = np.conjugate(x)
+        y[0] = 5.0
+        return x + y
+
+    x = np.array([1.0, 2.0])
+    value, grad = jaccli.vjp(f, x, np.ones(2))
+    np.testing.assert_array_equal(value, f(x.copy()))
+    np.testing.assert_array_equal(grad, [1.0, 2.0])

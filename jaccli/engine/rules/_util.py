@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import UnsupportedOperationError
 from ..seeds import broadcast_block
 
 try:
@@ -26,6 +27,39 @@ def dtype_of(x: Any) -> np.dtype:
     if dtype is not None:
         return dtype
     return np.asarray(x).dtype if isinstance(x, (list, tuple)) else np.result_type(x)
+
+
+def in_dtype(x: Any, dtype: np.dtype) -> Any:
+    """x cast to dtype (on the recording, where x is traced); x itself where it already has it."""
+    if dtype_of(x) == dtype:
+        return x
+    return x.astype(dtype) if hasattr(x, "_node") else np.asarray(x, dtype=dtype)
+
+
+def refuse_where(kw: dict, call: str) -> None:
+    """A where= mask is refused: NumPy leaves the entries it masks out undefined (without out=)."""
+    if kw.get("where", True) is not True:
+        name = call.split("(")[0]
+        raise UnsupportedOperationError(f"{name} with where= is not supported by jaccli (NumPy leaves the other "
+                                        f"entries undefined); write np.where(mask, {call}, x)")
+
+
+_WEAK = (int, float, complex, bool)  # Python numbers: NumPy fits them to the arrays' dtypes (NEP 50)
+
+
+def loop_dtypes(ufunc: np.ufunc, args: tuple, kw: dict) -> tuple[np.dtype, ...]:
+    """The dtypes of ufunc(*args, **kw)'s outputs in NumPy's loop for these arguments' dtypes and
+    kwargs (dtype=, signature=, casting=), or NumPy's own error for a loop it refuses.
+
+    For a rule that composes other operations: casting its inputs into the loop's dtype gives
+    NumPy's values and dtype. Found by calling ufunc on stand-ins of one element with the
+    arguments' dtypes and dimensions, so the cost does not grow with the arguments.
+    """
+    if ufunc.signature is None:  # a gufunc takes no where=: NumPy's error below
+        refuse_where(kw, f"np.{ufunc.__name__}(...)")
+    stand_ins = [a if type(a) in _WEAK else np.zeros((1,) * len(shape_of(a)), dtype_of(a)) for a in args]
+    out = ufunc(*stand_ins, **kw)
+    return tuple(o.dtype for o in out) if ufunc.nout > 1 else (out.dtype,)
 
 
 def shape_of(x: Any) -> tuple:

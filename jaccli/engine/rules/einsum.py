@@ -9,7 +9,7 @@ import numpy as np
 from ...errors import UnsupportedOperationError
 from ..core import user_site
 from ..registry import family, primitive, register, register_derived
-from ._util import dtype_of
+from ._util import dtype_of, in_dtype, loop_dtypes
 
 family("products")
 
@@ -186,6 +186,8 @@ def _gufunc(name: str, subscripts: str):
         if any(kw.get(k) is not None for k in ("axes", "axis", "out")) or kw.get("keepdims"):
             raise UnsupportedOperationError(f"np.{name} is supported by jaccli over its default axes only; "
                                             f"move axes with np.moveaxis first, or write np.einsum", user_site(2))
+        dtype = loop_dtypes(getattr(np, name), (x1, x2), kw)[0]  # dtype=, casting=: NumPy's loop, or its error
+        x1, x2 = in_dtype(x1, dtype), in_dtype(x2, dtype)
         if axis is not None:  # vecdot's one core axis, in each operand
             x1, x2 = np.moveaxis(x1, axis, -1), np.moveaxis(x2, axis, -1)
         return _einsum_handler(subscripts, x1, x2)

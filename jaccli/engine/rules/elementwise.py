@@ -6,12 +6,11 @@ import math
 
 import numpy as np
 
-from ...errors import UnsupportedOperationError
 from ..core import ELEMENTWISE
 from ..registry import family, primitive, register, register_derived, register_primitive
 from ..seeds import SparseBlock
-from ..tracer import Tracer, guarded, peek
-from ._util import expand, unbroadcast
+from ..tracer import Tracer, guarded
+from ._util import expand, in_dtype, loop_dtypes, refuse_where, unbroadcast
 
 family("elementwise")
 
@@ -357,9 +356,7 @@ def _clip(x, lo=None, hi=None, **kw):
 
 
 def _clip_handler(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue, max=np._NoValue, **kw):
-    if kw.get("where", True) is not True:
-        raise UnsupportedOperationError("np.clip with where= is not supported by jaccli (NumPy leaves the other "
-                                        "entries undefined); write np.where(mask, np.clip(x, lo, hi), x)")
+    refuse_where(kw, "np.clip(x, lo, hi)")
     lo = a_min if a_min is not np._NoValue else (None if min is np._NoValue else min)
     hi = a_max if a_max is not np._NoValue else (None if max is np._NoValue else max)
     return _clip(a, lo, hi)
@@ -431,8 +428,7 @@ def _heaviside(x1, x2, out=None, **kw):
     # x2 in NumPy's loop for these arguments and kwargs (dtype=, signature=): cast as NumPy casts it
     # (or refused as NumPy refuses it, casting="safe"), so the value has NumPy's dtype, as the other
     # ufuncs' values have. From the dtypes alone: nothing the recording needs to guard.
-    dtype = np.heaviside(peek(x1), peek(x2), **kw).dtype
-    taken = x2 if x2.dtype == dtype else x2.astype(dtype)
+    taken = in_dtype(x2, loop_dtypes(np.heaviside, (x1, x2), kw)[0])
     return where(guarded(lambda v: np.equal(v, 0), x1), taken, heaviside_step(x1, 0.0, **kw))
 
 
@@ -475,8 +471,12 @@ def _angle(z, deg=False):
                                             np.zeros_like(z)))
 
 
-register_derived(np.conjugate, lambda x, out=None, **kw: _of_real("np.conjugate", x, x),
-                 notes="real inputs only: the identity")
+def _conjugate(x, out=None, **kw):
+    taken = in_dtype(x, loop_dtypes(np.conjugate, (x,), kw)[0])
+    return _of_real("np.conjugate", x, np.copy(x) if taken is x else taken)  # a new array, as NumPy's
+
+
+register_derived(np.conjugate, _conjugate, notes="real inputs only: the identity")
 register_derived(np.real, lambda val: _of_real("np.real", val, val), notes="real inputs only: the identity")
 register_derived(np.imag, lambda val: _of_real("np.imag", val, np.zeros_like(val)),
                  notes="real inputs only: zeros, derivative 0")
@@ -485,6 +485,7 @@ register_derived(np.angle, _angle, notes="real inputs: 0 or pi (180) by the sign
 
 def _copysign(x1, x2, out=None, **kw):
     # |x1| with the sign bit of x2: the derivative in x1 is sign(x1) * (+-1), 0 at x1 = 0 (as abs)
+    x1 = in_dtype(x1, loop_dtypes(np.copysign, (x1, x2), kw)[0])
     flip = guarded(np.signbit, x2)
     return np.where(flip, -np.abs(x1), np.abs(x1))
 
@@ -525,27 +526,32 @@ register_derived(np.select, _select, uses=(where,), notes="nested np.where: mask
 # Two-output ufuncs and exact scalings by powers of two
 # ---------------------------------------------------------------------------
 def _divmod(x1, x2, /, out=None, **kw):
+    dtype = loop_dtypes(np.divmod, (x1, x2), kw)[0]
+    x1, x2 = in_dtype(x1, dtype), in_dtype(x2, dtype)
     return np.floor_divide(x1, x2), np.remainder(x1, x2)
 
 
 def _modf(x, /, out=None, **kw):
+    x = in_dtype(x, loop_dtypes(np.modf, (x,), kw)[0])
     whole = np.trunc(x)
     return x - whole, whole  # exact: x and its integer part share their leading bits
 
 
-def _ldexp(x1, x2, /, out=None, **kw):
-    return x1 * guarded(lambda e: np.ldexp(1.0, e), x2)  # times 2**x2: exact, as np.ldexp
+# ldexp is NumPy's own (kwargs, dtypes and the scaling, exact over the whole exponent range, where a
+# factor 2**x2 alone would overflow or underflow); x2 is an integer, so only x1 is differentiable.
+ldexp = _binary(np.ldexp, lambda ans, x1, x2: np.ldexp(np.ones((), ans.dtype), x2), None,
+                notes="derivative 2**x2 in x1; x2 is an integer")
 
 
 def _frexp(x, /, out=None, **kw):
+    x = in_dtype(x, loop_dtypes(np.frexp, (x,), kw)[0])
     exponent = guarded(lambda v: np.frexp(v)[1], x)
-    return x * np.ldexp(1.0, -exponent), exponent
+    return np.ldexp(x, -exponent), exponent
 
 
 register_derived(np.divmod, _divmod, uses=(mod,), notes="(floor_divide, remainder): derivative (0, 1) in x1")
 register_derived(np.modf, _modf, uses=(subtract,), notes="fractional part: derivative 1; integer part: 0")
-register_derived(np.ldexp, _ldexp, uses=(multiply,), notes="derivative 2**x2 in x1; x2 is an integer")
-register_derived(np.frexp, _frexp, uses=(multiply,), notes="mantissa: derivative 2**-exponent; exponent: integer")
+register_derived(np.frexp, _frexp, uses=(ldexp,), notes="mantissa: derivative 2**-exponent; exponent: integer")
 
 
 # ufunc.outer(a, b) is the ufunc on a reshaped to broadcast against every axis of b.
@@ -554,7 +560,7 @@ def _outer_of(ufunc):
         if out is not None:
             raise ValueError(f"np.{ufunc.__name__}.outer(..., out=...) writes into an existing array; write "
                              f"`y = np.{ufunc.__name__}.outer(...)` instead")
-        return ufunc(np.reshape(a, np.shape(a) + (1,) * np.ndim(b)), b)
+        return ufunc(np.reshape(a, np.shape(a) + (1,) * np.ndim(b)), b, **kw)  # dtype=, casting=: NumPy's
     return handler
 
 

@@ -207,34 +207,63 @@ _UFUNC_KWARGS = {
 }
 
 
+def _as_numpy_does(fn, x, exact):
+    """fn(traced x): NumPy's value, dtype and errors (exactly, or to rounding), derivatives as
+    central differences of NumPy's own fn in x's dtype."""
+    import jaccli
+    from tests.helpers import central_diff
+
+    try:
+        want = fn(x)
+    except TypeError as refusal:  # NumPy's own error, and only it
+        with pytest.raises(type(refusal)) as error:
+            jaccli.jacobian(fn, x)
+        assert str(error.value) == str(refusal)
+        return
+    value, _ = jaccli.vjp(fn, x, np.ones(want.shape))
+    assert value.dtype == want.dtype
+    if exact:
+        np.testing.assert_array_equal(value, want)
+    else:  # a sum: NumPy's to rounding
+        np.testing.assert_allclose(value, want, rtol=4 * np.finfo(np.result_type(want, np.float16)).eps)
+    J = np.asarray(jaccli.jacobian(fn, x))
+    fd = central_diff(lambda v: fn(v.astype(x.dtype)).astype(np.float64), x, h=1e-2)
+    np.testing.assert_allclose(J, fd, rtol=1e-4, atol=1e-4)
+
+
+_X = np.array([0.4, -1.3, 2.6, -0.2])
+
+
 @pytest.mark.parametrize("in_dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("kwargs", _UFUNC_KWARGS)
 @pytest.mark.parametrize("name", _COMPOSED)
 def test_composed_ufuncs_take_their_kwargs_as_numpy_does(name, kwargs, in_dtype):
     # Before: the kwargs were dropped (np.copysign(v, s, dtype=np.float32) float64, an integer factor
     # 2**x2 made np.ldexp of float32 float64, a loop NumPy refuses computed all the same)
-    import jaccli
-    from tests.helpers import central_diff
-
     ufunc, fn = _COMPOSED[name]
     kw = _UFUNC_KWARGS[kwargs](ufunc)
-    x = np.array([0.4, -1.3, 2.6, -0.2], dtype=in_dtype)
-    try:
-        want = fn(x, **kw)
-    except TypeError as refusal:  # NumPy's own error, and only it
-        with pytest.raises(type(refusal)) as error:
-            jaccli.jacobian(lambda v: fn(v, **kw), x)
-        assert str(error.value) == str(refusal)
-        return
-    value, _ = jaccli.vjp(lambda v: fn(v, **kw), x, np.ones(want.shape))
-    assert value.dtype == want.dtype
-    if ufunc.signature is None:
-        np.testing.assert_array_equal(value, want)
-    else:  # an einsum: NumPy's sums to rounding
-        np.testing.assert_allclose(value, want, rtol=4 * np.finfo(want.dtype).eps)
-    J = np.asarray(jaccli.jacobian(lambda v: fn(v, **kw), x))
-    fd = central_diff(lambda v: fn(v.astype(in_dtype), **kw).astype(np.float64), x, h=1e-2)
-    np.testing.assert_allclose(J, fd, rtol=1e-4, atol=1e-4)
+    _as_numpy_does(lambda v: fn(v, **kw), _X.astype(in_dtype), exact=ufunc.signature is None)  # gufuncs: einsums
+
+
+_METHODS = {
+    "maximum.reduce": lambda v, **kw: np.maximum.reduce(v, **kw),
+    "minimum.reduce": lambda v, **kw: np.minimum.reduce(v, **kw),
+    "logaddexp.reduce": lambda v, **kw: np.logaddexp.reduce(v, **kw),
+    "logaddexp2.reduce": lambda v, **kw: np.logaddexp2.reduce(v, **kw),
+    "maximum.accumulate": lambda v, **kw: np.maximum.accumulate(v, **kw),
+    "minimum.accumulate": lambda v, **kw: np.minimum.accumulate(v, **kw),
+    "add.reduceat": lambda v, **kw: np.add.reduceat(v, [0, 2, 1], **kw),
+}
+
+
+@pytest.mark.parametrize("in_dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, bool])
+@pytest.mark.parametrize("name", _METHODS)
+def test_ufunc_methods_compute_in_their_dtype_as_numpy_does(name, dtype, in_dtype):
+    # Before: dtype= was dropped (np.maximum.reduce(x, dtype=np.float32) of float64 was float64, a
+    # dtype NumPy refuses, logaddexp.reduce(x, dtype=int), was computed in x's)
+    fn = _METHODS[name]
+    _as_numpy_does(lambda v: fn(v, dtype=dtype), _X.astype(in_dtype), exact="max" in name or "min" in name)
 
 
 def test_composed_ufuncs_refuse_a_where_mask():

@@ -36,6 +36,16 @@ def in_dtype(x: Any, dtype: np.dtype) -> Any:
     return x.astype(dtype) if hasattr(x, "_node") else np.asarray(x, dtype=dtype)
 
 
+def in_method_dtype(method: Any, a: Any, dtype: Any, *args: Any) -> Any:
+    """a cast to the dtype= of a ufunc method (ufunc.reduce, .accumulate, .reduceat: args are its
+    other positional arguments), which NumPy casts the entries to and computes in; NumPy's own
+    error for a dtype the ufunc's loop refuses."""
+    if dtype is None:
+        return a
+    method(np.zeros(1, dtype_of(a)), *args, dtype=dtype)
+    return in_dtype(a, np.dtype(dtype))
+
+
 def refuse_where(kw: dict, call: str) -> None:
     """A where= mask is refused: NumPy leaves the entries it masks out undefined (without out=)."""
     if kw.get("where", True) is not True:

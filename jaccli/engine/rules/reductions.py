@@ -9,7 +9,7 @@ import numpy as np
 from ..registry import family, primitive, register, register_derived
 from ..seeds import SparseBlock, broadcast_block
 from ..tracer import FUNCTION_HANDLERS, UFUNC_HANDLERS, Tracer, guarded, primal
-from ._util import along, axis_index, dtype_of, norm_axes, shape_of, shift
+from ._util import along, axis_index, dtype_of, in_dtype, in_method_dtype, norm_axes, shape_of, shift
 from .indexing import gather, scatter_flat
 
 family("reductions")
@@ -270,10 +270,12 @@ if np.amax is not np.max:
     register_derived(np.amax, _max_handler, uses=(max_,), name="np.amax")
     register_derived(np.amin, _min_handler, uses=(min_,), name="np.amin")
 register((np.maximum, "reduce"), lambda a, axis=0, dtype=None, out=None, keepdims=False, initial=np._NoValue,
-         where=np._NoValue: _max_handler(a, axis=axis, keepdims=keepdims, initial=initial, where=where),
+         where=np._NoValue: _max_handler(in_method_dtype(np.maximum.reduce, a, dtype), axis=axis, keepdims=keepdims,
+                                         initial=initial, where=where),
          prims=(max_,), kind="derived")
 register((np.minimum, "reduce"), lambda a, axis=0, dtype=None, out=None, keepdims=False, initial=np._NoValue,
-         where=np._NoValue: _min_handler(a, axis=axis, keepdims=keepdims, initial=initial, where=where),
+         where=np._NoValue: _min_handler(in_method_dtype(np.minimum.reduce, a, dtype), axis=axis, keepdims=keepdims,
+                                         initial=initial, where=where),
          prims=(min_,), kind="derived")
 register_derived(np.ptp, lambda a, axis=None, out=None, keepdims=False:
                  _max_handler(a, axis, keepdims=keepdims) - _min_handler(a, axis, keepdims=keepdims),
@@ -470,8 +472,9 @@ register_derived(np.nancumprod, lambda a, axis=None, dtype=None, out=None:
 # ---------------------------------------------------------------------------
 # logaddexp.reduce (log-sum-exp) and add.reduceat (segment sums)
 # ---------------------------------------------------------------------------
-def _log_sum_exp(log, exp):
+def _log_sum_exp(ufunc, log, exp):
     def handler(array, axis=0, dtype=None, out=None, keepdims=False, **kw):
+        array = in_method_dtype(ufunc.reduce, array, dtype)
         axes = norm_axes(axis, np.ndim(array))
 
         def shift(v):  # a constant shift: finite, so that an all -inf slice stays -inf
@@ -486,13 +489,14 @@ def _log_sum_exp(log, exp):
 
 _LSE_NOTES = "m + log(sum(exp(x - m))) with a constant shift m: the derivative is the softmax; values agree " \
              "with NumPy's pairwise reduction to rounding"
-register((np.logaddexp, "reduce"), _log_sum_exp(np.log, np.exp), prims=(sum_,), kind="derived",
+register((np.logaddexp, "reduce"), _log_sum_exp(np.logaddexp, np.log, np.exp), prims=(sum_,), kind="derived",
          name="np.logaddexp.reduce", notes=_LSE_NOTES)
-register((np.logaddexp2, "reduce"), _log_sum_exp(np.log2, np.exp2), prims=(sum_,), kind="derived",
+register((np.logaddexp2, "reduce"), _log_sum_exp(np.logaddexp2, np.log2, np.exp2), prims=(sum_,), kind="derived",
          name="np.logaddexp2.reduce", notes=_LSE_NOTES)
 
 
 def _reduceat(array, indices, axis=0, dtype=None, out=None):
+    array = in_method_dtype(np.add.reduceat, array, dtype, [0])
     axis = axis_index(axis, np.ndim(array))
     length = np.shape(array)[axis]
     starts = np.asarray(indices, dtype=np.intp).reshape(-1)
@@ -506,8 +510,8 @@ def _reduceat(array, indices, axis=0, dtype=None, out=None):
     source = np.concatenate(spans) if spans else np.zeros(0, dtype=np.intp)
     segment = np.repeat(np.arange(starts.size), [s.size for s in spans])
     moved = np.moveaxis(array, axis, -1)
-    summed = scatter_flat(gather(moved, source), segment, starts.size)
-    return np.moveaxis(summed, -1, axis)
+    summed = np.moveaxis(scatter_flat(gather(moved, source), segment, starts.size), -1, axis)
+    return summed if dtype is None else in_dtype(summed, np.dtype(dtype))  # integer entries: NumPy's integer sums
 
 
 register((np.add, "reduceat"), _reduceat, prims=(gather, scatter_flat), kind="derived", name="np.add.reduceat",

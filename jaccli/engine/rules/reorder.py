@@ -8,7 +8,7 @@ from ...errors import UnsupportedOperationError
 from ..core import user_site
 from ..registry import family, register, register_derived
 from ..tracer import guarded, mark_read_only
-from ._util import axis_index, norm_axes
+from ._util import axis_index, in_method_dtype, norm_axes
 from .indexing import gather, get_basic, getitem, positions, rearrange
 from .shape import transpose
 
@@ -172,6 +172,7 @@ def _running(ufunc):
     def handler(array, axis=0, dtype=None, out=None):
         if np.ndim(array) == 0:
             raise TypeError("cannot accumulate on a scalar")  # NumPy's error
+        array = in_method_dtype(ufunc.accumulate, array, dtype)
         axis = axis_index(axis, np.ndim(array))
         source = guarded(_running_source, array, axis, ufunc)
         return rearrange(array, np.take_along_axis(positions(np.shape(array)), source, axis))

@@ -485,16 +485,38 @@ def test_numpy_in_a_partials_keywords_and_arguments_is_swapped_too(user_module):
     # from no default to `xp=np`, the module's size unchanged: before, the cached scan checked
     # only the functions found holding numpy, so g was not scanned again
     "def g(x):\n    return np.sin(x)\n",
-], ids=["held-numpy-before", "held-nothing-before"])
+    # first bound to no callable at all (g = None), the module's size unchanged: before, the cached
+    # scan checked only names bound to a callable or a module, so g was not scanned again
+    "g = None\n",
+], ids=["held-numpy-before", "held-nothing-before", "not-callable-before"])
 def test_a_helper_redefined_in_its_module_to_hold_numpy_is_swapped(user_module, request, first):
     # (either way, silently the other branch)
-    user = user_module("import numpy as np\n\n" + first + "\ndef f(x):\n    return g(x)\n",
+    user = user_module("import numpy as np\n\n" + first
+                       + "\ndef f(x):\n    return np.sin(x) if g is None else g(x)\n",
                        "user_redefined_" + request.node.callspec.id.replace("-", "_"))
     x = np.array([0.3, 0.7])
     np.testing.assert_allclose(jaccli.jacobian(user.f, x), np.diag(np.cos(x)), atol=1e-12)
     exec("def g(x, xp=np):\n    return xp.sin(x) if xp is np else -xp.sin(x)\n", user.__dict__)
     np.testing.assert_allclose(jaccli.jacobian(user.f, x), np.diag(np.cos(x)), atol=1e-12)
     assert user.g.__defaults__[0] is np
+
+
+def test_a_name_rebound_from_none_to_numpy_is_swapped(user_module):
+    # Before: the module's cached scan watched only names bound to a callable or a module, so xp,
+    # first None, then numpy (the module's size unchanged), stayed numpy itself: the other branch
+    user = user_module("""
+        import numpy as np
+
+        xp = None
+
+        def f(x):
+            return np.sin(x) if xp is None or xp is np else -np.sin(x)
+    """, "user_rebound_to_numpy")
+    x = np.array([0.3, 0.7])
+    np.testing.assert_allclose(jaccli.jacobian(user.f, x), np.diag(np.cos(x)), atol=1e-12)
+    user.xp = np
+    np.testing.assert_allclose(jaccli.jacobian(user.f, x), np.diag(np.cos(x)), atol=1e-12)
+    assert user.xp is np
 
 
 def test_numpy_held_in_a_cell_stays_swapped_while_another_recording_still_runs(user_module):

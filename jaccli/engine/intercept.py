@@ -200,30 +200,46 @@ def _stand_in(v: Any) -> Any:
     return None
 
 
-_NAMES_CACHE: dict[tuple, tuple[int, int, list, list, Callable, tuple]] = {}
+_NAMES_CACHE: dict[tuple, tuple[int, int, list, list, Callable, tuple, Callable, list]] = {}
+
+
+def _values_of(names: tuple) -> Callable[[dict], tuple]:
+    """dict -> the values of names, as a tuple (one lookup per name, in C)."""
+    if len(names) > 1:
+        return operator.itemgetter(*names)
+    if names:
+        name = names[0]
+        return lambda glb: (glb[name],)  # (itemgetter of one name gives its value, not a 1-tuple)
+    return lambda glb: ()
 
 
 def _swaps_in(glb: dict) -> tuple[list[tuple[str, Any, Any]], list[tuple[Any, str, Any, Any]]]:
     """What to swap in a globals dict while f runs (see `_stand_in`): (name, value, replacement)
     for its names, and (object, attribute, value, replacement) for what its own functions and
     classes' methods hold (`_held_swaps`). Rescanned when the dict changes size, a name bound to
-    a module or a callable (found or not) is rebound, or more replacements are installed."""
+    a module or a callable (found or not) is rebound, another name is bound to a value of another
+    type, or more replacements are installed."""
     key = (id(glb), glb.get("__name__"), glb.get("__file__"))
     cached = _NAMES_CACHE.get(key)
     if cached is not None and cached[0] == len(glb) and cached[1] == len(FUNCTION_SWAPS):
-        # Every such name, not only those found holding numpy: a helper redefined from `def g(x)` to
-        # `def g(x, xp=np)` holds it now. The path every recording takes, so one lookup per name and
-        # a tuple comparison, both in C (== is `is` first, and `is` for functions, classes, modules).
+        # Every name bound to a module or a callable, not only those found holding numpy: a helper
+        # redefined from `def g(x)` to `def g(x, xp=np)` holds it now. And the type of every other
+        # name, which is what makes it a callable or a module: `g = None`, then `def g(x, xp=np)`.
+        # (Types, not values: the cache keeps no data the module has let go of, and a counter that
+        # f increments is no reason to scan again.) The path every recording takes, so lookups and
+        # comparisons in C (== is `is` first, and `is` for functions, classes, modules and types).
         try:
-            if cached[4](glb) == cached[5]:
+            if cached[4](glb) == cached[5] and list(map(type, cached[6](glb))) == cached[7]:
                 return cached[2], cached[3]
         except Exception:  # noqa: BLE001 - a name deleted (and another bound), or an == that raises: scanned again
             pass
     # Called only while no recording has swapped glb's names (intercept_numpy counts its users).
-    swaps, held, watched = [], [], []
+    swaps, held, watched, typed = [], [], [], []
     for k, v in list(glb.items()):
         if callable(v) or issubclass(type(v), types.ModuleType):
             watched.append((k, v))
+        elif type(k) is not str or not (k.startswith("__") and k.endswith("__")):  # (dunders: Python's own)
+            typed.append((k, type(v)))
         replacement = _stand_in_or_same(v)
         if replacement is not v:
             swaps.append((k, v, replacement))
@@ -241,10 +257,9 @@ def _swaps_in(glb: dict) -> tuple[list[tuple[str, Any, Any]], list[tuple[Any, st
         except Exception:  # noqa: BLE001 - an object whose attributes raise (a lazy loader's): left as it is
             continue
         held += found
-    names = tuple(k for k, _ in watched)
-    # (itemgetter of one name gives its value, not a 1-tuple)
-    lookup = operator.itemgetter(*names) if len(names) > 1 else lambda glb: tuple(glb[k] for k in names)
-    _NAMES_CACHE[key] = (len(glb), len(FUNCTION_SWAPS), swaps, held, lookup, tuple(v for _, v in watched))
+    _NAMES_CACHE[key] = (len(glb), len(FUNCTION_SWAPS), swaps, held, _values_of(tuple(k for k, _ in watched)),
+                         tuple(v for _, v in watched), _values_of(tuple(k for k, _ in typed)),
+                         [t for _, t in typed])
     return swaps, held
 
 

@@ -130,6 +130,35 @@ def test_assigned_values_numpy_refuses_raise_numpys_error(idx, v_shape, message)
         jaccli.jacobian(f, np.array([0.3, 0.7, 1.5]))
 
 
+def test_writing_rows_into_a_large_traced_array_takes_memory_of_the_rows_not_the_array():
+    # Before: every write of more than one value made an array of y's size, only for NumPy to check
+    # the value's shape against y[idx] (a loop writing rows: y's size once per row)
+    import tracemalloc
+
+    x = np.random.default_rng(0).normal(size=(1000, 1000))
+    peaks = []
+
+    def f(x):
+        y = x * 1.0
+        w = x[0] * 2.0
+        # (the first writes copy y, and count its non-finite entries once: y's size, once)
+        for i, (idx, v) in enumerate([(0, w), (1, w), (2, w), (3, w[None]), (np.s_[4:6, :2], w[:2]),
+                                      (np.s_[6, ...], w), (7, w[None, None])]):
+            tracemalloc.reset_peak()
+            before = tracemalloc.get_traced_memory()[0]
+            y[idx] = v * i
+            peaks.append(tracemalloc.get_traced_memory()[1] - before)
+        return y
+
+    tracemalloc.start()
+    try:
+        value, _ = jaccli.vjp(f, x, np.ones(x.shape))
+    finally:
+        tracemalloc.stop()
+    assert_array_equal(value, f(x))
+    assert max(peaks[2:7]) < x.nbytes / 50, peaks
+
+
 @pytest.mark.parametrize("make", [
     lambda x: np.zeros_like(x, shape=(2, x.size)),
     lambda x: np.ones_like(x, shape=(2, x.size)),

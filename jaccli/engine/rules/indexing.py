@@ -253,17 +253,26 @@ assign.vjp_in_place = _assign_vjp_x_in_place
 assign.jvp_in_place = _assign_jvp_in_place
 
 
+def _one_element(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """A writable array of any shape in the memory of one element: every index reaches that one."""
+    return np.ndarray(shape, dtype, np.empty(1, dtype=dtype), strides=(0,) * len(shape))  # (as_strided, in C)
+
+
+_NO_BYTES = np.dtype([])  # (an array of it holds no memory, whatever its shape)
+
+
 def _as_written(x, v, idx: tuple):
     """v as NumPy writes it into x[idx]: its leading length-1 axes past x[idx]'s dropped, as NumPy
     drops them (y[:2] = w of shape (1, 2)). Where NumPy refuses v (a shape that does not broadcast,
-    a sequence into one element of a float array), NumPy's own error: an empty array of x's shape
-    and dtype is written with one of v's, so that NumPy decides, as it does for plain arrays."""
+    a sequence into one element of a float array), NumPy's own error: an array of x's shape and
+    dtype is written with one of v's, so that NumPy decides, as it does for plain arrays. Both in
+    one element's memory, and x[idx]'s dimensions read from an array that holds none: O(1)
+    memory, whatever the sizes of x and v (a row written into a large array, in a loop)."""
     v_shape = np.shape(v)
     if not v_shape:  # one value: nothing to drop, and no shape NumPy refuses (a loop of element writes)
         return v
-    probe = np.empty(np.shape(x), dtype=dtype_of(x))
-    probe[idx] = np.empty(v_shape, dtype=dtype_of(v))
-    extra = len(v_shape) - np.ndim(probe[idx])
+    _one_element(np.shape(x), dtype_of(x))[idx] = _one_element(v_shape, dtype_of(v))
+    extra = len(v_shape) - np.empty(np.shape(x), dtype=_NO_BYTES)[idx].ndim
     return np.reshape(v, v_shape[extra:]) if extra > 0 else v
 
 

@@ -296,6 +296,21 @@ def test_ldexp_and_frexp_scale_exactly_over_the_whole_exponent_range():
         np.testing.assert_array_equal(grad, np.ldexp(np.ones(4, dtype), -np.frexp(x)[1]))
 
 
+def test_modf_of_inf_has_numpys_fraction():
+    # Before: x - trunc(x), NaN at +-inf where NumPy's fractional part is 0
+    import jaccli
+    from tests.helpers import central_diff
+
+    x = np.array([np.inf, -np.inf, np.nan, -2.5, 3.25])
+    for dtype in (np.float32, np.float64):
+        (fraction, whole), grad = jaccli.vjp(np.modf, x.astype(dtype), (np.ones(5, dtype), np.zeros(5, dtype)))
+        for got, want in zip((fraction, whole), np.modf(x.astype(dtype))):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+        finite_differences = np.diag(central_diff(lambda v: np.modf(v)[0], x, h=1e-3))
+        np.testing.assert_allclose(grad[[0, 1, 3, 4]], finite_differences[[0, 1, 3, 4]], rtol=1e-6)
+
+
 def test_conjugate_of_a_traced_array_is_a_new_array():
     # Before: the traced array itself, so a write into np.conjugate(x) changed x
     import jaccli

@@ -534,7 +534,9 @@ def _divmod(x1, x2, /, out=None, **kw):
 def _modf(x, /, out=None, **kw):
     x = in_dtype(x, loop_dtypes(np.modf, (x,), kw)[0])
     whole = np.trunc(x)
-    return x - whole, whole  # exact: x and its integer part share their leading bits
+    fraction = x - whole  # exact: x and its integer part share their leading bits
+    infinite = guarded(np.isinf, x)
+    return (np.where(infinite, 0.0, fraction) if infinite.any() else fraction), whole  # NumPy's 0 for +-inf, not NaN
 
 
 # ldexp is NumPy's own (kwargs, dtypes and the scaling, exact over the whole exponent range, where a

@@ -15,7 +15,10 @@ from .errors import UsageError
 from .words import counted, verb
 from .finite_diff import (batch_flag, fd_columns, finite_difference_jacobian, flat_indices, float64_args,
                           gradient_function, plain_outputs)
-from .kinks import Kink, RowReach, StepCrossings, excuse_mismatches, kink_rows
+from .excuses import excuse_mismatches
+from .kink_reach import RowReach, kink_rows
+from .kinks import Kink
+from .step_crossings import StepCrossings
 
 __all__ = ["check_derivative", "CheckReport", "compare_arrays", "CompareReport", "finite_difference_jacobian",
            "default_tolerances", "DEFAULT_TOLERANCES"]

@@ -1,0 +1,141 @@
+"""Branch changes: what differs between f recorded at x and f recorded a finite-difference step away."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .engine.recording import Recording
+from .engine.tracer import peek
+from .kinks import kink_mask, op_at
+
+__all__ = ["branch_changes", "crossings", "merge_flags"]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, (np.ndarray, np.generic, float, int, bool)) and isinstance(b, (np.ndarray, np.generic, float,
+                                                                                    int, bool)):
+        a, b = np.asarray(a), np.asarray(b)
+        return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return True  # not comparable: nothing to say
+
+
+# Decompositions of a symmetric matrix: NumPy reads one triangle of A; the derivative (JAX's and
+# PyTorch's convention) is that of f((A + A.T)/2), so a step that changes A unsymmetrically (a step
+# along one off-diagonal entry of A itself) sees another function than AD differentiates.
+_READS_ONE_TRIANGLE = frozenset({"np.linalg.eigh", "np.linalg.eigvalsh", "np.linalg.cholesky"})
+
+
+def _unsymmetric_moves(a: Any, b: Any) -> np.ndarray | None:
+    """Per matrix of a stack (shape ``a.shape[:-2]``): the change from a to b has an antisymmetric part
+    beyond rounding. None when a and b are not matrices of one shape."""
+    a, b = np.asarray(peek(a)), np.asarray(peek(b))
+    if a.shape != b.shape or a.ndim < 2:
+        return None
+    d = b - a
+    size = np.abs(d).max(axis=(-2, -1))
+    return (size > 0) & (np.abs(d - np.swapaxes(d, -1, -2)).max(axis=(-2, -1)) > 1e-3 * size)
+
+
+def _changed(a: Any, b: Any) -> np.ndarray:
+    """Which elements differ between two values (NaN equals NaN): element by element for arrays of one
+    shape, else one flag (0-d) for the whole value."""
+    kinds = (np.ndarray, np.generic, float, int, bool)
+    if isinstance(a, kinds) and isinstance(b, kinds):
+        x, y = np.asarray(a), np.asarray(b)
+        if x.shape == y.shape and x.dtype.kind in "biufcb" and y.dtype.kind in "biufcb":
+            same = x == y
+            if x.dtype.kind in "fc" and y.dtype.kind in "fc":
+                same |= np.isnan(x) & np.isnan(y)
+            return ~np.asarray(same, dtype=bool)
+    return np.array(not _same(a, b))
+
+
+def merge_flags(into: dict, key: Any, flags: np.ndarray) -> None:
+    """OR `flags` into ``into[key]``; flags of another shape collapse to one flag for the whole value."""
+    old = into.get(key)
+    if old is None:
+        into[key] = flags
+    elif old.shape == flags.shape:
+        into[key] = old | flags
+    else:
+        into[key] = np.array(bool(old.any() or flags.any()))
+
+
+_CONTROL_FLOW = "Python control flow: f runs different operations within the step"
+
+
+def crossings(base: Recording, moved: Recording, masks: dict[int, np.ndarray],
+               constants: bool = True) -> tuple[dict[int, np.ndarray], dict[str, np.ndarray]]:
+    """`branch_changes` element by element.
+
+    Returns:
+        Kink node index -> which of its kink elements (in the order of ``mask[mask]``) are no longer
+        at a kink, for the kinks the step crosses; and description of a jump -> which elements of the
+        value that jumps change (a 0-d flag where elements cannot be told apart: control flow).
+    """
+    a_nodes, b_nodes = base.trace.nodes, moved.trace.nodes
+    if len(a_nodes) != len(b_nodes) or any(a.prim is not b.prim for a, b in zip(a_nodes, b_nodes)):
+        return {i: np.ones(int(m.sum()), dtype=bool) for i, m in masks.items()}, {_CONTROL_FLOW: np.array(True)}
+    crossed = {}
+    for index, mask in masks.items():
+        new = kink_mask(b_nodes[index])
+        off = np.ones(int(mask.sum()), dtype=bool) if new.shape != mask.shape else (mask & ~new)[mask]
+        if off.any():
+            crossed[index] = off
+    changes: dict[str, np.ndarray] = {}
+    for a, b in zip(a_nodes, b_nodes):
+        if not a.deps:
+            continue
+        if a.prim.zero_grad:
+            jumped = _changed(peek(a.value), peek(b.value))
+            if jumped.any():
+                merge_flags(changes, f"{op_at(a)}: a step function changes value within the step", jumped)
+                continue
+        if a.prim.name in _READS_ONE_TRIANGLE:
+            off_symmetric = _unsymmetric_moves(a.args[0], b.args[0])
+            if off_symmetric is not None and off_symmetric.any():
+                merge_flags(changes, f"{op_at(a)}: the step changes its matrix unsymmetrically; NumPy reads one "
+                       "triangle, and the derivative is that of the symmetric part (A + A.T)/2", off_symmetric)
+                continue
+        if not constants:
+            continue
+        traced = {argnum for argnum, _, _ in a.parents}
+        for pos, (x, y) in enumerate(zip(a.args, b.args)):
+            if pos in traced:
+                continue
+            jumped = _changed(peek(x), peek(y))
+            if jumped.any():
+                what = "its condition" if a.prim.name == "np.where" and pos == 0 else f"its argument {pos}"
+                merge_flags(changes, f"{op_at(a)}: {what} changes within the step", jumped)
+                break
+    return crossed, changes
+
+
+def branch_changes(base: Recording, moved: Recording, masks: dict[int, np.ndarray],
+                   constants: bool = True) -> tuple[set[int], list[str]]:
+    """Compare f recorded at x with f recorded at a nearby point.
+
+    Args:
+        base: f recorded at x.
+        moved: f recorded at a point a finite-difference step away.
+        masks: kink masks of `base` for the kinks of interest (node index -> mask).
+        constants: whether a non-differentiated argument that changes is a jump. Not when f takes
+            a derivative without create_graph (Trace.severed): that constant varies smoothly with x.
+
+    Returns:
+        The kinks (node indices of `masks`) whose kink elements are no longer at a kink, so the
+        step moves across them; and descriptions of jumps the step crosses: a step function
+        (floor, sign...) that changes value, a condition, index or other non-differentiated
+        argument computed from the input that changes (np.where's condition, an argmax index),
+        or Python control flow that records different operations.
+    """
+    crossed, changes = crossings(base, moved, masks, constants)
+    return set(crossed), list(changes)
+

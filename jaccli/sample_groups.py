@@ -24,7 +24,7 @@ def bit_groups(B: int) -> np.ndarray:
 
 
 def decode_samples(seen: np.ndarray, groups: np.ndarray, label: np.ndarray, n_labels: int,
-            every: np.ndarray | None = None) -> np.ndarray:
+                   every: np.ndarray | None = None) -> np.ndarray:
     """Which samples items come from, from the sample groups that see them.
 
     Args:
@@ -61,4 +61,3 @@ def decode_samples(seen: np.ndarray, groups: np.ndarray, label: np.ndarray, n_la
         item, s = np.nonzero(allowed)
         out[s, label[items[item]]] = True
     return out
-

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from .engine.core import ELEMENTWISE, Node
 from .engine.recording import Recording
 from .engine.tracer import peek
 from .kinks import kink_mask, op_at
 
-__all__ = ["branch_changes", "crossings", "merge_flags"]
+__all__ = ["Crossed", "branch_changes", "crossings", "merge_flags"]
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -71,38 +73,82 @@ def merge_flags(into: dict, key: Any, flags: np.ndarray) -> None:
 _CONTROL_FLOW = "Python control flow: f runs different operations within the step"
 
 
-def crossings(base: Recording, moved: Recording, masks: dict[int, np.ndarray],
-               constants: bool = True) -> tuple[dict[int, np.ndarray], dict[str, np.ndarray]]:
-    """`branch_changes` element by element.
+@dataclass
+class Crossed:
+    """What a step crosses, element by element (`crossings`).
 
-    Returns:
-        Kink node index -> which of its kink elements (in the order of ``mask[mask]``) are no longer
-        at a kink, for the kinks the step crosses; and description of a jump -> which elements of the
-        value that jumps change (a 0-d flag where elements cannot be told apart: control flow).
+    `kinks`: kink node index -> which of its kink elements (in the order of ``mask[mask]``) the step
+    moves off the kink, for the kinks it crosses. `jumps`: description of a jump -> which elements of
+    the value that jumps change (a 0-d flag where elements cannot be told apart: control flow).
+    `placed`: description of a jump -> node index -> which elements of that op's output the jump
+    changes (flags that broadcast to the output's shape); None where some of the jump shows in no
+    op's output (control flow, f raising, a matrix read by one triangle, an argument of an op that is
+    not elementwise).
     """
+
+    kinks: dict[int, np.ndarray] = field(default_factory=dict)
+    jumps: dict[str, np.ndarray] = field(default_factory=dict)
+    placed: dict[str, dict[int, np.ndarray] | None] = field(default_factory=dict)
+
+    def add_jump(self, text: str, flags: np.ndarray, index: int | None = None) -> None:
+        """A jump whose `flags` change: elements of the output of node `index`, or None: unplaced."""
+        merge_flags(self.jumps, text, flags)
+        if index is None:
+            self.placed[text] = None
+        elif self.placed.setdefault(text, {}) is not None:
+            merge_flags(self.placed[text], index, flags)
+
+    def update(self, other: "Crossed") -> None:
+        """OR in what another step crosses."""
+        for index, flags in other.kinks.items():
+            merge_flags(self.kinks, index, flags)
+        for text, flags in other.jumps.items():
+            where = other.placed.get(text)
+            if where is None:
+                self.add_jump(text, flags)
+            for index, elements in (where or {}).items():
+                self.add_jump(text, elements, index)
+
+
+def _in_output(node: Node, flags: np.ndarray) -> bool:
+    """Whether `flags` (of node's value, or of an argument of an elementwise op) broadcast to node's
+    output, so that they name the elements of the output that change."""
+    value = peek(node.value)
+    if node.prim.multi_out or not isinstance(value, (np.ndarray, np.generic, float, int)):
+        return False
+    try:
+        return np.broadcast_shapes(flags.shape, np.shape(value)) == np.shape(value)
+    except ValueError:
+        return False
+
+
+def crossings(base: Recording, moved: Recording, masks: dict[int, np.ndarray], constants: bool = True) -> Crossed:
+    """`branch_changes` element by element: a `Crossed`."""
     a_nodes, b_nodes = base.trace.nodes, moved.trace.nodes
+    out = Crossed()
     if len(a_nodes) != len(b_nodes) or any(a.prim is not b.prim for a, b in zip(a_nodes, b_nodes)):
-        return {i: np.ones(int(m.sum()), dtype=bool) for i, m in masks.items()}, {_CONTROL_FLOW: np.array(True)}
-    crossed = {}
+        out.kinks = {i: np.ones(int(m.sum()), dtype=bool) for i, m in masks.items()}
+        out.add_jump(_CONTROL_FLOW, np.array(True))
+        return out
     for index, mask in masks.items():
         new = kink_mask(b_nodes[index])
         off = np.ones(int(mask.sum()), dtype=bool) if new.shape != mask.shape else (mask & ~new)[mask]
         if off.any():
-            crossed[index] = off
-    changes: dict[str, np.ndarray] = {}
+            out.kinks[index] = off
     for a, b in zip(a_nodes, b_nodes):
         if not a.deps:
             continue
         if a.prim.zero_grad:
             jumped = _changed(peek(a.value), peek(b.value))
             if jumped.any():
-                merge_flags(changes, f"{op_at(a)}: a step function changes value within the step", jumped)
+                out.add_jump(f"{op_at(a)}: a step function changes value within the step", jumped,
+                             a.index if _in_output(a, jumped) else None)
                 continue
         if a.prim.name in _READS_ONE_TRIANGLE:
             off_symmetric = _unsymmetric_moves(a.args[0], b.args[0])
             if off_symmetric is not None and off_symmetric.any():
-                merge_flags(changes, f"{op_at(a)}: the step changes its matrix unsymmetrically; NumPy reads one "
-                       "triangle, and the derivative is that of the symmetric part (A + A.T)/2", off_symmetric)
+                out.add_jump(f"{op_at(a)}: the step changes its matrix unsymmetrically; NumPy reads one triangle, "
+                             "and the derivative is that of the symmetric part (A + A.T)/2", off_symmetric)
                 continue
         if not constants:
             continue
@@ -113,9 +159,11 @@ def crossings(base: Recording, moved: Recording, masks: dict[int, np.ndarray],
             jumped = _changed(peek(x), peek(y))
             if jumped.any():
                 what = "its condition" if a.prim.name == "np.where" and pos == 0 else f"its argument {pos}"
-                merge_flags(changes, f"{op_at(a)}: {what} changes within the step", jumped)
+                # an elementwise op's output changes where its argument does (broadcast)
+                placed = a.prim.structure == ELEMENTWISE and _in_output(a, jumped)
+                out.add_jump(f"{op_at(a)}: {what} changes within the step", jumped, a.index if placed else None)
                 break
-    return crossed, changes
+    return out
 
 
 def branch_changes(base: Recording, moved: Recording, masks: dict[int, np.ndarray],
@@ -136,6 +184,6 @@ def branch_changes(base: Recording, moved: Recording, masks: dict[int, np.ndarra
         argument computed from the input that changes (np.where's condition, an argmax index),
         or Python control flow that records different operations.
     """
-    crossed, changes = crossings(base, moved, masks, constants)
-    return set(crossed), list(changes)
+    crossed = crossings(base, moved, masks, constants)
+    return set(crossed.kinks), list(crossed.jumps)
 

@@ -1,9 +1,9 @@
-"""Which Jacobian rows reach a kink: reverse sweeps with a monitor on the cotangents into kink ops."""
+"""Which Jacobian rows reach a kink, and which samples reach an op's elements: reverse sweeps that watch cotangents."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Collection, Sequence
 
 import numpy as np
 
@@ -13,7 +13,7 @@ from .engine.tracer import peek
 from .kinks import Kink
 from .sample_groups import bit_groups, decode_samples
 
-__all__ = ["RowReach", "kink_rows", "row_seeds"]
+__all__ = ["RowReach", "kink_rows", "row_seeds", "sample_reach"]
 
 # Seed values swept at once by kink_rows (rows x sample groups x output size).
 _SEED_BUDGET = 1 << 22
@@ -113,27 +113,68 @@ def kink_rows(rec: Recording, i: int, rows: np.ndarray, kinks: Sequence[Kink], b
         if groups is not None:
             seeds = (seeds[:, None] * weights[None]).reshape((len(part) * n_groups,) + np.shape(out))
 
-        def note(index: int, nonzero: np.ndarray, start: int = start, n: int = len(part)) -> None:
+        def note(index: int, ct: Any, start: int = start, n: int = len(part)) -> None:
+            nonzero = _at_elements(ct, masks[index])
             hit[index][:, start:start + n] |= nonzero.reshape(n, n_groups, -1).transpose(1, 0, 2)
 
-        if ref[0].index in masks:
-            note(ref[0].index, _at_elements(seeds, masks[ref[0].index]))
-
-        def monitor(node: core.Node, argnum: int, ct: Any, kind: str) -> None:
-            for a, parent, _ in node.parents:
-                if a == argnum and parent.index in masks:
-                    note(parent.index, _at_elements(ct, masks[parent.index]))
-            if saved is not None:
-                saved(node, argnum, ct, kind)
-
-        saved = core.MONITOR.v
-        core.MONITOR.v = monitor
-        try:
-            with np.errstate(all="ignore"):
-                rec.vjp([seeds if o == i else None for o in range(len(rec.outputs))])
-        finally:
-            core.MONITOR.v = saved
+        _sweep_watching(rec, [seeds if o == i else None for o in range(len(rec.outputs))], masks, note)
     return RowReach(hit, groups)
+
+
+def sample_reach(rec: Recording, nodes: Collection[int], groups: np.ndarray) -> dict[int, np.ndarray]:
+    """Which sample groups' outputs reach each element of some ops' outputs with a nonzero cotangent.
+
+    One reverse sweep of one seed per group of `groups` (`bit_groups(B)`): every output element of
+    the group's samples, each with its own random weight so that nothing cancels, and none of the
+    others; with a monitor on the cotangents flowing into the ops.
+
+    Args:
+        rec: f recorded with a batch axis 0 on its outputs.
+        nodes: node indices of single-output ops of `rec`.
+        groups: (G, B) boolean sample groups.
+
+    Returns:
+        Node index -> (G, size) boolean: group g reaches element e (flat) of that op's output
+        (`decode_samples` reads the samples off it).
+    """
+    masks = {index: np.ones(np.shape(peek(rec.trace.nodes[index].value)), dtype=bool) for index in nodes}
+    seen = {index: np.zeros((len(groups), mask.size), dtype=bool) for index, mask in masks.items()}
+    rng = np.random.default_rng(0)
+    seeds = []
+    for out, ref in zip(rec.outputs, rec.out_refs):
+        if ref is None or np.ndim(out) == 0 or np.shape(out)[0] != groups.shape[1]:
+            seeds.append(None)
+            continue
+        seeds.append(groups.reshape(groups.shape + (1,) * (np.ndim(out) - 1)) * rng.uniform(0.5, 1.5, np.shape(out)))
+
+    def note(index: int, ct: Any) -> None:
+        seen[index] |= _at_elements(ct, masks[index])
+
+    _sweep_watching(rec, seeds, masks, note)
+    return seen
+
+
+def _sweep_watching(rec: Recording, seeds: list, watched: Collection[int], note: Callable[[int, Any], None]) -> None:
+    """One reverse sweep of `seeds` (a block per output, or None) that calls ``note(index, ct)`` with every
+    block of cotangents flowing into the output of a watched node (the seed itself, for an output)."""
+    for ref, seed in zip(rec.out_refs, seeds):
+        if ref is not None and seed is not None and ref[0].index in watched:
+            note(ref[0].index, seed)
+
+    def monitor(node: core.Node, argnum: int, ct: Any, kind: str) -> None:
+        for a, parent, _ in node.parents:
+            if a == argnum and parent.index in watched:
+                note(parent.index, ct)
+        if saved is not None:
+            saved(node, argnum, ct, kind)
+
+    saved = core.MONITOR.v
+    core.MONITOR.v = monitor
+    try:
+        with np.errstate(all="ignore"):
+            rec.vjp(seeds)
+    finally:
+        core.MONITOR.v = saved
 
 
 def row_seeds(out: np.ndarray, rows: np.ndarray, batch: bool) -> np.ndarray:

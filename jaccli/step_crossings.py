@@ -6,9 +6,11 @@ from typing import Callable
 
 import numpy as np
 
-from .branches import crossings, merge_flags
+from .branches import Crossed, crossings
 from .engine.recording import Recording
+from .engine.tracer import peek
 from .finite_diff import fd_step
+from .kink_reach import sample_reach
 from .kinks import find_kinks
 from .sample_groups import bit_groups, decode_samples
 
@@ -20,7 +22,7 @@ class StepCrossings:
 
     f is recorded with float64 inputs, as the finite differences see it; `kinks` are those at x.
     With batch, a step moves element c of every sample at once, as the finite differences do;
-    `samples` tells which samples' own steps cross what.
+    `samples` tells which samples it crosses what in. `recordings` counts the recordings of f.
     """
 
     def __init__(self, f: Callable, args: tuple, wrt_idx: tuple, batch: bool) -> None:
@@ -32,19 +34,20 @@ class StepCrossings:
         self.kinks = find_kinks(self.base)
         self.masks = {k.node_index: k.mask for k in self.kinks}
         self.B = int(np.shape(args[wrt_idx[0]])[0]) if batch and wrt_idx else 1
-        self.cache: dict[tuple[int, int], tuple[dict, dict]] = {}
-        self.split: dict[tuple[int, int], tuple[dict, dict]] = {}
+        self.groups = bit_groups(self.B) if batch and self.B > 1 else None
+        self.cache: dict[tuple[int, int], Crossed] = {}
+        self.split: dict[tuple[int, int, bytes], tuple[dict, dict]] = {}
+        self.reach: dict[int, np.ndarray] = {}  # node index -> `sample_reach` of its output
         self.recordings = 1
 
-    def _step(self, j: int, c: int, which: np.ndarray | None) -> tuple[dict, dict]:
+    def _step(self, j: int, c: int, which: np.ndarray | None) -> Crossed:
         """`crossings` of the steps +h and -h along element c of input j, ORed; with `which`, only the
         samples it marks move."""
         k = self.wrt_idx[j]
         x = np.asarray(self.args[k])
         flat = x.reshape((x.shape[0], -1) if self.batch else (-1,))
         at = (Ellipsis, c) if which is None else (which, c)
-        crossed: dict[int, np.ndarray] = {}
-        changes: dict[str, np.ndarray] = {}
+        out = Crossed()
         for sign in (1.0, -1.0):
             moved = flat.copy()
             moved[at] = flat[at] + sign * fd_step(flat[at])
@@ -55,68 +58,111 @@ class StepCrossings:
                 with np.errstate(all="ignore"):
                     rec = Recording(self.f, args, self.wrt_idx)
             except Exception as exc:  # noqa: BLE001 - f itself failing within the step is a jump too
-                for index, mask in self.masks.items():
-                    merge_flags(crossed, index, np.ones(int(mask.sum()), dtype=bool))
-                merge_flags(changes, f"f raises within the step ({type(exc).__name__})", np.array(True))
+                every = Crossed({index: np.ones(int(mask.sum()), dtype=bool) for index, mask in self.masks.items()})
+                every.add_jump(f"f raises within the step ({type(exc).__name__})", np.array(True))
+                out.update(every)
                 continue
-            cr, ch = crossings(self.base, rec, self.masks, constants=self.severed is None)
-            for index, flags in cr.items():
-                merge_flags(crossed, index, flags)
-            for text, flags in ch.items():
-                merge_flags(changes, text, flags)
-        return crossed, changes
+            out.update(crossings(self.base, rec, self.masks, constants=self.severed is None))
+        return out
+
+    def _crossed(self, j: int, c: int) -> Crossed:
+        key = (j, int(c))
+        if key not in self.cache:
+            self.cache[key] = self._step(j, int(c), None)
+        return self.cache[key]
 
     def __call__(self, j: int, c: int) -> tuple[dict[int, np.ndarray], list[str]]:
         """What the step along element c of input j crosses: kink node index -> which of its kink
         elements the step moves off the kink (for the kinks it crosses); descriptions of the jumps."""
-        key = (j, int(c))
-        if key not in self.cache:
-            self.cache[key] = self._step(j, int(c), None)
-        crossed, changes = self.cache[key]
-        return crossed, list(changes)
+        crossed = self._crossed(j, c)
+        return crossed.kinks, list(crossed.jumps)
 
     def samples(self, j: int, c: int, among: np.ndarray | None = None) -> tuple[dict[int, np.ndarray],
                                                                              dict[str, np.ndarray]]:
-        """Whose steps cross what: kink node index (description of a jump) -> (B,) boolean, the samples
-        whose own step along element c of input j crosses that kink (jump); B = 1 without batch.
+        """In which samples the step crosses what: kink node index (description of a jump) -> (B,)
+        boolean, the samples in which the step along element c of input j crosses that kink (jump);
+        B = 1 without batch.
 
-        With batch, found from the steps of sample groups (`bit_groups`), taken only when the step
-        of every sample crosses something: 2 * ceil(log2 n) more steps for n samples, one for one.
-        `among` ((B,) boolean) limits this to the samples it marks; the others come out False.
+        With batch, a kink element that the step moves off the kink, or an element of an op's output
+        that a jump changes, belongs to the samples whose outputs reach it with a nonzero cotangent
+        (`sample_reach`: reverse sweeps, about one for the whole check, however many samples sit at
+        kinks or jumps). What cannot be placed so (control flow, an element that no output reaches
+        with a nonzero cotangent...) is found from the steps of sample groups (`bit_groups`), taken
+        only then: 2 * ceil(log2 n) more steps for n samples, one for one. `among` ((B,) boolean)
+        limits this to the samples it marks; the others come out False.
         """
-        crossed, changes = self.cache[(j, int(c))] if (j, int(c)) in self.cache else self._cached(j, c)
-        if not self.batch or self.B == 1 or not (crossed or changes):
+        crossed = self._crossed(j, c)
+        if self.groups is None or not (crossed.kinks or crossed.jumps):
             one = np.ones(self.B, dtype=bool)
-            return {index: one for index in crossed}, {text: one for text in changes}
-        who = np.flatnonzero(np.ones(self.B, dtype=bool) if among is None else among)
-        key = (j, int(c), who.tobytes())
+            return {index: one for index in crossed.kinks}, {text: one for text in crossed.jumps}
+        keep = np.ones(self.B, dtype=bool) if among is None else np.asarray(among, dtype=bool)
+        key = (j, int(c), keep.tobytes())
         if key not in self.split:
-            if len(who) <= 1:
-                local = np.ones((1, len(who)), dtype=bool)
-            else:
-                local = bit_groups(len(who))
-            steps = []
-            for g in local:
-                which = np.zeros(self.B, dtype=bool)
-                which[who[g]] = True
-                steps.append(self._step(j, int(c), which) if which.any() else ({}, {}))
-            if len(who) <= 1:  # one sample: what its own step crosses is its own
-                told = ({index: np.ones(len(who), dtype=bool) for index in steps[0][0]},
-                        {text: np.ones(len(who), dtype=bool) for text in steps[0][1]})
-            else:
-                told = (self._whose(crossed, [st[0] for st in steps], local),
-                        self._whose(changes, [st[1] for st in steps], local))
-            result: tuple[dict, dict] = ({}, {})
-            for part, out in zip(told, result):
-                for name, flags in part.items():
-                    out[name] = np.zeros(self.B, dtype=bool)
-                    out[name][who] = flags
-            self.split[key] = result
+            kinks = {index: self._reached({index: self._kink_elements(index, flags)})
+                     for index, flags in crossed.kinks.items()}
+            jumps = {text: self._reached(crossed.placed[text]) for text in crossed.jumps}
+            rest = Crossed({index: crossed.kinks[index] for index, s in kinks.items() if s is None},
+                           {text: crossed.jumps[text] for text, s in jumps.items() if s is None})
+            if rest.kinks or rest.jumps:
+                by_kink, by_jump = self._group_steps(j, int(c), rest, np.flatnonzero(keep))
+                kinks.update(by_kink)
+                jumps.update(by_jump)
+            self.split[key] = ({index: s & keep for index, s in kinks.items()},
+                               {text: s & keep for text, s in jumps.items()})
         return self.split[key]
 
-    def _cached(self, j: int, c: int) -> tuple[dict, dict]:
-        self(j, c)
-        return self.cache[(j, int(c))]
+    def _kink_elements(self, index: int, flags: np.ndarray) -> np.ndarray:
+        """The kink elements that `flags` (over ``mask[mask]``) mark, as flags over the op's output."""
+        mask = self.masks[index]
+        out = np.zeros(mask.shape, dtype=bool)
+        out[mask] = flags
+        return out
+
+    def _reached(self, placed: dict[int, np.ndarray] | None) -> np.ndarray | None:
+        """(B,) boolean: the samples whose outputs reach the elements `placed` marks (node index ->
+        flags that broadcast to its output); None when some element is reached by none of them."""
+        if placed is None:
+            return None
+        missing = set(placed) - set(self.reach)
+        if missing:
+            # with every op that the steps so far name: one sweep then serves the columns to come
+            for crossed in self.cache.values():
+                missing.update(index for where in crossed.placed.values() if where for index in where)
+            missing.update(self.masks)
+            self.reach.update(sample_reach(self.base, missing - set(self.reach), self.groups))
+        out = np.zeros(self.B, dtype=bool)
+        for index, flags in placed.items():
+            seen = self.reach[index]
+            seen = seen[:, np.broadcast_to(flags, np.shape(peek(self.base.trace.nodes[index].value))).reshape(-1)]
+            if not seen.shape[1] or not seen.any(axis=0).all():
+                return None
+            out |= decode_samples(seen, self.groups, np.zeros(seen.shape[1], dtype=np.int64), 1)[:, 0]
+        return out
+
+    def _group_steps(self, j: int, c: int, rest: Crossed, who: np.ndarray) -> tuple[dict, dict]:
+        """`samples` of the kinks and jumps of `rest`, among the samples `who`, from the steps of
+        groups of them."""
+        if len(who) <= 1:
+            local = np.ones((1, len(who)), dtype=bool)
+        else:
+            local = bit_groups(len(who))
+        steps = []
+        for g in local:
+            which = np.zeros(self.B, dtype=bool)
+            which[who[g]] = True
+            steps.append(self._step(j, c, which) if which.any() else Crossed())
+        if len(who) <= 1:  # one sample: what its own step crosses is its own
+            told = ({index: np.full(len(who), index in steps[0].kinks) for index in rest.kinks},
+                    {text: np.full(len(who), text in steps[0].jumps) for text in rest.jumps})
+        else:
+            told = (self._whose(rest.kinks, [st.kinks for st in steps], local),
+                    self._whose(rest.jumps, [st.jumps for st in steps], local))
+        result: tuple[dict, dict] = ({}, {})
+        for part, out in zip(told, result):
+            for name, flags in part.items():
+                out[name] = np.zeros(self.B, dtype=bool)
+                out[name][who] = flags
+        return result
 
     @staticmethod
     def _whose(every: dict, by_group: list[dict], groups: np.ndarray) -> dict:

@@ -411,14 +411,24 @@ def sin_sum_plus_max(x):
     return np.sum(np.sin(x), axis=1) + np.max(x, axis=1)
 
 
+def sin_plus_sign(x):
+    return np.sin(x) + np.sign(x)
+
+
+def sin_plus_argmax(x):
+    # a jump in an index (not an elementwise op's argument): found from steps of sample groups
+    return np.sin(x) + np.take_along_axis(x, np.argmax(x, axis=1, keepdims=True), axis=1)
+
+
 def _break_sin_away_from_zero(monkeypatch):
     """A wrong rule for np.sin, right at 0 only: a wrong derivative in sample 0, none in sample 1."""
     monkeypatch.setitem(PRIMITIVES["np.sin"].vjps, 0, lambda ans, x, **kw: (lambda g: g * np.cos(x) * (1.0 + x)))
     monkeypatch.setitem(PRIMITIVES["np.sin"].jvps, 0, lambda ans, x, **kw: (lambda t: t * np.cos(x) * (1.0 + x)))
 
 
-@pytest.mark.parametrize("f, mismatches, excused", [(sin_plus_max, 3, 9), (sin_plus_where, 3, 3)],
-                         ids=["kink", "jump"])
+@pytest.mark.parametrize("f, mismatches, excused", [(sin_plus_max, 3, 9), (sin_plus_where, 3, 3),
+                                                    (sin_plus_sign, 3, 3), (sin_plus_argmax, 3, 9)],
+                         ids=["kink", "jump", "step-function", "index-jump"])
 def test_batched_kink_in_one_sample_does_not_excuse_a_wrong_derivative_in_another(monkeypatch, f, mismatches,
                                                                                   excused):
     # Before: passed. The step along element c moves every sample at once, and a kink (jump) that
@@ -449,6 +459,51 @@ def test_batched_kink_is_excused_in_its_own_sample_and_named_with_it(f, order, b
     (kink,) = rep.kinks
     assert kink["op"] == "np.max" and kink["entry_count"] == {block: 9}
     assert kink["entries"][block] == [{"sample": 1, "row": r, "col": c} for r in range(3) for c in range(3)]
+
+
+def sin_plus_switch(x):
+    return np.sin(x) + np.where(np.sum(x, axis=1, keepdims=True) > 0, x ** 2, -x)
+
+
+def sin_sum_plus_max_of_pair(x):
+    return np.sum(np.sin(x), axis=1) + np.max(x[:, :2], axis=1)
+
+
+@pytest.fixture
+def step_crossings(monkeypatch):
+    """The StepCrossings that check_derivative makes (each counts its recordings of f)."""
+    import jaccli.checks as checks
+
+    made = []
+
+    class Kept(checks.StepCrossings):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(checks, "StepCrossings", Kept)
+    return made
+
+
+@pytest.mark.parametrize("k", [1, 5, 16])
+@pytest.mark.parametrize("f, order, per_sample", [(sin_plus_switch, 1, 16), (sin_sum_plus_max_of_pair, 2, 4)],
+                         ids=["jump", "hessian-kink"])
+def test_batched_check_records_f_twice_per_column_however_many_samples_cross(rng, step_crossings, k, f, order,
+                                                                            per_sample):
+    # Before: f was recorded again for groups of the samples in every column whose step crosses a jump
+    # (order 2: a kink too), 2 * 2 * ceil(log2 k) more times for k samples: 17, 57, 73 recordings (order
+    # 2: 45, 65, 41), not 9.
+    # The first k of 16 samples sit at np.where's switch (their sum is 0), or at a tie of max(x[0], x[1]).
+    x = rng.uniform(0.5, 1.5, size=(16, 4))
+    if f is sin_plus_switch:
+        x[:k, 1], x[:k, 3] = -x[:k, 0], -x[:k, 2]
+    else:
+        x[:k, 1] = x[:k, 0]
+    rep = check_derivative(f, x, batch_axis=0, order=order)
+    assert rep.passed and rep.convention_dependent_count == per_sample * k
+    assert {e["sample"] for e in rep.convention_dependent} <= set(range(k))
+    (cross,) = step_crossings
+    assert cross.recordings == 1 + 2 * 4
 
 
 def test_kink_entries_are_the_rows_that_reach_the_kink_elements_each_column_crosses():

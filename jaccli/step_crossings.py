@@ -88,8 +88,8 @@ class StepCrossings:
         (`sample_reach`: reverse sweeps, about one for the whole check, however many samples sit at
         kinks or jumps). What cannot be placed so (control flow, an element that no output reaches
         with a nonzero cotangent...) is found from the steps of sample groups (`bit_groups`), taken
-        only then: 2 * ceil(log2 n) more steps for n samples, one for one. `among` ((B,) boolean)
-        limits this to the samples it marks; the others come out False.
+        only then: at most 2 * ceil(log2 n) + 1 more steps for n samples (`_group_steps`). `among`
+        ((B,) boolean) limits this to the samples it marks; the others come out False.
         """
         crossed = self._crossed(j, c)
         if self.groups is None or not (crossed.kinks or crossed.jumps):
@@ -140,40 +140,42 @@ class StepCrossings:
         return out
 
     def _group_steps(self, j: int, c: int, rest: Crossed, who: np.ndarray) -> tuple[dict, dict]:
-        """`samples` of the kinks and jumps of `rest`, among the samples `who`, from the steps of
-        groups of them."""
-        if len(who) <= 1:
-            local = np.ones((1, len(who)), dtype=bool)
-        else:
-            local = bit_groups(len(who))
-        steps = []
-        for g in local:
-            which = np.zeros(self.B, dtype=bool)
-            which[who[g]] = True
-            steps.append(self._step(j, c, which) if which.any() else Crossed())
-        if len(who) <= 1:  # one sample: what its own step crosses is its own
-            told = ({index: np.full(len(who), index in steps[0].kinks) for index in rest.kinks},
-                    {text: np.full(len(who), text in steps[0].jumps) for text in rest.jumps})
-        else:
-            told = (self._whose(rest.kinks, [st.kinks for st in steps], local),
-                    self._whose(rest.jumps, [st.jumps for st in steps], local))
-        result: tuple[dict, dict] = ({}, {})
+        """`samples` of the kinks and jumps of `rest`, among the samples `who`, from the steps of groups
+        of them (`bit_groups`), and one step of all the other samples: what only that one crosses
+        belongs to the others, and what none crosses needs several samples to move at once."""
+        result: tuple[dict, dict] = ({name: np.zeros(self.B, dtype=bool) for name in rest.kinks},
+                                     {name: np.zeros(self.B, dtype=bool) for name in rest.jumps})
+        if not len(who):
+            return result
+        local = bit_groups(len(who))
+        steps = [self._step_of(j, c, who[g]) for g in local]
+        others = self._step_of(j, c, np.setdiff1d(np.arange(self.B), who))
+        told = (self._whose(rest.kinks, [st.kinks for st in steps], local, others.kinks),
+                self._whose(rest.jumps, [st.jumps for st in steps], local, others.jumps))
         for part, out in zip(told, result):
             for name, flags in part.items():
-                out[name] = np.zeros(self.B, dtype=bool)
                 out[name][who] = flags
         return result
 
+    def _step_of(self, j: int, c: int, samples: np.ndarray) -> Crossed:
+        """What the step along element c of input j crosses when only `samples` move."""
+        which = np.zeros(self.B, dtype=bool)
+        which[samples] = True
+        return self._step(j, c, which) if which.any() else Crossed()
+
     @staticmethod
-    def _whose(every: dict, by_group: list[dict], groups: np.ndarray) -> dict:
+    def _whose(every: dict, by_group: list[dict], groups: np.ndarray, others: dict) -> dict:
         out = {}
         for name, flags in every.items():
             seen = [g.get(name) for g in by_group]
-            if any(s is not None and s.shape != flags.shape for s in seen):  # one flag for the whole value
+            other = others.get(name)
+            if any(s is not None and s.shape != flags.shape for s in (*seen, other)):  # one flag for the whole value
                 flags = np.array(flags.any())
                 seen = [None if s is None else np.array(s.any()) for s in seen]
+                other = None if other is None else np.array(other.any())
             rows = np.stack([np.zeros(flags.size, dtype=bool) if s is None else s.reshape(-1) for s in seen])
-            out[name] = decode_samples(rows, groups, np.zeros(flags.size, dtype=int), 1, every=flags.reshape(-1))[:, 0]
+            alone = flags if other is None else flags & ~other  # not the others' own
+            out[name] = decode_samples(rows, groups, np.zeros(flags.size, dtype=int), 1, every=alone.reshape(-1))[:, 0]
         return out
 
     def describe(self, index: int) -> str:

@@ -440,6 +440,22 @@ def test_batched_kink_in_one_sample_does_not_excuse_a_wrong_derivative_in_anothe
     assert rep.convention_dependent_count == excused and {e["sample"] for e in rep.convention_dependent} == {1}
 
 
+def sin_plus_ones_at_argmax(x):
+    # the index jumps at sample 1's tie, but the values it picks are all 1: no mismatch there
+    return np.sin(x) + np.take_along_axis(x * 0.0 + 1.0, np.argmax(x, axis=1, keepdims=True), axis=1)
+
+
+def test_batched_jump_in_a_sample_without_mismatches_excuses_no_other_sample(monkeypatch):
+    # Before: passed. The samples with a mismatch (0 and 2) were split by steps of groups of them;
+    # the index jump belongs to sample 1, which none of those steps moves, so it was taken for one that
+    # needs several samples to move at once and counted for both.
+    _break_sin_away_from_zero(monkeypatch)
+    x = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0], [1.5, 0.5, 2.5]])
+    rep = check_derivative(lambda x: sin_plus_ones_at_argmax(x), x, batch_axis=0)
+    assert not rep.passed and rep.blocks[0]["mismatches"] == 6 and rep.convention_dependent_count == 0
+    assert {w["sample"] for w in rep.worst} == {0, 2}
+
+
 def test_batched_gradient_check_excuses_only_the_sample_that_crosses_the_kink(monkeypatch):
     # Before: passed. Order 2 checks the AD gradient against differences of f; sample 1's tie
     # excused sample 0's wrong gradient.

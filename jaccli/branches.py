@@ -12,7 +12,7 @@ from .engine.recording import Recording
 from .engine.tracer import peek
 from .kinks import kink_mask, op_at
 
-__all__ = ["Crossed", "branch_changes", "crossings", "merge_flags"]
+__all__ = ["Crossed", "crossings", "merge_flags"]
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -123,7 +123,18 @@ def _in_output(node: Node, flags: np.ndarray) -> bool:
 
 
 def crossings(base: Recording, moved: Recording, masks: dict[int, np.ndarray], constants: bool = True) -> Crossed:
-    """`branch_changes` element by element: a `Crossed`."""
+    """Compare f recorded at x (`base`) with f recorded a finite-difference step away (`moved`).
+
+    masks: kink masks of `base` for the kinks of interest (node index -> mask). constants: whether
+    a non-differentiated argument that changes is a jump; not when f takes a derivative without
+    create_graph (Trace.severed): that constant varies smoothly with x.
+
+    Returns a `Crossed`: per kink, its elements no longer at a kink (the step moves across them);
+    and the jumps the step crosses, element by element: a step function (floor, sign...) that
+    changes value, a condition, index or other non-differentiated argument computed from the
+    input that changes (np.where's condition, an argmax index), or Python control flow that
+    records different operations.
+    """
     a_nodes, b_nodes = base.trace.nodes, moved.trace.nodes
     out = Crossed()
     if len(a_nodes) != len(b_nodes) or any(a.prim is not b.prim for a, b in zip(a_nodes, b_nodes)):
@@ -164,26 +175,3 @@ def crossings(base: Recording, moved: Recording, masks: dict[int, np.ndarray], c
                 out.add_jump(f"{op_at(a)}: {what} changes within the step", jumped, a.index if placed else None)
                 break
     return out
-
-
-def branch_changes(base: Recording, moved: Recording, masks: dict[int, np.ndarray],
-                   constants: bool = True) -> tuple[set[int], list[str]]:
-    """Compare f recorded at x with f recorded at a nearby point.
-
-    Args:
-        base: f recorded at x.
-        moved: f recorded at a point a finite-difference step away.
-        masks: kink masks of `base` for the kinks of interest (node index -> mask).
-        constants: whether a non-differentiated argument that changes is a jump. Not when f takes
-            a derivative without create_graph (Trace.severed): that constant varies smoothly with x.
-
-    Returns:
-        The kinks (node indices of `masks`) whose kink elements are no longer at a kink, so the
-        step moves across them; and descriptions of jumps the step crosses: a step function
-        (floor, sign...) that changes value, a condition, index or other non-differentiated
-        argument computed from the input that changes (np.where's condition, an argmax index),
-        or Python control flow that records different operations.
-    """
-    crossed = crossings(base, moved, masks, constants)
-    return set(crossed.kinks), list(crossed.jumps)
-

@@ -79,6 +79,25 @@ def test_a_complex_value_is_refused_where_it_is_made_not_cut_to_its_real_part(ca
     assert str(info.value).startswith(f"{__file__}:")
 
 
+@pytest.mark.parametrize("call", [lambda x: np.sin(x, where=x > 0.15), lambda x: np.divide(1.0, x, where=x > 0.15)],
+                         ids=["sin", "divide"])
+def test_a_ufunc_called_with_where_but_no_out_is_refused_at_the_users_line(call):
+    # Before: the mask went through to NumPy, whose result holds uninitialised memory outside it,
+    # and the derivative was taken as if every entry had been computed (silently)
+    with pytest.raises(UnsupportedOperationError, match=r"np\.\w+ with where= is not supported by jaccli") as info:
+        np.asarray(jaccli.jacobian(lambda x: call(x).sum(), X1))
+    assert str(info.value).startswith(f"{__file__}:")
+
+
+def test_a_reduction_with_where_and_a_mask_that_masks_nothing_are_still_supported():
+    mask = np.arange(np.size(X1)).reshape(np.shape(X1)) % 2 == 0
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(lambda x: np.add.reduce(x * x, axis=None, where=mask), X1)),
+                               np.where(mask, 2 * X1, 0.0), rtol=1e-15)
+    every = np.ones(np.shape(X1), dtype=bool)
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(lambda x: np.multiply(x, x, where=every), X1)),
+                               np.diag(2 * X1), rtol=1e-15)
+
+
 def test_clip_with_where_is_refused_by_name():
     # NumPy leaves the entries outside the mask undefined: there is no value to differentiate
     with pytest.raises(UnsupportedOperationError, match=r"np.clip with where= is not supported"):

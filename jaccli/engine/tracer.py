@@ -419,6 +419,12 @@ class Tracer:
                 f"np.{name}(..., out=...) writes into an existing array; write `y = np.{name}(...)` instead",
                 user_site(2))
         kwargs.pop("out", None)
+        if method == "__call__" and kwargs.get("where", True) is not True and not np.all(kwargs["where"]):
+            # (a reduction's where= leaves entries out of it, which is well defined)
+            name = numpy_name(ufunc)
+            raise UnsupportedOperationError(
+                f"{name} with where= is not supported by jaccli (NumPy leaves the entries outside the mask "
+                f"undefined without out=); write np.where(mask, {name}(...), fill)", user_site(2))
         if _holds_sequence(inputs):  # x + [x[0], 1.0]
             inputs, kwargs = lift_args(ufunc, inputs, kwargs)
         key = ufunc if method == "__call__" else (ufunc, method)

@@ -186,6 +186,33 @@ def test_a_program_slower_than_the_usual_sweep_is_not_kept(monkeypatch):
     assert len(runs) == 2  # the two timed runs on the first replay; none after
 
 
+def test_a_kept_program_is_timed_again_in_its_first_runs_and_dropped_if_slower_there(monkeypatch):
+    verdicts = []  # worth_keeping's answers: yes when the program is recorded, no at its first timed run
+
+    def judge(compiled, usual):
+        verdicts.append(not verdicts)
+        return verdicts[-1]
+    monkeypatch.setattr(programs, "worth_keeping", judge)
+    runs, run = [], programs.Program.run
+    monkeypatch.setattr(programs.Program, "run", lambda self, *a: runs.append(1) or run(self, *a))
+    f = jaccli.record_once(lambda x: np.sin(x) * x)
+    for k in range(6):
+        x = np.linspace(0.1, 0.9, 5) + k  # (no zero: a factor's guard would fail, and the program not run)
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), np.diag(np.cos(x) * x + np.sin(x)), rtol=1e-14)
+    assert verdicts == [True, False]  # kept, then dropped at its first run on a later replay: never timed again
+    assert len(runs) == 3  # the two timed runs when recorded, the one amid a later replay
+    assert list(f._cache[next(iter(f._cache))]._programs.values()) == [False]
+
+
+def test_a_kept_program_is_timed_in_its_first_runs_only(monkeypatch):
+    calls = []
+    monkeypatch.setattr(programs, "worth_keeping", lambda compiled, usual: calls.append(1) or True)
+    f = jaccli.record_once(lambda x: np.tanh(x) * x)
+    for k in range(8):
+        np.asarray(jaccli.jacobian(f, np.linspace(0, 1, 4) + k))
+    assert len(calls) == 1 + programs.TRIALS
+
+
 def test_the_recording_f_made_itself_records_no_program(ran):
     f = jaccli.record_once(lambda x: np.tanh(x) * x)
     np.asarray(jaccli.jacobian(f, np.ones(4)))

@@ -41,8 +41,15 @@ MAX_BYTES = 1 << 24
 MAX_PROGRAMS = 8
 
 
+# A kept program's first runs on later replays are timed again: one slower than the usual sweep
+# there is dropped (a densifying program can be, amid the caller's work, though it was not on the
+# warm cache it was first timed on).
+TRIALS = 2
+
+
 def worth_keeping(compiled: float, usual: float) -> bool:
-    """Whether a program that ran in `compiled` seconds (CPU) replaces a usual sweep of `usual`:
+    """Whether a program that ran in `compiled` seconds (CPU) replaces a usual sweep of `usual`
+    (seconds of its first run, which made the nodes and rules a replay's usual sweep makes):
     only a clear gain counts, since the two were timed on a warm cache in a few runs, and a program
     that densifies what the usual sweep keeps structured (a Hessian's identity tangents through a
     tridiagonal one) is slower than that when it runs amid the caller's work."""
@@ -52,7 +59,7 @@ def worth_keeping(compiled: float, usual: float) -> bool:
 class Program:
     """A recorded sweep: run(vals, seeds) -> the sweep's results for a replay's values, or None."""
 
-    __slots__ = ("seed_slots", "fn")
+    __slots__ = ("seed_slots", "fn", "usual", "trials")
 
     def run(self, vals: list, seeds: tuple) -> list | None:
         """The results for a replay's values `vals` (of the nodes of the recording the program was

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import warnings
 
 import numpy as np
 import pytest
@@ -289,11 +290,13 @@ def test_ldexp_and_frexp_scale_exactly_over_the_whole_exponent_range():
         e = np.array([130, 200, -2, -140])
         value, grad = jaccli.vjp(lambda v: np.ldexp(v, e), x, np.ones(4, dtype))
         np.testing.assert_array_equal(value, np.ldexp(x, e))
-        np.testing.assert_array_equal(grad, np.ldexp(np.ones(4, dtype), e))  # 2**x2, inf beyond the dtype
+        with np.errstate(over="ignore"):  # (the reference's own overflow: 2**x2 is inf beyond the dtype)
+            np.testing.assert_array_equal(grad, np.ldexp(np.ones(4, dtype), e))
         (mantissa, exponent), grad = jaccli.vjp(lambda v: np.frexp(v), x, (np.ones(4, dtype), np.zeros(4)))
         np.testing.assert_array_equal(mantissa, np.frexp(x)[0])
         np.testing.assert_array_equal(exponent, np.frexp(x)[1])
-        np.testing.assert_array_equal(grad, np.ldexp(np.ones(4, dtype), -np.frexp(x)[1]))
+        with np.errstate(over="ignore"):
+            np.testing.assert_array_equal(grad, np.ldexp(np.ones(4, dtype), -np.frexp(x)[1]))
 
 
 def test_modf_of_inf_has_numpys_fraction():
@@ -303,7 +306,9 @@ def test_modf_of_inf_has_numpys_fraction():
 
     x = np.array([np.inf, -np.inf, np.nan, -2.5, 3.25])
     for dtype in (np.float32, np.float64):
-        (fraction, whole), grad = jaccli.vjp(np.modf, x.astype(dtype), (np.ones(5, dtype), np.zeros(5, dtype)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # NumPy's modf warns of nothing here: neither may its rule
+            (fraction, whole), grad = jaccli.vjp(np.modf, x.astype(dtype), (np.ones(5, dtype), np.zeros(5, dtype)))
         for got, want in zip((fraction, whole), np.modf(x.astype(dtype))):
             assert got.dtype == want.dtype
             np.testing.assert_array_equal(got, want)

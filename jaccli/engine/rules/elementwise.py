@@ -534,9 +534,11 @@ def _divmod(x1, x2, /, out=None, **kw):
 def _modf(x, /, out=None, **kw):
     x = in_dtype(x, loop_dtypes(np.modf, (x,), kw)[0])
     whole = np.trunc(x)
-    fraction = x - whole  # exact: x and its integer part share their leading bits
     infinite = guarded(np.isinf, x)
-    return (np.where(infinite, 0.0, fraction) if infinite.any() else fraction), whole  # NumPy's 0 for +-inf, not NaN
+    if infinite.any():  # NumPy's fraction 0 for +-inf (x - trunc(x) is NaN there, with a warning NumPy gives not)
+        finite = np.where(infinite, 0.0, x)
+        return finite - np.trunc(finite), whole
+    return x - whole, whole  # exact: x and its integer part share their leading bits
 
 
 # ldexp is NumPy's own (kwargs, dtypes and the scaling, exact over the whole exponent range, where a

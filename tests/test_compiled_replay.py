@@ -119,3 +119,10 @@ def test_compiled_steps_check_guards_and_give_none_where_one_fails_or_a_call_rai
     assert run([a], (np.array([-1.0, 1.0]),)) is None  # the guard on a * b > 0 fails
     assert run([a], (np.array([1.0]),)) is not None  # broadcasting: the same guard's result
     assert run([np.array([1.0, 2.0, 3.0])], (b,)) is None  # a call raises (shapes do not broadcast)
+
+
+def test_a_constant_argument_that_is_none_is_passed_as_none():
+    # np.clip(x, None, 1.0) as the engine records it: the None is an argument, not a place to fill
+    steps = [(1, np.clip, (None, None, 1.0), ((0, 0, None),), {}, None, codegen.STEP)]
+    run = codegen.compile_steps(steps, {0: ("vals", 0)}, [("slot", 1, None)])
+    np.testing.assert_array_equal(run([np.array([0.5, 2.0, -3.0])])[0], np.clip([0.5, 2.0, -3.0], None, 1.0))

@@ -57,9 +57,8 @@ def compile_steps(steps: Sequence[tuple], loads: dict[int, tuple[str, int]], res
         if step_state is not state:
             put(f"        run.set({const(step_state)})")
             state = step_state
-        words = [None if a is None else const(a) for a in args]
-        for i, slot, index in fills:
-            words[i] = read(slot, index)
+        filled = {i: read(slot, index) for i, slot, index in fills}
+        words = [filled[i] if i in filled else const(a) for i, a in enumerate(args)]  # (a constant may be None)
         if kwargs:
             words.append(f"**{const(kwargs)}")
         call = f"{const(fn)}({', '.join(words)})"

@@ -190,7 +190,11 @@ class Recording:
             return None
         fw = self._forward[0]
         if fw is None:
-            fw = self._forward[0] = replayed.compile_forward(self.trace, self.guards, self.in_nodes) or False
+            try:
+                fw = replayed.compile_forward(self.trace, self.guards, self.in_nodes) or False
+            except Exception:  # noqa: BLE001 - a recording that cannot be written out replays node by node
+                fw = False
+            self._forward[0] = fw
         if fw is False:
             return self._replay_nodes(args, new_in)
         with _pause_for(self.trace):

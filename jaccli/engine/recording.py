@@ -343,11 +343,7 @@ class Recording:
         arguments have the result's size; other inputs count as constants). The check reads
         the recording's structure only, never the values.
         """
-        key = (i, j)
-        known = self._structure.get(key)
-        if known is None:
-            known = self._structure[key] = self._is_elementwise(i, j)
-        return known
+        return self.shared((i, j), lambda: self._is_elementwise(i, j))
 
     def shared(self, key: tuple, make: Callable[[], Any]) -> Any:
         """make()'s value, made once for this recording and its replays: something that its
@@ -359,11 +355,7 @@ class Recording:
 
     def records(self, names: frozenset) -> bool:
         """Whether an operation of one of these names (Primitive.name) was recorded."""
-        key = ("prims", names)
-        known = self._structure.get(key)
-        if known is None:
-            known = self._structure[key] = any(n.prim.name in names for n in self.trace.nodes)
-        return known
+        return self.shared(("prims", names), lambda: any(n.prim.name in names for n in self.trace.nodes))
 
     def _is_elementwise(self, i: int, j: int) -> bool:
         ref = self.out_refs[i]

@@ -327,16 +327,27 @@ class Evaluator:
         return max(1, min(needed, self.memory_budget // per_seed))
 
     # -- seeds -------------------------------------------------------------------
-    def _row_seed(self, i: int, rows: np.ndarray) -> SparseBlock:
+    def _row_seed(self, i: int, rows: np.ndarray, structured: bool = False) -> SparseBlock:
         def make(rows: np.ndarray) -> Any:
             dt = np.result_type(self.rec.outputs[i])
-            return self._seed(rows, self.rec.out_shape(i), self.M[i], dt if dt.kind == "f" else np.dtype(np.float64))
-        return self._kept_seed(("rows", i), rows, self.M[i], make)
+            return self._seed(rows, self.rec.out_shape(i), self.M[i], dt if dt.kind == "f" else np.dtype(np.float64),
+                              structured)
+        return self._kept_seed(("rows", i, structured), rows, self.M[i], make)
 
-    def _col_seed(self, j: int, cols: np.ndarray) -> SparseBlock:
+    def _col_seed(self, j: int, cols: np.ndarray, structured: bool = False) -> SparseBlock:
         def make(cols: np.ndarray) -> Any:
-            return self._seed(cols, self.rec.in_shape(j), self.N[j], np.result_type(self.rec.inputs[self.rec.wrt[j]]))
-        return self._kept_seed(("cols", j), cols, self.N[j], make)
+            return self._seed(cols, self.rec.in_shape(j), self.N[j], np.result_type(self.rec.inputs[self.rec.wrt[j]]),
+                              structured)
+        return self._kept_seed(("cols", j, structured), cols, self.N[j], make)
+
+    def _seeds(self, seed_of: Callable, k: int, positions: np.ndarray, count: int) -> tuple[list, list | None]:
+        """A sweep's seeds for elements `positions` of output (or input) k of `count`: the identity
+        rows, and where they are dense (a small block) and the recording a replay, which may compile
+        its sweeps, the same rows structured, for the compiled sweep (Recording._programmed)."""
+        seed = seed_of(k, positions)
+        alt = seed_of(k, positions, structured=True) if type(seed) is np.ndarray and self.rec.compiles() else None
+        return ([seed if o == k else None for o in range(count)],
+                None if alt is None else [alt if o == k else None for o in range(count)])
 
     def _kept_seed(self, what: tuple, positions: np.ndarray, size: int, make: Callable[[np.ndarray], Any]) -> Any:
         """make()'s seeds for `positions`; those of a whole block (up to _KEPT_SEEDS positions) made
@@ -347,16 +358,17 @@ class Evaluator:
         return self.rec.shared(what + (self.batch, self._has_products(), positions.tobytes()),
                                lambda: _frozen(make(positions.copy())))  # (a copy: the seed may view it)
 
-    def _seed(self, positions: np.ndarray, shape: tuple, per_sample: int, dtype: Any) -> Any:
+    def _seed(self, positions: np.ndarray, shape: tuple, per_sample: int, dtype: Any, structured: bool = False) -> Any:
         """Identity seeds e_p for p in positions; batched: e_p in every sample at once.
 
         Structured (SparseBlock) seeds avoid dense identity blocks. A small block through a
         recording without matrix products is the exception: its dense arithmetic costs less than
         the structured bookkeeping (measured on the benchmark's n = 100 problems), while a matrix
         product gathers a few rows from a structured seed faster than it multiplies a dense one.
+        `structured`: a structured block whatever its size (for a compiled sweep: see _seeds).
         """
         positions = np.asarray(positions, dtype=np.intp)
-        if positions.size * _prod(shape) <= DENSE_SEED_ELEMENTS and not self._has_products():
+        if not structured and positions.size * _prod(shape) <= DENSE_SEED_ELEMENTS and not self._has_products():
             seed = np.zeros((positions.size, _prod(shape)), dtype=dtype)
             if self.batch:
                 per_seed = positions[:, None] + per_sample * np.arange(self.B, dtype=np.intp)[None, :]
@@ -442,9 +454,10 @@ class Evaluator:
     # -- evaluation ----------------------------------------------------------------
     def ensure_rows(self, i: int, rows: np.ndarray) -> None:
         """Compute the missing rows (output elements) of output i by reverse sweeps."""
-        self._sweep_blocks(rows, self.row_done[i], self.M[i], max(self.N + [1]),
-                           lambda block: self.rec.vjp([self._row_seed(i, block) if o == i else None
-                                                       for o in range(self.n_out)], structured=True),
+        def sweep(block: np.ndarray) -> list:
+            seeds, alt = self._seeds(self._row_seed, i, block, self.n_out)
+            return self.rec.vjp(seeds, structured=True, program_seeds=alt)
+        self._sweep_blocks(rows, self.row_done[i], self.M[i], max(self.N + [1]), sweep,
                            lambda block, j, ct: self._keeping_known(i, j, block, True,
                                                                     lambda: self._write_rows(i, j, block, ct)),
                            "reverse")
@@ -509,9 +522,10 @@ class Evaluator:
 
     def ensure_cols(self, j: int, cols: np.ndarray) -> None:
         """Compute the missing columns (input elements) of input j by forward sweeps."""
-        self._sweep_blocks(cols, self.col_done[j], self.N[j], max(self.M + [1]),
-                           lambda block: self.rec.jvp([self._col_seed(j, block) if w == j else None
-                                                       for w in range(self.n_in)], structured=True),
+        def sweep(block: np.ndarray) -> list:
+            seeds, alt = self._seeds(self._col_seed, j, block, self.n_in)
+            return self.rec.jvp(seeds, structured=True, program_seeds=alt)
+        self._sweep_blocks(cols, self.col_done[j], self.N[j], max(self.M + [1]), sweep,
                            lambda block, i, t: self._keeping_known(i, j, block, False,
                                                                    lambda: self._write_cols(i, j, block, t)),
                            "forward")

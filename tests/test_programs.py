@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import jaccli
 from jaccli.engine import programs
+from jaccli.engine.seeds import SparseBlock
 from tests.helpers import central_diff, rosen_hess, rosenbrock
 from tests.test_compositions import build, fd_jacobian, seed_form
 from tests.test_compositions import programs as random_programs
@@ -180,10 +181,13 @@ def test_a_program_slower_than_the_usual_sweep_is_not_kept(monkeypatch):
     runs, run = [], programs.Program.run
     monkeypatch.setattr(programs.Program, "run", lambda self, *a: runs.append(1) or run(self, *a))
     f = jaccli.record_once(lambda x: np.sin(x).sum() ** 2)
-    for k in range(4):
+    for k in range(6):
         x = np.linspace(0, 1, 5) + k
         np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), 2 * np.sin(x).sum() * np.cos(x), rtol=1e-13)
-    assert len(runs) == 2  # the two timed runs on the first replay; none after
+    # the two timed runs on the first replay (structured seeds), two on the next (dense seeds, once
+    # a structured program was not kept: Recording.structured_seeds); none after
+    assert len(runs) == 4
+    assert list(f._cache[next(iter(f._cache))]._programs.values()) == [False, False]
 
 
 def test_a_kept_program_is_timed_again_in_its_first_runs_and_dropped_if_slower_there(monkeypatch):
@@ -217,3 +221,63 @@ def test_the_recording_f_made_itself_records_no_program(ran):
     f = jaccli.record_once(lambda x: np.tanh(x) * x)
     np.asarray(jaccli.jacobian(f, np.ones(4)))
     assert not f._cache[next(iter(f._cache))]._programs
+
+
+def _kept_forms(f):
+    """The seed forms of the programs f's recording keeps ('array' or 'block' per seeded input)."""
+    rec = f._cache[next(iter(f._cache))]
+    return [tuple(None if form is None else form[0] for form in key[2]) for key, prog in rec._programs.items() if prog]
+
+
+def test_a_softmax_hessian_program_keeps_diag_plus_low_rank_not_a_dense_block(ran, monkeypatch):
+    # 300 x 300 identity tangents are a structured block; through the softmax, the compiled sweep
+    # keeps diag(p) - p p^T as entries plus a rank-one part (its parts traced when recorded), as the
+    # usual sweep does: the program's result is that structure, never a dense n x n tangent block
+    results = []
+    run = programs.Program.run
+    monkeypatch.setattr(programs.Program, "run", lambda self, *a: results.append(run(self, *a)) or results[-1])
+    ce = jaccli.record_once(softmax_ce)
+    rng = np.random.default_rng(11)
+    for _ in range(4):
+        z = 2 * rng.standard_normal(300)
+        np.testing.assert_allclose(np.asarray(jaccli.hessian(ce, z)), softmax_hessian(z), atol=1e-15)
+    assert len(results) >= 4 and all(r is not None for r in results)
+    for (block,) in results:
+        assert type(block) is SparseBlock and block.rank == 1 and block.idx.shape == (300, 1)
+
+
+def test_small_identity_seeds_are_dense_in_the_usual_sweep_and_structured_in_the_program(ran):
+    # a small block without matrix products is swept dense (cheaper as usual), but compiled
+    # structured (Rosenbrock's tridiagonal Hessian: a few entries per row); the first replay, swept
+    # as usual, gives a fresh recording's result to the last bit
+    rosen = jaccli.record_once(rosenbrock)
+    rng = np.random.default_rng(12)
+    x0, x1 = rng.uniform(-2, 2, 12), rng.uniform(-2, 2, 12)
+    jaccli.hessian(rosen, x0)
+    np.testing.assert_array_equal(np.asarray(jaccli.hessian(rosen, x1)), np.asarray(jaccli.hessian(rosenbrock, x1)))
+    assert _kept_forms(rosen) == [("block",)]
+    for _ in range(3):
+        x = rng.uniform(-2, 2, 12)
+        np.testing.assert_allclose(np.asarray(jaccli.hessian(rosen, x)), rosen_hess(x), rtol=1e-12, atol=1e-9)
+    assert ran.count(True) >= 3
+
+
+def test_a_program_whose_results_differ_from_the_usual_sweeps_is_not_kept(ran, monkeypatch):
+    # a check of the machinery itself: a program is kept only if its first results are the usual
+    # sweep's (to rounding); here every recorded program is made to be off by a factor 1 + 1e-6
+    record = programs.record
+
+    def off(*args):
+        prog = record(*args)
+        fn = prog.fn
+        prog.fn = lambda vals, seeds: [None if o is None else o * (1 + 1e-6) for o in fn(vals, seeds)]
+        return prog
+    monkeypatch.setattr(programs, "record", off)
+    f = jaccli.record_once(lambda x: np.tanh(x) * x.sum())
+    rng = np.random.default_rng(13)
+    for _ in range(4):
+        x = rng.standard_normal(6)
+        t = np.tanh(x)
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), np.diag((1 - t * t) * x.sum()) + t[:, None],
+                                   rtol=1e-13)
+    assert _kept_forms(f) == []

@@ -18,6 +18,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .seeds import SparseBlock
+
 
 # A step: (k, fn, args, fills, kwargs, state, expected).
 #   k: the slot its value goes to (a guard's k is unused);
@@ -34,11 +36,13 @@ def compile_steps(steps: Sequence[tuple], loads: dict[int, tuple[str, int]], res
 
     loads: slot -> ("vals" or "seeds", position) for the values the steps read that no step
     makes (the recording's, the inputs, the seeds); results: what run returns, in order:
-    ("slot", k, index or None) for a value, ("copy", value) for a constant handed out as a copy.
+    ("slot", k, index or None) for a value, ("copy", value) for a constant handed out as a copy,
+    ("block", shape, parts) for a structured block made of its four parts (each one of the two
+    before, or None).
     """
     from .recording import ErrstateRun, _same  # (recording imports the modules that import this one)
 
-    consts: dict[str, Any] = {"_same": _same, "_Run": ErrstateRun, "_copy": _copy}
+    consts: dict[str, Any] = {"_same": _same, "_Run": ErrstateRun, "_copy": _copy, "_block": SparseBlock}
     lines = [f"def {name}(vals, seeds=()):", "    run = _Run()", "    try:"]
     put = lines.append
 
@@ -67,7 +71,16 @@ def compile_steps(steps: Sequence[tuple], loads: dict[int, tuple[str, int]], res
         else:
             put(f"        if not _same({call}, {const(expected)}):")
             put("            return None")
-    out = [read(r[1], r[2]) if r[0] == "slot" else f"_copy({const(r[1])})" for r in results]
+    def result(r: tuple) -> str:
+        if r is None:
+            return "None"
+        if r[0] == "slot":
+            return read(r[1], r[2])
+        if r[0] == "block":  # a structured block from its parts: SparseBlock(shape, idx, val, u, v)
+            return f"_block({const(r[1])}, {', '.join(result(p) for p in r[2])})"
+        return f"_copy({const(r[1])})"
+
+    out = [result(r) for r in results]
     put(f"        return [{', '.join(out)}]")
     put("    except Exception:")  # the caller's usual way reports the failure properly
     put("        return None")

@@ -27,21 +27,14 @@ from typing import Any, Callable
 import numpy as np
 
 from .seeds import SparseBlock
+from .slots import TRACER as _TRACER, ThreadSlot as _ThreadSlot
 from . import shifts  # shifts reads value_size from here: a module import, so either may load first
 
 _level_counter = itertools.count(1)
-_TRACER: list = [None]  # the Tracer class, set by tracer.py (which imports this module)
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 _INTERNAL_CODE: dict = {}  # code object -> (its file, _USER, _LIBRARY or _INTERNAL) (see _code_kind)
-
-
-class _ThreadSlot(threading.local):
-    """One value per thread, in `.v`: threads record and sweep independently of each other."""
-
-    def __init__(self) -> None:
-        self.v: Any = None
 
 
 # While a rule runs, operations it records belong to the user's line of the node being swept.
@@ -839,7 +832,8 @@ def _add(old: Any, value: Any, owned: dict) -> Any:
                 and np.broadcast_shapes(old.shape, value.shape) == old.shape:
             np.add(old, value, out=old)
             return old
-        if type(value) is SparseBlock and value.shape == old.shape and np.result_type(old, value.dtype) == old.dtype:
+        if type(value) is SparseBlock and value.shape == old.shape and np.result_type(old, value.dtype) == old.dtype \
+                and not value.traced:
             value.add_into(old)
             return old
     out = old + value

@@ -13,7 +13,10 @@ list on their own values, one call per operation, like jax.jit's compiled functi
 The seeds of a structured block (`SparseBlock`: the identity rows of a whole Jacobian) are
 constants of the program, keyed by their content: what the sweep computes from them and from
 f's constants alone (the rows of W that an identity seed picks through ``W @ x``) is computed once,
-when the program is recorded. A plain array seed (a product's vector) is an input of it.
+when the program is recorded. Scaled by the recording's values, such a block keeps its structure
+with traced parts (seeds.TRACED_PARTS), so the program computes the parts alone, as the usual
+sweep does: a Hessian's identity tangents through a softmax stay diag(p) - p p^T, never a dense
+n x n block. A plain array seed (a product's vector) is an input of the program.
 
 A program is exact, as a replay is: every plain value that a rule derived from traced values
 (whether a factor is finite, a mask, the ties of a maximum) is a guard, checked on the new values
@@ -29,7 +32,7 @@ import numpy as np
 
 from .codegen import STEP, compile_steps, step
 from .core import Trace, forward, reverse
-from .seeds import SparseBlock
+from .seeds import TRACED_PARTS, SparseBlock, dense
 from .tracer import Tracer
 
 # Bytes of constants a program may hold (the seeds' own results, f's constants that rules read).
@@ -54,6 +57,27 @@ def worth_keeping(compiled: float, usual: float) -> bool:
     that densifies what the usual sweep keeps structured (a Hessian's identity tangents through a
     tridiagonal one) is slower than that when it runs amid the caller's work."""
     return compiled < 0.8 * usual
+
+
+def agrees(got: list, want: list) -> bool:
+    """Whether a new program's results are the usual sweep's, to rounding: a program is kept only
+    then (a check of the recording machinery itself, once per program; the two may round
+    differently: a product's traced form is not always the usual sweep's operations)."""
+    if len(got) != len(want):
+        return False
+    for g, w in zip(got, want):
+        if g is None or w is None:
+            if g is not w:
+                return False
+            continue
+        g, w = dense(g), dense(w)
+        if np.shape(g) != np.shape(w) or np.result_type(g) != np.result_type(w):
+            return False
+        with np.errstate(all="ignore"):
+            scale = float(np.max(np.abs(w), initial=0.0, where=np.isfinite(w)))
+            if not np.allclose(g, w, rtol=1e-9, atol=1e-9 * scale, equal_nan=True):
+                return False
+    return True
 
 
 class Program:
@@ -112,10 +136,14 @@ def record(trace: Trace, kind: str, starts: tuple, ends: tuple, seeds: tuple) ->
         else:
             traced_seeds.append(s)
             seed_slots.append(None)
-    if kind == "reverse":
-        out = reverse(ext, starts, tuple(traced_seeds), ends, traced=True)
-    else:
-        out = forward(ext, starts, tuple(traced_seeds), ends, traced=True)
+    was, TRACED_PARTS.v = TRACED_PARTS.v, True  # structured seeds keep their structure, their parts traced
+    try:
+        if kind == "reverse":
+            out = reverse(ext, starts, tuple(traced_seeds), ends, traced=True)
+        else:
+            out = forward(ext, starts, tuple(traced_seeds), ends, traced=True)
+    finally:
+        TRACED_PARTS.v = was
     return _program(ext, n, seed_slots, out)
 
 
@@ -144,21 +172,14 @@ def _program(ext: Trace, n: int, seed_slots: list, out: list) -> Program | None:
         entries.append((guard.pos, 0, op))
     entries.sort(key=lambda e: (e[0], e[1]))  # stable: guards at one position keep their order
     steps = [op for _, _, op in entries]
-    results = []
-    for o in out:
-        if o is None:
-            results.append(("copy", None))
-        elif type(o) is Tracer:
-            if o._trace is not ext:
-                return None
-            results.append(("slot", o._node.index, o._idx))
-        elif type(o) is np.ndarray or type(o) is SparseBlock:
-            results.append(("copy", o))
-        else:
-            return None
+    results = [_result(o, ext) for o in out]
+    if any(r is None for r in results):
+        return None
     made = {k for k, *_ in steps}
     loads = {}
-    for slot in sorted({slot for st in steps for _, slot, _ in st[3]} | {r[1] for r in results if r[0] == "slot"}):
+    read = {r[1] for r in results if r[0] == "slot"}
+    read.update(p[1] for r in results if r[0] == "block" for p in r[2] if p is not None and p[0] == "slot")
+    for slot in sorted({slot for st in steps for _, slot, _ in st[3]} | read):
         if slot in made:
             continue
         loads[slot] = ("seeds", seed_slots.index(slot)) if slot in seeded else ("vals", slot)
@@ -166,6 +187,21 @@ def _program(ext: Trace, n: int, seed_slots: list, out: list) -> Program | None:
     prog.seed_slots = tuple(seed_slots)
     prog.fn = compile_steps(steps, loads, results, "sweep")
     return prog
+
+
+def _result(o: Any, ext: Trace) -> tuple | None:
+    """How the program gives back one of the sweep's results (engine/codegen.py): a traced value's
+    slot, a constant, or a structured block rebuilt from its parts; None for what it cannot."""
+    if o is None or type(o) is np.ndarray:
+        return ("copy", o)
+    if type(o) is Tracer:
+        return ("slot", o._node.index, o._idx) if o._trace is ext else None
+    if type(o) is SparseBlock:
+        if not o.traced:
+            return ("copy", o)
+        parts = tuple(None if p is None else _result(p, ext) for p in (o.idx, o.val, o.u, o.v))
+        return None if any(p is not None and p[0] not in ("slot", "copy") for p in parts) else ("block", o.shape, parts)
+    return None
 
 
 def _op(k: int, fn: Any, args: tuple, refs: tuple, kwargs: dict, state: Any, expected: Any) -> tuple | None:

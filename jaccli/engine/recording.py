@@ -345,6 +345,10 @@ class Recording:
         """
         return self.shared((i, j), lambda: self._is_elementwise(i, j))
 
+    def compiles(self) -> bool:
+        """Whether this recording's sweeps may be compiled (engine/programs.py): a replay's are."""
+        return self._replayed and self._programs is not None
+
     def shared(self, key: tuple, make: Callable[[], Any]) -> Any:
         """make()'s value, made once for this recording and its replays: something that its
         structure and shapes decide (not its values), under a `key` that says what it is."""
@@ -377,10 +381,12 @@ class Recording:
                     return False
         return True
 
-    def vjp(self, seeds: Sequence[Any | None], wrt: Sequence[int] | None = None, structured: bool = False) -> list:
+    def vjp(self, seeds: Sequence[Any | None], wrt: Sequence[int] | None = None, structured: bool = False,
+            program_seeds: Sequence[Any | None] | None = None) -> list:
         """One reverse sweep: a block of cotangents per output -> a block per differentiated input.
 
         With `structured`, results may be `SparseBlock`s (cheaper to scatter into a matrix).
+        `program_seeds`: the same seeds in the form a compiled sweep runs best on (see _programmed).
         """
         wrt = range(len(self.wrt)) if wrt is None else wrt
         # which outputs are seeded is part of the request: two outputs of one shape have seeds of one form
@@ -389,6 +395,7 @@ class Recording:
             return [None] * len(wrt)
         self.sweeps += 1
         seeds = tuple(seeds[i] for i in seeded)
+        alt = None if program_seeds is None else tuple(program_seeds[i] for i in seeded)
 
         def where() -> tuple[tuple, tuple]:  # (the nodes a program may not need)
             return tuple(self.out_refs[i] for i in seeded), tuple(self.in_nodes[j] for j in wrt)
@@ -398,18 +405,20 @@ class Recording:
             with _pause_for(self.trace):
                 return reverse(self.trace, starts, seeds, ends)
         out = sweep() if self._programs is None else self._programmed(
-            "reverse", (seeded, tuple(wrt)), seeds, where, sweep)
+            "reverse", (seeded, tuple(wrt)), seeds, where, sweep, alt)
         return out if structured else [dense(o) for o in out]
 
     def jvp(self, tangents: Sequence[Any | None], wrt: Sequence[int] | None = None,
-            structured: bool = False) -> list:
-        """One forward sweep: a block of tangents per differentiated input -> a block per output."""
+            structured: bool = False, program_seeds: Sequence[Any | None] | None = None) -> list:
+        """One forward sweep: a block of tangents per differentiated input -> a block per output
+        (`structured`, `program_seeds`: as vjp's)."""
         wrt = range(len(self.wrt)) if wrt is None else wrt
         pairs = [(j, t) for j, t in zip(wrt, tangents) if t is not None]
         if not pairs or not any(self._live):
             return [None] * len(self._live)
         self.sweeps += 1
         seeds = tuple(t for _, t in pairs)
+        alt = None if program_seeds is None else tuple(a for t, a in zip(tangents, program_seeds) if t is not None)
 
         def where() -> tuple[tuple, tuple]:
             return tuple(self.in_nodes[j] for j, _ in pairs), tuple(r for r in self.out_refs if r is not None)
@@ -419,22 +428,32 @@ class Recording:
             with _pause_for(self.trace):
                 return forward(self.trace, starts, seeds, ends)
         got = iter(sweep() if self._programs is None else self._programmed(
-            "forward", tuple(j for j, _ in pairs), seeds, where, sweep))
+            "forward", tuple(j for j, _ in pairs), seeds, where, sweep, alt))
         out = [next(got) if live else None for live in self._live]
         return out if structured else [dense(o) for o in out]
 
     def _programmed(self, kind: str, wrt: tuple, seeds: tuple, where: Callable[[], tuple[tuple, tuple]],
-                    sweep: Callable[[], list]) -> list:
+                    sweep: Callable[[], list], alt: tuple | None = None) -> list:
         """The sweep's results: from its compiled program (engine/programs.py) where there is one.
 
         The first replay that makes a request sweeps as usual, then records the sweep as a program
         and runs that once: the program is kept if it ran faster than the usual sweep (it is not
-        when it densifies what the usual sweep keeps structured: a Hessian's identity seeds through
-        a softmax), else the request is marked to be swept as usual. Later replays run the
-        program; one whose guard fails is swept as usual. The recording that f made itself,
-        which may never be replayed, records none. `where()` gives the sweep's (starts, ends).
+        when it densifies what the usual sweep keeps structured), else the request is marked to be
+        swept as usual. Later replays run the program; one whose guard fails is swept as usual.
+        The recording that f made itself, which may never be replayed, records none. `where()`
+        gives the sweep's (starts, ends).
+
+        `alt`: the seeds in another form, which the program is recorded and run with while it is
+        worth keeping: a small block of identity seeds is swept faster dense as usual, but as a
+        structured block once compiled, where the bookkeeping is done when it is recorded (P3's
+        tridiagonal Hessian, n = 100). The usual sweep keeps `seeds`, so that a first replay gives
+        what a fresh recording gives, to the last bit.
         """
         key = None if MONITOR.v is not None else programs.key_of(kind, wrt, seeds)  # (diagnostics watch each rule)
+        if key is not None and alt is not None:
+            alt_key = programs.key_of(kind, wrt, alt)
+            if alt_key is not None and self._programs.get(alt_key) is not False:
+                key, seeds = alt_key, alt  # (the program's seeds from here on; the usual sweep keeps its own)
         prog = None if key is None else self._programs.get(key)
         if prog:
             with _pause_for(self.trace):
@@ -464,10 +483,12 @@ class Recording:
                 prog = programs.record(self.trace, kind, *where(), seeds)
                 for _ in range(2 if prog is not None else 0):
                     start = time.thread_time()
-                    if prog.run(self.trace.values(), seeds) is None:
+                    got = prog.run(self.trace.values(), seeds)
+                    took = time.thread_time() - start
+                    if got is None or not programs.agrees(got, out):
                         compiled = math.inf
                         break
-                    compiled = min(compiled, time.thread_time() - start)
+                    compiled = min(compiled, took)
         except Exception:  # noqa: BLE001 - a sweep that cannot be recorded as a program is swept as usual
             compiled = math.inf
         if prog is not None and compiled < math.inf and programs.worth_keeping(compiled, usual):

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .seeds import SparseBlock, lowrank_product
+from .seeds import SparseBlock, lowrank_product, zeros_for
 
 
 def _reshape(a: SparseBlock, shape, order="C", **kw):
@@ -174,7 +174,7 @@ def _scatter_basic(b: SparseBlock, idx: tuple, shape: tuple) -> Any:
     full = tuple(b.inner[:lead]) + tuple(shape)
     v = None
     if b.v is not None:
-        v = np.zeros((b.rank,) + full, dtype=b.v.dtype)
+        v = zeros_for(b.v, (b.rank,) + full, b.v.dtype)
         v[(Ellipsis,) + idx] = b.v
     idx_new = np.ravel_multi_index(tuple(out_coords), full) if b.idx.size else b.idx
     return SparseBlock((b.shape[0],) + full, idx_new, b.val, b.u, v)
@@ -189,7 +189,7 @@ def _scatter_flat(b: SparseBlock, flat: np.ndarray, n: int) -> Any:
     lead_shape = tuple(b.inner[:lead])
     v = None
     if b.v is not None:
-        v = np.zeros((b.rank,) + lead_shape + (n,), dtype=b.v.dtype)
+        v = zeros_for(b.v, (b.rank,) + lead_shape + (n,), b.v.dtype)
         np.add.at(v, (Ellipsis, flat.reshape(-1)), b.v.reshape((b.rank,) + lead_shape + (flat.size,)))
     return SparseBlock((b.shape[0],) + lead_shape + (n,), outer * n + flat.reshape(-1)[p], b.val, b.u, v)
 

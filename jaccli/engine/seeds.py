@@ -20,6 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from .slots import TRACER as _TRACER, ThreadSlot
+
+# While a sweep is recorded as a compiled one (engine/programs.py), a block scaled by a traced
+# factor keeps its structure, its parts traced: the program then runs on the parts alone. Elsewhere
+# (a sweep under an outer differentiation) such a product is dense, as before.
+TRACED_PARTS = ThreadSlot()
+
 _DENSE_FRACTION = 0.25  # densify when a seed holds more than this share of its entries
 _MAX_RANK = 8  # densify when the low-rank part grows past this
 
@@ -39,6 +46,20 @@ def lowrank_product(u: np.ndarray, v: np.ndarray, out: np.ndarray | None = None)
 
 def _is_plain(x: Any) -> bool:
     return isinstance(x, (np.ndarray, float, int, np.floating, np.integer))
+
+
+def _is_factor(x: Any) -> bool:
+    """A factor a block is scaled by entry by entry, keeping its structure: a plain value, or while a
+    compiled sweep is recorded a traced array (TRACED_PARTS)."""
+    return _is_plain(x) or (TRACED_PARTS.v is True and type(x) is _TRACER[0])
+
+
+def zeros_for(part: Any, shape: tuple, dtype: Any) -> np.ndarray:
+    """Zeros of `shape` to write a block's `part` into: traced when the part is (writing a traced
+    value into a plain array escapes the recording; into traced zeros it is recorded)."""
+    if type(part) is _TRACER[0]:
+        return np.zeros_like(part, shape=shape, dtype=dtype)
+    return np.zeros(shape, dtype=dtype)
 
 
 class SparseBlock:
@@ -73,7 +94,12 @@ class SparseBlock:
 
     @property
     def dtype(self) -> np.dtype:
-        return self.val.dtype if self.u is None else np.result_type(self.val, self.u, self.v)
+        return self.val.dtype if self.u is None else np.result_type(self.val.dtype, self.u.dtype, self.v.dtype)
+
+    @property
+    def traced(self) -> bool:
+        """Whether a part is a traced array (a sweep recorded as a compiled one, engine/programs.py)."""
+        return any(type(p) is _TRACER[0] for p in (self.val, self.u, self.v))
 
     @property
     def ndim(self) -> int:
@@ -96,8 +122,10 @@ class SparseBlock:
         n = math.prod(self.inner)
         if self.u is not None:
             out = lowrank_product(self.u, self.v.reshape(self.rank, n))
+            if type(self.val) is _TRACER[0] and type(out) is not _TRACER[0] and self.idx.shape[1]:
+                out = out + zeros_for(self.val, (k, n), self.dtype)  # traced, to add the entries into
         else:
-            out = np.zeros((k, n), dtype=self.dtype)
+            out = zeros_for(self.val, (k, n), self.dtype)
         if self.idx.shape[1] == 1:
             out[np.arange(k), self.idx[:, 0]] += self.val[:, 0]
         elif self.idx.shape[1]:
@@ -133,7 +161,7 @@ class SparseBlock:
     # -- elementwise scaling ----------------------------------------------------
     def _factor_at(self, d: Any) -> Any | None:
         """The entries of d (broadcast over the seed shape) at this block's positions, or None."""
-        if not isinstance(d, np.ndarray):
+        if not isinstance(d, np.ndarray) and type(d) is not _TRACER[0]:
             if np.ndim(d) == 0:
                 return d
             d = np.asarray(d)
@@ -181,11 +209,11 @@ class SparseBlock:
             return SparseBlock(self.shape, self.idx, -self.val, None if self.u is None else -self.u, self.v)
         if len(inputs) == 2:
             a, b = inputs
-            if ufunc in (np.multiply, np.true_divide) and type(a) is SparseBlock and _is_plain(b):
+            if ufunc in (np.multiply, np.true_divide) and type(a) is SparseBlock and _is_factor(b):
                 out = a._scaled(ufunc, b)
                 if out is not None:
                     return out
-            if ufunc is np.multiply and type(b) is SparseBlock and _is_plain(a):
+            if ufunc is np.multiply and type(b) is SparseBlock and _is_factor(a):
                 out = b._scaled(ufunc, a)
                 if out is not None:
                     return out
@@ -230,7 +258,9 @@ class SparseBlock:
             # seed; with one row, one entry per seed says so): the product is an outer product
             # per seed, one broadcast multiply.
             out = m[cols[:, 0]]
-            if n_rows == 1 and out.dtype == np.result_type(self.val, m):
+            if n_rows == 1 and type(self.val) is _TRACER[0]:
+                out = out * self.val
+            elif n_rows == 1 and out.dtype == np.result_type(self.val, m):
                 if not (self.val == 1).all():  # unit seeds (rows of an identity) need no pass
                     out *= self.val  # scaled in place: no second temporary
             else:
@@ -241,7 +271,7 @@ class SparseBlock:
         if self.u is not None:
             out = lowrank_product(self.u, (self.v @ m).reshape(self.rank, -1)).reshape((k, n_rows, m.shape[1]))
         else:
-            out = np.zeros((k, n_rows, m.shape[1]), dtype=np.result_type(self.val, m))
+            out = zeros_for(self.val, (k, n_rows, m.shape[1]), np.result_type(self.val.dtype, m.dtype))
         if rows.shape[1]:
             contrib = self.val[..., None] * m[cols]
             kk = np.broadcast_to(np.arange(k)[:, None], rows.shape)
@@ -288,7 +318,8 @@ def broadcast_block(t: Any, shape: tuple) -> Any:
     A single seed (a gradient, a recorded gradient) stays a plain array: its structure would save
     nothing, and on a recorded gradient it would become a structured constant of the recording.
     """
-    if type(t) in (np.ndarray, SparseBlock) and t.ndim == len(shape) and t.ndim >= 2 and t.shape[0] > 1 \
+    if (type(t) in (np.ndarray, SparseBlock) or (TRACED_PARTS.v is True and type(t) is _TRACER[0])) \
+            and t.ndim == len(shape) and t.ndim >= 2 and t.shape[0] > 1 \
             and math.prod(t.shape[1:]) == 1 and math.prod(shape[1:]) > 1:
         return SparseBlock.rank_one(np.reshape(dense(t), (t.shape[0],)), tuple(shape[1:]))
     return np.broadcast_to(t, shape)

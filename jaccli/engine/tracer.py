@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import TracingError, UnsupportedOperationError
 from . import core as _core
 from .core import REPLACING, Node, Trace, user_site
+from .seeds import SparseBlock
 
 # Filled by registry.py: NumPy callable -> handler(*args, **kwargs).
 FUNCTION_HANDLERS: dict[Any, Any] = {}
@@ -408,6 +409,9 @@ class Tracer:
 
     # -- NumPy protocols ---------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        for a in inputs:
+            if type(a) is SparseBlock:  # a sweep's structured block: its own method densifies it, or
+                return NotImplemented   # keeps its structure (with traced parts, engine/programs.py)
         if kwargs.get("out") is not None:
             name = ufunc.__name__
             if kwargs.get("where", True) is not True:  # the safe-division idiom: out holds the fill
@@ -439,6 +443,8 @@ class Tracer:
         return handler(*inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
+        if SparseBlock in types:  # (as in __array_ufunc__)
+            return NotImplemented
         if kwargs.get("out") is not None or _positional_out(func, args):
             name = numpy_name(func)
             raise TracingError(f"{name}(..., out=...) writes into an existing array; write `y = {name}(...)` "

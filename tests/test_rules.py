@@ -316,6 +316,33 @@ def test_modf_of_inf_has_numpys_fraction():
         np.testing.assert_allclose(grad[[0, 1, 3, 4]], finite_differences[[0, 1, 3, 4]], rtol=1e-6)
 
 
+def test_modf_has_numpys_sign_of_zero_and_derivatives_one_and_zero():
+    # Before: x - trunc(x), +0.0 at a negative integer (and at -inf) where NumPy's fraction is -0.0
+    import jaccli
+
+    x = np.array([0.0, -0.0, 2.0, -2.0, 7.0, -7.0, np.inf, -np.inf, np.nan, -2.5, 0.75, -0.25])
+    finite = np.isfinite(x)
+    for dtype in (np.float32, np.float64):
+        xd = x.astype(dtype)
+        want = np.modf(xd)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # NumPy's modf warns of nothing here: neither may its rule
+            (fraction, whole), grad = jaccli.vjp(np.modf, xd, (np.ones(12, dtype), np.zeros(12, dtype)))
+            _, grad_whole = jaccli.vjp(np.modf, xd, (np.zeros(12, dtype), np.ones(12, dtype)))
+            _, (t_fraction, t_whole) = jaccli.jvp(np.modf, xd, np.ones(12, dtype))
+            H = np.asarray(jaccli.hessian(lambda v: np.sum(np.modf(v)[0] ** 3), xd))
+        for got, expected in zip((fraction, whole), want):
+            assert got.dtype == expected.dtype
+            np.testing.assert_array_equal(got, expected)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+        np.testing.assert_array_equal(grad[finite], 1.0)
+        np.testing.assert_array_equal(t_fraction[finite], 1.0)
+        np.testing.assert_array_equal(grad_whole, 0.0)
+        np.testing.assert_array_equal(t_whole, 0.0)
+        # d2/dx2 frac**3 = 6 frac, in x's dtype
+        np.testing.assert_allclose(np.diag(H)[finite], 6 * want[0][finite], rtol=1e-6)
+
+
 def test_conjugate_of_a_traced_array_is_a_new_array():
     # Before: the traced array itself, so a write into np.conjugate(x) changed x
     import jaccli

@@ -535,10 +535,11 @@ def _modf(x, /, out=None, **kw):
     x = in_dtype(x, loop_dtypes(np.modf, (x,), kw)[0])
     whole = np.trunc(x)
     infinite = guarded(np.isinf, x)
-    if infinite.any():  # NumPy's fraction 0 for +-inf (x - trunc(x) is NaN there, with a warning NumPy gives not)
-        finite = np.where(infinite, 0.0, x)
-        return finite - np.trunc(finite), whole
-    return x - whole, whole  # exact: x and its integer part share their leading bits
+    if infinite.any():  # NumPy's fraction +-0 for +-inf (fmod is NaN there, with a warning NumPy gives not)
+        x = np.where(infinite, np.where(guarded(np.isneginf, x), -0.0, 0.0).astype(x.dtype), x)
+    # fmod(x, 1), exact, has the sign of x as NumPy's fraction has, -0.0 at x = -2.0 included, where
+    # x - trunc(x) is +0.0; its derivative in x is 1, without a mask of signs to guard
+    return np.fmod(x, 1.0), whole
 
 
 # ldexp is NumPy's own (kwargs, dtypes and the scaling, exact over the whole exponent range, where a
@@ -554,7 +555,7 @@ def _frexp(x, /, out=None, **kw):
 
 
 register_derived(np.divmod, _divmod, uses=(mod,), notes="(floor_divide, remainder): derivative (0, 1) in x1")
-register_derived(np.modf, _modf, uses=(subtract,), notes="fractional part: derivative 1; integer part: 0")
+register_derived(np.modf, _modf, uses=(fmod, where), notes="fractional part: derivative 1; integer part: 0")
 register_derived(np.frexp, _frexp, uses=(ldexp,), notes="mantissa: derivative 2**-exponent; exponent: integer")
 
 

@@ -120,3 +120,78 @@ def test_clip_with_where_is_refused_by_name():
         "dot-3-d-by-a-vector-not-aligned", "dot-matrices-not-aligned"])
 def test_what_numpy_rejects_jaccli_rejects_with_numpys_message(call):
     refused_as_numpy_refuses(call, X1, lambda f, x: np.asarray(jaccli.jacobian(f, x)))
+
+
+_DTYPE_REDUCTIONS = {
+    "sum": lambda x, d: np.sum(x, dtype=d), "mean": lambda x, d: np.mean(x, dtype=d),
+    "var": lambda x, d: np.var(x, dtype=d), "std": lambda x, d: np.std(x, dtype=d),
+    "prod": lambda x, d: np.prod(x, dtype=d), "cumsum": lambda x, d: np.cumsum(x, dtype=d),
+    "cumprod": lambda x, d: np.cumprod(x, dtype=d), "nansum": lambda x, d: np.nansum(x, dtype=d),
+    "nanmean": lambda x, d: np.nanmean(x, dtype=d), "nanvar": lambda x, d: np.nanvar(x, dtype=d),
+    "nanprod": lambda x, d: np.nanprod(x, dtype=d), "nancumsum": lambda x, d: np.nancumsum(x, dtype=d),
+    "add.reduce": lambda x, d: np.add.reduce(x, dtype=d),
+    "multiply.reduce": lambda x, d: np.multiply.reduce(x, dtype=d),
+    "add.accumulate": lambda x, d: np.add.accumulate(x, dtype=d),
+    "multiply.accumulate": lambda x, d: np.multiply.accumulate(x, dtype=d),
+    "add.reduceat": lambda x, d: np.add.reduceat(x, [0, 2], dtype=d),
+    "maximum.reduce": lambda x, d: np.maximum.reduce(x, dtype=d),
+    "minimum.accumulate": lambda x, d: np.minimum.accumulate(x, dtype=d),
+    "logaddexp.reduce": lambda x, d: np.logaddexp.reduce(x, dtype=d),
+    "trace": lambda x, d: np.trace(np.diag(x), dtype=d), "x.sum": lambda x, d: x.sum(dtype=d),
+    "x.cumprod": lambda x, d: x.cumprod(dtype=d),
+}
+if hasattr(np, "cumulative_sum"):
+    _DTYPE_REDUCTIONS["cumulative_sum"] = lambda x, d: np.cumulative_sum(x, dtype=d)
+    _DTYPE_REDUCTIONS["cumulative_prod"] = lambda x, d: np.cumulative_prod(x, dtype=d)
+_NOT_REAL = [str, "U5", "S3", object, "datetime64", "M8[s]", "timedelta64", "m8[s]", "V8", complex, np.complex64]
+
+
+@pytest.mark.parametrize("dtype", _NOT_REAL, ids=str)
+@pytest.mark.parametrize("name", sorted(_DTYPE_REDUCTIONS))
+def test_a_reduction_to_a_dtype_without_real_numbers_fails_as_numpy_does_or_names_the_float_dtype(name, dtype):
+    # Before: jaccli's own "a traced array cast to dtype str" where NumPy has its own error (and
+    # np.cumulative_sum, np.trace took any dtype= NumPy refuses); a generic timedelta64, which
+    # NumPy takes and computes in the array's dtype, was refused
+    from tests.helpers import central_diff
+
+    fn = lambda v: _DTYPE_REDUCTIONS[name](v, dtype)  # noqa: E731
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            want = fn(X1)
+    except Exception as refusal:  # noqa: BLE001 - NumPy's error is the reference, type and message
+        with pytest.raises(type(refusal)) as error:
+            np.asarray(jaccli.jacobian(fn, X1))
+        assert str(error.value) == str(refusal)
+        return
+    # object and complex sums hold no real derivative, whatever NumPy's mean then makes of them
+    if np.dtype(dtype).kind in "Oc" or not isinstance(want, (np.ndarray, np.generic)) or want.dtype.kind not in "biuf":
+        with pytest.raises(UnsupportedOperationError, match=r"\(\.\.\., dtype=\w+\) of a traced array is not "
+                                                            r"supported by jaccli: derivatives need a real floating "
+                                                            r"dtype") as info:
+            np.asarray(jaccli.jacobian(fn, X1))
+        assert str(info.value).startswith(f"{__file__}:")
+        return
+    value, _ = jaccli.vjp(fn, X1, np.ones(np.shape(want)))
+    assert value.dtype == want.dtype
+    np.testing.assert_allclose(value, want, rtol=1e-15)
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(fn, X1)), central_diff(fn, X1), rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, bool], ids=str)
+@pytest.mark.parametrize("name", ["trace", "cumulative_sum", "cumulative_prod"])
+def test_trace_and_cumulative_sums_compute_in_their_dtype_as_numpy_does(name, dtype):
+    # Before: np.cumulative_sum and np.cumulative_prod dropped dtype= (float64 for dtype=np.float32);
+    # np.trace(..., dtype=bool) summed the booleans as integers (4, where NumPy's is True)
+    from tests.helpers import central_diff
+
+    if name not in _DTYPE_REDUCTIONS:
+        return  # NumPy < 2.1 has no cumulative_sum
+    fn = lambda v: _DTYPE_REDUCTIONS[name](v, dtype)  # noqa: E731
+    x = np.array([0.4, -1.3, 2.6, -0.2])
+    want = fn(x)
+    value, _ = jaccli.vjp(fn, x, np.ones(np.shape(want)))
+    assert value.dtype == want.dtype
+    np.testing.assert_allclose(value, want, rtol=1e-6)
+    fd = central_diff(lambda v: np.asarray(fn(v), dtype=np.float64), x, h=1e-3)
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(fn, x)), fd, rtol=1e-3, atol=1e-9)

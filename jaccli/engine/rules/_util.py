@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import UnsupportedOperationError
+from ..core import user_site
 from ..seeds import broadcast_block
 
 try:
@@ -36,14 +37,33 @@ def in_dtype(x: Any, dtype: np.dtype) -> Any:
     return x.astype(dtype) if hasattr(x, "_node") else np.asarray(x, dtype=dtype)
 
 
+def reduction_dtype(call: str, numpy_fn: Any, a: Any, dtype: Any, *args: Any, ndim: int = 1) -> np.dtype:
+    """The dtype that numpy_fn(a, *args, dtype=dtype) (np.sum, np.add.reduce, ...) casts a's
+    entries to and computes in, found on a stand-in of one entry of a's dtype, with ndim axes.
+
+    NumPy's own error for a dtype it refuses (str, datetime64, ...); jaccli's for one NumPy accepts
+    but whose values carry no derivative (object, complex). A dtype NumPy takes for its kind alone,
+    a generic timedelta64, leaves a's entries in the dtype NumPy computes in: a's own.
+    """
+    result = numpy_fn(np.zeros((1,) * ndim, dtype_of(a)), *args, dtype=dtype)
+    requested = np.dtype(dtype)
+    if requested.kind in "biuf":
+        return requested
+    computed = getattr(result, "dtype", np.dtype(object))  # an object loop gives a Python object
+    if requested.kind in "Oc" or computed.kind not in "biuf":
+        raise UnsupportedOperationError(
+            f"{call}(..., dtype={requested.name}) of a traced array is not supported by jaccli: derivatives need a "
+            "real floating dtype; leave dtype= out or give a float one (np.float64)", user_site(1))
+    return computed
+
+
 def in_method_dtype(method: Any, a: Any, dtype: Any, *args: Any) -> Any:
     """a cast to the dtype= of a ufunc method (ufunc.reduce, .accumulate, .reduceat: args are its
-    other positional arguments), which NumPy casts the entries to and computes in; NumPy's own
-    error for a dtype the ufunc's loop refuses."""
+    other positional arguments), as reduction_dtype finds it."""
     if dtype is None:
         return a
-    method(np.zeros(1, dtype_of(a)), *args, dtype=dtype)
-    return in_dtype(a, np.dtype(dtype))
+    call = f"np.{method.__self__.__name__}.{method.__name__}"
+    return in_dtype(a, reduction_dtype(call, method, a, dtype, *args))
 
 
 def refuse_where(kw: dict, call: str) -> None:

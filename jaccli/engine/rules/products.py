@@ -8,7 +8,7 @@ import numpy as np
 
 from ..registry import family, primitive, register, register_derived
 from ..tracer import Tracer
-from ._util import axis_index, unbroadcast
+from ._util import axis_index, reduction_dtype, unbroadcast
 
 family("products")
 
@@ -240,12 +240,15 @@ def _kron(a, b):
 def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     if np.ndim(a) < 2:
         np.trace(np.zeros(np.shape(a)), offset, axis1, axis2)  # raises NumPy's own error
+    if dtype is not None:
+        dtype = reduction_dtype("np.trace", np.trace, a, dtype, ndim=2)
     moved = np.moveaxis(a, (axis1, axis2), (-2, -1))
     n1, n2 = np.shape(moved)[-2:]
     rows = np.arange(max(0, -offset), max(0, min(n1, n2 - offset)))
     diagonal = moved[..., rows, rows + offset]
-    # NumPy sums in `dtype`: each entry is cast first (an integer dtype truncates them, a constant).
-    return np.sum(diagonal if dtype is None else diagonal.astype(dtype), axis=-1)
+    # NumPy sums in `dtype`: each entry is cast first (an integer dtype truncates them, a constant;
+    # booleans sum to their logical or, as np.sum(..., dtype=bool) does)
+    return np.sum(diagonal, axis=-1, dtype=dtype)
 
 
 register_derived(np.tensordot, _tensordot, uses=(matmul,))

@@ -9,7 +9,7 @@ import numpy as np
 from ..registry import family, primitive, register, register_derived
 from ..seeds import SparseBlock, broadcast_block
 from ..tracer import FUNCTION_HANDLERS, UFUNC_HANDLERS, Tracer, guarded, primal
-from ._util import along, axis_index, dtype_of, in_dtype, in_method_dtype, norm_axes, shape_of, shift
+from ._util import along, axis_index, dtype_of, in_dtype, in_method_dtype, norm_axes, reduction_dtype, shape_of, shift
 from .indexing import gather, scatter_flat
 
 family("reductions")
@@ -496,7 +496,9 @@ register((np.logaddexp2, "reduce"), _log_sum_exp(np.logaddexp2, np.log2, np.exp2
 
 
 def _reduceat(array, indices, axis=0, dtype=None, out=None):
-    array = in_method_dtype(np.add.reduceat, array, dtype, [0])
+    if dtype is not None:
+        dtype = reduction_dtype("np.add.reduceat", np.add.reduceat, array, dtype, [0])
+        array = in_dtype(array, dtype)
     axis = axis_index(axis, np.ndim(array))
     length = np.shape(array)[axis]
     starts = np.asarray(indices, dtype=np.intp).reshape(-1)
@@ -511,7 +513,7 @@ def _reduceat(array, indices, axis=0, dtype=None, out=None):
     segment = np.repeat(np.arange(starts.size), [s.size for s in spans])
     moved = np.moveaxis(array, axis, -1)
     summed = np.moveaxis(scatter_flat(gather(moved, source), segment, starts.size), -1, axis)
-    return summed if dtype is None else in_dtype(summed, np.dtype(dtype))  # integer entries: NumPy's integer sums
+    return summed if dtype is None else in_dtype(summed, dtype)  # integer entries: NumPy's integer sums
 
 
 register((np.add, "reduceat"), _reduceat, prims=(gather, scatter_flat), kind="derived", name="np.add.reduceat",
@@ -522,7 +524,7 @@ register((np.add, "reduceat"), _reduceat, prims=(gather, scatter_flat), kind="de
 # dtype=: NumPy casts the entries to dtype and reduces in it (np.sum(x, dtype=int) truncates each
 # entry first; dtype=np.float32 sums in float32). Every handler above takes dtype third.
 # ---------------------------------------------------------------------------
-def _cast_first(handler):
+def _cast_first(handler, call: str, numpy_fn):
     def with_dtype(a, *args, **kwargs):
         if len(args) >= 2:
             dtype, args = args[1], (args[0], None) + args[2:]
@@ -530,15 +532,19 @@ def _cast_first(handler):
             dtype = kwargs.pop("dtype", None)
         if dtype is None:
             return handler(a, *args, **kwargs)
-        dtype = np.dtype(dtype)
-        a = a if type(a) is Tracer else np.asarray(a)
-        out = handler(a.astype(dtype), *args, **kwargs)
+        dtype = reduction_dtype(call, numpy_fn, a, dtype)
+        out = handler(in_dtype(a if type(a) is Tracer else np.asarray(a), dtype), *args, **kwargs)
         return out if dtype_of(out) == dtype else out.astype(dtype)  # an integer mean: NumPy's cast too
     return with_dtype
 
 
 for _f in (np.sum, np.mean, np.var, np.std, np.prod, np.cumsum, np.cumprod,
            np.nansum, np.nanprod, np.nanmean, np.nanvar, np.nanstd, np.nancumsum, np.nancumprod):
-    FUNCTION_HANDLERS[_f] = _cast_first(FUNCTION_HANDLERS[_f])
-for _key in ((np.add, "reduce"), (np.multiply, "reduce"), (np.add, "accumulate"), (np.multiply, "accumulate")):
-    UFUNC_HANDLERS[_key] = _cast_first(UFUNC_HANDLERS[_key])
+    FUNCTION_HANDLERS[_f] = _cast_first(FUNCTION_HANDLERS[_f], f"np.{_f.__name__}", _f)
+if hasattr(np, "cumulative_sum"):
+    for _f in (np.cumulative_sum, np.cumulative_prod):
+        FUNCTION_HANDLERS[_f] = _cast_first(FUNCTION_HANDLERS[_f], f"np.{_f.__name__}", _f)
+for _ufunc, _method in ((np.add, "reduce"), (np.multiply, "reduce"), (np.add, "accumulate"),
+                        (np.multiply, "accumulate")):
+    UFUNC_HANDLERS[_ufunc, _method] = _cast_first(UFUNC_HANDLERS[_ufunc, _method], f"np.{_ufunc.__name__}.{_method}",
+                                                  getattr(_ufunc, _method))

@@ -356,3 +356,65 @@ def test_conjugate_of_a_traced_array_is_a_new_array():
     value, grad = jaccli.vjp(f, x, np.ones(2))
     np.testing.assert_array_equal(value, f(x.copy()))
     np.testing.assert_array_equal(grad, [1.0, 2.0])
+
+
+def _multiply_at(a, idx, b):
+    out = a * 1.0
+    np.multiply.at(out, idx, b)
+    return out
+
+
+@pytest.mark.parametrize("a_dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("b", [np.array([0.7, -1.3, 2.9, 0.0, 1.1, -0.6, 3.7]), 1.7, np.float32(-2.3), 3],
+                         ids=["float64-array", "python-float", "float32-scalar", "python-int"])
+def test_multiply_at_has_numpys_values_in_numpys_order(b, a_dtype):
+    # Before: np.multiply.at of a traced array was refused. NumPy multiplies one factor at a time,
+    # in index order, casting each product back to a's dtype (a Python number made an array first)
+    import jaccli
+
+    idx = np.array([0, 2, 0, 3, 0, 2, 5])
+    a = np.array([1 / 3, -2.6, 1 / 7, 0.9, 4.1, 1e-3], dtype=a_dtype)
+    want = _multiply_at(a, idx, b)
+    got, _ = jaccli.vjp(lambda v: _multiply_at(v, idx, b), a, np.ones(6, a_dtype))
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_multiply_at_derivatives_are_products_of_the_other_factors_with_zeros_present():
+    # d out[i] / d b_k = a[i] * (the product of i's other factors); d out[i] / d a[i] = their product.
+    # Element 0 has two zero factors, element 2 one: no division may turn these into NaN or 0 / 0.
+    import jaccli
+
+    idx = np.array([0, 2, 0, 3, 0, 2, 2])
+    a = np.array([1.5, -0.4, 0.8, 2.0, 0.6])
+    b = np.array([0.0, 1.3, 0.0, -0.7, 2.5, 0.0, 1.9])
+    ja = np.asarray(jaccli.jacobian(lambda x: _multiply_at(x, idx, b), a))
+    jb = np.asarray(jaccli.jacobian(lambda y: _multiply_at(a + 0.0 * y[0], idx, y), b))  # (a traced target)
+    want_a, want_b = np.eye(5), np.zeros((5, 7))
+    for i in set(idx):
+        ks = np.flatnonzero(idx == i)
+        want_a[i, i] = np.prod(b[ks])
+        for k in ks:
+            want_b[i, k] = a[i] * np.prod(b[ks[ks != k]])
+    np.testing.assert_array_equal(ja, want_a)
+    np.testing.assert_allclose(jb, want_b, rtol=1e-15)
+    # second order, element 2 (factors b_1, b_5 = 0, b_6): d2 / d b_j d b_k = a[2] * the third factor
+    H = np.asarray(jaccli.hessian(lambda y: _multiply_at(a + 0.0 * y[0], idx, y)[2], b))
+    want_h = np.zeros((7, 7))
+    for j, k, m in ((1, 5, 6), (1, 6, 5), (5, 6, 1)):
+        want_h[j, k] = want_h[k, j] = a[2] * b[m]
+    np.testing.assert_allclose(H, want_h, rtol=1e-15)
+
+
+def test_multiply_at_refuses_what_numpy_refuses_and_a_plain_target():
+    import jaccli
+    from jaccli.errors import TracingError
+    from tests.helpers import refused_as_numpy_refuses
+
+    x = np.array([0.5, 1.5, -2.0])
+    traced = lambda f, v: np.asarray(jaccli.jacobian(f, v))  # noqa: E731
+    refused_as_numpy_refuses(lambda v: _multiply_at(v, [0, 3], 2.0), x, traced, errors=IndexError)
+    refused_as_numpy_refuses(lambda v: _multiply_at(v, [0, 1], np.ones(3)), x, traced)
+    refused_as_numpy_refuses(lambda v: np.multiply.at(v * 1.0, [0]), x, traced)
+    with pytest.raises(TracingError, match=r"np.multiply.at writes a traced value into a plain NumPy array"):
+        traced(lambda v: _multiply_at(np.ones(3), [0, 0], v), x)

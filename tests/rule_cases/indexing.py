@@ -129,6 +129,11 @@ CASES = [
     Case(("np.add.at", "np.subtract.at"), _written(lambda a, v: (np.add.at(a, ([0, 2, 0], [1, 3, 1]), v ** 2),
                                                                np.subtract.at(a, [1, 1], v[0]))),
          (r(3, 4), r(3)), wrt=(0, 1), id="add.at-subtract.at"),
+    # repeated indices with a zero factor and a zero entry of a (own inputs: the r() stream stays as it was)
+    Case("np.multiply.at", _written(lambda a, v: (np.multiply.at(a, ([0, 2, 0, 0, 1], [1, 3, 1, 1, 0]), v),
+                                                  np.multiply.at(a, [2, 2], v[4] ** 2))),
+         (np.array([[0.3, -0.7, 0.5, 0.0], [1.1, 0.4, -0.9, 0.6], [-0.2, 0.8, 0.0, -1.3]]),
+          np.array([0.0, 0.9, -1.4, 0.7, 1.2])), wrt=(0, 1), id="multiply.at-repeated-with-zeros"),
     Case("np.bincount", lambda w: np.bincount(np.array([0, 3, 0, 1, 3]), weights=w ** 2, minlength=5), (r(5),)),
     Case(("np.putmask", "np.put_along_axis"),
          _written(lambda a, v: (np.putmask(a, mask=_MASK, values=v), np.put_along_axis(

@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     products,
     reductions,
     reorder,
+    scatter,
     scipy_special,
     shape,
 )

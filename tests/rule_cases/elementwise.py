@@ -63,6 +63,9 @@ CASES = [
     Case("np.hypot", np.hypot, (r(4), r(4)), wrt=(0, 1)),
     Case("np.sinc", np.sinc, (r(5),)),
     Case("np.sinc", np.sinc, (np.array([0.0, 1e-9, -3e-5, 0.05, -0.0999, 0.1, 0.35]),), order=3, id="sinc-near-0"),
+    # its derivative I1 has a Taylor polynomial for |x| < 0.5 in its own rule: both sides of it
+    Case("np.i0", np.i0, (np.array([0.0, 1e-9, -3e-5, 0.3, -0.49, 0.51, 2.0, -7.5, 12.0]),), order=3,
+         id="i0-near-0-and-far"),
     Case("np.maximum", np.maximum, (r(5), r(5)), wrt=(0, 1)),
     Case("np.minimum", np.minimum, (r(5), r(5)), wrt=(0, 1)),
     Case("np.fmax", np.fmax, (r(5), r(5)), wrt=(0, 1)),

@@ -1,6 +1,7 @@
 """Derivative rules for NumPy, one module per family; importing this package fills the registry."""
 
 from . import (  # noqa: F401
+    bessel,
     creation,
     diagonals,
     einsum,

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from jaccli.checks import CheckReport, check_derivative, nested_derivative_message, unrepeatable_message
+from jaccli.check_report import CheckReport, nested_derivative_message, unrepeatable_message
+from jaccli.checks import check_derivative
 from jaccli.errors import UsageError
 from jaccli.words import counted, verb
 

@@ -82,8 +82,8 @@ class Crossed:
     the value that jumps change (a 0-d flag where elements cannot be told apart: control flow).
     `placed`: description of a jump -> node index -> which elements of that op's output the jump
     changes (flags that broadcast to the output's shape); None where some of the jump shows in no
-    op's output (control flow, f raising, a matrix read by one triangle, an argument of an op that is
-    not elementwise).
+    op's output (control flow, f raising, a matrix read by one triangle, an index whose effect on the
+    op's output `_changed_by_constants` cannot tell).
     """
 
     kinks: dict[int, np.ndarray] = field(default_factory=dict)
@@ -120,6 +120,31 @@ def _in_output(node: Node, flags: np.ndarray) -> bool:
         return np.broadcast_shapes(flags.shape, np.shape(value)) == np.shape(value)
     except ValueError:
         return False
+
+
+def _changed_by_constants(a: Node, b: Node, traced: set[int]) -> np.ndarray | None:
+    """Which elements of a's output change when its arguments that are not traced take their values in
+    b (an index computed from values: argmax, argsort), the traced ones held fixed: at random values, so
+    that no tie among them hides a change (x[argmax] at a tie). None when that cannot be told: the op
+    raises, or its output changes shape."""
+    rng = np.random.default_rng(0)
+
+    def held(x: Any) -> np.ndarray:
+        like = np.asarray(peek(x))
+        probe = rng.uniform(1.0, 2.0, like.shape)
+        return probe.astype(like.dtype) if like.dtype.kind in "fc" else probe
+
+    probes = {pos: held(x) for pos, x in enumerate(a.args) if pos in traced}
+    try:
+        with np.errstate(all="ignore"):
+            before, after = (np.asarray(a.prim.impl(*[probes[pos] if pos in probes else peek(x)
+                                                      for pos, x in enumerate(node.args)], **node.kwargs))
+                             for node in (a, b))
+    except Exception:  # noqa: BLE001 - an op that refuses the probe is left to the steps of sample groups
+        return None
+    if before.shape != after.shape or before.shape != np.shape(peek(a.value)):
+        return None
+    return _changed(before, after)
 
 
 def crossings(base: Recording, moved: Recording, masks: dict[int, np.ndarray], constants: bool = True) -> Crossed:
@@ -170,8 +195,11 @@ def crossings(base: Recording, moved: Recording, masks: dict[int, np.ndarray], c
             jumped = _changed(peek(x), peek(y))
             if jumped.any():
                 what = "its condition" if a.prim.name == "np.where" and pos == 0 else f"its argument {pos}"
-                # an elementwise op's output changes where its argument does (broadcast)
-                placed = a.prim.structure == ELEMENTWISE and _in_output(a, jumped)
-                out.add_jump(f"{op_at(a)}: {what} changes within the step", jumped, a.index if placed else None)
+                # an elementwise op's output changes where its argument does (broadcast); an op that
+                # takes an index, where the new index moves its output
+                moved = jumped if a.prim.structure == ELEMENTWISE else _changed_by_constants(a, b, traced)
+                placed = moved is not None and moved.any() and _in_output(a, moved)
+                out.add_jump(f"{op_at(a)}: {what} changes within the step", moved if placed else jumped,
+                             a.index if placed else None)
                 break
     return out

@@ -121,7 +121,8 @@ def kink_rows(rec: Recording, i: int, rows: np.ndarray, kinks: Sequence[Kink], b
     return RowReach(hit, groups)
 
 
-def sample_reach(rec: Recording, nodes: Collection[int], groups: np.ndarray) -> dict[int, np.ndarray]:
+def sample_reach(rec: Recording, nodes: Collection[int], groups: np.ndarray,
+                 structural: bool = False) -> dict[int, np.ndarray]:
     """Which sample groups' outputs reach each element of some ops' outputs with a nonzero cotangent.
 
     One reverse sweep of one seed per group of `groups` (`bit_groups(B)`): every output element of
@@ -132,6 +133,9 @@ def sample_reach(rec: Recording, nodes: Collection[int], groups: np.ndarray) -> 
         rec: f recorded with a batch axis 0 on its outputs.
         nodes: node indices of single-output ops of `rec`.
         groups: (G, B) boolean sample groups.
+        structural: seed NaN instead of random weights: a derivative that is zero at x (relu off,
+            a zero factor) passes NaN on, so only an element that no path reads (sliced off, the
+            branch np.where did not pick) stays unreached.
 
     Returns:
         Node index -> (G, size) boolean: group g reaches element e (flat) of that op's output
@@ -145,7 +149,9 @@ def sample_reach(rec: Recording, nodes: Collection[int], groups: np.ndarray) -> 
         if ref is None or np.ndim(out) == 0 or np.shape(out)[0] != groups.shape[1]:
             seeds.append(None)
             continue
-        seeds.append(groups.reshape(groups.shape + (1,) * (np.ndim(out) - 1)) * rng.uniform(0.5, 1.5, np.shape(out)))
+        held = groups.reshape(groups.shape + (1,) * (np.ndim(out) - 1))
+        seeds.append(np.where(held, np.nan, 0.0) * np.ones(np.shape(out)) if structural
+                     else held * rng.uniform(0.5, 1.5, np.shape(out)))
 
     def note(index: int, ct: Any) -> None:
         seen[index] |= _at_elements(ct, masks[index])

@@ -38,6 +38,7 @@ class StepCrossings:
         self.cache: dict[tuple[int, int], Crossed] = {}
         self.split: dict[tuple[int, int, bytes], tuple[dict, dict]] = {}
         self.reach: dict[int, np.ndarray] = {}  # node index -> `sample_reach` of its output
+        self.structural: dict[int, np.ndarray] = {}  # ... and its structural `sample_reach`
         self.recordings = 1
 
     def _step(self, j: int, c: int, which: np.ndarray | None) -> Crossed:
@@ -120,24 +121,32 @@ class StepCrossings:
 
     def _reached(self, placed: dict[int, np.ndarray] | None) -> np.ndarray | None:
         """(B,) boolean: the samples whose outputs reach the elements `placed` marks (node index ->
-        flags that broadcast to its output); None when some element is reached by none of them."""
+        flags that broadcast to its output); None when some element is reached by none of them with a
+        nonzero cotangent, yet some output reads it (a zero derivative at x: its jump may still show).
+        An element that no output reads at all (a sorted entry sliced off) changes nothing."""
         if placed is None:
             return None
-        missing = set(placed) - set(self.reach)
-        if missing:
-            # with every op that the steps so far name: one sweep then serves the columns to come
-            for crossed in self.cache.values():
-                missing.update(index for where in crossed.placed.values() if where for index in where)
-            missing.update(self.masks)
-            self.reach.update(sample_reach(self.base, missing - set(self.reach), self.groups))
         out = np.zeros(self.B, dtype=bool)
         for index, flags in placed.items():
-            seen = self.reach[index]
-            seen = seen[:, np.broadcast_to(flags, np.shape(peek(self.base.trace.nodes[index].value))).reshape(-1)]
-            if not seen.shape[1] or not seen.any(axis=0).all():
-                return None
+            flat = np.broadcast_to(flags, np.shape(peek(self.base.trace.nodes[index].value))).reshape(-1)
+            seen = self._reach(self.reach, index, False)[:, flat]
+            unseen = ~seen.any(axis=0)
+            if unseen.any():
+                if self._reach(self.structural, index, True)[:, np.flatnonzero(flat)[unseen]].any():
+                    return None
+                seen = seen[:, ~unseen]
             out |= decode_samples(seen, self.groups, np.zeros(seen.shape[1], dtype=np.int64), 1)[:, 0]
         return out
+
+    def _reach(self, known: dict[int, np.ndarray], index: int, structural: bool) -> np.ndarray:
+        """`sample_reach` of node `index`'s output, kept in `known`."""
+        if index not in known:
+            # with every op that the steps so far name: one sweep then serves the columns to come
+            wanted = {index, *self.masks}
+            for crossed in self.cache.values():
+                wanted.update(i for where in crossed.placed.values() if where for i in where)
+            known.update(sample_reach(self.base, wanted - set(known), self.groups, structural))
+        return known[index]
 
     def _group_steps(self, j: int, c: int, rest: Crossed, who: np.ndarray) -> tuple[dict, dict]:
         """`samples` of the kinks and jumps of `rest`, among the samples `who`, from the steps of groups

@@ -522,6 +522,39 @@ def test_batched_check_records_f_twice_per_column_however_many_samples_cross(rng
     assert cross.recordings == 1 + 2 * 4
 
 
+def sin_plus_picked_max(x):
+    return np.sin(x) + x[np.arange(x.shape[0]), np.argmax(x, axis=1)][:, None]
+
+
+def sin_plus_top_two_by_argsort(x):
+    return np.sin(x) + np.sum(np.take_along_axis(x, np.argsort(x, axis=1)[:, -2:], axis=1), axis=1, keepdims=True)
+
+
+def sin_plus_top_two_by_sort(x):
+    return np.sin(x) + np.sum(np.sort(x, axis=1)[:, -2:], axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("k", [1, 5, 16])
+@pytest.mark.parametrize("f", [sin_plus_picked_max, sin_plus_top_two_by_argsort, sin_plus_top_two_by_sort],
+                         ids=["argmax", "argsort", "sort"])
+def test_batched_index_jump_is_placed_without_recording_f_per_sample_group(rng, step_crossings, k, f):
+    # Before: an index computed from values (argmax, argsort, np.sort's order) that changes within the
+    # step was found from steps of sample groups: f recorded 1 + 2 * 2 + 2 * 2 * (2 * ceil(log2 k) + 1)
+    # times (13, 33, 37), not 5. Now the op's output elements that the new index moves are placed in
+    # samples by the reverse sweep, as a np.where condition is. Sort: the second largest moves to an
+    # entry sliced off, which no output reads.
+    # The first k of 16 samples tie for their largest (argmax) or second largest (top two) entry.
+    x = rng.uniform(0.0, 1.0, size=(16, 4))
+    x[:k, 1] = x[:k, 2] = 1.5
+    if f is not sin_plus_picked_max:
+        x[:k, 3] = 3.0
+    rep = check_derivative(lambda x: f(x), x, batch_axis=0)
+    assert rep.passed and rep.convention_dependent_count == 2 * 4 * k  # columns 1 and 2, every row
+    assert {e["sample"] for e in rep.convention_dependent} == set(range(min(k, 20 // 8 + 1)))
+    (cross,) = step_crossings
+    assert cross.recordings == 1 + 2 * 2
+
+
 def test_kink_entries_are_the_rows_that_reach_the_kink_elements_each_column_crosses():
     # abs at 0 in elements 0 and 2: row 0 sees element 0 only, row 2 element 2 only, so the
     # entries are (0, 0) and (2, 2), not every row that sees a kink times every column that crosses one.

@@ -89,7 +89,8 @@ class StepCrossings:
         (`sample_reach`: reverse sweeps, about one for the whole check, however many samples sit at
         kinks or jumps). What cannot be placed so (control flow, an element that no output reaches
         with a nonzero cotangent...) is found from the steps of sample groups (`bit_groups`), taken
-        only then: at most 2 * ceil(log2 n) + 1 more steps for n samples (`_group_steps`). `among`
+        only then: 2 * ceil(log2 n) + 1 more steps for n samples, and one more per sample when several
+        cross what the groups cannot tell apart (control flow: `_group_steps`). `among`
         ((B,) boolean) limits this to the samples it marks; the others come out False.
         """
         crossed = self._crossed(j, c)
@@ -151,7 +152,12 @@ class StepCrossings:
     def _group_steps(self, j: int, c: int, rest: Crossed, who: np.ndarray) -> tuple[dict, dict]:
         """`samples` of the kinks and jumps of `rest`, among the samples `who`, from the steps of groups
         of them (`bit_groups`), and one step of all the other samples: what only that one crosses
-        belongs to the others, and what none crosses needs several samples to move at once."""
+        belongs to the others, and what none crosses needs several samples to move at once.
+
+        The groups spell the sample of what one sample crosses. What several cross at once and the
+        groups cannot tell apart (control flow in more than one sample: one flag for the whole
+        value) is taken by the step of each sample it may belong to (`_one_by_one`), so that a
+        sample that crosses nothing is never excused with them."""
         result: tuple[dict, dict] = ({name: np.zeros(self.B, dtype=bool) for name in rest.kinks},
                                      {name: np.zeros(self.B, dtype=bool) for name in rest.jumps})
         if not len(who):
@@ -159,12 +165,25 @@ class StepCrossings:
         local = bit_groups(len(who))
         steps = [self._step_of(j, c, who[g]) for g in local]
         others = self._step_of(j, c, np.setdiff1d(np.arange(self.B), who))
-        told = (self._whose(rest.kinks, [st.kinks for st in steps], local, others.kinks),
-                self._whose(rest.jumps, [st.jumps for st in steps], local, others.jumps))
-        for part, out in zip(told, result):
-            for name, flags in part.items():
-                out[name][who] = flags
+        for kind, every, out in (("kinks", rest.kinks, result[0]), ("jumps", rest.jumps, result[1])):
+            told, unsure = self._whose(every, [getattr(st, kind) for st in steps], local, getattr(others, kind))
+            for name, flags in told.items():
+                out[name][who[flags]] = True
+                if name in unsure:
+                    out[name][:] = self._one_by_one(j, c, kind, name, who[flags])
         return result
+
+    def _one_by_one(self, j: int, c: int, kind: str, name: object, candidates: np.ndarray) -> np.ndarray:
+        """(B,) boolean: the `candidates` whose own step crosses `name` (a kink index in ``kind="kinks"``,
+        a jump's description in ``"jumps"``); all of those whose own steps do not when they cross it
+        together (it needs several samples to move at once), or when none crosses it alone."""
+        out = np.zeros(self.B, dtype=bool)
+        for s in candidates:
+            out[s] = name in getattr(self._step_of(j, c, np.array([s])), kind)
+        rest = candidates[~out[candidates]]
+        if len(rest) and (not out.any() or name in getattr(self._step_of(j, c, rest), kind)):
+            out[rest] = True
+        return out
 
     def _step_of(self, j: int, c: int, samples: np.ndarray) -> Crossed:
         """What the step along element c of input j crosses when only `samples` move."""
@@ -173,8 +192,10 @@ class StepCrossings:
         return self._step(j, c, which) if which.any() else Crossed()
 
     @staticmethod
-    def _whose(every: dict, by_group: list[dict], groups: np.ndarray, others: dict) -> dict:
-        out = {}
+    def _whose(every: dict, by_group: list[dict], groups: np.ndarray, others: dict) -> tuple[dict, set]:
+        """Name -> (len(who),) boolean: the samples the groups' steps name (`decode_samples`); and the
+        names of which something crossed is not pinned to one sample (seen by both groups of a bit)."""
+        out, unsure = {}, set()
         for name, flags in every.items():
             seen = [g.get(name) for g in by_group]
             other = others.get(name)
@@ -185,7 +206,10 @@ class StepCrossings:
             rows = np.stack([np.zeros(flags.size, dtype=bool) if s is None else s.reshape(-1) for s in seen])
             alone = flags if other is None else flags & ~other  # not the others' own
             out[name] = decode_samples(rows, groups, np.zeros(flags.size, dtype=int), 1, every=alone.reshape(-1))[:, 0]
-        return out
+            on, off = rows[0::2], rows[1::2]
+            if (((on | off).any(axis=0) | alone.reshape(-1)) & ~(on ^ off).all(axis=0)).any():
+                unsure.add(name)
+        return out, unsure
 
     def describe(self, index: int) -> str:
         kink = next(k for k in self.kinks if k.node_index == index)

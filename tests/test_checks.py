@@ -555,6 +555,35 @@ def test_batched_index_jump_is_placed_without_recording_f_per_sample_group(rng, 
     assert cross.recordings == 1 + 2 * 2
 
 
+def per_sample_loop(x):
+    return np.stack([np.sin(r) * 2.0 if np.sum(r) > 0 else np.cos(r) for r in x])
+
+
+@pytest.mark.parametrize("f", [sin_plus_picked_max, sin_plus_top_two_by_argsort, sin_plus_top_two_by_sort,
+                               per_sample_loop], ids=["argmax", "argsort", "sort", "control-flow"])
+def test_batched_jumps_excuse_what_checks_of_each_sample_alone_excuse(monkeypatch, f):
+    # A wrong np.sin rule (right at 0 only) in every sample; samples 1, 2, 4 and 6 of 8 at a tie or at
+    # the branch's switch. Reference: each sample checked on its own (B=1). Before (control flow):
+    # passed; the steps of sample groups could not tell several samples that switch branch apart
+    # and took every sample their bits allow, the others too: every mismatch excused.
+    _break_sin_away_from_zero(monkeypatch)
+    x = np.random.default_rng(3).uniform(0.2, 1.0, size=(8, 4))
+    at = [1, 2, 4, 6]
+    if f is per_sample_loop:
+        x[at] = [0.5, -0.5, 0.25, -0.25]  # sums to exactly 0
+    else:
+        x[at, 1] = x[at, 2] = 1.5
+        if f is not sin_plus_picked_max:
+            x[at, 3] = 3.0
+    rep = check_derivative(lambda x: f(x), x, batch_axis=0)
+    alone = [check_derivative(lambda x: f(x), x[s:s + 1], batch_axis=0) for s in range(len(x))]
+    assert not rep.passed
+    assert rep.blocks[0]["mismatches"] == sum(r.blocks[0]["mismatches"] for r in alone) > 0
+    assert rep.convention_dependent_count == sum(r.convention_dependent_count for r in alone) > 0
+    assert {w["sample"] for w in rep.worst} <= {s for s, r in enumerate(alone) if not r.passed}
+    assert {e["sample"] for e in rep.convention_dependent} <= set(at)
+
+
 def test_kink_entries_are_the_rows_that_reach_the_kink_elements_each_column_crosses():
     # abs at 0 in elements 0 and 2: row 0 sees element 0 only, row 2 element 2 only, so the
     # entries are (0, 0) and (2, 2), not every row that sees a kink times every column that crosses one.

@@ -8,14 +8,15 @@ import functools
 import os
 import re
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
 from jaccli.errors import JaccliError, ResourceLimitError, UsageError
 
-__all__ = ["atomic_write", "check_target", "directory_problem", "fsync_directory", "new_file_mode", "probe_target",
-           "unlink_quietly", "write_error", "writing"]
+__all__ = ["atomic_write", "check_target", "directory_problem", "fsync_directory", "hold_back", "new_file_mode",
+           "probe_target", "uninterrupted", "unlink_quietly", "write_error", "writing"]
 
 # The errors of a full disk or quota, and NumPy's report of a short write ("60000 requested and 7664 written").
 _DISK_FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
@@ -55,20 +56,25 @@ def probe_target(target: Path) -> None:
     # (chmod a-w): refused as it is for everyone else.
     if target.exists() and (not os.access(target, os.W_OK) or not target.stat().st_mode & 0o222):
         raise UsageError(f"cannot write {target}: the file is read-only; make it writable or write elsewhere")
-    try:
-        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as error:
-        failure = write_error(target, error)
-        if isinstance(failure, ResourceLimitError):
-            raise failure from error
-        # The file itself may well be writable (checked above): what is refused is a new file beside it.
-        directory = "the current directory" if str(target.parent) == "." else f"the directory {target.parent}"
-        detail = error.strerror or str(error) or type(error).__name__
-        raise UsageError(f"cannot write {target}: {directory} takes no new file ({detail}), and jaccli writes a "
-                         f"temporary file there and renames it to {target.name}; make the directory writable, "
-                         "or write elsewhere") from error
-    os.close(fd)
-    unlink_quietly(Path(name))
+    with uninterrupted():  # a signal between creating the file and deleting it would leave it there
+        try:
+            fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        except OSError as error:
+            raise _no_new_file(target, error) from error
+        os.close(fd)
+        unlink_quietly(Path(name))
+
+
+def _no_new_file(target: Path, error: OSError) -> JaccliError:
+    failure = write_error(target, error)
+    if isinstance(failure, ResourceLimitError):
+        return failure
+    # The file itself may well be writable (checked before): what is refused is a new file beside it.
+    directory = "the current directory" if str(target.parent) == "." else f"the directory {target.parent}"
+    detail = error.strerror or str(error) or type(error).__name__
+    return UsageError(f"cannot write {target}: {directory} takes no new file ({detail}), and jaccli writes a "
+                      f"temporary file there and renames it to {target.name}; make the directory writable, "
+                      "or write elsewhere")
 
 
 def write_error(target: Path | str, error: OSError) -> JaccliError:
@@ -127,10 +133,13 @@ def atomic_write(target: Path, write: Callable[[IO[bytes]], None]) -> None:
     A symbolic link is followed: the file it points to is replaced, and the link stays.
     """
     target = Path(os.path.realpath(target))
-    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    tmp = Path(name)
+    tmp: Path | None = None
     try:
-        with os.fdopen(fd, "wb") as fh:
+        with uninterrupted():  # a file whose name is not yet kept in `tmp` could not be deleted below
+            fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+            tmp = Path(name)
+            os.close(fd)  # reopened by name below: a signal at the end of the block leaves only a name to delete
+        with open(tmp, "wb") as fh:
             try:
                 write(fh)
                 fh.flush()
@@ -142,7 +151,8 @@ def atomic_write(target: Path, write: Callable[[IO[bytes]], None]) -> None:
         os.replace(tmp, target)
     except BaseException:
         # KeyboardInterrupt included: a stray temp file is the only trace a failure may leave.
-        unlink_quietly(tmp)
+        if tmp is not None:
+            unlink_quietly(tmp)
         raise
     fsync_directory(target.parent)
 
@@ -183,3 +193,43 @@ def unlink_quietly(path: Path) -> None:
         path.unlink()
     except FileNotFoundError:
         pass
+
+
+# ---------------------------------------------------------------- signals held while a temporary file is made
+
+
+class _Held:
+    depth = 0
+    interruption: BaseException | None = None
+
+
+class uninterrupted:  # noqa: N801 - used like a function: `with uninterrupted():`
+    """Context manager: an interruption that a signal handler hands to `hold_back` is raised when the block
+    ends, not inside it.
+
+    For the steps between creating a temporary file and keeping its name where cleanup finds it (or
+    deleting it): Ctrl-C there would leave the file behind. Blocks nest; only the main thread, where
+    Python runs signal handlers, holds.
+    """
+
+    def __enter__(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            _Held.depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        _Held.depth -= 1
+        if _Held.depth == 0 and _Held.interruption is not None:
+            interruption, _Held.interruption = _Held.interruption, None
+            raise interruption
+
+
+def hold_back(interruption: BaseException) -> bool:
+    """For a signal handler: keep `interruption` for the end of the `uninterrupted` block running now,
+    and return True; False when none runs (the handler raises it itself)."""
+    if not _Held.depth:
+        return False
+    if _Held.interruption is None:  # the first signal is the one reported
+        _Held.interruption = interruption
+    return True

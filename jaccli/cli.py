@@ -328,10 +328,14 @@ def _unwind_on_termination() -> None:
     """
     import signal
 
+    from .atomic import hold_back
     from .commands.failures import Terminated
 
     def stop(signum: int, frame: Any) -> None:
-        raise Terminated(signum, signal.Signals(signum).name)
+        interruption = Terminated(signum, signal.Signals(signum).name)
+        # Raised at once, or, while a temporary file is being made, as soon as its name is kept for cleanup.
+        if not hold_back(interruption):
+            raise interruption
 
     # A signal ignored at start stays ignored: SIGINT for a background job, SIGHUP under nohup,
     # SIGTERM when the parent asked so. Only SIGINT with Python's own handler is taken over.

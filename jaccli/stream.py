@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaccli.atomic import check_target, fsync_directory, new_file_mode, unlink_quietly
+from jaccli.atomic import check_target, fsync_directory, new_file_mode, uninterrupted, unlink_quietly
 from jaccli.errors import ResourceLimitError, UsageError
 from jaccli.words import counted, verb
 
@@ -64,15 +64,17 @@ class NpyStreamWriter:
         if self.dtype.hasobject:
             raise UsageError(f"cannot stream to {self.path}: dtype {self.dtype} is not numeric")
         check_target(self.path)
-        # Created before the space check: a directory that takes no files (read-only, /proc) is
-        # that OSError, not a full disk, even where the file system reports no free space.
-        fd, name = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        os.close(fd)
-        self._tmp = Path(name)
-        # Removes the temporary file if this object is dropped without commit or abort.
-        self._cleanup = weakref.finalize(self, unlink_quietly, self._tmp)
         self._fd: int | None = None
+        self._tmp: Path | None = None
         try:
+            # Created before the space check: a directory that takes no files (read-only, /proc) is
+            # that OSError, not a full disk, even where the file system reports no free space.
+            with uninterrupted():  # a file whose name is not yet kept in _tmp could not be deleted below
+                fd, name = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+                self._tmp = Path(name)
+                os.close(fd)
+            # Removes the temporary file if this object is dropped without commit or abort.
+            self._cleanup = weakref.finalize(self, unlink_quietly, self._tmp)
             # Header bytes are at most a few hundred; 4 KiB keeps the estimate safe.
             needed = math.prod(self.shape) * self.dtype.itemsize + 4096
             free = shutil.disk_usage(self.path.parent).free
@@ -86,12 +88,13 @@ class NpyStreamWriter:
             self._fd = os.open(self._tmp, os.O_RDWR)
             os.ftruncate(self._fd, self._offset + math.prod(self.shape) * self.dtype.itemsize)
             _reserve(self._tmp, self.path, needed)
+            self._row_bytes = math.prod(self.shape[row_axis + 1:]) * self.dtype.itemsize
+            self._written = np.zeros(self.shape[row_axis], dtype=bool)
         except BaseException:
             self._close()
-            self._cleanup()
+            if self._tmp is not None:
+                unlink_quietly(self._tmp)
             raise
-        self._row_bytes = math.prod(self.shape[row_axis + 1:]) * self.dtype.itemsize
-        self._written = np.zeros(self.shape[row_axis], dtype=bool)
 
     def write(self, start_row: int, block: np.ndarray) -> None:
         """Store `block` as rows ``[start_row, start_row + k)`` along the row axis.

@@ -1805,6 +1805,51 @@ def test_keyboard_interrupt_raised_by_the_function_file_as_it_loads_is_exit_3(ru
     assert_usage_error(result, f"stop.py:2: running {func} failed: KeyboardInterrupt", code=3)
 
 
+@pytest.fixture
+def signal_handlers():
+    """The command line's signal handlers (cli.main's), as in a real run; Python's own are put back after."""
+    import signal
+
+    from jaccli.cli import _unwind_on_termination
+
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    _unwind_on_termination()
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("nth", [1, 2], ids=["probing-the-directory", "writing"])
+@pytest.mark.parametrize("streamed", [False, True], ids=["in-memory", "streamed"])
+def test_a_signal_right_after_a_temporary_file_is_made_leaves_no_file(runner, tmp_path, monkeypatch, signal_handlers,
+                                                                      streamed, nth, signame):
+    # Before: a signal between mkstemp and the line that kept the file's name left the file behind (the
+    # probe of -o's directory, seen by test_cli_subprocess's poll, failed that test under load).
+    import signal
+    import tempfile
+
+    made = []
+    real_mkstemp = tempfile.mkstemp
+
+    def mkstemp(*args, **kwargs):
+        fd, name = real_mkstemp(*args, **kwargs)
+        made.append(name)
+        if len(made) == nth:
+            signal.raise_signal(getattr(signal, signame))  # its handler runs here, as at any bytecode
+        return fd, name
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    func = write(tmp_path, "f.py", "import numpy as np\n\ndef f(x):\n    return np.tanh(x)\n")
+    np.save(tmp_path / "x.npy", np.linspace(-1, 1, 200))
+    limit = ["--max-memory", "100K"] if streamed else []  # the 320 KB Jacobian is streamed to disk
+    result = invoke(runner, "jacobian", func, str(tmp_path / "x.npy"), "-o", str(tmp_path / "J.npy"), *limit)
+    stopped = "interrupted" if signame == "SIGINT" else f"stopped by {signame}"
+    assert_usage_error(result, f"{stopped}; no file was written or changed", code=128 + getattr(signal, signame))
+    assert len(made) == nth
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.py", "x.npy"]
+
+
 def _fail_writes(monkeypatch, error: OSError) -> None:
     import jaccli.writers as writers
 

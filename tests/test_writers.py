@@ -472,3 +472,29 @@ def test_writing_through_a_symbolic_link_replaces_the_file_it_points_to(tmp_path
     writer.commit()
     assert (tmp_path / "link.npy").is_symlink()
     assert_array_equal(np.load(tmp_path / "target.npy"), np.ones((2, 3)))
+
+
+def test_an_interruption_held_back_is_raised_when_the_outermost_uninterrupted_block_ends():
+    import threading
+
+    from jaccli.atomic import hold_back, uninterrupted
+
+    assert not hold_back(KeyboardInterrupt("outside"))  # no block: the handler raises it itself
+    reached = False
+    with pytest.raises(KeyboardInterrupt, match="first"):
+        with uninterrupted():
+            with uninterrupted():
+                assert hold_back(KeyboardInterrupt("first")) and hold_back(KeyboardInterrupt("second"))
+            reached = True
+    assert reached and not hold_back(KeyboardInterrupt("after"))
+    # A block in another thread does not hold the main thread's signals (Python runs handlers there).
+    held = []
+    worker = threading.Thread(target=lambda: held.append(_held_in_a_block(uninterrupted, hold_back)))
+    worker.start()
+    worker.join()
+    assert held == [False]
+
+
+def _held_in_a_block(uninterrupted, hold_back) -> bool:
+    with uninterrupted():
+        return hold_back(KeyboardInterrupt("from the main thread's handler"))

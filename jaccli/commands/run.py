@@ -97,16 +97,18 @@ def _stream(path: Path, shown: Path, shape: tuple[int, ...], row_axis: int, dtyp
     disk's fault, not the function's."""
     from jaccli.stream import NpyStreamWriter
 
-    with writing(shown):
-        writer = NpyStreamWriter(path, shape, dtype, row_axis=row_axis)
-    try:
+    writer = None
+    try:  # (a signal right after the writer is made, before it is kept in `writer`: its finalizer deletes the file)
+        with writing(shown):
+            writer = NpyStreamWriter(path, shape, dtype, row_axis=row_axis)
         for first, piece in pieces:  # computing a piece runs f: only the writes are wrapped
             with writing(shown):
                 writer.write(first, piece)
         with writing(shown):
             writer.commit()
     finally:
-        writer.abort()  # a no-op after the commit; otherwise the temporary file goes
+        if writer is not None:
+            writer.abort()  # a no-op after the commit; otherwise the temporary file goes
 
 
 def _write(problem: Problem, outcome: Outcome, settings: Settings, out: Output, argv: list[str]) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -78,6 +77,8 @@ def write_blocks(
             )
         members = dict(arrays)
         if meta is not None:
+            import json
+
             members[META_KEY] = np.array(json.dumps(_jsonable(meta), allow_nan=False))
         write = functools.partial(_write_npz, members=members)
     elif suffix == ".json":
@@ -88,6 +89,8 @@ def write_blocks(
             },
             "meta": _jsonable(meta) if meta is not None else {},
         }
+        import json
+
         text = json.dumps(document, allow_nan=False) + "\n"
         write = functools.partial(_write_bytes, data=text.encode("utf-8"))
     else:

@@ -34,7 +34,6 @@ import os
 import re
 import sys
 import threading
-import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -335,9 +334,16 @@ def shown_path(filename: str) -> str:
     return filename if rel.startswith("..") else rel
 
 
+def _frames(error: BaseException) -> list:
+    """The frames of `error`'s traceback (the traceback module loads here, when an error is reported)."""
+    import traceback
+
+    return traceback.extract_tb(error.__traceback__)
+
+
 def _user_site(error: BaseException, user_file: Path | None) -> tuple[str, int] | None:
     """The innermost traceback frame in the user's file (or, failing that, outside jaccli/NumPy)."""
-    frames = traceback.extract_tb(error.__traceback__)
+    frames = _frames(error)
     if user_file is not None:
         target = str(user_file.resolve())
         mine = [fr for fr in frames if fr.filename == target]
@@ -350,7 +356,7 @@ def _user_site(error: BaseException, user_file: Path | None) -> tuple[str, int] 
 
 
 def _raised_by_user_statement(error: BaseException, user_file: Path | None) -> bool:
-    frames = traceback.extract_tb(error.__traceback__)
+    frames = _frames(error)
     if not frames:
         return False
     last = frames[-1]
@@ -390,7 +396,7 @@ def _jaccli_error(error: JaccliError, definition: str) -> CliError:
 
 def _raised_in_library(error: BaseException) -> bool:
     """ValueError/TypeError raised by jaccli's public API itself (bad request), not deeper."""
-    frames = traceback.extract_tb(error.__traceback__)
+    frames = _frames(error)
     if not frames:
         return False
     return os.path.basename(frames[-1].filename) in ("api.py", "lazy.py") \
@@ -461,7 +467,7 @@ def _python_frames(frames: list) -> list:
 def _jaccli_site(error: BaseException) -> tuple[str, int] | None:
     """Where in jaccli's package (as ``jaccli/evaluator.py``) an error was raised, when the innermost
     frame outside NumPy is there; None when it is elsewhere (the user's code, another package)."""
-    frames = _python_frames(traceback.extract_tb(error.__traceback__))
+    frames = _python_frames(_frames(error))
     if not frames or not frames[-1].filename.startswith(_PACKAGE_DIR + os.sep):
         return None
     path = os.path.relpath(frames[-1].filename, os.path.dirname(_PACKAGE_DIR))
@@ -523,6 +529,8 @@ def to_stderr() -> contextlib.AbstractContextManager[None]:
 
 def print_traceback(error: BaseException) -> None:
     """The full traceback on stderr, for --debug."""
+    import traceback
+
     inner = error.error if isinstance(error, RaisedInFunction) else error
     try:
         click.echo("".join(traceback.format_exception(type(inner), inner, inner.__traceback__)), err=True,

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
-from click.shell_completion import CompletionItem
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 from ..sizes import parse_size
 from .settings import DEFAULT_MAX_MEMORY
@@ -18,6 +20,8 @@ class SourceType(click.ParamType):
     name = "source"
 
     def shell_complete(self, ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+        from click.shell_completion import CompletionItem
+
         return [CompletionItem(incomplete, type="file")]
 
 

@@ -53,7 +53,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pathlib import Path
 
-import json
 import math
 import os
 import sys
@@ -315,6 +314,8 @@ def show(problem: Problem, outcome: Outcome, settings: Settings, out: Output, re
     if fmt is None:
         fmt = "table" if stdout_is_terminal() else "text"
     if fmt == "json":
+        import json
+
         sys.stdout.write(json.dumps(jsonable(report), allow_nan=False) + "\n")
         return
     precision = out.precision or 6

@@ -5,8 +5,6 @@ from __future__ import annotations
 import errno
 import math
 import os
-import shutil
-import tempfile
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,6 +48,9 @@ class NpyStreamWriter:
             UsageError: Not a .npy path, missing directory, or a 0-D shape.
             ResourceLimitError: The file would not fit on the disk.
         """
+        import shutil
+        import tempfile  # (both here, as in atomic_write: a run that writes no file does not load them)
+
         self.path = Path(os.path.realpath(path))  # through a symbolic link, as atomic_write
         self.shape = tuple(int(n) for n in shape)
         self.dtype = np.dtype(dtype)
@@ -199,6 +200,8 @@ def _write_all(fd: int, data: memoryview, position: int) -> None:
 
 def _reserve(tmp: Path, target: Path, size: int) -> None:
     """Allocate the file's blocks now, so a full disk fails here and not as a crash mid-write."""
+    import shutil
+
     if not hasattr(os, "posix_fallocate"):
         return
     with open(tmp, "rb+") as fh:

@@ -165,6 +165,12 @@ def test_writing_a_npy_file_imports_no_module_it_does_not_use(tmp_path):
     assert modules & {"json", "traceback", "click.shell_completion", "numpy.ma"} == set()
 
 
+def test_a_run_that_writes_no_file_does_not_import_tempfile(tmp_path):
+    # tempfile brings shutil, random, bz2 and lzma: about 3 ms of start-up that only -o needs.
+    modules = _imported(["jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy")], tmp_path)
+    assert "numpy" in modules and "tempfile" not in modules
+
+
 def _on_a_terminal(args: list[str], cwd: Path, **env: str) -> str:
     """stdout of jaccli run on a pseudo-terminal (stderr on a pipe)."""
     pty = pytest.importorskip("pty")

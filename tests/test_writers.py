@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
-from jaccli import atomic, stream, writers
+from jaccli import atomic, writers
 from jaccli.errors import ResourceLimitError, UsageError
 from jaccli.writers import META_KEY, NpyStreamWriter, format_text, write_blocks
 
@@ -430,7 +430,7 @@ def test_stream_zero_rows(tmp_path):
 
 def test_stream_checks_free_space_first(tmp_path, monkeypatch):
     usage = shutil.disk_usage(tmp_path)
-    monkeypatch.setattr(stream.shutil, "disk_usage", lambda _: usage._replace(free=1000))
+    monkeypatch.setattr(shutil, "disk_usage", lambda _: usage._replace(free=1000))
     with pytest.raises(ResourceLimitError) as info:
         NpyStreamWriter(tmp_path / "J.npy", (1000, 1000))
     assert str(info.value) == (

@@ -126,3 +126,16 @@ def test_a_constant_argument_that_is_none_is_passed_as_none():
     steps = [(1, np.clip, (None, None, 1.0), ((0, 0, None),), {}, None, codegen.STEP)]
     run = codegen.compile_steps(steps, {0: ("vals", 0)}, [("slot", 1, None)])
     np.testing.assert_array_equal(run([np.array([0.5, 2.0, -3.0])])[0], np.clip([0.5, 2.0, -3.0], None, 1.0))
+
+
+@pytest.mark.parametrize("expected", [True, False, None])
+def test_a_guard_of_a_singleton_holds_for_that_singleton_alone(expected):
+    # a guard that gave True, False or None holds where the check gives that same object again, as
+    # recording._same judges: not where it gives the other value, nor NumPy's np.True_/np.False_
+    def check(v):
+        return v[0] if type(v[0]) is not np.ndarray else bool(v[0].all())
+    steps = [(-1, check, (None,), ((0, 0, None),), {}, None, expected)]
+    run = codegen.compile_steps(steps, {0: ("vals", 0)}, [("copy", 1.0)])
+    others = [True, False, None, np.True_, np.False_, 1, 0]
+    for value in others:
+        assert (run([[value]]) is not None) == (type(value) is type(expected) and value == expected), value

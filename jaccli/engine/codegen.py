@@ -68,6 +68,9 @@ def compile_steps(steps: Sequence[tuple], loads: dict[int, tuple[str, int]], res
         call = f"{const(fn)}({', '.join(words)})"
         if expected is STEP:
             put(f"        v{k} = {call}")
+        elif expected is True or expected is False or expected is None:
+            put(f"        if {call} is not {expected}:")  # _same's verdict for these singletons, without the call
+            put("            return None")
         else:
             put(f"        if not _same({call}, {const(expected)}):")
             put("            return None")

@@ -15,7 +15,8 @@ from typing import IO
 from jaccli.errors import JaccliError, ResourceLimitError, UsageError
 
 __all__ = ["atomic_write", "check_target", "directory_problem", "fsync_directory", "hold_back", "new_file_mode",
-           "probe_target", "uninterrupted", "unlink_quietly", "write_error", "writing"]
+           "probe_target", "put_in_place", "recording_renames", "uninterrupted", "unlink_quietly", "write_error",
+           "writing"]
 
 # The errors of a full disk or quota, and NumPy's report of a short write ("60000 requested and 7664 written").
 _DISK_FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
@@ -135,7 +136,7 @@ def atomic_write(target: Path, write: Callable[[IO[bytes]], None]) -> None:
     """
     import tempfile
 
-    target = Path(os.path.realpath(target))
+    given, target = target, Path(os.path.realpath(target))
     tmp: Path | None = None
     try:
         with uninterrupted():  # a file whose name is not yet kept in `tmp` could not be deleted below
@@ -150,8 +151,7 @@ def atomic_write(target: Path, write: Callable[[IO[bytes]], None]) -> None:
             except OSError as error:
                 raise _short_write_cause(fh, error) from error
             os.fsync(fh.fileno())
-        os.chmod(tmp, new_file_mode(target))
-        os.replace(tmp, target)
+        put_in_place(tmp, target, given)
     except BaseException:
         # KeyboardInterrupt included: a stray temp file is the only trace a failure may leave.
         if tmp is not None:
@@ -166,6 +166,42 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def put_in_place(tmp: Path, target: Path, given: Path | str) -> None:
+    """Give `tmp` the mode the result gets and rename it over `target` (`given`, as the caller named it).
+
+    The rename and its entry in `recording_renames`'s list go together: a signal between them is
+    raised once both are done, so that an interruption is never told that no file was written when
+    one was.
+    """
+    os.chmod(tmp, new_file_mode(target))
+    with uninterrupted():
+        os.replace(tmp, target)
+        if _Renamed.into_place is not None:
+            _Renamed.into_place.append(Path(given))
+
+
+class _Renamed:
+    into_place: list[Path] | None = None
+
+
+@contextlib.contextmanager
+def recording_renames() -> Iterator[list[Path]]:
+    """Context manager: the list, in order, of the files that `atomic_write` and `NpyStreamWriter.commit` put
+    in place while it runs, each named as its caller named it.
+
+    For the command line, to say which files a run interrupted after a rename did write. Nested
+    blocks share the outermost block's list.
+    """
+    if _Renamed.into_place is not None:
+        yield _Renamed.into_place
+        return
+    _Renamed.into_place = []
+    try:
+        yield _Renamed.into_place
+    finally:
+        _Renamed.into_place = None
 
 
 def new_file_mode(target: Path) -> int:
@@ -198,7 +234,7 @@ def unlink_quietly(path: Path) -> None:
         pass
 
 
-# ---------------------------------------------------------------- signals held while a temporary file is made
+# ---------------------------------------------------------------- signals held while a file is made or renamed
 
 
 class _Held:

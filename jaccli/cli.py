@@ -11,8 +11,9 @@ from typing import Any, Callable
 import click
 
 from jaccli import __version__
+from jaccli.atomic import recording_renames
 
-from .commands.failures import BadUsage, NoCommand, stream_error, to_stdout
+from .commands.failures import BadUsage, NoCommand, Terminated, interrupted, stream_error, to_stdout
 from .commands.options import (
     check_nonfinite_options,
     check_options,
@@ -47,7 +48,7 @@ Exit status:
   3  the function failed: it raised, returned a non-array, or used an unsupported operation
   4  resource limit: the result exceeds --max-memory, or the disk is full
   70  an error in jaccli's own code (a bug to report, with --debug's traceback)
-  130, 143, 129  stopped by Ctrl-C, SIGTERM, SIGHUP; no file written
+  130, 143, 129  stopped by Ctrl-C, SIGTERM, SIGHUP; no file written, unless the message names it
   141  the reader of a pipe went away (| head -1); quiet, not a failure
 """
 
@@ -126,8 +127,14 @@ class JaccliGroup(click.Group):
             return super().make_context(info_name, args, parent, **extra)
 
     def invoke(self, ctx: click.Context) -> Any:
-        with _one_line_usage_errors(), to_stdout():
-            return super().invoke(ctx)
+        # A signal outside the command's own run (as numpy loads, or once the run has returned) is an
+        # interruption too, not click's "Aborted!" and exit 1.
+        with recording_renames() as written:
+            try:
+                with _one_line_usage_errors(), to_stdout():
+                    return super().invoke(ctx)
+            except Terminated as error:
+                raise interrupted(error, written) from None
 
 
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaccli.atomic import check_target, fsync_directory, new_file_mode, uninterrupted, unlink_quietly
+from jaccli.atomic import check_target, fsync_directory, put_in_place, uninterrupted, unlink_quietly
 from jaccli.errors import ResourceLimitError, UsageError
 from jaccli.words import counted, verb
 
@@ -51,6 +51,7 @@ class NpyStreamWriter:
         import shutil
         import tempfile  # (both here, as in atomic_write: a run that writes no file does not load them)
 
+        self.given = Path(path)  # as named by the caller, for `recording_renames`
         self.path = Path(os.path.realpath(path))  # through a symbolic link, as atomic_write
         self.shape = tuple(int(n) for n in shape)
         self.dtype = np.dtype(dtype)
@@ -152,8 +153,7 @@ class NpyStreamWriter:
             )
         os.fsync(fd)
         self._close()
-        os.chmod(self._tmp, new_file_mode(self.path))
-        os.replace(self._tmp, self.path)
+        put_in_place(self._tmp, self.path, self.given)
         self._cleanup.detach()
         fsync_directory(self.path.parent)
 

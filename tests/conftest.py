@@ -1,4 +1,4 @@
-"""Shared fixtures: seeded generators, user modules written to files."""
+"""Shared fixtures: seeded generators, user modules written to files, the command line's signal handlers."""
 
 import importlib.util
 import sys
@@ -25,3 +25,17 @@ def user_module(tmp_path, monkeypatch):
         spec.loader.exec_module(module)
         return module
     return load
+
+
+@pytest.fixture
+def signal_handlers():
+    """The command line's signal handlers (cli.main's), as in a real run; Python's own are put back after."""
+    import signal
+
+    from jaccli.cli import _unwind_on_termination
+
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    _unwind_on_termination()
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)

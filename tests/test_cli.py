@@ -1805,20 +1805,6 @@ def test_keyboard_interrupt_raised_by_the_function_file_as_it_loads_is_exit_3(ru
     assert_usage_error(result, f"stop.py:2: running {func} failed: KeyboardInterrupt", code=3)
 
 
-@pytest.fixture
-def signal_handlers():
-    """The command line's signal handlers (cli.main's), as in a real run; Python's own are put back after."""
-    import signal
-
-    from jaccli.cli import _unwind_on_termination
-
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    _unwind_on_termination()
-    yield
-    for sig, handler in saved.items():
-        signal.signal(sig, handler)
-
-
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("nth", [1, 2], ids=["probing-the-directory", "writing"])
 @pytest.mark.parametrize("streamed", [False, True], ids=["in-memory", "streamed"])

@@ -42,6 +42,7 @@ import click
 
 from jaccli.atomic import write_error
 from jaccli.commands.streams import is_closed
+from jaccli.words import verb
 from jaccli.workdir import same_directory
 from jaccli.errors import (
     EXIT_CHECK_FAILED,
@@ -404,7 +405,7 @@ def _raised_in_library(error: BaseException) -> bool:
 
 
 def translate(error: BaseException, *, user_file: Path | None = None, what: str = "the function",
-              inputs: str = "", definition: str = "") -> CliError:
+              inputs: str = "", definition: str = "", written: Sequence[Path] = ()) -> CliError:
     """The CliError to show for `error`.
 
     Args:
@@ -413,6 +414,7 @@ def translate(error: BaseException, *, user_file: Path | None = None, what: str 
         what: how to name the function in messages ("f in model.py", "the expression").
         inputs: the inputs' names and shapes, added to shape-mismatch messages.
         definition: where the function is defined (``f.py:3``), for errors with no line of their own.
+        written: the files the run had put in place when it was interrupted (`atomic.recording_renames`).
     """
     if isinstance(error, CliError):
         return error
@@ -422,14 +424,8 @@ def translate(error: BaseException, *, user_file: Path | None = None, what: str 
         return _in_function(error.error, user_file, what, inputs)
     if isinstance(error, JaccliError):
         return _jaccli_error(error, definition)
-    if isinstance(error, Terminated) and error.name == "SIGINT":
-        return Interrupted("interrupted; no file was written or changed")
-    if isinstance(error, Terminated):
-        error_ = Interrupted(f"stopped by {error.name}; no file was written or changed")
-        error_.exit_code = 128 + error.signum  # the shell's convention: 143 for SIGTERM, 129 for SIGHUP
-        return error_
     if isinstance(error, KeyboardInterrupt):
-        return Interrupted("interrupted; no file was written or changed")
+        return interrupted(error, written)
     if isinstance(error, MemoryError):
         return ResourceExceeded("out of memory; select fewer rows or columns with --rows/--cols, "
                                 "or stream the result to a .npy file with -o")
@@ -451,6 +447,23 @@ def translate(error: BaseException, *, user_file: Path | None = None, what: str 
                              "please report it with the traceback that the same command prints with --debug")
     return FunctionFailed(f"differentiating {what} failed: {detail}"
                           f"{_where(_user_site(error, user_file))}; rerun with --debug for the traceback")
+
+
+def interrupted(error: KeyboardInterrupt, written: Sequence[Path] = ()) -> Interrupted:
+    """The error for a run stopped by a signal (Ctrl-C is a plain KeyboardInterrupt outside the command line's
+    handler), exit 128 + the signal's number, saying which files `written` were complete before it came."""
+    signal = error.name if isinstance(error, Terminated) else "SIGINT"
+    stopped = "interrupted" if signal == "SIGINT" else f"stopped by {signal}"
+    names = list(dict.fromkeys(shown_path(os.fspath(path)) for path in written))
+    if names:
+        files = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        failure = Interrupted(f"{stopped} after {files} {verb(len(names), 'were', 'was')} written completely; "
+                              "no other file was written or changed")
+    else:
+        failure = Interrupted(f"{stopped}; no file was written or changed")
+    if isinstance(error, Terminated):
+        failure.exit_code = 128 + error.signum  # the shell's convention: 143 for SIGTERM, 129 for SIGHUP
+    return failure
 
 
 # Errors that say the code is wrong, whatever its input: raised in jaccli's own code, a bug there.

@@ -6,11 +6,11 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import click
 
-from jaccli.atomic import writing
+from jaccli.atomic import recording_renames, writing
 from jaccli.errors import ResourceLimitError, UsageError
 from jaccli.evaluator import default_memory_budget
 from jaccli.stream import human_bytes
@@ -195,11 +195,13 @@ Check = Callable[[Problem, Outcome], Verdict]
 class Failures:
     """Context manager: anything raised becomes a CliError with its exit code, naming the user's file.
 
-    Set `problem` once the function is loaded, so that messages name it and its inputs.
+    Set `problem` once the function is loaded, so that messages name it and its inputs. `written`
+    is `atomic.recording_renames`'s list, for a command that writes files: an interruption names those
+    already in place.
     """
 
-    def __init__(self, func: str | None, expression: str | None, debug: bool) -> None:
-        self.func, self.expression, self.debug = func, expression, debug
+    def __init__(self, func: str | None, expression: str | None, debug: bool, written: Sequence[Path] = ()) -> None:
+        self.func, self.expression, self.debug, self.written = func, expression, debug, written
         self.problem: Problem | None = None
 
     def __enter__(self) -> "Failures":
@@ -216,9 +218,9 @@ class Failures:
             print_traceback(error)
         problem = self.problem
         if problem is None:
-            raise translate(error, user_file=_file_of(self.func, self.expression)) from None
+            raise translate(error, user_file=_file_of(self.func, self.expression), written=self.written) from None
         raise translate(error, user_file=problem.user_file, what=problem.what, inputs=problem.describe_inputs(),
-                        definition=problem.definition) from None
+                        definition=problem.definition, written=self.written) from None
 
 
 def _checks(command: str, settings: Settings, out: Output) -> tuple[str, Check | None]:
@@ -252,7 +254,7 @@ def run(command: str, *, func: str | None, expression: str | None, sources: tupl
     the report on stdout, then exits 1.
     """
     start = time.perf_counter()
-    with Failures(func, expression, debug) as failures:
+    with recording_renames() as written, Failures(func, expression, debug, written) as failures:
         compute, own = _checks(command, settings, out)
         default_memory_budget()  # a JACCLI_MEMORY_BUDGET that names no size is refused before f runs
         check_output(out, [*sources, *settings.vectors, settings.compare, settings.rows, settings.cols])

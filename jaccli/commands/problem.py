@@ -13,7 +13,8 @@ from jaccli.errors import UsageError
 from jaccli.loaders import bind_inputs, load_function
 from jaccli.words import counted
 
-from .failures import GuardedFunction, Terminated, shown_path, user_code_output
+from .failures import Terminated, shown_path
+from .usercode import GuardedFunction, user_code_output
 
 # The derivative of an expression is named after f, as in df_dx.
 EXPRESSION_NAME = "f"

@@ -11,7 +11,7 @@ Three things CPython leaves to the program:
   descriptor" instead, and the descriptor is held with the null device, so that no file jaccli
   opens (the -o file) gets its number.
 - What the user's code prints must not reach stdout, which carries results only. While f runs,
-  `failures.user_code_output` points sys.stdout and descriptor 1 at stderr; but f may start a
+  `usercode.user_code_output` points sys.stdout and descriptor 1 at stderr; but f may start a
   thread that prints later, or register an exit handler. So for the whole process descriptor 1
   is stderr (subprocesses and C code inherit that), the results go to a duplicate of the
   original stdout, and sys.stdout writes there only from the main thread while the command runs

@@ -281,3 +281,18 @@ def test_a_program_whose_results_differ_from_the_usual_sweeps_is_not_kept(ran, m
         np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), np.diag((1 - t * t) * x.sum()) + t[:, None],
                                    rtol=1e-13)
     assert _kept_forms(f) == []
+
+
+def test_a_structured_result_with_a_part_it_cannot_give_back_makes_no_program():
+    # a block whose value part is another recording's traced array (or anything but a slot of the
+    # sweep or a constant) cannot be rebuilt by the program: no program, rather than a block that
+    # silently lacks that part
+    from jaccli.engine.core import Trace
+
+    ext, other = Trace(), Trace()
+    foreign = other.new_input(np.ones((2, 1)))
+    mine = ext.new_input(np.ones((2, 1)))
+    idx = np.array([[0], [1]])
+    assert programs._result(SparseBlock((2, 2), idx, mine), ext) is not None
+    assert programs._result(SparseBlock((2, 2), idx, foreign), ext) is None
+    assert programs._result(SparseBlock((2, 2), idx, np.ones((2, 1)), np.float64(1.0) * mine[:, :1], foreign[:1]), ext) is None

@@ -200,7 +200,10 @@ def _result(o: Any, ext: Trace) -> tuple | None:
         if not o.traced:
             return ("copy", o)
         parts = tuple(None if p is None else _result(p, ext) for p in (o.idx, o.val, o.u, o.v))
-        return None if any(p is not None and p[0] not in ("slot", "copy") for p in parts) else ("block", o.shape, parts)
+        for p, r in zip((o.idx, o.val, o.u, o.v), parts):
+            if p is not None and (r is None or r[0] not in ("slot", "copy")):
+                return None  # a part it cannot give back: the program is refused, never the part dropped
+        return ("block", o.shape, parts)
     return None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import numpy as np
@@ -195,3 +196,51 @@ def test_trace_and_cumulative_sums_compute_in_their_dtype_as_numpy_does(name, dt
     np.testing.assert_allclose(value, want, rtol=1e-6)
     fd = central_diff(lambda v: np.asarray(fn(v), dtype=np.float64), x, h=1e-3)
     np.testing.assert_allclose(np.asarray(jaccli.jacobian(fn, x)), fd, rtol=1e-3, atol=1e-9)
+
+
+_VARIANCES = {"var": np.var, "std": np.std, "nanvar": np.nanvar, "nanstd": np.nanstd}
+
+
+@pytest.mark.parametrize("ddof", [0, 1, 2.5])
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, bool, np.float32, np.float64], ids=str)
+@pytest.mark.parametrize("name", sorted(_VARIANCES))
+def test_a_variance_in_a_dtype_takes_numpys_steps(name, dtype, ddof):
+    # Before: the entries were cast to dtype first, where NumPy sums the mean in dtype and casts it to
+    # dtype, but takes the deviations in the input's dtype (nanvar) or the one it and the mean give:
+    # np.var(x, dtype=bool) was False where NumPy's is True, np.var(x, dtype=int) 5 where it is 6
+    from tests.helpers import central_diff
+
+    x = np.array([[0.4, -1.3, 2.6], [-0.2, 3.7, 1.1]])
+    for axis, v in itertools.product((None, 1), (x, x.astype(np.float32))):
+        fn = lambda u: _VARIANCES[name](u, axis=axis, dtype=dtype, ddof=ddof)  # noqa: E731
+        try:
+            want = fn(v)
+        except TypeError as refusal:  # an integer std along an axis; nanvar of floats to an integer
+            with pytest.raises(type(refusal)) as error:
+                jaccli.jvp(fn, v, np.ones_like(v))
+            assert str(error.value) == str(refusal)
+            continue
+        value, _ = jaccli.vjp(fn, v, np.ones(np.shape(want)))
+        assert value.dtype == want.dtype
+        jac = np.asarray(jaccli.jacobian(fn, v))
+        if want.dtype.kind in "biu":  # piecewise constant
+            np.testing.assert_array_equal(value, want)
+            np.testing.assert_array_equal(jac, np.zeros(np.shape(want) + np.shape(v)))
+        else:
+            np.testing.assert_allclose(value, want, rtol=np.finfo(want.dtype).eps, atol=0)
+            # the derivative of the same steps in float64 (float32 ones round it to float32)
+            fd = central_diff(lambda u: _VARIANCES[name](u, axis=axis, dtype=np.float64, ddof=ddof), v)
+            np.testing.assert_allclose(jac, fd, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("ddof", [3, 4])
+@pytest.mark.parametrize("name", ["var", "std"])
+def test_a_variance_without_degrees_of_freedom_is_infinite_as_numpys(name, ddof):
+    # Before: ddof=3 of 3 entries raised ZeroDivisionError, ddof=4 gave a negative variance (-4.5)
+    x = np.array([1.0, 2.5, 4.0])
+    fn = lambda v: _VARIANCES[name](v, ddof=ddof)  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's own "Degrees of freedom <= 0"
+        want = fn(x)
+        value, _ = jaccli.jvp(fn, x, np.ones_like(x))
+    assert value == want == np.inf

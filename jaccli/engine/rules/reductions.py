@@ -122,16 +122,13 @@ def _var_handler(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, 
                  mean=np._NoValue, correction=np._NoValue):
     if correction is not np._NoValue:
         ddof = correction
-    axes = norm_axes(axis, np.ndim(a))
     mask = _mask(where, a)
-    if mask is not None:
-        return _masked_var(a, ~mask, axes, bool(keepdims), ddof, mean)
-    d = a - (_mean_handler(a, axes, keepdims=True) if mean is np._NoValue else mean)
-    return _sum_handler(d * d, axis=axes, keepdims=keepdims) / float(_count(np.shape(a), axes) - ddof)  # float32
+    return _variance(a, None if mask is None else ~mask, norm_axes(axis, np.ndim(a)), bool(keepdims), ddof, mean,
+                     _moment_dtype("np.var", np.var, a, dtype))
 
 
 def _std_handler(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
-    return np.sqrt(_var_handler(a, axis, ddof=ddof, keepdims=keepdims, **kw))
+    return _root(_var_handler(a, axis, dtype, ddof=ddof, keepdims=keepdims, **kw))
 
 
 register(np.sum, _sum_handler, prims=(sum_,))
@@ -407,9 +404,9 @@ def _without_nans(a, fill, mask=None):
     return np.where(_nan_mask(a) if mask is None else mask, fill, a)
 
 
-def _denominator(count, a):
-    """Counts as divisors in a's dtype (float32 stays float32); NaN where a slice has none."""
-    return np.where(count > 0, count, np.nan).astype(np.result_type(dtype_of(a), np.float32))
+def _denominator(count, dtype):
+    """Counts as divisors in dtype (float32 stays float32); NaN where a slice has none."""
+    return np.where(count > 0, count, np.nan).astype(np.result_type(dtype, np.float32))
 
 
 def _masked_mean(a, mask, axes, keepdims):
@@ -417,7 +414,7 @@ def _masked_mean(a, mask, axes, keepdims):
     serves the sum and the count."""
     count = np.sum(~mask, axis=axes, keepdims=keepdims)
     with np.errstate(invalid="ignore", divide="ignore"):  # an all-NaN slice gives NaN, as NumPy
-        return _sum_handler(np.where(mask, 0.0, a), axis=axes, keepdims=keepdims) / _denominator(count, a)
+        return _sum_handler(np.where(mask, 0.0, a), axis=axes, keepdims=keepdims) / _denominator(count, dtype_of(a))
 
 
 def _nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=np._NoValue):
@@ -426,17 +423,70 @@ def _nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=np._No
 
 def _nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np._NoValue,
             mean=np._NoValue, correction=np._NoValue):
+    if dtype_of(a).kind not in "fc":  # no entry can be NaN: NumPy's np.var
+        return _var_handler(a, axis, dtype, ddof=ddof, keepdims=keepdims, where=where, mean=mean, correction=correction)
     if correction is not np._NoValue:
         ddof = correction
-    return _masked_var(a, _nan_mask(a, where), norm_axes(axis, np.ndim(a)), bool(keepdims), ddof, mean)
+    return _variance(a, _nan_mask(a, where), norm_axes(axis, np.ndim(a)), bool(keepdims), ddof, mean,
+                     _moment_dtype("np.nanvar", np.nanvar, a, dtype), nan=True)
 
 
-def _masked_var(a, mask, axes, keepdims, ddof, mean):
-    """The variance of a's entries outside `mask`, about `mean` if given; NaN where too few are left."""
-    d = np.where(mask, 0.0, a - (_masked_mean(a, mask, axes, True) if mean is np._NoValue else mean))
-    dof = np.sum(~mask, axis=axes, keepdims=keepdims) - ddof
+# ---------------------------------------------------------------------------
+# var and std in NumPy's steps: the mean summed in dtype= and cast to it; the deviations in the dtype
+# that a and the mean give (nanvar: in a's own); their squares summed in dtype=, divided by the degrees
+# of freedom and cast to dtype=. So np.var(x, dtype=int) truncates the mean and each square, and
+# dtype=bool asks whether any deviation is not 0: piecewise constant, derivative 0.
+# ---------------------------------------------------------------------------
+def _moment_dtype(call, numpy_fn, a, dtype):
+    """The dtype a variance is computed in: dtype= (NumPy's error if it refuses it), else float64 for
+    integers and booleans, or None (the floating dtype of the deviations)."""
+    if dtype is not None:
+        return reduction_dtype(call, numpy_fn, a, dtype)
+    return None if dtype_of(a).kind == "f" else np.dtype(np.float64)
+
+
+def _variance(a, mask, axes, keepdims, ddof, mean, dtype, nan=False):
+    """The variance of a's entries outside `mask` (None: all), about `mean` if given, in `dtype`
+    (None: the deviations' own).
+
+    Without nan: NumPy's np.var (no degree of freedom left: a division by 0, inf or NaN); with it,
+    np.nanvar (NaN there, unwarned).
+    """
+    def total(v, keep):
+        if mask is None and dtype is None:
+            return _sum_handler(v, axis=axes, keepdims=keep)
+        return np.sum(v if mask is None else np.where(mask, 0, v), axis=axes, dtype=dtype, keepdims=keep)
+
+    def in_(v):
+        return v if dtype is None else in_dtype(v, dtype)
+
+    if mask is None:
+        if mean is np._NoValue:
+            mean = in_(total(a, True) / float(max(_count(np.shape(a), axes), 1)))  # (an empty slice: unused)
+        d = a - mean
+        s = total(d * d, keepdims)
+        dof = max(_count(np.shape(a), axes) - ddof, 0)  # none left: a division by 0, as NumPy
+        return in_(s / (float(dof) if dof else np.zeros((), np.result_type(dtype_of(s), np.float32))))
+    count, left = np.sum(~mask, axis=axes, keepdims=True), np.sum(~mask, axis=axes, keepdims=keepdims) - ddof
     with np.errstate(invalid="ignore", divide="ignore"):
-        return _sum_handler(d * d, axis=axes, keepdims=keepdims) / _denominator(dof, a)
+        if mean is np._NoValue:
+            s = total(a, True)
+            mean = in_(s / _denominator(count, dtype_of(s)))
+        d = a - mean
+        if nan:
+            d = in_dtype(d, dtype_of(a))
+        s = total(d * d, keepdims)
+        dt = np.result_type(dtype_of(s), np.float32)
+        return in_(s / (_denominator(left, dt) if nan else np.maximum(left, 0).astype(dt)))
+
+
+def _root(var):
+    """np.sqrt of a variance in its dtype, as NumPy's std: into the variance's own array (NumPy's
+    error where the root is not of its kind), or for one number, cast back to its dtype."""
+    dtype = dtype_of(var)
+    if np.ndim(var):
+        np.sqrt(np.zeros(1, dtype), out=np.zeros(1, dtype))
+    return in_dtype(np.sqrt(var), dtype)
 
 
 def _nan_extreme(handler, fill):
@@ -459,7 +509,7 @@ register_derived(np.nanprod, lambda a, axis=None, dtype=None, out=None, keepdims
 register_derived(np.nanmean, _nanmean, uses=(sum_,), notes=_NAN_NOTES)
 register_derived(np.nanvar, _nanvar, uses=(sum_,), notes=_NAN_NOTES)
 register_derived(np.nanstd, lambda a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw:
-                 np.sqrt(_nanvar(a, axis, ddof=ddof, keepdims=keepdims, **kw)), uses=(sum_,),
+                 _root(_nanvar(a, axis, dtype, ddof=ddof, keepdims=keepdims, **kw)), uses=(sum_,),
                  notes=_NAN_NOTES + "; infinite derivative where the deviation is 0, as std")
 register_derived(np.nanmax, _nan_extreme(_max_handler, -np.inf), uses=(max_,), notes=_NAN_NOTES + "; ties split")
 register_derived(np.nanmin, _nan_extreme(_min_handler, np.inf), uses=(min_,), notes=_NAN_NOTES + "; ties split")
@@ -538,8 +588,8 @@ def _cast_first(handler, call: str, numpy_fn):
     return with_dtype
 
 
-for _f in (np.sum, np.mean, np.var, np.std, np.prod, np.cumsum, np.cumprod,
-           np.nansum, np.nanprod, np.nanmean, np.nanvar, np.nanstd, np.nancumsum, np.nancumprod):
+for _f in (np.sum, np.mean, np.prod, np.cumsum, np.cumprod,
+           np.nansum, np.nanprod, np.nanmean, np.nancumsum, np.nancumprod):
     FUNCTION_HANDLERS[_f] = _cast_first(FUNCTION_HANDLERS[_f], f"np.{_f.__name__}", _f)
 if hasattr(np, "cumulative_sum"):
     for _f in (np.cumulative_sum, np.cumulative_prod):

@@ -201,6 +201,34 @@ def test_trace_and_cumulative_sums_compute_in_their_dtype_as_numpy_does(name, dt
 _VARIANCES = {"var": np.var, "std": np.std, "nanvar": np.nanvar, "nanstd": np.nanstd}
 
 
+def _as_numpy_in_its_dtype(fn, x, reference):
+    """fn(x) under tracing: NumPy's refusal (type and message), or NumPy's value and dtype with the
+    derivative 0 where the result is of integers or booleans, else reference's (central differences).
+
+    Returns:
+        NumPy's value and jaccli's Jacobian; (None, None) where NumPy refuses.
+    """
+    from tests.helpers import central_diff
+
+    try:
+        want = fn(x)
+    except (TypeError, ValueError) as refusal:
+        with pytest.raises(type(refusal)) as error:
+            jaccli.jvp(fn, x, np.ones_like(x))
+        assert str(error.value) == str(refusal)
+        return None, None
+    value, _ = jaccli.vjp(fn, x, np.ones(np.shape(want)))
+    assert value.dtype == want.dtype
+    jac = np.asarray(jaccli.jacobian(fn, x))
+    if want.dtype.kind in "biu":  # piecewise constant
+        np.testing.assert_array_equal(value, want)
+        np.testing.assert_array_equal(jac, np.zeros(np.shape(want) + np.shape(x)))
+    else:
+        np.testing.assert_allclose(value, want, rtol=np.finfo(want.dtype).eps, atol=0)
+        np.testing.assert_allclose(jac, central_diff(reference, x), rtol=1e-5, atol=1e-6)
+    return want, jac
+
+
 @pytest.mark.parametrize("ddof", [0, 1, 2.5])
 @pytest.mark.parametrize("dtype", [np.int8, np.int64, bool, np.float32, np.float64], ids=str)
 @pytest.mark.parametrize("name", sorted(_VARIANCES))
@@ -208,29 +236,11 @@ def test_a_variance_in_a_dtype_takes_numpys_steps(name, dtype, ddof):
     # Before: the entries were cast to dtype first, where NumPy sums the mean in dtype and casts it to
     # dtype, but takes the deviations in the input's dtype (nanvar) or the one it and the mean give:
     # np.var(x, dtype=bool) was False where NumPy's is True, np.var(x, dtype=int) 5 where it is 6
-    from tests.helpers import central_diff
-
     x = np.array([[0.4, -1.3, 2.6], [-0.2, 3.7, 1.1]])
     for axis, v in itertools.product((None, 1), (x, x.astype(np.float32))):
-        fn = lambda u: _VARIANCES[name](u, axis=axis, dtype=dtype, ddof=ddof)  # noqa: E731
-        try:
-            want = fn(v)
-        except TypeError as refusal:  # an integer std along an axis; nanvar of floats to an integer
-            with pytest.raises(type(refusal)) as error:
-                jaccli.jvp(fn, v, np.ones_like(v))
-            assert str(error.value) == str(refusal)
-            continue
-        value, _ = jaccli.vjp(fn, v, np.ones(np.shape(want)))
-        assert value.dtype == want.dtype
-        jac = np.asarray(jaccli.jacobian(fn, v))
-        if want.dtype.kind in "biu":  # piecewise constant
-            np.testing.assert_array_equal(value, want)
-            np.testing.assert_array_equal(jac, np.zeros(np.shape(want) + np.shape(v)))
-        else:
-            np.testing.assert_allclose(value, want, rtol=np.finfo(want.dtype).eps, atol=0)
-            # the derivative of the same steps in float64 (float32 ones round it to float32)
-            fd = central_diff(lambda u: _VARIANCES[name](u, axis=axis, dtype=np.float64, ddof=ddof), v)
-            np.testing.assert_allclose(jac, fd, rtol=1e-5, atol=1e-6)
+        # (float32 ones: the derivative of the same steps in float64, to float32's rounding)
+        _as_numpy_in_its_dtype(lambda u: _VARIANCES[name](u, axis=axis, dtype=dtype, ddof=ddof), v,
+                               lambda u: _VARIANCES[name](u, axis=axis, dtype=np.float64, ddof=ddof))
 
 
 @pytest.mark.parametrize("ddof", [3, 4])
@@ -244,3 +254,37 @@ def test_a_variance_without_degrees_of_freedom_is_infinite_as_numpys(name, ddof)
         want = fn(x)
         value, _ = jaccli.jvp(fn, x, np.ones_like(x))
     assert value == want == np.inf
+
+
+_PRODUCTS_WITH_DTYPE = {
+    "matmul": lambda x, kw: np.matmul(x, x, **kw),
+    "matmul-matrix": lambda x, kw: np.matmul(np.arange(9.0).reshape(3, 3) / 7, x, **kw),
+    "einsum": lambda x, kw: np.einsum("i,i", x, x, **kw), "einsum-list": lambda x, kw: np.einsum(x, [0], x, [0], **kw),
+    "einsum-outer": lambda x, kw: np.einsum("i,j->ij", x, x, **kw),
+}
+
+
+_PRODUCT_KWARGS = [{"dtype": np.float32}, {"dtype": np.float32, "casting": "same_kind"}, {"dtype": int},
+                   {"dtype": int, "casting": "unsafe"}, {"dtype": bool, "casting": "unsafe"}, {"casting": "no"}]
+_F32 = {"signature": (np.float32, np.float32, np.float32)}  # matmul's alone: a ufunc's
+
+
+@pytest.mark.parametrize("name,kw", [(name, kw) for name in sorted(_PRODUCTS_WITH_DTYPE)
+                                     for kw in _PRODUCT_KWARGS + ([_F32] if name.startswith("matmul") else [])],
+                         ids=lambda p: ",".join(f"{k}={getattr(v, '__name__', v)}" for k, v in p.items())
+                         if isinstance(p, dict) else p)
+def test_a_product_computes_in_its_dtype_or_refuses_the_cast_as_numpy(name, kw):
+    # Before: dtype= was left out under tracing (np.matmul(v, v, dtype=np.float32) was float64) and
+    # casts NumPy refuses (dtype=int by casting='same_kind' or einsum's 'safe') were computed
+    x = np.array([0.3, 1.7, -2.2])
+    want, jac = _as_numpy_in_its_dtype(lambda v: _PRODUCTS_WITH_DTYPE[name](v, kw), x,
+                                       lambda v: _PRODUCTS_WITH_DTYPE[name](v, {}))
+    if want is not None and want.dtype.kind == "f":
+        assert np.array_equal(jac, jac.astype(want.dtype))  # the derivative taken in the result's dtype
+
+
+def test_matmul_over_other_axes_is_refused_by_name():
+    # Before: axes= was left out, so the product was taken over the last axes, silently
+    a = np.arange(9.0).reshape(3, 3)
+    with pytest.raises(UnsupportedOperationError, match=r"np.matmul is supported by jaccli over its default axes only"):
+        jaccli.jacobian(lambda x: np.matmul(x, a, axes=[(1, 0), (0, 1), (0, 1)]), a)

@@ -74,6 +74,13 @@ def refuse_where(kw: dict, call: str) -> None:
                                         f"entries undefined); write np.where(mask, {call}, x)")
 
 
+def refuse_core_axes(kw: dict, name: str) -> None:
+    """A gufunc's core axes other than its last ones (axes=, axis=, keepdims=) are refused by name."""
+    if any(kw.get(k) is not None for k in ("axes", "axis", "out")) or kw.get("keepdims"):
+        raise UnsupportedOperationError(f"np.{name} is supported by jaccli over its default axes only; "
+                                        f"move axes with np.moveaxis first, or write np.einsum", user_site(2))
+
+
 _WEAK = (int, float, complex, bool)  # Python numbers: NumPy fits them to the arrays' dtypes (NEP 50)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from ...errors import UnsupportedOperationError
 from ..core import user_site
 from ..registry import family, primitive, register, register_derived
-from ._util import dtype_of, in_dtype, loop_dtypes
+from ._util import dtype_of, in_dtype, loop_dtypes, refuse_core_axes
 
 family("products")
 
@@ -143,7 +143,21 @@ def _parse(subscripts: str, shapes: list) -> tuple[tuple[str, ...], str]:
     return tuple(spelled), out
 
 
+def _in_einsum_dtype(operands: tuple, dtype, order, casting) -> tuple:
+    """The operands cast to the dtype NumPy's einsum computes in, for its dtype= and casting= (its
+    error where the casting rule refuses), found on stand-ins of one element per axis."""
+    if isinstance(operands[0], str):  # (subscripts, *arrays)
+        arrays = range(1, len(operands))
+    else:  # (array, sublist, array, sublist, ..., [output sublist])
+        arrays = range(0, len(operands) - len(operands) % 2, 2)
+    stand_ins = [np.zeros((1,) * np.ndim(o), dtype_of(o)) if i in arrays else o for i, o in enumerate(operands)]
+    common = np.result_type(np.einsum(*stand_ins, dtype=dtype, order=order, casting=casting))
+    return tuple(in_dtype(o, common) if i in arrays else o for i, o in enumerate(operands))
+
+
 def _einsum_handler(*operands, out=None, optimize=False, dtype=None, order="K", casting="safe"):
+    if dtype is not None or casting != "safe":
+        operands = _in_einsum_dtype(operands, dtype, order, casting)
     if isinstance(operands[0], str):
         subscripts, ops = operands[0], list(operands[1:])
     else:
@@ -183,9 +197,7 @@ def _gufunc(name: str, subscripts: str):
     """vecdot, matvec and vecmat over their default (last) axes, as einsums."""
     def handler(x1, x2, /, **kw):
         axis = kw.pop("axis", None) if name == "vecdot" else None
-        if any(kw.get(k) is not None for k in ("axes", "axis", "out")) or kw.get("keepdims"):
-            raise UnsupportedOperationError(f"np.{name} is supported by jaccli over its default axes only; "
-                                            f"move axes with np.moveaxis first, or write np.einsum", user_site(2))
+        refuse_core_axes(kw, name)
         dtype = loop_dtypes(getattr(np, name), (x1, x2), kw)[0]  # dtype=, casting=: NumPy's loop, or its error
         x1, x2 = in_dtype(x1, dtype), in_dtype(x2, dtype)
         if axis is not None:  # vecdot's one core axis, in each operand

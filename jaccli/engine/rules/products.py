@@ -8,7 +8,7 @@ import numpy as np
 
 from ..registry import family, primitive, register, register_derived
 from ..tracer import Tracer
-from ._util import axis_index, reduction_dtype, unbroadcast
+from ._util import axis_index, in_dtype, loop_dtypes, reduction_dtype, refuse_core_axes, unbroadcast
 
 family("products")
 
@@ -160,6 +160,10 @@ matmul.defjvp(_matmul_jvp_a, _matmul_jvp_b)
 def _matmul_handler(x1, x2, /, out=None, **kw):
     if np.ndim(x1) == 0 or np.ndim(x2) == 0:
         np.matmul(np.zeros(np.shape(x1)), np.zeros(np.shape(x2)))  # raises NumPy's own error
+    if kw:  # dtype=, casting=, signature=: NumPy's loop (its inputs' dtype is its output's), or its error
+        refuse_core_axes(kw, "matmul")
+        dtype = loop_dtypes(np.matmul, (x1, x2), kw)[0]
+        x1, x2 = in_dtype(x1, dtype), in_dtype(x2, dtype)
     return matmul(x1, x2)
 
 

@@ -90,3 +90,31 @@ def test_cumprod_jacobian_matches_closed_form(x):
     expected = np.array([[np.prod(np.delete(x[: i + 1], k)) if k <= i else 0.0 for k in range(n)]
                          for i in range(n)])
     assert_allclose(_jacobian(np.cumprod, x), expected, rtol=1e-14, atol=0)
+
+
+_OVER_NO_AXIS = {
+    "sum": lambda v: np.sum(v, axis=()), "sum-initial": lambda v: np.sum(v, axis=(), initial=0.0),
+    "sum-dtype": lambda v: np.sum(v, axis=(), dtype=np.float64), "x.sum": lambda v: v.sum(axis=()),
+    "prod": lambda v: np.prod(v, axis=()), "add.reduce": lambda v: np.add.reduce(v, axis=()),
+    "multiply.reduce": lambda v: np.multiply.reduce(v, axis=()), "nansum": lambda v: np.nansum(v, axis=()),
+    "mean": lambda v: np.mean(v, axis=()), "var": lambda v: np.var(v, axis=()), "max": lambda v: np.max(v, axis=()),
+    "min": lambda v: np.min(v, axis=()), "nanmax": lambda v: np.nanmax(v, axis=()),
+    "maximum.reduce": lambda v: np.maximum.reduce(v, axis=()), "median": lambda v: np.median(v, axis=()),
+    "logaddexp.reduce": lambda v: np.logaddexp.reduce(v, axis=()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_OVER_NO_AXIS))
+def test_a_reduction_over_no_axis_is_a_new_array_as_numpys(name):
+    # Before: np.sum(v, axis=()) (and prod, add.reduce, multiply.reduce, x.sum) returned v itself, so
+    # a write into the result changed v as well
+    from tests.helpers import central_diff
+
+    def f(v):
+        s = _OVER_NO_AXIS[name](v)
+        s[0, 1] = 7.0
+        return v + 2.0 * s
+
+    x = np.array([[0.4, -1.3, 2.6], [-0.2, 3.7, 1.1]])
+    assert_allclose(_jacobian(f, x), central_diff(f, x), rtol=1e-6, atol=1e-8)
+    assert_allclose(Recording(f, (x,), (0,)).outputs[0], f(x.copy()), rtol=1e-15)

@@ -86,8 +86,6 @@ def _masked(a, where, fill):
 def _sum_handler(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
     axes = norm_axes(axis, np.ndim(a))
     a = _masked(a, where, 0.0)
-    if not axes and not keepdims and np.ndim(a) > 0:
-        return a
     result = sum_(a, axes, bool(keepdims))
     if initial is not np._NoValue and initial != 0:
         result = result + initial
@@ -193,8 +191,6 @@ prod.defjvp(_prod_jvp)
 def _prod_handler(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
     axes = norm_axes(axis, np.ndim(a))
     a = _masked(a, where, 1.0)
-    if not axes and not keepdims and np.ndim(a) > 0:
-        return a
     result = prod(a, axes, bool(keepdims))
     if initial is not np._NoValue and initial != 1:
         result = result * initial

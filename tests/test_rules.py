@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
+import jaccli
 import tests.rule_cases as rule_cases
 from jaccli.engine.recording import Recording
 from jaccli.engine.registry import PRIMITIVES, REGISTRY
@@ -418,3 +419,14 @@ def test_multiply_at_refuses_what_numpy_refuses_and_a_plain_target():
     refused_as_numpy_refuses(lambda v: np.multiply.at(v * 1.0, [0]), x, traced)
     with pytest.raises(TracingError, match=r"np.multiply.at writes a traced value into a plain NumPy array"):
         traced(lambda v: _multiply_at(np.ones(3), [0, 0], v), x)
+
+
+@pytest.mark.parametrize("zero", [0.0, 0, np.float64(0.0), np.float32(0.0)])
+def test_dividing_by_a_python_or_numpy_zero_differentiates_to_numpys_quotient_not_a_zerodivisionerror(zero):
+    # d(v / c)/dv = 1 / c, which NumPy gives as inf for c = 0 (Python's 1.0 / 0.0 raises instead)
+    x = np.array([1.0, -2.0, 0.0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = np.true_divide(1.0, np.float64(zero)) * np.ones(3)
+        np.testing.assert_array_equal(jaccli.jvp(lambda v: v / zero, x, np.ones(3))[1], want)
+        np.testing.assert_array_equal(jaccli.vjp(lambda v: v / zero, x, np.ones(3))[1], want)
+        np.testing.assert_array_equal(np.diagonal(np.asarray(jaccli.jacobian(lambda v: v / zero, x, mode="forward"))), want)

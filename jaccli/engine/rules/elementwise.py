@@ -197,7 +197,7 @@ subtract = _linear_binary(np.subtract, 1, -1)
 add.value_free = subtract.value_free = True  # x + c: the rules never read c
 multiply = _binary(np.multiply, lambda ans, x, y: y, lambda ans, x, y: x)
 
-true_divide = _binary(np.true_divide, lambda ans, x, y: 1.0 / y, lambda ans, x, y: -ans / y)
+true_divide = _binary(np.true_divide, lambda ans, x, y: np.true_divide(1.0, y), lambda ans, x, y: -ans / y)
 negative = _unary(np.negative, lambda ans, x: -1.0)
 positive = _unary(np.positive, lambda ans, x: 1.0)
 

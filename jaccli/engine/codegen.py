@@ -74,6 +74,7 @@ def compile_steps(steps: Sequence[tuple], loads: dict[int, tuple[str, int]], res
         else:
             put(f"        if not _same({call}, {const(expected)}):")
             put("            return None")
+
     def result(r: tuple) -> str:
         if r is None:
             return "None"

@@ -169,7 +169,8 @@ def test_a_reduction_to_a_dtype_without_real_numbers_fails_as_numpy_does_or_name
     if np.dtype(dtype).kind in "Oc" or not isinstance(want, (np.ndarray, np.generic)) or want.dtype.kind not in "biuf":
         with pytest.raises(UnsupportedOperationError, match=r"\(\.\.\., dtype=\w+\) of a traced array is not "
                                                             r"supported by jaccli: derivatives need a real floating "
-                                                            r"dtype") as info:
+                                                            r"dtype") as info, warnings.catch_warnings():
+            warnings.simplefilter("error")  # the one line, and no warning of jaccli's probe of the dtype
             np.asarray(jaccli.jacobian(fn, X1))
         assert str(info.value).startswith(f"{__file__}:")
         return

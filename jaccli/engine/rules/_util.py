@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import warnings
 from typing import Any
 
 import numpy as np
@@ -45,7 +46,9 @@ def reduction_dtype(call: str, numpy_fn: Any, a: Any, dtype: Any, *args: Any, nd
     but whose values carry no derivative (object, complex). A dtype NumPy takes for its kind alone,
     a generic timedelta64, leaves a's entries in the dtype NumPy computes in: a's own.
     """
-    result = numpy_fn(np.zeros((1,) * ndim, dtype_of(a)), *args, dtype=dtype)
+    with warnings.catch_warnings():  # a probe: what NumPy warns of here (a complex cast) is not the user's
+        warnings.simplefilter("ignore")
+        result = numpy_fn(np.zeros((1,) * ndim, dtype_of(a)), *args, dtype=dtype)
     requested = np.dtype(dtype)
     if requested.kind in "biuf":
         return requested

@@ -431,7 +431,8 @@ class MatrixView(_Block):
         """Rows `block` by one reverse sweep, not cached."""
         b = self._block
         ev = b._ev
-        cts = ev.rec.vjp([ev._row_seed(b._i, block) if o == b._i else None for o in range(ev.n_out)])
+        seeds, alt = ev._seeds(ev._row_seed, b._i, block, ev.n_out)
+        cts = ev.rec.vjp(seeds, program_seeds=alt)
         ev.kinds.add("reverse")
         ev.sweeps += 1
         ev.seeds_used += block.size

@@ -107,5 +107,15 @@ def step(k: int, fn: Any, args: tuple, refs: tuple, kwargs: dict, state: Any, ex
     return k, fn, tuple(args), tuple(fills), kwargs, state, expected
 
 
+def node_step(node: Any, errstates: dict) -> tuple:
+    """The step of a recorded node (its primitive's impl on its arguments, under its error state)."""
+    return step(node.index, node.prim.impl, node.args, node.parents, node.kwargs, errstates.get(node.index), STEP)
+
+
+def guard_step(guard: Any) -> tuple:
+    """The step of a recorded guard: its function must give its recorded value again."""
+    return step(-1, guard.fn, guard.args, guard.refs, guard.kwargs, guard.errstate, guard.expected)
+
+
 def _copy(value: Any) -> Any:
     return value.copy() if type(value) is np.ndarray else value

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .codegen import STEP, compile_steps, step
+from .codegen import compile_steps, guard_step, node_step
 from .core import Trace, forward, reverse
 from .seeds import TRACED_PARTS, SparseBlock, dense
 from .tracer import Tracer
@@ -158,7 +158,7 @@ def _program(ext: Trace, n: int, seed_slots: list, out: list) -> Program | None:
         value = node.value
         if type(value) is not np.ndarray and not isinstance(value, np.generic):
             return None  # a structured block or a tuple: sweep as usual
-        op = _op(k, node.prim.impl, node.args, node.parents, node.kwargs, ext.errstates.get(k), STEP)
+        op = _plain_only(node_step(node, ext.errstates))
         if op is None:
             return None
         budget -= sum(a.nbytes for a in op[2] if type(a) is np.ndarray)
@@ -166,7 +166,7 @@ def _program(ext: Trace, n: int, seed_slots: list, out: list) -> Program | None:
             return None
         entries.append((k, 1, op))
     for guard in ext.guards:
-        op = _op(-1, guard.fn, guard.args, guard.refs, guard.kwargs, guard.errstate, guard.expected)
+        op = _plain_only(guard_step(guard))
         if op is None:
             return None
         entries.append((guard.pos, 0, op))
@@ -207,10 +207,9 @@ def _result(o: Any, ext: Trace) -> tuple | None:
     return None
 
 
-def _op(k: int, fn: Any, args: tuple, refs: tuple, kwargs: dict, state: Any, expected: Any) -> tuple | None:
-    """One step of a program (engine/codegen.py); None for one that holds another recording's
-    traced value or a structured block."""
-    op = step(k, fn, args, refs, kwargs, state, expected)
+def _plain_only(op: tuple) -> tuple | None:
+    """A step of a program (engine/codegen.py); None for one that holds another recording's traced
+    value or a structured block."""
     if any(type(a) is Tracer or type(a) is SparseBlock for a in op[2]):
         return None
     return op

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from .codegen import STEP, compile_steps, step
+from .codegen import compile_steps, guard_step, node_step
 from .core import INPUT, Node, Trace
 
 
@@ -43,7 +43,7 @@ def compile_forward(trace: Trace, guards: list, in_nodes: list) -> Forward | Non
     for node in nodes:
         k = node.index
         while g < len(guards) and guards[g].pos <= k:
-            steps.append(_guard(guards[g]))
+            steps.append(guard_step(guards[g]))
             g += 1
         if node.prim is INPUT:
             if k in in_pos:
@@ -53,10 +53,10 @@ def compile_forward(trace: Trace, guards: list, in_nodes: list) -> Forward | Non
                 extra.append(node.value)
             structure.append((INPUT, (), {}, (), node.deps, node.site))
             continue
-        s = step(k, node.prim.impl, node.args, node.parents, node.kwargs, trace.errstates.get(k), STEP)
+        s = node_step(node, trace.errstates)
         steps.append(s)
         structure.append((node.prim, s[2], node.kwargs, s[3], node.deps, node.site))
-    steps.extend(_guard(guard) for guard in guards[g:])
+    steps.extend(guard_step(guard) for guard in guards[g:])
     fw = Forward()
     fw.run = compile_steps(steps, loads, [("slot", k, None) for k in range(len(nodes))], "replay")
     fw.extra = tuple(extra)
@@ -65,10 +65,6 @@ def compile_forward(trace: Trace, guards: list, in_nodes: list) -> Forward | Non
     fw.inputs_at = tuple(n.index for n in trace.inputs)
     fw.plans = (len(nodes), {})  # the sweep plans of every replay, by node index (Trace.shared_plans)
     return fw
-
-
-def _guard(guard: Any) -> tuple:
-    return step(-1, guard.fn, guard.args, guard.refs, guard.kwargs, guard.errstate, guard.expected)
 
 
 _MAKING = threading.Lock()  # a replay read by two threads at once makes its nodes once

@@ -17,7 +17,7 @@ import jaccli
 from jaccli.engine import programs
 from jaccli.engine.seeds import SparseBlock
 from tests.helpers import central_diff, rosen_hess, rosenbrock
-from tests.test_compositions import build, fd_jacobian, seed_form
+from tests.test_compositions import assert_jacobians_match_differences, build, seed_form
 from tests.test_compositions import programs as random_programs
 from tests.test_replay import softmax_ce, softmax_hessian
 
@@ -169,9 +169,7 @@ def test_random_compositions_from_programs_match_central_differences(program, se
         with seed_form(form):
             for _ in range(3):  # recorded, then a replay records the programs, then one runs them
                 x, y = rng.uniform(-1, 1, sx), rng.uniform(-1, 1, sy)
-                jx, jy = jaccli.jacobian(g, (x, y), mode=mode)
-                np.testing.assert_allclose(np.asarray(jx), fd_jacobian(f, (x, y), 0), rtol=1e-5, atol=1e-6)
-                np.testing.assert_allclose(np.asarray(jy), fd_jacobian(f, (x, y), 1), rtol=1e-5, atol=1e-6)
+                assert_jacobians_match_differences(g, f, x, y, mode)
     finally:
         programs.worth_keeping = keep
 

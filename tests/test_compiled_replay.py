@@ -139,3 +139,25 @@ def test_a_guard_of_a_singleton_holds_for_that_singleton_alone(expected):
     others = [True, False, None, np.True_, np.False_, 1, 0]
     for value in others:
         assert (run([[value]]) is not None) == (type(value) is type(expected) and value == expected), value
+
+
+def test_a_guard_that_an_earlier_one_repeats_is_checked_once_and_one_on_other_values_is_kept():
+    # A sweep checks that a factor is finite at each rule that reads it: the same function of the
+    # same slot gives the same verdict, so it runs once; the same function of another slot, or
+    # with another expected value, is a guard of its own.
+    calls = []
+
+    def finite(v):
+        calls.append(1)
+        return bool(np.isfinite(v).all())
+
+    def guard(slot, expected=True):
+        return (-1, finite, (None,), ((0, slot, None),), {}, None, expected)
+    steps = [guard(0), (1, np.negative, (None,), ((0, 0, None),), {}, None, codegen.STEP), guard(0), guard(1), guard(0)]
+    run = codegen.compile_steps(steps, {0: ("vals", 0)}, [("slot", 1, None)])
+    np.testing.assert_array_equal(run([np.array([1.0, 2.0])])[0], [-1.0, -2.0])
+    assert len(calls) == 2  # slot 0 once, slot 1 once
+    assert run([np.array([1.0, np.inf])]) is None  # the guard still holds the replay back
+    calls.clear()
+    run = codegen.compile_steps([guard(0), guard(0, expected=False)], {0: ("vals", 0)}, [("copy", 1.0)])
+    assert run([np.array([1.0])]) is None and len(calls) == 2  # a different expected value: both checked

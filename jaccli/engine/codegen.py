@@ -57,7 +57,17 @@ def compile_steps(steps: Sequence[tuple], loads: dict[int, tuple[str, int]], res
     for slot, (source, at) in loads.items():
         put(f"        v{slot} = {source}[{at}]")
     state: Any = None
+    checked: set[tuple] = set()  # the guards already written: (fn, arguments, expected value)
     for k, fn, args, fills, kwargs, step_state, expected in steps:
+        if expected is not STEP:
+            # A guard that an earlier one repeats (the same function of the same values, which
+            # no later step changes: each slot is assigned once) gives the same verdict: a sweep
+            # checks that a factor is finite at each rule that reads it.
+            key = (id(fn), fills, tuple(map(id, args)), tuple((w, id(v)) for w, v in kwargs.items()),
+                   id(expected))
+            if key in checked:
+                continue
+            checked.add(key)
         if step_state is not state:
             put(f"        run.set({const(step_state)})")
             state = step_state

@@ -57,7 +57,7 @@ def import_lib(lib: str):
 # ----------------------------------------------------------------------------------------------
 # the instance's function in each library's namespace
 # ----------------------------------------------------------------------------------------------
-def _make_f(inst: Instance, xp, lse: Callable, const: Callable) -> Callable:
+def make_f(inst: Instance, xp, lse: Callable, const: Callable) -> Callable:
     """f for one sample (P4: one row), or for rows 0..r-1 only (P5: the anchors slice f)."""
     prob = inst.prob
     if prob == "P1":
@@ -101,7 +101,7 @@ def _torch_methods(kind: str) -> list[str]:
 def _build_torch(inst: Instance, name: str):
     torch = import_lib("torch")
     taf, tfunc = torch.autograd.functional, torch.func
-    f = _make_f(inst, torch, lambda z: torch.logsumexp(z, 0), torch.from_numpy)
+    f = make_f(inst, torch, lambda z: torch.logsumexp(z, 0), torch.from_numpy)
     x = torch.from_numpy(inst.x.copy())
     if inst.kind == "batch" and name.startswith("taf."):
         g = _sum_trick(f)
@@ -141,7 +141,7 @@ def _jax_methods(kind: str) -> list[str]:
 def _build_jax(inst: Instance, name: str):
     jax = import_lib("jax")
     jnp = jax.numpy
-    f = _make_f(inst, jnp, jax.nn.logsumexp, jnp.asarray)
+    f = make_f(inst, jnp, jax.nn.logsumexp, jnp.asarray)
     jit = name.startswith("jax.jit(")
     base = name[len("jax.jit("):-1] if jit else name[len("jax."):]
     g = {
@@ -175,7 +175,7 @@ def _autograd_methods(kind: str) -> list[str]:
 
 def _build_autograd(inst: Instance, name: str):
     ag = import_lib("autograd")
-    f = _make_f(inst, ag.numpy, ag.scipy.special.logsumexp, np.asarray)
+    f = make_f(inst, ag.numpy, ag.scipy.special.logsumexp, np.asarray)
     x = inst.x
     if inst.kind == "hess":
         h = ag.hessian(f)

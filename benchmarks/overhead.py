@@ -1,7 +1,8 @@
 """Where jaccli's fixed per-call cost goes: recording + one sweep against hand-written NumPy.
 
-Run from the repository root: ``python -m benchmarks.overhead``. It prints, for the P2 shapes,
-one VJP through jaccli (f recorded, one reverse sweep) against f plus its hand-written VJP, and
+Run from the repository root: ``python -m benchmarks.overhead``. It prints, for the P2 shapes and
+the scalar P3 and P6, one VJP through jaccli (f recorded, one reverse sweep; and a record_once
+replay) and through the anchors, each against f plus its hand-written VJP, and
 for P5 the pieces that 10 lazy rows are made of. Best of five rounds; run it on an idle machine.
 These are diagnostics for the notes on the performance targets, not the benchmark itself.
 """
@@ -9,6 +10,7 @@ These are diagnostics for the notes on the performance targets, not the benchmar
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -16,7 +18,9 @@ import jaccli
 from jaccli.engine.recording import Recording
 from jaccli.evaluator import Evaluator
 
+from . import anchors
 from . import problems as P
+from .instances import Instance, load
 
 
 def best_us(fn, loops: int = 200, rounds: int = 5) -> float:
@@ -31,19 +35,85 @@ def best_us(fn, loops: int = 200, rounds: int = 5) -> float:
     return min(times)
 
 
-def vjp_overhead() -> None:
-    print("recording + one VJP, against f + its hand-written VJP (target: at most 3x)")
-    for iid in ("P2-n100-m100", "P2-n1000-m1000", "P2-n4000-m50", "P2-n50-m4000"):
-        x, (W1, b1, W2, b2) = P.data(iid)
-        f = P.f_numpy(iid)
-        v = np.random.default_rng(0).standard_normal(W2.shape[0])
+def _hand_vjp(inst: Instance) -> Callable[[np.ndarray], tuple]:
+    """f and its VJP by hand, computed together (one plain evaluation plus the gradient)."""
+    x = inst.x
+    if inst.prob == "P2":
+        W1, b1, W2, b2 = inst.params
 
-        def hand():
+        def p2(v):
             h = np.tanh(W1 @ x + b1)
             return W2 @ h + b2, ((v @ W2) * (1 - h * h)) @ W1
+        return p2
+    f, grad = {"P3": (P.f_p3, P.grad_p3), "P6": (P.f_p6, P.grad_p6)}[inst.prob]
+    return lambda v: (f(x), v * grad(x))
 
-        t_hand, t_jaccli = best_us(hand), best_us(lambda: jaccli.vjp(f, x, v))
-        print(f"  {iid:16s} hand {t_hand:8.0f} us   jaccli {t_jaccli:8.0f} us   ratio {t_jaccli / t_hand:5.2f}")
+
+def _anchor_vjps(inst: Instance) -> dict[str, Callable[[np.ndarray], object]]:
+    """The same VJP through torch (autograd.grad) and HIPS autograd (make_vjp), where installed."""
+    out = {}
+    try:
+        torch = anchors.import_lib("torch")
+        tf = anchors.make_f(inst, torch, lambda z: torch.logsumexp(z, 0), torch.from_numpy)
+
+        def torch_vjp(v):
+            vt = torch.from_numpy(np.asarray(v, dtype=np.float64))
+            xt = torch.from_numpy(inst.x).requires_grad_()
+            y = tf(xt)
+            return y.detach().numpy(), torch.autograd.grad(y, xt, vt)[0].numpy()
+        out["torch"] = torch_vjp
+    except anchors.Unavailable:
+        pass
+    try:
+        ag = anchors.import_lib("autograd")
+        af = anchors.make_f(inst, ag.numpy, ag.scipy.special.logsumexp, np.asarray)
+
+        def autograd_vjp(v):
+            back, y = ag.make_vjp(af)(inst.x)
+            return y, back(v)
+        out["autograd"] = autograd_vjp
+    except anchors.Unavailable:
+        pass
+    return out
+
+
+OVERHEAD_IIDS = ("P2-n100-m100", "P2-n1000-m1000", "P2-n4000-m50", "P2-n50-m4000", "P3-n100", "P3-n1000", "P6-n500")
+WAYS = ("jaccli", "record_once", "torch", "autograd")
+
+
+def vjp_ways(iid: str) -> tuple[Callable, dict[str, Callable], np.ndarray]:
+    """(f + its hand-written VJP, the same VJP by each way in WAYS that is installed, the vector v),
+    each a function of v, each checked against the hand-written one."""
+    inst = load(iid)
+    m = inst.params[2].shape[0] if inst.prob == "P2" else 1
+    v = np.random.default_rng(0).standard_normal(m) if inst.prob == "P2" else np.float64(1.0)
+    once = jaccli.record_once(inst.f)
+    hand = _hand_vjp(inst)
+    ways = {"jaccli": lambda v: jaccli.vjp(inst.f, inst.x, v), "record_once": lambda v: jaccli.vjp(once, inst.x, v),
+            **_anchor_vjps(inst)}
+    want = hand(v)[1]
+    for way in ways.values():
+        np.testing.assert_allclose(np.asarray(way(v)[1], dtype=float), want, rtol=1e-9, atol=1e-12)
+    return hand, ways, v
+
+
+def vjp_overhead() -> None:
+    """#2's overhead bound: recording plus one sweep (one VJP; the gradient for scalar f) at most 3x
+    one plain evaluation of f plus its hand-written VJP. With record_once the recording is a replay."""
+    print("one VJP (f's value and v^T J), against f + its hand-written VJP (bound: 3x); best of 5 rounds")
+    print(f"  {'instance':16s} {'hand':>8s} " + " ".join(f"{name:>16s}" for name in WAYS))
+    for iid in OVERHEAD_IIDS:
+        hand, ways, v = vjp_ways(iid)
+        t_hand = best_us(lambda: hand(v))
+        cells = []
+        for name in WAYS:
+            way = ways.get(name)
+            if way is None:
+                cells.append(f"{'n/a':>16s}")
+                continue
+            t = best_us(lambda: way(v))
+            cells.append(f"{t:7.0f} us {t / t_hand:5.2f}x")
+        print(f"  {iid:16s} {t_hand:5.0f} us " + " ".join(cells))
 
 
 def p5_breakdown() -> None:

@@ -116,3 +116,21 @@ def test_a_sample_of_several_calls_starts_with_one_untimed_call():
     assert per_call < 0.01
     calls.clear()
     assert _one_sample(run, 3) > 0.015  # without the lead-in the cold call is in the mean
+
+
+@pytest.mark.parametrize("iid", ["P2-n100-m100", "P3-n100", "P6-n500"])
+def test_the_overhead_diagnostics_time_one_and_the_same_vjp_every_way(iid):
+    # benchmarks/overhead.py times f + a hand-written VJP against jaccli's and the anchors'; each
+    # way must compute that VJP (vjp_ways checks them against the hand-written one, which is
+    # checked here against central differences of f along v)
+    from benchmarks.instances import load
+    from benchmarks.overhead import vjp_ways
+
+    hand, ways, v = vjp_ways(iid)
+    assert {"jaccli", "record_once"} <= set(ways)
+    inst = load(iid)
+    u = np.random.default_rng(1).standard_normal(inst.x.shape)
+    h = 1e-6
+    along = (np.dot(v, inst.f(inst.x + h * u)) - np.dot(v, inst.f(inst.x - h * u))) / (2 * h)
+    np.testing.assert_allclose(np.dot(hand(v)[1], u), along, rtol=1e-6)
+    np.testing.assert_array_equal(hand(v)[0], inst.f(inst.x))

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Collection
 
 import numpy as np
 
 from .engine.core import ELEMENTWISE, Node
 from .engine.recording import Recording
 from .engine.tracer import peek
-from .kinks import kink_mask, op_at
+from .kinks import kink_crossed, kink_mask, op_at
 
 __all__ = ["Crossed", "crossings", "merge_flags"]
 
@@ -83,12 +83,14 @@ class Crossed:
     `placed`: description of a jump -> node index -> which elements of that op's output the jump
     changes (flags that broadcast to the output's shape); None where some of the jump shows in no
     op's output (control flow, f raising, a matrix read by one triangle, an index whose effect on the
-    op's output `_changed_by_constants` cannot tell).
+    op's output `_changed_by_constants` cannot tell). `near`: node index of an op with kinks -> which
+    elements of its output (in its shape) the step moves across a kink they are near but not at.
     """
 
     kinks: dict[int, np.ndarray] = field(default_factory=dict)
     jumps: dict[str, np.ndarray] = field(default_factory=dict)
     placed: dict[str, dict[int, np.ndarray] | None] = field(default_factory=dict)
+    near: dict[int, np.ndarray] = field(default_factory=dict)
 
     def add_jump(self, text: str, flags: np.ndarray, index: int | None = None) -> None:
         """A jump whose `flags` change: elements of the output of node `index`, or None: unplaced."""
@@ -102,6 +104,8 @@ class Crossed:
         """OR in what another step crosses."""
         for index, flags in other.kinks.items():
             merge_flags(self.kinks, index, flags)
+        for index, flags in other.near.items():
+            merge_flags(self.near, index, flags)
         for text, flags in other.jumps.items():
             where = other.placed.get(text)
             if where is None:
@@ -147,14 +151,17 @@ def _changed_by_constants(a: Node, b: Node, traced: set[int]) -> np.ndarray | No
     return _changed(before, after)
 
 
-def crossings(base: Recording, moved: Recording, masks: dict[int, np.ndarray], constants: bool = True) -> Crossed:
+def crossings(base: Recording, moved: Recording, masks: dict[int, np.ndarray], constants: bool = True,
+              kinked: Collection[int] = ()) -> Crossed:
     """Compare f recorded at x (`base`) with f recorded a finite-difference step away (`moved`).
 
     masks: kink masks of `base` for the kinks of interest (node index -> mask). constants: whether
     a non-differentiated argument that changes is a jump; not when f takes a derivative without
-    create_graph (Trace.severed): that constant varies smoothly with x.
+    create_graph (Trace.severed): that constant varies smoothly with x. kinked: indices of the
+    ops with kinks (`kinked_nodes`) whose kinks near x the step may cross.
 
     Returns a `Crossed`: per kink, its elements no longer at a kink (the step moves across them);
+    per op of `kinked`, its elements not at a kink whose kink the step crosses (`near`);
     and the jumps the step crosses, element by element: a step function (floor, sign...) that
     changes value, a condition, index or other non-differentiated argument computed from the
     input that changes (np.where's condition, an argmax index), or Python control flow that
@@ -171,6 +178,14 @@ def crossings(base: Recording, moved: Recording, masks: dict[int, np.ndarray], c
         off = np.ones(int(mask.sum()), dtype=bool) if new.shape != mask.shape else (mask & ~new)[mask]
         if off.any():
             out.kinks[index] = off
+    for index in kinked:
+        a, b = a_nodes[index], b_nodes[index]
+        shape = np.shape(peek(a.value))
+        across = kink_crossed(a, b) if np.shape(peek(b.value)) == shape else np.ones(shape, dtype=bool)
+        if index in masks:
+            across = across & ~masks[index]  # an element at the kink already is one of `kinks`
+        if across.any():
+            out.near[index] = across
     for a, b in zip(a_nodes, b_nodes):
         if not a.deps:
             continue

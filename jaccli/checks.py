@@ -93,7 +93,8 @@ def check_derivative(f: Callable, args: Any, *, wrt: Any = None, order: int = 1,
     op; or anywhere in the column, a step function (floor, sign), a np.where condition, an index
     or Python control flow that changes within the step, or a matrix that eigh, eigvalsh or
     cholesky read one triangle of and that the step changes unsymmetrically (the derivative is that
-    of its symmetric part). Kinks merely near x are not detected.
+    of its symmetric part). So is one whose step crosses a kink near x, not at it (an element of
+    such an op whose kink lies between x - h and x + h), for the rows that see that element.
 
     Args:
         f: a function of arrays.
@@ -270,11 +271,11 @@ def _check_gradient(f: Callable, tup: tuple, a64: tuple, wrt_idx: tuple, in_name
         mism = compare_arrays(g, ref, rtol, atol, err=err).mismatch
         excused = np.zeros(mism.shape, dtype=bool)
         for q in np.flatnonzero(mism.reshape(-1, len(r_sel)).any(axis=0)):
-            # the samples whose own step crosses a kink or a jump (with a batch axis)
-            crossed, changes = cross.samples(a, r_sel[q], among=mism[..., q] if batch else None)
+            # the samples whose own step crosses a kink (at x or near it) or a jump (with a batch axis)
             hit = np.zeros(cross.B if batch else 1, dtype=bool)
-            for samples in (*crossed.values(), *changes.values()):
-                hit |= samples
+            for found in cross.samples(a, r_sel[q], among=mism[..., q] if batch else None):
+                for samples in found.values():
+                    hit |= samples
             excused[..., q] = mism[..., q] & hit.reshape(np.shape(mism[..., q]))
         cmps.append((compare_arrays(g[..., None], ref[..., None], rtol, atol, err=err[..., None],
                                     exclude=excused[..., None]),

@@ -269,7 +269,8 @@ def hvp(ctx: click.Context, **kw: Any) -> None:
           "float64 (step from the float64 epsilon, Richardson extrapolation where it helps). Prints the "
           "maximum absolute and relative errors, the worst entries with their indices, and passed or "
           "failed; exits 1 on failure. Entries where f is evaluated at a kink (abs at 0, a max/min tie, "
-          "a clip bound, relu at 0) are listed as convention-dependent: a mismatch there is not a failure.",
+          "a clip bound, relu at 0), or whose finite-difference step crosses such a kink near x, are listed as "
+          "convention-dependent: a mismatch there is not a failure.",
           check_options, check_nonfinite_options, outputs=report_options)
 def check(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "check", **kw)

@@ -11,7 +11,8 @@ __all__ = ["excuse_mismatches"]
 
 def excuse_mismatches(mism: np.ndarray, i: int, j: int, rows: np.ndarray, cols: np.ndarray, cross: StepCrossings,
                       order: int, reach: dict) -> tuple[np.ndarray, dict]:
-    """The mismatching entries of block (i, j) whose finite-difference step crosses a kink or a jump.
+    """The mismatching entries of block (i, j) whose finite-difference step crosses a kink (at x or near
+    it) or a jump.
 
     With a batch axis an entry is excused only by what its own sample's step crosses: a kink or a
     jump of another sample does not excuse it.
@@ -32,23 +33,28 @@ def excuse_mismatches(mism: np.ndarray, i: int, j: int, rows: np.ndarray, cols: 
     excused = np.zeros(mism.shape, dtype=bool)
     reasons: dict[tuple[int, int], str] = {}
     n = cross.B if cross.batch else 1
-    for q in np.flatnonzero(mism.any(axis=tuple(range(mism.ndim - 1)))):
+    columns = np.flatnonzero(mism.any(axis=tuple(range(mism.ndim - 1))))
+    # every column's steps first: the rows that reach the kinks near x they cross take one sweep
+    near = [cross.near(j, cols[q]) for q in columns]
+    masks, near_reach = cross.near_rows(i, rows) if order == 1 and any(near) else ({}, None)
+    for q, near_q in zip(columns, near):
         crossed, changes = cross(j, cols[q])
-        if not (crossed or changes):
+        if not (crossed or changes or near_q):
             continue
         m = mism[..., q].reshape(n, len(rows))
         # the samples whose own step crosses what, told apart among those with a mismatch in the column
-        kink_samples, jump_samples = cross.samples(j, cols[q], among=m.any(axis=1)) \
-            if changes or order == 2 else ({}, {})
+        kink_samples, jump_samples, near_samples = cross.samples(j, cols[q], among=m.any(axis=1)) \
+            if changes or order == 2 else ({}, {}, {})
         # a jump changes f itself within the step: every row of the samples whose step crosses it
         found = [(text, np.broadcast_to(s[:, None], m.shape)) for text, s in jump_samples.items()]
+        # a Hessian entry (r, c) depends on a kink when the steps along both r and c cross it
         for kid, elements in crossed.items():
-            if order == 1:
-                now = reach[i].entries(kid, elements)
-            else:  # a Hessian entry (r, c) depends on the kink when the steps along both r and c cross it
-                now = kink_samples[kid][:, None] & np.stack(
-                    [cross.samples(i, r)[0].get(kid, np.zeros(n, dtype=bool)) for r in rows], axis=1)
+            now = reach[i].entries(kid, elements) if order == 1 else _both(cross, i, rows, kid, kink_samples, 0)
             found.append((cross.describe(kid), now))
+        for index, elements in near_q.items():
+            now = near_reach.entries(index, elements[masks[index]]) if order == 1 \
+                else _both(cross, i, rows, index, near_samples, 2)
+            found.append((cross.describe_near(index), now))
         ok = np.zeros(m.shape, dtype=bool)
         for reason, now in found:
             for s in np.flatnonzero((now & m & ~ok).any(axis=1)):
@@ -56,3 +62,11 @@ def excuse_mismatches(mism: np.ndarray, i: int, j: int, rows: np.ndarray, cols: 
             ok |= now
         excused[..., q] = (m & ok).reshape(mism[..., q].shape)
     return excused, reasons
+
+
+def _both(cross: StepCrossings, i: int, rows: np.ndarray, name: int, by_column: dict, kind: int) -> np.ndarray:
+    """(B, len(rows)) boolean: the samples in which the steps along both the column (`by_column`, from
+    `StepCrossings.samples`) and row r of input i cross kink `name` (item `kind` of `samples`)."""
+    n = cross.B if cross.batch else 1
+    return by_column[name][:, None] & np.stack(
+        [cross.samples(i, r)[kind].get(name, np.zeros(n, dtype=bool)) for r in rows], axis=1)

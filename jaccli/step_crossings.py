@@ -6,12 +6,12 @@ from typing import Callable
 
 import numpy as np
 
-from .branches import Crossed, crossings
+from .branches import Crossed, crossings, merge_flags
 from .engine.recording import Recording
 from .engine.tracer import peek
 from .finite_diff import fd_step
-from .kink_reach import sample_reach
-from .kinks import find_kinks
+from .kink_reach import RowReach, kink_rows, sample_reach
+from .kinks import Kink, find_kinks, kinked_nodes, op_at, registry_notes
 from .sample_groups import bit_groups, decode_samples
 
 __all__ = ["StepCrossings"]
@@ -20,7 +20,8 @@ __all__ = ["StepCrossings"]
 class StepCrossings:
     """Per input element c: what a finite-difference step along c crosses (recorded at x +- h e_c).
 
-    f is recorded with float64 inputs, as the finite differences see it; `kinks` are those at x.
+    f is recorded with float64 inputs, as the finite differences see it; `kinks` are those at x. A step
+    also crosses the kinks near x that it moves an element of a kinked op's output across (`near`).
     With batch, a step moves element c of every sample at once, as the finite differences do;
     `samples` tells which samples it crosses what in. `recordings` counts the recordings of f.
     """
@@ -36,9 +37,11 @@ class StepCrossings:
         self.B = int(np.shape(args[wrt_idx[0]])[0]) if batch and wrt_idx else 1
         self.groups = bit_groups(self.B) if batch and self.B > 1 else None
         self.cache: dict[tuple[int, int], Crossed] = {}
-        self.split: dict[tuple[int, int, bytes], tuple[dict, dict]] = {}
+        self.split: dict[tuple[int, int, bytes], tuple[dict, dict, dict]] = {}
         self.reach: dict[int, np.ndarray] = {}  # node index -> `sample_reach` of its output
         self.structural: dict[int, np.ndarray] = {}  # ... and its structural `sample_reach`
+        self.kinked: list[int] | None = None  # `kinked_nodes`, found with the first step
+        self.near_reach: dict[tuple[int, bytes], tuple[dict[int, np.ndarray], RowReach]] = {}
         self.recordings = 1
 
     def _step(self, j: int, c: int, which: np.ndarray | None) -> Crossed:
@@ -49,6 +52,8 @@ class StepCrossings:
         flat = x.reshape((x.shape[0], -1) if self.batch else (-1,))
         at = (Ellipsis, c) if which is None else (which, c)
         out = Crossed()
+        if self.kinked is None:
+            self.kinked = kinked_nodes(self.base)
         for sign in (1.0, -1.0):
             moved = flat.copy()
             moved[at] = flat[at] + sign * fd_step(flat[at])
@@ -63,7 +68,8 @@ class StepCrossings:
                 every.add_jump(f"f raises within the step ({type(exc).__name__})", np.array(True))
                 out.update(every)
                 continue
-            out.update(crossings(self.base, rec, self.masks, constants=self.severed is None))
+            out.update(crossings(self.base, rec, self.masks, constants=self.severed is None,
+                                 kinked=self.kinked))
         return out
 
     def _crossed(self, j: int, c: int) -> Crossed:
@@ -78,11 +84,42 @@ class StepCrossings:
         crossed = self._crossed(j, c)
         return crossed.kinks, list(crossed.jumps)
 
+    def near(self, j: int, c: int) -> dict[int, np.ndarray]:
+        """The kinks near x that the step along element c of input j crosses: node index -> which
+        elements of the op's output (in its shape) it moves across their kink."""
+        return self._crossed(j, c).near
+
+    def near_rows(self, i: int, rows: np.ndarray) -> tuple[dict[int, np.ndarray], RowReach]:
+        """Which of `rows` of output i reach the elements of kinked ops that the steps so far move
+        across a kink near x (`kink_rows`): the elements as masks by node index, and the RowReach
+        (its kink elements are those of the masks). One reverse sweep of the rows, again only when
+        a later step crosses other elements."""
+        crossed: dict[int, np.ndarray] = {}
+        for seen in self.cache.values():
+            for index, flags in seen.near.items():
+                merge_flags(crossed, index, flags)
+        key = (i, np.asarray(rows).tobytes())
+        known = self.near_reach.get(key)
+        if known is None or any(index not in known[0] or (flags & ~known[0][index]).any()
+                                for index, flags in crossed.items()):
+            kinks = [self._near_kink(index, flags) for index, flags in crossed.items()]
+            known = self.near_reach[key] = (crossed, kink_rows(self.base, i, rows, kinks, self.batch))
+        return known
+
+    def _near_kink(self, index: int, mask: np.ndarray) -> Kink:
+        node = self.base.trace.nodes[index]
+        return Kink(node.prim.name, None, None, int(mask.sum()), index, registry_notes(node.prim.name), mask)
+
+    def describe_near(self, index: int) -> str:
+        return (f"{op_at(self.base.trace.nodes[index])}: the step crosses a kink near x (not at x), so finite "
+                "differences mix the derivatives of both sides; check at a point farther from the kink")
+
     def samples(self, j: int, c: int, among: np.ndarray | None = None) -> tuple[dict[int, np.ndarray],
-                                                                             dict[str, np.ndarray]]:
-        """In which samples the step crosses what: kink node index (description of a jump) -> (B,)
-        boolean, the samples in which the step along element c of input j crosses that kink (jump);
-        B = 1 without batch.
+                                                                             dict[str, np.ndarray],
+                                                                             dict[int, np.ndarray]]:
+        """In which samples the step crosses what: kink node index (description of a jump, node index
+        of a kink near x) -> (B,) boolean, the samples in which the step along element c of input j
+        crosses that kink (jump, kink near x); B = 1 without batch.
 
         With batch, a kink element that the step moves off the kink, or an element of an op's output
         that a jump changes, belongs to the samples whose outputs reach it with a nonzero cotangent
@@ -94,23 +131,24 @@ class StepCrossings:
         ((B,) boolean) limits this to the samples it marks; the others come out False.
         """
         crossed = self._crossed(j, c)
-        if self.groups is None or not (crossed.kinks or crossed.jumps):
+        if self.groups is None or not (crossed.kinks or crossed.jumps or crossed.near):
             one = np.ones(self.B, dtype=bool)
-            return {index: one for index in crossed.kinks}, {text: one for text in crossed.jumps}
+            return ({index: one for index in crossed.kinks}, {text: one for text in crossed.jumps},
+                    {index: one for index in crossed.near})
         keep = np.ones(self.B, dtype=bool) if among is None else np.asarray(among, dtype=bool)
         key = (j, int(c), keep.tobytes())
         if key not in self.split:
-            kinks = {index: self._reached({index: self._kink_elements(index, flags)})
-                     for index, flags in crossed.kinks.items()}
-            jumps = {text: self._reached(crossed.placed[text]) for text in crossed.jumps}
-            rest = Crossed({index: crossed.kinks[index] for index, s in kinks.items() if s is None},
-                           {text: crossed.jumps[text] for text, s in jumps.items() if s is None})
-            if rest.kinks or rest.jumps:
-                by_kink, by_jump = self._group_steps(j, int(c), rest, np.flatnonzero(keep))
-                kinks.update(by_kink)
-                jumps.update(by_jump)
-            self.split[key] = ({index: s & keep for index, s in kinks.items()},
-                               {text: s & keep for text, s in jumps.items()})
+            found = ({index: self._reached({index: self._kink_elements(index, flags)})
+                      for index, flags in crossed.kinks.items()},
+                     {text: self._reached(crossed.placed[text]) for text in crossed.jumps},
+                     {index: self._reached({index: flags}) for index, flags in crossed.near.items()})
+            rest = Crossed({index: crossed.kinks[index] for index, s in found[0].items() if s is None},
+                           {text: crossed.jumps[text] for text, s in found[1].items() if s is None},
+                           near={index: crossed.near[index] for index, s in found[2].items() if s is None})
+            if rest.kinks or rest.jumps or rest.near:
+                for told, by_steps in zip(found, self._group_steps(j, int(c), rest, np.flatnonzero(keep))):
+                    told.update(by_steps)
+            self.split[key] = tuple({name: s & keep for name, s in told.items()} for told in found)
         return self.split[key]
 
     def _kink_elements(self, index: int, flags: np.ndarray) -> np.ndarray:
@@ -146,26 +184,28 @@ class StepCrossings:
             wanted = {index, *self.masks}
             for crossed in self.cache.values():
                 wanted.update(i for where in crossed.placed.values() if where for i in where)
+                wanted.update(crossed.near)
             known.update(sample_reach(self.base, wanted - set(known), self.groups, structural))
         return known[index]
 
-    def _group_steps(self, j: int, c: int, rest: Crossed, who: np.ndarray) -> tuple[dict, dict]:
-        """`samples` of the kinks and jumps of `rest`, among the samples `who`, from the steps of groups
-        of them (`bit_groups`), and one step of all the other samples: what only that one crosses
-        belongs to the others, and what none crosses needs several samples to move at once.
+    def _group_steps(self, j: int, c: int, rest: Crossed, who: np.ndarray) -> tuple[dict, dict, dict]:
+        """`samples` of the kinks, jumps and kinks near x of `rest`, among the samples `who`, from the
+        steps of groups of them (`bit_groups`), and one step of all the other samples: what only that
+        one crosses belongs to the others, and what none crosses needs several samples to move at once.
 
         The groups spell the sample of what one sample crosses. What several cross at once and the
         groups cannot tell apart (control flow in more than one sample: one flag for the whole
         value) is taken by the step of each sample it may belong to (`_one_by_one`), so that a
         sample that crosses nothing is never excused with them."""
-        result: tuple[dict, dict] = ({name: np.zeros(self.B, dtype=bool) for name in rest.kinks},
-                                     {name: np.zeros(self.B, dtype=bool) for name in rest.jumps})
+        kinds = ("kinks", "jumps", "near")
+        result = tuple({name: np.zeros(self.B, dtype=bool) for name in getattr(rest, kind)} for kind in kinds)
         if not len(who):
             return result
         local = bit_groups(len(who))
         steps = [self._step_of(j, c, who[g]) for g in local]
         others = self._step_of(j, c, np.setdiff1d(np.arange(self.B), who))
-        for kind, every, out in (("kinks", rest.kinks, result[0]), ("jumps", rest.jumps, result[1])):
+        for kind, out in zip(kinds, result):
+            every = getattr(rest, kind)
             told, unsure = self._whose(every, [getattr(st, kind) for st in steps], local, getattr(others, kind))
             for name, flags in told.items():
                 out[name][who[flags]] = True
@@ -175,8 +215,9 @@ class StepCrossings:
 
     def _one_by_one(self, j: int, c: int, kind: str, name: object, candidates: np.ndarray) -> np.ndarray:
         """(B,) boolean: the `candidates` whose own step crosses `name` (a kink index in ``kind="kinks"``,
-        a jump's description in ``"jumps"``); all of those whose own steps do not when they cross it
-        together (it needs several samples to move at once), or when none crosses it alone."""
+        a jump's description in ``"jumps"``, a node index in ``"near"``); all of those whose own steps do
+        not when they cross it together (it needs several samples to move at once), or when none crosses
+        it alone."""
         out = np.zeros(self.B, dtype=bool)
         for s in candidates:
             out[s] = name in getattr(self._step_of(j, c, np.array([s])), kind)

@@ -42,3 +42,11 @@ def refused_as_numpy_refuses(call, x, traced, errors=ValueError):
     with pytest.raises(type(numpy_error.value)) as traced_error:
         traced(call, x)
     assert str(traced_error.value) == str(numpy_error.value)
+
+
+def break_sin_away_from_zero(monkeypatch):
+    """A wrong rule for np.sin in both modes, right at 0 only: d sin(x) = cos(x) * (1 + x)."""
+    from jaccli.engine.registry import PRIMITIVES
+
+    monkeypatch.setitem(PRIMITIVES["np.sin"].vjps, 0, lambda ans, x, **kw: (lambda g: g * np.cos(x) * (1.0 + x)))
+    monkeypatch.setitem(PRIMITIVES["np.sin"].jvps, 0, lambda ans, x, **kw: (lambda t: t * np.cos(x) * (1.0 + x)))

@@ -18,6 +18,7 @@ from jaccli.engine.tracer import primal
 from jaccli.errors import ConstantUnderOuterWarning, UsageError
 from jaccli.finite_diff import finite_difference_jacobian
 from jaccli.loaders import bind_inputs, load_function
+from tests.helpers import break_sin_away_from_zero
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
@@ -420,12 +421,6 @@ def sin_plus_argmax(x):
     return np.sin(x) + np.take_along_axis(x, np.argmax(x, axis=1, keepdims=True), axis=1)
 
 
-def _break_sin_away_from_zero(monkeypatch):
-    """A wrong rule for np.sin, right at 0 only: a wrong derivative in sample 0, none in sample 1."""
-    monkeypatch.setitem(PRIMITIVES["np.sin"].vjps, 0, lambda ans, x, **kw: (lambda g: g * np.cos(x) * (1.0 + x)))
-    monkeypatch.setitem(PRIMITIVES["np.sin"].jvps, 0, lambda ans, x, **kw: (lambda t: t * np.cos(x) * (1.0 + x)))
-
-
 @pytest.mark.parametrize("f, mismatches, excused", [(sin_plus_max, 3, 9), (sin_plus_where, 3, 3),
                                                     (sin_plus_sign, 3, 3), (sin_plus_argmax, 3, 9)],
                          ids=["kink", "jump", "step-function", "index-jump"])
@@ -433,7 +428,7 @@ def test_batched_kink_in_one_sample_does_not_excuse_a_wrong_derivative_in_anothe
                                                                                   excused):
     # Before: passed. The step along element c moves every sample at once, and a kink (jump) that
     # sample 1 crossed excused the mismatches of column c in every sample, sample 0's wrong diagonal too.
-    _break_sin_away_from_zero(monkeypatch)
+    break_sin_away_from_zero(monkeypatch)
     rep = check_derivative(lambda x: f(x), TWO_SAMPLES, batch_axis=0)  # a new f: nothing recorded reused
     assert not rep.passed and rep.blocks[0]["mismatches"] == mismatches
     assert {(w["sample"], w["row"], w["col"]) for w in rep.worst} == {(0, 0, 0), (0, 1, 1), (0, 2, 2)}
@@ -449,7 +444,7 @@ def test_batched_jump_in_a_sample_without_mismatches_excuses_no_other_sample(mon
     # Before: passed. The samples with a mismatch (0 and 2) were split by steps of groups of them;
     # the index jump belongs to sample 1, which none of those steps moves, so it was taken for one that
     # needs several samples to move at once and counted for both.
-    _break_sin_away_from_zero(monkeypatch)
+    break_sin_away_from_zero(monkeypatch)
     x = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0], [1.5, 0.5, 2.5]])
     rep = check_derivative(lambda x: sin_plus_ones_at_argmax(x), x, batch_axis=0)
     assert not rep.passed and rep.blocks[0]["mismatches"] == 6 and rep.convention_dependent_count == 0
@@ -459,7 +454,7 @@ def test_batched_jump_in_a_sample_without_mismatches_excuses_no_other_sample(mon
 def test_batched_gradient_check_excuses_only_the_sample_that_crosses_the_kink(monkeypatch):
     # Before: passed. Order 2 checks the AD gradient against differences of f; sample 1's tie
     # excused sample 0's wrong gradient.
-    _break_sin_away_from_zero(monkeypatch)
+    break_sin_away_from_zero(monkeypatch)
     rep = check_derivative(lambda x: sin_sum_plus_max(x), TWO_SAMPLES, batch_axis=0, order=2)
     assert not rep.passed and not rep.gradient["passed"] and rep.gradient["mismatches"] == 3
     assert {w["sample"] for w in rep.gradient["worst"]} == {0}
@@ -566,7 +561,7 @@ def test_batched_jumps_excuse_what_checks_of_each_sample_alone_excuse(monkeypatc
     # the branch's switch. Reference: each sample checked on its own (B=1). Before (control flow):
     # passed; the steps of sample groups could not tell several samples that switch branch apart
     # and took every sample their bits allow, the others too: every mismatch excused.
-    _break_sin_away_from_zero(monkeypatch)
+    break_sin_away_from_zero(monkeypatch)
     x = np.random.default_rng(3).uniform(0.2, 1.0, size=(8, 4))
     at = [1, 2, 4, 6]
     if f is per_sample_loop:

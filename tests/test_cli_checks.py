@@ -99,6 +99,10 @@ def counts(x):
 
 def tied(x):
     return np.sin(x) + np.max(x, axis=1, keepdims=True)
+
+
+def near_tie(x):
+    return np.maximum(np.sin(x), np.cos(x))
 """
 
 
@@ -596,13 +600,22 @@ def test_check_fails_on_a_wrong_derivative_rule(runner, monkeypatch, model):
     assert result.stdout.splitlines()[-1] == "failed" and "FAILED" in result.stdout
 
 
-def test_check_fails_within_a_step_of_a_kink(runner):
-    # abs at 1e-9 is not at its kink, but the finite-difference step crosses it.
+def test_check_within_a_step_of_a_kink_passes_and_names_the_kink(runner, model):
+    # abs at 1e-9 (sin and cos at pi/4 + 1e-9) is not at its kink, but the finite-difference step
+    # crosses it. Before: failed, exit 1, with AD against finite differences and no word of the kink.
     result = invoke(runner, "check", "-e", "abs(x) * 2", "[1e-9, 1]", "--format", "json")
-    assert result.exit_code == 1
-    doc = json.loads(result.stdout)
-    assert doc["passed"] is False and doc["check"]["worst"][0]["row"] == 0
-    assert "worst df_dx[0, 0] (f[0], x[0]): AD 2 vs finite differences" in result.stderr
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)["check"]
+    assert doc["passed"] is True and [(e["row"], e["col"]) for e in doc["convention_dependent"]] == [(0, 0)]
+    assert doc["convention_dependent"][0]["reason"].startswith("np.absolute at <expression>:1: the step crosses a "
+                                                               "kink near x")
+    result = invoke(runner, "check", model("near_tie"), f"[{np.pi / 4 + 1e-9!r}, 0.3]")
+    assert result.exit_code == 0, result.stderr
+    line = MODEL.splitlines().index("    return np.maximum(np.sin(x), np.cos(x))") + 1
+    assert "mismatches not counted (the finite-difference step crosses a kink or a jump)" in result.stdout
+    assert f"model.py:{line}: the step crosses a kink near x (not at x)" in result.stdout
+    assert "check at a point farther from the kink" in result.stdout
+    assert result.stdout.splitlines()[-1] == "passed"
 
 
 def test_check_at_kinks_passes_and_lists_convention_dependent_entries(runner, model):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -71,9 +72,24 @@ def register(target: Any, handler: Callable, *, prims: tuple = (), kind: str = "
     else:
         name = name or numpy_name(target)
         FUNCTION_HANDLERS[target] = handler
+        _name_after(handler, target)
     entry = Entry(name, target, handler, tuple(prims), kind, _family[0], notes, max_order)
     REGISTRY[name] = entry
     return entry
+
+
+def _name_after(handler: Callable, target: Any) -> None:
+    """Give a handler the name of the NumPy function it stands for (the first one, if it serves several).
+
+    Python names a function's __qualname__ in its TypeError for a call it cannot bind (an unknown
+    keyword, too many positional arguments). NumPy checks most calls against the function's own
+    signature before it dispatches, but not where that signature takes *args or **kwargs
+    (np.einsum), nor where jaccli's proxy calls the handler itself (np.interp with a traced
+    `left`): there the error reads `einsum() got an unexpected keyword argument`, as NumPy's.
+    """
+    if type(handler) is types.FunctionType and not getattr(handler, "_numpy_named", False):
+        handler.__qualname__ = target.__name__
+        handler._numpy_named = True
 
 
 def register_primitive(target: Any, prim: Primitive, **kw: Any) -> Entry:

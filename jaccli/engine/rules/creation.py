@@ -70,13 +70,7 @@ def _like(kind):
 
     prim = primitive(f"np.{kind}", impl, constant=True)
 
-    def handler(a, *args, dtype=None, order="K", subok=True, shape=None, **kw):
-        if kind == "full_like":
-            fill = args[0] if args else kw.pop("fill_value")
-        else:
-            fill = 1.0 if kind == "ones_like" else 0.0
-            if args:
-                dtype = args[0]
+    def handler(a, fill, dtype=None, shape=None):
         # traced (if `a` is), though constant: also a buffer of another shape that f then assigns into
         base = prim(a, 0.0 if type(fill) is Tracer else fill, dtype, shape)
         if type(fill) is Tracer:
@@ -85,11 +79,20 @@ def _like(kind):
             return INTERNAL["astype"](base + fill, np.dtype(dtype or dtype_of(a)))
         return base
 
+    # NumPy's signatures: jaccli's proxy calls np.full_like's directly (a traced fill value for a plain
+    # `a`), without NumPy's check of the call
+    if kind == "full_like":
+        def numpy_call(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+            return handler(a, fill_value, dtype, shape)
+    else:
+        def numpy_call(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+            return handler(a, 1.0 if kind == "ones_like" else 0.0, dtype, shape)
+
     notes = "a traced constant: independent of the input, but it can be assigned into"
     if kind == "full_like":
         notes += "; a traced fill value is differentiated"
-    register(getattr(np, kind), handler, prims=(prim,), kind="zero", notes=notes)
-    return handler
+    register(getattr(np, kind), numpy_call, prims=(prim,), kind="zero", notes=notes)
+    return numpy_call
 
 
 _like("zeros_like")

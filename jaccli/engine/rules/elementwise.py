@@ -347,7 +347,7 @@ fmin = _binary(np.fmin, lambda ans, x, y: _pick((x < y) | np.isnan(y), x == y),
                notes="ties split evenly; a NaN argument gets 0", kink=lambda ans, x, y: x == y)
 
 
-def _clip(x, lo=None, hi=None, **kw):
+def _clip(x, lo=None, hi=None):
     if lo is not None:
         x = np.maximum(x, lo)
     if hi is not None:
@@ -355,11 +355,21 @@ def _clip(x, lo=None, hi=None, **kw):
     return x
 
 
+_UMATH = getattr(getattr(np, "_core", None), "umath", None) or np.core.umath  # (NumPy 1.x: np.core)
+
+
 def _clip_handler(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue, max=np._NoValue, **kw):
     refuse_where(kw, "np.clip(x, lo, hi)")
     lo = a_min if a_min is not np._NoValue else (None if min is np._NoValue else min)
     hi = a_max if a_max is not np._NoValue else (None if max is np._NoValue else max)
-    return _clip(a, lo, hi)
+    if not kw:
+        return _clip(a, lo, hi)
+    # NumPy passes the other keywords (dtype=, casting=, ...) to the ufunc that its bounds call for:
+    # its loop's dtype for them, or its error (an unknown keyword)
+    ufunc = np.positive if lo is None and hi is None else np.minimum if lo is None else \
+        np.maximum if hi is None else _UMATH.clip
+    dtype = loop_dtypes(ufunc, (a,) + tuple(b for b in (lo, hi) if b is not None), kw)[0]
+    return in_dtype(_clip(in_dtype(a, dtype), lo, hi), dtype)
 
 
 register_derived(np.clip, _clip_handler, uses=(maximum, minimum),

@@ -11,6 +11,7 @@ import numpy as np
 from ...errors import UnsupportedOperationError
 from ..core import user_site
 from ..seeds import broadcast_block
+from ..tracer import peek
 
 try:
     from numpy.lib.array_utils import normalize_axis_index as _normalize_axis_index
@@ -36,6 +37,12 @@ def in_dtype(x: Any, dtype: np.dtype) -> Any:
     if dtype_of(x) == dtype:
         return x
     return x.astype(dtype) if hasattr(x, "_node") else np.asarray(x, dtype=dtype)
+
+
+def as_scalar(x: Any) -> Any:
+    """x[()] where x holds one number in a 0-d array: a scalar, as NumPy's reductions give; else x itself."""
+    value = peek(x)
+    return x[()] if type(value) is np.ndarray and value.ndim == 0 else x
 
 
 def reduction_dtype(call: str, numpy_fn: Any, a: Any, dtype: Any, *args: Any, ndim: int = 1) -> np.dtype:

@@ -34,7 +34,8 @@ def _einsum_impl(*ops, spec):
     subscripts = ",".join(terms) + "->" + out
     if len(ops) < 2:
         return np.einsum(subscripts, *ops)
-    return np.einsum(subscripts, *ops, optimize=_path(subscripts, tuple(np.shape(o) for o in ops)))
+    ans = np.einsum(subscripts, *ops, optimize=_path(subscripts, tuple(np.shape(o) for o in ops)))
+    return ans if out else ans[()]  # one number: a scalar, as NumPy's einsum without optimize= gives
 
 
 einsum = primitive("np.einsum", _einsum_impl)
@@ -186,7 +187,10 @@ def _einsum_handler(*operands, out=None, optimize=False, dtype=None, order="K", 
             ops[k] = np.reshape(o, tuple(shape[p] for p in keep))
             t = "".join(t[p] for p in keep)
         squeezed.append(t)
-    return einsum(*ops, spec=(tuple(squeezed), out_term))
+    ans = einsum(*ops, spec=(tuple(squeezed), out_term))
+    if not out_term and optimize is not False and len(ops) > 1:
+        return np.copy(ans)  # a 0-d array: NumPy's contraction path ends in one
+    return ans
 
 
 register(np.einsum, _einsum_handler, prims=(einsum,),

@@ -7,7 +7,7 @@ import collections.abc
 import numpy as np
 
 from ..registry import family, register_derived
-from ..tracer import INTERNAL, Tracer, guarded, lift
+from ..tracer import INTERNAL, Tracer, guarded, lift, peek
 from ._util import axis_index, dtype_of
 
 family("functional")
@@ -86,7 +86,8 @@ def _piecewise(x, condlist, funclist, *args, **kw):
             if np.size(vals) > 0:
                 y = INTERNAL["setitem"](y, lift(func(vals, *args, **kw)), cond)
     # NumPy writes into zeros_like(x): the values are cast to x's dtype (float32 stays float32).
-    return y if dtype_of(y) == x.dtype else y.astype(x.dtype)
+    y = y if dtype_of(y) == x.dtype else y.astype(x.dtype)
+    return np.copy(y) if np.ndim(y) == 0 and type(peek(y)) is not np.ndarray else y  # a 0-d array, as NumPy's
 
 
 register_derived(np.piecewise, _piecewise,

@@ -58,8 +58,9 @@ def _get_basic(x, idx):
     out = x[(Ellipsis,) + idx]
     if type(out) is np.ndarray and out.ndim == 0:
         # One element (y[1], A[i, j]): NumPy gives a scalar, a copy, where the Ellipsis form gives a
-        # view; as a copy, a later write to y leaves it as it was (y[0], y[1] = y[1], y[0]).
-        return out.copy()
+        # view; as a copy, a later write to y leaves it as it was (y[0], y[1] = y[1], y[0]). (getitem
+        # makes it a 0-d array again where the user's index holds an Ellipsis, as NumPy does.)
+        return out[()]
     return out
 
 
@@ -179,7 +180,10 @@ def getitem(x, idx):
     idx = _normalize(idx)
     shape = np.shape(x)
     if _is_basic(idx):
-        return get_basic(x, _full_basic(idx, len(shape)))
+        out = get_basic(x, _full_basic(idx, len(shape)))
+        if not np.shape(out) and any(i is Ellipsis for i in idx):
+            return np.copy(out)  # one number: NumPy's 0-d array with '...' (x[..., 0]), a scalar without
+        return out
     flat = flat_positions(shape, idx)
     return gather(np.reshape(x, (-1,)), flat)
 

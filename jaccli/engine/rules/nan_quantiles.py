@@ -6,7 +6,7 @@ import numpy as np
 
 from ..registry import family, register_derived
 from ..tracer import guarded
-from ._util import dtype_of
+from ._util import as_scalar, dtype_of
 from .elementwise import where
 from .indexing import gather
 from .numerics import _TIES, _arr, _lerp, _sorted_first, check_quantile_method, checked_quantile_args
@@ -44,7 +44,7 @@ def _nan_order_statistic(a, q, axis, keepdims, weak_q):
     empty = count == 0
     if np.any(empty):  # an all-NaN slice gives NaN; its entries get no derivative
         result = np.where(empty, np.nan, result)
-    return np.reshape(result, np.shape(q) + kept) if keepdims else result
+    return np.reshape(result, np.shape(q) + kept) if keepdims else as_scalar(result)
 
 
 def _nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):

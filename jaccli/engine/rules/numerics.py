@@ -18,7 +18,7 @@ from ...errors import UnsupportedOperationError
 from ..core import user_site
 from ..registry import family, register_derived
 from ..tracer import Tracer, guarded
-from ._util import along, axis_index, dtype_of
+from ._util import along, as_scalar, axis_index, dtype_of
 from .elementwise import where
 from .indexing import gather, get_basic
 from .joining import concat
@@ -804,7 +804,7 @@ def _order_statistic(name: str, percent: bool):
             gamma = float(gamma) if weak_q else np.reshape(gamma, np.shape(q) + (1,) * (np.ndim(s) - 1))
             result = _lerp(s[below], s[above], gamma)
         result = _nan_last(s, result)
-        return np.reshape(result, np.shape(q) + kept) if keepdims else result
+        return np.reshape(result, np.shape(q) + kept) if keepdims else as_scalar(result)
     return handler
 
 

@@ -222,6 +222,8 @@ def _vdot(a, b, /):
 def _inner(a, b, /):
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return np.multiply(a, b)
+    if np.ndim(a) == 1 and np.ndim(b) == 1:
+        return matmul(a, b)  # one number: NumPy's scalar, not tensordot's 0-d array
     return _tensordot(a, b, ([-1], [-1]))
 
 

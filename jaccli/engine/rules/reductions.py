@@ -529,9 +529,10 @@ def _log_sum_exp(ufunc, log, exp):
             top = np.max(v, axis=axes, keepdims=True) if v.size else np.zeros(_kept_shape(v.shape, axes))
             return np.where(np.isfinite(top), top, 0.0)
         m = guarded(shift, array)
+        # the sum drops the axes (all of them: a scalar, as NumPy's reduce gives), and so does the shift added back
+        m_out = m if keepdims else np.reshape(m, tuple(n for i, n in enumerate(np.shape(m)) if i not in axes))
         with np.errstate(divide="ignore"):  # an all -inf slice: log(0) = -inf, as NumPy gives, unwarned
-            total = log(_sum_handler(exp(array - m), axis=axes, keepdims=True)) + m
-        return total if keepdims else np.reshape(total, tuple(n for i, n in enumerate(np.shape(total)) if i not in axes))
+            return log(_sum_handler(exp(array - m), axis=axes, keepdims=keepdims)) + m_out
     return handler
 
 

@@ -3,6 +3,7 @@
 from . import (  # noqa: F401
     bessel,
     creation,
+    cumulative,
     diagonals,
     einsum,
     elementwise,
@@ -14,6 +15,7 @@ from . import (  # noqa: F401
     linalg_decomp,
     linalg_norm,
     meta,
+    moments,
     nan_quantiles,
     numerics,
     products,

@@ -23,7 +23,8 @@ from .elementwise import where
 from .indexing import gather, get_basic
 from .joining import concat
 from .products import matmul
-from .reductions import cumprod, cumsum, sum_
+from .cumulative import cumprod, cumsum
+from .reductions import sum_
 
 family("numerics")
 

@@ -3,6 +3,7 @@ under tracing with NumPy's error, naming NumPy's function: never jaccli's handle
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 
 import jaccli
 import jaccli.engine.rules  # noqa: F401 - fills the registry
+import jaccli.engine.tracer
 from jaccli.engine.registry import REGISTRY
 
 X = np.linspace(0.1, 0.9, 4).reshape(2, 2)
@@ -111,3 +113,22 @@ def test_clip_computes_in_the_dtype_its_keywords_ask_for_as_numpy_does():
         y, _ = jaccli.jvp(lambda x: np.clip(x, lo, hi, dtype=np.float32), (X,), (np.ones_like(X),))
         assert y.dtype == expected.dtype
         np.testing.assert_array_equal(y, expected)
+
+
+_METHODS = sorted(name for name, value in vars(jaccli.engine.tracer.Tracer).items()
+                  if callable(value) and not name.startswith("_") and hasattr(np.ndarray, name))
+
+
+@pytest.mark.parametrize("name", _METHODS)
+def test_a_traced_arrays_method_called_with_a_keyword_it_does_not_take_names_no_jaccli_function(name):
+    # x.cumsum(bogus=1) on a traced x: NumPy refuses it, and so does jaccli, naming NumPy's method
+    # (ndarray.cumsum) or the NumPy function the method calls (all()), never jaccli's traced type
+    def f(x):
+        return getattr(x, name)(bogus=1)
+
+    with pytest.raises(TypeError):
+        getattr(X.copy(), name)(bogus=1)
+    with pytest.raises(TypeError) as caught:
+        jaccli.jacobian(f, X)
+    message = str(caught.value)
+    assert "Tracer" not in message and not re.search(r"\b_\w*\(\)", message), message

@@ -7,6 +7,7 @@ import itertools
 import linecache
 import re
 import sys
+import types
 from typing import Any
 
 import numpy as np
@@ -774,6 +775,13 @@ class Tracer:
 
 
 _core._TRACER[0] = Tracer
+
+# A method called with an argument it does not take names NumPy's method ("ndarray.cumsum() got an
+# unexpected keyword argument 'bogus'"), not jaccli's class: Python names the function's __qualname__.
+for _name, _method in vars(Tracer).items():
+    if isinstance(_method, types.FunctionType) and not _name.startswith("_") and hasattr(np.ndarray, _name):
+        _method.__qualname__ = f"ndarray.{_name}"
+del _name, _method
 
 
 class _Flat:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import string
-
 import numpy as np
 
 from ...errors import UnsupportedOperationError
@@ -13,7 +11,9 @@ from ._util import dtype_of, in_dtype, loop_dtypes, refuse_core_axes
 
 family("products")
 
-_LETTERS = string.ascii_uppercase + string.ascii_lowercase  # NumPy's order for integer labels
+# NumPy's order for integer labels (string.ascii_uppercase + ascii_lowercase, written out: importing
+# string compiles its Template pattern, ~0.7 ms of every run)
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _PATHS: dict = {}
 
 

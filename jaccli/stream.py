@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaccli.atomic import check_target, fsync_directory, put_in_place, uninterrupted, unlink_quietly
+from jaccli.atomic import check_target, fsync_directory, put_in_place, temporary_file, uninterrupted, unlink_quietly
 from jaccli.errors import ResourceLimitError, UsageError
 from jaccli.words import counted, verb
 
@@ -48,8 +48,7 @@ class NpyStreamWriter:
             UsageError: Not a .npy path, missing directory, or a 0-D shape.
             ResourceLimitError: The file would not fit on the disk.
         """
-        import shutil
-        import tempfile  # (both here, as in atomic_write: a run that writes no file does not load them)
+        import shutil  # (here: a run that writes no streamed file does not load it)
 
         self.given = Path(path)  # as named by the caller, for `recording_renames`
         self.path = Path(os.path.realpath(path))  # through a symbolic link, as atomic_write
@@ -72,9 +71,7 @@ class NpyStreamWriter:
             # Created before the space check: a directory that takes no files (read-only, /proc) is
             # that OSError, not a full disk, even where the file system reports no free space.
             with uninterrupted():  # a file whose name is not yet kept in _tmp could not be deleted below
-                fd, name = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-                self._tmp = Path(name)
-                os.close(fd)
+                self._tmp = temporary_file(self.path)
             # Removes the temporary file if this object is dropped without commit or abort.
             self._cleanup = weakref.finalize(self, unlink_quietly, self._tmp)
             # Header bytes are at most a few hundred; 4 KiB keeps the estimate safe.

@@ -1813,19 +1813,20 @@ def test_a_signal_right_after_a_temporary_file_is_made_leaves_no_file(runner, tm
     # Before: a signal between mkstemp and the line that kept the file's name left the file behind (the
     # probe of -o's directory, seen by test_cli_subprocess's poll, failed that test under load).
     import signal
-    import tempfile
+
+    from jaccli import atomic
 
     made = []
-    real_mkstemp = tempfile.mkstemp
+    real_mkstemp = atomic.mkstemp
 
-    def mkstemp(*args, **kwargs):
-        fd, name = real_mkstemp(*args, **kwargs)
+    def mkstemp(target):
+        fd, name = real_mkstemp(target)
         made.append(name)
         if len(made) == nth:
             signal.raise_signal(getattr(signal, signame))  # its handler runs here, as at any bytecode
         return fd, name
 
-    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(atomic, "mkstemp", mkstemp)
     func = write(tmp_path, "f.py", "import numpy as np\n\ndef f(x):\n    return np.tanh(x)\n")
     np.save(tmp_path / "x.npy", np.linspace(-1, 1, 200))
     limit = ["--max-memory", "100K"] if streamed else []  # the 320 KB Jacobian is streamed to disk
@@ -1919,19 +1920,20 @@ def test_writable_output_file_in_a_directory_that_takes_no_new_file_says_the_dir
     # Before: "Permission denied; check the path and its permissions" for a file that is writable. The
     # kernel's refusal of a new file in a read-only directory (root may write there: simulated).
     import errno
-    import tempfile
+
+    from jaccli import atomic
 
     out = tmp_path / "ro" / "J.npy"
     out.parent.mkdir()
     out.write_bytes(b"precious")
-    mkstemp = tempfile.mkstemp
+    mkstemp = atomic.mkstemp
 
-    def refuse(*args, dir=None, **kwargs):
-        if Path(dir).resolve() == out.parent.resolve():
-            raise PermissionError(errno.EACCES, "Permission denied", str(Path(dir) / "x.tmp"))
-        return mkstemp(*args, dir=dir, **kwargs)
+    def refuse(target):
+        if target.parent.resolve() == out.parent.resolve():
+            raise PermissionError(errno.EACCES, "Permission denied", str(target.parent / "x.tmp"))
+        return mkstemp(target)
 
-    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(atomic, "mkstemp", refuse)
     result = invoke(runner, "jacobian", "-e", "sin(x)", "x=[0.5, 1.0]", "-o", str(out))
     assert_usage_error(result, f"cannot write {out}: the directory {out.parent} takes no new file (Permission "
                        "denied), and jaccli writes a temporary file there and renames it to J.npy; make the "

@@ -99,12 +99,10 @@ def test_a_signal_before_the_run_starts_is_an_interruption_not_clicks_abort(runn
 
 @pytest.mark.parametrize("signalled", ["making-the-second", "renaming-the-second"])
 def test_a_signal_between_two_files_names_exactly_those_written(tmp_path, monkeypatch, signal_handlers, signalled):
-    import tempfile
-
     first, second = tmp_path / "A.npy", tmp_path / "B.npz"
     with recording_renames() as written, pytest.raises(Terminated) as stop:
         write_blocks(first, {"J": np.eye(2)})
-        _signal_after(monkeypatch, *((tempfile, "mkstemp") if signalled == "making-the-second" else (os, "replace")),
+        _signal_after(monkeypatch, *((atomic, "mkstemp") if signalled == "making-the-second" else (os, "replace")),
                       "SIGINT")
         write_blocks(second, {"J": np.eye(3)})
     message = interrupted(stop.value, written).format_message()

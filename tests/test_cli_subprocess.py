@@ -159,10 +159,12 @@ def test_writing_a_file_from_a_pipe_does_not_import_rich(tmp_path):
 def test_writing_a_npy_file_imports_no_module_it_does_not_use(tmp_path):
     # Start-up time counts (the benchmark's end to end: jaccli jacobian ... -o J.npy against a NumPy script):
     # JSON (npz metadata, --format json), tracebacks (errors), shell completion and masked arrays (an input
-    # check) load only when used; string (its Template pattern) not at all.
+    # check) load only when used; string (its Template pattern) and tempfile (with shutil, random, bz2 and lzma,
+    # ~3 ms: atomic.mkstemp does its part) not at all.
     modules = _imported(["jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "-o", "J.npy"], tmp_path)
     assert_allclose(np.load(tmp_path / "J.npy"), robot_arm_jacobian(np.load(sample("robot_arm_q.npy"))), atol=1e-12)
-    assert modules & {"json", "traceback", "click.shell_completion", "numpy.ma", "string"} == set()
+    assert modules & {"json", "traceback", "click.shell_completion", "numpy.ma", "string", "tempfile", "shutil",
+                      "random"} == set()
 
 
 def test_a_run_that_writes_no_file_does_not_import_tempfile(tmp_path):

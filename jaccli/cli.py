@@ -14,7 +14,16 @@ import click
 from jaccli import __version__
 from jaccli.atomic import recording_renames
 
-from .commands.failures import BadUsage, NoCommand, Terminated, interrupted, stream_error, to_stdout
+from .commands.failures import (
+    BadUsage,
+    CliError,
+    NoCommand,
+    Terminated,
+    after_writing,
+    interrupted,
+    stream_error,
+    to_stdout,
+)
 from .commands.options import (
     check_nonfinite_options,
     check_options,
@@ -129,13 +138,15 @@ class JaccliGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         # A signal outside the command's own run (as numpy loads, or once the run has returned) is an
-        # interruption too, not click's "Aborted!" and exit 1.
+        # interruption too, not click's "Aborted!" and exit 1. Any error once -o's file is in place says so.
         with recording_renames() as written:
             try:
                 with _one_line_usage_errors(), to_stdout():
                     return super().invoke(ctx)
             except Terminated as error:
                 raise interrupted(error, written) from None
+            except CliError as error:
+                raise after_writing(error, written) from None
 
 
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:

@@ -15,7 +15,7 @@ from numpy.testing import assert_allclose
 from jaccli import atomic
 from jaccli.atomic import recording_renames
 from jaccli.commands import run as run_module
-from jaccli.commands.failures import Terminated, interrupted
+from jaccli.commands.failures import BadUsage, ClosedPipe, ResourceExceeded, Terminated, after_writing, interrupted
 from jaccli.writers import write_blocks
 
 from .test_cli import assert_usage_error, invoke, make_runner, write
@@ -129,3 +129,14 @@ def test_files_are_recorded_only_inside_recording_renames_and_named_as_given(tmp
     three = interrupted(Terminated(15, "SIGTERM"), [Path("a.npy"), Path("b.npy"), Path("c.npy")])
     assert three.exit_code == 143 and three.format_message() == \
         "stopped by SIGTERM after a.npy, b.npy and c.npy were written completely; no other file was written or changed"
+
+
+def test_an_error_after_files_were_written_names_them():
+    full = after_writing(ResourceExceeded("cannot write stdout: the disk is full"), [Path("a.npy"), Path("b.npz")])
+    assert full.exit_code == 4 and full.format_message() == \
+        "cannot write stdout: the disk is full; a.npy and b.npz were written completely before this error"
+    assert after_writing(BadUsage("bad"), []).format_message() == "bad"
+    stopped = interrupted(Terminated(15, "SIGTERM"), [Path("a.npy")])
+    assert after_writing(stopped, [Path("a.npy")]).format_message() == \
+        "stopped by SIGTERM after a.npy was written completely; no other file was written or changed"
+    assert after_writing(ClosedPipe(), [Path("a.npy")]).format_message() == "the reader of a pipe has gone"

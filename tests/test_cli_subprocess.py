@@ -236,6 +236,25 @@ def test_full_stdout_is_exit_4_in_one_line(tmp_path, fmt):
                                         "free some space or write elsewhere"]
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("fmt, streamed", [("text", False), ("json", False), ("json", True)])
+def test_full_stdout_after_the_file_is_written_says_it_was_written(tmp_path, fmt, streamed):
+    # Before: the same message as when nothing was written, although J.npy was in place, complete (the
+    # report on stdout comes after the file, and its error stopped the "wrote J.npy" note). A streamed
+    # result is shown on stdout only as the JSON report.
+    limit = ["--max-memory", "50"] if streamed else []  # the 72-byte Jacobian is streamed to disk
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(JACCLI + ["jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "-o", "J.npy",
+                                        "--format", fmt, *limit], cwd=tmp_path, stdout=full, stderr=subprocess.PIPE,
+                              text=True, env=clean_env(), timeout=60)
+    assert done.returncode == 4, done.stderr
+    assert done.stderr.splitlines()[-1] == ("Error: cannot write stdout: the disk is full (No space left on device); "
+                                            "free some space or write elsewhere; J.npy was written completely "
+                                            "before this error")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["J.npy"]
+    assert_allclose(np.load(tmp_path / "J.npy"), robot_arm_jacobian(np.load(sample("robot_arm_q.npy"))), atol=1e-12)
+
+
 def test_print_in_the_function_goes_to_stderr_in_a_real_run(tmp_path):
     (tmp_path / "p.py").write_text("import numpy as np\nprint('hi')\n\ndef f(x):\n    print('hi')\n"
                                    "    return np.sin(x)\n")

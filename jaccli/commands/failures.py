@@ -281,20 +281,36 @@ def translate(error: BaseException, *, user_file: Path | None = None, what: str 
                           f"{_where(_user_site(error, user_file))}; rerun with --debug for the traceback")
 
 
+def _were_written(written: Sequence[Path]) -> str:
+    """``J.npy was written completely``, ``a.npy and b.npz were written completely``; "" for no file."""
+    names = list(dict.fromkeys(shown_path(os.fspath(path)) for path in written))
+    if not names:
+        return ""
+    files = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return f"{files} {verb(len(names), 'were', 'was')} written completely"
+
+
 def interrupted(error: KeyboardInterrupt, written: Sequence[Path] = ()) -> Interrupted:
     """The error for a run stopped by a signal (Ctrl-C is a plain KeyboardInterrupt outside the command line's
     handler), exit 128 + the signal's number, saying which files `written` were complete before it came."""
     signal = error.name if isinstance(error, Terminated) else "SIGINT"
     stopped = "interrupted" if signal == "SIGINT" else f"stopped by {signal}"
-    names = list(dict.fromkeys(shown_path(os.fspath(path)) for path in written))
-    if names:
-        files = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-        failure = Interrupted(f"{stopped} after {files} {verb(len(names), 'were', 'was')} written completely; "
-                              "no other file was written or changed")
+    files = _were_written(written)
+    if files:
+        failure = Interrupted(f"{stopped} after {files}; no other file was written or changed")
     else:
         failure = Interrupted(f"{stopped}; no file was written or changed")
     if isinstance(error, Terminated):
         failure.exit_code = 128 + error.signum  # the shell's convention: 143 for SIGTERM, 129 for SIGHUP
+    return failure
+
+
+def after_writing(failure: CliError, written: Sequence[Path]) -> CliError:
+    """`failure`, come once the files `written` were in place (stdout full as the report is printed): its message
+    says they were written completely. An interruption names them already; a closed pipe says nothing."""
+    files = _were_written(written)
+    if files and not isinstance(failure, (Interrupted, ClosedPipe)):
+        failure.message = f"{failure.message}; {files} before this error"
     return failure
 
 

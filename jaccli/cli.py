@@ -339,8 +339,13 @@ def main(argv: list[str] | None = None) -> Any:
 
     _unwind_on_termination()
     _hold_collector()
-    with streams.standard_streams():
-        return cli.main(argv, prog_name="jaccli")
+    try:
+        with streams.standard_streams():
+            return cli.main(argv, prog_name="jaccli")
+    finally:
+        if _StartUp.collector_held:  # ended before the user's code (a usage error): the collector runs again
+            _StartUp.collector_held = False
+            gc.enable()
 
 
 class _StartUp:

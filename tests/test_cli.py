@@ -2265,3 +2265,18 @@ def test_an_os_error_on_a_file_jaccli_opens_is_not_the_functions_failure():
     assert translate(OSError(errno.EBADF, "Bad file descriptor", 3)).exit_code == 3  # no file named: as before
     full = translate(OSError(errno.ENOSPC, "No space left on device", "J.npy"))
     assert full.exit_code == 4 and full.format_message().startswith("cannot use J.npy: the disk is full")
+
+
+def test_main_called_in_process_leaves_the_collector_on_when_it_ends_before_the_users_code(capsys):
+    # The console entry point keeps Python's garbage collector off while it starts up; a run that ends
+    # before the user's module loads (a usage error) must not leave it off in a process that goes on
+    import gc
+
+    from jaccli.cli import main
+
+    assert gc.isenabled()
+    with pytest.raises(SystemExit) as ended:
+        main(["jacobian", "--no-such-option"])
+    assert ended.value.code == 2
+    assert gc.isenabled()
+    assert "no-such-option" in capsys.readouterr().err

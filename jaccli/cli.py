@@ -343,9 +343,7 @@ def main(argv: list[str] | None = None) -> Any:
         with streams.standard_streams():
             return cli.main(argv, prog_name="jaccli")
     finally:
-        if _StartUp.collector_held:  # ended before the user's code (a usage error): the collector runs again
-            _StartUp.collector_held = False
-            gc.enable()
+        _started(freeze=False)  # (a run that ended before the user's code, on a usage error: nothing to freeze)
 
 
 class _StartUp:
@@ -364,12 +362,14 @@ def _hold_collector() -> None:
         _StartUp.collector_held = True
 
 
-def _started() -> None:
+def _started(freeze: bool = True) -> None:
     """The imports are done and the user's code comes next: what start-up made goes to the collector's
-    permanent generation (gc.freeze: never walked again, nor at exit), and the collector runs as usual."""
+    permanent generation (gc.freeze: never walked again, nor at exit), and the collector held by
+    `_hold_collector` runs as usual again (once; later calls do nothing)."""
     if _StartUp.collector_held:
         _StartUp.collector_held = False
-        gc.freeze()
+        if freeze:
+            gc.freeze()
         gc.enable()
 
 

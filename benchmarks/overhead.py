@@ -16,7 +16,7 @@ import numpy as np
 
 import jaccli
 from jaccli.engine.recording import Recording
-from jaccli.evaluator import Evaluator
+from jaccli.api.evaluator import Evaluator
 
 from . import anchors
 from . import problems as P

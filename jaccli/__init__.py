@@ -10,13 +10,14 @@ __all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp", "grad", "record_on
            "__version__"]
 
 # Imported on first use, so that `jaccli --version` and `--help` do not pay for NumPy and the engine.
-_LAZY = {"jacobian": "api", "hessian": "api", "vjp": "api", "jvp": "api", "hvp": "api", "vhp": "api", "grad": "api",
-         "record_once": "replay", "Jacobian": "lazy", "Hessian": "lazy"}
+_LAZY = {"jacobian": "api.functions", "hessian": "api.functions", "vjp": "api.functions", "jvp": "api.functions",
+         "hvp": "api.functions", "vhp": "api.functions", "grad": "api.functions", "record_once": "replay.record_once",
+         "Jacobian": "api.lazy", "Hessian": "api.lazy"}
 
 if TYPE_CHECKING:
-    from .api import grad, hessian, hvp, jacobian, jvp, vhp, vjp
-    from .lazy import Hessian, Jacobian
-    from .replay import record_once
+    from .api.functions import grad, hessian, hvp, jacobian, jvp, vhp, vjp
+    from .api.lazy import Hessian, Jacobian
+    from .replay.record_once import record_once
 
 
 def __getattr__(name: str) -> Any:

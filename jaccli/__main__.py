@@ -1,6 +1,6 @@
 """`python -m jaccli`: the same command line as the `jaccli` executable."""
 
-from jaccli.cli import main
+from .cli.main import main
 
 if __name__ == "__main__":
     main()

@@ -32,7 +32,7 @@ def signal_handlers():
     """The command line's signal handlers (cli.main's), as in a real run; Python's own are put back after."""
     import signal
 
-    from jaccli.cli import _unwind_on_termination
+    from jaccli.cli.main import _unwind_on_termination
 
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     _unwind_on_termination()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jaccli
-from jaccli.engine.batching import separable
+from jaccli.engine.sample_independence import separable
 from jaccli.engine.recording import Recording
 from jaccli.errors import BatchMixingError
 

@@ -86,7 +86,7 @@ def test_scale_check_reads_the_saved_diagonal(tmp_path):
 def test_record_once_method_replays_and_reproduces_the_reference(iid, monkeypatch):
     import jaccli
     from benchmarks.methods import find
-    from jaccli.replay import record_once
+    from jaccli.replay.record_once import record_once
 
     made = []
     monkeypatch.setattr(jaccli, "record_once", lambda f: made.append(record_once(f)) or made[-1])

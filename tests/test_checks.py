@@ -12,12 +12,12 @@ import pytest
 from numpy.testing import assert_allclose
 
 import jaccli
-from jaccli.checks import DEFAULT_TOLERANCES, check_derivative, compare_arrays, default_tolerances
+from jaccli.check.verification import DEFAULT_TOLERANCES, check_derivative, compare_arrays, default_tolerances
 from jaccli.engine.registry import PRIMITIVES
 from jaccli.engine.tracer import primal
 from jaccli.errors import ConstantUnderOuterWarning, UsageError
-from jaccli.finite_diff import finite_difference_jacobian
-from jaccli.loaders import bind_inputs, load_function
+from jaccli.check.finite_differences import finite_difference_jacobian
+from jaccli.io.user_functions import bind_inputs, load_function
 from tests.helpers import break_sin_away_from_zero
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -483,7 +483,7 @@ def sin_sum_plus_max_of_pair(x):
 @pytest.fixture
 def step_crossings(monkeypatch):
     """The StepCrossings that check_derivative makes (each counts its recordings of f)."""
-    import jaccli.checks as checks
+    import jaccli.check.verification as checks
 
     made = []
 

@@ -750,7 +750,7 @@ def test_info_table_never_cuts_names_dtypes_modes_or_shapes(runner, columns):
 
 @pytest.mark.parametrize("columns", ["40", "80", "120"])
 def test_ops_table_never_cuts_a_name(runner, columns):
-    from jaccli.ops import ops_table
+    from jaccli.api.ops_table import ops_table
 
     result = invoke(runner, "ops", "--family", "linalg", "--format", "table", "--no-color", env={"COLUMNS": columns})
     assert result.exit_code == 0 and "…" not in result.stdout
@@ -774,7 +774,7 @@ def test_jacobian_table_prints_every_number_whole(runner, tmp_path, columns):
 
 
 def test_ops_lists_every_registry_entry(runner):
-    from jaccli.ops import ops_table
+    from jaccli.api.ops_table import ops_table
 
     result = invoke(runner, "ops")
     assert result.exit_code == 0 and result.stderr == ""
@@ -828,8 +828,8 @@ def test_man_page_documents_the_new_commands_and_report_keys(runner):
     keys = set(info) | set(info["blocks"]["df_dx"]) | set(check) | set(check["check"]) | set(ops)
     missing = sorted(k for k in keys if k not in section)
     assert not missing
-    import jaccli.commands.info as info_module
-    import jaccli.commands.report as report_module
+    import jaccli.cli.commands.info as info_module
+    import jaccli.cli.commands.report as report_module
 
     for key in set(info) | set(info["blocks"]["df_dx"]) | set(ops):
         assert f"``{key}``" in info_module.__doc__ or f"``{key}``" in report_module.__doc__, key

@@ -12,11 +12,12 @@ import pytest
 from click.testing import CliRunner
 from numpy.testing import assert_allclose
 
-from jaccli import atomic
-from jaccli.atomic import recording_renames
-from jaccli.commands import run as run_module
-from jaccli.commands.failures import BadUsage, ClosedPipe, ResourceExceeded, Terminated, after_writing, interrupted
-from jaccli.writers import write_blocks
+from jaccli.io import atomic
+from jaccli.io.atomic import recording_renames
+from jaccli.cli.commands import run as run_module
+from jaccli.cli.commands.failures import (BadUsage, ClosedPipe, ResourceExceeded, Terminated, after_writing,
+    interrupted)
+from jaccli.io.writers import write_blocks
 
 from .test_cli import assert_usage_error, invoke, make_runner, write
 
@@ -47,7 +48,7 @@ def _window(monkeypatch, window: str, signame: str) -> None:
     elif window == "renaming":
         _signal_after(monkeypatch, os, "replace", signame)
     elif window == "syncing-the-directory":
-        import jaccli.stream as stream
+        import jaccli.io.npy_stream as stream
 
         _signal_after(monkeypatch, atomic, "fsync_directory", signame)
         _signal_after(monkeypatch, stream, "fsync_directory", signame)

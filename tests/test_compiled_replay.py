@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import jaccli
-from jaccli.engine import codegen, programs
-from jaccli.engine.replayed import ReplayTrace
+from jaccli.replay import codegen, compiled_sweeps as programs
+from jaccli.replay.replay_trace import ReplayTrace
 from tests.helpers import central_diff
 
 

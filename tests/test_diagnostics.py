@@ -9,13 +9,12 @@ import numpy as np
 import pytest
 
 import jaccli
-from jaccli.diagnostics import (NonfiniteMonitor, disconnected_pairs, find_kinks, first_nonfinite_primal,
-                                nonfinite_report, recording_of, structural_zero_message, structural_zero_warnings,
-                                trace_nonfinite)
+from jaccli.check.diagnostics import (NonfiniteMonitor, disconnected_pairs, find_kinks, first_nonfinite_primal,
+    nonfinite_report, recording_of, structural_zero_message, structural_zero_warnings, trace_nonfinite)
 from jaccli.engine import core
 from jaccli.engine.recording import Recording
 from jaccli.errors import UnsupportedOperationError
-from jaccli.loaders import load_function
+from jaccli.io.user_functions import load_function
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-MODULES = ["jaccli.api", "jaccli.arrays", "jaccli.checks", "jaccli.compare", "jaccli.diagnostics",
-           "jaccli.finite_diff", "jaccli.indexspec", "jaccli.kinks", "jaccli.loaders", "jaccli.ops",
-           "jaccli.replay", "jaccli.sizes", "jaccli.stream", "jaccli.words", "jaccli.writers"]
+MODULES = ["jaccli.api.functions", "jaccli.io.arrays", "jaccli.check.verification", "jaccli.check.compare", "jaccli.check.diagnostics",
+           "jaccli.check.finite_differences", "jaccli.io.index_specs", "jaccli.check.kinks", "jaccli.io.user_functions", "jaccli.api.ops_table",
+           "jaccli.replay.record_once", "jaccli.io.byte_sizes", "jaccli.io.npy_stream", "jaccli.plurals", "jaccli.io.writers"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,4 +1,4 @@
-"""Tests for jaccli.expr: safe expressions give NumPy's results and refuse everything else up front."""
+"""Tests for jaccli.expr.expression: safe expressions give NumPy's results and refuse everything else up front."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-import jaccli.expr
-import jaccli.expr_check
-import jaccli.expr_eval
+import jaccli.expr.expression
+import jaccli.expr.checker
+import jaccli.expr.evaluation
 from jaccli.errors import EXIT_USAGE, UsageError
-from jaccli.expr import DEFAULT_FUNCTIONS, MAX_DEPTH, MAX_LENGTH, compile_expression
+from jaccli.expr.expression import DEFAULT_FUNCTIONS, MAX_DEPTH, MAX_LENGTH, compile_expression
 
 
 @pytest.fixture
@@ -233,7 +233,7 @@ def test_linalg_functions_are_only_reachable_through_linalg():
 
 
 def test_doctests_pass():
-    for module in (jaccli.expr, jaccli.expr_check, jaccli.expr_eval):
+    for module in (jaccli.expr.expression, jaccli.expr.checker, jaccli.expr.evaluation):
         assert doctest.testmod(module).failed == 0
 
 

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jaccli
-from jaccli.diagnostics import first_nonfinite_primal
+from jaccli.check.diagnostics import first_nonfinite_primal
 from jaccli.engine.core import Plan, memory_root
 from jaccli.engine.recording import Recording
 from jaccli.engine.rules import indexing

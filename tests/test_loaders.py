@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
 from jaccli.errors import UsageError, UserFunctionError
-from jaccli.loaders import LoadedFunction, bind_inputs, load_array, load_function, parse_index_spec
+from jaccli.io.user_functions import LoadedFunction, bind_inputs, load_array, load_function, parse_index_spec
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
@@ -291,7 +291,7 @@ def test_literal_becomes_float64_array(text, expected):
 
 
 def test_a_literal_number_beyond_float64_is_inf_and_counted():
-    from jaccli.arrays import read_overflows
+    from jaccli.io.arrays import read_overflows
 
     array = load_array("[1e400, -1e999, inf, 1.0]")
     assert_array_equal(array, [np.inf, -np.inf, np.inf, 1.0])
@@ -301,7 +301,7 @@ def test_a_literal_number_beyond_float64_is_inf_and_counted():
 
 
 def test_an_integer_literal_beyond_int64_is_float64_and_its_wide_integers_counted():
-    from jaccli.arrays import literal_wide_ints
+    from jaccli.io.arrays import literal_wide_ints
 
     array = load_array(f"[[1, {2 ** 63}], [-{2 ** 63}, -{2 ** 63 + 1}]]")
     assert array.dtype == np.float64 and literal_wide_ints(array) == 2  # -2**63 is int64's own

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import scipy.special as sp
 
-from jaccli.checks import check_derivative
+from jaccli.check.verification import check_derivative
 from jaccli.engine.registry import PRIMITIVES
 from jaccli.engine.rules import scipy_special
-from jaccli.kinks import KINK_CROSSINGS
+from jaccli.check.kinks import KINK_CROSSINGS
 from tests.helpers import break_sin_away_from_zero
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

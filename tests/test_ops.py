@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from jaccli.engine.registry import REGISTRY
-from jaccli.ops import OPS_COLUMNS, format_ops_plain, ops_table
+from jaccli.api.ops_table import OPS_COLUMNS, format_ops_plain, ops_table
 
 
 def row_named(rows, name):

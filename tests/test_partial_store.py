@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
 import jaccli
-from jaccli import evaluator
-from jaccli.cli import cli
+from jaccli.api import evaluator
+from jaccli.cli.main import cli
 from jaccli.errors import ResourceLimitError
-from jaccli.evaluator import PartialStore
+from jaccli.api.evaluator import PartialStore
 from tests.test_lazy import (SETTINGS, X6, assert_same_result, batched_problem, feature_shapes, hessian_problem,
                              numpy_indices, problems, tall, touched)
 

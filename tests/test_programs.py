@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jaccli
-from jaccli.engine import programs
+from jaccli.replay import compiled_sweeps as programs
 from jaccli.engine.seeds import SparseBlock
 from tests.helpers import central_diff, rosen_hess, rosenbrock
 from tests.test_compositions import assert_jacobians_match_differences, build, seed_form

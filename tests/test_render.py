@@ -1,4 +1,4 @@
-"""Tests for jaccli.render: tables, heatmaps, plain text and the progress bar, on pinned-width consoles."""
+"""Tests for jaccli.cli.render.terminal: tables, heatmaps, plain text and the progress bar, on pinned-width consoles."""
 
 from __future__ import annotations
 
@@ -10,20 +10,12 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-import jaccli.render
-import jaccli.render_plain
-import jaccli.render_progress
-import jaccli.render_report
-from jaccli.render import (
-    ProgressReporter,
-    RenderBlock,
-    RenderHeader,
-    format_plain,
-    make_console,
-    make_progress,
-    print_report_table,
-    render_table,
-)
+import jaccli.cli.render.terminal
+import jaccli.cli.render.plain
+import jaccli.cli.render.progress
+import jaccli.cli.render.reports
+from jaccli.cli.render.terminal import (ProgressReporter, RenderBlock, RenderHeader, format_plain, make_console,
+    make_progress, print_report_table, render_table)
 
 ESC = "\x1b["
 
@@ -381,5 +373,5 @@ def test_progress_stop_without_start_is_harmless():
 
 
 def test_doctests_pass():
-    for module in (jaccli.render, jaccli.render_plain, jaccli.render_progress, jaccli.render_report):
+    for module in (jaccli.cli.render.terminal, jaccli.cli.render.plain, jaccli.cli.render.progress, jaccli.cli.render.reports):
         assert doctest.testmod(module).failed == 0

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from numpy.testing import assert_allclose, assert_array_equal
 
 import jaccli
-from jaccli.cli import cli
+from jaccli.cli.main import cli
 from jaccli.engine.recording import Recording
 from jaccli.errors import TracingError, UnsupportedOperationError
 from tests.helpers import central_diff
@@ -271,7 +271,7 @@ def test_jaccli_never_imports_scipy_and_installs_its_rules_when_f_does(tmp_path)
     np.save(tmp_path / "x.npy", x)
     script = textwrap.dedent(f"""
         import sys
-        from jaccli.cli import main
+        from jaccli.cli.main import main
         from jaccli.engine.registry import REGISTRY
 
         def run(name):

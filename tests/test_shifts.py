@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jaccli
-from jaccli.engine import shifts
+from jaccli.engine import cancelled_shifts as shifts
 from jaccli.engine.core import _plan_reverse
 from jaccli.engine.recording import Recording
 

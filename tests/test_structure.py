@@ -144,7 +144,7 @@ def test_banded_hessian_from_structured_entries_is_exact_and_symmetric(n):
 def test_a_banded_hessian_sweep_stays_structured_where_slices_of_x_add_up():
     # rosenbrock's gradient adds the parts x[1:] and x[:-1] send back into one block; with one
     # structured seed per row the sweep must keep the band, never densify n x n blocks.
-    from jaccli.api import _gradient_recording
+    from jaccli.api.functions import _gradient_recording
 
     n = 2000
     x = np.random.default_rng(3).uniform(-2, 2, n)
@@ -174,7 +174,7 @@ def test_a_reverse_sweep_keeps_structured_rows_where_slices_of_x_add_up():
 
 
 def test_symmetric_entries_sum_repeats_and_mirror_missing_partners():
-    from jaccli.evaluator import _symmetric_from_structure
+    from jaccli.api.evaluator import _symmetric_from_structure
 
     # row 0: (0,0) twice and (0,2); row 1: (1,1); row 2: (2,0) and (2,1), whose mirror (1,2) is absent
     idx = np.array([[0, 0, 2], [1, 1, 1], [0, 1, 1]])
@@ -188,7 +188,7 @@ def test_symmetric_entries_sum_repeats_and_mirror_missing_partners():
 
 @pytest.mark.parametrize("n, rank", [(5, 1), (300, 3), (517, 2)])
 def test_low_rank_plus_entries_is_symmetrised_on_the_structure(n, rank):
-    from jaccli.evaluator import _symmetric_from_structure
+    from jaccli.api.evaluator import _symmetric_from_structure
 
     rng = np.random.default_rng(n)
     rows = rng.permutation(n)  # seed k is row rows[k]
@@ -208,7 +208,7 @@ def test_low_rank_plus_entries_is_symmetrised_on_the_structure(n, rank):
 @pytest.mark.parametrize("c", [-0.0205, 3.0, 0.0])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_rank_one_part_proportional_to_its_transpose_is_one_exact_outer_product(order, c, dtype):
-    from jaccli.evaluator import _symmetric_from_structure, _symmetric_outer
+    from jaccli.api.evaluator import _symmetric_from_structure, _symmetric_outer
 
     n = 301
     rng = np.random.default_rng(3)
@@ -233,7 +233,7 @@ def test_rank_one_part_proportional_to_its_transpose_is_one_exact_outer_product(
 
 
 def test_rank_one_part_not_proportional_is_symmetrised_by_the_mean():
-    from jaccli.evaluator import _symmetric_from_structure, _symmetric_outer
+    from jaccli.api.evaluator import _symmetric_from_structure, _symmetric_outer
 
     n = 250
     rng = np.random.default_rng(4)
@@ -274,7 +274,7 @@ def test_hessian_of_a_masked_square_stays_zero_where_the_input_is_infinite(dtype
 @pytest.mark.parametrize("order", ["sorted", "permuted"])
 @pytest.mark.parametrize("where", ["diagonal", "off-diagonal"])
 def test_one_entry_per_row_plus_low_rank_is_symmetrised(order, where):
-    from jaccli.evaluator import _symmetric_from_structure
+    from jaccli.api.evaluator import _symmetric_from_structure
 
     n = 230
     rng = np.random.default_rng(7)
@@ -294,7 +294,7 @@ def test_one_entry_per_row_plus_low_rank_is_symmetrised(order, where):
 @pytest.mark.parametrize("low_rank", [False, True])
 def test_diagonal_entries_land_on_their_rows(order, low_rank):
     # Seed k holds one entry, on the diagonal of its row rows[k]: added through the diagonal's view.
-    from jaccli.evaluator import _symmetric_from_structure
+    from jaccli.api.evaluator import _symmetric_from_structure
 
     n = 37
     rng = np.random.default_rng(11)
@@ -328,7 +328,7 @@ def test_softmax_cross_entropy_hessian_is_diag_p_minus_ppt_and_exactly_symmetric
 
 
 def test_tiled_symmetrize_equals_the_plain_mean_bit_for_bit():
-    from jaccli.evaluator import _symmetrize_in_place
+    from jaccli.api.evaluator import _symmetrize_in_place
 
     a = np.random.default_rng(1).standard_normal((1100, 1100))
     expected = 0.5 * (a + a.T)
@@ -361,7 +361,7 @@ def test_distinct_positions_are_counted_with_negative_ones_wrapped():
 def test_the_one_cotangent_of_a_full_sum_is_spread_by_one_broadcast(axis, keepdims):
     # On a recorded gradient (here of logsumexp over all five entries of a 1 x 5 array), the sum's
     # cotangent is one number: it is broadcast over x's shape as it is, with no reshape first.
-    from jaccli import api
+    from jaccli.api import functions as api
 
     x = np.linspace(-1.0, 1.0, 5).reshape(1, 5)
 

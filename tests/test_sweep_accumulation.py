@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import jaccli
-from jaccli.diagnostics import first_nonfinite_primal
+from jaccli.check.diagnostics import first_nonfinite_primal
 from jaccli.engine import seeds
 from jaccli.engine.core import memory_root
 from jaccli.engine.recording import Recording

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jaccli
-from jaccli import api
-from jaccli.engine import sweep_templates
+from jaccli.api import functions as api
+from jaccli.replay import sweep_templates
 from jaccli.engine.recording import Recording
 from tests.helpers import rosen_hess, rosenbrock
 from tests.test_compositions import build, fd_jacobian, programs

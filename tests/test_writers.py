@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
-from jaccli import atomic, writers
+from jaccli.io import atomic, writers
 from jaccli.errors import ResourceLimitError, UsageError
-from jaccli.writers import META_KEY, NpyStreamWriter, format_text, write_blocks
+from jaccli.io.writers import META_KEY, NpyStreamWriter, format_text, write_blocks
 
 
 @pytest.fixture
@@ -493,8 +493,8 @@ def test_format_text_refuses_non_real_numbers():
 
 
 def test_writing_through_a_symbolic_link_replaces_the_file_it_points_to(tmp_path):
-    from jaccli.stream import NpyStreamWriter
-    from jaccli.writers import write_blocks
+    from jaccli.io.npy_stream import NpyStreamWriter
+    from jaccli.io.writers import write_blocks
 
     (tmp_path / "link.npy").symlink_to("target.npy")  # dangling until written
     write_blocks(tmp_path / "link.npy", {"J": np.eye(2)})
@@ -510,7 +510,7 @@ def test_writing_through_a_symbolic_link_replaces_the_file_it_points_to(tmp_path
 def test_an_interruption_held_back_is_raised_when_the_outermost_uninterrupted_block_ends():
     import threading
 
-    from jaccli.atomic import hold_back, uninterrupted
+    from jaccli.io.atomic import hold_back, uninterrupted
 
     assert not hold_back(KeyboardInterrupt("outside"))  # no block: the handler raises it itself
     reached = False

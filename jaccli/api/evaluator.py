@@ -16,12 +16,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .engine.batching import separable
-from .engine.recording import Recording
-from .engine.seed_ops import scatter_cols, scatter_rows
-from .engine.seeds import SparseBlock
-from .errors import BatchMixingError, ResourceLimitError, UsageError
-from .sizes import parse_size
+from jaccli.engine.sample_independence import separable
+from jaccli.engine.recording import Recording
+from jaccli.engine.seed_ops import scatter_cols, scatter_rows
+from jaccli.engine.seeds import SparseBlock
+from jaccli.errors import BatchMixingError, ResourceLimitError, UsageError
+from jaccli.io.byte_sizes import parse_size
 
 MODES = ("auto", "reverse", "forward")
 DENSE_SEED_ELEMENTS = 16384

@@ -10,18 +10,18 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .engine import sweep_templates
-from .engine.core import attributed_to, definition_site, is_internal, reverse, user_site
-from .engine.recording import Recording, as_float, call_traced, primal_nested
-from .engine.rules._util import dtype_of, shape_of
-from .engine.seeds import dense
-from .engine.tracer import Tracer, holds_tracer, sever
-from .errors import ConstantUnderOuterWarning, StrictModeError, UserFunctionError
-from .engine.batching import separable
+from jaccli.replay import sweep_templates
+from jaccli.engine.core import attributed_to, definition_site, is_internal, reverse, user_site
+from jaccli.engine.recording import Recording, as_float, call_traced, primal_nested
+from jaccli.engine.rules._util import dtype_of, shape_of
+from jaccli.engine.seeds import dense
+from jaccli.engine.tracer import Tracer, holds_tracer, sever
+from jaccli.errors import ConstantUnderOuterWarning, StrictModeError, UserFunctionError
+from jaccli.engine.sample_independence import separable
 from .evaluator import MODES, Evaluator, HessianEvaluator, check_batch_independence
 from .lazy import Hessian, Jacobian
-from .replay import RecordOnce, record_once
-from .words import counted
+from jaccli.replay.record_once import RecordOnce, record_once
+from jaccli.plurals import counted
 
 __all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp", "grad", "record_once"]
 

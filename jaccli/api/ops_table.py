@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .engine import rules  # noqa: F401  (importing the rules fills the registry)
-from .engine.registry import REGISTRY, Entry
-from .engine.rules import scipy_special
+from jaccli.engine import rules  # noqa: F401  (importing the rules fills the registry)
+from jaccli.engine.registry import REGISTRY, Entry
+from jaccli.engine.rules import scipy_special
 
 __all__ = ["ops_table", "format_ops_plain", "OPS_COLUMNS"]
 

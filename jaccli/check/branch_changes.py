@@ -7,9 +7,9 @@ from typing import Any, Collection
 
 import numpy as np
 
-from .engine.core import ELEMENTWISE, Node
-from .engine.recording import Recording
-from .engine.tracer import peek
+from jaccli.engine.core import ELEMENTWISE, Node
+from jaccli.engine.recording import Recording
+from jaccli.engine.tracer import peek
 from .kinks import kink_crossed, kink_mask, op_at
 
 __all__ = ["Crossed", "crossings", "merge_flags"]

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import UsageError
-from .words import all_of, counted, verb
+from jaccli.errors import UsageError
+from jaccli.plurals import all_of, counted, verb
 
 __all__ = ["CompareReport", "compare_arrays", "json_number", "TOP"]
 

@@ -6,8 +6,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .api import _as_args, _resolve_wrt, vjp
-from .errors import UsageError
+from jaccli.api.functions import _as_args, _resolve_wrt, vjp
+from jaccli.errors import UsageError
 
 __all__ = ["finite_difference_jacobian", "fd_step", "fd_columns"]
 

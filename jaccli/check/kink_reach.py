@@ -7,9 +7,9 @@ from typing import Any, Callable, Collection, Sequence
 
 import numpy as np
 
-from .engine import core
-from .engine.recording import Recording
-from .engine.tracer import peek
+from jaccli.engine import core
+from jaccli.engine.recording import Recording
+from jaccli.engine.tracer import peek
 from .kinks import Kink
 from .sample_groups import bit_groups, decode_samples
 

@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .engine import core
-from .engine.recording import Recording
-from .engine.registry import REGISTRY
-from .engine.tracer import peek
+from jaccli.engine import core
+from jaccli.engine.recording import Recording
+from jaccli.engine.registry import REGISTRY
+from jaccli.engine.tracer import peek
 
 __all__ = ["Kink", "KINK_CROSSINGS", "find_kinks", "kink_crossed", "kink_masks", "kink_mask", "kinked_nodes",
            "op_at", "registry_notes"]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .compare import TOP, CompareReport
-from .words import counted, verb
+from jaccli.plurals import counted, verb
 
 __all__ = ["CheckReport", "nested_derivative_message", "summary", "unrepeatable_message"]
 

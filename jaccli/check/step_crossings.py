@@ -6,10 +6,10 @@ from typing import Callable
 
 import numpy as np
 
-from .branches import Crossed, crossings, merge_flags
-from .engine.recording import Recording
-from .engine.tracer import peek
-from .finite_diff import fd_step
+from .branch_changes import Crossed, crossings, merge_flags
+from jaccli.engine.recording import Recording
+from jaccli.engine.tracer import peek
+from .finite_differences import fd_step
 from .kink_reach import RowReach, kink_rows, sample_reach
 from .kinks import Kink, find_kinks, kinked_nodes, op_at, registry_notes
 from .sample_groups import bit_groups, decode_samples

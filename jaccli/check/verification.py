@@ -8,13 +8,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .api import _as_args, _param_names, _resolve_wrt, hessian, jacobian, vjp
-from .check_report import CheckReport, summary
+from jaccli.api.functions import _as_args, _param_names, _resolve_wrt, hessian, jacobian, vjp
+from .report import CheckReport, summary
 # compare_arrays and CompareReport live in .compare; re-exported so existing imports keep working.
 from .compare import TOP, CompareReport, compare_arrays, json_number
-from .errors import UsageError
-from .finite_diff import (batch_flag, fd_columns, finite_difference_jacobian, flat_indices, float64_args,
-                          gradient_function, plain_outputs)
+from jaccli.errors import UsageError
+from .finite_differences import (batch_flag, fd_columns, finite_difference_jacobian, flat_indices, float64_args,
+    gradient_function, plain_outputs)
 from .excuses import excuse_mismatches
 from .kink_reach import RowReach, kink_rows
 from .kinks import Kink

@@ -12,30 +12,12 @@ from typing import Any, Callable
 import click
 
 from jaccli import __version__
-from jaccli.atomic import recording_renames
+from jaccli.io.atomic import recording_renames
 
-from .commands.failures import (
-    BadUsage,
-    CliError,
-    NoCommand,
-    Terminated,
-    after_writing,
-    interrupted,
-    stream_error,
-    to_stdout,
-)
-from .commands.options import (
-    check_nonfinite_options,
-    check_options,
-    function_options,
-    info_options,
-    keywords,
-    matrix_options,
-    nonfinite_options,
-    output_options,
-    report_options,
-    vector_options,
-)
+from .commands.failures import (BadUsage, CliError, NoCommand, Terminated, after_writing, interrupted, stream_error,
+    to_stdout)
+from .commands.options import (check_nonfinite_options, check_options, function_options, info_options, keywords,
+    matrix_options, nonfinite_options, output_options, report_options, vector_options)
 from .commands.settings import Output, Settings
 
 SAFETY = """\
@@ -303,7 +285,7 @@ def info(ctx: click.Context, **kw: Any) -> None:
 def _families(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:
     if value is None:
         return None
-    from jaccli.ops import ops_table
+    from jaccli.api.ops_table import ops_table
 
     known = sorted({row["family"] for row in ops_table()})
     asked = [v.strip().lower() for v in value.split(",") if v.strip()]
@@ -381,7 +363,7 @@ def _unwind_on_termination() -> None:
     """
     import signal
 
-    from .atomic import hold_back
+    from jaccli.io.atomic import hold_back
     from .commands.failures import Terminated
 
     def stop(signum: int, frame: Any) -> None:

@@ -27,8 +27,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .seeds import SparseBlock
-from .slots import TRACER as _TRACER, ThreadSlot as _ThreadSlot
-from . import shifts  # shifts reads value_size from here: a module import, so either may load first
+from .thread_state import TRACER as _TRACER, ThreadSlot as _ThreadSlot
+from . import cancelled_shifts as shifts  # shifts reads value_size from here: a module import, so either may load first
 
 _level_counter = itertools.count(1)
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -761,4 +761,4 @@ def _check_output(o: Any, k: int) -> Any:
     return arr
 
 
-from . import programs, replayed  # noqa: E402  (they read this module's _same and ErrstateRun)
+from jaccli.replay import compiled_sweeps as programs, replay_trace as replayed  # noqa: E402  (they read this module's _same and ErrstateRun)

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .slots import TRACER as _TRACER, ThreadSlot
+from .thread_state import TRACER as _TRACER, ThreadSlot
 
 # While a sweep is recorded as a compiled one (engine/programs.py), a block scaled by a traced
 # factor keeps its structure, its parts traced: the program then runs on the parts alone. Elsewhere

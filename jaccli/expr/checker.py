@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from jaccli.errors import UsageError
-from jaccli.expr_eval import BINARY, COMPARE, CONSTANTS, SEQUENCE_HINT, UNARY, evaluate
+from .evaluation import BINARY, COMPARE, CONSTANTS, SEQUENCE_HINT, UNARY, evaluate
 
 __all__ = ["DEFAULT_FUNCTIONS", "MAX_DEPTH", "TOO_DEEP", "Checker", "normalise_functions"]
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from jaccli.errors import UsageError
 # The checker and the evaluator live in their own modules; their public names are re-exported here.
-from jaccli.expr_check import DEFAULT_FUNCTIONS, MAX_DEPTH, TOO_DEEP, Checker, normalise_functions, reserved_names
-from jaccli.expr_eval import CONSTANTS, ExpressionFunction
+from .checker import DEFAULT_FUNCTIONS, MAX_DEPTH, TOO_DEEP, Checker, normalise_functions, reserved_names
+from .evaluation import CONSTANTS, ExpressionFunction
 
 __all__ = [
     "CONSTANTS",

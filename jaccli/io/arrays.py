@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from jaccli.errors import UsageError
-from jaccli.writers import META_KEY
+from .writers import META_KEY
 
 __all__ = ["ARRAY_SUFFIXES", "is_file", "load_array", "positional_keys", "unreadable"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaccli.arrays import load_array
+from .arrays import load_array
 from jaccli.errors import UsageError
-from jaccli.words import counted, verb
+from jaccli.plurals import counted, verb
 
 __all__ = ["parse_index_spec"]
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from jaccli.atomic import check_target, fsync_directory, put_in_place, temporary_file, uninterrupted, unlink_quietly
+from .atomic import check_target, fsync_directory, put_in_place, temporary_file, uninterrupted, unlink_quietly
 from jaccli.errors import ResourceLimitError, UsageError
-from jaccli.words import counted, verb
+from jaccli.plurals import counted, verb
 
 __all__ = ["NpyStreamWriter", "human_bytes"]
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 
 # load_array and parse_index_spec live in their own modules; re-exported so existing imports keep working.
-from jaccli.arrays import ARRAY_SUFFIXES, is_file, load_array, positional_keys, unreadable
+from .arrays import ARRAY_SUFFIXES, is_file, load_array, positional_keys, unreadable
 from jaccli.errors import UsageError, UserFunctionError
-from jaccli.expr_eval import ExpressionFunction
-from jaccli.indexspec import parse_index_spec
-from jaccli.words import counted
-from jaccli.workdir import same_directory
+from jaccli.expr.evaluation import ExpressionFunction
+from .index_specs import parse_index_spec
+from jaccli.plurals import counted
+from .working_directory import same_directory
 
 __all__ = [
     "ARRAY_SUFFIXES",

@@ -1,4 +1,4 @@
-"""Write results atomically to .npy, .npz, .csv, .txt or .json; large .npy results stream via jaccli.stream."""
+"""Write results atomically to .npy, .npz, .csv, .txt or .json; large .npy results stream via jaccli.io.npy_stream."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import IO
 
 import numpy as np
 
-from jaccli.atomic import atomic_write, check_target
+from .atomic import atomic_write, check_target
 from jaccli.errors import UsageError
-# NpyStreamWriter lives in jaccli.stream; re-exported so existing imports keep working.
-from jaccli.stream import NpyStreamWriter
+# NpyStreamWriter lives in jaccli.io.npy_stream; re-exported so existing imports keep working.
+from .npy_stream import NpyStreamWriter
 
 __all__ = ["META_KEY", "WRITE_FORMATS", "NpyStreamWriter", "format_text", "write_blocks"]
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .seeds import SparseBlock
+from jaccli.engine.seeds import SparseBlock
 
 
 # A step: (k, fn, args, fills, kwargs, state, expected).
@@ -40,7 +40,7 @@ def compile_steps(steps: Sequence[tuple], loads: dict[int, tuple[str, int]], res
     ("block", shape, parts) for a structured block made of its four parts (each one of the two
     before, or None).
     """
-    from .recording import ErrstateRun, _same  # (recording imports the modules that import this one)
+    from jaccli.engine.recording import ErrstateRun, _same  # (recording imports the modules that import this one)
 
     consts: dict[str, Any] = {"_same": _same, "_Run": ErrstateRun, "_copy": _copy, "_block": SparseBlock}
     lines = [f"def {name}(vals, seeds=()):", "    run = _Run()", "    try:"]

@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 
 from .codegen import compile_steps, guard_step, node_step
-from .core import Trace, forward, reverse
-from .seeds import TRACED_PARTS, SparseBlock, dense
-from .tracer import Tracer
+from jaccli.engine.core import Trace, forward, reverse
+from jaccli.engine.seeds import TRACED_PARTS, SparseBlock, dense
+from jaccli.engine.tracer import Tracer
 
 # Bytes of constants a program may hold (the seeds' own results, f's constants that rules read).
 # Past it the sweep is made the usual way each time: it costs little next to the arithmetic then.

@@ -23,9 +23,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .core import _MAX_CUTS, MONITOR, Guard, Node, Trace, errstate_token
-from .recording import ErrstateRun, _same, guards_hold
-from .tracer import Tracer
+from jaccli.engine.core import _MAX_CUTS, MONITOR, Guard, Node, Trace, errstate_token
+from jaccli.engine.recording import ErrstateRun, _same, guards_hold
+from jaccli.engine.tracer import Tracer
 
 # Bytes of arrays a template may hold: f's constants (compared on every call, so this bounds the
 # cost of a comparison to a few microseconds), the sweep's own constants and the guards' values.

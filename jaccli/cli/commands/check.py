@@ -7,13 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from jaccli.check_report import CheckReport, nested_derivative_message, unrepeatable_message
-from jaccli.checks import check_derivative
+from jaccli.check.report import CheckReport, nested_derivative_message, unrepeatable_message
+from jaccli.check.verification import check_derivative
 from jaccli.errors import UsageError
-from jaccli.words import counted, verb
+from jaccli.plurals import counted, verb
 
 from .compute import Block, Outcome, Verdict
-from .display import Facts, Section, Table, render
+from jaccli.cli.render.display import Facts, Section, Table, render
 from .failures import shown_path
 from .problem import Problem
 from .report import element_labels

@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from jaccli.arrays import load_array, positional_keys
-from jaccli.checks import default_tolerances
-from jaccli.compare import compare_arrays
+from jaccli.io.arrays import load_array, positional_keys
+from jaccli.check.verification import default_tolerances
+from jaccli.check.compare import compare_arrays
 from jaccli.errors import UsageError
-from jaccli.words import all_of, counted, verb
+from jaccli.plurals import all_of, counted, verb
 
 from .compute import Block, Outcome, Verdict, several_blocks
 from .nonfinite import entry_label

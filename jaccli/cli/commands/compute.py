@@ -11,10 +11,10 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 import jaccli
-from jaccli.diagnostics import disconnected_hint, disconnected_pairs, structural_zero_message
+from jaccli.check.diagnostics import disconnected_hint, disconnected_pairs, structural_zero_message
 from jaccli.errors import UsageError
-from jaccli.indexspec import parse_index_spec
-from jaccli.words import counted
+from jaccli.io.index_specs import parse_index_spec
+from jaccli.plurals import counted
 
 from .failures import shown_path
 from .problem import Problem, load_vectors

@@ -37,9 +37,9 @@ from typing import Any, Sequence
 
 import click
 
-from jaccli.atomic import write_error
-from jaccli.commands.streams import is_closed
-from jaccli.words import verb
+from jaccli.io.atomic import write_error
+from .streams import is_closed
+from jaccli.plurals import verb
 from jaccli.errors import (
     EXIT_CHECK_FAILED,
     EXIT_FUNCTION,
@@ -53,7 +53,8 @@ from jaccli.errors import (
 # 128 + SIGPIPE (13 on every POSIX system; the signal module has no SIGPIPE on Windows).
 EXIT_CLOSED_PIPE = 128 + 13
 
-_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
+_PACKAGE_DIR = str(Path(__file__).resolve().parents[2])
+_PUBLIC_API_FILES = tuple(os.path.join(_PACKAGE_DIR, "api", name) for name in ("functions.py", "lazy.py"))
 _SHAPE_WORDS = re.compile(
     r"broadcast|shape|dimension|not aligned|reshape|size \d+ is different|out of bounds|too many indices"
 )
@@ -232,8 +233,7 @@ def _raised_in_library(error: BaseException) -> bool:
     frames = _frames(error)
     if not frames:
         return False
-    return os.path.basename(frames[-1].filename) in ("api.py", "lazy.py") \
-        and frames[-1].filename.startswith(_PACKAGE_DIR)
+    return frames[-1].filename in _PUBLIC_API_FILES
 
 
 def translate(error: BaseException, *, user_file: Path | None = None, what: str = "the function",

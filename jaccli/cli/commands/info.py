@@ -22,7 +22,7 @@ The info report (``--format json``) has the keys ``schema``, ``jaccli``, ``comma
 
 The ops report has ``schema``, ``jaccli``, ``command`` ("ops"), ``argv``, ``family`` (the
 families asked for, or null), ``count``, ``columns`` (the keys of each row) and ``operations``
-(rows of `jaccli.ops.ops_table`: ``name``, ``family``, ``kind``, ``reverse``, ``forward``,
+(rows of `jaccli.api.ops_table.ops_table`: ``name``, ``family``, ``kind``, ``reverse``, ``forward``,
 ``max_order``, ``block_seeds``, ``notes``).
 """
 
@@ -38,12 +38,12 @@ import click
 import numpy as np
 
 import jaccli
-from jaccli.evaluator import default_memory_budget
-from jaccli.stream import human_bytes
-from jaccli.words import counted
+from jaccli.api.evaluator import default_memory_budget
+from jaccli.io.npy_stream import human_bytes
+from jaccli.plurals import counted
 
 from .compute import SWEEP_KINDS, Block, matrix_blocks
-from .display import Facts, Section, Table, render
+from jaccli.cli.render.display import Facts, Section, Table, render
 from .failures import shown_path, to_stderr, to_stdout
 from .problem import Problem, load_problem
 from .report import SCHEMA, function_entry, inputs_entry, jsonable
@@ -104,7 +104,7 @@ def _plan(blocks: list[Block], order: int) -> list[dict]:
 
 
 def _report(problem: Problem, settings: Settings, argv: list[str], timings: dict) -> dict:
-    from jaccli.diagnostics import disconnected_pairs, find_kinks, recording_of
+    from jaccli.check.diagnostics import disconnected_pairs, find_kinks, recording_of
     from jaccli.engine.recording import Recording
 
     start = time.perf_counter()
@@ -216,7 +216,7 @@ def info(*, func: str | None, expression: str | None, sources: tuple[str, ...], 
 
 def show_ops(family: list[str] | None, fmt: str | None, color: bool, argv: list[str]) -> None:
     """The registry's table: every supported NumPy function and what it supports."""
-    from jaccli.ops import OPS_COLUMNS, format_ops_plain, ops_table
+    from jaccli.api.ops_table import OPS_COLUMNS, format_ops_plain, ops_table
 
     rows = [r for r in ops_table() if family is None or r["family"] in family]
     if fmt == "json":

@@ -6,8 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from jaccli.diagnostics import NonfiniteMonitor, Provenance, first_nonfinite_primal, nonfinite_report, recording_of
-from jaccli.words import counted
+from jaccli.check.diagnostics import (NonfiniteMonitor, Provenance, first_nonfinite_primal, nonfinite_report,
+    recording_of)
+from jaccli.plurals import counted
 
 from .compute import Block, Outcome
 from .failures import shown_path

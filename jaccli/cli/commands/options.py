@@ -10,7 +10,7 @@ import click
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
-from ..sizes import parse_size
+from jaccli.io.byte_sizes import parse_size
 from .settings import DEFAULT_MAX_MEMORY
 
 
@@ -102,7 +102,7 @@ _strict = click.option("--strict", is_flag=True, help="Fail (exit 1) when an out
 _order = click.option("--order", type=click.IntRange(1, 2), default=1, show_default=True, metavar="1|2",
                       help="1: the Jacobian; 2: the Hessian of a scalar function.")
 
-# The defaults follow the result's dtype (jaccli.checks.DEFAULT_TOLERANCES); shown in --help and the man page.
+# The defaults follow the result's dtype (jaccli.check.verification.DEFAULT_TOLERANCES); shown in --help and the man page.
 TOLERANCE_HELP = "default: 1e-5 and 1e-7 for float64 results, 2e-3 and 1e-4 for float32"
 
 class Tolerance(click.FloatRange):

@@ -8,10 +8,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from jaccli.arrays import is_file, is_int_literal, literal_wide_ints, load_array, positional_keys, read_overflows
+from jaccli.io.arrays import is_file, is_int_literal, literal_wide_ints, load_array, positional_keys, read_overflows
 from jaccli.errors import UsageError
-from jaccli.loaders import bind_inputs, load_function
-from jaccli.words import counted
+from jaccli.io.user_functions import bind_inputs, load_function
+from jaccli.plurals import counted
 
 from .failures import Terminated, shown_path
 from .usercode import GuardedFunction, user_code_output
@@ -83,7 +83,7 @@ def load_problem(func_spec: str | None, expression: str | None, sources: Sequenc
         UserFunctionError: running the function's file failed.
     """
     if expression is not None:
-        from jaccli.expr import compile_expression  # only -e needs the expression parser
+        from jaccli.expr.expression import compile_expression  # only -e needs the expression parser
 
         compiled = compile_expression(expression)
         func: Callable[..., Any] = compiled

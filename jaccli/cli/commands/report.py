@@ -1,4 +1,4 @@
-"""Show and save results: the JSON report, files via jaccli.writers, tables via jaccli.render, text via render_plain.
+"""Show and save results: the JSON report, files via jaccli.io.writers, tables via jaccli.cli.render.terminal, text via render_plain.
 
 The JSON report (``--format json`` on stdout; the same keys, without ``data``, are the metadata
 stored in ``.npz`` files under ``__meta__`` and in ``.json`` files under ``meta``):
@@ -32,14 +32,14 @@ stored in ``.npz`` files under ``__meta__`` and in ``.json`` files under ``meta`
 - ``nonfinite``: per block holding NaN or inf, ``{"block", "shape", "nan", "posinf", "neginf",
   "entries", "first", "labels"}`` (counts, first indices in the block's shape and their row and
   column labels); empty when all is finite. ``nonfinite_origin``: the first op that produced a
-  non-finite value (`jaccli.diagnostics.Provenance.to_dict`: op, sweep, file, line, ...) or null.
+  non-finite value (`jaccli.check.diagnostics.Provenance.to_dict`: op, sweep, file, line, ...) or null.
 - ``compare``: the verdict of ``--compare`` (see commands/compare.py: reference, passed, rtol,
   atol, entries, mismatches, max_abs_err, max_rel_err, worst, blocks), or null.
 - ``strict``: the verdict of ``--strict``, ``{"passed", "disconnected"}`` with an ``{"output",
   "input", "block"}`` per output that does not depend on a differentiated input, or null.
 - ``passed``: whether every check asked for (check, --compare, --strict, --fail-on-nonfinite)
   passed; null when none was.
-- ``check`` (check only): jaccli.checks.CheckReport.to_dict with the CLI's block keys, plus
+- ``check`` (check only): jaccli.check.verification.CheckReport.to_dict with the CLI's block keys, plus
   ``kink_entries``/``kink_entry_count`` (entries made convention-dependent by a kink) and
   ``entries``; its ``message`` is left out. A check report has no block ``data``.
 
@@ -61,11 +61,11 @@ from typing import Any, Sequence
 import numpy as np
 
 import jaccli
-from jaccli.arrays import is_file
-from jaccli.atomic import directory_problem, probe_target, write_error
+from jaccli.io.arrays import is_file
+from jaccli.io.atomic import directory_problem, probe_target, write_error
 from jaccli.errors import UsageError
-from jaccli.words import counted
-from jaccli.writers import WRITE_FORMATS
+from jaccli.plurals import counted
+from jaccli.io.writers import WRITE_FORMATS
 
 from .compute import Block, Outcome, several_blocks
 from .nonfinite import report_entries as nonfinite_entries
@@ -253,7 +253,7 @@ def _matrices(b: Block) -> list[tuple[str, np.ndarray]]:
 
 def render_blocks(b: Block, limit: int | None = None) -> list[Any]:
     """RenderBlocks for rich tables: row and column labels from the unravelled indices."""
-    from jaccli.render_plain import RenderBlock
+    from jaccli.cli.render.plain import RenderBlock
 
     if b.kind == "vector":
         assert b.data is not None
@@ -276,7 +276,7 @@ def render_blocks(b: Block, limit: int | None = None) -> list[Any]:
 
 
 def plain_blocks(blocks: list[Block]) -> list[Any]:
-    from jaccli.render_plain import RenderBlock
+    from jaccli.cli.render.plain import RenderBlock
 
     return [RenderBlock(key, m, shape=b.shape[1:] if b.batch is not None else b.shape)
             for b in blocks for key, m in _matrices(b)]
@@ -320,14 +320,14 @@ def show(problem: Problem, outcome: Outcome, settings: Settings, out: Output, re
         return
     precision = out.precision or 6
     if fmt in ("text", "csv"):
-        from jaccli.render_plain import format_plain
+        from jaccli.cli.render.plain import format_plain
 
         text = format_plain(plain_blocks(outcome.blocks), precision=precision,
                             delimiter="," if fmt == "csv" else " ", headers=False)
         sys.stdout.write(text)
         return
-    from jaccli.render import make_console, render_table
-    from jaccli.render_plain import RenderHeader
+    from jaccli.cli.render.terminal import make_console, render_table
+    from jaccli.cli.render.plain import RenderHeader
 
     console = make_console(sys.stdout, no_color=None if out.color else True)
     what = f"-e {problem.spec!r}" if problem.is_expression else problem.what

@@ -10,10 +10,10 @@ from typing import Any, Callable, Sequence
 
 import click
 
-from jaccli.atomic import recording_renames, writing
+from jaccli.io.atomic import recording_renames, writing
 from jaccli.errors import ResourceLimitError, UsageError
-from jaccli.evaluator import default_memory_budget
-from jaccli.stream import human_bytes
+from jaccli.api.evaluator import default_memory_budget
+from jaccli.io.npy_stream import human_bytes
 
 from . import nonfinite
 from .compute import Outcome, Verdict, evaluate, finish_stream, hook_progress, prepare, stream_pieces
@@ -27,7 +27,7 @@ class _Progress:
     """Evaluator.progress -> a rich bar on stderr, shown once an evaluation has run about a second."""
 
     def __init__(self, start: float):
-        from jaccli.render import make_console
+        from jaccli.cli.render.terminal import make_console
 
         self.console = make_console(sys.stderr)
         self.start = start
@@ -36,7 +36,7 @@ class _Progress:
         self.done = 0
 
     def __call__(self, done: int, total: int) -> None:
-        from jaccli.render_progress import make_progress
+        from jaccli.cli.render.progress import make_progress
 
         if self.reporter is None or total != self.total or done < self.done:
             self.close()
@@ -95,7 +95,7 @@ def _compute(outcome: Outcome, settings: Settings, out: Output) -> None:
 def _stream(path: Path, shown: Path, shape: tuple[int, ...], row_axis: int, dtype: Any, pieces: Any) -> None:
     """Write the row blocks `pieces` yields to `path` (`shown` in messages); failing writes are the
     disk's fault, not the function's."""
-    from jaccli.stream import NpyStreamWriter
+    from jaccli.io.npy_stream import NpyStreamWriter
 
     writer = None
     try:  # (a signal right after the writer is made, before it is kept in `writer`: its finalizer deletes the file)
@@ -114,7 +114,7 @@ def _stream(path: Path, shown: Path, shape: tuple[int, ...], row_axis: int, dtyp
 def _write(problem: Problem, outcome: Outcome, settings: Settings, out: Output, argv: list[str]) -> None:
     if out.path is None or outcome.streamed:
         return
-    from jaccli.writers import write_blocks
+    from jaccli.io.writers import write_blocks
 
     start = time.perf_counter()
     meta = build_report(problem, outcome, settings, argv, out.path, with_data=False)
@@ -124,7 +124,7 @@ def _write(problem: Problem, outcome: Outcome, settings: Settings, out: Output, 
 
 
 def _evaluate(problem: Problem, command: str, settings: Settings, out: Output) -> Outcome:
-    from jaccli.diagnostics import NonfiniteMonitor
+    from jaccli.check.diagnostics import NonfiniteMonitor
 
     # The monitor must see the first evaluation: rows and columns computed once are cached and
     # run no sweep again. Products and gradients are computed in prepare, so it covers that too.

@@ -134,7 +134,7 @@ def _real(stream: Any, fd: int) -> bool:
 def standard_streams() -> Iterator[None]:
     """Context manager around a jaccli command in its own process: sys.stdout, sys.stderr and
     descriptor 1 set up as the module docstring says, and put back afterwards (for a program that
-    calls `jaccli.cli.main` and goes on). If the command's function registered exit handlers, they
+    calls `jaccli.cli.main.main` and goes on). If the command's function registered exit handlers, they
     print to stderr as well when the program exits."""
     stdout, stderr = sys.stdout, sys.stderr
     kept = -1

@@ -14,11 +14,11 @@ import threading
 from collections.abc import Iterator
 from typing import Any, Callable, Sequence
 
-from jaccli.atomic import write_error
-from jaccli.commands.failures import HardExit, RaisedInFunction, Terminated
-from jaccli.commands.streams import is_closed
+from jaccli.io.atomic import write_error
+from .failures import HardExit, RaisedInFunction, Terminated
+from .streams import is_closed
 from jaccli.errors import JaccliError, ResourceLimitError
-from jaccli.workdir import same_directory
+from jaccli.io.working_directory import same_directory
 
 
 @contextlib.contextmanager

@@ -61,7 +61,7 @@ def _plain(sections: Sequence[Section]) -> str:
 def _rich(sections: Sequence[Section], color: bool) -> None:
     from rich.text import Text
 
-    from jaccli.render import make_console, print_facts, print_report_table
+    from .terminal import make_console, print_facts, print_report_table
 
     console = make_console(sys.stdout, no_color=None if color else True)
     for section in sections:
@@ -78,7 +78,7 @@ def _rich(sections: Sequence[Section], color: bool) -> None:
 
 def render(sections: Sequence[Section], fmt: str | None, color: bool = True) -> None:
     """Print `sections` to stdout: a rich table on a terminal (or ``fmt == "table"``), plain text otherwise."""
-    from .report import stdout_is_terminal
+    from jaccli.cli.commands.report import stdout_is_terminal
 
     if (fmt or ("table" if stdout_is_terminal() else "text")) == "table":
         _rich(sections, color)

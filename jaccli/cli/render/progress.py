@@ -110,7 +110,7 @@ def make_progress(
     """A `ProgressReporter` on `console` (normally stderr); a no-op when it is not a terminal.
 
     >>> import io
-    >>> from jaccli.render import make_console
+    >>> from jaccli.cli.render.terminal import make_console
     >>> progress = make_progress(make_console(io.StringIO()))
     >>> progress.start(10); progress.advance(10); progress.stop()
     >>> progress.enabled

@@ -81,7 +81,7 @@ def print_facts(
     whole: a word wider than the terminal is wrapped by the terminal, not cut.
 
     >>> import io
-    >>> from jaccli.render import make_console
+    >>> from jaccli.cli.render.terminal import make_console
     >>> console = make_console(io.StringIO(), width=24)
     >>> print_facts(console, [("inputs", "x (3,) float64, y (2, 2) float32")], colon=True)
     >>> print(console.file.getvalue(), end="")

@@ -18,10 +18,10 @@ from rich.table import Table
 from rich.text import Text
 
 # Plain text and the progress bar live in their own modules; re-exported so existing imports keep working.
-from jaccli.render_plain import RenderBlock, RenderHeader, format_number, format_plain
-from jaccli.render_progress import ProgressReporter, make_progress
-from jaccli.render_report import natural_width, print_facts, print_report_table
-from jaccli.words import counted
+from .plain import RenderBlock, RenderHeader, format_number, format_plain
+from .progress import ProgressReporter, make_progress
+from .reports import natural_width, print_facts, print_report_table
+from jaccli.plurals import counted
 
 __all__ = [
     "ProgressReporter",

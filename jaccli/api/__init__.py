@@ -1,0 +1,1 @@
+"""The library: public functions, lazy Jacobian and Hessian objects, and their evaluation."""

@@ -1,0 +1,1 @@
+"""Checking derivatives: finite differences, kinks and step crossings, comparisons and verdicts, diagnostics."""

@@ -1,0 +1,1 @@
+"""Rendering for people: rich tables, heatmaps, reports and progress on terminals; plain text elsewhere."""

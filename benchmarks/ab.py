@@ -1,0 +1,103 @@
+"""A/B in one process: jaccli as committed at REV against the working tree, on benchmark instances.
+
+    python -m benchmarks.ab REV [--only P1-n100,P3-n100] [--rounds 15]
+
+REV's `jaccli/` is exported with `git archive` into a temporary folder as the package `jaccli_ab`
+(its absolute `jaccli` imports renamed), so both versions run in this process on the same
+instances, in alternating order within each round; a refactor is measured before and after this
+way (same machine, same load, same NumPy). Each side runs plain (f recorded on every call) and
+through `record_once`. The ratio is the median over rounds of after / before: below 1 is faster.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import io
+import re
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from benchmarks.instances import check, load
+
+DEFAULT = "P1-n100,P2-n100-m100,P3-n100,P6-n500,P2-n1000-m1000,P3-n3000"
+_ABSOLUTE = re.compile(r"\b(from|import)(\s+)jaccli\b")
+
+
+def export(rev: str, name: str = "jaccli_ab") -> Path:
+    """REV's package, renamed to `name`, in a new temporary folder that is put on sys.path."""
+    root = Path(tempfile.mkdtemp(prefix="jaccli-ab-"))
+    tar = subprocess.run(["git", "archive", rev, "jaccli"], check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
+        archive.extractall(root, filter="data")
+    (root / "jaccli").rename(root / name)
+    for path in (root / name).rglob("*.py"):
+        path.write_text(_ABSOLUTE.sub(rf"\1\2{name}", path.read_text()))
+    sys.path.insert(0, str(root))
+    return root
+
+
+def runner(lib, inst, once: bool) -> Callable[[], np.ndarray]:
+    f = lib.record_once(inst.f) if once else inst.f
+    if inst.kind == "hess":
+        return lambda: np.asarray(lib.hessian(f, inst.x))
+    if inst.kind == "batch":
+        return lambda: np.asarray(lib.jacobian(f, inst.x, batch_axis=0))
+    return lambda: np.asarray(lib.jacobian(f, inst.x, mode="auto"))
+
+
+def sample(run: Callable[[], object], min_s: float) -> float:
+    """Mean seconds per call over enough back-to-back calls to last min_s."""
+    loops, start = 0, time.perf_counter()
+    while True:
+        run()
+        loops += 1
+        took = time.perf_counter() - start
+        if took >= min_s:
+            return took / loops
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.ab", description=__doc__.splitlines()[0])
+    ap.add_argument("rev", help="the 'before' commit (any git revision)")
+    ap.add_argument("--only", default=DEFAULT, help=f"instance ids (default {DEFAULT})")
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--min-sample", type=float, default=0.05, help="seconds each sample lasts at least")
+    args = ap.parse_args(argv)
+    export(args.rev)
+    sides = {"before": importlib.import_module("jaccli_ab"), "after": importlib.import_module("jaccli")}
+    print(f"A/B: before = {args.rev} (as jaccli_ab), after = the working tree; {args.rounds} rounds, "
+          "median of per-round ratios after/before")
+    print(f"{'instance':<18} {'method':<12} {'before':>10} {'after':>10} {'ratio':>7}")
+    for iid in args.only.split(","):
+        inst = load(iid)
+        for once in (False, True):
+            runs = {}
+            for side, lib in sides.items():
+                run = runner(lib, inst, once)
+                ok, err, why = check(inst, run())
+                if not ok:
+                    raise SystemExit(f"{iid} {side}: wrong result ({why}, max error {err:.3g})")
+                run()
+                runs[side] = run
+            times: dict[str, list[float]] = {"before": [], "after": []}
+            for r in range(args.rounds):
+                order = ("before", "after") if r % 2 == 0 else ("after", "before")
+                for side in order:
+                    times[side].append(sample(runs[side], args.min_sample))
+            ratio = statistics.median(a / b for a, b in zip(times["after"], times["before"]))
+            b, a = min(times["before"]), min(times["after"])
+            method = "record_once" if once else "plain"
+            print(f"{iid:<18} {method:<12} {b * 1e6:>8.0f}us {a * 1e6:>8.0f}us {ratio:>7.3f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

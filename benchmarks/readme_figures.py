@@ -1,8 +1,8 @@
 """The README's performance figures, made from benchmarks/RESULTS.md: `python -m benchmarks.readme_figures`.
 
-The block between BEGIN and END in README.md is this module's output and nothing else, so a figure
-there is always one that RESULTS.md records (a test compares them). Run it after every full
-benchmark run; `--check` only says whether the pages are up to date.
+The block between BEGIN and END in README.md and in docs/benchmarks.md is this module's output and
+nothing else, so a figure there is always one that RESULTS.md records (a test compares them). Run it
+after every full benchmark run; `--check` only says whether the pages are up to date.
 """
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
-# Each page with a figures block, and how it names RESULTS.md.
+# Each page with a figures block, and how it names RESULTS.md (the user guide links only within docs/).
 PAGES = {
     ROOT / "README.md": "[benchmarks/RESULTS.md](benchmarks/RESULTS.md)",
+    ROOT / "docs" / "benchmarks.md": "`benchmarks/RESULTS.md`",
 }
 BEGIN = "<!-- figures: made by `python -m benchmarks.readme_figures` from benchmarks/RESULTS.md; do not edit -->"
 END = "<!-- end of figures -->"

@@ -1,4 +1,4 @@
-"""The performance figures of README.md are benchmarks/RESULTS.md's, made by
+"""The performance figures of README.md and docs/benchmarks.md are benchmarks/RESULTS.md's, made by
 benchmarks/readme_figures.py: a page whose block differs from what the script makes fails here."""
 import pytest
 

@@ -2,8 +2,9 @@
 
 An example is a line `$ jaccli ...` in a ```console block; the lines after it, up to the next `$ `
 line or the block's end, are what it prints: its stdout, then its stderr. A line `...` stands for
-any number of lines, and a time in milliseconds (`--stats`' `12.3 ms`) for any time. The installed `jaccli` runs from the repository's root with COLUMNS=100 and no
-colour; an `-o FILE` goes into a temporary directory, whose path is taken out of the output again.
+any number of lines, and a time in milliseconds (`--stats`' `12.3 ms`) for any time. The installed
+`jaccli` runs from the repository's root with COLUMNS=100 and no colour; an `-o FILE` goes into a
+temporary directory, whose path is taken out of the output again.
 """
 from __future__ import annotations
 

@@ -20,6 +20,8 @@ def test_block_says_what_results_md_records():
            "PASS 1.84x ≤ 3.0x floor |" in block
     assert "- **PASS**, target 1. end to end" in block and ": 1.25x (limit: ≤ 1.5x)" in block
     assert "- **MISS**, target 4. lazy rows" in block
+    assert "- **PASS**, target 2a. in process: faster than torch best and HIPS autograd, with `record_once`: " \
+           "13 of 13 instances" in block
     assert block.count("\n| P") == 13
 
 
@@ -40,7 +42,7 @@ def test_only_the_block_is_replaced():
 
 
 def test_results_md_without_a_section_is_refused():
-    with pytest.raises(ValueError, match="no section 'End to end'"):
+    with pytest.raises(ValueError, match="no section 'End to end' with 1 tables"):
         figures.render(RESULTS.replace("## End to end", "## Something else"))
 
 

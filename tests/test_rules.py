@@ -12,7 +12,10 @@ import pytest
 import jaccli
 import tests.rule_cases as rule_cases
 from jaccli.engine.recording import Recording
+from jaccli.engine import facts
+from jaccli.engine.core import ELEMENTWISE
 from jaccli.engine.registry import PRIMITIVES, REGISTRY
+from jaccli.engine.rules import scipy_special
 
 CASES = []
 for _info in pkgutil.iter_modules(rule_cases.__path__):
@@ -150,6 +153,40 @@ def test_every_primitive_is_exercised_by_the_table(rng):
         used.update(node.prim.name for node in inner.trace.nodes)
     missing = sorted(name for name, p in PRIMITIVES.items() if not p.nondiff and name not in used)
     assert not missing, f"primitives no table row reaches: {missing}"
+
+
+def _every_primitive() -> list:
+    scipy_special.install()  # SciPy's primitives too (made when a recording first meets scipy.special)
+    return list(PRIMITIVES.values())
+
+
+def test_every_primitive_declares_how_samples_pass_through_it():
+    missing = sorted(p.name for p in _every_primitive() if p not in facts.SAMPLE_RULES)
+    assert not missing, f"primitives without a rule or NOT_SEPARABLE in facts.SAMPLE_RULES: {missing}"
+
+
+def test_every_elementwise_primitive_declares_its_kink_or_none_and_every_kink_its_crossing():
+    prims = _every_primitive()
+    missing = sorted(p.name for p in prims if p.structure == ELEMENTWISE and p not in facts.KINK_CROSSINGS)
+    assert not missing, f"elementwise primitives without a crossing or NO_KINK in facts.KINK_CROSSINGS: {missing}"
+    uncrossed = sorted(p.name for p in prims if p.kink is not None and facts.KINK_CROSSINGS.get(p) is None)
+    assert not uncrossed, f"primitives with a kink but no crossing: {uncrossed}"
+    maskless = sorted(p.name for p, crossed in facts.KINK_CROSSINGS.items() if crossed is not None and p.kink is None)
+    assert not maskless, f"primitives with a crossing but no kink: {maskless}"
+
+
+def test_the_fact_tables_name_registered_primitives_and_known_forms_only():
+    prims = set(_every_primitive())
+    for table in (facts.SAMPLE_RULES, facts.KINK_CROSSINGS, facts.SHIFT_FORMS, facts.READS_ONE_TRIANGLE,
+                  facts.MATRIX_PRODUCTS):
+        assert set(table) <= prims
+    assert set(facts.SHIFT_FORMS.values()) <= facts.FORMS
+
+
+def test_expressions_call_only_functions_jaccli_differentiates():
+    targets = {id(entry.target) for entry in REGISTRY.values()}
+    refused = sorted(name for name, function in facts.EXPRESSION_FUNCTIONS.items() if id(function) not in targets)
+    assert not refused, f"-e functions without rules: {refused}"
 
 
 def test_sinc_derivatives_near_0_are_accurate_to_rounding():

@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from jaccli.engine.facts import MATRIX_PRODUCTS
 from jaccli.engine.sample_independence import separable
 from jaccli.engine.recording import Recording
 from jaccli.engine.seed_ops import scatter_cols, scatter_rows
@@ -25,7 +26,6 @@ from jaccli.io.byte_sizes import parse_size
 
 MODES = ("auto", "reverse", "forward")
 DENSE_SEED_ELEMENTS = 16384
-_PRODUCTS = frozenset({"np.matmul", "np.einsum", "np.tensordot"})
 DEFAULT_MEMORY_BUDGET = 512 * 2**20
 # A block larger than this keeps only the rows and columns computed (a PartialStore) until all of
 # it is asked for: a few rows of a 10^5 x 10^5 Jacobian need not reserve its 75 GiB.
@@ -383,7 +383,7 @@ class Evaluator:
 
     def _has_products(self) -> bool:
         if self._products is None:
-            self._products = self.rec.records(_PRODUCTS)
+            self._products = self.rec.records(frozenset(p.name for p in MATRIX_PRODUCTS))
         return self._products
 
     # -- structure -----------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import Any, Collection
 import numpy as np
 
 from jaccli.engine.core import ELEMENTWISE, Node
+from jaccli.engine.facts import READS_ONE_TRIANGLE
 from jaccli.engine.recording import Recording
 from jaccli.engine.tracer import peek
 from .kinks import kink_crossed, kink_mask, op_at
@@ -26,12 +27,6 @@ def _same(a: Any, b: Any) -> bool:
         return bool(a == b)
     except (TypeError, ValueError):
         return True  # not comparable: nothing to say
-
-
-# Decompositions of a symmetric matrix: NumPy reads one triangle of A; the derivative (JAX's and
-# PyTorch's convention) is that of f((A + A.T)/2), so a step that changes A unsymmetrically (a step
-# along one off-diagonal entry of A itself) sees another function than AD differentiates.
-_READS_ONE_TRIANGLE = frozenset({"np.linalg.eigh", "np.linalg.eigvalsh", "np.linalg.cholesky"})
 
 
 def _unsymmetric_moves(a: Any, b: Any) -> np.ndarray | None:
@@ -195,7 +190,10 @@ def crossings(base: Recording, moved: Recording, masks: dict[int, np.ndarray], c
                 out.add_jump(f"{op_at(a)}: a step function changes value within the step", jumped,
                              a.index if _in_output(a, jumped) else None)
                 continue
-        if a.prim.name in _READS_ONE_TRIANGLE:
+        if a.prim in READS_ONE_TRIANGLE:
+            # the derivative (JAX's and PyTorch's convention) is that of f((A + A.T)/2), so a step that
+            # changes A unsymmetrically (along one off-diagonal entry of A) sees another function than AD
+            # differentiates
             off_symmetric = _unsymmetric_moves(a.args[0], b.args[0])
             if off_symmetric is not None and off_symmetric.any():
                 out.add_jump(f"{op_at(a)}: the step changes its matrix unsymmetrically; NumPy reads one triangle, "

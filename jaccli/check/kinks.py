@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from jaccli.engine import core
+from jaccli.engine.facts import KINK_CROSSINGS
 from jaccli.engine.recording import Recording
 from jaccli.engine.registry import REGISTRY
 from jaccli.engine.tracer import peek
 
-__all__ = ["Kink", "KINK_CROSSINGS", "find_kinks", "kink_crossed", "kink_masks", "kink_mask", "kinked_nodes",
+__all__ = ["Kink", "find_kinks", "kink_crossed", "kink_masks", "kink_mask", "kinked_nodes",
            "op_at", "registry_notes"]
 
 
@@ -93,59 +94,12 @@ def kink_masks(rec: Recording) -> dict[int, np.ndarray]:
     return {index: kink_mask(rec.trace.nodes[index]) for index in kinked_nodes(rec)}
 
 
-_EPS = float(np.finfo(np.float64).eps)
-
-
-def _opposite(distance):
-    """A kink where a signed distance is 0: crossed where it has opposite signs at x and a step away (not
-    where either is 0: a step that ends on the kink does not cross it)."""
-    def crossed(at, moved):
-        return np.sign(distance(*at)) * np.sign(distance(*moved)) < 0
-    return crossed
-
-
-def _extreme_at(pick, ans, x, axes, keepdims):
-    """Which entry of each reduced slice is the max (min)."""
-    x = np.asarray(x)
-    kept = [a for a in range(x.ndim) if a not in axes]
-    at = pick(np.transpose(x, kept + list(axes)).reshape([x.shape[a] for a in kept] + [-1]), axis=-1)
-    return np.expand_dims(at, tuple(axes)) if keepdims else at
-
-
-def _swapped(pick):
-    """A tie of a max (min) reduction: crossed where another entry is the max (min) a step away."""
-    def crossed(at, moved):
-        return _extreme_at(pick, *at) != _extreme_at(pick, *moved)
-    return crossed
-
-
-def _through_origin(at, moved):
-    """hypot's kink is the point (0, 0): crossed where the step's segment passes through it (collinear
-    with it, on both sides), as along x with y = 0. Leaving an axis (from (1, 0) to (1, h)) is not."""
-    (_, x0, y0), (_, x1, y1) = at, moved
-    turn = x0 * y1 - x1 * y0
-    return (np.abs(turn) <= 4 * _EPS * (np.abs(x0 * y1) + np.abs(x1 * y0))) & (x0 * x1 + y0 * y1 < 0)
-
-
-_AT_ZERO = _opposite(lambda ans, *args: args[-1])  # abs, and exp(-|x|) in i0e, i1e, ive
-_TIE = _opposite(lambda ans, x, y: np.subtract(x, y))  # maximum, minimum, fmax, fmin
-
-# Whether a step crosses the kink of an op between x and a point a step away, element by element
-# (values that broadcast to the op's output), from (ans, *args) at both points: the kinks near x that
-# a finite-difference step crosses. Every primitive with a kink has one (tests/test_near_kinks.py).
-KINK_CROSSINGS = {
-    "np.absolute": _AT_ZERO, "np.fabs": _AT_ZERO, "scipy.special.i0e": _AT_ZERO, "scipy.special.i1e": _AT_ZERO,
-    "scipy.special.ive": _AT_ZERO, "np.maximum": _TIE, "np.minimum": _TIE, "np.fmax": _TIE, "np.fmin": _TIE,
-    "np.hypot": _through_origin, "np.max": _swapped(np.argmax), "np.min": _swapped(np.argmin),
-}
-
-
 def kink_crossed(at: core.Node, moved: core.Node) -> np.ndarray:
     """Which elements of an op's output (in its shape) cross its kink between two recordings of it, at x
-    and a step away (`KINK_CROSSINGS`)."""
+    and a step away (`facts.KINK_CROSSINGS`, declared beside the primitive)."""
     values = [(peek(n.value), *[peek(a) for a in n.args]) for n in (at, moved)]
     with np.errstate(all="ignore"):
-        crossed = KINK_CROSSINGS[at.prim.name](*values)
+        crossed = KINK_CROSSINGS[at.prim](*values)
     return np.broadcast_to(crossed, np.shape(values[0][0]))
 
 

@@ -39,11 +39,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import core  # core imports this module too: value_size is read when a plan is made
+from .facts import SHIFT_FORMS
 
-# Operations of one traced argument (argument 0) that move entries around or pick some: a value
-# with the same c in every entry keeps its form.
-_MOVES = frozenset({"reshape", "transpose", "broadcast_to", "getitem", "gather", "np.copy", "np.positive"})
-_EXTREMES = frozenset({"np.max", "np.min"})
 _ADD, _MUL = 0, 1  # value = base + k*c; value = base * exp(k*c)
 _ANY = (2, 0)  # depends on c in some other way
 _MAX_SHIFTS = 8  # candidates proved per sweep plan: each proof is a pass over the plan's nodes
@@ -76,10 +73,10 @@ def candidates(needed: Any) -> list[list]:
     it costs one pass over the nodes here, and no proof."""
     shifts: list = []
     for node in needed:
-        if node.prim.name != "np.exp":
+        if SHIFT_FORMS.get(node.prim) != "exp":
             continue
         for _, d, pidx in node.parents:
-            if pidx is not None or d.prim.name != "np.subtract" or core.value_size(d.value) == 1:
+            if pidx is not None or SHIFT_FORMS.get(d.prim) != "subtract" or core.value_size(d.value) == 1:
                 continue
             for argnum, parent, ppidx in d.parents:
                 if argnum == 1 and ppidx is None and core.value_size(parent.value) == 1 and parent not in shifts:
@@ -121,38 +118,40 @@ def cancelling(needed: list, group: list, outputs: tuple) -> bool:
                 args[argnum] = _ANY if pidx is not None else form
         if not hit:
             continue
-        form = _ANY if node.prim.multi_out or node.in_place or node.kwargs else _combine(node.prim.name, args)
+        how = SHIFT_FORMS.get(node.prim)
+        form = _ANY if node.prim.multi_out or node.in_place or node.kwargs else _combine(how, args)
         if form[1] != 0 or form is _ANY:
             forms[node.index] = form
     return not any(node.index in forms for node, _ in outputs)
 
 
-def _combine(name: str, args: list) -> tuple[int, int]:
-    """The form of an operation's result from its arguments' forms (None: free of c)."""
+def _combine(how: str | None, args: list) -> tuple[int, int]:
+    """The form of an operation's result from its arguments' forms (None: free of c), by how the
+    shift passes through its primitive (`facts.SHIFT_FORMS`; None: not followed)."""
     a = args[0]
     b = args[1] if len(args) > 1 else None
     if _ANY in args:
         return _ANY
-    if name in _MOVES:
+    if how == "move":  # argument 0's entries moved or picked: with the same c in each, the form is kept
         return _ANY if any(f is not None for f in args[1:]) else a
-    if name in ("np.add", "np.subtract") and len(args) == 2:
+    if how in ("add", "subtract") and len(args) == 2:
         if (a is not None and a[0] != _ADD) or (b is not None and b[0] != _ADD):
             return _ANY
-        k = (a[1] if a else 0) + (b[1] if b else 0) * (1 if name == "np.add" else -1)
+        k = (a[1] if a else 0) + (b[1] if b else 0) * (1 if how == "add" else -1)
         return (_ADD, k)
-    if name == "np.negative":
+    if how == "negative":
         return (_ADD, -a[1]) if a[0] == _ADD else _ANY
-    if name == "np.exp":
+    if how == "exp":
         return (_MUL, a[1]) if a[0] == _ADD else _ANY
-    if name == "np.log":
+    if how == "log":
         return (_ADD, a[1]) if a[0] == _MUL else _ANY
-    if name in ("np.multiply", "np.divide") and len(args) == 2:
+    if how in ("multiply", "divide") and len(args) == 2:
         if (a is not None and a[0] != _MUL) or (b is not None and b[0] != _MUL):
             return _ANY
-        k = (a[1] if a else 0) + (b[1] if b else 0) * (1 if name == "np.multiply" else -1)
+        k = (a[1] if a else 0) + (b[1] if b else 0) * (1 if how == "multiply" else -1)
         return (_MUL, k)
-    if name == "np.sum" and a is not None and a[0] == _MUL and not any(f is not None for f in args[1:]):
+    if how == "sum" and a is not None and a[0] == _MUL and not any(f is not None for f in args[1:]):
         return a
-    if name in _EXTREMES and not any(f is not None for f in args[1:]):
+    if how == "extreme" and not any(f is not None for f in args[1:]):
         return a  # max(base + k c) = max(base) + k c; max(base * e^(k c)) = max(base) * e^(k c)
     return _ANY

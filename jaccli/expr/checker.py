@@ -11,6 +11,8 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from jaccli.engine import rules  # noqa: F401  (fills EXPRESSION_FUNCTIONS)
+from jaccli.engine.facts import EXPRESSION_FUNCTIONS
 from jaccli.errors import UsageError
 from .evaluation import BINARY, COMPARE, CONSTANTS, SEQUENCE_HINT, UNARY, evaluate
 
@@ -20,29 +22,9 @@ MAX_DEPTH = 100
 
 # ---------------------------------------------------------------- default functions
 
-_ELEMENTWISE = (
-    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2",
-    "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh",
-    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
-    "sqrt", "cbrt", "square", "abs", "absolute", "sign",
-    "maximum", "minimum", "clip", "where", "hypot", "logaddexp",
-    "power", "reciprocal", "sinc", "floor", "ceil",
-)  # fmt: skip
-_REDUCTIONS = (
-    "sum", "mean", "prod", "max", "min", "amax", "amin", "var", "std", "cumsum", "cumprod",
-)  # fmt: skip
-_PRODUCTS = ("dot", "matmul", "outer", "inner", "tensordot", "einsum", "kron", "trace")
-_SHAPE = (
-    "reshape", "ravel", "transpose", "stack", "concatenate", "hstack", "vstack",
-    "diag", "diagonal", "tril", "triu", "flip", "roll",
-)  # fmt: skip
-_LINALG = ("norm", "inv", "det", "solve", "slogdet", "cholesky", "eigh", "qr", "svd")
-
-DEFAULT_FUNCTIONS: Mapping[str, Callable[..., Any]] = MappingProxyType(
-    {name: getattr(np, name) for name in _ELEMENTWISE + _REDUCTIONS + _PRODUCTS + _SHAPE}
-    | {f"linalg.{name}": getattr(np.linalg, name) for name in _LINALG}
-)
-"""Functions an expression may call, by the name written after an optional ``np.``/``numpy.``."""
+DEFAULT_FUNCTIONS: Mapping[str, Callable[..., Any]] = MappingProxyType(EXPRESSION_FUNCTIONS)
+"""Functions an expression may call, by the name written after an optional ``np.``/``numpy.``: those the
+rules modules allow (`facts.allow_in_expressions`, beside each function's rules)."""
 
 _MODULE_PREFIXES = ("np", "numpy")
 

@@ -1,4 +1,4 @@
-"""Helpers shared by the rule families: broadcasting with a leading block axis, axis arithmetic."""
+"""Helpers shared by the rule families: broadcasting with a leading block axis, axis arithmetic, kinks."""
 
 from __future__ import annotations
 
@@ -165,3 +165,15 @@ def shift(axes: tuple[int, ...]) -> tuple[int, ...]:
 def along(axis: int, index) -> tuple:
     """An index that applies `index` to one axis and keeps the others whole."""
     return (slice(None),) * axis + (index,)
+
+
+def sign_change(distance):
+    """The kink crossing (facts.KINK_CROSSINGS) of a kink where a signed distance(ans, *args) is 0:
+    crossed where it has opposite signs at x and a step away (not where either is 0: a step that
+    ends on the kink does not cross it)."""
+    def crossed(at, moved):
+        return np.sign(distance(*at)) * np.sign(distance(*moved)) < 0
+    return crossed
+
+
+crossed_at_zero = sign_change(lambda ans, *args: args[-1])  # abs, and exp(-|x|) in i0e, i1e, ive

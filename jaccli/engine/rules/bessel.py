@@ -9,7 +9,7 @@ import numpy as np
 
 from ..core import ELEMENTWISE
 from ..registry import family, primitive
-from .elementwise import _scale, _tangent_product, _unary
+from .elementwise import _facts, _scale, _tangent_product, _unary
 
 family("elementwise")
 
@@ -84,5 +84,6 @@ i1 = primitive("bessel_i1", bessel_i1)
 i1.structure = ELEMENTWISE
 i1.defvjp(lambda ans, x: _scale(_i1_d(ans, x)))
 i1.defjvp(lambda ans, x: _tangent_product(_i1_d(ans, x)))
+_facts(i1)
 
 _unary(np.i0, lambda ans, x: i1(x), notes="derivative I1(x), computed by jaccli in NumPy to a few ulp")

@@ -8,7 +8,9 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from ..core import user_site
+from ..facts import NOT_SEPARABLE, SAMPLE_RULES, SHIFT_FORMS
 from ..registry import family, primitive, register, register_derived
+from ..sample_independence import leading_axis_kept
 from ..tracer import INTERNAL, Tracer, guarded
 from ._util import dtype_of
 
@@ -23,6 +25,8 @@ copy = primitive("np.copy", _copy_impl)
 copy.value_free = True
 copy.defvjp(lambda ans, x, order="K": (lambda g: g))
 copy.defjvp(lambda ans, x, order="K": (lambda t: t))
+SAMPLE_RULES[copy] = leading_axis_kept
+SHIFT_FORMS[copy] = "move"
 register(np.copy, lambda a, order="K", subok=False: copy(a, order=order), prims=(copy,))
 register("copy", copy, prims=(copy,), name="x.copy()")
 
@@ -35,6 +39,7 @@ astype = primitive("astype", _astype_impl)
 # The cotangent goes back in the input's dtype, the tangent forward in the output's.
 astype.defvjp(lambda ans, x, dtype: (lambda g, _dt=dtype_of(x): _astype_impl(g, _dt)))
 astype.defjvp(lambda ans, x, dtype: (lambda t: _astype_impl(t, dtype)))
+SAMPLE_RULES[astype] = leading_axis_kept
 _NOT_NUMBERS = {"O": "Python objects", "U": "strings", "S": "bytes", "V": "raw memory (void)",
                 "M": "dates", "m": "time spans"}
 
@@ -69,6 +74,7 @@ def _like(kind):
         return np.full(np.shape(x) if shape is None else shape, fill_value, dtype=dt)
 
     prim = primitive(f"np.{kind}", impl, constant=True)
+    SAMPLE_RULES[prim] = NOT_SEPARABLE
 
     def handler(a, fill, dtype=None, shape=None):
         # traced (if `a` is), though constant: also a buffer of another shape that f then assigns into

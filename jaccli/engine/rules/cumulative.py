@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..facts import NOT_SEPARABLE, SAMPLE_RULES, allow_in_expressions
 from ..registry import family, primitive, register, register_derived
 from ._util import along, axis_index, dtype_of
 from .reductions import _NAN_NOTES, _without_nans, cast_first
@@ -26,6 +27,7 @@ cumsum = primitive("np.cumsum", _cumsum_impl)
 cumsum.defvjp(lambda ans, x, axis: (lambda g, flip=along(axis + 1, _REVERSED):
                                     np.cumsum(g[flip], axis=axis + 1)[flip]))
 cumsum.defjvp(lambda ans, x, axis: (lambda t: np.cumsum(t, axis=axis + 1)))
+SAMPLE_RULES[cumsum] = NOT_SEPARABLE
 
 
 def _cumprod_impl(x, axis):
@@ -88,6 +90,7 @@ def _cumprod_vjp(ans, x, axis):
 
 cumprod.defjvp(_cumprod_jvp)
 cumprod.defvjp(_cumprod_vjp)
+SAMPLE_RULES[cumprod] = NOT_SEPARABLE
 
 
 def _cumulative(prim, empty):
@@ -112,6 +115,7 @@ _CUMPROD_NOTES = "division-free rule: exact with zeros"
 register(np.cumsum, lambda a, axis=None, dtype=None, out=None: _cumsum_handler(a, axis), prims=(cumsum,))
 register(np.cumprod, lambda a, axis=None, dtype=None, out=None: _cumprod_handler(a, axis), prims=(cumprod,),
          notes=_CUMPROD_NOTES)
+allow_in_expressions("cumsum", "cumprod")
 register((np.add, "accumulate"), lambda a, axis=0, dtype=None, out=None: _cumsum_handler(a, axis),
          prims=(cumsum,), kind="derived")
 register((np.multiply, "accumulate"), lambda a, axis=0, dtype=None, out=None: _cumprod_handler(a, axis),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..facts import allow_in_expressions
 from ..registry import family, register_derived
 from ._util import dtype_of
 from .elementwise import where
@@ -49,3 +50,4 @@ def _triangle(m, k, lower):
 
 register_derived(np.tril, lambda m, k=0: _triangle(m, int(k), True), uses=(where,))
 register_derived(np.triu, lambda m, k=0: _triangle(m, int(k), False), uses=(where,))
+allow_in_expressions("diag", "diagonal", "tril", "triu")

@@ -6,6 +6,7 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from ..core import user_site
+from ..facts import MATRIX_PRODUCTS, NOT_SEPARABLE, SAMPLE_RULES, allow_in_expressions
 from ..registry import family, primitive, register, register_derived
 from ._util import dtype_of, in_dtype, loop_dtypes, refuse_core_axes
 
@@ -39,6 +40,8 @@ def _einsum_impl(*ops, spec):
 
 
 einsum = primitive("np.einsum", _einsum_impl)
+SAMPLE_RULES[einsum] = NOT_SEPARABLE
+MATRIX_PRODUCTS.add(einsum)
 
 
 def _free(used: str) -> str:
@@ -195,6 +198,7 @@ def _einsum_handler(*operands, out=None, optimize=False, dtype=None, order="K", 
 
 register(np.einsum, _einsum_handler, prims=(einsum,),
          notes="explicit, implicit, '...' and repeated labels; each block rule is one einsum")
+allow_in_expressions("einsum")
 
 
 def _gufunc(name: str, subscripts: str):

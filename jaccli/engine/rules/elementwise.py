@@ -7,10 +7,12 @@ import math
 import numpy as np
 
 from ..core import ELEMENTWISE
+from ..facts import KINK_CROSSINGS, NO_KINK, SAMPLE_RULES, SHIFT_FORMS, allow_in_expressions
 from ..registry import family, primitive, register, register_derived, register_primitive
+from ..sample_independence import elementwise as samples_apart
 from ..seeds import SparseBlock
 from ..tracer import Tracer, guarded
-from ._util import expand, in_dtype, loop_dtypes, refuse_where, unbroadcast
+from ._util import crossed_at_zero, expand, in_dtype, loop_dtypes, refuse_where, sign_change, unbroadcast
 
 family("elementwise")
 
@@ -87,7 +89,17 @@ def _scale(d):
     return _safe_product(d)
 
 
-def _unary(ufunc, deriv, *, notes: str = "", kink=None, name=None):
+def _facts(prim, *, kink=None, crossed=NO_KINK, samples=samples_apart):
+    """Declare an elementwise primitive's kink (its mask, and how a step crosses it; none by default)
+    and its sample-independence rule (facts)."""
+    if (kink is None) != (crossed is NO_KINK):
+        raise ValueError(f"{prim.name}: a kink needs both its mask and its crossing")
+    prim.kink = kink
+    KINK_CROSSINGS[prim] = crossed
+    SAMPLE_RULES[prim] = samples
+
+
+def _unary(ufunc, deriv, *, notes: str = "", kink=None, crossed=NO_KINK, name=None, samples=samples_apart):
     """A one-argument ufunc whose derivative is the elementwise factor deriv(ans, x).
 
     Its Jacobian is diagonal, so the reverse and forward rules are the same product (the forward one
@@ -97,20 +109,20 @@ def _unary(ufunc, deriv, *, notes: str = "", kink=None, name=None):
     prim.structure = ELEMENTWISE
     prim.defvjp(lambda ans, x, **kw: _scale(deriv(ans, x)))
     prim.defjvp(lambda ans, x, **kw: _tangent_product(deriv(ans, x)))
-    prim.kink = kink
+    _facts(prim, kink=kink, crossed=crossed, samples=samples)
     register_primitive(ufunc, prim, notes=notes, name=name)
     return prim
 
 
-def _binary(ufunc, dx, dy, *, notes: str = "", kink=None, name=None):
+def _binary(ufunc, dx, dy, **kw):
     """A two-argument broadcasting ufunc with partial derivatives dx(ans, x, y), dy(ans, x, y).
 
     A partial given as None means the function is not differentiable in that argument.
     """
-    return _nary(ufunc, (dx, dy), notes=notes, kink=kink, name=name)
+    return _nary(ufunc, (dx, dy), **kw)
 
 
-def _nary(ufunc, partials, *, notes: str = "", kink=None, name=None):
+def _nary(ufunc, partials, *, notes: str = "", kink=None, crossed=NO_KINK, name=None, samples=samples_apart):
     """A broadcasting ufunc of len(partials) arguments; partial k is d(ans, *args) (None: not
     differentiable in argument k)."""
     prim = primitive(name or f"np.{ufunc.__name__}", ufunc)
@@ -137,7 +149,7 @@ def _nary(ufunc, partials, *, notes: str = "", kink=None, name=None):
         makers_j.append(jvp_maker)
     prim.defvjp(*makers_v)
     prim.defjvp(*makers_j)
-    prim.kink = kink
+    _facts(prim, kink=kink, crossed=crossed, samples=samples)
     register_primitive(ufunc, prim, notes=notes, name=name)
     return prim
 
@@ -166,6 +178,7 @@ def _linear_binary(ufunc, sx: float, sy: float):
 
     prim.defvjp(vjp(sx, 0), vjp(sy, 1))
     prim.defjvp(jvp(sx, 0), jvp(sy, 1))
+    _facts(prim)
     register_primitive(ufunc, prim)
     return prim
 
@@ -174,12 +187,14 @@ def _zero(ufunc, notes: str = "piecewise constant: derivative 0"):
     """Connected to its input (strict mode sees a path) but with a zero derivative."""
     prim = primitive(f"np.{ufunc.__name__}", ufunc, zero_grad=True)
     prim.structure = ELEMENTWISE
+    _facts(prim)
     register_primitive(ufunc, prim, kind="zero", notes=notes)
     return prim
 
 
 def _nondiff(ufunc, notes: str = "boolean result: no derivative"):
     prim = primitive(f"np.{ufunc.__name__}", ufunc, nondiff=True)
+    _facts(prim)
     register_primitive(ufunc, prim, kind="nondiff", notes=notes)
     return prim
 
@@ -200,6 +215,8 @@ multiply = _binary(np.multiply, lambda ans, x, y: y, lambda ans, x, y: x)
 true_divide = _binary(np.true_divide, lambda ans, x, y: np.true_divide(1.0, y), lambda ans, x, y: -ans / y)
 negative = _unary(np.negative, lambda ans, x: -1.0)
 positive = _unary(np.positive, lambda ans, x: 1.0)
+SHIFT_FORMS.update({add: "add", subtract: "subtract", negative: "negative", multiply: "multiply",
+                    true_divide: "divide", positive: "move"})
 
 
 def _power_dx(ans, x, y):
@@ -246,9 +263,11 @@ sqrt = _unary(np.sqrt, lambda ans, x: 0.5 / ans, notes="sqrt'(0) = inf, reported
 cbrt = _unary(np.cbrt, lambda ans, x: 1.0 / (3.0 * ans * ans), notes="cbrt'(0) = inf")
 reciprocal = _unary(np.reciprocal, lambda ans, x: -(ans * ans))
 absolute = _unary(np.absolute, lambda ans, x: np.sign(x), notes="abs'(0) = 0 (the subgradient of least norm)",
-                  kink=lambda ans, x: x == 0)
+                  kink=lambda ans, x: x == 0, crossed=crossed_at_zero)
 register(np.abs, absolute, prims=(absolute,), name="np.abs") if np.abs is not np.absolute else None
-fabs = _unary(np.fabs, lambda ans, x: np.sign(x), notes="fabs'(0) = 0", kink=lambda ans, x: x == 0)
+fabs = _unary(np.fabs, lambda ans, x: np.sign(x), notes="fabs'(0) = 0", kink=lambda ans, x: x == 0,
+              crossed=crossed_at_zero)
+allow_in_expressions("power", "sqrt", "cbrt", "square", "reciprocal", "abs", "absolute")
 
 # ---------------------------------------------------------------------------
 # Exponentials and logarithms
@@ -262,6 +281,8 @@ log10 = _unary(np.log10, lambda ans, x: 1.0 / (x * np.log(10.0)))
 log1p = _unary(np.log1p, lambda ans, x: 1.0 / (1.0 + x))
 logaddexp = _binary(np.logaddexp, lambda ans, x, y: np.exp(x - ans), lambda ans, x, y: np.exp(y - ans))
 logaddexp2 = _binary(np.logaddexp2, lambda ans, x, y: np.exp2(x - ans), lambda ans, x, y: np.exp2(y - ans))
+SHIFT_FORMS.update({exp: "exp", log: "log"})
+allow_in_expressions("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "logaddexp")
 
 # ---------------------------------------------------------------------------
 # Trigonometric and hyperbolic
@@ -283,6 +304,8 @@ deg2rad = _unary(np.deg2rad, lambda ans, x: np.pi / 180.0)
 rad2deg = _unary(np.rad2deg, lambda ans, x: 180.0 / np.pi)
 register(np.radians, deg2rad, prims=(deg2rad,), name="np.radians")
 register(np.degrees, rad2deg, prims=(rad2deg,), name="np.degrees")
+allow_in_expressions("sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "arcsinh",
+                     "arccosh", "arctanh")
 
 
 def _hypot_d(which):
@@ -294,8 +317,20 @@ def _hypot_d(which):
     return d
 
 
+_EPS = float(np.finfo(np.float64).eps)
+
+
+def _through_origin(at, moved):
+    """hypot's kink is the point (0, 0): crossed where the step's segment passes through it (collinear
+    with it, on both sides), as along x with y = 0. Leaving an axis (from (1, 0) to (1, h)) is not."""
+    (_, x0, y0), (_, x1, y1) = at, moved
+    turn = x0 * y1 - x1 * y0
+    return (np.abs(turn) <= 4 * _EPS * (np.abs(x0 * y1) + np.abs(x1 * y0))) & (x0 * x1 + y0 * y1 < 0)
+
+
 hypot = _binary(np.hypot, _hypot_d(0), _hypot_d(1), notes="0 subgradient at (0, 0)",
-                kink=lambda ans, x, y: ans == 0)
+                kink=lambda ans, x, y: ans == 0, crossed=_through_origin)
+allow_in_expressions("hypot")
 
 
 # sinc'(x) = sum over k >= 1 of c_k x^(2k-1), c_k = (-1)^k pi^(2k) 2k / (2k+1)!: near 0, where the
@@ -324,7 +359,9 @@ sinc_prim = primitive("np.sinc", np.sinc)
 sinc_prim.structure = ELEMENTWISE
 sinc_prim.defvjp(lambda ans, x: _scale(_sinc_d(ans, x)))
 sinc_prim.defjvp(lambda ans, x: _tangent_product(_sinc_d(ans, x)))
+_facts(sinc_prim)
 register_primitive(np.sinc, sinc_prim)
+allow_in_expressions("sinc")
 
 # ---------------------------------------------------------------------------
 # Maximum, minimum, clip: ties split the derivative evenly
@@ -335,16 +372,17 @@ def _pick(first_wins, tie):
     return np.where(first_wins, 1.0, np.where(tie, 0.5, 0.0))
 
 
+_TIE = {"kink": lambda ans, x, y: x == y, "crossed": sign_change(lambda ans, x, y: np.subtract(x, y))}
 maximum = _binary(np.maximum, lambda ans, x, y: _pick(x > y, x == y), lambda ans, x, y: _pick(y > x, x == y),
-                  notes="ties split evenly: 1/2 to each argument", kink=lambda ans, x, y: x == y)
+                  notes="ties split evenly: 1/2 to each argument", **_TIE)
 minimum = _binary(np.minimum, lambda ans, x, y: _pick(x < y, x == y), lambda ans, x, y: _pick(y < x, x == y),
-                  notes="ties split evenly: 1/2 to each argument", kink=lambda ans, x, y: x == y)
+                  notes="ties split evenly: 1/2 to each argument", **_TIE)
 fmax = _binary(np.fmax, lambda ans, x, y: _pick((x > y) | np.isnan(y), x == y),
                lambda ans, x, y: _pick((y > x) | np.isnan(x), x == y),
-               notes="ties split evenly; a NaN argument gets 0", kink=lambda ans, x, y: x == y)
+               notes="ties split evenly; a NaN argument gets 0", **_TIE)
 fmin = _binary(np.fmin, lambda ans, x, y: _pick((x < y) | np.isnan(y), x == y),
                lambda ans, x, y: _pick((y < x) | np.isnan(x), x == y),
-               notes="ties split evenly; a NaN argument gets 0", kink=lambda ans, x, y: x == y)
+               notes="ties split evenly; a NaN argument gets 0", **_TIE)
 
 
 def _clip(x, lo=None, hi=None):
@@ -374,6 +412,7 @@ def _clip_handler(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._
 
 register_derived(np.clip, _clip_handler, uses=(maximum, minimum),
                  notes="maximum then minimum: at a bound the derivative is split evenly (1/2)")
+allow_in_expressions("maximum", "minimum", "clip")
 
 # ---------------------------------------------------------------------------
 # where: the cotangent is masked, never multiplied by the mask
@@ -384,8 +423,15 @@ def _where_impl(cond, x, y):
     return np.where(cond, x, y)
 
 
+def _samples_where(node, B):
+    """where keeps samples apart as an elementwise function does, with a condition that does not
+    broadcast along the sample axis."""
+    return samples_apart(node, B) and np.ndim(node.args[0]) <= len(np.shape(node.value))
+
+
 where = primitive("np.where", _where_impl)
 where.structure = ELEMENTWISE
+_facts(where, samples=_samples_where)
 where.defvjp(
     None,
     lambda ans, c, x, y: (lambda g: unbroadcast(np.where(c, g, 0.0), np.shape(x))),
@@ -410,6 +456,7 @@ def _where_handler(condition, x=None, y=None):
 
 register(np.where, _where_handler, prims=(where,),
          notes="the cotangent is masked with where(c, g, 0): NaN or inf in the branch not taken never leaks")
+allow_in_expressions("where")
 
 # ---------------------------------------------------------------------------
 # Remainders: differentiable in the first argument
@@ -425,11 +472,13 @@ fmod = _binary(np.fmod, lambda ans, x, y: np.ones_like(ans), None,
 # ---------------------------------------------------------------------------
 for _uf in (np.sign, np.floor, np.ceil, np.rint, np.trunc, np.floor_divide):
     _zero(_uf)
+allow_in_expressions("sign", "floor", "ceil")
 
 # np.heaviside(x1, x2) is a step in x1 and x2 itself where x1 == 0: a step with 0 at 0 (a piecewise
 # constant primitive, so check still sees the step) and x2 taken where x1 == 0.
 heaviside_step = primitive("np.heaviside", np.heaviside, zero_grad=True)
 heaviside_step.structure = ELEMENTWISE
+_facts(heaviside_step)
 
 
 def _heaviside(x1, x2, out=None, **kw):
@@ -454,6 +503,7 @@ for _uf in (np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.great
 def _zero_function(name: str, impl):
     prim = primitive(name, impl, zero_grad=True)
     prim.structure = ELEMENTWISE
+    _facts(prim)
     return prim
 
 

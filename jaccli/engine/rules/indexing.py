@@ -13,6 +13,7 @@ import numpy as np
 
 from ...errors import TracingError
 from ..core import user_site
+from ..facts import NOT_SEPARABLE, SAMPLE_RULES, SHIFT_FORMS
 from ..registry import family, primitive, register, register_derived
 from ..seed_ops import distinct_positions
 from ..seeds import SparseBlock
@@ -86,6 +87,16 @@ scatter_basic.defvjp(lambda ans, v, idx, shape: (lambda g: get_basic(g, idx)))
 scatter_basic.defjvp(lambda ans, v, idx, shape: (lambda t: scatter_basic(t, idx, shape)))
 
 
+def _samples_getitem(node, B) -> bool:
+    """x[:, ...] keeps samples apart: a full basic index whose first entry takes all of axis 0."""
+    idx = node.args[1]
+    return bool(idx) and idx[0] == slice(None) and np.shape(node.value)[:1] == (B,)
+
+
+SAMPLE_RULES.update({get_basic: _samples_getitem, scatter_basic: NOT_SEPARABLE})
+SHIFT_FORMS[get_basic] = "move"
+
+
 def _scatter_into(acc, v, idx):
     """acc + scatter(v at idx): a copy of acc with v added at x[idx]'s positions (basic: each once)."""
     out = np.array(acc, dtype=np.result_type(acc, v), copy=True)
@@ -94,6 +105,7 @@ def _scatter_into(acc, v, idx):
 
 
 scatter_into = primitive("scatter_into", _scatter_into)
+SAMPLE_RULES[scatter_into] = NOT_SEPARABLE
 scatter_into.defvjp(lambda ans, acc, v, idx: (lambda g: g), lambda ans, acc, v, idx: (lambda g: get_basic(g, idx)))
 
 
@@ -153,6 +165,8 @@ gather.defvjp(lambda ans, x, flat: (lambda g: scatter_flat(g, flat, np.shape(x)[
 gather.defjvp(lambda ans, x, flat: (lambda t: gather(t, flat)))
 scatter_flat.defvjp(lambda ans, v, flat, n: (lambda g: gather(g, flat)))
 scatter_flat.defjvp(lambda ans, v, flat, n: (lambda t: scatter_flat(t, flat, n)))
+SAMPLE_RULES.update({gather: NOT_SEPARABLE, scatter_flat: NOT_SEPARABLE})
+SHIFT_FORMS[gather] = "move"
 
 
 def _normalize(idx) -> tuple:
@@ -204,6 +218,7 @@ def _assign_in_place(x, v, idx):
 assign = primitive("assign", _assign_impl)
 assign.value_free = True  # the rules read shapes only
 assign.in_place = _assign_in_place
+SAMPLE_RULES[assign] = NOT_SEPARABLE
 
 
 def _assign_vjp_x(ans, x, v, idx):

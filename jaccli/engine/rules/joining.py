@@ -8,6 +8,7 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from ..core import user_site
+from ..facts import NOT_SEPARABLE, SAMPLE_RULES, allow_in_expressions
 from ..registry import family, primitive, register, register_derived
 from ..tracer import Tracer
 from ._util import axis_index, dtype_of
@@ -22,6 +23,7 @@ def _concat_impl(*xs, axis):
 
 
 concat = primitive("np.concatenate", _concat_impl)
+SAMPLE_RULES[concat] = NOT_SEPARABLE
 concat.value_free = True  # the rules slice and join blocks: a constant part's values are never read
 
 
@@ -132,6 +134,7 @@ def _append(arr, values, axis=None):
 
 register_derived(np.hstack, _hstack, uses=(reshape, concat))
 register_derived(np.vstack, _vstack, uses=(reshape, concat))
+allow_in_expressions("concatenate", "stack", "hstack", "vstack")
 register_derived(np.dstack, _dstack, uses=(reshape, concat))
 register_derived(np.column_stack, _column_stack, uses=(reshape, concat))
 register_derived(np.append, _append, uses=(reshape, concat))

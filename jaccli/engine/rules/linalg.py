@@ -12,6 +12,7 @@ import operator
 
 import numpy as np
 
+from ..facts import NOT_SEPARABLE, SAMPLE_RULES, allow_in_expressions
 from ..registry import family, primitive, register, register_derived
 from ..tracer import guarded
 from ._util import unbroadcast
@@ -78,6 +79,7 @@ def _inv_jvp(ans, a):
 
 inv.defvjp(_inv_vjp)
 inv.defjvp(_inv_jvp)
+SAMPLE_RULES[inv] = NOT_SEPARABLE
 register(np.linalg.inv, lambda a: inv(a), prims=(inv,), notes="needs an invertible matrix")
 
 
@@ -119,6 +121,7 @@ def _solve_jvp_b(ans, a, b):
 
 solve.defvjp(_solve_vjp_a, _solve_vjp_b)
 solve.defjvp(_solve_jvp_a, _solve_jvp_b)
+SAMPLE_RULES[solve] = NOT_SEPARABLE
 
 
 _NUMPY2 = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
@@ -229,6 +232,7 @@ def _det_jvp(ans, a):
 
 det.defvjp(_det_vjp)
 det.defjvp(_det_jvp)
+SAMPLE_RULES[det] = NOT_SEPARABLE
 register(np.linalg.det, lambda a: det(a), prims=(det,),
          notes="the derivative is the cofactor matrix det(A) A^-T; at a singular or ill-conditioned A, the "
                "minors' determinants (up to 8 x 8; larger, from the SVD)")
@@ -253,6 +257,7 @@ def _slogdet_jvp(ans, a):
 
 slogdet.defvjp(_slogdet_vjp)
 slogdet.defjvp(_slogdet_jvp)
+SAMPLE_RULES[slogdet] = NOT_SEPARABLE
 
 
 def _slogdet_handler(a):
@@ -262,6 +267,7 @@ def _slogdet_handler(a):
 
 register(np.linalg.slogdet, _slogdet_handler, prims=(slogdet,),
          notes="sign has derivative 0; logabsdet's rule uses A^-1 (A must be invertible)")
+allow_in_expressions("linalg.inv", "linalg.det", "linalg.solve", "linalg.slogdet")
 
 
 # ---------------------------------------------------------------------------
@@ -297,6 +303,7 @@ def _pinv_jvp(ans, a, **kw):
 
 pinv.defvjp(_pinv_vjp)
 pinv.defjvp(_pinv_jvp)
+SAMPLE_RULES[pinv] = NOT_SEPARABLE
 
 
 def _pinv_handler(a, rcond=None, hermitian=False, *, rtol=np._NoValue):

@@ -14,6 +14,7 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from ..core import user_site
+from ..facts import NOT_SEPARABLE, READS_ONE_TRIANGLE, SAMPLE_RULES, allow_in_expressions
 from ..registry import family, primitive, register
 from .linalg import diag_embed, diag_part, inv, mT, result_type_of, solve, sym
 
@@ -70,6 +71,8 @@ def _cholesky_jvp(ans, a, upper):
 
 cholesky.defvjp(_cholesky_vjp)
 cholesky.defjvp(_cholesky_jvp)
+SAMPLE_RULES[cholesky] = NOT_SEPARABLE
+READS_ONE_TRIANGLE.add(cholesky)
 register(np.linalg.cholesky, lambda a, upper=False: cholesky(a, bool(upper)), prims=(cholesky,),
          notes="A symmetric: the derivative is that of cholesky((A + A.T)/2) (the antisymmetric part of a "
                "perturbation is ignored); at a non-symmetric A it is taken at the lower triangle NumPy reads")
@@ -117,6 +120,8 @@ def _eigh_jvp(ans, a, UPLO="L"):
 
 eigh.defvjp(_eigh_vjp)
 eigh.defjvp(_eigh_jvp)
+SAMPLE_RULES[eigh] = NOT_SEPARABLE
+READS_ONE_TRIANGLE.add(eigh)
 
 
 def _eigh_handler(a, UPLO="L"):
@@ -152,6 +157,8 @@ def _eigvalsh_jvp(ans, a, UPLO="L"):
 
 eigvalsh.defvjp(_eigvalsh_vjp)
 eigvalsh.defjvp(_eigvalsh_jvp)
+SAMPLE_RULES[eigvalsh] = NOT_SEPARABLE
+READS_ONE_TRIANGLE.add(eigvalsh)
 register(np.linalg.eigvalsh, lambda a, UPLO="L": eigvalsh(a, UPLO=UPLO), prims=(eigvalsh,),
          notes=_SYMMETRIC_NOTE + "; higher orders need distinct eigenvalues")
 
@@ -201,6 +208,7 @@ def _qr_jvp(ans, a):
 
 qr.defvjp(_qr_vjp)
 qr.defjvp(_qr_jvp)
+SAMPLE_RULES[qr] = NOT_SEPARABLE
 
 
 def _unsupported(message):
@@ -284,6 +292,7 @@ def _svd_jvp(ans, a, hermitian=False):
 
 svd.defvjp(_svd_vjp)
 svd.defjvp(_svd_jvp)
+SAMPLE_RULES[svd] = NOT_SEPARABLE
 
 
 def _svdvals_impl(a):
@@ -306,6 +315,7 @@ def _svdvals_jvp(ans, a):
 
 svdvals.defvjp(_svdvals_vjp)
 svdvals.defjvp(_svdvals_jvp)
+SAMPLE_RULES[svdvals] = NOT_SEPARABLE
 
 
 # ---------------------------------------------------------------------------
@@ -372,6 +382,7 @@ def _svd_full_jvp(ans, a):
 
 svd_full.defvjp(_svd_full_vjp)
 svd_full.defjvp(_svd_full_jvp)
+SAMPLE_RULES[svd_full] = NOT_SEPARABLE
 
 
 def _svd_handler(a, full_matrices=True, compute_uv=True, hermitian=False):
@@ -389,6 +400,7 @@ register(np.linalg.svd, _svd_handler, prims=(svd, svd_full, svdvals),
          notes="singular vectors need distinct singular values (and nonzero ones unless square); their "
                "signs are NumPy's, kept fixed by the derivative; full_matrices=True's extra vectors (a "
                "basis of the complement) move without rotating within it")
+allow_in_expressions("linalg.cholesky", "linalg.eigh", "linalg.qr", "linalg.svd")
 if hasattr(np.linalg, "svdvals"):
     register(np.linalg.svdvals, lambda x: svdvals(x), prims=(svdvals,),
              notes="the derivative of s_i is outer(u_i, v_i); higher orders need distinct singular values")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..facts import NOT_SEPARABLE, SAMPLE_RULES, allow_in_expressions
 from ..registry import family, primitive, register, register_derived
 from ._util import axis_index, norm_axes, shift
 from ..tracer import guarded, peek
@@ -63,6 +64,7 @@ def _pnorm_jvp(ans, x, p, axes, keepdims):
 
 pnorm.defvjp(_pnorm_vjp)
 pnorm.defjvp(_pnorm_jvp)
+SAMPLE_RULES[pnorm] = NOT_SEPARABLE
 
 
 def _kept(result, shape: tuple, axes: tuple, keepdims: bool):
@@ -132,6 +134,7 @@ _NORM_NOTES = ("2-norm and Frobenius norm: subgradient 0 at 0 (never NaN); 1, in
                "ties split evenly (np.abs, np.max, np.min); ord=0 has derivative 0; other p: entries equal to 0 "
                "get slope 0; matrix 2, -2 and 'nuc': through svdvals (distinct singular values)")
 register(np.linalg.norm, _norm_handler, prims=(pnorm, svdvals), notes=_NORM_NOTES)
+allow_in_expressions("linalg.norm")
 if hasattr(np.linalg, "vector_norm"):
     register(np.linalg.vector_norm, lambda x, *, axis=None, keepdims=False, ord=2:
              _vector_norm(x, ord, norm_axes(axis, np.ndim(x)), keepdims), prims=(pnorm,), notes=_NORM_NOTES)

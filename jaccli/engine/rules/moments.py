@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..facts import allow_in_expressions
 from ..registry import family, register_derived
 from ._util import dtype_of, in_dtype, norm_axes, reduction_dtype
 from .reductions import _NAN_NOTES, _count, _mask, _nan_mask, _sum_handler, cast_first, sum_
@@ -53,6 +54,7 @@ register_derived(np.average, _average, uses=(sum_,))
 register_derived(np.var, _var_handler, uses=(sum_,))
 register_derived(np.std, _std_handler, uses=(sum_,),
                  notes="the derivative is infinite where the standard deviation is 0 (as for sqrt at 0)")
+allow_in_expressions("mean", "var", "std")
 
 
 # ---------------------------------------------------------------------------

@@ -6,7 +6,9 @@ import math
 
 import numpy as np
 
+from ..facts import MATRIX_PRODUCTS, SAMPLE_RULES, allow_in_expressions
 from ..registry import family, primitive, register, register_derived
+from ..sample_independence import traced_args
 from ..tracer import Tracer
 from ._util import axis_index, in_dtype, loop_dtypes, reduction_dtype, refuse_core_axes, unbroadcast
 
@@ -157,6 +159,16 @@ matmul.defvjp(_matmul_vjp_a, _matmul_vjp_b)
 matmul.defjvp(_matmul_jvp_a, _matmul_jvp_b)
 
 
+def _samples_matmul(node, B) -> bool:
+    """x @ W keeps samples apart for a traced x of samples by rows and a constant matrix W."""
+    a, b = node.args[0], node.args[1]
+    return traced_args(node) == [0] and np.ndim(a) == 2 and np.shape(a)[0] == B and np.ndim(b) == 2
+
+
+SAMPLE_RULES[matmul] = _samples_matmul
+MATRIX_PRODUCTS.add(matmul)
+
+
 def _matmul_handler(x1, x2, /, out=None, **kw):
     if np.ndim(x1) == 0 or np.ndim(x2) == 0:
         np.matmul(np.zeros(np.shape(x1)), np.zeros(np.shape(x2)))  # raises NumPy's own error
@@ -263,6 +275,7 @@ register_derived(np.inner, _inner, uses=(matmul,))
 register_derived(np.outer, _outer)
 register_derived(np.kron, _kron)
 register_derived(np.trace, _trace)
+allow_in_expressions("dot", "matmul", "outer", "inner", "tensordot", "kron", "trace")
 
 
 # np.linalg.outer: np.outer for 1-D arrays only.

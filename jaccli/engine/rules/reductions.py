@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from ..facts import KINK_CROSSINGS, SAMPLE_RULES, SHIFT_FORMS, allow_in_expressions
 from ..registry import family, primitive, register, register_derived
 from ..seeds import SparseBlock, broadcast_block
 from ..tracer import FUNCTION_HANDLERS, UFUNC_HANDLERS, Tracer, guarded, primal
@@ -37,6 +38,12 @@ def _spread_times(g, kept: tuple, shape: tuple, w):
     One operation fewer on a recorded gradient (a Hessian sweeps it again).
     """
     return np.reshape(g, (np.shape(g)[0],) + kept) * w
+
+
+def _samples_reduce(node, B) -> bool:
+    """A reduction keeps samples apart when it leaves axis 0 alone (facts.SAMPLE_RULES)."""
+    axes = node.args[1]
+    return np.shape(node.args[0])[:1] == (B,) and 0 not in axes and np.shape(node.value)[:1] == (B,)
 
 
 def _count(shape, axes) -> int:
@@ -71,6 +78,8 @@ def _sum_jvp(ans, x, axes, keepdims):
 
 sum_.defvjp(_sum_vjp)
 sum_.defjvp(_sum_jvp)
+SAMPLE_RULES[sum_] = _samples_reduce
+SHIFT_FORMS[sum_] = "sum"
 
 
 def _mask(where, a):
@@ -147,6 +156,7 @@ def _prod_jvp(ans, x, axes, keepdims):
 
 prod.defvjp(_prod_vjp)
 prod.defjvp(_prod_jvp)
+SAMPLE_RULES[prod] = _samples_reduce
 
 
 def _prod_handler(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
@@ -172,6 +182,22 @@ def _tie_weights(ans, x, axes):
     """1/(number of ties) where x equals its reduced extreme `ans`, else 0."""
     hit = np.equal(x, np.reshape(ans, _kept_shape(np.shape(x), axes)))
     return hit / np.sum(hit, axis=axes, keepdims=True)
+
+
+def _extreme_at(pick, ans, x, axes, keepdims):
+    """Which entry of each reduced slice is the max (min)."""
+    x = np.asarray(x)
+    kept = [a for a in range(x.ndim) if a not in axes]
+    at = pick(np.transpose(x, kept + list(axes)).reshape([x.shape[a] for a in kept] + [-1]), axis=-1)
+    return np.expand_dims(at, tuple(axes)) if keepdims else at
+
+
+def _swapped(pick):
+    """The kink crossing of a max (min) reduction: crossed where another entry is the max (min) a step
+    away."""
+    def crossed(at, moved):
+        return _extreme_at(pick, *at) != _extreme_at(pick, *moved)
+    return crossed
 
 
 def _extreme(name, np_func):
@@ -200,6 +226,9 @@ def _extreme(name, np_func):
     prim.defjvp(jvp)
     prim.kink = lambda ans, x, axes, keepdims: np.sum(
         np.equal(x, np.reshape(ans, _kept_shape(np.shape(x), axes))), axis=axes, keepdims=keepdims) > 1
+    KINK_CROSSINGS[prim] = _swapped(np.argmax if np_func is np.max else np.argmin)
+    SAMPLE_RULES[prim] = _samples_reduce
+    SHIFT_FORMS[prim] = "extreme"
 
     def handler(a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
         axes = norm_axes(axis, np.ndim(a))
@@ -234,6 +263,7 @@ register((np.minimum, "reduce"), lambda a, axis=0, dtype=None, out=None, keepdim
 register_derived(np.ptp, lambda a, axis=None, out=None, keepdims=False:
                  _max_handler(a, axis, keepdims=keepdims) - _min_handler(a, axis, keepdims=keepdims),
                  uses=(max_, min_), notes="ties split the derivative evenly among the tied entries")
+allow_in_expressions("sum", "prod", "max", "min", "amax", "amin")
 
 
 # ---------------------------------------------------------------------------

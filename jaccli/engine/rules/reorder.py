@@ -6,6 +6,7 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from ..core import user_site
+from ..facts import allow_in_expressions
 from ..registry import family, register, register_derived
 from ..tracer import guarded, mark_read_only
 from ._util import axis_index, in_method_dtype, norm_axes
@@ -83,6 +84,7 @@ def _sort(a, axis=-1, kind=None, order=None, *, stable=None):
 
 
 register_derived(np.roll, _roll, uses=(gather,))
+allow_in_expressions("flip", "roll")
 
 
 _WINDOWS = "np.lib.stride_tricks.sliding_window_view"

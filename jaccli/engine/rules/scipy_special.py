@@ -22,10 +22,11 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core import ELEMENTWISE
+from ..facts import NOT_SEPARABLE, SAMPLE_RULES
 from ..registry import family, primitive, register
 from ..tracer import FUNCTION_SWAPS, UFUNC_HANDLERS, holds_tracer, lift
-from ._util import expand, norm_axes, shift, unbroadcast
-from .elementwise import _binary, _nary, _safe_product, _tangent_product, _unary, _where0
+from ._util import crossed_at_zero, expand, norm_axes, shift, unbroadcast
+from .elementwise import _binary, _facts, _nary, _safe_product, _tangent_product, _unary, _where0
 
 FAMILY = "scipy.special"
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -85,13 +86,13 @@ def _register(sp: Any) -> None:
 
 def _register_ufuncs(sp: Any) -> None:
     def unary(ufunc, deriv, **kw):
-        return _unary(ufunc, deriv, name=f"scipy.special.{ufunc.__name__}", **kw)
+        return _unary(ufunc, deriv, name=f"scipy.special.{ufunc.__name__}", samples=NOT_SEPARABLE, **kw)
 
     def binary(ufunc, dx, dy, **kw):
-        return _binary(ufunc, dx, dy, name=f"scipy.special.{ufunc.__name__}", **kw)
+        return _binary(ufunc, dx, dy, name=f"scipy.special.{ufunc.__name__}", samples=NOT_SEPARABLE, **kw)
 
     def nary(ufunc, partials, **kw):
-        return _nary(ufunc, partials, name=f"scipy.special.{ufunc.__name__}", **kw)
+        return _nary(ufunc, partials, name=f"scipy.special.{ufunc.__name__}", samples=NOT_SEPARABLE, **kw)
 
     # Logistic and error functions
     unary(sp.expit, lambda ans, x: ans * (1.0 - ans))
@@ -110,7 +111,8 @@ def _register_ufuncs(sp: Any) -> None:
 
     # Gamma function and relatives
     polygamma = _polygamma_primitive(sp)
-    digamma = _unary(sp.digamma, lambda ans, x: polygamma(x, 1), name="scipy.special.digamma")
+    digamma = _unary(sp.digamma, lambda ans, x: polygamma(x, 1), name="scipy.special.digamma",
+                     samples=NOT_SEPARABLE)
     register(sp.psi, digamma, prims=(digamma,), name="scipy.special.psi", notes="scipy.special.digamma")
     unary(sp.gammaln, lambda ans, x: sp.digamma(x), notes="log|gamma(x)|: the derivative is digamma(x)")
     unary(sp.loggamma, lambda ans, x: sp.digamma(x), notes="real arguments")
@@ -190,15 +192,15 @@ def _register_ufuncs(sp: Any) -> None:
     sign = np.sign
     binary(sp.iv, None, lambda ans, v, x: 0.5 * (sp.iv(v - 1, x) + sp.iv(v + 1, x)))
     binary(sp.ive, None, lambda ans, v, x: 0.5 * (sp.ive(v - 1, x) + sp.ive(v + 1, x)) - sign(x) * ans,
-           kink=lambda ans, v, x: x == 0, notes=_SCALED_NOTE)
+           kink=lambda ans, v, x: x == 0, crossed=crossed_at_zero, notes=_SCALED_NOTE)
     binary(sp.jv, None, lambda ans, v, x: 0.5 * (sp.jv(v - 1, x) - sp.jv(v + 1, x)))
     binary(sp.yv, None, lambda ans, v, x: 0.5 * (sp.yv(v - 1, x) - sp.yv(v + 1, x)), notes="x > 0")
     unary(sp.i0, lambda ans, x: sp.i1(x))
     unary(sp.i1, lambda ans, x: 0.5 * (sp.i0(x) + sp.iv(2.0, x)))
     unary(sp.i0e, lambda ans, x: sp.i1e(x) - sign(x) * ans,
-          kink=lambda ans, x: x == 0, notes=_SCALED_NOTE)
+          kink=lambda ans, x: x == 0, crossed=crossed_at_zero, notes=_SCALED_NOTE)
     unary(sp.i1e, lambda ans, x: 0.5 * (sp.i0e(x) + sp.ive(2.0, x)) - sign(x) * ans,
-          kink=lambda ans, x: x == 0, notes=_SCALED_NOTE)
+          kink=lambda ans, x: x == 0, crossed=crossed_at_zero, notes=_SCALED_NOTE)
     unary(sp.j0, lambda ans, x: -sp.j1(x))
     unary(sp.j1, lambda ans, x: 0.5 * (sp.j0(x) - sp.jv(2.0, x)))
     unary(sp.y0, lambda ans, x: -sp.y1(x), notes="x > 0")
@@ -218,6 +220,7 @@ def _polygamma_primitive(sp: Any):
     """
     prim = primitive("scipy.special.polygamma", lambda x, n: sp.polygamma(n, x))
     prim.structure = ELEMENTWISE
+    _facts(prim, samples=NOT_SEPARABLE)
 
     def vjp(ans, x, n):
         scale = _safe_product(prim(x, n + 1))
@@ -278,6 +281,7 @@ def _logsumexp_primitive(sp: Any, signed: bool):
         impl = lambda a, b, axes, keepdims: sp.logsumexp(a, axis=axes, b=b, keepdims=keepdims)  # noqa: E731
         name = "scipy.special.logsumexp"
     prim = primitive(name, impl, multi_out=signed)
+    SAMPLE_RULES[prim] = NOT_SEPARABLE
 
     def vjp(pos):
         def maker(ans, a, b, axes, keepdims):
@@ -333,6 +337,7 @@ def _register_logsumexp(sp: Any) -> None:
 def _register_softmax(sp: Any) -> None:
     softmax = primitive("scipy.special.softmax", lambda x, axes: sp.softmax(x, axis=axes))
     log_softmax = primitive("scipy.special.log_softmax", lambda x, axes: sp.log_softmax(x, axis=axes))
+    SAMPLE_RULES.update({softmax: NOT_SEPARABLE, log_softmax: NOT_SEPARABLE})
 
     def softmax_rule(ans, x, axes):
         # J = diag(s) - s s^T over the axes: symmetric, so one rule serves both sweeps

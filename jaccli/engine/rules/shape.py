@@ -6,7 +6,9 @@ import operator
 
 import numpy as np
 
+from ..facts import NOT_SEPARABLE, SAMPLE_RULES, SHIFT_FORMS, allow_in_expressions
 from ..registry import family, primitive, register, register_derived
+from ..sample_independence import leading_axis_kept
 from ..tracer import Tracer, guarded, mark_read_only
 from ._util import axis_index
 
@@ -38,6 +40,8 @@ def _reshape_rule(to_shape_of):
 
 reshape.defvjp(_reshape_rule("x"))
 reshape.defjvp(_reshape_rule("ans"))
+SAMPLE_RULES[reshape] = leading_axis_kept
+SHIFT_FORMS[reshape] = "move"
 
 
 def _reshape_handler(a, newshape=None, order="C", *, shape=None, copy=None):
@@ -84,6 +88,7 @@ def _layout(a) -> str:
 register(np.reshape, _reshape_handler, prims=(reshape,),
          notes="order 'F' is C order with the axes reversed; 'A' and 'K' follow the array's memory layout")
 register_derived(np.ravel, lambda a, order="C": _reshape_handler(a, (-1,), order), uses=(reshape,))
+allow_in_expressions("reshape", "ravel")
 
 
 def _expand_dims(a, axis):
@@ -142,6 +147,15 @@ transpose.defvjp(_transpose_vjp)
 transpose.defjvp(_transpose_jvp)
 
 
+def _samples_transpose(node, B) -> bool:
+    """A transpose keeps samples apart when it keeps axis 0 in front."""
+    return tuple(node.args[1])[:1] == (0,) and np.shape(node.value)[:1] == (B,)
+
+
+SAMPLE_RULES[transpose] = _samples_transpose
+SHIFT_FORMS[transpose] = "move"
+
+
 def _transpose_handler(a, axes=None):
     nd = np.ndim(a)
     if axes is None:
@@ -171,6 +185,7 @@ def _moveaxis(a, source, destination):
 
 
 register(np.transpose, _transpose_handler, prims=(transpose,))
+allow_in_expressions("transpose")
 register_derived(np.swapaxes, _swapaxes, uses=(transpose,))
 register_derived(np.moveaxis, _moveaxis, uses=(transpose,))
 if hasattr(np, "permute_dims"):
@@ -207,6 +222,8 @@ def _broadcast_jvp(ans, x, shape):
 
 broadcast_to.defvjp(_broadcast_vjp)
 broadcast_to.defjvp(_broadcast_jvp)
+SAMPLE_RULES[broadcast_to] = NOT_SEPARABLE
+SHIFT_FORMS[broadcast_to] = "move"
 
 
 def _broadcast_handler(array, shape, subok=False):

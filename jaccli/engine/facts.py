@@ -1,0 +1,53 @@
+"""What is known about each primitive beyond its rules: one table per fact, keyed by the Primitive.
+
+The rules module that defines a primitive fills its rows, beside the primitive (as JAX fills
+``batching.primitive_batchers[p]`` beside ``p``); the code that needs a fact reads its table.
+tests/test_rules.py fails when a primitive lacks a fact its family needs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+# The keys are core.Primitive objects, not imported here: core's own modules read these tables.
+Primitive = Node = Any
+
+NOT_SEPARABLE = None
+SAMPLE_RULES: dict[Primitive, Callable[[Node, int], bool] | None] = {}
+"""batch_axis=0 (sample_independence): rule(node, B) says whether a recorded node keeps the B samples
+along axis 0 apart; NOT_SEPARABLE: the primitive gives no such proof. Every primitive has a row."""
+
+NO_KINK = None
+KINK_CROSSINGS: dict[Primitive, Callable[[tuple, tuple], Any] | None] = {}
+"""crossed(at, moved): which elements of the output a step crosses the kink of (`Primitive.kink`)
+between x and a point a step away, from (ans, *args) at both (check/kinks); NO_KINK: nowhere is its
+derivative a convention. Every elementwise primitive and every primitive with a kink has a row."""
+
+SHIFT_FORMS: dict[Primitive, str] = {}
+"""How a scalar shift c passes through the primitive (cancelled_shifts), one of FORMS. A primitive
+without a row ends the proof that c cancels."""
+FORMS = frozenset({"add", "subtract", "negative", "exp", "log", "multiply", "divide", "sum",
+                   "extreme",  # a max or min reduction
+                   "move"})  # entries of argument 0 moved around or picked (a reshape, an index)
+
+READS_ONE_TRIANGLE: set[Primitive] = set()
+"""Decompositions of a symmetric matrix where NumPy reads one triangle of A, and the derivative is
+that of f((A + A.T)/2) (check/branch_changes)."""
+
+MATRIX_PRODUCTS: set[Primitive] = set()
+"""Products that contract an axis: they gather a few rows of a structured seed faster than they
+multiply a dense one (api/evaluator picks its seeds by this)."""
+
+EXPRESSION_FUNCTIONS: dict[str, Callable] = {}
+"""The NumPy functions a -e expression may call, by the name written after np. ("linalg.norm")."""
+
+
+def allow_in_expressions(*names: str) -> None:
+    """Let -e expressions call these NumPy functions (dotted names below np., as "linalg.norm")."""
+    for name in names:
+        function: Any = np
+        for part in name.split("."):
+            function = getattr(function, part)
+        EXPRESSION_FUNCTIONS[name] = function

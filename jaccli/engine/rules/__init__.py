@@ -18,12 +18,14 @@ from . import (  # noqa: F401
     moments,
     nan_quantiles,
     numerics,
+    polynomials,
     products,
     reductions,
     reorder,
     scatter,
     scipy_special,
     shape,
+    statistics,
 )
 
 from ..registry import PRIMITIVES as _PRIMITIVES  # noqa: E402

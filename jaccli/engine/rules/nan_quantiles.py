@@ -9,7 +9,8 @@ from ..tracer import guarded
 from ._util import as_scalar, dtype_of
 from .elementwise import where
 from .indexing import gather
-from .numerics import _TIES, _arr, _lerp, _sorted_first, check_quantile_method, checked_quantile_args
+from .numerics import _arr
+from .statistics import _TIES, _lerp, _sorted_first, check_quantile_method, checked_quantile_args
 
 family("numerics")
 

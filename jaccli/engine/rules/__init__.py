@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401
     bessel,
+    composed_ufuncs,
     creation,
     cumulative,
     diagonals,
@@ -18,6 +19,7 @@ from . import (  # noqa: F401
     moments,
     nan_quantiles,
     numerics,
+    piecewise,
     polynomials,
     products,
     reductions,

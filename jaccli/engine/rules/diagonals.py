@@ -7,8 +7,8 @@ import numpy as np
 from ..facts import allow_in_expressions
 from ..registry import family, register_derived
 from ._util import dtype_of
-from .elementwise import where
 from .indexing import gather, positions, rearrange, scatter_flat
+from .piecewise import where
 from .shape import reshape
 
 family("diagonals")

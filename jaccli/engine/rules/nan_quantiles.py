@@ -7,9 +7,9 @@ import numpy as np
 from ..registry import family, register_derived
 from ..tracer import guarded
 from ._util import as_scalar, dtype_of
-from .elementwise import where
 from .indexing import gather
 from .numerics import _arr
+from .piecewise import where
 from .statistics import _TIES, _lerp, _sorted_first, check_quantile_method, checked_quantile_args
 
 family("numerics")

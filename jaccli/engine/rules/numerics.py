@@ -18,9 +18,9 @@ from ..core import user_site
 from ..registry import family, register_derived
 from ..tracer import Tracer, guarded
 from ._util import along, axis_index, dtype_of
-from .elementwise import where
 from .indexing import gather, get_basic
 from .joining import concat
+from .piecewise import where
 from .reductions import sum_
 
 family("numerics")

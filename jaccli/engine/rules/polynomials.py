@@ -13,10 +13,10 @@ from ..core import user_site
 from ..registry import family, register_derived
 from ._util import dtype_of
 from .cumulative import cumprod, cumsum
-from .elementwise import where
 from .indexing import gather
 from .joining import concat
 from .numerics import _arr, _cast
+from .piecewise import where
 from .reductions import sum_
 
 family("numerics")

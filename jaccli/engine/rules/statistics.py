@@ -12,9 +12,9 @@ from ..core import user_site
 from ..registry import family, register_derived
 from ..tracer import Tracer, guarded
 from ._util import as_scalar, dtype_of
-from .elementwise import where
 from .indexing import gather
 from .numerics import _arr, _axes, _cast
+from .piecewise import where
 from .products import matmul
 from .reductions import sum_
 

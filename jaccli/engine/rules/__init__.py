@@ -28,6 +28,7 @@ from . import (  # noqa: F401
     scipy_special,
     shape,
     statistics,
+    take_and_put,
 )
 
 from ..registry import PRIMITIVES as _PRIMITIVES  # noqa: E402

@@ -11,9 +11,10 @@ from ..registry import family, register, register_derived
 from ..tracer import INTERNAL, Tracer
 from ._util import dtype_of, in_dtype, loop_dtypes, shape_of
 from .elementwise import multiply
-from .indexing import _index, _plain, gather, positions, scatter_flat
+from .indexing import gather, positions, scatter_flat
 from .joining import concat
 from .piecewise import where
+from .take_and_put import _index, _plain
 
 family("indexing")
 

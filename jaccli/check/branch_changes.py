@@ -8,7 +8,7 @@ from typing import Any, Collection
 import numpy as np
 
 from jaccli.engine.core import ELEMENTWISE, Node
-from jaccli.engine.facts import READS_ONE_TRIANGLE
+from jaccli.engine.facts import CONDITION_ARGUMENTS, READS_ONE_TRIANGLE
 from jaccli.engine.recording import Recording
 from jaccli.engine.tracer import peek
 from .kinks import kink_crossed, kink_mask, op_at
@@ -207,7 +207,7 @@ def crossings(base: Recording, moved: Recording, masks: dict[int, np.ndarray], c
                 continue
             jumped = _changed(peek(x), peek(y))
             if jumped.any():
-                what = "its condition" if a.prim.name == "np.where" and pos == 0 else f"its argument {pos}"
+                what = "its condition" if CONDITION_ARGUMENTS.get(a.prim) == pos else f"its argument {pos}"
                 # an elementwise op's output changes where its argument does (broadcast); an op that
                 # takes an index, where the new index moves its output
                 moved = jumped if a.prim.structure == ELEMENTWISE else _changed_by_constants(a, b, traced)

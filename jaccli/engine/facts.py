@@ -40,6 +40,10 @@ MATRIX_PRODUCTS: set[Primitive] = set()
 """Products that contract an axis: they gather a few rows of a structured seed faster than they
 multiply a dense one (api/evaluator picks its seeds by this)."""
 
+CONDITION_ARGUMENTS: dict[Primitive, int] = {}
+"""The position of the argument that is a condition (np.where's 0): a report names it "its condition"
+(check/branch_changes)."""
+
 EXPRESSION_FUNCTIONS: dict[str, Callable] = {}
 """The NumPy functions a -e expression may call, by the name written after np. ("linalg.norm")."""
 

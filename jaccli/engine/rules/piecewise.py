@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import ELEMENTWISE
-from ..facts import allow_in_expressions
+from ..facts import CONDITION_ARGUMENTS, allow_in_expressions
 from ..registry import family, primitive, register, register_derived
 from ..sample_independence import elementwise as samples_apart
 from ..tracer import Tracer, guarded
@@ -86,6 +86,7 @@ def _samples_where(node, B):
 where = primitive("np.where", _where_impl)
 where.structure = ELEMENTWISE
 _facts(where, samples=_samples_where)
+CONDITION_ARGUMENTS[where] = 0
 where.defvjp(
     None,
     lambda ans, c, x, y: (lambda g: unbroadcast(np.where(c, g, 0.0), np.shape(x))),

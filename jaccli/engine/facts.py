@@ -12,35 +12,35 @@ from typing import Any, Callable
 import numpy as np
 
 # The keys are core.Primitive objects, not imported here: core's own modules read these tables.
-Primitive = Node = Any
+_Primitive = _Node = Any
 
 NOT_SEPARABLE = None
-SAMPLE_RULES: dict[Primitive, Callable[[Node, int], bool] | None] = {}
+SAMPLE_RULES: dict[_Primitive, Callable[[_Node, int], bool] | None] = {}
 """batch_axis=0 (sample_independence): rule(node, B) says whether a recorded node keeps the B samples
 along axis 0 apart; NOT_SEPARABLE: the primitive gives no such proof. Every primitive has a row."""
 
 NO_KINK = None
-KINK_CROSSINGS: dict[Primitive, Callable[[tuple, tuple], Any] | None] = {}
+KINK_CROSSINGS: dict[_Primitive, Callable[[tuple, tuple], Any] | None] = {}
 """crossed(at, moved): which elements of the output a step crosses the kink of (`Primitive.kink`)
 between x and a point a step away, from (ans, *args) at both (check/kinks); NO_KINK: nowhere is its
 derivative a convention. Every elementwise primitive and every primitive with a kink has a row."""
 
-SHIFT_FORMS: dict[Primitive, str] = {}
+SHIFT_FORMS: dict[_Primitive, str] = {}
 """How a scalar shift c passes through the primitive (cancelled_shifts), one of FORMS. A primitive
 without a row ends the proof that c cancels."""
 FORMS = frozenset({"add", "subtract", "negative", "exp", "log", "multiply", "divide", "sum",
                    "extreme",  # a max or min reduction
                    "move"})  # entries of argument 0 moved around or picked (a reshape, an index)
 
-READS_ONE_TRIANGLE: set[Primitive] = set()
+READS_ONE_TRIANGLE: set[_Primitive] = set()
 """Decompositions of a symmetric matrix where NumPy reads one triangle of A, and the derivative is
 that of f((A + A.T)/2) (check/branch_changes)."""
 
-MATRIX_PRODUCTS: set[Primitive] = set()
+MATRIX_PRODUCTS: set[_Primitive] = set()
 """Products that contract an axis: they gather a few rows of a structured seed faster than they
 multiply a dense one (api/evaluator picks its seeds by this)."""
 
-CONDITION_ARGUMENTS: dict[Primitive, int] = {}
+CONDITION_ARGUMENTS: dict[_Primitive, int] = {}
 """The position of the argument that is a condition (np.where's 0): a report names it "its condition"
 (check/branch_changes)."""
 

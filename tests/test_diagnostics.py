@@ -11,7 +11,7 @@ import pytest
 import jaccli
 from jaccli.check.diagnostics import (NonfiniteMonitor, disconnected_pairs, find_kinks, first_nonfinite_primal,
     nonfinite_report, recording_of, structural_zero_message, structural_zero_warnings, trace_nonfinite)
-from jaccli.engine import core
+from jaccli.engine import sweeps, user_sites
 from jaccli.engine.recording import Recording
 from jaccli.errors import UnsupportedOperationError
 from jaccli.io.user_functions import load_function
@@ -218,9 +218,9 @@ def test_first_nonfinite_primal_is_none_for_finite_outputs():
 def test_monitor_is_removed_afterwards_even_on_errors():
     with pytest.raises(ZeroDivisionError):
         with NonfiniteMonitor():
-            assert core.MONITOR.v is not None
+            assert sweeps.MONITOR.v is not None
             raise ZeroDivisionError
-    assert core.MONITOR.v is None
+    assert sweeps.MONITOR.v is None
 
 
 def test_provenance_to_dict_is_strict_json():
@@ -294,4 +294,4 @@ def test_a_sweep_that_fails_leaves_no_site_behind(mode):
     # (np.mod has no derivative in its second argument) must not leave that attribution set.
     with pytest.raises(UnsupportedOperationError, match="no .*-mode derivative"):
         np.asarray(jaccli.jacobian(lambda x: np.mod(3.0, x), np.array([1.5, 2.0]), mode=mode))
-    assert core._RULE_SITE.v is None
+    assert user_sites.RULE_SITE.v is None

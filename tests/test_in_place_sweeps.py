@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 import jaccli
 from jaccli.check.diagnostics import first_nonfinite_primal
-from jaccli.engine.core import Plan, memory_root
+from jaccli.engine.sweep_plans import Plan
+from jaccli.engine.tracer import memory_root
 from jaccli.engine.recording import Recording
 from jaccli.engine.rules import indexing
 from tests.helpers import central_diff

@@ -285,7 +285,7 @@ def test_a_structured_result_with_a_part_it_cannot_give_back_makes_no_program():
     # a block whose value part is another recording's traced array (or anything but a slot of the
     # sweep or a constant) cannot be rebuilt by the program: no program, rather than a block that
     # silently lacks that part
-    from jaccli.engine.core import Trace
+    from jaccli.engine.tape import Trace
 
     ext, other = Trace(), Trace()
     foreign = other.new_input(np.ones((2, 1)))

@@ -135,9 +135,9 @@ def test_a_by_name_import_in_the_users_helper_module_works(user_module, rng):
 
 
 def test_a_by_name_import_in_an_installed_module_says_how_to_call_it(user_module, tmp_path, monkeypatch):
-    from jaccli.engine import core
+    from jaccli.engine import user_sites
 
-    monkeypatch.setattr(core, "_LIBRARY_DIRS", core._LIBRARY_DIRS + (str(tmp_path),))  # as if installed
+    monkeypatch.setattr(user_sites, "_LIBRARY_DIRS", user_sites._LIBRARY_DIRS + (str(tmp_path),))  # as if installed
     helper = user_module("""
         from scipy.special import logsumexp
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import jaccli
 from jaccli.engine import cancelled_shifts as shifts
-from jaccli.engine.core import _plan_reverse
+from jaccli.engine.sweep_plans import plan_reverse
 from jaccli.engine.recording import Recording
 
 from .helpers import central_diff
@@ -19,7 +19,7 @@ from .helpers import central_diff
 def cut_of(f, *args, wrt=0):
     """Names of the nodes a reverse sweep of f's first output does not follow out of."""
     rec = Recording(f, args, (wrt,))
-    plan = _plan_reverse(rec.trace, (rec.out_refs[0],), rec.in_nodes[0].deps)
+    plan = plan_reverse(rec.trace, (rec.out_refs[0],), rec.in_nodes[0].deps)
     return [rec.trace.nodes[i].prim.name for i in sorted(plan.cut)]
 
 
@@ -231,8 +231,8 @@ def test_the_cut_belongs_to_the_outputs_swept():
 
     rec = Recording(two, (Z,), (0,))
     deps = rec.in_nodes[0].deps
-    assert _plan_reverse(rec.trace, (rec.out_refs[0],), deps).cut
-    assert not _plan_reverse(rec.trace, tuple(rec.out_refs), deps).cut
+    assert plan_reverse(rec.trace, (rec.out_refs[0],), deps).cut
+    assert not plan_reverse(rec.trace, tuple(rec.out_refs), deps).cut
     J0, J1 = jaccli.jacobian(two, Z)
     np.testing.assert_allclose(np.asarray(J0), softmax(Z), rtol=1e-14, atol=1e-16)
     np.testing.assert_allclose(np.asarray(J1), central_diff(lambda z: two(z)[1], Z), rtol=1e-7, atol=1e-8)

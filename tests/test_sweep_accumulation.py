@@ -14,7 +14,7 @@ import pytest
 import jaccli
 from jaccli.check.diagnostics import first_nonfinite_primal
 from jaccli.engine import seeds
-from jaccli.engine.core import memory_root
+from jaccli.engine.tracer import memory_root
 from jaccli.engine.recording import Recording
 from tests.helpers import central_diff
 

@@ -343,11 +343,11 @@ def test_threads_replaying_one_template_each_get_their_own_hessian(replays):
 @pytest.mark.parametrize("mode", ["forward", "reverse"])
 @pytest.mark.parametrize("f, hessian", [(rosenbrock, rosen_hess), (softmax_ce, softmax_hessian)], ids=["rosen", "softmax"])
 def test_replays_share_the_outer_sweeps_plans(replays, monkeypatch, mode, f, hessian):
-    from jaccli.engine import core
+    from jaccli.engine import sweep_plans
 
     made, rules = [], []
-    needed = core._needed
-    monkeypatch.setattr(core, "_needed", lambda *a: made.append(1) or needed(*a))
+    needed = sweep_plans._needed
+    monkeypatch.setattr(sweep_plans, "_needed", lambda *a: made.append(1) or needed(*a))
     # the outer sweeps leave softmax_ce's shift out too (a plan's cut): no rule of the maximum is made
     prims = {n.prim.name: n.prim for n in Recording(softmax_ce, (np.ones(9),), (0,)).trace.nodes}
     for name, argnum in (("np.subtract", 1), ("np.max", 0)):
@@ -366,7 +366,7 @@ def test_replays_share_the_outer_sweeps_plans(replays, monkeypatch, mode, f, hes
     assert made == []  # no plan was made again: the template's served every replay
     if f is softmax_ce:
         assert rules == []
-    monkeypatch.setattr(core, "_needed", needed)
+    monkeypatch.setattr(sweep_plans, "_needed", needed)
     np.testing.assert_array_equal(got, traced_afresh(f, points[-1], mode=mode))
 
 
@@ -393,14 +393,14 @@ def test_a_shift_given_as_an_input_stays_cut_in_replays(replays, monkeypatch, mo
 
 
 def test_shared_plans_serve_only_outputs_inside_the_shared_part():
-    from jaccli.engine import core
+    from jaccli.engine import sweep_plans, tape
 
-    trace = core.Trace()
+    trace = tape.Trace()
     trace.shared_plans = (4, {})
-    assert core._shared(trace, ("fwd", ((3, None),), 1)) is trace.shared_plans[1]
-    assert core._shared(trace, ("fwd", ((3, None), (4, None)), 1)) is None  # node 4 is past the shared part
+    assert sweep_plans._shared(trace, ("fwd", ((3, None),), 1)) is trace.shared_plans[1]
+    assert sweep_plans._shared(trace, ("fwd", ((3, None), (4, None)), 1)) is None  # node 4 is past the shared part
     trace.shared_plans = None
-    assert core._shared(trace, ("rev", ((0, None),), 1)) is None
+    assert sweep_plans._shared(trace, ("rev", ((0, None),), 1)) is None
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

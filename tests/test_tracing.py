@@ -622,11 +622,11 @@ def test_a_global_whose_attributes_raise_is_left_alone(user_module):
 
 
 def test_installed_packages_and_the_standard_library_are_not_swapped(user_module, tmp_path, monkeypatch):
-    from jaccli.engine import core, intercept
+    from jaccli.engine import intercept, user_sites
 
     site = tmp_path / "site"
     site.mkdir()
-    monkeypatch.setattr(core, "_LIBRARY_DIRS", core._LIBRARY_DIRS + (str(site),))
+    monkeypatch.setattr(user_sites, "_LIBRARY_DIRS", user_sites._LIBRARY_DIRS + (str(site),))
     (site / "installed_pack.py").write_text("import numpy as np\n\ndef pack(x):\n    return np.array([x[0], x[1]])\n")
     spec = importlib.util.spec_from_file_location("installed_pack", site / "installed_pack.py")
     installed = importlib.util.module_from_spec(spec)
@@ -1303,9 +1303,9 @@ def test_the_safe_division_idiom_is_refused_with_a_rewrite_that_keeps_its_values
 
 def test_an_escape_inside_an_installed_library_is_reported_at_the_users_line(user_module, tmp_path, monkeypatch):
     # Before: scipy.special.logsumexp(x) was reported at a line inside scipy's own files.
-    from jaccli.engine import core
+    from jaccli.engine import user_sites
 
-    monkeypatch.setattr(core, "_LIBRARY_DIRS", core._LIBRARY_DIRS + (str(tmp_path),))
+    monkeypatch.setattr(user_sites, "_LIBRARY_DIRS", user_sites._LIBRARY_DIRS + (str(tmp_path),))
     lib = user_module("import numpy as np\n\ndef smooth_max(x):\n    return np.log(np.sum(np.exp(np.asarray(x))))\n",
                       name="installed_lib")
 
@@ -1320,11 +1320,11 @@ def test_the_same_function_in_an_installed_file_and_the_users_is_told_apart_by_f
     # Code objects compare equal across files when their code is the same (the file is not part of
     # it). Before: the user's copy of an installed helper took the installed one's kind, so its
     # escape was reported at f's call instead of the helper's own line.
-    from jaccli.engine import core
+    from jaccli.engine import user_sites
 
     site = tmp_path / "site"
     site.mkdir()
-    monkeypatch.setattr(core, "_LIBRARY_DIRS", core._LIBRARY_DIRS + (str(site),))
+    monkeypatch.setattr(user_sites, "_LIBRARY_DIRS", user_sites._LIBRARY_DIRS + (str(site),))
     source = "import numpy as np\n\ndef scale(x):\n    return float(x[0]) * x\n"
     (site / "installed_scale.py").write_text(source)
     spec = importlib.util.spec_from_file_location("installed_scale", site / "installed_scale.py")
@@ -1342,7 +1342,7 @@ def test_the_same_function_in_an_installed_file_and_the_users_is_told_apart_by_f
     # The user's copy is reported at its own line; the installed one at the user's call into it.
     at = {mine: f"{mine.__file__}:4: ", installed: f"{__file__}:{line_of(through, 'Recording(module')}: "}
     for first, second in ((installed, mine), (mine, installed)):
-        core._INTERNAL_CODE.pop(installed.scale.__code__, None)
+        user_sites._INTERNAL_CODE.pop(installed.scale.__code__, None)
         for module in (first, second):
             assert through(module).startswith(at[module]), module
 

@@ -11,7 +11,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from jaccli.replay import sweep_templates
-from jaccli.engine.core import attributed_to, definition_site, is_internal, reverse, user_site
+from jaccli.engine.sweeps import reverse
+from jaccli.engine.user_sites import attributed_to, definition_site, is_internal, user_site
 from jaccli.engine.recording import Recording, as_float, call_traced, primal_nested
 from jaccli.engine.rules._util import dtype_of, shape_of
 from jaccli.engine.seeds import dense

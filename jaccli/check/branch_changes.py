@@ -7,7 +7,7 @@ from typing import Any, Collection
 
 import numpy as np
 
-from jaccli.engine.core import ELEMENTWISE, Node
+from jaccli.engine.tape import ELEMENTWISE, Node
 from jaccli.engine.facts import CONDITION_ARGUMENTS, READS_ONE_TRIANGLE
 from jaccli.engine.recording import Recording
 from jaccli.engine.tracer import peek

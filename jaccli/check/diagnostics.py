@@ -7,7 +7,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from jaccli.engine import core
+from jaccli.engine.sweeps import MONITOR
+from jaccli.engine.tape import Node, Trace
 from jaccli.engine.recording import Recording
 from jaccli.engine.tracer import peek
 
@@ -195,13 +196,13 @@ def _describe(arr: np.ndarray) -> tuple[str, list[int]]:
     return values, ([int(i) for i in first[0]] if len(first) else [])
 
 
-def _where_inactive(consumer: core.Node, argnum: int) -> np.ndarray:
+def _where_inactive(consumer: Node, argnum: int) -> np.ndarray:
     """Positions (in the where's output shape) where branch `argnum` is not taken."""
     cond = np.broadcast_to(np.asarray(peek(consumer.args[0]), dtype=bool), np.shape(consumer.value))
     return ~cond if argnum == 1 else cond
 
 
-def _branch_mask(consumer: core.Node, argnum: int, value: np.ndarray) -> np.ndarray | None:
+def _branch_mask(consumer: Node, argnum: int, value: np.ndarray) -> np.ndarray | None:
     """Non-finite positions of a where-branch value that np.where selects (None: cannot align)."""
     shape = np.shape(consumer.value)
     try:
@@ -211,7 +212,7 @@ def _branch_mask(consumer: core.Node, argnum: int, value: np.ndarray) -> np.ndar
     return bad & ~_where_inactive(consumer, argnum)
 
 
-def _from_inactive_where(trace: core.Trace | None, node: core.Node) -> bool:
+def _from_inactive_where(trace: Trace | None, node: Node) -> bool:
     """Whether `node` feeds np.where as a branch that holds non-finite values where it is not taken."""
     if trace is None:
         return False
@@ -295,10 +296,10 @@ class NonfiniteMonitor:
     """
 
     def __init__(self) -> None:
-        self.event: tuple[core.Node, str, np.ndarray] | None = None
+        self.event: tuple[Node, str, np.ndarray] | None = None
         self._saved: Any = None
 
-    def __call__(self, node: core.Node, argnum: int, value: Any, kind: str) -> None:
+    def __call__(self, node: Node, argnum: int, value: Any, kind: str) -> None:
         if self.event is not None:
             return
         parts = value if isinstance(value, (tuple, list)) else (value,)
@@ -311,12 +312,12 @@ class NonfiniteMonitor:
                 return
 
     def __enter__(self) -> "NonfiniteMonitor":
-        self._saved = core.MONITOR.v
-        core.MONITOR.v = self
+        self._saved = MONITOR.v
+        MONITOR.v = self
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        core.MONITOR.v = self._saved
+        MONITOR.v = self._saved
 
     def provenance(self, rec: Recording | Any = None, result: Any = None) -> Provenance | None:
         """Explain the first non-finite value: in f's outputs first, else in the sweeps.

@@ -7,7 +7,8 @@ from typing import Any, Callable, Collection, Sequence
 
 import numpy as np
 
-from jaccli.engine import core
+from jaccli.engine.sweeps import MONITOR
+from jaccli.engine.tape import Node
 from jaccli.engine.recording import Recording
 from jaccli.engine.tracer import peek
 from .kinks import Kink
@@ -167,20 +168,20 @@ def _sweep_watching(rec: Recording, seeds: list, watched: Collection[int], note:
         if ref is not None and seed is not None and ref[0].index in watched:
             note(ref[0].index, seed)
 
-    def monitor(node: core.Node, argnum: int, ct: Any, kind: str) -> None:
+    def monitor(node: Node, argnum: int, ct: Any, kind: str) -> None:
         for a, parent, _ in node.parents:
             if a == argnum and parent.index in watched:
                 note(parent.index, ct)
         if saved is not None:
             saved(node, argnum, ct, kind)
 
-    saved = core.MONITOR.v
-    core.MONITOR.v = monitor
+    saved = MONITOR.v
+    MONITOR.v = monitor
     try:
         with np.errstate(all="ignore"):
             rec.vjp(seeds)
     finally:
-        core.MONITOR.v = saved
+        MONITOR.v = saved
 
 
 def row_seeds(out: np.ndarray, rows: np.ndarray, batch: bool) -> np.ndarray:

@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jaccli.engine import core
 from jaccli.engine.facts import KINK_CROSSINGS
 from jaccli.engine.recording import Recording
 from jaccli.engine.registry import REGISTRY
+from jaccli.engine.tape import Node
 from jaccli.engine.tracer import peek
 
 __all__ = ["Kink", "find_kinks", "kink_crossed", "kink_masks", "kink_mask", "kinked_nodes",
@@ -27,11 +27,11 @@ def registry_notes(prim_name: str) -> str:
     return ""
 
 
-def _site(node: core.Node) -> tuple[str | None, int | None]:
+def _site(node: Node) -> tuple[str | None, int | None]:
     return node.site or (None, None)
 
 
-def op_at(node: core.Node) -> str:
+def op_at(node: Node) -> str:
     file, line = _site(node)
     return f"{node.prim.name} at {file}:{line}" if file else node.prim.name
 
@@ -75,7 +75,7 @@ class Kink:
                 "entry_count": dict(self.entry_count)}
 
 
-def kink_mask(node: core.Node) -> np.ndarray:
+def kink_mask(node: Node) -> np.ndarray:
     with np.errstate(all="ignore"):
         mask = node.prim.kink(peek(node.value), *[peek(a) for a in node.args], **node.kwargs)
     return np.asarray(mask, dtype=bool)
@@ -94,7 +94,7 @@ def kink_masks(rec: Recording) -> dict[int, np.ndarray]:
     return {index: kink_mask(rec.trace.nodes[index]) for index in kinked_nodes(rec)}
 
 
-def kink_crossed(at: core.Node, moved: core.Node) -> np.ndarray:
+def kink_crossed(at: Node, moved: Node) -> np.ndarray:
     """Which elements of an op's output (in its shape) cross its kink between two recordings of it, at x
     and a step away (`facts.KINK_CROSSINGS`, declared beside the primitive)."""
     values = [(peek(n.value), *[peek(a) for a in n.args]) for n in (at, moved)]

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import core  # core imports this module too: value_size is read when a plan is made
+from .tape import value_size
 from .facts import SHIFT_FORMS
 
 _ADD, _MUL = 0, 1  # value = base + k*c; value = base * exp(k*c)
@@ -76,10 +76,10 @@ def candidates(needed: Any) -> list[list]:
         if SHIFT_FORMS.get(node.prim) != "exp":
             continue
         for _, d, pidx in node.parents:
-            if pidx is not None or SHIFT_FORMS.get(d.prim) != "subtract" or core.value_size(d.value) == 1:
+            if pidx is not None or SHIFT_FORMS.get(d.prim) != "subtract" or value_size(d.value) == 1:
                 continue
             for argnum, parent, ppidx in d.parents:
-                if argnum == 1 and ppidx is None and core.value_size(parent.value) == 1 and parent not in shifts:
+                if argnum == 1 and ppidx is None and value_size(parent.value) == 1 and parent not in shifts:
                     shifts.append(parent)
         if len(shifts) >= _MAX_SHIFTS:
             break
@@ -88,7 +88,7 @@ def candidates(needed: Any) -> list[list]:
     groups: dict[Any, list] = {}
     signatures: dict[int, tuple] = {}  # node index -> its signature, for the shifts below
     for node in needed:
-        if core.value_size(node.value) == 1 and node.parents:
+        if value_size(node.value) == 1 and node.parents:
             sig = signatures[node.index] = _signature(node)
             if sig is not None:
                 groups.setdefault(sig, []).append(node)

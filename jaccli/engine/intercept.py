@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from .core import is_users_file, user_site
+from .user_sites import is_users_file, user_site
 from .tracer import FUNCTION_HANDLERS, FUNCTION_SWAPS, INTERNAL, OPTIONAL_RULES, Tracer, _holds_sequence, \
     _needs_lifting, holds_tracer, lift, lift_args, peek, primal
 
@@ -383,7 +383,7 @@ _USERS: dict[str, bool] = {}  # a module's __file__ -> whether it is the user's
 
 
 def _is_users(glb: dict) -> bool:
-    """glb is the globals dict of a module from a .py file of the user's (core.is_users_file)."""
+    """glb is the globals dict of a module from a .py file of the user's (user_sites.is_users_file)."""
     path = glb.get("__file__")
     if type(path) is not str or not path.endswith(".py"):
         return False

@@ -15,10 +15,13 @@ import numpy as np
 
 from ..errors import TracingError, UserFunctionError
 from . import rules  # noqa: F401  (fills the registry)
-from .core import (COLLECTOR_PAUSED, ELEMENTWISE, FREEZER, INPUT, MONITOR, Freezer, Node, Trace, _plan_reverse,
-                   current_errstate, forward,
-                   frozen_constants, is_internal, plan_form, renewed_plan, reverse, rewritable, stale_error, user_site,
-                   value_size, write_in_place)
+from .freezer import COLLECTOR_PAUSED, FREEZER, Freezer, frozen_constants
+from .guards import current_errstate
+from .sweep_plans import plan_form, plan_reverse as _plan_reverse, renewed_plan
+from .sweeps import MONITOR, forward, reverse
+from .tape import ELEMENTWISE, INPUT, Node, Trace, rewritable, value_size
+from .user_sites import is_internal, user_site
+from .views import stale_error, write_in_place
 from .seeds import dense
 from .intercept import intercept_numpy, primal_nested
 from .tracer import Tracer, holds_tracer, sever

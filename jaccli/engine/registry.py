@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .core import Primitive
+from .tape import Primitive
 from .tracer import FUNCTION_HANDLERS, INTERNAL, UFUNC_HANDLERS, numpy_name
 
 

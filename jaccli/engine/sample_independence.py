@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .core import Node
+from .tape import Node
 from .facts import SAMPLE_RULES
 from .tracer import Tracer
 

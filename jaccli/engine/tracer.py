@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import TracingError, UnsupportedOperationError
-from . import core as _core
-from .core import REPLACING, Node, Trace, user_site
+from .guards import Raised
 from .seeds import SparseBlock
+from .thread_state import TRACER as _TRACER, ThreadSlot
+from .user_sites import user_site
 
 # Filled by registry.py: NumPy callable -> handler(*args, **kwargs).
 FUNCTION_HANDLERS: dict[Any, Any] = {}
@@ -202,7 +203,7 @@ def guarded(fn: Any, *args: Any, **kwargs: Any) -> Any:
     try:
         result = fn(*vals, **kwargs)
     except Exception as exc:
-        trace.guard(_core.Raised(fn), tuple(vals), kwargs, refs, type(exc))  # f may catch it
+        trace.guard(Raised(fn), tuple(vals), kwargs, refs, type(exc))  # f may catch it
         raise
     for i, a in lows:
         if a._trace is not trace:  # another recording's value: guarded whole on its own level
@@ -311,16 +312,30 @@ def _memory_reader() -> str | None:
     return None if frame is None else _READS_MEMORY.get(frame.f_code)
 
 
+# The traced array that f's write (y[i] = v) is replacing, while the update is recorded: only its
+# old value is certain to be read by nothing after the write (see views.writable).
+REPLACING = ThreadSlot()
+
+
+def memory_root(a: Any) -> Any:
+    """The object that owns the memory of array `a` (through every level of tracing and of views)."""
+    while type(a) is Tracer:
+        a = a._value
+    while isinstance(getattr(a, "base", None), np.ndarray):
+        a = a.base
+    return a
+
+
 _TOO_HARD = getattr(np, "exceptions", np).TooHardError  # np.exceptions is NumPy >= 1.25
 
 
-def _overwritten_views(trace: Trace, old: Any, idx: Any, writer: Any, written: Any) -> list:
+def _overwritten_views(trace: Any, old: Any, idx: Any, writer: Any, written: Any) -> list:
     """The live traced views on `trace` whose memory overlaps old[idx] (all of old if idx is None).
 
     Exact (NumPy's shares_memory, or element addresses for an advanced index), so that a view of
     a part that the write leaves alone (prev = H[t - 1]; H[t] = ...) stays usable.
     """
-    refs = trace.views.get(id(_core.memory_root(old))) if type(old) is np.ndarray else None
+    refs = trace.views.get(id(memory_root(old))) if type(old) is np.ndarray else None
     if not refs:
         return []
     region, addresses = old, None
@@ -399,7 +414,7 @@ class Tracer:
     __slots__ = ("_value", "_node", "_idx", "_trace", "_base", "_stale", "_read_only", "__weakref__")
     __array_priority__ = 1000.0
 
-    def __init__(self, value: Any, node: Node, idx: int | None, trace: Trace) -> None:
+    def __init__(self, value: Any, node: Any, idx: int | None, trace: Any) -> None:
         self._value = value
         self._node = node
         self._idx = idx
@@ -774,7 +789,7 @@ class Tracer:
         np.put(self, ind, v, mode=mode)  # np.put writes into self, as x.put does
 
 
-_core._TRACER[0] = Tracer
+_TRACER[0] = Tracer
 
 # A method called with an argument it does not take names NumPy's method ("ndarray.cumsum() got an
 # unexpected keyword argument 'bogus'"), not jaccli's class: Python names the function's __qualname__.

@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from .codegen import compile_steps, guard_step, node_step
-from jaccli.engine.core import Trace, forward, reverse
+from jaccli.engine.sweeps import forward, reverse
+from jaccli.engine.tape import Trace
 from jaccli.engine.seeds import TRACED_PARTS, SparseBlock, dense
 from jaccli.engine.tracer import Tracer
 

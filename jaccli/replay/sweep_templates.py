@@ -23,7 +23,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from jaccli.engine.core import _MAX_CUTS, MONITOR, Guard, Node, Trace, errstate_token
+from jaccli.engine.guards import Guard, errstate_token
+from jaccli.engine.sweeps import MONITOR
+from jaccli.engine.tape import MAX_CUTS as _MAX_CUTS, Node, Trace
 from jaccli.engine.recording import ErrstateRun, _same, guards_hold
 from jaccli.engine.tracer import Tracer
 

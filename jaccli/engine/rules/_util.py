@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import UnsupportedOperationError
-from ..core import user_site
+from ..user_sites import user_site
 from ..seeds import broadcast_block
 from ..tracer import peek
 

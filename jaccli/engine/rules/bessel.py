@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from ..core import ELEMENTWISE
+from ..tape import ELEMENTWISE
 from ..registry import family, primitive
 from .elementwise import _facts, _scale, _tangent_product, _unary
 

@@ -7,7 +7,7 @@ import operator
 import numpy as np
 
 from ...errors import UnsupportedOperationError
-from ..core import user_site
+from ..user_sites import user_site
 from ..facts import NOT_SEPARABLE, SAMPLE_RULES, SHIFT_FORMS
 from ..registry import family, primitive, register, register_derived
 from ..sample_independence import leading_axis_kept

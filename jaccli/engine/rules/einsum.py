@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import UnsupportedOperationError
-from ..core import user_site
+from ..user_sites import user_site
 from ..facts import MATRIX_PRODUCTS, NOT_SEPARABLE, SAMPLE_RULES, allow_in_expressions
 from ..registry import family, primitive, register, register_derived
 from ._util import dtype_of, in_dtype, loop_dtypes, refuse_core_axes

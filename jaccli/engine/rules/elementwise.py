@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ..core import ELEMENTWISE
+from ..tape import ELEMENTWISE
 from ..facts import KINK_CROSSINGS, NO_KINK, SAMPLE_RULES, SHIFT_FORMS, allow_in_expressions
 from ..registry import family, primitive, register, register_primitive
 from ..sample_independence import elementwise as samples_apart

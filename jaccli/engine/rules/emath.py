@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import UnsupportedOperationError
-from ..core import user_site
+from ..user_sites import user_site
 from ..registry import family, register_derived
 from ..tracer import guarded
 

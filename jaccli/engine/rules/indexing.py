@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import TracingError
-from ..core import user_site
+from ..user_sites import user_site
 from ..facts import NOT_SEPARABLE, SAMPLE_RULES, SHIFT_FORMS
 from ..registry import family, primitive, register
 from ..seed_ops import distinct_positions

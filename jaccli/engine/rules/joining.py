@@ -7,7 +7,7 @@ import weakref
 import numpy as np
 
 from ...errors import UnsupportedOperationError
-from ..core import user_site
+from ..user_sites import user_site
 from ..facts import NOT_SEPARABLE, SAMPLE_RULES, allow_in_expressions
 from ..registry import family, primitive, register, register_derived
 from ..tracer import Tracer

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import UnsupportedOperationError
-from ..core import user_site
+from ..user_sites import user_site
 from ..facts import NOT_SEPARABLE, READS_ONE_TRIANGLE, SAMPLE_RULES, allow_in_expressions
 from ..registry import family, primitive, register
 from .linalg import diag_embed, diag_part, inv, mT, result_type_of, solve, sym

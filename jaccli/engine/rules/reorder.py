@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import UnsupportedOperationError
-from ..core import user_site
+from ..user_sites import user_site
 from ..facts import allow_in_expressions
 from ..registry import family, register, register_derived
 from ..tracer import guarded, mark_read_only

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import TracingError
-from ..core import user_site
+from ..user_sites import user_site
 from ..registry import family, register, register_derived
 from ..tracer import INTERNAL, Tracer
 from ._util import dtype_of, in_dtype, loop_dtypes, shape_of

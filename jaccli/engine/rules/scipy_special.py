@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..core import ELEMENTWISE
+from ..tape import ELEMENTWISE
 from ..facts import NOT_SEPARABLE, SAMPLE_RULES
 from ..registry import family, primitive, register
 from ..tracer import FUNCTION_SWAPS, UFUNC_HANDLERS, holds_tracer, lift

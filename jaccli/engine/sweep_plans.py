@@ -1,0 +1,108 @@
+"""Sweep plans: the nodes a sweep visits, in order, cached per trace and shared by recordings of one structure."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .cancelled_shifts import cancelling, candidates
+from .tape import Node, Trace
+
+
+class Plan(list):
+    """The nodes a reverse sweep visits, in reverse order; `cut`: indices of the nodes whose
+    outgoing edges it does not follow (shifts that cancel out of the outputs, see engine/cancelled_shifts.py)."""
+
+    __slots__ = ("cut",)
+
+
+def _needed(trace: Trace, outputs: tuple, wrt_mask: int, cut: frozenset) -> Plan:
+    needed = set()
+    stack = [n for n, _ in outputs if n.deps & wrt_mask]
+    while stack:
+        node = stack.pop()
+        if node.index in needed:
+            continue
+        needed.add(node.index)
+        for _, parent, _ in node.parents:
+            if parent.deps & wrt_mask and parent.index not in needed and parent.index not in cut:
+                stack.append(parent)
+    plan = Plan(trace.nodes[i] for i in sorted(needed, reverse=True))
+    plan.cut = cut
+    return plan
+
+
+def _shared(trace: Trace, key: tuple) -> dict | None:
+    """trace's shared plans (see Trace.shared_plans) when they cover the outputs in `key`."""
+    shared = trace.shared_plans
+    if shared is not None and all(i < shared[0] for i, _ in key[1]):
+        return shared[1]
+    return None
+
+
+def renewed_plan(form: tuple, nodes: list) -> Any:
+    """A plan in index form (`plan_form`) made of `nodes`, a recording of the same structure."""
+    if len(form) == 2:
+        plan = Plan(nodes[i] for i in form[0])
+        plan.cut = form[1]
+        return plan
+    return [nodes[i] for i in form[0]], form[1], form[2]
+
+
+def plan_form(plan: Any) -> tuple:
+    """A reverse plan (a Plan) or forward plan (order, last use, cut) by node index."""
+    if type(plan) is Plan:
+        return tuple(n.index for n in plan), plan.cut
+    return tuple(n.index for n in plan[0]), plan[1], plan[2]
+
+
+def _cached_plan(trace: Trace, key: tuple, make: Callable, outputs: tuple, wrt_mask: int) -> Any:
+    """The plan under `key`: trace's own, else renewed from its shared plans (Trace.shared_plans),
+    else made by `make(trace, outputs, wrt_mask)` and shared."""
+    plan = trace._plans.get(key)
+    if plan is not None:
+        return plan
+    shared = _shared(trace, key)
+    form = None if shared is None else shared.get(key)
+    if form is not None:
+        plan = renewed_plan(form, trace.nodes)
+    else:
+        plan = make(trace, outputs, wrt_mask)
+        if shared is not None:
+            shared[key] = plan_form(plan)
+    trace._plans[key] = plan
+    return plan
+
+
+def plan_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> Plan:
+    """Nodes on some path from a differentiated input to the outputs, in reverse order."""
+    return _cached_plan(trace, ("rev", tuple((n.index, i) for n, i in outputs), wrt_mask), _make_reverse,
+                        outputs, wrt_mask)
+
+
+def _make_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> Plan:
+    plan = _needed(trace, outputs, wrt_mask, frozenset())
+    groups = candidates(plan)
+    if groups:
+        ordered = plan[::-1]
+        cut = frozenset(c.index for group in groups if cancelling(ordered, group, outputs) for c in group)
+        if cut:
+            plan = _needed(trace, outputs, wrt_mask, cut)
+    return plan
+
+
+def plan_forward(trace: Trace, outputs: tuple, wrt_mask: int) -> tuple[list[Node], dict, frozenset]:
+    """Nodes on a path from the seeded inputs to the outputs, in order, and each node's last use."""
+    return _cached_plan(trace, ("fwd", tuple((n.index, i) for n, i in outputs), wrt_mask), _make_forward,
+                        outputs, wrt_mask)
+
+
+def _make_forward(trace: Trace, outputs: tuple, wrt_mask: int) -> tuple[list[Node], dict, frozenset]:
+    reverse_order = plan_reverse(trace, outputs, wrt_mask)
+    order = reverse_order[::-1]
+    last_use: dict[int, int] = {}
+    for pos, node in enumerate(order):
+        for _, parent, _ in node.parents:
+            last_use[parent.index] = pos
+    for node, _ in outputs:
+        last_use[node.index] = len(order)
+    return order, last_use, reverse_order.cut

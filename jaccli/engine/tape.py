@@ -1,0 +1,376 @@
+"""The tape: primitives, the nodes that record their applications, and the traces that hold them.
+
+This module knows nothing of NumPy's function names. A `Primitive` is a function with
+rules; `bind` records one application of it on a `Trace`; the sweeps (engine/sweeps.py) run
+over a recorded trace with a block of K seeds at once.
+
+Nesting: every `Trace` has a level; a traced value of a higher level may wrap a traced
+value of a lower one. `bind` unwraps only the highest level among its arguments and
+re-applies the primitive to the unwrapped values, which records on the lower levels in
+turn. Rules are written with the same dispatching operations, so a sweep over a level-2
+trace whose values are level-1 traced values is itself recorded on level 1: that is how
+second and higher derivatives work.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import UnsupportedOperationError
+from .freezer import FREEZER
+from .guards import Guard, Raised, current_errstate, errstate_token, same_errstate
+from .seeds import SparseBlock
+from .tracer import Tracer
+from .user_sites import RULE_SITE, user_site
+from .views import note_view, stale_error, writable, write_in_place
+
+_level_counter = itertools.count(1)
+
+
+class Trace:
+    """One recording level: the nodes of a computation in the order they ran."""
+
+    __slots__ = ("level", "nodes", "inputs", "_plans", "shared_plans", "largest", "guards", "errstate", "errstates",
+                 "views", "cuts", "outer", "nonfinite", "severed")
+
+    def __init__(self) -> None:
+        self.level = next(_level_counter)
+        self.nodes: list[Node] = []
+        self.inputs: list[Node] = []
+        self._plans: dict[Any, Any] = {}
+        # (n, plans): sweep plans by node index, shared by every recording whose first n nodes have the
+        # same structure as this one's (a gradient's sweep template, engine/sweep_templates.py); or None.
+        self.shared_plans: tuple[int, dict] | None = None
+        self.largest = 1  # elements of the largest recorded value: what one seed carries at most
+        # Guards collected while the recording is open (None once it is closed).
+        self.guards: list[Guard] | None = []
+        self.errstate = errstate_token()
+        self.errstates: dict[int, dict] = {}  # node index -> np.geterr() where it differs
+        # Weak references to the traced arrays that are NumPy views of another traced array, by the
+        # id of the array owning their memory: a write into memory they share leaves them behind
+        # (Tracer._become marks them), and a write elsewhere need not look at them.
+        self.views: dict[int, list] = {}
+        # (deps, op name, site) of the first operations whose integer or boolean result took
+        # traced values out of the recording (x.astype(int), x > 0): what to name when an input
+        # reaches no output (Recording.cut).
+        self.cuts: list[tuple[int, str, tuple | None]] = []
+        # Whether an operation took a value that an enclosing recording traces (f closes over a
+        # variable of a function being differentiated): see Recording.detach.
+        self.outer = False
+        # id of an array that in-place updates write into -> how many of its entries are not finite
+        self.nonfinite: dict[int, int] = {}
+        # The user's line (file, line) of the first derivative taken of this recording's traced values
+        # without create_graph: a constant to this recording (torch's rule), though it varies with the
+        # inputs (api._record); None if there is none.
+        self.severed: tuple[str, int] | None = None
+
+    def values(self) -> list:
+        """Each node's value, by node index."""
+        return [n.value for n in self.nodes]
+
+    def value_at(self, k: int) -> Any:
+        return self.nodes[k].value
+
+    def size(self) -> int:
+        """How many nodes were recorded."""
+        return len(self.nodes)
+
+    def guard(self, fn: Callable, args: tuple, kwargs: dict, refs: tuple, expected: Any) -> None:
+        """Remember that `expected` = fn(args with the traced values at `refs`) was baked in."""
+        if self.guards is not None:
+            state = None if same_errstate(errstate_token(), self.errstate) else current_errstate()
+            self.guards.append(Guard(len(self.nodes), fn, args, kwargs, refs, expected, state))
+
+    def new_input(self, value: Any) -> "Any":
+        node = Node(INPUT, (), {}, (), value, 1 << len(self.inputs), None)
+        node.index = len(self.nodes)
+        self.nodes.append(node)
+        self.inputs.append(node)
+        return Tracer(value, node, None, self)
+
+
+class Primitive:
+    """A function with derivative rules.
+
+    Rules are registered per positional argument as makers ``(ans, *args, **kw) -> rule``,
+    where ``rule(g)`` maps a block of cotangents ``g`` of shape ``(K,) + ans.shape`` to one of
+    shape ``(K,) + arg.shape`` (reverse), or ``rule(t)`` maps a block of tangents of the
+    argument to tangents of the output (forward). A maker runs once per recorded node and its
+    rule is reused by every sweep, so work that does not depend on the seed belongs in the maker.
+    """
+
+    __slots__ = ("name", "impl", "vjps", "jvps", "jvp_joint", "nondiff", "zero_grad", "constant", "multi_out",
+                 "kink", "structure", "sparse", "value_free", "vjp_into", "vjp_add", "in_place",
+                 "vjp_in_place", "jvp_in_place")
+
+    def __init__(
+        self,
+        name: str,
+        impl: Callable,
+        *,
+        nondiff: bool = False,
+        zero_grad: bool = False,
+        constant: bool = False,
+        multi_out: bool = False,
+    ) -> None:
+        self.name = name
+        self.impl = impl
+        self.vjps: dict[int, Callable] = {}
+        self.jvps: dict[int, Callable] = {}
+        # Optional forward rule taking every argument's tangent at once (None for constants),
+        # for primitives like concatenate where one combined rule beats a sum of per-argument ones.
+        self.jvp_joint: Callable | None = None
+        self.nondiff = nondiff  # outputs carry no derivative at all (comparisons, argmax)
+        self.zero_grad = zero_grad  # connected, but the derivative is zero (floor, sign)
+        # A traced constant (zeros_like(x)): traced so that it can be assigned into, but
+        # structurally independent of every input.
+        self.constant = constant
+        self.multi_out = multi_out  # returns a tuple of arrays
+        self.kink: Callable | None = None  # (ans, *args, **kw) -> bool mask of kink points
+        # Per-element structure of the derivative: ELEMENTWISE means output element k depends on
+        # element k of each argument of the output's size and on nothing else (ufuncs, where).
+        self.structure: str | None = None
+        # Implementation for a sparse seed block as first argument (engine/seeds.py), if any.
+        self.sparse: Callable | None = None
+        # The rules never read the values of the arguments or of the result, only their shapes
+        # (x + c): a later in-place change of c cannot make a derivative wrong, and the result's
+        # memory may be written into by a later in-place update (see `in_place`).
+        self.value_free = False
+        # Optional in_place(x, *other_args, **kw) -> (part, values): the result is x with `values`
+        # written into `part` (a view of x). bind writes them into x's own memory when no recorded
+        # rule reads x's values and that memory is the recording's own (a loop of y[i] = v then
+        # keeps one array, not one copy per write).
+        self.in_place: Callable | None = None
+        # Optional reverse rule for argument 0 that adds into the cotangent already gathered for it:
+        # vjp_into(acc, g, *other_args, **kw) = acc + rule(g), one operation where the sum takes
+        # two (x[1:] and x[:-1] both send a part back to x: the second scatters into the first's).
+        self.vjp_into: Callable | None = None
+        # Its in-place form for a sum the sweep owns: vjp_add(acc, g, *other_args, **kw) adds
+        # rule(g) into acc and returns True, or returns False (acc unchanged) when it cannot.
+        self.vjp_add: Callable | None = None
+        # Optional reverse rule for argument 0 that writes into the cotangent itself, for a cotangent
+        # the sweep owns: vjp_in_place(g, *other_args, **kw) changes g into argument 0's cotangent
+        # (assign: g with the written part zeroed). With it, the maker's rule for argument 0 must
+        # return a fresh array for a plain g (the sweep then owns that), and the rules for the other
+        # arguments may return views of g (the sweep copies them before g is written). A loop of
+        # y[i] = v then costs O(K) per write in a sweep, not a copy of the whole block per write.
+        self.vjp_in_place: Callable | None = None
+        # Its forward counterpart: jvp_in_place(t_x, t_others, *other_args, **kw) writes the tangent
+        # of the result into the tangent t_x of argument 0, when the sweep owns t_x and nothing after
+        # this node reads it (t_others: the other arguments' tangents, None where zero). With it,
+        # jvp_joint must return a fresh array for plain tangents (the sweep then owns that).
+        self.jvp_in_place: Callable | None = None
+
+    def defvjp(self, *makers: Callable | None, argnums: tuple[int, ...] | None = None) -> "Primitive":
+        for i, maker in zip(argnums or range(len(makers)), makers):
+            if maker is not None:
+                self.vjps[i] = maker
+        return self
+
+    def defjvp(self, *makers: Callable | None, argnums: tuple[int, ...] | None = None) -> "Primitive":
+        for i, maker in zip(argnums or range(len(makers)), makers):
+            if maker is not None:
+                self.jvps[i] = maker
+        return self
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return bind(self, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"Primitive({self.name})"
+
+
+INPUT = Primitive("input", lambda x: x)
+_MISSING = object()
+ELEMENTWISE = "elementwise"
+
+
+class Node:
+    """One recorded primitive application."""
+
+    __slots__ = ("prim", "args", "kwargs", "parents", "value", "deps", "site", "index", "_vjps", "_jvps",
+                 "pinned", "in_place", "finite")
+
+    def __init__(self, prim, args, kwargs, parents, value, deps, site):
+        self.prim = prim
+        self.args = args
+        self.kwargs = kwargs
+        self.parents = parents  # tuple of (argnum, parent node, parent output index or None)
+        self.value = value
+        self.deps = deps  # bit mask over the trace's inputs: which ones this node depends on
+        self.site = site
+        self.index = -1
+        self._vjps: dict[int, Callable | None] | None = None
+        self._jvps: dict[int, Callable | None] | None = None
+        # Some rule reads this node's value (its own or a later operation's), or a view shares its
+        # memory: the value must stay as it is, and no in-place update may write into it.
+        self.pinned = not (prim.value_free or prim.constant)
+        self.in_place = False  # the value was written into the first argument's memory
+        # For a value whose memory a later in-place update changed: whether it was all finite (the
+        # diagnostics cannot read it any more); None otherwise.
+        self.finite: bool | None = None
+
+    def vjp(self, argnum: int) -> Callable | None:
+        """The reverse rule for one argument, made once and cached (None means zero)."""
+        if self._vjps is None:
+            self._vjps = {}
+        return self._rule(self._vjps, self.prim.vjps, argnum, "reverse")
+
+    def jvp(self, argnum: int) -> Callable | None:
+        """The forward rule for one argument, made once and cached (None means zero)."""
+        if self._jvps is None:
+            self._jvps = {}
+        return self._rule(self._jvps, self.prim.jvps, argnum, "forward")
+
+    def _rule(self, cache: dict, makers: dict, argnum: int, mode: str) -> Callable | None:
+        rule = cache.get(argnum, _MISSING)
+        if rule is not _MISSING:
+            return rule
+        if self.prim.zero_grad:
+            rule = None
+        else:
+            maker = makers.get(argnum)
+            if maker is None:
+                raise no_rule_error(self, argnum, mode)
+            rule = maker(self.value, *self.args, **self.kwargs)
+        cache[argnum] = rule
+        return rule
+
+    def __repr__(self) -> str:
+        return f"Node#{self.index}({self.prim.name})"
+
+
+def no_rule_error(node: Node, argnum: int, mode: str) -> Exception:
+    return UnsupportedOperationError(
+        f"{node.prim.name} has no {mode}-mode derivative with respect to its argument {argnum}; "
+        f"see 'jaccli ops' for what each function supports",
+        node.site,
+    )
+
+
+MAX_CUTS = 32  # the first few are enough to name one per input; a loop of comparisons adds no more
+
+
+def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) -> Any:
+    """Apply `prim` to `args`, recording it on the highest trace among the traced arguments.
+
+    `site` is the user's file and line, found once by the outermost call and handed down to the
+    lower levels, which record the same operation.
+    """
+    top = None
+    for a in args:
+        if type(a) is Tracer and (top is None or a._trace.level > top.level):
+            top = a._trace
+    if top is None:
+        if prim.sparse is not None and args and type(args[0]) is SparseBlock:
+            out = prim.sparse(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
+            args = (args[0].todense(),) + tuple(args[1:])
+        return prim.impl(*args, **kwargs)
+    vals = []
+    parents = []
+    deps = 0
+    nested = False
+    pin = not prim.value_free
+    for i, a in enumerate(args):
+        if type(a) is Tracer:
+            if a._stale is not None:
+                raise stale_error(a, user_site(2))
+            if a._trace is top:
+                v = a._value
+                vals.append(v)
+                parents.append((i, a._node, a._idx))
+                deps |= a._node.deps
+                if pin:
+                    a._node.pinned = True
+                if type(v) is Tracer:
+                    nested = top.outer = True
+            else:
+                vals.append(a)
+                nested = top.outer = True
+        else:
+            vals.append(a)
+    outermost = site is None
+    if outermost:
+        site = RULE_SITE.v or user_site(2)
+    # Lower levels are applied first, so an implementation only ever sees plain arrays.
+    finite = None
+    if nested:
+        ans = bind(prim, tuple(vals), kwargs, site)
+    else:
+        try:
+            if prim.in_place is not None and outermost and writable(args[0], top):
+                ans, finite = write_in_place(prim, args[0]._node, vals, kwargs, top.nonfinite)
+            else:
+                ans = prim.impl(*vals, **kwargs)
+        except Exception as exc:
+            # f may catch it and take another way: a replay must raise here too
+            top.guard(Raised(prim.impl), tuple(vals), kwargs, tuple(parents), type(exc))
+            raise
+    freezer = FREEZER.v
+    if freezer is not None and outermost:
+        freezer.hold(args, prim)  # the plain arguments as f passed them (traced ones are skipped)
+    # (a float array, the common result, is tested inline: bind runs once per recorded operation)
+    if prim.nondiff or not ((type(ans) is np.ndarray and ans.dtype.kind == "f") or (
+            all(_is_inexact(v, prim, site) for v in ans) if prim.multi_out else _is_inexact(ans, prim, site))):
+        # An integer or boolean result carries no derivative and leaves the recording as a plain
+        # value; the lowest level guards it (a nested call guarded it on the level below).
+        if not nested:
+            top.guard(prim.impl, tuple(vals), kwargs, tuple(parents), ans)
+            if deps and len(top.cuts) < MAX_CUTS:
+                top.cuts.append((deps, prim.name, site))
+        return ans
+    if prim.constant:
+        parents, deps = (), 0
+    node = Node(prim, tuple(vals), kwargs, tuple(parents), ans, deps, site)
+    size = ans.size if type(ans) is np.ndarray else getattr(ans, "size", 1)
+    if type(size) is int and size > top.largest:
+        top.largest = size
+    node.index = len(top.nodes)
+    top.nodes.append(node)
+    if finite is not None:
+        node.in_place, node.finite = True, finite
+    if not nested and top.guards is not None and not same_errstate(errstate_token(), top.errstate):
+        top.errstates[node.index] = current_errstate()
+    if prim.multi_out:
+        outs = tuple(Tracer(v, node, k, top) for k, v in enumerate(ans))
+        for out in outs:
+            note_view(out, args, top)
+        return outs
+    out = Tracer(ans, node, None, top)
+    if type(ans) is not np.ndarray or ans.base is not None:  # (a fresh array is a view of nothing)
+        note_view(out, args, top)
+    return out
+
+
+def rewritable(node: Node) -> bool:
+    """Whether node's value, made by a replay of a recording, is memory the replay may write into
+    again where the recording wrote in place: its own array (not an input's, not a constant's)."""
+    value = node.value
+    return (node.prim is not INPUT and type(value) is np.ndarray and value.base is None
+            and value.flags.writeable and value.dtype.kind in "fc"
+            and (node.in_place or not any(a is value for a in node.args)))
+
+
+def value_size(value: Any) -> int:
+    """The number of elements of a recorded value (an array, a NumPy or Python scalar, a traced array)."""
+    size = getattr(value, "size", 1)
+    return size if type(size) is int else int(np.size(value))
+
+
+def _is_inexact(value: Any, prim: Primitive, site: tuple | None) -> bool:
+    """Whether a traced operation's result carries a derivative (floats do, integers and booleans
+    do not); a complex one is refused: the rules are those of real functions."""
+    if type(value) is Tracer:
+        return True
+    dtype = getattr(value, "dtype", None)
+    kind = "c" if type(value) is complex else "f" if type(value) is float else "" if dtype is None else dtype.kind
+    if kind == "c":
+        raise UnsupportedOperationError(
+            f"{prim.name} made a complex array of a traced value: jaccli differentiates real-valued "
+            "computations only; write complex arithmetic with the real and imaginary parts as real arrays", site)
+    return kind == "f"

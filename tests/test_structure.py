@@ -349,7 +349,7 @@ def test_large_dense_hessian_is_symmetrised_in_tiles():
 
 
 def test_distinct_positions_are_counted_with_negative_ones_wrapped():
-    from jaccli.engine.seed_ops import distinct_positions as _distinct
+    from jaccli.engine.seeds import distinct_positions as _distinct
 
     assert _distinct(np.array([3, 0, 2, 1]), 4) and _distinct(np.array([-1, 0]), 4)
     assert not _distinct(np.array([3, 0, 3]), 4) and not _distinct(np.array([-1, 3]), 4)

@@ -1,4 +1,4 @@
-"""NumPy functions and indexing primitives on structured seed blocks, and writing them out."""
+"""The indexing primitives on structured seed blocks, and writing blocks into result matrices."""
 
 from __future__ import annotations
 
@@ -8,104 +8,6 @@ from typing import Any
 import numpy as np
 
 from .seeds import SparseBlock, lowrank_product, zeros_for
-
-
-def _reshape(a: SparseBlock, shape, order="C", **kw):
-    if order not in ("C", "A"):
-        return NotImplemented
-    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-    full = np.empty(a.shape, dtype=bool).reshape(shape).shape if -1 in shape else shape
-    if full[0] != a.shape[0]:
-        return NotImplemented
-    v = None if a.v is None else a.v.reshape((a.rank,) + tuple(full[1:]))
-    return SparseBlock(full, a.idx, a.val, a.u, v)
-
-
-def _sum(a: SparseBlock, axis=None, dtype=None, out=None, keepdims=False, **kw):
-    if axis is None:
-        return NotImplemented
-    axes = tuple(sorted(int(x) % a.ndim for x in (axis if isinstance(axis, (tuple, list)) else (axis,))))
-    if 0 in axes:
-        return NotImplemented
-    inner_axes = [x - 1 for x in axes]
-    v = None if a.v is None else a.v.sum(axis=axes, keepdims=keepdims)  # v's axis 0 is the rank
-    if not keepdims and set(inner_axes) == set(range(len(a.inner))):  # one number per seed: no positions left
-        total = a.val.sum(axis=1)
-        return total if a.u is None else total + a.u @ v
-    coords = a._coords()
-    if keepdims:
-        new_inner = tuple(1 if i in inner_axes else n for i, n in enumerate(a.inner))
-        kept = [np.zeros_like(c) if i in inner_axes else c for i, c in enumerate(coords)]
-    else:
-        new_inner = tuple(n for i, n in enumerate(a.inner) if i not in inner_axes)
-        kept = [c for i, c in enumerate(coords) if i not in inner_axes]
-    idx = np.ravel_multi_index(tuple(kept), new_inner) if a.idx.size else a.idx
-    return a._with((a.shape[0],) + new_inner, idx, a.val, a.u, v)
-
-
-def _transpose(a: SparseBlock, axes=None):
-    if axes is None or axes[0] != 0:
-        return NotImplemented
-    inner_axes = [x - 1 for x in axes[1:]]
-    new_inner = tuple(a.inner[i] for i in inner_axes)
-    moved = [i for i in inner_axes if a.inner[i] != 1]
-    if moved == sorted(moved):
-        # Only length-1 axes move: every entry keeps its flat position.
-        v = None if a.v is None else np.transpose(a.v, axes)
-        return SparseBlock((a.shape[0],) + new_inner, a.idx, a.val, a.u, v)
-    coords = a._coords()
-    idx = np.ravel_multi_index(tuple(coords[i] for i in inner_axes), new_inner) \
-        if new_inner and a.idx.size else a.idx
-    v = None if a.v is None else np.transpose(a.v, axes)
-    return SparseBlock((a.shape[0],) + new_inner, idx, a.val, a.u, v)
-
-
-def _swapaxes(a: SparseBlock, axis1, axis2):
-    axes = list(range(a.ndim))
-    i, j = axis1 % a.ndim, axis2 % a.ndim
-    axes[i], axes[j] = axes[j], axes[i]
-    return _transpose(a, tuple(axes))
-
-
-def _where(cond, x=None, y=None):
-    if type(x) is SparseBlock and not isinstance(y, SparseBlock) and np.ndim(y) == 0 and y == 0 \
-            and isinstance(cond, (np.ndarray, bool, np.bool_)) and np.ndim(cond) <= len(x.inner):
-        c = x._factor_at(np.asarray(cond))
-        if c is not None:
-            v = None if x.v is None else np.where(cond, x.v, 0.0)
-            return SparseBlock(x.shape, x.idx, np.where(c, x.val, 0.0), x.u, v)
-    return NotImplemented
-
-
-def distinct_positions(pos: np.ndarray, n: int) -> bool:
-    """Whether positions in range(-n, n) repeat none (-1 and n-1 are one): a count, O(n), where
-    np.unique sorts or hashes (1 s for a permutation of 10^6)."""
-    if pos.size <= 1:
-        return True
-    if pos.size > n:
-        return False
-    return int(np.bincount(np.where(pos < 0, pos + n, pos), minlength=n).max()) <= 1
-
-
-def _take(a: SparseBlock, indices, axis=None, **kw):
-    # gather along the last axis of a flat block: y[..., p] = a[..., flat[p]]
-    if axis not in (-1, a.ndim - 1) or a.ndim != 2:
-        return NotImplemented
-    flat = np.asarray(indices)
-    n = a.inner[0]
-    pos = flat.reshape(-1)
-    if not distinct_positions(pos, n):
-        return NotImplemented
-    inverse = np.full(n, -1, dtype=np.intp)
-    inverse[pos] = np.arange(pos.size)
-    new = inverse[a.idx]
-    keep = new >= 0
-    v = None if a.v is None else np.take(a.v, flat, axis=-1)
-    return SparseBlock((a.shape[0],) + flat.shape, np.where(keep, new, 0), np.where(keep, a.val, 0.0), a.u, v)
-
-
-FUNCTIONS = {np.reshape: _reshape, np.sum: _sum, np.transpose: _transpose, np.swapaxes: _swapaxes,
-             np.where: _where, np.take: _take, np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim}
 
 
 # ---------------------------------------------------------------------------

@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from .thread_state import TRACER as _TRACER, ThreadSlot
+from .thread_state import ThreadSlot
+from .tracer import DEFERS_TO, Tracer
 
 # While a sweep is recorded as a compiled one (engine/programs.py), a block scaled by a traced
 # factor keeps its structure, its parts traced: the program then runs on the parts alone. Elsewhere
@@ -51,13 +52,13 @@ def _is_plain(x: Any) -> bool:
 def _is_factor(x: Any) -> bool:
     """A factor a block is scaled by entry by entry, keeping its structure: a plain value, or while a
     compiled sweep is recorded a traced array (TRACED_PARTS)."""
-    return _is_plain(x) or (TRACED_PARTS.v is True and type(x) is _TRACER[0])
+    return _is_plain(x) or (TRACED_PARTS.v is True and type(x) is Tracer)
 
 
 def zeros_for(part: Any, shape: tuple, dtype: Any) -> np.ndarray:
     """Zeros of `shape` to write a block's `part` into: traced when the part is (writing a traced
     value into a plain array escapes the recording; into traced zeros it is recorded)."""
-    if type(part) is _TRACER[0]:
+    if type(part) is Tracer:
         return np.zeros_like(part, shape=shape, dtype=dtype)
     return np.zeros(shape, dtype=dtype)
 
@@ -99,7 +100,7 @@ class SparseBlock:
     @property
     def traced(self) -> bool:
         """Whether a part is a traced array (a sweep recorded as a compiled one, engine/programs.py)."""
-        return any(type(p) is _TRACER[0] for p in (self.val, self.u, self.v))
+        return any(type(p) is Tracer for p in (self.val, self.u, self.v))
 
     @property
     def ndim(self) -> int:
@@ -122,7 +123,7 @@ class SparseBlock:
         n = math.prod(self.inner)
         if self.u is not None:
             out = lowrank_product(self.u, self.v.reshape(self.rank, n))
-            if type(self.val) is _TRACER[0] and type(out) is not _TRACER[0] and self.idx.shape[1]:
+            if type(self.val) is Tracer and type(out) is not Tracer and self.idx.shape[1]:
                 out = out + zeros_for(self.val, (k, n), self.dtype)  # traced, to add the entries into
         else:
             out = zeros_for(self.val, (k, n), self.dtype)
@@ -161,7 +162,7 @@ class SparseBlock:
     # -- elementwise scaling ----------------------------------------------------
     def _factor_at(self, d: Any) -> Any | None:
         """The entries of d (broadcast over the seed shape) at this block's positions, or None."""
-        if not isinstance(d, np.ndarray) and type(d) is not _TRACER[0]:
+        if not isinstance(d, np.ndarray) and type(d) is not Tracer:
             if np.ndim(d) == 0:
                 return d
             d = np.asarray(d)
@@ -258,7 +259,7 @@ class SparseBlock:
             # seed; with one row, one entry per seed says so): the product is an outer product
             # per seed, one broadcast multiply.
             out = m[cols[:, 0]]
-            if n_rows == 1 and type(self.val) is _TRACER[0]:
+            if n_rows == 1 and type(self.val) is Tracer:
                 out = out * self.val
             elif n_rows == 1 and out.dtype == np.result_type(self.val, m):
                 if not (self.val == 1).all():  # unit seeds (rows of an identity) need no pass
@@ -280,8 +281,6 @@ class SparseBlock:
 
     # -- functions that keep the structure -------------------------------------
     def __array_function__(self, func, types, args, kwargs):
-        from .seed_ops import FUNCTIONS
-
         handler = FUNCTIONS.get(func)
         if handler is not None and type(args[0]) is SparseBlock:
             out = handler(*args, **kwargs)
@@ -297,6 +296,109 @@ class SparseBlock:
     def __getitem__(self, idx):
         return self.todense()[idx]
 
+
+DEFERS_TO.add(SparseBlock)
+
+
+# ---------------------------------------------------------------------------
+# NumPy functions that keep a block's structure (SparseBlock.__array_function__)
+# ---------------------------------------------------------------------------
+def _reshape(a: SparseBlock, shape, order="C", **kw):
+    if order not in ("C", "A"):
+        return NotImplemented
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    full = np.empty(a.shape, dtype=bool).reshape(shape).shape if -1 in shape else shape
+    if full[0] != a.shape[0]:
+        return NotImplemented
+    v = None if a.v is None else a.v.reshape((a.rank,) + tuple(full[1:]))
+    return SparseBlock(full, a.idx, a.val, a.u, v)
+
+
+def _sum(a: SparseBlock, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    if axis is None:
+        return NotImplemented
+    axes = tuple(sorted(int(x) % a.ndim for x in (axis if isinstance(axis, (tuple, list)) else (axis,))))
+    if 0 in axes:
+        return NotImplemented
+    inner_axes = [x - 1 for x in axes]
+    v = None if a.v is None else a.v.sum(axis=axes, keepdims=keepdims)  # v's axis 0 is the rank
+    if not keepdims and set(inner_axes) == set(range(len(a.inner))):  # one number per seed: no positions left
+        total = a.val.sum(axis=1)
+        return total if a.u is None else total + a.u @ v
+    coords = a._coords()
+    if keepdims:
+        new_inner = tuple(1 if i in inner_axes else n for i, n in enumerate(a.inner))
+        kept = [np.zeros_like(c) if i in inner_axes else c for i, c in enumerate(coords)]
+    else:
+        new_inner = tuple(n for i, n in enumerate(a.inner) if i not in inner_axes)
+        kept = [c for i, c in enumerate(coords) if i not in inner_axes]
+    idx = np.ravel_multi_index(tuple(kept), new_inner) if a.idx.size else a.idx
+    return a._with((a.shape[0],) + new_inner, idx, a.val, a.u, v)
+
+
+def _transpose(a: SparseBlock, axes=None):
+    if axes is None or axes[0] != 0:
+        return NotImplemented
+    inner_axes = [x - 1 for x in axes[1:]]
+    new_inner = tuple(a.inner[i] for i in inner_axes)
+    moved = [i for i in inner_axes if a.inner[i] != 1]
+    if moved == sorted(moved):
+        # Only length-1 axes move: every entry keeps its flat position.
+        v = None if a.v is None else np.transpose(a.v, axes)
+        return SparseBlock((a.shape[0],) + new_inner, a.idx, a.val, a.u, v)
+    coords = a._coords()
+    idx = np.ravel_multi_index(tuple(coords[i] for i in inner_axes), new_inner) \
+        if new_inner and a.idx.size else a.idx
+    v = None if a.v is None else np.transpose(a.v, axes)
+    return SparseBlock((a.shape[0],) + new_inner, idx, a.val, a.u, v)
+
+
+def _swapaxes(a: SparseBlock, axis1, axis2):
+    axes = list(range(a.ndim))
+    i, j = axis1 % a.ndim, axis2 % a.ndim
+    axes[i], axes[j] = axes[j], axes[i]
+    return _transpose(a, tuple(axes))
+
+
+def _where(cond, x=None, y=None):
+    if type(x) is SparseBlock and not isinstance(y, SparseBlock) and np.ndim(y) == 0 and y == 0 \
+            and isinstance(cond, (np.ndarray, bool, np.bool_)) and np.ndim(cond) <= len(x.inner):
+        c = x._factor_at(np.asarray(cond))
+        if c is not None:
+            v = None if x.v is None else np.where(cond, x.v, 0.0)
+            return SparseBlock(x.shape, x.idx, np.where(c, x.val, 0.0), x.u, v)
+    return NotImplemented
+
+
+def distinct_positions(pos: np.ndarray, n: int) -> bool:
+    """Whether positions in range(-n, n) repeat none (-1 and n-1 are one): a count, O(n), where
+    np.unique sorts or hashes (1 s for a permutation of 10^6)."""
+    if pos.size <= 1:
+        return True
+    if pos.size > n:
+        return False
+    return int(np.bincount(np.where(pos < 0, pos + n, pos), minlength=n).max()) <= 1
+
+
+def _take(a: SparseBlock, indices, axis=None, **kw):
+    # gather along the last axis of a flat block: y[..., p] = a[..., flat[p]]
+    if axis not in (-1, a.ndim - 1) or a.ndim != 2:
+        return NotImplemented
+    flat = np.asarray(indices)
+    n = a.inner[0]
+    pos = flat.reshape(-1)
+    if not distinct_positions(pos, n):
+        return NotImplemented
+    inverse = np.full(n, -1, dtype=np.intp)
+    inverse[pos] = np.arange(pos.size)
+    new = inverse[a.idx]
+    keep = new >= 0
+    v = None if a.v is None else np.take(a.v, flat, axis=-1)
+    return SparseBlock((a.shape[0],) + flat.shape, np.where(keep, new, 0), np.where(keep, a.val, 0.0), a.u, v)
+
+
+FUNCTIONS = {np.reshape: _reshape, np.sum: _sum, np.transpose: _transpose, np.swapaxes: _swapaxes,
+             np.where: _where, np.take: _take, np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim}
 
 def as_block(x: Any, shape: tuple) -> SparseBlock | None:
     """x as a SparseBlock of `shape` when it is one, or a per-seed scalar broadcast over it."""
@@ -318,7 +420,7 @@ def broadcast_block(t: Any, shape: tuple) -> Any:
     A single seed (a gradient, a recorded gradient) stays a plain array: its structure would save
     nothing, and on a recorded gradient it would become a structured constant of the recording.
     """
-    if (type(t) in (np.ndarray, SparseBlock) or (TRACED_PARTS.v is True and type(t) is _TRACER[0])) \
+    if (type(t) in (np.ndarray, SparseBlock) or (TRACED_PARTS.v is True and type(t) is Tracer)) \
             and t.ndim == len(shape) and t.ndim >= 2 and t.shape[0] > 1 \
             and math.prod(t.shape[1:]) == 1 and math.prod(shape[1:]) > 1:
         return SparseBlock.rank_one(np.reshape(dense(t), (t.shape[0],)), tuple(shape[1:]))

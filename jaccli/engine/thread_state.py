@@ -1,5 +1,4 @@
-"""Per-thread values and the traced array class, for engine modules that cannot import tracer.py
-(which imports them)."""
+"""Per-thread values: threads record and sweep independently of each other."""
 
 from __future__ import annotations
 
@@ -12,6 +11,3 @@ class ThreadSlot(threading.local):
 
     def __init__(self) -> None:
         self.v: Any = None
-
-
-TRACER: list = [None]  # the Tracer class, set by tracer.py

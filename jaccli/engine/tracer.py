@@ -14,8 +14,7 @@ import numpy as np
 
 from ..errors import TracingError, UnsupportedOperationError
 from .guards import Raised
-from .seeds import SparseBlock
-from .thread_state import TRACER as _TRACER, ThreadSlot
+from .thread_state import ThreadSlot
 from .user_sites import user_site
 
 # Filled by registry.py: NumPy callable -> handler(*args, **kwargs).
@@ -26,6 +25,9 @@ INTERNAL: dict[str, Any] = {}
 # Installers of the rules for optional packages (scipy.special), called with a callable that has no
 # rule (or None, before f runs); each returns whether rules for it are installed now.
 OPTIONAL_RULES: list[Any] = []
+# Array types that a NumPy call taking them and a traced value is left to: the sweeps' structured seed
+# blocks (engine/seeds.py adds its SparseBlock), whose own methods densify them or keep their structure.
+DEFERS_TO: set[type] = set()
 # (module, name, the package's function, jaccli's version) for an optional package's Python functions
 # that convert their arguments before any dispatch (scipy.special.logsumexp): swapped in while f runs.
 FUNCTION_SWAPS: list[tuple[Any, str, Any, Any]] = []
@@ -426,7 +428,7 @@ class Tracer:
     # -- NumPy protocols ---------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         for a in inputs:
-            if type(a) is SparseBlock:  # a sweep's structured block: its own method densifies it, or
+            if type(a) in DEFERS_TO:  # a sweep's structured block: its own method densifies it, or
                 return NotImplemented   # keeps its structure (with traced parts, engine/programs.py)
         if kwargs.get("out") is not None:
             name = ufunc.__name__
@@ -459,7 +461,7 @@ class Tracer:
         return handler(*inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        if SparseBlock in types:  # (as in __array_ufunc__)
+        if not DEFERS_TO.isdisjoint(types):  # (as in __array_ufunc__)
             return NotImplemented
         if kwargs.get("out") is not None or _positional_out(func, args):
             name = numpy_name(func)
@@ -789,7 +791,6 @@ class Tracer:
         np.put(self, ind, v, mode=mode)  # np.put writes into self, as x.put does
 
 
-_TRACER[0] = Tracer
 
 # A method called with an argument it does not take names NumPy's method ("ndarray.cumsum() got an
 # unexpected keyword argument 'bogus'"), not jaccli's class: Python names the function's __qualname__.

@@ -13,8 +13,7 @@ from ...errors import TracingError
 from ..user_sites import user_site
 from ..facts import NOT_SEPARABLE, SAMPLE_RULES, SHIFT_FORMS
 from ..registry import family, primitive, register
-from ..seed_ops import distinct_positions
-from ..seeds import SparseBlock
+from ..seeds import SparseBlock, distinct_positions
 from ._util import dtype_of, shape_of, unbroadcast
 
 family("indexing")

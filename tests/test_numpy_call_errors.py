@@ -116,7 +116,7 @@ def test_clip_computes_in_the_dtype_its_keywords_ask_for_as_numpy_does():
         np.testing.assert_array_equal(y, expected)
 
 
-_METHODS = sorted(name for name, value in vars(jaccli.engine.tracer.Tracer).items()
+_METHODS = sorted(name for cls in jaccli.engine.tracer.Tracer.__mro__[:-1] for name, value in vars(cls).items()
                   if callable(value) and not name.startswith("_") and hasattr(np.ndarray, name))
 
 

@@ -16,7 +16,8 @@ from jaccli.engine.user_sites import attributed_to, definition_site, is_internal
 from jaccli.engine.recording import Recording, as_float, call_traced, primal_nested
 from jaccli.engine.rules._util import dtype_of, shape_of
 from jaccli.engine.seeds import dense
-from jaccli.engine.tracer import Tracer, holds_tracer, sever
+from jaccli.engine.tape import sever
+from jaccli.engine.tracer import Tracer, holds_tracer
 from jaccli.errors import ConstantUnderOuterWarning, StrictModeError, UserFunctionError
 from jaccli.engine.sample_independence import separable
 from .evaluator import MODES, Evaluator, HessianEvaluator, check_batch_independence

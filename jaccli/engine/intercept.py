@@ -19,9 +19,9 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import UnsupportedOperationError
+from .handlers import FUNCTION_HANDLERS, FUNCTION_SWAPS, INTERNAL, OPTIONAL_RULES
+from .tracer import Tracer, holds_sequence, holds_tracer, lift, lift_args, needs_lifting, peek, primal
 from .user_sites import is_users_file, user_site
-from .tracer import FUNCTION_HANDLERS, FUNCTION_SWAPS, INTERNAL, OPTIONAL_RULES, Tracer, _holds_sequence, \
-    _needs_lifting, holds_tracer, lift, lift_args, peek, primal
 
 
 def _as_numpy_returns(x: Tracer, ref: Any) -> Any:
@@ -113,7 +113,7 @@ def _lifting(fn: Callable) -> Callable:
     """fn, with lists and tuples that hold traced values made traced arrays first."""
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
-        if _needs_lifting(fn, args, kwargs):
+        if needs_lifting(fn, args, kwargs):
             args, kwargs = lift_args(fn, args, kwargs)
         return fn(*args, **kwargs)
     return call
@@ -129,7 +129,7 @@ class _UfuncProxy:
         self._methods: dict[str, Any] = {}  # name -> the lifting wrapper, made on first use
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _holds_sequence(args):
+        if holds_sequence(args):
             args, kwargs = lift_args(self._ufunc, args, kwargs)
         return self._ufunc(*args, **kwargs)
 

@@ -24,7 +24,8 @@ from .user_sites import is_internal, user_site
 from .views import stale_error, write_in_place
 from .seeds import dense
 from .intercept import intercept_numpy, primal_nested
-from .tracer import Tracer, holds_tracer, sever
+from .tape import sever
+from .tracer import Tracer, holds_tracer
 
 def as_float(x: Any) -> Any:
     """Inputs are differentiated in floating point: integers and booleans become float64. Anything

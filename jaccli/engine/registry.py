@@ -9,7 +9,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .tape import Primitive
-from .tracer import FUNCTION_HANDLERS, INTERNAL, UFUNC_HANDLERS, numpy_name
+from .handlers import FUNCTION_HANDLERS, INTERNAL, UFUNC_HANDLERS
+from .refusals import numpy_name
 
 
 @dataclass

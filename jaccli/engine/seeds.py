@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from .thread_state import ThreadSlot
-from .tracer import DEFERS_TO, Tracer
+from .handlers import DEFERS_TO
+from .tracer import Tracer
 
 # While a sweep is recorded as a compiled one (engine/programs.py), a block scaled by a traced
 # factor keeps its structure, its parts traced: the program then runs on the parts alone. Elsewhere

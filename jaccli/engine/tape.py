@@ -347,6 +347,19 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
     return out
 
 
+def sever(obj: Any, site: tuple | None, own: Any = None) -> None:
+    """Mark the recordings (every level but `own`) whose traced values obj, a (nested) list or tuple,
+    holds: a derivative was taken of them at `site` without create_graph (see Trace.severed)."""
+    kind = type(obj)
+    if kind is list or kind is tuple or isinstance(obj, tuple):
+        for o in obj:
+            sever(o, site, own)
+    while type(obj) is Tracer:
+        if obj._trace is not own and obj._trace.severed is None:
+            obj._trace.severed = site
+        obj = obj._value
+
+
 def rewritable(node: Node) -> bool:
     """Whether node's value, made by a replay of a recording, is memory the replay may write into
     again where the recording wrote in place: its own array (not an input's, not a constant's)."""

@@ -2,62 +2,20 @@
 
 from __future__ import annotations
 
-import inspect
-import itertools
-import linecache
-import re
-import sys
-import types
 from typing import Any
 
 import numpy as np
 
 from ..errors import TracingError, UnsupportedOperationError
 from .guards import Raised
+from .handlers import DEFERS_TO, FUNCTION_HANDLERS, INTERNAL, UFUNC_HANDLERS, installed_for
+from .memory_overlap import TOO_HARD, element_addresses, same_memory
+from .ndarray_methods import NdarrayMethods, name_as_ndarray_methods
+from .refusals import (IN_PLACE_METHODS, INSTEAD, Formatted, escape_error, inside_np_vectorize, memory_reader,
+                       numpy_name, passes_out, read_only_message, same_value_cast, scalar_type_called,
+                       unswapped_caller)
 from .thread_state import ThreadSlot
 from .user_sites import user_site
-
-# Filled by registry.py: NumPy callable -> handler(*args, **kwargs).
-FUNCTION_HANDLERS: dict[Any, Any] = {}
-UFUNC_HANDLERS: dict[Any, Any] = {}
-# Internal operations the methods below need (getitem, setitem, astype, ...), by name.
-INTERNAL: dict[str, Any] = {}
-# Installers of the rules for optional packages (scipy.special), called with a callable that has no
-# rule (or None, before f runs); each returns whether rules for it are installed now.
-OPTIONAL_RULES: list[Any] = []
-# Array types that a NumPy call taking them and a traced value is left to: the sweeps' structured seed
-# blocks (engine/seeds.py adds its SparseBlock), whose own methods densify them or keep their structure.
-DEFERS_TO: set[type] = set()
-# (module, name, the package's function, jaccli's version) for an optional package's Python functions
-# that convert their arguments before any dispatch (scipy.special.logsumexp): swapped in while f runs.
-FUNCTION_SWAPS: list[tuple[Any, str, Any, Any]] = []
-
-
-def _installed_for(func: Any) -> bool:
-    """Whether rules for `func` (an optional package's callable) have just been installed."""
-    installed = False
-    for install in OPTIONAL_RULES:
-        installed = install(func) or installed
-    return installed
-
-
-def numpy_name(func: Any) -> str:
-    """`np.fft.fft` style name of a NumPy callable, for messages."""
-    if isinstance(func, np.ufunc):
-        if getattr(np, func.__name__, None) is not func:  # scipy.special's and other packages' ufuncs
-            special = sys.modules.get("scipy.special")
-            if special is not None and getattr(special, func.__name__, None) is func:
-                return f"scipy.special.{func.__name__}"
-            return f"the ufunc {func.__name__} (not NumPy's own)"
-        return f"np.{func.__name__}"
-    module = getattr(func, "__module__", "") or ""
-    name = getattr(func, "__name__", repr(func))
-    for prefix, short in (("numpy.linalg", "np.linalg"), ("numpy.fft", "np.fft"), ("numpy.random", "np.random"),
-                          ("numpy.lib.scimath", "np.emath")):
-        if module.startswith(prefix):
-            return f"{short}.{name}"
-    return f"np.{name}"
-
 
 _PLAIN_OPERANDS = (int, float, np.ndarray, np.floating, np.integer)
 
@@ -78,19 +36,6 @@ def holds_tracer(obj: Any) -> bool:
             if holds_tracer(o):
                 return True
     return False
-
-
-def sever(obj: Any, site: tuple | None, own: Any = None) -> None:
-    """Mark the recordings (every level but `own`) whose traced values obj, a (nested) list or tuple,
-    holds: a derivative was taken of them at `site` without create_graph (see Trace.severed)."""
-    kind = type(obj)
-    if kind is list or kind is tuple or isinstance(obj, tuple):
-        for o in obj:
-            sever(o, site, own)
-    while type(obj) is Tracer:
-        if obj._trace is not own and obj._trace.severed is None:
-            obj._trace.severed = site
-        obj = obj._value
 
 
 def lift(obj: Any) -> Any:
@@ -119,7 +64,7 @@ def lift_args(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     return tuple(lift(a) for a in args), {k: lift(v) for k, v in kwargs.items()}
 
 
-def _holds_sequence(args: tuple) -> bool:
+def holds_sequence(args: tuple) -> bool:
     """Some argument is a list or tuple that holds traced values: lift_args has work to do."""
     for a in args:
         if isinstance(a, _SEQUENCES) and holds_tracer(a):
@@ -127,7 +72,7 @@ def _holds_sequence(args: tuple) -> bool:
     return False
 
 
-def _needs_lifting(func: Any, args: tuple, kwargs: dict) -> bool:
+def needs_lifting(func: Any, args: tuple, kwargs: dict) -> bool:
     """func's arguments hold a list or tuple of traced values NumPy would convert (cheap when not)."""
     for a in args:
         if isinstance(a, _SEQUENCES):
@@ -141,11 +86,11 @@ def _needs_lifting(func: Any, args: tuple, kwargs: dict) -> bool:
         else:
             return False
     if func in _SEQUENCE_FUNCTIONS:  # a sequence of arrays: only a list inside it needs lifting
-        if func is np.piecewise and _holds_sequence(args[:1]):  # but x is one array (lift_args)
+        if func is np.piecewise and holds_sequence(args[:1]):  # but x is one array (lift_args)
             return True
-        return any(isinstance(a, _SEQUENCES) and _holds_sequence(a) for a in args) or \
-            any(isinstance(v, _SEQUENCES) and _holds_sequence(v) for v in kwargs.values())
-    return _holds_sequence(args) or (bool(kwargs) and _holds_sequence(tuple(kwargs.values())))
+        return any(isinstance(a, _SEQUENCES) and holds_sequence(a) for a in args) or \
+            any(isinstance(v, _SEQUENCES) and holds_sequence(v) for v in kwargs.values())
+    return holds_sequence(args) or (bool(kwargs) and holds_sequence(tuple(kwargs.values())))
 
 
 def _op(ufunc: Any, a: Any, b: Any) -> Any:
@@ -156,11 +101,6 @@ def _op(ufunc: Any, a: Any, b: Any) -> Any:
         if handler is not None:
             return handler(a, b)
     return ufunc(a, b)  # anything else (lists, other array types) takes NumPy's own route
-
-
-def _same_value_cast(value: Any, dtype: np.dtype) -> bool:
-    np.asarray(value).astype(dtype, casting="same_value")
-    return True
 
 
 def peek(x: Any) -> Any:
@@ -214,106 +154,6 @@ def guarded(fn: Any, *args: Any, **kwargs: Any) -> Any:
     return result
 
 
-_OUT_POSITION: dict[Any, int | None] = {}  # NumPy function -> the position of its `out` parameter
-
-
-def _positional_out(func: Any, args: tuple) -> bool:
-    """Whether args passes an `out` array by position (np.clip(x, 0, 1, buf))."""
-    try:
-        at = _OUT_POSITION[func]
-    except KeyError:
-        try:
-            params = list(inspect.signature(func).parameters.values())
-        except (TypeError, ValueError):
-            params = []
-        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        names = [p.name for p in itertools.takewhile(lambda p: p.kind in positional, params)]
-        at = _OUT_POSITION[func] = names.index("out") if "out" in names else None  # not after *args
-    return at is not None and len(args) > at and args[at] is not None
-
-
-# What to write instead of some unsupported functions, where NumPy has a supported relative.
-_INSTEAD = {
-    np.linalg.eig: " (its results are complex in general); for a symmetric matrix use np.linalg.eigh",
-    np.linalg.eigvals: " (its results are complex in general); for a symmetric matrix use np.linalg.eigvalsh",
-}
-
-
-def _escape(what: str, instead: str) -> TracingError:
-    return TracingError(f"{what} takes a traced value out of jaccli's recording, so its derivative is lost; {instead}",
-                        user_site(3))
-
-
-class _Formatted(str):
-    """A traced value formatted with a spec (Tracer.__format__): a string, whose conversion back
-    to a number (float(f"{x:.17g}")) is refused as the value's own is, not a silent way around it."""
-
-    __slots__ = ()
-
-    def __float__(self):
-        raise _escape("float() of a formatted traced value", "keep values as arrays and use NumPy functions "
-                                                             "(format them for printing only)")
-
-    def __int__(self):
-        raise _escape("int() of a formatted traced value", "keep values as arrays (format them for printing only)")
-
-    def __complex__(self):
-        raise _escape("complex() of a formatted traced value", "keep values as real arrays")
-
-
-_SCALAR_CALL = re.compile(r"\b(?:np|numpy)\.(float64|float32|float16|double|single|half|longdouble|float_|"
-                          r"int64|int32|intp|bool_)\s*\(")
-
-
-def _scalar_type_called(site: tuple[str, int] | None) -> str | None:
-    """The NumPy scalar type called on the user's line (np.float64(x)), which converts through
-    __array__ without a frame of its own: read from the line's source, for the message only."""
-    if site is None:
-        return None
-    found = _SCALAR_CALL.findall(linecache.getline(*site))
-    return found[0] if len(set(found)) == 1 else None
-
-
-def _inside_np_vectorize() -> bool:
-    """Whether NumPy's np.vectorize is converting the inputs (the caller's caller's frames)."""
-    frame = sys._getframe(2)
-    for _ in range(8):
-        if frame is None:
-            return False
-        if isinstance(frame.f_locals.get("self"), np.vectorize):
-            return True
-        frame = frame.f_back
-    return False
-
-
-# NumPy functions that convert their input to read its memory directly, by code object: what to write instead.
-_READS_MEMORY = {
-    np.lib.stride_tricks.as_strided.__code__: (
-        "np.lib.stride_tricks.as_strided reads a traced array's memory outside jaccli's recording, so it cannot "
-        "be differentiated; use np.lib.stride_tricks.sliding_window_view for windows, or indexing "
-        "(x[::2], x[i:j], x[idx]) for other views"),
-}
-
-
-def _unswapped_caller() -> str | None:
-    """The name of an optional package's function jaccli stands in for (FUNCTION_SWAPS) whose own
-    code is converting a traced value: it was reached under a name jaccli did not swap."""
-    codes = {getattr(original, "__code__", None): f"{module.__name__}.{name}"
-             for module, name, original, _ in FUNCTION_SWAPS}
-    frame = sys._getframe(2)
-    while frame is not None:
-        if frame.f_code in codes:
-            return codes[frame.f_code]
-        frame = frame.f_back
-    return None
-
-
-def _memory_reader() -> str | None:
-    """The message for a NumPy function in _READS_MEMORY converting the input (the caller's caller's frame)."""
-    frame = sys._getframe(2)
-    return None if frame is None else _READS_MEMORY.get(frame.f_code)
-
-
 # The traced array that f's write (y[i] = v) is replacing, while the update is recorded: only its
 # old value is certain to be read by nothing after the write (see views.writable).
 REPLACING = ThreadSlot()
@@ -326,9 +166,6 @@ def memory_root(a: Any) -> Any:
     while isinstance(getattr(a, "base", None), np.ndarray):
         a = a.base
     return a
-
-
-_TOO_HARD = getattr(np, "exceptions", np).TooHardError  # np.exceptions is NumPy >= 1.25
 
 
 def _overwritten_views(trace: Any, old: Any, idx: Any, writer: Any, written: Any) -> list:
@@ -347,7 +184,7 @@ def _overwritten_views(trace: Any, old: Any, idx: Any, writer: Any, written: Any
         except Exception:  # noqa: BLE001 - an index NumPy reads otherwise than jaccli: all of it
             region = old
         if type(region) is not np.ndarray or not np.may_share_memory(region, old):
-            addresses, region = _addresses(old)[idx], old  # an advanced index: a copy, not a view
+            addresses, region = element_addresses(old)[idx], old  # an advanced index: a copy, not a view
     hit, live = [], []
     for ref in refs:
         view = ref()
@@ -358,14 +195,14 @@ def _overwritten_views(trace: Any, old: Any, idx: Any, writer: Any, written: Any
         if view is writer or view._stale is not None or type(mem) is not np.ndarray \
                 or not np.may_share_memory(mem, region):
             continue
-        if view is written and _same_memory(mem, region) and addresses is None:
+        if view is written and same_memory(mem, region) and addresses is None:
             continue
         if addresses is not None:
-            overlap = bool(np.isin(_addresses(mem), addresses).any())
+            overlap = bool(np.isin(element_addresses(mem), addresses).any())
         else:
             try:
                 overlap = np.shares_memory(mem, region)
-            except _TOO_HARD:
+            except TOO_HARD:
                 overlap = True
         if overlap:
             hit.append(view)
@@ -373,41 +210,7 @@ def _overwritten_views(trace: Any, old: Any, idx: Any, writer: Any, written: Any
     return hit
 
 
-def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
-    return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0] and a.shape == b.shape
-            and a.strides == b.strides)
-
-
-def _addresses(a: np.ndarray) -> np.ndarray:
-    """The address of every element of a (same shape as a)."""
-    out = np.full(a.shape, a.__array_interface__["data"][0], dtype=np.intp)
-    for axis, (n, stride) in enumerate(zip(a.shape, a.strides)):
-        out += (np.arange(n, dtype=np.intp) * stride).reshape((n,) + (1,) * (a.ndim - axis - 1))
-    return out
-
-
-def mark_read_only(x: "Tracer", message: str) -> "Tracer":
-    """Refuse writes into x and into its views (x[0] = v, x += v, np.put(x, ...)) with `message`.
-
-    For the traced arrays NumPy gives read-only: the windows of sliding_window_view, the result
-    of np.broadcast_to.
-    """
-    x._read_only = message
-    return x
-
-
-def _read_only_message(x: "Tracer") -> str | None:
-    while x is not None:
-        if x._read_only is not None:
-            return x._read_only
-        x = x._base
-    return None
-
-
-_IN_PLACE = {"partition", "sort", "put", "fill", "resize", "setfield", "itemset", "byteswap", "setflags"}
-
-
-class Tracer:
+class Tracer(NdarrayMethods):
     """An array whose operations are recorded on a `Trace` (one nesting level)."""
 
     # _base: the traced array this one is a NumPy view of (x[0], x.T, x.reshape(-1)), or None.
@@ -447,11 +250,11 @@ class Tracer:
             raise UnsupportedOperationError(
                 f"{name} with where= is not supported by jaccli (NumPy leaves the entries outside the mask "
                 f"undefined without out=); write np.where(mask, {name}(...), fill)", user_site(2))
-        if _holds_sequence(inputs):  # x + [x[0], 1.0]
+        if holds_sequence(inputs):  # x + [x[0], 1.0]
             inputs, kwargs = lift_args(ufunc, inputs, kwargs)
         key = ufunc if method == "__call__" else (ufunc, method)
         handler = UFUNC_HANDLERS.get(key)
-        if handler is None and _installed_for(ufunc):
+        if handler is None and installed_for(ufunc):
             handler = UFUNC_HANDLERS.get(key)
         if handler is None:
             name = numpy_name(ufunc) + ("" if method == "__call__" else f".{method}")
@@ -463,28 +266,28 @@ class Tracer:
     def __array_function__(self, func, types, args, kwargs):
         if not DEFERS_TO.isdisjoint(types):  # (as in __array_ufunc__)
             return NotImplemented
-        if kwargs.get("out") is not None or _positional_out(func, args):
+        if kwargs.get("out") is not None or passes_out(func, args):
             name = numpy_name(func)
             raise TracingError(f"{name}(..., out=...) writes into an existing array; write `y = {name}(...)` "
                                "instead", user_site(2))
         handler = FUNCTION_HANDLERS.get(func)
         if handler is None:
-            hint = _INSTEAD.get(func, "")
+            hint = INSTEAD.get(func, "")
             raise UnsupportedOperationError(f"{numpy_name(func)} is not supported by jaccli{hint}; see 'jaccli ops'",
                                             user_site(2))
-        if _needs_lifting(func, args, kwargs):  # np.outer([x[0], x[1]], x)
+        if needs_lifting(func, args, kwargs):  # np.outer([x[0], x[1]], x)
             args, kwargs = lift_args(func, args, kwargs)
         return handler(*args, **kwargs)
 
     def __array__(self, dtype=None, copy=None):
-        if _inside_np_vectorize():
+        if inside_np_vectorize():
             raise TracingError("np.vectorize calls its function on plain values, outside jaccli's "
                                "recording, so it cannot be differentiated; write the function with array "
                                "operations instead (np.where(x > 0, a, b) for if/else)", user_site(2))
-        reader = _memory_reader()
+        reader = memory_reader()
         if reader is not None:
             raise TracingError(reader, user_site(2))
-        unswapped = _unswapped_caller()
+        unswapped = unswapped_caller()
         if unswapped is not None:
             module = unswapped.rsplit(".", 1)[0]
             raise TracingError(
@@ -492,11 +295,11 @@ class Tracer:
                 f"recording: jaccli stands in for it as {unswapped} and where f's module or your modules it "
                 f"imports name it, not where an installed package (or a module f's module does not import) "
                 f"imported it by name; write `import {module}` there and call {unswapped}(...)", user_site(2))
-        scalar = _scalar_type_called(user_site(2))
+        scalar = scalar_type_called(user_site(2))
         if scalar is not None:
-            raise _escape(f"np.{scalar}(...)", f"a NumPy scalar is a plain number: keep an array, "
+            raise escape_error(f"np.{scalar}(...)", f"a NumPy scalar is a plain number: keep an array, "
                                                f"x.astype(np.{scalar}) (or x itself, where it already is {scalar})")
-        raise _escape("converting to a plain NumPy array (np.array/np.asarray of a traced value in an installed "
+        raise escape_error("converting to a plain NumPy array (np.array/np.asarray of a traced value in an installed "
                       "package or a module f's module does not import, a list holding traced values where jaccli "
                       "cannot see it, or writing a traced value into an array made with np.zeros/np.empty)",
                       "build arrays from the input with np.stack([...]), np.concatenate or np.zeros_like(x), "
@@ -507,43 +310,16 @@ class Tracer:
         if name.startswith("__") or not hasattr(np.ndarray, name):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         function = getattr(np, name, None)
-        if function is not None and function in FUNCTION_HANDLERS and name not in _IN_PLACE:
+        if function is not None and function in FUNCTION_HANDLERS and name not in IN_PLACE_METHODS:
             hint = f"np.{name} is: write np.{name}(...) instead"
         else:
             hint = "see 'jaccli ops' for what is"
         raise UnsupportedOperationError(f"x.{name} of a traced array is not supported by jaccli; {hint}",
                                         user_site(2))
 
-    def __copy__(self):
-        return np.copy(self)
-
-    def __deepcopy__(self, memo):
-        return np.copy(self)
-
-    def __divmod__(self, other):
-        return np.floor_divide(self, other), np.mod(self, other)
-
-    def __rdivmod__(self, other):
-        return np.floor_divide(other, self), np.mod(other, self)
 
     # -- escapes -------------------------------------------------------------
-    def __float__(self):
-        raise _escape("float()", "keep values as arrays and use NumPy functions (np.sin, not math.sin)")
 
-    def __int__(self):
-        raise _escape("int()", "keep values as arrays; integers derived from traced values cannot be differentiated")
-
-    def __index__(self):
-        raise _escape("using a traced value as an index", "index with plain integers or integer arrays")
-
-    def __complex__(self):
-        raise _escape("complex()", "keep values as real arrays")
-
-    def item(self, *args):
-        raise _escape(".item()", "keep values as arrays (index with x[i] instead)")
-
-    def tolist(self):
-        raise _escape(".tolist()", "keep values as arrays (use np.stack to combine them)")
 
     def __bool__(self):
         # Branching on a value is fine: the derivative follows the branch that ran.
@@ -571,63 +347,12 @@ class Tracer:
         # not a write: the memory, and so every view of it and the array it is a view of, is unchanged
         self._value, self._node, self._idx, self._trace = new._value, new._node, new._idx, new._trace
 
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return int(np.size(self._value))
-
-    @property
-    def dtype(self):
-        return self._value.dtype if hasattr(self._value, "dtype") else np.asarray(self._value).dtype
-
-    @property
-    def T(self):
-        return np.transpose(self)
-
-    @property
-    def mT(self):
-        return np.swapaxes(self, -1, -2)
-
-    @property
-    def real(self):
-        return self
-
-    @property
-    def imag(self):
-        return np.imag(self)
-
-    @property
-    def itemsize(self) -> int:
-        return self.dtype.itemsize
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
-
-    @property
-    def flat(self) -> "_Flat":
-        return _Flat(self)
-
-    def __round__(self, ndigits=None):
-        return np.round(self, 0 if ndigits is None else ndigits)  # traced (Python's round gives an int)
 
     @property
     def value(self):
         """The primal value at this level (itself traced when levels are nested)."""
         return self._value if type(self._value) is Tracer else primal(self)
 
-    def __len__(self) -> int:
-        shape = self.shape
-        if not shape:
-            raise TypeError("len() of a 0-d traced array")
-        return shape[0]
-
-    def __iter__(self):
-        for i in range(len(self)):
-            yield self[i]
 
     def __repr__(self) -> str:
         return f"Tracer(level={self._trace.level}, shape={self.shape}, value={self._value!r})"
@@ -637,10 +362,10 @@ class Tracer:
         # own error for a spec it refuses, such as one for an array of more than 0 dimensions).
         # Guarded, as every plain value derived from a traced one: a replay at other inputs, where
         # the string differs, records f again rather than keep what f did with the old string (a
-        # branch taken on it); read back as a number, it is refused (_Formatted).
+        # branch taken on it); read back as a number, it is refused (Formatted).
         if not spec:
             return str(self)
-        return _Formatted(guarded(format, self, spec))
+        return Formatted(guarded(format, self, spec))
 
     # -- operators -------------------------------------------------------------
     # Arithmetic goes straight to the registered handler: the same result as np.add(self, o),
@@ -683,7 +408,7 @@ class Tracer:
         """
         if type(new) is not Tracer:
             raise TracingError("an in-place update turned a traced array into a constant", user_site(3))
-        read_only = _read_only_message(self)
+        read_only = read_only_message(self)
         if read_only is not None:
             raise TracingError(read_only, user_site(3))
         trace, old = self._trace, peek(self)
@@ -725,15 +450,6 @@ class Tracer:
     # -- methods ---------------------------------------------------------------
     # The methods take ndarray's own parameters, in its order (x.sum(0, None, None, True)); the
     # keywords past those (where=, initial=, mode=, ...) go on to the function of the same name.
-    def sum(self, axis=None, dtype=None, out=None, keepdims=False, **kw): return np.sum(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kw)
-    def mean(self, axis=None, dtype=None, out=None, keepdims=False, **kw): return np.mean(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kw)
-    def prod(self, axis=None, dtype=None, out=None, keepdims=False, **kw): return np.prod(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kw)
-    def max(self, axis=None, out=None, keepdims=False, **kw): return np.max(self, axis=axis, out=out, keepdims=keepdims, **kw)
-    def min(self, axis=None, out=None, keepdims=False, **kw): return np.min(self, axis=axis, out=out, keepdims=keepdims, **kw)
-    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw): return np.var(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, **kw)
-    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw): return np.std(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, **kw)
-    def cumsum(self, axis=None, dtype=None, out=None): return np.cumsum(self, axis=axis, dtype=dtype, out=out)
-    def cumprod(self, axis=None, dtype=None, out=None): return np.cumprod(self, axis=axis, dtype=dtype, out=out)
     def argmax(self, axis=None, **kw): return guarded(np.argmax, self, axis=axis, **kw)
     def argmin(self, axis=None, **kw): return guarded(np.argmin, self, axis=axis, **kw)
     def argsort(self, axis=-1, **kw): return guarded(np.argsort, self, axis=axis, **kw)
@@ -741,39 +457,13 @@ class Tracer:
     def all(self, *a, **kw): return guarded(np.all, self, *a, **kw)
     def nonzero(self): return guarded(np.nonzero, self)
 
-    def reshape(self, *shape, order="C", **kw):
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        return np.reshape(self, shape, order=order, **kw)
-
-    def ravel(self, order="C"): return np.ravel(self, order=order)
-    def flatten(self, order="C"): return np.ravel(self, order=order)
-    def squeeze(self, axis=None): return np.squeeze(self, axis=axis)
-    def swapaxes(self, a, b): return np.swapaxes(self, a, b)
-    def repeat(self, repeats, axis=None): return np.repeat(self, repeats, axis=axis)
-    def take(self, indices, axis=None, out=None, mode="raise"): return np.take(self, indices, axis=axis, out=out, mode=mode)
-    def diagonal(self, offset=0, axis1=0, axis2=1): return np.diagonal(self, offset, axis1, axis2)
-    def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-        return np.trace(self, offset, axis1, axis2, dtype, out)
-    def dot(self, other, out=None): return np.dot(self, other, out=out)
-    def clip(self, min=None, max=None, out=None, **kw): return np.clip(self, min, max, out=out, **kw)
-    def round(self, decimals=0, out=None): return np.round(self, decimals, out=out)
-    def conj(self): return self
-    def conjugate(self): return self
-
-    def transpose(self, *axes):
-        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
-            axes = axes[0]
-        return np.transpose(self, axes or None)
-
-    def copy(self, order="C"): return np.copy(self, order=order)
 
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
         if not copy and np.dtype(dtype) == self.dtype and order in ("K", "A"):
             return self  # as NumPy: no copy asked for, none needed
         np.empty(0, self.dtype).astype(dtype, order=order, casting=casting)  # NumPy's errors for the options
         if casting == "same_value":  # NumPy 2.4: refuses values the cast changes; a guard at a replay
-            guarded(_same_value_cast, self, np.dtype(dtype))
+            guarded(same_value_cast, self, np.dtype(dtype))
         out = INTERNAL["astype"](self, np.dtype(dtype))  # keeps the memory layout, as order="K"
         return out if order == "K" else np.copy(out, order=order)
 
@@ -787,36 +477,5 @@ class Tracer:
     def partition(self, kth, axis=-1, kind="introselect", order=None):
         self._become(np.partition(self, kth, axis=axis, kind=kind, order=order))  # in place, as sort
 
-    def put(self, ind, v, mode="raise"):
-        np.put(self, ind, v, mode=mode)  # np.put writes into self, as x.put does
 
-
-
-# A method called with an argument it does not take names NumPy's method ("ndarray.cumsum() got an
-# unexpected keyword argument 'bogus'"), not jaccli's class: Python names the function's __qualname__.
-for _name, _method in vars(Tracer).items():
-    if isinstance(_method, types.FunctionType) and not _name.startswith("_") and hasattr(np.ndarray, _name):
-        _method.__qualname__ = f"ndarray.{_name}"
-del _name, _method
-
-
-class _Flat:
-    """x.flat of a traced array: reads are x.ravel()[i]; writes update x (np.put: values repeat)."""
-
-    __slots__ = ("_base",)
-
-    def __init__(self, base: Tracer) -> None:
-        self._base = base
-
-    def __getitem__(self, idx):
-        return np.reshape(self._base, (-1,))[idx]
-
-    def __setitem__(self, idx, v):
-        where = np.arange(self._base.size)[idx]
-        np.put(self._base, where, v)
-
-    def __len__(self) -> int:
-        return self._base.size
-
-    def __iter__(self):
-        return iter(np.reshape(self._base, (-1,)))
+name_as_ndarray_methods(Tracer)

@@ -36,6 +36,6 @@ from ..seed_ops import install as _install_sparse  # noqa: E402
 
 _install_sparse(_PRIMITIVES)
 
-from ..tracer import OPTIONAL_RULES as _OPTIONAL_RULES  # noqa: E402
+from ..handlers import OPTIONAL_RULES as _OPTIONAL_RULES  # noqa: E402
 
 _OPTIONAL_RULES.append(scipy_special.install_for)  # SciPy's rules, once f's module imports scipy.special

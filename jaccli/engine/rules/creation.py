@@ -11,7 +11,8 @@ from ..user_sites import user_site
 from ..facts import NOT_SEPARABLE, SAMPLE_RULES, SHIFT_FORMS
 from ..registry import family, primitive, register, register_derived
 from ..sample_independence import leading_axis_kept
-from ..tracer import INTERNAL, Tracer, guarded
+from ..handlers import INTERNAL
+from ..tracer import Tracer, guarded
 from ._util import dtype_of
 
 family("creation")

@@ -7,7 +7,8 @@ import collections.abc
 import numpy as np
 
 from ..registry import family, register_derived
-from ..tracer import INTERNAL, Tracer, guarded, lift, peek
+from ..handlers import INTERNAL
+from ..tracer import Tracer, guarded, lift, peek
 from ._util import axis_index, dtype_of
 
 family("functional")

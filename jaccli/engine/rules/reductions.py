@@ -10,7 +10,8 @@ import numpy as np
 from ..facts import KINK_CROSSINGS, SAMPLE_RULES, SHIFT_FORMS, allow_in_expressions
 from ..registry import family, primitive, register, register_derived
 from ..seeds import SparseBlock, broadcast_block
-from ..tracer import FUNCTION_HANDLERS, UFUNC_HANDLERS, Tracer, guarded, primal
+from ..handlers import FUNCTION_HANDLERS, UFUNC_HANDLERS
+from ..tracer import Tracer, guarded, primal
 from ._util import axis_index, dtype_of, in_dtype, in_method_dtype, norm_axes, reduction_dtype, shape_of, shift
 from .indexing import gather, scatter_flat
 

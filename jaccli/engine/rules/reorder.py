@@ -8,7 +8,8 @@ from ...errors import UnsupportedOperationError
 from ..user_sites import user_site
 from ..facts import allow_in_expressions
 from ..registry import family, register, register_derived
-from ..tracer import guarded, mark_read_only
+from ..refusals import mark_read_only
+from ..tracer import guarded
 from ._util import axis_index, in_method_dtype, norm_axes
 from .indexing import gather, get_basic, getitem, positions, rearrange
 from .shape import transpose

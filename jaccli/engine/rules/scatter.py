@@ -8,7 +8,8 @@ import numpy as np
 from ...errors import TracingError
 from ..user_sites import user_site
 from ..registry import family, register, register_derived
-from ..tracer import INTERNAL, Tracer
+from ..handlers import INTERNAL
+from ..tracer import Tracer
 from ._util import dtype_of, in_dtype, loop_dtypes, shape_of
 from .elementwise import multiply
 from .indexing import gather, positions, scatter_flat

@@ -24,7 +24,8 @@ import numpy as np
 from ..tape import ELEMENTWISE
 from ..facts import NOT_SEPARABLE, SAMPLE_RULES
 from ..registry import family, primitive, register
-from ..tracer import FUNCTION_SWAPS, UFUNC_HANDLERS, holds_tracer, lift
+from ..handlers import FUNCTION_SWAPS, UFUNC_HANDLERS
+from ..tracer import holds_tracer, lift
 from ._util import crossed_at_zero, expand, norm_axes, shift, unbroadcast
 from .elementwise import _binary, _facts, _nary, _safe_product, _tangent_product, _unary, _where0
 

@@ -9,7 +9,8 @@ import numpy as np
 from ..facts import NOT_SEPARABLE, SAMPLE_RULES, SHIFT_FORMS, allow_in_expressions
 from ..registry import family, primitive, register, register_derived
 from ..sample_independence import leading_axis_kept
-from ..tracer import Tracer, guarded, mark_read_only
+from ..refusals import mark_read_only
+from ..tracer import Tracer, guarded
 from ._util import axis_index
 
 family("shape")

@@ -11,7 +11,8 @@ import numpy as np
 from ...errors import TracingError
 from ..core import user_site
 from ..registry import family, register_derived
-from ..tracer import INTERNAL, Tracer, guarded
+from ..handlers import INTERNAL
+from ..tracer import Tracer, guarded
 from ._util import dtype_of
 from .indexing import gather, get_basic, getitem, positions, rearrange
 

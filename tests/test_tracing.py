@@ -551,7 +551,8 @@ def test_a_name_rebound_from_none_to_numpy_is_swapped(user_module):
 def test_numpy_held_in_a_cell_stays_swapped_while_another_recording_still_runs(user_module):
     # Two recordings of the same closure at once (two threads): the first to finish must not put
     # numpy back under the second. Before: the second did not count itself as a user of the cell.
-    from jaccli.engine.intercept import NUMPY_PROXY, intercept_numpy
+    from jaccli.engine.intercept import intercept_numpy
+    from jaccli.engine.numpy_proxies import NUMPY_PROXY
 
     user = user_module("""
         def make():
@@ -591,14 +592,14 @@ def test_helper_modules_are_put_back_when_f_raises(user_module):
 
 
 def test_the_modules_reached_follow_the_names_fs_module_binds_now(user_module):
-    from jaccli.engine import intercept
+    from jaccli.engine import user_modules
 
     first = user_module("import numpy as np\n", "helper_first")
     second = user_module("import numpy as np\n", "helper_second")
     user = user_module("import helper_first as helper\n", "user_rebinding")
-    assert intercept.user_globals(user.__dict__)[1] is first.__dict__
+    assert user_modules.user_globals(user.__dict__)[1] is first.__dict__
     user.helper = second  # the same size and file: what was cached must not be reused
-    assert intercept.user_globals(user.__dict__)[1] is second.__dict__
+    assert user_modules.user_globals(user.__dict__)[1] is second.__dict__
 
 
 def test_a_global_whose_attributes_raise_is_left_alone(user_module):
@@ -622,7 +623,7 @@ def test_a_global_whose_attributes_raise_is_left_alone(user_module):
 
 
 def test_installed_packages_and_the_standard_library_are_not_swapped(user_module, tmp_path, monkeypatch):
-    from jaccli.engine import intercept, user_sites
+    from jaccli.engine import user_modules, user_sites
 
     site = tmp_path / "site"
     site.mkdir()
@@ -640,7 +641,7 @@ def test_installed_packages_and_the_standard_library_are_not_swapped(user_module
         import helper_plain
         import installed_pack
     """, "user_reaching")
-    reached = intercept.user_globals(user.__dict__)
+    reached = user_modules.user_globals(user.__dict__)
     assert [g["__name__"] for g in reached] == ["user_reaching", "helper_plain"]
     assert reached[1] is helper.__dict__
 

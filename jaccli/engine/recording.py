@@ -23,7 +23,8 @@ from .tape import ELEMENTWISE, INPUT, Node, Trace, rewritable, value_size
 from .user_sites import is_internal, user_site
 from .views import stale_error, write_in_place
 from .seeds import dense
-from .intercept import intercept_numpy, primal_nested
+from .intercept import intercept_numpy
+from .numpy_proxies import primal_nested
 from .tape import sever
 from .tracer import Tracer, holds_tracer
 

@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 import jaccli
-from jaccli.engine.recording import Recording
+from jaccli.engine import Recording
 from jaccli.api.evaluator import Evaluator
 
 from . import anchors

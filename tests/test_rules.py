@@ -13,7 +13,7 @@ import jaccli
 import tests.rule_cases as rule_cases
 from jaccli.engine.recording import Recording
 from jaccli.engine import facts
-from jaccli.engine.core import ELEMENTWISE
+from jaccli.engine import ELEMENTWISE
 from jaccli.engine.registry import PRIMITIVES, REGISTRY
 from jaccli.engine.rules import scipy_special
 

@@ -16,11 +16,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from jaccli.engine.facts import MATRIX_PRODUCTS
-from jaccli.engine.sample_independence import separable
-from jaccli.engine.recording import Recording
-from jaccli.engine.seed_ops import scatter_cols, scatter_rows
-from jaccli.engine.seeds import SparseBlock
+from jaccli.engine import MATRIX_PRODUCTS, Recording, SparseBlock, scatter_cols, scatter_rows, separable
 from jaccli.errors import BatchMixingError, ResourceLimitError, UsageError
 from jaccli.io.byte_sizes import parse_size
 

@@ -11,15 +11,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from jaccli.replay import sweep_templates
-from jaccli.engine.sweeps import reverse
-from jaccli.engine.user_sites import attributed_to, definition_site, is_internal, user_site
-from jaccli.engine.recording import Recording, as_float, call_traced, primal_nested
-from jaccli.engine.rules._util import dtype_of, shape_of
-from jaccli.engine.seeds import dense
-from jaccli.engine.tape import sever
-from jaccli.engine.tracer import Tracer, holds_tracer
+from jaccli.engine import (Recording, Tracer, as_float, attributed_to, call_traced, definition_site, dense, dtype_of,
+                          holds_tracer, is_internal, primal_nested, reverse, separable, sever, shape_of, user_site)
 from jaccli.errors import ConstantUnderOuterWarning, StrictModeError, UserFunctionError
-from jaccli.engine.sample_independence import separable
 from .evaluator import MODES, Evaluator, HessianEvaluator, check_batch_independence
 from .lazy import Hessian, Jacobian
 from jaccli.replay.record_once import RecordOnce, record_once

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from jaccli.engine import rules  # noqa: F401  (importing the rules fills the registry)
-from jaccli.engine.registry import REGISTRY, Entry
+from jaccli.engine import REGISTRY, Entry
 from jaccli.engine.rules import scipy_special
 
 __all__ = ["ops_table", "format_ops_plain", "OPS_COLUMNS"]

@@ -7,10 +7,7 @@ from typing import Any, Collection
 
 import numpy as np
 
-from jaccli.engine.tape import ELEMENTWISE, Node
-from jaccli.engine.facts import CONDITION_ARGUMENTS, READS_ONE_TRIANGLE
-from jaccli.engine.recording import Recording
-from jaccli.engine.tracer import peek
+from jaccli.engine import CONDITION_ARGUMENTS, ELEMENTWISE, Node, READS_ONE_TRIANGLE, Recording, peek
 from .kinks import kink_crossed, kink_mask, op_at
 
 __all__ = ["Crossed", "crossings", "merge_flags"]

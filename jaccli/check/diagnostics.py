@@ -7,10 +7,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from jaccli.engine.sweeps import MONITOR
-from jaccli.engine.tape import Node, Trace
-from jaccli.engine.recording import Recording
-from jaccli.engine.tracer import peek
+from jaccli.engine import MONITOR, Node, Recording, Trace, peek
 
 
 def __getattr__(name: str) -> Any:

@@ -7,10 +7,7 @@ from typing import Any, Callable, Collection, Sequence
 
 import numpy as np
 
-from jaccli.engine.sweeps import MONITOR
-from jaccli.engine.tape import Node
-from jaccli.engine.recording import Recording
-from jaccli.engine.tracer import peek
+from jaccli.engine import MONITOR, Node, Recording, peek
 from .kinks import Kink
 from .sample_groups import bit_groups, decode_samples
 

@@ -6,11 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jaccli.engine.facts import KINK_CROSSINGS
-from jaccli.engine.recording import Recording
-from jaccli.engine.registry import REGISTRY
-from jaccli.engine.tape import Node
-from jaccli.engine.tracer import peek
+from jaccli.engine import KINK_CROSSINGS, Node, REGISTRY, Recording, peek
 
 __all__ = ["Kink", "find_kinks", "kink_crossed", "kink_masks", "kink_mask", "kinked_nodes",
            "op_at", "registry_notes"]

@@ -7,8 +7,7 @@ from typing import Callable
 import numpy as np
 
 from .branch_changes import Crossed, crossings, merge_flags
-from jaccli.engine.recording import Recording
-from jaccli.engine.tracer import peek
+from jaccli.engine import Recording, peek
 from .finite_differences import fd_step
 from .kink_reach import RowReach, kink_rows, sample_reach
 from .kinks import Kink, find_kinks, kinked_nodes, op_at, registry_notes

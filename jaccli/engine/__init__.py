@@ -1,0 +1,61 @@
+"""The AD engine's public face: what the rest of jaccli uses of it, each name loaded on first use.
+
+Inside, one module per job: the traced array (tracer.py) records primitives on the tape (tape.py),
+rules by family (rules/) say how to sweep them (sweeps.py, sweep_plans.py), and a Recording
+(recording.py) runs f once under all of it. Importing this package costs nothing until a name is
+used, so that `jaccli --version` and `--help` do not pay for NumPy and the engine.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Name -> the module of the engine that defines it.
+_EXPORTS = {
+    "ELEMENTWISE": "tape", "INPUT": "tape", "MAX_CUTS": "tape", "Node": "tape", "Trace": "tape", "sever": "tape",
+    "MONITOR": "sweeps", "forward": "sweeps", "reverse": "sweeps",
+    "Guard": "guards", "errstate_token": "guards",
+    "Tracer": "tracer", "holds_tracer": "tracer", "peek": "tracer",
+    "SparseBlock": "seeds", "TRACED_PARTS": "seeds", "dense": "seeds",
+    "scatter_cols": "seed_ops", "scatter_rows": "seed_ops",
+    "attributed_to": "user_sites", "definition_site": "user_sites", "is_internal": "user_sites",
+    "user_site": "user_sites",
+    "primal_nested": "numpy_proxies",
+    "dtype_of": "rules._util", "shape_of": "rules._util",
+    "REGISTRY": "registry", "Entry": "registry",
+    "separable": "sample_independence",
+    "CONDITION_ARGUMENTS": "facts", "EXPRESSION_FUNCTIONS": "facts", "KINK_CROSSINGS": "facts", "MATRIX_PRODUCTS": "facts",
+    "READS_ONE_TRIANGLE": "facts", "STRUCTURES": "facts",
+    "ErrstateRun": "recording", "Recording": "recording", "as_float": "recording", "call_traced": "recording",
+    "guards_hold": "recording",
+}
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from .facts import CONDITION_ARGUMENTS, EXPRESSION_FUNCTIONS, KINK_CROSSINGS, MATRIX_PRODUCTS, READS_ONE_TRIANGLE, STRUCTURES
+    from .guards import Guard, errstate_token
+    from .numpy_proxies import primal_nested
+    from .recording import ErrstateRun, Recording, as_float, call_traced, guards_hold
+    from .registry import REGISTRY, Entry
+    from .rules._util import dtype_of, shape_of
+    from .sample_independence import separable
+    from .seed_ops import scatter_cols, scatter_rows
+    from .seeds import TRACED_PARTS, SparseBlock, dense
+    from .sweeps import MONITOR, forward, reverse
+    from .tape import ELEMENTWISE, INPUT, MAX_CUTS, Node, Trace, sever
+    from .tracer import Tracer, holds_tracer, peek
+    from .user_sites import attributed_to, definition_site, is_internal, user_site
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

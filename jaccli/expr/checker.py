@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from jaccli.engine import rules  # noqa: F401  (fills EXPRESSION_FUNCTIONS)
-from jaccli.engine.facts import EXPRESSION_FUNCTIONS
+from jaccli.engine import EXPRESSION_FUNCTIONS
 from jaccli.errors import UsageError
 from .evaluation import BINARY, COMPARE, CONSTANTS, SEQUENCE_HINT, UNARY, evaluate
 

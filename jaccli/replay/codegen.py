@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from jaccli.engine.seeds import SparseBlock
+from jaccli.engine import SparseBlock
 
 
 # A step: (k, fn, args, fills, kwargs, state, expected).

@@ -31,10 +31,7 @@ from typing import Any
 import numpy as np
 
 from .codegen import compile_steps, guard_step, node_step
-from jaccli.engine.sweeps import forward, reverse
-from jaccli.engine.tape import Trace
-from jaccli.engine.seeds import TRACED_PARTS, SparseBlock, dense
-from jaccli.engine.tracer import Tracer
+from jaccli.engine import TRACED_PARTS, SparseBlock, Trace, Tracer, dense, forward, reverse
 
 # Bytes of constants a program may hold (the seeds' own results, f's constants that rules read).
 # Past it the sweep is made the usual way each time: it costs little next to the arithmetic then.

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from jaccli.engine.recording import Recording
+from jaccli.engine import Recording
 
 __all__ = ["RecordOnce", "record_once"]
 

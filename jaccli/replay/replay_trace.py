@@ -15,7 +15,7 @@ import threading
 from typing import Any
 
 from .codegen import compile_steps, guard_step, node_step
-from jaccli.engine.tape import INPUT, Node, Trace
+from jaccli.engine import INPUT, Node, Trace
 
 
 class Forward:

@@ -23,11 +23,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from jaccli.engine.guards import Guard, errstate_token
-from jaccli.engine.sweeps import MONITOR
-from jaccli.engine.tape import MAX_CUTS as _MAX_CUTS, Node, Trace
-from jaccli.engine.recording import ErrstateRun, _same, guards_hold
-from jaccli.engine.tracer import Tracer
+from jaccli.engine import (MAX_CUTS as _MAX_CUTS, MONITOR, ErrstateRun, Guard, Node, Trace, Tracer, errstate_token,
+                          guards_hold)
+from jaccli.engine.recording import _same
 
 # Bytes of arrays a template may hold: f's constants (compared on every call, so this bounds the
 # cost of a comparison to a few microseconds), the sweep's own constants and the guards' values.

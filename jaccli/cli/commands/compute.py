@@ -167,7 +167,7 @@ def _zero_gradient_warnings(problem: Problem, command: str, blocks: list[Block])
     if not zero:
         return []
     # Recorded again only in this rare case; the library's grad and vjp keep their recording.
-    from jaccli.engine.recording import Recording
+    from jaccli.engine import Recording
 
     with np.errstate(all="ignore"):
         rec = Recording(problem.func, problem.args, problem.wrt)
@@ -205,7 +205,7 @@ def _strict(problem: Problem, command: str, blocks: list[Block], zero: list[Bloc
     cut = None
     if command == "hessian":
         # An f that ignores an input has a gradient that ignores it too; say so in f's terms.
-        from jaccli.engine.recording import Recording
+        from jaccli.engine import Recording
 
         with np.errstate(all="ignore"):
             rec = Recording(problem.func, problem.args, problem.wrt)

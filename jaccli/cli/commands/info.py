@@ -105,7 +105,7 @@ def _plan(blocks: list[Block], order: int) -> list[dict]:
 
 def _report(problem: Problem, settings: Settings, argv: list[str], timings: dict) -> dict:
     from jaccli.check.diagnostics import disconnected_pairs, find_kinks, recording_of
-    from jaccli.engine.recording import Recording
+    from jaccli.engine import Recording
 
     start = time.perf_counter()
     order = settings.order

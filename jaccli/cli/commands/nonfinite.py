@@ -72,7 +72,7 @@ def _origin(problem: Problem, outcome: Outcome, monitor: NonfiniteMonitor) -> Pr
         return monitor.provenance(recording_of([b.lazy for b in outcome.blocks]))
     # Other commands keep no recording of f (a Hessian's records the gradient): record f again,
     # only now that something is known to be wrong.
-    from jaccli.engine.recording import Recording
+    from jaccli.engine import Recording
 
     try:
         with np.errstate(all="ignore"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import ELEMENTWISE
+from ..tape import ELEMENTWISE
 from ..facts import CONDITION_ARGUMENTS, allow_in_expressions
 from ..registry import family, primitive, register, register_derived
 from ..sample_independence import elementwise as samples_apart

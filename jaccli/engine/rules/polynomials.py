@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from ...errors import UnsupportedOperationError
-from ..core import user_site
+from ..user_sites import user_site
 from ..registry import family, register_derived
 from ._util import dtype_of
 from .cumulative import cumprod, cumsum

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from ...errors import UnsupportedOperationError
-from ..core import user_site
+from ..user_sites import user_site
 from ..registry import family, register_derived
 from ..tracer import Tracer, guarded
 from ._util import as_scalar, dtype_of

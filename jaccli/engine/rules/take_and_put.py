@@ -9,7 +9,7 @@ import inspect
 import numpy as np
 
 from ...errors import TracingError
-from ..core import user_site
+from ..user_sites import user_site
 from ..registry import family, register_derived
 from ..handlers import INTERNAL
 from ..tracer import Tracer, guarded

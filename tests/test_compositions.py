@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jaccli
-import jaccli.api.evaluator
+import jaccli.api.sweep_seeds
 
 from contextlib import contextmanager
 
@@ -16,12 +16,12 @@ from contextlib import contextmanager
 @contextmanager
 def seed_form(form):
     """Run with structured identity seeds ("structured") or the size-based default ("default")."""
-    saved = jaccli.api.evaluator.DENSE_SEED_ELEMENTS
-    jaccli.api.evaluator.DENSE_SEED_ELEMENTS = 0 if form == "structured" else saved
+    saved = jaccli.api.sweep_seeds.DENSE_SEED_ELEMENTS
+    jaccli.api.sweep_seeds.DENSE_SEED_ELEMENTS = 0 if form == "structured" else saved
     try:
         yield
     finally:
-        jaccli.api.evaluator.DENSE_SEED_ELEMENTS = saved
+        jaccli.api.sweep_seeds.DENSE_SEED_ELEMENTS = saved
 
 # Smooth building blocks, each defined on all of R (or guarded), so FD is valid everywhere.
 UNARY = {

@@ -1,4 +1,4 @@
-"""Blocks too large to reserve keep only the rows and columns computed (evaluator.PartialStore).
+"""Blocks too large to reserve keep only the rows and columns computed (block_stores.PartialStore).
 
 A few rows of a 10^5 x 10^5 Jacobian must not need its 75 GiB. The property tests force every
 block into a PartialStore (DENSE_STORE_LIMIT = 0) and check that any sequence of NumPy indices,
@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
 import jaccli
-from jaccli.api import evaluator
+from jaccli.api import block_stores
 from jaccli.cli.main import cli
 from jaccli.errors import ResourceLimitError
-from jaccli.api.evaluator import PartialStore
+from jaccli.api.block_stores import PartialStore
 from tests.test_lazy import (SETTINGS, X6, assert_same_result, batched_problem, feature_shapes, hessian_problem,
                              numpy_indices, problems, tall, touched)
 
@@ -33,7 +33,7 @@ from tests.test_lazy import (SETTINGS, X6, assert_same_result, batched_problem, 
 def partial_stores():
     """Every block of every evaluator made inside is a PartialStore until all of it is asked for."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(evaluator, "DENSE_STORE_LIMIT", 0)
+        mp.setattr(block_stores, "DENSE_STORE_LIMIT", 0)
         yield
 
 
@@ -148,8 +148,8 @@ def test_the_whole_of_a_block_that_does_not_fit_says_so_and_its_rows_still_work(
     def no_memory(shape, dtype):
         raise MemoryError
 
-    monkeypatch.setattr(evaluator, "DENSE_STORE_LIMIT", 0)
-    monkeypatch.setattr(evaluator, "_reserve", no_memory)
+    monkeypatch.setattr(block_stores, "DENSE_STORE_LIMIT", 0)
+    monkeypatch.setattr(block_stores, "_reserve", no_memory)
     x = np.linspace(0.1, 1.0, 6)
     J = jaccli.jacobian(lambda x: np.sin(x) * x.sum(), x)
     assert_allclose(J[2], np.cos(x[2]) * x.sum() * np.eye(6)[2] + np.sin(x[2]), rtol=1e-13)

@@ -174,12 +174,12 @@ def test_a_reverse_sweep_keeps_structured_rows_where_slices_of_x_add_up():
 
 
 def test_symmetric_entries_sum_repeats_and_mirror_missing_partners():
-    from jaccli.api.evaluator import _symmetric_from_structure
+    from jaccli.api.hessian_symmetry import symmetric_from_structure
 
     # row 0: (0,0) twice and (0,2); row 1: (1,1); row 2: (2,0) and (2,1), whose mirror (1,2) is absent
     idx = np.array([[0, 0, 2], [1, 1, 1], [0, 1, 1]])
     val = np.array([[1.0, 2.0, 5.0], [4.0, 0.0, 0.0], [7.0, 3.0, 0.0]])
-    out = _symmetric_from_structure(SparseBlock((3, 3), idx, val), np.arange(3), np.dtype(np.float64))
+    out = symmetric_from_structure(SparseBlock((3, 3), idx, val), np.arange(3), np.dtype(np.float64))
     dense = np.zeros((3, 3))
     for k in range(3):
         np.add.at(dense[k], idx[k], val[k])
@@ -188,14 +188,14 @@ def test_symmetric_entries_sum_repeats_and_mirror_missing_partners():
 
 @pytest.mark.parametrize("n, rank", [(5, 1), (300, 3), (517, 2)])
 def test_low_rank_plus_entries_is_symmetrised_on_the_structure(n, rank):
-    from jaccli.api.evaluator import _symmetric_from_structure
+    from jaccli.api.hessian_symmetry import symmetric_from_structure
 
     rng = np.random.default_rng(n)
     rows = rng.permutation(n)  # seed k is row rows[k]
     idx = np.stack([rows, rng.integers(0, n, n)], axis=1)  # a diagonal entry and a random one per row
     val = rng.standard_normal((n, 2))
     u, v = rng.standard_normal((n, rank)), rng.standard_normal((rank, n))
-    out = _symmetric_from_structure(SparseBlock((n, n), idx, val, u, v), rows, np.dtype(np.float64))
+    out = symmetric_from_structure(SparseBlock((n, n), idx, val, u, v), rows, np.dtype(np.float64))
     dense = np.zeros((n, n))
     dense[rows] = u @ v
     for k in range(n):
@@ -208,7 +208,7 @@ def test_low_rank_plus_entries_is_symmetrised_on_the_structure(n, rank):
 @pytest.mark.parametrize("c", [-0.0205, 3.0, 0.0])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_rank_one_part_proportional_to_its_transpose_is_one_exact_outer_product(order, c, dtype):
-    from jaccli.api.evaluator import _symmetric_from_structure, _symmetric_outer
+    from jaccli.api.hessian_symmetry import symmetric_from_structure, _symmetric_outer
 
     n = 301
     rng = np.random.default_rng(3)
@@ -218,7 +218,7 @@ def test_rank_one_part_proportional_to_its_transpose_is_one_exact_outer_product(
     u = np.zeros((n, 1), dtype=dtype)
     u[:, 0] = dtype(c) * v[0, rows]  # seed k (row rows[k]) holds c v[rows[k]]: U = c V^T
     val = rng.standard_normal((n, 1)).astype(dtype)
-    out = _symmetric_from_structure(SparseBlock((n, n), rows[:, None], val, u, v), rows, np.dtype(dtype))
+    out = symmetric_from_structure(SparseBlock((n, n), rows[:, None], val, u, v), rows, np.dtype(dtype))
     assert out.dtype == dtype
     assert_array_equal(out, out.T)
     p = v[0].astype(np.float64)
@@ -233,7 +233,7 @@ def test_rank_one_part_proportional_to_its_transpose_is_one_exact_outer_product(
 
 
 def test_rank_one_part_not_proportional_is_symmetrised_by_the_mean():
-    from jaccli.api.evaluator import _symmetric_from_structure, _symmetric_outer
+    from jaccli.api.hessian_symmetry import symmetric_from_structure, _symmetric_outer
 
     n = 250
     rng = np.random.default_rng(4)
@@ -246,7 +246,7 @@ def test_rank_one_part_not_proportional_is_symmetrised_by_the_mean():
     inf_v[0, 0] = np.inf
     assert _symmetric_outer(-0.3 * inf_v.T, inf_v) is None  # c = -inf / inf is NaN
     idx = np.zeros((n, 0), dtype=np.int64)
-    out = _symmetric_from_structure(SparseBlock((n, n), idx, np.zeros((n, 0)), u, v), np.arange(n),
+    out = symmetric_from_structure(SparseBlock((n, n), idx, np.zeros((n, 0)), u, v), np.arange(n),
                                     np.dtype(np.float64))
     assert_array_equal(out, out.T)
     assert_allclose(out, 0.5 * (u @ v + (u @ v).T), rtol=1e-14, atol=1e-15)
@@ -274,7 +274,7 @@ def test_hessian_of_a_masked_square_stays_zero_where_the_input_is_infinite(dtype
 @pytest.mark.parametrize("order", ["sorted", "permuted"])
 @pytest.mark.parametrize("where", ["diagonal", "off-diagonal"])
 def test_one_entry_per_row_plus_low_rank_is_symmetrised(order, where):
-    from jaccli.api.evaluator import _symmetric_from_structure
+    from jaccli.api.hessian_symmetry import symmetric_from_structure
 
     n = 230
     rng = np.random.default_rng(7)
@@ -282,7 +282,7 @@ def test_one_entry_per_row_plus_low_rank_is_symmetrised(order, where):
     cols = rows if where == "diagonal" else (rows + 1 + rng.integers(0, n - 1, n)) % n
     val = rng.standard_normal((n, 1))
     u, v = rng.standard_normal((n, 2)), rng.standard_normal((2, n))
-    out = _symmetric_from_structure(SparseBlock((n, n), cols[:, None], val, u, v), rows, np.dtype(np.float64))
+    out = symmetric_from_structure(SparseBlock((n, n), cols[:, None], val, u, v), rows, np.dtype(np.float64))
     dense = np.zeros((n, n))
     dense[rows] = u @ v
     dense[rows, cols] += val[:, 0]
@@ -294,14 +294,14 @@ def test_one_entry_per_row_plus_low_rank_is_symmetrised(order, where):
 @pytest.mark.parametrize("low_rank", [False, True])
 def test_diagonal_entries_land_on_their_rows(order, low_rank):
     # Seed k holds one entry, on the diagonal of its row rows[k]: added through the diagonal's view.
-    from jaccli.api.evaluator import _symmetric_from_structure
+    from jaccli.api.hessian_symmetry import symmetric_from_structure
 
     n = 37
     rng = np.random.default_rng(11)
     rows = np.arange(n) if order == "sorted" else rng.permutation(n)
     val = rng.standard_normal((n, 1))
     u, v = (rng.standard_normal((n, 1)), rng.standard_normal((1, n))) if low_rank else (None, None)
-    out = _symmetric_from_structure(SparseBlock((n, n), rows[:, None], val, u, v), rows, np.dtype(np.float64))
+    out = symmetric_from_structure(SparseBlock((n, n), rows[:, None], val, u, v), rows, np.dtype(np.float64))
     dense = np.zeros((n, n))
     if low_rank:
         dense[rows] = u @ v
@@ -328,11 +328,11 @@ def test_softmax_cross_entropy_hessian_is_diag_p_minus_ppt_and_exactly_symmetric
 
 
 def test_tiled_symmetrize_equals_the_plain_mean_bit_for_bit():
-    from jaccli.api.evaluator import _symmetrize_in_place
+    from jaccli.api.hessian_symmetry import symmetrize_in_place
 
     a = np.random.default_rng(1).standard_normal((1100, 1100))
     expected = 0.5 * (a + a.T)
-    _symmetrize_in_place(a)
+    symmetrize_in_place(a)
     assert_array_equal(a, expected)
 
 

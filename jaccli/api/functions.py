@@ -14,8 +14,9 @@ from jaccli.replay import sweep_templates
 from jaccli.engine import (Recording, Tracer, as_float, attributed_to, call_traced, definition_site, dense, dtype_of,
                           holds_tracer, is_internal, primal_nested, reverse, separable, sever, shape_of, user_site)
 from jaccli.errors import ConstantUnderOuterWarning, StrictModeError, UserFunctionError
-from .evaluator import MODES, Evaluator, HessianEvaluator, check_batch_independence
+from .evaluator import MODES, Evaluator, HessianEvaluator
 from .lazy import Hessian, Jacobian
+from .sample_mixing import check_batch_independence
 from jaccli.replay.record_once import RecordOnce, record_once
 from jaccli.plurals import counted
 

@@ -1,17 +1,18 @@
 """Lazy Jacobian and Hessian objects: indexable like the dense arrays, computing only what is asked.
 
-The objects are views on an `Evaluator` (jaccli/evaluator.py), which records f once and caches
+The objects are views on an `Evaluator` (jaccli/api/evaluator.py), which records f once and caches
 the rows and columns it has computed; indexing maps a NumPy index onto the rows and columns it
 touches, asks the evaluator for those, and reads the answer from its cache.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
 
-from .evaluator import Evaluator, _prod
+from .evaluator import Evaluator
 
 
 def _read_only(data: np.ndarray) -> np.ndarray:
@@ -97,7 +98,7 @@ class _Block:
 
     @property
     def size(self) -> int:
-        return _prod(self.shape)
+        return math.prod(self.shape)
 
     @property
     def stats(self) -> dict:

@@ -38,7 +38,7 @@ import click
 import numpy as np
 
 import jaccli
-from jaccli.api.evaluator import default_memory_budget
+from jaccli.api.sweep_seeds import default_memory_budget
 from jaccli.io.npy_stream import human_bytes
 from jaccli.plurals import counted
 

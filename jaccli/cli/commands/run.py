@@ -12,7 +12,7 @@ import click
 
 from jaccli.io.atomic import recording_renames, writing
 from jaccli.errors import ResourceLimitError, UsageError
-from jaccli.api.evaluator import default_memory_budget
+from jaccli.api.sweep_seeds import default_memory_budget
 from jaccli.io.npy_stream import human_bytes
 
 from . import nonfinite

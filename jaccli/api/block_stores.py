@@ -1,0 +1,209 @@
+"""The evaluator's cache of each block: a dense array, or a PartialStore of the rows and columns computed."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from jaccli.errors import ResourceLimitError
+
+# A block larger than this keeps only the rows and columns computed (a PartialStore) until all of
+# it is asked for: a few rows of a 10^5 x 10^5 Jacobian need not reserve its 75 GiB.
+DENSE_STORE_LIMIT = 2**30
+
+
+def _reserve(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """Memory for a dense block (np.empty: pages are only taken as entries are written)."""
+    return np.empty(shape, dtype=dtype)
+
+
+class _Chunks:
+    """Rows (or columns) of a block kept as the chunks the sweeps wrote, each position's chunk and place."""
+
+    def __init__(self, size: int) -> None:
+        self.chunk = np.full(size, -1, dtype=np.intp)
+        self.offset = np.zeros(size, dtype=np.intp)
+        self.data: list[np.ndarray] = []
+
+    def put(self, positions: np.ndarray, values: np.ndarray) -> None:
+        self.chunk[positions] = len(self.data)
+        self.offset[positions] = np.arange(positions.size)
+        self.data.append(values)
+
+    def take(self, positions: np.ndarray, other: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """out[k] = (value at positions[k])[..., other] for every k; each position must be known."""
+        ids = self.chunk[positions]
+        for c in np.unique(ids):
+            sel = ids == c
+            out[sel] = self.data[c][self.offset[positions[sel]]][..., other]
+        return out
+
+    def move_into(self, target: np.ndarray) -> None:
+        """target[p] = value at p for every known position p; the chunks are let go."""
+        for c, data in enumerate(self.data):
+            where = np.flatnonzero(self.chunk == c)
+            target[where] = data[self.offset[where]]
+        self.data = []
+
+
+class PartialStore:
+    """The cache of a block too large to reserve densely: only the rows and columns computed.
+
+    Its `shape` is the dense block's, (M, N) or (B, M, N). A row r (from a reverse sweep) is kept
+    as the values of dense[..., r, :], a column c (from a forward sweep) as those of dense[..., c].
+    """
+
+    def __init__(self, shape: tuple, dtype: np.dtype) -> None:
+        self.shape = shape
+        self.dtype = dtype
+        *self.lead, m, n = shape
+        self.lead = tuple(self.lead)
+        self.rows = _Chunks(m)
+        self.cols = _Chunks(n)
+
+    def put_rows(self, rows: np.ndarray, values: np.ndarray | None) -> None:
+        """values: (len(rows),) + lead + (N,), or None for rows of zeros."""
+        shape = (rows.size,) + self.lead + (self.shape[-1],)
+        self.rows.put(rows, np.zeros(shape, self.dtype) if values is None else
+                      np.asarray(values, dtype=self.dtype).reshape(shape))
+
+    def put_cols(self, cols: np.ndarray, values: np.ndarray | None) -> None:
+        """values: (len(cols),) + lead + (M,), or None for columns of zeros."""
+        shape = (cols.size,) + self.lead + (self.shape[-2],)
+        self.cols.put(cols, np.zeros(shape, self.dtype) if values is None else
+                      np.asarray(values, dtype=self.dtype).reshape(shape))
+
+    def row_values(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """dense[..., rows, cols] of known rows, as (len(rows),) + lead + (len(cols),)."""
+        return self.rows.take(rows, cols, np.empty((rows.size,) + self.lead + (cols.size,), dtype=self.dtype))
+
+    def col_values(self, cols: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """dense[..., rows, cols] of known columns, as (len(cols),) + lead + (len(rows),)."""
+        return self.cols.take(cols, rows, np.empty((cols.size,) + self.lead + (rows.size,), dtype=self.dtype))
+
+    def take(self, rows: np.ndarray, cols: np.ndarray, fallback: Callable | None = None) -> np.ndarray:
+        """dense[..., rows, :][..., cols]: from the known rows, else from the known columns
+        (or `fallback(missing_rows, cols)`, giving lead + (len(missing_rows), len(cols)))."""
+        out = np.empty(self.lead + (rows.size, cols.size), dtype=self.dtype)
+        known = self.rows.chunk[rows] >= 0
+        if known.any():
+            out[..., known, :] = np.moveaxis(self.row_values(rows[known], cols), 0, -2)
+        if not known.all():
+            missing = rows[~known]
+            out[..., ~known, :] = fallback(missing, cols) if fallback is not None else \
+                np.moveaxis(self.col_values(cols, missing), 0, -1)
+        return out
+
+    def move_into(self, dense: np.ndarray) -> None:
+        """Write every known row and column into `dense`, and let go of them."""
+        self.cols.move_into(np.moveaxis(dense, -1, 0))  # views of dense, column (row) first
+        self.rows.move_into(np.moveaxis(dense, -2, 0))
+
+
+class BlockStores:
+    """The caches of an Evaluator's blocks, a dense array or a PartialStore per (output, input) block.
+
+    Mixed into Evaluator, whose __init__ sets what these read: rec, batch, B, M, N, symmetric, the
+    `store` dict and the `_dtypes` dict; `entries` is the Evaluator's.
+    """
+
+    def dtype(self, i: int, j: int) -> np.dtype:
+        dt = self._dtypes.get((i, j))
+        if dt is None:
+            out_dt = np.result_type(self.rec.outputs[i])
+            in_dt = np.result_type(self.rec.inputs[self.rec.wrt[j]])
+            dt = self._dtypes[(i, j)] = np.result_type(out_dt, in_dt, np.float32)
+        return dt
+
+    def block_store(self, i: int, j: int) -> np.ndarray | PartialStore:
+        """Block (i, j)'s cache: a dense array, or a PartialStore for a block too large to reserve."""
+        arr = self.store.get((i, j))
+        if arr is None:
+            shape = self._store_shape(i, j)
+            if self._nbytes(i, j) > DENSE_STORE_LIMIT:
+                arr = PartialStore(shape, self.dtype(i, j))
+            else:
+                try:
+                    # np.empty touches no memory until rows are written, so a big lazy J costs little.
+                    arr = _reserve(shape, self.dtype(i, j))
+                except MemoryError:
+                    arr = PartialStore(shape, self.dtype(i, j))
+            self.store[(i, j)] = arr
+        return arr
+
+    def _zeros(self, i: int, j: int) -> bool:
+        """Make block (i, j)'s cache dense zeros, about to be filled whole; False if it does not fit.
+
+        np.zeros takes its pages from calloc: those a structured or zero result leaves untouched
+        cost nothing, so a block of any size is dense here when one sweep covers all of it.
+        """
+        try:
+            self.store[(i, j)] = np.zeros(self._store_shape(i, j), dtype=self.dtype(i, j))
+        except MemoryError:
+            return False
+        return True
+
+    def _store_shape(self, i: int, j: int) -> tuple:
+        return ((self.B,) if self.batch else ()) + (self.M[i], self.N[j])
+
+    def dense_store(self, i: int, j: int) -> np.ndarray:
+        """Block (i, j)'s cache as a dense array (a PartialStore's known rows and columns moved into it)."""
+        arr = self.store.get((i, j))
+        if arr is not None and type(arr) is not PartialStore:
+            return arr
+        shape = self._store_shape(i, j)
+        try:
+            dense = _reserve(shape, self.dtype(i, j))
+        except MemoryError:
+            raise ResourceLimitError(
+                f"the whole {'Hessian' if self.symmetric else 'Jacobian'} block is {shape} "
+                f"({self._nbytes(i, j) / 2**30:.1f} GiB) and does not fit in memory; ask for some rows "
+                "(J[a:b], --rows) or stream it to a .npy file (-o J.npy)") from None
+        if arr is not None:
+            arr.move_into(dense)
+        self.store[(i, j)] = dense
+        return dense
+
+    def partial(self, i: int, j: int) -> bool:
+        """Whether block (i, j) keeps only its known rows and columns (a PartialStore)."""
+        return type(self.block_store(i, j)) is PartialStore
+
+    def _whole_wanted(self, i: int, j: int) -> None:
+        """All of block (i, j) is about to be computed: reserve a large one densely now, not row by row."""
+        arr = self.store.get((i, j))
+        if type(arr) is PartialStore or (arr is None and self.M[i] * self.N[j] * 16 > DENSE_STORE_LIMIT
+                                         and self._nbytes(i, j) > DENSE_STORE_LIMIT):
+            self.dense_store(i, j)
+
+    def _nbytes(self, i: int, j: int) -> int:
+        return math.prod(self._store_shape(i, j)) * self.dtype(i, j).itemsize
+
+    def take(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """The known entries rows x cols of block (i, j): shape (len(rows), len(cols)), batched (B, ...)."""
+        store = self.block_store(i, j)
+        if type(store) is PartialStore:
+            return store.take(rows, cols, self._fallback(i, j))
+        store = self.entries(i, j)
+        if self.batch:
+            return store[:, rows][:, :, cols]
+        return store[np.ix_(rows, cols)]
+
+    def in_cache(self, i: int, j: int, arr: Any) -> bool:
+        """Whether `arr` is (a view of) block (i, j)'s dense cache, which a caller must not get to write."""
+        store = self.store.get((i, j))
+        return type(store) is np.ndarray and isinstance(arr, np.ndarray) and np.shares_memory(arr, store)
+
+    def take_points(self, i: int, j: int, rgrid: np.ndarray, cgrid: np.ndarray,
+                    bgrid: np.ndarray | None = None) -> np.ndarray:
+        """Entries (rgrid[k], cgrid[k]) (of sample bgrid[k] when batched), each of them known."""
+        rows, r_at = np.unique(rgrid, return_inverse=True)
+        cols, c_at = np.unique(cgrid, return_inverse=True)
+        sub = self.take(i, j, rows, cols)
+        r_at, c_at = r_at.reshape(np.shape(rgrid)), c_at.reshape(np.shape(cgrid))
+        return sub[bgrid, r_at, c_at] if self.batch else sub[r_at, c_at]
+
+    def _fallback(self, i: int, j: int) -> Callable | None:
+        """For a PartialStore: where entries of rows it lacks come from (None: its own columns)."""
+        return None

@@ -1,0 +1,80 @@
+"""Blocks the recording proves diagonal (elementwise functions): one forward sweep gives each."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaccli.engine import SparseBlock
+
+
+class DiagonalBlocks:
+    """Blocks of an elementwise output, filled from their diagonals instead of row by row.
+
+    Mixed into Evaluator, whose __init__ sets what these read: rec, batch, M, N, n_in, n_out, the
+    `store` and the `_diagonals` dicts and the sweep counters; `dtype`, `_write_rows` and
+    `_write_cols` are the Evaluator's.
+    """
+
+    def is_diagonal(self, i: int, j: int) -> bool:
+        """Whether the recording proves block (i, j) diagonal (structure only: no sweep)."""
+        return not self.batch and self.M[i] == self.N[j] and self.rec.elementwise(i, j)
+
+    def diagonal_fill(self, i: int, j: int, by_rows: bool) -> bool:
+        """Whether rows of output i (by_rows) or columns of input j can come from diagonals alone.
+
+        A row of output i is known for every input at once (a column of input j for every
+        output), so each block sharing it must be diagonal too, or structurally zero.
+        """
+        return all(self.is_diagonal(a, b) or not self.rec.connected(a, b) for a, b in self._sharing(i, j, by_rows))
+
+    def _sharing(self, i: int, j: int, by_rows: bool) -> list[tuple[int, int]]:
+        """The blocks a row of output i (by_rows) or a column of input j fills at once."""
+        return [(i, w) for w in range(self.n_in)] if by_rows else [(o, j) for o in range(self.n_out)]
+
+    def diagonal(self, i: int, j: int) -> np.ndarray | None:
+        """The diagonal of block (i, j) when the recording proves the block diagonal, else None.
+
+        Output i is then an elementwise function of input j (`Recording.elementwise`), so every
+        entry off the diagonal is zero by structure, and one forward sweep with a tangent of ones
+        gives all the others: row k's only entry is tangent[k]. A dense evaluation would take one
+        seed per row. Computed once per block.
+        """
+        key = (i, j)
+        if key in self._diagonals:
+            return self._diagonals[key]
+        d = None
+        if self.is_diagonal(i, j):
+            shape = self.rec.in_shape(j)
+            ones = np.ones((1,) + shape, dtype=np.result_type(self.rec.inputs[self.rec.wrt[j]]))
+            t = self.rec.jvp([ones if w == j else None for w in range(self.n_in)])[i]
+            self.sweeps += 1
+            self.seeds_used += 1
+            self.kinds.add("diagonal")
+            if t is not None:
+                d = np.reshape(t, (self.M[i],))
+        self._diagonals[key] = d
+        return d
+
+    def _ensure_diagonal(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray) -> bool:
+        """Fill the wanted rows (or columns, when fewer) from diagonals; False if that is not possible."""
+        by_rows = rows.size <= cols.size
+        if not self.diagonal_fill(i, j, by_rows):
+            return False
+        for a, b in self._sharing(i, j, by_rows):
+            d = self.diagonal(a, b)
+            if d is not None and (a, b) not in self.store and (rows if by_rows else cols).size == d.size:
+                # The whole block at once (np.asarray(J)): zeros from calloc and one strided write.
+                store = self.store[(a, b)] = np.zeros((d.size, d.size), dtype=self.dtype(a, b))
+                store.reshape(-1)[::d.size + 1] = d
+                continue
+            if by_rows:
+                self._write_rows(a, b, rows, None if d is None else
+                                 SparseBlock((rows.size, self.N[b]), rows[:, None], d[rows][:, None]))
+            else:
+                self._write_cols(a, b, cols, None if d is None else
+                                 SparseBlock((cols.size, self.M[a]), cols[:, None], d[cols][:, None]))
+        if by_rows:
+            self.row_done[i][rows] = True
+        else:
+            self.col_done[j][cols] = True
+        return True

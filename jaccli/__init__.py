@@ -10,12 +10,13 @@ __all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp", "grad", "record_on
            "__version__"]
 
 # Imported on first use, so that `jaccli --version` and `--help` do not pay for NumPy and the engine.
-_LAZY = {"jacobian": "api.functions", "hessian": "api.functions", "vjp": "api.functions", "jvp": "api.functions",
-         "hvp": "api.functions", "vhp": "api.functions", "grad": "api.functions", "record_once": "replay.record_once",
-         "Jacobian": "api.lazy", "Hessian": "api.lazy"}
+_LAZY = {"jacobian": "api.jacobian_hessian", "hessian": "api.jacobian_hessian", "vjp": "api.products",
+         "jvp": "api.products", "hvp": "api.products", "vhp": "api.products", "grad": "api.products",
+         "record_once": "replay.record_once", "Jacobian": "api.lazy", "Hessian": "api.lazy"}
 
 if TYPE_CHECKING:
-    from .api.functions import grad, hessian, hvp, jacobian, jvp, vhp, vjp
+    from .api.jacobian_hessian import hessian, jacobian
+    from .api.products import grad, hvp, jvp, vhp, vjp
     from .api.lazy import Hessian, Jacobian
     from .replay.record_once import record_once
 

@@ -144,11 +144,11 @@ def test_banded_hessian_from_structured_entries_is_exact_and_symmetric(n):
 def test_a_banded_hessian_sweep_stays_structured_where_slices_of_x_add_up():
     # rosenbrock's gradient adds the parts x[1:] and x[:-1] send back into one block; with one
     # structured seed per row the sweep must keep the band, never densify n x n blocks.
-    from jaccli.api.functions import _gradient_recording
+    from jaccli.api.recorded_functions import gradient_recording
 
     n = 2000
     x = np.random.default_rng(3).uniform(-2, 2, n)
-    rec = _gradient_recording(rosenbrock, (x,), (0,), False, False)
+    rec = gradient_recording(rosenbrock, (x,), (0,), False, False)
     out = rec.jvp([SparseBlock.one_hot(np.arange(n), (n,), np.float64)], structured=True)[0]
     assert type(out) is SparseBlock and out.u is None and out.idx.shape[1] <= 8
     assert_allclose(out.todense(), rosen_hess(x), rtol=1e-12, atol=1e-9)
@@ -361,14 +361,14 @@ def test_distinct_positions_are_counted_with_negative_ones_wrapped():
 def test_the_one_cotangent_of_a_full_sum_is_spread_by_one_broadcast(axis, keepdims):
     # On a recorded gradient (here of logsumexp over all five entries of a 1 x 5 array), the sum's
     # cotangent is one number: it is broadcast over x's shape as it is, with no reshape first.
-    from jaccli.api import functions as api
+    from jaccli.api import recorded_functions
 
     x = np.linspace(-1.0, 1.0, 5).reshape(1, 5)
 
     def f(x):
         return np.log(np.sum(np.exp(x), axis=axis, keepdims=keepdims))
 
-    rec = api._gradient_recording(f, (x,), (0,), False, False)
+    rec = recorded_functions.gradient_recording(f, (x,), (0,), False, False)
     names = [n.prim.name for n in rec.trace.nodes]
     assert names.count("broadcast_to") == 1
     assert names.count("reshape") == 1  # the gradient's own, from the sweep's block to x's shape

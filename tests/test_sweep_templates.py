@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jaccli
-from jaccli.api import functions as api
+from jaccli.api import recorded_functions
 from jaccli.replay import sweep_templates
 from jaccli.engine.recording import Recording
 from tests.helpers import rosen_hess, rosenbrock
@@ -243,7 +243,7 @@ def test_the_same_operations_on_another_line_are_traced_afresh(replays):
     x = np.array([0.1, 0.2])
     warm(f, x, replays)
     first[0] = False
-    rec = api._gradient_recording(f, (x,), (0,), False, False)
+    rec = recorded_functions.gradient_recording(f, (x,), (0,), False, False)
     assert replays == ["retraced"]
     lines = {n.site[1] - f.__code__.co_firstlineno for n in rec.trace.nodes if n.site}
     assert 3 in lines and 2 not in lines  # the second return's line, never the first's

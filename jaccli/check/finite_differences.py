@@ -6,7 +6,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from jaccli.api.functions import _as_args, _resolve_wrt, vjp
+from jaccli.api.arguments import as_args, resolve_wrt
+from jaccli.api.products import vjp
 from jaccli.errors import UsageError
 
 __all__ = ["finite_difference_jacobian", "fd_step", "fd_columns"]
@@ -171,8 +172,8 @@ def finite_difference_jacobian(f: Callable, args: Any, wrt_index: int = 0, rows:
     array([[2., 0.],
            [0., 4.]])
     """
-    tup, _ = _as_args(args)
-    k = _resolve_wrt(f, tup, wrt_index, False)[0][0]
+    tup, _ = as_args(args)
+    k = resolve_wrt(f, tup, wrt_index, False)[0][0]
     batch = batch_flag(batch_axis)
     if order not in (1, 2):
         raise UsageError(f"order must be 1 or 2, not {order!r}")

@@ -8,7 +8,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from jaccli.api.functions import _as_args, _param_names, _resolve_wrt, hessian, jacobian, vjp
+from jaccli.api.arguments import as_args, param_names, resolve_wrt
+from jaccli.api.jacobian_hessian import hessian, jacobian
+from jaccli.api.products import vjp
 from .report import CheckReport, summary
 # compare_arrays and CompareReport live in .compare; re-exported so existing imports keep working.
 from .compare import TOP, CompareReport, compare_arrays, json_number
@@ -116,12 +118,12 @@ def check_derivative(f: Callable, args: Any, *, wrt: Any = None, order: int = 1,
     >>> rep.passed, rep.max_abs_err < 1e-8
     (True, True)
     """
-    tup, inputs_is_tuple = _as_args(args)
-    wrt_idx, _ = _resolve_wrt(f, tup, wrt, inputs_is_tuple)
+    tup, inputs_is_tuple = as_args(args)
+    wrt_idx, _ = resolve_wrt(f, tup, wrt, inputs_is_tuple)
     if order not in (1, 2):
         raise UsageError(f"order must be 1 or 2, not {order!r}")
     batch = batch_flag(batch_axis)
-    names = _param_names(f, len(tup))
+    names = param_names(f, len(tup))
     in_names = [names[k] for k in wrt_idx]
     if order == 1:
         rev = jacobian(f, tup, wrt=wrt_idx, mode="reverse", batch_axis=batch_axis)

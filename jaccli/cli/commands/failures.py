@@ -54,7 +54,8 @@ from jaccli.errors import (
 EXIT_CLOSED_PIPE = 128 + 13
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[2])
-_PUBLIC_API_FILES = tuple(os.path.join(_PACKAGE_DIR, "api", name) for name in ("functions.py", "lazy.py"))
+_PUBLIC_API_FILES = tuple(os.path.join(_PACKAGE_DIR, "api", name) for name in (
+    "arguments.py", "jacobian_hessian.py", "lazy.py", "products.py", "recorded_functions.py", "strict_mode.py"))
 _SHAPE_WORDS = re.compile(
     r"broadcast|shape|dimension|not aligned|reshape|size \d+ is different|out of bounds|too many indices"
 )

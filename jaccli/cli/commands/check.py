@@ -13,10 +13,10 @@ from jaccli.errors import UsageError
 from jaccli.plurals import counted, verb
 
 from .compute import Block, Outcome, Verdict
+from .element_labels import element_labels
 from jaccli.cli.render.display import Facts, Section, Table, render
 from .failures import shown_path
 from .problem import Problem
-from .report import element_labels
 from .settings import Output, Settings
 
 MAX_LISTED = 20

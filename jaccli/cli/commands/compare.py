@@ -30,7 +30,7 @@ from jaccli.errors import UsageError
 from jaccli.plurals import all_of, counted, verb
 
 from .compute import Block, Outcome, Verdict, several_blocks
-from .nonfinite import entry_label
+from .element_labels import entry_label
 from .problem import Problem
 from .settings import Settings
 

@@ -10,33 +10,12 @@ from jaccli.check.diagnostics import (NonfiniteMonitor, Provenance, first_nonfin
     recording_of)
 from jaccli.plurals import counted
 
-from .compute import Block, Outcome
+from .compute import Outcome
+from .element_labels import entry_label
 from .failures import shown_path
 from .problem import Problem
 
 MAX_LISTED = 3
-
-
-def entry_label(b: Block, index: tuple[int, ...]) -> str:
-    """The entry at `index` of ``b.data``, as the elements it relates: ``f[1], x[0]``.
-
-    Rows are output elements and columns input elements (a Hessian's: elements of two inputs);
-    a vector result's entry is one element. With a batch axis both name the sample's element:
-    ``f[2,1], x[2,0]``.
-    """
-    from .report import element_labels
-
-    flat = int(np.ravel_multi_index(index, b.data.shape)) if b.data is not None and b.data.ndim else 0
-    if b.kind == "vector":
-        return element_labels(b.out_name, b.out_shape, np.array([flat]))[0]
-    rows, cols = b.row_indices(), b.col_indices()
-    per_sample = max(1, len(rows) * len(cols))
-    sample, rest = divmod(flat, per_sample)
-    r, c = divmod(rest, max(1, len(cols)))
-    batch = sample if b.batch is not None else None
-    row = element_labels(b.out_name, b.out_shape, rows[r:r + 1], batch)[0]
-    col = element_labels(b.in_name, b.in_shape, cols[c:c + 1], batch)[0]
-    return f"{row}, {col}"
 
 
 def _counts(entry: dict) -> str:

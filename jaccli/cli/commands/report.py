@@ -68,6 +68,7 @@ from jaccli.plurals import counted
 from jaccli.io.writers import WRITE_FORMATS
 
 from .compute import Block, Outcome, several_blocks
+from .element_labels import element_labels
 from .nonfinite import report_entries as nonfinite_entries
 from .problem import Problem
 from .settings import Output, Settings
@@ -224,19 +225,6 @@ def build_report(problem: Problem, outcome: Outcome, settings: Settings, argv: l
 
 
 # ---------------------------------------------------------------- matrices with labels
-
-
-def element_labels(name: str, shape: tuple[int, ...], indices: np.ndarray, sample: int | None = None) -> list[str]:
-    """``x[0,1]`` for each flat (row-major) index into an array of `shape`; the bare name for 0-D.
-
-    With `sample` (--batch-axis 0: `shape` is one sample's), the index along the batch axis
-    comes first, so that the label names the element of the whole array: ``x[2,0,1]``, ``x[2]``.
-    """
-    lead = [] if sample is None else [str(sample)]
-    if not shape:
-        return [f"{name}[{lead[0]}]" if lead else name] * len(indices)
-    coords = np.unravel_index(indices, shape)
-    return [f"{name}[{','.join(lead + [str(i) for i in c])}]" for c in zip(*(a.tolist() for a in coords))]
 
 
 def _matrices(b: Block) -> list[tuple[str, np.ndarray]]:

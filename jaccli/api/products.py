@@ -37,19 +37,7 @@ def vjp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_grap
     >>> jaccli.vjp(lambda x: x ** 2, np.array([1.0, 2.0]), np.array([1.0, 1.0]))[1]
     array([2., 4.])
     """
-    args, inputs_is_tuple = as_args(inputs)
-    wrt_idx, in_tuple = resolve_wrt(f, args, wrt, inputs_is_tuple)
-    rec, _ = record(f, args, wrt_idx, create_graph, v=v)
-    if strict:
-        check_strict_product(connectivity(rec), rec.wrt, param_names(f, len(args)))
-    (v,) = detach_unless(create_graph, (v,))
-    vs = check_vector(v, [np.shape(o) for o in rec.outputs], "output", "the output's shape")
-    cts = rec.vjp([vk[None] for vk in vs])
-    res = [_shaped(ct, rec.inputs[k]) for ct, k in zip(cts, wrt_idx)]
-    if strict and create_graph:
-        check_strict_products(derivative_depends(unwrapped(f), args, wrt_idx, definition_site(unwrapped(f))), res,
-                              False, "vector-jacobian product", param_names(f, len(args)), wrt_idx)
-    return _value(rec), (tuple(res) if in_tuple else res[0])
+    return _jacobian_product(f, inputs, v, wrt, create_graph, strict, reverse=True)
 
 
 def jvp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_graph: bool = False,
@@ -60,19 +48,32 @@ def jvp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_grap
     >>> jaccli.jvp(lambda x: x ** 2, np.array([1.0, 2.0]), np.array([1.0, 0.0]))[1]
     array([2., 0.])
     """
+    return _jacobian_product(f, inputs, v, wrt, create_graph, strict, reverse=False)
+
+
+def _jacobian_product(f: Callable, inputs: Any, v: Any, wrt: Any, create_graph: bool, strict: bool,
+                      reverse: bool) -> tuple:
+    """``(f(inputs), product)``: one sweep over f's recording seeded with v, reverse (v^T J) or
+    forward (J v)."""
     args, inputs_is_tuple = as_args(inputs)
     wrt_idx, in_tuple = resolve_wrt(f, args, wrt, inputs_is_tuple)
     rec, _ = record(f, args, wrt_idx, create_graph, v=v)
     if strict:
         check_strict_product(connectivity(rec), rec.wrt, param_names(f, len(args)))
     (v,) = detach_unless(create_graph, (v,))
-    vs = check_vector(v, [rec.in_shape(j) for j in range(len(wrt_idx))], "input", "the input's shape")
-    outs = rec.jvp([vk[None] for vk in vs])
-    res = [_shaped(t, o) for t, o in zip(outs, rec.outputs)]
+    if reverse:
+        vs = check_vector(v, [np.shape(o) for o in rec.outputs], "output", "the output's shape")
+        cts = rec.vjp([vk[None] for vk in vs])
+        res = [_shaped(ct, rec.inputs[k]) for ct, k in zip(cts, wrt_idx)]
+    else:
+        vs = check_vector(v, [rec.in_shape(j) for j in range(len(wrt_idx))], "input", "the input's shape")
+        outs = rec.jvp([vk[None] for vk in vs])
+        res = [_shaped(t, o) for t, o in zip(outs, rec.outputs)]
     if strict and create_graph:
         check_strict_products(derivative_depends(unwrapped(f), args, wrt_idx, definition_site(unwrapped(f))), res,
-                              True, "jacobian-vector product", param_names(f, len(args)), wrt_idx)
-    return _value(rec), (tuple(res) if rec.out_is_tuple else res[0])
+                              not reverse, "vector-jacobian product" if reverse else "jacobian-vector product",
+                              param_names(f, len(args)), wrt_idx)
+    return _value(rec), (tuple(res) if (in_tuple if reverse else rec.out_is_tuple) else res[0])
 
 
 def _gradient_product(f: Callable, inputs: Any, v: Any, wrt: Any, create_graph: bool, strict: bool,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 # Exit codes, documented in `jaccli --help`, README.md and man/jaccli.1.
-EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_USAGE = 2
 EXIT_FUNCTION = 3
@@ -62,12 +61,6 @@ class ResourceLimitError(JaccliError, MemoryError):
     """A result or intermediate would not fit the memory budget."""
 
     exit_code = EXIT_RESOURCE
-
-
-class CheckFailedError(JaccliError):
-    """A check the user asked for (check, --compare, --strict, --fail-on-nonfinite) failed."""
-
-    exit_code = EXIT_CHECK_FAILED
 
 
 class ConstantUnderOuterWarning(UserWarning):

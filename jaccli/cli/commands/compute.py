@@ -21,7 +21,6 @@ from .problem import Problem, load_vectors
 from .settings import Settings
 
 MATRIX_COMMANDS = ("jacobian", "hessian")
-PRODUCT_COMMANDS = ("jvp", "vjp", "hvp")
 
 
 @dataclass

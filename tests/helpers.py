@@ -50,3 +50,43 @@ def break_sin_away_from_zero(monkeypatch):
 
     monkeypatch.setitem(PRIMITIVES["np.sin"].vjps, 0, lambda ans, x, **kw: (lambda g: g * np.cos(x) * (1.0 + x)))
     monkeypatch.setitem(PRIMITIVES["np.sin"].jvps, 0, lambda ans, x, **kw: (lambda t: t * np.cos(x) * (1.0 + x)))
+
+
+def invoke_recording_error(runner, command, args, **kw):
+    """runner.invoke(command, args), with `result.error` the CliError that the command line showed (or None)."""
+    from jaccli.cli.commands.failures import CliError
+
+    shown = []
+    show = CliError.show
+
+    def recording(self, file=None):
+        shown.append(self)
+        return show(self, file)
+
+    CliError.show = recording
+    try:
+        result = runner.invoke(command, args, catch_exceptions=False, **kw)
+    finally:
+        CliError.show = show
+    result.error = shown[-1] if shown else None
+    return result
+
+
+def assert_error(result, kind: str, code: int) -> str:
+    """jaccli failed as it does for users: exit `code`, one `Error: ...` line on stderr, of an error of `kind`;
+    stdout empty, or (--format json) that error as one JSON object. Returns the message after "Error: ".
+
+    The wording of messages is pinned in test_error_messages.py, not here.
+    """
+    import json
+
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    message = lines[0][len("Error: "):]
+    if result.error is not None:
+        assert result.error.kind == kind, result.error.kind
+    if result.stdout:
+        assert json.loads(result.stdout) == {"schema": 1, "error": {"kind": kind, "message": message,
+                                                                    "exit_code": code}}, result.stdout
+    return message

@@ -20,7 +20,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from jaccli.cli.main import cli
 
-from .helpers import central_diff
+from .helpers import assert_error, central_diff, invoke_recording_error
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 ROOT = SAMPLES.parent
@@ -36,7 +36,7 @@ def make_runner() -> CliRunner:
 
 
 def invoke(runner: CliRunner, *args: str, **kw) -> Result:
-    return runner.invoke(cli, list(args), catch_exceptions=False, **kw)
+    return invoke_recording_error(runner, cli, list(args), **kw)
 
 
 def report(result: Result) -> dict:
@@ -152,14 +152,11 @@ def write(directory: Path, name: str, text: str) -> str:
 
 
 def assert_usage_error(result: Result, *fragments: str, code: int = 2) -> None:
-    """One `Error: ...` line on stderr naming what is wrong, nothing on stdout."""
-    assert result.exit_code == code, (result.stdout, result.stderr)
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
-    assert "Traceback" not in result.stderr
+    """One `Error: ...` line on stderr naming what is wrong, nothing on stdout but (--format json) the error."""
+    assert result.error is not None, result.stderr
+    message = assert_error(result, result.error.kind, code)
     for fragment in fragments:
-        assert fragment in lines[0], lines[0]
+        assert fragment in message, message
 
 
 # ---------------------------------------------------------------- jacobian on the samples

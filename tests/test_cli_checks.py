@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner, Result
 
+from .helpers import assert_error
 from .test_cli import MAN_PAGE, invoke, make_runner, report, sample, write
 
 KNOWN = b"known bytes: must survive a failed run\n"
@@ -255,7 +256,7 @@ def test_failed_strict_on_a_result_to_stream_writes_nothing(runner, model, tmp_p
                     str(target), "--max-memory", "100", "--format", "json")
     assert_untouched(target)  # (streamed, the result would be written while it is computed)
     assert_fails(result, 1, "--strict: output f is independent of input 1 ('y')", f"{target} was not written")
-    assert result.stdout == ""
+    assert_error(result, "check_failed", 1)  # nothing on stdout but the error object of --format json
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 

@@ -15,7 +15,7 @@ from jaccli import __version__
 from jaccli.io.atomic import recording_renames
 
 from .commands.failures import (BadUsage, CliError, NoCommand, Terminated, after_writing, interrupted, stream_error,
-    to_stdout)
+    to_stdout, with_json)
 from .commands.options import (check_nonfinite_options, check_options, function_options, info_options, keywords,
     matrix_options, nonfinite_options, output_options, report_options, vector_options)
 from .commands.settings import Output, Settings
@@ -99,7 +99,8 @@ class JaccliGroup(click.Group):
     Every parse error of the group and of its commands passes through `make_context` (the
     group's options, --help and --version) or `invoke` (the command's name, options and run), so
     both make click's usage errors one line; both also flush stdout, so that a full disk or a
-    closed pipe there is reported by its exit code, not by a traceback or click's exit 1.
+    closed pipe there is reported by its exit code, not by a traceback or click's exit 1. A
+    command's errors are also one JSON object on stdout under --format json (`with_json`).
     """
 
     def main(self, args: Any = None, prog_name: str | None = None, **extra: Any) -> Any:
@@ -121,14 +122,15 @@ class JaccliGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         # A signal outside the command's own run (as numpy loads, or once the run has returned) is an
         # interruption too, not click's "Aborted!" and exit 1. Any error once -o's file is in place says so.
+        argv = ctx.obj.get("argv", []) if isinstance(ctx.obj, dict) else []
         with recording_renames() as written:
             try:
                 with _one_line_usage_errors(), to_stdout():
                     return super().invoke(ctx)
             except Terminated as error:
-                raise interrupted(error, written) from None
+                raise with_json(interrupted(error, written), argv, ctx) from None
             except CliError as error:
-                raise after_writing(error, written) from None
+                raise with_json(after_writing(error, written), argv, ctx) from None
 
 
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:

@@ -53,6 +53,12 @@ from jaccli.errors import (
 # 128 + SIGPIPE (13 on every POSIX system; the signal module has no SIGPIPE on Windows).
 EXIT_CLOSED_PIPE = 128 + 13
 
+# The version of the JSON that jaccli prints: reports (commands/report.py) and error objects alike.
+SCHEMA = 1
+
+# ctx.meta's key, set once a command has printed its result on stdout.
+_STDOUT_USED = "jaccli.stdout_used"
+
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[2])
 _PUBLIC_API_FILES = tuple(os.path.join(_PACKAGE_DIR, "api", name) for name in (
     "arguments.py", "jacobian_hessian.py", "lazy.py", "products.py", "recorded_functions.py", "strict_mode.py"))
@@ -62,9 +68,25 @@ _SHAPE_WORDS = re.compile(
 
 
 class CliError(click.ClickException):
-    """A user-facing error; subclasses fix the exit code."""
+    """A user-facing error: one ``Error: ...`` line on stderr. Subclasses fix the `kind` (jaccli.errors lists
+    the kinds) and the exit code; a library error keeps its own kind (`kind=`).
 
+    With `json` set (``--format json``), the error is also one JSON object on stdout (`as_json`).
+    """
+
+    kind = "usage"
     exit_code = EXIT_USAGE
+    json = False
+
+    def __init__(self, message: str, kind: str | None = None) -> None:
+        super().__init__(message)
+        if kind is not None:
+            self.kind = kind
+
+    def as_json(self) -> dict:
+        """``{"schema": 1, "error": {"kind", "message", "exit_code"}}``: the message is the stderr line's."""
+        return {"schema": SCHEMA, "error": {"kind": self.kind, "message": self.format_message(),
+                                            "exit_code": self.exit_code}}
 
     def show(self, file: Any = None) -> None:
         # stderr itself may be full or gone: the exit code still tells what happened.
@@ -72,22 +94,34 @@ class CliError(click.ClickException):
             self._print(file)
         except OSError:
             _discard("stderr")
+        if self.json:
+            import json  # (not for the runs that succeed: ~1 ms of each)
+
+            try:
+                sys.stdout.write(json.dumps(self.as_json()) + "\n")
+                sys.stdout.flush()
+            except (OSError, ValueError):
+                _discard("stdout")
 
     def _print(self, file: Any) -> None:
         super().show(file)  # click's "Error: message"
 
 
 class CheckFailed(CliError):
+    kind = "check_failed"
     exit_code = EXIT_CHECK_FAILED
 
 
 class BadUsage(CliError):
+    kind = "usage"
     exit_code = EXIT_USAGE
 
 
 class NoCommand(BadUsage):
     """`jaccli` alone (click 8.2+): the group's help on stderr and exit 2, click's way, but like every
     other error it keeps its exit code when stderr cannot take the help."""
+
+    kind = "no_command"
 
     def __init__(self, ctx: click.Context) -> None:
         super().__init__(ctx.get_help())
@@ -98,18 +132,24 @@ class NoCommand(BadUsage):
 
 
 class FunctionFailed(CliError):
+    kind = "function_failed"
     exit_code = EXIT_FUNCTION
 
 
 class ResourceExceeded(CliError):
+    kind = "resource_limit"
     exit_code = EXIT_RESOURCE
 
 
 class InternalError(CliError):
+    kind = "internal"
     exit_code = EXIT_INTERNAL
 
 
 class Interrupted(CliError):
+    """Stopped by a signal: 130 for Ctrl-C, or 128 + the signal's number (`interrupted`)."""
+
+    kind = "interrupted"
     exit_code = 130
 
 
@@ -117,6 +157,7 @@ class ClosedPipe(CliError):
     """stdout or stderr is a pipe whose reader has gone (``| head -1``): no message, and the exit code
     a process killed by SIGPIPE would give (141), as for the other signals; it is not a failure."""
 
+    kind = "closed_pipe"
     exit_code = EXIT_CLOSED_PIPE
 
     def __init__(self) -> None:
@@ -141,10 +182,10 @@ _BY_CODE = {EXIT_CHECK_FAILED: CheckFailed, EXIT_USAGE: BadUsage, EXIT_FUNCTION:
             EXIT_RESOURCE: ResourceExceeded}
 
 
-def cli_error(message: str, exit_code: int) -> CliError:
-    """The CliError subclass for `exit_code`, with a one-line message."""
+def cli_error(message: str, exit_code: int, kind: str | None = None) -> CliError:
+    """The CliError subclass for `exit_code`, with a one-line message; `kind` in place of the subclass's."""
     first = message.strip().splitlines()[0] if message.strip() else "failed"
-    return _BY_CODE.get(exit_code, FunctionFailed)(first)
+    return _BY_CODE.get(exit_code, FunctionFailed)(first, kind)
 
 
 class RaisedInFunction(Exception):
@@ -226,7 +267,7 @@ def _jaccli_error(error: JaccliError, definition: str) -> CliError:
         message = message.replace(site[0], shown_path(site[0]), 1)
     elif isinstance(error, UserFunctionError) and site is None and definition:
         message = f"{message} ({definition})"
-    return cli_error(message, error.exit_code)
+    return cli_error(message, error.exit_code, error.kind)
 
 
 def _raised_in_library(error: BaseException) -> bool:
@@ -372,6 +413,31 @@ def _writing_to(name: str) -> Iterator[None]:
         getattr(sys, name).flush()
     except OSError as error:
         raise stream_error(name, error) from None
+    ctx = click.get_current_context(silent=True)
+    if name == "stdout" and ctx is not None:
+        ctx.meta[_STDOUT_USED] = True
+
+
+def with_json(failure: CliError, argv: Sequence[str], ctx: click.Context) -> CliError:
+    """`failure`, shown also as a JSON object on stdout when `argv` asks for ``--format json`` and the command
+    has not printed its result there yet (a check that failed has: its report says ``"passed": false``)."""
+    failure.json = _format_asked(argv) == "json" and not ctx.meta.get(_STDOUT_USED)
+    return failure
+
+
+def _format_asked(argv: Sequence[str]) -> str | None:
+    """The value of the last ``--format`` among the options in `argv`, in lower case; read from the raw
+    arguments, so that an error in parsing them (a bad option after ``--format json``) is JSON too."""
+    asked = None
+    args = iter(argv)
+    for arg in args:
+        if arg == "--":
+            break
+        if arg == "--format":
+            asked = next(args, None)
+        elif arg.startswith("--format="):
+            asked = arg.partition("=")[2]
+    return asked.lower() if asked is not None else None
 
 
 def to_stdout() -> contextlib.AbstractContextManager[None]:

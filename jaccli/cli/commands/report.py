@@ -69,11 +69,11 @@ from jaccli.io.writers import WRITE_FORMATS
 
 from .compute import Block, Outcome, several_blocks
 from .element_labels import element_labels
+from .failures import SCHEMA
 from .nonfinite import report_entries as nonfinite_entries
 from .problem import Problem
 from .settings import Output, Settings
 
-SCHEMA = 1
 TABLE_SAMPLES = 4
 
 

@@ -10,14 +10,17 @@ import inspect
 import json
 import re
 import signal
+from pathlib import Path
+from typing import Any, Callable, NamedTuple
 
+import numpy as np
 import pytest
 
 import jaccli.errors
 from jaccli.cli.commands import failures
 
 from .helpers import assert_error
-from .test_cli import MAN_PAGE, invoke, make_runner, sample, write
+from .test_cli import MAN_PAGE, SAMPLES, invoke, make_runner, sample, write
 
 
 @pytest.fixture
@@ -139,3 +142,569 @@ def test_a_closed_pipe_prints_nothing_even_under_format_json(capsys):
     error.show()
     assert (error.kind, error.exit_code) == ("closed_pipe", 141)
     assert capsys.readouterr() == ("", "")
+
+
+# ---------------------------------------------------------------- the wording of the command line's messages
+
+
+class Case(NamedTuple):
+    """A command line and the exact message it fails with (the line after "Error: ").
+
+    In `args` and `expected`, {tmp} is the test's directory and {samples} the samples' one; in `expected`
+    {any} is any text: NumPy's, Python's or click's words, which jaccli passes on but does not choose.
+    `files` are written to {tmp} first (a str as text, an array with np.save); `chdir` runs in {tmp}.
+    """
+
+    args: list[str]
+    expected: str
+    files: dict[str, Any] | None = None
+    env: dict[str, str] | None = None
+    chdir: bool = False
+    setup: Callable[[Any, Path], None] | None = None
+
+
+CLI_MESSAGES = [
+    # batch axis on a function mixing samples is refused
+    Case(["jacobian", "-e", "x * sum(x)", "[1, 2, 3]", "--batch-axis", "0"],
+         'batch_axis=0: the function mixes samples: output 0 of sample 0 depends on input 0 of sample 1, so '
+         'per-sample derivatives are not defined; compute the full Jacobian without batch_axis (Paddle '
+         'would silently return summed cross-sample terms here)'),
+    # complex and object inputs are one usage error line
+    Case(["jacobian", "-e", "x ** 2", "x.npy", "--format", "json"],
+         'x.npy holds complex numbers: complex inputs are not supported',
+         files={'x.npy': np.array([(1+1j), (2+0j)])}, chdir=True),
+    Case(["jacobian", "-e", "x ** 2", "x.npy", "--format", "text"],
+         'x.npy holds complex numbers: complex inputs are not supported',
+         files={'x.npy': np.array([(1+1j), (2+0j)])}, chdir=True),
+    # a whitespace text file with commas says to use csv
+    Case(["jacobian", "-e", "x ** 2", "x.txt"],
+         'cannot read x.txt: its numbers are separated by commas (line 1), and a .txt file holds numbers '
+         'separated by whitespace; rename it to .csv, or separate the numbers with spaces',
+         files={'x.txt': '1,2,3\n'}, chdir=True),
+    Case(["jacobian", "-e", "x ** 2", "x.txt"],
+         'cannot read x.txt: its numbers are separated by commas (line 1), and a .txt file holds numbers '
+         'separated by whitespace; rename it to .csv, or separate the numbers with spaces',
+         files={'x.txt': '1, 2\n3, 4\n'}, chdir=True),
+    Case(["jacobian", "-e", "x ** 2", "x.dat"],
+         'cannot read x.dat: its numbers are separated by commas (line 3), and a .dat file holds numbers '
+         'separated by whitespace; rename it to .csv, or separate the numbers with spaces',
+         files={'x.dat': '# a comment\na,b\n1,2\n'}, chdir=True),
+    # a non finite vector names its position
+    Case(["jvp", "{tmp}/m.py", "[1, 2]", "--vector", "[1, nan]"],
+         '--vector: the vector for x has a NaN at position 1; give finite numbers',
+         files={'m.py': 'import numpy as np\n\ndef f(x):\n'
+                        '    return np.array([x.flat[0] * x.flat[1], x.flat[1]]), x.sum()\n'}),
+    Case(["vjp", "{tmp}/m.py", "[1, 2]", "--vector", "[nan, 1]", "--vector", "[2]"],
+         '--vector: the vector for f0 has a NaN at position 0; give finite numbers',
+         files={'m.py': 'import numpy as np\n\ndef f(x):\n'
+                        '    return np.array([x.flat[0] * x.flat[1], x.flat[1]]), x.sum()\n'}),
+    Case(["vjp", "{tmp}/m.py", "[1, 2]", "--vector", "[1, 1]", "--vector", "inf"],
+         '--vector: the vector for f1 is inf; give a finite number',
+         files={'m.py': 'import numpy as np\n\ndef f(x):\n'
+                        '    return np.array([x.flat[0] * x.flat[1], x.flat[1]]), x.sum()\n'}),
+    Case(["jvp", "{tmp}/m.py", "[[1, 2], [3, 4]]", "--vector", "[[1, 1], [-inf, 0]]"],
+         '--vector: the vector for x has a -inf at position (1, 0); give finite numbers',
+         files={'m.py': 'import numpy as np\n\ndef f(x):\n'
+                        '    return np.array([x.flat[0] * x.flat[1], x.flat[1]]), x.sum()\n'}),
+    # several candidates without f are listed
+    Case(["jacobian", "{tmp}/m.py", "[1, 2]"],
+         '{tmp}/m.py defines no function f and 2 public functions (a, b); pick one with {tmp}/m.py:NAME',
+         files={'m.py': 'def a(x):\n    return x\n\ndef b(x):\n    return x\n'}),
+    # hessian of a vector function is a usage error
+    Case(["hessian", "{samples}/robot_arm.py", "{samples}/robot_arm_q.npy"],
+         'hessian needs a scalar output, but f returns shape (3,); pick one element (e.g. lambda x: '
+         'f(x)[0]) or reduce it (.sum()), or use batch_axis=0 for per-sample Hessians'),
+    # grad of a vector function is a usage error
+    Case(["grad", "{samples}/robot_arm.py", "{samples}/robot_arm_q.npy"],
+         'grad needs a function with one scalar output, but f returns shape (3,); use jacobian for vector '
+         'outputs, or reduce the output (e.g. .sum())'),
+    # vector of the wrong size is a usage error
+    Case(["jvp", "{samples}/robot_arm.py", "{samples}/robot_arm_q.npy", "--vector", "[1, 2]"],
+         "--vector: v has invalid size: should be (3,) but got (2,) (the input's shape; a flat v of 3 "
+         'entries is also read, row-major, and axes of length 1 may be added or left out).'),
+    Case(["jvp", "-e", "x * y", "x=[1, 2]", "y=[3, 4]", "--vector", "[1, 0]", "--vector", "[1, 0, 0]"],
+         "--vector: the vector for y has invalid size: should be (2,) but got (3,) (the input's shape; a "
+         'flat v of 2 entries is also read, row-major, and axes of length 1 may be added or left out).'),
+    # vector for an unknown name is a usage error
+    Case(["jvp", "{samples}/kinetics.py", "{samples}/kinetics_inputs.npz", "--vector", "z=[1, 2, 3]"],
+         "--vector z=[1, 2, 3]: 'z' is not one of c, k"),
+    # too few vectors is a usage error
+    Case(["hvp", "-e", "sum(x * y)", "x=[1, 2]", "y=[3, 4]", "--vector", "x=[1, 0]"],
+         '--vector: no vector given for y; give one per input (x, y), positionally or as name=SOURCE'),
+    # too many vectors is a usage error
+    Case(["jvp", "-e", "x * 2", "[1, 2]", "--vector", "[1, 0]", "--vector", "[0, 1]"],
+         '--vector: 2 vectors given for 1 differentiated input (x); give one per input, positionally or as '
+         'x=SOURCE'),
+    # vjp vector given twice for one output says so
+    Case(["vjp", "-e", "sin(x)", "x=[1, 2, 3]", "--vector", "[1, 1, 1]", "--vector", "[1, 0, 0]"],
+         '--vector: 2 vectors given for 1 output: f returns one array, not a tuple, so vjp takes one vector '
+         'of its shape (3,); give --vector once'),
+    Case(["vjp", "-e", "concatenate([sin(x), cos(x)])", "x=[1, 2, 3]", "--vector", "[1, 1, 1]", "--vector",
+          "[1, 0, 0]"],
+         '--vector: 2 vectors given for 1 output: f returns one array, not a tuple, so vjp takes one vector '
+         'of its shape (6,); give --vector once'),
+    # vjp vector count for tuple outputs names the outputs
+    Case(["vjp", "-e", "x * y, x + y", "x=[1, 2]", "y=[3, 4]", "--vector", "[1, 0]"],
+         '--vector: 1 vector given for the 2 outputs of f (f0, f1); give one per output, positionally or as '
+         'f0=SOURCE'),
+    Case(["vjp", "-e", "x * y, x + y", "x=[1, 2]", "y=[3, 4]", "--vector", "[1, 0]", "--vector", "[1, 0]",
+          "--vector", "[1, 0]"],
+         '--vector: 3 vectors given for the 2 outputs of f (f0, f1); give one per output, positionally or '
+         'as f0=SOURCE'),
+    # vjp of a tuple names the output whose vector is missing
+    Case(["vjp", "{tmp}/pair.py", "[1.0, 2.0]", "--vector", "f1=1.0"],
+         '--vector: no vector given for f0; give one per output (f, f0, f1, ...), positionally or as '
+         'name=SOURCE',
+         files={'pair.py': 'import numpy as np\ndef f(x):\n    return x * 2, x.sum()\n'}),
+    Case(["vjp", "{tmp}/pair.py", "[1.0, 2.0]", "--vector", "f2=1.0"],
+         '--vector: no vector given for f0, f1; give one per output (f, f0, f1, ...), positionally or as '
+         'name=SOURCE',
+         files={'pair.py': 'import numpy as np\ndef f(x):\n    return x * 2, x.sum()\n'}),
+    Case(["vjp", "{tmp}/pair.py", "[1.0, 2.0]", "--vector", "f0=[1, 1]", "--vector", "f2=1"],
+         '--vector: no vector given for f1; give one per output (f, f0, f1, ...), positionally or as '
+         'name=SOURCE',
+         files={'pair.py': 'import numpy as np\ndef f(x):\n    return x * 2, x.sum()\n'}),
+    # jvp and hvp vector given twice for one input says what to do
+    Case(["jvp", "-e", "sum(x ** 3)", "x=[1, 2]", "--vector", "[1, 0]", "--vector", "[0, 1]"],
+         '--vector: 2 vectors given for 1 differentiated input (x); give one per input, positionally or as '
+         'x=SOURCE'),
+    Case(["hvp", "-e", "sum(x ** 3)", "x=[1, 2]", "--vector", "[1, 0]", "--vector", "[0, 1]"],
+         '--vector: 2 vectors given for 1 differentiated input (x); give one per input, positionally or as '
+         'x=SOURCE'),
+    # an input named after a constant or function of the expression says what the name is
+    Case(["jacobian", "-e", "e * x + sin(x)", "x=[1.0, 2.0]", "e=2.0"],
+         'e=2.0: in an expression e is the constant 2.718281828459045, so no input can be called e; use '
+         'another name, such as e1, in the expression and as e1=SOURCE'),
+    Case(["jacobian", "-e", "e * x + sin(x)", "x=[1.0, 2.0]", "pi=2.0"],
+         'pi=2.0: in an expression pi is the constant 3.141592653589793, so no input can be called pi; use '
+         'another name, such as pi1, in the expression and as pi1=SOURCE'),
+    Case(["jacobian", "-e", "e * x + sin(x)", "x=[1.0, 2.0]", "inf=2.0"],
+         'inf=2.0: in an expression inf is the constant inf, so no input can be called inf; use another '
+         'name, such as inf1, in the expression and as inf1=SOURCE'),
+    Case(["jacobian", "-e", "e * x + sin(x)", "x=[1.0, 2.0]", "nan=2.0"],
+         'nan=2.0: in an expression nan is the constant nan, so no input can be called nan; use another '
+         'name, such as nan1, in the expression and as nan1=SOURCE'),
+    Case(["jacobian", "-e", "e * x + sin(x)", "x=[1.0, 2.0]", "sin=2.0"],
+         'sin=2.0: in an expression sin is a function, so no input can be called sin; use another name, '
+         'such as sin1, in the expression and as sin1=SOURCE'),
+    Case(["jacobian", "-e", "e * x + sin(x)", "x=[1.0, 2.0]", "np=2.0"],
+         'np=2.0: in an expression np is a module name (as in np.sin), so no input can be called np; use '
+         'another name, such as np1, in the expression and as np1=SOURCE'),
+    # an unknown input of an expression names the expression
+    Case(["jacobian", "-e", "x * y", "x=1.0", "z=2.0"],
+         "the expression has no parameter 'z'; its parameters are x, y"),
+    # expression syntax error is one line
+    Case(["jacobian", "-e", "x +", "x=1"],
+         'expression: invalid syntax at column 1: {any}'),
+    # expression unknown input name
+    Case(["jacobian", "-e", "x * 2", "y=1"],
+         "the expression has no parameter 'y'; its parameters are x"),
+    # a target that cannot hold the result is refused before f runs
+    Case(["jacobian", "{tmp}/m.py", "[1]", "[2]", "-o", "{tmp}/J.npy"],
+         '-o {tmp}/J.npy: a .npy file holds one block, and the result has a block per input (x, y); write '
+         'it to .npz or .json, or pick one input with --wrt',
+         files={'m.py': "import numpy as np\n\ndef f(x, y):\n    print('F RAN')\n    return np.sum(x * y)\n"}),
+    Case(["hessian", "{tmp}/m.py", "[1]", "[2]", "-o", "{tmp}/H.csv"],
+         '-o {tmp}/H.csv: a .csv file holds one block, and the result has a block per pair of inputs (x, '
+         'y); write it to .npz or .json, or pick one input with --wrt',
+         files={'m.py': "import numpy as np\n\ndef f(x, y):\n    print('F RAN')\n    return np.sum(x * y)\n"}),
+    Case(["grad", "{tmp}/m.py", "[1]", "[2]", "-o", "{tmp}/g.txt"],
+         '-o {tmp}/g.txt: a .txt file holds one block, and the result has a block per input (x, y); write '
+         'it to .npz or .json, or pick one input with --wrt',
+         files={'m.py': "import numpy as np\n\ndef f(x, y):\n    print('F RAN')\n    return np.sum(x * y)\n"}),
+    Case(["vjp", "{tmp}/m.py", "[1]", "[2]", "--vector", "[1]", "-o", "{tmp}/v.npy"],
+         '-o {tmp}/v.npy: a .npy file holds one block, and the result has a block per input (x, y); write '
+         'it to .npz or .json, or pick one input with --wrt',
+         files={'m.py': "import numpy as np\n\ndef f(x, y):\n    print('F RAN')\n    return np.sum(x * y)\n"}),
+    Case(["hvp", "{tmp}/m.py", "[1]", "[2]", "--vector", "[1]", "--vector", "[1]", "-o", "{tmp}/h.npy"],
+         '-o {tmp}/h.npy: a .npy file holds one block, and the result has a block per input (x, y); write '
+         'it to .npz or .json, or pick one input with --wrt',
+         files={'m.py': "import numpy as np\n\ndef f(x, y):\n    print('F RAN')\n    return np.sum(x * y)\n"}),
+    Case(["jacobian", "{tmp}/m.py", "[1]", "[2]", "--batch-axis", "0", "--wrt", "x", "-o", "{tmp}/J.csv"],
+         '-o {tmp}/J.csv: a batched result has 3 axes; write it to .npy, .npz or .json',
+         files={'m.py': "import numpy as np\n\ndef f(x, y):\n    print('F RAN')\n    return np.sum(x * y)\n"}),
+    # a tuple output in npy says npz and not wrt
+    Case(["jacobian", "{tmp}/m.py", "[1, 2]", "-o", "{tmp}/J.npy"],
+         '-o {tmp}/J.npy: a .npy file holds one block, and the result has 2 blocks (df0_dx, df1_dx), one '
+         'per output of the tuple f returns; write it to .npz or .json',
+         files={'m.py': 'def f(x):\n    return x * 2.0, x.sum()\n'}),
+    Case(["jvp", "{tmp}/m.py", "[1, 2]", "--vector", "[1, 1]", "-o", "{tmp}/J.npy"],
+         '-o {tmp}/J.npy: a .npy file holds one block, and the result has 2 blocks (jvp_f0, jvp_f1), one '
+         'per output of the tuple f returns; write it to .npz or .json',
+         files={'m.py': 'def f(x):\n    return x * 2.0, x.sum()\n'}),
+    # unknown output extension is a usage error
+    Case(["jacobian", "-e", "x", "[1]", "-o", "{tmp}/J.mat"],
+         "-o {tmp}/J.mat: unknown format '.mat'; use one of .npy, .npz, .csv, .txt, .json"),
+    # output into a missing directory is a usage error
+    Case(["jacobian", "-e", "x", "[1]", "-o", "{tmp}/nope/J.npy"],
+         '-o {tmp}/nope/J.npy: directory {tmp}/nope does not exist'),
+    # batched result to csv is refused
+    Case(["jacobian", "-e", "x * 2", "[[1], [2]]", "--batch-axis", "0", "-o", "{tmp}/J.csv"],
+         '-o {tmp}/J.csv: a batched result has 3 axes; write it to .npy, .npz or .json'),
+    # an error that the input or f causes in jaccli code stays exit 3
+    Case(["jacobian", "{tmp}/m.py", "[1, 2, 3]"],
+         'differentiating f in {tmp}/m.py failed: ValueError: {any}; rerun with --debug for the traceback',
+         files={'m.py': 'import numpy as np\n\ndef f(x):\n    return [x, x[:2]]\n'}),
+    Case(["jacobian", "{tmp}/m.py", "[1, 2, 3]"],
+         'differentiating f in {tmp}/m.py failed: LinAlgError: {any}; rerun with --debug for the traceback',
+         files={'m.py': 'import numpy as np\n\ndef f(x):\n    return np.linalg.slogdet(np.outer(x, x))[1]\n'}),
+    # large result without a file says how large and what to do
+    Case(["jacobian", "{samples}/heat_pde.py", "{samples}/heat_pde_u.npy", "--max-memory", "1KiB"],
+         'the result would take 8.0 KiB, more than --max-memory 1.0 KiB; write it to a .npy file with -o '
+         'J.npy (streamed to disk in row blocks), select rows or columns with --rows/--cols, or raise '
+         '--max-memory'),
+    # large result to npz cannot stream
+    Case(["jacobian", "{samples}/heat_pde.py", "{samples}/heat_pde_u.npy", "--max-memory", "1KiB", "-o",
+          "{tmp}/J.npz"],
+         'the result would take 8.0 KiB, more than --max-memory 1.0 KiB; write it to a .npy file with -o '
+         'J.npy (streamed to disk in row blocks), select rows or columns with --rows/--cols, or raise '
+         '--max-memory'),
+    # missing function file
+    Case(["jacobian", "nope.py", "[1]"],
+         'function file not found: nope.py; FUNC is path.py or path.py:name'),
+    # missing func and inputs
+    Case(["jacobian"],
+         'give FUNC (a .py file) and its INPUTs, or -e EXPR; see --help'),
+    # missing input file
+    Case(["jacobian", "{samples}/robot_arm.py", "missing.npy"],
+         'input file not found: missing.npy'),
+    # unreadable literal
+    Case(["jacobian", "{samples}/robot_arm.py", "[1, 2"],
+         "cannot read input '[1, 2': not a number or list of numbers; give a number, a list of numbers or a "
+         'file (.npy, .npz, .csv, .txt, .dat)'),
+    # extra input
+    Case(["jacobian", "{samples}/robot_arm.py", "{samples}/robot_arm_q.npy", "[1]"],
+         'f takes 1 input (q) but 2 were given'),
+    # missing input
+    Case(["jacobian", "{samples}/kinetics.py", "{samples}/kinetics_c.npy"],
+         "missing input for parameter 'k' of f: give it positionally or as k=SOURCE"),
+    # unknown input name
+    Case(["jacobian", "{samples}/robot_arm.py", "x=[1, 2, 3]"],
+         "f has no parameter 'x'; its parameters are q"),
+    # bad wrt
+    Case(["jacobian", "{samples}/kinetics.py", "{samples}/kinetics_inputs.npz", "--wrt", "z"],
+         "--wrt z: f has no input 'z'; its inputs are c, k"),
+    Case(["jacobian", "{samples}/kinetics.py", "{samples}/kinetics_inputs.npz", "--wrt", "c,c"],
+         "--wrt c,c: input 'c' is listed twice"),
+    Case(["jacobian", "{samples}/kinetics.py", "{samples}/kinetics_inputs.npz", "--wrt", "5"],
+         '--wrt 5: position 5 is out of range; f has 2 parameter(s): c, k'),
+    Case(["jacobian", "{samples}/kinetics.py", "{samples}/kinetics_inputs.npz", "--wrt", "c,"],
+         '--wrt c,: empty name; give input names or positions, e.g. --wrt c'),
+    # wrt on an input left at its default
+    Case(["grad", "{samples}/logistic.py", "{samples}/logistic_w.npy", "{samples}/logistic_X.csv",
+          "{samples}/logistic_y.txt", "--wrt", "alpha"],
+         "--wrt alpha: input 'alpha' was not given (it keeps its default); give it as alpha=SOURCE to "
+         'differentiate it'),
+    # bad rows
+    Case(["jacobian", "{samples}/robot_arm.py", "{samples}/robot_arm_q.npy", "--rows", "1:2:0"],
+         '--rows 1:2:0: slice step cannot be zero'),
+    Case(["jacobian", "{samples}/robot_arm.py", "{samples}/robot_arm_q.npy", "--rows", "a"],
+         "--rows a: bad index 'a'; use i, a:b, a:b:c, i,j,k or @file.npy"),
+    Case(["jacobian", "{samples}/robot_arm.py", "{samples}/robot_arm_q.npy", "--rows", "99"],
+         '--rows 99: index 99 is out of range for 3 rows'),
+    Case(["jacobian", "{samples}/robot_arm.py", "{samples}/robot_arm_q.npy", "--rows", ""],
+         '--rows : empty index; use i, a:b, a:b:c, i,j,k or @file.npy'),
+    # bad cols names the block when there are several
+    Case(["jacobian", "-e", "x * y", "x=[1, 2]", "y=3", "--cols", "1"],
+         '--cols 1: index 1 is out of range for 1 col (block df_dy)'),
+    # shape mismatch inside the function is a usage error
+    Case(["jacobian", "{tmp}/m.py", "[1, 2, 3]", "[1, 2]"],
+         'the inputs do not fit the function: operands could not be broadcast{any} ({tmp}/m.py:5); the '
+         'inputs are x (3,), y (2,)',
+         files={'m.py': 'import numpy as np\n\ndef f(x, y):\n    z = x * 2\n    return z + y\n'}),
+    # matmul mismatch inside the function is a usage error
+    Case(["jacobian", "{tmp}/m.py", "[[1, 2], [3, 4]]", "[1, 2, 3]"],
+         'the inputs do not fit the function: {any}mismatch in its core dimension{any} ({tmp}/m.py:2); the '
+         'inputs are A (2, 2), x (3,)',
+         files={'m.py': 'def f(A, x):\n    return A @ x\n'}),
+    # index out of bounds inside the function is a usage error
+    Case(["jacobian", "{samples}/kinetics.py", "c=[1, 2]", "k={samples}/kinetics_k.npy"],
+         'the inputs do not fit the function: {any}out of bounds{any} ({any}kinetics.py:10); the inputs are '
+         'c (2,), k (3,)'),
+    # exception raised by the function is exit 3 with its line
+    Case(["jacobian", "{tmp}/m.py", "[1, 2]"],
+         'f in {tmp}/m.py raised ValueError: shape is bad ({tmp}/m.py:2)',
+         files={'m.py': "def helper(x):\n    raise ValueError('shape is bad')\n\ndef f(x):\n"
+                        '    return helper(x)\n'}),
+    # runtime error in the function is exit 3
+    Case(["jacobian", "{tmp}/m.py", "[1, 2]"],
+         "f in {tmp}/m.py raised NameError: name 'undefined_name' is not defined ({tmp}/m.py:2)",
+         files={'m.py': 'def f(x):\n    return x / undefined_name\n'}),
+    # syntax error in the function file is exit 3
+    Case(["jacobian", "{tmp}/m.py", "[1, 2]"],
+         '{tmp}/m.py:2: running {tmp}/m.py failed: SyntaxError: {any}',
+         files={'m.py': 'def f(x):\n    return x +\n'}),
+    # function returning a string is exit 3
+    Case(["jacobian", "{tmp}/m.py", "[1, 2]"],
+         'the function returned str of dtype <U2 as output 0, not an array of numbers; return a NumPy array '
+         '(or a tuple of arrays) (f in {tmp}/m.py:1)',
+         files={'m.py': "def f(x):\n    return 'no'\n"}),
+    # unsupported operation is exit 3 with its line
+    Case(["jacobian", "{tmp}/m.py", "[1, 2]"],
+         "{tmp}/m.py:6: the ufunc <lambda> (vectorized) (not NumPy's own) is not supported by jaccli; write "
+         "it with NumPy functions; see 'jaccli ops'",
+         files={'m.py': 'import numpy as np\n\ntwice = np.frompyfunc(lambda v: 2 * v, 1, 1)\n\ndef f(x):\n'
+                        '    return twice(x)\n'}),
+    # escaping the trace is exit 3
+    Case(["jacobian", "{tmp}/m.py", "[1, 2]"],
+         "{tmp}/m.py:2: float() takes a traced value out of jaccli's recording, so its derivative is lost; "
+         'keep values as arrays and use NumPy functions (np.sin, not math.sin)',
+         files={'m.py': 'def f(x):\n    return float(x[0]) * x\n'}),
+    # an array changed after an operation used it is exit 3
+    Case(["jacobian", "{tmp}/m.py", "[1, 2]"],
+         "{tmp}/m.py:5: 'buf' is changed in place after f handed it to a NumPy operation on traced values; "
+         'jaccli keeps such arrays for the derivative (as PyTorch keeps saved tensors), so they stay '
+         'read-only while f runs; change a copy instead (buf = buf.copy() before the change)',
+         files={'m.py': 'import numpy as np\ndef f(x):\n    buf = np.ones(2)\n    y = x * buf\n    buf[0] = 3.0\n'
+                        '    return y * buf\n'}),
+    # a memory budget in the environment that names no size is exit 2 before f runs
+    Case(["jacobian", "{tmp}/m.py", "[1, 2]"],
+         "the environment variable JACCLI_MEMORY_BUDGET: '1GiB!' is not a size; write e.g. 1GiB, 512M or "
+         '1000000 (bytes)',
+         files={'m.py': "import numpy as np\n\ndef f(x):\n    print('F RAN')\n    return x ** 2\n"},
+         env={'JACCLI_MEMORY_BUDGET': '1GiB!'}),
+    Case(["jacobian", "{tmp}/m.py", "[1, 2]"],
+         "the environment variable JACCLI_MEMORY_BUDGET: 'abc' is not a size; write e.g. 1GiB, 512M or "
+         '1000000 (bytes)',
+         files={'m.py': "import numpy as np\n\ndef f(x):\n    print('F RAN')\n    return x ** 2\n"},
+         env={'JACCLI_MEMORY_BUDGET': 'abc'}),
+    Case(["jacobian", "{tmp}/m.py", "[1, 2]"],
+         "the environment variable JACCLI_MEMORY_BUDGET: '-1' is not a size; write e.g. 1GiB, 512M or "
+         '1000000 (bytes)',
+         files={'m.py': "import numpy as np\n\ndef f(x):\n    print('F RAN')\n    return x ** 2\n"},
+         env={'JACCLI_MEMORY_BUDGET': '-1'}),
+    Case(["jacobian", "{tmp}/m.py", "[1, 2]"],
+         "the environment variable JACCLI_MEMORY_BUDGET: '0' must be more than 0 bytes",
+         files={'m.py': "import numpy as np\n\ndef f(x):\n    print('F RAN')\n    return x ** 2\n"},
+         env={'JACCLI_MEMORY_BUDGET': '0'}),
+    Case(["info", "{tmp}/m.py", "[1, 2]"],
+         "the environment variable JACCLI_MEMORY_BUDGET: '1GiB!' is not a size; write e.g. 1GiB, 512M or "
+         '1000000 (bytes)',
+         files={'m.py': "import numpy as np\n\ndef f(x):\n    print('F RAN')\n    return x ** 2\n"},
+         env={'JACCLI_MEMORY_BUDGET': '1GiB!'}),
+    Case(["info", "{tmp}/m.py", "[1, 2]"],
+         "the environment variable JACCLI_MEMORY_BUDGET: 'abc' is not a size; write e.g. 1GiB, 512M or "
+         '1000000 (bytes)',
+         files={'m.py': "import numpy as np\n\ndef f(x):\n    print('F RAN')\n    return x ** 2\n"},
+         env={'JACCLI_MEMORY_BUDGET': 'abc'}),
+    Case(["info", "{tmp}/m.py", "[1, 2]"],
+         "the environment variable JACCLI_MEMORY_BUDGET: '-1' is not a size; write e.g. 1GiB, 512M or "
+         '1000000 (bytes)',
+         files={'m.py': "import numpy as np\n\ndef f(x):\n    print('F RAN')\n    return x ** 2\n"},
+         env={'JACCLI_MEMORY_BUDGET': '-1'}),
+    Case(["info", "{tmp}/m.py", "[1, 2]"],
+         "the environment variable JACCLI_MEMORY_BUDGET: '0' must be more than 0 bytes",
+         files={'m.py': "import numpy as np\n\ndef f(x):\n    print('F RAN')\n    return x ** 2\n"},
+         env={'JACCLI_MEMORY_BUDGET': '0'}),
+    # sys exit in the function is exit 3 not jaccli exiting
+    Case(["check", "{tmp}/bye.py", "[1, 2]"],
+         'f in {tmp}/bye.py called sys.exit(0) ({tmp}/bye.py:4); a function to differentiate must return '
+         'its value',
+         files={'bye.py': 'import sys\n\ndef f(x):\n    sys.exit(0)\n    return x\n'}),
+    Case(["jacobian", "{tmp}/bye.py", "[1, 2]"],
+         'f in {tmp}/bye.py called sys.exit(0) ({tmp}/bye.py:4); a function to differentiate must return '
+         'its value',
+         files={'bye.py': 'import sys\n\ndef f(x):\n    sys.exit(0)\n    return x\n'}),
+    Case(["info", "{tmp}/bye.py", "[1, 2]"],
+         'f in {tmp}/bye.py called sys.exit(0) ({tmp}/bye.py:4); a function to differentiate must return '
+         'its value',
+         files={'bye.py': 'import sys\n\ndef f(x):\n    sys.exit(0)\n    return x\n'}),
+    Case(["check", "{tmp}/bye.py", "[1, 2]"],
+         'f in {tmp}/bye.py called sys.exit(4) ({tmp}/bye.py:4); a function to differentiate must return '
+         'its value',
+         files={'bye.py': 'import sys\n\ndef f(x):\n    raise SystemExit(4)\n    return x\n'}),
+    Case(["jacobian", "{tmp}/bye.py", "[1, 2]"],
+         'f in {tmp}/bye.py called sys.exit(4) ({tmp}/bye.py:4); a function to differentiate must return '
+         'its value',
+         files={'bye.py': 'import sys\n\ndef f(x):\n    raise SystemExit(4)\n    return x\n'}),
+    Case(["info", "{tmp}/bye.py", "[1, 2]"],
+         'f in {tmp}/bye.py called sys.exit(4) ({tmp}/bye.py:4); a function to differentiate must return '
+         'its value',
+         files={'bye.py': 'import sys\n\ndef f(x):\n    raise SystemExit(4)\n    return x\n'}),
+    Case(["check", "{tmp}/bye.py", "[1, 2]"],
+         'f in {tmp}/bye.py called sys.exit(None) ({tmp}/bye.py:4); a function to differentiate must return '
+         'its value',
+         files={'bye.py': 'import sys\n\ndef f(x):\n    sys.exit()\n    return x\n'}),
+    Case(["jacobian", "{tmp}/bye.py", "[1, 2]"],
+         'f in {tmp}/bye.py called sys.exit(None) ({tmp}/bye.py:4); a function to differentiate must return '
+         'its value',
+         files={'bye.py': 'import sys\n\ndef f(x):\n    sys.exit()\n    return x\n'}),
+    Case(["info", "{tmp}/bye.py", "[1, 2]"],
+         'f in {tmp}/bye.py called sys.exit(None) ({tmp}/bye.py:4); a function to differentiate must return '
+         'its value',
+         files={'bye.py': 'import sys\n\ndef f(x):\n    sys.exit()\n    return x\n'}),
+    # keyboard interrupt raised by the function is exit 3 not an interruption
+    Case(["check", "{tmp}/stop.py", "[1, 2]"],
+         'f in {tmp}/stop.py raised KeyboardInterrupt ({tmp}/stop.py:2)',
+         files={'stop.py': 'def f(x):\n    raise KeyboardInterrupt\n'}),
+    Case(["jacobian", "{tmp}/stop.py", "[1, 2]"],
+         'f in {tmp}/stop.py raised KeyboardInterrupt ({tmp}/stop.py:2)',
+         files={'stop.py': 'def f(x):\n    raise KeyboardInterrupt\n'}),
+    Case(["info", "{tmp}/stop.py", "[1, 2]"],
+         'f in {tmp}/stop.py raised KeyboardInterrupt ({tmp}/stop.py:2)',
+         files={'stop.py': 'def f(x):\n    raise KeyboardInterrupt\n'}),
+    # keyboard interrupt raised by the function file as it loads is exit 3
+    Case(["check", "{tmp}/stop.py", "[1, 2]"],
+         '{tmp}/stop.py:2: running {tmp}/stop.py failed: KeyboardInterrupt',
+         files={'stop.py': 'import numpy as np\nraise KeyboardInterrupt\n\ndef f(x):\n    return x\n'}),
+    Case(["jacobian", "{tmp}/stop.py", "[1, 2]"],
+         '{tmp}/stop.py:2: running {tmp}/stop.py failed: KeyboardInterrupt',
+         files={'stop.py': 'import numpy as np\nraise KeyboardInterrupt\n\ndef f(x):\n    return x\n'}),
+    Case(["info", "{tmp}/stop.py", "[1, 2]"],
+         '{tmp}/stop.py:2: running {tmp}/stop.py failed: KeyboardInterrupt',
+         files={'stop.py': 'import numpy as np\nraise KeyboardInterrupt\n\ndef f(x):\n    return x\n'}),
+    # output where no file can be created is a usage error
+    Case(["jacobian", "{samples}/robot_arm.py", "{samples}/robot_arm_q.npy", "-o", "/proc/jaccli-test.npy"],
+         'cannot write /proc/jaccli-test.npy: the directory /proc takes no new file (No such file or '
+         'directory), and jaccli writes a temporary file there and renames it to jaccli-test.npy; make the '
+         'directory writable, or write elsewhere'),
+    # output where no file can be created is refused before anything runs
+    Case(["jacobian", "{tmp}/ran.py", "x=[0.5, 1.0]", "-o", "/proc/jaccli-test.npy"],
+         'cannot write /proc/jaccli-test.npy: the directory /proc takes no new file (No such file or '
+         'directory), and jaccli writes a temporary file there and renames it to jaccli-test.npy; make the '
+         'directory writable, or write elsewhere',
+         files={'ran.py': "import numpy as np\n\ndef f(x):\n    print('f ran')\n    return np.sin(x) * np.sum(x)\n"}),
+    Case(["jacobian", "{tmp}/ran.py", "x=[0.5, 1.0]", "--max-memory", "16", "-o", "/proc/jaccli-test.npy"],
+         'cannot write /proc/jaccli-test.npy: the directory /proc takes no new file (No such file or '
+         'directory), and jaccli writes a temporary file there and renames it to jaccli-test.npy; make the '
+         'directory writable, or write elsewhere',
+         files={'ran.py': "import numpy as np\n\ndef f(x):\n    print('f ran')\n    return np.sin(x) * np.sum(x)\n"}),
+    Case(["grad", "{tmp}/ran.py", "x=[0.5, 1.0]", "-o", "/proc/jaccli-test.npy"],
+         'cannot write /proc/jaccli-test.npy: the directory /proc takes no new file (No such file or '
+         'directory), and jaccli writes a temporary file there and renames it to jaccli-test.npy; make the '
+         'directory writable, or write elsewhere',
+         files={'ran.py': "import numpy as np\n\ndef f(x):\n    print('f ran')\n    return np.sin(x) @(x)\n"}),
+    Case(["vjp", "{tmp}/ran.py", "x=[0.5, 1.0]", "--vector", "[1, 1]", "-o", "/proc/jaccli-test.npy"],
+         'cannot write /proc/jaccli-test.npy: the directory /proc takes no new file (No such file or '
+         'directory), and jaccli writes a temporary file there and renames it to jaccli-test.npy; make the '
+         'directory writable, or write elsewhere',
+         files={'ran.py': "import numpy as np\n\ndef f(x):\n    print('f ran')\n    return np.sin(x) * np.sum(x)\n"}),
+    Case(["jacobian", "-e", "sin(x) * sum(x)", "x=[0.5, 1.0]", "-o", "/proc/jaccli-test.npy"],
+         'cannot write /proc/jaccli-test.npy: the directory /proc takes no new file (No such file or '
+         'directory), and jaccli writes a temporary file there and renames it to jaccli-test.npy; make the '
+         'directory writable, or write elsewhere'),
+    Case(["jacobian", "-e", "sin(x) * sum(x)", "x=[0.5, 1.0]", "--max-memory", "16", "-o", "/proc/jaccli-test.npy"],
+         'cannot write /proc/jaccli-test.npy: the directory /proc takes no new file (No such file or '
+         'directory), and jaccli writes a temporary file there and renames it to jaccli-test.npy; make the '
+         'directory writable, or write elsewhere'),
+    Case(["grad", "-e", "sum(sin(x))", "x=[0.5, 1.0]", "-o", "/proc/jaccli-test.npy"],
+         'cannot write /proc/jaccli-test.npy: the directory /proc takes no new file (No such file or '
+         'directory), and jaccli writes a temporary file there and renames it to jaccli-test.npy; make the '
+         'directory writable, or write elsewhere'),
+    Case(["vjp", "-e", "sin(x) * sum(x)", "x=[0.5, 1.0]", "--vector", "[1, 1]", "-o", "/proc/jaccli-test.npy"],
+         'cannot write /proc/jaccli-test.npy: the directory /proc takes no new file (No such file or '
+         'directory), and jaccli writes a temporary file there and renames it to jaccli-test.npy; make the '
+         'directory writable, or write elsewhere'),
+    # click usage errors are one line with a help hint
+    Case(["jacobian", "-e", "x", "[1]", "--mode", "x"],
+         "{any}'--mode'{any} (see 'cli jacobian --help')"),
+    Case(["jacobian", "-e", "x", "[1]", "--precision", "0"],
+         "{any}'--precision'{any} (see 'cli jacobian --help')"),
+    Case(["jacobian", "-e", "x", "[1]", "--rtol", "-1"],
+         "{any}'--rtol'{any} (see 'cli jacobian --help')"),
+    Case(["jacobian", "-e", "x", "[1]", "--chunk-size", "0"],
+         "{any}'--chunk-size': 0 is not positive; give a number of seeds per sweep, or 'auto' (see 'cli "
+         "jacobian --help')"),
+    Case(["jacobian", "-e", "x", "[1]", "--format", "xml"],
+         "{any}'--format'{any} (see 'cli jacobian --help')"),
+    Case(["jacobian", "-e", "x", "[1]", "--bogus"],
+         "No such option '--bogus'{any} (see 'cli jacobian --help')"),
+    Case(["check", "-e", "x", "[1]", "--order", "3"],
+         "{any}'--order'{any} (see 'cli check --help')"),
+    Case(["vjp", "-e", "x", "[1]"],
+         "Missing option '--vector'{any} (see 'cli vjp --help')"),
+    Case(["ops", "--family", "nope"],
+         "{any}'--family': 'nope': families are creation, diagonals, elementwise, functional, indexing, "
+         'joining, linalg, metadata, numerics, products, reductions, reordering, scipy.special, shape (see '
+         "'cli ops --help')"),
+    Case(["nope"],
+         "No such command 'nope'{any} (see 'cli --help')"),
+    Case(["--bogus", "jacobian"],
+         "No such option '--bogus'{any} (see 'cli --help')"),
+    # negative number input says how to give it
+    Case(["jacobian", "{tmp}/neg.py", "-1.5"],
+         '-1.5 reads as an option; to give a negative number as an input, write it as NAME=-1.5 (e.g. '
+         "x=-1.5), or put -- after the options and before the inputs (see 'cli jacobian --help')",
+         files={'neg.py': 'import numpy as np\n\ndef f(x):\n    return np.sin(x)\n'}),
+    Case(["jacobian", "{tmp}/neg.py", "-q1"],
+         "No such option '-1'{any} (see 'cli jacobian --help')",
+         files={'neg.py': 'import numpy as np\n\ndef f(x):\n    return np.sin(x)\n'}),
+    Case(["jacobian", "{tmp}/neg.py", "-2"],
+         '-2 reads as an option; to give a negative number as an input, write it as NAME=-2 (e.g. x=-2), or '
+         "put -- after the options and before the inputs (see 'cli jacobian --help')",
+         files={'neg.py': 'import numpy as np\n\ndef f(x):\n    return np.sin(x)\n'}),
+    Case(["jacobian", "{tmp}/neg.py", "-.5"],
+         '-.5 reads as an option; to give a negative number as an input, write it as NAME=-.5 (e.g. x=-.5), '
+         "or put -- after the options and before the inputs (see 'cli jacobian --help')",
+         files={'neg.py': 'import numpy as np\n\ndef f(x):\n    return np.sin(x)\n'}),
+    Case(["jacobian", "{tmp}/neg.py", "-1e3"],
+         '-1e3 reads as an option; to give a negative number as an input, write it as NAME=-1e3 (e.g. '
+         "x=-1e3), or put -- after the options and before the inputs (see 'cli jacobian --help')",
+         files={'neg.py': 'import numpy as np\n\ndef f(x):\n    return np.sin(x)\n'}),
+    Case(["jacobian", "{tmp}/neg.py", "-inf"],
+         '-inf reads as an option; to give a negative number as an input, write it as NAME=-inf (e.g. '
+         "x=-inf), or put -- after the options and before the inputs (see 'cli jacobian --help')",
+         files={'neg.py': 'import numpy as np\n\ndef f(x):\n    return np.sin(x)\n'}),
+    # positional input on a parameter bound by name is a usage error
+    Case(["info", "{tmp}/ab.py", "[1., 2, 3]", "a=[5., 6]"],
+         "input for parameter 'a' of f given twice ([1., 2, 3] positionally and a=[5., 6]); positional "
+         'inputs bind to the first parameters (a, b) in order: give them before naming later ones, or name '
+         'every input',
+         files={'ab.py': 'def f(a, b):\n    return a * b[0]\n'}),
+    Case(["jacobian", "{tmp}/ab.py", "[1., 2, 3]", "a=[5., 6]"],
+         "input for parameter 'a' of f given twice ([1., 2, 3] positionally and a=[5., 6]); positional "
+         'inputs bind to the first parameters (a, b) in order: give them before naming later ones, or name '
+         'every input',
+         files={'ab.py': 'def f(a, b):\n    return a * b[0]\n'}),
+    # function without named parameters says how to name its inputs
+    Case(["jacobian", "{tmp}/star.py", "[1.0, 2.0]"],
+         'f has only *args, and jaccli binds each input to a named parameter: give f named parameters, as '
+         'in def f(x, y), or wrap it in a function that has them',
+         files={'star.py': 'import numpy as np\n\ndef f(*args):\n    return np.sin(1.0)\n'}),
+    Case(["jacobian", "{tmp}/star.py"],
+         'f has only *args, and jaccli binds each input to a named parameter: give f named parameters, as '
+         'in def f(x, y), or wrap it in a function that has them',
+         files={'star.py': 'import numpy as np\n\ndef f(*args):\n    return np.sin(1.0)\n'}),
+    Case(["jacobian", "{tmp}/star.py", "x=[1.0, 2.0]"],
+         'f has only **kw, and jaccli binds each input to a named parameter: give f named parameters, as in '
+         'def f(x, y), or wrap it in a function that has them',
+         files={'star.py': 'import numpy as np\n\ndef f(**kw):\n    return np.sin(1.0)\n'}),
+    # empty output path is a usage error
+    Case(["jacobian", "-e", "x", "[1]", "-o", ""],
+         '-o: the path is empty (an unset variable?); give a file such as J.npy, or leave out -o for stdout'),
+    Case(["jacobian", "-e", "x", "[1]", "-o", " "],
+         '-o: the path is empty (an unset variable?); give a file such as J.npy, or leave out -o for stdout'),
+    # errors and kinks in an expression are placed in the expression
+    Case(["jacobian", "-e", "sum(x, axis=x)", "x=[1.0, 2.0]"],
+         "<expression>:1: using a traced value as an index takes a traced value out of jaccli's recording, "
+         'so its derivative is lost; index with plain integers or integer arrays'),
+]
+
+
+def _filled(text: str, tmp: Path) -> str:
+    return text.replace("{tmp}", str(tmp)).replace("{samples}", str(SAMPLES))
+
+
+def _pattern(expected: str, tmp: Path) -> str:
+    places = {"{tmp}": re.escape(str(tmp)), "{samples}": re.escape(str(SAMPLES)), "{any}": ".*", "{n}": r"\d+"}
+    return "".join(places.get(part, re.escape(part)) for part in re.split(r"(\{tmp\}|\{samples\}|\{any\}|\{n\})",
+                                                                         expected))
+
+
+@pytest.mark.parametrize("case", CLI_MESSAGES, ids=[" ".join(case.args)[:60] for case in CLI_MESSAGES])
+def test_the_message_of_each_command_line_error(case, tmp_path, monkeypatch):
+    if any("/proc/" in arg for arg in case.args) and not Path("/proc/self").is_dir():
+        pytest.skip("needs Linux /proc")
+    for name, content in (case.files or {}).items():
+        if isinstance(content, np.ndarray):
+            np.save(tmp_path / name, content)
+        else:
+            (tmp_path / name).write_text(content)
+    if case.chdir:
+        monkeypatch.chdir(tmp_path)
+    if case.setup is not None:
+        case.setup(monkeypatch, tmp_path)
+    result = invoke(make_runner(), *(_filled(arg, tmp_path) for arg in case.args), env=case.env)
+    assert result.exit_code != 0 and result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, \
+        result.stderr
+    assert re.fullmatch(_pattern(case.expected, tmp_path), result.stderr[len("Error: "):-1]), result.stderr

@@ -371,25 +371,22 @@ def test_complex_and_object_inputs_are_one_usage_error_line(runner, tmp_path, mo
         assert_usage_error(result, fragment)
 
 
-@pytest.mark.parametrize("name, text, line", [("x.txt", "1,2,3\n", 1), ("x.txt", "1, 2\n3, 4\n", 1),
-                                              ("x.dat", "# a comment\na,b\n1,2\n", 3)])
-def test_a_whitespace_text_file_with_commas_says_to_use_csv(runner, tmp_path, monkeypatch, name, text, line):
+@pytest.mark.parametrize("name, text", [("x.txt", "1,2,3\n"), ("x.txt", "1, 2\n3, 4\n"),
+                                        ("x.dat", "# a comment\na,b\n1,2\n")])
+def test_a_whitespace_text_file_with_commas_says_to_use_csv(runner, tmp_path, monkeypatch, name, text):
     monkeypatch.chdir(tmp_path)
     (tmp_path / name).write_text(text)
     result = invoke(runner, "jacobian", "-e", "x ** 2", name)
     assert_error(result, "usage", 2)
 
 
-@pytest.mark.parametrize("command, vectors, message", [
-    ("jvp", ["[1, nan]"], "--vector: the vector for x has a NaN at position 1; give finite numbers"),
-    ("vjp", ["[nan, 1]", "[2]"], "--vector: the vector for f0 has a NaN at position 0; give finite numbers"),
-    ("vjp", ["[1, 1]", "inf"], "--vector: the vector for f1 is inf; give a finite number"),
-    ("jvp", ["[[1, 1], [-inf, 0]]"], "--vector: the vector for x has a -inf at position (1, 0); give finite numbers"),
+@pytest.mark.parametrize("command, x, vectors", [
+    ("jvp", "[1, 2]", ["[1, nan]"]), ("vjp", "[1, 2]", ["[nan, 1]", "[2]"]), ("vjp", "[1, 2]", ["[1, 1]", "inf"]),
+    ("jvp", "[[1, 2], [3, 4]]", ["[[1, 1], [-inf, 0]]"]),
 ])
-def test_a_non_finite_vector_names_its_position(runner, tmp_path, command, vectors, message):
+def test_a_non_finite_vector_names_its_position(runner, tmp_path, command, x, vectors):
     func = write(tmp_path, "m.py", "import numpy as np\n\ndef f(x):\n"
                  "    return np.array([x.flat[0] * x.flat[1], x.flat[1]]), x.sum()\n")
-    x = "[[1, 2], [3, 4]]" if "(1, 0)" in message else "[1, 2]"
     args = [a for v in vectors for a in ("--vector", v)]
     result = invoke(runner, command, func, x, *args)
     assert_error(result, "usage", 2)
@@ -673,24 +670,23 @@ def test_too_many_vectors_is_a_usage_error(runner):
     assert_error(result, "usage", 2)
 
 
-@pytest.mark.parametrize("expression, shape", [("sin(x)", "(3,)"), ("concatenate([sin(x), cos(x)])", "(6,)")])
-def test_vjp_vector_given_twice_for_one_output_says_so(runner, expression, shape):
+@pytest.mark.parametrize("expression", ["sin(x)", "concatenate([sin(x), cos(x)])"])
+def test_vjp_vector_given_twice_for_one_output_says_so(runner, expression):
     # Two vectors of 3 fit an output of 6 when stacked: refused all the same, not read as one vector.
     result = invoke(runner, "vjp", "-e", expression, "x=[1, 2, 3]", "--vector", "[1, 1, 1]", "--vector",
                     "[1, 0, 0]")
     assert_error(result, "usage", 2)
 
 
-@pytest.mark.parametrize("vectors, given", [(("[1, 0]",), "1 vector"), (("[1, 0]",) * 3, "3 vectors")])
-def test_vjp_vector_count_for_tuple_outputs_names_the_outputs(runner, vectors, given):
+@pytest.mark.parametrize("vectors", [("[1, 0]",), ("[1, 0]",) * 3])
+def test_vjp_vector_count_for_tuple_outputs_names_the_outputs(runner, vectors):
     args = [a for v in vectors for a in ("--vector", v)]
     result = invoke(runner, "vjp", "-e", "x * y, x + y", "x=[1, 2]", "y=[3, 4]", *args)
     assert_error(result, "usage", 2)
 
 
-@pytest.mark.parametrize("given, missing", [(("f1=1.0",), "f0"), (("f2=1.0",), "f0, f1"),
-                                            (("f0=[1, 1]", "f2=1"), "f1")])
-def test_vjp_of_a_tuple_names_the_output_whose_vector_is_missing(runner, tmp_path, given, missing):
+@pytest.mark.parametrize("given", [("f1=1.0",), ("f2=1.0",), ("f0=[1, 1]", "f2=1")])
+def test_vjp_of_a_tuple_names_the_output_whose_vector_is_missing(runner, tmp_path, given):
     func = write(tmp_path, "pair.py", "import numpy as np\ndef f(x):\n    return x * 2, x.sum()\n")
     result = invoke(runner, "vjp", func, "[1.0, 2.0]", *(a for v in given for a in ("--vector", v)))
     assert_error(result, "usage", 2)
@@ -705,11 +701,8 @@ def test_jvp_and_hvp_vector_given_twice_for_one_input_says_what_to_do(runner, co
 # ---------------------------------------------------------------- expressions
 
 
-@pytest.mark.parametrize("name, meaning", [("e", "the constant 2.718281828459045"),
-                                           ("pi", "the constant 3.141592653589793"), ("inf", "the constant inf"),
-                                           ("nan", "the constant nan"), ("sin", "a function"),
-                                           ("np", "a module name (as in np.sin)")])
-def test_an_input_named_after_a_constant_or_function_of_the_expression_says_what_the_name_is(runner, name, meaning):
+@pytest.mark.parametrize("name", ["e", "pi", "inf", "nan", "sin", "np"])
+def test_an_input_named_after_a_constant_or_function_of_the_expression_says_what_the_name_is(runner, name):
     result = invoke(runner, "jacobian", "-e", "e * x + sin(x)", "x=[1.0, 2.0]", f"{name}=2.0")
     assert_error(result, "usage", 2)
 
@@ -831,14 +824,12 @@ def test_several_blocks_in_npy_is_refused_before_any_work(runner, tmp_path):
     assert out.read_bytes() == b"precious"
 
 
-@pytest.mark.parametrize("command, target, extra, words", [
-    ("jacobian", "J.npy", (), "a block per input (x, y)"), ("hessian", "H.csv", (), "a block per pair of inputs"),
-    ("grad", "g.txt", (), "a block per input"), ("vjp", "v.npy", ("--vector", "[1]"), "a block per input"),
-    ("hvp", "h.npy", ("--vector", "[1]", "--vector", "[1]"), "a block per input"),
-    ("jacobian", "J.csv", ("--batch-axis", "0", "--wrt", "x"), "a batched result has 3 axes"),
+@pytest.mark.parametrize("command, target, extra", [
+    ("jacobian", "J.npy", ()), ("hessian", "H.csv", ()), ("grad", "g.txt", ()),
+    ("vjp", "v.npy", ("--vector", "[1]")), ("hvp", "h.npy", ("--vector", "[1]", "--vector", "[1]")),
+    ("jacobian", "J.csv", ("--batch-axis", "0", "--wrt", "x")),
 ])
-def test_a_target_that_cannot_hold_the_result_is_refused_before_f_runs(runner, tmp_path, command, target, extra,
-                                                                        words):
+def test_a_target_that_cannot_hold_the_result_is_refused_before_f_runs(runner, tmp_path, command, target, extra):
     # Before: refused once f had run (a slow f, or one with side effects, ran for nothing)
     func = write(tmp_path, "m.py", "import numpy as np\n\ndef f(x, y):\n    print('F RAN')\n"
                                    "    return np.sum(x * y)\n")
@@ -1346,9 +1337,8 @@ def test_unknown_input_name(runner):
     assert_error(result, "usage", 2)
 
 
-@pytest.mark.parametrize("wrt, message", [("z", "no input 'z'; its inputs are c, k"), ("c,c", "listed twice"),
-                                          ("5", "out of range"), ("c,", "empty name")])
-def test_bad_wrt(runner, wrt, message):
+@pytest.mark.parametrize("wrt", ["z", "c,c", "5", "c,"])
+def test_bad_wrt(runner, wrt):
     result = invoke(runner, "jacobian", sample("kinetics.py"), sample("kinetics_inputs.npz"), "--wrt", wrt)
     assert_error(result, "usage", 2)
 
@@ -1368,9 +1358,8 @@ def test_defaulted_parameter_can_be_given_by_name(runner, inputs):
     assert_allclose(doc["blocks"]["df_dalpha"]["data"], 0.5 * np.sum(inputs["w"] ** 2), rtol=1e-12)
 
 
-@pytest.mark.parametrize("spec, message", [("1:2:0", "step cannot be zero"), ("a", "bad index 'a'"),
-                                           ("99", "index 99 is out of range for 3 rows"), ("", "empty index")])
-def test_bad_rows(runner, spec, message):
+@pytest.mark.parametrize("spec", ["1:2:0", "a", "99", ""])
+def test_bad_rows(runner, spec):
     result = invoke(runner, "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "--rows", spec)
     assert_error(result, "usage", 2)
 
@@ -1473,13 +1462,10 @@ def test_debug_before_the_command_and_from_the_environment(runner, tmp_path):
     assert "Traceback" in invoke(runner, "jacobian", func, "[1]", env={"JACCLI_DEBUG": "1"}).stderr
 
 
-@pytest.mark.parametrize("value, words", [
-    ("1GiB!", "'1GiB!' is not a size"), ("abc", "'abc' is not a size"), ("-1", "'-1' is not a size"),
-    ("0", "'0' must be more than 0 bytes"),
-])
+@pytest.mark.parametrize("value", ["1GiB!", "abc", "-1", "0"])
 @pytest.mark.parametrize("command", ["jacobian", "info"])
 def test_a_memory_budget_in_the_environment_that_names_no_size_is_exit_2_before_f_runs(runner, tmp_path, value,
-                                                                                       words, command):
+                                                                                       command):
     # Before: exit 3, "differentiating f failed: ValueError: invalid literal for int()" (read at import)
     func = write(tmp_path, "m.py", "import numpy as np\n\ndef f(x):\n    print('F RAN')\n    return x ** 2\n")
     result = invoke(runner, command, func, "[1, 2]", env={"JACCLI_MEMORY_BUDGET": value})
@@ -1770,8 +1756,8 @@ def test_what_the_function_prints_stays_out_of_plain_results(runner, tmp_path):
 
 
 @pytest.mark.parametrize("command", ["check", "jacobian", "info"])
-@pytest.mark.parametrize("call, code", [("sys.exit(0)", "0"), ("raise SystemExit(4)", "4"), ("sys.exit()", "None")])
-def test_sys_exit_in_the_function_is_exit_3_not_jaccli_exiting(runner, tmp_path, command, call, code):
+@pytest.mark.parametrize("call", ["sys.exit(0)", "raise SystemExit(4)", "sys.exit()"])
+def test_sys_exit_in_the_function_is_exit_3_not_jaccli_exiting(runner, tmp_path, command, call):
     func = write(tmp_path, "bye.py", f"import sys\n\ndef f(x):\n    {call}\n    return x\n")
     result = invoke(runner, command, func, "[1, 2]")
     assert_error(result, "function_failed", 3)
@@ -2015,20 +2001,14 @@ def test_broken_npz_member_is_a_usage_error_naming_it(runner, tmp_path, members,
     assert_usage_error(result, "in.npz: member", member)
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (("jacobian", "-e", "x", "[1]", "--mode", "x"), "'--mode'"),
-    (("jacobian", "-e", "x", "[1]", "--precision", "0"), "'--precision'"),
-    (("jacobian", "-e", "x", "[1]", "--rtol", "-1"), "'--rtol'"),
-    (("jacobian", "-e", "x", "[1]", "--chunk-size", "0"), "'--chunk-size'"),
-    (("jacobian", "-e", "x", "[1]", "--format", "xml"), "'--format'"),
-    (("jacobian", "-e", "x", "[1]", "--bogus"), "No such option '--bogus'"),
-    (("check", "-e", "x", "[1]", "--order", "3"), "'--order'"),
-    (("vjp", "-e", "x", "[1]"), "Missing option '--vector'"),
-    (("ops", "--family", "nope"), "'--family'"),
-    (("nope",), "No such command 'nope'"),
-    (("--bogus", "jacobian"), "No such option '--bogus'"),
+@pytest.mark.parametrize("args", [
+    ("jacobian", "-e", "x", "[1]", "--mode", "x"), ("jacobian", "-e", "x", "[1]", "--precision", "0"),
+    ("jacobian", "-e", "x", "[1]", "--rtol", "-1"), ("jacobian", "-e", "x", "[1]", "--chunk-size", "0"),
+    ("jacobian", "-e", "x", "[1]", "--format", "xml"), ("jacobian", "-e", "x", "[1]", "--bogus"),
+    ("check", "-e", "x", "[1]", "--order", "3"), ("vjp", "-e", "x", "[1]"), ("ops", "--family", "nope"), ("nope",),
+    ("--bogus", "jacobian"),
 ])
-def test_click_usage_errors_are_one_line_with_a_help_hint(runner, args, fragment):
+def test_click_usage_errors_are_one_line_with_a_help_hint(runner, args):
     result = invoke(runner, *args)
     assert_error(result, "usage", 2)
     assert "Usage:" not in result.stderr

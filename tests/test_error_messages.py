@@ -6,8 +6,10 @@ class); what a message says, word for word, is pinned here only, in the tables b
 
 from __future__ import annotations
 
+import errno
 import inspect
 import json
+import os
 import re
 import signal
 from pathlib import Path
@@ -16,11 +18,14 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 import pytest
 
+import jaccli.cli.commands.run as run_module
 import jaccli.errors
 from jaccli.cli.commands import failures
+from jaccli.io import atomic
 
 from .helpers import assert_error
-from .test_cli import MAN_PAGE, SAMPLES, invoke, make_runner, sample, write
+from .test_cli import (BATCHED, MAN_PAGE, SAMPLES, _fail_writes, _npy_bytes, _refusing_to_read, _zip, invoke, make_runner,
+    sample, write)
 
 
 @pytest.fixture
@@ -70,8 +75,6 @@ def _internal(monkeypatch):
 
 
 def _terminated(monkeypatch):
-    import jaccli.cli.commands.run as run_module
-
     def run(*args, **kwargs):
         raise failures.Terminated(signal.SIGTERM, "SIGTERM")
 
@@ -161,6 +164,26 @@ class Case(NamedTuple):
     env: dict[str, str] | None = None
     chdir: bool = False
     setup: Callable[[Any, Path], None] | None = None
+
+
+def _pickled(path: Path) -> None:
+    np.save(path, np.array([1.0, 2.0], dtype=object), allow_pickle=True)
+
+
+def _no_space(fd, data, position):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def _no_new_file(monkeypatch, directory: Path) -> None:
+    """No temporary file can be made in `directory` (root may write there: simulated)."""
+    mkstemp = atomic.mkstemp
+
+    def refuse(target):
+        if target.parent.resolve() == directory.resolve():
+            raise PermissionError(errno.EACCES, "Permission denied", str(target.parent / "x.tmp"))
+        return mkstemp(target)
+
+    monkeypatch.setattr(atomic, "mkstemp", refuse)
 
 
 CLI_MESSAGES = [
@@ -678,6 +701,101 @@ CLI_MESSAGES = [
     Case(["jacobian", "-e", "sum(x, axis=x)", "x=[1.0, 2.0]"],
          "<expression>:1: using a traced value as an index takes a traced value out of jaccli's recording, "
          'so its derivative is lost; index with plain integers or integer arrays'),
+    # ---- command lines whose failure needs a set-up: files NumPy writes, a full disk, refused permissions
+    Case(["jacobian", "-e", "x ** 2", "x.npy", "--format", "json"],
+         "x.npy holds Python objects (a pickled object array); jaccli loads .npy files with allow_pickle=False for "
+         "safety: save a numeric array instead", setup=lambda mp, tmp: _pickled(tmp / "x.npy"), chdir=True),
+    Case(["jacobian", "{samples}/robot_arm.py", "{tmp}/x.npy"],
+         "{tmp}/x.npy holds Python objects (a pickled object array); jaccli loads .npy files with allow_pickle=False "
+         "for safety: save a numeric array instead", setup=lambda mp, tmp: _pickled(tmp / "x.npy")),
+    Case(["jacobian", "-e", "x * 2", "{tmp}/in.npz"],
+         "{tmp}/in.npz[e]: in an expression e is the constant 2.718281828459045, so no input can be called e; use "
+         "another name, such as e1, in the expression and as e1=SOURCE",
+         setup=lambda mp, tmp: np.savez(tmp / "in.npz", x=np.ones(2), e=np.ones(2))),
+    Case(["jacobian", "-e", "x", "{tmp}/in.npz"],
+         "{tmp}/in.npz: member 'x.npy' is not a .npy array; an .npz input holds only .npy arrays (as np.savez "
+         "writes them)", setup=lambda mp, tmp: _zip(tmp / "in.npz", {"x.npy": b"junk bytes, not an array"})),
+    Case(["jacobian", "-e", "x", "{tmp}/in.npz"],
+         "{tmp}/in.npz: member 'readme.txt' is not a .npy array; an .npz input holds only .npy arrays (as np.savez "
+         "writes them)",
+         setup=lambda mp, tmp: _zip(tmp / "in.npz", {"x.npy": _npy_bytes(np.ones(3)), "readme.txt": b"hello"})),
+    Case(["jacobian", "-e", "x", "{tmp}/in.npz"],
+         "{tmp}/in.npz: member 'x.npy' is not a valid .npy array ({any}); save the archive again",
+         setup=lambda mp, tmp: _zip(tmp / "in.npz", {"x.npy": _npy_bytes(np.ones(30))[:150]})),
+    Case(["jacobian", "{samples}/kinetics.py", "{samples}/kinetics_inputs.npz", "-o", "{tmp}/J.npy"],
+         "-o {tmp}/J.npy: a .npy file holds one block, and the result has a block per input (c, k); write it to "
+         ".npz or .json, or pick one input with --wrt", files={"J.npy": "precious"}),
+    Case(["jacobian", "-e", "x", "[1]", "-o", "{tmp}/x3.npy/J.npy"],
+         "-o {tmp}/x3.npy/J.npy: {tmp}/x3.npy is a file, not a directory", files={"x3.npy": np.ones(3)}),
+    Case(["jacobian", "-e", "x", "[1]", "-o", "{tmp}/x3.npy/a/J.npy"],
+         "-o {tmp}/x3.npy/a/J.npy: {tmp}/x3.npy is a file, not a directory", files={"x3.npy": np.ones(3)}),
+    Case(["jacobian", "{tmp}/b.py:s", "{tmp}/X.npy", "--batch-axis", "0", "-o", "{tmp}/J.npy", "--max-memory", "100"],
+         "ds_dX has a single row per sample and cannot be streamed; select fewer columns with --cols",
+         files={"b.py": BATCHED, "X.npy": np.ones((40, 3))}),
+    Case(["jacobian", "-e", "sin(x) * x[..., :1]", "{tmp}/X.npy", "--rows", "3", "-o", "{tmp}/J.npy", "--max-memory",
+          "1KiB"],
+         "df_dx has a single row selected and cannot be streamed; select fewer columns with --cols",
+         files={"X.npy": np.linspace(0.5, 1.5, 300).reshape(3, 100)}),
+    Case(["jacobian", "-e", "sin(x) * x[..., :1]", "{tmp}/X.npy", "--rows", "1", "--batch-axis", "0", "-o",
+          "{tmp}/J.npy", "--max-memory", "1KiB"],
+         "df_dx has a single row selected per sample and cannot be streamed; select fewer columns with --cols",
+         files={"X.npy": np.linspace(0.5, 1.5, 300).reshape(3, 100)}),
+    Case(["jacobian", "-e", "sin(x) * sum(x)", "{tmp}/x.npy", "-o", "{tmp}/x.npy"],
+         "-o {tmp}/x.npy: it is {tmp}/x.npy, which this command reads as input; write the result to another file",
+         files={"x.npy": np.array([0.5, 1.0])}),
+    Case(["jacobian", "-e", "sin(x) * sum(x)", "{tmp}/x.npy", "--compare", "{tmp}/ref.npy", "-o", "./ref.npy"],
+         "-o ref.npy: it is {tmp}/ref.npy, which this command reads as input; write the result to another file",
+         files={"x.npy": np.array([0.5, 1.0]), "ref.npy": np.eye(2)}, chdir=True),
+    Case(["jacobian", "-e", "sin(x) * sum(x)", "{tmp}/x.npy", "--rows", "@{tmp}/rows.npy", "-o", "link.npy"],
+         "-o link.npy: it is {tmp}/rows.npy, which this command reads as input; write the result to another file",
+         files={"x.npy": np.array([0.5, 1.0]), "rows.npy": np.array([0])}, chdir=True,
+         setup=lambda mp, tmp: (tmp / "link.npy").symlink_to(tmp / "rows.npy")),
+    Case(["jacobian", "{samples}/robot_arm.py", "{samples}/robot_arm_q.npy", "-o", "{tmp}/J.npy"],
+         "cannot write {tmp}/J.npy: the disk is full (No space left on device); free some space or write elsewhere",
+         files={"J.npy": "precious"}, setup=lambda mp, tmp: _fail_writes(mp, OSError(28, "No space left on device"))),
+    Case(["jacobian", "{samples}/robot_arm.py", "{samples}/robot_arm_q.npy", "-o", "{tmp}/J.json"],
+         "cannot write {tmp}/J.json: the disk is full (60000 requested and 7664 written); free some space or write "
+         "elsewhere", setup=lambda mp, tmp: _fail_writes(mp, OSError("60000 requested and 7664 written"))),
+    Case(["jacobian", "{samples}/heat_pde.py", "{samples}/heat_pde_u.npy", "-o", "{tmp}/J.npy", "--max-memory", "1KiB"],
+         "cannot write {tmp}/J.npy: the disk is full (No space left on device); free some space or write elsewhere",
+         setup=lambda mp, tmp: mp.setattr(os, "pwrite", _no_space)),
+    Case(["jacobian", "{samples}/robot_arm.py", "{samples}/robot_arm_q.npy", "-o", "{tmp}/J.npy"],
+         "cannot write {tmp}/J.npy: Permission denied; check the path and its permissions, or write elsewhere",
+         setup=lambda mp, tmp: _fail_writes(mp, PermissionError(13, "Permission denied"))),
+    Case(["jacobian", "{samples}/robot_arm.py", "{samples}/robot_arm_q.npy", "-o", "{tmp}/J.npy"],
+         "cannot write {tmp}/J.npy: Read-only file system; check the path and its permissions, or write elsewhere",
+         setup=lambda mp, tmp: _fail_writes(mp, OSError(30, "Read-only file system"))),
+    Case(["jacobian", "{samples}/heat_pde.py", "{samples}/heat_pde_u.npy", "-o", "/proc/jaccli-test.npy",
+          "--max-memory", "1KiB"],
+         "cannot write /proc/jaccli-test.npy: {any}; check the path and its permissions, or write elsewhere",
+         setup=lambda mp, tmp: mp.setattr(run_module, "check_output", lambda out, sources: None)),
+    Case(["jacobian", "-e", "sin(x) * sum(x)", "x=[0.5, 1.0]", "-o", "{tmp}/J.npy"],
+         "cannot write {tmp}/J.npy: the file is read-only; make it writable or write elsewhere",
+         files={"J.npy": "precious"}, setup=lambda mp, tmp: (tmp / "J.npy").chmod(0o444)),
+    Case(["jacobian", "-e", "sin(x)", "x=[0.5, 1.0]", "-o", "{tmp}/J.npy"],
+         "cannot write {tmp}/J.npy: the directory {tmp} takes no new file (Permission denied), and jaccli writes a "
+         "temporary file there and renames it to J.npy; make the directory writable, or write elsewhere",
+         setup=lambda mp, tmp: _no_new_file(mp, tmp)),
+    Case(["jacobian", "-e", "sin(x)", "x=[0.5, 1.0]", "-o", "J.npy"],
+         "cannot write J.npy: the current directory takes no new file (Permission denied), and jaccli writes a "
+         "temporary file there and renames it to J.npy; make the directory writable, or write elsewhere",
+         chdir=True, setup=lambda mp, tmp: _no_new_file(mp, tmp)),
+    Case(["jacobian", "-e", "x ** 2", "x.npy", "--rows", "@secret.npy"],
+         "cannot read secret.npy: Permission denied; check the permissions of the file and of the directories on "
+         "its path", files={"x.npy": np.array([0.5, 1.5]), "secret.npy": np.array([0, 1])}, chdir=True,
+         setup=lambda mp, tmp: _refusing_to_read(mp, "secret.npy")),
+    Case(["jacobian", "secret.py", "x.npy"],
+         "cannot read secret.py: Permission denied; check the permissions of the file and of the directories on "
+         "its path", files={"x.npy": np.array([0.5, 1.5]), "secret.py": "def f(x):\n    return x\n"}, chdir=True,
+         setup=lambda mp, tmp: _refusing_to_read(mp, "secret.py")),
+    Case(["jacobian", "-e", "x ** 2", "secret.npz"],
+         "cannot read secret.npz: Permission denied; check the permissions of the file and of the directories on "
+         "its path", chdir=True,
+         setup=lambda mp, tmp: (np.savez(tmp / "secret.npz", x=np.ones(2)), _refusing_to_read(mp, "secret.npz"))),
+    Case(["jacobian", "{samples}/robot_arm.py", "{samples}/robot_arm_q.npy", "--mode", "reverse"],
+         "internal error in jaccli, not in f in {any}robot_arm.py: TypeError: {any} (jaccli/api/evaluator.py:{n}); "
+         "please report it with the traceback that the same command prints with --debug",
+         setup=lambda mp, tmp: _internal(mp)),
 ]
 
 
@@ -708,3 +826,13 @@ def test_the_message_of_each_command_line_error(case, tmp_path, monkeypatch):
     assert result.exit_code != 0 and result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, \
         result.stderr
     assert re.fullmatch(_pattern(case.expected, tmp_path), result.stderr[len("Error: "):-1]), result.stderr
+
+
+@pytest.mark.parametrize("signum, stopped", [(signal.SIGINT, "interrupted"), (signal.SIGTERM, "stopped by SIGTERM"),
+                                             (signal.SIGHUP, "stopped by SIGHUP")])
+def test_the_message_of_an_interruption_names_the_files_written_before_it(tmp_path, signum, stopped):
+    signal_ = failures.Terminated(signum, signal.Signals(signum).name)
+    assert failures.interrupted(signal_).format_message() == f"{stopped}; no file was written or changed"
+    target = tmp_path / "J.npy"
+    assert failures.interrupted(signal_, [target]).format_message() == \
+        f"{stopped} after {target} was written completely; no other file was written or changed"

@@ -701,6 +701,33 @@ CLI_MESSAGES = [
     Case(["jacobian", "-e", "sum(x, axis=x)", "x=[1.0, 2.0]"],
          "<expression>:1: using a traced value as an index takes a traced value out of jaccli's recording, "
          'so its derivative is lost; index with plain integers or integer arrays'),
+    # ---- option values that click refuses (its own words are {any}; jaccli's follow the option's name)
+    Case(["jacobian", "-e", "x * 2", "[1, 2]", "--batch-axis", "1"],
+         "{any}'--batch-axis': 1: only axis 0 is supported; move the batch axis to the front "
+         "(see 'cli jacobian --help')"),
+    Case(["jacobian", "-e", "x", "[1]", "--max-memory", "lots"],
+         "{any}'--max-memory': 'lots' is not a size; write e.g. 1GiB, 512M or 1000000 (bytes) "
+         "(see 'cli jacobian --help')"),
+    Case(["jacobian", "-e", "x", "[1]", "--max-memory", "0"],
+         "{any}'--max-memory': '0' must be more than 0 bytes (see 'cli jacobian --help')"),
+    Case(["jacobian", "-e", "x", "[1]", "--max-memory", "-5M"],
+         "{any}'--max-memory': '-5M' is not a size; write e.g. 1GiB, 512M or 1000000 (bytes) "
+         "(see 'cli jacobian --help')"),
+    Case(["jacobian", "-e", "x", "[1]", "--max-memory", "1XB"],
+         "{any}'--max-memory': '1XB' is not a size; write e.g. 1GiB, 512M or 1000000 (bytes) "
+         "(see 'cli jacobian --help')"),
+    Case(["jacobian", "-e", "x", "[1]", "--chunk-size", "-3"],
+         "{any}'--chunk-size': -3 is not positive; give a number of seeds per sweep, or 'auto' "
+         "(see 'cli jacobian --help')"),
+    Case(["jacobian", "-e", "x", "[1]", "--chunk-size", "many"],
+         "{any}'--chunk-size': 'many' is not a positive integer or 'auto' (see 'cli jacobian --help')"),
+    Case(["jacobian", "-e", "x", "[1]", "--mode", "sideways"], "{any}'--mode'{any} (see 'cli jacobian --help')"),
+    Case(["jacobian", "-e", "x", "[1]", "--dtype", "int8"], "{any}'--dtype'{any} (see 'cli jacobian --help')"),
+    Case(["jvp", "{samples}/robot_arm.py", "{samples}/robot_arm_q.npy"],
+         "Missing option '--vector'{any} (see 'cli jvp --help')"),
+    Case(["jacobian", "-e", "__import__('os').system('echo hi')", "x=1"],
+         "expression: only functions called by name can be called, not '__import__('os').system'; use e.g. "
+         "sin(x) or np.sin(x)"),
     # ---- command lines whose failure needs a set-up: files NumPy writes, a full disk, refused permissions
     Case(["jacobian", "-e", "x ** 2", "x.npy", "--format", "json"],
          "x.npy holds Python objects (a pickled object array); jaccli loads .npy files with allow_pickle=False for "

@@ -33,12 +33,12 @@ def target(tmp_path: Path) -> Path:
     return path
 
 
-def assert_fails(result: Result, code: int, *messages: str) -> None:
+def assert_fails(result: Result, kind: str, code: int) -> None:
+    """Exit `code` with an error of `kind`, whose `Error: ...` line ends stderr (after the check's report lines);
+    its wording is pinned in test_error_messages.py."""
     assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
-    error = result.stderr.rstrip().splitlines()[-1]
-    assert error.startswith("Error: "), result.stderr
-    for message in messages:
-        assert message in error, (message, error)
+    assert result.stderr.rstrip().splitlines()[-1].startswith("Error: "), result.stderr
+    assert result.error.kind == kind, result.error.kind
 
 
 def assert_untouched(path: Path) -> None:
@@ -130,8 +130,7 @@ def test_nan_from_log_of_a_negative_number_names_np_log_and_the_line(runner, mod
 
 def test_fail_on_nonfinite_exits_1_and_leaves_the_output_file(runner, model, target):
     result = invoke(runner, "jacobian", model("logsq"), "[1, -1]", "--fail-on-nonfinite", "-o", str(target))
-    assert_fails(result, 1, "--fail-on-nonfinite: dlogsq_dx holds 1 NaN", "np.log", "model.py:5",
-                 f"{target} was not written")
+    assert_fails(result, "check_failed", 1)
     assert_untouched(target)
     # The error line says it all: the same facts are not repeated as warnings.
     assert "Warning: dlogsq_dx holds" not in result.stderr
@@ -140,7 +139,7 @@ def test_fail_on_nonfinite_exits_1_and_leaves_the_output_file(runner, model, tar
 def test_inf_from_sqrt_at_zero_is_traced_to_the_reverse_sweep(runner, model, target):
     result = invoke(runner, "jacobian", model("root"), "[0, 1]", "--mode", "reverse", "--fail-on-nonfinite",
                     "-o", str(target))
-    assert_fails(result, 1, "droot_dx holds 1 inf", "np.sqrt produced inf in the reverse sweep", "model.py:10")
+    assert_fails(result, "check_failed", 1)
     assert_untouched(target)
 
 
@@ -152,7 +151,7 @@ def test_inf_in_forward_mode_is_traced_to_the_forward_sweep(runner, model):
 
 def test_nonfinite_gradient_and_hessian_are_reported_too(runner, model):
     grad = invoke(runner, "grad", "-e", "sum(sqrt(x))", "[0, 1]", "--fail-on-nonfinite")
-    assert_fails(grad, 1, "df_dx holds 1 inf", "np.sqrt produced inf in the reverse sweep")
+    assert_fails(grad, "check_failed", 1)
     hess = invoke(runner, "hessian", "-e", "sum(sqrt(x))", "[0, 1]", "--format", "json")
     doc = report(hess)
     assert doc["nonfinite"][0]["block"] == "d2f_dx_dx" and doc["nonfinite_origin"]["op"] == "np.sqrt"
@@ -203,8 +202,7 @@ def test_disconnected_input_fails_with_strict_naming_output_and_input(runner, mo
     target = tmp_path / "J.npz"  # (two inputs: a .npz holds both blocks; a .npy is refused before f runs)
     target.write_bytes(KNOWN)
     result = invoke(runner, "jacobian", model("uses_global"), "[1, 2]", "[3, 4]", "--strict", "-o", str(target))
-    assert_fails(result, 1, "--strict: output uses_global is independent of input 1 ('y')",
-                 "duses_global_dy is structurally zero")
+    assert_fails(result, "check_failed", 1)
     assert_untouched(target)
 
 
@@ -214,14 +212,14 @@ def test_failed_strict_still_prints_the_result_and_the_json_verdict(runner, mode
     target.write_bytes(KNOWN)
     result = invoke(runner, "jacobian", model("uses_global"), "[1, 2]", "[3, 4]", "--strict", "-o", str(target),
                     "--format", "json")
-    assert_fails(result, 1, "--strict: output uses_global is independent of input 1 ('y')", "was not written")
+    assert_fails(result, "check_failed", 1)
     doc = json.loads(result.stdout)
     assert doc["passed"] is False and doc["strict"] == {
         "passed": False, "disconnected": [{"output": "uses_global", "input": "y", "block": "duses_global_dy"}]}
     assert doc["output"] == str(target) and doc["blocks"]["duses_global_dx"]["connected"] is True
     assert_untouched(target)
     text = invoke(runner, "hessian", model("ignores"), "[1, 2]", "[3]", "--strict", "--format", "text")
-    assert_fails(text, 1, "--strict: output ignores is independent of input 1 ('y')")
+    assert_fails(text, "check_failed", 1)
     assert text.stdout == invoke(runner, "hessian", model("ignores"), "[1, 2]", "[3]", "--format", "text").stdout
     assert text.stdout.startswith("# d2ignores_dx_dx shape=2x2\n2 0\n0 2\n")
 
@@ -235,7 +233,7 @@ def test_passed_strict_is_a_verdict_in_the_json_report(runner):
 
 def test_check_with_failed_strict_prints_its_report_ending_in_failed(runner, model):
     result = invoke(runner, "check", model("uses_global"), "[1, 2]", "[3, 4]", "--strict", "--format", "text")
-    assert_fails(result, 1, "--strict: output uses_global is independent of input 1 ('y')")
+    assert_fails(result, "check_failed", 1)
     lines = result.stdout.splitlines()
     assert lines[-1] == "failed"
     assert "--strict:           FAILED: duses_global_dy is structurally zero (uses_global does not depend on y)" \
@@ -255,7 +253,7 @@ def test_failed_strict_on_a_result_to_stream_writes_nothing(runner, model, tmp_p
     result = invoke(runner, "jacobian", func, "[1, 2, 3, 4]", "[3, 4, 5, 6]", "--wrt", "y", "--strict", "-o",
                     str(target), "--max-memory", "100", "--format", "json")
     assert_untouched(target)  # (streamed, the result would be written while it is computed)
-    assert_fails(result, 1, "--strict: output f is independent of input 1 ('y')", f"{target} was not written")
+    assert_fails(result, "check_failed", 1)
     assert_error(result, "check_failed", 1)  # nothing on stdout but the error object of --format json
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
@@ -263,9 +261,9 @@ def test_failed_strict_on_a_result_to_stream_writes_nothing(runner, model, tmp_p
 def test_strict_hessian_names_f_when_f_ignores_an_input(runner, model):
     assert invoke(runner, "hessian", "-e", "sum(x ** 2)", "[1, 2]", "--strict").exit_code == 0
     ignored = invoke(runner, "hessian", model("ignores"), "[1, 2]", "[3]", "--strict")
-    assert_fails(ignored, 1, "--strict: output ignores is independent of input 1 ('y')", "dignores_dy")
+    assert_fails(ignored, "check_failed", 1)
     separable = invoke(runner, "hessian", "-e", "sum(x ** 2) + sum(y ** 3)", "[1, 2]", "[3]", "--strict")
-    assert_fails(separable, 1, "--strict: output df_dx is independent of input 1 ('y')", "d2f_dx_dy")
+    assert_fails(separable, "check_failed", 1)
 
 
 def test_an_input_used_only_through_an_integer_cast_is_named_with_its_line(runner, model, target):
@@ -281,7 +279,7 @@ def test_an_input_used_only_through_an_integer_cast_is_named_with_its_line(runne
     assert cast.format(site) in grad.stderr
     for command in ("jacobian", "hessian"):
         strict = invoke(runner, command, model("counts"), "[1.5, 2.5]", "--strict", "-o", str(target))
-        assert_fails(strict, 1, "--strict: output counts is independent of input 0 ('x')", cast.format(site))
+        assert_fails(strict, "check_failed", 1)
         assert_untouched(target)
 
 
@@ -297,7 +295,7 @@ def test_all_zero_gradient_of_a_global_closure_is_reported(runner, model):
 
 def test_function_that_raises_is_exit_3_with_its_line(runner, model, target):
     result = invoke(runner, "jacobian", model("raises"), "[1, 2]", "-o", str(target))
-    assert_fails(result, 3, "raised RuntimeError: solver diverged", "model.py:22)")
+    assert_fails(result, "function_failed", 3)
     assert_untouched(target)
 
 
@@ -309,20 +307,19 @@ def test_function_returning_an_empty_tuple_is_exit_3_for_every_command(runner, t
     # jvp printed nothing and exited 0
     func = write(tmp_path, "empty.py", "def f(x):\n    return ()\n")
     result = invoke(runner, command, func, "[1, 2]", *extra)
-    assert_fails(result, 3, "the function returned an empty tuple, which has nothing to differentiate; return a "
-                 f"NumPy array (or a tuple of arrays) (f in {func}:")
+    assert_fails(result, "function_failed", 3)
 
 
 def test_function_returning_a_list_of_strings_is_exit_3(runner, model, target):
     result = invoke(runner, "jacobian", model("strings"), "[1, 2]", "-o", str(target))
-    assert_fails(result, 3, "not an array of numbers", "model.py:")
+    assert_fails(result, "function_failed", 3)
     assert_untouched(target)
 
 
 def test_pickled_object_array_is_exit_2(runner, tmp_path, target):
     np.save(tmp_path / "obj.npy", np.array([1, "a", None], dtype=object), allow_pickle=True)
     result = invoke(runner, "jacobian", "-e", "x * 2", str(tmp_path / "obj.npy"), "-o", str(target))
-    assert_fails(result, 2, "holds Python objects (a pickled object array)", "allow_pickle=False")
+    assert_fails(result, "usage", 2)
     assert_untouched(target)
 
 
@@ -330,7 +327,7 @@ def test_truncated_npy_is_exit_2(runner, tmp_path, target):
     np.save(tmp_path / "full.npy", np.arange(10.0))
     (tmp_path / "cut.npy").write_bytes((tmp_path / "full.npy").read_bytes()[:-20])
     result = invoke(runner, "jacobian", "-e", "x * 2", str(tmp_path / "cut.npy"), "-o", str(target))
-    assert_fails(result, 2, "is not a valid .npy file: it is truncated")
+    assert_fails(result, "usage", 2)
     assert_untouched(target)
 
 
@@ -338,20 +335,20 @@ def test_shape_mismatch_between_inputs_is_exit_2(runner, model, tmp_path):
     target = tmp_path / "J.npz"  # (two inputs: a .npz holds both blocks; a .npy is refused before f runs)
     target.write_bytes(KNOWN)
     result = invoke(runner, "jacobian", model("add"), "[1, 2, 3]", "[1, 2]", "-o", str(target))
-    assert_fails(result, 2, "the inputs do not fit the function", "model.py:30)", "x (3,), y (2,)")
+    assert_fails(result, "usage", 2)
     assert_untouched(target)
 
 
 def test_unsupported_numpy_function_is_exit_3_and_points_to_ops(runner, model, target):
     result = invoke(runner, "jacobian", model("spectrum"), "[1, 2, 3]", "-o", str(target))
-    assert_fails(result, 3, "np.fft.fft is not supported by jaccli; see 'jaccli ops'", "model.py:34")
+    assert_fails(result, "unsupported_operation", 3)
     assert_untouched(target)
 
 
 @pytest.mark.parametrize("command", ["check", "info"])
 def test_failures_of_the_function_are_the_same_in_check_and_info(runner, model, command):
-    assert_fails(invoke(runner, command, model("raises"), "[1, 2]"), 3, "solver diverged", "model.py:22)")
-    assert_fails(invoke(runner, command, model("spectrum"), "[1, 2]"), 3, "np.fft.fft is not supported")
+    assert_fails(invoke(runner, command, model("raises"), "[1, 2]"), "function_failed", 3)
+    assert_fails(invoke(runner, command, model("spectrum"), "[1, 2]"), "unsupported_operation", 3)
 
 
 # ---------------------------------------------------------------- safe expressions
@@ -383,15 +380,15 @@ ESCAPES = [
 def test_expression_escapes_are_refused_with_exit_2(runner, tmp_path, target, monkeypatch, expression):
     monkeypatch.chdir(tmp_path)
     result = invoke(runner, "jacobian", "-e", expression, "x=[1, 2]", "-o", str(target))
-    assert_fails(result, 2)
-    assert result.stderr.startswith("Error: expression") and result.stdout == ""
+    assert_fails(result, "usage", 2)
+    assert result.stdout == ""
     assert sorted(p.name for p in tmp_path.iterdir()) == ["J.npy"]  # nothing was created
     assert_untouched(target)
 
 
 @pytest.mark.parametrize("command", ["check", "info"])
 def test_check_and_info_refuse_escapes_too(runner, command):
-    assert_fails(invoke(runner, command, "-e", "x.__class__", "x=1"), 2, "attribute access")
+    assert_fails(invoke(runner, command, "-e", "x.__class__", "x=1"), "usage", 2)
 
 
 @pytest.mark.parametrize("command", ["check", "info", "jacobian"])
@@ -427,8 +424,7 @@ def test_compare_with_the_right_reference_passes_and_writes(runner, refs, target
 
 def test_compare_with_a_wrong_reference_fails_and_prints_the_worst_entry(runner, refs, target):
     result = invoke(runner, "jacobian", *SQUARE, "--compare", str(refs / "wrong.npy"), "-o", str(target))
-    assert_fails(result, 1, "--compare: 1 of 9 entries differ", "worst df_dx[1, 2] (f[1], x[2]): computed 0 vs "
-                 "reference 0.5", f"{target} was not written")
+    assert_fails(result, "check_failed", 1)
     assert "  df_dx[1, 2] (f[1], x[2]): computed 0 vs reference 0.5 (abs err 0.5, rel err 1)" in result.stderr
     assert_untouched(target)
 
@@ -448,22 +444,22 @@ def test_compare_verdict_is_in_the_json_report(runner, refs):
 def test_compare_tolerances_decide(runner, refs):
     loose = invoke(runner, "jacobian", *SQUARE, "--compare", str(refs / "wrong.npy"), "--atol", "0.6")
     assert loose.exit_code == 0
-    assert_fails(invoke(runner, "jacobian", *SQUARE, "--rtol", "1e-3"), 2, "--rtol and --atol are the tolerances")
+    assert_fails(invoke(runner, "jacobian", *SQUARE, "--rtol", "1e-3"), "usage", 2)
 
 @pytest.mark.parametrize("value", ["nan", "inf"])
 @pytest.mark.parametrize("option", ["--rtol", "--atol"])
 def test_a_tolerance_that_is_not_finite_is_a_usage_error_not_a_pass(runner, refs, option, value):
     # with NaN every |a - b| <= atol + rtol |b| is false, so no entry would ever count as a mismatch
     wrong = invoke(runner, "jacobian", *SQUARE, "--compare", str(refs / "wrong.npy"), option, value)
-    assert_fails(wrong, 2, f"{value!r} is not a finite number")
-    assert_fails(invoke(runner, "check", "-e", "exp(x)", "[1, 2]", option, value), 2, "not a finite number")
+    assert_fails(wrong, "usage", 2)
+    assert_fails(invoke(runner, "check", "-e", "exp(x)", "[1, 2]", option, value), "usage", 2)
 
 
 def test_compare_npz_by_block_key(runner, refs):
     args = ("-e", "x ** 2 + y", "[1, 0]", "[5]", "--compare", str(refs / "blocks.npz"))
     assert invoke(runner, "jacobian", *args).exit_code == 0
     missing = invoke(runner, "jacobian", "-e", "x * z", "[1, 0]", "[5]", "--compare", str(refs / "blocks.npz"))
-    assert_fails(missing, 2, "no array named 'df_dz'", "holds df_dx, df_dy")
+    assert_fails(missing, "usage", 2)
 
 
 def test_compare_npz_mixing_unnamed_and_named_arrays_binds_like_a_python_call(runner, tmp_path):
@@ -475,14 +471,11 @@ def test_compare_npz_mixing_unnamed_and_named_arrays_binds_like_a_python_call(ru
     result = invoke(runner, "jacobian", *args, str(tmp_path / "mixed.npz"))
     assert result.exit_code == 0, result.stderr
     np.savez(tmp_path / "wrong.npz", dx, df_dy=dy + [[0.0], [1.0]])  # arr_0 is df_dx, so df_dy is the one off
-    assert_fails(invoke(runner, "jacobian", *args, str(tmp_path / "wrong.npz")), 1,
-                 "worst df_dy[1, 0] (f[1], y[0]): computed 1 vs reference 2")
+    assert_fails(invoke(runner, "jacobian", *args, str(tmp_path / "wrong.npz")), "check_failed", 1)
     np.savez(tmp_path / "twice.npz", dy, df_dx=dx)  # arr_0 reaches df_dx, which is named too
-    assert_fails(invoke(runner, "jacobian", *args, str(tmp_path / "twice.npz")), 2,
-                 "arr_0 is the reference of df_dx by its place, and the archive also has an array named df_dx")
+    assert_fails(invoke(runner, "jacobian", *args, str(tmp_path / "twice.npz")), "usage", 2)
     np.savez(tmp_path / "three.npz", dx, dy, dy)
-    assert_fails(invoke(runner, "jacobian", *args, str(tmp_path / "three.npz")), 2,
-                 "holds 3 unnamed arrays (arr_0, arr_1, arr_2), but the result has 2 blocks (df_dx, df_dy)")
+    assert_fails(invoke(runner, "jacobian", *args, str(tmp_path / "three.npz")), "usage", 2)
     np.savez(tmp_path / "both.npz", dx, dy)  # all unnamed, as before
     assert invoke(runner, "jacobian", *args, str(tmp_path / "both.npz")).exit_code == 0
 
@@ -504,7 +497,7 @@ def test_compare_against_a_golden_npz_that_jaccli_wrote(runner, tmp_path, comman
 
 def test_compare_selection_against_the_full_block_or_the_selection(runner, refs):
     full = invoke(runner, "jacobian", *SQUARE, "--rows", "1:3", "--cols", "2", "--compare", str(refs / "wrong.npy"))
-    assert_fails(full, 1, "worst df_dx[0, 0] (f[1], x[2])")
+    assert_fails(full, "check_failed", 1)
     np.save(refs / "sel.npy", np.array([[0.0], [6.0]]))
     sel = invoke(runner, "jacobian", *SQUARE, "--rows", "1:3", "--cols", "2", "--compare", str(refs / "sel.npy"))
     assert sel.exit_code == 0, sel.stderr
@@ -526,20 +519,20 @@ def test_compare_a_reordering_of_all_rows_against_a_full_golden_file_or_its_own(
             is not (ref == own and rows == "0,0,0")
     # read either way, a wrong golden file is still a mismatch
     np.save(tmp_path / "off.npy", np.load(golden) + 0.5)
-    assert_fails(invoke(runner, "jacobian", *SQUARE, "--rows", rows, "--compare", str(tmp_path / "off.npy")),
-                 1, "9 of 9 entries differ")
+    off = invoke(runner, "jacobian", *SQUARE, "--rows", rows, "--compare", str(tmp_path / "off.npy"))
+    assert_fails(off, "check_failed", 1)
 
 
 def test_compare_shape_mismatch_is_exit_2_naming_both_shapes(runner, refs, target):
     np.save(refs / "bad.npy", np.zeros((3, 4)))
     result = invoke(runner, "jacobian", *SQUARE, "--compare", str(refs / "bad.npy"), "-o", str(target))
-    assert_fails(result, 2, "df_dx has shape (3, 3) but the reference has shape (3, 4)")
+    assert_fails(result, "usage", 2)
     assert_untouched(target)
 
 
 def test_compare_one_npy_with_several_blocks_is_exit_2(runner, refs):
     result = invoke(runner, "jacobian", "-e", "x * y", "[1, 2]", "[3, 4]", "--compare", str(refs / "right.npy"))
-    assert_fails(result, 2, "holds one array, but the result has 2 blocks (df_dx, df_dy)")
+    assert_fails(result, "usage", 2)
 
 
 def test_compare_a_hessian(runner, refs):
@@ -550,7 +543,7 @@ def test_compare_a_hessian(runner, refs):
 def test_compare_refuses_a_streamed_result(runner, refs, tmp_path):
     result = invoke(runner, "jacobian", *SQUARE, "--compare", str(refs / "right.npy"), "--max-memory", "16",
                     "-o", str(tmp_path / "big.npy"))
-    assert_fails(result, 2, "--compare needs the result in memory")
+    assert_fails(result, "usage", 2)
     assert not (tmp_path / "big.npy").exists()
 
 
@@ -596,8 +589,7 @@ def test_check_fails_on_a_wrong_derivative_rule(runner, monkeypatch, model):
     # A buggy reverse rule for sin (sin instead of cos): forward mode and differences disagree with it.
     monkeypatch.setitem(PRIMITIVES["np.sin"].vjps, 0, lambda ans, x, **kw: (lambda g: g * np.sin(x)))
     result = invoke(runner, "check", model("wave"), "[0.5, 1.5]")
-    assert_fails(result, 1, "check failed:", "differ from finite differences", "reverse and forward mode disagree",
-                 "worst dwave_dx[")
+    assert_fails(result, "check_failed", 1)
     assert result.stdout.splitlines()[-1] == "failed" and "FAILED" in result.stdout
 
 
@@ -656,7 +648,7 @@ def test_check_a_slice_and_a_hessian(runner):
 
 
 def test_check_order_2_of_a_vector_function_is_a_usage_error(runner):
-    assert_fails(invoke(runner, "check", "-e", "x ** 2", "[1, 2]", "--order", "2"), 2, "scalar")
+    assert_fails(invoke(runner, "check", "-e", "x ** 2", "[1, 2]", "--order", "2"), "usage", 2)
 
 
 def test_check_json_report_keys(runner):
@@ -678,7 +670,7 @@ def test_check_tolerances_and_nonfinite(runner):
     assert tight.exit_code in (0, 1)  # either way a verdict, never an error
     assert tight.stdout.splitlines()[-1] in ("passed", "failed")
     result = invoke(runner, "check", "-e", "sqrt(x)", "[0, 1]", "--fail-on-nonfinite")
-    assert_fails(result, 1, "--fail-on-nonfinite: df_dx holds 1 inf")
+    assert_fails(result, "check_failed", 1)
 
 
 # ---------------------------------------------------------------- info
@@ -807,7 +799,7 @@ def test_report_formats_and_families_take_their_keywords_in_any_case(runner):
 
 def test_ops_unknown_family_is_exit_2(runner):
     result = invoke(runner, "ops", "--family", "fourier")
-    assert result.exit_code == 2 and "families are" in result.stderr and "elementwise" in result.stderr
+    assert_error(result, "usage", 2)
 
 
 def test_ops_table_renders(runner):
@@ -898,5 +890,4 @@ def test_check_of_a_function_with_noise_fails_and_says_why(runner, tmp_path):
     result = invoke(runner, "check", f, "[0.1, 0.2, 0.3]", "--format", "json")
     assert result.exit_code == 1
     assert 0 < json.loads(result.stdout)["check"]["unrepeatable"] < 1e-4
-    assert result.stderr.startswith("Error: check failed: f gives different values at the same inputs (two "
-                                    "calls differ by up to ")
+    assert_fails(result, "check_failed", 1)

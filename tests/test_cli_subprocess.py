@@ -39,6 +39,12 @@ def clean_env(**extra: str) -> dict:
     return env
 
 
+def assert_error_line(stderr: str) -> None:
+    """stderr is one `Error: ...` line (its wording: test_error_messages.py)."""
+    lines = stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), stderr
+
+
 def jaccli(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(JACCLI + list(args), cwd=cwd, capture_output=True, text=True, env=clean_env(**env),
                           timeout=60)
@@ -125,7 +131,7 @@ def test_json_on_a_pipe_has_no_escape_codes(tmp_path, inputs):
 def test_usage_error_exit_code_and_one_line(tmp_path):
     done = jaccli("jacobian", sample("robot_arm.py"), "missing.npy", cwd=tmp_path)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == "Error: input file not found: missing.npy\n"
+    assert_error_line(done.stderr)
 
 
 def test_python_dash_m_jaccli(tmp_path):
@@ -232,8 +238,7 @@ def test_full_stdout_is_exit_4_in_one_line(tmp_path, fmt):
                                         fmt], cwd=tmp_path, stdout=full, stderr=subprocess.PIPE, text=True,
                               env=clean_env(), timeout=60)
     assert done.returncode == 4, done.stderr
-    assert done.stderr.splitlines() == ["Error: cannot write stdout: the disk is full (No space left on device); "
-                                        "free some space or write elsewhere"]
+    assert_error_line(done.stderr)
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
@@ -248,9 +253,7 @@ def test_full_stdout_after_the_file_is_written_says_it_was_written(tmp_path, fmt
                                         "--format", fmt, *limit], cwd=tmp_path, stdout=full, stderr=subprocess.PIPE,
                               text=True, env=clean_env(), timeout=60)
     assert done.returncode == 4, done.stderr
-    assert done.stderr.splitlines()[-1] == ("Error: cannot write stdout: the disk is full (No space left on device); "
-                                            "free some space or write elsewhere; J.npy was written completely "
-                                            "before this error")
+    assert done.stderr.splitlines()[-1].startswith("Error: ")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["J.npy"]
     assert_allclose(np.load(tmp_path / "J.npy"), robot_arm_jacobian(np.load(sample("robot_arm_q.npy"))), atol=1e-12)
 
@@ -332,31 +335,31 @@ def test_a_terminated_streamed_run_removes_its_temporary_file(tmp_path, signame)
                               lambda: list(tmp_path.glob(".J.npy.*")), getattr(signal, signame),
                               "the streamed run never started writing")
     assert code == 128 + getattr(signal, signame)
-    stopped = "interrupted" if signame == "SIGINT" else f"stopped by {signame}"
-    assert err.strip() == f"Error: {stopped}; no file was written or changed"
+    assert_error_line(err)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["slow.py", "x.npy"]
 
 
-@pytest.mark.parametrize("waiting, what, stop, stopped", [
+@pytest.mark.parametrize("waiting, what, stop", [
     # f signals that it runs (a file), then waits for Ctrl-C: exit 130, not f's failure (exit 3)
     ("import time\ndef f(x):\n    open('running', 'w').close()\n    time.sleep(60)\n    return x\n", "f",
-     "def f(x):\n    raise KeyboardInterrupt\n", "Error: f in stop.py raised KeyboardInterrupt (stop.py:2)\n"),
+     "def f(x):\n    raise KeyboardInterrupt\n"),
     # the same while the function file's module level runs
     ("import time\nopen('running', 'w').close()\ntime.sleep(60)\ndef f(x):\n    return x\n", "the file",
-     "import numpy as np\nraise KeyboardInterrupt\ndef f(x):\n    return x\n",
-     "Error: stop.py:2: running stop.py failed: KeyboardInterrupt\n"),
+     "import numpy as np\nraise KeyboardInterrupt\ndef f(x):\n    return x\n"),
 ], ids=["while-f-runs", "while-the-file-loads"])
-def test_ctrl_c_is_an_interruption_and_a_raise_of_keyboard_interrupt_is_not(tmp_path, waiting, what, stop, stopped):
+def test_ctrl_c_is_an_interruption_and_a_raise_of_keyboard_interrupt_is_not(tmp_path, waiting, what, stop):
     import signal
 
     (tmp_path / "wait.py").write_text(waiting)
     code, out, err = _signalled(["jacobian", "wait.py", "[1.0]", "-o", "J.npy"], tmp_path,
                                 (tmp_path / "running").exists, signal.SIGINT, f"{what} never ran")
-    assert (code, out, err) == (130, "", "Error: interrupted; no file was written or changed\n")
+    assert (code, out) == (130, "")
+    assert_error_line(err)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["running", "wait.py"]
     (tmp_path / "stop.py").write_text(stop)
     done = jaccli("jacobian", "stop.py", "[1.0]", cwd=tmp_path)
-    assert (done.returncode, done.stderr) == (3, stopped)
+    assert done.returncode == 3
+    assert_error_line(done.stderr)
 
 
 @pytest.mark.parametrize("signame", ["SIGHUP", "SIGTERM"])
@@ -441,8 +444,7 @@ def _into_dev_full(args: list[str], cwd: Path, stream: str = "stdout") -> subpro
 def test_help_and_version_into_a_full_stdout_are_exit_4_in_one_line(tmp_path, args):
     done = _into_dev_full(args, tmp_path)
     assert done.returncode == 4, done.stderr
-    assert done.stderr.splitlines() == ["Error: cannot write stdout: the disk is full (No space left on device); "
-                                        "free some space or write elsewhere"]
+    assert_error_line(done.stderr)
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
@@ -496,8 +498,7 @@ def test_a_stdout_cut_short_by_the_os_is_an_error_not_a_truncated_result(tmp_pat
                               cwd=tmp_path, stdout=out, stderr=subprocess.PIPE, text=True, env=clean_env(),
                               timeout=60, preexec_fn=_limited_file_size(8192))
     assert done.returncode == 2, done.stderr
-    assert done.stderr.splitlines() == ["Error: cannot write stdout: File too large; check the path and its "
-                                        "permissions, or write elsewhere"]
+    assert_error_line(done.stderr)
 
 
 @pytest.mark.skipif(os.name != "posix", reason="needs POSIX file size limits")
@@ -512,8 +513,7 @@ def test_a_file_size_limit_on_the_output_file_is_not_a_full_disk(tmp_path, suffi
                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(),
                           timeout=60, preexec_fn=_limited_file_size(limit))
     assert done.returncode == 2, done.stderr
-    assert done.stderr.splitlines() == [f"Error: cannot write J{suffix}: File too large; check the path and its "
-                                        "permissions, or write elsewhere"]
+    assert_error_line(done.stderr)
     assert (tmp_path / f"J{suffix}").read_bytes() == b"precious"
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"J{suffix}", "x.npy"]
 
@@ -530,8 +530,7 @@ def test_a_closed_stdout_is_a_usage_error_and_not_needed_for_a_file(tmp_path):
     done = subprocess.run(args, cwd=tmp_path, stderr=subprocess.PIPE, text=True, env=clean_env(), timeout=60,
                           preexec_fn=_closed(1))
     assert done.returncode == 2
-    assert done.stderr.splitlines() == ["Error: cannot write stdout: it was closed when jaccli started; run "
-                                        "jaccli with an open stdout, or write the result to a file with -o"]
+    assert_error_line(done.stderr)
     done = subprocess.run(args + ["-o", "J.npy"], cwd=tmp_path, stderr=subprocess.PIPE, text=True, env=clean_env(),
                           timeout=60, preexec_fn=_closed(1))
     assert done.returncode == 0, done.stderr
@@ -584,8 +583,7 @@ def test_os_exit_in_the_function_fails_it_but_ends_a_child_it_forked(tmp_path):
     (tmp_path / "hard.py").write_text("import os\n\ndef f(x):\n    os._exit(0)\n")
     done = jaccli("jacobian", "hard.py", "[0.5, 1.5]", cwd=tmp_path)
     assert (done.returncode, done.stdout) == (3, "")
-    assert done.stderr.splitlines() == ["Error: f in hard.py called os._exit(0) (hard.py:4); a function to "
-                                        "differentiate must return its value"]
+    assert_error_line(done.stderr)
     (tmp_path / "forks.py").write_text("import os\n\ndef f(x):\n    pid = os.fork()\n    if pid == 0:\n"
                                        "        os._exit(7)\n    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 7\n"
                                        "    return x ** 2\n")

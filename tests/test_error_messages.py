@@ -1244,3 +1244,33 @@ def test_the_message_of_an_interruption_names_the_files_written_before_it(tmp_pa
     target = tmp_path / "J.npy"
     assert failures.interrupted(signal_, [target]).format_message() == \
         f"{stopped} after {target} was written completely; no other file was written or changed"
+
+
+# ---------------------------------------------------------------- messages made where a real process meets them
+# (a full or closed stdout, a file size limit, os._exit: test_cli_subprocess runs those; here, the words)
+
+FULL = "cannot write stdout: the disk is full (No space left on device); free some space or write elsewhere"
+TOO_LARGE = "check the path and its permissions, or write elsewhere"
+
+
+def test_the_messages_of_writes_that_fail():
+    assert str(atomic.write_error("stdout", OSError(errno.ENOSPC, "No space left on device"))) == FULL
+    assert str(atomic.write_error("stdout", OSError(errno.EFBIG, "File too large"))) == \
+        f"cannot write stdout: File too large; {TOO_LARGE}"
+    assert str(atomic.write_error("J.npy", OSError(errno.EFBIG, "File too large"))) == \
+        f"cannot write J.npy: File too large; {TOO_LARGE}"
+    failure = failures.after_writing(failures.ResourceExceeded(FULL), [Path("J.npy")])
+    assert failure.format_message() == f"{FULL}; J.npy was written completely before this error"
+
+
+def test_the_message_of_a_stdout_closed_at_start(monkeypatch):
+    monkeypatch.setattr(failures, "is_closed", lambda stream: True)
+    assert failures.stream_error("stdout", OSError(errno.EBADF, "Bad file descriptor")).format_message() == \
+        "cannot write stdout: it was closed when jaccli started; run jaccli with an open stdout, or write the " \
+        "result to a file with -o"
+
+
+def test_the_message_of_os_exit_in_the_function():
+    error = failures.translate(failures.RaisedInFunction(failures.HardExit(0)), what="f in hard.py")
+    assert error.format_message() == \
+        "f in hard.py called os._exit(0); a function to differentiate must return its value"

@@ -37,8 +37,8 @@ def test_i1_agrees_with_scipy_to_a_few_ulp_over_the_real_line():
 
 
 def test_i0_derivatives_are_i1_and_its_derivatives_to_rounding():
-    # Before: np.i0 was refused. d/dx I0 = I1, d2 = I1' = (I0 + I2) / 2, d3 = I1'' = (3 I1 + I3) / 4:
-    # references without a division by x, so that x = 0 is no special case
+    # d/dx I0 = I1, d2 = I1' = (I0 + I2) / 2, d3 = I1'' = (3 I1 + I3) / 4: references without a
+    # division by x, so that x = 0 is no special case
     x = X[(np.abs(X) < 700)][::41]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # NumPy's i0 warns of nothing here: neither may its rules

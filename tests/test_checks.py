@@ -310,8 +310,8 @@ UNSYMMETRIC_A = np.array([[2.0, 0.3, 0.1], [0.7, 3.0, 0.2], [0.5, 0.4, 4.0]])
                                lambda a: np.linalg.cholesky(a + 3 * np.eye(3))], ids=["eigvalsh", "eigh", "cholesky"])
 @pytest.mark.parametrize("a", [SYMMETRIC_A, UNSYMMETRIC_A], ids=["symmetric", "unsymmetric"])
 def test_a_step_along_one_off_diagonal_entry_of_eighs_matrix_is_convention_dependent(f, a):
-    # Before: FAILED. A step along A[0, 1] changes A unsymmetrically: NumPy reads the lower triangle,
-    # the derivative is that of the symmetric part (JAX's and PyTorch's convention).
+    # A step along A[0, 1] changes A unsymmetrically: NumPy reads the lower triangle, the
+    # derivative is that of the symmetric part (JAX's and PyTorch's convention).
     rep = check_derivative(f, a)
     off_diagonal = {c for c in range(9) if c // 3 != c % 3}
     assert rep.passed and rep.convention_dependent_count > 0
@@ -426,8 +426,8 @@ def sin_plus_argmax(x):
                          ids=["kink", "jump", "step-function", "index-jump"])
 def test_batched_kink_in_one_sample_does_not_excuse_a_wrong_derivative_in_another(monkeypatch, f, mismatches,
                                                                                   excused):
-    # Before: passed. The step along element c moves every sample at once, and a kink (jump) that
-    # sample 1 crossed excused the mismatches of column c in every sample, sample 0's wrong diagonal too.
+    # The step along element c moves every sample at once: a kink (jump) that sample 1 crosses must
+    # not excuse the mismatches of column c in the other samples.
     break_sin_away_from_zero(monkeypatch)
     rep = check_derivative(lambda x: f(x), TWO_SAMPLES, batch_axis=0)  # a new f: nothing recorded reused
     assert not rep.passed and rep.blocks[0]["mismatches"] == mismatches
@@ -441,9 +441,7 @@ def sin_plus_ones_at_argmax(x):
 
 
 def test_batched_jump_in_a_sample_without_mismatches_excuses_no_other_sample(monkeypatch):
-    # Before: passed. The samples with a mismatch (0 and 2) were split by steps of groups of them;
-    # the index jump belongs to sample 1, which none of those steps moves, so it was taken for one that
-    # needs several samples to move at once and counted for both.
+    # The index jump belongs to sample 1, which no step of the mismatching samples (0 and 2) moves.
     break_sin_away_from_zero(monkeypatch)
     x = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0], [1.5, 0.5, 2.5]])
     rep = check_derivative(lambda x: sin_plus_ones_at_argmax(x), x, batch_axis=0)
@@ -452,8 +450,8 @@ def test_batched_jump_in_a_sample_without_mismatches_excuses_no_other_sample(mon
 
 
 def test_batched_gradient_check_excuses_only_the_sample_that_crosses_the_kink(monkeypatch):
-    # Before: passed. Order 2 checks the AD gradient against differences of f; sample 1's tie
-    # excused sample 0's wrong gradient.
+    # Order 2 checks the AD gradient against differences of f: sample 1's tie must not excuse
+    # sample 0's wrong gradient.
     break_sin_away_from_zero(monkeypatch)
     rep = check_derivative(lambda x: sin_sum_plus_max(x), TWO_SAMPLES, batch_axis=0, order=2)
     assert not rep.passed and not rep.gradient["passed"] and rep.gradient["mismatches"] == 3
@@ -501,9 +499,6 @@ def step_crossings(monkeypatch):
                          ids=["jump", "hessian-kink"])
 def test_batched_check_records_f_twice_per_column_however_many_samples_cross(rng, step_crossings, k, f, order,
                                                                             per_sample):
-    # Before: f was recorded again for groups of the samples in every column whose step crosses a jump
-    # (order 2: a kink too), 2 * 2 * ceil(log2 k) more times for k samples: 17, 57, 73 recordings (order
-    # 2: 45, 65, 41), not 9.
     # The first k of 16 samples sit at np.where's switch (their sum is 0), or at a tie of max(x[0], x[1]).
     x = rng.uniform(0.5, 1.5, size=(16, 4))
     if f is sin_plus_switch:
@@ -533,11 +528,9 @@ def sin_plus_top_two_by_sort(x):
 @pytest.mark.parametrize("f", [sin_plus_picked_max, sin_plus_top_two_by_argsort, sin_plus_top_two_by_sort],
                          ids=["argmax", "argsort", "sort"])
 def test_batched_index_jump_is_placed_without_recording_f_per_sample_group(rng, step_crossings, k, f):
-    # Before: an index computed from values (argmax, argsort, np.sort's order) that changes within the
-    # step was found from steps of sample groups: f recorded 1 + 2 * 2 + 2 * 2 * (2 * ceil(log2 k) + 1)
-    # times (13, 33, 37), not 5. Now the op's output elements that the new index moves are placed in
-    # samples by the reverse sweep, as a np.where condition is. Sort: the second largest moves to an
-    # entry sliced off, which no output reads.
+    # The op's output elements that the new index moves are placed in samples by the reverse sweep,
+    # as a np.where condition is. Sort: the second largest moves to an entry sliced off, which no
+    # output reads.
     # The first k of 16 samples tie for their largest (argmax) or second largest (top two) entry.
     x = rng.uniform(0.0, 1.0, size=(16, 4))
     x[:k, 1] = x[:k, 2] = 1.5
@@ -628,8 +621,7 @@ def test_nonfinite_derivative_fails_the_check():
 
 
 def test_a_function_that_differs_between_calls_at_the_same_inputs_fails_the_check():
-    # Before: the noise looked like a jump within each step, those entries were excused, the
-    # others passed within the finite differences' own (noisy) error estimate: "passed".
+    # Noise looks like a jump within each step: it must not excuse those entries.
     rng = np.random.default_rng()
 
     def noisy(x):

@@ -306,8 +306,6 @@ def test_dtype_float32_casts_inputs_and_result(runner, tmp_path):
 
 
 def test_integer_literals_stay_integers_for_data_and_are_float64_when_differentiated(runner, tmp_path):
-    # Before: every literal was float64, so a count or indices given as data failed in f
-    # ("only integer scalar arrays can be converted to a scalar index", exit 3).
     func = write(tmp_path, "loop.py", "import numpy as np\n\ndef f(x, n, idx):\n"
                                       "    for _ in range(n):\n        x = np.sin(x)\n    return x[idx]\n")
     result = invoke(runner, "jacobian", func, "[1.0, 2.0, 0.5]", "n=3", "idx=[0, 2]", "--wrt", "x", "--format", "json")
@@ -564,7 +562,6 @@ def test_jvp_vectors_from_an_npz(runner, inputs, tmp_path):
 
 
 def test_inputs_and_vectors_from_npz_files_mixing_unnamed_and_named_arrays(runner, inputs, tmp_path):
-    # Before: "holds arrays arr_0 that are not parameters", and "--vector ...: 'arr_0' is not one of c, k"
     np.savez(tmp_path / "in.npz", inputs["c"], k=inputs["k"])
     vc, vk = np.array([1.0, 0.0, 2.0]), np.array([0.0, 1.0, -1.0])
     np.savez(tmp_path / "v.npz", vc, k=vk)
@@ -590,7 +587,6 @@ def test_vjp_of_tuple_outputs_takes_named_vectors(runner):
     ("jvp", ("--vector", "[1, 0]", "--vector", "[0, 1]"), {"jvp_f": ("f", None)}),
 ])
 def test_vector_blocks_name_what_they_are_the_derivative_of(runner, command, vectors, labels):
-    # Before: {"output": "x", "input": null} for grad's df_dx (and vjp's, hvp's blocks).
     expr = "sum(x * y) ** 2" if command in ("grad", "hvp") else "x * y ** 2"
     result = invoke(runner, command, "-e", expr, "x=[1, 2]", "y=[3, 4]", *vectors, "--format", "json")
     assert result.exit_code == 0, result.stderr
@@ -815,7 +811,7 @@ def test_several_blocks_in_npy_is_refused_before_any_work(runner, tmp_path):
     ("jacobian", "J.csv", ("--batch-axis", "0", "--wrt", "x")),
 ])
 def test_a_target_that_cannot_hold_the_result_is_refused_before_f_runs(runner, tmp_path, command, target, extra):
-    # Before: refused once f had run (a slow f, or one with side effects, ran for nothing)
+    # Refused before f runs: a slow f, or one with side effects, would run for nothing.
     func = write(tmp_path, "m.py", "import numpy as np\n\ndef f(x, y):\n    print('F RAN')\n"
                                    "    return np.sum(x * y)\n")
     result = invoke(runner, command, func, "[1]", "[2]", *extra, "-o", str(tmp_path / target))
@@ -976,7 +972,6 @@ BATCHED = ("import numpy as np\n\ndef f(X):\n    return np.stack([np.sin(X[:, :2
 
 @pytest.mark.parametrize("selection", [(), ("--rows", "1:3"), ("--rows", "0,3", "--cols", "2,0")])
 def test_per_sample_jacobians_over_the_memory_budget_are_streamed(runner, tmp_path, selection):
-    # Before: refused with exit 2, while the message without -o advised -o J.npy
     (tmp_path / "b.py").write_text(BATCHED)
     X = np.random.default_rng(1).standard_normal((7, 3))
     np.save(tmp_path / "X.npy", X)
@@ -1023,7 +1018,6 @@ def test_a_single_row_per_sample_cannot_be_streamed(runner, tmp_path):
 
 @pytest.mark.parametrize("extra", [("--rows", "3"), ("--rows", "1", "--batch-axis", "0")])
 def test_a_single_row_selected_cannot_be_streamed_either(runner, tmp_path, extra):
-    # Before: streamed as one piece over --max-memory, where a block of one row was refused
     np.save(tmp_path / "X.npy", np.linspace(0.5, 1.5, 300).reshape(3, 100))
     out = tmp_path / "J.npy"
     result = invoke(runner, "jacobian", "-e", "sin(x) * x[..., :1]", str(tmp_path / "X.npy"), *extra, "-o", str(out),
@@ -1124,9 +1118,7 @@ def test_table_of_batched_blocks_shows_a_few_samples(runner):
 
 
 def test_labels_of_batched_blocks_name_the_sample_too(runner, tmp_path):
-    # Before: panel df_dx[2] labelled its entries f[0], x[0] (one sample's element), though they are
-    # d f[2,0] / d x[2,0]; so did check's worst entries, and --compare's and the non-finite report's
-    # said "sample 2: f[0], x[0]".
+    # Entries of panel df_dx[2] are d f[2,0] / d x[2,0]: their labels name the sample too.
     x = "[[0.1, 0.2], [0.3, 0.4], [0.5, 0.0]]"
     table = invoke(runner, "jacobian", "-e", "log(x) * 3.0", x, "--batch-axis", "0", "--format", "table").stdout
     panel = table[table.index("df_dx[2]"):]
@@ -1447,7 +1439,6 @@ def test_debug_before_the_command_and_from_the_environment(runner, tmp_path):
 @pytest.mark.parametrize("command", ["jacobian", "info"])
 def test_a_memory_budget_in_the_environment_that_names_no_size_is_exit_2_before_f_runs(runner, tmp_path, value,
                                                                                        command):
-    # Before: exit 3, "differentiating f failed: ValueError: invalid literal for int()" (read at import)
     func = write(tmp_path, "m.py", "import numpy as np\n\ndef f(x):\n    print('F RAN')\n    return x ** 2\n")
     result = invoke(runner, command, func, "[1, 2]", env={"JACCLI_MEMORY_BUDGET": value})
     assert_error(result, "usage", 2)
@@ -1746,7 +1737,7 @@ def test_sys_exit_in_the_function_is_exit_3_not_jaccli_exiting(runner, tmp_path,
 
 @pytest.mark.parametrize("command", ["check", "jacobian", "info"])
 def test_keyboard_interrupt_raised_by_the_function_is_exit_3_not_an_interruption(runner, tmp_path, command):
-    # Before: exit 130 "interrupted", as if Ctrl-C had been pressed (a real Ctrl-C: test_cli_subprocess)
+    # A real Ctrl-C: test_cli_subprocess.
     func = write(tmp_path, "stop.py", "def f(x):\n    raise KeyboardInterrupt\n")
     result = invoke(runner, command, func, "[1, 2]")
     assert_error(result, "function_failed", 3)
@@ -1754,8 +1745,8 @@ def test_keyboard_interrupt_raised_by_the_function_is_exit_3_not_an_interruption
 
 @pytest.mark.parametrize("command", ["check", "jacobian", "info"])
 def test_keyboard_interrupt_raised_by_the_function_file_as_it_loads_is_exit_3(runner, tmp_path, command):
-    # Before: exit 130 "interrupted"; a signal raises jaccli's Terminated, so a plain KeyboardInterrupt
-    # while the file runs is its own raise, a failure like any other exception there.
+    # A signal raises jaccli's Terminated, so a plain KeyboardInterrupt while the file runs is its
+    # own raise, a failure like any other exception there.
     func = write(tmp_path, "stop.py", "import numpy as np\nraise KeyboardInterrupt\n\ndef f(x):\n    return x\n")
     result = invoke(runner, command, func, "[1, 2]")
     assert_error(result, "function_failed", 3)
@@ -1766,8 +1757,6 @@ def test_keyboard_interrupt_raised_by_the_function_file_as_it_loads_is_exit_3(ru
 @pytest.mark.parametrize("streamed", [False, True], ids=["in-memory", "streamed"])
 def test_a_signal_right_after_a_temporary_file_is_made_leaves_no_file(runner, tmp_path, monkeypatch, signal_handlers,
                                                                       streamed, nth, signame):
-    # Before: a signal between mkstemp and the line that kept the file's name left the file behind (the
-    # probe of -o's directory, seen by test_cli_subprocess's poll, failed that test under load).
     import signal
 
     from jaccli.io import atomic
@@ -1872,8 +1861,7 @@ def test_read_only_output_file_is_refused_before_anything_runs(runner, tmp_path)
 
 def test_writable_output_file_in_a_directory_that_takes_no_new_file_says_the_directory(runner, tmp_path,
                                                                                        monkeypatch):
-    # Before: "Permission denied; check the path and its permissions" for a file that is writable. The
-    # kernel's refusal of a new file in a read-only directory (root may write there: simulated).
+    # The kernel's refusal of a new file in a read-only directory (root may write there: simulated).
     import errno
 
     from jaccli.io import atomic
@@ -2022,7 +2010,7 @@ def test_float32_overflow_is_one_warning_line_silenced_by_quiet(runner):
 
 @pytest.mark.parametrize("command", ["info", "jacobian"])
 def test_literal_beyond_float64_is_one_warning_line_as_a_float32_overflow(runner, command):
-    # Before: 1e400 silently became inf (a --dtype float32 overflow warns)
+    # As a --dtype float32 overflow does, an overflow of float64 warns.
     result = invoke(runner, command, "-e", "x * 2.0", "[1e400, 1.0, -1e999, inf]", "--format", "json")
     line = "input x overflows float64: 2 entries become inf (a number beyond 1.8e308 in its literal)"
     assert result.exit_code == 0 and result.stderr.splitlines() == [f"Warning: {line}"]
@@ -2038,7 +2026,6 @@ def test_literal_beyond_float64_is_one_warning_line_as_a_float32_overflow(runner
                                           (".txt", "# x\n1e400 1.0\n-1e999 inf\n-Infinity 2\n")])
 @pytest.mark.parametrize("command", ["info", "jacobian"])
 def test_text_file_number_beyond_float64_warns_as_a_literal_does(runner, tmp_path, command, suffix, text):
-    # Before: 1e400 in a .csv or .txt input silently became inf (the same literal on the command line warns)
     source = write(tmp_path, "x" + suffix, text)
     result = invoke(runner, command, "-e", "x * 2.0", source, "--format", "json")
     line = f"input x overflows float64: 2 entries become inf (a number beyond 1.8e308 in {source})"
@@ -2051,7 +2038,7 @@ def test_text_file_number_beyond_float64_warns_as_a_literal_does(runner, tmp_pat
 
 @pytest.mark.parametrize("command", ["info", "jacobian"])
 def test_an_integer_literal_beyond_int64_warns_that_it_is_float64(runner, command):
-    # Before: n=99999999999999999999 silently became float64, though integer literals promise int64
+    # Integer literals promise int64.
     args = ("-e", "x * sum(n)", "x=[1.0, 2.0]", "--wrt", "x", "--format", "json")
     result = invoke(runner, command, *args, "n=[1, 99999999999999999999, -99999999999999999999]")
     line = ("input n overflows int64: 2 integers beyond 9.2e18 in its literal, so it is float64, not the int64 of "
@@ -2185,8 +2172,6 @@ def _refusing_to_read(monkeypatch, refused: str) -> None:
     ("secret.py", ["jacobian", "secret.py", "x.npy"]),
 ], ids=["input", "npz-input", "rows-file", "vector", "compare", "function-file"])
 def test_a_file_that_cannot_be_read_is_a_usage_error_that_says_so(runner, tmp_path, monkeypatch, refused, args):
-    # Before: exit 3, "differentiating the function failed: PermissionError" (or, for an .npz,
-    # "not a valid .npz file (truncated or corrupt?)")
     monkeypatch.chdir(tmp_path)
     np.save("x.npy", np.array([0.5, 1.5]))
     np.save("secret.npy", np.array([0, 1]))

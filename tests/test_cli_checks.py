@@ -172,8 +172,8 @@ def test_finite_results_have_an_empty_nonfinite_report(runner):
 
 @pytest.mark.parametrize("command", ["jacobian", "grad", "check"])
 def test_a_finite_result_passes_fail_on_nonfinite(runner, command):
-    # Before: "passed" was null, as if no check had been asked for; the man page defines it as whether
-    # every check asked for (--fail-on-nonfinite among them) passed.
+    # The man page defines "passed" as whether every check asked for (--fail-on-nonfinite among
+    # them) passed.
     doc = report(invoke(runner, command, "-e", "sum(x ** 2)", "[1, 2]", "--format", "json", "--fail-on-nonfinite"))
     assert doc["nonfinite"] == [] and doc["passed"] is True
     failed = invoke(runner, command, "-e", "sum(sqrt(x))", "[0, 1]", "--format", "json", "--fail-on-nonfinite")
@@ -207,7 +207,7 @@ def test_disconnected_input_fails_with_strict_naming_output_and_input(runner, mo
 
 
 def test_failed_strict_still_prints_the_result_and_the_json_verdict(runner, model, tmp_path):
-    # Before: nothing on stdout (--compare and --fail-on-nonfinite print the report, then exit 1)
+    # --compare and --fail-on-nonfinite print the report, then exit 1.
     target = tmp_path / "J.npz"
     target.write_bytes(KNOWN)
     result = invoke(runner, "jacobian", model("uses_global"), "[1, 2]", "[3, 4]", "--strict", "-o", str(target),
@@ -303,8 +303,6 @@ def test_function_that_raises_is_exit_3_with_its_line(runner, model, target):
                                             ("info", ()), ("jvp", ("--vector", "[1, 1]")),
                                             ("vjp", ("--vector", "[1]")), ("hvp", ("--vector", "[1, 1]"))])
 def test_function_returning_an_empty_tuple_is_exit_3_for_every_command(runner, tmp_path, command, extra):
-    # Before: jacobian, check and info crashed inside jaccli (IndexError, reported as f's failure);
-    # jvp printed nothing and exited 0
     func = write(tmp_path, "empty.py", "def f(x):\n    return ()\n")
     result = invoke(runner, command, func, "[1, 2]", *extra)
     assert_fails(result, "function_failed", 3)
@@ -463,8 +461,7 @@ def test_compare_npz_by_block_key(runner, refs):
 
 
 def test_compare_npz_mixing_unnamed_and_named_arrays_binds_like_a_python_call(runner, tmp_path):
-    # Before: "no array named 'df_dx'; the archive holds arr_0, df_dy" (unnamed arrays bound only when
-    # every array was unnamed), though an .npz of inputs binds np.savez(file, c, k=k) as f(c, k=k).
+    # An .npz of inputs binds np.savez(file, c, k=k) as f(c, k=k).
     args = ("-e", "x ** 2 + y", "[1, 0]", "[5]", "--compare")
     dx, dy = np.diag([2.0, 0.0]), np.array([[1.0], [1.0]])
     np.savez(tmp_path / "mixed.npz", dx, df_dy=dy)
@@ -486,7 +483,6 @@ def test_compare_npz_mixing_unnamed_and_named_arrays_binds_like_a_python_call(ru
     ("hessian", ("-e", "sum(x ** 3) * y", "[1, 2]", "[3]")),
 ])
 def test_compare_against_a_golden_npz_that_jaccli_wrote(runner, tmp_path, command, args):
-    # Before: exit 2, "array '__meta__' holds <U... values, not numbers" (the report jaccli stores there)
     golden = tmp_path / "golden.npz"
     assert invoke(runner, command, *args, "-o", str(golden)).exit_code == 0
     assert "__meta__" in np.load(golden).files
@@ -505,8 +501,6 @@ def test_compare_selection_against_the_full_block_or_the_selection(runner, refs)
 
 @pytest.mark.parametrize("rows", ["2,1,0", "0,0,0", "::-1"])
 def test_compare_a_reordering_of_all_rows_against_a_full_golden_file_or_its_own(runner, refs, tmp_path, rows):
-    # Before: a full golden file jaccli wrote failed --rows 2,1,0 (exit 1): a reference of the
-    # selection's shape was always taken as the selection, though here it is also the full block's.
     golden, own = tmp_path / "golden.npy", tmp_path / "own.npy"
     assert invoke(runner, "jacobian", *SQUARE, "-o", str(golden)).exit_code == 0
     assert invoke(runner, "jacobian", *SQUARE, "--rows", rows, "-o", str(own)).exit_code == 0
@@ -867,7 +861,6 @@ def test_installed_ops_and_info_in_a_pipe(tmp_path):
 
 
 def test_check_of_a_function_taking_a_derivative_without_create_graph_fails_and_says_where(runner, tmp_path):
-    # Before: "passed" (the inner gradient, a constant to AD, was excused as a jump within each step)
     f = write(tmp_path, "nested.py", "import numpy as np\nimport jaccli\n\n"
                                      "def f(x):\n    return x + jaccli.grad(lambda z: np.sum(z ** 3), x)\n")
     result = invoke(runner, "check", f, "[1, 2, 3]", "--format", "json")
@@ -884,7 +877,6 @@ def test_check_of_a_function_taking_a_derivative_without_create_graph_fails_and_
 
 
 def test_check_of_a_function_with_noise_fails_and_says_why(runner, tmp_path):
-    # Before: "passed" (the noise was excused as jumps within the steps)
     f = write(tmp_path, "noisy.py", "import numpy as np\nrng = np.random.default_rng()\n\n"
                                     "def f(x):\n    return np.sin(x) + 1e-6 * rng.standard_normal(x.shape)\n")
     result = invoke(runner, "check", f, "[0.1, 0.2, 0.3]", "--format", "json")

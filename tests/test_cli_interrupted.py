@@ -65,8 +65,6 @@ def _window(monkeypatch, window: str, signame: str) -> None:
 @pytest.mark.parametrize("streamed", [False, True], ids=["in-memory", "streamed"])
 def test_a_signal_says_whether_the_output_file_was_written(runner, tmp_path, monkeypatch, signal_handlers, streamed,
                                                            window, signame):
-    # Before: a signal once J.npy was renamed into place said "no file was written or changed" (and once
-    # the run had returned, click's "Aborted!" with exit 1), although J.npy was there, complete.
     func = write(tmp_path, "f.py", "import numpy as np\n\ndef f(x):\n    return np.tanh(x)\n")
     x = np.linspace(-1, 1, 200)
     np.save(tmp_path / "x.npy", x)
@@ -86,7 +84,6 @@ def test_a_signal_says_whether_the_output_file_was_written(runner, tmp_path, mon
 
 def test_a_signal_before_the_run_starts_is_an_interruption_not_clicks_abort(runner, tmp_path, monkeypatch,
                                                                           signal_handlers):
-    # Before: "Aborted!" and exit 1 (click's handling of a KeyboardInterrupt outside the run).
     func = write(tmp_path, "f.py", "import numpy as np\n\ndef f(x):\n    return np.tanh(x)\n")
     _signal_after(monkeypatch, run_module, "run", "SIGTERM", before=True)
     result = invoke(runner, "jacobian", func, "0.5", "-o", str(tmp_path / "J.npy"))

@@ -244,9 +244,8 @@ def test_full_stdout_is_exit_4_in_one_line(tmp_path, fmt):
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 @pytest.mark.parametrize("fmt, streamed", [("text", False), ("json", False), ("json", True)])
 def test_full_stdout_after_the_file_is_written_says_it_was_written(tmp_path, fmt, streamed):
-    # Before: the same message as when nothing was written, although J.npy was in place, complete (the
-    # report on stdout comes after the file, and its error stopped the "wrote J.npy" note). A streamed
-    # result is shown on stdout only as the JSON report.
+    # The report on stdout comes after the file. A streamed result is shown on stdout only as
+    # the JSON report.
     limit = ["--max-memory", "50"] if streamed else []  # the 72-byte Jacobian is streamed to disk
     with open("/dev/full", "w") as full:
         done = subprocess.run(JACCLI + ["jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "-o", "J.npy",
@@ -270,8 +269,7 @@ def test_print_in_the_function_goes_to_stderr_in_a_real_run(tmp_path):
 @pytest.mark.parametrize("stream", ["stdout", "stderr"])
 @pytest.mark.parametrize("where", ["import", "call"])
 def test_the_function_closing_its_stdout_or_stderr_leaves_jaccli_its_own(tmp_path, stream, where):
-    # Before: a traceback ("I/O operation on closed file") and exit 1; what f sees as either is
-    # jaccli's stderr, which jaccli still needs for its own lines.
+    # What f sees as either is jaccli's stderr, which jaccli still needs for its own lines.
     close = f"sys.{stream}.close()"
     (tmp_path / "c.py").write_text(f"import sys\nimport numpy as np\n{close if where == 'import' else ''}\n\n"
                                    f"def f(x):\n    {close if where == 'call' else 'pass'}\n    return np.sin(x)\n")
@@ -451,7 +449,7 @@ def test_help_and_version_into_a_full_stdout_are_exit_4_in_one_line(tmp_path, ar
 @pytest.mark.parametrize("printing", ["print('step 1')", "print('step 1', file=sys.stderr)",
                                       "sys.stderr.write('step 1')"])
 def test_the_function_printing_into_a_full_stderr_is_exit_4_and_writes_nothing(tmp_path, printing):
-    # Before: exit 3, as if f had failed; a full disk is exit 4 wherever jaccli's output goes.
+    # A full disk is exit 4 wherever jaccli's output goes.
     (tmp_path / "p.py").write_text(f"import sys\n\ndef f(x):\n    {printing}\n    sys.stderr.flush()\n"
                                    "    return x ** 2\n")
     np.save(tmp_path / "x.npy", np.array([1.0, 2.0]))
@@ -491,7 +489,6 @@ def _limited_file_size(limit: int):
 
 @pytest.mark.skipif(os.name != "posix", reason="needs POSIX file size limits")
 def test_a_stdout_cut_short_by_the_os_is_an_error_not_a_truncated_result(tmp_path):
-    # Before: the OS wrote 8 KiB of the JSON, CPython dropped the rest, and jaccli exited 0.
     np.save(tmp_path / "x.npy", np.linspace(-1.0, 1.0, 200))
     with open(tmp_path / "out.json", "w") as out:
         done = subprocess.run(JACCLI + ["jacobian", "-e", "sin(x) * sum(x)", "x.npy", "--format", "json"],
@@ -505,8 +502,6 @@ def test_a_stdout_cut_short_by_the_os_is_an_error_not_a_truncated_result(tmp_pat
 @pytest.mark.parametrize("suffix, limit", [(".npy", 8192), (".npz", 8192), (".csv", 8192),
                                            (".npy", 128 + 200 * 200 * 8 - 1)])
 def test_a_file_size_limit_on_the_output_file_is_not_a_full_disk(tmp_path, suffix, limit):
-    # Before: NumPy's "N requested and M written" for .npy was taken for a full disk (exit 4); and a
-    # limit in NumPy's last buffer (the .npy is 320128 bytes) gave exit 0 and a truncated file
     np.save(tmp_path / "x.npy", np.linspace(-1.0, 1.0, 200))
     (tmp_path / f"J{suffix}").write_bytes(b"precious")
     done = subprocess.run(JACCLI + ["jacobian", "-e", "sin(x) * sum(x)", "x.npy", "-o", f"J{suffix}"],
@@ -524,7 +519,6 @@ def _closed(fd: int):
 
 @pytest.mark.skipif(os.name != "posix", reason="closes a descriptor before exec")
 def test_a_closed_stdout_is_a_usage_error_and_not_needed_for_a_file(tmp_path):
-    # Before: a traceback and exit 1, also with -o (the result was not written)
     np.save(tmp_path / "x.npy", np.array([0.5, 1.5]))
     args = JACCLI + ["jacobian", "-e", "x ** 2", "x.npy"]
     done = subprocess.run(args, cwd=tmp_path, stderr=subprocess.PIPE, text=True, env=clean_env(), timeout=60,
@@ -539,7 +533,6 @@ def test_a_closed_stdout_is_a_usage_error_and_not_needed_for_a_file(tmp_path):
 
 @pytest.mark.skipif(os.name != "posix", reason="closes a descriptor before exec")
 def test_a_closed_stderr_drops_what_the_function_prints_and_leaves_stdout_to_results(tmp_path):
-    # Before: exit 3 ("f failed: AttributeError") with that message printed onto stdout
     (tmp_path / "p.py").write_text("import numpy as np\n\ndef f(x):\n    print('step')\n    return x ** 2\n")
     done = subprocess.run(JACCLI + ["jacobian", "p.py", "[0.5, 1.5]", "--format", "json"], cwd=tmp_path,
                           stdout=subprocess.PIPE, text=True, env=clean_env(), timeout=60, preexec_fn=_closed(2))
@@ -548,8 +541,6 @@ def test_a_closed_stderr_drops_what_the_function_prints_and_leaves_stdout_to_res
 
 
 def test_output_of_the_functions_threads_and_exit_handlers_goes_to_stderr(tmp_path):
-    # Before: a thread f started, printing after f returned, and an atexit handler wrote into the
-    # results on stdout.
     (tmp_path / "p.py").write_text(
         "import atexit, os, threading, time\nimport numpy as np\n\n"
         "atexit.register(lambda: print('at exit'))\n"
@@ -565,7 +556,6 @@ def test_output_of_the_functions_threads_and_exit_handlers_goes_to_stderr(tmp_pa
 
 
 def test_a_function_that_changes_directory_does_not_move_the_files_jaccli_reads_and_writes(tmp_path):
-    # Before: -o J.npy was written into the directory f changed to, and --compare ref.npy not found
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "p.py").write_text("import os\nimport numpy as np\n\nos.chdir('elsewhere')\n\n"
                                    "def f(x):\n    os.chdir(os.path.join(os.path.dirname(__file__), 'elsewhere'))\n"
@@ -579,7 +569,6 @@ def test_a_function_that_changes_directory_does_not_move_the_files_jaccli_reads_
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="forks a child")
 def test_os_exit_in_the_function_fails_it_but_ends_a_child_it_forked(tmp_path):
-    # Before: exit 0 with nothing on stdout or stderr, a success for a CI step
     (tmp_path / "hard.py").write_text("import os\n\ndef f(x):\n    os._exit(0)\n")
     done = jaccli("jacobian", "hard.py", "[0.5, 1.5]", cwd=tmp_path)
     assert (done.returncode, done.stdout) == (3, "")

@@ -86,7 +86,7 @@ _N = np.array([1.0, 2.0, 2.0]) / 3.0
                                    np.eye(3) - np.outer(_N, _N)],
                          ids=["zero-2x2", "zero-3x3", "diag-1-1-0", "rank-2-of-4", "rank-1-2x2", "projector"])
 def test_det_hessian_at_singular_matrices_is_finite_and_exact(point):
-    # Before: NaN wherever singular values repeated (the SVD's derivative divides by their differences)
+    # The SVD's derivative divides by the differences of the singular values.
     expected = _mixed_differences(np.linalg.det, point)
     assert_allclose(_hessian(np.linalg.det, point), expected, rtol=1e-12, atol=1e-12)
     assert_allclose(_jacobian(np.linalg.det, point), _jacobian_by_minors(point), rtol=1e-12, atol=1e-12)
@@ -164,7 +164,6 @@ def test_det_hessian_of_an_ill_conditioned_float32_matrix_is_accurate_to_float32
 @pytest.mark.parametrize("point", [np.array([[1e-300]]), 1e-160 * np.array([[1.0, 2.0], [3.0, 5.0]])],
                          ids=["1x1", "2x2"])
 def test_det_hessian_of_a_tiny_well_conditioned_matrix_is_finite(point):
-    # Before: -inf, from an inverse that overflows times a determinant that underflows
     n = point.shape[0]
     expected = np.zeros((1, 1, 1, 1)) if n == 1 else np.array(
         [[[[0, 0], [0, 1]], [[0, 0], [-1, 0]]], [[[0, -1], [0, 0]], [[1, 0], [0, 0]]]], dtype=float)

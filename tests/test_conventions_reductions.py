@@ -106,8 +106,6 @@ _OVER_NO_AXIS = {
 
 @pytest.mark.parametrize("name", sorted(_OVER_NO_AXIS))
 def test_a_reduction_over_no_axis_is_a_new_array_as_numpys(name):
-    # Before: np.sum(v, axis=()) (and prod, add.reduce, multiply.reduce, x.sum) returned v itself, so
-    # a write into the result changed v as well
     from tests.helpers import central_diff
 
     def f(v):

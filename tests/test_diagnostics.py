@@ -258,8 +258,7 @@ def test_no_kinks_away_from_them():
 
 
 def test_a_tie_in_a_shift_that_cancels_is_no_kink_but_the_same_max_elsewhere_is():
-    # Before: logsumexp's max shift at a tie was listed, though f is smooth there and no
-    # derivative goes through the max.
+    # f is smooth at logsumexp's tie, and no derivative goes through the max.
     def logsumexp(z):
         c = np.max(z)
         return c + np.log(np.sum(np.exp(z - c))) - z[1]

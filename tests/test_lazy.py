@@ -499,8 +499,6 @@ def test_array_views_of_a_lazy_block_are_read_only_and_copies_are_writable():
                                       lambda J: J.reshape(-1), lambda J: np.asarray(J).T, lambda J: np.asarray(J.matrix)],
                          ids=["asarray", "T", "view", "ravel", "reshape", "asarray.T", "matrix"])
 def test_no_view_handed_out_can_be_made_writable_to_change_the_cache(kind, hand_out):
-    # Before: setflags(write=True) succeeded on these views (their base chain ended at the cache,
-    # which is writable), and a write through them changed what J gave afterwards.
     if kind == "hessian":
         J = jaccli.hessian(lambda v: (v ** 3).sum() * v[0], np.arange(1.0, 4.0))
     elif kind == "batched":
@@ -814,7 +812,6 @@ def test_iterating_gives_the_rows_and_a_0d_block_refuses_as_numpy_does():
 
 @pytest.mark.parametrize("kind", ["jacobian", "hessian", "matrix"])
 def test_iterating_computes_the_rows_in_the_blocks_of_a_full_evaluation_not_one_sweep_per_row(kind):
-    # Before: `for row in J` asked J[k] for each k, one reverse sweep per row (10 sweeps here).
     def make():
         if kind == "hessian":
             return jaccli.hessian(lambda x: (np.sin(x) * x.sum()).sum(), X6, mode="reverse", chunk_size=4)
@@ -836,7 +833,6 @@ def test_iterating_computes_the_rows_in_the_blocks_of_a_full_evaluation_not_one_
 @pytest.mark.parametrize("op", ["+=", "-=", "*=", "/=", "//=", "%=", "**=", "@="])
 @pytest.mark.parametrize("matrix", [False, True], ids=["J", "J.matrix"])
 def test_in_place_operators_on_a_lazy_block_are_refused_and_say_what_to_write(op, matrix):
-    # Before: J += 1 fell back on J = J + 1, silently rebinding J to a dense array.
     J = jaccli.jacobian(tall, X6)
     J = J.matrix if matrix else J
     lazy, before = J, np.array(J)
@@ -852,8 +848,6 @@ def test_in_place_operators_on_a_lazy_block_are_refused_and_say_what_to_write(op
 
 
 def test_the_matrix_view_acts_as_the_evaluated_matrix_as_j_acts_as_its_array():
-    # Before: J.matrix had indexing and np.asarray only; J.matrix + 1, J.matrix.sum(), len(J.matrix)
-    # raised TypeError or AttributeError, and `for row in J.matrix` ran one sweep per row.
     X = np.arange(1.0, 7.0).reshape(2, 3)
     J = jaccli.jacobian(lambda X: np.sin(X) * X.sum(), X)
     M, dense = J.matrix, np.asarray(J).reshape(6, 6)

@@ -312,7 +312,6 @@ def test_an_integer_literal_beyond_int64_is_float64_and_its_wide_integers_counte
 @pytest.mark.parametrize(("text", "expected"), [("3", 3), ("[0, 2]", [0, 2]), ("[[1, -2], [3, 4]]", [[1, -2], [3, 4]]),
                                                 ("(5,)", [5])])
 def test_an_all_integer_literal_is_an_int64_array_as_numpy_makes_it(text, expected):
-    # Before: float64, so a count (range(n)) or indices (x[idx]) given on the command line failed in f.
     array = load_array(text)
     assert array.dtype == np.int64
     assert_array_equal(array, np.array(expected))
@@ -356,7 +355,6 @@ def test_existing_file_with_unknown_extension_is_refused(tmp_path):
 
 @pytest.mark.parametrize("name", [os.devnull, "/dev/stdin"])
 def test_a_device_is_not_reported_as_missing(name):
-    # Before: "input file not found: /dev/null"
     with pytest.raises(UsageError, match=f"^cannot read input file {name}: jaccli reads \\.npy, \\.npz"):
         load_array(name)
 
@@ -405,7 +403,6 @@ def _npy_with_header(header: bytes) -> bytes:
     b"{'descr': '<f8', 'fortran_order': False}",
 ])
 def test_npy_with_a_broken_header_is_refused_alone_and_inside_an_npz(tmp_path, header):
-    # Before: a tokenize.TokenError escaped, and the CLI reported it as f's failure (exit 3)
     (tmp_path / "x.npy").write_bytes(_npy_with_header(header))
     with pytest.raises(UsageError, match=r"x\.npy is not a valid \.npy file"):
         load_array(str(tmp_path / "x.npy"))
@@ -742,7 +739,7 @@ def test_unnamed_npz_arrays_bind_positionally(tmp_path):
 
 
 def test_npz_mixing_unnamed_and_named_arrays_binds_as_a_python_call(tmp_path):
-    # Before: "holds arrays arr_0 that are not parameters". np.savez(file, a, y=b) binds as f(a, y=b).
+    # np.savez(file, a, y=b) binds as f(a, y=b).
     np.savez(tmp_path / "in.npz", np.zeros(3), y=np.ones(2))
     bound = bind_inputs(two_inputs, [str(tmp_path / "in.npz")])
     assert_array_equal(bound["x"], np.zeros(3))

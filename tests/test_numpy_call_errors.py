@@ -72,9 +72,6 @@ def _numpy_functions():
 @pytest.mark.parametrize("misuse", ["unknown-keyword", "too-many-positional"])
 @pytest.mark.parametrize("name", _numpy_functions())
 def test_a_call_numpy_refuses_for_its_form_is_refused_with_numpys_error(name, misuse):
-    # Before: np.einsum("ij->ij", x, bogus=1) said "_einsum_handler() got an unexpected keyword argument",
-    # np.interp and np.polyint named _interp and _polyint, and np.full_like (with a traced fill value
-    # for a plain array, which jaccli's proxy hands to the rule itself) and np.clip ignored the keyword
     target = REGISTRY[name].target
     extra, kwargs = ((), {"bogus": 1}) if misuse == "unknown-keyword" else ((X,) * 10, {})
     with warnings.catch_warnings():
@@ -108,7 +105,6 @@ def test_a_traced_argument_numpy_does_not_dispatch_on_is_checked_against_numpys_
 
 
 def test_clip_computes_in_the_dtype_its_keywords_ask_for_as_numpy_does():
-    # Before: dtype= and casting= were ignored: a float64 result where NumPy's is float32
     for lo, hi in ((0.2, 0.8), (0.2, None), (None, 0.8), (None, None)):
         expected = np.clip(X, lo, hi, dtype=np.float32)
         y, _ = jaccli.jvp(lambda x: np.clip(x, lo, hi, dtype=np.float32), (X,), (np.ones_like(X),))

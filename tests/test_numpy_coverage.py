@@ -454,8 +454,6 @@ def _sorted(x, **kw):
 
 @pytest.mark.parametrize("name", list(METHOD_CALLS))
 def test_ndarray_methods_take_numpys_parameters(name):
-    # Before: x.std(where=m), x.take(i, mode='wrap') raised TypeError, and x.sum(0, None, None, True)
-    # took the out position for keepdims.
     call = METHOD_CALLS[name]
     x = np.array([[0.3, 1.7, -0.4], [2.2, 0.9, 0.6]])
     np.testing.assert_array_equal(_traced_value(call, x), call(x))

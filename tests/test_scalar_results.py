@@ -51,9 +51,6 @@ def _check(got, expected):
 
 @pytest.mark.parametrize("name", sorted(CALLS))
 def test_the_value_of_f_has_numpys_type(name):
-    # Before: np.einsum("i,i->", x, x), np.inner and np.vecdot of vectors, x[0], np.quantile and
-    # np.logaddexp.reduce gave a 0-d array where NumPy gives a scalar, and np.piecewise of one number and
-    # x[..., 0] a scalar where NumPy gives a 0-d array
     f, x = CALLS[name]
     expected = f(x.copy())
     v = np.ones(np.shape(expected))

@@ -40,8 +40,6 @@ def _finish(box):
 
 
 def test_np_array_of_traced_values_works_while_another_thread_leaves_the_same_module():
-    # Before: the first recording to leave f's module put `np` back, and the other thread's
-    # np.array([...traced...]) then failed as an escape from the recording.
     steps = {name: threading.Event() for name in ("a_in", "a_go", "b_in", "b_go")}
 
     def blocking(inside, go):
@@ -64,9 +62,6 @@ def test_np_array_of_traced_values_works_while_another_thread_leaves_the_same_mo
 
 
 def test_constants_held_by_one_recording_are_not_released_by_another_thread():
-    # Before: the recording state was one per process, so an array f handed to an operation was
-    # held by the other thread's recording, released when that one ended, and a later in-place
-    # change of it went unnoticed (a silently wrong derivative).
     steps = {name: threading.Event() for name in ("a_in", "b_in", "b_go", "a_used", "b_out")}
 
     def f(x):

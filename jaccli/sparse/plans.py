@@ -1,0 +1,82 @@
+"""Choosing a colouring plan for a Jacobian (forward, reverse or bidirectional, by the number of sweeps) or a Hessian
+(symmetric star colouring)."""
+import numpy as np
+
+from .coloring import best_columns, best_rows, greedy_columns, greedy_rows
+from .patterns import Bipartite, as_pattern
+from .recovery import Plan, count_colors
+from .star import best_star, symmetric_pattern
+
+# How many split thresholds the bidirectional search tries on each side (the densest rows or columns first).
+BIDIRECTIONAL_CANDIDATES = 12
+
+
+def _split_colors(pattern, dense, axis, best):
+    """Colours of the two halves of a split: forward columns and reverse rows. axis 0: `dense` rows go reverse and
+    the other rows forward; axis 1: `dense` columns go forward and the other columns reverse."""
+    m, n = pattern.shape
+    if axis == 0:
+        forward_part, reverse_part = pattern[np.flatnonzero(~dense)], pattern[np.flatnonzero(dense)]
+        fwd = best_columns(forward_part)[0] if best else greedy_columns(forward_part)
+        rev = np.full(m, -1, dtype=np.int64)
+        rev[dense] = best_rows(reverse_part)[0] if best else greedy_rows(reverse_part)
+        return fwd, rev
+    forward_part, reverse_part = pattern[:, np.flatnonzero(dense)], pattern[:, np.flatnonzero(~dense)]
+    fwd = np.full(n, -1, dtype=np.int64)
+    fwd[dense] = best_columns(forward_part)[0] if best else greedy_columns(forward_part)
+    rev = best_rows(reverse_part)[0] if best else greedy_rows(reverse_part)
+    return fwd, rev
+
+
+def bidirectional_plan(pattern, candidates=BIDIRECTIONAL_CANDIDATES):
+    """Bidirectional plan by the partition heuristic: the densest rows in reverse and the rest forward, or the
+    densest columns forward and the rest reverse; for each side, thresholds at the `candidates` largest distinct
+    counts are tried with a natural-order greedy colouring, and the split with the fewest sweeps is coloured again
+    with the best orderings. An arrowhead (dense row, dense column, diagonal) gets 1 reverse + 2 forward sweeps."""
+    p = as_pattern(pattern)
+    best = None
+    for axis, counts in ((0, np.diff(p.indptr)), (1, np.bincount(p.indices, minlength=p.shape[1]))):
+        for threshold in np.unique(counts[counts > 0])[::-1][:candidates]:
+            dense = counts >= threshold
+            fwd, rev = _split_colors(p, dense, axis, best=False)
+            sweeps = count_colors(fwd) + count_colors(rev)
+            if best is None or sweeps < best[0]:
+                best = (sweeps, axis, dense)
+    if best is None:
+        return Plan("bidirectional", p, np.full(p.shape[1], -1), np.full(p.shape[0], -1), np.ones(p.shape[0], bool))
+    _, axis, dense = best
+    fwd, rev = _split_colors(p, dense, axis, best=True)
+    if axis == 0:
+        return Plan("bidirectional", p, fwd, rev, reverse_rows=dense)
+    return Plan("bidirectional", p, fwd, rev, forward_columns=dense)
+
+
+def jacobian_plan(pattern, mode="auto", orders=None):
+    """The plan for a sparse Jacobian with the given pattern (M x N): 'forward' (column colouring), 'reverse' (row
+    colouring), 'bidirectional', or 'auto': the fewest sweeps among the three (ties: forward, then reverse)."""
+    p = as_pattern(pattern)
+    bip = Bipartite.from_pattern(p)
+    plans = []
+    if mode in ("auto", "forward"):
+        colors, tried = best_columns(bip, orders)
+        plans.append(Plan("forward", p, column_colors=colors, tried={"forward": tried}))
+    if mode in ("auto", "reverse"):
+        colors, tried = best_rows(bip, orders)
+        plans.append(Plan("reverse", p, row_colors=colors, tried={"reverse": tried}))
+    if mode == "bidirectional" or (mode == "auto" and min(plan.sweeps for plan in plans) > 2):
+        plans.append(bidirectional_plan(p))
+    if not plans:
+        raise ValueError(f"mode must be auto, forward, reverse or bidirectional, got {mode!r}")
+    chosen = min(plans, key=lambda plan: plan.sweeps)
+    tried = {}
+    for plan in plans:
+        tried.update(plan.tried or {plan.mode: {"sweeps": plan.sweeps}})
+    return Plan(chosen.mode, p, chosen.column_colors, chosen.row_colors, chosen.reverse_rows, chosen.forward_columns,
+                tried)
+
+
+def hessian_plan(pattern):
+    """The plan for a sparse Hessian: a star colouring of the symmetrised pattern, recovered directly from H @ S."""
+    sym = symmetric_pattern(pattern)
+    colors, tried = best_star(sym)
+    return Plan("symmetric", sym, column_colors=colors, tried={"symmetric": tried})

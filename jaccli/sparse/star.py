@@ -1,0 +1,103 @@
+"""Star colourings of a symmetric pattern (Hessians): every path on four vertices uses at least three colours, which
+is what direct recovery of H from H @ S needs (Coleman & Moré 1984; Gebremedhin, Manne & Pothen 2005)."""
+import numpy as np
+import scipy.sparse as sp
+
+from .coloring import best_columns
+from .orderings import ordering
+from .patterns import as_pattern
+from .recovery import count_colors
+
+# The exact greedy star colouring below steps through the graph in Python (~degree² work per vertex); above this
+# many stored entries only the vectorised distance-2 colouring (always a star colouring) is used.
+SEQUENTIAL_STAR_ENTRIES = 400_000
+
+
+def symmetric_pattern(pattern):
+    """The pattern or'ed with its transpose, with its diagonal: the structure a Hessian plan recovers."""
+    p = as_pattern(pattern)
+    if p.shape[0] != p.shape[1]:
+        raise ValueError(f"a symmetric pattern is square, got shape {p.shape}")
+    return as_pattern(p + p.T + sp.eye_array(p.shape[0], dtype=bool, format="csr"))
+
+
+def adjacency(pattern):
+    """The graph of a symmetric pattern: CSR without the diagonal."""
+    g = sp.csr_array(symmetric_pattern(pattern))
+    g.setdiag(False)
+    g.eliminate_zeros()
+    g.sort_indices()
+    return g
+
+
+def is_star_coloring(pattern, colors):
+    """Whether `colors` is a proper colouring of the symmetric pattern in which no path on four vertices is
+    bicoloured, checked per edge: one of its ends must see the other's colour only once among its neighbours."""
+    g = adjacency(pattern)
+    rows = np.repeat(np.arange(g.shape[0], dtype=np.int64), np.diff(g.indptr))
+    cols = g.indices.astype(np.int64)
+    colors = np.asarray(colors)
+    if np.any(colors[rows] < 0) or np.any(colors[rows] == colors[cols]):
+        return False
+    k = count_colors(colors)
+    own = rows * k + colors[cols]
+    keys, counts = np.unique(own, return_counts=True)
+    own_once = counts[np.searchsorted(keys, own)] == 1
+    mirror_once = counts[np.searchsorted(keys, cols * k + colors[rows])] == 1
+    return bool(np.all(own_once | mirror_once))
+
+
+def greedy_star(graph, order):
+    """Greedy star colouring in `order`: a vertex takes the smallest colour that keeps the colouring proper and leaves
+    no bicoloured path on four vertices among the coloured ones, with the vertex at an end (v-w-x-y) or inside
+    (w'-v-w-x). Like Gebremedhin-Manne-Pothen's Algorithm 4.1, it also keeps v apart from the coloured vertices
+    two steps away through a vertex not yet coloured."""
+    ptr, adj = graph.indptr.tolist(), graph.indices.tolist()
+    n = graph.shape[0]
+    color = [-1] * n
+    seen = [dict() for _ in range(n)]   # seen[x][a]: how many coloured neighbours of x have colour a
+    for v in np.asarray(order).tolist():
+        nbrs = adj[ptr[v]:ptr[v + 1]]
+        forbidden = set()
+        by_color = {}
+        for w in nbrs:
+            cw = color[w]
+            if cw >= 0:
+                forbidden.add(cw)
+                by_color.setdefault(cw, []).append(w)
+            for x in adj[ptr[w]:ptr[w + 1]]:
+                cx = color[x]
+                if x == v or cx < 0:
+                    continue
+                if cw < 0 or seen[x].get(cw, 0) >= 2:
+                    forbidden.add(cx)
+        for ws in by_color.values():
+            if len(ws) >= 2:
+                for w in ws:
+                    forbidden.update(color[x] for x in adj[ptr[w]:ptr[w + 1]] if x != v and color[x] >= 0)
+        c = 0
+        while c in forbidden:
+            c += 1
+        color[v] = c
+        for w in nbrs:
+            seen[w][c] = seen[w].get(c, 0) + 1
+    return np.array(color, dtype=np.int64)
+
+
+def best_star(pattern, orders=("natural", "largest_first", "smallest_last", "random"), *, seed=0):
+    """The star colouring with the fewest colours among the greedy star colourings in `orders` (graphs up to
+    SEQUENTIAL_STAR_ENTRIES entries) and the best distance-2 colouring of the pattern (any distance-2 colouring of a
+    symmetric pattern is a star colouring). Returns (colors, tried)."""
+    sym = symmetric_pattern(pattern)
+    colors, tried = best_columns(sym, seed=seed)
+    tried = {f"distance2_{name}": count for name, count in tried.items()}
+    graph = adjacency(sym)
+    if graph.nnz <= SEQUENTIAL_STAR_ENTRIES:
+        for name in orders:
+            candidate = greedy_star(graph, ordering(name, graph, seed))
+            tried[f"star_{name}"] = count_colors(candidate)
+            if count_colors(candidate) < count_colors(colors):
+                colors = candidate
+    # isolated vertices have only the diagonal: every colour works, and a colour no-one uses would cost a sweep
+    colors = np.where(colors < 0, 0, colors)
+    return colors, tried

@@ -40,7 +40,7 @@ def test_plan_reports_its_sweeps_and_seeds():
     assert plan.mode == "forward" and plan.sweeps == plan.forward_colors == 3 and plan.reverse_colors == 0
     S = plan.forward_seeds()
     assert S.shape == (50, 3) and np.all(S.sum(axis=1) == 1)
-    assert "forward" in plan.tried and "reverse" in plan.tried
+    assert "forward" in plan.tried  # reverse is not coloured: its bound (3 per column) cannot beat 3
     assert jacobian_plan(p, "reverse").mode == "reverse"
 
 

@@ -23,7 +23,9 @@ class ColorSets:
             grown = np.zeros((self.words.shape[0], needed), dtype=np.uint64)
             grown[:, :self.words.shape[1]] = self.words
             self.words = grown
-        self.words[members, word] |= _ONE << (colors & 63).astype(np.uint64)
+        flat = self.words.reshape(-1)
+        where = members * self.words.shape[1] + word
+        flat[where] |= _ONE << (colors & 63).astype(np.uint64)
 
 
 def smallest_missing(sets):

@@ -6,17 +6,28 @@ from . import greedy as _greedy
 from .orderings import ORDERINGS, ordering
 from .patterns import Bipartite, column_graph
 
-# smallest-last and incidence-degree are sequential by nature (a heap step per vertex, ~1 µs each in Python):
-# the automatic choice skips them on graphs with more edges than this, where they would cost seconds.
-SEQUENTIAL_ORDER_EDGES = 2_000_000
+# Sizes are bounded by sum over rows of nnz(row)**2, which bounds the edges of the column-intersection graph.
+# Smallest-last and incidence-degree are sequential by nature (a heap step per edge, ~1 µs in Python) and random
+# order runs ~30 Jones-Plassmann rounds: the automatic choice uses them up to SMALL_GRAPH_EDGES only.
+SMALL_GRAPH_EDGES = 1_000_000
+# Above this the column-intersection graph is not built (an arrowhead's is dense): largest-first then ranks by
+# sum over the column's rows of (nnz(row) - 1), the degree counted with repeats.
+GRAPH_EDGES_LIMIT = 30_000_000
 DEFAULT_ORDERS = ("natural", "largest_first", "smallest_last", "incidence_degree", "random")
+LARGE_DEFAULT_ORDERS = ("natural", "largest_first")
 
 
-class _Shape:
-    """Stands for the graph where an ordering needs only the vertex count."""
+class _Stub:
+    """Stands for the graph where an ordering needs only the vertex count, or only the degrees."""
 
-    def __init__(self, n):
+    def __init__(self, n, degrees=None):
         self.shape = (n, n)
+        if degrees is not None:
+            self.indptr = np.concatenate(([0], np.cumsum(degrees)))
+
+
+def _edges_bound(bip):
+    return int(np.sum(bip.row_counts.astype(np.int64) ** 2))
 
 
 def _bipartite(pattern):
@@ -25,8 +36,16 @@ def _bipartite(pattern):
 
 def _graph_for(bip, name, cache):
     if name in ("natural", "random"):
-        return _Shape(bip.shape[1])
+        return _Stub(bip.shape[1])
     if "graph" not in cache:
+        if _edges_bound(bip) > GRAPH_EDGES_LIMIT:
+            if name != "largest_first":
+                raise ValueError(f"the {name} ordering needs the column-intersection graph, too large here "
+                                 f"(up to {_edges_bound(bip):,} edges); use natural or largest_first")
+            repeats = np.repeat(bip.row_counts - 1, bip.row_counts)
+            by_column = np.zeros(bip.shape[1], dtype=np.int64)
+            np.add.at(by_column, bip.row_cols, repeats)
+            return _Stub(bip.shape[1], by_column)
         cache["graph"] = column_graph(bip)
     return cache["graph"]
 
@@ -48,7 +67,7 @@ def greedy_rows(pattern, order="natural", *, seed=0):
 
 def improve(pattern, colors, passes=12, seed=0):
     """Iterated greedy (Culberson & Luo): recolour whole colour classes in reversed, largest-first and random class
-    orders; the colour count never grows. Stops after `passes` or two passes without a gain."""
+    orders; the colour count never grows. Stops after `passes` or three passes in a row without a gain."""
     bip = _bipartite(pattern)
     rng = np.random.default_rng(seed)
     best, stale = colors, 0
@@ -70,23 +89,26 @@ def improve(pattern, colors, passes=12, seed=0):
 
 
 def best_columns(pattern, orders=None, *, improve_passes=12, seed=0):
-    """The column colouring with the fewest colours over `orders` (default: every ordering, the sequential ones only
-    on graphs they colour in well under a second), then refined by iterated greedy. Returns (colors, tried) with
-    tried = {ordering: colours} for the report."""
+    """The column colouring with the fewest colours over `orders` (default: every ordering on graphs up to
+    SMALL_GRAPH_EDGES, natural and largest-first above; it stops at the lower bound, the densest row), then refined
+    by iterated greedy. Returns (colors, tried)
+    with tried = {ordering: colours} for the report."""
     bip = _bipartite(pattern)
     if orders is None:
-        edges_bound = int(np.sum(bip.row_counts.astype(np.int64) ** 2))
-        orders = [o for o in DEFAULT_ORDERS
-                  if edges_bound <= SEQUENTIAL_ORDER_EDGES or o not in ("smallest_last", "incidence_degree")]
+        orders = DEFAULT_ORDERS if _edges_bound(bip) <= SMALL_GRAPH_EDGES else LARGE_DEFAULT_ORDERS
+    # no colouring beats the densest row: stop searching once it is reached
+    bound = int(bip.row_counts.max()) if bip.shape[0] else 0
     cache, tried, best = {}, {}, None
     for name in orders:
         colors = greedy_columns(bip, name, seed=seed, _cache=cache)
         tried[name] = _greedy.num_colors(colors)
         if best is None or tried[name] < _greedy.num_colors(best):
             best = colors
+        if tried[name] <= bound:
+            break
     if best is None:
         best = np.full(bip.shape[1], -1, dtype=np.int64)
-    if improve_passes:
+    if improve_passes and _greedy.num_colors(best) > bound:
         best = improve(bip, best, improve_passes, seed)
         tried["iterated_greedy"] = _greedy.num_colors(best)
     return best, tried

@@ -108,6 +108,13 @@ def greedy(bip, order):
     else the sequential engine (at once for the natural order, whose rounds on a band are as many as columns)."""
     n = bip.shape[1]
     order = np.asarray(order)
+    nonempty = bip.col_counts > 0
+    if len(bip.row_ptr) > 1 and bip.row_counts.max() == np.count_nonzero(nonempty):
+        # a row holding every column: all columns clash, each gets its own colour (no search, no n-bit sets)
+        colors = np.full(n, -1, dtype=np.int64)
+        ranked = order[nonempty[order]]
+        colors[ranked] = np.arange(len(ranked))
+        return colors
     if n > 1 and np.all(order[1:] > order[:-1]):
         return sequential(bip, order)
     priority = np.empty(n, dtype=np.int64)

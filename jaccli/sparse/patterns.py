@@ -66,8 +66,9 @@ def gather_segments(ptr, values, which):
 
 def column_graph(bip):
     """The column-intersection graph (columns adjacent when they share a row) as a CSR array without its diagonal."""
-    csr = bip.csr()
-    graph = sp.csr_array(csr.T @ csr)
+    data = np.ones(len(bip.row_cols), dtype=bool)
+    transposed = sp.csr_array((data, bip.col_rows, bip.col_ptr), shape=bip.shape[::-1])
+    graph = sp.csr_array(transposed @ bip.csr())
     graph.setdiag(False)
     graph.eliminate_zeros()
     graph.sort_indices()

@@ -1,6 +1,7 @@
 """Choosing a colouring plan for a Jacobian (forward, reverse or bidirectional, by the number of sweeps) or a Hessian
 (symmetric star colouring)."""
 import numpy as np
+import scipy.sparse as sp
 
 from .coloring import best_columns, best_rows, greedy_columns, greedy_rows
 from .patterns import Bipartite, as_pattern
@@ -28,6 +29,20 @@ def _split_colors(pattern, dense, axis, best):
     return fwd, rev
 
 
+def _max_count(counts):
+    return int(counts.max()) if len(counts) else 0
+
+
+def _split_bound(pattern, dense, axis):
+    """A lower bound on the sweeps of a split: the densest row of the forward part plus the densest column of the
+    reverse part."""
+    if axis == 0:
+        fwd, rev = pattern[np.flatnonzero(~dense)], pattern[np.flatnonzero(dense)]
+    else:
+        fwd, rev = pattern[:, np.flatnonzero(dense)], pattern[:, np.flatnonzero(~dense)]
+    return _max_count(np.diff(sp.csr_array(fwd).indptr)) + _max_count(np.diff(sp.csc_array(rev).indptr))
+
+
 def bidirectional_plan(pattern, candidates=BIDIRECTIONAL_CANDIDATES):
     """Bidirectional plan by the partition heuristic: the densest rows in reverse and the rest forward, or the
     densest columns forward and the rest reverse; for each side, thresholds at the `candidates` largest distinct
@@ -38,6 +53,8 @@ def bidirectional_plan(pattern, candidates=BIDIRECTIONAL_CANDIDATES):
     for axis, counts in ((0, np.diff(p.indptr)), (1, np.bincount(p.indices, minlength=p.shape[1]))):
         for threshold in np.unique(counts[counts > 0])[::-1][:candidates]:
             dense = counts >= threshold
+            if best is not None and _split_bound(p, dense, axis) >= best[0]:
+                continue
             fwd, rev = _split_colors(p, dense, axis, best=False)
             sweeps = count_colors(fwd) + count_colors(rev)
             if best is None or sweeps < best[0]:
@@ -54,20 +71,26 @@ def bidirectional_plan(pattern, candidates=BIDIRECTIONAL_CANDIDATES):
 def jacobian_plan(pattern, mode="auto", orders=None):
     """The plan for a sparse Jacobian with the given pattern (M x N): 'forward' (column colouring), 'reverse' (row
     colouring), 'bidirectional', or 'auto': the fewest sweeps among the three (ties: forward, then reverse)."""
+    if mode not in ("auto", "forward", "reverse", "bidirectional"):
+        raise ValueError(f"mode must be auto, forward, reverse or bidirectional, got {mode!r}")
     p = as_pattern(pattern)
     bip = Bipartite.from_pattern(p)
+    # the densest row bounds the forward colours, the densest column the reverse ones: the side with the lower
+    # bound goes first, and a side whose bound cannot beat the plan in hand is not coloured at all
+    sides = {"forward": _max_count(bip.row_counts), "reverse": _max_count(bip.col_counts)}
     plans = []
-    if mode in ("auto", "forward"):
-        colors, tried = best_columns(bip, orders)
-        plans.append(Plan("forward", p, column_colors=colors, tried={"forward": tried}))
-    if mode in ("auto", "reverse"):
-        colors, tried = best_rows(bip, orders)
-        plans.append(Plan("reverse", p, row_colors=colors, tried={"reverse": tried}))
+    for side in sorted(sides, key=sides.get):
+        if mode not in ("auto", side) or (plans and sides[side] >= min(plan.sweeps for plan in plans)):
+            continue
+        if side == "forward":
+            colors, tried = best_columns(bip, orders)
+            plans.append(Plan("forward", p, column_colors=colors, tried={"forward": tried}))
+        else:
+            colors, tried = best_rows(bip, orders)
+            plans.append(Plan("reverse", p, row_colors=colors, tried={"reverse": tried}))
     if mode == "bidirectional" or (mode == "auto" and min(plan.sweeps for plan in plans) > 2):
         plans.append(bidirectional_plan(p))
-    if not plans:
-        raise ValueError(f"mode must be auto, forward, reverse or bidirectional, got {mode!r}")
-    chosen = min(plans, key=lambda plan: plan.sweeps)
+    chosen = min(plans, key=lambda plan: (plan.sweeps, ("forward", "reverse", "bidirectional").index(plan.mode)))
     tried = {}
     for plan in plans:
         tried.update(plan.tried or {plan.mode: {"sweeps": plan.sweeps}})

@@ -99,7 +99,8 @@ def jacobian_plan(pattern, mode="auto", orders=None):
 
 
 def hessian_plan(pattern):
-    """The plan for a sparse Hessian: a star colouring of the symmetrised pattern, recovered directly from H @ S."""
+    """The plan for a sparse Hessian: a star colouring of the symmetrised pattern (with its diagonal, which the
+    recovered matrix always stores), recovered directly from H @ S."""
     sym = symmetric_pattern(pattern)
     colors, tried = best_star(sym)
     return Plan("symmetric", sym, column_colors=colors, tried={"symmetric": tried})

@@ -24,7 +24,7 @@ class ColorSets:
             grown[:, :self.words.shape[1]] = self.words
             self.words = grown
         flat = self.words.reshape(-1)
-        where = members * self.words.shape[1] + word
+        where = np.asarray(members, dtype=np.int64) * self.words.shape[1] + word
         flat[where] |= _ONE << (colors & 63).astype(np.uint64)
 
 

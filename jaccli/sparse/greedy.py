@@ -17,28 +17,33 @@ def jones_plassmann(bip, priority, max_rounds=MAX_ROUNDS):
     max_rounds (judged by the pace so far)."""
     m, n = bip.shape
     colors = np.full(n, -1, dtype=np.int64)
-    cols = np.repeat(np.arange(n, dtype=np.int64), bip.col_counts)
-    rows = bip.col_rows
+    # int32 where it fits: each round streams every remaining (column, row) entry several times
+    index = np.int32 if max(m, n) < 2 ** 31 - 1 else np.int64
+    cols = np.repeat(np.arange(n, dtype=index), bip.col_counts)
+    rows = bip.col_rows.astype(index)
+    priority = np.asarray(priority).astype(index)
     total = int(np.count_nonzero(bip.col_counts))
     used = ColorSets(m)
-    row_max = np.full(m, -1, dtype=np.int64)
+    row_max = np.full(m, -1, dtype=index)
+    blocked = np.zeros(n, dtype=bool)
     done, rounds = 0, 0
     while len(cols):
         rounds += 1
         p = priority[cols]
         np.maximum.at(row_max, rows, p)
-        beaten = row_max[rows] != p
+        losers = cols[row_max[rows] != p]
         row_max[rows] = -1
-        blocked = np.zeros(n, dtype=bool)
-        blocked[cols[beaten]] = True
-        take = ~blocked[cols]
+        blocked[losers] = True
+        wait = blocked[cols]
+        blocked[losers] = False
+        take = ~wait
         ready_cols, ready_rows = cols[take], rows[take]
         heads = np.flatnonzero(np.concatenate(([True], ready_cols[1:] != ready_cols[:-1])))
         lengths = np.diff(np.append(heads, len(ready_cols)))
         new = first_fit(used, ready_rows, lengths)
         used.add(ready_rows, np.repeat(new, lengths))
         colors[ready_cols[heads]] = new
-        cols, rows = cols[~take], rows[~take]
+        cols, rows = cols[wait], rows[wait]
         done += len(heads)
         if done * max_rounds < rounds * total and len(cols):
             return None

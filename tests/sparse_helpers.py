@@ -114,3 +114,25 @@ def random_patterns(draw, square=False, size=25, max_density=0.5):
     density = draw(st.floats(0.0, max_density))
     rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
     return sp.random_array((m, n), density=density, rng=rng, format="csr") != 0, rng
+
+
+def assert_acyclic_coloring(pattern, colors):
+    """Brute force: proper, and the edges between any two colour classes form a forest (no two-coloured cycle)."""
+    dense = sp.csr_array(pattern).toarray() != 0
+    dense = dense | dense.T
+    np.fill_diagonal(dense, False)
+    colors = np.asarray(colors)
+    i, j = np.nonzero(np.triu(dense))
+    assert np.all(colors[i] != colors[j])
+    for a, b in itertools.combinations(range(n_colors(colors)), 2):
+        parent = list(range(len(colors)))
+
+        def find(x):
+            while parent[x] != x:
+                x = parent[x]
+            return x
+        for u, v in zip(i, j):
+            if {colors[u], colors[v]} == {a, b}:
+                ru, rv = find(u), find(v)
+                assert ru != rv, f"colours {a} and {b} close a cycle at edge {u}-{v}"
+                parent[ru] = rv

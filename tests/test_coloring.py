@@ -7,12 +7,13 @@ from hypothesis import given, settings, strategies as st
 from jaccli.sparse import (ORDERINGS, best_columns, best_rows, best_star, bidirectional_plan, greedy_columns,
                            greedy_rows, greedy_star, improve, is_star_coloring, jacobian_plan)
 from jaccli.sparse import greedy as engines
+from jaccli.sparse.acyclic import best_acyclic, greedy_acyclic
 from jaccli.sparse.orderings import ordering
 from jaccli.sparse.patterns import Bipartite, column_graph
 from jaccli.sparse.star import adjacency
-from tests.sparse_helpers import (arrowhead, assert_column_coloring, assert_row_coloring, assert_star_coloring,
-                                  banded, block_diagonal, n_colors, optimal_star_colors, random_patterns,
-                                  stencil5)
+from tests.sparse_helpers import (arrowhead, assert_acyclic_coloring, assert_column_coloring, assert_row_coloring,
+                                  assert_star_coloring, banded, block_diagonal, n_colors, optimal_star_colors,
+                                  random_patterns, stencil5)
 
 
 @pytest.mark.parametrize("order", ORDERINGS)
@@ -125,6 +126,15 @@ def test_star_coloring_of_a_grid_hessian():
     assert n_colors(colors) <= 6  # star chromatic number of a grid: 5
 
 
+def test_acyclic_colorings_of_known_graphs():
+    # a path is a tree (2 colours); the grid needs 3, greedy gets at most 4 (sparsity.md §7.3: H2 acyclic <= 4)
+    for p, most in ((banded(40, 1, 1), 2), (stencil5(12), 4), (banded(30, 2, 2), 3)):
+        g = adjacency(p)
+        colors, tried = best_acyclic(g)
+        assert_acyclic_coloring(p, colors)
+        assert n_colors(colors) <= most
+
+
 def test_distance2_colorings_are_star_colorings_and_a_plain_proper_coloring_is_not():
     p = stencil5(6)
     assert is_star_coloring(p, greedy_columns(p))
@@ -158,3 +168,11 @@ def test_random_symmetric_patterns_get_star_colorings(case, order):
     assert is_star_coloring(p, colors)
     best, _ = best_star(p)
     assert_star_coloring(p, best)
+
+
+@settings(max_examples=40, deadline=None)
+@given(random_patterns(square=True), st.sampled_from(["natural", "largest_first", "random"]))
+def test_random_symmetric_patterns_get_acyclic_colorings(case, order):
+    p, _ = case
+    g = adjacency(p)
+    assert_acyclic_coloring(p, greedy_acyclic(g, ordering(order, g)))

@@ -123,3 +123,29 @@ def test_bidirectional_split_by_columns_recovers():
     plan = bidirectional_plan(p)
     J = random_values(p, rng)
     assert_exact(plan.recover(*compress(plan, J)), J)
+
+
+def assert_close_and_symmetric(recovered, H):
+    dense = recovered.toarray()
+    np.testing.assert_array_equal(dense, dense.T)
+    np.testing.assert_allclose(dense, H.toarray(), rtol=0, atol=1e-12 * max(1.0, abs(H).max()))
+
+
+def test_substitution_takes_fewer_sweeps_and_recovers_to_rounding():
+    rng = np.random.default_rng(5)
+    for p, direct, acyclic in ((banded(500, 1, 1), 3, 2), (stencil5(15), 6, 4)):
+        plan = hessian_plan(p, substitution=True)
+        assert hessian_plan(p).sweeps == direct and plan.sweeps == acyclic
+        H = random_values(plan.pattern, rng, symmetric=True)
+        assert_close_and_symmetric(plan.recover(H @ plan.forward_seeds()), H)
+        with pytest.raises(ValueError, match="shape"):
+            plan.recover(np.zeros((p.shape[0], acyclic + 1)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(random_patterns(square=True, size=30, max_density=0.6))
+def test_random_hessians_recover_by_substitution(case):
+    p, rng = case
+    plan = hessian_plan(p, substitution=True)
+    H = random_values(plan.pattern, rng, symmetric=True)
+    assert_close_and_symmetric(plan.recover(H @ plan.forward_seeds()), H)

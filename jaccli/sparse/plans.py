@@ -6,7 +6,8 @@ import scipy.sparse as sp
 from .coloring import best_columns, best_rows, greedy_columns, greedy_rows
 from .patterns import Bipartite, as_pattern
 from .recovery import Plan, count_colors
-from .star import best_star, symmetric_pattern
+from .acyclic import best_acyclic, substitution as substitute
+from .star import SEQUENTIAL_STAR_ENTRIES, adjacency, best_star, symmetric_pattern
 
 # How many split thresholds the bidirectional search tries on each side (the densest rows or columns first).
 BIDIRECTIONAL_CANDIDATES = 12
@@ -98,9 +99,19 @@ def jacobian_plan(pattern, mode="auto", orders=None):
                 tried)
 
 
-def hessian_plan(pattern):
+def hessian_plan(pattern, substitution=False):
     """The plan for a sparse Hessian: a star colouring of the symmetrised pattern (with its diagonal, which the
-    recovered matrix always stores), recovered directly from H @ S."""
+    recovered matrix always stores), recovered directly and exactly from H @ S. With substitution=True, an acyclic
+    colouring instead when it has fewer colours (a tridiagonal: 2 instead of 3), recovered by substitution along
+    its two-coloured trees, whose sums carry rounding error; graphs over SEQUENTIAL_STAR_ENTRIES stay direct."""
     sym = symmetric_pattern(pattern)
     colors, tried = best_star(sym)
+    if substitution:
+        graph = adjacency(sym)
+        if graph.nnz <= SEQUENTIAL_STAR_ENTRIES:
+            acyclic, more = best_acyclic(graph)
+            tried.update(more)
+            if count_colors(acyclic) < count_colors(colors):
+                return Plan("symmetric", sym, column_colors=acyclic, tried={"symmetric": tried},
+                            substitution=substitute(sym, acyclic))
     return Plan("symmetric", sym, column_colors=colors, tried={"symmetric": tried})

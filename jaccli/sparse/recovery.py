@@ -24,11 +24,12 @@ def seed_matrix(colors):
 class Plan:
     """How to get a sparse Jacobian or Hessian in few sweeps.
 
-    mode: 'forward' (J @ S, one JVP per colour), 'reverse' (S^T @ J, one VJP per colour), 'bidirectional' (both) or 'symmetric' (H @ S
-    for a symmetric H, star colouring, direct recovery). column_colors / row_colors: the colour of each column (forward
+    mode: 'forward' (J @ S, one JVP per colour), 'reverse' (S^T @ J, one VJP per colour), 'bidirectional' (both)
+    or 'symmetric' (H @ S for a symmetric H: star colouring and direct recovery, or acyclic and substitution). column_colors / row_colors: the colour of each column (forward
     and symmetric) / row (reverse), -1 where nothing needs seeding. A bidirectional plan splits the entries by rows
     (reverse_rows: those rows from the reverse products) or by columns (forward_columns: those columns from the forward
-    products, the rest from the reverse ones). tried: colours per method tried, for reports."""
+    products, the rest from the reverse ones). tried: colours per method tried, for reports. substitution: for a
+    symmetric plan on an acyclic colouring, the acyclic.Substitution that recovers H (to rounding, not exactly)."""
 
     mode: str
     pattern: sp.csr_array
@@ -37,6 +38,7 @@ class Plan:
     reverse_rows: np.ndarray = None
     forward_columns: np.ndarray = None
     tried: dict = field(default_factory=dict)
+    substitution: object = None
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -108,13 +110,15 @@ class Plan:
             if product.shape != shapes[side]:
                 raise ValueError(f"the {side} product must have shape {shapes[side]}, got {product.shape}")
             products[side] = product.reshape(-1)
-        reverse, flat = self._gather
-        dtype = np.result_type(*products.values()) if products else np.float64
-        data = np.empty(len(flat), dtype=dtype)
-        if "forward" in products:
-            data[~reverse] = products["forward"][flat[~reverse]]
-        if "reverse" in products:
-            data[reverse] = products["reverse"][flat[reverse]]
+        if self.substitution is not None:
+            data = self.substitution.values(products["forward"])
+        else:
+            reverse, flat = self._gather
+            data = np.empty(len(flat), dtype=np.result_type(*products.values()))
+            if "forward" in products:
+                data[~reverse] = products["forward"][flat[~reverse]]
+            if "reverse" in products:
+                data[reverse] = products["reverse"][flat[reverse]]
         return sp.csr_array((data, self.pattern.indices.copy(), self.pattern.indptr.copy()), shape=self.shape)
 
 

@@ -25,11 +25,12 @@ class Plan:
     """How to get a sparse Jacobian or Hessian in few sweeps.
 
     mode: 'forward' (J @ S, one JVP per colour), 'reverse' (S^T @ J, one VJP per colour), 'bidirectional' (both)
-    or 'symmetric' (H @ S for a symmetric H: star colouring and direct recovery, or acyclic and substitution). column_colors / row_colors: the colour of each column (forward
-    and symmetric) / row (reverse), -1 where nothing needs seeding. A bidirectional plan splits the entries by rows
-    (reverse_rows: those rows from the reverse products) or by columns (forward_columns: those columns from the forward
-    products, the rest from the reverse ones). tried: colours per method tried, for reports. substitution: for a
-    symmetric plan on an acyclic colouring, the acyclic.Substitution that recovers H (to rounding, not exactly)."""
+    or 'symmetric' (H @ S for a symmetric H: star colouring and direct recovery, or acyclic and substitution).
+    column_colors / row_colors: the colour of each column (forward and symmetric) / row (reverse), -1 where nothing
+    needs seeding. A bidirectional plan splits the entries by rows (reverse_rows: those rows from the reverse
+    products) or by columns (forward_columns: those columns from the forward products, the rest from the reverse
+    ones). tried: colours per method tried, for reports. substitution: for a symmetric plan on an acyclic colouring,
+    the acyclic.Substitution that recovers H (to rounding, not exactly)."""
 
     mode: str
     pattern: sp.csr_array

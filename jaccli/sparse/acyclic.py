@@ -119,7 +119,8 @@ def substitution(pattern, colors):
 
 
 def best_acyclic(graph, orders=("natural", "largest_first", "smallest_last"), seed=0):
-    """The acyclic colouring with the fewest colours over `orders`. Returns (colors, tried)."""
+    """The acyclic colouring with the fewest colours over `orders`, stopping at 2 (a forest). Returns (colors,
+    tried)."""
     from .orderings import ordering
     best, tried = None, {}
     for name in orders:
@@ -127,4 +128,6 @@ def best_acyclic(graph, orders=("natural", "largest_first", "smallest_last"), se
         tried[f"acyclic_{name}"] = int(colors.max()) + 1 if len(colors) else 0
         if best is None or colors.max() < best.max():
             best = colors
+        if len(best) and best.max() + 1 <= (2 if graph.nnz else 1):
+            break
     return best, tried

@@ -84,6 +84,16 @@ def greedy_star(graph, order):
     return np.array(color, dtype=np.int64)
 
 
+def star_lower_bound(graph):
+    """3 when the graph has a path on four vertices or a triangle (an edge whose ends both have other neighbours),
+    else 2 with an edge, else 1."""
+    degree = np.diff(graph.indptr)
+    if not graph.nnz:
+        return 1
+    rows = np.repeat(np.arange(graph.shape[0]), degree)
+    return 3 if np.any((degree[rows] >= 2) & (degree[graph.indices] >= 2)) else 2
+
+
 def best_star(pattern, orders=("natural", "largest_first", "smallest_last", "random"), *, seed=0):
     """The star colouring with the fewest colours among the greedy star colourings in `orders` (graphs up to
     SEQUENTIAL_STAR_ENTRIES entries) and the best distance-2 colouring of the pattern (any distance-2 colouring of a
@@ -94,6 +104,8 @@ def best_star(pattern, orders=("natural", "largest_first", "smallest_last", "ran
     graph = adjacency(sym)
     if graph.nnz <= SEQUENTIAL_STAR_ENTRIES:
         for name in orders:
+            if count_colors(colors) <= star_lower_bound(graph):
+                break
             candidate = greedy_star(graph, ordering(name, graph, seed))
             tried[f"star_{name}"] = count_colors(candidate)
             if count_colors(candidate) < count_colors(colors):

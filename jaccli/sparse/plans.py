@@ -1,12 +1,12 @@
 """Choosing a colouring plan for a Jacobian (forward, reverse or bidirectional, by the number of sweeps) or a Hessian
-(symmetric star colouring)."""
+(symmetric: star colouring, or acyclic with substitution)."""
 import numpy as np
 import scipy.sparse as sp
 
+from .acyclic import best_acyclic, substitution as substitute
 from .coloring import best_columns, best_rows, greedy_columns, greedy_rows
 from .patterns import Bipartite, as_pattern
 from .recovery import Plan, count_colors
-from .acyclic import best_acyclic, substitution as substitute
 from .star import SEQUENTIAL_STAR_ENTRIES, adjacency, best_star, symmetric_pattern
 
 # How many split thresholds the bidirectional search tries on each side (the densest rows or columns first).

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import jaccli
-from jaccli.engine.recording import Recording
+from jaccli.replay import Replayable
 
 
 @pytest.fixture
@@ -82,7 +82,7 @@ def test_a_large_recording_is_swept_without_collections(eager_collector):
 
 def test_a_large_replay_runs_without_collections(eager_collector):
     x = np.linspace(0.5, 1.5, 400)
-    rec = Recording(_loop, [x], [0], replayable=True)
+    rec = Replayable(_loop, [x], [0])
     replayed, during = _collections_during(lambda: rec.replay([x + 1.0]))
     assert replayed is not None and len(during) <= 2, len(during)
     assert gc.isenabled()

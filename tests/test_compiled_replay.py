@@ -1,4 +1,4 @@
-"""Replays as compiled code (engine/codegen.py, engine/replayed.py): a record_once function's replay
+"""Replays as compiled code (jaccli/replay/codegen.py, replay_trace.py): a record_once function's replay
 runs its recorded operations as one compiled function, and makes its nodes only when a sweep reads
 them. Each test compares against an independent reference (closed form, central differences, or
 NumPy running f itself) at points other than the recorded one.
@@ -131,7 +131,7 @@ def test_a_constant_argument_that_is_none_is_passed_as_none():
 @pytest.mark.parametrize("expected", [True, False, None])
 def test_a_guard_of_a_singleton_holds_for_that_singleton_alone(expected):
     # a guard that gave True, False or None holds where the check gives that same object again, as
-    # recording._same judges: not where it gives the other value, nor NumPy's np.True_/np.False_
+    # guards.same judges: not where it gives the other value, nor NumPy's np.True_/np.False_
     def check(v):
         return v[0] if type(v[0]) is not np.ndarray else bool(v[0].all())
     steps = [(-1, check, (None,), ((0, 0, None),), {}, None, expected)]

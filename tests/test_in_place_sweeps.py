@@ -21,6 +21,7 @@ from jaccli.check.diagnostics import first_nonfinite_primal
 from jaccli.engine.sweep_plans import Plan
 from jaccli.engine.tracer import memory_root
 from jaccli.engine.recording import Recording
+from jaccli.replay import Replayable
 from jaccli.engine.rules import indexing
 from tests.helpers import central_diff
 
@@ -195,7 +196,7 @@ def _arrays_as_large_as(rec, nbytes):
 def test_a_replay_writes_into_one_array_as_the_recording_did():
     n = 2000
     x = np.linspace(0.0, 1.0, n)
-    rec = Recording(_stencil, [x], [0], replayable=True)
+    rec = Replayable(_stencil, [x], [0])
     replayed = rec.replay([x + 1.0])
     assert replayed is not None
     assert sum(node.in_place for node in replayed.trace.nodes) == n
@@ -221,7 +222,7 @@ def test_a_replay_keeps_whether_each_overwritten_version_was_finite():
         return y
 
     with np.errstate(all="ignore"):
-        rec = Recording(f, [np.linspace(6.0, 7.0, 6)], [0], replayable=True)  # all finite but y[2] = inf
+        rec = Replayable(f, [np.linspace(6.0, 7.0, 6)], [0])  # all finite but y[2] = inf
         replayed = rec.replay([np.linspace(1.0, 2.0, 6)])                    # log of a negative number
         found = first_nonfinite_primal(replayed)
     assert sum(node.in_place for node in replayed.trace.nodes) == 8
@@ -241,7 +242,7 @@ class _BusyPlans(dict):
 
 def test_a_replay_while_another_thread_adds_a_sweep_plan():
     x = np.linspace(0.5, 1.0, 6)
-    rec = Recording(_stencil, [x], [0], replayable=True)
+    rec = Replayable(_stencil, [x], [0])
     np.asarray(jaccli.jacobian(_stencil, x))
     plan = Plan([rec.trace.nodes[0]])
     plan.cut = frozenset()

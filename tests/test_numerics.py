@@ -11,6 +11,7 @@ import pytest
 
 import jaccli
 from jaccli.engine.recording import Recording
+from jaccli.replay import Replayable
 from jaccli.errors import TracingError, UnsupportedOperationError
 
 rng = np.random.default_rng(7)
@@ -348,7 +349,7 @@ def test_median_ties_send_the_derivative_to_the_entry_a_stable_sort_puts_there()
     (lambda x: np.percentile(x, [20, 75]), X1),
 ])
 def test_replays_follow_the_values_and_stop_where_an_interval_or_an_order_changes(f, x):
-    rec = Recording(f, (x,), (0,), replayable=True)
+    rec = Replayable(f, (x,), (0,))
     near = x + 1e-9  # the same intervals and order
     again = rec.replay((near,))
     assert again is not None

@@ -1,7 +1,7 @@
-"""Compiled sweeps (engine/programs.py): a replay's sweep recorded once, then rerun at new points.
+"""Compiled sweeps (jaccli/replay/compiled_sweeps.py): a replay's sweep recorded once, then rerun at new points.
 
 Each test keeps every program it can (`worth_keeping` -> True, so the choice does not depend on
-timing) and checks that the programs really ran, then compares against an independent
+the results' form) and checks that the programs really ran, then compares against an independent
 reference at points other than the one the program was recorded at: a closed form, central
 differences, or a fresh recording (no record_once) at the same point.
 """
@@ -174,45 +174,51 @@ def test_random_compositions_from_programs_match_central_differences(program, se
         programs.worth_keeping = keep
 
 
-def test_a_program_slower_than_the_usual_sweep_is_not_kept(monkeypatch):
-    monkeypatch.setattr(programs, "worth_keeping", lambda compiled, usual: False)
+def test_a_program_not_worth_keeping_is_not_kept(monkeypatch):
+    monkeypatch.setattr(programs, "worth_keeping", lambda got, want: False)
     runs, run = [], programs.Program.run
     monkeypatch.setattr(programs.Program, "run", lambda self, *a: runs.append(1) or run(self, *a))
     f = jaccli.record_once(lambda x: np.sin(x).sum() ** 2)
     for k in range(6):
         x = np.linspace(0, 1, 5) + k
         np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), 2 * np.sin(x).sum() * np.cos(x), rtol=1e-13)
-    # the two timed runs on the first replay (structured seeds), two on the next (dense seeds, once
-    # a structured program was not kept: Recording.structured_seeds); none after
-    assert len(runs) == 4
+    # one run on the first replay (structured seeds), one on the next (dense seeds, once a structured
+    # program was not kept); none after
+    assert len(runs) == 2
     assert list(f._cache[next(iter(f._cache))]._programs.values()) == [False, False]
 
 
-def test_a_kept_program_is_timed_again_in_its_first_runs_and_dropped_if_slower_there(monkeypatch):
-    verdicts = []  # worth_keeping's answers: yes when the program is recorded, no at its first timed run
-
-    def judge(compiled, usual):
-        verdicts.append(not verdicts)
-        return verdicts[-1]
-    monkeypatch.setattr(programs, "worth_keeping", judge)
-    runs, run = [], programs.Program.run
-    monkeypatch.setattr(programs.Program, "run", lambda self, *a: runs.append(1) or run(self, *a))
-    f = jaccli.record_once(lambda x: np.sin(x) * x)
-    for k in range(6):
-        x = np.linspace(0.1, 0.9, 5) + k  # (no zero: a factor's guard would fail, and the program not run)
-        np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), np.diag(np.cos(x) * x + np.sin(x)), rtol=1e-14)
-    assert verdicts == [True, False]  # kept, then dropped at its first run on a later replay: never timed again
-    assert len(runs) == 3  # the two timed runs when recorded, the one amid a later replay
-    assert list(f._cache[next(iter(f._cache))]._programs.values()) == [False]
+def test_a_program_is_kept_by_what_it_computes_not_by_a_clock():
+    eye = SparseBlock.one_hot(np.arange(4), (4,), np.dtype(np.float64))
+    dense = np.eye(4)
+    assert programs.worth_keeping([eye], [eye]) and programs.worth_keeping([dense], [dense])
+    assert programs.worth_keeping([eye], [dense])  # structured where the usual sweep is dense: kept
+    assert not programs.worth_keeping([dense], [eye])  # it densifies what the usual sweep keeps structured
+    assert not programs.agrees([dense * (1 + 1e-6)], [dense])  # results that differ are never kept
 
 
-def test_a_kept_program_is_timed_in_its_first_runs_only(monkeypatch):
-    calls = []
-    monkeypatch.setattr(programs, "worth_keeping", lambda compiled, usual: calls.append(1) or True)
-    f = jaccli.record_once(lambda x: np.tanh(x) * x)
-    for k in range(8):
-        np.asarray(jaccli.jacobian(f, np.linspace(0, 1, 4) + k))
-    assert len(calls) == 1 + programs.TRIALS
+@pytest.mark.parametrize("case", ["mlp", "batched", "tridiagonal"])
+def test_identical_calls_take_the_same_path_in_every_fresh_wrapper(case):
+    # 16 fresh record_once wrappers of one function, called at the same points: each keeps the
+    # same compiled sweeps and says the same path for each call (the benchmark's P2, P4 and P3)
+    rng = np.random.default_rng(14)
+    A, W1, W2 = rng.standard_normal((16, 16)) / 4, rng.standard_normal((64, 40)) / 6, rng.standard_normal((30, 64)) / 8
+    f, x, call = {
+        "mlp": (lambda x: W2 @ np.tanh(W1 @ x), rng.standard_normal(40), jaccli.jacobian),
+        "batched": (lambda X: np.tanh(X @ A), rng.standard_normal((32, 16)),
+                    lambda g, x: jaccli.jacobian(g, x, batch_axis=0)),
+        "tridiagonal": (rosenbrock, rng.uniform(-2, 2, 40), jaccli.hessian),
+    }[case]
+    seen = set()
+    for _ in range(16):
+        g = jaccli.record_once(f)
+        paths = []
+        for k in range(4):
+            J = call(g, x + 0.01 * k)
+            np.asarray(J)
+            paths.append(J.stats["path"])
+        seen.add((tuple(paths), tuple(_kept_forms(g))))
+    assert seen == {(("recording", "replay", "compiled sweep", "compiled sweep"), ((("block",),)))}, seen
 
 
 def test_the_recording_f_made_itself_records_no_program(ran):
@@ -239,7 +245,7 @@ def test_a_softmax_hessian_program_keeps_diag_plus_low_rank_not_a_dense_block(ra
     for _ in range(4):
         z = 2 * rng.standard_normal(300)
         np.testing.assert_allclose(np.asarray(jaccli.hessian(ce, z)), softmax_hessian(z), atol=1e-15)
-    assert len(results) >= 4 and all(r is not None for r in results)
+    assert len(results) >= 3 and all(r is not None for r in results)  # run once when recorded, then by each replay
     for (block,) in results:
         assert type(block) is SparseBlock and block.rank == 1 and block.idx.shape == (300, 1)
 

@@ -25,7 +25,7 @@ def test_elementwise_jacobian_is_one_sweep_and_matches_the_closed_form():
     dense = np.asarray(J)
     assert_allclose(dense, np.diag(np.exp(x) * (np.sin(x) + np.cos(x)) + 2 * x), rtol=1e-13, atol=1e-13)
     assert_allclose(dense, central_diff(p1, x), **FD)
-    assert J.stats == {"rows_evaluated": 40, "cols_evaluated": 0, "sweeps": 1, "seeds": 1}
+    assert J.stats == {"rows_evaluated": 40, "cols_evaluated": 0, "sweeps": 1, "seeds": 1, "path": "recording"}
     assert (dense[~np.eye(40, dtype=bool)] == 0.0).all()  # exact structural zeros
 
 

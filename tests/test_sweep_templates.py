@@ -29,7 +29,7 @@ def replays(monkeypatch):
     seen = []
     gradient = sweep_templates.gradient
 
-    def spy(f, key, trace, ref, shape, sweep):
+    def spy(f, key, trace, ref, shape, sweep, said=None):
         had = isinstance(sweep_templates._TEMPLATES.get(sweep_templates._key_of(f), {}).get(key),
                          sweep_templates._Template)
         traced = []
@@ -37,7 +37,7 @@ def replays(monkeypatch):
         def counted():
             traced.append(1)
             return sweep()
-        out = gradient(f, key, trace, ref, shape, counted)
+        out = gradient(f, key, trace, ref, shape, counted, said)
         seen.append("replayed" if not traced else "retraced" if had else "traced")
         return out
     monkeypatch.setattr(sweep_templates, "gradient", spy)
@@ -66,6 +66,13 @@ def test_a_newton_loop_replays_the_sweep_and_matches_the_closed_form(replays):
         x = rng.uniform(-2, 2, 30)
         np.testing.assert_allclose(np.asarray(jaccli.hessian(rosenbrock, x)), rosen_hess(x), rtol=1e-12, atol=1e-9)
     assert replays == ["traced", "traced", "replayed", "replayed", "replayed"]
+
+
+def test_stats_say_a_hessian_came_from_a_sweep_template(replays):
+    rng = np.random.default_rng(15)
+    paths = [jaccli.hessian(rosenbrock, rng.uniform(-2, 2, 12)).stats["path"] for _ in range(4)]
+    assert paths == ["recording", "recording", "sweep template", "sweep template"]
+    assert replays == ["traced", "traced", "replayed", "replayed"]
 
 
 def test_a_function_recorded_once_makes_no_template(replays):
@@ -421,7 +428,7 @@ def test_random_programs_replay_to_the_traced_hessian(program, seed, mode):
     traced = []
     gradient = sweep_templates.gradient
 
-    def spy(f, key, trace, ref, shape, sweep):
+    def spy(f, key, trace, ref, shape, sweep, said=None):
         return gradient(f, key, trace, ref, shape, lambda: traced.append(1) or sweep())
     sweep_templates.gradient = spy
     try:

@@ -102,11 +102,14 @@ class _Block:
 
     @property
     def stats(self) -> dict:
-        """Cost so far: rows and columns of this block evaluated, sweeps run by the whole call."""
+        """Cost so far: rows and columns of this block evaluated, sweeps run by the whole call, and
+        the path its sweeps took (jaccli.replay.PATHS): "recording" (f recorded, swept as usual),
+        "sweep template" (a Hessian's inner gradient replayed), "replay" (record_once replayed f's
+        recording, swept as usual), "compiled sweep" (a replay's sweeps ran compiled)."""
         ev = self._ev
         return {"rows_evaluated": int(ev.row_done[self._i].sum()),
                 "cols_evaluated": int(ev.col_done[self._j].sum()),
-                "sweeps": ev.sweeps, "seeds": ev.seeds_used}
+                "sweeps": ev.sweeps, "seeds": ev.seeds_used, "path": ev.rec.path}
 
     @property
     def rows_evaluated(self) -> int:

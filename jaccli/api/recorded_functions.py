@@ -13,7 +13,7 @@ from jaccli.engine import (Recording, Tracer, attributed_to, call_traced, defini
                           holds_tracer, is_internal, primal_nested, reverse, sever, shape_of, user_site)
 from jaccli.errors import ConstantUnderOuterWarning, UserFunctionError
 from jaccli.replay import sweep_templates
-from jaccli.replay.record_once import RecordOnce
+from jaccli.replay import RecordOnce, Replayable
 
 
 def detach_unless(create_graph: bool, args: tuple) -> tuple:
@@ -45,7 +45,7 @@ def record(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: boo
         rec, fresh = Recording(fn, detach_unless(create_graph, args), wrt_idx), True
     else:
         key = ("f",) if gradient_of is None else ("gradient", gradient_of[0])
-        rec, fresh = once.recording(key, args, wrt_idx, lambda: Recording(fn, args, wrt_idx, replayable=True))
+        rec, fresh = once.recording(key, args, wrt_idx, lambda: Replayable(fn, args, wrt_idx))
     _check_nonempty(rec.outputs)
     if rec.trace.outer and not create_graph:
         if not nested:  # else warned above
@@ -115,7 +115,7 @@ def gradient_function(f: Callable, wrt_idx: tuple[int, ...], batch: bool, holder
                 return tuple(np.zeros(np.shape(xs[k])) if g is None else np.reshape(dense(g), np.shape(xs[k]))
                              for g, k in zip(grads, wrt_idx))
         if sweep_templates.usable(trace):  # f may record the same operations as last time: replay the sweep
-            return sweep_templates.gradient(f, (wrt_idx, batch), trace, ref, shape, sweep)
+            return sweep_templates.gradient(f, (wrt_idx, batch), trace, ref, shape, sweep, holder)
         return sweep()
     return grad_fn
 
@@ -129,4 +129,5 @@ def gradient_recording(f: Callable, args: tuple, wrt_idx: tuple[int, ...], creat
     if fresh:
         rec.keep("value", holder["traced_value"])
         rec.keep("inner_connected", holder["inner_connected"])
+        rec.path = holder.get("path", rec.path)
     return rec

@@ -27,25 +27,29 @@ _EXPORTS = {
     "separable": "sample_independence",
     "CONDITION_ARGUMENTS": "facts", "EXPRESSION_FUNCTIONS": "facts", "KINK_CROSSINGS": "facts", "MATRIX_PRODUCTS": "facts",
     "READS_ONE_TRIANGLE": "facts", "STRUCTURES": "facts",
-    "ErrstateRun": "recording", "Recording": "recording", "as_float": "recording", "call_traced": "recording",
-    "guards_hold": "recording",
+    "Recording": "recording", "Unique": "recording", "as_float": "recording", "call_traced": "recording",
+    "pause_for": "recording", "private_copy": "recording", "private_float": "recording",
+    "current_errstate": "guards", "plan_form": "sweep_plans", "renewed_plan": "sweep_plans", "rewritable": "tape",
+    "write_in_place": "views",
 }
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from .facts import CONDITION_ARGUMENTS, EXPRESSION_FUNCTIONS, KINK_CROSSINGS, MATRIX_PRODUCTS, READS_ONE_TRIANGLE, STRUCTURES
-    from .guards import Guard, errstate_token
+    from .guards import Guard, current_errstate, errstate_token
     from .numpy_proxies import primal_nested
-    from .recording import ErrstateRun, Recording, as_float, call_traced, guards_hold
+    from .recording import Recording, Unique, as_float, call_traced, pause_for, private_copy, private_float
     from .registry import REGISTRY, Entry
     from .rules._util import dtype_of, shape_of
     from .sample_independence import separable
     from .seed_ops import scatter_cols, scatter_rows
     from .seeds import TRACED_PARTS, SparseBlock, dense
     from .sweeps import MONITOR, forward, reverse
-    from .tape import ELEMENTWISE, INPUT, MAX_CUTS, Node, Trace, sever
+    from .sweep_plans import plan_form, renewed_plan
+    from .tape import ELEMENTWISE, INPUT, MAX_CUTS, Node, Trace, rewritable, sever
     from .tracer import Tracer, holds_tracer, peek
     from .user_sites import attributed_to, definition_site, is_internal, user_site
+    from .views import write_in_place
 
 
 def __getattr__(name: str) -> Any:

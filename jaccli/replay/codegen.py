@@ -1,6 +1,6 @@
 """Straight-line NumPy code: a list of recorded operations and guards made into one Python function.
 
-A replay of a recording, and a compiled sweep (engine/programs.py), run a fixed list of NumPy
+A replay of a recording, and a compiled sweep (compiled_sweeps), run a fixed list of NumPy
 calls on new values, checking guards (plain values derived from traced ones: masks, branches,
 whether a factor is finite) where they were taken. Walking such a list in a loop costs far more
 than the calls on small arrays (each step unpacks its arguments, fills in the values it reads
@@ -20,6 +20,7 @@ import numpy as np
 
 from jaccli.engine import SparseBlock
 
+from .guards import ErrstateRun, same
 
 # A step: (k, fn, args, fills, kwargs, state, expected).
 #   k: the slot its value goes to (a guard's k is unused);
@@ -40,9 +41,7 @@ def compile_steps(steps: Sequence[tuple], loads: dict[int, tuple[str, int]], res
     ("block", shape, parts) for a structured block made of its four parts (each one of the two
     before, or None).
     """
-    from jaccli.engine.recording import ErrstateRun, _same  # (recording imports the modules that import this one)
-
-    consts: dict[str, Any] = {"_same": _same, "_Run": ErrstateRun, "_copy": _copy, "_block": SparseBlock}
+    consts: dict[str, Any] = {"_same": same, "_Run": ErrstateRun, "_copy": _copy, "_block": SparseBlock}
     lines = [f"def {name}(vals, seeds=()):", "    run = _Run()", "    try:"]
     put = lines.append
 
@@ -79,7 +78,7 @@ def compile_steps(steps: Sequence[tuple], loads: dict[int, tuple[str, int]], res
         if expected is STEP:
             put(f"        v{k} = {call}")
         elif expected is True or expected is False or expected is None:
-            put(f"        if {call} is not {expected}:")  # _same's verdict for these singletons, without the call
+            put(f"        if {call} is not {expected}:")  # same's verdict for these singletons, without the call
             put("            return None")
         else:
             put(f"        if not _same({call}, {const(expected)}):")

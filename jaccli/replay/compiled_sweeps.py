@@ -42,19 +42,24 @@ MAX_BYTES = 1 << 24
 MAX_PROGRAMS = 8
 
 
-# A kept program's first runs on later replays are timed again: one slower than the usual sweep
-# there is dropped (a densifying program can be, amid the caller's work, though it was not on the
-# warm cache it was first timed on).
-TRIALS = 2
+def worth_keeping(got: list, want: list) -> bool:
+    """Whether a new program, whose first results `got` agree with the usual sweep's `want`, replaces
+    the usual sweep: when its results are in a form no larger (`stored`). Decided by what the
+    program computes, never by a clock, so that the same call takes the same way in every run. A
+    program runs the usual sweep's NumPy operations without making its nodes, rules and plans, and
+    computes what depends on the seeds and f's constants alone once: it gains, unless it densifies
+    what the usual sweep keeps structured (a block's entries and low-rank part made one dense
+    block), which its results show."""
+    return all(stored(g) <= stored(w) for g, w in zip(got, want))
 
 
-def worth_keeping(compiled: float, usual: float) -> bool:
-    """Whether a program that ran in `compiled` seconds (CPU) replaces a usual sweep of `usual`
-    (seconds of its first run, which made the nodes and rules a replay's usual sweep makes):
-    only a clear gain counts, since the two were timed on a warm cache in a few runs, and a program
-    that densifies what the usual sweep keeps structured (a Hessian's identity tangents through a
-    tridiagonal one) is slower than that when it runs amid the caller's work."""
-    return compiled < 0.8 * usual
+def stored(block: Any) -> int:
+    """How many numbers a sweep's result holds: a dense block's size, a structured block's parts'."""
+    if block is None:
+        return 0
+    if type(block) is SparseBlock:
+        return sum(np.size(p) for p in (block.idx, block.val, block.u, block.v) if p is not None)
+    return int(np.size(block))
 
 
 def agrees(got: list, want: list) -> bool:
@@ -81,7 +86,7 @@ def agrees(got: list, want: list) -> bool:
 class Program:
     """A recorded sweep: run(vals, seeds) -> the sweep's results for a replay's values, or None."""
 
-    __slots__ = ("seed_slots", "fn", "usual", "trials")
+    __slots__ = ("seed_slots", "fn")
 
     def run(self, vals: list, seeds: tuple) -> list | None:
         """The results for a replay's values `vals` (of the nodes of the recording the program was
@@ -188,7 +193,7 @@ def _program(ext: Trace, n: int, seed_slots: list, out: list) -> Program | None:
 
 
 def _result(o: Any, ext: Trace) -> tuple | None:
-    """How the program gives back one of the sweep's results (engine/codegen.py): a traced value's
+    """How the program gives back one of the sweep's results (codegen): a traced value's
     slot, a constant, or a structured block rebuilt from its parts; None for what it cannot."""
     if o is None or type(o) is np.ndarray:
         return ("copy", o)
@@ -206,7 +211,7 @@ def _result(o: Any, ext: Trace) -> tuple | None:
 
 
 def _plain_only(op: tuple) -> tuple | None:
-    """A step of a program (engine/codegen.py); None for one that holds another recording's traced
+    """A step of a program (codegen); None for one that holds another recording's traced
     value or a structured block."""
     if any(type(a) is Tracer or type(a) is SparseBlock for a in op[2]):
         return None

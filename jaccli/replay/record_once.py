@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from jaccli.engine import Recording
+from .replays import Replayable
 
 __all__ = ["RecordOnce", "record_once"]
 
@@ -41,7 +41,7 @@ class RecordOnce:
         self.records = 0
         self.replays = 0
         self.misses = 0
-        self._cache: OrderedDict[tuple, Recording] = OrderedDict()
+        self._cache: OrderedDict[tuple, Replayable] = OrderedDict()
         self._lock = threading.Lock()  # the cache and counters, when threads call f at once
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -62,7 +62,7 @@ class RecordOnce:
             self._cache.clear()
 
     def recording(self, key: tuple, args: tuple, wrt: tuple[int, ...],
-                  make: Callable[[], Recording]) -> tuple[Recording, bool]:
+                  make: Callable[[], Replayable]) -> tuple[Replayable, bool]:
         """A replay of the recording kept for this signature, or a fresh one; and whether it is fresh."""
         key = key + (wrt, _signature(args, wrt))
         with self._lock:
@@ -81,7 +81,7 @@ class RecordOnce:
             self._keep(key, rec)
         return rec, True
 
-    def _keep(self, key: tuple, rec: Recording) -> None:
+    def _keep(self, key: tuple, rec: Replayable) -> None:
         self._cache[key] = rec
         self._cache.move_to_end(key)
         while len(self._cache) > self.max_signatures:

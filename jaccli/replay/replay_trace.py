@@ -1,9 +1,9 @@
 """Replays as compiled code, and their nodes made only when a sweep needs them.
 
-A `record_once` function replays its recording at each new point (Recording.replay). The replay
+A `record_once` function replays its recording at each new point (Replayable.replay). The replay
 runs the recorded operations and checks the guards, which a `Forward` does as one compiled
-function (engine/codegen.py). Most requests on a replay are then answered by a compiled sweep
-(engine/programs.py), which reads the replay's values only: the `Node` objects of the usual
+function (codegen). Most requests on a replay are then answered by a compiled sweep
+(compiled_sweeps), which reads the replay's values only: the `Node` objects of the usual
 tape, with their rules, would be made for nothing. So a replay's trace is a `ReplayTrace`,
 which holds the values and makes its nodes the first time anything reads them: a usual sweep,
 the diagnostics, a program being recorded.
@@ -33,7 +33,7 @@ class Forward:
 
 def compile_forward(trace: Trace, guards: list, in_nodes: list) -> Forward | None:
     """The Forward of a closed recording; None when its replay must write in place as f did (a
-    loop of y[i] = v keeps one array: Recording.replay does so node by node)."""
+    loop of y[i] = v keeps one array: Replayable.replay does so node by node)."""
     nodes = trace.nodes
     if any(n.in_place for n in nodes):
         return None

@@ -23,9 +23,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from jaccli.engine import (MAX_CUTS as _MAX_CUTS, MONITOR, ErrstateRun, Guard, Node, Trace, Tracer, errstate_token,
-                          guards_hold)
-from jaccli.engine.recording import _same
+from jaccli.engine import MAX_CUTS as _MAX_CUTS, MONITOR, Guard, Node, Trace, Tracer, errstate_token
+
+from .guards import ErrstateRun, guards_hold, same
 
 # Bytes of arrays a template may hold: f's constants (compared on every call, so this bounds the
 # cost of a comparison to a few microseconds), the sweep's own constants and the guards' values.
@@ -134,10 +134,10 @@ class _Step:
         if len(args) != len(self.args):
             return False
         for a, b in zip(args, self.args):
-            if b is not _PARENT and a is not b and not (_same(a, b) and getattr(a, "strides", None) ==
+            if b is not _PARENT and a is not b and not (same(a, b) and getattr(a, "strides", None) ==
                                                         getattr(b, "strides", None)):
                 return False
-        if (node.kwargs or self.kwargs) and not _same(node.kwargs, self.kwargs):
+        if (node.kwargs or self.kwargs) and not same(node.kwargs, self.kwargs):
             return False
         return _meta(node.value) == self.meta
 
@@ -256,12 +256,15 @@ def usable(trace: Trace) -> bool:
         and all(type(n.value) is np.ndarray for n in trace.inputs)
 
 
+TEMPLATE = "sweep template"  # the path (Recording.path) of a recording whose gradient was replayed
+
 _SEEN = object()  # f's gradient was recorded once: the next recording makes a template
 
 
-def gradient(f: Callable, key: Any, trace: Trace, ref: tuple, shape: tuple, sweep: Callable[[], tuple]) -> tuple:
+def gradient(f: Callable, key: Any, trace: Trace, ref: tuple, shape: tuple, sweep: Callable[[], tuple],
+             said: dict | None = None) -> tuple:
     """f's gradient on `trace`: replayed from f's template when f recorded the same operations as
-    when it was made, else traced by `sweep()`.
+    when it was made, else traced by `sweep()`. `said["path"]` becomes TEMPLATE when it is replayed.
 
     A template is made from the second recording of f on: a function recorded once (a lambda made
     for one call, one command-line run) costs nothing more than before.
@@ -278,6 +281,8 @@ def gradient(f: Callable, key: Any, trace: Trace, ref: tuple, shape: tuple, swee
     if entry is not _SEEN and entry.matches(trace, ref, shape):
         out = entry.replay(trace)
         if out is not None:
+            if said is not None:
+                said["path"] = TEMPLATE
             return out
     start, cuts_from = len(trace.nodes), len(trace.cuts)
     trace.guards = []

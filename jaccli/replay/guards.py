@@ -1,0 +1,125 @@
+"""Guards: the comparisons a replay makes before it trusts a recording at new values.
+
+A recording bakes in plain values that f or a rule derived from traced values (a mask, a branch,
+whether a factor is finite): each is a guard, recomputed where it was taken when the recording is
+replayed (a `record_once` replay, a compiled sweep, a sweep template). A replay also compares the
+arguments that are not differentiated against a snapshot of them. `same` is the one comparison
+all of these use: type, shape, dtype and every bit.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from jaccli.engine import Unique, private_copy
+
+
+def same(a: Any, b: Any) -> bool:
+    """Whether two plain values are the same: type, shape, dtype and every bit (so -0.0 is not 0.0).
+
+    Arrays of objects, array subclasses (masked arrays) and objects without a plain equality
+    are never the same: a replay compared against them records afresh.
+    """
+    if type(a) is not type(b):
+        return False
+    if type(a) is np.ndarray or isinstance(a, np.generic):
+        a, b = np.asarray(a), np.asarray(b)
+        # and in the same layout, which ravel(order="K") reads: Fortran order, or not
+        return a.dtype == b.dtype and a.dtype.kind != "O" and a.shape == b.shape and a.tobytes() == b.tobytes() \
+            and _fortran(a) == _fortran(b)
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if type(a) is dict:  # in order: f may iterate over it
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if type(a) is float:
+        return math.copysign(1.0, a) == math.copysign(1.0, b) and (a == b or (a != a and b != b))
+    if a is None or isinstance(a, _EQUAL) or a is Ellipsis:
+        return a == b
+    return False
+
+
+_EQUAL = (bool, int, complex, str, bytes, type, np.dtype, slice)  # compared with ==
+
+
+def _fortran(a: np.ndarray) -> bool:
+    return a.flags.f_contiguous and not a.flags.c_contiguous
+
+
+def comparable(a: Any) -> bool:
+    """Whether `same` can find `a` the same as a copy of it (a plain value, an array of numbers, or
+    containers of them): only such a data argument is replayed, and f gets a private copy of it."""
+    if type(a) is np.ndarray or isinstance(a, np.generic):
+        return np.asarray(a).dtype.kind != "O"
+    if type(a) in (tuple, list) or isinstance(a, tuple):
+        return all(comparable(x) for x in a)
+    if type(a) is dict:
+        return all(comparable(k) and comparable(x) for k, x in a.items())
+    return a is None or a is Ellipsis or isinstance(a, (float,) + _EQUAL)
+
+
+def snapshot(args: Sequence[Any], wrt: Sequence[int]) -> dict[int, Any]:
+    """Copies of the arguments that are not differentiated: a replay needs them unchanged."""
+    return {i: private_copy(a) if comparable(a) else Unique() for i, a in enumerate(args) if i not in wrt}
+
+
+def substituted(args: tuple, refs: tuple, vals: list) -> tuple:
+    """args with the replayed values in place at `refs` ((position, node, output index) triples)."""
+    args = list(args)
+    for i, node, idx in refs:
+        v = vals[node.index]
+        args[i] = v if idx is None else v[idx]
+    return tuple(args)
+
+
+def _call(fn: Callable, args: tuple, kwargs: dict, errstate: dict | None) -> Any:
+    """fn(*args, **kwargs), under `errstate` (np.geterr()'s form) when it is not None."""
+    if errstate is None:
+        return fn(*args, **kwargs)
+    with np.errstate(**errstate):
+        return fn(*args, **kwargs)
+
+
+class ErrstateRun:
+    """A replay's error state: each operation's recorded one (None: the caller's), entered only
+    where it changes from the previous operation's. A recorded sweep's operations, all under
+    one state (warnings off), then cost one np.errstate, not one each. close() when done."""
+
+    __slots__ = ("state", "ctx")
+
+    def __init__(self) -> None:
+        self.state: dict | None = None
+        self.ctx: Any = None
+
+    def set(self, state: dict | None) -> None:
+        if state is self.state:
+            return
+        if self.ctx is not None:
+            self.ctx.__exit__(None, None, None)
+            self.ctx = None
+        if state is not None:
+            self.ctx = np.errstate(**state)
+            self.ctx.__enter__()
+        self.state = state
+
+    def close(self) -> None:
+        self.set(None)
+
+
+def _holds(guard: Any, vals: list) -> bool:
+    args = substituted(guard.args, guard.refs, vals)
+    return same(_call(guard.fn, args, guard.kwargs, guard.errstate), guard.expected)
+
+
+def guards_hold(guards: list, g: int, upto: int | None, vals: list, run: ErrstateRun) -> int | None:
+    """Check guards[g:] taken before node `upto` (every one left with None) on the replayed values
+    `vals`: the index of the next guard, or None when one does not hold. Under the caller's error
+    state, or the guard's own: `run`, the replay's, is left first."""
+    while g < len(guards) and (upto is None or guards[g].pos <= upto):
+        run.set(None)
+        if not _holds(guards[g], vals):
+            return None
+        g += 1
+    return g

@@ -1,0 +1,248 @@
+"""Replayable: a recording that runs again at new values of its inputs, and answers its sweeps from compiled ones.
+
+`record_once` keeps one per input signature. Its `replay(args)` runs the recorded operations on
+the new values, every guard checked (compiled into one function by replay_trace, or node by node
+where the recording wrote in place), and gives a new Replayable that shares what the structure
+decides with the recording: the compiled forward replay, the compiled sweeps (compiled_sweeps),
+the answers of `shared`. A replay answers a sweep request from its compiled sweep where there is
+one; `path` says which way its results were made.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from jaccli.engine import (INPUT, MONITOR, Node, Recording, Trace, Tracer, Unique, current_errstate, pause_for, plan_form,
+                           private_copy, private_float, renewed_plan, rewritable, write_in_place)
+
+from . import compiled_sweeps, replay_trace
+from .guards import ErrstateRun, guards_hold, same, snapshot, substituted
+
+REPLAY = "replay"
+COMPILED_SWEEP = "compiled sweep"
+
+
+class Replayable(Recording):
+    """f recorded at `args` (inputs in `wrt` traced) so that it can be replayed at new values."""
+
+    def __init__(self, f: Callable, args: Sequence[Any], wrt: Sequence[int]) -> None:
+        wrt = tuple(wrt)
+        # Data arguments as they were, for replay() to compare against; f gets copies of its
+        # own, so that the recording's constants do not change when the caller's arrays do.
+        data = snapshot(args, wrt)
+        errstate = current_errstate()
+        call_args = list(args)
+        for i, snap in data.items():
+            if type(snap) is not Unique:  # comparable, so copied: f gets a copy of its own too
+                call_args[i] = private_copy(args[i])
+            # else f gets the object itself (a random Generator that f draws from, a module, a
+            # file): it is never the same as the snapshot (`same`), so every call records afresh
+        super().__init__(f, call_args, wrt, guarded=True)
+        self._data = data
+        self._errstate = errstate
+        # Constant outputs as recorded, for replays to hand out copies of (the caller owns these).
+        self._consts = tuple(None if r is not None else private_copy(v) for r, v in zip(self.out_refs, self.outputs))
+        # The compiled sweeps, shared with the replays: request -> Program, or False where the
+        # sweep is made the usual way. A replay records them.
+        self._programs: dict = {}
+        self._replayed = False
+        # ... and the replays' compiled form: [Forward, None if not made yet, or False where a
+        # replay runs node by node]
+        self._forward: list = [None]
+
+    def __getattr__(self, name: str) -> Any:
+        # A replay's nodes are made when first read (replay_trace): so are these lists of them.
+        if name in ("in_nodes", "out_refs") and "_forward" in self.__dict__:
+            fw = self._forward[0]
+            nodes = self.trace.nodes
+            self.in_nodes = [nodes[k] for k in fw.in_at]
+            self.out_refs = [None if at is None else (nodes[at[0]], at[1]) for at in self.outs_at]
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def compiles(self) -> bool:
+        return self._replayed
+
+    def replay(self, args: Sequence[Any]) -> "Replayable | None":
+        """The same recording at new values of the traced inputs, without calling f; None if it can't be.
+
+        A replay runs each recorded operation again on the new values and checks every guard
+        (the plain results that f or a rule derived from traced values: comparisons, masks,
+        branches, permutations) where it was taken. It returns None, and the caller records f
+        afresh, when a traced input changed shape or dtype, a data argument changed, a guard
+        gives a different result, or an operation fails: the fresh recording then takes the
+        branch f takes and reports errors as usual. Constants that f captured (globals,
+        closures, random draws) are replayed as they were recorded.
+        """
+        if len(args) != len(self.inputs) or current_errstate() != self._errstate:
+            return None
+        new_in = []
+        try:
+            for i in self.wrt:
+                a = args[i]
+                if type(a) is Tracer:
+                    return None
+                a = private_float(a)
+                old = self.inputs[i]
+                if a.shape != old.shape or a.dtype != old.dtype:
+                    return None
+                new_in.append(a)
+            for i, snap in self._data.items():
+                if not same(args[i], snap):
+                    return None
+        except Exception:  # noqa: BLE001 - an argument that cannot be read or compared: record afresh
+            return None
+        if self.has_traced_constants():
+            return None
+        fw = self._forward[0]
+        if fw is None:
+            try:
+                fw = replay_trace.compile_forward(self.trace, self.guards, self.in_nodes) or False
+            except Exception:  # noqa: BLE001 - a recording that cannot be written out replays node by node
+                fw = False
+            self._forward[0] = fw
+        if fw is False:
+            return self._replay_nodes(args, new_in)
+        with pause_for(self.trace):
+            vals = fw.values(new_in)
+        if vals is None:
+            return None
+        return self._replayed_as(replay_trace.ReplayTrace(vals, fw, self.trace), args, [vals[k] for k in fw.in_at],
+                                 vals)
+
+    def _replay_nodes(self, args: Sequence[Any], new_in: list) -> "Replayable | None":
+        """replay() node by node, for a recording whose replay writes in place as f did."""
+        new_in = {node.index: a for node, a in zip(self.in_nodes, new_in)}
+        errstates = self.trace.errstates
+        old_nodes = self.trace.nodes
+        trace = Trace()
+        trace.guards = None
+        vals: list = [None] * len(old_nodes)
+        nodes: list = [None] * len(old_nodes)
+        guards, g = self.guards, 0
+        largest = 1
+        pause = pause_for(self.trace)
+        pause.__enter__()
+        run = ErrstateRun()
+        try:
+            # under the caller's error state, as when f was recorded (checked above), or the one
+            # an operation was recorded under (f's own np.errstate blocks, a sweep's)
+            for k, node in enumerate(old_nodes):
+                g = guards_hold(guards, g, k, vals, run)
+                if g is None:
+                    return None
+                run.set(errstates.get(k))
+                if node.prim is INPUT:
+                    value, finite = new_in.get(k, node.value), None
+                    args_k = ()
+                else:
+                    args_k = substituted(node.args, node.parents, vals) if node.parents else node.args
+                    written = nodes[node.parents[0][1].index] if node.in_place else None
+                    if written is not None and rewritable(written):
+                        # written into its argument's memory when recorded: again, so that a loop
+                        # of y[i] = v keeps one array in the replay too
+                        value, finite = write_in_place(node.prim, written, args_k, node.kwargs, trace.nonfinite)
+                    else:
+                        value, finite = node.prim.impl(*args_k, **node.kwargs), None
+                new = Node(node.prim, args_k, node.kwargs,
+                           tuple((a, nodes[p.index], i) for a, p, i in node.parents), value, node.deps, node.site)
+                new.index = k
+                if finite is not None:
+                    new.in_place, new.finite = True, finite
+                nodes[k] = new
+                vals[k] = value
+                size = getattr(value, "size", 1)
+                if type(size) is int and size > largest:
+                    largest = size
+            if guards_hold(guards, g, None, vals, run) is None:
+                return None
+        except Exception:  # noqa: BLE001 - recording f afresh reports the failure properly
+            return None
+        finally:
+            run.close()
+            pause.__exit__(None, None, None)
+        trace.nodes = nodes
+        trace.errstates = errstates
+        trace.inputs = [nodes[n.index] for n in self.trace.inputs]
+        trace.largest = largest
+        trace.cuts = self.trace.cuts  # the same structure: the same operations cut the same inputs
+        # The sweep plans depend on the structure only: the same nodes, renewed. (A copy: a sweep in
+        # another thread may be adding a plan to this recording's trace meanwhile.)
+        for key, plan in self.trace._plans.copy().items():
+            trace._plans[key] = renewed_plan(plan_form(plan), nodes)
+        rec = self._replayed_as(trace, args, [nodes[n.index].value for n in self.in_nodes], vals)
+        rec.in_nodes = [nodes[n.index] for n in self.in_nodes]
+        rec.out_refs = [None if r is None else (nodes[r[0].index], r[1]) for r in self.out_refs]
+        return rec
+
+    def _replayed_as(self, trace: Trace, args: Sequence[Any], in_values: list, vals: list) -> "Replayable":
+        """The replay with `trace` (its nodes' values `vals`; `in_values`: the inputs' in `wrt` order)."""
+        rec = object.__new__(Replayable)
+        rec.trace = trace
+        rec.wrt = self.wrt
+        inputs = list(args)
+        for i, value in zip(self.wrt, in_values):
+            inputs[i] = value
+        rec.inputs = tuple(inputs)
+        rec.out_is_tuple = self.out_is_tuple
+        rec.outputs = tuple(private_copy(c) if at is None else vals[at[0]] if at[1] is None else vals[at[0]][at[1]]
+                            for c, at in zip(self._consts, self.outs_at))
+        rec.outs_at = self.outs_at
+        rec.live = self.live
+        rec._consts = self._consts
+        rec.sweeps = 0
+        rec.guards = self.guards
+        rec.kept = self.kept
+        rec._data = self._data
+        rec._errstate = self._errstate
+        rec._traced_constants = False
+        rec.structure = self.structure  # the same structure and sizes: the same answers
+        rec._programs = self._programs
+        rec._forward = self._forward
+        rec._replayed = True
+        rec.path = REPLAY
+        return rec
+
+    def answer(self, kind: str, request: tuple, seeds: tuple, where: Callable[[], tuple[tuple, tuple]],
+              sweep: Callable[[], list], alt: tuple | None = None) -> list:
+        """The sweep's results: from its compiled sweep (compiled_sweeps) where there is one.
+
+        The first replay that makes a request sweeps as usual, then records the sweep as a program
+        and runs it once: the program is kept if it gives the usual sweep's results (`agrees`) in a
+        form no larger (`worth_keeping`, which reads the results' structure, never a clock),
+        else the request is marked to be swept as usual. Later replays run the program; one whose
+        guard fails is swept as usual. The recording that f made itself, which may never be
+        replayed, records none.
+
+        `alt`: the seeds in another form, which the program is recorded and run with while it is
+        worth keeping: a small block of identity seeds is swept faster dense as usual, but as a
+        structured block once compiled, where the bookkeeping is done when it is recorded (P3's
+        tridiagonal Hessian, n = 100). The usual sweep keeps `seeds`, so that a first replay gives
+        what a fresh recording gives, to the last bit.
+        """
+        if not self._replayed:
+            return sweep()
+        key = None if MONITOR.v is not None else compiled_sweeps.key_of(kind, request, seeds)  # (diagnostics watch each rule)
+        if key is not None and alt is not None:
+            alt_key = compiled_sweeps.key_of(kind, request, alt)
+            if alt_key is not None and self._programs.get(alt_key) is not False:
+                key, seeds = alt_key, alt  # (the program's seeds from here on; the usual sweep keeps its own)
+        prog = None if key is None else self._programs.get(key)
+        if prog:
+            with pause_for(self.trace):
+                out = prog.run(self.trace.values(), seeds)
+            if out is not None:
+                self.path = COMPILED_SWEEP
+                return out
+        if prog is not None or key is None or len(self._programs) >= compiled_sweeps.MAX_PROGRAMS:
+            return sweep()
+        out = sweep()
+        try:
+            with pause_for(self.trace):
+                prog = compiled_sweeps.record(self.trace, kind, *where(), seeds)
+                got = None if prog is None else prog.run(self.trace.values(), seeds)
+        except Exception:  # noqa: BLE001 - a sweep that cannot be recorded as a program is swept as usual
+            got = None
+        kept = got is not None and compiled_sweeps.agrees(got, out) and compiled_sweeps.worth_keeping(got, out)
+        self._programs[key] = prog if kept else False
+        return out

@@ -1227,7 +1227,7 @@ def test_stats_go_to_stderr(runner):
     assert json.loads(result.stdout)["blocks"]["df_du"]["rows_evaluated"] == 4
     stats = result.stderr.splitlines()
     assert stats[0] == "stats: df_du: 4 of 32 rows, 0 of 32 columns"
-    assert stats[1] == "stats: sweeps: 1, seeds: 4, chunk size: auto, mode: reverse"
+    assert stats[1] == "stats: sweeps: 1, seeds: 4, chunk size: auto, mode: reverse, path: recording"
     assert stats[2].startswith("stats: time: load ") and "total" in stats[2]
 
 

@@ -123,6 +123,7 @@ class Outcome:
     sweeps: int = 0
     seeds: int = 0
     mode: str = ""
+    path: str = "recording"  # the way the derivatives were made (jaccli.replay.PATHS)
     streamed: bool = False
     # Filled by the diagnostics after evaluation: per-block non-finite counts (see nonfinite.py),
     # the op that produced the first NaN or inf, and the checks that ran (check, --compare...).
@@ -419,6 +420,7 @@ def _finish_stats(outcome: Outcome) -> None:
     evaluators = {id(J._ev): J._ev for J in lazies}.values()
     outcome.sweeps = sum(ev.sweeps for ev in evaluators)
     outcome.seeds = sum(ev.seeds_used for ev in evaluators)
+    outcome.path = ", ".join(dict.fromkeys(ev.rec.path for ev in evaluators))
     if outcome.command == "hessian":
         outcome.mode = "reverse-over-reverse" if any(ev.mode == "reverse" for ev in evaluators) \
             else "forward-over-reverse"

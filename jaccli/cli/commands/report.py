@@ -352,7 +352,8 @@ def print_stats(outcome: Outcome, settings: Settings) -> None:
         elif outcome.streamed:
             lines.append(f"{b.key}: {len(b.row_indices())} of {counted(b.M, 'row')} streamed to disk")
     chunk = settings.chunk_size if isinstance(settings.chunk_size, int) else "auto"
-    lines.append(f"sweeps: {outcome.sweeps}, seeds: {outcome.seeds}, chunk size: {chunk}, mode: {outcome.mode}")
+    lines.append(f"sweeps: {outcome.sweeps}, seeds: {outcome.seeds}, chunk size: {chunk}, mode: {outcome.mode}, "
+                 f"path: {outcome.path}")
     t = outcome.timings
     parts = [f"{k[:-2]} {_ms(v)}" for k, v in t.items() if k != "total_s"]
     lines.append(f"time: {', '.join(parts)}; total {_ms(t.get('total_s', 0.0))}")

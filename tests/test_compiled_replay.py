@@ -30,7 +30,7 @@ def _mlp():
 
 
 def test_a_replay_answered_by_a_program_makes_no_nodes(monkeypatch):
-    monkeypatch.setattr(programs, "worth_keeping", lambda compiled, usual: True)
+    monkeypatch.setattr(programs, "worth_keeping", lambda *results: True)
     f, (W1, b1, W2) = _mlp()
     g = jaccli.record_once(f)
     rng = np.random.default_rng(1)
@@ -45,7 +45,7 @@ def test_a_replay_answered_by_a_program_makes_no_nodes(monkeypatch):
 
 @pytest.mark.parametrize("mode", ["reverse", "forward"])
 def test_the_nodes_a_usual_sweep_reads_are_made_from_the_replayed_values(monkeypatch, mode):
-    monkeypatch.setattr(programs, "worth_keeping", lambda compiled, usual: False)  # every sweep the usual way
+    monkeypatch.setattr(programs, "worth_keeping", lambda *results: False)  # every sweep the usual way
 
     def f(x):
         return np.sin(x[:3] * x[1:]) * np.exp(x[0]) + np.sum(x ** 2)

@@ -42,15 +42,26 @@ MAX_BYTES = 1 << 24
 MAX_PROGRAMS = 8
 
 
-def worth_keeping(got: list, want: list) -> bool:
-    """Whether a new program, whose first results `got` agree with the usual sweep's `want`, replaces
-    the usual sweep: when its results are in a form no larger (`stored`). Decided by what the
-    program computes, never by a clock, so that the same call takes the same way in every run. A
-    program runs the usual sweep's NumPy operations without making its nodes, rules and plans, and
-    computes what depends on the seeds and f's constants alone once: it gains, unless it densifies
-    what the usual sweep keeps structured (a block's entries and low-rank part made one dense
-    block), which its results show."""
-    return all(stored(g) <= stored(w) for g, w in zip(got, want))
+# Numbers a program's results may hold per recorded operation (see worth_keeping).
+MAX_STORED_PER_NODE = 1 << 16
+
+
+def worth_keeping(got: list, want: list, nodes: int) -> bool:
+    """Whether a new program, whose first results `got` agree with the usual sweep's `want` on a
+    recording of `nodes` operations, replaces the usual sweep. Decided by what the program
+    computes, never by a clock, so that the same call takes the same way in every run.
+
+    A program runs the usual sweep's NumPy operations without its bookkeeping (a node, a rule and
+    a plan entry per recorded operation, some microseconds each), and computes what depends on
+    the seeds and f's constants alone once. It is not kept where that gains nothing:
+    - where it densifies what the usual sweep keeps structured (a block's entries and low-rank
+      part made one dense block): its results hold more numbers than the usual sweep's;
+    - where the arithmetic dwarfs the bookkeeping, over MAX_STORED_PER_NODE numbers of results per
+      recorded operation (the benchmark's P4-B256-n64, 2^20 numbers from 3 operations; P2-n1000-m1000):
+      the gain is a few percent at most there, and a program's operations are not always the usual
+      sweep's (a product's traced form), which can cost as much."""
+    return all(stored(g) <= stored(w) for g, w in zip(got, want)) \
+        and sum(map(stored, got)) <= MAX_STORED_PER_NODE * max(nodes, 1)
 
 
 def stored(block: Any) -> int:

@@ -209,7 +209,7 @@ class Replayable(Recording):
 
         The first replay that makes a request sweeps as usual, then records the sweep as a program
         and runs it once: the program is kept if it gives the usual sweep's results (`agrees`) in a
-        form no larger (`worth_keeping`, which reads the results' structure, never a clock),
+        form no larger and where it gains (`worth_keeping`, which reads the results' structure, never a clock),
         else the request is marked to be swept as usual. Later replays run the program; one whose
         guard fails is swept as usual. The recording that f made itself, which may never be
         replayed, records none.
@@ -243,6 +243,6 @@ class Replayable(Recording):
                 got = None if prog is None else prog.run(self.trace.values(), seeds)
         except Exception:  # noqa: BLE001 - a sweep that cannot be recorded as a program is swept as usual
             got = None
-        kept = got is not None and compiled_sweeps.agrees(got, out) and compiled_sweeps.worth_keeping(got, out)
+        kept = got is not None and compiled_sweeps.agrees(got, out) and compiled_sweeps.worth_keeping(got, out, self.trace.size())
         self._programs[key] = prog if kept else False
         return out

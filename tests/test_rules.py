@@ -11,6 +11,7 @@ import pytest
 
 import jaccli
 import tests.rule_cases as rule_cases
+from jaccli.engine.structure import structure_of
 from jaccli.engine.recording import Recording
 from jaccli.engine import facts
 from jaccli.engine import ELEMENTWISE
@@ -163,6 +164,12 @@ def _every_primitive() -> list:
 def test_every_primitive_declares_how_samples_pass_through_it():
     missing = sorted(p.name for p in _every_primitive() if p not in facts.SAMPLE_RULES)
     assert not missing, f"primitives without a rule or NOT_SEPARABLE in facts.SAMPLE_RULES: {missing}"
+
+
+def test_every_primitive_has_a_structure():
+    missing = sorted(p.name for p in _every_primitive() if structure_of(p) is None)
+    assert not missing, f"primitives without a structure in facts.STRUCTURES: {missing}"
+    assert set(facts.STRUCTURES) <= set(_every_primitive())
 
 
 def test_every_elementwise_primitive_declares_its_kink_or_none_and_every_kink_its_crossing():
@@ -460,3 +467,4 @@ def test_dividing_by_a_python_or_numpy_zero_differentiates_to_numpys_quotient_no
         np.testing.assert_array_equal(jaccli.jvp(lambda v: v / zero, x, np.ones(3))[1], want)
         np.testing.assert_array_equal(jaccli.vjp(lambda v: v / zero, x, np.ones(3))[1], want)
         np.testing.assert_array_equal(np.diagonal(np.asarray(jaccli.jacobian(lambda v: v / zero, x, mode="forward"))), want)
+

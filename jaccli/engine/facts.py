@@ -32,6 +32,11 @@ FORMS = frozenset({"add", "subtract", "negative", "exp", "log", "multiply", "div
                    "extreme",  # a max or min reduction
                    "move"})  # entries of argument 0 moved around or picked (a reshape, an index)
 
+STRUCTURES: dict[_Primitive, Any] = {}
+"""Which elements of its arguments each element of the result depends on (engine/structure.py's
+classes), for sparsity detection. Elementwise primitives (`Primitive.structure`), constants and
+primitives with a zero derivative need no row; every other primitive has one (Dense() at least)."""
+
 READS_ONE_TRIANGLE: set[_Primitive] = set()
 """Decompositions of a symmetric matrix where NumPy reads one triangle of A, and the derivative is
 that of f((A + A.T)/2) (check/branch_changes)."""

@@ -8,7 +8,8 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from ..user_sites import user_site
-from ..facts import NOT_SEPARABLE, SAMPLE_RULES, SHIFT_FORMS
+from ..facts import NOT_SEPARABLE, SAMPLE_RULES, SHIFT_FORMS, STRUCTURES
+from ..structure import Elementwise
 from ..registry import family, primitive, register, register_derived
 from ..sample_independence import leading_axis_kept
 from ..handlers import INTERNAL
@@ -23,6 +24,7 @@ def _copy_impl(x, order="K"):
 
 
 copy = primitive("np.copy", _copy_impl)
+STRUCTURES[copy] = Elementwise()
 copy.value_free = True
 copy.defvjp(lambda ans, x, order="K": (lambda g: g))
 copy.defjvp(lambda ans, x, order="K": (lambda t: t))
@@ -37,6 +39,7 @@ def _astype_impl(x, dtype):
 
 
 astype = primitive("astype", _astype_impl)
+STRUCTURES[astype] = Elementwise()
 # The cotangent goes back in the input's dtype, the tangent forward in the output's.
 astype.defvjp(lambda ans, x, dtype: (lambda g, _dt=dtype_of(x): _astype_impl(g, _dt)))
 astype.defjvp(lambda ans, x, dtype: (lambda t: _astype_impl(t, dtype)))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..facts import NOT_SEPARABLE, SAMPLE_RULES, allow_in_expressions
+from ..facts import NOT_SEPARABLE, SAMPLE_RULES, STRUCTURES, allow_in_expressions
+from ..structure import Cumulates
 from ..registry import family, primitive, register, register_derived
 from ._util import along, axis_index, dtype_of
 from .reductions import _NAN_NOTES, _without_nans, cast_first
@@ -23,6 +24,7 @@ def _cumsum_impl(x, axis):
 
 
 cumsum = primitive("np.cumsum", _cumsum_impl)
+STRUCTURES[cumsum] = Cumulates(axis_at=1)
 # The transpose of a running sum is a running sum from the other end.
 cumsum.defvjp(lambda ans, x, axis: (lambda g, flip=along(axis + 1, _REVERSED):
                                     np.cumsum(g[flip], axis=axis + 1)[flip]))
@@ -35,6 +37,7 @@ def _cumprod_impl(x, axis):
 
 
 cumprod = primitive("np.cumprod", _cumprod_impl)
+STRUCTURES[cumprod] = Cumulates(axis_at=1)
 
 # With P_k the product of the entries before k, d(cumprod)_i/dx_k = P_k * x_{k+1} ... x_i for k <= i.
 # So the tangent z = J t solves z_i = x_i z_{i-1} + P_i t_i, and the cotangent is P_k h_k where

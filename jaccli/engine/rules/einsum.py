@@ -6,7 +6,8 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from ..user_sites import user_site
-from ..facts import MATRIX_PRODUCTS, NOT_SEPARABLE, SAMPLE_RULES, allow_in_expressions
+from ..facts import MATRIX_PRODUCTS, NOT_SEPARABLE, SAMPLE_RULES, STRUCTURES, allow_in_expressions
+from ..structure import Contracts
 from ..registry import family, primitive, register, register_derived
 from ._util import dtype_of, in_dtype, loop_dtypes, refuse_core_axes
 
@@ -40,6 +41,7 @@ def _einsum_impl(*ops, spec):
 
 
 einsum = primitive("np.einsum", _einsum_impl)
+STRUCTURES[einsum] = Contracts()
 SAMPLE_RULES[einsum] = NOT_SEPARABLE
 MATRIX_PRODUCTS.add(einsum)
 

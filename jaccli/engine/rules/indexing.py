@@ -11,7 +11,8 @@ import numpy as np
 
 from ...errors import TracingError
 from ..user_sites import user_site
-from ..facts import NOT_SEPARABLE, SAMPLE_RULES, SHIFT_FORMS
+from ..facts import NOT_SEPARABLE, SAMPLE_RULES, SHIFT_FORMS, STRUCTURES
+from ..structure import Moves, Scatters
 from ..registry import family, primitive, register
 from ..seeds import SparseBlock, distinct_positions
 from ._util import dtype_of, shape_of, unbroadcast
@@ -77,6 +78,7 @@ def _covered(shape: tuple, idx: tuple) -> tuple:
 get_basic = primitive("getitem", _get_basic)
 get_basic.value_free = True  # the rules read x's shape only
 scatter_basic = primitive("scatter", _scatter_basic)
+STRUCTURES[get_basic] = STRUCTURES[scatter_basic] = Moves()
 get_basic.defvjp(lambda ans, x, idx: (lambda g: scatter_basic(g, idx, _covered(np.shape(x), idx))))
 get_basic.defjvp(lambda ans, x, idx: (lambda t: get_basic(t, idx)))
 scatter_basic.defvjp(lambda ans, v, idx, shape: (lambda g: get_basic(g, idx)))
@@ -101,6 +103,7 @@ def _scatter_into(acc, v, idx):
 
 
 scatter_into = primitive("scatter_into", _scatter_into)
+STRUCTURES[scatter_into] = Moves()
 SAMPLE_RULES[scatter_into] = NOT_SEPARABLE
 scatter_into.defvjp(lambda ans, acc, v, idx: (lambda g: g), lambda ans, acc, v, idx: (lambda g: get_basic(g, idx)))
 
@@ -157,6 +160,8 @@ def _scatter_flat(v, flat, n):
 gather = primitive("gather", _gather)
 gather.value_free = True
 scatter_flat = primitive("scatter_add", _scatter_flat)
+STRUCTURES[gather] = Moves()
+STRUCTURES[scatter_flat] = Scatters()
 gather.defvjp(lambda ans, x, flat: (lambda g: scatter_flat(g, flat, np.shape(x)[-1])))
 gather.defjvp(lambda ans, x, flat: (lambda t: gather(t, flat)))
 scatter_flat.defvjp(lambda ans, v, flat, n: (lambda g: gather(g, flat)))
@@ -212,6 +217,7 @@ def _assign_in_place(x, v, idx):
 
 
 assign = primitive("assign", _assign_impl)
+STRUCTURES[assign] = Moves()
 assign.value_free = True  # the rules read shapes only
 assign.in_place = _assign_in_place
 SAMPLE_RULES[assign] = NOT_SEPARABLE

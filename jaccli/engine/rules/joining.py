@@ -8,7 +8,8 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from ..user_sites import user_site
-from ..facts import NOT_SEPARABLE, SAMPLE_RULES, allow_in_expressions
+from ..facts import NOT_SEPARABLE, SAMPLE_RULES, STRUCTURES, allow_in_expressions
+from ..structure import Moves
 from ..registry import family, primitive, register, register_derived
 from ..tracer import Tracer
 from ._util import axis_index, dtype_of
@@ -23,6 +24,7 @@ def _concat_impl(*xs, axis):
 
 
 concat = primitive("np.concatenate", _concat_impl)
+STRUCTURES[concat] = Moves()
 SAMPLE_RULES[concat] = NOT_SEPARABLE
 concat.value_free = True  # the rules slice and join blocks: a constant part's values are never read
 

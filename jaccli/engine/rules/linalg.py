@@ -12,7 +12,8 @@ import operator
 
 import numpy as np
 
-from ..facts import NOT_SEPARABLE, SAMPLE_RULES, allow_in_expressions
+from ..facts import NOT_SEPARABLE, SAMPLE_RULES, STRUCTURES, allow_in_expressions
+from ..structure import Dense
 from ..registry import family, primitive, register, register_derived
 from ..tracer import guarded
 from ._util import unbroadcast
@@ -66,6 +67,7 @@ def result_type_of(func, *example):
 # inv
 # ---------------------------------------------------------------------------
 inv = primitive("np.linalg.inv", np.linalg.inv)
+STRUCTURES[inv] = Dense()
 
 
 def _inv_vjp(ans, a):
@@ -94,6 +96,7 @@ def _solve_impl(a, b):
 
 
 solve = primitive("np.linalg.solve", _solve_impl)
+STRUCTURES[solve] = Dense()
 
 
 def _solve_vjp_a(ans, a, b):
@@ -144,6 +147,7 @@ register(np.linalg.solve, _solve_handler, prims=(solve,),
 # det and slogdet: d log|det A| = tr(A^-1 dA)
 # ---------------------------------------------------------------------------
 det = primitive("np.linalg.det", np.linalg.det)
+STRUCTURES[det] = Dense()
 
 
 # Up to this size, the cofactors of a singular matrix are the determinants of its minors; past it,
@@ -238,6 +242,7 @@ register(np.linalg.det, lambda a: det(a), prims=(det,),
                "minors' determinants (up to 8 x 8; larger, from the SVD)")
 
 slogdet = primitive("np.linalg.slogdet", np.linalg.slogdet, multi_out=True)
+STRUCTURES[slogdet] = Dense()
 _SlogdetResult = result_type_of(np.linalg.slogdet, np.eye(1))
 
 
@@ -274,6 +279,7 @@ allow_in_expressions("linalg.inv", "linalg.det", "linalg.solve", "linalg.slogdet
 # pinv: the derivative for a locally constant rank (Golub and Pereyra, 1973)
 # ---------------------------------------------------------------------------
 pinv = primitive("np.linalg.pinv", np.linalg.pinv)
+STRUCTURES[pinv] = Dense()
 
 
 def _pinv_parts(ans, a):

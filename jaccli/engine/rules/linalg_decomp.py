@@ -14,7 +14,8 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from ..user_sites import user_site
-from ..facts import NOT_SEPARABLE, READS_ONE_TRIANGLE, SAMPLE_RULES, allow_in_expressions
+from ..facts import NOT_SEPARABLE, READS_ONE_TRIANGLE, SAMPLE_RULES, STRUCTURES, allow_in_expressions
+from ..structure import Dense
 from ..registry import family, primitive, register
 from .linalg import diag_embed, diag_part, inv, mT, result_type_of, solve, sym
 
@@ -40,6 +41,7 @@ def _cholesky_impl(a, upper):
 
 
 cholesky = primitive("np.linalg.cholesky", _cholesky_impl)
+STRUCTURES[cholesky] = Dense()
 
 
 def _cholesky_parts(ans, upper):
@@ -82,6 +84,7 @@ register(np.linalg.cholesky, lambda a, upper=False: cholesky(a, bool(upper)), pr
 # eigh and eigvalsh: dw_i = v_i^T dA v_i, dV = V (F * V^T dA V), F_ij = 1/(w_j - w_i)
 # ---------------------------------------------------------------------------
 eigh = primitive("np.linalg.eigh", np.linalg.eigh, multi_out=True)
+STRUCTURES[eigh] = Dense()
 _EighResult = result_type_of(np.linalg.eigh, np.eye(1))
 
 
@@ -142,6 +145,7 @@ def _eigvalsh_impl(a, UPLO="L"):
 
 
 eigvalsh = primitive("np.linalg.eigvalsh", _eigvalsh_impl)
+STRUCTURES[eigvalsh] = Dense()
 
 
 def _eigvalsh_vjp(ans, a, UPLO="L"):
@@ -168,6 +172,7 @@ register(np.linalg.eigvalsh, lambda a, UPLO="L": eigvalsh(a, UPLO=UPLO), prims=(
 # dQ = Q (O - C) + dA R^-1 and dR = (C - O) R
 # ---------------------------------------------------------------------------
 qr = primitive("np.linalg.qr", lambda a: np.linalg.qr(a, mode="reduced"), multi_out=True)
+STRUCTURES[qr] = Dense()
 _QRResult = result_type_of(np.linalg.qr, np.eye(1))
 
 
@@ -235,6 +240,7 @@ register(np.linalg.qr, _qr_handler, prims=(qr,),
 # ---------------------------------------------------------------------------
 svd = primitive("np.linalg.svd", lambda a, hermitian=False:
                 np.linalg.svd(a, full_matrices=False, hermitian=hermitian), multi_out=True)
+STRUCTURES[svd] = Dense()
 _SVDResult = result_type_of(np.linalg.svd, np.eye(1))
 
 
@@ -300,6 +306,7 @@ def _svdvals_impl(a):
 
 
 svdvals = primitive("np.linalg.svdvals", _svdvals_impl)
+STRUCTURES[svdvals] = Dense()
 
 
 def _svdvals_vjp(ans, a):
@@ -333,6 +340,7 @@ SAMPLE_RULES[svdvals] = NOT_SEPARABLE
 # ---------------------------------------------------------------------------
 svd_full = primitive("np.linalg.svd(full_matrices=True)",
                      lambda a: np.linalg.svd(a, full_matrices=True), multi_out=True)
+STRUCTURES[svd_full] = Dense()
 
 
 def _full_parts(ans, a):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..facts import NOT_SEPARABLE, SAMPLE_RULES, allow_in_expressions
+from ..facts import NOT_SEPARABLE, SAMPLE_RULES, STRUCTURES, allow_in_expressions
+from ..structure import Reduces
 from ..registry import family, primitive, register, register_derived
 from ._util import axis_index, norm_axes, shift
 from ..tracer import guarded, peek
@@ -34,6 +35,7 @@ def _pnorm_impl(x, p, axes, keepdims):
 
 
 pnorm = primitive("vector_norm", _pnorm_impl)
+STRUCTURES[pnorm] = Reduces(axes_at=2)
 
 
 def _pnorm_slope(ans, x, p, axes):

@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from ..facts import MATRIX_PRODUCTS, SAMPLE_RULES, allow_in_expressions
+from ..facts import MATRIX_PRODUCTS, SAMPLE_RULES, STRUCTURES, allow_in_expressions
+from ..structure import Contracts
 from ..registry import family, primitive, register, register_derived
 from ..sample_independence import traced_args
 from ..tracer import Tracer
@@ -58,6 +59,7 @@ def _out2_shape(a, b) -> tuple:
 
 
 matmul = primitive("np.matmul", np.matmul)
+STRUCTURES[matmul] = Contracts()
 
 
 def _matrix(x) -> bool:

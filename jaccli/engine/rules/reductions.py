@@ -7,7 +7,8 @@ import math
 
 import numpy as np
 
-from ..facts import KINK_CROSSINGS, SAMPLE_RULES, SHIFT_FORMS, allow_in_expressions
+from ..facts import KINK_CROSSINGS, SAMPLE_RULES, SHIFT_FORMS, STRUCTURES, allow_in_expressions
+from ..structure import Reduces
 from ..registry import family, primitive, register, register_derived
 from ..seeds import SparseBlock, broadcast_block
 from ..handlers import FUNCTION_HANDLERS, UFUNC_HANDLERS
@@ -64,6 +65,7 @@ def _sum_impl(x, axes, keepdims):
 
 
 sum_ = primitive("np.sum", _sum_impl)
+STRUCTURES[sum_] = Reduces(axes_at=1)
 
 
 def _sum_vjp(ans, x, axes, keepdims):
@@ -120,6 +122,7 @@ def _prod_impl(x, axes, keepdims):
 
 
 prod = primitive("np.prod", _prod_impl)
+STRUCTURES[prod] = Reduces(axes_at=1)
 
 
 def _exclusive_cumprod(y):
@@ -206,6 +209,7 @@ def _extreme(name, np_func):
         return np_func(x, axis=axes, keepdims=keepdims)
 
     prim = primitive(name, impl)
+    STRUCTURES[prim] = Reduces(axes_at=1)
 
     def weights(ans, x, axes):
         # Piecewise constant in x: computed on the plain values, one guard for a replay, and

@@ -22,7 +22,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ..tape import ELEMENTWISE
-from ..facts import NOT_SEPARABLE, SAMPLE_RULES
+from ..facts import NOT_SEPARABLE, SAMPLE_RULES, STRUCTURES
+from ..structure import Normalizes, Reduces
 from ..registry import family, primitive, register
 from ..handlers import FUNCTION_SWAPS, UFUNC_HANDLERS
 from ..tracer import holds_tracer, lift
@@ -282,6 +283,7 @@ def _logsumexp_primitive(sp: Any, signed: bool):
         impl = lambda a, b, axes, keepdims: sp.logsumexp(a, axis=axes, b=b, keepdims=keepdims)  # noqa: E731
         name = "scipy.special.logsumexp"
     prim = primitive(name, impl, multi_out=signed)
+    STRUCTURES[prim] = Reduces(axes_at=2)
     SAMPLE_RULES[prim] = NOT_SEPARABLE
 
     def vjp(pos):
@@ -338,6 +340,7 @@ def _register_logsumexp(sp: Any) -> None:
 def _register_softmax(sp: Any) -> None:
     softmax = primitive("scipy.special.softmax", lambda x, axes: sp.softmax(x, axis=axes))
     log_softmax = primitive("scipy.special.log_softmax", lambda x, axes: sp.log_softmax(x, axis=axes))
+    STRUCTURES[softmax] = STRUCTURES[log_softmax] = Normalizes(axes_at=1)
     SAMPLE_RULES.update({softmax: NOT_SEPARABLE, log_softmax: NOT_SEPARABLE})
 
     def softmax_rule(ans, x, axes):

@@ -6,7 +6,8 @@ import operator
 
 import numpy as np
 
-from ..facts import NOT_SEPARABLE, SAMPLE_RULES, SHIFT_FORMS, allow_in_expressions
+from ..facts import NOT_SEPARABLE, SAMPLE_RULES, SHIFT_FORMS, STRUCTURES, allow_in_expressions
+from ..structure import Moves
 from ..registry import family, primitive, register, register_derived
 from ..sample_independence import leading_axis_kept
 from ..refusals import mark_read_only
@@ -30,6 +31,7 @@ def _reshape_impl(x, shape):
 
 
 reshape = primitive("reshape", _reshape_impl)
+STRUCTURES[reshape] = Moves()
 
 
 def _reshape_rule(to_shape_of):
@@ -132,6 +134,7 @@ def _transpose_impl(x, axes):
 
 
 transpose = primitive("transpose", _transpose_impl)
+STRUCTURES[transpose] = Moves()
 
 
 def _transpose_vjp(ans, x, axes):
@@ -205,6 +208,7 @@ def _broadcast_impl(x, shape):
 
 
 broadcast_to = primitive("broadcast_to", _broadcast_impl)
+STRUCTURES[broadcast_to] = Moves()
 
 
 def _broadcast_vjp(ans, x, shape):

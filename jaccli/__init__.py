@@ -7,17 +7,20 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 __all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp", "grad", "record_once", "Jacobian", "Hessian",
-           "__version__"]
+           "sparsity", "sparse_jacobian", "sparse_hessian", "check_sparse", "Sparsity", "__version__"]
 
 # Imported on first use, so that `jaccli --version` and `--help` do not pay for NumPy and the engine.
 _LAZY = {"jacobian": "api.jacobian_hessian", "hessian": "api.jacobian_hessian", "vjp": "api.products",
          "jvp": "api.products", "hvp": "api.products", "vhp": "api.products", "grad": "api.products",
-         "record_once": "replay.record_once", "Jacobian": "api.lazy", "Hessian": "api.lazy"}
+         "record_once": "replay.record_once", "Jacobian": "api.lazy", "Hessian": "api.lazy",
+         "sparsity": "api.sparse", "sparse_jacobian": "api.sparse", "sparse_hessian": "api.sparse",
+         "check_sparse": "api.sparse", "Sparsity": "api.sparse"}
 
 if TYPE_CHECKING:
     from .api.jacobian_hessian import hessian, jacobian
     from .api.products import grad, hvp, jvp, vhp, vjp
     from .api.lazy import Hessian, Jacobian
+    from .api.sparse import Sparsity, check_sparse, sparse_hessian, sparse_jacobian, sparsity
     from .replay.record_once import record_once
 
 

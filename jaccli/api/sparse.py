@@ -232,54 +232,33 @@ def _chunks(ev: Any, k: int) -> list[slice]:
     return [slice(s, min(s + size, k)) for s in range(0, k, size)]
 
 
-def _forward_products(ev: Any, seeds: Any, ins: tuple, total_out: int) -> np.ndarray:
-    """J @ S (M x K) for the stacked outputs, one forward sweep per chunk of the K columns of S."""
-    rec = ev.rec
+def _products(ev: Any, seeds: Any, seeded: tuple, results: tuple, sweep: Callable) -> np.ndarray:
+    """The K sweeps of the seed matrix's columns (K x sum of `results` sizes), a chunk of seeds per
+    sweep: seeds of the `seeded` side (inputs for JVPs, outputs for VJPs) split by their shapes."""
     k = seeds.shape[1]
-    dense = seeds.toarray().T  # (K, N): a seed per colour
-    out = np.empty((total_out, k), dtype=np.result_type(*rec.outputs, np.float64))
-    offsets = np.cumsum([0] + [math.prod(s) for s in ins])
+    dense = seeds.toarray().T  # a seed per colour
+    sizes = [math.prod(s) for s in results]
+    out = np.empty((k, sum(sizes)), dtype=np.result_type(*ev.rec.outputs, np.float64))
+    offsets = np.cumsum([0] + [math.prod(s) for s in seeded])
     for part in _chunks(ev, k):
         block = dense[part]
-        tangents = [block[:, a:b].reshape((block.shape[0],) + s) for a, b, s in zip(offsets, offsets[1:], ins)]
-        results = rec.jvp(tangents)
-        row = 0
-        for res, value in zip(results, rec.outputs):
-            size = int(np.size(value))
-            out[row:row + size, part] = 0.0 if res is None else np.reshape(res, (block.shape[0], size)).T
-            row += size
-        ev.sweeps += 1
-    return out
-
-
-def _reverse_products(ev: Any, seeds: Any, outs: tuple, total_in: int) -> np.ndarray:
-    """S^T @ J (K x N) for the stacked inputs, one reverse sweep per chunk of the K columns of S."""
-    rec = ev.rec
-    k = seeds.shape[1]
-    dense = seeds.toarray().T  # (K, M)
-    out = np.empty((k, total_in), dtype=np.result_type(*rec.outputs, np.float64))
-    offsets = np.cumsum([0] + [math.prod(s) for s in outs])
-    for part in _chunks(ev, k):
-        block = dense[part]
-        cot = [block[:, a:b].reshape((block.shape[0],) + s) for a, b, s in zip(offsets, offsets[1:], outs)]
-        results = rec.vjp(cot)
-        col = 0
-        for res, j in zip(results, range(len(rec.wrt))):
-            size = math.prod(rec.in_shape(j))
-            out[part, col:col + size] = 0.0 if res is None else np.reshape(res, (block.shape[0], size))
-            col += size
+        got = sweep([block[:, a:b].reshape((len(block),) + s) for a, b, s in zip(offsets, offsets[1:], seeded)])
+        at = 0
+        for res, size in zip(got, sizes):
+            out[part, at:at + size] = 0.0 if res is None else np.reshape(res, (len(block), size))
+            at += size
         ev.sweeps += 1
     return out
 
 
 def _compute(ev: Any, sparse: Sparsity) -> Any:
     plan = sparse.plan
-    m, n = sparse.shape
     products = []
-    if plan.mode in ("forward", "symmetric", "bidirectional"):
-        products.append(_forward_products(ev, plan.forward_seeds(), sparse.in_shapes, m))
-    if plan.mode in ("reverse", "bidirectional"):
-        products.append(_reverse_products(ev, plan.reverse_seeds(), sparse.out_shapes, n))
+    outs = sparse.in_shapes if sparse.hessian else sparse.out_shapes  # (a Hessian's outputs: the gradient)
+    if plan.mode in ("forward", "symmetric", "bidirectional"):  # J @ S, M x K
+        products.append(_products(ev, plan.forward_seeds(), sparse.in_shapes, outs, ev.rec.jvp).T)
+    if plan.mode in ("reverse", "bidirectional"):  # S^T @ J, K x N
+        products.append(_products(ev, plan.reverse_seeds(), outs, sparse.in_shapes, ev.rec.vjp))
     return plan.recover(*products)
 
 

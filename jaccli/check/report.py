@@ -34,6 +34,8 @@ class CheckReport:
     unrepeatable: float | None = None  # two calls of f at the inputs differ by this much (None: they agree)
     # "file:line" where f takes a derivative without create_graph (a constant to AD, torch's rule), or None
     nested_derivative: str | None = None
+    # Per block name: max(|reverse - FD|, |forward - FD|), shaped like the checked slice (not in to_dict: arrays).
+    errors: dict = field(default_factory=dict, repr=False)
 
     @property
     def message(self) -> str:

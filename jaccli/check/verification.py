@@ -227,7 +227,9 @@ def check_derivative(f: Callable, args: Any, *, wrt: Any = None, order: int = 1,
                        kinks=kinks, convention_dependent=excused_list[:MAX_LISTED],
                        convention_dependent_count=n_excused, gradient=gradient, fd=fd,
                        sweeps=sweeps + (gradient is not None), unrepeatable=unrepeatable,
-                       nested_derivative=None if cross.severed is None else f"{cross.severed[0]}:{cross.severed[1]}")
+                       nested_derivative=None if cross.severed is None else f"{cross.severed[0]}:{cross.severed[1]}",
+                       errors={blk.name: np.maximum(np.abs(blk.rev - blk.fd), np.abs(blk.fwd - blk.fd))
+                               for blk in blocks})
 
 
 def _kink_entries(kink: Kink, blocks: list[_Block], cross: StepCrossings, reach: dict, order: int) -> Kink:

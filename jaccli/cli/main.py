@@ -17,7 +17,7 @@ from jaccli.io.atomic import recording_renames
 from .commands.failures import (BadUsage, CliError, NoCommand, Terminated, after_writing, interrupted, stream_error,
     to_stdout, with_json)
 from .commands.options import (check_nonfinite_options, check_options, function_options, info_options, keywords,
-    matrix_options, nonfinite_options, output_options, report_options, vector_options)
+    matrix_options, nonfinite_options, output_options, plot_option, report_options, vector_options)
 from .commands.settings import Output, Settings
 
 SAFETY = """\
@@ -195,14 +195,18 @@ def _split_args(args: tuple[str, ...], expression: str | None) -> tuple[str | No
 
 def _invoke(ctx: click.Context, command: str, args: tuple[str, ...], expression: str | None, wrt: str | None,
             fmt: str | None, no_color: bool, quiet: bool, debug: bool, output: str | None = None,
-            precision: int | None = None, heatmap: bool = False, stats: bool = False, **settings: Any) -> None:
+            precision: int | None = None, heatmap: bool = False, stats: bool = False, plot: str | None = None,
+            **settings: Any) -> None:
     """The common "run and report" path of every command that differentiates FUNC."""
     func, sources = _split_args(args, expression)
     if output is not None and not output.strip():
         raise BadUsage("-o: the path is empty (an unset variable?); give a file such as J.npy, or leave out -o "
                        "for stdout")
+    if plot is not None and not plot.strip():
+        raise BadUsage("--plot: the path is empty (an unset variable?); give a file such as J.png, or leave out "
+                       "--plot")
     out = Output(path=Path(output) if output else None, format=fmt, precision=precision, heatmap=heatmap,
-                 color=not no_color, stats=stats, quiet=quiet)
+                 color=not no_color, stats=stats, quiet=quiet, plot=Path(plot) if plot else None)
     root = ctx.find_root().obj or {}
     debug = debug or bool(root.get("debug"))
     # NumPy and the engine load here, not for --help or --version.
@@ -222,14 +226,14 @@ def _invoke(ctx: click.Context, command: str, args: tuple[str, ...], expression:
 
 @_command("jacobian", "The Jacobian, or selected rows and columns of it.",
           "Jacobian of FUNC at the INPUTs: blocks df_dx of shape out.shape + in.shape.",
-          matrix_options, nonfinite_options)
+          matrix_options, nonfinite_options, plot_option)
 def jacobian(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "jacobian", **kw)
 
 
 @_command("hessian", "The Hessian of a scalar function, or parts of it.",
           "Hessian of a scalar FUNC at the INPUTs: blocks d2f_dx_dy of shape x.shape + y.shape.",
-          matrix_options, nonfinite_options)
+          matrix_options, nonfinite_options, plot_option)
 def hessian(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "hessian", **kw)
 
@@ -269,7 +273,7 @@ def hvp(ctx: click.Context, **kw: Any) -> None:
           "failed; exits 1 on failure. Entries where f is evaluated at a kink (abs at 0, a max/min tie, "
           "a clip bound, relu at 0), or whose finite-difference step crosses such a kink near x, are listed as "
           "convention-dependent: a mismatch there is not a failure.",
-          check_options, check_nonfinite_options, outputs=report_options)
+          check_options, check_nonfinite_options, plot_option, outputs=report_options)
 def check(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "check", **kw)
 

@@ -185,6 +185,11 @@ def check(problem: Problem, outcome: Outcome, settings: Settings, out: Output) -
     outcome.sweeps += report.sweeps
     outcome.mode = "reverse+forward" if settings.order == 1 else "reverse-over-reverse+forward-over-reverse"
     data = _remap(report, problem, blocks)
+    if out.plot is not None:
+        from .plotting import draw
+
+        what = f"-e {problem.spec!r}" if problem.is_expression else problem.what
+        draw(blocks, list(report.errors.values()), out, f"|AD - finite differences| of {what}", "error")
     sections = _sections(data, problem, outcome)
 
     def show(o: Output) -> None:

@@ -174,7 +174,8 @@ output_options = _stack(
     click.option("--precision", type=click.IntRange(1, 17), metavar="N",
                  help="Significant digits in table, text and csv output (default 6) and in .csv/.txt files "
                       "(default exact); JSON keeps every digit."),
-    click.option("--heatmap", is_flag=True, help="Colour table cells by magnitude."),
+    click.option("--heatmap", is_flag=True, help="Colour table cells by magnitude, then show the whole "
+                 "matrix pooled to the terminal: sign by colour, log10 |value| by intensity, with a legend."),
     click.option("--no-color", is_flag=True, help="No colours (also when NO_COLOR is set)."),
     click.option("--stats", is_flag=True, help="Print rows and columns evaluated, sweeps, chunk size and "
                  "timings to stderr."),
@@ -182,6 +183,11 @@ output_options = _stack(
     click.option("--debug", is_flag=True, envvar="JACCLI_DEBUG",
                  help="Show the full traceback of an error."),
 )
+
+plot_option = click.option(
+    "--plot", type=click.Path(dir_okay=False), metavar="FILE",
+    help="Draw the whole matrix to FILE (.png, .svg or .pdf) as a signed log-scale heatmap "
+         "(check: the error). Needs pip install 'jaccli[plot]'.")
 
 # check and info print a report, not a result: no -o, no csv.
 report_options = _stack(

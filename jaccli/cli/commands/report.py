@@ -339,6 +339,11 @@ def show(problem: Problem, outcome: Outcome, settings: Settings, out: Output, re
         if b.batch is not None and b.batch > TABLE_SAMPLES:
             notes.append(f"{b.key}: showing {TABLE_SAMPLES} of {b.batch} samples; use --format text or -o")
     render_table(console, RenderHeader(title, items), shown, precision=precision, heatmap=out.heatmap)
+    if out.heatmap:
+        from jaccli.cli.render.heatmap import render_heatmap
+
+        for block in shown:
+            render_heatmap(console, block)
     for note in notes:
         console.print(note)
 

@@ -78,6 +78,10 @@ def _compute(outcome: Outcome, settings: Settings, out: Output) -> None:
     failed = next((v for v in outcome.verdicts if not v.passed), None)
     if failed is not None:  # (--strict) a failed result is not written, and a streamed one cannot be shown
         raise CheckFailed(f"{failed.failure}; {out.path} was not written")
+    if out.plot is not None:
+        raise UsageError(f"--plot needs the result in memory, but it would take {human_bytes(outcome.nbytes)}, "
+                         f"more than --max-memory {human_bytes(settings.max_memory)}; select rows or columns "
+                         "with --rows/--cols, or raise --max-memory")
     if settings.compare or settings.fail_on_nonfinite:
         # A streamed result is written while it is computed: nothing could be checked before writing.
         what = "--compare" if settings.compare else "--fail-on-nonfinite"
@@ -121,6 +125,14 @@ def _write(problem: Problem, outcome: Outcome, settings: Settings, out: Output, 
     with writing(out.path):
         write_blocks(out.target, file_blocks(outcome.blocks, out.path.suffix.lower()), meta, precision=out.precision)
     outcome.timings["write_s"] = time.perf_counter() - start
+
+
+def _plot(problem: Problem, outcome: Outcome, out: Output) -> None:
+    from .plotting import draw
+
+    what = f"-e {problem.spec!r}" if problem.is_expression else problem.what
+    draw(outcome.blocks, [b.data for b in outcome.blocks], out, f"{outcome.command.capitalize()} of {what}",
+         "value")
 
 
 def _evaluate(problem: Problem, command: str, settings: Settings, out: Output) -> Outcome:
@@ -258,6 +270,10 @@ def run(command: str, *, func: str | None, expression: str | None, sources: tupl
         compute, own = _checks(command, settings, out)
         default_memory_budget()  # a JACCLI_MEMORY_BUDGET that names no size is refused before f runs
         check_output(out, [*sources, *settings.vectors, settings.compare, settings.rows, settings.cols])
+        if out.plot is not None:
+            from .plotting import check_plot
+
+            check_plot(out)
         problem = failures.problem = load_problem(func, expression, sources, wrt, settings.dtype)
         check_target_early(out, command, problem, settings)
         loaded = time.perf_counter()
@@ -277,6 +293,8 @@ def run(command: str, *, func: str | None, expression: str | None, sources: tupl
         failed = next((v for v in outcome.verdicts if not v.passed), None)
         if failed is None:
             _write(problem, outcome, settings, out, argv)
+            if out.plot is not None and command != "check":  # (check draws its error matrix itself)
+                _plot(problem, outcome, out)
         outcome.timings["total_s"] = time.perf_counter() - start
         _report(problem, outcome, settings, out, argv, written=failed is None)
         if failed is not None:

@@ -43,8 +43,10 @@ class Output:
     color: bool = True
     stats: bool = False
     quiet: bool = False
+    plot: Path | None = None  # --plot FILE: a picture of the whole matrix
 
     def __post_init__(self) -> None:
         # Where -o writes: fixed now, against the directory jaccli was started in, so that a
         # function that changes directory (os.chdir) does not move the file. `path` is as given, for messages.
         self.target = None if self.path is None else self.path.absolute()
+        self.target_plot = None if self.plot is None else self.plot.absolute()

@@ -1,0 +1,65 @@
+"""--plot: the blocks of a Jacobian or Hessian (or check's error matrix) drawn as one image of the whole matrix."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+
+from jaccli.errors import UsageError
+from jaccli.io.atomic import check_target, writing
+
+from .compute import Block
+from .element_labels import element_labels
+from .settings import Output
+
+
+def check_plot(out: Output) -> None:
+    """Refuse, before anything runs, a --plot file of an unknown format, one that cannot be written, or
+    --plot without matplotlib."""
+    if out.plot is None:
+        return
+    from jaccli.cli.render.plots import plot_format, require_matplotlib
+
+    plot_format(out.plot)
+    require_matplotlib()
+    try:
+        check_target(out.plot)
+    except UsageError as error:
+        raise UsageError(f"--plot {str(error).removeprefix('cannot write ')}") from None
+
+
+def _span(name: str, shape: tuple[int, ...], indices: np.ndarray, batch: int | None) -> object:
+    from jaccli.cli.render.plots import Span
+
+    per_sample = len(indices)
+
+    def label(k: int) -> str:
+        sample, k = divmod(k, per_sample) if batch is not None else (None, k)
+        return element_labels(name, shape, indices[k:k + 1], sample)[0]
+
+    return Span(name, per_sample * (batch or 1), label)
+
+
+def draw(blocks: Sequence[Block], matrices: Sequence[np.ndarray], out: Output, title: str, what: str) -> None:
+    """Draw `matrices` (one per block, in the block's data layout) as one matrix: outputs down, inputs across.
+
+    With a batch axis the samples' rows are stacked (sample 0's rows first).
+    """
+    from jaccli.cli.render.plots import heatmap
+
+    assert out.plot is not None
+    out_names = list(dict.fromkeys(b.out_name for b in blocks))
+    in_names = list(dict.fromkeys(b.in_name for b in blocks))
+    first = {b.out_name: b for b in reversed(blocks)}
+    across = {b.in_name: b for b in reversed(blocks)}
+    rows = [_span(n, first[n].out_shape, first[n].row_indices(), first[n].batch) for n in out_names]
+    cols = [_span(n, across[n].in_shape, across[n].col_indices(), None) for n in in_names]
+    by_pair = {(b.out_name, b.in_name): m for b, m in zip(blocks, matrices)}
+    grid = [[np.asarray(by_pair[(o, i)], dtype=np.float64).reshape(r.size, c.size) if (o, i) in by_pair
+             else np.zeros((r.size, c.size)) for i, c in zip(in_names, cols)] for o, r in zip(out_names, rows)]
+    with writing(out.plot):
+        heatmap(grid, rows, cols, out.target_plot, title=title, what=what)
+    if not out.quiet:
+        sys.stderr.write(f"wrote {out.plot}\n")

@@ -165,3 +165,9 @@ def test_coloured_terminal_heatmap_has_a_scale_legend():
     out = file.getvalue()
     assert "scale:" in out and "(log10 |value|)" in out and "positive" in out and "negative" in out
     assert "\x1b[" in out and "▀" in out
+
+
+def test_an_empty_matrix_is_not_drawn(tmp_path):
+    result = invoke("jacobian", "-e", "x[:0]", "x=[1,2,3]", "--plot", str(tmp_path / "J.png"))
+    assert "empty (0 x 3)" in assert_error(result, "usage", 2)
+    assert not list(tmp_path.iterdir())

@@ -56,6 +56,9 @@ def draw(blocks: Sequence[Block], matrices: Sequence[np.ndarray], out: Output, t
     across = {b.in_name: b for b in reversed(blocks)}
     rows = [_span(n, first[n].out_shape, first[n].row_indices(), first[n].batch) for n in out_names]
     cols = [_span(n, across[n].in_shape, across[n].col_indices(), None) for n in in_names]
+    shape = (sum(r.size for r in rows), sum(c.size for c in cols))
+    if 0 in shape:
+        raise UsageError(f"--plot {out.plot}: the matrix is empty ({shape[0]} x {shape[1]}); there is nothing to draw")
     by_pair = {(b.out_name, b.in_name): m for b, m in zip(blocks, matrices)}
     grid = [[np.asarray(by_pair[(o, i)], dtype=np.float64).reshape(r.size, c.size) if (o, i) in by_pair
              else np.zeros((r.size, c.size)) for i, c in zip(in_names, cols)] for o, r in zip(out_names, rows)]

@@ -220,7 +220,7 @@ def spy(pattern: Any, path: Path | str, colors: np.ndarray | None = None, title:
     _show(ax, rgba, shape)
     _axis(ax, "y", [Span("", shape[0], str)], "rows")
     _axis(ax, "x", [Span("", shape[1], str)], "columns")
-    note = f"{len(row)} nonzeros; {_pooled_note(shape, (row_edges, col_edges), 'a cell is drawn when any of its up to {tall} x {wide} entries is')}"
+    note = f"{len(row)} nonzeros; {_pooled_note(shape, (row_edges, col_edges), 'each cell covers up to {tall} x {wide} entries, drawn when any is stored')}"
     if groups:
         note += f"; {groups} {along[:-1]} colours"
         if groups <= palette.N:

@@ -1,4 +1,7 @@
 """Colourings of sparsity patterns (jaccli.sparse): validity by brute force, and colour counts against known optima."""
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -6,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from jaccli.sparse import (ORDERINGS, best_columns, best_rows, best_star, bidirectional_plan, greedy_columns,
                            greedy_rows, greedy_star, improve, is_star_coloring, jacobian_plan)
-from jaccli.sparse import greedy as engines
+from jaccli.sparse import compiled_grouping, greedy as engines
 from jaccli.sparse.acyclic import best_acyclic, greedy_acyclic
 from jaccli.sparse.orderings import ordering
 from jaccli.sparse.patterns import Bipartite, column_graph
@@ -176,3 +179,49 @@ def test_random_symmetric_patterns_get_acyclic_colorings(case, order):
     p, _ = case
     g = adjacency(p)
     assert_acyclic_coloring(p, greedy_acyclic(g, ordering(order, g)))
+
+
+@pytest.fixture
+def numpy_engines(monkeypatch):
+    """Greedy colouring without scipy's compiled grouping, as where it fails to load."""
+    monkeypatch.setattr(compiled_grouping, "_loaded", None)
+
+
+@settings(max_examples=40, deadline=None)
+@given(random_patterns(), st.sampled_from(ORDERINGS))
+def test_the_numpy_engines_give_the_colors_of_the_compiled_one(case, order):
+    p, _ = case
+    compiled = greedy_columns(p, order)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(compiled_grouping, "_loaded", None)
+        np.testing.assert_array_equal(greedy_columns(p, order), compiled)
+
+
+def test_the_compiled_engine_loads_and_colors_a_stencil():
+    assert compiled_grouping.group_sparse() is not None
+    assert n_colors(greedy_columns(stencil5(30))) == 7
+
+
+def test_five_point_stencil_without_the_compiled_engine(numpy_engines):
+    p = stencil5(20)
+    colors, tried = best_columns(p)
+    assert_column_coloring(p, colors)
+    assert tried["natural"] == 7 and n_colors(colors) <= 6
+
+
+@settings(max_examples=60, deadline=None)
+@given(random_patterns(size=40))
+def test_the_best_coloring_is_never_worse_than_natural_order(case):
+    p, _ = case
+    colors, _ = best_columns(p)
+    assert n_colors(colors) <= n_colors(greedy_columns(p, "natural"))
+    rows, _ = best_rows(p)
+    assert n_colors(rows) <= n_colors(greedy_rows(p, "natural"))
+
+
+def test_coloring_does_not_import_scipy_optimize():
+    code = ("import sys, numpy as np, scipy.sparse as sp; import jaccli.sparse as s; "
+            "p = sp.random_array((300, 300), density=0.01, rng=np.random.default_rng(0), format='csr'); "
+            "s.best_columns(p); s.best_star(p); s.jacobian_plan(p); "
+            "assert 'scipy.optimize' not in sys.modules, sorted(m for m in sys.modules if 'optimize' in m)")
+    subprocess.run([sys.executable, "-c", code], check=True)

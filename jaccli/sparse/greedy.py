@@ -1,7 +1,7 @@
 """Greedy distance-2 column colouring engines: Jones-Plassmann rounds, recolouring by colour classes, sequential."""
 import numpy as np
-import scipy.sparse as sp
 
+from . import compiled_grouping
 from .bitsets import ColorSets, first_fit
 from .patterns import gather_segments
 
@@ -72,20 +72,22 @@ def recolor_by_classes(bip, colors, class_order):
 
 
 def sequential(bip, order):
-    """Greedy column colouring in the given order, one column after the other (for orders Jones-Plassmann would take
-    too many rounds on). scipy's compiled grouping does exactly this when present; else a plain loop."""
-    nonempty = bip.col_counts > 0
+    """Greedy column colouring in the given order, one column after the other: scipy's compiled grouping when it
+    loads (see compiled_grouping), else a plain loop."""
+    group_sparse = compiled_grouping.group_sparse()
+    if group_sparse is None or not bip.shape[1]:
+        return sequential_loop(bip, order)
+    order = np.asarray(order, dtype=np.int64)
+    if len(order) > 1 and np.all(order[1:] > order[:-1]):
+        rows, ptr = bip.col_rows, bip.col_ptr
+    else:
+        rows, lengths = gather_segments(bip.col_ptr, bip.col_rows, order)
+        ptr = np.concatenate(([0], np.cumsum(lengths)))
+    groups = group_sparse(bip.shape[0], bip.shape[1], rows, ptr)
     colors = np.full(bip.shape[1], -1, dtype=np.int64)
-    try:
-        from scipy.optimize._numdiff import group_columns
-    except ImportError:
-        group_columns = None
-    if group_columns is not None:
-        csc = sp.csc_array((np.ones(len(bip.col_rows), dtype=bool), bip.col_rows, bip.col_ptr), shape=bip.shape)
-        groups = group_columns(csc, order=np.asarray(order))
-        colors[nonempty] = groups[nonempty]  # empty columns all join group 0, so no label is skipped
-        return colors
-    return sequential_loop(bip, order)
+    colors[order] = groups
+    colors[bip.col_counts == 0] = -1  # empty columns all join group 0, so no label is skipped
+    return colors
 
 
 def sequential_loop(bip, order):
@@ -109,8 +111,9 @@ def sequential_loop(bip, order):
 
 
 def greedy(bip, order):
-    """Greedy column colouring in `order` (a permutation of the columns): Jones-Plassmann when its rounds stay few,
-    else the sequential engine (at once for the natural order, whose rounds on a band are as many as columns)."""
+    """Greedy column colouring in `order` (a permutation of the columns): the compiled sequential engine when it
+    loads; else Jones-Plassmann when its rounds stay few, and the sequential loop otherwise (at once for the natural
+    order, whose rounds on a band are as many as columns)."""
     n = bip.shape[1]
     order = np.asarray(order)
     nonempty = bip.col_counts > 0
@@ -120,7 +123,7 @@ def greedy(bip, order):
         ranked = order[nonempty[order]]
         colors[ranked] = np.arange(len(ranked))
         return colors
-    if n > 1 and np.all(order[1:] > order[:-1]):
+    if compiled_grouping.group_sparse() is not None or n > 1 and np.all(order[1:] > order[:-1]):
         return sequential(bip, order)
     priority = np.empty(n, dtype=np.int64)
     priority[np.asarray(order)] = np.arange(n, 0, -1)

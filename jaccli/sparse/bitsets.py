@@ -24,7 +24,8 @@ class ColorSets:
             grown[:, :self.words.shape[1]] = self.words
             self.words = grown
         flat = self.words.reshape(-1)
-        where = np.asarray(members, dtype=np.int64) * self.words.shape[1] + word
+        # one word per set is the common case (under 64 colours): members index the words directly
+        where = members if self.words.shape[1] == 1 else np.asarray(members, dtype=np.int64) * self.words.shape[1] + word
         flat[where] |= _ONE << (colors & 63).astype(np.uint64)
 
 

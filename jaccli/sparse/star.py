@@ -23,7 +23,11 @@ def symmetric_pattern(pattern):
 
 def adjacency(pattern):
     """The graph of a symmetric pattern: CSR without the diagonal."""
-    g = sp.csr_array(symmetric_pattern(pattern))
+    return _off_diagonal(symmetric_pattern(pattern))
+
+
+def _off_diagonal(sym):
+    g = sp.csr_array(sym, copy=True)
     g.setdiag(False)
     g.eliminate_zeros()
     g.sort_indices()
@@ -101,8 +105,9 @@ def best_star(pattern, orders=("natural", "largest_first", "smallest_last", "ran
     sym = symmetric_pattern(pattern)
     colors, tried = best_columns(sym, seed=seed)
     tried = {f"distance2_{name}": count for name, count in tried.items()}
-    graph = adjacency(sym)
-    if graph.nnz <= SEQUENTIAL_STAR_ENTRIES:
+    # the graph has the entries of sym less its diagonal: not built when the sequential search would not run
+    graph = _off_diagonal(sym) if sym.nnz - sym.shape[0] <= SEQUENTIAL_STAR_ENTRIES else None
+    if graph is not None:
         for name in orders:
             if count_colors(colors) <= star_lower_bound(graph):
                 break

@@ -69,6 +69,13 @@ def bidirectional_plan(pattern, candidates=BIDIRECTIONAL_CANDIDATES):
     return Plan("bidirectional", p, fwd, rev, forward_columns=dense)
 
 
+def _has_dense_lines(bip):
+    """Whether some row or column holds far more entries than the average one: the partition heuristic splits
+    those off, and without any (a stencil) it only finds the unidirectional colouring again, at several times
+    its cost (10^6 columns of a 5-point stencil: 3 s of the 5 s of detection and colouring)."""
+    return any(counts.size and counts.max() > 2 * counts.mean() + 1 for counts in (bip.row_counts, bip.col_counts))
+
+
 def jacobian_plan(pattern, mode="auto", orders=None):
     """The plan for a sparse Jacobian with the given pattern (M x N): 'forward' (column colouring), 'reverse' (row
     colouring), 'bidirectional', or 'auto': the fewest sweeps among the three (ties: forward, then reverse)."""
@@ -89,7 +96,8 @@ def jacobian_plan(pattern, mode="auto", orders=None):
         else:
             colors, tried = best_rows(bip, orders)
             plans.append(Plan("reverse", p, row_colors=colors, tried={"reverse": tried}))
-    if mode == "bidirectional" or (mode == "auto" and min(plan.sweeps for plan in plans) > 2):
+    if mode == "bidirectional" or (mode == "auto" and min(plan.sweeps for plan in plans) > 2
+                                   and _has_dense_lines(bip)):
         plans.append(bidirectional_plan(p))
     chosen = min(plans, key=lambda plan: (plan.sweeps, ("forward", "reverse", "bidirectional").index(plan.mode)))
     tried = {}

@@ -1,4 +1,5 @@
-"""Replace a file atomically: write a temporary file beside it, flush it to disk, rename it over."""
+"""Replace a file atomically: write a temporary file beside it, flush it to disk, rename it over (a device
+or a FIFO is written in place instead, see jaccli.io.devices)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from pathlib import Path
 from typing import IO
 
 from jaccli.errors import JaccliError, ResourceLimitError, UsageError
+from .devices import DeviceStream, open_in_place, written_in_place
 
 __all__ = ["atomic_write", "check_target", "directory_problem", "fsync_directory", "hold_back", "mkstemp",
-           "new_file_mode", "probe_target", "put_in_place", "recording_renames", "temporary_file", "uninterrupted",
-           "unlink_quietly", "write_error", "writing"]
+           "new_file_mode", "probe_target", "put_in_place", "record_written", "recording_renames", "temporary_file",
+           "uninterrupted", "unlink_quietly", "write_error", "writing"]
 
 # The errors of a full disk or quota, and NumPy's report of a short write ("60000 requested and 7664 written").
 _DISK_FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
@@ -37,9 +39,9 @@ def directory_problem(target: Path) -> str:
 
 
 def check_target(target: Path) -> None:
-    """Refuse a target that is a directory or whose directory does not exist."""
-    if target.is_dir():
-        raise UsageError(f"cannot write {target}: it is a directory")
+    """Refuse a target that is a directory, a socket or a block device, or whose directory does not exist."""
+    if written_in_place(target):
+        return
     problem = directory_problem(target)
     if problem:
         raise UsageError(f"cannot write {target}: {problem}")
@@ -50,8 +52,14 @@ def probe_target(target: Path) -> None:
     too: no write bit in its mode), or a directory that takes no new file (permissions, a read-only file system, /proc).
 
     Creates and deletes an empty temporary file beside `target`, as `atomic_write` will; `target`
-    itself is neither created nor changed. Raises `write_error`'s error.
+    itself is neither created nor changed. A character device or a FIFO needs only to be writable
+    (nothing is made beside it); a directory, a socket or a block device is refused. Raises
+    `write_error`'s error.
     """
+    if written_in_place(target):
+        if not os.access(target, os.W_OK):
+            raise UsageError(f"cannot write {target}: permission denied; write elsewhere")
+        return
     # Root may write any file, but a file whose mode lets nobody write it is read-only by intent
     # (chmod a-w): refused as it is for everyone else.
     if target.exists() and (not os.access(target, os.W_OK) or not target.stat().st_mode & 0o222):
@@ -158,8 +166,15 @@ def writing(target: Path | str) -> Iterator[None]:
 def atomic_write(target: Path, write: Callable[[IO[bytes]], None]) -> None:
     """Run `write` on a temporary file beside `target`, then rename it over; on failure `target` is untouched.
 
-    A symbolic link is followed: the file it points to is replaced, and the link stays.
+    A symbolic link is followed: the file it points to is replaced, and the link stays. A
+    character device or a FIFO (/dev/null, /dev/stdout, a named pipe) is written in place, with no
+    temporary file and no rename; a directory, a socket or a block device is refused (UsageError).
     """
+    if written_in_place(target):
+        with DeviceStream(open_in_place(target)) as stream:
+            write(stream)  # type: ignore[arg-type]
+        record_written(target)
+        return
     given, target = target, Path(os.path.realpath(target))
     tmp: Path | None = None
     try:
@@ -200,8 +215,14 @@ def put_in_place(tmp: Path, target: Path, given: Path | str) -> None:
     os.chmod(tmp, new_file_mode(target))
     with uninterrupted():
         os.replace(tmp, target)
-        if _Renamed.into_place is not None:
-            _Renamed.into_place.append(Path(given))
+        record_written(given)
+
+
+def record_written(given: Path | str) -> None:
+    """Add `given` to `recording_renames`'s list, if one is kept: a file put in place, or a device or FIFO
+    written to the end."""
+    if _Renamed.into_place is not None:
+        _Renamed.into_place.append(Path(given))
 
 
 class _Renamed:

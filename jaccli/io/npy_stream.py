@@ -11,7 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import check_target, fsync_directory, put_in_place, temporary_file, uninterrupted, unlink_quietly
+from .atomic import (check_target, fsync_directory, put_in_place, record_written, temporary_file, uninterrupted,
+                     unlink_quietly)
+from .devices import DeviceStream, open_in_place, written_in_place
 from jaccli.errors import ResourceLimitError, UsageError
 from jaccli.plurals import counted, verb
 
@@ -25,7 +27,8 @@ class NpyStreamWriter:
     mapped pages would count as the process's memory, all 3 GB of a big result); `commit` renames
     it over the target, `abort` deletes it. Used as a context manager it commits on success and aborts
     on an exception. Disk space for the whole file is checked (and reserved where the file
-    system allows) up front.
+    system allows) up front. A character device or a FIFO is written in place instead, from start
+    to end (rows in order; the result of a batched stream, whose rows come per sample, is refused).
 
     >>> with NpyStreamWriter("/tmp/big.npy", (4, 3)) as out:
     ...     out.write(0, np.ones((2, 3))); out.write(2, np.zeros((2, 3)))
@@ -51,10 +54,12 @@ class NpyStreamWriter:
         import shutil  # (here: a run that writes no streamed file does not load it)
 
         self.given = Path(path)  # as named by the caller, for `recording_renames`
-        self.path = Path(os.path.realpath(path))  # through a symbolic link, as atomic_write
+        # A device or a FIFO is written in place, from start to end; a file through a symbolic link, as atomic_write.
+        self.in_place = written_in_place(self.given)
+        self.path = self.given if self.in_place else Path(os.path.realpath(path))
         self.shape = tuple(int(n) for n in shape)
         self.dtype = np.dtype(dtype)
-        if self.path.suffix.lower() != ".npy":
+        if self.given.suffix.lower() != ".npy":
             raise UsageError(f"cannot stream to {self.path}: streamed results are written as .npy")
         if row_axis not in (0, 1):
             raise ValueError(f"row_axis should be 0 or 1, not {row_axis!r}")
@@ -64,9 +69,27 @@ class NpyStreamWriter:
         self.row_axis = row_axis
         if self.dtype.hasobject:
             raise UsageError(f"cannot stream to {self.path}: dtype {self.dtype} is not numeric")
+        if self.in_place and row_axis == 1 and self.shape[0] > 1:
+            raise UsageError(f"cannot stream to {self.path}: a device or a pipe takes the file from start to end, "
+                             "and a batched result is computed a block of rows of every sample at a time; write "
+                             "it to a regular file")
         check_target(self.path)
         self._fd: int | None = None
         self._tmp: Path | None = None
+        self._row_bytes = math.prod(self.shape[row_axis + 1:]) * self.dtype.itemsize
+        self._written = np.zeros(self.shape[row_axis], dtype=bool)
+        header = {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False, "shape": self.shape}
+        if self.in_place:
+            self._cleanup = None
+            self._sent = 0  # rows written so far, in order
+            self._fd = open_in_place(self.given)
+            try:
+                with DeviceStream(os.dup(self._fd)) as stream:
+                    np.lib.format.write_array_header_2_0(stream, header)
+            except BaseException:
+                self._close()
+                raise
+            return
         try:
             # Created before the space check: a directory that takes no files (read-only, /proc) is
             # that OSError, not a full disk, even where the file system reports no free space.
@@ -80,15 +103,11 @@ class NpyStreamWriter:
             if needed > free:
                 raise _no_space(self.path, needed, free)
             with open(self._tmp, "wb") as fh:
-                header = {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False,
-                          "shape": self.shape}
                 np.lib.format.write_array_header_2_0(fh, header)
                 self._offset = fh.tell()
             self._fd = os.open(self._tmp, os.O_RDWR)
             os.ftruncate(self._fd, self._offset + math.prod(self.shape) * self.dtype.itemsize)
             _reserve(self._tmp, self.path, needed)
-            self._row_bytes = math.prod(self.shape[row_axis + 1:]) * self.dtype.itemsize
-            self._written = np.zeros(self.shape[row_axis], dtype=bool)
         except BaseException:
             self._close()
             if self._tmp is not None:
@@ -120,7 +139,9 @@ class NpyStreamWriter:
                 f"rows {start_row}:{stop} are outside the {counted(self.shape[axis], 'row')} of {self.path}"
             )
         values = np.ascontiguousarray(values, dtype=self.dtype)
-        if axis == 0:
+        if self.in_place:
+            self._append(fd, start_row, values)
+        elif axis == 0:
             _write_all(fd, memoryview(values).cast("B"), self._offset + start_row * self._row_bytes)
         else:  # the rows of each entry along axis 0 are one contiguous run of the file
             for lead in range(self.shape[0]):
@@ -148,6 +169,11 @@ class NpyStreamWriter:
                 f"{self.rows_missing} of {counted(self.shape[self.row_axis], 'row')} of {self.path} "
                 f"{verb(self.rows_missing, 'were', 'was')} never written"
             )
+        if self.in_place:
+            self._pad_to(fd, self.shape[self.row_axis])
+            self._close()
+            record_written(self.given)
+            return
         os.fsync(fd)
         self._close()
         put_in_place(self._tmp, self.path, self.given)
@@ -155,9 +181,13 @@ class NpyStreamWriter:
         fsync_directory(self.path.parent)
 
     def abort(self) -> None:
-        """Delete the temporary file; the target is left as it was. Safe to call twice."""
+        """Delete the temporary file; the target is left as it was. Safe to call twice.
+
+        A device or a pipe keeps what was written to it.
+        """
         self._close()
-        self._cleanup()
+        if self._cleanup is not None:
+            self._cleanup()
 
     def __enter__(self) -> NpyStreamWriter:
         return self
@@ -171,6 +201,26 @@ class NpyStreamWriter:
         except BaseException:
             self.abort()
             raise
+
+    def _append(self, fd: int, start_row: int, values: np.ndarray) -> None:
+        """Write `values` (rows from `start_row`) where the device or the pipe stands, after `_pad_to`."""
+        self._pad_to(fd, start_row)
+        _write_all(fd, memoryview(values).cast("B"))
+        self._sent = start_row + values.shape[self.row_axis]
+
+    def _pad_to(self, fd: int, row: int) -> None:
+        """Zeros for the rows skipped since the last write (they read so in a file); rows already sent cannot
+        be rewritten."""
+        if row < self._sent:
+            raise ValueError(f"rows from {row} on cannot be written to {self.path}: a device or a pipe is "
+                             f"written from start to end, and {counted(self._sent, 'row')} "
+                             f"{verb(self._sent, 'were', 'was')} written already")
+        gap = (row - self._sent) * self._row_bytes
+        zeros = memoryview(bytes(min(gap, 1 << 24)))
+        while gap:
+            _write_all(fd, zeros[:gap])
+            gap -= min(gap, len(zeros))
+        self._sent = row
 
     def _open_fd(self) -> int:
         if self._fd is None:
@@ -186,13 +236,15 @@ class NpyStreamWriter:
 # ---------------------------------------------------------------- helpers
 
 
-def _write_all(fd: int, data: memoryview, position: int) -> None:
-    """Write all of `data` at `position` (the OS may store part of it per call)."""
+def _write_all(fd: int, data: memoryview, position: int | None = None) -> None:
+    """Write all of `data` at `position`, or where the descriptor stands (the OS may store part of it per call)."""
     while data:
-        done = os.pwrite(fd, data, position)
+        done = os.write(fd, data) if position is None else os.pwrite(fd, data, position)
         if done == 0:  # would loop forever; a write that stores nothing means a full disk
             raise OSError(errno.ENOSPC, f"{len(data)} requested and 0 written")
-        data, position = data[done:], position + done
+        data = data[done:]
+        if position is not None:
+            position += done
 
 
 def _reserve(tmp: Path, target: Path, size: int) -> None:

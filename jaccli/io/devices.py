@@ -1,0 +1,81 @@
+"""Outputs that are not regular files: character devices and FIFOs are written in place, the rest refused."""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+from pathlib import Path
+
+from jaccli.errors import UsageError
+
+__all__ = ["DeviceStream", "open_in_place", "written_in_place"]
+
+_REFUSED = ((stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket"), (stat.S_ISBLK, "a block device"))
+
+
+def written_in_place(target: Path | str) -> bool:
+    """Whether `target` (through symbolic links) is a character device or a FIFO, written in place: opened
+    and written to, as `cat > /dev/null` does. False for a regular file or a new name, which are
+    replaced atomically (a temporary file renamed over them): a rename would put a file where the
+    device or the pipe was (as root, over /dev/null itself), and a pipe's reader would get nothing.
+
+    Raises:
+        UsageError: `target` is anything else (a directory, a socket, a block device).
+    """
+    try:
+        mode = os.stat(target).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # a new name (or a dangling link); its directory is checked apart
+        return False
+    if stat.S_ISREG(mode):
+        return False
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        return True
+    kind = next((name for test, name in _REFUSED if test(mode)), "not a regular file")
+    raise UsageError(f"cannot write {target}: it is {kind}; write to a regular file (or a character device or "
+                     "a named pipe)")
+
+
+def open_in_place(target: Path | str) -> int:
+    """A descriptor open for writing on the character device or FIFO `target` (a FIFO waits for its reader).
+
+    Neither created nor truncated: a name that has become a regular file since `written_in_place`
+    looked is refused, untouched.
+    """
+    fd = os.open(target, os.O_WRONLY | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+        os.close(fd)
+        raise UsageError(f"cannot write {target}: it changed from a device or a pipe into a file while "
+                         "jaccli ran; run again")
+    return fd
+
+
+class DeviceStream(io.RawIOBase):
+    """A write-only file on a descriptor that cannot seek (a pipe, a device), each write written whole.
+
+    Not a FileIO on purpose: NumPy writes the data of such files with tofile, which asks for the
+    file position and fails on a pipe; on this class it writes in chunks, and zipfile writes a
+    stream without going back.
+    """
+
+    def __init__(self, fd: int):
+        super().__init__()
+        self.fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
+        view = memoryview(data).cast("B")
+        size = len(view)
+        while view:
+            view = view[os.write(self.fd, view):]
+        return size
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                os.close(self.fd)
+            finally:
+                super().close()

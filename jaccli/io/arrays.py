@@ -6,6 +6,7 @@ import ast
 import math
 import os
 import re
+import stat
 import tokenize
 import warnings
 import weakref
@@ -15,9 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from jaccli.errors import UsageError
+from .devices import file_kind
 from .writers import META_KEY
 
-__all__ = ["ARRAY_SUFFIXES", "is_file", "load_array", "positional_keys", "unreadable"]
+__all__ = ["ARRAY_SUFFIXES", "is_file", "load_array", "positional_keys", "refuse_special", "unreadable"]
 
 ARRAY_SUFFIXES = (".npy", ".npz", ".csv", ".txt", ".dat")
 _FILE_LIST = ", ".join(ARRAY_SUFFIXES)
@@ -77,6 +79,7 @@ def load_array(source: str) -> np.ndarray | dict[str, np.ndarray]:
                 raise UsageError(f"input file not found: {text}")
             if path.is_dir():
                 raise UsageError(f"input {text} is a directory, not a file")
+            refuse_special(path, f"input {text}")
             open(path, "rb").close()
         except OSError as exc:
             raise unreadable(text, exc) from exc
@@ -100,6 +103,16 @@ def unreadable(shown: str, error: OSError) -> UsageError:
     directory on its path, an I/O error."""
     return UsageError(f"cannot read {shown}: {error.strerror or error}; check the permissions of the file "
                       "and of the directories on its path")
+
+
+def refuse_special(path: Path, described: str) -> None:
+    """Refuse `path` (`described` in the message: "input x.npy") unless it is a regular file or a directory
+    (told apart by the caller): reading a named pipe would wait for a writer, maybe forever, and a
+    device may never end."""
+    mode = path.stat().st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise UsageError(f"{described} is {file_kind(mode)}, not a regular file; jaccli reads regular files only: "
+                         "save it to one first")
 
 
 def is_file(text: str) -> bool:

@@ -9,9 +9,15 @@ from pathlib import Path
 
 from jaccli.errors import UsageError
 
-__all__ = ["DeviceStream", "open_in_place", "written_in_place"]
+__all__ = ["DeviceStream", "file_kind", "open_in_place", "written_in_place"]
 
-_REFUSED = ((stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket"), (stat.S_ISBLK, "a block device"))
+_KINDS = ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def file_kind(mode: int) -> str:
+    """What a file of `mode` (os.stat's st_mode) is, for messages: "a named pipe", "a directory"..."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
 def written_in_place(target: Path | str) -> bool:
@@ -31,8 +37,7 @@ def written_in_place(target: Path | str) -> bool:
         return False
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
         return True
-    kind = next((name for test, name in _REFUSED if test(mode)), "not a regular file")
-    raise UsageError(f"cannot write {target}: it is {kind}; write to a regular file (or a character device or "
+    raise UsageError(f"cannot write {target}: it is {file_kind(mode)}; write to a regular file (or a character device or "
                      "a named pipe)")
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 # load_array and parse_index_spec live in their own modules; re-exported so existing imports keep working.
-from .arrays import ARRAY_SUFFIXES, is_file, load_array, positional_keys, unreadable
+from .arrays import ARRAY_SUFFIXES, is_file, load_array, positional_keys, refuse_special, unreadable
 from jaccli.errors import UsageError, UserFunctionError
 from jaccli.expr.evaluation import ExpressionFunction
 from .index_specs import parse_index_spec
@@ -98,6 +98,7 @@ def load_function(spec: str, interruption: type[KeyboardInterrupt] = KeyboardInt
             raise UsageError(f"function file {path_text} is a directory; {_FUNC_HINT}")
         if path.suffix != ".py":
             raise UsageError(f"function file {path_text} is not a .py file; {_FUNC_HINT}")
+        refuse_special(path, f"function file {path_text}")
         open(path, "rb").close()
     except OSError as exc:
         raise unreadable(path_text, exc) from exc

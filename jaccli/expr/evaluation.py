@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 
 from jaccli.errors import UsageError
+from .budget import Budget, default_budget
+from .cost import Meter, binary_cost, call_cost
 
 __all__ = ["BINARY", "COMPARE", "CONSTANTS", "SEQUENCE_HINT", "UNARY", "ExpressionFunction", "evaluate"]
 
@@ -71,7 +73,8 @@ COMPARE: Mapping[type, Callable[[Any, Any], Any]] = {
 # ---------------------------------------------------------------- evaluating
 
 
-def evaluate(node: ast.AST, env: Mapping[str, Any], resolved: Mapping[ast.AST, Any]) -> Any:
+def evaluate(node: ast.AST, env: Mapping[str, Any], resolved: Mapping[ast.AST, Any], meter: Meter | None = None) -> Any:
+    """The value of the checked `node`; with a `meter`, each operation is charged (and maybe refused) before it runs."""
     # Only node kinds the checker let through reach here; anything else is a bug, not user input.
     kind = type(node)
     if kind is ast.Constant:
@@ -81,28 +84,42 @@ def evaluate(node: ast.AST, env: Mapping[str, Any], resolved: Mapping[ast.AST, A
     if kind is ast.Attribute:
         return resolved[node]
     if kind is ast.BinOp:
-        left = evaluate(node.left, env, resolved)
-        right = evaluate(node.right, env, resolved)
+        left = evaluate(node.left, env, resolved, meter)
+        right = evaluate(node.right, env, resolved, meter)
         if isinstance(left, (tuple, list)) or isinstance(right, (tuple, list)):
             # Sequence arithmetic repeats or joins, `(x,) * 10**9`, never what a formula means.
             raise UsageError(f"expression: arithmetic on tuples is not allowed; {SEQUENCE_HINT}")
+        if meter is not None:
+            meter.charge(node, binary_cost(type(node.op), left, right))
         return BINARY[type(node.op)](left, right)
     if kind is ast.UnaryOp:
-        return UNARY[type(node.op)](evaluate(node.operand, env, resolved))
+        operand = evaluate(node.operand, env, resolved, meter)
+        if meter is not None:
+            meter.charge(node, binary_cost(ast.UAdd, operand, 0))
+        return UNARY[type(node.op)](operand)
     if kind is ast.Compare:
-        left = evaluate(node.left, env, resolved)
-        right = evaluate(node.comparators[0], env, resolved)
+        left = evaluate(node.left, env, resolved, meter)
+        right = evaluate(node.comparators[0], env, resolved, meter)
+        if meter is not None:
+            meter.charge(node, binary_cost(ast.Eq, left, right))
         return COMPARE[type(node.ops[0])](left, right)
     if kind is ast.Tuple:
-        return tuple(evaluate(element, env, resolved) for element in node.elts)
+        return tuple(evaluate(element, env, resolved, meter) for element in node.elts)
     if kind is ast.List:
-        return [evaluate(element, env, resolved) for element in node.elts]
-    if kind is ast.Subscript:
-        return evaluate(node.value, env, resolved)[_index(node.slice)]
+        return [evaluate(element, env, resolved, meter) for element in node.elts]
+    if kind is ast.Subscript:  # constant indexes and slices: never more than the array indexed
+        return evaluate(node.value, env, resolved, meter)[_index(node.slice)]
     if kind is ast.Call:
-        args = [evaluate(argument, env, resolved) for argument in node.args]
-        kwargs = {keyword.arg: evaluate(keyword.value, env, resolved) for keyword in node.keywords}
-        return resolved[node](*args, **kwargs)
+        args = [evaluate(argument, env, resolved, meter) for argument in node.args]
+        kwargs = {keyword.arg: evaluate(keyword.value, env, resolved, meter) for keyword in node.keywords}
+        if meter is None:
+            return resolved[node](*args, **kwargs)
+        cost, known = call_cost(resolved[node], args, kwargs)
+        meter.charge(node, cost)
+        result = resolved[node](*args, **kwargs)
+        if not known:
+            meter.check_result(node, result)
+        return result
     raise AssertionError(f"unchecked expression node {kind.__name__}")
 
 
@@ -126,7 +143,7 @@ def _index(node: ast.AST) -> Any:
 # The evaluation runs below a frame of a file named "<expression>": jaccli's messages name the
 # innermost frame outside jaccli and NumPy as where an operation was written, which is then this
 # one, not the command line's code that called the expression.
-def _IN_EXPRESSION(evaluate, body, env, resolved): return evaluate(body, env, resolved)  # noqa: E704
+def _IN_EXPRESSION(evaluate, body, env, resolved, meter): return evaluate(body, env, resolved, meter)  # noqa: E704
 
 
 _IN_EXPRESSION.__code__ = _IN_EXPRESSION.__code__.replace(co_filename="<expression>", co_firstlineno=1)
@@ -140,6 +157,8 @@ class ExpressionFunction:
         params: the input names, in order of first appearance.
         reserved: names that cannot be inputs (constants, functions, module names) -> what they
             are in the expression, for messages: ``{"e": "the constant 2.718281828459045", ...}``.
+        budget: what each call may cost (`jaccli.expr.cost.Budget`): an operation beyond it is
+            refused before it runs (UsageError), as is going on past its time.
     """
 
     __name__ = "expr"
@@ -152,6 +171,7 @@ class ExpressionFunction:
         params: tuple[str, ...],
         resolved: Mapping[ast.AST, Any],
         reserved: Mapping[str, str] | None = None,
+        budget: Budget | None = None,
     ):
         self.text = text
         self.params = params
@@ -162,10 +182,11 @@ class ExpressionFunction:
         )
         self._body = tree.body
         self._resolved = resolved
+        self.budget = default_budget() if budget is None else budget
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         env = self.__signature__.bind(*args, **kwargs).arguments
-        return _IN_EXPRESSION(evaluate, self._body, env, self._resolved)
+        return _IN_EXPRESSION(evaluate, self._body, env, self._resolved, Meter(self.budget))
 
     def __repr__(self) -> str:
         return f"ExpressionFunction({self.text!r})"

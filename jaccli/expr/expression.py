@@ -9,6 +9,7 @@ from typing import Any
 from jaccli.errors import UsageError
 # The checker and the evaluator live in their own modules; their public names are re-exported here.
 from .checker import DEFAULT_FUNCTIONS, MAX_DEPTH, TOO_DEEP, Checker, normalise_functions, reserved_names
+from .budget import Budget
 from .evaluation import CONSTANTS, ExpressionFunction
 
 __all__ = [
@@ -24,7 +25,7 @@ MAX_LENGTH = 10_000
 
 
 def compile_expression(
-    text: str, allowed_functions: Mapping[str, Callable[..., Any]] | None = None
+    text: str, allowed_functions: Mapping[str, Callable[..., Any]] | None = None, budget: Budget | None = None
 ) -> ExpressionFunction:
     """Check `text` as a NumPy expression and return it as a function of its free names.
 
@@ -39,12 +40,17 @@ def compile_expression(
         allowed_functions: callable names to functions; keys like ``"sin"`` or ``"linalg.norm"``
             (callable as ``sin``, ``np.sin``, ``numpy.sin``, ``linalg.norm``, ``np.linalg.norm``).
             Defaults to `DEFAULT_FUNCTIONS`.
+        budget: what one call may cost: elements per array, work in all, seconds
+            (`jaccli.expr.cost.Budget`); defaults to `jaccli.expr.cost.default_budget()`, 10**7
+            elements, 10**9 multiply-adds, 10 s. Each operation's size and work are told from the
+            shapes before it runs: `sum(diag(x, 15000))` is refused without allocating anything.
 
     Returns:
         An `ExpressionFunction` whose parameters are the inputs in order of first appearance.
 
     Raises:
-        UsageError: the text is too long, too deep, not valid syntax, or uses anything not allowed.
+        UsageError: the text is too long, too deep, not valid syntax, or uses anything not allowed;
+            when called, an operation beyond the budget.
 
     >>> f = compile_expression("sin(x) * y + x**2")
     >>> f.params
@@ -69,7 +75,7 @@ def compile_expression(
     except RecursionError:
         raise UsageError(f"expression: {TOO_DEEP}") from None
     params = tuple(sorted(checker.first_seen, key=checker.first_seen.__getitem__))
-    return ExpressionFunction(text, tree, params, checker.resolved, reserved_names(functions))
+    return ExpressionFunction(text, tree, params, checker.resolved, reserved_names(functions), budget)
 
 
 def _parse(text: str, shift: int) -> ast.Expression:

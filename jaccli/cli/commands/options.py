@@ -80,6 +80,21 @@ def _stack(*decorators: Decorator) -> Decorator:
     return apply
 
 
+def _expr_limit(field: str) -> Callable[[click.Context, click.Parameter, float], None]:
+    """A callback that makes the option's value that field of the budget of -e expressions; every run sets it,
+    to the default when the option is not given."""
+    def set_limit(ctx: click.Context, param: click.Parameter, value: float) -> None:
+        import dataclasses
+
+        from jaccli.expr.budget import default_budget, set_default_budget
+
+        whole = field != "seconds" and value != math.inf  # counts read as counts in messages: 10,000,000
+        set_default_budget(dataclasses.replace(default_budget(), **{field: int(value) if whole else value}))
+    return set_limit
+
+
+_EXPR_LIMITS = "an operation beyond it is refused before it runs (exit 2); inf for no limit"
+
 function_options = _stack(
     click.argument("args", nargs=-1, metavar="FUNC INPUT...", type=SourceType()),
     click.option("-e", "--expr", "expression", metavar="EXPR",
@@ -90,6 +105,15 @@ function_options = _stack(
     click.option("--dtype", type=keywords("float64", "float32"),
                  help="Cast the inputs (differentiated ones and floating-point data) before differentiating; "
                       "values too large for float32 become inf, with a warning."),
+    click.option("--expr-max-elements", type=click.FloatRange(min=1), default=1e7, show_default="1e7", metavar="N",
+                 expose_value=False, callback=_expr_limit("max_elements"),
+                 help=f"Elements of any one array an -e expression makes; {_EXPR_LIMITS}."),
+    click.option("--expr-max-work", type=click.FloatRange(min=1), default=1e9, show_default="1e9", metavar="N",
+                 expose_value=False, callback=_expr_limit("max_work"),
+                 help=f"Multiply-adds of all of an -e expression's operations, each evaluation; {_EXPR_LIMITS}."),
+    click.option("--expr-timeout", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default="10",
+                 metavar="SECONDS", expose_value=False, callback=_expr_limit("seconds"),
+                 help="Seconds an evaluation of an -e expression may take (exit 2 beyond)."),
 )
 
 _rows = click.option("--rows", metavar="SPEC", help="Rows of the flattened [M, N] matrix to compute: i, a:b, "

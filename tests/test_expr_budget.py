@@ -1,0 +1,124 @@
+"""-e expressions have a bounded cost: sizes and work told from shapes before each operation, and a time limit."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from jaccli.errors import UsageError
+from jaccli.expr import cost
+from jaccli.expr.budget import Budget
+from jaccli.expr.expression import compile_expression
+
+from .test_cli_subprocess import JACCLI, clean_env
+
+X = np.array([0.5, 1.0, 1.5])
+
+
+def nested(function: str, inner: str, times: int, extra: str) -> str:
+    text = inner
+    for _ in range(times):
+        text = f"{function}({text}, {extra})"
+    return text
+
+
+DIAG = "sum(diag(x, 15000))"
+KRON = f"sum({nested('kron', 'x', 16, 'x')})"
+MATMUL = f"sum({nested('matmul', 'diag(x, 5000) + 1.0', 4, 'diag(x, 5000) + 1.0')})"
+SMALLER_MATMUL = f"sum({nested('matmul', 'diag(x, 2000) + 1.0', 4, 'diag(x, 2000) + 1.0')})"
+
+
+@pytest.mark.parametrize(("text", "named"), [(DIAG, "diag(x, 15000)"), (KRON, "kron(...)"), (MATMUL, "diag(x, 5000)"),
+                                             (SMALLER_MATMUL, "matmul(diag(x, 2000) + 1.0, diag(x, 2000) + 1.0)")])
+def test_the_issues_expressions_are_refused_fast_and_cheap(text, named):
+    f = compile_expression(text)
+    tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        with pytest.raises(UsageError) as refused:
+            f(X)
+        elapsed = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert elapsed < 1.0 and peak < 200 * 2**20, (elapsed, peak)
+    assert str(refused.value).startswith(f"expression: {named} would ")
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("text", [DIAG, KRON, SMALLER_MATMUL])
+def test_the_command_line_refuses_them_with_exit_2_and_one_line(tmp_path, text):
+    start = time.perf_counter()
+    done = subprocess.run([*JACCLI, "jacobian", "-e", text, "x=[0.5, 1.0, 1.5]"], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path, env=clean_env())
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "expression: " in done.stderr
+    assert "--expr-max-" in done.stderr
+    assert time.perf_counter() - start < 10  # (the process starts and imports too; the refusal itself is fast)
+
+
+def test_the_work_of_the_matmul_operator_counts(tmp_path):
+    f = compile_expression("sum((diag(x, 1200) + 1.0) @ (diag(x, 1200) + 1.0))")
+    with pytest.raises(UsageError, match=r"would bring the work to [\d,]+ operations, more than the 1,000,000,000"):
+        f(X)
+
+
+def test_the_limits_are_options_of_the_command_line(tmp_path):
+    def run(*options: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*JACCLI, "grad", "-e", "sum(diag(x, 1000))", "x=[0.5, 1.0, 1.5]", *options],
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path, env=clean_env())
+
+    assert run().returncode == 0
+    refused = run("--expr-max-elements", "1e6")
+    assert refused.returncode == 2 and "more than the 1,000,000 an expression may" in refused.stderr
+    assert run("--expr-max-elements", "1e6", "--expr-max-elements", "inf").returncode == 0
+    refused = run("--expr-max-work", "1000")
+    assert refused.returncode == 2 and "--expr-max-work" in refused.stderr
+
+
+def test_a_budget_given_to_compile_expression():
+    f = compile_expression("sum(outer(x, x))", budget=Budget(max_elements=8))
+    with pytest.raises(UsageError, match=r"outer\(x, x\) would make an array of 9 elements, more than the 8"):
+        f(X)
+    assert float(compile_expression("sum(outer(x, x))", budget=Budget(max_elements=9))(X)) == pytest.approx(9.0)
+
+
+def test_the_evaluation_has_a_time_limit(monkeypatch):
+    f = compile_expression("sin(x) + cos(x) + exp(x)", budget=Budget(seconds=5.0))
+    clock = iter([100.0, 101.0, 106.0, 107.0, 108.0])  # the start, then before each operation
+    monkeypatch.setattr(cost.time, "monotonic", lambda: next(clock))
+    with pytest.raises(UsageError, match=r"still evaluating at .* after 5 s, the time an expression may take"):
+        f(X)
+
+
+@pytest.mark.parametrize(("text", "args"), [
+    ("diag(a, 2)", [(4,)]), ("diag(a)", [(4, 3)]), ("tril(a)", [(5,)]), ("triu(a, 1)", [(4, 3)]),
+    ("kron(a, b)", [(2, 3), (4,)]), ("outer(a, b)", [(2, 3), (4,)]), ("matmul(a, b)", [(2, 4, 3), (3, 5)]),
+    ("a @ b", [(3,), (3, 2)]), ("dot(a, b)", [(2, 4, 3), (5, 3, 2)]), ("dot(a, b)", [(4, 3), (3,)]),
+    ("inner(a, b)", [(2, 3), (4, 3)]), ("tensordot(a, b)", [(2, 4, 3), (4, 3, 5)]),
+    ("tensordot(a, b, 0)", [(2, 3), (4,)]), ("tensordot(a, b, ([0], [1]))", [(3, 2), (4, 3)]),
+    ("einsum('ij,jk->ik', a, b)", [(2, 3), (3, 4)]), ("einsum('i,j', a, b)", [(2,), (5,)]),
+    ("einsum('...i,...i->...', a, b)", [(4, 3), (4, 3)]), ("linalg.svd(a)", [(2, 5)]),
+    ("linalg.qr(a, mode='complete')", [(5, 2)]), ("linalg.inv(a)", [(2, 3, 3)]), ("stack([a, b])", [(3,), (3,)]),
+    ("concatenate((a, b))", [(3,), (4,)]), ("reshape(a, (3, 1)) * b", [(3,), (4,)]), ("where(a > 0, a, b)", [(4, 1), (3,)]),
+])  # fmt: skip
+def test_the_estimate_is_at_least_what_numpy_makes(text, args):
+    rng = np.random.default_rng(0)
+    arrays = [rng.normal(size=shape) for shape in args]
+    made: list[int] = []
+    real_charge = cost.Meter.charge
+
+    def charge(self, what, estimate):
+        made.append(estimate[0])
+        return real_charge(self, what, estimate)
+
+    f = compile_expression(text)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cost.Meter, "charge", charge)
+        result = f(*arrays)
+    outputs = result if isinstance(result, tuple) else (result,)
+    assert max(made) >= max(np.size(out) for out in outputs), (made, [np.shape(out) for out in outputs])

@@ -15,10 +15,11 @@ from typing import IO
 
 from jaccli.errors import JaccliError, ResourceLimitError, UsageError
 from .devices import DeviceStream, open_in_place, written_in_place
+from .stale_files import hold_while_written, remove_stale_temporaries
 
 __all__ = ["atomic_write", "check_target", "directory_problem", "fsync_directory", "hold_back", "mkstemp",
-           "new_file_mode", "probe_target", "put_in_place", "record_written", "recording_renames", "temporary_file",
-           "uninterrupted", "unlink_quietly", "write_error", "writing"]
+           "new_file_mode", "open_temporary", "probe_target", "put_in_place", "record_written", "recording_renames",
+           "temporary_file", "uninterrupted", "unlink_quietly", "write_error", "writing"]
 
 # The errors of a full disk or quota, and NumPy's report of a short write ("60000 requested and 7664 written").
 _DISK_FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
@@ -47,7 +48,7 @@ def check_target(target: Path) -> None:
         raise UsageError(f"cannot write {target}: {problem}")
 
 
-def probe_target(target: Path) -> None:
+def probe_target(target: Path) -> list[Path]:
     """Refuse, before any work, a `target` that could not be replaced: a read-only file (for root
     too: no write bit in its mode), or a directory that takes no new file (permissions, a read-only file system, /proc).
 
@@ -55,11 +56,14 @@ def probe_target(target: Path) -> None:
     itself is neither created nor changed. A character device or a FIFO needs only to be writable
     (nothing is made beside it); a directory, a socket or a block device is refused. Raises
     `write_error`'s error.
+
+    Returns the temporary files that killed runs had left where the file goes, now removed
+    (`stale_files.remove_stale_temporaries`): the caller says so.
     """
     if written_in_place(target):
         if not os.access(target, os.W_OK):
             raise UsageError(f"cannot write {target}: permission denied; write elsewhere")
-        return
+        return []
     # Root may write any file, but a file whose mode lets nobody write it is read-only by intent
     # (chmod a-w): refused as it is for everyone else.
     if target.exists() and (not os.access(target, os.W_OK) or not target.stat().st_mode & 0o222):
@@ -70,6 +74,7 @@ def probe_target(target: Path) -> None:
         except OSError as error:
             raise _no_new_file(target, error) from error
         unlink_quietly(tmp)
+    return remove_stale_temporaries(Path(os.path.realpath(target)).parent)
 
 
 def mkstemp(target: Path) -> tuple[int, str]:
@@ -78,23 +83,34 @@ def mkstemp(target: Path) -> tuple[int, str]:
     What tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp") does (made with
     O_EXCL and O_NOFOLLOW, so never an existing file or link; mode 0600; another random name while the
     name is taken), without importing tempfile: with the shutil, random, bz2 and lzma it brings, that
-    was ~3 ms of every run with -o.
+    was ~3 ms of every run with -o. The file is locked while the descriptor stays open
+    (`stale_files.hold_while_written`), which tells later runs it is not left behind.
     """
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
     for _ in range(100):
         name = os.path.abspath(os.path.join(target.parent, f".{target.name}.{os.urandom(6).hex()}.tmp"))
         try:
-            return os.open(name, flags, 0o600), name
+            fd = os.open(name, flags, 0o600)
         except FileExistsError:
             continue
+        hold_while_written(fd)  # until it is closed: a run killed while writing leaves a file nobody holds
+        return fd, name
     raise FileExistsError(errno.EEXIST, "no unused temporary file name found", str(target.parent))
 
 
-def temporary_file(target: Path) -> Path:
-    """`mkstemp`'s new file beside `target`, closed: its absolute name.
+def open_temporary(target: Path) -> tuple[int, Path]:
+    """`mkstemp`'s new file beside `target`, left open: its descriptor (which holds the file's lock until it
+    is closed) and absolute name. Call it inside an `uninterrupted` block that keeps both where cleanup
+    finds them."""
+    fd, name = mkstemp(target)
+    return fd, Path(name)
 
-    Callers keep the name where their cleanup finds it inside an `uninterrupted` block, and
-    reopen the file by name.
+
+def temporary_file(target: Path) -> Path:
+    """`mkstemp`'s new file beside `target`, closed: its absolute name (for `probe_target`, which deletes it).
+
+    Callers keep the name where their cleanup finds it inside an `uninterrupted` block. A file to
+    write comes from `open_temporary`, whose open descriptor keeps it marked as being written.
     """
     fd, name = mkstemp(target)
     os.close(fd)
@@ -179,8 +195,9 @@ def atomic_write(target: Path, write: Callable[[IO[bytes]], None]) -> None:
     tmp: Path | None = None
     try:
         with uninterrupted():  # a file whose name is not yet kept in `tmp` could not be deleted below
-            tmp = temporary_file(target)  # reopened by name below: a signal at the end leaves only a name to delete
-        with open(tmp, "wb") as fh:
+            fd, tmp = open_temporary(target)
+        # Written through mkstemp's descriptor, which holds the file's lock until it is closed.
+        with open(fd, "wb") as fh:
             try:
                 write(fh)
                 fh.flush()

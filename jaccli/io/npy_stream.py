@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import io
 import math
 import os
 import weakref
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import (check_target, fsync_directory, put_in_place, record_written, temporary_file, uninterrupted,
+from .atomic import (check_target, fsync_directory, open_temporary, put_in_place, record_written, uninterrupted,
                      unlink_quietly)
 from .devices import DeviceStream, open_in_place, written_in_place
 from jaccli.errors import ResourceLimitError, UsageError
@@ -94,7 +95,9 @@ class NpyStreamWriter:
             # Created before the space check: a directory that takes no files (read-only, /proc) is
             # that OSError, not a full disk, even where the file system reports no free space.
             with uninterrupted():  # a file whose name is not yet kept in _tmp could not be deleted below
-                self._tmp = temporary_file(self.path)
+                # Its descriptor holds the file's lock while the stream is written: a run killed
+                # meanwhile leaves a file that later runs remove (jaccli.io.stale_files).
+                self._fd, self._tmp = open_temporary(self.path)
             # Removes the temporary file if this object is dropped without commit or abort.
             self._cleanup = weakref.finalize(self, unlink_quietly, self._tmp)
             # Header bytes are at most a few hundred; 4 KiB keeps the estimate safe.
@@ -102,10 +105,10 @@ class NpyStreamWriter:
             free = shutil.disk_usage(self.path.parent).free
             if needed > free:
                 raise _no_space(self.path, needed, free)
-            with open(self._tmp, "wb") as fh:
-                np.lib.format.write_array_header_2_0(fh, header)
-                self._offset = fh.tell()
-            self._fd = os.open(self._tmp, os.O_RDWR)
+            head = io.BytesIO()
+            np.lib.format.write_array_header_2_0(head, header)
+            _write_all(self._fd, head.getbuffer(), 0)
+            self._offset = len(head.getbuffer())
             os.ftruncate(self._fd, self._offset + math.prod(self.shape) * self.dtype.itemsize)
             _reserve(self._tmp, self.path, needed)
         except BaseException:

@@ -107,7 +107,14 @@ def _check_output(out: Output, sources: Sequence[str | None]) -> None:
                 if text and is_file(text) and os.path.samefile(text, out.path):
                     raise UsageError(f"-o {out.path}: it is {text}, which this command reads as input; write "
                                      "the result to another file")
-    probe_target(out.path)
+    removed = probe_target(out.path)
+    if removed and not out.quiet:
+        from .failures import to_stderr
+
+        names = ", ".join(path.name for path in removed[:3]) + (", ..." if len(removed) > 3 else "")
+        with to_stderr():
+            print(f"Note: removed {counted(len(removed), 'temporary file')} that killed jaccli runs had left in "
+                  f"{removed[0].parent} ({names})", file=sys.stderr)
 
 
 def check_target_early(out: Output, command: str, problem: Problem, settings: Settings) -> None:

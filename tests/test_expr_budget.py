@@ -87,6 +87,12 @@ def test_a_budget_given_to_compile_expression():
     assert float(compile_expression("sum(outer(x, x))", budget=Budget(max_elements=9))(X)) == pytest.approx(9.0)
 
 
+def test_options_given_by_keyword_are_counted_as_well():
+    with pytest.raises(UsageError, match=r"diag\(x, k=20000\) would make an array of 400,120,009 elements"):
+        compile_expression("sum(diag(x, k=20000))")(X)
+    assert cost.call_cost(np.linalg.qr, [np.ones((5, 2))], {"mode": "complete"}) == ((25, 50), True)
+
+
 def test_the_evaluation_has_a_time_limit(monkeypatch):
     f = compile_expression("sin(x) + cos(x) + exp(x)", budget=Budget(seconds=5.0))
     clock = iter([100.0, 101.0, 106.0, 107.0, 108.0])  # the start, then before each operation
@@ -96,7 +102,7 @@ def test_the_evaluation_has_a_time_limit(monkeypatch):
 
 
 @pytest.mark.parametrize(("text", "args"), [
-    ("diag(a, 2)", [(4,)]), ("diag(a)", [(4, 3)]), ("tril(a)", [(5,)]), ("triu(a, 1)", [(4, 3)]),
+    ("diag(a, 2)", [(4,)]), ("diag(a, k=3)", [(4,)]), ("diag(a)", [(4, 3)]), ("linalg.svd(a, full_matrices=True)", [(2, 5)]), ("tril(a)", [(5,)]), ("triu(a, 1)", [(4, 3)]),
     ("kron(a, b)", [(2, 3), (4,)]), ("outer(a, b)", [(2, 3), (4,)]), ("matmul(a, b)", [(2, 4, 3), (3, 5)]),
     ("a @ b", [(3,), (3, 2)]), ("dot(a, b)", [(2, 4, 3), (5, 3, 2)]), ("dot(a, b)", [(4, 3), (3,)]),
     ("inner(a, b)", [(2, 3), (4, 3)]), ("tensordot(a, b)", [(2, 4, 3), (4, 3, 5)]),

@@ -107,13 +107,13 @@ def _broadcast(*values: Any) -> Cost:
     return size, size
 
 
-def _at_most_inputs(*values: Any) -> Cost:
+def _at_most_inputs(*values: Any, **options: Any) -> Cost:
     """Reductions, reshapes, sorts, cumulative sums: an array no larger than the inputs, a pass over each."""
     sizes = [_size(value) for value in values]
     return max(sizes, default=1), sum(sizes)
 
 
-def _stacked(arrays: Any, *rest: Any) -> Cost:
+def _stacked(arrays: Any, *rest: Any, **options: Any) -> Cost:
     size = sum(_size(item) for item in arrays) if isinstance(arrays, (list, tuple)) else _size(arrays)
     return size, size
 
@@ -177,7 +177,7 @@ def _tensordot(a: Any, b: Any, axes: Any = 2) -> Cost:
     return out, out * contracted
 
 
-def _einsum(subscripts: Any, *operands: Any) -> Cost:
+def _einsum(subscripts: Any, *operands: Any, **options: Any) -> Cost:
     if not isinstance(subscripts, str):
         return _outer_of(operands)
     text = subscripts.replace(" ", "")
@@ -207,7 +207,7 @@ def _outer_of(operands: Sequence[Any]) -> Cost:
     return out, out
 
 
-def _square_from_vector(v: Any, k: Any = 0, *rest: Any) -> Cost:
+def _square_from_vector(v: Any, k: Any = 0, *rest: Any, **options: Any) -> Cost:
     """diag, tril, triu: a 1-D input of n makes an (n + |k|)^2 matrix (diag; tril and triu ignore k)."""
     shape = _shape(v)
     if len(shape) != 1:
@@ -217,11 +217,11 @@ def _square_from_vector(v: Any, k: Any = 0, *rest: Any) -> Cost:
     return side * side, side * side
 
 
-def _tril(v: Any, *rest: Any) -> Cost:
+def _tril(v: Any, *rest: Any, **options: Any) -> Cost:
     return _square_from_vector(v)
 
 
-def _matrices(a: Any, *rest: Any) -> Cost:
+def _matrices(a: Any, *rest: Any, **options: Any) -> Cost:
     """Factorisations, inverses, solves, determinants of (..., m, n): m n min(m, n) each; SVD's full U and V."""
     shape = _shape(a)
     if len(shape) < 2:
@@ -232,7 +232,7 @@ def _matrices(a: Any, *rest: Any) -> Cost:
     return made, batch * max(m, n) ** 2 * min(m, n) + sum(_size(value) for value in rest)
 
 
-def _norm(a: Any, *rest: Any) -> Cost:
+def _norm(a: Any, *rest: Any, **options: Any) -> Cost:
     shape = _shape(a)
     size = math.prod(shape)
     return size, size * (min(shape[-2:]) if len(shape) >= 2 else 1)

@@ -1,6 +1,7 @@
 """Running the user's code inside jaccli's process: what it prints goes to stderr, so stdout carries
 only results (`user_code_output`), and whatever it raises, ``sys.exit()`` and ``os._exit()`` included,
-is marked as the function's failure (`GuardedFunction`), for `failures.translate` to classify.
+is marked as the function's failure (`GuardedFunction`), for `failures.translate` to classify; a process
+it forks never comes back into jaccli.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def user_code_output() -> Iterator[None]:
     """
     stream = _Dropped() if is_closed(sys.stderr) else _FullDiskAware(sys.stderr)
     with _descriptor_1_to_stderr(), contextlib.redirect_stdout(stream), contextlib.redirect_stderr(stream), \
-            same_directory(), _no_hard_exit():
+            same_directory(), _no_hard_exit(), _forked_children_end_here():
         yield
 
 
@@ -53,6 +54,19 @@ def _no_hard_exit() -> Iterator[None]:
     finally:
         with _redirection:
             os._exit = saved
+
+
+@contextlib.contextmanager
+def _forked_children_end_here() -> Iterator[None]:
+    """A process the user's code forked (``os.fork()``) that returns or raises into jaccli ends here,
+    quietly and without flushing the buffers it inherited: it never writes -o, prints a result or a
+    message, or exits through jaccli's paths a second time. The process that started goes on alone."""
+    pid = os.getpid()
+    try:
+        yield
+    finally:
+        if os.getpid() != pid:
+            _REAL_EXIT(0)
 
 
 class _Dropped(io.TextIOBase):

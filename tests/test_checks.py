@@ -605,10 +605,10 @@ def test_check_report_is_strict_json_with_documented_keys():
     rep = check_derivative(max_of, np.zeros(3))
     d = json.loads(json.dumps(rep.to_dict(), allow_nan=False))
     assert set(d) == {"passed", "order", "rtol", "atol", "max_abs_err", "max_rel_err", "worst", "modes", "blocks",
-                      "kinks", "convention_dependent", "convention_dependent_count", "gradient", "fd", "unrepeatable",
-                      "nested_derivative", "message"}
+                      "kinks", "convention_dependent", "convention_dependent_count", "nan", "nan_count", "gradient",
+                      "fd", "unrepeatable", "nested_derivative", "message"}
     assert set(d["modes"]) == {"passed", "rtol", "atol", "max_abs_err", "max_rel_err", "mismatches", "excluded",
-                               "worst"}
+                               "nonfinite_mismatches", "worst"}
     assert set(d["kinks"][0]) == {"op", "file", "line", "site", "count", "notes", "rows", "cols", "entries",
                                   "entry_count"}
     assert d["fd"]["method"] == "central differences with Richardson extrapolation"
@@ -617,7 +617,9 @@ def test_check_report_is_strict_json_with_documented_keys():
 def test_nonfinite_derivative_fails_the_check():
     rep = check_derivative(np.sqrt, np.array([0.0, 1.0]))
     assert not rep.passed
-    assert rep.worst[0]["ad"] == "inf" and (rep.worst[0]["row"], rep.worst[0]["col"]) == (0, 0)
+    # the step to -h leaves sqrt's domain: the entry is NaN in the finite differences, a failure of its own
+    assert rep.nan_count == 1 and rep.nan[0]["ad"] == "inf" and (rep.nan[0]["row"], rep.nan[0]["col"]) == (0, 0)
+    assert rep.nan[0]["nan_in"] == "finite differences"
 
 
 def test_a_function_that_differs_between_calls_at_the_same_inputs_fails_the_check():

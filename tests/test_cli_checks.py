@@ -653,8 +653,8 @@ def test_check_json_report_keys(runner):
     assert "data" not in doc["blocks"]["df_dx"]
     assert set(doc["check"]) == {"passed", "order", "rtol", "atol", "max_abs_err", "max_rel_err", "worst", "modes",
                                  "blocks", "kinks", "kink_entries", "kink_entry_count", "convention_dependent",
-                                 "convention_dependent_count", "gradient", "fd", "unrepeatable", "nested_derivative",
-                                 "entries"}
+                                 "convention_dependent_count", "nan", "nan_count", "gradient", "fd", "unrepeatable",
+                                 "nested_derivative", "entries"}
     worst = doc["check"]["worst"][0]
     assert {"block", "row", "col", "label", "ad", "fd", "abs_err", "rel_err", "allowed", "mode"} <= set(worst)
 

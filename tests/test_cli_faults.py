@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .test_cli import invoke, make_runner
 from .test_cli_subprocess import jaccli
 
 
@@ -50,3 +51,22 @@ def test_a_child_forked_while_the_file_loads_ends_there(tmp_path):
     shown = jaccli("jacobian", "fork_at_import.py", "x.csv", "--format", "csv", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines() == ["2,0", "0,2"], shown.stdout
+
+
+def test_check_fails_on_nan_and_says_where(tmp_path):
+    from jaccli.check.verification import check_derivative
+
+    assert not check_derivative(lambda x: np.sum(np.sqrt(x)), np.array([-1.0, -2.0])).passed
+    result = invoke(make_runner(), "check", "-e", "sum(sqrt(x))", "x=[-1.0, -2.0]")
+    assert result.exit_code == 1 and result.error.kind == "check_failed", result.stderr
+    assert "df_dx[0, 0]  x[0]" in result.stdout.replace("f, x[0]", "x[0]") and "\nfailed\n" in result.stdout
+
+
+def test_reverse_and_forward_mode_apart_by_nan_is_not_a_difference_of_0(tmp_path, monkeypatch):
+    from jaccli.engine.registry import PRIMITIVES
+
+    monkeypatch.setitem(PRIMITIVES["np.sin"].vjps, 0, lambda ans, x, **kw: (lambda g: g * np.nan))
+    result = invoke(make_runner(), "check", "-e", "sin(x)", "[0.5, 1.5]")
+    assert result.exit_code == 1 and result.error.kind == "check_failed", result.stderr
+    line = next(line for line in result.stdout.splitlines() if line.startswith("reverse vs forward"))
+    assert line.endswith("DISAGREE on 4 entries (NaN or inf on one side only at 4 entries)"), line

@@ -175,6 +175,13 @@ def _sin_rule_gives_sin(monkeypatch) -> None:
     monkeypatch.setitem(PRIMITIVES["np.sin"].vjps, 0, lambda ans, x, **kw: (lambda g: g * np.sin(x)))
 
 
+def _sin_rule_gives_nan(monkeypatch) -> None:
+    """A buggy reverse rule for sin that gives NaN: forward mode and differences are right."""
+    from jaccli.engine.registry import PRIMITIVES
+
+    monkeypatch.setitem(PRIMITIVES["np.sin"].vjps, 0, lambda ans, x, **kw: (lambda g: g * np.nan))
+
+
 def _pickled(path: Path) -> None:
     np.save(path, np.array([1.0, 2.0], dtype=object), allow_pickle=True)
 
@@ -1100,6 +1107,13 @@ CLI_MESSAGES = [
          "check failed: 2 of 4 entries differ from finite differences beyond rtol=1e-05, atol=1e-07; reverse and "
          "forward mode disagree on 2 entries; worst dwave_dx[1, 1] (wave[1], x[1]): AD 2.49374 vs finite "
          "differences 1.1036", files={"model.py": MODEL}, setup=lambda mp, tmp: _sin_rule_gives_sin(mp)),
+    Case(["check", "-e", "sum(sqrt(x))", "[-1.0, -2.0]"],
+         "check failed: 2 entries are NaN, which checks nothing (first df_dx[0, 0]: NaN in AD and finite "
+         "differences)"),
+    Case(["check", "{tmp}/model.py:wave", "[0.5, 1.5]"],
+         "check failed: 4 entries are NaN, which checks nothing (first dwave_dx[0, 0]: NaN in reverse mode); "
+         "reverse and forward mode disagree on 4 entries", files={"model.py": MODEL},
+         setup=lambda mp, tmp: _sin_rule_gives_nan(mp)),
     Case(["check", "{tmp}/noisy.py", "[0.1, 0.2, 0.3]"],
          "check failed: f gives different values at the same inputs (two calls differ by up to {any}): it draws "
          "random numbers or reads state that changes, so finite differences of it mean nothing; seed its random "

@@ -9,7 +9,8 @@ import numpy as np
 from .compare import TOP, CompareReport
 from jaccli.plurals import counted, verb
 
-__all__ = ["CheckReport", "nested_derivative_message", "summary", "unrepeatable_message"]
+__all__ = ["CheckReport", "modes_difference", "nan_message", "nested_derivative_message", "summary",
+           "unrepeatable_message"]
 
 
 @dataclass
@@ -28,6 +29,8 @@ class CheckReport:
     kinks: list[dict] = field(default_factory=list)
     convention_dependent: list[dict] = field(default_factory=list)
     convention_dependent_count: int = 0
+    nan: list[dict] = field(default_factory=list)  # up to 20 entries NaN in AD or in the finite differences
+    nan_count: int = 0
     gradient: dict | None = None
     fd: dict = field(default_factory=dict)
     sweeps: int = 0  # AD sweeps run by both modes (not in to_dict: the CLI's report counts them)
@@ -53,9 +56,11 @@ class CheckReport:
             if bad:
                 parts.append(f"{bad} of {counted(n, 'entry')} {verb(bad, 'differ', 'differs')} from finite differences "
                              f"({errs})")
+            if self.nan_count:
+                parts.append(nan_message(self.nan_count, self.nan[0]))
             if not self.modes["passed"]:
                 parts.append(f"reverse and forward mode disagree on {counted(self.modes['mismatches'], 'entry')} "
-                             f"(max abs difference {self.modes['max_abs_err']:.3g})")
+                             f"({modes_difference(self.modes)})")
             if self.gradient is not None and not self.gradient["passed"]:
                 parts.append(f"the gradient differs from finite differences of f at "
                              f"{counted(self.gradient['mismatches'], 'entry')}")
@@ -87,7 +92,9 @@ class CheckReport:
         ``max_abs_err``, ``max_rel_err``); ``kinks`` (ops evaluated at a kink: ``op``, ``file``,
         ``line``, ``site``, ``count``, ``notes``, ``rows`` and ``cols`` per block);
         ``convention_dependent`` (up to 20 excused entries, each with a ``reason``) and
-        ``convention_dependent_count``; ``gradient`` (order 2: the AD gradient against
+        ``convention_dependent_count``; ``nan`` (up to 20 entries NaN in AD or in the finite differences,
+        not excused: ``block``, ``row``, ``col``, ``ad``, ``fd``, ``nan_in``; NaN checks nothing, so each
+        fails the check) and ``nan_count``; ``gradient`` (order 2: the AD gradient against
         differences of f, same keys as ``modes``, or null); ``fd`` (``method``, ``of``,
         ``step``, ``evaluations``); ``unrepeatable`` (null, or how much two calls of f at the
         same inputs differ: then no comparison holds, and the check fails); ``nested_derivative``
@@ -99,9 +106,28 @@ class CheckReport:
                 "max_abs_err": self.max_abs_err, "max_rel_err": self.max_rel_err, "worst": self.worst,
                 "modes": self.modes, "blocks": self.blocks, "kinks": self.kinks,
                 "convention_dependent": self.convention_dependent,
-                "convention_dependent_count": self.convention_dependent_count, "gradient": self.gradient,
+                "convention_dependent_count": self.convention_dependent_count, "nan": self.nan,
+                "nan_count": self.nan_count, "gradient": self.gradient,
                 "fd": self.fd, "unrepeatable": self.unrepeatable, "nested_derivative": self.nested_derivative,
                 "message": self.message}
+
+
+def nan_message(count: int, first: dict) -> str:
+    """What a check says of `count` entries NaN in AD or in the finite differences, the first of them `first`."""
+    at = ", ".join(str(first[k]) for k in ("sample", "row", "col") if k in first)
+    return (f"{counted(count, 'entry')} {verb(count, 'are', 'is')} NaN, which checks nothing (first "
+            f"{first['block']}[{at}]: NaN in {first['nan_in']})")
+
+
+def modes_difference(modes: dict) -> str:
+    """How far reverse and forward mode are apart: the largest difference, or where one side only is not finite."""
+    text = f"max abs difference {modes['max_abs_err']:.3g}"
+    count = modes.get("nonfinite_mismatches", 0)
+    if not count:
+        return text
+    one_sided = f"NaN or inf on one side only at {counted(count, 'entry')}"
+    # over the entries finite on both sides: 0 says nothing when those all agree
+    return one_sided if count == modes["mismatches"] else f"{text}; {one_sided}"
 
 
 def nested_derivative_message(site: str) -> str:
@@ -148,4 +174,5 @@ def summary(cmps: list[tuple[CompareReport, dict]], keys: tuple[str, str], batch
             "max_abs_err": max((c.max_abs_err for c, _ in cmps), default=0.0),
             "max_rel_err": max((c.max_rel_err for c, _ in cmps), default=0.0),
             "mismatches": sum(c.mismatches for c, _ in cmps), "excluded": sum(c.excluded for c, _ in cmps),
+            "nonfinite_mismatches": sum(c.nonfinite_mismatches for c, _ in cmps),
             "worst": worst[:TOP]}

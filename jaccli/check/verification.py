@@ -170,18 +170,28 @@ def check_derivative(f: Callable, args: Any, *, wrt: Any = None, order: int = 1,
 
     m_rtol = MODES_EPS * float(np.finfo(dtype).eps)
     fd_cmps, mode_cmps, excused_list, n_excused = [], [], [], 0
+    nan_entries: list[dict] = []
+    nan_count = 0
     block_dicts = []
     for blk in blocks:
         info = {"name": blk.name, "rows": blk.rows, "cols": blk.cols}
         first = [compare_arrays(a, blk.fd, rtol, atol, err=blk.fd_err) for a in (blk.rev, blk.fwd)]
-        mism = first[0].mismatch | first[1].mismatch
+        # NaN checks nothing, even against NaN: a failure unless a kink or a jump the step crosses excuses it.
+        nan = np.isnan(blk.rev) | np.isnan(blk.fwd) | np.isnan(blk.fd)
+        mism = first[0].mismatch | first[1].mismatch | nan
         excused, reasons = (excuse_mismatches(mism, blk.i, blk.j, blk.rows, blk.cols, cross, order, reach)
                             if mism.any() else (None, {}))
-        cr = compare_arrays(blk.rev, blk.fd, rtol, atol, err=blk.fd_err, exclude=excused)
-        cf = compare_arrays(blk.fwd, blk.fd, rtol, atol, err=blk.fd_err, exclude=excused)
+        if excused is not None:
+            nan &= ~excused
+        # a NaN entry fails as NaN (listed in `nan`), not also as a difference from finite differences
+        left_out = nan if excused is None else excused | nan
+        cr = compare_arrays(blk.rev, blk.fd, rtol, atol, err=blk.fd_err, exclude=left_out)
+        cf = compare_arrays(blk.fwd, blk.fd, rtol, atol, err=blk.fd_err, exclude=left_out)
         fin = np.abs(blk.fwd[np.isfinite(blk.fwd)])
         scale = max(1.0, float(fin.max(initial=0.0)))
         cm = compare_arrays(blk.rev, blk.fwd, m_rtol, m_rtol * scale)
+        nan_count += int(nan.sum())
+        nan_entries += [_nan_entry(blk, idx, batch) for idx in np.argwhere(nan)[:MAX_LISTED - len(nan_entries)]]
         fd_cmps += [(cr, {**info, "mode": "reverse"}), (cf, {**info, "mode": "forward"})]
         mode_cmps.append((cm, info))
         if excused is not None:
@@ -194,8 +204,8 @@ def check_derivative(f: Callable, args: Any, *, wrt: Any = None, order: int = 1,
                     e = {"sample": int(idx[0]), **e}
                 excused_list.append(e)
         block_dicts.append({"name": blk.name, "shape": list(blk.rev.shape), "entries": int(blk.rev.size),
-                            "passed": cr.passed and cf.passed and cm.passed,
-                            "mismatches": max(cr.mismatches, cf.mismatches),
+                            "passed": cr.passed and cf.passed and cm.passed and not nan.any(),
+                            "mismatches": max(cr.mismatches, cf.mismatches), "nan": int(nan.sum()),
                             "max_abs_err": max(cr.max_abs_err, cf.max_abs_err),
                             "max_rel_err": max(cr.max_rel_err, cf.max_rel_err)})
 
@@ -217,7 +227,7 @@ def check_derivative(f: Callable, args: Any, *, wrt: Any = None, order: int = 1,
         evaluations += g_evals
 
     passed = fd_summary["passed"] and modes["passed"] and (gradient is None or gradient["passed"]) \
-        and unrepeatable is None
+        and unrepeatable is None and nan_count == 0
     sweeps = sum(ev.sweeps for ev in {id(b._ev): b._ev for row in (*rev, *fwd) for b in row}.values())
     fd = {"method": "central differences" + (" with Richardson extrapolation" if richardson else ""),
           "of": "f" if order == 1 else "the AD gradient", "step": "eps**(1/3) * max(1, |x_j|) in float64",
@@ -225,11 +235,23 @@ def check_derivative(f: Callable, args: Any, *, wrt: Any = None, order: int = 1,
     return CheckReport(passed=passed, order=order, rtol=rtol, atol=atol, max_abs_err=fd_summary["max_abs_err"],
                        max_rel_err=fd_summary["max_rel_err"], worst=worst[:TOP], modes=modes, blocks=block_dicts,
                        kinks=kinks, convention_dependent=excused_list[:MAX_LISTED],
-                       convention_dependent_count=n_excused, gradient=gradient, fd=fd,
+                       convention_dependent_count=n_excused, nan=nan_entries, nan_count=nan_count,
+                       gradient=gradient, fd=fd,
                        sweeps=sweeps + (gradient is not None), unrepeatable=unrepeatable,
                        nested_derivative=None if cross.severed is None else f"{cross.severed[0]}:{cross.severed[1]}",
                        errors={blk.name: np.maximum(np.abs(blk.rev - blk.fd), np.abs(blk.fwd - blk.fd))
                                for blk in blocks})
+
+
+def _nan_entry(blk: _Block, idx: np.ndarray, batch: bool) -> dict:
+    """Entry `idx` of the block's checked slice, NaN in AD or in the finite differences: where, and in which."""
+    at = tuple(idx)
+    ad = [name for name, values in (("reverse", blk.rev), ("forward", blk.fwd)) if np.isnan(values[at])]
+    where = [("AD" if len(ad) == 2 else f"{ad[0]} mode")] if ad else []
+    where += ["finite differences"] if np.isnan(blk.fd[at]) else []
+    entry = {"block": blk.name, "row": int(blk.rows[idx[-2]]), "col": int(blk.cols[idx[-1]]),
+             "ad": json_number(blk.rev[at]), "fd": json_number(blk.fd[at]), "nan_in": " and ".join(where)}
+    return {"sample": int(idx[0]), **entry} if batch else entry
 
 
 def _kink_entries(kink: Kink, blocks: list[_Block], cross: StepCrossings, reach: dict, order: int) -> Kink:

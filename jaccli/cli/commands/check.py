@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from jaccli.check.report import CheckReport, nested_derivative_message, unrepeatable_message
+from jaccli.check.report import (CheckReport, modes_difference, nan_message, nested_derivative_message,
+    unrepeatable_message)
 from jaccli.check.verification import check_derivative
 from jaccli.errors import UsageError
 from jaccli.plurals import counted, verb
@@ -53,6 +54,7 @@ def _remap(report: CheckReport, problem: Problem, blocks: list[Block]) -> dict:
     d["worst"] = [_entry(w, by_name[w["block"]]) for w in d["worst"]]
     d["modes"]["worst"] = [_entry(w, by_name[w["block"]]) for w in d["modes"]["worst"]]
     d["convention_dependent"] = [_entry(e, by_name[e["block"]]) for e in d["convention_dependent"]]
+    d["nan"] = [_entry(e, by_name[e["block"]]) for e in d["nan"]]
     if d["gradient"] is not None:
         # The gradient's rows are elements of an input: label them like the Hessian's diagonal blocks.
         diagonal = {f"df/d{n}": b for n, b in zip(problem.wrt_names, blocks[::len(problem.wrt) + 1])}
@@ -97,6 +99,8 @@ def _failure(d: dict) -> str:
         parts.append(f"{bad} of {counted(d['entries'], 'entry')} {verb(bad, 'differ', 'differs')} from finite "
                      f"differences beyond rtol={d['rtol']:g}, "
                      f"atol={d['atol']:g}")
+    if d["nan_count"]:
+        parts.append(nan_message(d["nan_count"], d["nan"][0]))
     if not d["modes"]["passed"]:
         parts.append(f"reverse and forward mode disagree on {counted(d['modes']['mismatches'], 'entry')}")
     if d["gradient"] is not None and not d["gradient"]["passed"]:
@@ -106,7 +110,7 @@ def _failure(d: dict) -> str:
         parts.append(nested_derivative_message(d["nested_derivative"]))
     text = "check failed: " + "; ".join(parts or ["see the report"])
     worst = d["worst"] or d["modes"]["worst"]
-    if worst:
+    if worst and not d["nan_count"]:
         w = worst[0]
         values = f"AD {_g(w['ad'])} vs finite differences {_g(w['fd'])}" if "ad" in w \
             else f"reverse {_g(w['reverse'])} vs forward {_g(w['forward'])}"
@@ -126,7 +130,7 @@ def _sections(d: dict, problem: Problem, outcome: Outcome) -> list[Section]:
         "finite differences": f"{d['fd']['method']} in float64, of {d['fd']['of']}, "
                               f"{counted(d['fd']['evaluations'], 'evaluation')}",
         "reverse vs forward": ("agree" if modes["passed"] else f"DISAGREE on {counted(modes['mismatches'], 'entry')}")
-                              + f" (max abs difference {modes['max_abs_err']:.3g})",
+                              + f" ({modes_difference(modes)})",
     }
     if d["gradient"] is not None:
         g = d["gradient"]
@@ -151,6 +155,12 @@ def _sections(d: dict, problem: Problem, outcome: Outcome) -> list[Section]:
                           ["entry", "elements", "AD", "FD", "abs err", "rel err"],
                           [[_at(w), w["label"], _g(w["ad"]), _g(w["fd"]), _err(w["abs_err"]), _err(w["rel_err"])]
                            for w in d["worst"]]))
+    if d["nan_count"]:
+        more = d["nan_count"] - len(d["nan"])
+        sections.append(Table("NaN entries (NaN checks nothing: each fails the check)",
+                              ["entry", "elements", "AD", "FD", "NaN in"],
+                              [[_at(e), e["label"], _g(e["ad"]), _g(e["fd"]), e["nan_in"]] for e in d["nan"]],
+                              more=f"... and {more} more" if more > 0 else ""))
     if not modes["passed"]:
         sections.append(Table("reverse against forward mode", ["entry", "elements", "reverse", "forward"],
                               [[_at(w), w["label"], _g(w["reverse"]), _g(w["forward"])] for w in modes["worst"]]))

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
+import jaccli
 from jaccli.engine.recording import Recording
 
 
@@ -116,3 +117,19 @@ def test_a_reduction_over_no_axis_is_a_new_array_as_numpys(name):
     x = np.array([[0.4, -1.3, 2.6], [-0.2, 3.7, 1.1]])
     assert_allclose(_jacobian(f, x), central_diff(f, x), rtol=1e-6, atol=1e-8)
     assert_allclose(Recording(f, (x,), (0,)).outputs[0], f(x.copy()), rtol=1e-15)
+
+
+def test_std_over_one_entry_per_slice_has_derivative_0_in_both_modes():
+    # a - mean(a) is a - a there: std is 0 whatever a is (NaN only where a is not finite)
+    a = np.array([[1.0, 2.0, 3.0]])
+    value, g = jaccli.vjp(lambda x: np.std(x, axis=0), a, np.ones(3))
+    assert np.array_equal(value, np.zeros(3)) and np.array_equal(g, np.zeros((1, 3)))
+    assert np.array_equal(jaccli.jvp(lambda x: np.std(x, axis=0), a, np.ones((1, 3)))[1], np.zeros(3))
+    assert jaccli.grad(np.std, np.array(2.0)) == 0.0
+    for mode in ("forward", "reverse"):
+        J = np.asarray(jaccli.jacobian(lambda x: np.std(x, axis=1, keepdims=True), np.array([[1.0], [4.0]]),
+                                       mode=mode))
+        assert np.array_equal(J, np.zeros((2, 1, 2, 1))), mode
+    nan_row = np.array([[1.0], [np.nan]])
+    assert np.array_equal(jaccli.vjp(lambda x: np.std(x, axis=1), nan_row, np.ones(2))[0], [0.0, np.nan],
+                          equal_nan=True)

@@ -46,7 +46,15 @@ def _var_handler(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, 
 
 
 def _std_handler(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
-    return _root(_var_handler(a, axis, dtype, ddof=ddof, keepdims=keepdims, **kw))
+    var = _var_handler(a, axis, dtype, ddof=ddof, keepdims=keepdims, **kw)
+    plain = all(kw.get(k, np._NoValue) is np._NoValue for k in ("where", "mean", "correction"))
+    if plain and ddof == 0 and _count(np.shape(a), norm_axes(axis, np.ndim(a))) == 1:
+        # One entry per slice deviates from its mean by a - a: the variance is 0 (NaN where a is not finite)
+        # whatever a is, and so is the std, with derivative 0 in both modes; its root would give sqrt'(0) * 0,
+        # NaN in reverse mode.
+        _refuse_root(var)
+        return var
+    return _root(var)
 
 
 register_derived(np.mean, _mean_handler, uses=(sum_,))
@@ -139,10 +147,15 @@ def _variance(a, mask, axes, keepdims, ddof, mean, dtype, nan=False):
 def _root(var):
     """np.sqrt of a variance in its dtype, as NumPy's std: into the variance's own array (NumPy's
     error where the root is not of its kind), or for one number, cast back to its dtype."""
-    dtype = dtype_of(var)
+    _refuse_root(var)
+    return in_dtype(np.sqrt(var), dtype_of(var))
+
+
+def _refuse_root(var):
+    """NumPy's error where the root of an array of variances is not of their kind."""
     if np.ndim(var):
+        dtype = dtype_of(var)
         np.sqrt(np.zeros(1, dtype), out=np.zeros(1, dtype))
-    return in_dtype(np.sqrt(var), dtype)
 
 
 register_derived(np.nanmean, _nanmean, uses=(sum_,), notes=_NAN_NOTES)

@@ -3,13 +3,16 @@ forks, NaN in a check, a zero-width terminal, crashes and exit codes (issue 42).
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import textwrap
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from .test_cli import invoke, make_runner
-from .test_cli_subprocess import jaccli
+from .test_cli_subprocess import JACCLI, clean_env, jaccli
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
@@ -70,3 +73,23 @@ def test_reverse_and_forward_mode_apart_by_nan_is_not_a_difference_of_0(tmp_path
     assert result.exit_code == 1 and result.error.kind == "check_failed", result.stderr
     line = next(line for line in result.stdout.splitlines() if line.startswith("reverse vs forward"))
     assert line.endswith("DISAGREE on 4 entries (NaN or inf on one side only at 4 entries)"), line
+
+
+@pytest.mark.skipif(shutil.which("script") is None, reason="needs script(1) for a pseudo-terminal")
+@pytest.mark.parametrize("columns", ["0", "5"])
+def test_a_terminal_narrower_than_a_view_gets_the_plain_form(tmp_path, columns):
+    runs = {"jacobian": "jaccli jacobian -e 'x * 2.0' '[1.0, 2.0]'", "check": "jaccli check -e 'sin(x)' '[1.0]'",
+            "ops": "jaccli ops --family shape"}
+    for command, line in runs.items():
+        # stdout is the pseudo-terminal that script(1) makes: jaccli draws its rich view there
+        shown = subprocess.run(["script", "-qec", f"COLUMNS={columns} {JACCLI[0]} {line[len('jaccli '):]}",
+                                "/dev/null"], cwd=tmp_path, capture_output=True, text=True, env=clean_env(),
+                               timeout=60)
+        out = shown.stdout.replace("\r", "")
+        assert shown.returncode == 0, out
+        if command == "jacobian":
+            assert out.splitlines() == ["2 0", "0 2"], out
+        elif command == "check":
+            assert out.startswith("check of -e 'sin(x)': Jacobian") and out.splitlines()[-1] == "passed", out
+        else:
+            assert "np.atleast_1d" in out.split(), out

@@ -61,9 +61,12 @@ def _plain(sections: Sequence[Section]) -> str:
 def _rich(sections: Sequence[Section], color: bool) -> None:
     from rich.text import Text
 
-    from .terminal import make_console, print_facts, print_report_table
+    from .terminal import make_console, print_facts, print_report_table, too_narrow
 
     console = make_console(sys.stdout, no_color=None if color else True)
+    if too_narrow(console):
+        sys.stdout.write(_plain(sections))
+        return
     for section in sections:
         if isinstance(section, str):
             console.print(Text(section))

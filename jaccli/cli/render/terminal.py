@@ -33,6 +33,7 @@ __all__ = [
     "print_facts",
     "print_report_table",
     "render_table",
+    "too_narrow",
 ]
 
 
@@ -73,6 +74,16 @@ class _Console(Console):
         # rich's own answer is SystemExit(1), which is jaccli's "a check failed"; the CLI exits 141.
         self.quiet = True
         raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+
+# The narrowest console a rich view is drawn on: below it (COLUMNS=0, a split pane a few cells wide) a
+# title or a number would not fit on a line, and rich prints nothing or a column of fragments.
+MIN_WIDTH = 16
+
+
+def too_narrow(console: Console) -> bool:
+    """Whether `console` is narrower than any rich view needs: then views print their plain form."""
+    return console.width < MIN_WIDTH
 
 
 def make_console(file: IO[str], *, no_color: bool | None = None, width: int | None = None) -> Console:
@@ -294,6 +305,9 @@ def render_table(
     │ f[1]      0     -2    │
     ╰───────────────────────╯
     """
+    if too_narrow(console):
+        console.file.write(format_plain(blocks, precision=precision, headers=False))
+        return
     ellipsis = "..." if console.options.ascii_only else "…"
     if header is not None:
         _print_header(console, header)

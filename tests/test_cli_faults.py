@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from .helpers import assert_error
 from .test_cli import invoke, make_runner
 from .test_cli_subprocess import JACCLI, clean_env, jaccli
 
@@ -93,3 +94,18 @@ def test_a_terminal_narrower_than_a_view_gets_the_plain_form(tmp_path, columns):
             assert out.startswith("check of -e 'sin(x)': Jacobian") and out.splitlines()[-1] == "passed", out
         else:
             assert "np.atleast_1d" in out.split(), out
+
+
+def test_out_of_memory_in_the_function_is_exit_4(tmp_path):
+    func = tmp_path / "mem.py"
+    func.write_text("def f(x):\n    raise MemoryError('cannot allocate 8 EiB')\n")
+    assert_error(invoke(make_runner(), "jacobian", str(func), "[1.0]"), "resource_limit", 4)
+
+
+def test_out_of_memory_in_check_does_not_advise_an_option_check_lacks(monkeypatch):
+    def out_of_memory(*args, **kwargs):
+        raise MemoryError()
+
+    monkeypatch.setattr("jaccli.cli.commands.check.check_derivative", out_of_memory)
+    message = assert_error(invoke(make_runner(), "check", "-e", "x * 2.0", "[1.0]"), "resource_limit", 4)
+    assert "-o" not in message

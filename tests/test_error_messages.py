@@ -182,6 +182,10 @@ def _sin_rule_gives_nan(monkeypatch) -> None:
     monkeypatch.setitem(PRIMITIVES["np.sin"].vjps, 0, lambda ans, x, **kw: (lambda g: g * np.nan))
 
 
+def _out_of_memory(*args, **kwargs):
+    raise MemoryError()
+
+
 def _pickled(path: Path) -> None:
     np.save(path, np.array([1.0, 2.0], dtype=object), allow_pickle=True)
 
@@ -1114,6 +1118,12 @@ CLI_MESSAGES = [
          "check failed: 4 entries are NaN, which checks nothing (first dwave_dx[0, 0]: NaN in reverse mode); "
          "reverse and forward mode disagree on 4 entries", files={"model.py": MODEL},
          setup=lambda mp, tmp: _sin_rule_gives_nan(mp)),
+    # out of memory is exit 4 wherever it happens, and check has no -o to stream with
+    Case(["jacobian", "{tmp}/mem.py", "[1.0]"],
+         "f in {tmp}/mem.py ran out of memory (MemoryError: cannot allocate 8 EiB) ({tmp}/mem.py:2)",
+         files={"mem.py": "def f(x):\n    raise MemoryError('cannot allocate 8 EiB')\n"}),
+    Case(["check", "-e", "x * 2.0", "[1.0]"], "out of memory; select fewer rows or columns with --rows/--cols",
+         setup=lambda mp, tmp: mp.setattr("jaccli.cli.commands.check.check_derivative", _out_of_memory)),
     Case(["check", "{tmp}/noisy.py", "[0.1, 0.2, 0.3]"],
          "check failed: f gives different values at the same inputs (two calls differ by up to {any}): it draws "
          "random numbers or reads state that changes, so finite differences of it mean nothing; seed its random "

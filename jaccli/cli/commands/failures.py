@@ -252,6 +252,9 @@ def _in_function(error: BaseException, user_file: Path | None, what: str, inputs
         return FunctionFailed(f"{what} called {called}({error.code!r}){_where(site)}; a function to "
                               "differentiate must return its value")
     message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    if isinstance(error, MemoryError):  # out of memory is exit 4 wherever it happens
+        detail = f"MemoryError: {message}" if message else "MemoryError"
+        return ResourceExceeded(f"{what} ran out of memory ({detail}){_where(site)}")
     if isinstance(error, (ValueError, IndexError)) and _SHAPE_WORDS.search(message) \
             and not _raised_by_user_statement(error, user_file):
         hint = f"; the inputs are {inputs}" if inputs else ""
@@ -279,7 +282,7 @@ def _raised_in_library(error: BaseException) -> bool:
 
 
 def translate(error: BaseException, *, user_file: Path | None = None, what: str = "the function",
-              inputs: str = "", definition: str = "", written: Sequence[Path] = ()) -> CliError:
+              inputs: str = "", definition: str = "", written: Sequence[Path] = (), streams: bool = True) -> CliError:
     """The CliError to show for `error`.
 
     Args:
@@ -289,6 +292,7 @@ def translate(error: BaseException, *, user_file: Path | None = None, what: str 
         inputs: the inputs' names and shapes, added to shape-mismatch messages.
         definition: where the function is defined (``f.py:3``), for errors with no line of their own.
         written: the files the run had put in place when it was interrupted (`atomic.recording_renames`).
+        streams: whether the command can stream its result to a .npy file with -o (check cannot).
     """
     if isinstance(error, CliError):
         return error
@@ -301,8 +305,8 @@ def translate(error: BaseException, *, user_file: Path | None = None, what: str 
     if isinstance(error, KeyboardInterrupt):
         return interrupted(error, written)
     if isinstance(error, MemoryError):
-        return ResourceExceeded("out of memory; select fewer rows or columns with --rows/--cols, "
-                                "or stream the result to a .npy file with -o")
+        return ResourceExceeded("out of memory; select fewer rows or columns with --rows/--cols"
+                                + (", or stream the result to a .npy file with -o" if streams else ""))
     if isinstance(error, (ValueError, TypeError)) and _raised_in_library(error):
         return BadUsage(str(error).strip().splitlines()[0])
     if isinstance(error, OSError) and isinstance(error.filename, (str, bytes, os.PathLike)):

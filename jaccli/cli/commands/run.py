@@ -60,21 +60,21 @@ def _progress(out: Output) -> _Progress | None:
     return _Progress(time.perf_counter())
 
 
-def _too_large(outcome: Outcome, settings: Settings, out: Output) -> ResourceLimitError:
+def _too_large(outcome: Outcome, settings: Settings, out: Output, streams: bool) -> ResourceLimitError:
     size, budget = human_bytes(outcome.nbytes), human_bytes(settings.max_memory)
     stream = "write it to a .npy file with -o J.npy (streamed to disk in row blocks), " \
-        if not (out.path and out.path.suffix.lower() == ".npy") else ""
+        if streams and not (out.path and out.path.suffix.lower() == ".npy") else ""
     return ResourceLimitError(f"the result would take {size}, more than --max-memory {budget}; {stream}"
                               "select rows or columns with --rows/--cols, or raise --max-memory")
 
 
-def _compute(outcome: Outcome, settings: Settings, out: Output) -> None:
+def _compute(outcome: Outcome, settings: Settings, out: Output, streams: bool) -> None:
     if outcome.nbytes <= settings.max_memory:
         evaluate(outcome)
         return
     streamable = out.path is not None and out.path.suffix.lower() == ".npy" and len(outcome.blocks) == 1
     if not streamable or outcome.blocks[0].lazy is None:
-        raise _too_large(outcome, settings, out)
+        raise _too_large(outcome, settings, out, streams)
     failed = next((v for v in outcome.verdicts if not v.passed), None)
     if failed is not None:  # (--strict) a failed result is not written, and a streamed one cannot be shown
         raise CheckFailed(f"{failed.failure}; {out.path} was not written")
@@ -135,7 +135,7 @@ def _plot(problem: Problem, outcome: Outcome, out: Output) -> None:
          "value")
 
 
-def _evaluate(problem: Problem, command: str, settings: Settings, out: Output) -> Outcome:
+def _evaluate(problem: Problem, command: str, settings: Settings, out: Output, streams: bool) -> Outcome:
     from jaccli.check.diagnostics import NonfiniteMonitor
 
     # The monitor must see the first evaluation: rows and columns computed once are cached and
@@ -148,7 +148,7 @@ def _evaluate(problem: Problem, command: str, settings: Settings, out: Output) -
         progress = _progress(out)
         hook_progress(outcome, progress)
         try:
-            _compute(outcome, settings, out)
+            _compute(outcome, settings, out, streams)
         finally:
             if progress is not None:
                 progress.close()
@@ -212,8 +212,10 @@ class Failures:
     already in place.
     """
 
-    def __init__(self, func: str | None, expression: str | None, debug: bool, written: Sequence[Path] = ()) -> None:
+    def __init__(self, func: str | None, expression: str | None, debug: bool, written: Sequence[Path] = (),
+                 streams: bool = True) -> None:
         self.func, self.expression, self.debug, self.written = func, expression, debug, written
+        self.streams = streams  # the command can stream its result with -o (check cannot)
         self.problem: Problem | None = None
 
     def __enter__(self) -> "Failures":
@@ -230,9 +232,10 @@ class Failures:
             print_traceback(error)
         problem = self.problem
         if problem is None:
-            raise translate(error, user_file=_file_of(self.func, self.expression), written=self.written) from None
+            raise translate(error, user_file=_file_of(self.func, self.expression), written=self.written,
+                            streams=self.streams) from None
         raise translate(error, user_file=problem.user_file, what=problem.what, inputs=problem.describe_inputs(),
-                        definition=problem.definition, written=self.written) from None
+                        definition=problem.definition, written=self.written, streams=self.streams) from None
 
 
 def _checks(command: str, settings: Settings, out: Output) -> tuple[str, Check | None]:
@@ -266,7 +269,8 @@ def run(command: str, *, func: str | None, expression: str | None, sources: tupl
     the report on stdout, then exits 1.
     """
     start = time.perf_counter()
-    with recording_renames() as written, Failures(func, expression, debug, written) as failures:
+    streams = command != "check"  # check has no -o to stream its result with
+    with recording_renames() as written, Failures(func, expression, debug, written, streams) as failures:
         compute, own = _checks(command, settings, out)
         default_memory_budget()  # a JACCLI_MEMORY_BUDGET that names no size is refused before f runs
         check_output(out, [*sources, *settings.vectors, settings.compare, settings.rows, settings.cols])
@@ -277,7 +281,7 @@ def run(command: str, *, func: str | None, expression: str | None, sources: tupl
         problem = failures.problem = load_problem(func, expression, sources, wrt, settings.dtype)
         check_target_early(out, command, problem, settings)
         loaded = time.perf_counter()
-        outcome = _evaluate(problem, compute, settings, out)
+        outcome = _evaluate(problem, compute, settings, out, streams)
         outcome.name = command
         outcome.timings = {"load_s": loaded - start, **outcome.timings}
         if settings.fail_on_nonfinite:

@@ -9,6 +9,7 @@ are scipy.sparse arrays of the flattened outputs and inputs, nested like `jacobi
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,8 @@ from jaccli.errors import UsageError
 from .jacobian_hessian import hessian as _lazy_hessian, jacobian as _lazy_jacobian
 from .lazy import _Block
 
-__all__ = ["Sparsity", "sparsity", "sparse_jacobian", "sparse_hessian", "check_sparse", "SparseCheck"]
+__all__ = ["Sparsity", "sparsity", "sparse_jacobian", "sparse_hessian", "check_sparse", "SparseCheck", "SparseRun",
+           "sparse_run"]
 
 _FORMAT = "jaccli-sparsity-1"
 
@@ -60,6 +62,7 @@ class Sparsity:
     dense_ops: list = field(default_factory=list)
     compared: list = field(default_factory=list)
     fingerprint: str = ""
+    timings: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -145,6 +148,10 @@ class Sparsity:
                 f"{self.mode} plan of {self.colors} sweeps)")
 
 
+class PatternMismatch(UsageError):
+    """A given pattern does not fit this point: another shape, kind, or recording."""
+
+
 class SparsityChangedWarning(UserWarning):
     """f recorded another structure at this point than where its pattern was detected."""
 
@@ -175,28 +182,33 @@ def _detected(rec: Any, hessian: bool, mode: str) -> Sparsity:
     from jaccli.sparse import hessian_plan, jacobian_plan
     from jaccli.sparse.detection import detect, fingerprint
     sp = _scipy()
+    start = time.perf_counter()
     found = detect(rec)
     pattern = sp.csr_array(sp.block_array(found.blocks, format="csr"), dtype=bool)
+    detected = time.perf_counter()
     if hessian:
         pattern = sp.csr_array(pattern + pattern.T, dtype=bool)
         plan = hessian_plan(pattern)
     else:
         plan = jacobian_plan(pattern, mode=mode)
     outs, ins = _shapes(rec)
-    return Sparsity(pattern, plan, outs, ins, hessian, found.dense_ops, found.compared, fingerprint(rec))
+    timings = {"detection_s": detected - start, "coloring_s": time.perf_counter() - detected}
+    return Sparsity(pattern, plan, outs, ins, hessian, found.dense_ops, found.compared, fingerprint(rec), timings)
 
 
-def _sparsity_for(rec: Any, f: Any, given: Sparsity | None, hessian: bool, mode: str) -> Sparsity:
-    """`given` when it fits this recording; else the pattern detected here (kept by record_once)."""
+def _sparsity_for(rec: Any, f: Any, given: Sparsity | None, hessian: bool, mode: str,
+                  refuse_changed: bool = False) -> Sparsity:
+    """`given` when it fits this recording; else the pattern detected here (kept by record_once).
+    With `refuse_changed`, a `given` pattern of another recording is a UsageError, not detected again."""
     from jaccli.sparse.detection import fingerprint
     outs, ins = _shapes(rec)
     cache = getattr(f, "_sparsity", None) if given is None else None
     if given is not None:
         if given.hessian != hessian:
-            raise UsageError(f"the pattern given is a {'Hessian' if given.hessian else 'Jacobian'}'s, "
+            raise PatternMismatch(f"the pattern given is a {'Hessian' if given.hessian else 'Jacobian'}'s, "
                              f"not a {'Hessian' if hessian else 'Jacobian'}'s")
         if (given.out_shapes, given.in_shapes) != (outs, ins):
-            raise UsageError(f"the pattern given is for outputs {list(given.out_shapes)} and inputs "
+            raise PatternMismatch(f"the pattern given is for outputs {list(given.out_shapes)} and inputs "
                              f"{list(given.in_shapes)}, not {list(outs)} and {list(ins)}")
         if mode not in ("auto", given.mode) and not hessian:
             given = None  # another side was asked for: colour again
@@ -205,6 +217,10 @@ def _sparsity_for(rec: Any, f: Any, given: Sparsity | None, hessian: bool, mode:
         return cache[(key, hessian, mode)]
     if given is not None and given.fingerprint == key:
         return given
+    if given is not None and refuse_changed:
+        raise PatternMismatch("it was detected where f recorded other operations than it does at this point (another "
+                         "function, or another branch of an if or loop count): the pattern may not hold here; "
+                         "detect it again at this point with `jaccli sparsity`")
     if given is not None:
         warnings.warn("f recorded other operations at this point than where its sparsity pattern was detected "
                       "(another branch of an if, or another loop count): the pattern was detected again",
@@ -269,6 +285,54 @@ def _split(matrix: Any, lazy: Any, outs: tuple, ins: tuple) -> Any:
     return _like(lazy, lambda i, j: sp.csr_array(matrix[rows[i]:rows[i + 1], cols[j]:cols[j + 1]]))
 
 
+@dataclass
+class SparseRun:
+    """A sparse Jacobian or Hessian with how it was made (for reports such as the CLI's --stats).
+
+    Attributes:
+        matrix: CSR of all outputs by all differentiated inputs (flattened), or of the selection.
+        blocks: `matrix` split into blocks nested like `jacobian`'s (None for a selection).
+        sparsity: the pattern and plan of the whole matrix.
+        plan: the plan that ran (the selection's own when rows or cols were given).
+        sweeps: sweeps run; timings: detection_s, coloring_s (0 for a reused pattern), sweeps_s.
+    """
+
+    matrix: Any
+    blocks: Any
+    sparsity: Sparsity
+    plan: Any
+    sweeps: int
+    timings: dict
+
+
+def sparse_run(f: Callable, inputs: Any, *, wrt: Any = None, hessian: bool = False, sparsity: Sparsity | None = None,
+               mode: str = "auto", rows: Any = None, cols: Any = None, refuse_changed: bool = False) -> SparseRun:
+    """The sparse Jacobian (or Hessian) of f at `inputs`, or only its `rows` and `cols` (indices into
+    the flattened matrix, or functions of the axis length giving them) computed with the colours of
+    the selection alone. `refuse_changed`: a
+    `sparsity` detected for another recording is refused (UsageError) instead of detected again."""
+    _check_mode(mode, hessian and rows is None and cols is None)
+    _keeps_patterns(f)
+    lazy = (_lazy_hessian if hessian else _lazy_jacobian)(f, inputs, wrt=wrt)
+    ev = _leaves(lazy)[0]._ev
+    found = _sparsity_for(ev.rec, f, sparsity, hessian, "auto" if hessian else mode, refuse_changed)
+    timings = {"detection_s": 0.0, "coloring_s": 0.0, **(found.timings if found is not sparsity else {})}
+    start, before = time.perf_counter(), ev.sweeps
+    if rows is None and cols is None:
+        matrix, plan = _compute(ev, found), found.plan
+        outs = found.in_shapes if hessian else found.out_shapes
+        blocks = _split(matrix, lazy, outs, found.in_shapes)
+    else:
+        from .sparse_selection import compute_selected
+        m, n = found.shape
+        rows = np.arange(m) if rows is None else np.asarray(rows(m) if callable(rows) else rows, dtype=np.int64)
+        cols = np.arange(n) if cols is None else np.asarray(cols(n) if callable(cols) else cols, dtype=np.int64)
+        matrix, plan = compute_selected(ev, found, rows, cols, mode, _products)
+        blocks = None
+    timings["sweeps_s"] = time.perf_counter() - start
+    return SparseRun(matrix, blocks, found, plan, ev.sweeps - before, timings)
+
+
 # ---------------------------------------------------------------------------------------------
 # The public functions
 # ---------------------------------------------------------------------------------------------
@@ -298,7 +362,7 @@ def sparsity(f: Callable, inputs: Any, *, wrt: Any = None, hessian: bool = False
 
 
 def sparse_jacobian(f: Callable, inputs: Any, *, wrt: Any = None, sparsity: Sparsity | None = None,
-                    mode: str = "auto") -> Any:
+                    mode: str = "auto", rows: Any = None, cols: Any = None) -> Any:
     """The Jacobian of f at `inputs` as scipy.sparse CSR arrays, in few compressed sweeps.
 
     Args:
@@ -308,24 +372,24 @@ def sparse_jacobian(f: Callable, inputs: Any, *, wrt: Any = None, sparsity: Spar
         sparsity: a `Sparsity` from an earlier call (`jaccli.sparsity`) to reuse; it is checked
             against this point's recording and detected again if f took another path.
         mode: "auto" (fewest sweeps), "forward", "reverse" or "bidirectional".
+        rows, cols: indices into the flattened matrix (all outputs by all differentiated inputs):
+            only these rows and columns, computed with the colours of the selection alone.
 
     Returns:
-        A CSR array of shape ``(out.size, x.size)``, or nested tuples of them as `jacobian`.
+        A CSR array of shape ``(out.size, x.size)``, or nested tuples of them as `jacobian`; with
+        `rows` or `cols`, one CSR array of shape ``(len(rows), len(cols))``.
 
     >>> import numpy as np, jaccli
     >>> J = jaccli.sparse_jacobian(lambda x: x[1:] * x[:-1], np.arange(1.0, 5.0))
     >>> J.shape, J.nnz, J.toarray()[0]
     ((3, 4), 6, array([2., 1., 0., 0.]))
     """
-    _check_mode(mode, False)
-    _keeps_patterns(f)
-    lazy = _lazy_jacobian(f, inputs, wrt=wrt)
-    ev = _leaves(lazy)[0]._ev
-    found = _sparsity_for(ev.rec, f, sparsity, False, mode)
-    return _split(_compute(ev, found), lazy, found.out_shapes, found.in_shapes)
+    done = sparse_run(f, inputs, wrt=wrt, sparsity=sparsity, mode=mode, rows=rows, cols=cols)
+    return done.matrix if done.blocks is None else done.blocks
 
 
-def sparse_hessian(f: Callable, inputs: Any, *, wrt: Any = None, sparsity: Sparsity | None = None) -> Any:
+def sparse_hessian(f: Callable, inputs: Any, *, wrt: Any = None, sparsity: Sparsity | None = None,
+                   rows: Any = None, cols: Any = None) -> Any:
     """The Hessian of scalar f at `inputs` as a symmetric scipy.sparse CSR array (star colouring:
     one Hessian-vector product per colour, read back directly, so the result is exactly symmetric).
 
@@ -334,20 +398,19 @@ def sparse_hessian(f: Callable, inputs: Any, *, wrt: Any = None, sparsity: Spars
         inputs: an array, or a tuple of arrays.
         wrt: which inputs to differentiate.
         sparsity: a `Sparsity` with ``hessian=True`` from an earlier call, to reuse.
+        rows, cols: indices into the flattened Hessian: only these, as for `sparse_jacobian`.
 
     Returns:
-        A CSR array of shape ``(x.size, x.size)``, or blocks ``H[i][j]`` for several inputs.
+        A CSR array of shape ``(x.size, x.size)``, or blocks ``H[i][j]`` for several inputs; with
+        `rows` or `cols`, one CSR array of the selection.
 
     >>> import numpy as np, jaccli
     >>> H = jaccli.sparse_hessian(lambda x: np.sum(x[1:] * x[:-1]), np.ones(4))
     >>> H.toarray()[1]
     array([1., 0., 1., 0.])
     """
-    _keeps_patterns(f)
-    lazy = _lazy_hessian(f, inputs, wrt=wrt)
-    ev = _leaves(lazy)[0]._ev
-    found = _sparsity_for(ev.rec, f, sparsity, True, "auto")
-    return _split(_compute(ev, found), lazy, found.in_shapes, found.in_shapes)
+    done = sparse_run(f, inputs, wrt=wrt, hessian=True, sparsity=sparsity, rows=rows, cols=cols)
+    return done.matrix if done.blocks is None else done.blocks
 
 
 def _check_mode(mode: str, hessian: bool) -> None:

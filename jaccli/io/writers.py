@@ -15,9 +15,12 @@ from jaccli.errors import UsageError
 # NpyStreamWriter lives in jaccli.io.npy_stream; re-exported so existing imports keep working.
 from .npy_stream import NpyStreamWriter
 
-__all__ = ["META_KEY", "WRITE_FORMATS", "NpyStreamWriter", "format_text", "write_blocks"]
+__all__ = ["META_KEY", "SPARSE_FORMATS", "WRITE_FORMATS", "NpyStreamWriter", "coo_document", "format_text",
+           "write_blocks", "write_sparse"]
 
 WRITE_FORMATS = (".npy", ".npz", ".csv", ".txt", ".json")
+# A sparse result: scipy.sparse.save_npz's layout, Matrix Market, COO arrays in JSON (.npy: dense, by the caller).
+SPARSE_FORMATS = (".npz", ".mtx", ".json")
 # Name of the .npz member that holds `meta` as JSON text.
 META_KEY = "__meta__"
 
@@ -141,6 +144,48 @@ def format_text(array: np.ndarray, precision: int | None = None, delimiter: str 
         row_format = delimiter.join([f"%.{precision}g"] * rows.shape[1])
         lines = (row_format % tuple(row) for row in rows.tolist())
     return "".join(line + "\n" for line in lines)
+
+
+def coo_document(matrix: object) -> dict[str, object]:
+    """A scipy.sparse matrix as COO arrays: shape, nnz, row, col, data (floats read back exactly)."""
+    coo = matrix.tocoo()  # type: ignore[attr-defined]
+    order = np.lexsort((coo.col, coo.row))
+    return {"shape": list(coo.shape), "nnz": int(coo.nnz), "row": coo.row[order].tolist(),
+            "col": coo.col[order].tolist(), "data": _jsonable(np.asarray(coo.data)[order])}
+
+
+def write_sparse(path: str | Path, matrix: object, meta: Mapping[str, object] | None = None, *,
+                 symmetric: bool = False) -> None:
+    """Write a scipy.sparse matrix atomically: ``.npz`` in the layout of ``scipy.sparse.save_npz``
+    (``scipy.sparse.load_npz`` reads it), ``.mtx`` Matrix Market (``symmetric``: the lower triangle
+    only, as the format's symmetric kind), or ``.json`` ``{"shape", "nnz", "row", "col", "data",
+    "meta"}``.
+
+    >>> import scipy.sparse as sp
+    >>> write_sparse("/tmp/J.npz", sp.csr_array(np.eye(2))); sp.load_npz("/tmp/J.npz").nnz
+    2
+    """
+    target = Path(path)
+    suffix = target.suffix.lower()
+    if suffix not in SPARSE_FORMATS:
+        raise UsageError(f"cannot write a sparse result to {target}: use one of {', '.join(SPARSE_FORMATS)}")
+    check_target(target)
+    write: Callable[[IO[bytes]], None]
+    if suffix == ".npz":
+        import scipy.sparse as sp
+
+        write = functools.partial(sp.save_npz, matrix=sp.csr_array(matrix))
+    elif suffix == ".mtx":
+        import scipy.io as sio
+
+        def write(fh: IO[bytes]) -> None:
+            sio.mmwrite(fh, matrix, symmetry="symmetric" if symmetric else "general")
+    else:
+        import json
+
+        document = {**coo_document(matrix), "meta": _jsonable(meta) if meta is not None else {}}
+        write = functools.partial(_write_bytes, data=(json.dumps(document, allow_nan=False) + "\n").encode("utf-8"))
+    atomic_write(target, write)
 
 
 # ---------------------------------------------------------------- helpers

@@ -394,14 +394,14 @@ CLI_MESSAGES = [
     # large result without a file says how large and what to do
     Case(["jacobian", "{samples}/heat_pde.py", "{samples}/heat_pde_u.npy", "--max-memory", "1KiB"],
          'the result would take 8.0 KiB, more than --max-memory 1.0 KiB; write it to a .npy file with -o '
-         'J.npy (streamed to disk in row blocks), select rows or columns with --rows/--cols, or raise '
-         '--max-memory'),
+         'J.npy (streamed to disk in row blocks), select rows or columns with --rows/--cols, compute it sparse '
+         'with --sparse (-o J.npz), or raise --max-memory'),
     # large result to npz cannot stream
     Case(["jacobian", "{samples}/heat_pde.py", "{samples}/heat_pde_u.npy", "--max-memory", "1KiB", "-o",
           "{tmp}/J.npz"],
          'the result would take 8.0 KiB, more than --max-memory 1.0 KiB; write it to a .npy file with -o '
-         'J.npy (streamed to disk in row blocks), select rows or columns with --rows/--cols, or raise '
-         '--max-memory'),
+         'J.npy (streamed to disk in row blocks), select rows or columns with --rows/--cols, compute it sparse '
+         'with --sparse (-o J.npz), or raise --max-memory'),
     # missing function file
     Case(["jacobian", "nope.py", "[1]"],
          'function file not found: nope.py; FUNC is path.py or path.py:name'),

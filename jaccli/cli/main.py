@@ -16,8 +16,9 @@ from jaccli.io.atomic import recording_renames
 
 from .commands.failures import (BadUsage, CliError, NoCommand, Terminated, after_writing, interrupted, stream_error,
     to_stdout, with_json)
-from .commands.options import (check_nonfinite_options, check_options, function_options, info_options, keywords,
-    matrix_options, nonfinite_options, output_options, plot_option, report_options, vector_options)
+from .commands.options import (check_nonfinite_options, check_options, check_sparse_options, function_options,
+    info_options, keywords, matrix_options, nonfinite_options, output_options, plot_option, report_options,
+    sparse_options, sparsity_options, sparsity_outputs, vector_options)
 from .commands.settings import Output, Settings
 
 SAFETY = """\
@@ -196,9 +197,13 @@ def _split_args(args: tuple[str, ...], expression: str | None) -> tuple[str | No
 def _invoke(ctx: click.Context, command: str, args: tuple[str, ...], expression: str | None, wrt: str | None,
             fmt: str | None, no_color: bool, quiet: bool, debug: bool, output: str | None = None,
             precision: int | None = None, heatmap: bool = False, stats: bool = False, plot: str | None = None,
-            **settings: Any) -> None:
+            sparse: bool = False, pattern: str | None = None, **settings: Any) -> None:
     """The common "run and report" path of every command that differentiates FUNC."""
     func, sources = _split_args(args, expression)
+    if pattern is not None and not sparse:
+        raise BadUsage("--pattern is the pattern of --sparse; give --sparse too")
+    if settings.get("mode") == "bidirectional" and not sparse:
+        raise BadUsage("--mode bidirectional colours a sparse result; give --sparse too, or use forward or reverse")
     if output is not None and not output.strip():
         raise BadUsage("-o: the path is empty (an unset variable?); give a file such as J.npy, or leave out -o "
                        "for stdout")
@@ -217,6 +222,20 @@ def _invoke(ctx: click.Context, command: str, args: tuple[str, ...], expression:
         info(func=func, expression=expression, sources=sources, wrt=wrt, settings=Settings(**settings), out=out,
              argv=root.get("argv", []), debug=debug)
         return
+    if sparse:
+        _started()
+        if command == "check":
+            from .commands.sparse_results import check_sparse_command
+
+            check_sparse_command(func=func, expression=expression, sources=sources, wrt=wrt,
+                                 settings=Settings(**settings), out=out, debug=debug)
+        else:
+            from .commands.sparse_results import run_sparse
+
+            run_sparse(command, func=func, expression=expression, sources=sources, wrt=wrt,
+                       settings=Settings(**settings), out=out, argv=root.get("argv", []), debug=debug,
+                       pattern=pattern)
+        return
     from .commands.run import run
 
     _started()
@@ -226,14 +245,14 @@ def _invoke(ctx: click.Context, command: str, args: tuple[str, ...], expression:
 
 @_command("jacobian", "The Jacobian, or selected rows and columns of it.",
           "Jacobian of FUNC at the INPUTs: blocks df_dx of shape out.shape + in.shape.",
-          matrix_options, nonfinite_options, plot_option)
+          matrix_options, sparse_options, nonfinite_options, plot_option)
 def jacobian(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "jacobian", **kw)
 
 
 @_command("hessian", "The Hessian of a scalar function, or parts of it.",
           "Hessian of a scalar FUNC at the INPUTs: blocks d2f_dx_dy of shape x.shape + y.shape.",
-          matrix_options, nonfinite_options, plot_option)
+          matrix_options, sparse_options, nonfinite_options, plot_option)
 def hessian(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "hessian", **kw)
 
@@ -273,7 +292,7 @@ def hvp(ctx: click.Context, **kw: Any) -> None:
           "failed; exits 1 on failure. Entries where f is evaluated at a kink (abs at 0, a max/min tie, "
           "a clip bound, relu at 0), or whose finite-difference step crosses such a kink near x, are listed as "
           "convention-dependent: a mismatch there is not a failure.",
-          check_options, check_nonfinite_options, plot_option, outputs=report_options)
+          check_options, check_nonfinite_options, check_sparse_options, plot_option, outputs=report_options)
 def check(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "check", **kw)
 
@@ -286,6 +305,27 @@ def check(ctx: click.Context, **kw: Any) -> None:
           info_options, outputs=report_options)
 def info(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "info", **kw)
+
+
+@_command("sparsity", "The sparsity pattern of the Jacobian or Hessian, and its colouring.",
+          "The sparsity pattern of FUNC's Jacobian (or, with --hessian, of a scalar FUNC's Hessian) at the "
+          "INPUTs, from the recorded operations: shape, nnz, density, lower and upper bandwidth, the colours "
+          "of each colouring method tried, the chosen plan and its sweeps, the operations taken as dense "
+          "(with file:line), and where f compared traced values (the pattern holds for the control path f "
+          "took there); on a terminal, a spy view of the whole pattern. -o P.npz saves the pattern and its "
+          "plan for `jacobian --sparse --pattern P.npz`. Needs scipy: pip install 'jaccli[sparse]'.",
+          sparsity_options, outputs=sparsity_outputs)
+def sparsity(ctx: click.Context, args: tuple[str, ...], expression: str | None, wrt: str | None, dtype: str | None,
+             hessian: bool, mode: str, output: str | None, fmt: str | None, no_color: bool, quiet: bool,
+             debug: bool) -> None:
+    func, sources = _split_args(args, expression)
+    out = Output(path=Path(output) if output else None, format=fmt, color=not no_color, quiet=quiet)
+    root = ctx.find_root().obj or {}
+    from .commands.sparsity_report import sparsity_command
+
+    _started()
+    sparsity_command(func=func, expression=expression, sources=sources, wrt=wrt, dtype=dtype, hessian=hessian,
+                     mode=mode, out=out, debug=debug or bool(root.get("debug")))
 
 
 def _families(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:

@@ -163,8 +163,9 @@ check_nonfinite_options = _stack(
 
 matrix_options = _stack(
     _rows, _cols, _batch,
-    click.option("--mode", type=keywords("auto", "reverse", "forward"), default="auto", show_default=True,
-                 help="Sweeps: reverse computes rows, forward computes columns; auto picks the fewer."),
+    click.option("--mode", type=keywords("auto", "reverse", "forward", "bidirectional"), default="auto",
+                 show_default=True, help="Sweeps: reverse computes rows, forward computes columns; auto picks the "
+                 "fewer. With --sparse, it forces the side of the colouring (bidirectional: both)."),
     click.option("--chunk-size", type=ChunkSize(), default="auto", show_default=True,
                  help="Seeds per sweep, or auto to fit the memory budget."),
     _strict,
@@ -222,4 +223,33 @@ report_options = _stack(
     click.option("-q", "--quiet", is_flag=True, help="No warnings or notes on stderr (errors still print)."),
     click.option("--debug", is_flag=True, envvar="JACCLI_DEBUG",
                  help="Show the full traceback of an error."),
+)
+
+sparse_options = _stack(
+    click.option("--sparse", is_flag=True,
+                 help="Detect the sparsity pattern, colour it and compute in one sweep per colour: a sparse "
+                      "result, written to .npz (scipy.sparse.save_npz), .mtx (Matrix Market) or .json (COO), "
+                      "shown as COO triplets. Needs scipy: pip install 'jaccli[sparse]'."),
+    click.option("--pattern", metavar="P.npz", type=SourceType(),
+                 help="With --sparse: reuse a pattern saved by `jaccli sparsity ... -o P.npz`; refused when it "
+                      "does not fit this point (shape, function, control path)."),
+)
+
+check_sparse_options = _stack(
+    click.option("--sparse", is_flag=True,
+                 help="Check the sparse result: J v against one JVP and v^T J against one VJP for random v; "
+                      "lists the rows and columns that disagree."),
+)
+
+sparsity_options = _stack(
+    click.option("--hessian", is_flag=True, help="The pattern of the Hessian of a scalar FUNC (star colouring)."),
+    click.option("--mode", type=keywords("auto", "forward", "reverse", "bidirectional"), default="auto",
+                 show_default=True, help="The side of the colouring: auto takes the fewest sweeps."),
+)
+
+# sparsity prints a report; its -o saves the pattern.
+sparsity_outputs = _stack(
+    click.option("-o", "--output", type=click.Path(dir_okay=False, writable=False), metavar="P.npz",
+                 help="Save the pattern and its plan to P.npz, for --pattern; written atomically."),
+    report_options,
 )

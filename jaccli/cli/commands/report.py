@@ -77,25 +77,26 @@ from .settings import Output, Settings
 TABLE_SAMPLES = 4
 
 
-def check_output(out: Output, sources: Sequence[str | None]) -> None:
+def check_output(out: Output, sources: Sequence[str | None], formats: Sequence[str] = WRITE_FORMATS) -> None:
     """Refuse, before anything runs, an -o file that cannot be written or that is one of the files read.
 
     `sources` are the command's INPUTs and the other files it reads (--vector, --compare,
     ``@file`` of --rows/--cols), as given: ``name=SOURCE`` is checked as a whole and as SOURCE.
+    `formats`: the extensions the command writes.
     """
     if out.path is None:
         return
     try:
-        _check_output(out, sources)
+        _check_output(out, sources, formats)
     except OSError as error:  # a directory on the way that may not be read (permissions)
         raise write_error(out.path, error) from error
 
 
-def _check_output(out: Output, sources: Sequence[str | None]) -> None:
+def _check_output(out: Output, sources: Sequence[str | None], formats: Sequence[str]) -> None:
     suffix = out.path.suffix.lower()
-    if suffix not in WRITE_FORMATS:
+    if suffix not in formats:
         raise UsageError(f"-o {out.path}: unknown format {suffix or '(no extension)'!r}; "
-                         f"use one of {', '.join(WRITE_FORMATS)}")
+                         f"use one of {', '.join(formats)}")
     if out.path.is_dir():
         raise UsageError(f"-o {out.path}: it is a directory")
     problem = directory_problem(out.path)

@@ -64,8 +64,9 @@ def _too_large(outcome: Outcome, settings: Settings, out: Output, streams: bool)
     size, budget = human_bytes(outcome.nbytes), human_bytes(settings.max_memory)
     stream = "write it to a .npy file with -o J.npy (streamed to disk in row blocks), " \
         if streams and not (out.path and out.path.suffix.lower() == ".npy") else ""
+    sparse = "compute it sparse with --sparse (-o J.npz), " if outcome.command in ("jacobian", "hessian") else ""
     return ResourceLimitError(f"the result would take {size}, more than --max-memory {budget}; {stream}"
-                              "select rows or columns with --rows/--cols, or raise --max-memory")
+                              f"select rows or columns with --rows/--cols, {sparse}or raise --max-memory")
 
 
 def _compute(outcome: Outcome, settings: Settings, out: Output, streams: bool) -> None:

@@ -1,0 +1,225 @@
+"""jacobian and hessian --sparse, and check --sparse: sparse results from the library to files and stdout."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import click
+
+from jaccli.errors import ResourceLimitError, UsageError
+from jaccli.io.atomic import recording_renames, writing
+
+from .failures import CheckFailed, SCHEMA, to_stderr, to_stdout
+from .problem import Problem, load_problem
+from .report import check_output, stdout_is_terminal
+from .run import Failures
+from .settings import Output, Settings
+
+SPARSE_OUTPUTS = (".npz", ".mtx", ".json", ".npy")
+# Above this density, or with as many sweeps as the smaller side, the dense result costs less.
+DENSE_DENSITY = 0.5
+# Entries shown on a terminal; the rest go to files or --format text.
+SHOWN_ENTRIES = 20
+
+
+def need_scipy(what: str = "--sparse") -> None:
+    """scipy is the optional extra jaccli[sparse]: without it, one line saying how to install it."""
+    try:
+        import scipy.io  # noqa: F401
+        import scipy.sparse  # noqa: F401
+    except ImportError:
+        raise UsageError(f"{what} needs scipy, which is not installed: pip install 'jaccli[sparse]'") from None
+
+
+def refuse_dense_only(settings: Settings) -> None:
+    """Options of the dense path that --sparse does not take."""
+    for given, option in ((settings.batch_axis is not None, "--batch-axis"), (settings.compare, "--compare"),
+                          (settings.strict, "--strict"), (settings.fail_on_nonfinite, "--fail-on-nonfinite")):
+        if given:
+            raise UsageError(f"{option} does not work with --sparse; leave out one of them")
+
+
+def load_pattern(path: str) -> Any:
+    from jaccli.api.sparse import Sparsity
+
+    if not Path(path).is_file():
+        raise UsageError(f"--pattern {path}: no such file (make one with `jaccli sparsity FUNC INPUT... -o {path}`)")
+    return Sparsity.load(path)
+
+
+def _selection(spec: str | None, what: str) -> Any:
+    if spec is None:
+        return None
+    from jaccli.io.index_specs import parse_index_spec
+
+    return lambda size: parse_index_spec(spec, size, what)
+
+
+def compute(problem: Problem, hessian: bool, settings: Settings, pattern: str | None) -> Any:
+    """The library's SparseRun; a --pattern that does not fit this point is refused, naming the file."""
+    from jaccli.api.sparse import PatternMismatch, sparse_run
+
+    given = load_pattern(pattern) if pattern else None
+    try:
+        return sparse_run(problem.func, problem.args, wrt=problem.wrt, hessian=hessian, sparsity=given,
+                          mode=settings.mode, rows=_selection(settings.rows, "rows"),
+                          cols=_selection(settings.cols, "cols"), refuse_changed=True)
+    except PatternMismatch as error:
+        raise UsageError(f"--pattern {pattern}: {error}") from None
+
+
+def plan_entry(done: Any) -> dict:
+    plan = done.plan
+    return {"mode": plan.mode, "colors": int(plan.sweeps), "forward_colors": int(plan.forward_colors),
+            "reverse_colors": int(plan.reverse_colors)}
+
+
+def _dense_note(done: Any) -> str | None:
+    m, n = done.matrix.shape
+    density = done.matrix.nnz / (m * n) if m and n else 0.0
+    if m and n and (density >= DENSE_DENSITY or done.plan.sweeps >= min(m, n)):
+        return (f"Note: the matrix is dense (density {density:.3g}, {done.plan.sweeps} sweeps for {m} x {n}): "
+                "the dense result (without --sparse) would be cheaper")
+    return None
+
+
+def _write(done: Any, hessian: bool, settings: Settings, out: Output) -> None:
+    from jaccli.io.writers import write_blocks, write_sparse
+    from jaccli.io.npy_stream import human_bytes
+
+    assert out.path is not None
+    symmetric = hessian and settings.rows is None and settings.cols is None
+    with writing(out.path):
+        if out.path.suffix.lower() != ".npy":
+            write_sparse(out.target, done.matrix, {"plan": plan_entry(done)}, symmetric=symmetric)
+            return
+        m, n = done.matrix.shape
+        nbytes = m * n * done.matrix.dtype.itemsize
+        if nbytes > settings.max_memory:
+            raise ResourceLimitError(f"-o {out.path}: the dense matrix would take {human_bytes(nbytes)}, more than "
+                                     f"--max-memory {human_bytes(settings.max_memory)}; write the sparse result to "
+                                     f"{out.path.with_suffix('.npz')} or {out.path.with_suffix('.mtx')}")
+        write_blocks(out.target, {"J": done.matrix.toarray()})
+
+
+def _triplets(matrix: Any, delimiter: str) -> str:
+    coo = matrix.tocoo()
+    rows, cols, data = coo.row.tolist(), coo.col.tolist(), coo.data.tolist()
+    return "".join(f"{i}{delimiter}{j}{delimiter}{v!r}\n" for i, j, v in sorted(zip(rows, cols, data)))
+
+
+def _summary(problem: Problem, command: str, done: Any) -> list[str]:
+    m, n = done.matrix.shape
+    what = f"-e {problem.spec!r}" if problem.is_expression else problem.what
+    density = done.matrix.nnz / (m * n) if m and n else 0.0
+    lines = [f"Sparse {command} of {what}",
+             f"  shape    {m} x {n}",
+             f"  nnz      {done.matrix.nnz} (density {density:.3g})",
+             f"  plan     {done.plan.mode}, {done.plan.sweeps} colours"]
+    coo = done.matrix.tocoo()
+    entries = sorted(zip(coo.row.tolist(), coo.col.tolist(), coo.data.tolist()))
+    lines += [f"  ({i}, {j})  {v:.6g}" for i, j, v in entries[:SHOWN_ENTRIES]]
+    if len(entries) > SHOWN_ENTRIES:
+        lines.append(f"  ... {len(entries) - SHOWN_ENTRIES} more: write them with -o J.npz, or --format text")
+    return lines
+
+
+def _show(problem: Problem, command: str, done: Any, out: Output) -> None:
+    from jaccli.io.writers import coo_document
+
+    fmt = out.format or ("table" if stdout_is_terminal() else "text")
+    if fmt == "json":
+        doc = {"schema": SCHEMA, "command": command, "sparse": True, **coo_document(done.matrix),
+               "plan": plan_entry(done)}
+        sys.stdout.write(json.dumps(doc, allow_nan=False) + "\n")
+    elif fmt in ("text", "csv"):
+        sys.stdout.write(_triplets(done.matrix, "," if fmt == "csv" else " "))
+    else:
+        sys.stdout.write("".join(line + "\n" for line in _summary(problem, command, done)))
+
+
+def _stats(done: Any, total: float) -> None:
+    from .report import _ms
+
+    t = done.timings
+    sys.stderr.write(f"stats: sparse: nnz {done.matrix.nnz}, colours {done.plan.sweeps}, mode {done.plan.mode}, "
+                     f"sweeps {done.sweeps}\n")
+    sys.stderr.write(f"stats: time: detection {_ms(t['detection_s'])}, colouring {_ms(t['coloring_s'])}, "
+                     f"sweeps {_ms(t['sweeps_s'])}; total {_ms(total)}\n")
+
+
+def run_sparse(command: str, *, func: str | None, expression: str | None, sources: tuple[str, ...],
+               wrt: str | None, settings: Settings, out: Output, argv: list[str], debug: bool,
+               pattern: str | None = None) -> None:
+    """jacobian or hessian --sparse end to end: compute, write atomically (-o), show, report."""
+    start = time.perf_counter()
+    with recording_renames() as written, Failures(func, expression, debug, written) as failures:
+        need_scipy()
+        refuse_dense_only(settings)
+        check_output(out, [*sources, settings.rows, settings.cols, pattern], formats=SPARSE_OUTPUTS)
+        problem = failures.problem = load_problem(func, expression, sources, wrt, settings.dtype)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            done = compute(problem, command == "hessian", settings, pattern)
+        if out.path is not None:
+            _write(done, command == "hessian", settings, out)
+        with to_stderr():
+            notes = [*problem.warnings, *(f"{w.category.__name__}: {w.message}" for w in caught)]
+            dense = _dense_note(done)
+            if not out.quiet:
+                for line in notes:
+                    click.echo(f"Warning: {line}", err=True)
+                if dense:
+                    click.echo(dense, err=True)
+            with to_stdout():
+                if out.path is None or out.format is not None:
+                    _show(problem, command, done, out)
+            if out.path is not None and not out.quiet:
+                m, n = done.matrix.shape
+                click.echo(f"wrote {out.path}: sparse {m} x {n}, nnz {done.matrix.nnz}", err=True)
+            if out.stats:
+                _stats(done, time.perf_counter() - start)
+
+
+def check_sparse_command(*, func: str | None, expression: str | None, sources: tuple[str, ...], wrt: str | None,
+                         settings: Settings, out: Output, debug: bool) -> None:
+    """check --sparse: the sparse result against one JVP and one VJP; exit 1 when rows or columns disagree."""
+    from jaccli.api.sparse import check_sparse
+
+    with recording_renames() as written, Failures(func, expression, debug, written) as failures:
+        need_scipy()
+        refuse_dense_only(settings)
+        problem = failures.problem = load_problem(func, expression, sources, wrt, settings.dtype)
+        hessian = settings.order == 2
+        done = compute(problem, hessian, Settings(dtype=settings.dtype), None)
+        rtol = 1e-10 if settings.rtol is None else settings.rtol
+        found = check_sparse(problem.func, problem.args, done.blocks, wrt=problem.wrt, hessian=hessian, rtol=rtol)
+        what = "Hessian" if hessian else "Jacobian"
+        with to_stdout():
+            if out.format == "json":
+                doc = {"schema": SCHEMA, "command": "check", "sparse": True, "passed": found.passed,
+                       "forward_error": found.forward_error, "reverse_error": found.reverse_error,
+                       "rows": found.rows.tolist(), "cols": found.cols.tolist(), "rtol": rtol,
+                       "plan": plan_entry(done)}
+                sys.stdout.write(json.dumps(doc) + "\n")
+            else:
+                sys.stdout.write(
+                    f"sparse {what} {done.matrix.shape[0]} x {done.matrix.shape[1]}, nnz {done.matrix.nnz}\n"
+                    f"J v against one JVP:    largest relative error {found.forward_error:.3g}\n"
+                    f"v^T J against one VJP:  largest relative error {found.reverse_error:.3g}\n"
+                    f"rows that disagree:     {_listed(found.rows)}\n"
+                    f"columns that disagree:  {_listed(found.cols)}\n"
+                    f"{'passed' if found.passed else 'FAILED'} (rtol {rtol:g})\n")
+        if not found.passed:
+            raise CheckFailed(f"the sparse {what} disagrees with one JVP in {len(found.rows)} rows and with one VJP "
+                              f"in {len(found.cols)} columns (rtol {rtol:g})")
+
+
+def _listed(indices: Any, limit: int = 20) -> str:
+    shown = ", ".join(str(i) for i in indices[:limit])
+    return (shown + (f", ... ({len(indices)} in all)" if len(indices) > limit else "")) or "none"

@@ -1,0 +1,269 @@
+"""The command line's sparse results: jacobian/hessian --sparse, --pattern, --rows/--cols, check --sparse
+and the sparsity command; files read back with scipy; errors by kind and exit code."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.io as sio
+import scipy.sparse as sp
+
+import jaccli
+from jaccli.api.sparse import sparse_run
+
+from .helpers import assert_error, rosen_hess, rosenbrock
+from .test_cli import invoke, make_runner, write
+
+BANDED = """import numpy as np
+
+def f(x):
+    return x ** 2 + np.pad(x[1:] * x[:-1], (0, 1)) + np.pad(np.sin(x[:-1]), (1, 0))
+"""
+ROSENBROCK = """import numpy as np
+
+def f(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+"""
+DENSE = "import numpy as np\n\ndef f(x):\n    return np.tanh(x) * np.sum(x)\n"
+BRANCHES = """import numpy as np
+
+def f(x):
+    if x[0] > 0:
+        return x[1:] * x[:-1]
+    return x[1:] + x[0] * x[:-1]
+"""
+
+
+def _banded(x):
+    return x ** 2 + np.pad(x[1:] * x[:-1], (0, 1)) + np.pad(np.sin(x[:-1]), (1, 0))
+
+
+@pytest.fixture
+def runner():
+    return make_runner()
+
+
+@pytest.fixture
+def files(tmp_path):
+    x = np.linspace(0.1, 2.0, 40)
+    np.save(tmp_path / "x.npy", x)
+    return {"dir": tmp_path, "x": x, "xs": str(tmp_path / "x.npy"), "banded": write(tmp_path, "b.py", BANDED),
+            "rosen": write(tmp_path, "r.py", ROSENBROCK), "dense": write(tmp_path, "d.py", DENSE)}
+
+
+def test_jacobian_sparse_npz_and_mtx_read_back_equal_to_the_dense_jacobian(runner, files):
+    J = jaccli.jacobian(_banded, files["x"])
+    for name in ("J.npz", "J.mtx"):
+        result = invoke(runner, "jacobian", files["banded"], files["xs"], "--sparse", "-o", str(files["dir"] / name))
+        assert result.exit_code == 0, result.stderr
+        assert result.stdout == "" and f"wrote {files['dir'] / name}" in result.stderr
+    assert np.array_equal(sp.load_npz(files["dir"] / "J.npz").toarray(), J)
+    assert np.abs(sio.mmread(files["dir"] / "J.mtx").toarray() - J).max() == 0.0
+
+
+def test_hessian_sparse_is_exactly_symmetric_and_mtx_is_written_symmetric(runner, files):
+    H_ref = rosen_hess(files["x"])
+    for name in ("H.npz", "H.mtx"):
+        result = invoke(runner, "hessian", files["rosen"], files["xs"], "--sparse", "-o", str(files["dir"] / name))
+        assert result.exit_code == 0, result.stderr
+    H = sp.load_npz(files["dir"] / "H.npz")
+    assert (H != H.T).nnz == 0
+    assert np.allclose(H.toarray(), H_ref, rtol=1e-12, atol=1e-12)
+    text = (files["dir"] / "H.mtx").read_text()
+    assert text.startswith("%%MatrixMarket matrix coordinate real symmetric")
+    rows = [line.split() for line in text.splitlines()[3:]]
+    assert all(int(i) >= int(j) for i, j, _ in rows)  # the lower triangle only
+    assert np.allclose(sio.mmread(files["dir"] / "H.mtx").toarray(), H_ref, rtol=1e-12, atol=1e-12)
+
+
+def test_json_gives_coo_arrays_and_the_plan_with_exact_floats(runner, files):
+    result = invoke(runner, "jacobian", files["banded"], files["xs"], "--sparse", "--format", "json")
+    doc = json.loads(result.stdout)
+    assert {"shape", "nnz", "row", "col", "data", "plan"} <= set(doc)
+    J = sp.csr_array((doc["data"], (doc["row"], doc["col"])), shape=doc["shape"])
+    assert doc["nnz"] == J.nnz and np.array_equal(J.toarray(), jaccli.jacobian(_banded, files["x"]))
+    assert doc["plan"]["mode"] == "forward" and doc["plan"]["colors"] == 3
+
+
+@pytest.mark.parametrize("fmt, delimiter", [("text", " "), ("csv", ",")])
+def test_text_and_csv_print_coo_triplets_with_shortest_round_trip_values(runner, files, fmt, delimiter):
+    result = invoke(runner, "jacobian", files["banded"], files["xs"], "--sparse", "--format", fmt)
+    J = jaccli.jacobian(_banded, files["x"])
+    lines = result.stdout.splitlines()
+    assert len(lines) == np.count_nonzero(J)
+    for line in lines:
+        i, j, v = line.split(delimiter)
+        assert float(v) == J[int(i), int(j)] and v == repr(float(v))
+
+
+def test_table_shows_a_summary_and_the_first_entries(runner, files):
+    result = invoke(runner, "jacobian", files["banded"], files["xs"], "--sparse", "--format", "table")
+    assert "shape    40 x 40" in result.stdout and "nnz      118" in result.stdout
+    assert "plan     forward, 3 colours" in result.stdout and "(0, 0)" in result.stdout
+    assert "98 more" in result.stdout
+
+
+def test_dense_npy_is_written_only_within_the_memory_budget(runner, files):
+    target = files["dir"] / "J.npy"
+    ok = invoke(runner, "jacobian", files["banded"], files["xs"], "--sparse", "-o", str(target))
+    assert ok.exit_code == 0 and np.array_equal(np.load(target), jaccli.jacobian(_banded, files["x"]))
+    target.unlink()
+    big = invoke(runner, "jacobian", files["banded"], files["xs"], "--sparse", "-o", str(target),
+                 "--max-memory", "1KiB")
+    message = assert_error(big, "resource_limit", 4)
+    assert ".npz" in message and ".mtx" in message and not target.exists()
+
+
+def test_a_dense_request_too_large_for_memory_says_to_use_sparse(runner, files):
+    result = invoke(runner, "jacobian", files["banded"], files["xs"], "--max-memory", "1KiB")
+    assert "--sparse" in assert_error(result, "resource_limit", 4)
+
+
+def test_stats_report_colours_mode_nnz_and_timings(runner, files):
+    result = invoke(runner, "jacobian", files["banded"], files["xs"], "--sparse", "--stats", "-o",
+                    str(files["dir"] / "J.npz"))
+    assert "stats: sparse: nnz 118, colours 3, mode forward, sweeps 1" in result.stderr
+    assert "detection" in result.stderr and "colouring" in result.stderr and "sweeps" in result.stderr
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse", "bidirectional"])
+def test_mode_forces_the_side(runner, files, mode):
+    doc = json.loads(invoke(runner, "jacobian", files["banded"], files["xs"], "--sparse", "--mode", mode,
+                            "--format", "json").stdout)
+    assert doc["plan"]["mode"] == mode
+    J = sp.csr_array((doc["data"], (doc["row"], doc["col"])), shape=doc["shape"])
+    assert np.allclose(J.toarray(), jaccli.jacobian(_banded, files["x"]), rtol=1e-14, atol=0)
+
+
+def test_bidirectional_needs_sparse(runner, files):
+    result = invoke(runner, "jacobian", files["banded"], files["xs"], "--mode", "bidirectional")
+    assert_error(result, "usage", 2)
+
+
+def test_rows_and_cols_use_fewer_colours_and_equal_the_dense_slice(runner, files):
+    x = files["x"]
+    J = jaccli.jacobian(_banded, x)
+    whole = sparse_run(_banded, x)
+    rows = sparse_run(_banded, x, rows=np.arange(5, 7))
+    cols = sparse_run(_banded, x, cols=np.array([3]))
+    assert whole.plan.sweeps == 3 and (rows.plan.sweeps, cols.plan.sweeps) == (2, 1)
+    assert np.array_equal(rows.matrix.toarray(), J[5:7]) and np.array_equal(cols.matrix.toarray(), J[:, [3]])
+    result = invoke(runner, "jacobian", files["banded"], files["xs"], "--sparse", "--rows", "5:7", "--cols", "0:10",
+                    "--format", "json")
+    doc = json.loads(result.stdout)
+    got = sp.csr_array((doc["data"], (doc["row"], doc["col"])), shape=doc["shape"]).toarray()
+    assert doc["shape"] == [2, 10] and np.array_equal(got, J[5:7, :10])
+
+
+def test_sparsity_reports_pattern_plan_and_spy_view(runner, files):
+    result = invoke(runner, "sparsity", files["banded"], files["xs"])
+    assert result.exit_code == 0, result.stderr
+    for text in ("40 x 40", "nnz         118", "lower 1, upper 1", "plan        forward: 3 sweeps", "\u2588"):
+        assert text in result.stdout, text
+    doc = json.loads(invoke(runner, "sparsity", files["banded"], files["xs"], "--format", "json").stdout)
+    assert {"nnz", "colors", "mode", "shape", "density", "bandwidth", "tried", "dense_ops", "compared"} <= set(doc)
+    assert (doc["nnz"], doc["colors"], doc["bandwidth"]) == (118, 3, [1, 1])
+    hess = json.loads(invoke(runner, "sparsity", files["rosen"], files["xs"], "--hessian", "--format", "json").stdout)
+    assert hess["mode"] == "symmetric" and hess["colors"] == 3
+
+
+def test_sparsity_names_compared_values_and_dense_operations(runner, tmp_path):
+    func = write(tmp_path, "g.py", "import numpy as np\n\ndef f(x):\n    if x[0] > 0:\n"
+                 "        return np.linalg.inv(x.reshape(2, 2)).ravel()\n    return x\n")
+    result = invoke(runner, "sparsity", func, "[2, 0, 0, 2]")
+    assert "np.linalg.inv at" in result.stdout and "g.py:5" in result.stdout
+    assert "compared traced values" in result.stdout and "g.py:4" in result.stdout
+
+
+def test_spy_view_keeps_every_nonzero_when_pooled():
+    from jaccli.cli.commands.sparsity_report import spy_lines
+
+    pattern = sp.csr_array(([True, True], ([0, 399], [399, 0])), shape=(400, 400))
+    lines = spy_lines(pattern, 20, 5)
+    assert len(lines) == 5 and all(len(line) <= 20 for line in lines)
+    assert lines[0].endswith("\u2580") and lines[-1].startswith("\u2584")
+
+
+def test_a_saved_pattern_is_reused_and_a_wrong_one_refused(runner, files):
+    P = str(files["dir"] / "P.npz")
+    assert invoke(runner, "sparsity", files["banded"], files["xs"], "-o", P).exit_code == 0
+    reused = invoke(runner, "jacobian", files["banded"], files["xs"], "--sparse", "--pattern", P, "--stats",
+                    "--format", "json")
+    assert reused.exit_code == 0 and "detection 0.0 ms" in reused.stderr
+    other = write(files["dir"], "o.py", "import numpy as np\n\ndef f(x):\n    return np.cumsum(x)\n")
+    for args in ([files["banded"], "[1, 2, 3]"], [other, files["xs"]], [files["rosen"], files["xs"], "--pattern", P]):
+        cmd = "hessian" if files["rosen"] in args else "jacobian"
+        result = invoke(runner, cmd, *args, "--sparse", *([] if "--pattern" in args else ["--pattern", P]))
+        assert assert_error(result, "usage", 2).startswith(f"--pattern {P}: ")
+    np.save(files["dir"] / "not.npy", np.ones(3))
+    result = invoke(runner, "jacobian", files["banded"], files["xs"], "--sparse", "--pattern",
+                    str(files["dir"] / "not.npy"))
+    assert_error(result, "usage", 2)
+
+
+def test_a_changed_control_path_with_a_pattern_is_refused(runner, tmp_path):
+    func = write(tmp_path, "g.py", BRANCHES)
+    P = str(tmp_path / "P.npz")
+    assert invoke(runner, "sparsity", func, "[1, 2, 3, 4]", "-o", P).exit_code == 0
+    same = invoke(runner, "jacobian", func, "[2, 3, 4, 5]", "--sparse", "--pattern", P)
+    assert same.exit_code == 0, same.stderr
+    changed = invoke(runner, "jacobian", func, "[-1, 2, 3, 4]", "--sparse", "--pattern", P)
+    assert "jaccli sparsity" in assert_error(changed, "usage", 2)
+
+
+def test_check_sparse_passes_and_reports_disagreements(runner, files, monkeypatch):
+    ok = invoke(runner, "check", files["banded"], files["xs"], "--sparse")
+    assert ok.exit_code == 0 and "passed" in ok.stdout
+    doc = json.loads(invoke(runner, "check", files["rosen"], files["xs"], "--sparse", "--order", "2",
+                            "--format", "json").stdout)
+    assert doc["passed"] is True and doc["rows"] == [] and doc["cols"] == []
+    from jaccli.sparse.recovery import Plan
+
+    recover = Plan.recover
+
+    def wrong(self, *products):
+        J = recover(self, *products)
+        J.data[J.indices == 7] *= 1.5
+        return J
+
+    monkeypatch.setattr(Plan, "recover", wrong)
+    bad = invoke(runner, "check", files["banded"], files["xs"], "--sparse", "--format", "json")
+    assert bad.exit_code == 1
+    doc = json.loads(bad.stdout.splitlines()[0])
+    assert doc["passed"] is False and doc["cols"] == [7] and set(doc["rows"]) <= {6, 7, 8}
+
+
+def test_a_dense_pattern_works_and_says_dense_output_would_be_cheaper(runner, files):
+    result = invoke(runner, "jacobian", files["dense"], "[1, 2, 3, 4]", "--sparse", "--format", "json")
+    assert result.exit_code == 0
+    assert "the matrix is dense (density 1" in result.stderr and "cheaper" in result.stderr
+    assert json.loads(result.stdout)["nnz"] == 16
+
+
+@pytest.mark.parametrize("command", [["jacobian", "--sparse"], ["sparsity"]])
+def test_without_scipy_sparse_says_how_to_install_it(runner, files, monkeypatch, command):
+    for name in ("scipy", "scipy.sparse", "scipy.io"):
+        monkeypatch.setitem(sys.modules, name, None)
+    result = invoke(runner, command[0], files["banded"], files["xs"], *command[1:])
+    assert "pip install 'jaccli[sparse]'" in assert_error(result, "usage", 2)
+
+
+def test_real_processes_write_npz_and_report_sparsity(files):
+    target = files["dir"] / "J.npz"
+    done = subprocess.run([sys.executable, "-m", "jaccli", "jacobian", files["banded"], files["xs"], "--sparse", "-o",
+                           str(target)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert np.array_equal(sp.load_npz(target).toarray(), jaccli.jacobian(_banded, files["x"]))
+    report = subprocess.run([sys.executable, "-m", "jaccli", "sparsity", files["banded"], files["xs"], "--format",
+                             "json"], capture_output=True, text=True)
+    assert report.returncode == 0 and json.loads(report.stdout)["colors"] == 3
+
+
+def test_library_rows_of_a_hessian_equal_the_dense_slice():
+    x = np.linspace(0.1, 2.0, 30)
+    H = jaccli.sparse_hessian(rosenbrock, x, rows=[2, 3])
+    assert np.allclose(H.toarray(), rosen_hess(x)[2:4], rtol=1e-13, atol=1e-13)

@@ -14,13 +14,14 @@ _LAZY = {"jacobian": "api.jacobian_hessian", "hessian": "api.jacobian_hessian", 
          "jvp": "api.products", "hvp": "api.products", "vhp": "api.products", "grad": "api.products",
          "record_once": "replay.record_once", "Jacobian": "api.lazy", "Hessian": "api.lazy",
          "sparsity": "api.sparse", "sparse_jacobian": "api.sparse", "sparse_hessian": "api.sparse",
-         "check_sparse": "api.sparse", "Sparsity": "api.sparse"}
+         "check_sparse": "api.sparse_check", "Sparsity": "api.sparse"}
 
 if TYPE_CHECKING:
     from .api.jacobian_hessian import hessian, jacobian
     from .api.products import grad, hvp, jvp, vhp, vjp
     from .api.lazy import Hessian, Jacobian
-    from .api.sparse import Sparsity, check_sparse, sparse_hessian, sparse_jacobian, sparsity
+    from .api.sparse import Sparsity, sparse_hessian, sparse_jacobian, sparsity
+    from .api.sparse_check import check_sparse
     from .replay.record_once import record_once
 
 

@@ -189,7 +189,7 @@ def run_sparse(command: str, *, func: str | None, expression: str | None, source
 def check_sparse_command(*, func: str | None, expression: str | None, sources: tuple[str, ...], wrt: str | None,
                          settings: Settings, out: Output, debug: bool) -> None:
     """check --sparse: the sparse result against one JVP and one VJP; exit 1 when rows or columns disagree."""
-    from jaccli.api.sparse import check_sparse
+    from jaccli.api.sparse_check import check_sparse
 
     with recording_renames() as written, Failures(func, expression, debug, written) as failures:
         need_scipy()

@@ -52,6 +52,20 @@ def break_sin_away_from_zero(monkeypatch):
     monkeypatch.setitem(PRIMITIVES["np.sin"].jvps, 0, lambda ans, x, **kw: (lambda t: t * np.cos(x) * (1.0 + x)))
 
 
+def scale_recovered_column(monkeypatch, column: int, factor: float = 1.5):
+    """Sparse recovery that scales the entries of one column: values wrong where J v and v^T J can tell."""
+    from jaccli.sparse.recovery import Plan
+
+    recover = Plan.recover
+
+    def wrong(self, *products):
+        J = recover(self, *products)
+        J.data[J.indices == column] *= factor
+        return J
+
+    monkeypatch.setattr(Plan, "recover", wrong)
+
+
 def invoke_recording_error(runner, command, args, **kw):
     """runner.invoke(command, args), with `result.error` the CliError that the command line showed (or None)."""
     from jaccli.cli.commands.failures import CliError

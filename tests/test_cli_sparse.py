@@ -15,7 +15,7 @@ import scipy.sparse as sp
 import jaccli
 from jaccli.api.sparse import sparse_run
 
-from .helpers import assert_error, rosen_hess, rosenbrock
+from .helpers import assert_error, rosen_hess, rosenbrock, scale_recovered_column
 from .test_cli import invoke, make_runner, write
 
 BANDED = """import numpy as np
@@ -221,16 +221,7 @@ def test_check_sparse_passes_and_reports_disagreements(runner, files, monkeypatc
     doc = json.loads(invoke(runner, "check", files["rosen"], files["xs"], "--sparse", "--order", "2",
                             "--format", "json").stdout)
     assert doc["passed"] is True and doc["rows"] == [] and doc["cols"] == []
-    from jaccli.sparse.recovery import Plan
-
-    recover = Plan.recover
-
-    def wrong(self, *products):
-        J = recover(self, *products)
-        J.data[J.indices == 7] *= 1.5
-        return J
-
-    monkeypatch.setattr(Plan, "recover", wrong)
+    scale_recovered_column(monkeypatch, 7)
     bad = invoke(runner, "check", files["banded"], files["xs"], "--sparse", "--format", "json")
     assert bad.exit_code == 1
     doc = json.loads(bad.stdout.splitlines()[0])

@@ -18,12 +18,13 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 import pytest
 
+import jaccli
 import jaccli.cli.commands.run as run_module
 import jaccli.errors
 from jaccli.cli.commands import failures
 from jaccli.io import atomic
 
-from .helpers import assert_error
+from .helpers import assert_error, scale_recovered_column
 from .test_cli import (BATCHED, MAN_PAGE, SAMPLES, _fail_writes, _npy_bytes, _refusing_to_read, _zip, invoke,
     make_runner, sample, write)
 from .test_cli_checks import MODEL
@@ -204,6 +205,20 @@ def _no_new_file(monkeypatch, directory: Path) -> None:
         return mkstemp(target)
 
     monkeypatch.setattr(atomic, "mkstemp", refuse)
+
+
+def _no_scipy(monkeypatch, tmp: Path) -> None:
+    import sys
+
+    for name in ("scipy", "scipy.sparse", "scipy.io"):
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+def _pattern_of(tmp: Path, expression: str, x: list) -> None:
+    """P.npz: the pattern of the expression at x, as `jaccli sparsity -e EXPR x -o P.npz` saves it."""
+    from jaccli.expr.expression import compile_expression
+
+    jaccli.sparsity(compile_expression(expression), np.array(x)).save(tmp / "P.npz")
 
 
 CLI_MESSAGES = [
@@ -1228,7 +1243,46 @@ CLI_MESSAGES = [
          "internal error in jaccli, not in f in {any}robot_arm.py: TypeError: {any} (jaccli/api/evaluator.py:{n}); "
          "please report it with the traceback that the same command prints with --debug",
          setup=lambda mp, tmp: _internal(mp)),
+    # sparse results: scipy missing, options that do not go with --sparse, --pattern that does not fit
+    Case(["jacobian", "-e", "x * 2", "[1, 2]", "--sparse"],
+         "--sparse needs scipy, which is not installed: pip install 'jaccli[sparse]'", setup=_no_scipy),
+    Case(["sparsity", "-e", "x * 2", "[1, 2]"],
+         "jaccli sparsity needs scipy, which is not installed: pip install 'jaccli[sparse]'", setup=_no_scipy),
+    Case(["jacobian", "-e", "x * 2", "[[1, 2]]", "--sparse", "--batch-axis", "0"],
+         "--batch-axis does not work with --sparse; leave out one of them"),
+    Case(["hessian", "-e", "sum(x ** 3)", "[1, 2]", "--sparse", "--mode", "forward"],
+         "--mode chooses the side of a Jacobian's colouring; a Hessian's plan is a star colouring (leave out --mode)"),
+    Case(["jacobian", "-e", "x * 2", "[1, 2]", "--pattern", "{tmp}/P.npz"],
+         "--pattern is the pattern of --sparse; give --sparse too"),
+    Case(["jacobian", "-e", "x * 2", "[1, 2]", "--mode", "bidirectional"],
+         "--mode bidirectional colours a sparse result; give --sparse too, or use forward or reverse"),
+    Case(["jacobian", "-e", "x * 2", "[1, 2]", "--sparse", "-o", "{tmp}/J.txt"],
+         "-o {tmp}/J.txt: unknown format '.txt'; use one of .npz, .mtx, .json, .npy"),
+    Case(["jacobian", "-e", "x * 2", "[1, 2, 3, 4]", "--sparse", "-o", "{tmp}/J.npy", "--max-memory", "100"],
+         "-o {tmp}/J.npy: the dense matrix would take 128 B, more than --max-memory 100 B; write the sparse result "
+         "to {tmp}/J.npz or {tmp}/J.mtx"),
+    Case(["jacobian", "-e", "x * 2", "[1, 2]", "--sparse", "--pattern", "{tmp}/P.npz"],
+         "--pattern {tmp}/P.npz: no such file (make one with `jaccli sparsity FUNC INPUT... -o {tmp}/P.npz`)"),
+    Case(["jacobian", "-e", "x * 2", "[1, 2]", "--sparse", "--pattern", "{tmp}/P.npz"],
+         "{tmp}/P.npz is not a jaccli sparsity pattern (make one with `jaccli sparsity ... -o FILE.npz`)",
+         setup=lambda mp, tmp: np.savez(tmp / "P.npz", x=np.ones(2))),
+    Case(["jacobian", "-e", "x * 2", "[1, 2]", "--sparse", "--pattern", "{tmp}/P.npz"],
+         "--pattern {tmp}/P.npz: the pattern given is for outputs [(3,)] and inputs [(3,)], not [(2,)] and [(2,)]",
+         setup=lambda mp, tmp: _pattern_of(tmp, "x * 2", [1.0, 2.0, 3.0])),
+    Case(["hessian", "-e", "sum(x ** 3)", "[1, 2]", "--sparse", "--pattern", "{tmp}/P.npz"],
+         "--pattern {tmp}/P.npz: the pattern given is a Jacobian's, not a Hessian's",
+         setup=lambda mp, tmp: _pattern_of(tmp, "x * 2", [1.0, 2.0])),
+    Case(["jacobian", "-e", "x * 2", "[1, 2]", "--sparse", "--pattern", "{tmp}/P.npz"],
+         "--pattern {tmp}/P.npz: it was detected where f recorded other operations than it does at this point "
+         "(another function, or another branch of an if or loop count): the pattern may not hold here; detect it "
+         "again at this point with `jaccli sparsity`", setup=lambda mp, tmp: _pattern_of(tmp, "sin(x)", [1.0, 2.0])),
+    Case(["sparsity", "-e", "x * 2", "[1, 2]", "-o", "{tmp}/P.txt"],
+         "-o {tmp}/P.txt: a pattern is saved as .npz (then reused with --pattern)"),
+    Case(["check", "-e", "x[1:] * x[:-1]", "[1, 2, 3, 4]", "--sparse"],
+         "the sparse Jacobian disagrees with one JVP in 2 rows and with one VJP in 1 column (rtol 1e-10)",
+         setup=lambda mp, tmp: scale_recovered_column(mp, 1)),
 ]
+
 
 
 def _filled(text: str, tmp: Path) -> str:

@@ -13,6 +13,7 @@ import click
 
 from jaccli.errors import ResourceLimitError, UsageError
 from jaccli.io.atomic import recording_renames, writing
+from jaccli.plurals import counted
 
 from .failures import CheckFailed, SCHEMA, to_stderr, to_stdout
 from .problem import Problem, load_problem
@@ -25,6 +26,8 @@ SPARSE_OUTPUTS = (".npz", ".mtx", ".json", ".npy")
 DENSE_DENSITY = 0.5
 # Entries shown on a terminal; the rest go to files or --format text.
 SHOWN_ENTRIES = 20
+HESSIAN_MODE = ("--mode chooses the side of a Jacobian's colouring; a Hessian's plan is a star colouring "
+                "(leave out --mode)")
 
 
 def need_scipy(what: str = "--sparse") -> None:
@@ -36,8 +39,10 @@ def need_scipy(what: str = "--sparse") -> None:
         raise UsageError(f"{what} needs scipy, which is not installed: pip install 'jaccli[sparse]'") from None
 
 
-def refuse_dense_only(settings: Settings) -> None:
+def refuse_dense_only(settings: Settings, hessian: bool) -> None:
     """Options of the dense path that --sparse does not take."""
+    if hessian and settings.mode != "auto":
+        raise UsageError(HESSIAN_MODE)
     for given, option in ((settings.batch_axis is not None, "--batch-axis"), (settings.compare, "--compare"),
                           (settings.strict, "--strict"), (settings.fail_on_nonfinite, "--fail-on-nonfinite")):
         if given:
@@ -80,10 +85,11 @@ def plan_entry(done: Any) -> dict:
 
 
 def _dense_note(done: Any) -> str | None:
-    m, n = done.matrix.shape
-    density = done.matrix.nnz / (m * n) if m and n else 0.0
-    if m and n and (density >= DENSE_DENSITY or done.plan.sweeps >= min(m, n)):
-        return (f"Note: the matrix is dense (density {density:.3g}, {done.plan.sweeps} sweeps for {m} x {n}): "
+    """The whole matrix's density and plan (a selection's own plan may need as many sweeps as it has rows)."""
+    S = done.sparsity
+    m, n = S.shape
+    if m and n and (S.density >= DENSE_DENSITY or S.colors >= min(m, n)):
+        return (f"Note: the matrix is dense (density {S.density:.3g}, {S.colors} sweeps for {m} x {n}): "
                 "the dense result (without --sparse) would be cheaper")
     return None
 
@@ -160,7 +166,7 @@ def run_sparse(command: str, *, func: str | None, expression: str | None, source
     start = time.perf_counter()
     with recording_renames() as written, Failures(func, expression, debug, written) as failures:
         need_scipy()
-        refuse_dense_only(settings)
+        refuse_dense_only(settings, command == "hessian")
         check_output(out, [*sources, settings.rows, settings.cols, pattern], formats=SPARSE_OUTPUTS)
         problem = failures.problem = load_problem(func, expression, sources, wrt, settings.dtype)
         with warnings.catch_warnings(record=True) as caught:
@@ -193,7 +199,7 @@ def check_sparse_command(*, func: str | None, expression: str | None, sources: t
 
     with recording_renames() as written, Failures(func, expression, debug, written) as failures:
         need_scipy()
-        refuse_dense_only(settings)
+        refuse_dense_only(settings, False)
         problem = failures.problem = load_problem(func, expression, sources, wrt, settings.dtype)
         hessian = settings.order == 2
         done = compute(problem, hessian, Settings(dtype=settings.dtype), None)
@@ -216,8 +222,8 @@ def check_sparse_command(*, func: str | None, expression: str | None, sources: t
                     f"columns that disagree:  {_listed(found.cols)}\n"
                     f"{'passed' if found.passed else 'FAILED'} (rtol {rtol:g})\n")
         if not found.passed:
-            raise CheckFailed(f"the sparse {what} disagrees with one JVP in {len(found.rows)} rows and with one VJP "
-                              f"in {len(found.cols)} columns (rtol {rtol:g})")
+            raise CheckFailed(f"the sparse {what} disagrees with one JVP in {counted(len(found.rows), 'row')} and "
+                              f"with one VJP in {counted(len(found.cols), 'column')} (rtol {rtol:g})")
 
 
 def _listed(indices: Any, limit: int = 20) -> str:

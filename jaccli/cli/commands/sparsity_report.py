@@ -18,7 +18,7 @@ from .problem import load_problem
 from .report import check_output, stdout_is_terminal
 from .run import Failures
 from .settings import Output
-from .sparse_results import need_scipy
+from .sparse_results import HESSIAN_MODE, need_scipy
 
 # Two pattern rows per character: upper half, lower half, both.
 _HALVES = {1: "\u2580", 2: "\u2584", 3: "\u2588"}
@@ -107,8 +107,7 @@ def sparsity_command(*, func: str | None, expression: str | None, sources: tuple
     with recording_renames() as written, Failures(func, expression, debug, written) as failures:
         need_scipy("jaccli sparsity")
         if hessian and mode != "auto":
-            raise UsageError("--mode chooses the side of a Jacobian's sweeps; a Hessian's plan is a star colouring "
-                             "(leave out --mode)")
+            raise UsageError(HESSIAN_MODE)
         if out.path is not None and out.path.suffix.lower() != ".npz":
             raise UsageError(f"-o {out.path}: a pattern is saved as .npz (then reused with --pattern)")
         check_output(out, sources, formats=(".npz",))

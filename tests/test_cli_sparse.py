@@ -258,3 +258,20 @@ def test_library_rows_of_a_hessian_equal_the_dense_slice():
     x = np.linspace(0.1, 2.0, 30)
     H = jaccli.sparse_hessian(rosenbrock, x, rows=[2, 3])
     assert np.allclose(H.toarray(), rosen_hess(x)[2:4], rtol=1e-13, atol=1e-13)
+
+
+def test_the_terminal_view_of_sparsity_draws_the_spy_view_with_rich(runner, files):
+    result = invoke(runner, "sparsity", files["banded"], files["xs"], "--format", "table", "--no-color")
+    assert result.exit_code == 0, result.stderr
+    assert "plan        forward: 3 sweeps" in result.stdout and "\u2588" in result.stdout
+
+
+def test_several_inputs_give_one_stacked_matrix_and_json_files_read_back(runner, tmp_path):
+    func = write(tmp_path, "g.py", "import numpy as np\n\ndef f(x, y):\n    return x[1:] * y[:-1] + np.sin(x[:-1])\n")
+    target = tmp_path / "J.json"
+    result = invoke(runner, "jacobian", func, "[1, 2, 3, 4]", "[5, 6, 7, 8]", "--sparse", "-o", str(target))
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(target.read_text())
+    J = sp.csr_array((doc["data"], (doc["row"], doc["col"])), shape=doc["shape"]).toarray()
+    Jx, Jy = jaccli.jacobian(lambda x, y: x[1:] * y[:-1] + np.sin(x[:-1]), (np.arange(1.0, 5), np.arange(5.0, 9)))
+    assert np.array_equal(J, np.hstack([np.asarray(Jx), np.asarray(Jy)])) and doc["meta"]["plan"]["colors"] >= 2

@@ -1250,6 +1250,8 @@ CLI_MESSAGES = [
          "jaccli sparsity needs scipy, which is not installed: pip install 'jaccli[sparse]'", setup=_no_scipy),
     Case(["jacobian", "-e", "x * 2", "[[1, 2]]", "--sparse", "--batch-axis", "0"],
          "--batch-axis does not work with --sparse; leave out one of them"),
+    Case(["jacobian", "-e", "x * 2", "[1, 2]", "--sparse", "--plot", "{tmp}/J.png"],
+         "--plot does not work with --sparse; leave out one of them"),
     Case(["hessian", "-e", "sum(x ** 3)", "[1, 2]", "--sparse", "--mode", "forward"],
          "--mode chooses the side of a Jacobian's colouring; a Hessian's plan is a star colouring (leave out --mode)"),
     Case(["jacobian", "-e", "x * 2", "[1, 2]", "--pattern", "{tmp}/P.npz"],

@@ -39,12 +39,14 @@ def need_scipy(what: str = "--sparse") -> None:
         raise UsageError(f"{what} needs scipy, which is not installed: pip install 'jaccli[sparse]'") from None
 
 
-def refuse_dense_only(settings: Settings, hessian: bool) -> None:
+def refuse_dense_only(settings: Settings, out: Output, hessian: bool) -> None:
     """Options of the dense path that --sparse does not take."""
     if hessian and settings.mode != "auto":
         raise UsageError(HESSIAN_MODE)
+    # --plot of a sparse result (a spy plot coloured by colour group) is the plot renderer's to add.
     for given, option in ((settings.batch_axis is not None, "--batch-axis"), (settings.compare, "--compare"),
-                          (settings.strict, "--strict"), (settings.fail_on_nonfinite, "--fail-on-nonfinite")):
+                          (settings.strict, "--strict"), (settings.fail_on_nonfinite, "--fail-on-nonfinite"),
+                          (out.plot is not None, "--plot")):
         if given:
             raise UsageError(f"{option} does not work with --sparse; leave out one of them")
 
@@ -166,7 +168,7 @@ def run_sparse(command: str, *, func: str | None, expression: str | None, source
     start = time.perf_counter()
     with recording_renames() as written, Failures(func, expression, debug, written) as failures:
         need_scipy()
-        refuse_dense_only(settings, command == "hessian")
+        refuse_dense_only(settings, out, command == "hessian")
         check_output(out, [*sources, settings.rows, settings.cols, pattern], formats=SPARSE_OUTPUTS)
         problem = failures.problem = load_problem(func, expression, sources, wrt, settings.dtype)
         with warnings.catch_warnings(record=True) as caught:
@@ -199,7 +201,7 @@ def check_sparse_command(*, func: str | None, expression: str | None, sources: t
 
     with recording_renames() as written, Failures(func, expression, debug, written) as failures:
         need_scipy()
-        refuse_dense_only(settings, False)
+        refuse_dense_only(settings, out, False)
         problem = failures.problem = load_problem(func, expression, sources, wrt, settings.dtype)
         hessian = settings.order == 2
         done = compute(problem, hessian, Settings(dtype=settings.dtype), None)

@@ -275,3 +275,19 @@ def test_several_inputs_give_one_stacked_matrix_and_json_files_read_back(runner,
     J = sp.csr_array((doc["data"], (doc["row"], doc["col"])), shape=doc["shape"]).toarray()
     Jx, Jy = jaccli.jacobian(lambda x, y: x[1:] * y[:-1] + np.sin(x[:-1]), (np.arange(1.0, 5), np.arange(5.0, 9)))
     assert np.array_equal(J, np.hstack([np.asarray(Jx), np.asarray(Jy)])) and doc["meta"]["plan"]["colors"] >= 2
+
+
+def test_sparsity_plot_draws_the_pattern_coloured_by_colour_group(runner, files):
+    import matplotlib.image
+
+    target = files["dir"] / "pattern.png"
+    result = invoke(runner, "sparsity", files["banded"], files["xs"], "--plot", str(target))
+    assert result.exit_code == 0, result.stderr
+    assert f"wrote {target}" in result.stderr
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    pixels = matplotlib.image.imread(target)[..., :3]
+    # three colour groups: the entries are drawn in (at least) three distinct non-grey colours
+    colours = {tuple(np.round(p, 2)) for p in pixels.reshape(-1, 3) if np.ptp(p) > 0.2}
+    assert len(colours) >= 3
+    bad = invoke(runner, "sparsity", files["banded"], files["xs"], "--plot", str(files["dir"] / "pattern.bmp"))
+    assert_error(bad, "usage", 2)

@@ -316,10 +316,11 @@ def info(ctx: click.Context, **kw: Any) -> None:
           "plan for `jacobian --sparse --pattern P.npz`. Needs scipy: pip install 'jaccli[sparse]'.",
           sparsity_options, outputs=sparsity_outputs)
 def sparsity(ctx: click.Context, args: tuple[str, ...], expression: str | None, wrt: str | None, dtype: str | None,
-             hessian: bool, mode: str, output: str | None, fmt: str | None, no_color: bool, quiet: bool,
-             debug: bool) -> None:
+             hessian: bool, mode: str, output: str | None, plot: str | None, fmt: str | None, no_color: bool,
+             quiet: bool, debug: bool) -> None:
     func, sources = _split_args(args, expression)
-    out = Output(path=Path(output) if output else None, format=fmt, color=not no_color, quiet=quiet)
+    out = Output(path=Path(output) if output else None, format=fmt, color=not no_color, quiet=quiet,
+                 plot=Path(plot) if plot else None)
     root = ctx.find_root().obj or {}
     from .commands.sparsity_report import sparsity_command
 

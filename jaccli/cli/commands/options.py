@@ -251,5 +251,8 @@ sparsity_options = _stack(
 sparsity_outputs = _stack(
     click.option("-o", "--output", type=click.Path(dir_okay=False, writable=False), metavar="P.npz",
                  help="Save the pattern and its plan to P.npz, for --pattern; written atomically."),
+    click.option("--plot", type=click.Path(dir_okay=False), metavar="FILE",
+                 help="Draw the pattern to FILE (.png, .svg or .pdf) as a spy plot coloured by colour group. "
+                      "Needs pip install 'jaccli[plot]'."),
     report_options,
 )

@@ -14,6 +14,7 @@ from jaccli.io.atomic import recording_renames, writing
 from jaccli.errors import UsageError
 
 from .failures import SCHEMA, shown_path, to_stderr, to_stdout
+from .plotting import check_plot
 from .problem import load_problem
 from .report import check_output, stdout_is_terminal
 from .run import Failures
@@ -96,7 +97,21 @@ def _show(S: Any, spec: str, out: Output) -> None:
     console.print()
     for line in spy_lines(S.pattern, width, height):
         console.print("  " + line, style="cyan", highlight=False, markup=False)
-    # --plot (a spy plot coloured by colour group, drawn by the matplotlib renderer) goes here.
+
+
+def _spy(S: Any, out: Output) -> None:
+    """The pattern as a spy plot, each entry in its colour group's colour (the forward side's columns, or
+    the reverse side's rows when the plan has no forward sweep)."""
+    from jaccli.cli.render.plots import spy
+
+    plan = S.plan
+    along, colors = ("columns", plan.column_colors) if plan.forward_colors else ("rows", plan.row_colors)
+    kind = "Hessian" if S.hessian else "Jacobian"
+    with writing(out.plot):
+        spy(S.pattern, out.target_plot, colors=colors, along=along,
+            title=f"{kind} pattern, {S.shape[0]} x {S.shape[1]}, nnz {S.nnz}: {S.mode} plan of {S.colors} sweeps")
+    if not out.quiet:
+        sys.stderr.write(f"wrote {out.plot}\n")
 
 
 def sparsity_command(*, func: str | None, expression: str | None, sources: tuple[str, ...], wrt: str | None,
@@ -111,11 +126,14 @@ def sparsity_command(*, func: str | None, expression: str | None, sources: tuple
         if out.path is not None and out.path.suffix.lower() != ".npz":
             raise UsageError(f"-o {out.path}: a pattern is saved as .npz (then reused with --pattern)")
         check_output(out, sources, formats=(".npz",))
+        check_plot(out)
         problem = failures.problem = load_problem(func, expression, sources, wrt, dtype)
         S = jaccli.sparsity(problem.func, problem.args, wrt=problem.wrt, hessian=hessian, mode=mode)
         if out.path is not None:
             with writing(out.path):
                 S.save(out.target)
+        if out.plot is not None:
+            _spy(S, out)
         spec = f"-e {problem.spec!r}" if problem.is_expression else problem.what
         with to_stderr():
             with to_stdout():

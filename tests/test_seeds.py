@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaccli
-from jaccli.engine.seed_ops import _assign, _get_basic, _scatter_basic, _scatter_flat, scatter_cols, scatter_rows
+from jaccli.engine.seed_ops import assign_on_block, getitem_on_block, scatter_on_block, scatter_add_on_block, scatter_cols, scatter_rows
 from jaccli.engine.seeds import SparseBlock, dense, lowrank_product
 
 
@@ -139,12 +139,12 @@ def test_basic_indexing_and_its_transpose(data, draw):
     start = draw.draw(st.integers(-n0, n0))
     step = draw.draw(st.sampled_from([1, 2, -1]))
     idx = (slice(start, None, step), draw.draw(st.integers(0, b.inner[1] - 1)))
-    got = _get_basic(b, idx)
+    got = getitem_on_block(b, idx)
     same(got, D[(Ellipsis,) + idx])
     if isinstance(got, SparseBlock):
         expected = np.zeros(D.shape)
         expected[(Ellipsis,) + idx] = dense(got)
-        same(_scatter_basic(got, idx, b.inner), expected)
+        same(scatter_on_block(got, idx, b.inner), expected)
 
 
 @settings(max_examples=80, deadline=None)
@@ -157,12 +157,12 @@ def test_zeroing_the_part_a_write_replaced(data, draw):
     idx = (draw.draw(st.one_of(st.integers(-n0, n0 - 1),
                                st.builds(slice, st.integers(-n0, n0), st.none(), st.sampled_from([1, 2, -1])))),
            draw.draw(st.one_of(st.just(slice(None)), st.integers(0, b.inner[-1] - 1))))
-    got = _assign(b, 0.0, idx)
+    got = assign_on_block(b, 0.0, idx)
     assert isinstance(got, SparseBlock)
     expected = D.copy()
     expected[(Ellipsis,) + idx] = 0.0
     same(got, expected)
-    assert _assign(b, 1.5, idx) is NotImplemented  # only the zero write keeps the structure
+    assert assign_on_block(b, 1.5, idx) is NotImplemented  # only the zero write keeps the structure
 
 
 @settings(max_examples=60, deadline=None)
@@ -174,7 +174,7 @@ def test_flat_scatter_adds_repeated_positions(data, seed):
     flat = rng.integers(0, n, size=b.inner)
     expected = np.zeros((b.shape[0], n))
     np.add.at(expected, (slice(None), flat), dense(b))
-    same(_scatter_flat(b, flat, n), expected)
+    same(scatter_add_on_block(b, flat, n), expected)
 
 
 @settings(max_examples=60, deadline=None)

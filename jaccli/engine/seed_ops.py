@@ -22,7 +22,8 @@ def _in_slice(c: np.ndarray, i: slice, n: int) -> tuple[np.ndarray, np.ndarray, 
     return ok, d // step, length
 
 
-def _get_basic(a: SparseBlock, idx: tuple) -> Any:
+def getitem_on_block(a: SparseBlock, idx: tuple) -> Any:
+    """a[..., idx] for a basic idx, kept structured (getitem's `sparse`)."""
     # idx covers the trailing axes (x[(Ellipsis,) + idx]); leading axes pass through.
     coords = a._coords()
     lead = len(a.inner) - sum(1 for i in idx if i is not None)
@@ -54,7 +55,8 @@ def _get_basic(a: SparseBlock, idx: tuple) -> Any:
     return SparseBlock((a.shape[0],) + tuple(new_inner), np.where(keep, idx_new, 0), val, a.u, v)
 
 
-def _scatter_basic(b: SparseBlock, idx: tuple, shape: tuple) -> Any:
+def scatter_on_block(b: SparseBlock, idx: tuple, shape: tuple) -> Any:
+    """zeros(shape)[..., idx] = b for a basic idx, kept structured (scatter's `sparse`)."""
     coords = b._coords()
     produced = sum(1 for i in idx if i is None or isinstance(i, slice))
     lead = len(b.inner) - produced
@@ -82,7 +84,8 @@ def _scatter_basic(b: SparseBlock, idx: tuple, shape: tuple) -> Any:
     return SparseBlock((b.shape[0],) + full, idx_new, b.val, b.u, v)
 
 
-def _scatter_flat(b: SparseBlock, flat: np.ndarray, n: int) -> Any:
+def scatter_add_on_block(b: SparseBlock, flat: np.ndarray, n: int) -> Any:
+    """b summed into n flat positions at `flat`, kept structured (scatter_add's `sparse`)."""
     lead = len(b.inner) - flat.ndim
     if lead < 0:
         return NotImplemented
@@ -96,7 +99,7 @@ def _scatter_flat(b: SparseBlock, flat: np.ndarray, n: int) -> Any:
     return SparseBlock((b.shape[0],) + lead_shape + (n,), outer * n + flat.reshape(-1)[p], b.val, b.u, v)
 
 
-def _assign(b: SparseBlock, v: Any, idx: tuple) -> Any:
+def assign_on_block(b: SparseBlock, v: Any, idx: tuple) -> Any:
     """b with b[..., idx] = 0 (the reverse rule of a write, for the array written into)."""
     if not (np.ndim(v) == 0 and v == 0) or any(i is None for i in idx):
         return NotImplemented
@@ -114,15 +117,6 @@ def _assign(b: SparseBlock, v: Any, idx: tuple) -> Any:
         low = b.v.copy()
         low[(Ellipsis,) + idx] = 0.0
     return SparseBlock(b.shape, b.idx, np.where(inside, 0.0, b.val).astype(b.val.dtype, copy=False), b.u, low)
-
-
-def install(primitives: dict) -> None:
-    """Give the indexing primitives their structured implementations."""
-    for name, fn in (("getitem", _get_basic), ("scatter", _scatter_basic), ("scatter_add", _scatter_flat),
-                     ("assign", _assign)):
-        prim = primitives.get(name)
-        if prim is not None:
-            prim.sparse = fn
 
 
 # ---------------------------------------------------------------------------

@@ -31,11 +31,6 @@ from . import (  # noqa: F401
     take_and_put,
 )
 
-from ..registry import PRIMITIVES as _PRIMITIVES  # noqa: E402
-from ..seed_ops import install as _install_sparse  # noqa: E402
-
-_install_sparse(_PRIMITIVES)
-
 from ..handlers import OPTIONAL_RULES as _OPTIONAL_RULES  # noqa: E402
 
 _OPTIONAL_RULES.append(scipy_special.install_for)  # SciPy's rules, once f's module imports scipy.special

@@ -14,6 +14,7 @@ from ..user_sites import user_site
 from ..facts import NOT_SEPARABLE, SAMPLE_RULES, SHIFT_FORMS, STRUCTURES
 from ..structure import Moves, Scatters
 from ..registry import family, primitive, register
+from ..seed_ops import assign_on_block, getitem_on_block, scatter_add_on_block, scatter_on_block
 from ..seeds import SparseBlock, distinct_positions
 from ._util import dtype_of, shape_of, unbroadcast
 
@@ -77,8 +78,10 @@ def _covered(shape: tuple, idx: tuple) -> tuple:
 
 get_basic = primitive("getitem", _get_basic)
 get_basic.value_free = True  # the rules read x's shape only
+get_basic.sparse = getitem_on_block
 scatter_basic = primitive("scatter", _scatter_basic)
 STRUCTURES[get_basic] = STRUCTURES[scatter_basic] = Moves()
+scatter_basic.sparse = scatter_on_block
 get_basic.defvjp(lambda ans, x, idx: (lambda g: scatter_basic(g, idx, _covered(np.shape(x), idx))))
 get_basic.defjvp(lambda ans, x, idx: (lambda t: get_basic(t, idx)))
 scatter_basic.defvjp(lambda ans, v, idx, shape: (lambda g: get_basic(g, idx)))
@@ -162,6 +165,7 @@ gather.value_free = True
 scatter_flat = primitive("scatter_add", _scatter_flat)
 STRUCTURES[gather] = Moves()
 STRUCTURES[scatter_flat] = Scatters()
+scatter_flat.sparse = scatter_add_on_block
 gather.defvjp(lambda ans, x, flat: (lambda g: scatter_flat(g, flat, np.shape(x)[-1])))
 gather.defjvp(lambda ans, x, flat: (lambda t: gather(t, flat)))
 scatter_flat.defvjp(lambda ans, v, flat, n: (lambda g: gather(g, flat)))
@@ -220,6 +224,7 @@ assign = primitive("assign", _assign_impl)
 STRUCTURES[assign] = Moves()
 assign.value_free = True  # the rules read shapes only
 assign.in_place = _assign_in_place
+assign.sparse = assign_on_block
 SAMPLE_RULES[assign] = NOT_SEPARABLE
 
 

@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from jaccli.engine import MONITOR, Node, Recording, Trace, peek
+from jaccli.engine import CONDITION_ARGUMENTS, MONITOR, Node, Recording, Trace, peek
 
 
 def __getattr__(name: str) -> Any:
@@ -194,9 +194,11 @@ def _describe(arr: np.ndarray) -> tuple[str, list[int]]:
 
 
 def _where_inactive(consumer: Node, argnum: int) -> np.ndarray:
-    """Positions (in the where's output shape) where branch `argnum` is not taken."""
-    cond = np.broadcast_to(np.asarray(peek(consumer.args[0]), dtype=bool), np.shape(consumer.value))
-    return ~cond if argnum == 1 else cond
+    """Positions (in the where's output shape) where branch `argnum` is not taken (the branch after the
+    condition is taken where it holds, the next one where it does not)."""
+    position = CONDITION_ARGUMENTS[consumer.prim]
+    cond = np.broadcast_to(np.asarray(peek(consumer.args[position]), dtype=bool), np.shape(consumer.value))
+    return ~cond if argnum == position + 1 else cond
 
 
 def _branch_mask(consumer: Node, argnum: int, value: np.ndarray) -> np.ndarray | None:
@@ -217,10 +219,11 @@ def _from_inactive_where(trace: Trace | None, node: Node) -> bool:
     if value is None or value.dtype.kind not in "fc" or np.isfinite(value).all():
         return False
     for consumer in trace.nodes[node.index + 1:]:
-        if consumer.prim.name != "np.where":
+        position = CONDITION_ARGUMENTS.get(consumer.prim)
+        if position is None:
             continue
         for argnum, parent, _ in consumer.parents:
-            if parent is node and argnum in (1, 2):
+            if parent is node and argnum in (position + 1, position + 2):
                 try:
                     bad = np.broadcast_to(~np.isfinite(value), np.shape(consumer.value))
                 except ValueError:
@@ -255,7 +258,7 @@ def first_nonfinite_primal(rec: Recording) -> Provenance | None:
             pval = peek(parent.value if pidx is None else parent.value[pidx])
             if _finite(pval):
                 continue
-            if node.prim.name == "np.where":
+            if node.prim in CONDITION_ARGUMENTS:
                 selected = _branch_mask(node, argnum, np.asarray(pval))
                 if selected is not None and not selected.any():
                     continue

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from jaccli.engine import rules  # noqa: F401  (importing the rules fills the registry)
-from jaccli.engine import REGISTRY, Entry
-from jaccli.engine.rules import scipy_special
+from jaccli.engine import Entry, every_rule
 
 __all__ = ["ops_table", "format_ops_plain", "OPS_COLUMNS"]
 
@@ -34,10 +32,9 @@ def ops_table() -> list[dict]:
     >>> row["family"], row["reverse"], row["forward"]
     ('elementwise', True, True)
     """
-    scipy_special.install()
     rows = [{"name": e.name, "family": e.family, "kind": e.kind, "reverse": bool(e.reverse),
              "forward": bool(_forward(e)), "max_order": e.max_order, "block_seeds": True, "notes": e.notes}
-            for e in REGISTRY.values()]
+            for e in every_rule().values()]
     rows.sort(key=lambda r: (r["family"], r["name"]))
     return rows
 

@@ -23,7 +23,7 @@ _EXPORTS = {
     "user_site": "user_sites",
     "primal_nested": "numpy_proxies",
     "dtype_of": "rules._util", "shape_of": "rules._util",
-    "REGISTRY": "registry", "Entry": "registry",
+    "REGISTRY": "registry", "Entry": "registry", "every_rule": "rules",
     "separable": "sample_independence",
     "CONDITION_ARGUMENTS": "facts", "EXPRESSION_FUNCTIONS": "facts", "KINK_CROSSINGS": "facts", "MATRIX_PRODUCTS": "facts",
     "READS_ONE_TRIANGLE": "facts", "STRUCTURES": "facts",
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from .numpy_proxies import primal_nested
     from .recording import Recording, Unique, as_float, call_traced, pause_for, private_copy, private_float
     from .registry import REGISTRY, Entry
+    from .rules import every_rule
     from .rules._util import dtype_of, shape_of
     from .sample_independence import separable
     from .seed_ops import scatter_cols, scatter_rows

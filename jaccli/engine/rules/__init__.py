@@ -34,3 +34,12 @@ from . import (  # noqa: F401
 from ..handlers import OPTIONAL_RULES as _OPTIONAL_RULES  # noqa: E402
 
 _OPTIONAL_RULES.append(scipy_special.install_for)  # SciPy's rules, once f's module imports scipy.special
+
+
+def every_rule() -> dict:
+    """The registry with every rule in it, SciPy's too when SciPy is installed (whose rules otherwise wait
+    until f's module imports scipy.special): for listing what jaccli supports."""
+    from ..registry import REGISTRY
+
+    scipy_special.install()
+    return REGISTRY

@@ -224,7 +224,7 @@ def show_ops(family: list[str] | None, fmt: str | None, color: bool, argv: list[
                "family": family, "count": len(rows), "columns": [key for key, _ in OPS_COLUMNS], "operations": rows}
         sys.stdout.write(json.dumps(doc) + "\n")
         return
-    from .report import stdout_is_terminal
+    from jaccli.cli.render.display import stdout_is_terminal
 
     if (fmt or ("table" if stdout_is_terminal() else "text")) == "text":
         sys.stdout.write(format_ops_plain(rows) + "\n")

@@ -66,6 +66,7 @@ from jaccli.io.atomic import directory_problem, probe_target, write_error
 from jaccli.errors import UsageError
 from jaccli.plurals import counted
 from jaccli.io.writers import WRITE_FORMATS
+from jaccli.cli.render import display
 
 from .compute import Block, Outcome, several_blocks
 from .element_labels import element_labels
@@ -297,18 +298,11 @@ def _evaluated(b: Block) -> str:
     return f"{s['rows_evaluated']} of {counted(b.M, 'row')}, {s['cols_evaluated']} of {counted(b.N, 'column')}"
 
 
-def stdout_is_terminal() -> bool:
-    try:
-        return sys.stdout.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
 def show(problem: Problem, outcome: Outcome, settings: Settings, out: Output, report: dict) -> None:
     """Print the result to stdout in the chosen format."""
     fmt = out.format
     if fmt is None:
-        fmt = "table" if stdout_is_terminal() else "text"
+        fmt = "table" if display.stdout_is_terminal() else "text"
     if fmt == "json":
         import json
 

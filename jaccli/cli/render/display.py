@@ -79,10 +79,16 @@ def _rich(sections: Sequence[Section], color: bool) -> None:
                                wrap=section.wrap, caption=section.more or None)
 
 
+def stdout_is_terminal() -> bool:
+    """Whether stdout is a terminal, where reports default to rich tables."""
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def render(sections: Sequence[Section], fmt: str | None, color: bool = True) -> None:
     """Print `sections` to stdout: a rich table on a terminal (or ``fmt == "table"``), plain text otherwise."""
-    from jaccli.cli.commands.report import stdout_is_terminal
-
     if (fmt or ("table" if stdout_is_terminal() else "text")) == "table":
         _rich(sections, color)
     else:

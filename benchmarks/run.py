@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks import e2e, instances, memprobe, methods, problems, report, scale
+from benchmarks import e2e, instances, memprobe, methods, problems, readme_figures, report, scale
 from benchmarks.anchors import ANCHOR_LIBS, Unavailable
 from benchmarks.timing import Config, Timing, measure
 
@@ -232,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     out_json.parent.mkdir(parents=True, exist_ok=True)
     out_json.write_text(json.dumps(results, indent=1, default=str))
     log(f"wrote {out_md} and {out_json} in {results['meta']['total_s']:.0f} s")
+    if out_md.resolve() == readme_figures.RESULTS.resolve():
+        readme_figures.main([])  # README's and docs' figures follow the new RESULTS.md
     return 0
 
 

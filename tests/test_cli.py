@@ -1,7 +1,8 @@
 """The command line through click's CliRunner: every command, option and error path.
 
 Exit code, stdout and stderr are asserted separately. Helpers and the samples' closed-form
-derivatives at the top are shared with test_cli_subprocess.py and test_cli_docs.py.
+derivatives at the top are shared with test_cli_subprocess.py, test_cli_checks.py,
+test_cli_interrupted.py and test_error_messages.py.
 """
 
 from __future__ import annotations
@@ -2119,7 +2120,7 @@ def test_long_literal_input_is_read_as_numbers(runner):
 
 
 def test_errors_and_kinks_in_an_expression_are_placed_in_the_expression(runner):
-    # Before, the site was the innermost frame outside jaccli: click's decorators.py.
+    # The site is the expression, not the innermost frame outside jaccli (click's decorators.py).
     result = invoke(runner, "jacobian", "-e", "sum(x, axis=x)", "x=[1.0, 2.0]")
     assert_error(result, "escaped_tracing", 3)
     assert "click" not in result.stderr

@@ -475,7 +475,7 @@ def test_a_full_stderr_gives_the_exit_code_without_a_traceback(tmp_path, args, c
 
 
 # ---------------------------------------------------------------------------
-# stdout carries results only, whole, or the run fails (jaccli/commands/streams.py)
+# stdout carries results only, whole, or the run fails (jaccli/cli/commands/streams.py)
 # ---------------------------------------------------------------------------
 def _limited_file_size(limit: int):
     def limit_writes() -> None:  # in the child: a write past `limit` bytes is cut short, then EFBIG

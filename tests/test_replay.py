@@ -169,7 +169,7 @@ def test_a_hessian_follows_the_maximum_when_it_moves():
 
 
 def test_a_softmax_hessian_replays_wherever_its_maximum_is():
-    # the maximum is a shift that cancels (engine/shifts.py): no sweep reads its tie weights
+    # the maximum is a shift that cancels (engine/cancelled_shifts.py): no sweep reads its tie weights
     g = jaccli.record_once(softmax_ce)
     z = np.array([0.5, 2.0, -1.0, 0.0, 1.0])
     for w in (z, z + 0.1, z[::-1].copy()):

@@ -1,4 +1,4 @@
-"""Shifts that cancel out of the outputs (engine/shifts.py): found where they cancel, never elsewhere,
+"""Shifts that cancel out of the outputs (engine/cancelled_shifts.py): found where they cancel, never elsewhere,
 and the derivatives without them equal closed forms and finite differences."""
 
 from __future__ import annotations

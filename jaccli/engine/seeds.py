@@ -24,7 +24,7 @@ from .thread_state import ThreadSlot
 from .handlers import DEFERS_TO
 from .tracer import Tracer
 
-# While a sweep is recorded as a compiled one (engine/programs.py), a block scaled by a traced
+# While a sweep is recorded as a compiled one (replay/compiled_sweeps.py), a block scaled by a traced
 # factor keeps its structure, its parts traced: the program then runs on the parts alone. Elsewhere
 # (a sweep under an outer differentiation) such a product is dense, as before.
 TRACED_PARTS = ThreadSlot()
@@ -77,7 +77,7 @@ class SparseBlock:
         self.val = val
         self.u = u
         self.v = v
-        self.form = None  # its content as a compiled sweep's key (engine/programs.py), once asked for
+        self.form = None  # its content as a compiled sweep's key (replay/compiled_sweeps.py), once asked for
 
     @classmethod
     def one_hot(cls, k_positions: np.ndarray, shape: tuple, dtype: Any, per_seed: np.ndarray | None = None):
@@ -100,7 +100,7 @@ class SparseBlock:
 
     @property
     def traced(self) -> bool:
-        """Whether a part is a traced array (a sweep recorded as a compiled one, engine/programs.py)."""
+        """Whether a part is a traced array (a sweep recorded as a compiled one, replay/compiled_sweeps.py)."""
         return any(type(p) is Tracer for p in (self.val, self.u, self.v))
 
     @property

@@ -256,7 +256,7 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple, traced
         tangents: one block per input, shape ``(K,) + input.shape``.
         outputs: ``(node, output_index)`` pairs.
         traced: the sweep is recorded on `trace`, as reverse()'s: the rules are made from the nodes'
-            values as traced arrays of `trace` (engine/programs.py records a sweep this way).
+            values as traced arrays of `trace` (replay/compiled_sweeps.py records a sweep this way).
 
     Returns:
         One tangent block per output, shape ``(K,) + output.shape``, or None where the output

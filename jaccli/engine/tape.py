@@ -64,7 +64,7 @@ class Trace:
         self.nonfinite: dict[int, int] = {}
         # The user's line (file, line) of the first derivative taken of this recording's traced values
         # without create_graph: a constant to this recording (torch's rule), though it varies with the
-        # inputs (api._record); None if there is none.
+        # inputs (api/recorded_functions.py); None if there is none.
         self.severed: tuple[str, int] | None = None
 
     def values(self) -> list:

@@ -232,7 +232,7 @@ class Tracer(NdarrayMethods):
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         for a in inputs:
             if type(a) in DEFERS_TO:  # a sweep's structured block: its own method densifies it, or
-                return NotImplemented   # keeps its structure (with traced parts, engine/programs.py)
+                return NotImplemented   # keeps its structure (with traced parts, replay/compiled_sweeps.py)
         if kwargs.get("out") is not None:
             name = ufunc.__name__
             if kwargs.get("where", True) is not True:  # the safe-division idiom: out holds the fill

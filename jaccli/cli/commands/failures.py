@@ -372,7 +372,7 @@ def _python_frames(frames: list) -> list:
 
 
 def _jaccli_site(error: BaseException) -> tuple[str, int] | None:
-    """Where in jaccli's package (as ``jaccli/evaluator.py``) an error was raised, when the innermost
+    """Where in jaccli's package (as ``jaccli/api/evaluator.py``) an error was raised, when the innermost
     frame outside NumPy is there; None when it is elsewhere (the user's code, another package)."""
     frames = _python_frames(_frames(error))
     if not frames or not frames[-1].filename.startswith(_PACKAGE_DIR + os.sep):

@@ -94,7 +94,7 @@ def load_problem(func_spec: str | None, expression: str | None, sources: Sequenc
         if func_spec is None:
             raise UsageError("give FUNC (a .py file) or -e EXPR")
         with user_code_output():  # what the file prints while it loads goes to stderr
-            # A signal raises Terminated here (cli.py): a plain KeyboardInterrupt is the file's own raise.
+            # A signal raises Terminated here (cli/main.py): a plain KeyboardInterrupt is the file's own raise.
             loaded = load_function(func_spec, interruption=Terminated)
         func, name, spec = loaded.func, loaded.name, func_spec
         user_file, params, defaults, kwonly = loaded.path, loaded.params, loaded.defaults, loaded.kwonly

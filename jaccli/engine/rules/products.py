@@ -67,7 +67,7 @@ def _matrix(x) -> bool:
 
 
 def _vector(x) -> bool:
-    """A plain or traced vector (a traced one when the sweep itself is recorded: engine/programs.py)."""
+    """A plain or traced vector (a traced one when the sweep itself is recorded: replay/compiled_sweeps.py)."""
     return (type(x) is np.ndarray or type(x) is Tracer) and x.ndim == 1
 
 

@@ -1,9 +1,9 @@
 """The public functions: products, return conventions, wrt, nesting, strict mode, create_graph,
-whole Jacobians and Hessians of realistic functions against closed forms, and error messages."""
+whole Jacobians and Hessians of realistic functions against closed forms, and the errors' classes (their
+words: test_library_error_messages.py)."""
 
 from __future__ import annotations
 
-import re
 import warnings
 
 import numpy as np
@@ -113,29 +113,29 @@ def test_v_may_be_omitted_only_for_single_element_sides(rng):
     assert_allclose(g, 2 * x, **EXACT)
     _, g = jaccli.vjp(lambda x: (x ** 2).sum().reshape(1), x)
     assert_allclose(g, 2 * x, **EXACT)
-    with pytest.raises(ValueError, match="v can only be None"):
+    with pytest.raises(ValueError):
         jaccli.vjp(lambda x: x ** 2, x)
     _, t = jaccli.jvp(lambda s: np.array([s, s ** 2]), np.array(3.0))
     assert_allclose(t, [1, 6], **EXACT)
-    with pytest.raises(ValueError, match="v can only be None"):
+    with pytest.raises(ValueError):
         jaccli.jvp(lambda x: x ** 2, x)
     _, h = jaccli.hvp(lambda s: s ** 3, np.array(2.0))
     assert_allclose(h, 12, **EXACT)
-    with pytest.raises(ValueError, match="v can only be None"):
+    with pytest.raises(ValueError):
         jaccli.hvp(lambda x: (x ** 3).sum(), x)
 
 
 def test_v_of_the_wrong_size_or_length_is_rejected(rng):
     x = rng.normal(size=3)
-    with pytest.raises(ValueError, match=r"invalid size.*\(3,\).*\(4,\)"):
+    with pytest.raises(ValueError):
         jaccli.vjp(lambda x: x ** 2, x, np.ones(4))
-    with pytest.raises(ValueError, match=r"invalid size"):
+    with pytest.raises(ValueError):
         jaccli.jvp(lambda x: x ** 2, x, np.ones(2))
-    with pytest.raises(ValueError, match=r"invalid size"):
+    with pytest.raises(ValueError):
         jaccli.hvp(lambda x: (x ** 3).sum(), x, np.ones(5))
-    with pytest.raises(ValueError, match=r"invalid length: should be 2 but got 3"):
+    with pytest.raises(ValueError):
         jaccli.jvp(lambda x, y: x * y, (x, x), (x, x, x))
-    with pytest.raises(ValueError, match=r"Entry 1 in v has invalid size"):
+    with pytest.raises(ValueError):
         jaccli.vjp(lambda x: (x, x.sum()), x, (np.ones(3), np.ones(2)))
 
 
@@ -145,10 +145,10 @@ def test_v_of_another_shape_is_refused_not_reshaped_but_a_flat_v_is_read_row_maj
     f = (lambda X: (X ** 3).sum()) if kind == "hvp" else (lambda X: X * np.arange(6.0).reshape(2, 3))
     fn = getattr(jaccli, kind)
     v = np.arange(6.0).reshape(3, 2)  # the right size, transposed: the entries would not match
-    with pytest.raises(ValueError, match=r"v has invalid size: should be \(2, 3\) but got \(3, 2\)"):
+    with pytest.raises(ValueError):
         fn(f, X, v)
     assert_array_equal(fn(f, X, v.ravel())[1], fn(f, X, v.reshape(2, 3))[1])
-    with pytest.raises(ValueError, match="v is complex"):
+    with pytest.raises(ValueError):
         fn(f, X, np.ones((2, 3)) * 1j)
     # axes of length 1 added or left out pair no entries wrongly: reshaped
     assert_array_equal(fn(f, X, v.reshape(1, 2, 1, 3))[1], fn(f, X, v.reshape(2, 3))[1])
@@ -166,7 +166,7 @@ def test_v_with_axes_of_length_1_added_or_left_out_is_reshaped(kind):
         got = fn(f, x, v.reshape(shape))[1]
         assert np.shape(got) == (3,)
         assert_array_equal(got, want)
-    with pytest.raises(ValueError, match=r"should be \(3,\) but got \(2, 3\)"):
+    with pytest.raises(ValueError):
         fn(f, x, np.ones((2, 3)))
 
 
@@ -177,34 +177,34 @@ def weighted(x, y, z):
     return x * y + z
 
 
-@pytest.mark.parametrize("x, words", [
-    (np.ma.array([1.0, 2.0, 100.0], mask=[False, False, True]), "a masked array is not supported"),
-    (None, "is None, not real numbers"),
-    (np.array([1.0, None]), "dtype object, not real numbers"),
-    (np.array(["2020-01-01"], dtype="datetime64[D]"), "dtype datetime64[D], not real numbers"),
-    (np.array(["1.5"]), "dtype <U3, not real numbers"),
+@pytest.mark.parametrize("x", [
+    np.ma.array([1.0, 2.0, 100.0], mask=[False, False, True]),
+    None,
+    np.array([1.0, None]),
+    np.array(["2020-01-01"], dtype="datetime64[D]"),
+    np.array(["1.5"]),
 ], ids=["masked", "None", "object", "datetime64", "str"])
-def test_an_input_to_differentiate_that_is_not_real_numbers_is_refused(x, words):
+def test_an_input_to_differentiate_that_is_not_real_numbers_is_refused(x):
     for call in (lambda: jaccli.jacobian(lambda a: a * 2, x), lambda: jaccli.vjp(lambda a: a.sum(), x)):
-        with pytest.raises(TypeError, match=re.escape(words)):
+        with pytest.raises(TypeError):
             call()
 
 
-@pytest.mark.parametrize("v, words", [
-    (np.ma.array([1.0, 2.0], mask=[False, True]), "a masked array is not supported as the vector v"),
-    (np.array(["1", "2"]), "the vector v is an array of dtype <U1, not real numbers"),
-    (np.array([1.0, None]), "the vector v is an array of dtype object, not real numbers"),
-    (np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]"), "dtype datetime64[D], not real numbers"),
+@pytest.mark.parametrize("v", [
+    np.ma.array([1.0, 2.0], mask=[False, True]),
+    np.array(["1", "2"]),
+    np.array([1.0, None]),
+    np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]"),
 ], ids=["masked", "str", "object", "datetime64"])
 @pytest.mark.parametrize("kind", ["vjp", "jvp", "hvp", "vhp"])
-def test_a_vector_v_that_is_not_real_numbers_is_refused_as_an_input_is(kind, v, words):
+def test_a_vector_v_that_is_not_real_numbers_is_refused_as_an_input_is(kind, v):
     f = (lambda a: (a ** 3).sum()) if kind in ("hvp", "vhp") else (lambda a: a * 2)
-    with pytest.raises(TypeError, match=re.escape(words)):
+    with pytest.raises(TypeError):
         getattr(jaccli, kind)(f, np.array([0.3, 0.7]), v)
 
 
 def test_an_entry_of_a_tuple_v_that_is_masked_is_refused_by_its_position():
-    with pytest.raises(TypeError, match="as entry 1 in the vector v"):
+    with pytest.raises(TypeError):
         jaccli.vjp(lambda a: (a, a * 2), np.array([0.3, 0.7]), (np.ones(2), np.ma.array([1.0, 2.0], mask=[0, 1])))
 
 
@@ -245,24 +245,24 @@ def test_inputs_not_in_wrt_are_passed_as_plain_arrays(rng):
 
 def test_wrt_errors_name_the_problem(rng):
     x, y, z = (rng.normal(size=3) for _ in range(3))
-    with pytest.raises(ValueError, match=r"no input named 'w'.*x, y, z"):
+    with pytest.raises(ValueError):
         jaccli.jacobian(weighted, (x, y, z), wrt="w")
-    with pytest.raises(ValueError, match="'x' is listed twice"):
+    with pytest.raises(ValueError):
         jaccli.jacobian(weighted, (x, y, z), wrt=(0, "x"))
-    with pytest.raises(ValueError, match="listed twice"):
+    with pytest.raises(ValueError):
         jaccli.jacobian(weighted, (x, y, z), wrt=(2, -1))
-    with pytest.raises(ValueError, match="out of range"):
+    with pytest.raises(ValueError):
         jaccli.jacobian(weighted, (x, y, z), wrt=3)
-    with pytest.raises(ValueError, match="at least one"):
+    with pytest.raises(ValueError):
         jaccli.jacobian(weighted, (x, y, z), wrt=())
-    with pytest.raises(ValueError, match="no input named"):
+    with pytest.raises(ValueError):
         jaccli.hessian(lambda x, y, z: (weighted(x, y, z) ** 2).sum(), (x, y, z), wrt="q")
-    with pytest.raises(ValueError, match="no input named"):
+    with pytest.raises(ValueError):
         jaccli.grad(lambda x, y, z: weighted(x, y, z).sum(), (x, y, z), wrt="q")
     for bad in (0.0, {0}, None.__class__):
-        with pytest.raises(TypeError, match="wrt must be an int, a name, or a sequence of them, not"):
+        with pytest.raises(TypeError):
             jaccli.jacobian(weighted, (x, y, z), wrt=bad)
-    with pytest.raises(TypeError, match="not float"):
+    with pytest.raises(TypeError):
         jaccli.jacobian(weighted, (x, y, z), wrt=[0, 1.0])
 
 
@@ -333,7 +333,7 @@ def test_strict_is_structural(rng):
     Ja, Jb = jaccli.jacobian(lambda a, b: a * 0 + b, (a, b), strict=True)
     assert_array_equal(np.asarray(Ja), np.zeros((3, 3)))
     assert_array_equal(np.asarray(Jb), np.eye(3))
-    with pytest.raises(StrictModeError, match=r"input 0 \('a'\)"):
+    with pytest.raises(StrictModeError):
         jaccli.jacobian(lambda a, b: 2 * b, (a, b), strict=True)
 
 
@@ -346,7 +346,7 @@ def test_without_strict_independent_blocks_are_zero_and_not_connected(rng):
 
 def test_strict_hessian(rng):
     x = rng.normal(size=3)
-    with pytest.raises(StrictModeError, match="hessian"):
+    with pytest.raises(StrictModeError):
         jaccli.hessian(lambda x: (2 * x).sum(), x, strict=True)
     H = jaccli.hessian(lambda x: (x ** 3).sum(), x, strict=True)
     assert_allclose(np.asarray(H), np.diag(6 * x), **EXACT)
@@ -357,32 +357,32 @@ A2, B2 = np.array([1.0, 2.0]), np.array([0.5, -1.0])
 # torch.autograd.functional 2.13 does on each was run: all agree but (a ** 2).sum(), whose Hessian
 # torch lets through (its pow backward keeps a ** 0, structurally a function of a).
 _STRICT_GRAPH = [
-    ("jacobian", lambda a: 3 * a, (A2,), r"jacobian of output 0 .* input 0 \('a'\) is independent of the inputs"),
-    ("jacobian", lambda a: a.sum(), (A2,), "jacobian of output 0"),
-    ("jacobian", lambda a: a.copy(), (A2,), "jacobian of output 0"),  # TC-18's third stage
-    ("jacobian", lambda a, b: a + b * b, (A2, B2), r"input 0 \('a'\)"),
-    ("jacobian", lambda a, b: (a * b, a + b), (A2, B2), r"output 1 .* input 0 \('a'\)"),
-    ("jacobian", lambda a: np.stack([a[0] ** 2, a[1]]), (A2,), None),  # one row depends on a
-    ("jacobian", lambda a, b: a * b, (A2, B2), None),  # d/da = b: depends on an input
-    ("jacobian", np.sin, (A2,), None),
-    ("jacobian", lambda a, b: a @ b, (A2, B2), None),
-    ("hessian", lambda a: (a * a).sum(), (A2,), r"hessian block of inputs 0 \('a'\) and 0 \('a'\)"),
-    ("hessian", lambda a: (a ** 2).sum(), (A2,), "hessian block"),  # torch: passes, see above
-    ("hessian", lambda a: a @ a, (A2,), "hessian block"),
-    ("hessian", lambda a: a[0] * a[1], (A2,), "hessian block"),
-    ("hessian", lambda a: (a ** 3).sum(), (A2,), None),
-    ("hessian", lambda a: np.sin(a).sum(), (A2,), None),
-    ("hessian", lambda a, b: (a * a * b * b).sum(), (A2, B2), None),
-    ("vjp", lambda a: 3 * a, (A2,), r"vector-jacobian product with respect to input 0 \('a'\)"),
-    ("vjp", lambda a, b: a + b * b, (A2, B2), r"vector-jacobian product with respect to input 0"),
-    ("vjp", lambda a, b: a * b, (A2, B2), None),
-    ("jvp", lambda a: 3 * a, (A2,), "jacobian-vector product for output 0"),
-    ("jvp", lambda a, b: a + b * b, (A2, B2), None),  # output 0 depends on b through b * b
-    ("hvp", lambda a: (a * a).sum(), (A2,), r"hessian-vector product with respect to input 0 \('a'\)"),
-    ("hvp", lambda a, b: (a * b).sum(), (A2, B2), "hessian-vector product"),
-    ("hvp", lambda a, b: (a * a * b).sum(), (A2, B2), None),
-    ("vhp", lambda a: (a * a).sum(), (A2,), "vector-hessian product with respect to input 0"),
-    ("vhp", lambda a: (a ** 3).sum(), (A2,), None),
+    ("jacobian", lambda a: 3 * a, (A2,), True),
+    ("jacobian", lambda a: a.sum(), (A2,), True),
+    ("jacobian", lambda a: a.copy(), (A2,), True),  # TC-18's third stage
+    ("jacobian", lambda a, b: a + b * b, (A2, B2), True),
+    ("jacobian", lambda a, b: (a * b, a + b), (A2, B2), True),
+    ("jacobian", lambda a: np.stack([a[0] ** 2, a[1]]), (A2,), False),  # one row depends on a
+    ("jacobian", lambda a, b: a * b, (A2, B2), False),  # d/da = b: depends on an input
+    ("jacobian", np.sin, (A2,), False),
+    ("jacobian", lambda a, b: a @ b, (A2, B2), False),
+    ("hessian", lambda a: (a * a).sum(), (A2,), True),
+    ("hessian", lambda a: (a ** 2).sum(), (A2,), True),  # torch: passes, see above
+    ("hessian", lambda a: a @ a, (A2,), True),
+    ("hessian", lambda a: a[0] * a[1], (A2,), True),
+    ("hessian", lambda a: (a ** 3).sum(), (A2,), False),
+    ("hessian", lambda a: np.sin(a).sum(), (A2,), False),
+    ("hessian", lambda a, b: (a * a * b * b).sum(), (A2, B2), False),
+    ("vjp", lambda a: 3 * a, (A2,), True),
+    ("vjp", lambda a, b: a + b * b, (A2, B2), True),
+    ("vjp", lambda a, b: a * b, (A2, B2), False),
+    ("jvp", lambda a: 3 * a, (A2,), True),
+    ("jvp", lambda a, b: a + b * b, (A2, B2), False),  # output 0 depends on b through b * b
+    ("hvp", lambda a: (a * a).sum(), (A2,), True),
+    ("hvp", lambda a, b: (a * b).sum(), (A2, B2), True),
+    ("hvp", lambda a, b: (a * a * b).sum(), (A2, B2), False),
+    ("vhp", lambda a: (a * a).sum(), (A2,), True),
+    ("vhp", lambda a: (a ** 3).sum(), (A2,), False),
 ]
 
 
@@ -399,10 +399,10 @@ def _strict_call(kind, f, args, create_graph):
 def test_strict_with_create_graph_refuses_a_derivative_independent_of_the_inputs(case):
     kind, f, args, refused = _STRICT_GRAPH[case]
     _strict_call(kind, f, args, create_graph=False)  # strict alone accepts every one
-    if refused is None:
+    if not refused:
         _strict_call(kind, f, args, create_graph=True)
         return
-    with pytest.raises(StrictModeError, match=refused) as err:
+    with pytest.raises(StrictModeError) as err:
         _strict_call(kind, f, args, create_graph=True)
     assert "not allowed in strict mode when create_graph=True" in str(err.value)
     assert "\n" not in str(err.value)
@@ -421,15 +421,15 @@ def test_strict_with_create_graph_under_an_outer_differentiation_counts_what_the
     T = np.asarray(jaccli.jacobian(lambda v: jaccli.vjp(lambda y: 3 * y, y, v, strict=True, create_graph=True)[1],
                                    w))
     assert_allclose(T, 3 * np.eye(2), **EXACT)
-    with pytest.raises(StrictModeError, match="jacobian of output 0"):
+    with pytest.raises(StrictModeError):
         jaccli.jacobian(lambda w: jaccli.jacobian(lambda y: 3 * y + w, y, strict=True, create_graph=True), w)
 
 
 def test_strict_with_create_graph_per_sample():
     X = np.linspace(0.5, 2.0, 6).reshape(2, 3)
-    with pytest.raises(StrictModeError, match="jacobian of output 0"):
+    with pytest.raises(StrictModeError):
         jaccli.jacobian(lambda X: 3 * X, X, batch_axis=0, strict=True, create_graph=True)
-    with pytest.raises(StrictModeError, match="hessian block"):
+    with pytest.raises(StrictModeError):
         jaccli.hessian(lambda X: (X * X).sum(axis=1), X, batch_axis=0, strict=True, create_graph=True)
     H = jaccli.hessian(lambda X: (X ** 3).sum(axis=1), X, batch_axis=0, strict=True, create_graph=True)
     assert_allclose(np.asarray(H), np.einsum("bi,ij->bij", 6 * X, np.eye(3)), **EXACT)
@@ -437,18 +437,18 @@ def test_strict_with_create_graph_per_sample():
 
 # The products' strict mode without create_graph, as torch's (each outcome run on torch 2.13)
 _STRICT_PRODUCTS = [
-    ("vjp", lambda a, b: 3 * b, r"output of the user-provided function is independent of input 0 \('a'\)"),
-    ("jvp", lambda a, b: 3 * b, r"output of the user-provided function is independent of input 0 \('a'\)"),
-    ("vjp", lambda a, b: np.ones(2), "Output 0 of the user-provided function does not depend on any"),
-    ("jvp", lambda a, b: (a * b, np.ones(2)), "Output 1 of the user-provided function does not depend on any"),
-    ("hvp", lambda a, b: (a ** 3).sum(), r"output of the user-provided function is independent of input 1 \('b'\)"),
-    ("vhp", lambda a, b: (a ** 3).sum(), r"independent of input 1 \('b'\)"),
-    ("hvp", lambda a, b: (3 * a).sum() + (b ** 2).sum(), r"gradient with respect to input 0 \('a'\) is independent"),
-    ("vhp", lambda a, b: (3 * a).sum() + (b ** 2).sum(), r"gradient with respect to input 0 \('a'\) is independent"),
-    ("hvp", lambda a, b: (a * b).sum(), None),
-    ("vhp", lambda a, b: (a * 0 * b).sum(), None),  # structural: a path exists
-    ("vjp", lambda a, b: a * 0 + b, None),
-    ("jvp", lambda a, b: a + b, None),
+    ("vjp", lambda a, b: 3 * b, True),
+    ("jvp", lambda a, b: 3 * b, True),
+    ("vjp", lambda a, b: np.ones(2), True),
+    ("jvp", lambda a, b: (a * b, np.ones(2)), True),
+    ("hvp", lambda a, b: (a ** 3).sum(), True),
+    ("vhp", lambda a, b: (a ** 3).sum(), True),
+    ("hvp", lambda a, b: (3 * a).sum() + (b ** 2).sum(), True),
+    ("vhp", lambda a, b: (3 * a).sum() + (b ** 2).sum(), True),
+    ("hvp", lambda a, b: (a * b).sum(), False),
+    ("vhp", lambda a, b: (a * 0 * b).sum(), False),  # structural: a path exists
+    ("vjp", lambda a, b: a * 0 + b, False),
+    ("jvp", lambda a, b: a + b, False),
 ]
 
 
@@ -457,10 +457,10 @@ def test_strict_products_refuse_what_torch_refuses(case):
     kind, f, refused = _STRICT_PRODUCTS[case]
     v = np.ones(2) if kind == "vjp" else (np.ones(2), np.ones(2))
     getattr(jaccli, kind)(f, (A2, B2), v)  # without strict: zeros where independent
-    if refused is None:
+    if not refused:
         getattr(jaccli, kind)(f, (A2, B2), v, strict=True)
         return
-    with pytest.raises(StrictModeError, match=refused):
+    with pytest.raises(StrictModeError):
         getattr(jaccli, kind)(f, (A2, B2), v, strict=True)
 
 
@@ -608,12 +608,12 @@ def test_a_product_in_x_and_v_at_once_without_create_graph_is_a_constant_in_both
 def test_batch_axis_under_create_graph_refuses_mixed_samples_and_bad_shapes():
     X = np.array([[1.0, 2.0, 3.0], [3.0, 4.0, 3.0]])
     mix = lambda X: np.stack([X[0] * X[1], 2 * X[1]])  # noqa: E731 - sample 0 uses sample 1
-    with pytest.raises(BatchMixingError, match="mixes samples"):
+    with pytest.raises(BatchMixingError):
         jaccli.vjp(lambda X: jaccli.jacobian(mix, X, batch_axis=0, create_graph=True), X, np.ones((2, 3, 3)))
-    with pytest.raises(BatchMixingError, match="mixes samples"):
+    with pytest.raises(BatchMixingError):
         jaccli.vjp(lambda X: jaccli.hessian(lambda X: (X[0] * X[1]).sum() + 0 * X.sum(axis=1), X, batch_axis=0,
                                             create_graph=True), X, np.ones((2, 3, 3)))
-    with pytest.raises(ValueError, match="batch axis 0"):
+    with pytest.raises(ValueError):
         jaccli.vjp(lambda X: jaccli.jacobian(lambda y: y.sum(), X, batch_axis=0, create_graph=True), X,
                    np.ones((2, 3, 3)))
     # per-sample blocks that are right: d/dX of sum(diag(3 X_b^2)) = 6 X
@@ -627,7 +627,7 @@ def test_strict_holds_under_create_graph(kind):
     inner = (lambda x: jaccli.jacobian(lambda a, b: b * 2, (x, x), strict=True, create_graph=True)[0]) \
         if kind == "jacobian" else \
         (lambda x: jaccli.hessian(lambda a, b: (a * b.sum()).sum(), (x, x), strict=True, create_graph=True)[0][0])
-    with pytest.raises(StrictModeError, match="independent of input"):
+    with pytest.raises(StrictModeError):
         jaccli.jacobian(inner, np.ones(2))
 
 
@@ -802,11 +802,11 @@ def test_logdet_gradient_and_hessian(rng):
 # ---------------------------------------------------------------------------
 def test_hessian_of_a_non_scalar_output_says_how_to_fix_it(rng):
     x = rng.normal(size=3)
-    with pytest.raises(ValueError, match=r"scalar") as err:
+    with pytest.raises(ValueError) as err:
         jaccli.hessian(lambda x: x ** 2, x)
     msg = str(err.value)
     assert "(3,)" in msg and "batch_axis" in msg and ("pick" in msg or "[0]" in msg)
-    with pytest.raises(ValueError, match="single scalar output"):
+    with pytest.raises(ValueError):
         jaccli.hessian(lambda x: ((x ** 2).sum(), x.sum()), x)
 
 
@@ -814,7 +814,7 @@ def test_hessian_of_a_non_scalar_output_says_how_to_fix_it(rng):
 def test_bad_batch_axis_is_rejected(rng, batch_axis):
     x = rng.normal(size=(2, 3))
     for fn in (jaccli.jacobian, jaccli.hessian):
-        with pytest.raises(ValueError, match="batch_axis should be None or 0"):
+        with pytest.raises(ValueError):
             fn(lambda x: (x ** 2).sum(), x, batch_axis=batch_axis)
 
 
@@ -832,16 +832,16 @@ def test_index_out_of_range_raises_index_error_like_numpy(rng):
 
 
 def test_inconsistent_batch_sizes_are_rejected(rng):
-    with pytest.raises(ValueError, match="inconsistent batch sizes"):
+    with pytest.raises(ValueError):
         jaccli.jacobian(lambda x, y: (x ** 2, y ** 2), (rng.normal(size=(3, 2)), rng.normal(size=(4, 2))),
                         batch_axis=0)
-    with pytest.raises(ValueError, match="batch"):
+    with pytest.raises(ValueError):
         jaccli.jacobian(lambda x: x.sum(), rng.normal(size=(3, 2)), batch_axis=0)
 
 
 def test_batch_mixing_is_detected(rng):
     X = rng.normal(size=(4, 3))
-    with pytest.raises(BatchMixingError, match="mixes samples"):
+    with pytest.raises(BatchMixingError):
         np.asarray(jaccli.jacobian(lambda X: X * X.sum(0), X, batch_axis=0))
     with pytest.raises(BatchMixingError):
         np.asarray(jaccli.hessian(lambda X: (X ** 2).sum(1) * X[0].sum(), X, batch_axis=0))
@@ -851,17 +851,17 @@ def test_batch_mixing_is_detected(rng):
 def test_nonpositive_chunk_size_is_rejected(rng, chunk_size):
     x = rng.normal(size=3)
     for fn in (jaccli.jacobian, jaccli.hessian):
-        with pytest.raises(ValueError, match="chunk_size should be greater than 0"):
+        with pytest.raises(ValueError):
             fn(lambda x: (x ** 2).sum(), x, chunk_size=chunk_size)
 
 
 def test_unknown_mode_is_rejected(rng):
-    with pytest.raises(ValueError, match="mode should be one of.*'sideways'"):
+    with pytest.raises(ValueError):
         jaccli.jacobian(lambda x: x, rng.normal(size=2), mode="sideways")
 
 
 def test_grad_of_a_vector_output_is_rejected(rng):
-    with pytest.raises(ValueError, match=r"one scalar output.*\(3,\)"):
+    with pytest.raises(ValueError):
         jaccli.grad(lambda x: x ** 2, rng.normal(size=3))
 
 
@@ -898,8 +898,7 @@ def test_back_substitution_whose_last_step_is_an_empty_product(mode, rng):
     lambda f, x: jaccli.jacobian(jaccli.record_once(f), x),
 ], ids=["jacobian", "hessian", "grad", "jvp", "vjp", "hvp", "record_once"])
 def test_a_function_returning_an_empty_tuple_is_refused_by_every_entry_point(call):
-    with pytest.raises(UserFunctionError, match="^the function returned an empty tuple, which has nothing to "
-                                                "differentiate; return a NumPy array"):
+    with pytest.raises(UserFunctionError):
         call(lambda x: (), np.ones(2))
 
 
@@ -907,7 +906,7 @@ def test_a_function_returning_an_empty_tuple_is_refused_by_every_entry_point(cal
 def test_a_vector_output_names_the_function_asking_and_only_hessian_offers_batch_axis(name):
     call = getattr(jaccli, name)
     args = (np.ones(3),) if name == "hessian" else (np.ones(3), np.ones(3))
-    with pytest.raises(ValueError, match=f"^{name} needs a scalar output, but f returns shape \\(3,\\)") as info:
+    with pytest.raises(ValueError) as info:
         call(lambda x: x ** 2, *args)
     assert ("batch_axis" in str(info.value)) == (name == "hessian")
 

@@ -1,0 +1,597 @@
+"""The exact words of the library's errors: every call below fails with its class, kind and message.
+
+The library's tests assert an error's class (and kind); what its message says, word for word, is pinned
+here only. The command line's messages are in test_error_messages.py. Messages of NumPy or Python that
+jaccli passes on as they are stay beside the tests that compare them with NumPy's.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+import pytest
+
+import jaccli
+from jaccli.errors import BatchMixingError, StrictModeError, UserFunctionError
+
+from .test_api import _STRICT_GRAPH, _STRICT_PRODUCTS, A2, B2, _strict_call, weighted
+
+
+class Call(NamedTuple):
+    """A call of the library (given the test's directory) and the error it raises: its class, its kind
+    (None: a plain Python exception, no kind) and its message; in `message` {tmp} is the directory, {any}
+    any text (NumPy's or Python's words, which jaccli passes on but does not choose)."""
+
+    id: str
+    call: Callable[[Path], Any]
+    error: type[BaseException]
+    kind: str | None
+    message: str
+
+
+X3 = np.array([0.3, -0.5, 1.2])
+X23 = np.arange(1.0, 7.0).reshape(2, 3)
+XB = np.array([[1.0, 2.0, 3.0], [3.0, 4.0, 3.0]])
+
+
+def _mix(X):
+    return np.stack([X[0] * X[1], 2 * X[1]])  # sample 0 uses sample 1
+
+
+# ---------------------------------------------------------------- the public functions (test_api)
+API = [
+    Call('vjp-v-none', lambda tmp: jaccli.vjp(lambda x: x ** 2, X3),
+         ValueError, None,
+         'The vector v can only be None if the output of the user-provided function is a single array with a '
+         'single element.'),
+    Call('jvp-v-none', lambda tmp: jaccli.jvp(lambda x: x ** 2, X3),
+         ValueError, None,
+         'The vector v can only be None if the input of the user-provided function is a single array with a '
+         'single element.'),
+    Call('hvp-v-none', lambda tmp: jaccli.hvp(lambda x: (x ** 3).sum(), X3),
+         ValueError, None,
+         'The vector v can only be None if the input of the user-provided function is a single array with a '
+         'single element.'),
+    Call('vjp-v-size', lambda tmp: jaccli.vjp(lambda x: x ** 2, X3, np.ones(4)),
+         ValueError, None,
+         "v has invalid size: should be (3,) but got (4,) (the output's shape; a flat v of 3 entries is also "
+         'read, row-major, and axes of length 1 may be added or left out).'),
+    Call('jvp-v-size', lambda tmp: jaccli.jvp(lambda x: x ** 2, X3, np.ones(2)),
+         ValueError, None,
+         "v has invalid size: should be (3,) but got (2,) (the input's shape; a flat v of 3 entries is also "
+         'read, row-major, and axes of length 1 may be added or left out).'),
+    Call('hvp-v-size', lambda tmp: jaccli.hvp(lambda x: (x ** 3).sum(), X3, np.ones(5)),
+         ValueError, None,
+         "v has invalid size: should be (3,) but got (5,) (the input's shape; a flat v of 3 entries is also "
+         'read, row-major, and axes of length 1 may be added or left out).'),
+    Call('jvp-v-length', lambda tmp: jaccli.jvp(lambda x, y: x * y, (X3, X3), (X3, X3, X3)),
+         ValueError, None,
+         'v is a tuple of invalid length: should be 2 but got 3.'),
+    Call('vjp-v-entry-size', lambda tmp: jaccli.vjp(lambda x: (x, x.sum()), X3, (np.ones(3), np.ones(2))),
+         ValueError, None,
+         "Entry 1 in v has invalid size: should be () but got (2,) (the output's shape; a flat v of 1 entry "
+         'is also read, row-major, and axes of length 1 may be added or left out).'),
+    Call('vjp-v-transposed',
+         lambda tmp: jaccli.vjp(lambda X: X * np.arange(6.0).reshape(2, 3), X23, np.arange(6.0).reshape(3, 2)),
+         ValueError, None,
+         "v has invalid size: should be (2, 3) but got (3, 2) (the output's shape; a flat v of 6 entries is "
+         'also read, row-major, and axes of length 1 may be added or left out).'),
+    Call('vjp-v-complex',
+         lambda tmp: jaccli.vjp(lambda X: X * np.arange(6.0).reshape(2, 3), X23, np.ones((2, 3)) * 1j),
+         ValueError, None,
+         'v is complex; jaccli differentiates real functions: give a real v (its real and imaginary parts one '
+         'at a time)'),
+    Call('vjp-v-other-shape',
+         lambda tmp: jaccli.vjp(lambda z: z * np.array([1.0, 2.0, 3.0]) + z[0] ** 2, X3, np.ones((2, 3))),
+         ValueError, None,
+         "v has invalid size: should be (3,) but got (2, 3) (the output's shape; a flat v of 3 entries is "
+         'also read, row-major, and axes of length 1 may be added or left out).'),
+    Call('jvp-v-transposed',
+         lambda tmp: jaccli.jvp(lambda X: X * np.arange(6.0).reshape(2, 3), X23, np.arange(6.0).reshape(3, 2)),
+         ValueError, None,
+         "v has invalid size: should be (2, 3) but got (3, 2) (the input's shape; a flat v of 6 entries is "
+         'also read, row-major, and axes of length 1 may be added or left out).'),
+    Call('jvp-v-complex',
+         lambda tmp: jaccli.jvp(lambda X: X * np.arange(6.0).reshape(2, 3), X23, np.ones((2, 3)) * 1j),
+         ValueError, None,
+         'v is complex; jaccli differentiates real functions: give a real v (its real and imaginary parts one '
+         'at a time)'),
+    Call('jvp-v-other-shape',
+         lambda tmp: jaccli.jvp(lambda z: z * np.array([1.0, 2.0, 3.0]) + z[0] ** 2, X3, np.ones((2, 3))),
+         ValueError, None,
+         "v has invalid size: should be (3,) but got (2, 3) (the input's shape; a flat v of 3 entries is also "
+         'read, row-major, and axes of length 1 may be added or left out).'),
+    Call('hvp-v-transposed', lambda tmp: jaccli.hvp(lambda X: (X ** 3).sum(), X23, np.arange(6.0).reshape(3, 2)),
+         ValueError, None,
+         "v has invalid size: should be (2, 3) but got (3, 2) (the input's shape; a flat v of 6 entries is "
+         'also read, row-major, and axes of length 1 may be added or left out).'),
+    Call('hvp-v-complex', lambda tmp: jaccli.hvp(lambda X: (X ** 3).sum(), X23, np.ones((2, 3)) * 1j),
+         ValueError, None,
+         'v is complex; jaccli differentiates real functions: give a real v (its real and imaginary parts one '
+         'at a time)'),
+    Call('hvp-v-other-shape', lambda tmp: jaccli.hvp(lambda z: (z ** 3).sum(), X3, np.ones((2, 3))),
+         ValueError, None,
+         "v has invalid size: should be (3,) but got (2, 3) (the input's shape; a flat v of 3 entries is also "
+         'read, row-major, and axes of length 1 may be added or left out).'),
+    Call('jacobian-input-masked',
+         lambda tmp: jaccli.jacobian(lambda a: a * 2, np.ma.array([1.0, 2.0, 100.0], mask=[False, False, True])),
+         TypeError, None,
+         'a masked array is not supported as an input to differentiate: jaccli would see the masked entries '
+         'too; pass x.filled(value) or x.compressed(), or the mask as data'),
+    Call('vjp-input-masked',
+         lambda tmp: jaccli.vjp(lambda a: a.sum(), np.ma.array([1.0, 2.0, 100.0], mask=[False, False, True])),
+         TypeError, None,
+         'a masked array is not supported as an input to differentiate: jaccli would see the masked entries '
+         'too; pass x.filled(value) or x.compressed(), or the mask as data'),
+    Call('jacobian-input-None', lambda tmp: jaccli.jacobian(lambda a: a * 2, None),
+         TypeError, None,
+         'an input to differentiate is None, not real numbers; pass an array of floats (np.asarray(x, '
+         'dtype=float) converts numbers held as objects or strings)'),
+    Call('vjp-input-None', lambda tmp: jaccli.vjp(lambda a: a.sum(), None),
+         TypeError, None,
+         'an input to differentiate is None, not real numbers; pass an array of floats (np.asarray(x, '
+         'dtype=float) converts numbers held as objects or strings)'),
+    Call('jacobian-input-object', lambda tmp: jaccli.jacobian(lambda a: a * 2, np.array([1.0, None])),
+         TypeError, None,
+         'an input to differentiate is an array of dtype object, not real numbers; pass an array of floats '
+         '(np.asarray(x, dtype=float) converts numbers held as objects or strings)'),
+    Call('vjp-input-object', lambda tmp: jaccli.vjp(lambda a: a.sum(), np.array([1.0, None])),
+         TypeError, None,
+         'an input to differentiate is an array of dtype object, not real numbers; pass an array of floats '
+         '(np.asarray(x, dtype=float) converts numbers held as objects or strings)'),
+    Call('jacobian-input-datetime64',
+         lambda tmp: jaccli.jacobian(lambda a: a * 2, np.array(["2020-01-01"], dtype="datetime64[D]")),
+         TypeError, None,
+         'an input to differentiate is an array of dtype datetime64[D], not real numbers; pass an array of '
+         'floats (np.asarray(x, dtype=float) converts numbers held as objects or strings)'),
+    Call('vjp-input-datetime64',
+         lambda tmp: jaccli.vjp(lambda a: a.sum(), np.array(["2020-01-01"], dtype="datetime64[D]")),
+         TypeError, None,
+         'an input to differentiate is an array of dtype datetime64[D], not real numbers; pass an array of '
+         'floats (np.asarray(x, dtype=float) converts numbers held as objects or strings)'),
+    Call('jacobian-input-str', lambda tmp: jaccli.jacobian(lambda a: a * 2, np.array(["1.5"])),
+         TypeError, None,
+         'an input to differentiate is an array of dtype <U3, not real numbers; pass an array of floats '
+         '(np.asarray(x, dtype=float) converts numbers held as objects or strings)'),
+    Call('vjp-input-str', lambda tmp: jaccli.vjp(lambda a: a.sum(), np.array(["1.5"])),
+         TypeError, None,
+         'an input to differentiate is an array of dtype <U3, not real numbers; pass an array of floats '
+         '(np.asarray(x, dtype=float) converts numbers held as objects or strings)'),
+    Call('vjp-v-masked',
+         lambda tmp: jaccli.vjp(lambda a: a * 2, np.array([0.3, 0.7]), np.ma.array([1.0, 2.0], mask=[False, True])),
+         TypeError, None,
+         'a masked array is not supported as the vector v: jaccli would see the masked entries too; pass '
+         'x.filled(value) or x.compressed(), or the mask as data'),
+    Call('vjp-v-str', lambda tmp: jaccli.vjp(lambda a: a * 2, np.array([0.3, 0.7]), np.array(["1", "2"])),
+         TypeError, None,
+         'the vector v is an array of dtype <U1, not real numbers; pass an array of floats (np.asarray(x, '
+         'dtype=float) converts numbers held as objects or strings)'),
+    Call('vjp-v-object', lambda tmp: jaccli.vjp(lambda a: a * 2, np.array([0.3, 0.7]), np.array([1.0, None])),
+         TypeError, None,
+         'the vector v is an array of dtype object, not real numbers; pass an array of floats (np.asarray(x, '
+         'dtype=float) converts numbers held as objects or strings)'),
+    Call('vjp-v-datetime64',
+         lambda tmp: jaccli.vjp(lambda a: a * 2, np.array([0.3, 0.7]), np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]")),
+         TypeError, None,
+         'the vector v is an array of dtype datetime64[D], not real numbers; pass an array of floats '
+         '(np.asarray(x, dtype=float) converts numbers held as objects or strings)'),
+    Call('jvp-v-masked',
+         lambda tmp: jaccli.jvp(lambda a: a * 2, np.array([0.3, 0.7]), np.ma.array([1.0, 2.0], mask=[False, True])),
+         TypeError, None,
+         'a masked array is not supported as the vector v: jaccli would see the masked entries too; pass '
+         'x.filled(value) or x.compressed(), or the mask as data'),
+    Call('jvp-v-str', lambda tmp: jaccli.jvp(lambda a: a * 2, np.array([0.3, 0.7]), np.array(["1", "2"])),
+         TypeError, None,
+         'the vector v is an array of dtype <U1, not real numbers; pass an array of floats (np.asarray(x, '
+         'dtype=float) converts numbers held as objects or strings)'),
+    Call('jvp-v-object', lambda tmp: jaccli.jvp(lambda a: a * 2, np.array([0.3, 0.7]), np.array([1.0, None])),
+         TypeError, None,
+         'the vector v is an array of dtype object, not real numbers; pass an array of floats (np.asarray(x, '
+         'dtype=float) converts numbers held as objects or strings)'),
+    Call('jvp-v-datetime64',
+         lambda tmp: jaccli.jvp(lambda a: a * 2, np.array([0.3, 0.7]), np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]")),
+         TypeError, None,
+         'the vector v is an array of dtype datetime64[D], not real numbers; pass an array of floats '
+         '(np.asarray(x, dtype=float) converts numbers held as objects or strings)'),
+    Call('hvp-v-masked',
+         lambda tmp: jaccli.hvp(lambda a: (a ** 3).sum(), np.array([0.3, 0.7]), np.ma.array([1.0, 2.0], mask=[False, True])),
+         TypeError, None,
+         'a masked array is not supported as the vector v: jaccli would see the masked entries too; pass '
+         'x.filled(value) or x.compressed(), or the mask as data'),
+    Call('hvp-v-str', lambda tmp: jaccli.hvp(lambda a: (a ** 3).sum(), np.array([0.3, 0.7]), np.array(["1", "2"])),
+         TypeError, None,
+         'the vector v is an array of dtype <U1, not real numbers; pass an array of floats (np.asarray(x, '
+         'dtype=float) converts numbers held as objects or strings)'),
+    Call('hvp-v-object',
+         lambda tmp: jaccli.hvp(lambda a: (a ** 3).sum(), np.array([0.3, 0.7]), np.array([1.0, None])),
+         TypeError, None,
+         'the vector v is an array of dtype object, not real numbers; pass an array of floats (np.asarray(x, '
+         'dtype=float) converts numbers held as objects or strings)'),
+    Call('hvp-v-datetime64',
+         lambda tmp: jaccli.hvp(lambda a: (a ** 3).sum(), np.array([0.3, 0.7]), np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]")),
+         TypeError, None,
+         'the vector v is an array of dtype datetime64[D], not real numbers; pass an array of floats '
+         '(np.asarray(x, dtype=float) converts numbers held as objects or strings)'),
+    Call('vhp-v-masked',
+         lambda tmp: jaccli.vhp(lambda a: (a ** 3).sum(), np.array([0.3, 0.7]), np.ma.array([1.0, 2.0], mask=[False, True])),
+         TypeError, None,
+         'a masked array is not supported as the vector v: jaccli would see the masked entries too; pass '
+         'x.filled(value) or x.compressed(), or the mask as data'),
+    Call('vhp-v-str', lambda tmp: jaccli.vhp(lambda a: (a ** 3).sum(), np.array([0.3, 0.7]), np.array(["1", "2"])),
+         TypeError, None,
+         'the vector v is an array of dtype <U1, not real numbers; pass an array of floats (np.asarray(x, '
+         'dtype=float) converts numbers held as objects or strings)'),
+    Call('vhp-v-object',
+         lambda tmp: jaccli.vhp(lambda a: (a ** 3).sum(), np.array([0.3, 0.7]), np.array([1.0, None])),
+         TypeError, None,
+         'the vector v is an array of dtype object, not real numbers; pass an array of floats (np.asarray(x, '
+         'dtype=float) converts numbers held as objects or strings)'),
+    Call('vhp-v-datetime64',
+         lambda tmp: jaccli.vhp(lambda a: (a ** 3).sum(), np.array([0.3, 0.7]), np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]")),
+         TypeError, None,
+         'the vector v is an array of dtype datetime64[D], not real numbers; pass an array of floats '
+         '(np.asarray(x, dtype=float) converts numbers held as objects or strings)'),
+    Call('vjp-v-entry-masked',
+         lambda tmp: jaccli.vjp(lambda a: (a, a * 2), np.array([0.3, 0.7]), (np.ones(2), np.ma.array([1.0, 2.0], mask=[0, 1]))),
+         TypeError, None,
+         'a masked array is not supported as entry 1 in the vector v: jaccli would see the masked entries '
+         'too; pass x.filled(value) or x.compressed(), or the mask as data'),
+    Call('wrt-no-name', lambda tmp: jaccli.jacobian(weighted, (X3, X3, X3), wrt='w'),
+         ValueError, None,
+         "wrt: the function has no input named 'w'; its inputs are x, y, z"),
+    Call('wrt-twice-name', lambda tmp: jaccli.jacobian(weighted, (X3, X3, X3), wrt=(0, 'x')),
+         ValueError, None,
+         "wrt: input 'x' is listed twice"),
+    Call('wrt-twice-negative', lambda tmp: jaccli.jacobian(weighted, (X3, X3, X3), wrt=(2, -1)),
+         ValueError, None,
+         "wrt: input 'z' is listed twice"),
+    Call('wrt-out-of-range', lambda tmp: jaccli.jacobian(weighted, (X3, X3, X3), wrt=3),
+         ValueError, None,
+         'wrt: input 3 is out of range for 3 input(s)'),
+    Call('wrt-empty', lambda tmp: jaccli.jacobian(weighted, (X3, X3, X3), wrt=()),
+         ValueError, None,
+         'wrt must name at least one input'),
+    Call('hessian-wrt-no-name',
+         lambda tmp: jaccli.hessian(lambda x, y, z: (weighted(x, y, z) ** 2).sum(), (X3, X3, X3), wrt='q'),
+         ValueError, None,
+         "wrt: the function has no input named 'q'; its inputs are x, y, z"),
+    Call('grad-wrt-no-name', lambda tmp: jaccli.grad(lambda x, y, z: weighted(x, y, z).sum(), (X3, X3, X3), wrt='q'),
+         ValueError, None,
+         "wrt: the function has no input named 'q'; its inputs are x, y, z"),
+    Call('wrt-type-0.0', lambda tmp: jaccli.jacobian(weighted, (X3, X3, X3), wrt=0.0),
+         TypeError, None,
+         'wrt must be an int, a name, or a sequence of them, not float'),
+    Call('wrt-type-{0}', lambda tmp: jaccli.jacobian(weighted, (X3, X3, X3), wrt={0}),
+         TypeError, None,
+         'wrt must be an int, a name, or a sequence of them, not set'),
+    Call('wrt-type-type(None)', lambda tmp: jaccli.jacobian(weighted, (X3, X3, X3), wrt=type(None)),
+         TypeError, None,
+         'wrt must be an int, a name, or a sequence of them, not type'),
+    Call('wrt-type-[0, 1.0]', lambda tmp: jaccli.jacobian(weighted, (X3, X3, X3), wrt=[0, 1.0]),
+         TypeError, None,
+         'wrt must be an int, a name, or a sequence of them, not float'),
+    Call('strict-jacobian', lambda tmp: jaccli.jacobian(lambda a, b: 2 * b, (X3, X3), strict=True),
+         StrictModeError, 'check_failed',
+         "Output 0 of the user-provided function is independent of input 0 ('a'): no path in the recorded "
+         'computation leads from it to the output. This is not allowed in strict mode.'),
+    Call('strict-hessian', lambda tmp: jaccli.hessian(lambda x: (2 * x).sum(), X3, strict=True),
+         StrictModeError, 'check_failed',
+         "While computing the hessian, found that the gradient with respect to input 0 ('x') is independent "
+         "of input 0 ('x'): no path in the recorded computation. This is not allowed in strict mode; the "
+         'function must be twice differentiable with a gradient that depends on the inputs.'),
+    Call('strict-create-graph-0-jacobian', lambda tmp: _strict_call(*_STRICT_GRAPH[0][:3], create_graph=True),
+         StrictModeError, 'check_failed',
+         'With create_graph=True, the jacobian of output 0 of the user-provided function with respect to '
+         "input 0 ('a') is independent of the inputs: no path in the recorded derivative leads from an input "
+         'to it (a linear function such as 3 * a has a constant jacobian). This is not allowed in strict mode '
+         'when create_graph=True; pass create_graph=False or strict=False.'),
+    Call('strict-create-graph-1-jacobian', lambda tmp: _strict_call(*_STRICT_GRAPH[1][:3], create_graph=True),
+         StrictModeError, 'check_failed',
+         'With create_graph=True, the jacobian of output 0 of the user-provided function with respect to '
+         "input 0 ('a') is independent of the inputs: no path in the recorded derivative leads from an input "
+         'to it (a linear function such as 3 * a has a constant jacobian). This is not allowed in strict mode '
+         'when create_graph=True; pass create_graph=False or strict=False.'),
+    Call('strict-create-graph-2-jacobian', lambda tmp: _strict_call(*_STRICT_GRAPH[2][:3], create_graph=True),
+         StrictModeError, 'check_failed',
+         'With create_graph=True, the jacobian of output 0 of the user-provided function with respect to '
+         "input 0 ('a') is independent of the inputs: no path in the recorded derivative leads from an input "
+         'to it (a linear function such as 3 * a has a constant jacobian). This is not allowed in strict mode '
+         'when create_graph=True; pass create_graph=False or strict=False.'),
+    Call('strict-create-graph-3-jacobian', lambda tmp: _strict_call(*_STRICT_GRAPH[3][:3], create_graph=True),
+         StrictModeError, 'check_failed',
+         'With create_graph=True, the jacobian of output 0 of the user-provided function with respect to '
+         "input 0 ('a') is independent of the inputs: no path in the recorded derivative leads from an input "
+         'to it (a linear function such as 3 * a has a constant jacobian). This is not allowed in strict mode '
+         'when create_graph=True; pass create_graph=False or strict=False.'),
+    Call('strict-create-graph-4-jacobian', lambda tmp: _strict_call(*_STRICT_GRAPH[4][:3], create_graph=True),
+         StrictModeError, 'check_failed',
+         'With create_graph=True, the jacobian of output 1 of the user-provided function with respect to '
+         "input 0 ('a') is independent of the inputs: no path in the recorded derivative leads from an input "
+         'to it (a linear function such as 3 * a has a constant jacobian). This is not allowed in strict mode '
+         'when create_graph=True; pass create_graph=False or strict=False.'),
+    Call('strict-create-graph-9-hessian', lambda tmp: _strict_call(*_STRICT_GRAPH[9][:3], create_graph=True),
+         StrictModeError, 'check_failed',
+         "With create_graph=True, the hessian block of inputs 0 ('a') and 0 ('a') is independent of the "
+         'inputs: no path in the recorded derivative leads from an input to it (a quadratic function such as '
+         'a @ a or a * b has a constant hessian). This is not allowed in strict mode when create_graph=True; '
+         'pass create_graph=False or strict=False.'),
+    Call('strict-create-graph-10-hessian', lambda tmp: _strict_call(*_STRICT_GRAPH[10][:3], create_graph=True),
+         StrictModeError, 'check_failed',
+         "With create_graph=True, the hessian block of inputs 0 ('a') and 0 ('a') is independent of the "
+         'inputs: no path in the recorded derivative leads from an input to it (a quadratic function such as '
+         'a @ a or a * b has a constant hessian). This is not allowed in strict mode when create_graph=True; '
+         'pass create_graph=False or strict=False.'),
+    Call('strict-create-graph-11-hessian', lambda tmp: _strict_call(*_STRICT_GRAPH[11][:3], create_graph=True),
+         StrictModeError, 'check_failed',
+         "With create_graph=True, the hessian block of inputs 0 ('a') and 0 ('a') is independent of the "
+         'inputs: no path in the recorded derivative leads from an input to it (a quadratic function such as '
+         'a @ a or a * b has a constant hessian). This is not allowed in strict mode when create_graph=True; '
+         'pass create_graph=False or strict=False.'),
+    Call('strict-create-graph-12-hessian', lambda tmp: _strict_call(*_STRICT_GRAPH[12][:3], create_graph=True),
+         StrictModeError, 'check_failed',
+         "With create_graph=True, the hessian block of inputs 0 ('a') and 0 ('a') is independent of the "
+         'inputs: no path in the recorded derivative leads from an input to it (a quadratic function such as '
+         'a @ a or a * b has a constant hessian). This is not allowed in strict mode when create_graph=True; '
+         'pass create_graph=False or strict=False.'),
+    Call('strict-create-graph-16-vjp', lambda tmp: _strict_call(*_STRICT_GRAPH[16][:3], create_graph=True),
+         StrictModeError, 'check_failed',
+         "With create_graph=True, the vector-jacobian product with respect to input 0 ('a') is independent of "
+         'the inputs: no path in the recorded derivative leads from an input to it (a linear function such as '
+         '3 * a has a constant jacobian). This is not allowed in strict mode when create_graph=True; pass '
+         'create_graph=False or strict=False.'),
+    Call('strict-create-graph-17-vjp', lambda tmp: _strict_call(*_STRICT_GRAPH[17][:3], create_graph=True),
+         StrictModeError, 'check_failed',
+         "With create_graph=True, the vector-jacobian product with respect to input 0 ('a') is independent of "
+         'the inputs: no path in the recorded derivative leads from an input to it (a linear function such as '
+         '3 * a has a constant jacobian). This is not allowed in strict mode when create_graph=True; pass '
+         'create_graph=False or strict=False.'),
+    Call('strict-create-graph-19-jvp', lambda tmp: _strict_call(*_STRICT_GRAPH[19][:3], create_graph=True),
+         StrictModeError, 'check_failed',
+         'With create_graph=True, the jacobian-vector product for output 0 is independent of the inputs: no '
+         'path in the recorded derivative leads from an input to it (a linear function such as 3 * a has a '
+         'constant jacobian). This is not allowed in strict mode when create_graph=True; pass '
+         'create_graph=False or strict=False.'),
+    Call('strict-create-graph-21-hvp', lambda tmp: _strict_call(*_STRICT_GRAPH[21][:3], create_graph=True),
+         StrictModeError, 'check_failed',
+         "With create_graph=True, the hessian-vector product with respect to input 0 ('a') is independent of "
+         'the inputs: no path in the recorded derivative leads from an input to it (a quadratic function such '
+         'as a @ a or a * b has a constant hessian). This is not allowed in strict mode when '
+         'create_graph=True; pass create_graph=False or strict=False.'),
+    Call('strict-create-graph-22-hvp', lambda tmp: _strict_call(*_STRICT_GRAPH[22][:3], create_graph=True),
+         StrictModeError, 'check_failed',
+         "With create_graph=True, the hessian-vector product with respect to input 0 ('a') is independent of "
+         'the inputs: no path in the recorded derivative leads from an input to it (a quadratic function such '
+         'as a @ a or a * b has a constant hessian). This is not allowed in strict mode when '
+         'create_graph=True; pass create_graph=False or strict=False.'),
+    Call('strict-create-graph-24-vhp', lambda tmp: _strict_call(*_STRICT_GRAPH[24][:3], create_graph=True),
+         StrictModeError, 'check_failed',
+         "With create_graph=True, the vector-hessian product with respect to input 0 ('a') is independent of "
+         'the inputs: no path in the recorded derivative leads from an input to it (a quadratic function such '
+         'as a @ a or a * b has a constant hessian). This is not allowed in strict mode when '
+         'create_graph=True; pass create_graph=False or strict=False.'),
+    Call('strict-create-graph-under-outer',
+         lambda tmp: jaccli.jacobian(lambda w: jaccli.jacobian(lambda y: 3 * y + w, np.array([1.0, -2.0]), strict=True, create_graph=True), np.array([0.5, 1.5])),
+         StrictModeError, 'check_failed',
+         'With create_graph=True, the jacobian of output 0 of the user-provided function with respect to '
+         "input 0 ('y') is independent of the inputs: no path in the recorded derivative leads from an input "
+         'to it (a linear function such as 3 * a has a constant jacobian). This is not allowed in strict mode '
+         'when create_graph=True; pass create_graph=False or strict=False.'),
+    Call('strict-create-graph-per-sample-jacobian',
+         lambda tmp: jaccli.jacobian(lambda X: 3 * X, X23, batch_axis=0, strict=True, create_graph=True),
+         StrictModeError, 'check_failed',
+         'With create_graph=True, the jacobian of output 0 of the user-provided function with respect to '
+         "input 0 ('X') is independent of the inputs: no path in the recorded derivative leads from an input "
+         'to it (a linear function such as 3 * a has a constant jacobian). This is not allowed in strict mode '
+         'when create_graph=True; pass create_graph=False or strict=False.'),
+    Call('strict-create-graph-per-sample-hessian',
+         lambda tmp: jaccli.hessian(lambda X: (X * X).sum(axis=1), X23, batch_axis=0, strict=True, create_graph=True),
+         StrictModeError, 'check_failed',
+         "With create_graph=True, the hessian block of inputs 0 ('X') and 0 ('X') is independent of the "
+         'inputs: no path in the recorded derivative leads from an input to it (a quadratic function such as '
+         'a @ a or a * b has a constant hessian). This is not allowed in strict mode when create_graph=True; '
+         'pass create_graph=False or strict=False.'),
+    Call('strict-vjp-0', lambda tmp: jaccli.vjp(_STRICT_PRODUCTS[0][1], (A2, B2), np.ones(2), strict=True),
+         StrictModeError, 'check_failed',
+         "The output of the user-provided function is independent of input 0 ('a'): no path in the recorded "
+         'computation leads from it to an output. This is not allowed in strict mode.'),
+    Call('strict-jvp-1',
+         lambda tmp: jaccli.jvp(_STRICT_PRODUCTS[1][1], (A2, B2), (np.ones(2), np.ones(2)), strict=True),
+         StrictModeError, 'check_failed',
+         "The output of the user-provided function is independent of input 0 ('a'): no path in the recorded "
+         'computation leads from it to an output. This is not allowed in strict mode.'),
+    Call('strict-vjp-2', lambda tmp: jaccli.vjp(_STRICT_PRODUCTS[2][1], (A2, B2), np.ones(2), strict=True),
+         StrictModeError, 'check_failed',
+         'Output 0 of the user-provided function does not depend on any differentiated input: no path in the '
+         'recorded computation. The outputs must be computed in a differentiable manner from the input when '
+         'running in strict mode.'),
+    Call('strict-jvp-3',
+         lambda tmp: jaccli.jvp(_STRICT_PRODUCTS[3][1], (A2, B2), (np.ones(2), np.ones(2)), strict=True),
+         StrictModeError, 'check_failed',
+         'Output 1 of the user-provided function does not depend on any differentiated input: no path in the '
+         'recorded computation. The outputs must be computed in a differentiable manner from the input when '
+         'running in strict mode.'),
+    Call('strict-hvp-4',
+         lambda tmp: jaccli.hvp(_STRICT_PRODUCTS[4][1], (A2, B2), (np.ones(2), np.ones(2)), strict=True),
+         StrictModeError, 'check_failed',
+         "The output of the user-provided function is independent of input 1 ('b'): no path in the recorded "
+         'computation leads from it to an output. This is not allowed in strict mode.'),
+    Call('strict-vhp-5',
+         lambda tmp: jaccli.vhp(_STRICT_PRODUCTS[5][1], (A2, B2), (np.ones(2), np.ones(2)), strict=True),
+         StrictModeError, 'check_failed',
+         "The output of the user-provided function is independent of input 1 ('b'): no path in the recorded "
+         'computation leads from it to an output. This is not allowed in strict mode.'),
+    Call('strict-hvp-6',
+         lambda tmp: jaccli.hvp(_STRICT_PRODUCTS[6][1], (A2, B2), (np.ones(2), np.ones(2)), strict=True),
+         StrictModeError, 'check_failed',
+         "While computing the hessian, found that the gradient with respect to input 0 ('a') is independent "
+         'of the inputs: no path in the recorded computation. This is not allowed in strict mode; the '
+         'function must be twice differentiable with a gradient that depends on the inputs (a linear function '
+         'has a constant one).'),
+    Call('strict-vhp-7',
+         lambda tmp: jaccli.vhp(_STRICT_PRODUCTS[7][1], (A2, B2), (np.ones(2), np.ones(2)), strict=True),
+         StrictModeError, 'check_failed',
+         "While computing the hessian, found that the gradient with respect to input 0 ('a') is independent "
+         'of the inputs: no path in the recorded computation. This is not allowed in strict mode; the '
+         'function must be twice differentiable with a gradient that depends on the inputs (a linear function '
+         'has a constant one).'),
+    Call('batch-mixing-create-graph-jacobian',
+         lambda tmp: jaccli.vjp(lambda X: jaccli.jacobian(_mix, X, batch_axis=0, create_graph=True), XB, np.ones((2, 3, 3))),
+         BatchMixingError, 'batch_mixing',
+         'batch_axis=0: the function mixes samples: output 0 of sample 0 depends on input 0 of sample 1, so '
+         'per-sample derivatives are not defined; compute the full Jacobian without batch_axis (Paddle would '
+         'silently return summed cross-sample terms here)'),
+    Call('batch-mixing-create-graph-hessian',
+         lambda tmp: jaccli.vjp(lambda X: jaccli.hessian(lambda X: (X[0] * X[1]).sum() + 0 * X.sum(axis=1), X, batch_axis=0, create_graph=True), XB, np.ones((2, 3, 3))),
+         BatchMixingError, 'batch_mixing',
+         'batch_axis=0: the function mixes samples: output 0 of sample 0 depends on input 0 of sample 1, so '
+         'per-sample derivatives are not defined; compute the full Jacobian without batch_axis (Paddle would '
+         'silently return summed cross-sample terms here)'),
+    Call('batch-axis-0d-create-graph',
+         lambda tmp: jaccli.vjp(lambda X: jaccli.jacobian(lambda y: y.sum(), X, batch_axis=0, create_graph=True), XB, np.ones((2, 3, 3))),
+         ValueError, None,
+         'batch_axis=0 needs every differentiated input and every output to have a batch axis 0; a 0-d array '
+         'has none'),
+    Call('strict-under-create-graph-jacobian',
+         lambda tmp: jaccli.jacobian(lambda x: jaccli.jacobian(lambda a, b: b * 2, (x, x), strict=True, create_graph=True)[0], np.ones(2)),
+         StrictModeError, 'check_failed',
+         "Output 0 of the user-provided function is independent of input 0 ('a'): no path in the recorded "
+         'computation leads from it to the output. This is not allowed in strict mode.'),
+    Call('strict-under-create-graph-hessian',
+         lambda tmp: jaccli.jacobian(lambda x: jaccli.hessian(lambda a, b: (a * b.sum()).sum(), (x, x), strict=True, create_graph=True)[0][0], np.ones(2)),
+         StrictModeError, 'check_failed',
+         "While computing the hessian, found that the gradient with respect to input 0 ('a') is independent "
+         "of input 0 ('a'): no path in the recorded computation. This is not allowed in strict mode; the "
+         'function must be twice differentiable with a gradient that depends on the inputs.'),
+    Call('hessian-tuple-output', lambda tmp: jaccli.hessian(lambda x: ((x ** 2).sum(), x.sum()), X3),
+         ValueError, None,
+         'hessian needs a function with a single scalar output, but f returns a tuple of 2 arrays; return one '
+         'of them'),
+    Call('jacobian-batch-axis-1', lambda tmp: jaccli.jacobian(lambda x: (x ** 2).sum(), X23, batch_axis=1),
+         ValueError, None,
+         'batch_axis should be None or 0, but got 1.'),
+    Call('hessian-batch-axis-1', lambda tmp: jaccli.hessian(lambda x: (x ** 2).sum(), X23, batch_axis=1),
+         ValueError, None,
+         'batch_axis should be None or 0, but got 1.'),
+    Call('jacobian-batch-axis--1', lambda tmp: jaccli.jacobian(lambda x: (x ** 2).sum(), X23, batch_axis=-1),
+         ValueError, None,
+         'batch_axis should be None or 0, but got -1.'),
+    Call('hessian-batch-axis--1', lambda tmp: jaccli.hessian(lambda x: (x ** 2).sum(), X23, batch_axis=-1),
+         ValueError, None,
+         'batch_axis should be None or 0, but got -1.'),
+    Call("jacobian-batch-axis-'0'", lambda tmp: jaccli.jacobian(lambda x: (x ** 2).sum(), X23, batch_axis='0'),
+         ValueError, None,
+         "batch_axis should be None or 0, but got '0'."),
+    Call("hessian-batch-axis-'0'", lambda tmp: jaccli.hessian(lambda x: (x ** 2).sum(), X23, batch_axis='0'),
+         ValueError, None,
+         "batch_axis should be None or 0, but got '0'."),
+    Call('jacobian-batch-axis-True', lambda tmp: jaccli.jacobian(lambda x: (x ** 2).sum(), X23, batch_axis=True),
+         ValueError, None,
+         'batch_axis should be None or 0, but got True.'),
+    Call('hessian-batch-axis-True', lambda tmp: jaccli.hessian(lambda x: (x ** 2).sum(), X23, batch_axis=True),
+         ValueError, None,
+         'batch_axis should be None or 0, but got True.'),
+    Call('jacobian-batch-axis-0.5', lambda tmp: jaccli.jacobian(lambda x: (x ** 2).sum(), X23, batch_axis=0.5),
+         ValueError, None,
+         'batch_axis should be None or 0, but got 0.5.'),
+    Call('hessian-batch-axis-0.5', lambda tmp: jaccli.hessian(lambda x: (x ** 2).sum(), X23, batch_axis=0.5),
+         ValueError, None,
+         'batch_axis should be None or 0, but got 0.5.'),
+    Call('batch-sizes',
+         lambda tmp: jaccli.jacobian(lambda x, y: (x ** 2, y ** 2), (np.ones((3, 2)), np.ones((4, 2))), batch_axis=0),
+         ValueError, None,
+         'batch_axis=0: inconsistent batch sizes [3, 4] on axis 0 of the inputs and outputs; every one must '
+         'have the same number of samples'),
+    Call('batch-axis-0d-output', lambda tmp: jaccli.jacobian(lambda x: x.sum(), np.ones((3, 2)), batch_axis=0),
+         ValueError, None,
+         'batch_axis=0 needs every differentiated input and every output to have a batch axis 0; a 0-d array '
+         'has none'),
+    Call('batch-mixing',
+         lambda tmp: np.asarray(jaccli.jacobian(lambda X: X * X.sum(0), np.arange(1.0, 13.0).reshape(4, 3), batch_axis=0)),
+         BatchMixingError, 'batch_mixing',
+         'batch_axis=0: the function mixes samples: output 0 of sample 0 depends on input 0 of sample 1, so '
+         'per-sample derivatives are not defined; compute the full Jacobian without batch_axis (Paddle would '
+         'silently return summed cross-sample terms here)'),
+    Call('jacobian-chunk-size-0', lambda tmp: jaccli.jacobian(lambda x: (x ** 2).sum(), X3, chunk_size=0),
+         ValueError, None,
+         'chunk_size should be greater than 0, but got 0.'),
+    Call('hessian-chunk-size-0', lambda tmp: jaccli.hessian(lambda x: (x ** 2).sum(), X3, chunk_size=0),
+         ValueError, None,
+         'chunk_size should be greater than 0, but got 0.'),
+    Call('jacobian-chunk-size--1', lambda tmp: jaccli.jacobian(lambda x: (x ** 2).sum(), X3, chunk_size=-1),
+         ValueError, None,
+         'chunk_size should be greater than 0, but got -1.'),
+    Call('hessian-chunk-size--1', lambda tmp: jaccli.hessian(lambda x: (x ** 2).sum(), X3, chunk_size=-1),
+         ValueError, None,
+         'chunk_size should be greater than 0, but got -1.'),
+    Call('mode', lambda tmp: jaccli.jacobian(lambda x: x, np.ones(2), mode='sideways'),
+         ValueError, None,
+         "mode should be one of 'auto', 'reverse', 'forward', but got 'sideways'"),
+    Call('grad-vector-output', lambda tmp: jaccli.grad(lambda x: x ** 2, X3),
+         ValueError, None,
+         'grad needs a function with one scalar output, but f returns shape (3,); use jacobian for vector '
+         'outputs, or reduce the output (e.g. .sum())'),
+    Call('jacobian-empty-tuple', lambda tmp: jaccli.jacobian(lambda x: (), np.ones(2)),
+         UserFunctionError, 'function_failed',
+         'the function returned an empty tuple, which has nothing to differentiate; return a NumPy array (or '
+         'a tuple of arrays)'),
+    Call('hessian-empty-tuple', lambda tmp: jaccli.hessian(lambda x: (), np.ones(2)),
+         UserFunctionError, 'function_failed',
+         'the function returned an empty tuple, which has nothing to differentiate; return a NumPy array (or '
+         'a tuple of arrays)'),
+    Call('grad-empty-tuple', lambda tmp: jaccli.grad(lambda x: (), np.ones(2)),
+         UserFunctionError, 'function_failed',
+         'the function returned an empty tuple, which has nothing to differentiate; return a NumPy array (or '
+         'a tuple of arrays)'),
+    Call('jvp-empty-tuple', lambda tmp: jaccli.jvp(lambda x: (), np.ones(2), np.ones(2)),
+         UserFunctionError, 'function_failed',
+         'the function returned an empty tuple, which has nothing to differentiate; return a NumPy array (or '
+         'a tuple of arrays)'),
+    Call('vjp-empty-tuple', lambda tmp: jaccli.vjp(lambda x: (), np.ones(2), ()),
+         UserFunctionError, 'function_failed',
+         'the function returned an empty tuple, which has nothing to differentiate; return a NumPy array (or '
+         'a tuple of arrays)'),
+    Call('hvp-empty-tuple', lambda tmp: jaccli.hvp(lambda x: (), np.ones(2), np.ones(2)),
+         UserFunctionError, 'function_failed',
+         'the function returned an empty tuple, which has nothing to differentiate; return a NumPy array (or '
+         'a tuple of arrays)'),
+    Call('record_once-empty-tuple', lambda tmp: jaccli.jacobian(jaccli.record_once(lambda x: ()), np.ones(2)),
+         UserFunctionError, 'function_failed',
+         'the function returned an empty tuple, which has nothing to differentiate; return a NumPy array (or '
+         'a tuple of arrays)'),
+    Call('hessian-vector-output', lambda tmp: jaccli.hessian(lambda x: x ** 2, np.ones(3)),
+         ValueError, None,
+         'hessian needs a scalar output, but f returns shape (3,); pick one element (e.g. lambda x: f(x)[0]) '
+         'or reduce it (.sum()), or use batch_axis=0 for per-sample Hessians'),
+    Call('hvp-vector-output', lambda tmp: jaccli.hvp(lambda x: x ** 2, np.ones(3), np.ones(3)),
+         ValueError, None,
+         'hvp needs a scalar output, but f returns shape (3,); pick one element (e.g. lambda x: f(x)[0]) or '
+         'reduce it (.sum())'),
+    Call('vhp-vector-output', lambda tmp: jaccli.vhp(lambda x: x ** 2, np.ones(3), np.ones(3)),
+         ValueError, None,
+         'vhp needs a scalar output, but f returns shape (3,); pick one element (e.g. lambda x: f(x)[0]) or '
+         'reduce it (.sum())'),
+
+]
+
+CALLS = API
+
+
+def _pattern(message: str, tmp: Path) -> str:
+    places = {"{tmp}": re.escape(str(tmp)), "{any}": ".*"}
+    return "".join(places.get(part, re.escape(part)) for part in re.split(r"(\{tmp\}|\{any\})", message))
+
+
+def test_every_call_has_its_own_id():
+    assert len({case.id for case in CALLS}) == len(CALLS)
+
+
+@pytest.mark.parametrize("case", CALLS, ids=[case.id for case in CALLS])
+def test_the_message_of_each_library_error(case, tmp_path):
+    with pytest.raises(case.error) as info:
+        case.call(tmp_path)
+    assert type(info.value) is case.error
+    assert getattr(info.value, "kind", None) == case.kind
+    assert re.fullmatch(_pattern(case.message, tmp_path), str(info.value), re.S), str(info.value)

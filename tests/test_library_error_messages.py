@@ -7,6 +7,7 @@ jaccli passes on as they are stay beside the tests that compare them with NumPy'
 
 from __future__ import annotations
 
+import pickle
 import re
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
@@ -18,6 +19,7 @@ import jaccli
 from jaccli.errors import BatchMixingError, StrictModeError, UserFunctionError
 
 from .test_api import _STRICT_GRAPH, _STRICT_PRODUCTS, A2, B2, _strict_call, weighted
+from .test_lazy import X6, tall
 
 
 class Call(NamedTuple):
@@ -576,7 +578,174 @@ API = [
 
 ]
 
-CALLS = API
+
+def _on(J, change):
+    return change(J)
+
+
+# ---------------------------------------------------------------- lazy Jacobians and Hessians (test_lazy)
+LAZY = [
+    Call('lazy-sort', lambda tmp: _on(jaccli.jacobian(tall, X6), lambda J: J.sort()),
+         TypeError, None,
+         'a lazy Jacobian is read-only: J.sort() would change its entries; do it on a copy, A = np.array(J) '
+         '(or J.copy())'),
+    Call('lazy-fill', lambda tmp: _on(jaccli.jacobian(tall, X6), lambda J: J.fill(0.0)),
+         TypeError, None,
+         'a lazy Jacobian is read-only: J.fill() would change its entries; do it on a copy, A = np.array(J) '
+         '(or J.copy())'),
+    Call('lazy-resize', lambda tmp: _on(jaccli.jacobian(tall, X6), lambda J: J.resize(60)),
+         TypeError, None,
+         'a lazy Jacobian is read-only: J.resize() would change its entries; do it on a copy, A = np.array(J) '
+         '(or J.copy())'),
+    Call('lazy-put', lambda tmp: _on(jaccli.jacobian(tall, X6), lambda J: J.put([0], [1.0])),
+         TypeError, None,
+         'a lazy Jacobian is read-only: J.put() would change its entries; do it on a copy, A = np.array(J) '
+         '(or J.copy())'),
+    Call('lazy-partition', lambda tmp: _on(jaccli.jacobian(tall, X6), lambda J: J.partition(2)),
+         TypeError, None,
+         'a lazy Jacobian is read-only: J.partition() would change its entries; do it on a copy, A = '
+         'np.array(J) (or J.copy())'),
+    Call('lazy-setflags', lambda tmp: _on(jaccli.jacobian(tall, X6), lambda J: J.setflags(write=True)),
+         TypeError, None,
+         'a lazy Jacobian is read-only: J.setflags() would change its entries; do it on a copy, A = '
+         'np.array(J) (or J.copy())'),
+    Call('lazy-setitem', lambda tmp: _on(jaccli.jacobian(tall, X6), lambda J: J.__setitem__((0, 0), 1.0)),
+         TypeError, None,
+         'a lazy Jacobian is read-only: J[idx] = value would change its entries; do it on a copy, A = '
+         'np.array(J) (or J.copy())'),
+    Call('lazy-round', lambda tmp: round(jaccli.jacobian(tall, X6)),
+         TypeError, None,
+         'round() of a Jacobian of shape (10, 6) has no single value; round its entries with '
+         'J.round(decimals) or np.round(J, decimals)'),
+    Call('matrix-evaluate-row-4', lambda tmp: jaccli.jacobian(np.sin, np.arange(1.0, 5.0)).matrix.evaluate([4]),
+         IndexError, None,
+         'row 4 is out of bounds for a matrix with 4 rows'),
+    Call('matrix-stream-row-4', lambda tmp: next(jaccli.jacobian(np.sin, np.arange(1.0, 5.0)).matrix.stream([4])),
+         IndexError, None,
+         'row 4 is out of bounds for a matrix with 4 rows'),
+    Call('matrix-evaluate-row--5', lambda tmp: jaccli.jacobian(np.sin, np.arange(1.0, 5.0)).matrix.evaluate([-5]),
+         IndexError, None,
+         'row -5 is out of bounds for a matrix with 4 rows'),
+    Call('matrix-stream-row--5', lambda tmp: next(jaccli.jacobian(np.sin, np.arange(1.0, 5.0)).matrix.stream([-5])),
+         IndexError, None,
+         'row -5 is out of bounds for a matrix with 4 rows'),
+    Call('matrix-evaluate-row-float', lambda tmp: jaccli.jacobian(np.sin, np.arange(1.0, 5.0)).matrix.evaluate([0.5]),
+         IndexError, None,
+         'row positions must be integers, not float64'),
+    Call('matrix-stream-row-float',
+         lambda tmp: next(jaccli.jacobian(np.sin, np.arange(1.0, 5.0)).matrix.stream([0.5])),
+         IndexError, None,
+         'row positions must be integers, not float64'),
+    Call('matrix-evaluate-row-bool', lambda tmp: jaccli.jacobian(np.sin, np.arange(1.0, 5.0)).matrix.evaluate([True]),
+         IndexError, None,
+         'row positions must be integers, not bool'),
+    Call('matrix-stream-row-bool',
+         lambda tmp: next(jaccli.jacobian(np.sin, np.arange(1.0, 5.0)).matrix.stream([True])),
+         IndexError, None,
+         'row positions must be integers, not bool'),
+    Call('lazy-pickle', lambda tmp: pickle.dumps(jaccli.jacobian(lambda x: np.sin(x) * x[0], np.array([1.0, 2.0]))),
+         TypeError, None,
+         'a lazy Jacobian holds the recording of f and cannot be pickled; pickle np.asarray(J) (computes '
+         'every entry) or the part you need, J[idx]'),
+    Call('lazy-iterate-0d-jacobian', lambda tmp: list(jaccli.jacobian(lambda s: s ** 2, np.array(3.0))),
+         TypeError, None,
+         'iteration over a 0-d Jacobian'),
+    Call('lazy-iterate-0d-hessian', lambda tmp: list(jaccli.hessian(lambda s: s ** 3, np.array(2.0))),
+         TypeError, None,
+         'iteration over a 0-d Hessian'),
+    Call('lazy-in-place-+=', lambda tmp: exec('J += value', {'J': jaccli.jacobian(tall, X6), 'value': 1.0}),
+         TypeError, None,
+         'a lazy Jacobian is read-only: J += value would change its entries; for a new array write '
+         'np.asarray(J) + value, or change a copy: A = np.array(J); A += value'),
+    Call('lazy-matrix-in-place-+=',
+         lambda tmp: exec('J += value', {'J': jaccli.jacobian(tall, X6).matrix, 'value': 1.0}),
+         TypeError, None,
+         'a lazy MatrixView is read-only: J += value would change its entries; for a new array write '
+         'np.asarray(J) + value, or change a copy: A = np.array(J); A += value'),
+    Call('lazy-in-place--=', lambda tmp: exec('J -= value', {'J': jaccli.jacobian(tall, X6), 'value': 1.0}),
+         TypeError, None,
+         'a lazy Jacobian is read-only: J -= value would change its entries; for a new array write '
+         'np.asarray(J) - value, or change a copy: A = np.array(J); A -= value'),
+    Call('lazy-matrix-in-place--=',
+         lambda tmp: exec('J -= value', {'J': jaccli.jacobian(tall, X6).matrix, 'value': 1.0}),
+         TypeError, None,
+         'a lazy MatrixView is read-only: J -= value would change its entries; for a new array write '
+         'np.asarray(J) - value, or change a copy: A = np.array(J); A -= value'),
+    Call('lazy-in-place-*=', lambda tmp: exec('J *= value', {'J': jaccli.jacobian(tall, X6), 'value': 1.0}),
+         TypeError, None,
+         'a lazy Jacobian is read-only: J *= value would change its entries; for a new array write '
+         'np.asarray(J) * value, or change a copy: A = np.array(J); A *= value'),
+    Call('lazy-matrix-in-place-*=',
+         lambda tmp: exec('J *= value', {'J': jaccli.jacobian(tall, X6).matrix, 'value': 1.0}),
+         TypeError, None,
+         'a lazy MatrixView is read-only: J *= value would change its entries; for a new array write '
+         'np.asarray(J) * value, or change a copy: A = np.array(J); A *= value'),
+    Call('lazy-in-place-/=', lambda tmp: exec('J /= value', {'J': jaccli.jacobian(tall, X6), 'value': 1.0}),
+         TypeError, None,
+         'a lazy Jacobian is read-only: J /= value would change its entries; for a new array write '
+         'np.asarray(J) / value, or change a copy: A = np.array(J); A /= value'),
+    Call('lazy-matrix-in-place-/=',
+         lambda tmp: exec('J /= value', {'J': jaccli.jacobian(tall, X6).matrix, 'value': 1.0}),
+         TypeError, None,
+         'a lazy MatrixView is read-only: J /= value would change its entries; for a new array write '
+         'np.asarray(J) / value, or change a copy: A = np.array(J); A /= value'),
+    Call('lazy-in-place-//=', lambda tmp: exec('J //= value', {'J': jaccli.jacobian(tall, X6), 'value': 1.0}),
+         TypeError, None,
+         'a lazy Jacobian is read-only: J //= value would change its entries; for a new array write '
+         'np.asarray(J) // value, or change a copy: A = np.array(J); A //= value'),
+    Call('lazy-matrix-in-place-//=',
+         lambda tmp: exec('J //= value', {'J': jaccli.jacobian(tall, X6).matrix, 'value': 1.0}),
+         TypeError, None,
+         'a lazy MatrixView is read-only: J //= value would change its entries; for a new array write '
+         'np.asarray(J) // value, or change a copy: A = np.array(J); A //= value'),
+    Call('lazy-in-place-%=', lambda tmp: exec('J %= value', {'J': jaccli.jacobian(tall, X6), 'value': 1.0}),
+         TypeError, None,
+         'a lazy Jacobian is read-only: J %= value would change its entries; for a new array write '
+         'np.asarray(J) % value, or change a copy: A = np.array(J); A %= value'),
+    Call('lazy-matrix-in-place-%=',
+         lambda tmp: exec('J %= value', {'J': jaccli.jacobian(tall, X6).matrix, 'value': 1.0}),
+         TypeError, None,
+         'a lazy MatrixView is read-only: J %= value would change its entries; for a new array write '
+         'np.asarray(J) % value, or change a copy: A = np.array(J); A %= value'),
+    Call('lazy-in-place-**=', lambda tmp: exec('J **= value', {'J': jaccli.jacobian(tall, X6), 'value': 1.0}),
+         TypeError, None,
+         'a lazy Jacobian is read-only: J **= value would change its entries; for a new array write '
+         'np.asarray(J) ** value, or change a copy: A = np.array(J); A **= value'),
+    Call('lazy-matrix-in-place-**=',
+         lambda tmp: exec('J **= value', {'J': jaccli.jacobian(tall, X6).matrix, 'value': 1.0}),
+         TypeError, None,
+         'a lazy MatrixView is read-only: J **= value would change its entries; for a new array write '
+         'np.asarray(J) ** value, or change a copy: A = np.array(J); A **= value'),
+    Call('lazy-in-place-@=',
+         lambda tmp: exec('J @= value', {'J': jaccli.jacobian(tall, X6), 'value': np.ones((6, 6))}),
+         TypeError, None,
+         'a lazy Jacobian is read-only: J @= value would change its entries; for a new array write '
+         'np.asarray(J) @ value, or change a copy: A = np.array(J); A @= value'),
+    Call('lazy-matrix-in-place-@=',
+         lambda tmp: exec('J @= value', {'J': jaccli.jacobian(tall, X6).matrix, 'value': np.ones((6, 6))}),
+         TypeError, None,
+         'a lazy MatrixView is read-only: J @= value would change its entries; for a new array write '
+         'np.asarray(J) @ value, or change a copy: A = np.array(J); A @= value'),
+    Call('lazy-out', lambda tmp: np.add(np.ones((10, 6)), 1.0, out=jaccli.jacobian(tall, X6)),
+         TypeError, None,
+         'a lazy Jacobian is read-only: np.add(..., out=J) would change its entries; do it on a copy, A = '
+         'np.array(J) (or J.copy())'),
+    Call('lazy-matrix-out', lambda tmp: np.add(np.ones((10, 6)), 1.0, out=jaccli.jacobian(tall, X6).matrix),
+         TypeError, None,
+         'a lazy MatrixView is read-only: np.add(..., out=J) would change its entries; do it on a copy, A = '
+         'np.array(J) (or J.copy())'),
+    Call('matrix-setitem', lambda tmp: _on(jaccli.jacobian(tall, X6).matrix, lambda M: M.__setitem__((0, 0), 1.0)),
+         TypeError, None,
+         'a lazy MatrixView is read-only: J[idx] = value would change its entries; do it on a copy, A = '
+         'np.array(J) (or J.copy())'),
+    Call('matrix-sort', lambda tmp: jaccli.jacobian(tall, X6).matrix.sort(),
+         TypeError, None,
+         'a lazy MatrixView is read-only: J.sort() would change its entries; do it on a copy, A = np.array(J) '
+         '(or J.copy())'),
+
+]
+
+CALLS = API + LAZY
 
 
 def _pattern(message: str, tmp: Path) -> str:

@@ -16,10 +16,12 @@ import numpy as np
 import pytest
 
 import jaccli
-from jaccli.errors import BatchMixingError, StrictModeError, UserFunctionError
+from jaccli.engine import Recording
+from jaccli.errors import BatchMixingError, StrictModeError, TracingError, UnsupportedOperationError, UserFunctionError
 
 from .test_api import _STRICT_GRAPH, _STRICT_PRODUCTS, A2, B2, _strict_call, weighted
 from .test_lazy import X6, tall
+from .test_tracing import VIEW_WRITES, VIEWS_LEFT_BEHIND
 
 
 class Call(NamedTuple):
@@ -745,12 +747,257 @@ LAZY = [
 
 ]
 
-CALLS = API + LAZY
+# ---------------------------------------------------------------- tracing f (test_tracing); {site} is a file:line
+_READ_ONLY = np.arange(3.0)
+_READ_ONLY.flags.writeable = False
+
+
+def _writes_read_only(x):
+    y = x * np.ones(3)
+    getattr(_READ_ONLY, "__setitem__")(0, 1.0)  # read-only by the caller, while jaccli holds another array
+    return y
+
+
+def _changes_c(x):
+    c = np.array([1.0, 2.0, 3.0])
+    y = np.sum(x * x * c)
+    c *= 2.0
+    return y
+
+
+def _changes_c_after_use(x):
+    c = np.ones(3)
+    y = x + c
+    c[:] = 7.0
+    return np.sum(y * y)
+
+
+def _chained_update(x):
+    Z = np.zeros((2, 3)) * x[0]
+    Z[0][1] += x[0]
+    return Z
+
+
+def _returns_x_changed_through_a_view(x):
+    y = x[:2]
+    y *= 2.0
+    return x
+
+
+def _left_behind(name):
+    _, use, take_then_write = VIEWS_LEFT_BEHIND[name]
+
+    def f(x):
+        Z = np.ones((2, 3)) * x[0]
+        view = take_then_write(x, Z)
+        return view if use == "return" else np.sum(view) * Z[0, 0]
+    return f
+
+
+def _writes_out(write):
+    def f(x):
+        buf = np.zeros(3)
+        write(x, buf)
+        return buf * x
+    return f
+
+
+OUT_WRITES = {"sum-keyword": lambda x, buf: np.sum(x, keepdims=True, out=buf[:1]),
+              "clip-positional": lambda x, buf: np.clip(x, 0.0, 1.0, buf),
+              "mean": lambda x, buf: np.mean(x, axis=0, out=buf[0]),
+              "cumsum": lambda x, buf: np.cumsum(x, out=buf)}
+METHODS = {"compress": lambda x: x.compress([True, False, True]), "searchsorted": lambda x: x + x.searchsorted(2.0),
+           "resize": lambda x: x.resize(6), "flags": lambda x: x * x.flags.writeable, "view": lambda x: x.view()}
+
+
+def _strided_cubes(x):
+    return np.sum(np.lib.stride_tricks.as_strided(x, shape=(2, 2), strides=(8, 8)) ** 3)
+
+
+def _traced_arange(x):
+    return np.arange(0.0, x[0], 0.5) * 1.0
+
+
+X013 = np.array([0.1, 0.2, 0.3])
+TRACING = [
+    Call('read-only-while-held', lambda tmp: Recording(_writes_read_only, [np.ones(3)], [0]),
+         TracingError, 'escaped_tracing',
+         '{site}: an array is changed in place, and it is read-only after f handed it to a NumPy operation on '
+         'traced values; jaccli keeps such arrays for the derivative (as PyTorch keeps saved tensors), so '
+         'they stay read-only while f runs (unless the array was read-only already); change a copy instead (a '
+         '= a.copy() before the change), or make a new array'),
+    Call('changed-in-place-hessian', lambda tmp: np.asarray(jaccli.hessian(_changes_c, np.ones(3))),
+         TracingError, 'escaped_tracing',
+         "{site}: 'c' is changed in place after f handed it to a NumPy operation on traced values; jaccli "
+         'keeps such arrays for the derivative (as PyTorch keeps saved tensors), so they stay read-only while '
+         'f runs; change a copy instead (c = c.copy() before the change)'),
+    Call('changed-in-place-replay', lambda tmp: jaccli.grad(jaccli.record_once(_changes_c_after_use), np.zeros(3)),
+         TracingError, 'escaped_tracing',
+         "{site}: 'c' is changed in place after f handed it to a NumPy operation on traced values; jaccli "
+         'keeps such arrays for the derivative (as PyTorch keeps saved tensors), so they stay read-only while '
+         'f runs; change a copy instead (c = c.copy() before the change)'),
+    Call('view-write-chained index', lambda tmp: Recording(VIEW_WRITES['chained index'][1], [X013], [0]),
+         TracingError, 'escaped_tracing',
+         '{site}: an array is changed here through a view of it (like Z[0][1] = v, or row = Z[1]; row += v), '
+         'and f returns it; jaccli does not carry such writes back to the array: write into it with one index '
+         '(Z[0, 1] = v, Z[1] += v), or copy the view first (row = Z[1].copy())'),
+    Call('view-write-reshape view', lambda tmp: Recording(VIEW_WRITES['reshape view'][1], [X013], [0]),
+         TracingError, 'escaped_tracing',
+         '{site}: an array is changed here through a view of it (like Z[0][1] = v, or row = Z[1]; row += v), '
+         'and f returns it; jaccli does not carry such writes back to the array: write into it with one index '
+         '(Z[0, 1] = v, Z[1] += v), or copy the view first (row = Z[1].copy())'),
+    Call('view-write-row view, in place', lambda tmp: Recording(VIEW_WRITES['row view, in place'][1], [X013], [0]),
+         TracingError, 'escaped_tracing',
+         '{site}: an array is changed here through a view of it (like Z[0][1] = v, or row = Z[1]; row += v), '
+         'and f returns it; jaccli does not carry such writes back to the array: write into it with one index '
+         '(Z[0, 1] = v, Z[1] += v), or copy the view first (row = Z[1].copy())'),
+    Call('view-write-transpose view', lambda tmp: Recording(VIEW_WRITES['transpose view'][1], [X013], [0]),
+         TracingError, 'escaped_tracing',
+         '{site}: an array is changed here through a view of it (like Z[0][1] = v, or row = Z[1]; row += v), '
+         'and f returns it; jaccli does not carry such writes back to the array: write into it with one index '
+         '(Z[0, 1] = v, Z[1] += v), or copy the view first (row = Z[1].copy())'),
+    Call('view-write-used-afterwards-chained index',
+         lambda tmp: np.asarray(jaccli.hessian(lambda x: np.sum(VIEW_WRITES['chained index'][1](x) ** 2), X013)),
+         TracingError, 'escaped_tracing',
+         '{site}: an array is changed here through a view of it (like Z[0][1] = v, or row = Z[1]; row += v), '
+         'and it is used afterwards at {site}; jaccli does not carry such writes back to the array: write '
+         'into it with one index (Z[0, 1] = v, Z[1] += v), or copy the view first (row = Z[1].copy())'),
+    Call('view-write-used-afterwards-reshape view',
+         lambda tmp: np.asarray(jaccli.hessian(lambda x: np.sum(VIEW_WRITES['reshape view'][1](x) ** 2), X013)),
+         TracingError, 'escaped_tracing',
+         '{site}: an array is changed here through a view of it (like Z[0][1] = v, or row = Z[1]; row += v), '
+         'and it is used afterwards at {site}; jaccli does not carry such writes back to the array: write '
+         'into it with one index (Z[0, 1] = v, Z[1] += v), or copy the view first (row = Z[1].copy())'),
+    Call('view-write-used-afterwards-row view, in place',
+         lambda tmp: np.asarray(jaccli.hessian(lambda x: np.sum(VIEW_WRITES['row view, in place'][1](x) ** 2), X013)),
+         TracingError, 'escaped_tracing',
+         '{site}: an array is changed here through a view of it (like Z[0][1] = v, or row = Z[1]; row += v), '
+         'and it is used afterwards at {site}; jaccli does not carry such writes back to the array: write '
+         'into it with one index (Z[0, 1] = v, Z[1] += v), or copy the view first (row = Z[1].copy())'),
+    Call('view-write-used-afterwards-transpose view',
+         lambda tmp: np.asarray(jaccli.hessian(lambda x: np.sum(VIEW_WRITES['transpose view'][1](x) ** 2), X013)),
+         TracingError, 'escaped_tracing',
+         '{site}: an array is changed here through a view of it (like Z[0][1] = v, or row = Z[1]; row += v), '
+         'and it is used afterwards at {site}; jaccli does not carry such writes back to the array: write '
+         'into it with one index (Z[0, 1] = v, Z[1] += v), or copy the view first (row = Z[1].copy())'),
+    Call('chained-update', lambda tmp: Recording(_chained_update, [X013], [0]),
+         TracingError, 'escaped_tracing',
+         '{site}: an array is changed here through a view of it (like Z[0][1] = v, or row = Z[1]; row += v), '
+         'and f returns it; jaccli does not carry such writes back to the array: write into it with one index '
+         '(Z[0, 1] = v, Z[1] += v), or copy the view first (row = Z[1].copy())'),
+    Call('view-changes-x', lambda tmp: Recording(_returns_x_changed_through_a_view, [X013], [0]),
+         TracingError, 'escaped_tracing',
+         '{site}: an array is changed here through a view of it (like Z[0][1] = v, or row = Z[1]; row += v), '
+         'and f returns it; jaccli does not carry such writes back to the array: write into it with one index '
+         '(Z[0, 1] = v, Z[1] += v), or copy the view first (row = Z[1].copy())'),
+    Call('view-left-behind-advanced index', lambda tmp: Recording(_left_behind('advanced index'), [X013], [0]),
+         TracingError, 'escaped_tracing',
+         '{site}: an array is changed here, but a view of it taken before (like row = Z[1]; Z[1, 0] = v) '
+         'keeps its old values in jaccli, and it is used afterwards at {site}: take the view after the write, '
+         'or copy it before (row = Z[1].copy()) if the old values are meant'),
+    Call('view-left-behind-row, then one entry',
+         lambda tmp: Recording(_left_behind('row, then one entry'), [X013], [0]),
+         TracingError, 'escaped_tracing',
+         '{site}: an array is changed here, but a view of it taken before (like row = Z[1]; Z[1, 0] = v) '
+         'keeps its old values in jaccli, and it is used afterwards at {site}: take the view after the write, '
+         'or copy it before (row = Z[1].copy()) if the old values are meant'),
+    Call('view-left-behind-sibling view, in place',
+         lambda tmp: Recording(_left_behind('sibling view, in place'), [X013], [0]),
+         TracingError, 'escaped_tracing',
+         '{site}: an array is changed here, but a view of it taken before (like row = Z[1]; Z[1, 0] = v) '
+         'keeps its old values in jaccli, and it is used afterwards at {site}: take the view after the write, '
+         'or copy it before (row = Z[1].copy()) if the old values are meant'),
+    Call('view-left-behind-transpose, then a row',
+         lambda tmp: Recording(_left_behind('transpose, then a row'), [X013], [0]),
+         TracingError, 'escaped_tracing',
+         '{site}: an array is changed here, but a view of it taken before (like row = Z[1]; Z[1, 0] = v) '
+         'keeps its old values in jaccli, and f returns it: take the view after the write, or copy it before '
+         '(row = Z[1].copy()) if the old values are meant'),
+    Call('view-left-behind-whole array, in place',
+         lambda tmp: Recording(_left_behind('whole array, in place'), [X013], [0]),
+         TracingError, 'escaped_tracing',
+         '{site}: an array is changed here, but a view of it taken before (like row = Z[1]; Z[1, 0] = v) '
+         'keeps its old values in jaccli, and it is used afterwards at {site}: take the view after the write, '
+         'or copy it before (row = Z[1].copy()) if the old values are meant'),
+    Call('view-left-behind-hessian-advanced index',
+         lambda tmp: np.asarray(jaccli.hessian(lambda x: np.sum(_left_behind('advanced index')(x) ** 2), X013)),
+         TracingError, 'escaped_tracing',
+         '{site}: an array is changed here, but a view of it taken before (like row = Z[1]; Z[1, 0] = v) '
+         'keeps its old values in jaccli, and it is used afterwards at {site}: take the view after the write, '
+         'or copy it before (row = Z[1].copy()) if the old values are meant'),
+    Call('view-left-behind-hessian-row, then one entry',
+         lambda tmp: np.asarray(jaccli.hessian(lambda x: np.sum(_left_behind('row, then one entry')(x) ** 2), X013)),
+         TracingError, 'escaped_tracing',
+         '{site}: an array is changed here, but a view of it taken before (like row = Z[1]; Z[1, 0] = v) '
+         'keeps its old values in jaccli, and it is used afterwards at {site}: take the view after the write, '
+         'or copy it before (row = Z[1].copy()) if the old values are meant'),
+    Call('view-left-behind-hessian-sibling view, in place',
+         lambda tmp: np.asarray(jaccli.hessian(lambda x: np.sum(_left_behind('sibling view, in place')(x) ** 2), X013)),
+         TracingError, 'escaped_tracing',
+         '{site}: an array is changed here, but a view of it taken before (like row = Z[1]; Z[1, 0] = v) '
+         'keeps its old values in jaccli, and it is used afterwards at {site}: take the view after the write, '
+         'or copy it before (row = Z[1].copy()) if the old values are meant'),
+    Call('view-left-behind-hessian-transpose, then a row',
+         lambda tmp: np.asarray(jaccli.hessian(lambda x: np.sum(_left_behind('transpose, then a row')(x) ** 2), X013)),
+         TracingError, 'escaped_tracing',
+         '{site}: an array is changed here, but a view of it taken before (like row = Z[1]; Z[1, 0] = v) '
+         'keeps its old values in jaccli, and it is used afterwards at {site}: take the view after the write, '
+         'or copy it before (row = Z[1].copy()) if the old values are meant'),
+    Call('view-left-behind-hessian-whole array, in place',
+         lambda tmp: np.asarray(jaccli.hessian(lambda x: np.sum(_left_behind('whole array, in place')(x) ** 2), X013)),
+         TracingError, 'escaped_tracing',
+         '{site}: an array is changed here, but a view of it taken before (like row = Z[1]; Z[1, 0] = v) '
+         'keeps its old values in jaccli, and it is used afterwards at {site}: take the view after the write, '
+         'or copy it before (row = Z[1].copy()) if the old values are meant'),
+    Call('out-sum-keyword',
+         lambda tmp: Recording(_writes_out(OUT_WRITES['sum-keyword']), [np.array([0.3, 1.2, -0.7])], [0]),
+         TracingError, 'escaped_tracing',
+         '{site}: np.sum(..., out=...) writes into an existing array; write `y = np.sum(...)` instead'),
+    Call('out-clip-positional',
+         lambda tmp: Recording(_writes_out(OUT_WRITES['clip-positional']), [np.array([0.3, 1.2, -0.7])], [0]),
+         TracingError, 'escaped_tracing',
+         '{site}: np.clip(..., out=...) writes into an existing array; write `y = np.clip(...)` instead'),
+    Call('out-mean', lambda tmp: Recording(_writes_out(OUT_WRITES['mean']), [np.array([0.3, 1.2, -0.7])], [0]),
+         TracingError, 'escaped_tracing',
+         '{site}: np.mean(..., out=...) writes into an existing array; write `y = np.mean(...)` instead'),
+    Call('out-cumsum', lambda tmp: Recording(_writes_out(OUT_WRITES['cumsum']), [np.array([0.3, 1.2, -0.7])], [0]),
+         TracingError, 'escaped_tracing',
+         '{site}: np.cumsum(..., out=...) writes into an existing array; write `y = np.cumsum(...)` instead'),
+    Call('method-compress', lambda tmp: jaccli.jacobian(METHODS['compress'], np.array([1.0, 2.0, 3.0])),
+         UnsupportedOperationError, 'unsupported_operation',
+         '{site}: x.compress of a traced array is not supported by jaccli; np.compress is: write '
+         'np.compress(...) instead'),
+    Call('method-searchsorted', lambda tmp: jaccli.jacobian(METHODS['searchsorted'], np.array([1.0, 2.0, 3.0])),
+         UnsupportedOperationError, 'unsupported_operation',
+         '{site}: x.searchsorted of a traced array is not supported by jaccli; np.searchsorted is: write '
+         'np.searchsorted(...) instead'),
+    Call('method-resize', lambda tmp: jaccli.jacobian(METHODS['resize'], np.array([1.0, 2.0, 3.0])),
+         UnsupportedOperationError, 'unsupported_operation',
+         "{site}: x.resize of a traced array is not supported by jaccli; see 'jaccli ops' for what is"),
+    Call('method-flags', lambda tmp: jaccli.jacobian(METHODS['flags'], np.array([1.0, 2.0, 3.0])),
+         UnsupportedOperationError, 'unsupported_operation',
+         "{site}: x.flags of a traced array is not supported by jaccli; see 'jaccli ops' for what is"),
+    Call('method-view', lambda tmp: jaccli.jacobian(METHODS['view'], np.array([1.0, 2.0, 3.0])),
+         UnsupportedOperationError, 'unsupported_operation',
+         "{site}: x.view of a traced array is not supported by jaccli; see 'jaccli ops' for what is"),
+    Call('as-strided-hessian', lambda tmp: jaccli.hessian(_strided_cubes, X013)[0],
+         TracingError, 'escaped_tracing',
+         "{site}: np.lib.stride_tricks.as_strided reads a traced array's memory outside jaccli's recording, "
+         'so it cannot be differentiated; use np.lib.stride_tricks.sliding_window_view for windows, or '
+         'indexing (x[::2], x[i:j], x[idx]) for other views'),
+    Call('arange-traced-bound', lambda tmp: jaccli.jacobian(_traced_arange, np.array([2.0])),
+         UnsupportedOperationError, 'unsupported_operation',
+         '{site}: np.arange with a traced start, stop or step is not supported by jaccli: its length would '
+         'depend on the input; take the bounds from plain values, or write start + step * np.arange(n) with a '
+         'plain n (or np.linspace(start, stop, n))'),
+]
+
+CALLS = API + LAZY + TRACING
 
 
 def _pattern(message: str, tmp: Path) -> str:
-    places = {"{tmp}": re.escape(str(tmp)), "{any}": ".*"}
-    return "".join(places.get(part, re.escape(part)) for part in re.split(r"(\{tmp\}|\{any\})", message))
+    places = {"{tmp}": re.escape(str(tmp)), "{any}": ".*", "{site}": r"\S+\.py:\d+"}
+    return "".join(places.get(part, re.escape(part)) for part in re.split(r"(\{tmp\}|\{any\}|\{site\})", message))
 
 
 def test_every_call_has_its_own_id():

@@ -578,6 +578,38 @@ API = [
          'vhp needs a scalar output, but f returns shape (3,); pick one element (e.g. lambda x: f(x)[0]) or '
          'reduce it (.sum())'),
 
+    Call('hessian-batch-axis-vector-per-sample',
+         lambda tmp: jaccli.hessian(lambda x: x * x, np.ones((3, 3)), batch_axis=0),
+         ValueError, None,
+         'hessian with batch_axis=0 needs one scalar per sample (an output of shape (B,) or (B, 1)), but f '
+         'returns shape (3, 3)'),
+    Call('hessian-batch-axis-2', lambda tmp: jaccli.hessian(lambda x: (x * x).sum(), np.ones(3), batch_axis=2),
+         ValueError, None,
+         'batch_axis should be None or 0, but got 2.'),
+    Call('complex-input', lambda tmp: jaccli.jacobian(lambda z: z ** 2, np.array([1 + 1j, 2 - 1j])),
+         TypeError, None,
+         'complex inputs are not supported by jaccli: split them into real and imaginary parts'),
+    Call('wrt-negative-out-of-range', lambda tmp: jaccli.jacobian(lambda x: x * x, np.ones(3), wrt=-2),
+         ValueError, None,
+         'wrt: input -2 is out of range for 1 input(s)'),
+    Call('record-once-not-a-function', lambda tmp: jaccli.record_once(3),
+         TypeError, None,
+         'record_once needs a function, not int'),
+    Call('record-once-max-signatures--1', lambda tmp: jaccli.record_once(np.sin, max_signatures=-1),
+         ValueError, None,
+         'max_signatures should be a positive int, but got -1'),
+    Call('record-once-max-signatures-0', lambda tmp: jaccli.record_once(np.sin, max_signatures=0),
+         ValueError, None,
+         'max_signatures should be a positive int, but got 0'),
+    Call('record-once-max-signatures-2.5', lambda tmp: jaccli.record_once(np.sin, max_signatures=2.5),
+         ValueError, None,
+         'max_signatures should be a positive int, but got 2.5'),
+    Call('record-once-max-signatures-True', lambda tmp: jaccli.record_once(np.sin, max_signatures=True),
+         ValueError, None,
+         'max_signatures should be a positive int, but got True'),
+    Call("record-once-max-signatures-'8'", lambda tmp: jaccli.record_once(np.sin, max_signatures='8'),
+         ValueError, None,
+         "max_signatures should be a positive int, but got '8'"),
 ]
 
 

@@ -1024,7 +1024,47 @@ TRACING = [
          'plain n (or np.linspace(start, stop, n))'),
 ]
 
-CALLS = API + LAZY + TRACING
+# ---------------------------------------------------------------- NumPy's variants jaccli refuses (test_numerics)
+XP, FP = np.linspace(-3.0, 3.0, 8), np.cos(np.arange(8.0))
+X7 = np.linspace(-1.0, 1.0, 7)
+NUMERICS = [
+    Call("quantile-nearest", lambda tmp: Recording(lambda x: np.quantile(x, 0.5, method="nearest"), (X7,), (0,)),
+         UnsupportedOperationError, "unsupported_operation",
+         "{site}: np.quantile with method='nearest' is not supported by jaccli; only method='linear' is; see "
+         "'jaccli ops'"),
+    Call("percentile-lower", lambda tmp: Recording(lambda x: np.percentile(x, 50, method="lower"), (X7,), (0,)),
+         UnsupportedOperationError, "unsupported_operation",
+         "{site}: np.percentile with method='lower' is not supported by jaccli; only method='linear' is; see "
+         "'jaccli ops'"),
+    Call("quantile-weights",
+         lambda tmp: Recording(lambda x: np.quantile(x, 0.5, method="inverted_cdf", weights=np.ones(7)), (X7,), (0,)),
+         UnsupportedOperationError, "unsupported_operation",
+         '{site}: np.quantile with weights is not supported by jaccli'),
+    Call("interp-traced-period", lambda tmp: Recording(lambda x: np.interp(x, XP, FP, period=x[0] + 2.0), (X7,), (0,)),
+         UnsupportedOperationError, "unsupported_operation",
+         '{site}: np.interp with a traced period is not supported by jaccli; pass the period as a plain number'),
+    Call("interp-complex", lambda tmp: Recording(lambda x: np.interp(x, XP, FP + 1j), (X7,), (0,)),
+         UnsupportedOperationError, "unsupported_operation",
+         '{site}: np.interp with complex fp is not supported by jaccli; interpolate the real and imaginary '
+         'parts separately'),
+    Call("convolve-complex", lambda tmp: Recording(lambda x: np.convolve(x, [1.0, 1j]), (X7,), (0,)),
+         UnsupportedOperationError, "unsupported_operation",
+         '{site}: np.convolve of complex arrays is not supported by jaccli; split them into real and '
+         'imaginary parts'),
+    Call("polyval-poly1d", lambda tmp: Recording(lambda x: np.polyval(x, np.poly1d([1.0, 2.0])), (X7,), (0,)),
+         UnsupportedOperationError, "unsupported_operation",
+         '{site}: np.polyval of a np.poly1d x (a composition of polynomials) is not supported by jaccli; '
+         'evaluate at an array of points'),
+    Call("median-out", lambda tmp: Recording(lambda x: np.median(x, out=np.empty(())), (X7,), (0,)),
+         TracingError, "escaped_tracing",
+         '{site}: np.median(..., out=...) writes into an existing array; write `y = np.median(...)` instead'),
+    Call("percentile-out", lambda tmp: Recording(lambda x: np.percentile(x, 50, out=np.empty(())), (X7,), (0,)),
+         TracingError, "escaped_tracing",
+         '{site}: np.percentile(..., out=...) writes into an existing array; write `y = np.percentile(...)` '
+         'instead'),
+]
+
+CALLS = API + LAZY + TRACING + NUMERICS
 
 
 def _pattern(message: str, tmp: Path) -> str:

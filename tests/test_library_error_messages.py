@@ -14,6 +14,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import pytest
+import scipy.special as sp
 
 import jaccli
 from jaccli.engine import Recording
@@ -21,6 +22,7 @@ from jaccli.errors import BatchMixingError, StrictModeError, TracingError, Unsup
 
 from .test_api import _STRICT_GRAPH, _STRICT_PRODUCTS, A2, B2, _strict_call, weighted
 from .test_lazy import X6, tall
+from .test_rules import _COMPOSED, _multiply_at
 from .test_tracing import VIEW_WRITES, VIEWS_LEFT_BEHIND
 
 
@@ -1064,7 +1066,79 @@ NUMERICS = [
          'instead'),
 ]
 
-CALLS = API + LAZY + TRACING + NUMERICS
+# ---------------------------------------------------------------- rules that refuse (test_rules, test_scipy_special)
+X4 = np.array([0.4, -1.3, 2.6, -0.2])
+WHERE = np.array([True, False, True, True])
+X12 = np.array([1.5, 2.5])
+RULES = [
+    Call("composed-where-copysign", lambda tmp: jaccli.jacobian(lambda v: _COMPOSED["copysign"][1](v, where=WHERE), X4),
+         UnsupportedOperationError, "unsupported_operation",
+         '{site}: np.copysign with where= is not supported by jaccli (NumPy leaves the entries outside the '
+         'mask undefined without out=); write np.where(mask, np.copysign(...), fill)'),
+    Call("composed-where-copysign-sign", lambda tmp: jaccli.jacobian(lambda v: _COMPOSED["copysign-sign"][1](v, where=WHERE), X4),
+         UnsupportedOperationError, "unsupported_operation",
+         '{site}: np.copysign with where= is not supported by jaccli (NumPy leaves the entries outside the '
+         'mask undefined without out=); write np.where(mask, np.copysign(...), fill)'),
+    Call("composed-where-divmod", lambda tmp: jaccli.jacobian(lambda v: _COMPOSED["divmod"][1](v, where=WHERE), X4),
+         UnsupportedOperationError, "unsupported_operation",
+         '{site}: np.divmod with where= is not supported by jaccli (NumPy leaves the entries outside the mask '
+         'undefined without out=); write np.where(mask, np.divmod(...), fill)'),
+    Call("composed-where-modf", lambda tmp: jaccli.jacobian(lambda v: _COMPOSED["modf"][1](v, where=WHERE), X4),
+         UnsupportedOperationError, "unsupported_operation",
+         '{site}: np.modf with where= is not supported by jaccli (NumPy leaves the entries outside the mask '
+         'undefined without out=); write np.where(mask, np.modf(...), fill)'),
+    Call("composed-where-frexp", lambda tmp: jaccli.jacobian(lambda v: _COMPOSED["frexp"][1](v, where=WHERE), X4),
+         UnsupportedOperationError, "unsupported_operation",
+         '{site}: np.frexp with where= is not supported by jaccli (NumPy leaves the entries outside the mask '
+         'undefined without out=); write np.where(mask, np.frexp(...), fill)'),
+    Call("composed-where-conjugate", lambda tmp: jaccli.jacobian(lambda v: _COMPOSED["conjugate"][1](v, where=WHERE), X4),
+         UnsupportedOperationError, "unsupported_operation",
+         '{site}: np.conjugate with where= is not supported by jaccli (NumPy leaves the entries outside the '
+         'mask undefined without out=); write np.where(mask, np.conjugate(...), fill)'),
+    Call("composed-where-heaviside", lambda tmp: jaccli.jacobian(lambda v: _COMPOSED["heaviside"][1](v, where=WHERE), X4),
+         UnsupportedOperationError, "unsupported_operation",
+         '{site}: np.heaviside with where= is not supported by jaccli (NumPy leaves the entries outside the '
+         'mask undefined without out=); write np.where(mask, np.heaviside(...), fill)'),
+    Call("multiply-at-plain-target",
+         lambda tmp: np.asarray(jaccli.jacobian(lambda v: _multiply_at(np.ones(3), [0, 0], v), np.array([0.5, 1.5, -2.0]))),
+         TracingError, "escaped_tracing",
+         '{site}: np.multiply.at writes a traced value into a plain NumPy array, which takes it out of '
+         "jaccli's recording; start from a traced array instead (out = np.zeros_like(x), then "
+         'np.multiply.at(out, idx, v))'),
+    Call("scipy-zetac", lambda tmp: Recording(lambda x: sp.zetac(x), (X12,), (0,)),
+         UnsupportedOperationError, "unsupported_operation",
+         "{site}: scipy.special.zetac is not supported by jaccli; write it with NumPy functions; see 'jaccli "
+         "ops'"),
+    Call("scipy-polygamma-traced-order", lambda tmp: Recording(lambda x: sp.polygamma(x, x), (X12,), (0,)),
+         UnsupportedOperationError, "unsupported_operation",
+         "scipy.special.polygamma: the order n must be a plain integer (it has no derivative); see 'jaccli "
+         "ops'"),
+    Call("scipy-iv-order-reverse",
+         lambda tmp: np.asarray(jaccli.jacobian(lambda v: sp.iv(v, 1.5), X12, mode="reverse")),
+         UnsupportedOperationError, "unsupported_operation",
+         "{site}: scipy.special.iv has no reverse-mode derivative with respect to its argument 0; see 'jaccli "
+         "ops' for what each function supports"),
+    Call("scipy-iv-order-forward",
+         lambda tmp: np.asarray(jaccli.jacobian(lambda v: sp.iv(v, 1.5), X12, mode="forward")),
+         UnsupportedOperationError, "unsupported_operation",
+         "{site}: scipy.special.iv has no forward-mode derivative with respect to its argument 0; see 'jaccli "
+         "ops' for what each function supports"),
+    Call("scipy-gammainc-shape", lambda tmp: np.asarray(jaccli.jacobian(lambda a: sp.gammainc(a, 1.5), np.array([1.2, 2.5]))),
+         UnsupportedOperationError, "unsupported_operation",
+         '{site}: scipy.special.gammainc has no forward-mode derivative with respect to its argument 0; see '
+         "'jaccli ops' for what each function supports"),
+    Call("scipy-betainc-shape",
+         lambda tmp: np.asarray(jaccli.jacobian(lambda a: sp.betainc(a, 2.0, 0.3), np.array([1.2, 2.5]))),
+         UnsupportedOperationError, "unsupported_operation",
+         '{site}: scipy.special.betainc has no forward-mode derivative with respect to its argument 0; see '
+         "'jaccli ops' for what each function supports"),
+    Call("scipy-boxcox-shape", lambda tmp: np.asarray(jaccli.jacobian(lambda lam: sp.boxcox(1.5, lam), np.array([1.2, 2.5]))),
+         UnsupportedOperationError, "unsupported_operation",
+         '{site}: scipy.special.boxcox has no forward-mode derivative with respect to its argument 1; see '
+         "'jaccli ops' for what each function supports"),
+]
+
+CALLS = API + LAZY + TRACING + NUMERICS + RULES
 
 
 def _pattern(message: str, tmp: Path) -> str:

@@ -17,7 +17,8 @@ from jaccli.plurals import counted
 
 from .failures import CheckFailed, SCHEMA, to_stderr, to_stdout
 from .problem import Problem, load_problem
-from .report import check_output, stdout_is_terminal
+from jaccli.cli.render.display import stdout_is_terminal
+from .report import check_output
 from .run import Failures
 from .settings import Output, Settings
 

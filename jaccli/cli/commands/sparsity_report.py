@@ -16,7 +16,8 @@ from jaccli.errors import UsageError
 from .failures import SCHEMA, shown_path, to_stderr, to_stdout
 from .plotting import check_plot
 from .problem import load_problem
-from .report import check_output, stdout_is_terminal
+from jaccli.cli.render.display import stdout_is_terminal
+from .report import check_output
 from .run import Failures
 from .settings import Output
 from .sparse_results import HESSIAN_MODE, need_scipy

@@ -86,9 +86,11 @@ def jacobian_plan(pattern, mode="auto", orders=None):
     # the densest row bounds the forward colours, the densest column the reverse ones: the side with the lower
     # bound goes first, and a side whose bound cannot beat the plan in hand is not coloured at all
     sides = {"forward": _max_count(bip.row_counts), "reverse": _max_count(bip.col_counts)}
+    # a structurally symmetric pattern has the same row colourings as column colourings: one side is enough
+    mirror = mode == "auto" and p.shape[0] == p.shape[1] and (p != p.T).nnz == 0
     plans = []
     for side in sorted(sides, key=sides.get):
-        if mode not in ("auto", side) or (plans and sides[side] >= min(plan.sweeps for plan in plans)):
+        if mode not in ("auto", side) or (plans and (mirror or sides[side] >= min(plan.sweeps for plan in plans))):
             continue
         if side == "forward":
             colors, tried = best_columns(bip, orders)

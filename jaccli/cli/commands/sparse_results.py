@@ -33,8 +33,7 @@ HESSIAN_MODE = ("--mode chooses the side of a Jacobian's colouring; a Hessian's 
 
 def need_scipy(what: str = "--sparse") -> None:
     """scipy is the optional extra jaccli[sparse]: without it, one line saying how to install it."""
-    try:
-        import scipy.io  # noqa: F401
+    try:  # (scipy.io, for .mtx only, is imported where it is written: 0.2 s of every --sparse run otherwise)
         import scipy.sparse  # noqa: F401
     except ImportError:
         raise UsageError(f"{what} needs scipy, which is not installed: pip install 'jaccli[sparse]'") from None

@@ -877,7 +877,7 @@ def test_check_of_a_function_taking_a_derivative_without_create_graph_fails_and_
 
 
 def test_check_of_a_function_with_noise_fails_and_says_why(runner, tmp_path):
-    f = write(tmp_path, "noisy.py", "import numpy as np\nrng = np.random.default_rng()\n\n"
+    f = write(tmp_path, "noisy.py", "import numpy as np\nrng = np.random.default_rng(7)\n\n"
                                     "def f(x):\n    return np.sin(x) + 1e-6 * rng.standard_normal(x.shape)\n")
     result = invoke(runner, "check", f, "[0.1, 0.2, 0.3]", "--format", "json")
     assert result.exit_code == 1

@@ -1143,7 +1143,7 @@ CLI_MESSAGES = [
          "check failed: f gives different values at the same inputs (two calls differ by up to {any}): it draws "
          "random numbers or reads state that changes, so finite differences of it mean nothing; seed its random "
          "generator, or pass the state as an input; worst {any}",
-         files={"noisy.py": "import numpy as np\nrng = np.random.default_rng()\n\n"
+         files={"noisy.py": "import numpy as np\nrng = np.random.default_rng(7)\n\n"
                             "def f(x):\n    return np.sin(x) + 1e-6 * rng.standard_normal(x.shape)\n"}),
     Case(["ops", "--family", "fourier"],
          "{any}'--family': 'fourier': families are creation, diagonals, elementwise, functional, indexing, joining, "

@@ -2208,3 +2208,28 @@ def test_main_called_in_process_leaves_the_collector_on_when_it_ends_before_the_
     assert ended.value.code == 2
     assert gc.isenabled()
     assert "no-such-option" in capsys.readouterr().err
+
+
+def test_the_man_page_is_installed_beside_the_executable():
+    # `pip install .` puts man/jaccli.1 in <prefix>/share/man/man1, where `man jaccli` looks for the jaccli
+    # on PATH; an editable install (development) installs no data files, so there the declaration is checked
+    import os
+    import sys
+    import sysconfig
+    import tomllib
+
+    infos = sorted(Path(sysconfig.get_paths()["purelib"]).glob("jaccli-*.dist-info"))
+    assert infos, "jaccli is not installed in this environment"
+    origin = infos[-1] / "direct_url.json"
+    editable = origin.exists() and json.loads(origin.read_text()).get("dir_info", {}).get("editable", False)
+    if editable:
+        declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["data-files"]
+        assert declared == {"share/man/man1": ["man/jaccli.1"]}
+        return
+    installed = Path(sys.prefix) / "share" / "man" / "man1" / "jaccli.1"
+    assert installed.read_text() == MAN_PAGE.read_text()
+    if shutil.which("man"):
+        env = dict(os.environ, PATH=f"{Path(sys.prefix) / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
+        env.pop("MANPATH", None)
+        found = subprocess.run(["man", "-w", "jaccli"], capture_output=True, text=True, env=env)
+        assert found.stdout.strip() == str(installed)

@@ -18,7 +18,9 @@ import scipy.special as sp
 
 import jaccli
 from jaccli.engine import Recording
-from jaccli.errors import BatchMixingError, StrictModeError, TracingError, UnsupportedOperationError, UserFunctionError
+from jaccli.errors import (BatchMixingError, StrictModeError, TracingError, UnsupportedOperationError, UsageError,
+                           UserFunctionError)
+from jaccli.io.user_functions import bind_inputs, load_array, load_function, parse_index_spec
 
 from .test_api import _STRICT_GRAPH, _STRICT_PRODUCTS, A2, B2, _strict_call, weighted
 from .test_lazy import X6, tall
@@ -1138,7 +1140,230 @@ RULES = [
          "'jaccli ops' for what each function supports"),
 ]
 
-CALLS = API + LAZY + TRACING + NUMERICS + RULES
+
+# ---------------------------------------------------------------- user functions, input arrays, binding (test_loaders)
+def _write(tmp, name, text):
+    (tmp / name).write_text(text)
+    return str(tmp / name)
+
+
+def _saved(tmp, name, *arrays, **named):
+    path = tmp / name
+    (np.savez if name.endswith(".npz") else np.save)(path, *arrays, **named)
+    return str(path)
+
+
+def _cut(tmp, name, keep):
+    _saved(tmp, "full" + name[-4:], *([np.arange(10.0)] if name.endswith(".npy") else []),
+           **({"a": np.arange(50.0), "b": np.ones(3)} if name.endswith(".npz") else {}))
+    (tmp / name).write_bytes((tmp / ("full" + name[-4:])).read_bytes()[:keep])
+    return str(tmp / name)
+
+
+def _broken_npy(tmp, in_npz):
+    header = b"{'descr': '<f8', 'fortran_order': False}".ljust(117) + b"\n"
+    data = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header
+    if not in_npz:
+        (tmp / "x.npy").write_bytes(data)
+        return str(tmp / "x.npy")
+    import zipfile
+
+    with zipfile.ZipFile(tmp / "a.npz", "w") as archive:
+        archive.writestr("x.npy", data)
+    return str(tmp / "a.npz")
+
+
+def _sibling_broken(tmp):
+    _write(tmp, "broken_helper.py", "X = 1 / 0\n")
+    return _write(tmp, "m.py", "\nimport broken_helper\ndef f(x): pass\n")
+
+
+def _pickle_npy(tmp):
+    (tmp / "x.npy").write_bytes(pickle.dumps([1, 2]))
+    return str(tmp / "x.npy")
+
+
+def two_inputs(x, y):
+    return x
+
+
+def with_default(x, y, scale=1.0):
+    return x
+
+
+def one(x):
+    return x
+
+
+def none():
+    return 0
+
+
+LOADERS = [
+    Call("load-function-none", lambda tmp: load_function(_write(tmp, "x.py", "import numpy as np\nA = 1\n")),
+         UsageError, "usage",
+         '{tmp}/x.py defines no functions; write def f(...) in it or pick a callable with {tmp}/x.py:NAME'),
+    Call("load-function-not-callable", lambda tmp: load_function(_write(tmp, "m.py", "SCALE = 3\ndef f(x): pass\n") + ":SCALE"),
+         UsageError, "usage",
+         '{tmp}/m.py:SCALE is not a function (it has type int); its public functions are f'),
+    Call("load-function-bad-name", lambda tmp: load_function(_write(tmp, "m.py", "def f(x): pass\n") + ":1x"),
+         UsageError, "usage",
+         "bad function name '1x' in '{tmp}/m.py:1x'; FUNC is path.py or path.py:name"),
+    Call("load-function-exec-syntax-error", lambda tmp: load_function(_write(tmp, "m.py", "\nexec('1 +')\ndef f(x): pass\n")),
+         UserFunctionError, "function_failed",
+         '{tmp}/m.py:2: running {tmp}/m.py failed: SyntaxError: {any}'),
+    Call("load-function-failing-import",
+         lambda tmp: load_function(_write(tmp, "m.py", "import numpy\nimport no_such_module_jaccli\ndef f(x): pass\n")),
+         UserFunctionError, "function_failed",
+         '{tmp}/m.py:2: running {tmp}/m.py failed: ModuleNotFoundError: No module named '
+         "'no_such_module_jaccli'"),
+    Call("load-function-sibling-fails", lambda tmp: load_function(_sibling_broken(tmp)),
+         UserFunctionError, "function_failed",
+         '{tmp}/m.py:2: running {tmp}/m.py failed: ZeroDivisionError: division by zero'),
+    Call("load-function-system-exit", lambda tmp: load_function(_write(tmp, "m.py", "import sys\nsys.exit(3)\n")),
+         UserFunctionError, "function_failed",
+         '{tmp}/m.py:2: running {tmp}/m.py failed: SystemExit: 3'),
+    Call("load-function-raises", lambda tmp: load_function(_write(tmp, "m.py", "raise RuntimeError('boom')\n")),
+         UserFunctionError, "function_failed",
+         '{tmp}/m.py:1: running {tmp}/m.py failed: RuntimeError: boom'),
+    Call("literal-power", lambda tmp: load_array("[2 ** 70]"), UsageError, "usage",
+         "cannot read input '[2 ** 70]': binop expressions are not numbers; give a number, a list of numbers "
+         'or a file (.npy, .npz, .csv, .txt, .dat)'),
+    Call("literal-ragged", lambda tmp: load_array("[1, [2, 3]]"), UsageError, "usage",
+         "cannot read input '[1, [2, 3]]': it is a ragged list (rows of different lengths)"),
+    Call("literal-ragged-rows", lambda tmp: load_array("[[1, 2], [3]]"), UsageError, "usage",
+         "cannot read input '[[1, 2], [3]]': it is a ragged list (rows of different lengths)"),
+    Call("literal-string", lambda tmp: load_array("'abc'"), UsageError, "usage",
+         'cannot read input "\'abc\'": \'abc\' is not a number; give a number, a list of numbers or a file (.npy, '
+         '.npz, .csv, .txt, .dat)'),
+    Call("literal-dict", lambda tmp: load_array("{'a': 1}"), UsageError, "usage",
+         'cannot read input "{\'a\': 1}": dict expressions are not numbers; give a number, a list of numbers or '
+         'a file (.npy, .npz, .csv, .txt, .dat)'),
+    Call("literal-complex", lambda tmp: load_array("1+2j"), UsageError, "usage",
+         "cannot read input '1+2j': complex inputs are not supported; give a number, a list of numbers or a "
+         'file (.npy, .npz, .csv, .txt, .dat)'),
+    Call("literal-complex-list", lambda tmp: load_array("[2j]"), UsageError, "usage",
+         "cannot read input '[2j]': complex inputs are not supported; give a number, a list of numbers or a "
+         'file (.npy, .npz, .csv, .txt, .dat)'),
+    Call("literal-bool", lambda tmp: load_array("[True, 1]"), UsageError, "usage",
+         "cannot read input '[True, 1]': True is not a number; give a number, a list of numbers or a file "
+         '(.npy, .npz, .csv, .txt, .dat)'),
+    Call("literal-name", lambda tmp: load_array("foo"), UsageError, "usage",
+         "cannot read input 'foo': foo is not a number; give a number, a list of numbers or a file (.npy, "
+         '.npz, .csv, .txt, .dat)'),
+    Call("literal-call", lambda tmp: load_array("__import__('os')"), UsageError, "usage",
+         'cannot read input "__import__(\'os\')": call expressions are not numbers; give a number, a list of '
+         'numbers or a file (.npy, .npz, .csv, .txt, .dat)'),
+    Call("literal-unclosed", lambda tmp: load_array("[1, 2"), UsageError, "usage",
+         "cannot read input '[1, 2': not a number or list of numbers; give a number, a list of numbers or a "
+         'file (.npy, .npz, .csv, .txt, .dat)'),
+    Call("literal-signed-list", lambda tmp: load_array("-[1]"), UsageError, "usage",
+         "cannot read input '-[1]': a sign applies to numbers, not to lists; give a number, a list of numbers "
+         'or a file (.npy, .npz, .csv, .txt, .dat)'),
+    Call("literal-empty", lambda tmp: load_array(""), UsageError, "usage",
+         'empty input; give a file (.npy, .npz, .csv, .txt, .dat) or a number or list'),
+    Call("input-file-json", lambda tmp: load_array(_write(tmp, "x.json", "[1, 2]")), UsageError, "usage",
+         'cannot read input file {tmp}/x.json: jaccli reads .npy, .npz, .csv, .txt, .dat files'),
+    Call("input-file-devnull", lambda tmp: load_array("/dev/null"), UsageError, "usage",
+         'cannot read input file /dev/null: jaccli reads .npy, .npz, .csv, .txt, .dat files'),
+    Call("input-file-stdin", lambda tmp: load_array("/dev/stdin"), UsageError, "usage",
+         'cannot read input file /dev/stdin: jaccli reads .npy, .npz, .csv, .txt, .dat files'),
+    Call("input-file-directory", lambda tmp: ((tmp / "d.npy").mkdir(), load_array(str(tmp / "d.npy"))),
+         UsageError, "usage",
+         'input {tmp}/d.npy is a directory, not a file'),
+    Call("npy-empty", lambda tmp: load_array(_cut(tmp, "cut.npy", 0)), UsageError, "usage",
+         '{tmp}/cut.npy is not a valid .npy file ({any})'),
+    Call("npy-broken-header", lambda tmp: load_array(_broken_npy(tmp, False)), UsageError, "usage",
+         '{tmp}/x.npy is not a valid .npy file ({any})'),
+    Call("npz-member-broken-header", lambda tmp: load_array(_broken_npy(tmp, True)), UsageError, "usage",
+         "{tmp}/a.npz: member 'x.npy' is not a valid .npy array ({any}); save the archive again"),
+    Call("npy-truncated", lambda tmp: load_array(_cut(tmp, "cut.npy", -8)), UsageError, "usage",
+         '{tmp}/cut.npy is not a valid .npy file: it is truncated (its header promises 80 bytes of data, the '
+         'file holds 72)'),
+    Call("npy-pickle", lambda tmp: load_array(_pickle_npy(tmp)), UsageError, "usage",
+         '{tmp}/x.npy is not a valid .npy file ({any})'),
+    Call("npy-complex", lambda tmp: load_array(_saved(tmp, "x.npy", np.array([1 + 2j]))), UsageError, "usage",
+         '{tmp}/x.npy holds complex numbers: complex inputs are not supported'),
+    Call("npy-strings", lambda tmp: load_array(_saved(tmp, "x.npy", np.array(["a", "b"]))), UsageError, "usage",
+         '{tmp}/x.npy holds <U1 values, not numbers; save a numeric array'),
+    Call("npy-structured", lambda tmp: load_array(_saved(tmp, "x.npy", np.zeros(2, dtype=[("a", "f8"), ("b", "i4")]))),
+         UsageError, "usage",
+         '{tmp}/x.npy is a structured array (named fields); save a plain numeric array'),
+    Call("npy-dates", lambda tmp: load_array(_saved(tmp, "x.npy", np.array(["2024-01-01"], dtype="datetime64[D]"))),
+         UsageError, "usage",
+         '{tmp}/x.npy holds datetime64[D] values, not numbers; save a numeric array'),
+    Call("npz-objects",
+         lambda tmp: load_array(_saved(tmp, "in.npz", good=np.ones(2), bad=np.array([None, 1], dtype=object))),
+         UsageError, "usage",
+         "{tmp}/in.npz: array 'bad' holds Python objects (a pickled object array); jaccli loads .npz files "
+         'with allow_pickle=False for safety: save numeric arrays instead'),
+    Call("npz-complex", lambda tmp: load_array(_saved(tmp, "in.npz", x=np.ones(2), z=np.array([1 + 2j]))),
+         UsageError, "usage",
+         "{tmp}/in.npz: array 'z' holds complex numbers: complex inputs are not supported"),
+    Call("npz-truncated", lambda tmp: load_array(_cut(tmp, "cut.npz", 10)), UsageError, "usage",
+         '{tmp}/cut.npz is not a valid .npz file (not a zip archive; truncated or corrupt?)'),
+    Call("npz-empty", lambda tmp: load_array(_saved(tmp, "e.npz")), UsageError, "usage",
+         '{tmp}/e.npz holds no arrays'),
+    Call("bind-positional-reaches-named", lambda tmp: bind_inputs(with_default, ["x=1", "2", "3"]), UsageError, "usage",
+         "input for parameter 'x' of with_default given twice (2 positionally and x=1); positional inputs "
+         'bind to the first parameters (x, y, scale) in order: give them before naming later ones, or name '
+         'every input'),
+    Call("bind-named-twice", lambda tmp: bind_inputs(two_inputs, ["x=1", "x=2"]), UsageError, "usage",
+         "input for parameter 'x' of two_inputs given twice (x=1 and x=2)"),
+    Call("bind-several-missing", lambda tmp: bind_inputs(two_inputs, []), UsageError, "usage",
+         "missing input for parameters 'x', 'y' of two_inputs: give them positionally or as x=SOURCE"),
+    Call("bind-one-input", lambda tmp: bind_inputs(one, ["1", "2"]), UsageError, "usage",
+         'one takes 1 input (x) but 2 were given'),
+    Call("bind-no-inputs", lambda tmp: bind_inputs(none, ["1"]), UsageError, "usage",
+         'none takes no inputs but 1 was given'),
+    Call("bind-empty-source", lambda tmp: bind_inputs(two_inputs, ["x=", "1"]), UsageError, "usage",
+         "empty source in 'x='; give x=FILE or x=VALUE"),
+    Call("bind-loaded-function", lambda tmp: bind_inputs(load_function(_write(tmp, "m.py", "def energy(q, k): return q\n")),
+                                                         ["1", "2", "3"]),
+         UsageError, "usage",
+         'energy takes 2 inputs (q, k) but 3 were given'),
+    Call("bind-npz-arr0-twice", lambda tmp: bind_inputs(two_inputs, [_saved(tmp, "twice.npz", np.zeros(3), x=np.ones(2))]),
+         UsageError, "usage",
+         "input for parameter 'x' of two_inputs given twice ({tmp}/twice.npz[arr_0] positionally and "
+         '{tmp}/twice.npz[x]); positional inputs bind to the first parameters (x, y) in order: give them '
+         'before naming later ones, or name every input'),
+    Call("bind-npz-keys-not-parameters",
+         lambda tmp: bind_inputs(two_inputs, [_saved(tmp, "in.npz", x=np.ones(1), w=np.ones(1), b=np.ones(1))]),
+         UsageError, "usage",
+         '{tmp}/in.npz holds arrays w, b that are not parameters of two_inputs; its parameters are x, y'),
+    Call("bind-npz-key-and-named", lambda tmp: bind_inputs(two_inputs, ["x=1", _saved(tmp, "in.npz", x=np.ones(1), y=np.ones(1))]),
+         UsageError, "usage",
+         "input for parameter 'x' of two_inputs given twice (x=1 and {tmp}/in.npz[x])"),
+    Call("bind-named-npz-no-match",
+         lambda tmp: bind_inputs(two_inputs, ["y=" + _saved(tmp, "in.npz", a=np.zeros(1), b=np.zeros(1)), "1"]),
+         UsageError, "usage",
+         "{tmp}/in.npz holds 2 arrays (a, b) and none is called 'y'; use a .npz with one array or with an "
+         'array named y'),
+    Call("bind-missing-file", lambda tmp: bind_inputs(two_inputs, ["x=nowhere/x.npy", "1"]), UsageError, "usage",
+         'input file not found: nowhere/x.npy'),
+    Call("index-file-mask-length", lambda tmp: parse_index_spec("@" + _saved(tmp, "r.npy", np.array([True, False])), 5),
+         UsageError, "usage",
+         '--rows @{tmp}/r.npy: the mask in {tmp}/r.npy has 2 entries but there are 5 rows'),
+    Call("index-file-out-of-range", lambda tmp: parse_index_spec("@" + _saved(tmp, "r.npy", np.array([0, 5])), 5),
+         UsageError, "usage",
+         '--rows @{tmp}/r.npy: index 5 in {tmp}/r.npy is out of range for 5 rows'),
+    Call("index-file-2d", lambda tmp: parse_index_spec("@" + _saved(tmp, "r.npy", np.array([[0, 1]])), 5),
+         UsageError, "usage",
+         '--rows @{tmp}/r.npy: index file {tmp}/r.npy holds a 2-D array; it must be 1-D'),
+    Call("index-file-floats", lambda tmp: parse_index_spec("@" + _saved(tmp, "r.npy", np.array([0.5])), 5),
+         UsageError, "usage",
+         '--rows @{tmp}/r.npy: index file {tmp}/r.npy holds non-integer values'),
+    Call("index-file-missing", lambda tmp: parse_index_spec(f"@{tmp / 'none.npy'}", 5), UsageError, "usage",
+         'input file not found: {tmp}/none.npy'),
+    Call("index-file-npz", lambda tmp: parse_index_spec("@" + _saved(tmp, "r.npz", a=np.arange(2)), 5),
+         UsageError, "usage",
+         '--rows @{tmp}/r.npz: an index file holds one array; use .npy, not .npz'),
+    Call("index-file-no-name", lambda tmp: parse_index_spec("@", 5), UsageError, "usage",
+         "--rows @: give a file after '@', e.g. @rows.npy"),
+]
+
+
+CALLS = API + LAZY + TRACING + NUMERICS + RULES + LOADERS
 
 
 def _pattern(message: str, tmp: Path) -> str:

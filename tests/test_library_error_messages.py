@@ -21,6 +21,7 @@ from jaccli.engine import Recording
 from jaccli.errors import (BatchMixingError, StrictModeError, TracingError, UnsupportedOperationError, UsageError,
                            UserFunctionError)
 from jaccli.io.user_functions import bind_inputs, load_array, load_function, parse_index_spec
+from jaccli.io.writers import META_KEY, NpyStreamWriter, format_text, write_blocks
 
 from .test_api import _STRICT_GRAPH, _STRICT_PRODUCTS, A2, B2, _strict_call, weighted
 from .test_lazy import X6, tall
@@ -1363,7 +1364,78 @@ LOADERS = [
 ]
 
 
-CALLS = API + LAZY + TRACING + NUMERICS + RULES + LOADERS
+# ---------------------------------------------------------------- writing results (test_writers)
+def _stream(tmp, shape, *writes, row_axis=0, commit=False, abort=False):
+    out = NpyStreamWriter(tmp / "J.npy", shape, row_axis=row_axis)
+    if abort:
+        out.abort()
+    for start, block in writes:
+        out.write(start, block)
+    if commit:
+        out.commit()
+
+
+def _write_into_a_directory(tmp, name):
+    (tmp / name).mkdir()
+    return write_blocks(tmp / name, {"J": np.eye(2)})
+
+
+WRITERS = [
+    Call("write-npz-meta-name", lambda tmp: write_blocks(tmp / "J.npz", {META_KEY: np.eye(2)}), UsageError, "usage",
+         "cannot write {tmp}/J.npz: the block name '__meta__' is reserved for metadata"),
+    Call("write-meta-not-json", lambda tmp: write_blocks(tmp / "J.npz", {"J": np.eye(2)}, {"x": object()}),
+         TypeError, None,
+         'cannot write a object value as JSON'),
+    Call("write-csv-three-axes", lambda tmp: write_blocks(tmp / "J.csv", {"J": np.zeros((2, 2, 2))}), UsageError, "usage",
+         'cannot write {tmp}/J.csv: block of shape (2, 2, 2) has 3 axes; a .csv file holds a matrix, so pass '
+         'its 2-D [M, N] form'),
+    Call("write-csv-two-blocks", lambda tmp: write_blocks(tmp / "J.csv", {"a": np.eye(2), "b": np.eye(2)}),
+         UsageError, "usage",
+         '{tmp}/J.csv holds 2 blocks (a, b); a .csv file holds one array: use .npz or .json'),
+    Call("write-unknown-format", lambda tmp: write_blocks(tmp / "J.mat", {"J": np.eye(2)}), UsageError, "usage",
+         "cannot write {tmp}/J.mat: unknown format '.mat'; use one of .npy, .npz, .csv, .txt, .json"),
+    Call("write-no-suffix", lambda tmp: write_blocks(tmp / "J", {"J": np.eye(2)}), UsageError, "usage",
+         "cannot write {tmp}/J: unknown format '(no extension)'; use one of .npy, .npz, .csv, .txt, .json"),
+    Call("write-into-a-directory", lambda tmp: _write_into_a_directory(tmp, "J.npy"), UsageError, "usage",
+         'cannot write {tmp}/J.npy: it is a directory; write to a regular file (or a character device or a '
+         'named pipe)'),
+    Call("write-no-blocks", lambda tmp: write_blocks(tmp / "J.npz", {}), UsageError, "usage",
+         'nothing to write to {tmp}/J.npz: the result has no blocks'),
+    Call("format-text-three-axes", lambda tmp: format_text(np.zeros((1, 1, 1)), 6, " "), ValueError, None,
+         'format_text takes at most 2-D arrays, got shape (1, 1, 1)'),
+    Call("format-text-precision", lambda tmp: format_text(np.zeros(2), 0, " "), ValueError, None,
+         'precision must be at least 1, got 0'),
+    Call("format-text-complex", lambda tmp: format_text(np.array([1 + 2j]), 6, " "), ValueError, None,
+         'format_text writes real numbers, not complex128 values'),
+    Call("stream-axis-1-block", lambda tmp: _stream(tmp, (3, 4, 2), (0, np.ones((2, 1, 2))), row_axis=1),
+         ValueError, None,
+         'block of shape (2, 1, 2) does not fit rows of shape (2,) for each of the 3 entries along axis 0, as '
+         'a block of shape (3, k, 2)'),
+    Call("stream-axis-1-outside", lambda tmp: _stream(tmp, (3, 4, 2), (3, np.ones((3, 2, 2))), row_axis=1),
+         ValueError, None,
+         'rows 3:5 are outside the 4 rows of {tmp}/J.npy'),
+    Call("stream-rows-missing", lambda tmp: _stream(tmp, (4, 3), (1, np.ones((2, 3))), commit=True), ValueError, None,
+         '2 of 4 rows of {tmp}/J.npy were never written'),
+    Call("stream-write-after-abort", lambda tmp: _stream(tmp, (2, 2), (0, np.ones((1, 2))), abort=True), ValueError, None,
+         'the stream to {tmp}/J.npy is already committed or aborted'),
+    Call("stream-commit-after-abort", lambda tmp: _stream(tmp, (2, 2), abort=True, commit=True), ValueError, None,
+         'the stream to {tmp}/J.npy is already committed or aborted'),
+    Call("stream-rows-past-the-end", lambda tmp: _stream(tmp, (4, 2), (3, np.ones((2, 2)))), ValueError, None,
+         'rows 3:5 are outside the 4 rows of {tmp}/J.npy'),
+    Call("stream-rows-before-the-start", lambda tmp: _stream(tmp, (4, 2), (-1, np.ones((1, 2)))), ValueError, None,
+         'rows -1:0 are outside the 4 rows of {tmp}/J.npy'),
+    Call("stream-block-too-wide", lambda tmp: _stream(tmp, (4, 2), (0, np.ones((2, 3)))), ValueError, None,
+         'block of shape (2, 3) does not fit rows of shape (2,)'),
+    Call("stream-to-npz", lambda tmp: NpyStreamWriter(tmp / "J.npz", (2, 2)), UsageError, "usage",
+         'cannot stream to {tmp}/J.npz: streamed results are written as .npy'),
+    Call("stream-0d", lambda tmp: NpyStreamWriter(tmp / "J.npy", ()), UsageError, "usage",
+         'cannot stream to {tmp}/J.npy: a 0-D result has no rows'),
+    Call("stream-missing-directory", lambda tmp: NpyStreamWriter(tmp / "no" / "J.npy", (2, 2)), UsageError, "usage",
+         'cannot write {tmp}/no/J.npy: directory {tmp}/no does not exist'),
+]
+
+
+CALLS = API + LAZY + TRACING + NUMERICS + RULES + LOADERS + WRITERS
 
 
 def _pattern(message: str, tmp: Path) -> str:

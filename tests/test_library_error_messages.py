@@ -14,6 +14,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import pytest
+import scipy.sparse
 import scipy.special as sp
 
 import jaccli
@@ -22,10 +23,12 @@ from jaccli.errors import (BatchMixingError, StrictModeError, TracingError, Unsu
                            UserFunctionError)
 from jaccli.io.user_functions import bind_inputs, load_array, load_function, parse_index_spec
 from jaccli.io.writers import META_KEY, NpyStreamWriter, format_text, write_blocks
+from jaccli.sparse import Plan, hessian_plan, jacobian_plan
 
 from .test_api import _STRICT_GRAPH, _STRICT_PRODUCTS, A2, B2, _strict_call, weighted
 from .test_lazy import X6, tall
 from .test_rules import _COMPOSED, _multiply_at
+from .sparse_helpers import banded, stencil5
 from .test_tracing import VIEW_WRITES, VIEWS_LEFT_BEHIND
 
 
@@ -1435,7 +1438,32 @@ WRITERS = [
 ]
 
 
-CALLS = API + LAZY + TRACING + NUMERICS + RULES + LOADERS + WRITERS
+# ---------------------------------------------------------------- sparse plans recovering a derivative (test_recovery)
+def _star_refused():
+    p = stencil5(4)
+    checker = (np.add.outer(np.arange(4), np.arange(4)).ravel() % 2).astype(np.int64)
+    return Plan("symmetric", scipy.sparse.csr_array(p + scipy.sparse.eye_array(16, dtype=bool)), column_colors=checker)
+
+
+RECOVERY = [
+    Call("recover-product-shape", lambda tmp: jacobian_plan(banded(10, 1, 1), "forward").recover(np.zeros((10, 4))),
+         ValueError, None,
+         'the forward product must have shape (10, 3), got (10, 4)'),
+    Call("recover-product-count",
+         lambda tmp: jacobian_plan(banded(10, 1, 1), "forward").recover(np.zeros((10, 3)), np.zeros((1, 10))),
+         ValueError, None,
+         'a forward plan recovers from 1 product(s), got 2'),
+    Call("plan-mode", lambda tmp: Plan("sideways", banded(10, 1, 1)), ValueError, None,
+         "mode must be one of forward, reverse, bidirectional, symmetric, got 'sideways'"),
+    Call("recover-not-star", lambda tmp: _star_refused().recover(np.zeros((16, 2))), ValueError, None,
+         'the colouring does not allow direct recovery (it is not a star colouring)'),
+    Call("recover-substitution-shape",
+         lambda tmp: hessian_plan(banded(500, 1, 1), substitution=True).recover(np.zeros((500, 3))), ValueError, None,
+         'the forward product must have shape (500, 2), got (500, 3)'),
+]
+
+
+CALLS = API + LAZY + TRACING + NUMERICS + RULES + LOADERS + WRITERS + RECOVERY
 
 
 def _pattern(message: str, tmp: Path) -> str:

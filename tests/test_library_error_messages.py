@@ -21,6 +21,9 @@ import jaccli
 from jaccli.engine import Recording
 from jaccli.errors import (BatchMixingError, StrictModeError, TracingError, UnsupportedOperationError, UsageError,
                            UserFunctionError)
+from jaccli.expr import cost
+from jaccli.expr.budget import Budget
+from jaccli.expr.expression import compile_expression
 from jaccli.io.user_functions import bind_inputs, load_array, load_function, parse_index_spec
 from jaccli.io.writers import META_KEY, NpyStreamWriter, format_text, write_blocks
 from jaccli.sparse import Plan, hessian_plan, jacobian_plan
@@ -1463,7 +1466,46 @@ RECOVERY = [
 ]
 
 
-CALLS = API + LAZY + TRACING + NUMERICS + RULES + LOADERS + WRITERS + RECOVERY
+# ---------------------------------------------------------------- expressions and their budget (test_expr, test_expr_budget)
+XE = np.array([0.5, 1.0, 1.5])
+
+
+def _out_of_time():
+    from unittest import mock
+
+    f = compile_expression("sin(x) + cos(x) + exp(x)", budget=Budget(seconds=5.0))
+    clock = iter([100.0, 101.0, 106.0, 107.0, 108.0])
+    with mock.patch.object(cost.time, "monotonic", lambda: next(clock)):
+        return f(XE)
+
+
+EXPRESSIONS = [
+    Call("expr-matmul-work", lambda tmp: compile_expression("sum((diag(x, 1200) + 1.0) @ (diag(x, 1200) + 1.0))")(XE),
+         UsageError, "usage",
+         'expression: (diag(x, 1200) + 1.0) @ (diag(x, 1200) + 1.0) would bring the work to 1,746,781,263 '
+         'operations, more than the 1,000,000,000 an expression may (--expr-max-work)'),
+    Call("expr-elements-budget", lambda tmp: compile_expression("sum(outer(x, x))", budget=Budget(max_elements=8))(XE),
+         UsageError, "usage",
+         'expression: outer(x, x) would make an array of 9 elements, more than the 8 an expression may '
+         '(--expr-max-elements)'),
+    Call("expr-elements-keyword", lambda tmp: compile_expression("sum(diag(x, k=20000))")(XE), UsageError, "usage",
+         'expression: diag(x, k=20000) would make an array of 400,120,009 elements, more than the 10,000,000 '
+         'an expression may (--expr-max-elements)'),
+    Call("expr-time-limit", lambda tmp: _out_of_time(), UsageError, "usage",
+         'expression: still evaluating at sin(x) after 5 s, the time an expression may take (--expr-timeout)'),
+    Call("expr-function-not-allowed", lambda tmp: compile_expression("sin(x)", allowed_functions={"sq": np.square}),
+         UsageError, "usage",
+         "expression: 'sin' is not an allowed function; allowed functions (optionally prefixed with np.): sq"),
+    Call("expr-allowed-name-dunder", lambda tmp: compile_expression("x", allowed_functions={"__import__": __import__}),
+         ValueError, None,
+         "allowed function name '__import__' must be dotted identifiers without '__'"),
+    Call("expr-linalg-did-you-mean", lambda tmp: compile_expression("np.norm(x)"), UsageError, "usage",
+         "expression: 'np.norm' is not an allowed function (did you mean 'linalg.norm'?); allowed functions "
+         "(optionally prefixed with np.): abs, absolute, {any}"),
+]
+
+
+CALLS = API + LAZY + TRACING + NUMERICS + RULES + LOADERS + WRITERS + RECOVERY + EXPRESSIONS
 
 
 def _pattern(message: str, tmp: Path) -> str:

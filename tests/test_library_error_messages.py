@@ -18,6 +18,7 @@ import scipy.sparse
 import scipy.special as sp
 
 import jaccli
+from jaccli.api.sparse import PatternMismatch
 from jaccli.engine import Recording
 from jaccli.errors import (BatchMixingError, StrictModeError, TracingError, UnsupportedOperationError, UsageError,
                            UserFunctionError)
@@ -32,6 +33,7 @@ from .test_api import _STRICT_GRAPH, _STRICT_PRODUCTS, A2, B2, _strict_call, wei
 from .test_lazy import X6, tall
 from .test_rules import _COMPOSED, _multiply_at
 from .sparse_helpers import banded, stencil5
+from .test_sparsity import bratu
 from .test_tracing import VIEW_WRITES, VIEWS_LEFT_BEHIND
 
 
@@ -1505,7 +1507,19 @@ EXPRESSIONS = [
 ]
 
 
-CALLS = API + LAZY + TRACING + NUMERICS + RULES + LOADERS + WRITERS + RECOVERY + EXPRESSIONS
+# ---------------------------------------------------------------- sparse derivatives (test_sparsity)
+SPARSITY = [
+    Call("sparsity-other-shapes", lambda tmp: jaccli.sparse_jacobian(bratu, np.ones(25), sparsity=jaccli.sparsity(bratu, np.ones(16))),
+         PatternMismatch, "usage",
+         'the pattern given is for outputs [(16,)] and inputs [(16,)], not [(25,)] and [(25,)]'),
+    Call("sparsity-jacobian-for-hessian",
+         lambda tmp: jaccli.sparse_hessian(lambda x: np.sum(bratu(x)), np.ones(16), sparsity=jaccli.sparsity(bratu, np.ones(16))),
+         PatternMismatch, "usage",
+         "the pattern given is a Jacobian's, not a Hessian's"),
+]
+
+
+CALLS = API + LAZY + TRACING + NUMERICS + RULES + LOADERS + WRITERS + RECOVERY + EXPRESSIONS + SPARSITY
 
 
 def _pattern(message: str, tmp: Path) -> str:

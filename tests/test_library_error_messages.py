@@ -7,8 +7,10 @@ jaccli passes on as they are stay beside the tests that compare them with NumPy'
 
 from __future__ import annotations
 
+import os
 import pickle
 import re
+import socket
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
@@ -33,6 +35,7 @@ from .test_api import _STRICT_GRAPH, _STRICT_PRODUCTS, A2, B2, _strict_call, wei
 from .test_lazy import X6, tall
 from .test_rules import _COMPOSED, _multiply_at
 from .sparse_helpers import banded, stencil5
+from .test_output_targets import FifoReader
 from .test_sparsity import bratu
 from .test_tracing import VIEW_WRITES, VIEWS_LEFT_BEHIND
 
@@ -1519,7 +1522,54 @@ SPARSITY = [
 ]
 
 
-CALLS = API + LAZY + TRACING + NUMERICS + RULES + LOADERS + WRITERS + RECOVERY + EXPRESSIONS + SPARSITY
+# ---------------------------------------------------------------- devices, pipes and other targets (test_output_targets)
+def _fifo_stream(tmp, *, commit):
+    os.mkfifo(tmp / "J.npy")
+    reader = FifoReader(tmp / "J.npy")
+    out = NpyStreamWriter(tmp / "J.npy", (3, 2))
+    try:
+        out.write(1, np.ones((1, 2)))
+        if commit:
+            out.commit()
+        else:
+            out.write(0, np.ones((1, 2)))
+    finally:
+        out.commit(allow_partial=True)
+        reader.received()
+
+
+def _at_a_socket(tmp, write):
+    with socket.socket(socket.AF_UNIX) as holder:
+        holder.bind(str(tmp / "J.npy"))
+        write(tmp / "J.npy")
+
+
+TARGETS = [
+    Call("stream-device-rewrite", lambda tmp: _fifo_stream(tmp, commit=False), ValueError, None,
+         'rows from 0 on cannot be written to {tmp}/J.npy: a device or a pipe is written from start to end, '
+         'and 2 rows were written already'),
+    Call("stream-device-rows-missing", lambda tmp: _fifo_stream(tmp, commit=True), ValueError, None,
+         '2 of 3 rows of {tmp}/J.npy were never written'),
+    Call("stream-batched-into-fifo", lambda tmp: (os.mkfifo(tmp / "J.npy"), NpyStreamWriter(tmp / "J.npy", (2, 3, 4), row_axis=1)),
+         UsageError, "usage",
+         'cannot stream to {tmp}/J.npy: a device or a pipe takes the file from start to end, and a batched '
+         'result is computed a block of rows of every sample at a time; write it to a regular file'),
+    Call("write-to-a-socket", lambda tmp: _at_a_socket(tmp, lambda target: write_blocks(target, {"J": np.eye(2)})),
+         UsageError, "usage",
+         'cannot write {tmp}/J.npy: it is a socket; write to a regular file (or a character device or a named '
+         'pipe)'),
+    Call("stream-to-a-socket", lambda tmp: _at_a_socket(tmp, lambda target: NpyStreamWriter(target, (2, 2))),
+         UsageError, "usage",
+         'cannot write {tmp}/J.npy: it is a socket; write to a regular file (or a character device or a named '
+         'pipe)'),
+    Call("stream-into-a-directory", lambda tmp: ((tmp / "J.npy").mkdir(), NpyStreamWriter(tmp / "J.npy", (2, 2))),
+         UsageError, "usage",
+         'cannot write {tmp}/J.npy: it is a directory; write to a regular file (or a character device or a '
+         'named pipe)'),
+]
+
+
+CALLS = API + LAZY + TRACING + NUMERICS + RULES + LOADERS + WRITERS + RECOVERY + EXPRESSIONS + SPARSITY + TARGETS
 
 
 def _pattern(message: str, tmp: Path) -> str:

@@ -323,7 +323,7 @@ def test_strict_mode_checks_a_replayed_hessian(replays):
     f = lambda x, y: np.sum(x ** 2) + np.sum(y)  # noqa: E731
     args = (np.array([1.0, 2.0]), np.array([3.0]))
     warm(f, args, replays)
-    with pytest.raises(jaccli.errors.StrictModeError, match="independent of input 1"):
+    with pytest.raises(jaccli.errors.StrictModeError):
         jaccli.hessian(f, args, strict=True)
     assert replays == ["replayed"]
 

@@ -57,7 +57,7 @@ def test_functions_that_mix_samples_are_refused(name, rng):
     X = rng.standard_normal((B, N))
     f = MIXING[name]
     assert not separable(Recording(f, (X,), (0,)).trace, B)
-    with pytest.raises(BatchMixingError, match="mixes samples: output 0 of sample"):
+    with pytest.raises(BatchMixingError):
         np.asarray(jaccli.jacobian(f, X, batch_axis=0))
 
 

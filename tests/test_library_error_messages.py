@@ -21,9 +21,10 @@ import scipy.special as sp
 
 import jaccli
 from jaccli.api.sparse import PatternMismatch
+from jaccli.check.verification import check_derivative, compare_arrays
 from jaccli.engine import Recording
-from jaccli.errors import (BatchMixingError, StrictModeError, TracingError, UnsupportedOperationError, UsageError,
-                           UserFunctionError)
+from jaccli.errors import (BatchMixingError, ResourceLimitError, StrictModeError, TracingError,
+                           UnsupportedOperationError, UsageError, UserFunctionError)
 from jaccli.expr import cost
 from jaccli.expr.budget import Budget
 from jaccli.expr.expression import compile_expression
@@ -1569,7 +1570,36 @@ TARGETS = [
 ]
 
 
-CALLS = API + LAZY + TRACING + NUMERICS + RULES + LOADERS + WRITERS + RECOVERY + EXPRESSIONS + SPARSITY + TARGETS
+# ---------------------------------------------------------------- checks, stores, linear algebra (test_checks, test_partial_store, ...)
+def _whole_block_without_memory():
+    from unittest import mock
+
+    from jaccli.api import block_stores
+
+    def no_memory(shape, dtype):
+        raise MemoryError
+
+    with mock.patch.object(block_stores, "DENSE_STORE_LIMIT", 0), mock.patch.object(block_stores, "_reserve", no_memory):
+        return np.asarray(jaccli.jacobian(lambda x: np.sin(x) * x.sum(), np.linspace(0.1, 1.0, 6)))
+
+
+MISC = [
+    Call("compare-shapes", lambda tmp: compare_arrays(np.zeros((2, 3)), np.zeros((3, 2))), UsageError, "usage",
+         'cannot compare: the computed result has shape (2, 3) but the reference has shape (3, 2); give a '
+         'reference of the same shape as the selected slice'),
+    Call("check-rows-out-of-range", lambda tmp: check_derivative(np.sin, np.zeros(3), rows=[5]), UsageError, "usage",
+         'rows index 5 is out of range for 3 rows'),
+    Call("whole-block-without-memory", lambda tmp: _whole_block_without_memory(), ResourceLimitError, "resource_limit",
+         'the whole Jacobian block is (6, 6) (0.0 GiB) and does not fit in memory; ask for some rows (J[a:b], '
+         '--rows) or stream it to a .npy file (-o J.npy)'),
+    Call("qr-wide", lambda tmp: Recording(lambda y: np.linalg.qr(y)[0], (np.ones((2, 3)) + np.eye(2, 3),), (0,)),
+         UnsupportedOperationError, "unsupported_operation",
+         "{site}: np.linalg.qr(mode='reduced') of a 2x3 matrix is not differentiable in jaccli; supported: "
+         "mode='reduced' or 'r' for square or tall (m >= n) full-rank matrices"),
+]
+
+
+CALLS = API + LAZY + TRACING + NUMERICS + RULES + LOADERS + WRITERS + RECOVERY + EXPRESSIONS + SPARSITY + TARGETS + MISC
 
 
 def _pattern(message: str, tmp: Path) -> str:

@@ -297,7 +297,7 @@ def test_norm_of_a_zero_row_is_zero_and_other_rows_are_unit_vectors():
 # ---------------------------------------------------------------------------
 def test_wide_qr_is_refused(rng):
     x = rng.standard_normal((2, 3))
-    with pytest.raises(UnsupportedOperationError, match="m >= n"):
+    with pytest.raises(UnsupportedOperationError):
         Recording(lambda y: np.linalg.qr(y)[0], (x,), (0,))
 
 

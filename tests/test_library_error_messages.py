@@ -21,6 +21,7 @@ import scipy.special as sp
 
 import jaccli
 from jaccli.api.sparse import PatternMismatch
+from jaccli.cli.render.terminal import RenderBlock
 from jaccli.check.verification import check_derivative, compare_arrays
 from jaccli.engine import Recording
 from jaccli.errors import (BatchMixingError, ResourceLimitError, StrictModeError, TracingError,
@@ -37,6 +38,7 @@ from .test_lazy import X6, tall
 from .test_rules import _COMPOSED, _multiply_at
 from .sparse_helpers import banded, stencil5
 from .test_output_targets import FifoReader
+from .test_render import render
 from .test_sparsity import bratu
 from .test_tracing import VIEW_WRITES, VIEWS_LEFT_BEHIND
 
@@ -1599,7 +1601,30 @@ MISC = [
 ]
 
 
-CALLS = API + LAZY + TRACING + NUMERICS + RULES + LOADERS + WRITERS + RECOVERY + EXPRESSIONS + SPARSITY + TARGETS + MISC
+# ---------------------------------------------------------------- the programming errors of the terminal rendering and of the README figures
+def _readme_figures():
+    from benchmarks import readme_figures
+
+    return readme_figures
+
+
+TOOLS = [
+    Call("render-row-labels", lambda tmp: render([RenderBlock("J", np.zeros((3, 2)), row_labels=["a", "b"])]),
+         ValueError, None,
+         'block J: 2 row labels for 3 rows'),
+    Call("render-three-axes", lambda tmp: RenderBlock("J", np.zeros((2, 2, 2))), ValueError, None,
+         'block J: matrix must be 0-D, 1-D or 2-D, not (2, 2, 2)'),
+    Call("readme-no-figures-block", lambda tmp: _readme_figures().replace_block("no markers", "NEW"), ValueError, None,
+         'no figures block (its BEGIN and END marker lines)'),
+    Call("readme-no-section",
+         lambda tmp: _readme_figures().render(_readme_figures().RESULTS.read_text(encoding="utf-8")
+                                             .replace("## End to end", "## Something else")),
+         ValueError, None,
+         "benchmarks/RESULTS.md has no section 'End to end' with 1 tables"),
+]
+
+
+CALLS = API + LAZY + TRACING + NUMERICS + RULES + LOADERS + WRITERS + RECOVERY + EXPRESSIONS + SPARSITY + TARGETS + MISC + TOOLS
 
 
 def _pattern(message: str, tmp: Path) -> str:

@@ -84,6 +84,13 @@ def targets(run: dict) -> list[tuple[str, str, str]]:
             rows.append((f"Bratu 10^6 ({label}) ≥ 100x faster than JAX dense jit(jacfwd) at its largest n "
                          f"({top['n']:,})", f"{_s(top['seconds'])} / {_s(whole['seconds'])} = {speed:.1f}x",
                          _verdict(speed >= 100)))
+            least = _time(run, BRATU, "least possible work")
+            if not math.isnan(least):
+                rows.append(("  the least possible work (K evaluations of f and the write, in process) against "
+                             "the 1/100 of JAX's time that target allows",
+                             f"{_s(least)} vs {_s(top['seconds'] / 100)}: "
+                             f"{'below' if least > top['seconds'] / 100 else 'within'} reach of any method",
+                             "floor" if least > top["seconds"] / 100 else "-"))
         if whole.get("status") == "ok":
             rows.append((f"Bratu 10^6 peak memory < 1 GB ({label}, whole process)", f"{whole['peak_mb']:.0f} MB",
                          _verdict(whole["peak_mb"] < 1024)))

@@ -104,6 +104,11 @@ def _is_data(v: Any) -> bool:
     return (isinstance(v, np.ndarray) and v.dtype.kind in "fc") or isinstance(v, (float, np.floating))
 
 
+def _broadcast(pat: sp.csr_array, shape: tuple, to: tuple) -> sp.csr_array:
+    """The rows of an argument's pattern broadcast from its shape to the result's."""
+    return pat if shape == to else _gather_rows(pat, np.broadcast_to(_ids(shape), to))
+
+
 def _size(v: Any) -> int:
     return int(np.size(v))
 
@@ -165,6 +170,9 @@ def _local_pattern(node: Any, terms: tuple[str, ...], result: str, t: int) -> sp
     return sp.csr_array(local.astype(np.int8))
 
 
+_UNKNOWN = st.Dense()
+
+
 class _Propagation:
     def __init__(self, rec: Any) -> None:
         self.rec = rec
@@ -195,12 +203,8 @@ class _Propagation:
     # -- the structures ----------------------------------------------------------------------------
     def elementwise(self, node: Any, decl: st.Elementwise) -> sp.csr_array:
         shape = np.shape(node.value)
-        parts = []
-        for a, pat in self.traced_args(node):
-            arg_shape = np.shape(node.args[a])
-            parts.append(pat if arg_shape == shape else _gather_rows(pat, np.broadcast_to(_ids(arg_shape), shape)))
-        out = _union(parts, _size(node.value), self.total)
-        return out
+        parts = [_broadcast(pat, np.shape(node.args[a]), shape) for a, pat in self.traced_args(node)]
+        return _union(parts, _size(node.value), self.total)
 
     def moves(self, node: Any, decl: st.Moves) -> sp.csr_array:
         # Each traced argument alone, as element ids + 1 (0: no source), the others as zeros: the
@@ -219,14 +223,9 @@ class _Propagation:
         x = node.args[decl.arg]
         shape = np.shape(x)
         group = _groups(shape, _argument(node, decl.axes_at, "axes"))
-        parts = []
-        for a, pat in self.traced_args(node):
-            if np.shape(node.args[a]) != shape:
-                pat = _gather_rows(pat, np.broadcast_to(_ids(np.shape(node.args[a])), shape))
-            parts.append(pat)
+        parts = [_broadcast(pat, np.shape(node.args[a]), shape) for a, pat in self.traced_args(node)]
         src = _union(parts, int(np.prod(shape, dtype=np.int64)), self.total)
-        out = _grouped(src, group, int(group.max(initial=-1)) + 1)
-        return out
+        return _grouped(src, group, int(group.max(initial=-1)) + 1)
 
     def normalizes(self, node: Any, decl: st.Normalizes) -> sp.csr_array:
         x = node.args[0]
@@ -316,17 +315,15 @@ class _Propagation:
             if not node.parents:
                 self.pats[node.index] = self.empty_like(node)
                 continue
-            decl = st.structure_of(node.prim)
-            if decl is None or isinstance(decl, st.Dense):
-                pat = self.dense(node, decl)
-            elif isinstance(decl, st.Constant):
-                pat = self.empty_like(node)
-            else:
-                pat = getattr(self, decl.kind)(node, decl)
+            decl = st.structure_of(node.prim) or _UNKNOWN  # (no structure: taken as dense, and reported)
+            pat = getattr(self, decl.kind)(node, decl)
             if node.prim.multi_out and not isinstance(pat, tuple):  # (logsumexp's value and sign)
                 pat = tuple(pat if _size(v) == pat.shape[0] else _rows_of(np.unique(pat.indices), _size(v), self.total)
                             for v in node.value)
             self.pats[node.index] = pat
+
+    def constant(self, node: Any, decl: Any) -> Any:
+        return self.empty_like(node)
 
     def empty_like(self, node: Any) -> Any:
         if node.prim.multi_out:

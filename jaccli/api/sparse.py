@@ -204,7 +204,7 @@ def _sparsity_for(rec: Any, f: Any, given: Sparsity | None, hessian: bool, mode:
     With `refuse_changed`, a `given` pattern of another recording is a UsageError, not detected again."""
     from jaccli.sparse.detection import fingerprint
     outs, ins = _shapes(rec)
-    cache = getattr(f, "_sparsity", None) if given is None else None
+    cache = getattr(f, "sparsity_patterns", None) if given is None else None  # (record_once's)
     if given is not None:
         if given.hessian != hessian:
             raise PatternMismatch(f"the pattern given is a {'Hessian' if given.hessian else 'Jacobian'}'s, "
@@ -233,13 +233,6 @@ def _sparsity_for(rec: Any, f: Any, given: Sparsity | None, hessian: bool, mode:
             cache.pop(next(iter(cache)))
         cache[(key, hessian, mode)] = found
     return found
-
-
-def _keeps_patterns(f: Any) -> None:
-    """record_once(f) keeps its patterns, so that a loop of calls detects and colours once."""
-    from jaccli.replay.record_once import RecordOnce
-    if isinstance(f, RecordOnce) and getattr(f, "_sparsity", None) is None:
-        f._sparsity = {}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -314,7 +307,6 @@ def sparse_run(f: Callable, inputs: Any, *, wrt: Any = None, hessian: bool = Fal
     the selection alone. `refuse_changed`: a
     `sparsity` detected for another recording is refused (UsageError) instead of detected again."""
     _check_mode(mode, hessian and rows is None and cols is None)
-    _keeps_patterns(f)
     lazy = (_lazy_hessian if hessian else _lazy_jacobian)(f, inputs, wrt=wrt)
     ev = _leaves(lazy)[0]._ev
     found = _sparsity_for(ev.rec, f, sparsity, hessian, "auto" if hessian else mode, refuse_changed)
@@ -358,7 +350,6 @@ def sparsity(f: Callable, inputs: Any, *, wrt: Any = None, hessian: bool = False
     ((4, 5), 8, 2)
     """
     _check_mode(mode, hessian)
-    _keeps_patterns(f)
     lazy = (_lazy_hessian if hessian else _lazy_jacobian)(f, inputs, wrt=wrt)
     return _sparsity_for(_leaves(lazy)[0]._ev.rec, f, None, hessian, mode)
 

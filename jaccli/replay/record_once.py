@@ -38,6 +38,9 @@ class RecordOnce:
             f = f.__wrapped__
         functools.update_wrapper(self, f)
         self.max_signatures = max_signatures
+        # Sparsity patterns and plans by (structure fingerprint, hessian, mode), filled by jaccli.sparse_*:
+        # a loop of calls at new points detects and colours once (api/sparse.py)
+        self.sparsity_patterns: dict = {}
         self.records = 0
         self.replays = 0
         self.misses = 0

@@ -225,3 +225,13 @@ def test_coloring_does_not_import_scipy_optimize():
             "s.best_columns(p); s.best_star(p); s.jacobian_plan(p); "
             "assert 'scipy.optimize' not in sys.modules, sorted(m for m in sys.modules if 'optimize' in m)")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_sequential_orderings_run_only_when_the_sweeps_they_may_save_cost_more():
+    p = stencil5(30)
+    full = best_columns(p)[1]
+    assert {"smallest_last", "incidence_degree"} <= set(full)
+    cheap_colors, cheap = best_columns(p, sweep_s=1e-6)  # saving a sweep of 1 us never pays for a sequential search
+    assert not {"smallest_last", "incidence_degree", "random", "iterated_greedy"} & set(cheap)
+    assert {"natural", "strided"} <= set(cheap) and cheap_colors.max() + 1 == min(cheap.values())
+    assert best_columns(p, sweep_s=10.0)[1] == full  # a costly sweep: everything runs, as without an estimate

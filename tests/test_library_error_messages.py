@@ -1469,7 +1469,7 @@ RECOVERY = [
     Call("recover-not-star", lambda tmp: _star_refused().recover(np.zeros((16, 2))), ValueError, None,
          'the colouring does not allow direct recovery (it is not a star colouring)'),
     Call("recover-substitution-shape",
-         lambda tmp: hessian_plan(banded(500, 1, 1), substitution=True).recover(np.zeros((500, 3))), ValueError, None,
+         lambda tmp: hessian_plan(banded(500, 1, 1), recovery="substitution").recover(np.zeros((500, 3))), ValueError, None,
          'the forward product must have shape (500, 2), got (500, 3)'),
 ]
 

@@ -59,15 +59,28 @@ def test_hessian_round_trip_is_exactly_symmetric():
     rng = np.random.default_rng(2)
     for p in (banded(60, 1, 1), banded(30, 3, 3), stencil5(9), sp.random_array((30, 30), density=0.08, rng=rng)):
         H = random_values(p, rng, symmetric=True)
-        plan = hessian_plan(p)
-        assert plan.mode == "symmetric"
+        plan = hessian_plan(p, recovery="direct")
+        assert plan.mode == "symmetric" and plan.recovery == "direct"
         recovered = plan.recover(H @ plan.forward_seeds())
         np.testing.assert_array_equal(recovered.toarray(), recovered.T.toarray())
         np.testing.assert_array_equal(recovered.toarray(), H.toarray())
 
 
-def test_tridiagonal_hessian_takes_three_sweeps():
-    assert hessian_plan(banded(1000, 1, 1)).sweeps == 3
+def test_tridiagonal_hessian_takes_three_sweeps_direct_and_two_by_substitution():
+    p = banded(1000, 1, 1)
+    assert hessian_plan(p, recovery="direct").sweeps == 3
+    assert hessian_plan(p, recovery="substitution").sweeps == 2
+    assert hessian_plan(p).sweeps == 2 and hessian_plan(p).recovery == "substitution"  # no sweep estimate: search all
+
+
+def test_automatic_recovery_weighs_colouring_time_against_the_sweeps_it_saves():
+    # the acyclic search costs ~1.5e-5 s per graph entry (2 * 999 here, ~0.03 s) and saves one sweep of three
+    p = banded(1000, 1, 1)
+    cheap = hessian_plan(p, sweep_s=1e-3)
+    assert cheap.recovery == "direct" and cheap.sweeps == 3
+    assert not any(name.startswith("acyclic") for name in cheap.tried["symmetric"])
+    costly = hessian_plan(p, sweep_s=1.0)
+    assert costly.recovery == "substitution" and costly.sweeps == 2
 
 
 def test_recover_keeps_the_pattern_and_rejects_wrong_products():
@@ -110,7 +123,7 @@ def test_random_jacobians_recover_exactly(case, mode):
 def test_random_hessians_recover_exactly_and_symmetric(case):
     p, rng = case
     H = random_values(p, rng, symmetric=True)
-    plan = hessian_plan(p)
+    plan = hessian_plan(p, recovery="direct")
     recovered = plan.recover(H @ plan.forward_seeds())
     dense = recovered.toarray()
     np.testing.assert_array_equal(dense, dense.T)
@@ -134,8 +147,8 @@ def assert_close_and_symmetric(recovered, H):
 def test_substitution_takes_fewer_sweeps_and_recovers_to_rounding():
     rng = np.random.default_rng(5)
     for p, direct, acyclic in ((banded(500, 1, 1), 3, 2), (stencil5(15), 6, 4)):
-        plan = hessian_plan(p, substitution=True)
-        assert hessian_plan(p).sweeps == direct and plan.sweeps == acyclic
+        plan = hessian_plan(p, recovery="substitution")
+        assert hessian_plan(p, recovery="direct").sweeps == direct and plan.sweeps == acyclic
         H = random_values(plan.pattern, rng, symmetric=True)
         assert_close_and_symmetric(plan.recover(H @ plan.forward_seeds()), H)
         with pytest.raises(ValueError):
@@ -146,6 +159,6 @@ def test_substitution_takes_fewer_sweeps_and_recovers_to_rounding():
 @given(random_patterns(square=True, size=30, max_density=0.6))
 def test_random_hessians_recover_by_substitution(case):
     p, rng = case
-    plan = hessian_plan(p, substitution=True)
+    plan = hessian_plan(p, recovery="substitution")
     H = random_values(plan.pattern, rng, symmetric=True)
     assert_close_and_symmetric(plan.recover(H @ plan.forward_seeds()), H)

@@ -245,6 +245,42 @@ def test_sparse_hessian_is_exactly_symmetric_and_equals_the_dense_one(n):
     assert jaccli.sparsity(rosenbrock, x, hessian=True).colors == 3
 
 
+def _costly_chain(x):
+    # a tridiagonal Hessian whose sweeps are costly: each recorded value holds 2000 x (n - 1) elements
+    a = np.linspace(0.5, 1.5, 2000)[:, None]
+    return np.sum(np.sin(a * (x[1:] * x[:-1])) + a * x[:-1] ** 2)
+
+
+def _cheap_chain(x):
+    return np.sum(np.sin(x[1:] * x[:-1]) + x[:-1] ** 2)
+
+
+def test_automatic_recovery_substitutes_only_where_the_sweeps_it_saves_are_worth_it():
+    x = np.linspace(-1.0, 1.5, 30)
+    cheap, costly = (jaccli.sparsity(f, x, hessian=True) for f in (_cheap_chain, _costly_chain))
+    assert (cheap.recovery, cheap.colors) == ("direct", 3)
+    assert (costly.recovery, costly.colors) == ("substitution", 2)
+    for f in (_cheap_chain, _costly_chain):
+        dense = np.asarray(jaccli.hessian(f, x))
+        for recovery in ("auto", "direct", "substitution"):
+            H = jaccli.sparse_hessian(f, x, recovery=recovery)
+            assert (H != H.T).nnz == 0
+            np.testing.assert_allclose(H.toarray(), dense, rtol=0, atol=1e-12 * np.abs(dense).max())
+    with pytest.raises(ValueError, match="recovery should be one of"):
+        jaccli.sparse_hessian(_cheap_chain, x, recovery="star")
+
+
+def test_a_saved_substitution_plan_loads_back_and_recovers(tmp_path):
+    x = np.linspace(-1.0, 1.5, 30)
+    S = jaccli.sparsity(_cheap_chain, x, hessian=True, recovery="substitution")
+    S.save(tmp_path / "P.npz")
+    T = jaccli.Sparsity.load(tmp_path / "P.npz")
+    assert (T.recovery, T.colors) == ("substitution", 2)
+    dense = np.asarray(jaccli.hessian(_cheap_chain, x * 1.1))
+    np.testing.assert_allclose(jaccli.sparse_hessian(_cheap_chain, x * 1.1, sparsity=T).toarray(), dense,
+                               rtol=0, atol=1e-12 * np.abs(dense).max())
+
+
 # ---------------------------------------------------------------------------------------------
 # Reuse and the self-check
 # ---------------------------------------------------------------------------------------------

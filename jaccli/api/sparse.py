@@ -45,7 +45,8 @@ class Sparsity:
             one after the other) by all differentiated inputs' elements.
         plan: the colouring plan (`plan.mode`, `plan.sweeps`, `plan.tried`).
         out_shapes, in_shapes: shapes of the outputs and of the differentiated inputs.
-        hessian: whether this is a Hessian's pattern (symmetric, star colouring).
+        hessian: whether this is a Hessian's pattern (symmetric: star colouring and direct recovery,
+            or acyclic colouring and recovery by substitution, `recovery`).
         dense_ops: (operation, (file, line)) of the recorded operations whose structure is not
             known, each taken as dense (every output element depending on every input element).
         compared: (operation, (file, line)) where f compared traced values: the pattern holds for
@@ -87,6 +88,12 @@ class Sparsity:
         return self.plan.mode
 
     @property
+    def recovery(self) -> str:
+        """How the matrix is read from the compressed sweeps: "direct", or "substitution" (a Hessian on an
+        acyclic colouring, fewer sweeps, values to rounding)."""
+        return self.plan.recovery
+
+    @property
     def bandwidth(self) -> tuple[int, int]:
         """(lower, upper): the largest i - j and j - i over the entries (i, j)."""
         coo = self.pattern.tocoo()
@@ -103,7 +110,8 @@ class Sparsity:
         p = self.pattern
         plan = self.plan
         fields = {"format": np.array(_FORMAT), "shape": np.array(p.shape), "indptr": p.indptr, "indices": p.indices,
-                  "mode": np.array(plan.mode), "hessian": np.array(self.hessian),
+                  "mode": np.array(plan.mode), "recovery": np.array(plan.recovery),
+                  "hessian": np.array(self.hessian),
                   "fingerprint": np.array(self.fingerprint),
                   "out_shapes": np.array(repr(self.out_shapes)), "in_shapes": np.array(repr(self.in_shapes))}
         for name in ("column_colors", "row_colors", "reverse_rows", "forward_columns"):
@@ -134,6 +142,9 @@ class Sparsity:
                 pattern = sp.csr_array((np.ones(z["indices"].size, bool), z["indices"], z["indptr"]), shape=shape)
                 parts = {k: z[k] for k in ("column_colors", "row_colors", "reverse_rows", "forward_columns")
                          if k in z.files}
+                if "recovery" in z.files and str(z["recovery"]) == "substitution":
+                    from jaccli.sparse.acyclic import substitution
+                    parts["substitution"] = substitution(pattern, parts["column_colors"])
                 plan = Plan(str(z["mode"]), pattern, **parts)
                 return cls(pattern, plan, ast.literal_eval(str(z["out_shapes"])),
                            ast.literal_eval(str(z["in_shapes"])), bool(z["hessian"]),
@@ -180,9 +191,16 @@ def _shapes(rec: Any) -> tuple[tuple, tuple]:
     return outs, ins
 
 
+def _recorded_elements(rec: Any) -> int:
+    """The elements of every recorded value: the work of one sweep, for the colouring's effort (sparse.effort)."""
+    return sum(np.size(node.value) for node in rec.trace.nodes if not node.prim.multi_out)
+
+
 def _detected(rec: Any, hessian: bool, mode: str) -> Sparsity:
+    """Detect and colour; `mode`: the Jacobian's mode, or the Hessian's recovery."""
     from jaccli.sparse import hessian_plan, jacobian_plan
     from jaccli.sparse.detection import detect, fingerprint
+    from jaccli.sparse.effort import sweep_seconds
     sp = _scipy()
     start = time.perf_counter()
     found = detect(rec)
@@ -190,9 +208,11 @@ def _detected(rec: Any, hessian: bool, mode: str) -> Sparsity:
     detected = time.perf_counter()
     if hessian:
         pattern = sp.csr_array(pattern + pattern.T, dtype=bool)
-        plan = hessian_plan(pattern)
+    sweep_s = sweep_seconds(_recorded_elements(rec))
+    if hessian:
+        plan = hessian_plan(pattern, recovery=mode, sweep_s=sweep_s)
     else:
-        plan = jacobian_plan(pattern, mode=mode)
+        plan = jacobian_plan(pattern, mode=mode, sweep_s=sweep_s)
     outs, ins = _shapes(rec)
     timings = {"detection_s": detected - start, "coloring_s": time.perf_counter() - detected}
     return Sparsity(pattern, plan, outs, ins, hessian, found.dense_ops, found.compared, fingerprint(rec), timings)
@@ -212,8 +232,8 @@ def _sparsity_for(rec: Any, f: Any, given: Sparsity | None, hessian: bool, mode:
         if (given.out_shapes, given.in_shapes) != (outs, ins):
             raise PatternMismatch(f"the pattern given is for outputs {list(given.out_shapes)} and inputs "
                              f"{list(given.in_shapes)}, not {list(outs)} and {list(ins)}")
-        if mode not in ("auto", given.mode) and not hessian:
-            given = None  # another side was asked for: colour again
+        if mode not in ("auto", given.recovery if hessian else given.mode):
+            given = None  # another side or recovery was asked for: colour again
     key = fingerprint(rec)
     if cache is not None and (key, hessian, mode) in cache:
         return cache[(key, hessian, mode)]
@@ -301,15 +321,17 @@ class SparseRun:
 
 
 def sparse_run(f: Callable, inputs: Any, *, wrt: Any = None, hessian: bool = False, sparsity: Sparsity | None = None,
-               mode: str = "auto", rows: Any = None, cols: Any = None, refuse_changed: bool = False) -> SparseRun:
+               mode: str = "auto", rows: Any = None, cols: Any = None, refuse_changed: bool = False,
+               recovery: str = "auto") -> SparseRun:
     """The sparse Jacobian (or Hessian) of f at `inputs`, or only its `rows` and `cols` (indices into
     the flattened matrix, or functions of the axis length giving them) computed with the colours of
     the selection alone. `refuse_changed`: a
     `sparsity` detected for another recording is refused (UsageError) instead of detected again."""
     _check_mode(mode, hessian and rows is None and cols is None)
+    _check_recovery(recovery)
     lazy = (_lazy_hessian if hessian else _lazy_jacobian)(f, inputs, wrt=wrt)
     ev = _leaves(lazy)[0]._ev
-    found = _sparsity_for(ev.rec, f, sparsity, hessian, "auto" if hessian else mode, refuse_changed)
+    found = _sparsity_for(ev.rec, f, sparsity, hessian, recovery if hessian else mode, refuse_changed)
     timings = {"detection_s": 0.0, "coloring_s": 0.0, **(found.timings if found is not sparsity else {})}
     start, before = time.perf_counter(), ev.sweeps
     if rows is None and cols is None:
@@ -330,15 +352,19 @@ def sparse_run(f: Callable, inputs: Any, *, wrt: Any = None, hessian: bool = Fal
 # ---------------------------------------------------------------------------------------------
 # The public functions
 # ---------------------------------------------------------------------------------------------
-def sparsity(f: Callable, inputs: Any, *, wrt: Any = None, hessian: bool = False, mode: str = "auto") -> Sparsity:
+def sparsity(f: Callable, inputs: Any, *, wrt: Any = None, hessian: bool = False, mode: str = "auto",
+             recovery: str = "auto") -> Sparsity:
     """The sparsity pattern of f's Jacobian (or Hessian) at `inputs`, and the plan to compute it.
 
     Args:
         f: a function of NumPy arrays (scalar-valued for ``hessian=True``).
         inputs: an array, or a tuple of arrays passed as positional arguments.
         wrt: which inputs to differentiate (positions or names).
-        hessian: the pattern of the Hessian (symmetric; star colouring) instead of the Jacobian's.
-        mode: "auto" (fewest sweeps), "forward", "reverse" or "bidirectional".
+        hessian: the pattern of the Hessian (symmetric) instead of the Jacobian's.
+        mode: "auto" (fewest sweeps), "forward", "reverse" or "bidirectional" (Jacobians).
+        recovery: for a Hessian, "auto" (the fewest sweeps worth their colouring time),
+            "direct" (star colouring: exact values) or "substitution" (acyclic colouring: fewer
+            sweeps, values to rounding).
 
     Returns:
         A `Sparsity`: ``S.pattern`` (boolean CSR, flattened outputs by flattened inputs),
@@ -350,8 +376,9 @@ def sparsity(f: Callable, inputs: Any, *, wrt: Any = None, hessian: bool = False
     ((4, 5), 8, 2)
     """
     _check_mode(mode, hessian)
+    _check_recovery(recovery)
     lazy = (_lazy_hessian if hessian else _lazy_jacobian)(f, inputs, wrt=wrt)
-    return _sparsity_for(_leaves(lazy)[0]._ev.rec, f, None, hessian, mode)
+    return _sparsity_for(_leaves(lazy)[0]._ev.rec, f, None, hessian, recovery if hessian else mode)
 
 
 def sparse_jacobian(f: Callable, inputs: Any, *, wrt: Any = None, sparsity: Sparsity | None = None,
@@ -382,9 +409,11 @@ def sparse_jacobian(f: Callable, inputs: Any, *, wrt: Any = None, sparsity: Spar
 
 
 def sparse_hessian(f: Callable, inputs: Any, *, wrt: Any = None, sparsity: Sparsity | None = None,
-                   rows: Any = None, cols: Any = None) -> Any:
-    """The Hessian of scalar f at `inputs` as a symmetric scipy.sparse CSR array (star colouring:
-    one Hessian-vector product per colour, read back directly, so the result is exactly symmetric).
+                   rows: Any = None, cols: Any = None, recovery: str = "auto") -> Any:
+    """The Hessian of scalar f at `inputs` as an exactly symmetric scipy.sparse CSR array, from one
+    Hessian-vector product per colour: a star colouring read back directly, or an acyclic
+    colouring with fewer colours recovered by substitution (values to rounding) when it saves
+    sweeps worth its colouring time.
 
     Args:
         f: a function returning one scalar.
@@ -392,6 +421,7 @@ def sparse_hessian(f: Callable, inputs: Any, *, wrt: Any = None, sparsity: Spars
         wrt: which inputs to differentiate.
         sparsity: a `Sparsity` with ``hessian=True`` from an earlier call, to reuse.
         rows, cols: indices into the flattened Hessian: only these, as for `sparse_jacobian`.
+        recovery: "auto", "direct" (star colouring, exact) or "substitution" (acyclic colouring).
 
     Returns:
         A CSR array of shape ``(x.size, x.size)``, or blocks ``H[i][j]`` for several inputs; with
@@ -402,8 +432,14 @@ def sparse_hessian(f: Callable, inputs: Any, *, wrt: Any = None, sparsity: Spars
     >>> H.toarray()[1]
     array([1., 0., 1., 0.])
     """
-    done = sparse_run(f, inputs, wrt=wrt, hessian=True, sparsity=sparsity, rows=rows, cols=cols)
+    done = sparse_run(f, inputs, wrt=wrt, hessian=True, sparsity=sparsity, rows=rows, cols=cols, recovery=recovery)
     return done.matrix if done.blocks is None else done.blocks
+
+
+def _check_recovery(recovery: str) -> None:
+    from jaccli.sparse.plans import RECOVERIES
+    if recovery not in RECOVERIES:
+        raise ValueError(f"recovery should be one of {', '.join(map(repr, RECOVERIES))}, but got {recovery!r}")
 
 
 def _check_mode(mode: str, hessian: bool) -> None:

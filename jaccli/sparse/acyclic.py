@@ -118,16 +118,22 @@ def substitution(pattern, colors):
                         np.array(rows, dtype=np.int64) * k + colors[np.array(rows, dtype=np.int64)])
 
 
-def best_acyclic(graph, orders=("natural", "largest_first", "smallest_last"), seed=0):
-    """The acyclic colouring with the fewest colours over `orders`, stopping at 2 (a forest). Returns (colors,
-    tried)."""
+def best_acyclic(graph, orders=("natural", "largest_first", "smallest_last"), seed=0, *, sweep_s=None, above=None):
+    """The acyclic colouring with the fewest colours over `orders`, stopping at 2 (a forest). With `sweep_s`
+    (seconds of one sweep) an ordering runs only when it may save more sweeps, below `above` colours (the plan in
+    hand), than it costs (`effort.worth`). Returns (colors or None when none ran, tried)."""
+    from .effort import ACYCLIC_SECONDS_PER_ENTRY, worth
     from .orderings import ordering
     best, tried = None, {}
+    bound = 2 if graph.nnz else 1
     for name in orders:
+        now = above if best is None else int(best.max()) + 1
+        if now is not None and not worth(ACYCLIC_SECONDS_PER_ENTRY * graph.nnz, now, bound, sweep_s):
+            break
         colors = greedy_acyclic(graph, ordering(name, graph, seed))
         tried[f"acyclic_{name}"] = int(colors.max()) + 1 if len(colors) else 0
         if best is None or colors.max() < best.max():
             best = colors
-        if len(best) and best.max() + 1 <= (2 if graph.nnz else 1):
+        if len(best) and best.max() + 1 <= bound:
             break
     return best, tried

@@ -3,6 +3,7 @@ colouring in a chosen vertex ordering, and the best over several orderings refin
 import numpy as np
 
 from . import greedy as _greedy
+from .effort import IMPROVE_SECONDS_PER_EDGE, ORDERING_SECONDS_PER_EDGE, worth
 from .orderings import ORDERINGS, ordering
 from .patterns import Bipartite, column_graph
 
@@ -93,13 +94,15 @@ def improve(pattern, colors, passes=12, seed=0):
     return best
 
 
-def best_columns(pattern, orders=None, *, improve_passes=None, seed=0):
+def best_columns(pattern, orders=None, *, improve_passes=None, seed=0, sweep_s=None):
     """The column colouring with the fewest colours over `orders` (default: every ordering on graphs up to
     SMALL_GRAPH_EDGES, natural and strided order above; it stops at the lower bound, the densest row), then refined by
-    iterated greedy (default 12 passes, 1 above SMALL_GRAPH_EDGES). Returns (colors, tried)
-    with tried = {ordering: colours} for the report."""
+    iterated greedy (default 12 passes, 1 above SMALL_GRAPH_EDGES). With `sweep_s`, the estimated seconds of one
+    sweep, an ordering or the refinement runs only when it may save more sweeps than it costs (`effort.worth`);
+    natural order always runs. Returns (colors, tried) with tried = {ordering: colours} for the report."""
     bip = _bipartite(pattern)
-    small = _edges_bound(bip) <= SMALL_GRAPH_EDGES
+    edges = _edges_bound(bip)
+    small = edges <= SMALL_GRAPH_EDGES
     if orders is None:
         orders = DEFAULT_ORDERS if small else LARGE_DEFAULT_ORDERS
     if improve_passes is None:
@@ -108,6 +111,9 @@ def best_columns(pattern, orders=None, *, improve_passes=None, seed=0):
     bound = int(bip.row_counts.max()) if bip.shape[0] else 0
     cache, tried, best = {}, {}, None
     for name in orders:
+        if best is not None and not worth(ORDERING_SECONDS_PER_EDGE.get(name, 0.0) * edges,
+                                          _greedy.num_colors(best), bound, sweep_s):
+            continue
         colors = greedy_columns(bip, name, seed=seed, _cache=cache)
         tried[name] = _greedy.num_colors(colors)
         if best is None or tried[name] < _greedy.num_colors(best):
@@ -118,15 +124,17 @@ def best_columns(pattern, orders=None, *, improve_passes=None, seed=0):
         best = np.full(bip.shape[1], -1, dtype=np.int64)
     # above SMALL_GRAPH_EDGES a pass costs ~0.4 s at 1e6 columns and gained nothing within one colour of the bound
     # (the 5-point stencil at 6): it runs only farther from it
-    if improve_passes and _greedy.num_colors(best) > bound + (0 if small else 1):
+    if improve_passes and worth(IMPROVE_SECONDS_PER_EDGE * edges * improve_passes, _greedy.num_colors(best),
+                                bound + (0 if small else 1), sweep_s):
         best = improve(bip, best, improve_passes, seed)
         tried["iterated_greedy"] = _greedy.num_colors(best)
     return best, tried
 
 
-def best_rows(pattern, orders=None, *, improve_passes=None, seed=0):
+def best_rows(pattern, orders=None, *, improve_passes=None, seed=0, sweep_s=None):
     """Like best_columns, for the rows (reverse mode)."""
-    return best_columns(_bipartite(pattern).transpose(), orders, improve_passes=improve_passes, seed=seed)
+    return best_columns(_bipartite(pattern).transpose(), orders, improve_passes=improve_passes, seed=seed,
+                        sweep_s=sweep_s)
 
 
 __all__ = ["ORDERINGS", "greedy_columns", "greedy_rows", "best_columns", "best_rows", "improve"]

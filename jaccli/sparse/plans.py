@@ -76,9 +76,10 @@ def _has_dense_lines(bip):
     return any(counts.size and counts.max() > 2 * counts.mean() + 1 for counts in (bip.row_counts, bip.col_counts))
 
 
-def jacobian_plan(pattern, mode="auto", orders=None):
+def jacobian_plan(pattern, mode="auto", orders=None, sweep_s=None):
     """The plan for a sparse Jacobian with the given pattern (M x N): 'forward' (column colouring), 'reverse' (row
-    colouring), 'bidirectional', or 'auto': the fewest sweeps among the three (ties: forward, then reverse)."""
+    colouring), 'bidirectional', or 'auto': the fewest sweeps among the three (ties: forward, then reverse).
+    `sweep_s`: the estimated seconds of one sweep, which bounds the colouring search (`effort.worth`)."""
     if mode not in ("auto", "forward", "reverse", "bidirectional"):
         raise ValueError(f"mode must be auto, forward, reverse or bidirectional, got {mode!r}")
     p = as_pattern(pattern)
@@ -93,10 +94,10 @@ def jacobian_plan(pattern, mode="auto", orders=None):
         if mode not in ("auto", side) or (plans and (mirror or sides[side] >= min(plan.sweeps for plan in plans))):
             continue
         if side == "forward":
-            colors, tried = best_columns(bip, orders)
+            colors, tried = best_columns(bip, orders, sweep_s=sweep_s)
             plans.append(Plan("forward", p, column_colors=colors, tried={"forward": tried}))
         else:
-            colors, tried = best_rows(bip, orders)
+            colors, tried = best_rows(bip, orders, sweep_s=sweep_s)
             plans.append(Plan("reverse", p, row_colors=colors, tried={"reverse": tried}))
     if mode == "bidirectional" or (mode == "auto" and min(plan.sweeps for plan in plans) > 2
                                    and _has_dense_lines(bip)):
@@ -109,19 +110,28 @@ def jacobian_plan(pattern, mode="auto", orders=None):
                 tried)
 
 
-def hessian_plan(pattern, substitution=False):
-    """The plan for a sparse Hessian: a star colouring of the symmetrised pattern (with its diagonal, which the
-    recovered matrix always stores), recovered directly and exactly from H @ S. With substitution=True, an acyclic
-    colouring instead when it has fewer colours (a tridiagonal: 2 instead of 3), recovered by substitution along
-    its two-coloured trees, whose sums carry rounding error; graphs over SEQUENTIAL_STAR_ENTRIES stay direct."""
+RECOVERIES = ("auto", "direct", "substitution")
+
+
+def hessian_plan(pattern, recovery="auto", sweep_s=None):
+    """The plan for a sparse Hessian from the symmetrised pattern (with its diagonal, which the recovered matrix
+    always stores). 'direct': a star colouring, H read back exactly from H @ S. 'substitution': an acyclic
+    colouring (a tridiagonal: 2 colours instead of 3), H recovered by substitution along its two-coloured trees,
+    whose sums carry rounding error (both give an exactly symmetric H). 'auto': the star colouring, or the acyclic
+    one when it has fewer colours and its search may pay (`effort.worth`, with `sweep_s` the estimated seconds of
+    one sweep; graphs over SEQUENTIAL_STAR_ENTRIES entries stay direct)."""
+    if recovery not in RECOVERIES:
+        raise ValueError(f"recovery must be auto, direct or substitution, got {recovery!r}")
     sym = symmetric_pattern(pattern)
-    colors, tried = best_star(sym)
-    if substitution:
-        graph = adjacency(sym)
-        if graph.nnz <= SEQUENTIAL_STAR_ENTRIES:
-            acyclic, more = best_acyclic(graph)
-            tried.update(more)
-            if count_colors(acyclic) < count_colors(colors):
-                return Plan("symmetric", sym, column_colors=acyclic, tried={"symmetric": tried},
-                            substitution=substitute(sym, acyclic))
+    if recovery == "substitution":
+        acyclic, tried = best_acyclic(adjacency(sym))
+        return Plan("symmetric", sym, column_colors=acyclic, tried={"symmetric": tried},
+                    substitution=substitute(sym, acyclic))
+    colors, tried = best_star(sym, sweep_s=sweep_s)
+    if recovery == "auto" and sym.nnz - sym.shape[0] <= SEQUENTIAL_STAR_ENTRIES:
+        acyclic, more = best_acyclic(adjacency(sym), sweep_s=sweep_s, above=count_colors(colors))
+        tried.update(more)
+        if acyclic is not None and count_colors(acyclic) < count_colors(colors):
+            return Plan("symmetric", sym, column_colors=acyclic, tried={"symmetric": tried},
+                        substitution=substitute(sym, acyclic))
     return Plan("symmetric", sym, column_colors=colors, tried={"symmetric": tried})

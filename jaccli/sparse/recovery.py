@@ -50,6 +50,11 @@ class Plan:
         return self.pattern.shape
 
     @property
+    def recovery(self):
+        """'substitution' for a symmetric plan on an acyclic colouring, else 'direct'."""
+        return "direct" if self.substitution is None else "substitution"
+
+    @property
     def forward_colors(self):
         """The number of forward sweeps (seeds of J @ S, or H @ S in the symmetric mode)."""
         return count_colors(self.column_colors)

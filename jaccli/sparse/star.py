@@ -4,6 +4,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .coloring import best_columns
+from .effort import STAR_SECONDS_PER_ENTRY, worth
 from .orderings import ordering
 from .patterns import as_pattern
 from .recovery import count_colors
@@ -98,18 +99,21 @@ def star_lower_bound(graph):
     return 3 if np.any((degree[rows] >= 2) & (degree[graph.indices] >= 2)) else 2
 
 
-def best_star(pattern, orders=("natural", "largest_first", "smallest_last", "random"), *, seed=0):
+def best_star(pattern, orders=("natural", "largest_first", "smallest_last", "random"), *, seed=0, sweep_s=None):
     """The star colouring with the fewest colours among the greedy star colourings in `orders` (graphs up to
     SEQUENTIAL_STAR_ENTRIES entries) and the best distance-2 colouring of the pattern (any distance-2 colouring of a
-    symmetric pattern is a star colouring). Returns (colors, tried)."""
+    symmetric pattern is a star colouring). With `sweep_s` (seconds of one sweep), a sequential star colouring
+    runs only when it may save more sweeps than it costs (`effort.worth`). Returns (colors, tried)."""
     sym = symmetric_pattern(pattern)
-    colors, tried = best_columns(sym, seed=seed)
+    colors, tried = best_columns(sym, seed=seed, sweep_s=sweep_s)
     tried = {f"distance2_{name}": count for name, count in tried.items()}
     # the graph has the entries of sym less its diagonal: not built when the sequential search would not run
-    graph = _off_diagonal(sym) if sym.nnz - sym.shape[0] <= SEQUENTIAL_STAR_ENTRIES else None
+    entries = sym.nnz - sym.shape[0]
+    graph = _off_diagonal(sym) if entries <= SEQUENTIAL_STAR_ENTRIES else None
     if graph is not None:
+        bound = star_lower_bound(graph)
         for name in orders:
-            if count_colors(colors) <= star_lower_bound(graph):
+            if not worth(STAR_SECONDS_PER_ENTRY * entries, count_colors(colors), bound, sweep_s):
                 break
             candidate = greedy_star(graph, ordering(name, graph, seed))
             tried[f"star_{name}"] = count_colors(candidate)

@@ -275,6 +275,51 @@ def test_several_inputs_give_one_stacked_matrix_and_json_files_read_back(runner,
     J = sp.csr_array((doc["data"], (doc["row"], doc["col"])), shape=doc["shape"]).toarray()
     Jx, Jy = jaccli.jacobian(lambda x, y: x[1:] * y[:-1] + np.sin(x[:-1]), (np.arange(1.0, 5), np.arange(5.0, 9)))
     assert np.array_equal(J, np.hstack([np.asarray(Jx), np.asarray(Jy)])) and doc["meta"]["plan"]["colors"] >= 2
+    assert doc["meta"]["blocks"] == {"rows": [{"name": "f", "shape": [3], "start": 0, "stop": 3}],
+                                     "cols": [{"name": "x", "shape": [4], "start": 0, "stop": 4},
+                                              {"name": "y", "shape": [4], "start": 4, "stop": 8}]}
+    assert "(rows f [0:3); columns x [0:4), y [4:8))" in result.stderr
+    mtx = tmp_path / "J.mtx"
+    assert invoke(runner, "jacobian", func, "[1, 2, 3, 4]", "[5, 6, 7, 8]", "--sparse", "-o", str(mtx)).exit_code == 0
+    assert mtx.read_text().splitlines()[1] == "%jaccli: rows f [0:3); columns x [0:4), y [4:8)"
+    assert np.array_equal(sio.mmread(mtx).toarray(), J)
+
+
+def test_recovery_by_substitution_takes_fewer_sweeps_and_says_so(runner, files):
+    H_ref = rosen_hess(files["x"])
+    docs = {}
+    for recovery in ("direct", "substitution"):
+        result = invoke(runner, "hessian", files["rosen"], files["xs"], "--sparse", "--recovery", recovery,
+                        "--format", "json")
+        assert result.exit_code == 0, result.stderr
+        docs[recovery] = doc = json.loads(result.stdout)
+        H = sp.csr_array((doc["data"], (doc["row"], doc["col"])), shape=doc["shape"]).toarray()
+        assert np.array_equal(H, H.T)
+        np.testing.assert_allclose(H, H_ref, rtol=0, atol=1e-12 * np.abs(H_ref).max())
+        assert doc["plan"]["recovery"] == recovery
+    assert (docs["direct"]["plan"]["colors"], docs["substitution"]["plan"]["colors"]) == (3, 2)
+    report = invoke(runner, "sparsity", files["rosen"], files["xs"], "--hessian", "--recovery", "substitution")
+    assert "plan        symmetric: 2 sweeps (2 forward, 0 reverse), recovered by substitution" in report.stdout
+    reuse = files["dir"] / "P.npz"
+    assert invoke(runner, "sparsity", files["rosen"], files["xs"], "--hessian", "--recovery", "substitution",
+                  "-o", str(reuse)).exit_code == 0
+    result = invoke(runner, "hessian", files["rosen"], files["xs"], "--sparse", "--pattern", str(reuse),
+                    "--format", "json")
+    doc = json.loads(result.stdout)
+    assert doc["plan"]["recovery"] == "substitution" and doc["plan"]["colors"] == 2
+    H = sp.csr_array((doc["data"], (doc["row"], doc["col"])), shape=doc["shape"]).toarray()
+    np.testing.assert_allclose(H, H_ref, rtol=0, atol=1e-12 * np.abs(H_ref).max())
+    assert_error(invoke(runner, "jacobian", files["banded"], files["xs"], "--sparse", "--recovery", "direct"),
+                 "usage", 2)
+    assert_error(invoke(runner, "sparsity", files["banded"], files["xs"], "--recovery", "direct"), "usage", 2)
+
+
+def test_sparse_plot_draws_the_result_and_check_sparse_refuses_it(runner, files):
+    target = files["dir"] / "J.png"
+    result = invoke(runner, "jacobian", files["banded"], files["xs"], "--sparse", "--plot", str(target))
+    assert result.exit_code == 0, result.stderr
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"wrote {target}" in result.stderr
+    assert_error(invoke(runner, "check", files["banded"], files["xs"], "--sparse", "--plot", str(target)), "usage", 2)
 
 
 def test_sparsity_plot_draws_the_pattern_coloured_by_colour_group(runner, files):

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from jaccli.cli.main import cli
 from jaccli.cli.render.plain import RenderBlock
-from jaccli.cli.render.pooling import SignedLogScale, pool, pool_coordinates
+from jaccli.cli.render.pooling import SignedLogScale, pool, pool_coordinates, pool_entries
 from jaccli.cli.render.terminal import make_console
 
 from .helpers import assert_error, invoke_recording_error
@@ -66,6 +66,19 @@ def test_pooling_coordinates_matches_dense_pooling_without_a_dense_array():
     assert cells.max() <= 5
 
 
+def test_pooling_stored_entries_matches_dense_pooling_without_a_dense_array():
+    rng = np.random.default_rng(3)
+    row, col = rng.integers(0, 2000, 600), rng.integers(0, 3000, 600)
+    keep = np.unique(row * 3000 + col, return_index=True)[1]  # one value per coordinate, as a CSR matrix stores
+    row, col = row[keep], col[keep]
+    data = rng.normal(size=row.size) * 10.0 ** rng.integers(-8, 8, row.size)
+    data[::50] = np.nan
+    dense = np.zeros((2000, 3000))
+    dense[row, col] = data
+    pooled, _, _ = pool_entries(row, col, data, (2000, 3000), 100, 100)
+    np.testing.assert_array_equal(pooled, pool(dense, 100, 100)[0])
+
+
 def test_signed_log_scale_orders_magnitudes_and_keeps_zero_apart():
     scale = SignedLogScale.of(np.array([1e-3, -1.0, 10.0, 0.0]))
     levels = scale.signed(np.array([1e-3, -1.0, 10.0, 0.0, np.inf]))
@@ -109,6 +122,25 @@ def test_a_diagonal_matrix_draws_a_diagonal(tmp_path):
             assert white == (i != j), (i, j, pixel)
             if i == j:
                 assert pixel[0] > pixel[2] + 0.2  # positive: red
+
+
+def test_a_sparse_diagonal_matrix_draws_a_signed_diagonal(tmp_path):
+    scipy_sparse = pytest.importorskip("scipy.sparse")
+    from matplotlib.image import imread
+
+    from jaccli.cli.render.plots import Span, sparse_heatmap
+
+    values = np.array([1.0, -2.0, 3.0, -4.0, 5.0, -6.0])
+    drawn = sparse_heatmap(scipy_sparse.diags_array(values, format="csr"), [Span("f", 6)], [Span("x", 6)],
+                           tmp_path / "D.png")
+    image = imread(tmp_path / "D.png")[..., :3]
+    left, top, right, bottom = drawn.box
+    for i in range(6):
+        for j in range(6):
+            pixel = image[int(top + (i + 0.5) * (bottom - top) / 6), int(left + (j + 0.5) * (right - left) / 6)]
+            assert bool(np.all(pixel > 0.99)) == (i != j), (i, j, pixel)
+            if i == j:  # positive red, negative blue
+                assert (pixel[0] > pixel[2] + 0.2) if values[i] > 0 else (pixel[2] > pixel[0] + 0.2), (i, pixel)
 
 
 def test_spy_plot_of_a_large_pattern_coloured_by_groups(tmp_path):

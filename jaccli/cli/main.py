@@ -197,11 +197,13 @@ def _split_args(args: tuple[str, ...], expression: str | None) -> tuple[str | No
 def _invoke(ctx: click.Context, command: str, args: tuple[str, ...], expression: str | None, wrt: str | None,
             fmt: str | None, no_color: bool, quiet: bool, debug: bool, output: str | None = None,
             precision: int | None = None, heatmap: bool = False, stats: bool = False, plot: str | None = None,
-            sparse: bool = False, pattern: str | None = None, **settings: Any) -> None:
+            sparse: bool = False, pattern: str | None = None, recovery: str = "auto", **settings: Any) -> None:
     """The common "run and report" path of every command that differentiates FUNC."""
     func, sources = _split_args(args, expression)
     if pattern is not None and not sparse:
         raise BadUsage("--pattern is the pattern of --sparse; give --sparse too")
+    if recovery != "auto" and not (sparse and command == "hessian"):
+        raise BadUsage("--recovery is how a sparse Hessian is read back; use it with hessian --sparse")
     if settings.get("mode") == "bidirectional" and not sparse:
         raise BadUsage("--mode bidirectional colours a sparse result; give --sparse too, or use forward or reverse")
     if output is not None and not output.strip():
@@ -234,7 +236,7 @@ def _invoke(ctx: click.Context, command: str, args: tuple[str, ...], expression:
 
             run_sparse(command, func=func, expression=expression, sources=sources, wrt=wrt,
                        settings=Settings(**settings), out=out, argv=root.get("argv", []), debug=debug,
-                       pattern=pattern)
+                       pattern=pattern, recovery=recovery)
         return
     from .commands.run import run
 
@@ -316,9 +318,11 @@ def info(ctx: click.Context, **kw: Any) -> None:
           "plan for `jacobian --sparse --pattern P.npz`. Needs scipy: pip install 'jaccli[sparse]'.",
           sparsity_options, outputs=sparsity_outputs)
 def sparsity(ctx: click.Context, args: tuple[str, ...], expression: str | None, wrt: str | None, dtype: str | None,
-             hessian: bool, mode: str, output: str | None, plot: str | None, fmt: str | None, no_color: bool,
-             quiet: bool, debug: bool) -> None:
+             hessian: bool, mode: str, recovery: str, output: str | None, plot: str | None, fmt: str | None,
+             no_color: bool, quiet: bool, debug: bool) -> None:
     func, sources = _split_args(args, expression)
+    if recovery != "auto" and not hessian:
+        raise BadUsage("--recovery is how a sparse Hessian is read back; give --hessian too")
     out = Output(path=Path(output) if output else None, format=fmt, color=not no_color, quiet=quiet,
                  plot=Path(plot) if plot else None)
     root = ctx.find_root().obj or {}
@@ -326,7 +330,7 @@ def sparsity(ctx: click.Context, args: tuple[str, ...], expression: str | None, 
 
     _started()
     sparsity_command(func=func, expression=expression, sources=sources, wrt=wrt, dtype=dtype, hessian=hessian,
-                     mode=mode, out=out, debug=debug or bool(root.get("debug")))
+                     mode=mode, recovery=recovery, out=out, debug=debug or bool(root.get("debug")))
 
 
 def _families(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:

@@ -158,8 +158,8 @@ def write_sparse(path: str | Path, matrix: object, meta: Mapping[str, object] | 
                  symmetric: bool = False) -> None:
     """Write a scipy.sparse matrix atomically: ``.npz`` in the layout of ``scipy.sparse.save_npz``
     (``scipy.sparse.load_npz`` reads it), ``.mtx`` Matrix Market (``symmetric``: the lower triangle
-    only, as the format's symmetric kind), or ``.json`` ``{"shape", "nnz", "row", "col", "data",
-    "meta"}``.
+    only, as the format's symmetric kind, with ``meta["comment"]`` as its comment lines), or ``.json``
+    ``{"shape", "nnz", "row", "col", "data", "meta"}``.
 
     >>> import scipy.sparse as sp
     >>> write_sparse("/tmp/J.npz", sp.csr_array(np.eye(2))); sp.load_npz("/tmp/J.npz").nnz
@@ -180,12 +180,15 @@ def write_sparse(path: str | Path, matrix: object, meta: Mapping[str, object] | 
     elif suffix == ".mtx":
         import scipy.io as sio
 
+        comment = str((meta or {}).get("comment", ""))
+
         def write(fh: IO[bytes]) -> None:
-            sio.mmwrite(fh, matrix, symmetry="symmetric" if symmetric else "general")
+            sio.mmwrite(fh, matrix, comment=comment, symmetry="symmetric" if symmetric else "general")
     else:
         import json
 
-        document = {**coo_document(matrix), "meta": _jsonable(meta) if meta is not None else {}}
+        shown = {k: v for k, v in (meta or {}).items() if k != "comment"}
+        document = {**coo_document(matrix), "meta": _jsonable(shown)}
         write = functools.partial(_write_bytes, data=(json.dumps(document, allow_nan=False) + "\n").encode("utf-8"))
     atomic_write(target, write)
 

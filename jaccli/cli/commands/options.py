@@ -233,6 +233,10 @@ sparse_options = _stack(
     click.option("--pattern", metavar="P.npz", type=SourceType(),
                  help="With --sparse: reuse a pattern saved by `jaccli sparsity ... -o P.npz`; refused when it "
                       "does not fit this point (shape, function, control path)."),
+    click.option("--recovery", type=keywords("auto", "direct", "substitution"), default="auto", show_default=True,
+                 help="How a sparse Hessian is read back from its sweeps: direct (star colouring, exact), substitution "
+                      "(acyclic colouring: fewer sweeps, values to rounding), or auto (substitution when the sweeps "
+                      "it saves are worth its colouring time)."),
 )
 
 check_sparse_options = _stack(
@@ -242,9 +246,13 @@ check_sparse_options = _stack(
 )
 
 sparsity_options = _stack(
-    click.option("--hessian", is_flag=True, help="The pattern of the Hessian of a scalar FUNC (star colouring)."),
+    click.option("--hessian", is_flag=True, help="The pattern of the Hessian of a scalar FUNC (symmetric colouring)."),
     click.option("--mode", type=keywords("auto", "forward", "reverse", "bidirectional"), default="auto",
                  show_default=True, help="The side of the colouring: auto takes the fewest sweeps."),
+    click.option("--recovery", type=keywords("auto", "direct", "substitution"), default="auto", show_default=True,
+                 help="How a sparse Hessian is read back from its sweeps: direct (star colouring, exact), substitution "
+                      "(acyclic colouring: fewer sweeps, values to rounding), or auto (substitution when the sweeps "
+                      "it saves are worth its colouring time)."),
 )
 
 # sparsity prints a report; its -o saves the pattern.

@@ -66,3 +66,30 @@ def draw(blocks: Sequence[Block], matrices: Sequence[np.ndarray], out: Output, t
         heatmap(grid, rows, cols, out.target_plot, title=title, what=what)
     if not out.quiet:
         sys.stderr.write(f"wrote {out.plot}\n")
+
+
+def draw_sparse(problem: object, hessian: bool, done: object, out: Output) -> None:
+    """A sparse result (the library's SparseRun) drawn from its stored entries: the whole matrix split into
+    its outputs and inputs, or a --rows/--cols selection with its flat indices."""
+    from jaccli.cli.render.plots import Span, sparse_heatmap
+
+    assert out.plot is not None
+    S, matrix = done.sparsity, done.matrix
+    if 0 in matrix.shape:
+        raise UsageError(f"--plot {out.plot}: the matrix is empty ({matrix.shape[0]} x {matrix.shape[1]}); "
+                         "there is nothing to draw")
+    names = problem.wrt_names
+    if done.blocks is None:  # a selection: rows and columns by their index in the flattened matrix
+        rows, cols = [Span("row", matrix.shape[0])], [Span("column", matrix.shape[1])]
+    else:
+        outs = names if hessian else ([problem.name] if len(S.out_shapes) == 1
+                                      else [f"{problem.name}{i}" for i in range(len(S.out_shapes))])
+        rows = [_span(n, s, np.arange(int(np.prod(s))), None)
+                for n, s in zip(outs, S.in_shapes if hessian else S.out_shapes)]
+        cols = [_span(n, s, np.arange(int(np.prod(s))), None) for n, s in zip(names, S.in_shapes)]
+    kind = "Hessian" if hessian else "Jacobian"
+    with writing(out.plot):
+        sparse_heatmap(matrix, rows, cols, out.target_plot, title=f"sparse {kind} of {problem.what}, "
+                       f"nnz {matrix.nnz}", row_title="inputs" if hessian else "outputs")
+    if not out.quiet:
+        sys.stderr.write(f"wrote {out.plot}\n")

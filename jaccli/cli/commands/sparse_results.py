@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import click
+import numpy as np
 
 from jaccli.errors import ResourceLimitError, UsageError
 from jaccli.io.atomic import recording_renames, writing
 from jaccli.plurals import counted
 
 from .failures import CheckFailed, SCHEMA, to_stderr, to_stdout
+from .plotting import check_plot, draw_sparse
 from .problem import Problem, load_problem
 from jaccli.cli.render.display import stdout_is_terminal
 from .report import check_output
@@ -27,8 +29,8 @@ SPARSE_OUTPUTS = (".npz", ".mtx", ".json", ".npy")
 DENSE_DENSITY = 0.5
 # Entries shown on a terminal; the rest go to files or --format text.
 SHOWN_ENTRIES = 20
-HESSIAN_MODE = ("--mode chooses the side of a Jacobian's colouring; a Hessian's plan is a star colouring "
-                "(leave out --mode)")
+HESSIAN_MODE = ("--mode chooses the side of a Jacobian's colouring; a Hessian's plan is symmetric "
+                "(leave out --mode; --recovery chooses how it is read back)")
 
 
 def need_scipy(what: str = "--sparse") -> None:
@@ -43,10 +45,8 @@ def refuse_dense_only(settings: Settings, out: Output, hessian: bool) -> None:
     """Options of the dense path that --sparse does not take."""
     if hessian and settings.mode != "auto":
         raise UsageError(HESSIAN_MODE)
-    # --plot of a sparse result (a spy plot coloured by colour group) is the plot renderer's to add.
     for given, option in ((settings.batch_axis is not None, "--batch-axis"), (settings.compare, "--compare"),
-                          (settings.strict, "--strict"), (settings.fail_on_nonfinite, "--fail-on-nonfinite"),
-                          (out.plot is not None, "--plot")):
+                          (settings.strict, "--strict"), (settings.fail_on_nonfinite, "--fail-on-nonfinite")):
         if given:
             raise UsageError(f"{option} does not work with --sparse; leave out one of them")
 
@@ -67,7 +67,7 @@ def _selection(spec: str | None, what: str) -> Any:
     return lambda size: parse_index_spec(spec, size, what)
 
 
-def compute(problem: Problem, hessian: bool, settings: Settings, pattern: str | None) -> Any:
+def compute(problem: Problem, hessian: bool, settings: Settings, pattern: str | None, recovery: str = "auto") -> Any:
     """The library's SparseRun; a --pattern that does not fit this point is refused, naming the file."""
     from jaccli.api.sparse import PatternMismatch, sparse_run
 
@@ -75,7 +75,7 @@ def compute(problem: Problem, hessian: bool, settings: Settings, pattern: str | 
     try:
         return sparse_run(problem.func, problem.args, wrt=problem.wrt, hessian=hessian, sparsity=given,
                           mode=settings.mode, rows=_selection(settings.rows, "rows"),
-                          cols=_selection(settings.cols, "cols"), refuse_changed=True)
+                          cols=_selection(settings.cols, "cols"), refuse_changed=True, recovery=recovery)
     except PatternMismatch as error:
         raise UsageError(f"--pattern {pattern}: {error}") from None
 
@@ -83,7 +83,7 @@ def compute(problem: Problem, hessian: bool, settings: Settings, pattern: str | 
 def plan_entry(done: Any) -> dict:
     plan = done.plan
     return {"mode": plan.mode, "colors": int(plan.sweeps), "forward_colors": int(plan.forward_colors),
-            "reverse_colors": int(plan.reverse_colors)}
+            "reverse_colors": int(plan.reverse_colors), "recovery": plan.recovery}
 
 
 def _dense_note(done: Any) -> str | None:
@@ -96,7 +96,33 @@ def _dense_note(done: Any) -> str | None:
     return None
 
 
-def _write(done: Any, hessian: bool, settings: Settings, out: Output) -> None:
+def layout(problem: Problem, done: Any, hessian: bool) -> dict | None:
+    """Where each output (rows) and differentiated input (columns) sits in the one stacked matrix of a sparse
+    result: {"rows": [{"name", "shape", "start", "stop"}...], "cols": [...]}; None for a --rows/--cols selection."""
+    if done.blocks is None:
+        return None
+    S = done.sparsity
+    outs = S.in_shapes if hessian else S.out_shapes
+    out_names = problem.wrt_names if hessian else ([problem.name] if len(outs) == 1
+                                                   else [f"{problem.name}{i}" for i in range(len(outs))])
+
+    def spans(names: list, shapes: tuple) -> list[dict]:
+        stops = np.cumsum([int(np.prod(s)) for s in shapes], dtype=np.int64)
+        return [{"name": n, "shape": list(s), "start": int(stop - np.prod(s)), "stop": int(stop)}
+                for n, s, stop in zip(names, shapes, stops)]
+    return {"rows": spans(out_names, outs), "cols": spans(problem.wrt_names, S.in_shapes)}
+
+
+def _layout_text(problem: Problem, done: Any, hessian: bool) -> str:
+    """``rows f0 [0:3), f1 [3:7); columns x [0:4), y [4:8)``: the stacked blocks, for messages and .mtx comments."""
+    blocks = layout(problem, done, hessian)
+    if blocks is None:
+        return "the selected rows and columns"
+    return "; ".join(f"{side} " + ", ".join(f"{b['name']} [{b['start']}:{b['stop']})" for b in blocks[key])
+                     for side, key in (("rows", "rows"), ("columns", "cols")))
+
+
+def _write(problem: Problem, done: Any, hessian: bool, settings: Settings, out: Output) -> None:
     from jaccli.io.writers import write_blocks, write_sparse
     from jaccli.io.npy_stream import human_bytes
 
@@ -104,7 +130,9 @@ def _write(done: Any, hessian: bool, settings: Settings, out: Output) -> None:
     symmetric = hessian and settings.rows is None and settings.cols is None
     with writing(out.path):
         if out.path.suffix.lower() != ".npy":
-            write_sparse(out.target, done.matrix, {"plan": plan_entry(done)}, symmetric=symmetric)
+            write_sparse(out.target, done.matrix, {"plan": plan_entry(done), "blocks": layout(problem, done, hessian),
+                                                   "comment": f"jaccli: {_layout_text(problem, done, hessian)}"},
+                         symmetric=symmetric)
             return
         m, n = done.matrix.shape
         nbytes = m * n * done.matrix.dtype.itemsize
@@ -128,7 +156,8 @@ def _summary(problem: Problem, command: str, done: Any) -> list[str]:
     lines = [f"Sparse {command} of {what}",
              f"  shape    {m} x {n}",
              f"  nnz      {done.matrix.nnz} (density {density:.3g})",
-             f"  plan     {done.plan.mode}, {done.plan.sweeps} colours"]
+             f"  plan     {done.plan.mode}, {done.plan.sweeps} colours"
+             + (", recovered by substitution" if done.plan.recovery == "substitution" else "")]
     coo = done.matrix.tocoo()
     entries = sorted(zip(coo.row.tolist(), coo.col.tolist(), coo.data.tolist()))
     lines += [f"  ({i}, {j})  {v:.6g}" for i, j, v in entries[:SHOWN_ENTRIES]]
@@ -155,27 +184,31 @@ def _stats(done: Any, total: float) -> None:
     from .report import _ms
 
     t = done.timings
-    sys.stderr.write(f"stats: sparse: nnz {done.matrix.nnz}, colours {done.plan.sweeps}, mode {done.plan.mode}, "
-                     f"sweeps {done.sweeps}\n")
+    recovery = f", recovery {done.plan.recovery}" if done.plan.mode == "symmetric" else ""
+    sys.stderr.write(f"stats: sparse: nnz {done.matrix.nnz}, colours {done.plan.sweeps}, mode {done.plan.mode}"
+                     f"{recovery}, sweeps {done.sweeps}\n")
     sys.stderr.write(f"stats: time: detection {_ms(t['detection_s'])}, colouring {_ms(t['coloring_s'])}, "
                      f"sweeps {_ms(t['sweeps_s'])}; total {_ms(total)}\n")
 
 
 def run_sparse(command: str, *, func: str | None, expression: str | None, sources: tuple[str, ...],
                wrt: str | None, settings: Settings, out: Output, argv: list[str], debug: bool,
-               pattern: str | None = None) -> None:
+               pattern: str | None = None, recovery: str = "auto") -> None:
     """jacobian or hessian --sparse end to end: compute, write atomically (-o), show, report."""
     start = time.perf_counter()
     with recording_renames() as written, Failures(func, expression, debug, written) as failures:
         need_scipy()
         refuse_dense_only(settings, out, command == "hessian")
         check_output(out, [*sources, settings.rows, settings.cols, pattern], formats=SPARSE_OUTPUTS)
+        check_plot(out)
         problem = failures.problem = load_problem(func, expression, sources, wrt, settings.dtype)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            done = compute(problem, command == "hessian", settings, pattern)
+            done = compute(problem, command == "hessian", settings, pattern, recovery)
         if out.path is not None:
-            _write(done, command == "hessian", settings, out)
+            _write(problem, done, command == "hessian", settings, out)
+        if out.plot is not None:
+            draw_sparse(problem, command == "hessian", done, out)
         with to_stderr():
             notes = [*problem.warnings, *(f"{w.category.__name__}: {w.message}" for w in caught)]
             dense = _dense_note(done)
@@ -189,7 +222,10 @@ def run_sparse(command: str, *, func: str | None, expression: str | None, source
                     _show(problem, command, done, out)
             if out.path is not None and not out.quiet:
                 m, n = done.matrix.shape
-                click.echo(f"wrote {out.path}: sparse {m} x {n}, nnz {done.matrix.nnz}", err=True)
+                S = done.sparsity
+                several = done.blocks is not None and len(S.in_shapes) * (1 if S.hessian else len(S.out_shapes)) > 1
+                click.echo(f"wrote {out.path}: sparse {m} x {n}, nnz {done.matrix.nnz}"
+                           + (f" ({_layout_text(problem, done, command == 'hessian')})" if several else ""), err=True)
             if out.stats:
                 _stats(done, time.perf_counter() - start)
 
@@ -202,6 +238,9 @@ def check_sparse_command(*, func: str | None, expression: str | None, sources: t
     with recording_renames() as written, Failures(func, expression, debug, written) as failures:
         need_scipy()
         refuse_dense_only(settings, out, False)
+        if out.plot is not None:
+            raise UsageError("--plot draws check's error matrix, which check --sparse does not build (it compares "
+                             "J v and v^T J); leave out one of them")
         problem = failures.problem = load_problem(func, expression, sources, wrt, settings.dtype)
         hessian = settings.order == 2
         done = compute(problem, hessian, Settings(dtype=settings.dtype), None)

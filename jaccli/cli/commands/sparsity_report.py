@@ -36,7 +36,7 @@ def report_entry(S: Any) -> dict:
     plan = S.plan
     return {"schema": SCHEMA, "command": "sparsity", "kind": "hessian" if S.hessian else "jacobian",
             "shape": list(S.shape), "nnz": S.nnz, "density": S.density, "bandwidth": [lower, upper],
-            "colors": S.colors, "mode": S.mode,
+            "colors": S.colors, "mode": S.mode, "recovery": S.recovery,
             "sweeps": {"forward": int(plan.forward_colors), "reverse": int(plan.reverse_colors)},
             "tried": {method: {k: int(v) for k, v in by.items()} for method, by in (plan.tried or {}).items()},
             "dense_ops": _sites(S.dense_ops), "compared": _sites(S.compared)}
@@ -68,7 +68,8 @@ def _report_lines(S: Any, spec: str) -> list[str]:
     for method, by in e["tried"].items():
         lines.append(f"  {method:<11} " + ", ".join(f"{k} {v}" for k, v in by.items()))
     sweeps = e["sweeps"]
-    lines.append(f"  plan        {S.mode}: {S.colors} sweeps ({sweeps['forward']} forward, {sweeps['reverse']} reverse)")
+    lines.append(f"  plan        {S.mode}: {S.colors} sweeps ({sweeps['forward']} forward, {sweeps['reverse']} reverse)"
+                 + (", recovered by substitution" if S.recovery == "substitution" else ""))
     for site in e["dense_ops"]:
         lines.append(f"  dense       {site['operation']} at {site['file']}:{site['line']} (its structure is not known: "
                      "taken as dense)")
@@ -116,7 +117,8 @@ def _spy(S: Any, out: Output) -> None:
 
 
 def sparsity_command(*, func: str | None, expression: str | None, sources: tuple[str, ...], wrt: str | None,
-                     dtype: str | None, hessian: bool, mode: str, out: Output, debug: bool) -> None:
+                     dtype: str | None, hessian: bool, mode: str, out: Output, debug: bool,
+                     recovery: str = "auto") -> None:
     """Detect the pattern of FUNC at the INPUTs, colour it, report it; -o P.npz saves it for --pattern."""
     import jaccli
 
@@ -129,7 +131,8 @@ def sparsity_command(*, func: str | None, expression: str | None, sources: tuple
         check_output(out, sources, formats=(".npz",))
         check_plot(out)
         problem = failures.problem = load_problem(func, expression, sources, wrt, dtype)
-        S = jaccli.sparsity(problem.func, problem.args, wrt=problem.wrt, hessian=hessian, mode=mode)
+        S = jaccli.sparsity(problem.func, problem.args, wrt=problem.wrt, hessian=hessian, mode=mode,
+                            recovery=recovery)
         if out.path is not None:
             with writing(out.path):
                 S.save(out.target)

@@ -16,7 +16,7 @@ import numpy as np
 from jaccli.errors import UsageError
 from jaccli.io.atomic import atomic_write
 
-from .pooling import SignedLogScale, pool, pool_coordinates
+from .pooling import SignedLogScale, pool, pool_coordinates, pool_entries
 
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 INSTALL = "pip install 'jaccli[plot]'"
@@ -146,16 +146,37 @@ def heatmap(grid: Sequence[Sequence[np.ndarray]], rows: Sequence[Span], cols: Se
     A matrix larger than MAX_CELLS per axis is pooled by magnitude (see `pool`): no nonzero disappears.
     Written atomically to `path`, in the format its suffix names.
     """
-    from matplotlib import colormaps
-    from matplotlib.cm import ScalarMappable
-    from matplotlib.colors import Normalize
-
     plot_format(path)
     matrix = np.block([[np.asarray(b, dtype=np.float64).reshape(r.size, c.size) for b, c in zip(line, cols)]
                        for line, r in zip(grid, rows)]) if rows and cols else np.zeros((0, 0))
     shape = (sum(s.size for s in rows), sum(s.size for s in cols))
     matrix = matrix.reshape(shape)
     pooled, row_edges, col_edges = pool(matrix, MAX_CELLS, MAX_CELLS)
+    return _signed_picture(pooled, (row_edges, col_edges), shape, rows, cols, path, title=title, what=what,
+                           row_title=row_title, col_title=col_title)
+
+
+def sparse_heatmap(matrix: Any, rows: Sequence[Span], cols: Sequence[Span], path: Path | str, *, title: str = "",
+                   what: str = "value", row_title: str = "outputs", col_title: str = "inputs") -> Drawn:
+    """Draw a scipy.sparse matrix as `heatmap` draws a dense one, pooled from its stored entries (never an M x N
+    array): cells with no stored entry white, each other cell its stored value of largest magnitude."""
+    plot_format(path)
+    coo = matrix.tocoo()
+    shape = (int(coo.shape[0]), int(coo.shape[1]))
+    pooled, row_edges, col_edges = pool_entries(np.asarray(coo.row), np.asarray(coo.col), np.asarray(coo.data),
+                                                shape, MAX_CELLS, MAX_CELLS)
+    return _signed_picture(pooled, (row_edges, col_edges), shape, rows, cols, path, title=title, what=what,
+                           row_title=row_title, col_title=col_title)
+
+
+def _signed_picture(pooled: np.ndarray, edges: tuple[np.ndarray, np.ndarray], shape: tuple[int, int],
+                    rows: Sequence[Span], cols: Sequence[Span], path: Path | str, *, title: str, what: str,
+                    row_title: str, col_title: str) -> Drawn:
+    from matplotlib import colormaps
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
+
+    row_edges, col_edges = edges
     scale = SignedLogScale.of(pooled)
     signed = scale.signed(pooled) if scale is not None else np.where(np.isfinite(pooled), 0.0, np.nan)
     cmap, norm = colormaps["RdBu_r"], Normalize(-1.0, 1.0)

@@ -71,6 +71,30 @@ def pool_coordinates(row: np.ndarray, col: np.ndarray, shape: tuple[int, int], r
     return cells, row_edges, col_edges
 
 
+def pool_entries(row: np.ndarray, col: np.ndarray, data: np.ndarray, shape: tuple[int, int], rows: int,
+                 cols: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A sparse matrix's COO entries pooled like `pool` (each cell the stored value of largest magnitude, sign
+    kept, NaN first), never densely at M x N: a cell with no stored entry is 0.
+
+    >>> pooled, r, c = pool_entries(np.array([0, 1]), np.array([2, 0]), np.array([3.0, -5.0]), (2, 3), 1, 2)
+    >>> pooled.tolist()
+    [[-5.0, 3.0]]
+    """
+    row_edges, col_edges = bin_edges(shape[0], rows), bin_edges(shape[1], cols)
+    pooled = np.zeros((len(row_edges) - 1, len(col_edges) - 1))
+    if len(row):
+        i = np.searchsorted(row_edges, row, side="right") - 1
+        j = np.searchsorted(col_edges, col, side="right") - 1
+        data = np.asarray(data, dtype=np.float64)
+        weight = np.where(np.isnan(data), np.inf, np.abs(data))
+        # per cell, the entry that sorts last by magnitude (ties: the later entry) is the one kept
+        order = np.lexsort((weight, i * pooled.shape[1] + j))
+        cell = (i * pooled.shape[1] + j)[order]
+        last = np.append(cell[1:] != cell[:-1], True)
+        pooled.reshape(-1)[cell[last]] = data[order][last]
+    return pooled, row_edges, col_edges
+
+
 @dataclass(frozen=True)
 class SignedLogScale:
     """log10 |value| from `low` to `high` (decades) mapped to an intensity in [FLOOR, 1], signed by the value."""

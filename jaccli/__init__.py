@@ -7,14 +7,15 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 __all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp", "grad", "record_once", "Jacobian", "Hessian",
-           "sparsity", "sparse_jacobian", "sparse_hessian", "check_sparse", "Sparsity", "__version__"]
+           "sparsity", "sparse_jacobian", "sparse_hessian", "check_sparse", "Sparsity", "observing", "__version__"]
 
 # Imported on first use, so that `jaccli --version` and `--help` do not pay for NumPy and the engine.
 _LAZY = {"jacobian": "api.jacobian_hessian", "hessian": "api.jacobian_hessian", "vjp": "api.products",
          "jvp": "api.products", "hvp": "api.products", "vhp": "api.products", "grad": "api.products",
          "record_once": "replay.record_once", "Jacobian": "api.lazy", "Hessian": "api.lazy",
          "sparsity": "api.sparse", "sparse_jacobian": "api.sparse", "sparse_hessian": "api.sparse",
-         "check_sparse": "api.sparse_check", "Sparsity": "api.sparse"}
+         "check_sparse": "api.sparse_check", "Sparsity": "api.sparse",
+         "observing": "engine.progress"}
 
 if TYPE_CHECKING:
     from .api.jacobian_hessian import hessian, jacobian
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from .api.lazy import Hessian, Jacobian
     from .api.sparse import Sparsity, sparse_hessian, sparse_jacobian, sparsity
     from .api.sparse_check import check_sparse
+    from .engine.progress import observing
     from .replay.record_once import record_once
 
 

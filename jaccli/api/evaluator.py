@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from jaccli.engine import MATRIX_PRODUCTS, Recording, SparseBlock, scatter_cols, scatter_rows, separable
+from jaccli.engine import MATRIX_PRODUCTS, Phase, Recording, SparseBlock, blocks, scatter_cols, scatter_rows, separable
 
 from .block_stores import BlockStores, PartialStore
 from .diagonal_blocks import DiagonalBlocks
@@ -24,6 +24,7 @@ from .sample_mixing import check_batch_independence
 from .sweep_seeds import SweepSeeds, default_memory_budget
 
 MODES = ("auto", "reverse", "forward")
+_PHASES = {"reverse": "reverse sweeps (rows)", "forward": "forward sweeps (columns)"}  # what a progress bar says
 
 
 def _unique(idx: np.ndarray, size: int) -> np.ndarray:
@@ -78,7 +79,6 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
         self._products: bool | None = None
         self._diagonals: dict[tuple[int, int], np.ndarray | None] = {}
         self.kinds: set[str] = set()  # the kinds of sweep run so far: "reverse", "forward", "diagonal"
-        self.progress: Callable[[int, int], None] | None = None
         self.lock = threading.RLock()  # held by the lazy objects while they fill the caches
 
     def _feat(self, shape: tuple) -> tuple:
@@ -111,22 +111,22 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
         if missing.size != size:
             missing = _unique(missing, size)
         k = self.chunk(missing.size, other * (self.B if self.batch else 1))
-        done = 0
-        for start in range(0, missing.size, k):
-            block = missing[start:start + k]
-            results = sweep(block)
-            self.kinds.add(kind)
-            self.sweeps += 1
-            self.seeds_used += block.size
-            for other_index, value in enumerate(results):
-                write(block, other_index, value)
-            if whole and block.size == size:
-                done_mask[:] = True
-            else:
-                done_mask[block] = True
-            done += block.size
-            if self.progress is not None:
-                self.progress(done, missing.size)
+        start = 0
+        with Phase(_PHASES[kind], missing.size) as phase:
+            for step in blocks(missing.size, k, split=not isinstance(self.chunk_size, int)):
+                block = missing[start:start + step]
+                start += step
+                results = sweep(block)
+                self.kinds.add(kind)
+                self.sweeps += 1
+                self.seeds_used += block.size
+                for other_index, value in enumerate(results):
+                    write(block, other_index, value)
+                if whole and block.size == size:
+                    done_mask[:] = True
+                else:
+                    done_mask[block] = True
+                phase.advance(block.size)
 
     def _write_rows(self, i: int, j: int, rows: np.ndarray, ct: Any) -> None:
         k = rows.size

@@ -12,6 +12,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from jaccli.engine import Phase
+
 from .evaluator import Evaluator
 
 
@@ -415,14 +417,14 @@ class MatrixView(_Block):
         k = chunk_size or ev.chunk(rows.size, ev.N[b._j] * (ev.B if ev.batch else 1))
         ev._check_batch()
         diagonal = ev.diagonal(b._i, b._j) if ev.mode == "auto" else None  # an explicit mode is obeyed
-        for start in range(0, rows.size, k):
-            block = rows[start:start + k]
-            piece = self._swept_rows(block) if diagonal is None else self._diagonal_rows(block, diagonal)
-            if cols is not None:
-                piece = piece[..., cols]
-            yield start, b._finish(piece)
-            if ev.progress is not None:
-                ev.progress(min(start + k, rows.size), rows.size)
+        with Phase("reverse sweeps (rows)", rows.size) as phase:
+            for start in range(0, rows.size, k):
+                block = rows[start:start + k]
+                piece = self._swept_rows(block) if diagonal is None else self._diagonal_rows(block, diagonal)
+                if cols is not None:
+                    piece = piece[..., cols]
+                phase.advance(block.size)  # (before the yield: the caller may stop here)
+                yield start, b._finish(piece)
 
     def _diagonal_rows(self, block: np.ndarray, diagonal: np.ndarray) -> np.ndarray:
         """Rows `block` of a diagonal block: no sweep of their own."""

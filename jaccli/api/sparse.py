@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from jaccli.engine import Phase, blocks
 from jaccli.errors import UsageError
 
 from .jacobian_hessian import hessian as _lazy_hessian, jacobian as _lazy_jacobian
@@ -258,12 +259,8 @@ def _sparsity_for(rec: Any, f: Any, given: Sparsity | None, hessian: bool, mode:
 # ---------------------------------------------------------------------------------------------
 # Compressed sweeps
 # ---------------------------------------------------------------------------------------------
-def _chunks(ev: Any, k: int) -> list[slice]:
-    size = ev.chunk(k, 1)
-    return [slice(s, min(s + size, k)) for s in range(0, k, size)]
-
-
-def _products(ev: Any, seeds: Any, seeded: tuple, results: tuple, sweep: Callable) -> np.ndarray:
+def _products(ev: Any, seeds: Any, seeded: tuple, results: tuple, sweep: Callable,
+              phase: str = "compressed sweeps (colours)") -> np.ndarray:
     """The K sweeps of the seed matrix's columns (K x sum of `results` sizes), a chunk of seeds per
     sweep: seeds of the `seeded` side (inputs for JVPs, outputs for VJPs) split by their shapes."""
     k = seeds.shape[1]
@@ -271,14 +268,19 @@ def _products(ev: Any, seeds: Any, seeded: tuple, results: tuple, sweep: Callabl
     sizes = [math.prod(s) for s in results]
     out = np.empty((k, sum(sizes)), dtype=np.result_type(*ev.rec.outputs, np.float64))
     offsets = np.cumsum([0] + [math.prod(s) for s in seeded])
-    for part in _chunks(ev, k):
-        block = dense[part]
-        got = sweep([block[:, a:b].reshape((len(block),) + s) for a, b, s in zip(offsets, offsets[1:], seeded)])
-        at = 0
-        for res, size in zip(got, sizes):
-            out[part, at:at + size] = 0.0 if res is None else np.reshape(res, (len(block), size))
-            at += size
-        ev.sweeps += 1
+    start = 0
+    with Phase(phase, k) as progress:
+        for step in blocks(k, ev.chunk(k, 1), split=not isinstance(ev.chunk_size, int)):
+            part = slice(start, start + step)
+            start += step
+            block = dense[part]
+            got = sweep([block[:, a:b].reshape((len(block),) + s) for a, b, s in zip(offsets, offsets[1:], seeded)])
+            at = 0
+            for res, size in zip(got, sizes):
+                out[part, at:at + size] = 0.0 if res is None else np.reshape(res, (len(block), size))
+                at += size
+            ev.sweeps += 1
+            progress.advance(step)
     return out
 
 
@@ -287,9 +289,11 @@ def _compute(ev: Any, sparse: Sparsity) -> Any:
     products = []
     outs = sparse.in_shapes if sparse.hessian else sparse.out_shapes  # (a Hessian's outputs: the gradient)
     if plan.mode in ("forward", "symmetric", "bidirectional"):  # J @ S, M x K
-        products.append(_products(ev, plan.forward_seeds(), sparse.in_shapes, outs, ev.rec.jvp).T)
+        products.append(_products(ev, plan.forward_seeds(), sparse.in_shapes, outs, ev.rec.jvp,
+                                  "compressed forward sweeps (colours)").T)
     if plan.mode in ("reverse", "bidirectional"):  # S^T @ J, K x N
-        products.append(_products(ev, plan.reverse_seeds(), outs, sparse.in_shapes, ev.rec.vjp))
+        products.append(_products(ev, plan.reverse_seeds(), outs, sparse.in_shapes, ev.rec.vjp,
+                                  "compressed reverse sweeps (colours)"))
     return plan.recover(*products)
 
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from jaccli.api.arguments import as_args, resolve_wrt
 from jaccli.api.products import vjp
+from jaccli.engine import Phase
 from jaccli.errors import UsageError
 
 __all__ = ["finite_difference_jacobian", "fd_step", "fd_columns"]
@@ -76,7 +77,7 @@ def fd_columns(fun: Callable, args: tuple, k: int, cols: np.ndarray, *, richards
     vals: list[np.ndarray] = []
     errs: list[np.ndarray] = []
     evals = 0
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), Phase("finite differences (columns)", len(cols)) as progress:
         for q, c in enumerate(cols):
             h = fd_step(flat[..., c])
             d1, rnd = central(c, h)
@@ -106,6 +107,7 @@ def fd_columns(fun: Callable, args: tuple, k: int, cols: np.ndarray, *, richards
             for i, (v, e) in enumerate(zip(val, err)):
                 vals[i][..., q] = v
                 errs[i][..., q] = np.where(np.isfinite(e), e, 0.0)
+            progress.advance(1)
     return vals, errs, evals
 
 

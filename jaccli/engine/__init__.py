@@ -31,6 +31,8 @@ _EXPORTS = {
     "pause_for": "recording", "private_copy": "recording", "private_float": "recording",
     "current_errstate": "guards", "plan_form": "sweep_plans", "renewed_plan": "sweep_plans", "rewritable": "tape",
     "write_in_place": "views",
+    "Phase": "progress", "ProgressObserver": "progress", "blocks": "progress", "counting": "progress",
+    "current_observer": "progress", "observing": "progress",
 }
 __all__ = sorted(_EXPORTS)
 
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from .facts import CONDITION_ARGUMENTS, EXPRESSION_FUNCTIONS, KINK_CROSSINGS, MATRIX_PRODUCTS, READS_ONE_TRIANGLE, STRUCTURES
     from .guards import Guard, current_errstate, errstate_token
     from .numpy_proxies import primal_nested
+    from .progress import Phase, ProgressObserver, blocks, counting, current_observer, observing
     from .recording import Recording, Unique, as_float, call_traced, pause_for, private_copy, private_float
     from .registry import REGISTRY, Entry
     from .rules import every_rule

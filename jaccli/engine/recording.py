@@ -22,6 +22,7 @@ from .views import stale_error
 from .seeds import dense
 from .intercept import intercept_numpy
 from .numpy_proxies import primal_nested
+from .progress import counting, current_observer
 from .tape import sever
 from .tracer import Tracer, holds_tracer
 
@@ -84,7 +85,11 @@ class Recording:
             self.in_nodes.append(t._node)
         self.inputs = tuple(primal_value(a, self.trace) for a in call_args)
         with COLLECTOR_PAUSED, intercept_numpy(f), frozen_constants(Freezer(keep_all=guarded)):
-            out = _call_user(f, call_args)
+            if current_observer() is None:
+                out = _call_user(f, call_args)
+            else:  # the operation count read by a thread of its own: tracing pays nothing per operation
+                with counting("recording f (operations)", lambda: len(self.trace.nodes)):
+                    out = _call_user(f, call_args)
         self.out_is_tuple, outs, self.out_refs = _outputs(out, self.trace)
         self.outputs = tuple(o if r is None else o._value for o, r in zip(outs, self.out_refs))
         self.live = tuple(r is not None for r in self.out_refs)  # which outputs a sweep can reach

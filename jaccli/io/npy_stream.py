@@ -15,6 +15,7 @@ import numpy as np
 from .atomic import (check_target, fsync_directory, open_temporary, put_in_place, record_written, uninterrupted,
                      unlink_quietly)
 from .devices import DeviceStream, open_in_place, written_in_place
+from jaccli.engine import Phase
 from jaccli.errors import ResourceLimitError, UsageError
 from jaccli.plurals import counted, verb
 
@@ -80,6 +81,7 @@ class NpyStreamWriter:
         self._row_bytes = math.prod(self.shape[row_axis + 1:]) * self.dtype.itemsize
         self._written = np.zeros(self.shape[row_axis], dtype=bool)
         header = {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False, "shape": self.shape}
+        self._progress = Phase(f"writing {self.given.name} (rows)", self.shape[row_axis])  # finished by _close
         if self.in_place:
             self._cleanup = None
             self._sent = 0  # rows written so far, in order
@@ -151,6 +153,7 @@ class NpyStreamWriter:
                 position = self._offset + (lead * self.shape[1] + start_row) * self._row_bytes
                 _write_all(fd, memoryview(values[lead]).cast("B"), position)
         self._written[start_row:stop] = True
+        self._progress.advance(stop - start_row)
 
     @property
     def rows_missing(self) -> int:
@@ -231,6 +234,9 @@ class NpyStreamWriter:
         return self._fd
 
     def _close(self) -> None:
+        progress = getattr(self, "_progress", None)
+        if progress is not None:
+            progress.finish()
         fd, self._fd = getattr(self, "_fd", None), None
         if fd is not None:
             os.close(fd)

@@ -2,6 +2,8 @@
 colouring in a chosen vertex ordering, and the best over several orderings refined by iterated greedy."""
 import numpy as np
 
+from jaccli.engine import Phase
+
 from . import greedy as _greedy
 from .effort import IMPROVE_SECONDS_PER_EDGE, ORDERING_SECONDS_PER_EDGE, worth
 from .orderings import ORDERINGS, ordering
@@ -78,19 +80,21 @@ def improve(pattern, colors, passes=12, seed=0):
     rng = np.random.default_rng(seed)
     best, stale = colors, 0
     current = colors
-    for k in range(passes):
-        count = _greedy.num_colors(current)
-        if count <= 1:
-            break
-        sizes = np.bincount(current[current >= 0], minlength=count)
-        class_order = (np.arange(count)[::-1], np.argsort(-sizes, kind="stable"), rng.permutation(count))[k % 3]
-        current = _greedy.recolor_by_classes(bip, current, class_order)
-        if _greedy.num_colors(current) < _greedy.num_colors(best):
-            best, stale = current, 0
-        else:
-            stale += 1
-            if stale >= 3:
+    with Phase("colouring: iterated greedy (passes)", passes) as progress:
+        for k in range(passes):
+            count = _greedy.num_colors(current)
+            if count <= 1:
                 break
+            sizes = np.bincount(current[current >= 0], minlength=count)
+            class_order = (np.arange(count)[::-1], np.argsort(-sizes, kind="stable"), rng.permutation(count))[k % 3]
+            current = _greedy.recolor_by_classes(bip, current, class_order)
+            progress.advance(1)
+            if _greedy.num_colors(current) < _greedy.num_colors(best):
+                best, stale = current, 0
+            else:
+                stale += 1
+                if stale >= 3:
+                    break
     return best
 
 
@@ -110,16 +114,19 @@ def best_columns(pattern, orders=None, *, improve_passes=None, seed=0, sweep_s=N
     # no colouring beats the densest row: stop searching once it is reached
     bound = int(bip.row_counts.max()) if bip.shape[0] else 0
     cache, tried, best = {}, {}, None
-    for name in orders:
-        if best is not None and not worth(ORDERING_SECONDS_PER_EDGE.get(name, 0.0) * edges,
-                                          _greedy.num_colors(best), bound, sweep_s):
-            continue
-        colors = greedy_columns(bip, name, seed=seed, _cache=cache)
-        tried[name] = _greedy.num_colors(colors)
-        if best is None or tried[name] < _greedy.num_colors(best):
-            best = colors
-        if tried[name] <= bound:
-            break
+    with Phase("colouring (orderings)", len(orders)) as progress:
+        for name in orders:
+            if best is not None and not worth(ORDERING_SECONDS_PER_EDGE.get(name, 0.0) * edges,
+                                              _greedy.num_colors(best), bound, sweep_s):
+                progress.advance(1)
+                continue
+            colors = greedy_columns(bip, name, seed=seed, _cache=cache)
+            tried[name] = _greedy.num_colors(colors)
+            progress.advance(1)
+            if best is None or tried[name] < _greedy.num_colors(best):
+                best = colors
+            if tried[name] <= bound:
+                break
     if best is None:
         best = np.full(bip.shape[1], -1, dtype=np.int64)
     # above SMALL_GRAPH_EDGES a pass costs ~0.4 s at 1e6 columns and gained nothing within one colour of the bound

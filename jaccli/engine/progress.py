@@ -1,0 +1,166 @@
+"""Progress of long work: the observer protocol the library reports to, and the context that holds one.
+
+The library never draws anything. Work that can take long (recording f, sweeps, finite differences,
+colouring, compressed sweeps, streamed writes, distributed blocks) reports to the observer set with
+`observing`, if any; the command line sets one that draws a bar on a terminal. An observer is any
+object with three methods::
+
+    start(phase: str, total: int | None)  # a phase of work begins: `total` units, None when unknown
+    advance(n: int)                       # n more units of the current phase are done
+    finish()                              # the current phase is over (also when it failed)
+
+Phases nest (a streamed write runs sweeps): `finish` ends the phase last started. The phase name
+says what is done and in which unit, e.g. ``"reverse sweeps (rows)"``. Calls come from the thread
+doing the work, except while f is recorded: its operation count is then read every `POLL_S`
+seconds by a thread of its own, so tracing pays nothing per operation. An observer is looked up when
+a phase starts, in the calling context (`contextvars`): a thread started meanwhile sees none.
+
+Without an observer nothing changes, down to the size of every sweep. With one, work predicted to
+take longer than `LONG_S` is split into blocks (`blocks`) so that the bar can move.
+
+>>> class Printer:
+...     def start(self, phase, total): print("start", phase, total)
+...     def advance(self, n): print("advance", n)
+...     def finish(self): print("finish")
+>>> import numpy as np, jaccli
+>>> with observing(Printer()):
+...     J = np.asarray(jaccli.jacobian(np.cumsum, np.ones(3)))
+start recording f (operations) None
+finish
+start reverse sweeps (rows) 3
+advance 1
+advance 2
+finish
+
+(The first block, of about 1/BLOCKS of the rows, is timed to predict the rest.)
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Callable, Iterator, Protocol
+
+__all__ = ["ProgressObserver", "Phase", "observing", "current_observer", "blocks", "counting"]
+
+# Work predicted to take longer than LONG_S seconds is split into about BLOCKS blocks of at least
+# MIN_BLOCK_S seconds each: enough steps for a bar, few enough that the sweeps' fixed costs stay small.
+LONG_S = 0.5
+BLOCKS = 32
+MIN_BLOCK_S = 0.05
+POLL_S = 0.25  # how often the operation count of a recording in progress is read
+
+
+class ProgressObserver(Protocol):
+    """What the library reports long work to (see the module's docstring)."""
+
+    def start(self, phase: str, total: int | None) -> None: ...
+
+    def advance(self, n: int) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+_OBSERVER: ContextVar[Any] = ContextVar("jaccli_progress_observer", default=None)
+
+
+def current_observer() -> ProgressObserver | None:
+    """The observer set by the innermost `observing`, or None."""
+    return _OBSERVER.get()
+
+
+@contextmanager
+def observing(observer: ProgressObserver | None) -> Iterator[ProgressObserver | None]:
+    """Report the long work done inside the block to `observer` (None: to nobody)."""
+    token = _OBSERVER.set(observer)
+    try:
+        yield observer
+    finally:
+        _OBSERVER.reset(token)
+
+
+class Phase:
+    """One phase of work, reported to the current observer; does nothing without one.
+
+    Used as a context manager, it finishes however the block ends.
+    """
+
+    __slots__ = ("observer",)
+
+    def __init__(self, name: str, total: int | None) -> None:
+        self.observer = _OBSERVER.get()
+        if self.observer is not None:
+            self.observer.start(name, total)
+
+    def advance(self, n: int = 1) -> None:
+        if self.observer is not None:
+            self.observer.advance(n)
+
+    def finish(self) -> None:
+        if self.observer is not None:
+            observer, self.observer = self.observer, None
+            observer.finish()
+
+    def __enter__(self) -> Phase:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.finish()
+
+
+def blocks(total: int, cap: int, split: bool = True) -> Iterator[int]:
+    """Sizes of the blocks to do `total` units of work in, none over `cap`; the caller does each block
+    before asking for the next, so the time between two is the block's.
+
+    Without an observer, or not `split` (a block size the user chose): blocks of `cap`, as before
+    progress was reported. With one: a first block of
+    about total/BLOCKS units is timed; if the rest is predicted to take over LONG_S, it goes in blocks
+    of about total/BLOCKS units and at least MIN_BLOCK_S seconds each, else in blocks of `cap`.
+    """
+    cap = max(1, cap)
+    left = total
+    size = cap
+    if split and total > 1 and _OBSERVER.get() is not None:
+        probe = min(cap, math.ceil(total / BLOCKS))
+        began = time.perf_counter()
+        yield probe
+        left -= probe
+        per_unit = (time.perf_counter() - began) / probe
+        if per_unit * left > LONG_S:
+            size = min(cap, max(probe, math.ceil(MIN_BLOCK_S / per_unit) if per_unit > 0 else cap))
+    while left > 0:
+        step = min(size, left)
+        yield step
+        left -= step
+
+
+@contextmanager
+def counting(name: str, count: Callable[[], int]) -> Iterator[None]:
+    """A phase of unknown length whose progress is `count()`, read every POLL_S seconds by a thread
+    of its own (the work itself pays nothing); no thread without an observer."""
+    observer = _OBSERVER.get()
+    if observer is None:
+        yield
+        return
+    observer.start(name, None)
+    stop = threading.Event()
+    seen = [0]
+
+    def poll() -> None:
+        while not stop.wait(POLL_S):
+            now = count()
+            if now > seen[0]:
+                observer.advance(now - seen[0])
+                seen[0] = now
+
+    thread = threading.Thread(target=poll, name="jaccli-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        observer.finish()

@@ -1,0 +1,184 @@
+"""Progress of long work: what the library reports to an observer, and the bars the command line draws on a terminal."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+import jaccli
+import jaccli.engine.progress as progress_module
+from jaccli.check.finite_differences import finite_difference_jacobian
+from jaccli.engine import observing
+from jaccli.io.npy_stream import NpyStreamWriter
+
+
+class Recorder:
+    """An observer that keeps what it is told: ("start", phase, total), n for advance(n), "finish"."""
+
+    def __init__(self) -> None:
+        self.events: list = []
+
+    def start(self, phase, total):
+        self.events.append(("start", phase, total))
+
+    def advance(self, n):
+        self.events.append(n)
+
+    def finish(self):
+        self.events.append("finish")
+
+    def phase(self, name: str) -> list:
+        """The events of the first phase called `name`, from its start to its finish."""
+        at = next(k for k, e in enumerate(self.events) if isinstance(e, tuple) and e[1] == name)
+        return self.events[at:self.events.index("finish", at) + 1]
+
+
+def _f(x):
+    return np.cumsum(np.sin(x))
+
+
+def _closed_form(x):
+    return np.tril(np.ones((x.size, x.size))) * np.cos(x)[None, :]
+
+
+def _slow_sweeps(J, seconds_per_seed: float) -> None:
+    """Make each sweep of J's recording take `seconds_per_seed` per seed: f's sweeps are too fast to measure."""
+    rec = J._ev.rec
+    for name in ("vjp", "jvp"):
+        sweep = getattr(rec, name)
+
+        def slow(seeds, *args, _sweep=sweep, **kwargs):
+            time.sleep(seconds_per_seed * len(next(s for s in seeds if s is not None)))
+            return _sweep(seeds, *args, **kwargs)
+        setattr(rec, name, slow)
+
+
+@pytest.fixture
+def quick_blocks(monkeypatch):
+    """Work over 50 ms counts as long, a block takes 5 ms at least: the splitting in a test's time."""
+    monkeypatch.setattr(progress_module, "LONG_S", 0.05)
+    monkeypatch.setattr(progress_module, "MIN_BLOCK_S", 0.005)
+
+
+# ---------------------------------------------------------------- the library
+
+
+@pytest.mark.parametrize("mode, phase", [("reverse", "reverse sweeps (rows)"), ("forward", "forward sweeps (columns)")])
+def test_long_sweeps_are_split_into_blocks_reported_as_they_finish(quick_blocks, mode, phase):
+    x = np.linspace(0.1, 2.0, 64)
+    J = jaccli.jacobian(_f, x, mode=mode)
+    _slow_sweeps(J, 0.001)
+    recorder = Recorder()
+    with observing(recorder):
+        values = np.asarray(J)
+    events = recorder.phase(phase)
+    assert events[0] == ("start", phase, 64) and events[-1] == "finish"
+    steps = events[1:-1]
+    assert sum(steps) == 64 and 8 <= len(steps) <= 50 and J.sweeps == len(steps)
+    assert_allclose(values, _closed_form(x), rtol=1e-13, atol=1e-15)
+
+
+def test_without_an_observer_the_sweeps_are_as_before(quick_blocks):
+    x = np.linspace(0.1, 2.0, 64)
+    J = jaccli.jacobian(_f, x)
+    _slow_sweeps(J, 0.001)
+    plain = np.asarray(J)
+    assert J.sweeps == 1  # the whole Jacobian in one sweep, as the memory budget allows
+    observed = jaccli.jacobian(_f, x)
+    _slow_sweeps(observed, 0.001)
+    with observing(Recorder()):
+        values = np.asarray(observed)
+    assert observed.sweeps > 1
+    assert_array_equal(values, plain)
+
+
+def test_short_sweeps_are_not_split_beyond_the_timed_first_block():
+    x = np.linspace(0.1, 2.0, 64)
+    J = jaccli.jacobian(_f, x)
+    recorder = Recorder()
+    with observing(recorder):
+        np.asarray(J)
+    assert recorder.phase("reverse sweeps (rows)")[1:-1] == [2, 62]
+
+
+def test_recording_reports_its_operation_count_from_a_thread_of_its_own(monkeypatch):
+    monkeypatch.setattr(progress_module, "POLL_S", 0.02)
+    threads = []
+
+    def f(x):
+        for _ in range(40):
+            x = np.sin(x) + x
+        threads.append(threading.active_count())
+        time.sleep(0.2)
+        return x
+
+    recorder = Recorder()
+    with observing(recorder):
+        J = jaccli.jacobian(f, np.ones(3))
+    events = recorder.phase("recording f (operations)")
+    assert events[0] == ("start", "recording f (operations)", None) and events[-1] == "finish"
+    assert 80 <= sum(events[1:-1]) <= len(J._ev.rec.trace.nodes)
+    assert threads[0] == threading.active_count() + 1  # the counter's thread, ended with the recording
+    jaccli.jacobian(f, np.ones(3))
+    assert threads[1] == threads[0] - 1  # no thread without an observer
+
+
+def test_finite_differences_report_each_column():
+    recorder = Recorder()
+    x = np.array([0.3, 0.7, 1.1])
+    with observing(recorder):
+        fd = finite_difference_jacobian(_f, x)
+    assert recorder.events == [("start", "finite differences (columns)", 3), 1, 1, 1, "finish"]
+    assert_allclose(fd, _closed_form(x), rtol=1e-8, atol=1e-10)
+
+
+def _stencil(x):
+    return x[1:-1] ** 2 - x[:-2] * x[2:]
+
+
+def test_colouring_and_compressed_sweeps_report_their_steps(quick_blocks):
+    pytest.importorskip("scipy")
+    x = np.linspace(0.5, 1.5, 40)
+    plain = jaccli.sparse_jacobian(_stencil, x)
+    recorder = Recorder()
+    with observing(recorder):
+        observed = jaccli.sparse_jacobian(_stencil, x)
+    colouring = recorder.phase("colouring (orderings)")
+    assert colouring[0] == ("start", "colouring (orderings)", 6) and set(colouring[1:-1]) == {1}
+    compressed = [e for e in recorder.events if isinstance(e, tuple) and e[1].startswith("compressed")]
+    assert compressed and all(e[2] == 3 for e in compressed)  # three colours: three seeds to sweep
+    assert sum(recorder.phase(compressed[0][1])[1:-1]) == 3
+    assert_array_equal(observed.toarray(), plain.toarray())
+    reference = np.zeros((38, 40))
+    reference[np.arange(38), np.arange(38)] = -x[2:]
+    reference[np.arange(38), np.arange(1, 39)] = 2 * x[1:-1]
+    reference[np.arange(38), np.arange(2, 40)] = -x[:-2]
+    assert_allclose(observed.toarray(), reference, rtol=1e-15)
+
+
+def test_a_streamed_write_reports_its_rows_and_finishes_on_commit_or_abort(tmp_path):
+    recorder = Recorder()
+    with observing(recorder):
+        with NpyStreamWriter(tmp_path / "J.npy", (4, 3)) as out:
+            out.write(0, np.ones((2, 3)))
+            out.write(2, np.zeros((2, 3)))
+        failed = NpyStreamWriter(tmp_path / "K.npy", (4, 3))
+        failed.write(0, np.ones((1, 3)))
+        failed.abort()
+    assert recorder.events == [("start", "writing J.npy (rows)", 4), 2, 2, "finish",
+                               ("start", "writing K.npy (rows)", 4), 1, "finish"]
+    assert np.load(tmp_path / "J.npy").sum() == 6.0
+
+
+def test_the_observer_is_the_innermost_one_set():
+    outer, inner = Recorder(), Recorder()
+    with observing(outer):
+        with observing(inner):
+            finite_difference_jacobian(_f, np.ones(2))
+        with observing(None):
+            finite_difference_jacobian(_f, np.ones(2))
+    assert outer.events == [] and len(inner.events) == 4

@@ -1232,39 +1232,51 @@ def test_stats_go_to_stderr(runner):
     assert stats[2].startswith("stats: time: load ") and "total" in stats[2]
 
 
-def test_progress_callback_is_hooked_to_the_evaluator(runner, monkeypatch):
+def test_progress_observer_sees_the_sweeps_of_a_command(runner, monkeypatch):
+
     import jaccli.cli.commands.run as run_module
+    from jaccli.engine import observing
 
     seen = []
 
     class Recorder:
-        def __call__(self, done, total):
-            seen.append((done, total))
+        def start(self, phase, total):
+            seen.append(("start", phase, total))
 
-        def close(self):
-            seen.append("closed")
+        def advance(self, n):
+            seen.append(n)
 
-    monkeypatch.setattr(run_module, "_progress", lambda out: Recorder())
+        def finish(self):
+            seen.append("finish")
+
+    monkeypatch.setattr(run_module, "observed", lambda out: observing(Recorder()))
     result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--chunk-size", "8",
                     "--rows", "0:16")
     assert result.exit_code == 0
-    assert seen == [(8, 16), (16, 16), "closed"]
+    assert seen[:2] == [("start", "recording f (operations)", None), "finish"]
+    assert seen[2:] == [("start", "reverse sweeps (rows)", 16), 8, 8, "finish"]  # --chunk-size is obeyed
 
 
-def test_progress_bar_adapter_counts_towards_the_total():
+def test_no_progress_observer_when_stderr_is_not_a_terminal_or_under_quiet(monkeypatch):
     import io
 
-    from jaccli.cli.commands.run import _Progress
+    from jaccli.cli.commands.run import observed
+    from jaccli.cli.commands.settings import Output
+    from jaccli.engine import current_observer
 
-    progress = _Progress(start=0.0)
-    progress.console.file = io.StringIO()
-    progress(3, 10)
-    progress(10, 10)
-    assert progress.total == 10 and progress.done == 10
-    progress(2, 4)  # a new evaluation starts a new count
-    assert progress.total == 4 and progress.done == 2
-    progress.close()
-    assert progress.reporter is None
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr("sys.stderr", io.StringIO())
+    with observed(Output()):
+        assert current_observer() is None
+    monkeypatch.setattr("sys.stderr", Terminal())
+    with observed(Output(quiet=True)):
+        assert current_observer() is None
+    with observed(Output()):
+        assert current_observer() is not None
+    assert current_observer() is None
 
 
 # ---------------------------------------------------------------- errors

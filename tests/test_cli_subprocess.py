@@ -195,6 +195,20 @@ def test_start_up_is_kept_out_of_garbage_collection_and_f_loads_with_the_collect
         assert_allclose(np.load(tmp_path / "J.npy"), np.diag(np.cos([0.5, 1.0])), rtol=1e-15)
 
 
+def read_terminal(main: int) -> bytes:
+    """All a pseudo-terminal's program wrote, read from its `main` end until the other end closes."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # Linux reports the closed other end as EIO
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def _on_a_terminal(args: list[str], cwd: Path, **env: str) -> str:
     """stdout of jaccli run on a pseudo-terminal (stderr on a pipe)."""
     pty = pytest.importorskip("pty")
@@ -205,16 +219,7 @@ def _on_a_terminal(args: list[str], cwd: Path, **env: str) -> str:
         os.close(secondary)
         secondary = -1
         assert done.returncode == 0, done.stderr
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(main, 65536)
-            except OSError:  # Linux reports the closed other end as EIO
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return b"".join(chunks).decode()
+        return read_terminal(main).decode()
     finally:
         os.close(main)
         if secondary != -1:

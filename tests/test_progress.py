@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +18,8 @@ import jaccli.engine.progress as progress_module
 from jaccli.check.finite_differences import finite_difference_jacobian
 from jaccli.engine import observing
 from jaccli.io.npy_stream import NpyStreamWriter
+
+from .test_cli_subprocess import JACCLI, clean_env, read_terminal
 
 
 class Recorder:
@@ -182,3 +188,76 @@ def test_the_observer_is_the_innermost_one_set():
         with observing(None):
             finite_difference_jacobian(_f, np.ones(2))
     assert outer.events == [] and len(inner.events) == 4
+
+
+# ---------------------------------------------------------------- the command line
+
+SLOW = """
+import time
+import numpy as np
+
+def f(x):
+    time.sleep({seconds})
+    return np.cumsum(np.sin(x))
+"""
+
+
+def _write_slow(tmp_path: Path, seconds: float) -> None:
+    (tmp_path / "f.py").write_text(SLOW.format(seconds=seconds))
+    np.save(tmp_path / "x.npy", np.linspace(0.1, 1.0, 6))
+
+
+def _stderr_on_a_terminal(args: list[str], cwd: Path, **env: str) -> tuple[str, str]:
+    """(stdout, stderr) of jaccli run with stderr on a pseudo-terminal (stdout on a pipe)."""
+    pty = pytest.importorskip("pty")
+    main, secondary = pty.openpty()
+    written: list[bytes] = []
+
+    def read() -> None:  # all along: a bar redrawn ten times a second would fill the terminal's buffer
+        written.append(read_terminal(main))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        done = subprocess.run(JACCLI + args, cwd=cwd, stdout=subprocess.PIPE, stderr=secondary, text=True,
+                              env=clean_env(TERM="xterm-256color", **env), timeout=60)
+    finally:
+        os.close(secondary)
+    reader.join(10)
+    os.close(main)
+    stderr = b"".join(written).decode()
+    assert done.returncode == 0, stderr
+    return done.stdout, stderr
+
+
+unix_only = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+
+
+@unix_only
+def test_a_slow_recording_shows_a_spinner_with_its_operation_count(tmp_path):
+    _write_slow(tmp_path, 1.4)
+    _, stderr = _stderr_on_a_terminal(["jacobian", "f.py", "x.npy", "-o", "J.npy"], tmp_path)
+    assert "recording f (operations)" in stderr and "\x1b[" in stderr
+    assert "0:00:01" in stderr  # the time elapsed since the recording began
+    assert_allclose(np.load(tmp_path / "J.npy"), _closed_form(np.linspace(0.1, 1.0, 6)), rtol=1e-15)
+
+
+@unix_only
+def test_check_shows_its_sweeps_and_finite_differences_with_their_counts(tmp_path):
+    _write_slow(tmp_path, 0.0)
+    stdout, stderr = _stderr_on_a_terminal(["check", "f.py", "x.npy"], tmp_path, JACCLI_PROGRESS_DELAY="0")
+    assert "reverse sweeps (rows)" in stderr and "6/6" in stderr
+    assert "finite differences (columns)" in stderr
+    assert "passed" in stdout
+
+
+@unix_only
+def test_no_bar_for_short_work_nor_under_quiet_nor_in_pipes(tmp_path):
+    _write_slow(tmp_path, 0.0)
+    _, short = _stderr_on_a_terminal(["jacobian", "f.py", "x.npy"], tmp_path)
+    assert "recording" not in short and "sweeps" not in short
+    _, quiet = _stderr_on_a_terminal(["jacobian", "f.py", "x.npy", "--quiet"], tmp_path, JACCLI_PROGRESS_DELAY="0")
+    assert quiet == ""
+    piped = subprocess.run(JACCLI + ["jacobian", "f.py", "x.npy"], cwd=tmp_path, capture_output=True, text=True,
+                           env=clean_env(JACCLI_PROGRESS_DELAY="0"), timeout=60)
+    assert piped.returncode == 0 and piped.stderr == ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import io
+import time
 import re
 
 import numpy as np
@@ -336,18 +337,19 @@ class Clock:
 def test_progress_is_silent_when_not_a_terminal():
     file = io.StringIO()
     progress = make_progress(make_console(file, width=80), delay=0.0)
-    progress.start(10)
+    progress.start("reverse sweeps (rows)", 10)
     progress.advance(5)
     assert not progress.live
+    progress.finish()
     progress.stop()
     assert file.getvalue() == ""
 
 
 def test_progress_waits_for_the_delay_then_draws_on_a_terminal(colour_env):
     file, clock = FakeTerminal(), Clock()
-    progress = ProgressReporter(make_console(file, width=80), description="rows", delay=1.0, clock=clock)
+    progress = ProgressReporter(make_console(file, width=100), delay=1.0, clock=clock, watch=False)
     with progress:
-        progress.start(10)
+        progress.start("reverse sweeps (rows)", 10)
         progress.advance(3)
         clock.now += 0.5
         progress.advance(1)
@@ -357,13 +359,56 @@ def test_progress_waits_for_the_delay_then_draws_on_a_terminal(colour_env):
         assert progress.live
         progress.advance(2)
         progress._progress.refresh()
-        assert "7/10" in file.getvalue()
+        assert "7/10" in file.getvalue() and "reverse sweeps (rows)" in file.getvalue()
+        assert "0:00:01" in file.getvalue()  # the time since the phase began, not since its bar appeared
+        progress.finish()
+        assert not progress.live
+    assert not progress.live
+
+
+def test_progress_of_unknown_length_shows_its_count(colour_env):
+    file, clock = FakeTerminal(), Clock()
+    with ProgressReporter(make_console(file, width=100), delay=1.0, clock=clock, watch=False) as progress:
+        progress.start("recording f (operations)", None)
+        clock.now += 1.5
+        progress.advance(12345)
+        progress._progress.refresh()
+        assert "recording f (operations)" in file.getvalue() and "12,345" in file.getvalue()
+
+
+def test_progress_phases_nest_and_each_finish_ends_the_last_started(colour_env):
+    file, clock = FakeTerminal(), Clock()
+    with ProgressReporter(make_console(file, width=100), delay=1.0, clock=clock, watch=False) as progress:
+        progress.start("writing J.npy (rows)", 4)
+        clock.now += 2.0
+        progress.start("reverse sweeps (rows)", 8)
+        progress.advance(4)
+        assert [t.description for t in progress._progress.tasks] == ["writing J.npy (rows)"]  # the inner: not yet
+        clock.now += 1.0
+        progress.advance(4)
+        progress._progress.refresh()
+        assert "8/8" in file.getvalue() and "0/4" in file.getvalue()
+        progress.finish()
+        progress.advance(4)
+        assert progress.live and [t.completed for t in progress._progress.tasks] == [4]
+        progress.finish()
+        assert not progress.live
+
+
+def test_progress_shows_a_phase_that_reports_nothing_once_it_is_due(colour_env):
+    with ProgressReporter(make_console(FakeTerminal(), width=100), delay=0.05) as progress:
+        progress.start("finite differences (columns)", 3)
+        deadline = time.monotonic() + 5.0
+        while not progress.live and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert progress.live  # the watcher thread drew it, with no advance()
     assert not progress.live
 
 
 def test_progress_stop_without_start_is_harmless():
     progress = make_progress(make_console(FakeTerminal(), width=80))
     progress.advance(3)
+    progress.finish()
     progress.stop()
     progress.stop()
     assert not progress.live

@@ -362,13 +362,6 @@ def _one_output(problem: Problem, given: int, shape: str) -> UsageError:
 # ---------------------------------------------------------------- evaluation
 
 
-def hook_progress(outcome: Outcome, callback: Callable[[int, int], None] | None) -> None:
-    """Send the evaluator's (done, total) reports to `callback`."""
-    for b in outcome.blocks:
-        if b.lazy is not None:
-            b.lazy._ev.progress = callback
-
-
 def evaluate(outcome: Outcome) -> None:
     """Compute every block's data in memory, only the selected rows and columns."""
     start = time.perf_counter()

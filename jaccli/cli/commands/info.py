@@ -47,7 +47,7 @@ from jaccli.cli.render.display import Facts, Section, Table, render
 from .failures import shown_path, to_stderr, to_stdout
 from .problem import Problem, load_problem
 from .report import SCHEMA, function_entry, inputs_entry, jsonable
-from .run import Failures
+from .run import Failures, observed
 from .settings import Output, Settings
 
 
@@ -196,7 +196,7 @@ def info(*, func: str | None, expression: str | None, sources: tuple[str, ...], 
          settings: Settings, out: Output, argv: list[str], debug: bool) -> None:
     """Load FUNC, record it once, and print what it is and how it would be differentiated."""
     start = time.perf_counter()
-    with Failures(func, expression, debug) as failures:
+    with Failures(func, expression, debug) as failures, observed(out):
         default_memory_budget()  # a JACCLI_MEMORY_BUDGET that names no size is refused before f runs
         problem = failures.problem = load_problem(func, expression, sources, wrt, settings.dtype)
         timings = {"load_s": time.perf_counter() - start}

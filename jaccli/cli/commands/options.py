@@ -204,7 +204,7 @@ output_options = _stack(
     click.option("--no-color", is_flag=True, help="No colours (also when NO_COLOR is set)."),
     click.option("--stats", is_flag=True, help="Print rows and columns evaluated, sweeps, chunk size and "
                  "timings to stderr."),
-    click.option("-q", "--quiet", is_flag=True, help="No warnings or notes on stderr (errors still print)."),
+    click.option("-q", "--quiet", is_flag=True, help="No warnings, notes or progress bars on stderr (errors still print)."),
     click.option("--debug", is_flag=True, envvar="JACCLI_DEBUG",
                  help="Show the full traceback of an error."),
 )
@@ -220,7 +220,7 @@ report_options = _stack(
                  help="Stdout format. Default: table on a terminal, text otherwise; json prints one "
                       "report object."),
     click.option("--no-color", is_flag=True, help="No colours (also when NO_COLOR is set)."),
-    click.option("-q", "--quiet", is_flag=True, help="No warnings or notes on stderr (errors still print)."),
+    click.option("-q", "--quiet", is_flag=True, help="No warnings, notes or progress bars on stderr (errors still print)."),
     click.option("--debug", is_flag=True, envvar="JACCLI_DEBUG",
                  help="Show the full traceback of an error."),
 )

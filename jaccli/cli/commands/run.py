@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 import time
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import click
 
@@ -16,48 +17,26 @@ from jaccli.api.sweep_seeds import default_memory_budget
 from jaccli.io.npy_stream import human_bytes
 
 from . import nonfinite
-from .compute import Outcome, Verdict, evaluate, finish_stream, hook_progress, prepare, stream_pieces
+from .compute import Outcome, Verdict, evaluate, finish_stream, prepare, stream_pieces
 from .failures import CheckFailed, print_traceback, to_stderr, to_stdout, translate
 from .problem import Problem, load_problem
 from .report import build_report, check_output, check_target, check_target_early, file_blocks, print_stats, show
 from .settings import Output, Settings
 
 
-class _Progress:
-    """Evaluator.progress -> a rich bar on stderr, shown once an evaluation has run about a second."""
-
-    def __init__(self, start: float):
-        from jaccli.cli.render.terminal import make_console
-
-        self.console = make_console(sys.stderr)
-        self.start = start
-        self.reporter: Any = None
-        self.total = -1
-        self.done = 0
-
-    def __call__(self, done: int, total: int) -> None:
-        from jaccli.cli.render.progress import make_progress
-
-        if self.reporter is None or total != self.total or done < self.done:
-            self.close()
-            delay = max(0.0, 1.0 - (time.perf_counter() - self.start))
-            self.reporter = make_progress(self.console, description="evaluating", delay=delay)
-            self.reporter.start(total)
-            self.total, self.done = total, 0
-        self.reporter.advance(done - self.done)
-        self.done = done
-
-    def close(self) -> None:
-        if self.reporter is not None:
-            self.reporter.stop()
-            self.reporter = None
-
-
-def _progress(out: Output) -> _Progress | None:
-    # rich is imported only when a bar could be drawn: stderr is a terminal.
+@contextmanager
+def observed(out: Output) -> Iterator[None]:
+    """The library's long work inside reports to progress bars on stderr, if it is a terminal and not --quiet."""
+    # rich is imported only when a bar could be drawn.
     if out.quiet or not sys.stderr.isatty():
-        return None
-    return _Progress(time.perf_counter())
+        yield
+        return
+    from jaccli.cli.render.progress import make_progress
+    from jaccli.cli.render.terminal import make_console
+    from jaccli.engine import observing
+
+    with make_progress(make_console(sys.stderr)) as reporter, observing(reporter):
+        yield
 
 
 def _too_large(outcome: Outcome, settings: Settings, out: Output, streams: bool) -> ResourceLimitError:
@@ -146,13 +125,7 @@ def _evaluate(problem: Problem, command: str, settings: Settings, out: Output, s
         warnings.simplefilter("always")
         outcome = prepare(problem, command, settings)
         check_target(out, outcome.command, outcome.blocks)
-        progress = _progress(out)
-        hook_progress(outcome, progress)
-        try:
-            _compute(outcome, settings, out, streams)
-        finally:
-            if progress is not None:
-                progress.close()
+        _compute(outcome, settings, out, streams)
     outcome.warnings += dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught)
     nonfinite.scan(problem, outcome, monitor)
     outcome.warnings += nonfinite.warning_lines(outcome)
@@ -271,7 +244,8 @@ def run(command: str, *, func: str | None, expression: str | None, sources: tupl
     """
     start = time.perf_counter()
     streams = command != "check"  # check has no -o to stream its result with
-    with recording_renames() as written, Failures(func, expression, debug, written, streams) as failures:
+    with recording_renames() as written, Failures(func, expression, debug, written, streams) as failures, \
+            observed(out):
         compute, own = _checks(command, settings, out)
         default_memory_budget()  # a JACCLI_MEMORY_BUDGET that names no size is refused before f runs
         check_output(out, [*sources, *settings.vectors, settings.compare, settings.rows, settings.cols])

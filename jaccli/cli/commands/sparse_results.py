@@ -21,7 +21,7 @@ from .plotting import check_plot, draw_sparse
 from .problem import Problem, load_problem
 from jaccli.cli.render.display import stdout_is_terminal
 from .report import check_output
-from .run import Failures
+from .run import Failures, observed
 from .settings import Output, Settings
 
 SPARSE_OUTPUTS = (".npz", ".mtx", ".json", ".npy")
@@ -196,7 +196,7 @@ def run_sparse(command: str, *, func: str | None, expression: str | None, source
                pattern: str | None = None, recovery: str = "auto") -> None:
     """jacobian or hessian --sparse end to end: compute, write atomically (-o), show, report."""
     start = time.perf_counter()
-    with recording_renames() as written, Failures(func, expression, debug, written) as failures:
+    with recording_renames() as written, Failures(func, expression, debug, written) as failures, observed(out):
         need_scipy()
         refuse_dense_only(settings, out, command == "hessian")
         check_output(out, [*sources, settings.rows, settings.cols, pattern], formats=SPARSE_OUTPUTS)
@@ -235,7 +235,7 @@ def check_sparse_command(*, func: str | None, expression: str | None, sources: t
     """check --sparse: the sparse result against one JVP and one VJP; exit 1 when rows or columns disagree."""
     from jaccli.api.sparse_check import check_sparse
 
-    with recording_renames() as written, Failures(func, expression, debug, written) as failures:
+    with recording_renames() as written, Failures(func, expression, debug, written) as failures, observed(out):
         need_scipy()
         refuse_dense_only(settings, out, False)
         if out.plot is not None:

@@ -18,7 +18,7 @@ from .plotting import check_plot
 from .problem import load_problem
 from jaccli.cli.render.display import stdout_is_terminal
 from .report import check_output
-from .run import Failures
+from .run import Failures, observed
 from .settings import Output
 from .sparse_results import HESSIAN_MODE, need_scipy
 
@@ -122,7 +122,7 @@ def sparsity_command(*, func: str | None, expression: str | None, sources: tuple
     """Detect the pattern of FUNC at the INPUTs, colour it, report it; -o P.npz saves it for --pattern."""
     import jaccli
 
-    with recording_renames() as written, Failures(func, expression, debug, written) as failures:
+    with recording_renames() as written, Failures(func, expression, debug, written) as failures, observed(out):
         need_scipy("jaccli sparsity")
         if hessian and mode != "auto":
             raise UsageError(HESSIAN_MODE)

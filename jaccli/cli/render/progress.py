@@ -1,96 +1,204 @@
-"""A progress bar on stderr for slow evaluations, drawn by rich only on terminals."""
+"""Progress bars on stderr for long work, drawn by rich only on terminals: the library's progress observer.
+
+The library reports phases of work (jaccli.engine.progress: ``start(phase, total)``, ``advance(n)``,
+``finish()``); a phase shows as a bar once it has run `delay` seconds (1 by default, the environment
+variable JACCLI_PROGRESS_DELAY), so work under a second draws nothing. A phase of unknown length
+(recording f) shows a spinner, its count and the time elapsed; one of known length a bar, the count
+done of the total, the rate and the time left. Phases nest (a streamed write runs sweeps): each
+shown phase is a line. Calls may come from another thread (the recording's counter): a lock keeps
+them in order, and a watcher thread shows a phase on time even when it reports nothing meanwhile.
+"""
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import TracebackType
 
 from rich.console import Console
 from rich.progress import (
     BarColumn,
-    MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    SpinnerColumn,
+    Task,
     TaskID,
     TextColumn,
-    TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
-__all__ = ["ProgressReporter", "make_progress"]
+__all__ = ["ProgressReporter", "make_progress", "progress_delay"]
+
+DEFAULT_DELAY = 1.0
+_WATCH_S = 0.1  # how often the watcher thread looks for a phase due to be shown
+
+
+def progress_delay() -> float:
+    """Seconds a phase runs before its bar appears: JACCLI_PROGRESS_DELAY if it is a number >= 0, else 1."""
+    try:
+        delay = float(os.environ.get("JACCLI_PROGRESS_DELAY", DEFAULT_DELAY))
+    except ValueError:
+        return DEFAULT_DELAY
+    return delay if delay >= 0 else DEFAULT_DELAY
+
+
+class _Count(ProgressColumn):
+    """``done/total``, or the count alone when the total is unknown."""
+
+    def render(self, task: Task) -> Text:
+        done = int(task.completed)
+        text = f"{done:,}" if task.total is None else f"{done:,}/{int(task.total):,}"
+        return Text(text, style="progress.download")
+
+
+class _Rate(ProgressColumn):
+    """Units per second, once rich has measured some."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        if speed is None:
+            return Text("")
+        return Text(f"{speed:,.0f}/s" if speed >= 10 else f"{speed:.2g}/s", style="progress.data.speed")
+
+
+class _Elapsed(ProgressColumn):
+    """Time since the phase began, not since its bar appeared."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        super().__init__()
+        self._clock = clock
+
+    def render(self, task: Task) -> Text:
+        seconds = int(max(0.0, self._clock() - task.fields["began"]))
+        return Text(f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}", style="progress.elapsed")
+
+
+@dataclass
+class _Phase:
+    name: str
+    total: int | None
+    started: float
+    done: int = 0
+    task: TaskID | None = None
 
 
 class ProgressReporter:
-    """A progress bar for stderr that appears only on terminals and only for slow evaluations.
+    """The library's progress observer, drawing on `console` (normally stderr) when it is a terminal.
 
-    Nothing is drawn until `delay` seconds after `start()`; the check happens in `advance()`.
-    Usable as a context manager so the bar is always cleared.
+    A phase is drawn once it has run `delay` seconds; nothing is drawn on anything but a terminal.
+    Usable as a context manager, so that the bars are always cleared.
     """
 
-    def __init__(
-        self,
-        console: Console,
-        *,
-        description: str = "rows",
-        delay: float = 1.0,
-        clock: Callable[[], float] = time.monotonic,
-    ):
+    def __init__(self, console: Console, *, delay: float = DEFAULT_DELAY,
+                 clock: Callable[[], float] = time.monotonic, watch: bool = True):
         self.console = console
         self.enabled = console.is_interactive
-        self.description = description
         self.delay = delay
         self._clock = clock
+        self._watch = watch  # (tests drive the clock themselves, and the watcher off)
+        self._lock = threading.RLock()
+        self._phases: list[_Phase] = []
         self._progress: Progress | None = None
-        self._task: TaskID | None = None
-        self._started_at: float | None = None
-        self._total: int | None = None
-        self._done = 0
+        self._watcher: threading.Thread | None = None
+        self._closed = threading.Event()
 
     @property
     def live(self) -> bool:
-        """Whether the bar is being drawn."""
+        """Whether bars are being drawn."""
         return self._progress is not None
 
-    def start(self, total: int | None) -> None:
-        """Begin counting towards `total` rows (None when unknown)."""
-        self.stop()
-        self._started_at = self._clock()
-        self._total = total
-        self._done = 0
+    # -- the observer protocol (jaccli.engine.progress) -------------------------------------------
+    def start(self, phase: str, total: int | None) -> None:
+        """A phase of `total` units (None: unknown) begins."""
+        with self._lock:
+            self._phases.append(_Phase(phase, total, self._clock()))
+            if self.enabled and self._watch and self._watcher is None:
+                self._watcher = threading.Thread(target=self._watch_phases, name="jaccli-progress-bar", daemon=True)
+                self._watcher.start()
+            self._show_due()
 
     def advance(self, n: int = 1) -> None:
-        """Count `n` more rows done; shows the bar once the delay has passed."""
-        if self._started_at is None:
-            return
-        self._done += n
-        if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, completed=self._done)
-        elif self.enabled and self._clock() - self._started_at >= self.delay:
-            self._show()
+        """`n` more units of the current phase are done."""
+        with self._lock:
+            if not self._phases:
+                return
+            phase = self._phases[-1]
+            phase.done += n
+            if phase.task is not None and self._progress is not None:
+                self._progress.update(phase.task, completed=phase.done)
+            else:
+                self._show_due()
 
-    def _show(self) -> None:
-        self._progress = Progress(
+    def finish(self) -> None:
+        """The current phase is over: its bar goes."""
+        with self._lock:
+            if not self._phases:
+                return
+            phase = self._phases.pop()
+            if phase.task is not None and self._progress is not None:
+                self._progress.update(phase.task, completed=phase.done)
+                self._progress.refresh()  # its last count, however soon it ends
+                self._progress.remove_task(phase.task)
+            if not any(p.task is not None for p in self._phases):
+                self._stop_drawing()
+
+    # -- drawing ---------------------------------------------------------------------------------
+    def _show_due(self) -> None:
+        if not self.enabled:
+            return
+        now = self._clock()
+        for phase in self._phases:
+            if phase.task is None and now - phase.started >= self.delay:
+                if self._progress is None:
+                    self._progress = self._make()
+                    self._progress.start()
+                phase.task = self._progress.add_task(phase.name, total=phase.total, completed=phase.done,
+                                                     began=phase.started)
+                self._progress.refresh()  # drawn now, not at rich's next tick: a short phase is seen too
+
+    def _make(self) -> Progress:
+        return Progress(
+            SpinnerColumn(),
             TextColumn("{task.description}"),
             BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
+            _Count(),
+            _Rate(),
+            _Elapsed(self._clock),
             TimeRemainingColumn(),
             console=self.console,
             transient=True,
             # Data goes to stdout; a live display on stderr must never capture it.
             redirect_stdout=False,
+            redirect_stderr=False,
             get_time=self._clock,
         )
-        self._task = self._progress.add_task(self.description, total=self._total, completed=self._done)
-        self._progress.start()
 
-    def stop(self) -> None:
-        """Clear the bar, if shown; safe to call more than once."""
+    def _watch_phases(self) -> None:
+        while not self._closed.wait(_WATCH_S):
+            with self._lock:
+                self._show_due()
+
+    def _stop_drawing(self) -> None:
         if self._progress is not None:
             self._progress.stop()
         self._progress = None
-        self._task = None
-        self._started_at = None
+        for phase in self._phases:
+            phase.task = None
+
+    def stop(self) -> None:
+        """Clear every bar and forget every phase; safe to call more than once."""
+        self._closed.set()
+        with self._lock:
+            self._phases.clear()
+            self._stop_drawing()
+        if self._watcher is not None and self._watcher is not threading.current_thread():
+            self._watcher.join()
+        self._watcher = None
+        self._closed = threading.Event()
 
     def __enter__(self) -> ProgressReporter:
         return self
@@ -104,16 +212,14 @@ class ProgressReporter:
         self.stop()
 
 
-def make_progress(
-    console: Console, *, description: str = "rows", delay: float = 1.0
-) -> ProgressReporter:
-    """A `ProgressReporter` on `console` (normally stderr); a no-op when it is not a terminal.
+def make_progress(console: Console, *, delay: float | None = None) -> ProgressReporter:
+    """A `ProgressReporter` on `console` (normally stderr); draws nothing when it is not a terminal.
 
     >>> import io
     >>> from jaccli.cli.render.terminal import make_console
     >>> progress = make_progress(make_console(io.StringIO()))
-    >>> progress.start(10); progress.advance(10); progress.stop()
+    >>> progress.start("rows", 10); progress.advance(10); progress.finish(); progress.stop()
     >>> progress.enabled
     False
     """
-    return ProgressReporter(console, description=description, delay=delay)
+    return ProgressReporter(console, delay=progress_delay() if delay is None else delay)

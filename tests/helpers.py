@@ -1,4 +1,4 @@
-"""Independent references shared by the test modules."""
+"""Independent references and small test doubles shared by the test modules."""
 
 from __future__ import annotations
 
@@ -104,3 +104,24 @@ def assert_error(result, kind: str, code: int) -> str:
         assert json.loads(result.stdout) == {"schema": 1, "error": {"kind": kind, "message": message,
                                                                     "exit_code": code}}, result.stdout
     return message
+
+
+class Recorder:
+    """An observer that keeps what it is told: ("start", phase, total), n for advance(n), "finish"."""
+
+    def __init__(self) -> None:
+        self.events: list = []
+
+    def start(self, phase, total):
+        self.events.append(("start", phase, total))
+
+    def advance(self, n):
+        self.events.append(n)
+
+    def finish(self):
+        self.events.append("finish")
+
+    def phase(self, name: str) -> list:
+        """The events of the first phase called `name`, from its start to its finish."""
+        at = next(k for k, e in enumerate(self.events) if isinstance(e, tuple) and e[1] == name)
+        return self.events[at:self.events.index("finish", at) + 1]

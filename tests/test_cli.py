@@ -21,7 +21,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from jaccli.cli.main import cli
 
-from .helpers import assert_error, central_diff, invoke_recording_error
+from .helpers import Recorder, assert_error, central_diff, invoke_recording_error
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 ROOT = SAMPLES.parent
@@ -1237,24 +1237,28 @@ def test_progress_observer_sees_the_sweeps_of_a_command(runner, monkeypatch):
     import jaccli.cli.commands.run as run_module
     from jaccli.engine import observing
 
-    seen = []
-
-    class Recorder:
-        def start(self, phase, total):
-            seen.append(("start", phase, total))
-
-        def advance(self, n):
-            seen.append(n)
-
-        def finish(self):
-            seen.append("finish")
-
-    monkeypatch.setattr(run_module, "observed", lambda out: observing(Recorder()))
+    recorder = Recorder()
+    seen = recorder.events
+    monkeypatch.setattr(run_module, "observed", lambda out: observing(recorder))
     result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--chunk-size", "8",
                     "--rows", "0:16")
     assert result.exit_code == 0
     assert seen[:2] == [("start", "recording f (operations)", None), "finish"]
     assert seen[2:] == [("start", "reverse sweeps (rows)", 16), 8, 8, "finish"]  # --chunk-size is obeyed
+
+
+def test_a_streamed_result_reports_the_rows_it_writes_and_only_those(runner, monkeypatch, tmp_path):
+    import jaccli.cli.commands.run as run_module
+    from jaccli.engine import observing
+
+    recorder = Recorder()
+    seen = recorder.events
+    monkeypatch.setattr(run_module, "observed", lambda out: observing(recorder))
+    result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "-o",
+                    str(tmp_path / "J.npy"), "--max-memory", "2KiB")
+    assert result.exit_code == 0 and "(streamed)" in result.stderr
+    at = seen.index(("start", "writing J.npy (rows)", 32))
+    assert seen[-1] == "finish" and sum(seen[at + 1:-1]) == 32 and len(seen[at + 1:-1]) > 1
 
 
 def test_no_progress_observer_when_stderr_is_not_a_terminal_or_under_quiet(monkeypatch):

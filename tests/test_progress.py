@@ -19,28 +19,8 @@ from jaccli.check.finite_differences import finite_difference_jacobian
 from jaccli.engine import observing
 from jaccli.io.npy_stream import NpyStreamWriter
 
+from .helpers import Recorder
 from .test_cli_subprocess import JACCLI, clean_env, read_terminal
-
-
-class Recorder:
-    """An observer that keeps what it is told: ("start", phase, total), n for advance(n), "finish"."""
-
-    def __init__(self) -> None:
-        self.events: list = []
-
-    def start(self, phase, total):
-        self.events.append(("start", phase, total))
-
-    def advance(self, n):
-        self.events.append(n)
-
-    def finish(self):
-        self.events.append("finish")
-
-    def phase(self, name: str) -> list:
-        """The events of the first phase called `name`, from its start to its finish."""
-        at = next(k for k, e in enumerate(self.events) if isinstance(e, tuple) and e[1] == name)
-        return self.events[at:self.events.index("finish", at) + 1]
 
 
 def _f(x):
@@ -131,6 +111,17 @@ def test_recording_reports_its_operation_count_from_a_thread_of_its_own(monkeypa
     assert threads[0] == threading.active_count() + 1  # the counter's thread, ended with the recording
     jaccli.jacobian(f, np.ones(3))
     assert threads[1] == threads[0] - 1  # no thread without an observer
+
+
+def test_work_inside_f_while_it_is_recorded_reports_nothing():
+    def f(x):
+        np.asarray(jaccli.jacobian(_f, np.ones(3)))  # a jaccli call of f's own: its phases would take the count's
+        return x * 2.0
+
+    recorder = Recorder()
+    with observing(recorder):
+        jaccli.jacobian(f, np.ones(2))
+    assert recorder.events == [("start", "recording f (operations)", None), "finish"]
 
 
 def test_finite_differences_report_each_column():

@@ -12,8 +12,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from jaccli.engine import Phase
-
 from .evaluator import Evaluator
 
 
@@ -409,6 +407,8 @@ class MatrixView(_Block):
 
         For results too large for memory: each piece is computed by one reverse sweep and
         dropped once the caller has written it. ``start`` is the piece's first position in `rows`.
+        Progress is the caller's to report (NpyStreamWriter reports the rows it writes): a phase
+        held open across the yields would take the caller's reports for its own.
         """
         b = self._block
         ev = b._ev
@@ -417,14 +417,12 @@ class MatrixView(_Block):
         k = chunk_size or ev.chunk(rows.size, ev.N[b._j] * (ev.B if ev.batch else 1))
         ev._check_batch()
         diagonal = ev.diagonal(b._i, b._j) if ev.mode == "auto" else None  # an explicit mode is obeyed
-        with Phase("reverse sweeps (rows)", rows.size) as phase:
-            for start in range(0, rows.size, k):
-                block = rows[start:start + k]
-                piece = self._swept_rows(block) if diagonal is None else self._diagonal_rows(block, diagonal)
-                if cols is not None:
-                    piece = piece[..., cols]
-                phase.advance(block.size)  # (before the yield: the caller may stop here)
-                yield start, b._finish(piece)
+        for start in range(0, rows.size, k):
+            block = rows[start:start + k]
+            piece = self._swept_rows(block) if diagonal is None else self._diagonal_rows(block, diagonal)
+            if cols is not None:
+                piece = piece[..., cols]
+            yield start, b._finish(piece)
 
     def _diagonal_rows(self, block: np.ndarray, diagonal: np.ndarray) -> np.ndarray:
         """Rows `block` of a diagonal block: no sweep of their own."""

@@ -9,7 +9,9 @@ object with three methods::
     advance(n: int)                       # n more units of the current phase are done
     finish()                              # the current phase is over (also when it failed)
 
-Phases nest (a streamed write runs sweeps): `finish` ends the phase last started. The phase name
+Phases nest (a colouring runs inside a sparse run): `advance` and `finish` are for the phase last
+started, so the library never holds a phase open across a `yield` (the caller's phases would
+interleave with it: MatrixView.stream leaves its progress to the writer it feeds). The phase name
 says what is done and in which unit, e.g. ``"reverse sweeps (rows)"``. Calls come from the thread
 doing the work, except while f is recorded: its operation count is then read every `POLL_S`
 seconds by a thread of its own, so tracing pays nothing per operation. An observer is looked up when
@@ -32,7 +34,7 @@ advance 1
 advance 2
 finish
 
-(The first block, of about 1/BLOCKS of the rows, is timed to predict the rest.)
+(The first block, of 1/MOST_BLOCKS of the rows, is timed to predict the rest.)
 """
 
 from __future__ import annotations
@@ -46,10 +48,14 @@ from typing import Any, Callable, Iterator, Protocol
 
 __all__ = ["ProgressObserver", "Phase", "observing", "current_observer", "blocks", "counting"]
 
-# Work predicted to take longer than LONG_S seconds is split into about BLOCKS blocks of at least
-# MIN_BLOCK_S seconds each: enough steps for a bar, few enough that the sweeps' fixed costs stay small.
+# Work predicted to take longer than LONG_S seconds is split into FEWEST_BLOCKS to MOST_BLOCKS blocks,
+# each about BLOCK_S seconds between those bounds and never under MIN_BLOCK_S: enough steps for a bar
+# that moves, few enough that smaller sweeps cost little more (a matrix product of 75 rows instead of
+# 1,500 costs ~25% more per row in OpenBLAS, one of 47 rows ~55% more: so 20 blocks, not 50, for short work).
 LONG_S = 0.5
-BLOCKS = 32
+FEWEST_BLOCKS = 20
+MOST_BLOCKS = 50
+BLOCK_S = 0.5
 MIN_BLOCK_S = 0.05
 POLL_S = 0.25  # how often the operation count of a recording in progress is read
 
@@ -65,11 +71,15 @@ class ProgressObserver(Protocol):
 
 
 _OBSERVER: ContextVar[Any] = ContextVar("jaccli_progress_observer", default=None)
+# Set while a counting phase runs: its thread advances whatever phase is last started, so none
+# may start inside it.
+_COUNTING: ContextVar[bool] = ContextVar("jaccli_progress_counting", default=False)
 
 
 def current_observer() -> ProgressObserver | None:
-    """The observer set by the innermost `observing`, or None."""
-    return _OBSERVER.get()
+    """The observer set by the innermost `observing`, or None; None too while f is being recorded
+    (a counting phase is open)."""
+    return None if _COUNTING.get() else _OBSERVER.get()
 
 
 @contextmanager
@@ -91,7 +101,7 @@ class Phase:
     __slots__ = ("observer",)
 
     def __init__(self, name: str, total: int | None) -> None:
-        self.observer = _OBSERVER.get()
+        self.observer = current_observer()
         if self.observer is not None:
             self.observer.start(name, total)
 
@@ -116,21 +126,23 @@ def blocks(total: int, cap: int, split: bool = True) -> Iterator[int]:
     before asking for the next, so the time between two is the block's.
 
     Without an observer, or not `split` (a block size the user chose): blocks of `cap`, as before
-    progress was reported. With one: a first block of
-    about total/BLOCKS units is timed; if the rest is predicted to take over LONG_S, it goes in blocks
-    of about total/BLOCKS units and at least MIN_BLOCK_S seconds each, else in blocks of `cap`.
+    progress was reported. With one: a first block of total/MOST_BLOCKS units is timed; if the rest is
+    predicted to take over LONG_S, it goes in FEWEST_BLOCKS to MOST_BLOCKS blocks (see BLOCK_S) of at
+    least MIN_BLOCK_S seconds each, else in blocks of `cap`.
     """
     cap = max(1, cap)
     left = total
     size = cap
-    if split and total > 1 and _OBSERVER.get() is not None:
-        probe = min(cap, math.ceil(total / BLOCKS))
+    if split and total > 1 and current_observer() is not None:
+        probe = min(cap, math.ceil(total / MOST_BLOCKS))
         began = time.perf_counter()
         yield probe
         left -= probe
-        per_unit = (time.perf_counter() - began) / probe
+        per_unit = max((time.perf_counter() - began) / probe, 1e-9)
+        predicted = per_unit * total
         if per_unit * left > LONG_S:
-            size = min(cap, max(probe, math.ceil(MIN_BLOCK_S / per_unit) if per_unit > 0 else cap))
+            count = min(MOST_BLOCKS, max(FEWEST_BLOCKS, predicted / BLOCK_S))
+            size = min(cap, max(probe, math.ceil(total / count), math.ceil(MIN_BLOCK_S / per_unit)))
     while left > 0:
         step = min(size, left)
         yield step
@@ -141,10 +153,11 @@ def blocks(total: int, cap: int, split: bool = True) -> Iterator[int]:
 def counting(name: str, count: Callable[[], int]) -> Iterator[None]:
     """A phase of unknown length whose progress is `count()`, read every POLL_S seconds by a thread
     of its own (the work itself pays nothing); no thread without an observer."""
-    observer = _OBSERVER.get()
-    if observer is None:
+    observer = current_observer()
+    if observer is None:  # (also when f records f again inside: the outer count goes on alone)
         yield
         return
+    token = _COUNTING.set(True)
     observer.start(name, None)
     stop = threading.Event()
     seen = [0]
@@ -164,3 +177,4 @@ def counting(name: str, count: Callable[[], int]) -> Iterator[None]:
         stop.set()
         thread.join()
         observer.finish()
+        _COUNTING.reset(token)

@@ -1240,7 +1240,7 @@ CLI_MESSAGES = [
          "its path", chdir=True,
          setup=lambda mp, tmp: (np.savez(tmp / "secret.npz", x=np.ones(2)), _refusing_to_read(mp, "secret.npz"))),
     Case(["jacobian", "{samples}/robot_arm.py", "{samples}/robot_arm_q.npy", "--mode", "reverse"],
-         "internal error in jaccli, not in f in {any}robot_arm.py: TypeError: {any} (jaccli/api/evaluator.py:{n}); "
+         "internal error in jaccli, not in f in {any}robot_arm.py: TypeError: {any} (jaccli/engine/progress.py:{n}); "
          "please report it with the traceback that the same command prints with --debug",
          setup=lambda mp, tmp: _internal(mp)),
     # sparse results: scipy missing, options that do not go with --sparse, --pattern that does not fit

@@ -157,6 +157,25 @@ def test_colouring_and_compressed_sweeps_report_their_steps(quick_blocks):
     assert_allclose(observed.toarray(), reference, rtol=1e-15)
 
 
+def test_star_and_acyclic_colourings_report_each_ordering():
+    sp = pytest.importorskip("scipy.sparse")
+    from jaccli.sparse.acyclic import best_acyclic
+    from jaccli.sparse.star import adjacency, best_star, is_star_coloring
+
+    n = 12  # an arrowhead plus a band: far from its bound, so every ordering runs
+    dense = np.eye(n) + np.eye(n, k=1) + np.eye(n, k=-1)
+    dense[0, :] = dense[:, 0] = 1
+    pattern = sp.csr_array(dense != 0)
+    recorder = Recorder()
+    with observing(recorder):
+        colors, _ = best_star(pattern)
+        acyclic, _ = best_acyclic(adjacency(pattern))
+    star = recorder.phase("star colouring (orderings)")
+    assert star[0] == ("start", "star colouring (orderings)", 4) and set(star[1:-1]) <= {1}
+    assert recorder.phase("acyclic colouring (orderings)")[0] == ("start", "acyclic colouring (orderings)", 3)
+    assert is_star_coloring(pattern, colors) and acyclic is not None
+
+
 def test_a_streamed_write_reports_its_rows_and_finishes_on_commit_or_abort(tmp_path):
     recorder = Recorder()
     with observing(recorder):

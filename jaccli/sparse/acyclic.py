@@ -4,6 +4,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from jaccli.engine import Phase
+
 
 def greedy_acyclic(graph, order):
     """Greedy acyclic colouring in `order` (graph: CSR without diagonal): a vertex takes the smallest colour c unused
@@ -126,14 +128,16 @@ def best_acyclic(graph, orders=("natural", "largest_first", "smallest_last"), se
     from .orderings import ordering
     best, tried = None, {}
     bound = 2 if graph.nnz else 1
-    for name in orders:
-        now = above if best is None else int(best.max()) + 1
-        if now is not None and not worth(ACYCLIC_SECONDS_PER_ENTRY * graph.nnz, now, bound, sweep_s):
-            break
-        colors = greedy_acyclic(graph, ordering(name, graph, seed))
-        tried[f"acyclic_{name}"] = int(colors.max()) + 1 if len(colors) else 0
-        if best is None or colors.max() < best.max():
-            best = colors
-        if len(best) and best.max() + 1 <= bound:
-            break
+    with Phase("acyclic colouring (orderings)", len(orders)) as progress:
+        for name in orders:
+            now = above if best is None else int(best.max()) + 1
+            if now is not None and not worth(ACYCLIC_SECONDS_PER_ENTRY * graph.nnz, now, bound, sweep_s):
+                break
+            colors = greedy_acyclic(graph, ordering(name, graph, seed))
+            tried[f"acyclic_{name}"] = int(colors.max()) + 1 if len(colors) else 0
+            progress.advance(1)
+            if best is None or colors.max() < best.max():
+                best = colors
+            if len(best) and best.max() + 1 <= bound:
+                break
     return best, tried

@@ -3,6 +3,8 @@ is what direct recovery of H from H @ S needs (Coleman & Moré 1984; Gebremedhin
 import numpy as np
 import scipy.sparse as sp
 
+from jaccli.engine import Phase
+
 from .coloring import best_columns
 from .effort import STAR_SECONDS_PER_ENTRY, worth
 from .orderings import ordering
@@ -112,13 +114,15 @@ def best_star(pattern, orders=("natural", "largest_first", "smallest_last", "ran
     graph = _off_diagonal(sym) if entries <= SEQUENTIAL_STAR_ENTRIES else None
     if graph is not None:
         bound = star_lower_bound(graph)
-        for name in orders:
-            if not worth(STAR_SECONDS_PER_ENTRY * entries, count_colors(colors), bound, sweep_s):
-                break
-            candidate = greedy_star(graph, ordering(name, graph, seed))
-            tried[f"star_{name}"] = count_colors(candidate)
-            if count_colors(candidate) < count_colors(colors):
-                colors = candidate
+        with Phase("star colouring (orderings)", len(orders)) as progress:
+            for name in orders:
+                if not worth(STAR_SECONDS_PER_ENTRY * entries, count_colors(colors), bound, sweep_s):
+                    break
+                candidate = greedy_star(graph, ordering(name, graph, seed))
+                tried[f"star_{name}"] = count_colors(candidate)
+                progress.advance(1)
+                if count_colors(candidate) < count_colors(colors):
+                    colors = candidate
     # isolated vertices have only the diagonal: every colour works, and a colour no-one uses would cost a sweep
     colors = np.where(colors < 0, 0, colors)
     return colors, tried

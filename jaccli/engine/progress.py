@@ -44,7 +44,7 @@ import threading
 import time
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
 __all__ = ["ProgressObserver", "Phase", "observing", "current_observer", "blocks", "counting"]
 
@@ -121,7 +121,7 @@ class Phase:
         self.finish()
 
 
-def blocks(total: int, cap: int, split: bool = True) -> Iterator[int]:
+def blocks(total: int, cap: int, split: bool = True) -> Iterable[int]:
     """Sizes of the blocks to do `total` units of work in, none over `cap`; the caller does each block
     before asking for the next, so the time between two is the block's.
 
@@ -131,18 +131,22 @@ def blocks(total: int, cap: int, split: bool = True) -> Iterator[int]:
     least MIN_BLOCK_S seconds each, else in blocks of `cap`.
     """
     cap = max(1, cap)
-    left = total
-    size = cap
     if split and total > 1 and current_observer() is not None:
-        probe = min(cap, math.ceil(total / MOST_BLOCKS))
-        began = time.perf_counter()
-        yield probe
-        left -= probe
-        per_unit = max((time.perf_counter() - began) / probe, 1e-9)
-        predicted = per_unit * total
-        if per_unit * left > LONG_S:
-            count = min(MOST_BLOCKS, max(FEWEST_BLOCKS, predicted / BLOCK_S))
-            size = min(cap, max(probe, math.ceil(total / count), math.ceil(MIN_BLOCK_S / per_unit)))
+        return _timed_blocks(total, cap)
+    whole, rest = divmod(total, cap)  # (a list: no generator on the sweeps' path when nobody observes)
+    return [cap] * whole + ([rest] if rest else [])
+
+
+def _timed_blocks(total: int, cap: int) -> Iterator[int]:
+    probe = min(cap, math.ceil(total / MOST_BLOCKS))
+    began = time.perf_counter()
+    yield probe
+    left = total - probe
+    per_unit = max((time.perf_counter() - began) / probe, 1e-9)
+    size = cap
+    if per_unit * left > LONG_S:
+        count = min(MOST_BLOCKS, max(FEWEST_BLOCKS, per_unit * total / BLOCK_S))
+        size = min(cap, max(probe, math.ceil(total / count), math.ceil(MIN_BLOCK_S / per_unit)))
     while left > 0:
         step = min(size, left)
         yield step

@@ -202,6 +202,26 @@ def test_the_observer_is_the_innermost_one_set():
 
 # ---------------------------------------------------------------- the command line
 
+
+@pytest.mark.parametrize("module, args, phase", [
+    ("sparse_results", ["jacobian", "-e", "x[1:] * x[:-1]", "[1, 2, 3, 4]", "--sparse"], "colouring (orderings)"),
+    ("sparse_results", ["check", "-e", "x[1:] * x[:-1]", "[1, 2, 3, 4]", "--sparse"], "colouring (orderings)"),
+    ("sparsity_report", ["sparsity", "-e", "x[1:] * x[:-1]", "[1, 2, 3, 4]"], "colouring (orderings)"),
+    ("info", ["info", "-e", "x[1:] * x[:-1]", "[1, 2, 3, 4]"], "recording f (operations)"),
+])
+def test_every_command_that_differentiates_reports_its_work(monkeypatch, module, args, phase):
+    pytest.importorskip("scipy")
+    import importlib
+
+    from .test_cli import invoke, make_runner
+
+    recorder = Recorder()
+    monkeypatch.setattr(importlib.import_module(f"jaccli.cli.commands.{module}"), "observed",
+                        lambda out: observing(recorder))
+    result = invoke(make_runner(), *args)
+    assert result.exit_code == 0, result.stderr
+    assert recorder.phase(phase)[-1] == "finish"
+
 SLOW = """
 import time
 import numpy as np

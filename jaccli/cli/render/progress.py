@@ -173,7 +173,6 @@ class ProgressReporter:
             transient=True,
             # Data goes to stdout; a live display on stderr must never capture it.
             redirect_stdout=False,
-            redirect_stderr=False,
             get_time=self._clock,
         )
 

@@ -673,8 +673,8 @@ CLI_MESSAGES = [
          "Missing option '--vector'{any} (see 'cli vjp --help')"),
     Case(["ops", "--family", "nope"],
          "{any}'--family': 'nope': families are creation, diagonals, elementwise, functional, indexing, "
-         'joining, linalg, metadata, numerics, products, reductions, reordering, scipy.special, shape (see '
-         "'cli ops --help')"),
+         'joining, linalg, metadata, numerics, products, reductions, reordering, scipy.linalg, scipy.signal, '
+         "scipy.special, scipy.stats, shape (see 'cli ops --help')"),
     Case(["nope"],
          "No such command 'nope'{any} (see 'cli --help')"),
     Case(["--bogus", "jacobian"],
@@ -1147,7 +1147,8 @@ CLI_MESSAGES = [
                             "def f(x):\n    return np.sin(x) + 1e-6 * rng.standard_normal(x.shape)\n"}),
     Case(["ops", "--family", "fourier"],
          "{any}'--family': 'fourier': families are creation, diagonals, elementwise, functional, indexing, joining, "
-         "linalg, metadata, numerics, products, reductions, reordering, scipy.special, shape (see 'cli ops --help')"),
+         "linalg, metadata, numerics, products, reductions, reordering, scipy.linalg, scipy.signal, scipy.special, "
+         "scipy.stats, shape (see 'cli ops --help')"),
     # ---- command lines whose failure needs a set-up: files NumPy writes, a full disk, refused permissions
     Case(["jacobian", "-e", "x ** 2", "x.npy", "--format", "json"],
          "x.npy holds Python objects (a pickled object array); jaccli loads .npy files with allow_pickle=False for "

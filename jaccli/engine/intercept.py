@@ -16,7 +16,7 @@ import types
 from typing import Any, Callable
 
 from .handlers import FUNCTION_SWAPS, OPTIONAL_RULES
-from .numpy_proxies import stand_in
+from .numpy_proxies import stand_in, swapped_function
 from .user_modules import callable_globals, globals_of, is_users_module
 
 _NAMES_CACHE: dict[tuple, tuple[int, int, list, list, Callable, tuple, Callable, list]] = {}
@@ -219,7 +219,9 @@ class intercept_numpy:  # noqa: N801 - used as a context manager, like contextli
         self.f = f
         self.globs = callable_globals(f)
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> Callable:
+        """Returns what to call for f: jaccli's version where f is an optional package's function it
+        replaces (`jaccli.grad(scipy.special.logsumexp, x)`), else f."""
         for install in OPTIONAL_RULES:
             install(None)  # rules for packages f's module imported (scipy.special), installed once
         modules = self.modules = bool(FUNCTION_SWAPS)
@@ -255,6 +257,7 @@ class intercept_numpy:  # noqa: N801 - used as a context manager, like contextli
                     _put(obj, attr, replacement)
                 h[0] += 1
                 self.held.append(key)
+        return (swapped_function(self.f) or self.f) if modules else self.f
 
     def __exit__(self, *exc: Any) -> None:
         with _SWAP_LOCK:

@@ -181,7 +181,7 @@ NUMPY_PROXY = _NumpyProxy(np, {"array": _array, "asarray": _converting(np.asarra
 def stand_in(v: Any) -> Any:
     """What stands in for v while f runs (None: v stays): the proxies for the numpy module and
     numpy.linalg, the proxies' functions for NumPy's functions imported by name (`from numpy import
-    array`), jaccli's version of an optional package's function (SciPy's logsumexp, ...)."""
+    array`), jaccli's version of an optional package's function (SciPy's logsumexp, norm.logpdf, ...)."""
     if type(v) is types.ModuleType:
         return NUMPY_PROXY if v is np else LINALG_PROXY if v is np.linalg else None
     if type(v) is np.ufunc or (callable(v) and not issubclass(type(v), type)
@@ -191,7 +191,15 @@ def stand_in(v: Any) -> Any:
             for module, proxy in ((np, NUMPY_PROXY), (np.linalg, LINALG_PROXY)):
                 if getattr(module, name, None) is v:
                     return getattr(proxy, name)
+    return swapped_function(v)
+
+
+def swapped_function(v: Any) -> Any:
+    """jaccli's version of v where v is (a method of) an optional package's object that FUNCTION_SWAPS
+    replaces (scipy.special.logsumexp, scipy.stats.norm.logpdf), else None."""
     for _, _, original, replacement in FUNCTION_SWAPS:
         if v is original:
             return replacement
+        if type(v) is types.MethodType and v.__self__ is original:
+            return getattr(replacement, v.__name__, None)
     return None

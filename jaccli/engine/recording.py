@@ -84,12 +84,12 @@ class Recording:
             call_args[i] = t
             self.in_nodes.append(t._node)
         self.inputs = tuple(primal_value(a, self.trace) for a in call_args)
-        with COLLECTOR_PAUSED, intercept_numpy(f), frozen_constants(Freezer(keep_all=guarded)):
+        with COLLECTOR_PAUSED, intercept_numpy(f) as run, frozen_constants(Freezer(keep_all=guarded)):
             if current_observer() is None:
-                out = _call_user(f, call_args)
+                out = _call_user(run, call_args)
             else:  # the operation count read by a thread of its own: tracing pays nothing per operation
                 with counting("recording f (operations)", lambda: len(self.trace.nodes)):
-                    out = _call_user(f, call_args)
+                    out = _call_user(run, call_args)
         self.out_is_tuple, outs, self.out_refs = _outputs(out, self.trace)
         self.outputs = tuple(o if r is None else o._value for o, r in zip(outs, self.out_refs))
         self.live = tuple(r is not None for r in self.out_refs)  # which outputs a sweep can reach
@@ -411,8 +411,8 @@ def call_traced(f: Callable, args: Sequence[Any], trace: Trace) -> tuple[bool, t
     itself (`core.reverse(..., traced=True)`), which costs one recording per operation where an
     inner Recording of f would record each one on two levels.
     """
-    with intercept_numpy(f):
-        out = _call_user(f, list(args))
+    with intercept_numpy(f) as run:
+        out = _call_user(run, list(args))
     return _outputs(out, trace)
 
 

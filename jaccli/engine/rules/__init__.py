@@ -26,6 +26,9 @@ from . import (  # noqa: F401
     reorder,
     scatter,
     scipy_special,
+    scipy_linalg,
+    scipy_signal,
+    scipy_stats,
     shape,
     statistics,
     take_and_put,
@@ -34,12 +37,16 @@ from . import (  # noqa: F401
 from ..handlers import OPTIONAL_RULES as _OPTIONAL_RULES  # noqa: E402
 
 _OPTIONAL_RULES.append(scipy_special.install_for)  # SciPy's rules, once f's module imports scipy.special
+_SCIPY_MODULES = (scipy_linalg.RULES, scipy_signal.RULES, scipy_stats.RULES)
+_OPTIONAL_RULES.extend(rules.install_for for rules in _SCIPY_MODULES)  # and scipy.linalg, .signal, .stats
 
 
 def every_rule() -> dict:
     """The registry with every rule in it, SciPy's too when SciPy is installed (whose rules otherwise wait
-    until f's module imports scipy.special): for listing what jaccli supports."""
+    until f's module imports scipy.special, scipy.linalg, ...): for listing what jaccli supports."""
     from ..registry import REGISTRY
 
     scipy_special.install()
+    for rules in _SCIPY_MODULES:
+        rules.install()
     return REGISTRY

@@ -74,6 +74,12 @@ CASES = [
     Case("np.where", lambda x, y: np.where(x > 0, x * y, y ** 2), (r(6), r(6)), wrt=(0, 1)),
     Case("np.remainder", lambda x: np.mod(x, 0.7), (r(5),)),
     Case("np.fmod", lambda x: np.fmod(x, 0.7), (r(5),)),
+    Case("np.real_if_close", lambda x: np.real_if_close(x) * x, (np.array([0.4, -1.3, 2.2]),)),
+    # in the divisor too (x / y away from integers), through % as well
+    Case("np.remainder", lambda x, y: np.mod(x, y) + x % (2.0 * y), (np.array([2.3, -1.7, 0.4, 5.2]),
+         np.array([0.9, 0.6, -1.3, 1.45])), wrt=(0, 1), id="remainder-divisor"),
+    Case("np.fmod", lambda x, y: np.fmod(x, y), (np.array([2.3, -1.7, 0.4, 5.2]), np.array([0.9, 0.6, -1.3, 1.45])),
+         wrt=(0, 1), id="fmod-divisor"),
     Case(("np.sign", "np.floor", "np.ceil", "np.rint", "np.trunc", "np.floor_divide", "np.heaviside"),
          lambda x: x * (np.sign(x) + np.floor(x) + np.ceil(x) + np.rint(x) + np.trunc(x)
                         + np.floor_divide(x, 0.3) + np.heaviside(x, 0.5)), (r(5),), id="piecewise-constant"),

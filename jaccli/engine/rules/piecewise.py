@@ -114,13 +114,14 @@ register(np.where, _where_handler, prims=(where,),
 allow_in_expressions("where")
 
 # ---------------------------------------------------------------------------
-# Remainders: differentiable in the first argument
+# Remainders: x - y q with the quotient q = floor(x / y) (fmod: trunc(x / y)) piecewise constant, so
+# the derivatives are 1 in x and -q in y (q has derivative 0: floor_divide and trunc are steps)
 # ---------------------------------------------------------------------------
-mod = _binary(np.remainder, lambda ans, x, y: np.ones_like(ans), None,
-              notes="derivative 1 w.r.t. the first argument; not differentiable w.r.t. the second")
+mod = _binary(np.remainder, lambda ans, x, y: np.ones_like(ans), lambda ans, x, y: -np.floor_divide(x, y),
+              notes="derivative 1 w.r.t. x1 and -floor(x1 / x2) w.r.t. x2; both jump where x1 / x2 is an integer")
 register(np.mod, mod, prims=(mod,), name="np.mod") if np.mod is not np.remainder else None
-fmod = _binary(np.fmod, lambda ans, x, y: np.ones_like(ans), None,
-               notes="derivative 1 w.r.t. the first argument; not differentiable w.r.t. the second")
+fmod = _binary(np.fmod, lambda ans, x, y: np.ones_like(ans), lambda ans, x, y: -np.trunc(x / y),
+               notes="derivative 1 w.r.t. x1 and -trunc(x1 / x2) w.r.t. x2; both jump where x1 / x2 is an integer")
 
 # ---------------------------------------------------------------------------
 # Piecewise constant (derivative 0) and boolean-valued (no derivative)

@@ -387,10 +387,10 @@ def _outputs(out: Any, trace: Trace) -> tuple[bool, tuple, list]:
 
     A traced output stays traced (its reference is not None); any other is a checked constant.
     """
-    is_tuple = isinstance(out, tuple)
+    is_tuple = isinstance(out, tuple) or _list_of_arrays(out)
     outs = []
     refs = []
-    for k, o in enumerate(out if is_tuple else (out,)):
+    for k, o in enumerate(tuple(out) if is_tuple else (out,)):
         if isinstance(o, list) and holds_tracer(o):
             o = np.stack(o)
         if type(o) is Tracer and o._stale is not None:
@@ -402,6 +402,12 @@ def _outputs(out: Any, trace: Trace) -> tuple[bool, tuple, list]:
             refs.append(None)
             outs.append(_check_output(o, k))
     return is_tuple, tuple(outs), refs
+
+
+def _list_of_arrays(out: Any) -> bool:
+    """Whether f returned a list of arrays (np.split's), which are its outputs, as a tuple's would be; a
+    list of scalars (`[x[0] ** 2, x[1]]`) is one output, the vector of them."""
+    return type(out) is list and any(np.ndim(o) >= 1 for o in out if type(o) is Tracer or isinstance(o, np.ndarray))
 
 
 def call_traced(f: Callable, args: Sequence[Any], trace: Trace) -> tuple[bool, tuple, list]:

@@ -7,7 +7,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from jaccli.engine import Tracer, as_float
+from jaccli.engine import Tracer, as_float, holds_tracer, lift
 from jaccli.plurals import counted
 
 from .evaluator import MODES
@@ -90,6 +90,8 @@ def check_vector(v: Any, shapes: list[tuple], side: str, what: str) -> list[np.n
     out = []
     for k, (vk, shape) in enumerate(zip(vs, shapes)):
         entry = f"Entry {k} in " if len(shapes) > 1 else ""
+        if type(vk) is not Tracer and holds_tracer(vk):
+            vk = lift(vk)  # a list or tuple holding traced values (v differentiated itself): one traced array
         if type(vk) is not Tracer and np.iscomplexobj(vk):
             raise ValueError(f"{entry}v is complex; jaccli differentiates real functions: give a real v "
                              "(its real and imaginary parts one at a time)")

@@ -16,7 +16,7 @@ _EXPORTS = {
     "ELEMENTWISE": "tape", "INPUT": "tape", "MAX_CUTS": "tape", "Node": "tape", "Trace": "tape", "sever": "tape",
     "MONITOR": "sweeps", "forward": "sweeps", "reverse": "sweeps",
     "Guard": "guards", "errstate_token": "guards",
-    "Tracer": "tracer", "holds_tracer": "tracer", "peek": "tracer",
+    "Tracer": "tracer", "holds_tracer": "tracer", "lift": "tracer", "peek": "tracer",
     "SparseBlock": "seeds", "TRACED_PARTS": "seeds", "dense": "seeds",
     "scatter_cols": "seed_ops", "scatter_rows": "seed_ops",
     "attributed_to": "user_sites", "definition_site": "user_sites", "is_internal": "user_sites",
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from .sweeps import MONITOR, forward, reverse
     from .sweep_plans import plan_form, renewed_plan
     from .tape import ELEMENTWISE, INPUT, MAX_CUTS, Node, Trace, rewritable, sever
-    from .tracer import Tracer, holds_tracer, peek
+    from .tracer import Tracer, holds_tracer, lift, peek
     from .user_sites import attributed_to, definition_site, is_internal, user_site
     from .views import write_in_place
 

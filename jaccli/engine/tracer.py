@@ -18,6 +18,7 @@ from .thread_state import ThreadSlot
 from .user_sites import user_site
 
 _PLAIN_OPERANDS = (int, float, np.ndarray, np.floating, np.integer)
+_NO_HOOK = object()
 
 
 # ---------------------------------------------------------------------------
@@ -100,7 +101,22 @@ def _op(ufunc: Any, a: Any, b: Any) -> Any:
         handler = UFUNC_HANDLERS.get(ufunc)
         if handler is not None:
             return handler(a, b)
+    if _defers(other):
+        return NotImplemented
     return ufunc(a, b)  # anything else (lists, other array types) takes NumPy's own route
+
+
+def _defers(other: Any) -> bool:
+    """Whether an operator of a traced array leaves `other` its reflected method, as ndarray's do (NumPy's
+    binop_should_defer): a type that opts out of ufuncs (__array_ufunc__ = None), or one without
+    __array_ufunc__ whose __array_priority__ is above an array's (xarray's DataArray, pandas' objects)."""
+    kind = type(other)
+    ufunc_hook = getattr(kind, "__array_ufunc__", _NO_HOOK)
+    if ufunc_hook is not _NO_HOOK:
+        return ufunc_hook is None
+    if kind is Tracer or isinstance(other, (np.ndarray, list, tuple, complex, bool, type(None))):
+        return False
+    return getattr(other, "__array_priority__", -1e6) > 0.0
 
 
 def peek(x: Any) -> Any:
@@ -378,14 +394,14 @@ class Tracer(NdarrayMethods):
     def __rmul__(self, o): return _op(np.multiply, o, self)
     def __truediv__(self, o): return _op(np.true_divide, self, o)
     def __rtruediv__(self, o): return _op(np.true_divide, o, self)
-    def __floordiv__(self, o): return np.floor_divide(self, o)
-    def __rfloordiv__(self, o): return np.floor_divide(o, self)
-    def __mod__(self, o): return np.remainder(self, o)
-    def __rmod__(self, o): return np.remainder(o, self)
+    def __floordiv__(self, o): return _op(np.floor_divide, self, o)
+    def __rfloordiv__(self, o): return _op(np.floor_divide, o, self)
+    def __mod__(self, o): return _op(np.remainder, self, o)
+    def __rmod__(self, o): return _op(np.remainder, o, self)
     def __pow__(self, o): return _op(np.power, self, o)
     def __rpow__(self, o): return _op(np.power, o, self)
-    def __matmul__(self, o): return np.matmul(self, o)
-    def __rmatmul__(self, o): return np.matmul(o, self)
+    def __matmul__(self, o): return _op(np.matmul, self, o)
+    def __rmatmul__(self, o): return _op(np.matmul, o, self)
     def __neg__(self): return np.negative(self)
     def __pos__(self): return np.positive(self)
     def __abs__(self): return np.absolute(self)

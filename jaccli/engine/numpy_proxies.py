@@ -167,6 +167,46 @@ class _NumpyProxy(types.ModuleType):
         return wrapped
 
 
+class _Concatenator:
+    """np.r_ or np.c_ for items that hold traced values: arrays, numbers, lists, and plain slices (NumPy's
+    ranges); np.c_ makes 1-D items columns. Without traced values, NumPy's own."""
+
+    __slots__ = ("_original", "_name")
+
+    def __init__(self, original: Any, name: str) -> None:
+        self._original = original
+        self._name = name
+
+    def __getitem__(self, key: Any) -> Any:
+        items = key if type(key) is tuple else (key,)
+        if not holds_tracer(items):
+            return self._original[key]
+        columns = self._name == "c_"
+        parts = []
+        for item in items:
+            if isinstance(item, (str, slice)):
+                if isinstance(item, str) or holds_tracer((item.start, item.stop, item.step)):
+                    raise UnsupportedOperationError(
+                        f"np.{self._name}[...] with {'a directive string' if isinstance(item, str) else 'a traced bound'}"
+                        " and traced values is not supported by jaccli; write np.concatenate([...], axis=...) or "
+                        "np.stack([...], axis=...)", user_site(2))
+                item = self._original[item]  # a range of plain numbers
+            part = lift(item)
+            if np.ndim(part) == 0:
+                part = np.reshape(part, (1, 1) if columns else (1,))
+            elif columns and np.ndim(part) == 1:
+                part = np.reshape(part, (-1, 1))
+            parts.append(part)
+        return np.concatenate(parts, axis=-1 if columns else 0)
+
+    def __len__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return repr(self._original)
+
+
+R_PROXY, C_PROXY = _Concatenator(np.r_, "r_"), _Concatenator(np.c_, "c_")
 LINALG_PROXY = _NumpyProxy(np.linalg, {})
 
 
@@ -175,6 +215,7 @@ NUMPY_PROXY = _NumpyProxy(np, {"array": _array, "asarray": _converting(np.asarra
                                "ascontiguousarray": _converting(np.ascontiguousarray),
                                "asfortranarray": _converting(np.asfortranarray),
                                "require": _converting(np.require), "full": _full, "arange": _arange,
+                               "r_": R_PROXY, "c_": C_PROXY,
                                **{f.__name__: _dispatching(f) for f in (np.interp, np.polyint, np.full_like)}})
 
 
@@ -184,6 +225,8 @@ def stand_in(v: Any) -> Any:
     array`), jaccli's version of an optional package's function (SciPy's logsumexp, norm.logpdf, ...)."""
     if type(v) is types.ModuleType:
         return NUMPY_PROXY if v is np else LINALG_PROXY if v is np.linalg else None
+    if v is np.r_ or v is np.c_:
+        return R_PROXY if v is np.r_ else C_PROXY
     if type(v) is np.ufunc or (callable(v) and not issubclass(type(v), type)
                                and str(getattr(v, "__module__", "")).startswith("numpy")):
         name = getattr(v, "__name__", None)

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 __all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp", "grad", "record_once", "Jacobian", "Hessian",
-           "sparsity", "sparse_jacobian", "sparse_hessian", "check_sparse", "Sparsity", "observing", "__version__"]
+           "sparsity", "sparse_jacobian", "sparse_hessian", "check_sparse", "Sparsity", "observing",
+           "symmetric_derivatives", "__version__"]
 
 # Imported on first use, so that `jaccli --version` and `--help` do not pay for NumPy and the engine.
 _LAZY = {"jacobian": "api.jacobian_hessian", "hessian": "api.jacobian_hessian", "vjp": "api.products",
@@ -15,9 +16,10 @@ _LAZY = {"jacobian": "api.jacobian_hessian", "hessian": "api.jacobian_hessian", 
          "record_once": "replay.record_once", "Jacobian": "api.lazy", "Hessian": "api.lazy",
          "sparsity": "api.sparse", "sparse_jacobian": "api.sparse", "sparse_hessian": "api.sparse",
          "check_sparse": "api.sparse_check", "Sparsity": "api.sparse",
-         "observing": "engine.progress"}
+         "observing": "engine.progress", "symmetric_derivatives": "api.conventions"}
 
 if TYPE_CHECKING:
+    from .api.conventions import symmetric_derivatives
     from .api.jacobian_hessian import hessian, jacobian
     from .api.products import grad, hvp, jvp, vhp, vjp
     from .api.lazy import Hessian, Jacobian

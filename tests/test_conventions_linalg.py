@@ -218,21 +218,48 @@ def test_pinv_of_an_invertible_matrix_differentiates_like_inv(a):
 
 
 # ---------------------------------------------------------------------------
-# Symmetric functions: eigh, eigvalsh, cholesky
+# Symmetric functions: eigh, eigvalsh, cholesky. By default, the derivative of the function NumPy
+# computes (one triangle read); inside jaccli.symmetric_derivatives(), that of the symmetric part.
 # ---------------------------------------------------------------------------
+def _lower_read(g):
+    """A symmetric-part gradient as the gradient of the function of the lower triangle NumPy reads."""
+    return np.tril(g + g.T) - np.diag(np.diag(g))
+
+
+@pytest.mark.parametrize("f", [np.linalg.eigvalsh, lambda a: np.linalg.eigh(a)[1],
+                               lambda a: np.linalg.eigh(a, UPLO="U")[0],
+                               lambda a: np.linalg.cholesky(a), lambda a: np.linalg.cholesky(a, upper=True)],
+                         ids=["eigvalsh", "eigh-vectors", "eigh-upper", "cholesky", "cholesky-upper"])
+def test_symmetric_input_functions_have_numpys_derivative_along_unsymmetric_steps(f, s, rng):
+    a = s + np.triu(rng.standard_normal((4, 4)), 1) * 0.3  # the upper triangle differs: one is read
+    u = rng.standard_normal((4, 4))
+    h = 1e-6
+    fd = (f(a + h * u) - f(a - h * u)) / (2 * h)
+    tangent = Recording(f, (a,), (0,)).jvp([u[None]])[0][0]
+    assert_allclose(tangent, fd, rtol=1e-6, atol=1e-7)
+    m = rng.standard_normal(np.shape(fd))
+    cotangent = Recording(f, (a,), (0,)).vjp([m[None]])[0][0]
+    assert_allclose(np.sum(cotangent * u), np.sum(m * fd), rtol=1e-6, atol=1e-7)
+
+
 def test_eigenvalue_gradient_is_the_outer_product_of_its_eigenvector(s):
     w, v = np.linalg.eigh(s)
     for name, f in (("eigh", lambda x: np.linalg.eigh(x)[0]), ("eigvalsh", np.linalg.eigvalsh)):
         jac = _jacobian(f, s)
+        with jaccli.symmetric_derivatives():
+            sym = _jacobian(f, s)
         for i in range(4):
-            assert_allclose(jac[i], np.outer(v[:, i], v[:, i]), **TIGHT, err_msg=name)
+            outer = np.outer(v[:, i], v[:, i])
+            assert_allclose(sym[i], outer, **TIGHT, err_msg=name)
+            assert_allclose(jac[i], _lower_read(outer), **TIGHT, err_msg=name)
 
 
-def test_symmetric_functions_ignore_the_antisymmetric_part_of_a_perturbation(s, rng):
+def test_symmetric_functions_ignore_the_antisymmetric_part_of_a_perturbation_as_an_option(s, rng):
     m = rng.standard_normal((4, 4))
     antisym = (m - m.T)[None]
     for f in (np.linalg.eigvalsh, lambda x: np.linalg.eigh(x)[1], np.linalg.cholesky):
-        tangent = Recording(f, (s,), (0,)).jvp([antisym])[0]
+        with jaccli.symmetric_derivatives():
+            tangent = Recording(f, (s,), (0,)).jvp([antisym])[0]
         assert_allclose(tangent, np.zeros_like(tangent), rtol=0, atol=1e-12)
 
 
@@ -241,13 +268,16 @@ def test_logdet_through_cholesky_has_the_inverse_as_gradient(s):
         chol = np.linalg.cholesky(x)
         return 2 * np.sum(np.log(np.sum(chol * np.eye(4), axis=-1)))
 
-    assert_allclose(_jacobian(logdet, s), np.linalg.inv(s), **TIGHT)
+    with jaccli.symmetric_derivatives():
+        assert_allclose(_jacobian(logdet, s), np.linalg.inv(s), **TIGHT)
+    assert_allclose(_jacobian(logdet, s), _lower_read(np.linalg.inv(s)), **TIGHT)
 
 
 def test_eigenvalue_gradients_of_a_stack_match_each_matrix(s, rng):
     m = rng.standard_normal((4, 4))
     stack = np.stack([s, m @ m.T + np.eye(4)])
-    jac = _jacobian(lambda x: np.sum(np.linalg.eigvalsh(x) ** 2, axis=-1), stack)
+    with jaccli.symmetric_derivatives():
+        jac = _jacobian(lambda x: np.sum(np.linalg.eigvalsh(x) ** 2, axis=-1), stack)
     for k in range(2):
         assert_allclose(jac[k, k], 2 * stack[k], **TIGHT)  # d tr(A^2) / dA = 2 A for symmetric A
         assert_allclose(jac[k, 1 - k], np.zeros((4, 4)), rtol=0, atol=0)

@@ -10,7 +10,8 @@ import pytest
 
 MODULES = ["jaccli.api.jacobian_hessian", "jaccli.api.products", "jaccli.io.arrays", "jaccli.check.verification", "jaccli.check.compare", "jaccli.check.diagnostics",
            "jaccli.check.finite_differences", "jaccli.io.index_specs", "jaccli.check.kinks", "jaccli.io.user_functions", "jaccli.api.ops_table",
-           "jaccli.replay.record_once", "jaccli.io.byte_sizes", "jaccli.io.npy_stream", "jaccli.plurals", "jaccli.io.writers"]
+           "jaccli.replay.record_once", "jaccli.io.byte_sizes", "jaccli.io.npy_stream", "jaccli.plurals", "jaccli.io.writers",
+           "jaccli.api.conventions"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -7,7 +7,7 @@ from typing import Any, Collection
 
 import numpy as np
 
-from jaccli.engine import CONDITION_ARGUMENTS, ELEMENTWISE, Node, READS_ONE_TRIANGLE, Recording, peek
+from jaccli.engine import CONDITION_ARGUMENTS, ELEMENTWISE, Node, Recording, peek
 from .kinks import kink_crossed, kink_mask, op_at
 
 __all__ = ["Crossed", "crossings", "merge_flags"]
@@ -24,17 +24,6 @@ def _same(a: Any, b: Any) -> bool:
         return bool(a == b)
     except (TypeError, ValueError):
         return True  # not comparable: nothing to say
-
-
-def _unsymmetric_moves(a: Any, b: Any) -> np.ndarray | None:
-    """Per matrix of a stack (shape ``a.shape[:-2]``): the change from a to b has an antisymmetric part
-    beyond rounding. None when a and b are not matrices of one shape."""
-    a, b = np.asarray(peek(a)), np.asarray(peek(b))
-    if a.shape != b.shape or a.ndim < 2:
-        return None
-    d = b - a
-    size = np.abs(d).max(axis=(-2, -1))
-    return (size > 0) & (np.abs(d - np.swapaxes(d, -1, -2)).max(axis=(-2, -1)) > 1e-3 * size)
 
 
 def _changed(a: Any, b: Any) -> np.ndarray:
@@ -74,7 +63,7 @@ class Crossed:
     the value that jumps change (a 0-d flag where elements cannot be told apart: control flow).
     `placed`: description of a jump -> node index -> which elements of that op's output the jump
     changes (flags that broadcast to the output's shape); None where some of the jump shows in no
-    op's output (control flow, f raising, a matrix read by one triangle, an index whose effect on the
+    op's output (control flow, f raising, an index whose effect on the
     op's output `_changed_by_constants` cannot tell). `near`: node index of an op with kinks -> which
     elements of its output (in its shape) the step moves across a kink they are near but not at.
     """
@@ -186,15 +175,6 @@ def crossings(base: Recording, moved: Recording, masks: dict[int, np.ndarray], c
             if jumped.any():
                 out.add_jump(f"{op_at(a)}: a step function changes value within the step", jumped,
                              a.index if _in_output(a, jumped) else None)
-                continue
-        if a.prim in READS_ONE_TRIANGLE:
-            # the derivative (JAX's and PyTorch's convention) is that of f((A + A.T)/2), so a step that
-            # changes A unsymmetrically (along one off-diagonal entry of A) sees another function than AD
-            # differentiates
-            off_symmetric = _unsymmetric_moves(a.args[0], b.args[0])
-            if off_symmetric is not None and off_symmetric.any():
-                out.add_jump(f"{op_at(a)}: the step changes its matrix unsymmetrically; NumPy reads one triangle, "
-                             "and the derivative is that of the symmetric part (A + A.T)/2", off_symmetric)
                 continue
         if not constants:
             continue

@@ -93,9 +93,7 @@ def check_derivative(f: Callable, args: Any, *, wrt: Any = None, order: int = 1,
     step along its column crosses a kink: an op evaluated exactly at a kink (abs at 0, a
     max/min tie, a clip bound, relu at 0) that the step moves off, for the rows that see that
     op; or anywhere in the column, a step function (floor, sign), a np.where condition, an index
-    or Python control flow that changes within the step, or a matrix that eigh, eigvalsh or
-    cholesky read one triangle of and that the step changes unsymmetrically (the derivative is that
-    of its symmetric part). So is one whose step crosses a kink near x, not at it (an element of
+    or Python control flow that changes within the step. So is one whose step crosses a kink near x, not at it (an element of
     such an op whose kink lies between x - h and x + h), for the rows that see that element.
 
     Args:

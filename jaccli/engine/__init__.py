@@ -22,11 +22,11 @@ _EXPORTS = {
     "attributed_to": "user_sites", "definition_site": "user_sites", "is_internal": "user_sites",
     "user_site": "user_sites",
     "primal_nested": "numpy_proxies",
-    "dtype_of": "rules._util", "shape_of": "rules._util",
+    "dtype_of": "rules._util", "shape_of": "rules._util", "SYMMETRIC_PART": "rules.linalg_decomp",
     "REGISTRY": "registry", "Entry": "registry", "every_rule": "rules",
     "separable": "sample_independence",
     "CONDITION_ARGUMENTS": "facts", "EXPRESSION_FUNCTIONS": "facts", "KINK_CROSSINGS": "facts", "MATRIX_PRODUCTS": "facts",
-    "READS_ONE_TRIANGLE": "facts", "STRUCTURES": "facts",
+    "STRUCTURES": "facts",
     "Recording": "recording", "Unique": "recording", "as_float": "recording", "call_traced": "recording",
     "pause_for": "recording", "private_copy": "recording", "private_float": "recording",
     "current_errstate": "guards", "plan_form": "sweep_plans", "renewed_plan": "sweep_plans", "rewritable": "tape",
@@ -37,7 +37,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from .facts import CONDITION_ARGUMENTS, EXPRESSION_FUNCTIONS, KINK_CROSSINGS, MATRIX_PRODUCTS, READS_ONE_TRIANGLE, STRUCTURES
+    from .facts import CONDITION_ARGUMENTS, EXPRESSION_FUNCTIONS, KINK_CROSSINGS, MATRIX_PRODUCTS, STRUCTURES
     from .guards import Guard, current_errstate, errstate_token
     from .numpy_proxies import primal_nested
     from .progress import Phase, ProgressObserver, blocks, counting, current_observer, observing

@@ -37,10 +37,6 @@ STRUCTURES: dict[_Primitive, Any] = {}
 classes), for sparsity detection. Elementwise primitives (`Primitive.structure`), constants and
 primitives with a zero derivative need no row; every other primitive has one (Dense() at least)."""
 
-READS_ONE_TRIANGLE: set[_Primitive] = set()
-"""Decompositions of a symmetric matrix where NumPy reads one triangle of A, and the derivative is
-that of f((A + A.T)/2) (check/branch_changes)."""
-
 MATRIX_PRODUCTS: set[_Primitive] = set()
 """Products that contract an axis: they gather a few rows of a structured seed faster than they
 multiply a dense one (api/evaluator picks its seeds by this)."""

@@ -1,11 +1,12 @@
 """Rules for the np.linalg decompositions: cholesky, eigh, eigvalsh, qr, svd and svdvals.
 
-Symmetric-input functions (cholesky, eigh, eigvalsh) are differentiated as functions of a
-symmetric matrix, as in JAX and PyTorch: at a symmetric A the derivative is that of f((A + A^T)/2),
-a perturbation's antisymmetric part is ignored, and the gradient of a scalar is symmetric (for
-eigenvalue i it is outer(v_i, v_i)). At a non-symmetric A, NumPy reads one triangle (UPLO); the
-derivative is then taken at that symmetric matrix, and it is neither the derivative of NumPy's
-one-triangle function nor that of f((A + A^T)/2) at A.
+NumPy's symmetric-input functions (cholesky, eigh, eigvalsh) read one triangle of A (UPLO; cholesky's
+upper=True reads the upper one): jaccli differentiates that function, the decomposition of the triangle
+mirrored, so finite differences of NumPy's function agree along any direction (a step in the triangle
+not read changes nothing). Inside `jaccli.symmetric_derivatives()` they are differentiated as JAX and
+PyTorch do, as functions of a symmetric matrix: at a symmetric A the derivative is that of f((A + A^T)/2),
+a perturbation's antisymmetric part is ignored, and the gradient of a scalar is symmetric (for eigenvalue
+i it is outer(v_i, v_i)).
 """
 
 from __future__ import annotations
@@ -14,12 +15,26 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from ..user_sites import user_site
-from ..facts import NOT_SEPARABLE, READS_ONE_TRIANGLE, SAMPLE_RULES, STRUCTURES, allow_in_expressions
+from ..facts import NOT_SEPARABLE, SAMPLE_RULES, STRUCTURES, allow_in_expressions
 from ..structure import Dense
 from ..registry import family, primitive, register
+from ..thread_state import ThreadSlot
 from .linalg import diag_embed, diag_part, inv, mT, result_type_of, solve, sym
 
 family("linalg")
+
+# True (per thread) inside jaccli.symmetric_derivatives(): the symmetric-part convention of JAX and PyTorch.
+SYMMETRIC_PART = ThreadSlot()
+
+
+def _as_read(a, upper):
+    """The matrix NumPy's eigh, eigvalsh or cholesky decomposes: a's lower (upper) triangle mirrored, so that
+    the derivative is that of NumPy's function; a itself under the symmetric-part convention."""
+    if SYMMETRIC_PART.v:
+        return a
+    if upper:
+        return np.triu(a) + mT(np.triu(a, 1))
+    return np.tril(a) + mT(np.tril(a, -1))
 
 
 def _off_diagonal_inverse(d, eye):
@@ -74,10 +89,10 @@ def _cholesky_jvp(ans, a, upper):
 cholesky.defvjp(_cholesky_vjp)
 cholesky.defjvp(_cholesky_jvp)
 SAMPLE_RULES[cholesky] = NOT_SEPARABLE
-READS_ONE_TRIANGLE.add(cholesky)
-register(np.linalg.cholesky, lambda a, upper=False: cholesky(a, bool(upper)), prims=(cholesky,),
-         notes="A symmetric: the derivative is that of cholesky((A + A.T)/2) (the antisymmetric part of a "
-               "perturbation is ignored); at a non-symmetric A it is taken at the lower triangle NumPy reads")
+register(np.linalg.cholesky, lambda a, upper=False: cholesky(_as_read(a, bool(upper)), bool(upper)),
+         prims=(cholesky,),
+         notes="the derivative of what NumPy computes: of the lower triangle (upper=True: the upper one), mirrored; "
+               "inside jaccli.symmetric_derivatives() that of cholesky((A + A.T)/2)")
 
 
 # ---------------------------------------------------------------------------
@@ -124,17 +139,15 @@ def _eigh_jvp(ans, a, UPLO="L"):
 eigh.defvjp(_eigh_vjp)
 eigh.defjvp(_eigh_jvp)
 SAMPLE_RULES[eigh] = NOT_SEPARABLE
-READS_ONE_TRIANGLE.add(eigh)
 
 
 def _eigh_handler(a, UPLO="L"):
-    w, v = eigh(a, UPLO=UPLO)
+    w, v = eigh(_as_read(a, UPLO == "U"), UPLO=UPLO)
     return _EighResult(w, v) if _EighResult else (w, v)
 
 
-_SYMMETRIC_NOTE = ("A symmetric: the derivative is that of f((A + A.T)/2) (the antisymmetric part of a "
-                   "perturbation is ignored, gradients are symmetric); at a non-symmetric A it is taken at the "
-                   "triangle NumPy reads (UPLO)")
+_SYMMETRIC_NOTE = ("the derivative of what NumPy computes: of the triangle it reads (UPLO), mirrored; inside "
+                   "jaccli.symmetric_derivatives() that of f((A + A.T)/2), with symmetric gradients")
 register(np.linalg.eigh, _eigh_handler, prims=(eigh,),
          notes=_SYMMETRIC_NOTE + "; eigenvectors need distinct eigenvalues (1/(w_j - w_i)); their "
                "signs are NumPy's, and the derivative keeps each sign fixed")
@@ -162,8 +175,8 @@ def _eigvalsh_jvp(ans, a, UPLO="L"):
 eigvalsh.defvjp(_eigvalsh_vjp)
 eigvalsh.defjvp(_eigvalsh_jvp)
 SAMPLE_RULES[eigvalsh] = NOT_SEPARABLE
-READS_ONE_TRIANGLE.add(eigvalsh)
-register(np.linalg.eigvalsh, lambda a, UPLO="L": eigvalsh(a, UPLO=UPLO), prims=(eigvalsh,),
+register(np.linalg.eigvalsh, lambda a, UPLO="L": eigvalsh(_as_read(a, UPLO == "U"), UPLO=UPLO),
+         prims=(eigvalsh,),
          notes=_SYMMETRIC_NOTE + "; higher orders need distinct eigenvalues")
 
 

@@ -40,6 +40,11 @@ _CALLS = {
     "np.unravel_index": lambda x: (np.array([0, 1]), (2, 2)), "np.reshape": lambda x: (x, (4,)),
     "np.searchsorted": lambda x: ([0.0, 1.0], x), "np.select": lambda x: ([x > 0.5], [x]),
     "np.vander": lambda x: (x[0],),
+    "scipy.linalg.cho_solve": lambda x: ((x + 2.0 * np.eye(2), True), x), "scipy.linalg.sqrtm": lambda x: (x @ x.T,),
+    "scipy.stats.dirichlet.logpdf": lambda x: (np.array([0.2, 0.3, 0.5]), 1.0 + x[0, :1].repeat(3)),
+    "scipy.stats.dirichlet.pdf": lambda x: (np.array([0.2, 0.3, 0.5]), 1.0 + x[0, :1].repeat(3)),
+    "scipy.stats.multivariate_normal.logpdf": lambda x: (x[0], x[1], np.eye(2)),
+    "scipy.stats.multivariate_normal.pdf": lambda x: (x[0], x[1], np.eye(2)),
 }
 _PATTERNS = (lambda x: (x,), lambda x: (x, x), lambda x: (x, x, x), lambda x: (x, 1), lambda x: (x, 0))
 

@@ -18,7 +18,7 @@ from ...errors import UnsupportedOperationError
 from ..facts import NOT_SEPARABLE, SAMPLE_RULES, STRUCTURES
 from ..registry import primitive, register
 from ..structure import Dense
-from ..tracer import holds_tracer, lift
+from ..tracer import holds_tracer, lift, peek
 from ..user_sites import user_site
 from .scipy_installer import ScipyRules
 from .scipy_special import _swap
@@ -79,6 +79,7 @@ def _register(sl: Any) -> None:
         if not holds_tracer(A):
             return originals["sqrtm"](A, *args, **kwargs)
         if args or kwargs:
+            originals["sqrtm"](peek(A), *args, **kwargs)  # SciPy's error for a call of the wrong form
             raise UnsupportedOperationError("scipy.linalg.sqrtm with disp or blocksize (deprecated by SciPy) is not "
                                             "differentiable in jaccli; call sqrtm(A)", user_site(2))
         return sqrtm_prim(lift(A))

@@ -17,8 +17,9 @@ _CONTINUOUS = [
     ("expon", np.array([0.3, 1.1, 2.4]), (), ()),
     ("gamma", np.array([0.6, 1.5, 3.2]), (), (np.array([1.5, 2.5, 4.0]),)),
     ("beta", np.array([0.5, 0.7, 0.9]), (), (np.array([1.5, 2.5, 4.0]), np.array([2.0, 1.2, 3.0]))),
+    ("chi2", np.array([0.6, 1.5, 3.2]), (), (np.array([1.5, 3.0, 5.0]),)),
 ]
-_REFUSED_IN_CDF = {"t", "gamma", "beta"}  # no derivative in their shape parameters: plain there
+_REFUSED_IN_CDF = {"t", "gamma", "beta", "chi2"}  # no derivative in their shape parameters: plain there
 LOC, SCALE = np.array([0.1, -0.2, 0.05]), np.array([1.2, 0.8, 1.5])
 
 

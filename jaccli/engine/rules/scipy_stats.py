@@ -1,5 +1,5 @@
 """Rules for scipy.stats' distributions that likelihoods are written with: norm, t, expon, gamma, beta, poisson,
-binom (logpdf/pdf or logpmf/pmf, cdf, logcdf, sf, logsf), dirichlet and multivariate_normal (logpdf, pdf).
+binom, chi2 (logpdf/pdf or logpmf/pmf, cdf, logcdf, sf, logsf), dirichlet and multivariate_normal (logpdf, pdf).
 
 SciPy's distribution objects convert their arguments with np.asarray before any dispatch, so while f is
 recorded `scipy.stats.norm` and the others are replaced by stand-ins (handlers.FUNCTION_SWAPS: in the

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+_LOG_2 = math.log(2.0)
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,10 @@ def distributions(sp: Any) -> dict[str, Distribution]:
                     logcdf=lambda z: np.log(-np.expm1(-z)), logsf=lambda z: -z),
         _continuous("gamma", ("a",), 0.0, inf, 1.0, lambda z, a: sp.xlogy(a - 1.0, z) - z - sp.gammaln(a),
                     lambda z, a: sp.gammainc(a, z), lambda z, a: sp.gammaincc(a, z), refused=("a",)),
+        _continuous("chi2", ("df",), 0.0, inf, 1.0,
+                    lambda z, df: sp.xlogy(0.5 * df - 1.0, z) - 0.5 * z - sp.gammaln(0.5 * df) - 0.5 * df * _LOG_2,
+                    lambda z, df: sp.gammainc(0.5 * df, 0.5 * z), lambda z, df: sp.gammaincc(0.5 * df, 0.5 * z),
+                    refused=("df",)),
         _continuous("beta", ("a", "b"), 0.0, 1.0, 0.5,
                     lambda z, a, b: sp.xlogy(a - 1.0, z) + sp.xlog1py(b - 1.0, -z) - sp.betaln(a, b),
                     lambda z, a, b: sp.betainc(a, b, z), lambda z, a, b: sp.betainc(b, a, 1.0 - z),

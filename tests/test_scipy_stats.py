@@ -159,3 +159,21 @@ def test_numpy_only_f_leaves_scipy_unimported_and_a_stats_f_installs_it(tmp_path
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert float(out.stdout) == pytest.approx(0.6, rel=1e-12)
+
+
+def test_distributions_frozen_before_f_runs_are_stood_in_for(user_module):
+    model = user_module("""
+        import numpy as np
+        from scipy import stats
+
+        prior = stats.norm(1.0, 2.0)
+        likelihood = stats.multivariate_normal(np.zeros(2), np.eye(2))
+
+        def make():
+            weights = stats.dirichlet(np.array([2.0, 3.0]))
+            return lambda x: prior.logpdf(x).sum() + likelihood.logpdf(x) + weights.logpdf(np.array([0.3, 0.7])) * x[0]
+    """, name="frozen_model")
+    x = np.array([0.4, 1.5])
+    expected = -(x - 1.0) / 4.0 - x + np.array([st.dirichlet.logpdf([0.3, 0.7], [2.0, 3.0]), 0.0])
+    assert_allclose(jaccli.grad(model.make(), x), expected, rtol=1e-12)
+    assert type(model.prior).__name__ == "rv_continuous_frozen"  # put back after the recording

@@ -18,6 +18,9 @@ DEFERS_TO: set[type] = set()
 # (module, name, the package's function, jaccli's version) for an optional package's Python functions
 # that convert their arguments before any dispatch (scipy.special.logsumexp): swapped in while f runs.
 FUNCTION_SWAPS: list[tuple[Any, str, Any, Any]] = []
+# Functions value -> what stands in for it while f runs, or None: for an optional package's objects that
+# are not its module's attributes (a scipy.stats distribution frozen before f runs, `prior = norm(0, 1)`).
+STAND_IN_HOOKS: list[Any] = []
 
 
 def installed_for(func: Any) -> bool:

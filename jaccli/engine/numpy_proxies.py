@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import UnsupportedOperationError
-from .handlers import FUNCTION_HANDLERS, FUNCTION_SWAPS, INTERNAL
+from .handlers import FUNCTION_HANDLERS, FUNCTION_SWAPS, INTERNAL, STAND_IN_HOOKS
 from .tracer import Tracer, holds_sequence, holds_tracer, lift, lift_args, needs_lifting, peek, primal
 from .user_sites import user_site
 
@@ -234,15 +234,29 @@ def stand_in(v: Any) -> Any:
             for module, proxy in ((np, NUMPY_PROXY), (np.linalg, LINALG_PROXY)):
                 if getattr(module, name, None) is v:
                     return getattr(proxy, name)
-    return swapped_function(v)
+    replacement = swapped_function(v)
+    if replacement is None:
+        for hook in STAND_IN_HOOKS:
+            replacement = hook(v)
+            if replacement is not None:
+                break
+    return replacement
+
+
+# id(original) -> (original, replacement) for FUNCTION_SWAPS, remade when that list grows: one lookup for
+# every callable name a scan of f's modules meets, and for f itself at each recording.
+_BY_ORIGINAL: dict[int, tuple[Any, Any]] = {}
+_INDEXED = [0]
 
 
 def swapped_function(v: Any) -> Any:
     """jaccli's version of v where v is (a method of) an optional package's object that FUNCTION_SWAPS
     replaces (scipy.special.logsumexp, scipy.stats.norm.logpdf), else None."""
-    for _, _, original, replacement in FUNCTION_SWAPS:
-        if v is original:
-            return replacement
-        if type(v) is types.MethodType and v.__self__ is original:
-            return getattr(replacement, v.__name__, None)
-    return None
+    if _INDEXED[0] != len(FUNCTION_SWAPS):
+        _BY_ORIGINAL.update((id(original), (original, replacement)) for _, _, original, replacement in FUNCTION_SWAPS)
+        _INDEXED[0] = len(FUNCTION_SWAPS)
+    owner = v.__self__ if type(v) is types.MethodType else v
+    hit = _BY_ORIGINAL.get(id(owner))
+    if hit is None or hit[0] is not owner:
+        return None
+    return hit[1] if owner is v else getattr(hit[1], v.__name__, None)

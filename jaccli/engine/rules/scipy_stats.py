@@ -17,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ...errors import UnsupportedOperationError
+from ..handlers import STAND_IN_HOOKS
 from ..registry import register
 from ..tracer import holds_tracer, lift, peek
 from ..user_sites import user_site
@@ -147,9 +148,31 @@ class Frozen:
         return getattr(dist._original(*args, **kwds), attr)
 
 
+def _frozen_before(stand_ins: dict[type, StandIn]) -> Callable[[Any], Any]:
+    """The hook (handlers.STAND_IN_HOOKS) that stands a Frozen in for a distribution SciPy froze before f ran
+    (`prior = norm(0, 1)` at module level), with its parameters."""
+    def hook(v: Any) -> Any:
+        if not str(getattr(type(v), "__module__", "")).startswith("scipy.stats"):
+            return None
+        state = getattr(v, "__dict__", {})
+        dist = state.get("dist", state.get("_dist"))
+        stand_in = stand_ins.get(type(dist))
+        if stand_in is None:
+            return None
+        if "args" in state:  # rv_frozen
+            return Frozen(stand_in, tuple(state["args"]), dict(state["kwds"]))
+        if "alpha" in state:  # dirichlet_frozen
+            return Frozen(stand_in, (state["alpha"],), {})
+        if "mean" in state:  # multivariate_normal_frozen
+            return Frozen(stand_in, (state["mean"], v.cov), {})
+        return None
+    return hook
+
+
 def _register(stats: Any) -> None:
     import scipy.special as sp
 
+    stand_ins: dict[type, StandIn] = {}
     for dist in distributions(sp).values():
         original = getattr(stats, dist.name)
         methods = {m: _univariate(dist, m, original)
@@ -163,7 +186,8 @@ def _register(stats: Any) -> None:
                 free = ", ".join(("x", "loc", "scale") + tuple(s for s in dist.shapes if s not in refused))
                 notes = f"in {free}" + (f"; {', '.join(refused)} plain (no derivative in jaccli)" if refused else "")
             _register_method(dist.name, method, call, notes)
-        _swap(stats, dist.name, original, StandIn(dist.name, original, methods))
+        stand_ins[type(original)] = StandIn(dist.name, original, methods)
+        _swap(stats, dist.name, original, stand_ins[type(original)])
     for name, logpdf, names, defaults, free in (
             ("dirichlet", lambda x, alpha: dirichlet_logpdf(sp, x, alpha), ("alpha",), {}, "in x and alpha"),
             ("multivariate_normal", multivariate_normal_logpdf, ("mean", "cov", "allow_singular"),
@@ -173,7 +197,9 @@ def _register(stats: Any) -> None:
         methods = {m: _multivariate(name, m, original, logpdf, names, defaults) for m in ("logpdf", "pdf")}
         for method, call in methods.items():
             _register_method(name, method, call, free)
-        _swap(stats, name, original, StandIn(name, original, methods))
+        stand_ins[type(original)] = StandIn(name, original, methods)
+        _swap(stats, name, original, stand_ins[type(original)])
+    STAND_IN_HOOKS.append(_frozen_before(stand_ins))
 
 
 def _register_method(name: str, method: str, call: Callable, notes: str) -> None:

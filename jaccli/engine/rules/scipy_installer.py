@@ -31,9 +31,6 @@ class ScipyRules:
                 module = __import__(self.module_name, fromlist=["_"])
             except ImportError:
                 return False
-            from . import scipy_special
-
-            scipy_special.install()  # the formulas call scipy.special's ufuncs on traced values
             previous = family(self.family_name)
             try:
                 self.register(module)

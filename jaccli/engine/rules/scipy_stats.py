@@ -22,6 +22,7 @@ from ..registry import register
 from ..tracer import holds_tracer, lift, peek
 from ..user_sites import user_site
 from .scipy_installer import ScipyRules
+from . import scipy_special
 from .scipy_special import _swap
 from .scipy_stats_formulas import (Distribution, continuous_method, dirichlet_logpdf, discrete_method, distributions,
                                    multivariate_normal_logpdf)
@@ -170,7 +171,9 @@ def _frozen_before(stand_ins: dict[type, StandIn]) -> Callable[[Any], Any]:
 
 
 def _register(stats: Any) -> None:
-    import scipy.special as sp
+    import scipy.special as sp  # (scipy.stats imports it)
+
+    scipy_special.install()  # the formulas call scipy.special's ufuncs on traced values
 
     stand_ins: dict[type, StandIn] = {}
     for dist in distributions(sp).values():

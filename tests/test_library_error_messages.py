@@ -16,8 +16,10 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import pytest
+import scipy.linalg
 import scipy.sparse
 import scipy.special as sp
+import scipy.stats
 
 import jaccli
 from jaccli.api.sparse import PatternMismatch
@@ -1153,6 +1155,34 @@ RULES = [
          UnsupportedOperationError, "unsupported_operation",
          '{site}: scipy.special.boxcox has no forward-mode derivative with respect to its argument 1; see '
          "'jaccli ops' for what each function supports"),
+    Call("scipy-stats-cdf-shape", lambda tmp: jaccli.jacobian(lambda a: scipy.stats.gamma.cdf(1.5, a), X12),
+         UnsupportedOperationError, "unsupported_operation",
+         "{site}: scipy.stats.gamma.cdf has no derivative with respect to its shape parameter a in jaccli: SciPy's "
+         "incomplete gamma and beta functions have none in it; pass it as a plain value (the logpdf differentiates "
+         "in every parameter)"),
+    Call("scipy-stats-binom-n", lambda tmp: jaccli.jacobian(lambda n: scipy.stats.binom.logpmf(2, n, 0.3), X12 + 5.0),
+         UnsupportedOperationError, "unsupported_operation",
+         "{site}: scipy.stats.binom.logpmf has no derivative with respect to its shape parameter n in jaccli: it is "
+         "an integer; pass it as a plain value"),
+    Call("scipy-stats-poisson-k", lambda tmp: jaccli.jacobian(lambda k: scipy.stats.poisson.pmf(k, 2.0), X12),
+         UnsupportedOperationError, "unsupported_operation",
+         "{site}: scipy.stats.poisson.pmf: k is an integer, with no derivative; pass it as a plain value"),
+    Call("scipy-stats-frozen-rvs", lambda tmp: jaccli.jacobian(lambda m: scipy.stats.norm(m).rvs(), X12),
+         UnsupportedOperationError, "unsupported_operation",
+         "{site}: scipy.stats.norm(...).rvs with traced parameters is not differentiable in jaccli; supported: "
+         "logpdf, pdf, cdf, logcdf, sf, logsf; see 'jaccli ops'"),
+    Call("scipy-sqrtm-complex", lambda tmp: jaccli.jacobian(lambda a: scipy.linalg.sqrtm(-a), np.eye(2)),
+         UnsupportedOperationError, "unsupported_operation",
+         "{site}: scipy.linalg.sqrtm of this matrix is complex (it has negative or complex eigenvalues); jaccli "
+         "differentiates real square roots only: pass a matrix whose eigenvalues are positive"),
+    Call("np-r-directive", lambda tmp: jaccli.jacobian(lambda x: np.r_["0,2", x, x], X12),
+         UnsupportedOperationError, "unsupported_operation",
+         "{site}: np.r_[...] with a directive string and traced values is not supported by jaccli; write "
+         "np.concatenate([...], axis=...) or np.stack([...], axis=...)"),
+    Call("np-c-traced-range", lambda tmp: jaccli.jacobian(lambda x: np.c_[x, 0:x[0]], X12),
+         UnsupportedOperationError, "unsupported_operation",
+         "{site}: np.c_[...] with a traced bound and traced values is not supported by jaccli; write "
+         "np.concatenate([...], axis=...) or np.stack([...], axis=...)"),
 ]
 
 

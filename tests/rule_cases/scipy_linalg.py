@@ -5,12 +5,11 @@ import numpy as np
 import scipy.linalg as sl
 import scipy.signal as sg
 
-from jaccli.engine.rules import scipy_linalg, scipy_signal
+from jaccli.engine.rules import every_rule
 
 from . import Case
 
-scipy_linalg.RULES.install()
-scipy_signal.RULES.install()
+every_rule()  # SciPy's rules: what a recording does when f's module has imported scipy.linalg and scipy.signal
 
 M = np.array([[0.3, -0.5, 0.2], [0.4, 0.1, -0.3], [-0.2, 0.6, 0.25]])
 SPD = np.array([[2.0, 0.3, -0.2], [0.3, 1.5, 0.4], [-0.2, 0.4, 1.1]])

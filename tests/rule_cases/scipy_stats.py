@@ -4,11 +4,11 @@ distribution, in x, loc, scale and the shape parameters it differentiates in; fr
 import numpy as np
 import scipy.stats as st
 
-from jaccli.engine.rules import scipy_stats
+from jaccli.engine.rules import every_rule
 
 from . import Case
 
-scipy_stats.RULES.install()  # what a recording does when f's module has imported scipy.stats
+every_rule()  # SciPy's rules: what a recording does when f's module has imported scipy.stats
 
 # (name, x inside the support, plain shape parameters, differentiated shape parameters, which methods)
 _CONTINUOUS = [

@@ -26,18 +26,17 @@ from . import (  # noqa: F401
     reorder,
     scatter,
     scipy_special,
-    scipy_linalg,
-    scipy_signal,
-    scipy_stats,
     shape,
     statistics,
     take_and_put,
 )
 
 from ..handlers import OPTIONAL_RULES as _OPTIONAL_RULES  # noqa: E402
+from .scipy_installer import ScipyRules  # noqa: E402
 
 _OPTIONAL_RULES.append(scipy_special.install_for)  # SciPy's rules, once f's module imports scipy.special
-_SCIPY_MODULES = (scipy_linalg.RULES, scipy_signal.RULES, scipy_stats.RULES)
+_SCIPY_MODULES = (ScipyRules("scipy.linalg", "scipy_linalg"), ScipyRules("scipy.signal", "scipy_signal"),
+                  ScipyRules("scipy.stats", "scipy_stats"))
 _OPTIONAL_RULES.extend(rules.install_for for rules in _SCIPY_MODULES)  # and scipy.linalg, .signal, .stats
 
 

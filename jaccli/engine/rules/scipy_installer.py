@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 import threading
-from typing import Any, Callable
+from typing import Any
 
 from ..registry import family
 
 
 class ScipyRules:
-    """The rules for SciPy module `module_name`, made by `register(module)` the first time a recording
-    starts while that module is imported (`install_for(None)`, in handlers.OPTIONAL_RULES)."""
+    """The rules for SciPy module `module_name` (also their family's name), made by `register_rules(module)` of
+    jaccli's rules module `rules_module` (imported then, so that jaccli's start-up does not pay for it) the
+    first time a recording starts while that SciPy module is imported (`install_for(None)`, in
+    handlers.OPTIONAL_RULES)."""
 
-    def __init__(self, module_name: str, family_name: str, register: Callable[[Any], None]) -> None:
+    def __init__(self, module_name: str, rules_module: str) -> None:
         self.module_name = module_name
-        self.family_name = family_name
-        self.register = register
+        self.rules_module = rules_module
         self.installed = False
         self._lock = threading.Lock()
 
@@ -28,12 +30,13 @@ class ScipyRules:
             if self.installed:
                 return True
             try:
-                module = __import__(self.module_name, fromlist=["_"])
+                module = importlib.import_module(self.module_name)
             except ImportError:
                 return False
-            previous = family(self.family_name)
+            rules = importlib.import_module(f"{__package__}.{self.rules_module}")
+            previous = family(self.module_name)
             try:
-                self.register(module)
+                rules.register_rules(module)
             finally:
                 family(previous)
             self.installed = True

@@ -20,7 +20,6 @@ from ..registry import primitive, register
 from ..structure import Dense
 from ..tracer import holds_tracer, lift, peek
 from ..user_sites import user_site
-from .scipy_installer import ScipyRules
 from .scipy_special import _swap
 
 
@@ -65,7 +64,7 @@ def _triangle(a: Any, lower: bool, unit_diagonal: bool = False) -> Any:
     return t
 
 
-def _register(sl: Any) -> None:
+def register_rules(sl: Any) -> None:
     expm_prim = _matrix_function("expm", sl.expm)
     sqrtm_prim = _matrix_function("sqrtm", _real_sqrtm(sl))
     originals = {name: getattr(sl, name) for name in ("expm", "sqrtm", "solve_triangular", "cho_solve")}
@@ -118,5 +117,3 @@ def _register(sl: Any) -> None:
         register(fn, fn, prims=prims.get(name, ()), kind="primitive" if name in prims else "derived",
                  name=f"scipy.linalg.{name}", notes=notes[name])
 
-
-RULES = ScipyRules("scipy.linalg", "scipy.linalg", _register)

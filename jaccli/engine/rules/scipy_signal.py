@@ -17,7 +17,6 @@ from ..facts import NOT_SEPARABLE, SAMPLE_RULES, STRUCTURES
 from ..registry import primitive, register
 from ..structure import Dense
 from ..tracer import holds_tracer, lift
-from .scipy_installer import ScipyRules
 from .scipy_special import _swap
 
 
@@ -35,7 +34,7 @@ def _mode_slices(a_shape: tuple, b_shape: tuple, mode: str) -> tuple[tuple[int, 
     return tuple(out)
 
 
-def _register(signal: Any) -> None:
+def register_rules(signal: Any) -> None:
     original = signal.convolve
     prim = primitive("scipy.signal.convolve", lambda a, b, mode: original(a, b, mode=mode))
     STRUCTURES[prim] = Dense()
@@ -79,5 +78,3 @@ def _register(signal: Any) -> None:
     register(convolve, convolve, prims=(prim,), name="scipy.signal.convolve",
              notes="real arrays of the same number of dimensions; modes full, same and valid")
 
-
-RULES = ScipyRules("scipy.signal", "scipy.signal", _register)

@@ -21,7 +21,6 @@ from ..handlers import STAND_IN_HOOKS
 from ..registry import register
 from ..tracer import holds_tracer, lift, peek
 from ..user_sites import user_site
-from .scipy_installer import ScipyRules
 from . import scipy_special
 from .scipy_special import _swap
 from .scipy_stats_formulas import (Distribution, continuous_method, dirichlet_logpdf, discrete_method, distributions,
@@ -170,7 +169,7 @@ def _frozen_before(stand_ins: dict[type, StandIn]) -> Callable[[Any], Any]:
     return hook
 
 
-def _register(stats: Any) -> None:
+def register_rules(stats: Any) -> None:
     import scipy.special as sp  # (scipy.stats imports it)
 
     scipy_special.install()  # the formulas call scipy.special's ufuncs on traced values
@@ -209,5 +208,3 @@ def _register_method(name: str, method: str, call: Callable, notes: str) -> None
     register(call, call, kind="derived", name=f"scipy.stats.{name}.{method}",
              notes=f"{notes}; frozen too: {name}(...).{method}(x)")
 
-
-RULES = ScipyRules("scipy.stats", "scipy.stats", _register)

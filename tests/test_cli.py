@@ -1085,9 +1085,9 @@ def test_table_format_has_header_labels_and_no_escape_codes_in_a_pipe(runner):
 
 
 def test_table_is_the_default_on_a_terminal(runner, monkeypatch):
-    import jaccli.cli.render.display as display_module
+    import jaccli.cli.render.colour as colour_module
 
-    monkeypatch.setattr(display_module, "stdout_is_terminal", lambda: True)
+    monkeypatch.setattr(colour_module, "_is_terminal", lambda file: True)
     result = invoke(runner, "jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"))
     assert result.exit_code == 0 and "df_dq  shape=(3, 3)" in result.stdout and "q[2]" in result.stdout
 

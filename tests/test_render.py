@@ -235,10 +235,18 @@ def test_labels_are_printed_verbatim_not_as_markup():
 # ---------------------------------------------------------------- colour and terminals
 
 
-def test_no_escape_codes_when_not_a_terminal(colour_env, monkeypatch, rng):
-    monkeypatch.setenv("FORCE_COLOR", "1")
+def test_no_escape_codes_when_not_a_terminal(colour_env, rng):
     out = render([labelled(rng.normal(size=(5, 5)))], RenderHeader("t", {"a": "b"}), heatmap=True)
     assert ESC not in out
+
+
+def test_force_color_colours_a_pipe_unless_color_never(colour_env, monkeypatch, rng):
+    # FORCE_COLOR is honoured as rich and force-color.org read it; --color never still wins.
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert ESC in render([labelled(rng.normal(size=(5, 5)))], RenderHeader("t", {"a": "b"}), heatmap=True)
+    file = io.StringIO()
+    render_table(make_console(file, color="never", width=80), None, [RenderBlock("J", np.eye(3))], heatmap=True)
+    assert ESC not in file.getvalue()
 
 
 def test_no_escape_codes_when_no_color_is_set(colour_env, monkeypatch, rng):

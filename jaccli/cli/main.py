@@ -16,7 +16,8 @@ from jaccli.io.atomic import recording_renames
 
 from .commands.failures import (BadUsage, CliError, NoCommand, Terminated, after_writing, interrupted, stream_error,
     to_stdout, with_json)
-from .commands.options import (check_nonfinite_options, check_options, check_sparse_options, function_options,
+from .commands.options import (check_nonfinite_options, check_options, check_sparse_options, color_options,
+    function_options,
     info_options, keywords, matrix_options, nonfinite_options, output_options, plot_option, report_options,
     sparse_options, sparsity_options, sparsity_outputs, vector_options)
 from .commands.settings import Output, Settings
@@ -186,6 +187,11 @@ def _command(name: str, short: str, summary: str, *decorators: Decorator,
     return wrap
 
 
+def _color(color: str, no_color: bool) -> str:
+    """--color's choice; --no-color is --color never."""
+    return "never" if no_color else color.lower()
+
+
 def _split_args(args: tuple[str, ...], expression: str | None) -> tuple[str | None, tuple[str, ...]]:
     if expression is not None:
         return None, args
@@ -195,7 +201,7 @@ def _split_args(args: tuple[str, ...], expression: str | None) -> tuple[str | No
 
 
 def _invoke(ctx: click.Context, command: str, args: tuple[str, ...], expression: str | None, wrt: str | None,
-            fmt: str | None, no_color: bool, quiet: bool, debug: bool, output: str | None = None,
+            fmt: str | None, color: str, no_color: bool, quiet: bool, debug: bool, output: str | None = None,
             precision: int | None = None, heatmap: bool = False, stats: bool = False, plot: str | None = None,
             sparse: bool = False, pattern: str | None = None, recovery: str = "auto", **settings: Any) -> None:
     """The common "run and report" path of every command that differentiates FUNC."""
@@ -213,7 +219,7 @@ def _invoke(ctx: click.Context, command: str, args: tuple[str, ...], expression:
         raise BadUsage("--plot: the path is empty (an unset variable?); give a file such as J.png, or leave out "
                        "--plot")
     out = Output(path=Path(output) if output else None, format=fmt, precision=precision, heatmap=heatmap,
-                 color=not no_color, stats=stats, quiet=quiet, plot=Path(plot) if plot else None)
+                 color=_color(color, no_color), stats=stats, quiet=quiet, plot=Path(plot) if plot else None)
     root = ctx.find_root().obj or {}
     debug = debug or bool(root.get("debug"))
     # NumPy and the engine load here, not for --help or --version.
@@ -319,11 +325,11 @@ def info(ctx: click.Context, **kw: Any) -> None:
           sparsity_options, outputs=sparsity_outputs)
 def sparsity(ctx: click.Context, args: tuple[str, ...], expression: str | None, wrt: str | None, dtype: str | None,
              hessian: bool, mode: str, recovery: str, output: str | None, plot: str | None, fmt: str | None,
-             no_color: bool, quiet: bool, debug: bool) -> None:
+             color: str, no_color: bool, quiet: bool, debug: bool) -> None:
     func, sources = _split_args(args, expression)
     if recovery != "auto" and not hessian:
         raise BadUsage("--recovery is how a sparse Hessian is read back; give --hessian too")
-    out = Output(path=Path(output) if output else None, format=fmt, color=not no_color, quiet=quiet,
+    out = Output(path=Path(output) if output else None, format=fmt, color=_color(color, no_color), quiet=quiet,
                  plot=Path(plot) if plot else None)
     root = ctx.find_root().obj or {}
     from .commands.sparsity_report import sparsity_command
@@ -352,9 +358,9 @@ def _families(ctx: click.Context, param: click.Parameter, value: str | None) -> 
               help="Only these families (comma-separated), e.g. elementwise,linalg.")
 @click.option("--format", "fmt", type=keywords("table", "text", "json"),
               help="Stdout format. Default: table on a terminal, text otherwise; json prints one report object.")
-@click.option("--no-color", is_flag=True, help="No colours (also when NO_COLOR is set).")
+@color_options
 @click.pass_context
-def ops(ctx: click.Context, family: list[str] | None, fmt: str | None, no_color: bool) -> None:
+def ops(ctx: click.Context, family: list[str] | None, fmt: str | None, color: str, no_color: bool) -> None:
     """Every NumPy function, method and operator jaccli differentiates, from its registry: the family,
     the kind (primitive, derived, zero derivative, no derivative), whether reverse and forward rules
     exist, the highest derivative order, whether rules take a block of seeds at once, and the
@@ -363,7 +369,7 @@ def ops(ctx: click.Context, family: list[str] | None, fmt: str | None, no_color:
     from .commands.info import show_ops
 
     root = ctx.find_root().obj or {}
-    show_ops(family, fmt, not no_color, root.get("argv", []))
+    show_ops(family, fmt, _color(color, no_color), root.get("argv", []))
 
 
 def main(argv: list[str] | None = None) -> Any:

@@ -214,7 +214,7 @@ def info(*, func: str | None, expression: str | None, sources: tuple[str, ...], 
                 render(_sections(doc, problem), out.format, out.color)
 
 
-def show_ops(family: list[str] | None, fmt: str | None, color: bool, argv: list[str]) -> None:
+def show_ops(family: list[str] | None, fmt: str | None, color: str, argv: list[str]) -> None:
     """The registry's table: every supported NumPy function and what it supports."""
     from jaccli.api.ops_table import OPS_COLUMNS, format_ops_plain, ops_table
 
@@ -224,9 +224,9 @@ def show_ops(family: list[str] | None, fmt: str | None, color: bool, argv: list[
                "family": family, "count": len(rows), "columns": [key for key, _ in OPS_COLUMNS], "operations": rows}
         sys.stdout.write(json.dumps(doc) + "\n")
         return
-    from jaccli.cli.render.display import stdout_is_terminal
+    from jaccli.cli.render.display import stdout_format
 
-    if (fmt or ("table" if stdout_is_terminal() else "text")) == "text":
+    if stdout_format(fmt, color) == "text":
         sys.stdout.write(format_ops_plain(rows) + "\n")
         return
     cells = [[("yes" if v else "no") if isinstance(v, bool) else str(v) for v in (r[k] for k, _ in OPS_COLUMNS)]

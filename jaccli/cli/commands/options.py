@@ -189,6 +189,13 @@ vector_options = _stack(
                       "inputs (jvp, hvp) or outputs (vjp: f0=, f1=). Repeatable."),
 )
 
+color_options = _stack(
+    click.option("--color", type=keywords("auto", "always", "never"), default="auto", show_default=True,
+                 help="Colours and tables on stdout: auto on a terminal (off when NO_COLOR is set, on when "
+                      "FORCE_COLOR is); always also in a pipe (| less -R)."),
+    click.option("--no-color", is_flag=True, help="Same as --color never."),
+)
+
 output_options = _stack(
     click.option("-o", "--output", type=click.Path(dir_okay=False, writable=False), metavar="PATH",
                  help="Write the result to PATH: .npy (one block), .npz, .csv, .txt or .json, by extension; "
@@ -201,7 +208,7 @@ output_options = _stack(
                       "(default exact); JSON keeps every digit."),
     click.option("--heatmap", is_flag=True, help="Colour table cells by magnitude, then show the whole "
                  "matrix pooled to the terminal: sign by colour, log10 |value| by intensity, with a legend."),
-    click.option("--no-color", is_flag=True, help="No colours (also when NO_COLOR is set)."),
+    color_options,
     click.option("--stats", is_flag=True, help="Print rows and columns evaluated, sweeps, chunk size and "
                  "timings to stderr."),
     click.option("-q", "--quiet", is_flag=True, help="No warnings, notes or progress bars on stderr (errors still print)."),
@@ -219,7 +226,7 @@ report_options = _stack(
     click.option("--format", "fmt", type=keywords("table", "text", "json"),
                  help="Stdout format. Default: table on a terminal, text otherwise; json prints one "
                       "report object."),
-    click.option("--no-color", is_flag=True, help="No colours (also when NO_COLOR is set)."),
+    color_options,
     click.option("-q", "--quiet", is_flag=True, help="No warnings, notes or progress bars on stderr (errors still print)."),
     click.option("--debug", is_flag=True, envvar="JACCLI_DEBUG",
                  help="Show the full traceback of an error."),

@@ -300,9 +300,7 @@ def _evaluated(b: Block) -> str:
 
 def show(problem: Problem, outcome: Outcome, settings: Settings, out: Output, report: dict) -> None:
     """Print the result to stdout in the chosen format."""
-    fmt = out.format
-    if fmt is None:
-        fmt = "table" if display.stdout_is_terminal() else "text"
+    fmt = display.stdout_format(out.format, out.color)
     if fmt == "json":
         import json
 
@@ -319,7 +317,7 @@ def show(problem: Problem, outcome: Outcome, settings: Settings, out: Output, re
     from jaccli.cli.render.terminal import make_console, render_table
     from jaccli.cli.render.plain import RenderHeader
 
-    console = make_console(sys.stdout, no_color=None if out.color else True)
+    console = make_console(sys.stdout, color=out.color)
     what = f"-e {problem.spec!r}" if problem.is_expression else problem.what
     title = f"{outcome.command.capitalize()} of {what}"
     items = {

@@ -40,7 +40,7 @@ class Output:
     format: str | None = None
     precision: int | None = None
     heatmap: bool = False
-    color: bool = True
+    color: str = "auto"  # --color: auto, always or never
     stats: bool = False
     quiet: bool = False
     plot: Path | None = None  # --plot FILE: a picture of the whole matrix

@@ -19,7 +19,7 @@ from jaccli.plurals import counted
 from .failures import CheckFailed, SCHEMA, to_stderr, to_stdout
 from .plotting import check_plot, draw_sparse
 from .problem import Problem, load_problem
-from jaccli.cli.render.display import stdout_is_terminal
+from jaccli.cli.render.display import stdout_format
 from .report import check_output
 from .run import Failures, observed
 from .settings import Output, Settings
@@ -169,7 +169,7 @@ def _summary(problem: Problem, command: str, done: Any) -> list[str]:
 def _show(problem: Problem, command: str, done: Any, out: Output) -> None:
     from jaccli.io.writers import coo_document
 
-    fmt = out.format or ("table" if stdout_is_terminal() else "text")
+    fmt = stdout_format(out.format, out.color)
     if fmt == "json":
         doc = {"schema": SCHEMA, "command": command, "sparse": True, **coo_document(done.matrix),
                "plan": plan_entry(done)}

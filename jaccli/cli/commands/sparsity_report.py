@@ -16,7 +16,7 @@ from jaccli.errors import UsageError
 from .failures import SCHEMA, shown_path, to_stderr, to_stdout
 from .plotting import check_plot
 from .problem import load_problem
-from jaccli.cli.render.display import stdout_is_terminal
+from jaccli.cli.render.display import stdout_format
 from .report import check_output
 from .run import Failures, observed
 from .settings import Output
@@ -80,7 +80,7 @@ def _report_lines(S: Any, spec: str) -> list[str]:
 
 
 def _show(S: Any, spec: str, out: Output) -> None:
-    fmt = out.format or ("table" if stdout_is_terminal() else "text")
+    fmt = stdout_format(out.format, out.color)
     if fmt == "json":
         sys.stdout.write(json.dumps(report_entry(S), allow_nan=False) + "\n")
         return
@@ -91,7 +91,7 @@ def _show(S: Any, spec: str, out: Output) -> None:
         return
     from jaccli.cli.render.terminal import make_console
 
-    console = make_console(sys.stdout, no_color=None if out.color else True)
+    console = make_console(sys.stdout, color=out.color)
     width = max(10, (console.width or shutil.get_terminal_size().columns) - 4)
     height = max(4, shutil.get_terminal_size().lines // 2)
     for line in lines:

@@ -58,12 +58,12 @@ def _plain(sections: Sequence[Section]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _rich(sections: Sequence[Section], color: bool) -> None:
+def _rich(sections: Sequence[Section], color: str) -> None:
     from rich.text import Text
 
     from .terminal import make_console, print_facts, print_report_table, too_narrow
 
-    console = make_console(sys.stdout, no_color=None if color else True)
+    console = make_console(sys.stdout, color=color)
     if too_narrow(console):
         sys.stdout.write(_plain(sections))
         return
@@ -79,17 +79,18 @@ def _rich(sections: Sequence[Section], color: bool) -> None:
                                wrap=section.wrap, caption=section.more or None)
 
 
-def stdout_is_terminal() -> bool:
-    """Whether stdout is a terminal, where reports default to rich tables."""
-    try:
-        return sys.stdout.isatty()
-    except (AttributeError, ValueError):
-        return False
+def stdout_format(fmt: str | None, color: str = "auto") -> str:
+    """The --format asked for, or by default "table" on a terminal (or with forced colour) and "text" otherwise."""
+    from .colour import terminal_view
+
+    return fmt or ("table" if terminal_view(color, sys.stdout) else "text")
 
 
-def render(sections: Sequence[Section], fmt: str | None, color: bool = True) -> None:
-    """Print `sections` to stdout: a rich table on a terminal (or ``fmt == "table"``), plain text otherwise."""
-    if (fmt or ("table" if stdout_is_terminal() else "text")) == "table":
+def render(sections: Sequence[Section], fmt: str | None, color: str = "auto") -> None:
+    """Print `sections` to stdout: a rich table on a terminal (or ``fmt == "table"``), plain text otherwise.
+
+    `color` is the --color choice: auto, always or never."""
+    if stdout_format(fmt, color) == "table":
         _rich(sections, color)
     else:
         sys.stdout.write(_plain(sections))

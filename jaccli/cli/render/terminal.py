@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 # Plain text and the progress bar live in their own modules; re-exported so existing imports keep working.
+from .colour import terminal_view, wants_color
 from .plain import RenderBlock, RenderHeader, format_number, format_plain
 from .progress import ProgressReporter, make_progress
 from .reports import natural_width, print_facts, print_report_table
@@ -86,40 +87,46 @@ def too_narrow(console: Console) -> bool:
     return console.width < MIN_WIDTH
 
 
-def make_console(file: IO[str], *, no_color: bool | None = None, width: int | None = None) -> Console:
-    """A rich Console that colours only a terminal, and only when NO_COLOR is unset or empty.
+def make_console(file: IO[str], *, color: str | None = None, no_color: bool | None = None,
+                 width: int | None = None) -> Console:
+    """A rich Console that colours as --color, NO_COLOR and FORCE_COLOR say (`colour.wants_color`).
 
     Args:
         file: where output goes (sys.stdout, sys.stderr, a StringIO in tests).
-        no_color: True to turn colour off; None reads NO_COLOR (https://no-color.org).
+        color: the --color choice, auto (None), always or never.
+        no_color: True for --color never (`--no-color`).
         width: pinned width; None lets rich read the terminal or $COLUMNS (80 for pipes).
 
     Returns:
         A console with markup, emoji and highlighting off, so user text (file names, labels like
-        ``x[0]``) prints verbatim.
+        ``x[0]``) prints verbatim; it draws as on a terminal on a terminal, and in a pipe when
+        colour is forced.
 
     >>> import io
     >>> make_console(io.StringIO(), width=40).is_terminal
     False
     """
-    try:
-        is_terminal = bool(file.isatty())
-    except (AttributeError, ValueError, OSError):
-        is_terminal = False
-    if no_color is None:
-        no_color = os.environ.get("NO_COLOR", "") != ""
-    return _Console(
-        file=file,
-        # Explicit either way, so FORCE_COLOR and friends cannot put ANSI codes into a pipe.
-        force_terminal=is_terminal,
-        # No colour system means no escape sequences at all, not even bold.
-        color_system="auto" if is_terminal and not no_color else None,
-        no_color=no_color,
-        width=width,
-        markup=False,
-        emoji=False,
-        highlight=False,
-    )
+    choice = "never" if no_color else color
+    coloured = wants_color(choice, file)
+
+    def console(system: str | None) -> Console:
+        return _Console(
+            file=file,
+            # Explicit either way: rich's own reading of FORCE_COLOR would ignore --color never.
+            force_terminal=terminal_view(choice, file),
+            # No colour system means no escape sequences at all, not even bold.
+            color_system=system,
+            no_color=not coloured,
+            width=width,
+            markup=False,
+            emoji=False,
+            highlight=False,
+        )
+
+    made = console("auto" if coloured else None)
+    if coloured and made.color_system is None:  # forced colour on a dumb terminal: the 16 standard colours
+        made = console("standard")
+    return made
 
 
 # ---------------------------------------------------------------- rich tables

@@ -261,7 +261,7 @@ def test_dtype_and_format_take_their_keywords_in_any_case(runner):
     result = invoke(runner, "jacobian", "-e", "x ** 2", "[1, 2]", "--dtype", "Float32", "--format", "Json")
     assert report(result)["dtype"] == "float32"
     result = invoke(runner, "jacobian", "-e", "x ** 2", "[1, 2]", "--format", "CSV")
-    assert result.exit_code == 0 and result.stdout.splitlines() == ["2,0", "0,4"]
+    assert result.exit_code == 0 and result.stdout.splitlines() == ["2.0,0.0", "0.0,4.0"]
 
 
 def test_mode_reverse_and_forward_agree(runner):
@@ -328,7 +328,7 @@ def test_integer_inputs_are_differentiated_as_float64_with_a_warning(runner, tmp
     result = invoke(runner, "jacobian", "-e", "x ** 2", str(tmp_path / "x.npy"))
     assert result.exit_code == 0
     assert "Warning: input x holds int64 values; differentiated as float64" in result.stderr
-    assert result.stdout.split() == ["2", "0", "0", "0", "4", "0", "0", "0", "6"]
+    assert result.stdout.split() == ["2.0", "0.0", "0.0", "0.0", "4.0", "0.0", "0.0", "0.0", "6.0"]
 
 
 @pytest.mark.skipif(np.dtype(np.longdouble).itemsize <= 8, reason="long double is float64 here")
@@ -404,7 +404,7 @@ def test_strict_fails_with_exit_1_on_a_disconnected_input(runner, tmp_path):
     assert result.exit_code == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: --strict: ") and "independent of input 1 ('y')" in lines[0]
-    assert result.stdout == "# df_dx shape=2x2\n2 0\n0 2\n# df_dy shape=2x1\n0\n0\n"  # as --compare, the result
+    assert result.stdout == "# df_dx shape=2x2\n2.0 0.0\n0.0 2.0\n# df_dy shape=2x1\n0.0\n0.0\n"  # as --compare, the result
 
 
 def test_strict_passes_when_everything_is_connected(runner):
@@ -601,7 +601,7 @@ def test_jvp_of_tuple_outputs_gives_one_block_per_output(runner):
     result = invoke(runner, "jvp", "-e", "x * y, x + y", "x=[1, 2]", "y=[3, 4]", "--vector", "[1, 0]",
                     "--vector", "[0, 1]", "--format", "text")
     assert result.exit_code == 0
-    assert result.stdout == "# jvp_f0 shape=2\n3 2\n# jvp_f1 shape=2\n1 1\n"
+    assert result.stdout == "# jvp_f0 shape=2\n3.0 2.0\n# jvp_f1 shape=2\n1.0 1.0\n"
 
 
 def test_hvp_is_h_times_v(runner, inputs):
@@ -774,11 +774,12 @@ def test_output_csv_holds_the_matrix(runner, tmp_path, inputs):
     assert_allclose(np.loadtxt(out, delimiter=","), heat_pde_jacobian(inputs["u"])[:3], rtol=1e-15)
 
 
-def test_output_txt_with_precision(runner, tmp_path):
+def test_output_txt_keeps_every_digit_whatever_the_precision(runner, tmp_path):
+    # --precision is for the table view (issue 41): a file reads back exactly.
     out = tmp_path / "J.txt"
     result = invoke(runner, "jacobian", "-e", "x / 3", "[1, 2]", "-o", str(out), "--precision", "3")
     assert result.exit_code == 0
-    assert out.read_text() == "0.333 0\n0 0.333\n"
+    assert out.read_text() == f"{1 / 3!r} 0.0\n0.0 {1 / 3!r}\n"
 
 
 def test_output_csv_of_a_matrix_output_is_flattened_to_m_by_n(runner, tmp_path):
@@ -1180,9 +1181,9 @@ def test_text_of_several_blocks_has_headers(runner):
     assert lines[0] == "# df_dc shape=3x3" and lines[4] == "# df_dk shape=3x3"
 
 
-def test_precision_limits_digits(runner):
-    result = invoke(runner, "jacobian", "-e", "x / 3", "[1]", "--precision", "2")
-    assert result.stdout == "0.33\n"
+def test_precision_limits_digits_of_the_table(runner):
+    result = invoke(runner, "jacobian", "-e", "x / 3", "[1]", "--precision", "2", "--format", "table")
+    assert " 0.33 " in result.stdout and "0.333" not in result.stdout
 
 
 def test_precision_out_of_range_is_a_usage_error(runner):
@@ -1487,22 +1488,24 @@ def test_version_prints_jaccli_numpy_and_python(runner):
 
 
 @pytest.mark.parametrize("command", ["jacobian", "hessian", "grad", "jvp", "vjp", "hvp"])
-def test_help_warns_that_func_runs_as_the_user_and_lists_exit_codes(runner, command):
+def test_help_warns_that_func_runs_as_the_user_and_points_to_the_exit_codes(runner, command):
+    # Issue 41: the exit statuses are listed once, in `jaccli --help` (tests/test_cli_help.py).
     result = invoke(runner, command, "--help")
     assert result.exit_code == 0
     text = " ".join(result.stdout.split())
-    assert "It is your own code: jaccli runs the file with your rights" in text
+    assert "your own code: jaccli runs the file with your rights" in text
     assert "-e EXPR is safe on untrusted text" in text
-    for code in ("0 success", "1 a check you asked for failed", "2 usage error", "3 the function failed",
-                 "4 resource limit"):
-        assert code in text
+    assert "exit statuses: jaccli --help, man jaccli" in text
 
 
 def test_group_help_lists_commands_and_exit_codes(runner):
     result = invoke(runner, "--help")
     assert result.exit_code == 0
-    for word in ("jacobian", "hessian", "grad", "jvp", "vjp", "hvp", "Exit status", "runs with your rights"):
+    for word in ("jacobian", "hessian", "grad", "jvp", "vjp", "hvp", "Exit status", "runs the file with your rights"):
         assert word in result.stdout
+    for code in ("0 success", "1 a check you asked for failed", "2 usage error", "3 the function failed",
+                 "4 resource limit"):
+        assert code in " ".join(result.stdout.split())
 
 
 def test_shell_completion_script_and_command_names(runner):
@@ -1603,15 +1606,16 @@ def test_man_example_of_the_linalg_family_names_the_np_linalg_functions_listed_e
         assert re.search(rf"\b{short}\b[^;(]* under {row['family']}\b", example), (row["name"], row["family"])
 
 
-def test_precision_is_for_text_table_and_csv_and_json_keeps_every_digit(runner):
+def test_precision_is_for_the_table_and_json_text_and_csv_keep_every_digit(runner):
     doc = report(invoke(runner, "jacobian", "-e", "x / 3.0", "x=1.0", "--format", "json", "--precision", "2"))
     assert doc["blocks"]["df_dx"]["data"] == 1 / 3
-    assert invoke(runner, "jacobian", "-e", "x / 3.0", "x=1.0", "--format", "csv", "--precision", "2").stdout \
-        == "0.33\n"
+    for fmt in ("csv", "text"):
+        assert invoke(runner, "jacobian", "-e", "x / 3.0", "x=1.0", "--format", fmt, "--precision", "2").stdout \
+            == f"{1 / 3!r}\n"
     entry = " ".join(MAN_PAGE.read_text().split('\n.BI \\-\\-precision " N"\n')[1].split("\n.TP\n")[0].split())
-    assert "in the table, text and csv formats on stdout" in entry and "JSON" in entry and "every digit" in entry
+    assert "in the table view" in entry and "JSON" in entry and "every digit" in entry
     help_text = " ".join(invoke(runner, "jacobian", "--help").stdout.split())
-    assert "JSON keeps every digit" in help_text
+    assert "JSON keep every digit" in help_text
 
 
 def test_a_count_of_one_takes_the_singular_in_every_message(runner, tmp_path):
@@ -1740,7 +1744,7 @@ def test_what_the_function_prints_goes_to_stderr_and_json_stays_valid(runner, tm
 def test_what_the_function_prints_stays_out_of_plain_results(runner, tmp_path):
     func = write(tmp_path, "chatty.py", CHATTY)
     result = invoke(runner, "grad", func, "[0, 0]", "--format", "text")
-    assert result.exit_code == 0 and result.stdout == "1 1\n"
+    assert result.exit_code == 0 and result.stdout == "1.0 1.0\n"
 
 
 @pytest.mark.parametrize("command", ["check", "jacobian", "info"])
@@ -2021,7 +2025,7 @@ def test_float32_overflow_is_one_warning_line_silenced_by_quiet(runner):
     assert not [w for w in caught if "overflow" in str(w.message)]
     assert result.exit_code == 0
     assert result.stderr.splitlines() == ["Warning: input x overflows float32: 2 entries become inf"]
-    assert quiet.exit_code == 0 and quiet.stderr == "" and quiet.stdout == "1\n"
+    assert quiet.exit_code == 0 and quiet.stderr == "" and quiet.stdout == "1.0\n"
 
 
 @pytest.mark.parametrize("command", ["info", "jacobian"])

@@ -221,7 +221,7 @@ def test_failed_strict_still_prints_the_result_and_the_json_verdict(runner, mode
     text = invoke(runner, "hessian", model("ignores"), "[1, 2]", "[3]", "--strict", "--format", "text")
     assert_fails(text, "check_failed", 1)
     assert text.stdout == invoke(runner, "hessian", model("ignores"), "[1, 2]", "[3]", "--format", "text").stdout
-    assert text.stdout.startswith("# d2ignores_dx_dx shape=2x2\n2 0\n0 2\n")
+    assert text.stdout.startswith("# d2ignores_dx_dx shape=2x2\n2.0 0.0\n0.0 2.0\n")
 
 
 def test_passed_strict_is_a_verdict_in_the_json_report(runner):
@@ -671,7 +671,7 @@ def test_check_tolerances_and_nonfinite(runner):
 
 
 INFO_KEYS = {"schema", "jaccli", "command", "argv", "function", "inputs", "wrt", "dtype", "batch_axis", "order",
-             "outputs", "operations", "functions", "blocks", "nbytes", "disconnected", "kinks", "mode", "chunk_size",
+             "outputs", "operation_count", "functions", "blocks", "nbytes", "disconnected", "kinks", "mode", "chunk_size",
              "sweeps", "timings", "warnings"}
 INFO_BLOCK_KEYS = {"kind", "output", "input", "shape", "matrix_shape", "dtype", "nbytes", "connected", "mode",
                    "chunk_size", "sweeps"}
@@ -681,7 +681,7 @@ def test_info_json_keys_and_values(runner, model):
     doc = report(invoke(runner, "info", model("uses_global"), "[1, 2]", "[3, 4, 5]", "--format", "json"))
     assert set(doc) == INFO_KEYS and doc["schema"] == 1 and doc["command"] == "info"
     assert doc["outputs"] == {"uses_global": {"shape": [2], "dtype": "float64"}}
-    assert doc["functions"] == {"np.add": 1, "np.multiply": 1} and doc["operations"] == 2
+    assert doc["functions"] == {"np.add": 1, "np.multiply": 1} and doc["operation_count"] == 2
     blocks = doc["blocks"]
     assert set(blocks) == {"duses_global_dx", "duses_global_dy"}
     assert set(blocks["duses_global_dx"]) == INFO_BLOCK_KEYS
@@ -774,7 +774,7 @@ def test_ops_lists_every_registry_entry(runner):
 
 def test_ops_json_and_family_filter(runner):
     doc = report(invoke(runner, "ops", "--format", "json", "--family", "linalg,reductions"))
-    assert set(doc) == {"schema", "jaccli", "command", "argv", "family", "count", "columns", "operations"}
+    assert set(doc) == {"schema", "jaccli", "command", "argv", "family", "names", "count", "columns", "operations"}
     assert doc["command"] == "ops" and doc["family"] == ["linalg", "reductions"]
     assert doc["count"] == len(doc["operations"]) > 0
     assert {r["family"] for r in doc["operations"]} == {"linalg", "reductions"}
@@ -789,6 +789,42 @@ def test_report_formats_and_families_take_their_keywords_in_any_case(runner):
     doc = report(invoke(runner, "ops", "--format", "JSON", "--family", "LinAlg, Reductions"))
     assert doc["family"] == ["linalg", "reductions"]
     assert {r["family"] for r in doc["operations"]} == {"linalg", "reductions"}
+
+
+def test_ops_names_filter_by_part_of_a_name_or_by_family(runner):
+    from jaccli.api.ops_table import ops_table
+
+    every = ops_table()
+    doc = report(invoke(runner, "ops", "det", "SIN", "--format", "json"))
+    assert doc["names"] == ["det", "sin"]
+    assert [r["name"] for r in doc["operations"]] == [r["name"] for r in every
+                                                      if "det" in r["name"].lower() or "sin" in r["name"].lower()]
+    assert {"np.linalg.det", "np.sin", "np.arcsinh"} <= {r["name"] for r in doc["operations"]}
+    family = report(invoke(runner, "ops", "reductions", "--format", "json"))
+    assert {r["name"] for r in family["operations"]} >= {r["name"] for r in every if r["family"] == "reductions"}
+    text = invoke(runner, "ops", "slogdet")
+    assert text.exit_code == 0 and text.stdout.splitlines()[1].startswith("np.linalg.slogdet ")
+    assert len(text.stdout.splitlines()) == 2
+
+
+def test_ops_name_that_matches_nothing_says_so_and_lists_nothing(runner):
+    result = invoke(runner, "ops", "fft", "--format", "json")
+    assert result.exit_code == 0 and report(result)["operations"] == []
+    assert "no supported NumPy function, method or operator matches fft" in result.stderr
+
+
+@pytest.mark.parametrize("columns", [40, 60, 80, 120])
+def test_ops_table_columns_fit_the_terminal(runner, columns):
+    from jaccli.api.ops_table import ops_table
+
+    result = invoke(runner, "ops", "--format", "table", "--no-color", env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    names = {row["name"] for row in ops_table()}
+    # Only a name wider than the terminal goes beyond it (names are never cut).
+    assert all(len(line.rstrip()) <= columns or line.strip() in names for line in lines)
+    header = next(line for line in lines if line.startswith("name "))
+    assert header.split()[0] == "name" and ("rev" in header.split() or columns < 60)
 
 
 def test_ops_unknown_family_is_exit_2(runner):

@@ -87,14 +87,15 @@ def test_numbers_use_the_given_precision():
     assert "3.142" not in out
 
 
-def test_negative_zeros_show_as_zero_in_tables_text_and_csv():
-    # 0 times a negative number: a derivative block of -0.0 entries reads as 0, as it is.
+def test_negative_zeros_show_as_zero_in_tables_and_keep_their_bits_in_text_and_csv():
+    # 0 times a negative number: a derivative block of -0.0 entries reads as 0, as it is, for people; text
+    # and csv are for machines and write each float64 exactly, as the .csv file does (issue 41).
     matrix = np.array([[-0.0, -1e-300, 2.0], [0.0, -0.0, -3.5]])
     table = render([RenderBlock("H", matrix)])
     assert "-0 " not in table and "-0\n" not in table and "-1e-300" in table and "-3.5" in table
     text = format_plain([RenderBlock("H", matrix)], headers=False)
-    assert text == "0 -1e-300 2\n0 0 -3.5\n"
-    assert format_plain([RenderBlock("H", matrix)], delimiter=",", headers=False) == "0,-1e-300,2\n0,0,-3.5\n"
+    assert text == "-0.0 -1e-300 2.0\n0.0 -0.0 -3.5\n"
+    assert format_plain([RenderBlock("H", matrix)], delimiter=",", headers=False) == "-0.0,-1e-300,2.0\n0.0,-0.0,-3.5\n"
 
 
 def test_large_matrix_is_cut_in_the_middle(rng):

@@ -33,18 +33,25 @@ file, or a literal such as 0.5 or "[1, 2, 3]". Inputs bind to the function's par
 order; name=SOURCE binds by name (keyword-only parameters, after *, by name only).
 """
 
-EXIT_CODES = """\
-\b
-Exit status:
-  0  success
-  1  a check you asked for failed: check, --compare, --strict, --fail-on-nonfinite
-  2  usage error: bad option, index, file, or inputs that do not fit the function
-  3  the function failed: it raised, returned a non-array, or used an unsupported operation
-  4  resource limit: the result exceeds --max-memory, or the disk is full
-  70  an error in jaccli's own code (a bug to report, with --debug's traceback)
-  130, 143, 129  stopped by Ctrl-C, SIGTERM, SIGHUP; no file written, unless the message names it
-  141  the reader of a pipe went away (| head -1); quiet, not a failure
-"""
+# Each command's help says this much of SAFETY, in one line; the whole text is `jaccli --help`'s.
+SAFETY_LINE = ("FUNC is path.py[:name], your own code: jaccli runs the file with your rights. -e EXPR is safe on "
+               "untrusted text. INPUTs, exit statuses: jaccli --help, man jaccli.")
+
+# (status, meaning): shown as a definition list, so that a narrow terminal wraps a line between words.
+EXIT_STATUS = [
+    ("0", "success"),
+    ("1", "a check you asked for failed: check, --compare, --strict, --fail-on-nonfinite"),
+    ("2", "usage error: bad option, index, file, or inputs that do not fit the function"),
+    ("3", "the function failed: it raised, returned a non-array, or used an unsupported operation"),
+    ("4", "resource limit: the result exceeds --max-memory, or the disk is full"),
+    ("70", "an error in jaccli's own code (a bug to report, with --debug's traceback)"),
+    ("130, 143, 129", "stopped by Ctrl-C, SIGTERM, SIGHUP; no file written, unless the message names it"),
+    ("141", "the reader of a pipe went away (| head -1); quiet, not a failure"),
+]
+
+# click wraps help at 80 columns unless told otherwise; a wider terminal gets lines up to this width.
+HELP_WIDTH = 100
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": HELP_WIDTH}
 
 
 def _negative_number(error: click.UsageError) -> str | None:
@@ -134,6 +141,27 @@ class JaccliGroup(click.Group):
             except CliError as error:
                 raise with_json(after_writing(error, written), argv, ctx) from None
 
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        formatter.write_paragraph()
+        with formatter.indentation():
+            formatter.write_text(SAFETY)
+        with formatter.section("Exit status"):
+            _write_statuses(formatter)
+
+
+def _write_statuses(formatter: click.HelpFormatter) -> None:
+    """EXIT_STATUS as two columns, each meaning wrapped between words only (click's wrapping would break
+    ``--max-memory`` at its hyphen)."""
+    import textwrap
+
+    first = max(len(status) for status, _ in EXIT_STATUS) + 2
+    indent = " " * formatter.current_indent
+    width = max(formatter.width - formatter.current_indent - first, 20)
+    for status, meaning in EXIT_STATUS:
+        lines = textwrap.wrap(meaning, width, break_on_hyphens=False, break_long_words=False)
+        formatter.write(f"{indent}{status:<{first}}{lines[0]}\n")
+        formatter.write("".join(f"{indent}{'':<{first}}{line}\n" for line in lines[1:]))
+
 
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
@@ -149,7 +177,7 @@ def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> N
     ctx.exit()
 
 
-@click.group(cls=JaccliGroup, epilog=EXIT_CODES, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=JaccliGroup, context_settings=CONTEXT)
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Print the versions of jaccli, NumPy and Python, and exit.")
 @click.option("--debug", is_flag=True, envvar="JACCLI_DEBUG", help="Show full tracebacks of errors.")
@@ -167,7 +195,6 @@ def cli(ctx: click.Context, debug: bool) -> None:
     (a table on a terminal, plain numbers in pipes, --format json for one report object) or to
     a file with -o. Diagnostics go to stderr.
 
-    A FUNC file is your own code and runs with your rights; -e EXPR is safe on untrusted text.
     See `jaccli COMMAND --help` and `man jaccli`.
     """
     ctx.ensure_object(dict)["debug"] = debug
@@ -176,15 +203,21 @@ def cli(ctx: click.Context, debug: bool) -> None:
 Decorator = Callable[[Callable[..., Any]], Any]
 
 
-def _command(name: str, short: str, summary: str, *decorators: Decorator,
+def _command(name: str, short: str, summary: str, examples: list[tuple[str, str]], *decorators: Decorator,
              outputs: Decorator = output_options) -> Decorator:
-    """A subcommand with the shared options (FUNC and inputs first, output last), help text and epilog."""
+    """A subcommand with the shared options (FUNC and inputs first, output last), help text and examples."""
     def wrap(f: Callable[..., Any]) -> Any:
         for decorator in reversed((function_options,) + decorators + (outputs,)):
             f = decorator(f)
-        return cli.command(name, help=f"{summary}\n\n{SAFETY}", short_help=short, epilog=EXIT_CODES,
-                           context_settings={"help_option_names": ["-h", "--help"]})(click.pass_context(f))
+        return cli.command(name, help=f"{summary}\n\n{SAFETY_LINE}", short_help=short, epilog=_examples(examples),
+                           context_settings=CONTEXT)(click.pass_context(f))
     return wrap
+
+
+def _examples(examples: list[tuple[str, str]]) -> str:
+    """The epilog of a command's help: its examples, one a line, each with what it does."""
+    width = max(len(command) for command, _ in examples) + 2
+    return "\b\nExamples:\n" + "\n".join(f"  {command:<{width}}{what}".rstrip() for command, what in examples)
 
 
 def _color(color: str, no_color: bool) -> str:
@@ -253,6 +286,9 @@ def _invoke(ctx: click.Context, command: str, args: tuple[str, ...], expression:
 
 @_command("jacobian", "The Jacobian, or selected rows and columns of it.",
           "Jacobian of FUNC at the INPUTs: blocks df_dx of shape out.shape + in.shape.",
+          [("jaccli jacobian model.py x.npy", "the whole Jacobian, as a table"),
+           ("jaccli jacobian model.py x.npy --rows 0:4 -o J.npy", "rows 0 to 3 only, to a file"),
+           ('jaccli jacobian -e "sin(x) * y" x=0.5 y="[1, 2]"', "an expression: no file runs")],
           matrix_options, sparse_options, nonfinite_options, plot_option)
 def jacobian(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "jacobian", **kw)
@@ -260,19 +296,26 @@ def jacobian(ctx: click.Context, **kw: Any) -> None:
 
 @_command("hessian", "The Hessian of a scalar function, or parts of it.",
           "Hessian of a scalar FUNC at the INPUTs: blocks d2f_dx_dy of shape x.shape + y.shape.",
+          [("jaccli hessian loss.py w.npy X.csv --wrt w -o H.npy", "w's Hessian; X is data"),
+           ('jaccli hessian -e "sum(x ** 4)" "[1, 2, 3]" --sparse', "by colouring, as COO triplets")],
           matrix_options, sparse_options, nonfinite_options, plot_option)
 def hessian(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "hessian", **kw)
 
 
 @_command("grad", "The gradient of a scalar function.",
-          "Gradient of a scalar FUNC at the INPUTs: blocks df_dx shaped like x.", nonfinite_options)
+          "Gradient of a scalar FUNC at the INPUTs: blocks df_dx shaped like x.",
+          [("jaccli grad loss.py w.npy X.csv y.txt --wrt w", "the gradient in w"),
+           ('jaccli grad -e "sum(sin(x))" "[0.5, 1]" --format json', "one JSON report")],
+          nonfinite_options)
 def grad(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "grad", **kw)
 
 
 @_command("jvp", "Jacobian-vector product J v.",
           "Jacobian-vector product J v (one forward sweep, no matrix formed): jvp_f shaped like f.",
+          [("jaccli jvp model.py x.npy --vector v.npy", "J v"),
+           ('jaccli jvp -e "x ** 2" "[1, 2]" --vector "[1, 0]"', "the first column of J")],
           vector_options, nonfinite_options)
 def jvp(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "jvp", **kw)
@@ -280,6 +323,8 @@ def jvp(ctx: click.Context, **kw: Any) -> None:
 
 @_command("vjp", "Vector-Jacobian product v^T J.",
           "Vector-Jacobian product v^T J (one reverse sweep, no matrix formed): vjp_x shaped like x.",
+          [("jaccli vjp model.py x.npy --vector v.npy", "v^T J"),
+           ('jaccli vjp -e "x ** 2" "[1, 2]" --vector "[1, 0]"', "the first row of J")],
           vector_options, nonfinite_options)
 def vjp(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "vjp", **kw)
@@ -287,29 +332,32 @@ def vjp(ctx: click.Context, **kw: Any) -> None:
 
 @_command("hvp", "Hessian-vector product H v.",
           "Hessian-vector product H v of a scalar FUNC (no matrix formed): hvp_x shaped like x.",
+          [("jaccli hvp loss.py w.npy --vector v.npy", "H v"),
+           ('jaccli hvp -e "sum(x ** 3)" "[1, 2]" --vector "[1, 0]"', "the first column of H")],
           vector_options, nonfinite_options)
 def hvp(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "hvp", **kw)
 
 
 @_command("check", "Verify the derivative against forward mode and finite differences.",
-          "Check the Jacobian (--order 1) or the Hessian of a scalar FUNC (--order 2) at the INPUTs: "
-          "reverse mode against forward mode, and both against central finite differences computed in "
-          "float64 (step from the float64 epsilon, Richardson extrapolation where it helps). Prints the "
-          "maximum absolute and relative errors, the worst entries with their indices, and passed or "
-          "failed; exits 1 on failure. Entries where f is evaluated at a kink (abs at 0, a max/min tie, "
-          "a clip bound, relu at 0), or whose finite-difference step crosses such a kink near x, are listed as "
-          "convention-dependent: a mismatch there is not a failure.",
+          "Check the Jacobian (--order 1) or the Hessian (--order 2) of FUNC at the INPUTs: reverse mode "
+          "against forward mode, and both against central finite differences in float64. Prints the verdict "
+          "and the worst entries; exits 1 on failure. A mismatch where f is at a kink (abs at 0, a max tie) is "
+          "convention-dependent, not a failure.",
+          [("jaccli check model.py x.npy", "the verdict, the worst entries"),
+           ("jaccli check loss.py w.npy --order 2 --rows 0:10", "ten rows of the Hessian"),
+           ("jaccli check model.py x.npy --format json | jq .passed", "the verdict, for scripts")],
           check_options, check_nonfinite_options, check_sparse_options, plot_option, outputs=report_options)
 def check(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "check", **kw)
 
 
 @_command("info", "Shapes, sizes, operations and the evaluation plan, without differentiating.",
-          "What FUNC is at the INPUTs, without computing any derivative: inputs and outputs with shapes "
-          "and dtypes, the Jacobian (--order 1) or Hessian (--order 2) blocks with their dense sizes in "
-          "bytes, the number of recorded operations and the NumPy functions used, (output, input) pairs "
-          "with no connection, and the mode, chunk size and sweeps that jacobian (hessian) would use.",
+          "What FUNC is at the INPUTs, without computing any derivative: inputs, outputs, the Jacobian "
+          "(--order 1) or Hessian (--order 2) blocks with their sizes, the operations recorded, and the sweeps "
+          "that jacobian (hessian) would run.",
+          [("jaccli info model.py x.npy", "shapes, sizes and the plan"),
+           ("jaccli info loss.py w.npy --order 2 --format json", "the Hessian's, as JSON")],
           info_options, outputs=report_options)
 def info(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "info", **kw)
@@ -317,11 +365,10 @@ def info(ctx: click.Context, **kw: Any) -> None:
 
 @_command("sparsity", "The sparsity pattern of the Jacobian or Hessian, and its colouring.",
           "The sparsity pattern of FUNC's Jacobian (or, with --hessian, of a scalar FUNC's Hessian) at the "
-          "INPUTs, from the recorded operations: shape, nnz, density, lower and upper bandwidth, the colours "
-          "of each colouring method tried, the chosen plan and its sweeps, the operations taken as dense "
-          "(with file:line), and where f compared traced values (the pattern holds for the control path f "
-          "took there); on a terminal, a spy view of the whole pattern. -o P.npz saves the pattern and its "
-          "plan for `jacobian --sparse --pattern P.npz`. Needs scipy: pip install 'jaccli[sparse]'.",
+          "INPUTs, from the recorded operations: nnz, bandwidths, colourings and the sweeps they take, and a "
+          "spy view on a terminal. Needs scipy: pip install 'jaccli[sparse]'.",
+          [("jaccli sparsity model.py x.npy -o P.npz", "save the pattern"),
+           ("jaccli jacobian model.py x.npy --sparse --pattern P.npz -o J.npz", "reused")],
           sparsity_options, outputs=sparsity_outputs)
 def sparsity(ctx: click.Context, args: tuple[str, ...], expression: str | None, wrt: str | None, dtype: str | None,
              hessian: bool, mode: str, recovery: str, output: str | None, plot: str | None, fmt: str | None,
@@ -353,23 +400,28 @@ def _families(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 
 @cli.command("ops", short_help="The supported NumPy functions and what each supports.",
-             epilog=EXIT_CODES, context_settings={"help_option_names": ["-h", "--help"]})
+             epilog=_examples([("jaccli ops", "every supported function"),
+                               ("jaccli ops fft sin", "those whose name or family holds fft or sin"),
+                               ("jaccli ops --family linalg --format json", "one family, as JSON")]),
+             context_settings=CONTEXT)
+@click.argument("names", nargs=-1, metavar="[NAME]...")
 @click.option("--family", metavar="NAMES", callback=_families,
               help="Only these families (comma-separated), e.g. elementwise,linalg.")
 @click.option("--format", "fmt", type=keywords("table", "text", "json"),
-              help="Stdout format. Default: table on a terminal, text otherwise; json prints one report object.")
+              help="Stdout format: table on a terminal, else text; json: one report object.")
 @color_options
 @click.pass_context
-def ops(ctx: click.Context, family: list[str] | None, fmt: str | None, color: str, no_color: bool) -> None:
-    """Every NumPy function, method and operator jaccli differentiates, from its registry: the family,
-    the kind (primitive, derived, zero derivative, no derivative), whether reverse and forward rules
-    exist, the highest derivative order, whether rules take a block of seeds at once, and the
-    convention at non-differentiable points. Anything not listed is refused with exit status 3.
+def ops(ctx: click.Context, names: tuple[str, ...], family: list[str] | None, fmt: str | None, color: str,
+        no_color: bool) -> None:
+    """Every NumPy function, method and operator jaccli differentiates, from its registry: family, kind,
+    reverse and forward rules, highest order, and the convention at non-differentiable points. Each NAME
+    keeps the rows whose name or family holds it (sin, np.linalg, fft). Anything not listed is refused
+    with exit status 3 (exit statuses: jaccli --help).
     """
     from .commands.info import show_ops
 
     root = ctx.find_root().obj or {}
-    show_ops(family, fmt, _color(color, no_color), root.get("argv", []))
+    show_ops(family, fmt, _color(color, no_color), root.get("argv", []), names)
 
 
 def main(argv: list[str] | None = None) -> Any:

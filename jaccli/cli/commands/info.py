@@ -5,13 +5,13 @@ The info report (``--format json``) has the keys ``schema``, ``jaccli``, ``comma
 
 - ``order``: 1 (Jacobian blocks) or 2 (Hessian blocks).
 - ``outputs``: per output name (f, or f0, f1, ... for a tuple) ``{"shape", "dtype"}``.
-- ``operations``: operations recorded while f ran (its inputs not counted); ``functions``:
+- ``operation_count``: operations recorded while f ran (its inputs not counted); ``functions``:
   the NumPy functions, methods and operators among them, name -> count.
 - ``blocks``: per key: ``kind``, ``output``, ``input``, ``shape`` (the dense block:
   out.shape + in.shape), ``matrix_shape`` ([M, N], [B, M, N] with a batch axis), ``dtype``,
   ``nbytes`` (of the dense block), ``connected``, ``mode`` (reverse, forward,
   forward-over-reverse, or cached: filled by another block's sweeps), ``chunk_size`` (seeds per
-  sweep, or null when cached) and ``sweeps``.
+  sweep: a number, for a cached block that of the sweeps that fill it) and ``sweeps``.
 - ``nbytes``: the dense size of every block together. ``mode``, ``chunk_size``, ``sweeps``:
   the modes used ("+"-joined), the largest chunk and the total sweeps `jaccli jacobian`
   (`jaccli hessian` for order 2) would run for the whole result with --mode auto.
@@ -21,7 +21,8 @@ The info report (``--format json``) has the keys ``schema``, ``jaccli``, ``comma
 - ``timings``: ``load_s``, ``record_s``, ``total_s``. ``warnings``: also printed to stderr.
 
 The ops report has ``schema``, ``jaccli``, ``command`` ("ops"), ``argv``, ``family`` (the
-families asked for, or null), ``count``, ``columns`` (the keys of each row) and ``operations``
+families asked for, or null), ``names`` (the NAMEs asked for, in lower case, or null), ``count``,
+``columns`` (the keys of each row) and ``operations``
 (rows of `jaccli.api.ops_table.ops_table`: ``name``, ``family``, ``kind``, ``reverse``, ``forward``,
 ``max_order``, ``block_seeds``, ``notes``).
 """
@@ -62,8 +63,9 @@ def _plan(blocks: list[Block], order: int) -> list[dict]:
     """
     ev = blocks[0].lazy._ev
     per_sample = ev.B if ev.batch else 1
-    rows_done: set[int] = set()
-    cols_done: set[int] = set()
+    # the chunk size of the sweeps that fill each output's rows (input's columns): a cached block's own
+    rows_done: dict[int, int] = {}
+    cols_done: dict[int, int] = {}
     diagonals: set[tuple[int, int]] = set()  # blocks whose diagonal sweep is planned
     plan = []
     for b in blocks:
@@ -75,30 +77,30 @@ def _plan(blocks: list[Block], order: int) -> list[dict]:
             continue
         if order == 2:
             if i in rows_done or j in rows_done:
-                plan.append({"mode": "cached", "chunk_size": None, "sweeps": 0})
+                plan.append({"mode": "cached", "chunk_size": rows_done.get(i, rows_done.get(j)), "sweeps": 0})
                 continue
             a = i if ev.N[i] <= ev.N[j] else j
             chunk = ev.chunk(ev.N[a], max(ev.M + [1]) * per_sample)
-            rows_done.add(a)
+            rows_done[a] = chunk
             plan.append({"mode": "forward-over-reverse", "chunk_size": chunk, "sweeps": math.ceil(ev.N[a] / chunk)})
         elif i in rows_done or j in cols_done:
-            plan.append({"mode": "cached", "chunk_size": None, "sweeps": 0})
+            plan.append({"mode": "cached", "chunk_size": rows_done[i] if i in rows_done else cols_done[j], "sweeps": 0})
         elif ev.is_diagonal(i, j) and ev.diagonal_fill(i, j, ev.M[i] <= ev.N[j]):
             # Elementwise: one forward sweep with a tangent of ones gives the whole diagonal.
             by_rows = ev.M[i] <= ev.N[j]
             if by_rows:
-                rows_done.add(i)
+                rows_done[i] = 1
             else:
-                cols_done.add(j)
+                cols_done[j] = 1
             diagonals.update(blk for blk in ev._sharing(i, j, by_rows) if ev.is_diagonal(*blk))
             plan.append({"mode": "diagonal", "chunk_size": 1, "sweeps": 1})
         elif ev.M[i] <= ev.N[j]:
             chunk = ev.chunk(ev.M[i], max(ev.N + [1]) * per_sample)
-            rows_done.add(i)
+            rows_done[i] = chunk
             plan.append({"mode": "reverse", "chunk_size": chunk, "sweeps": math.ceil(ev.M[i] / chunk)})
         else:
             chunk = ev.chunk(ev.N[j], max(ev.M + [1]) * per_sample)
-            cols_done.add(j)
+            cols_done[j] = chunk
             plan.append({"mode": "forward", "chunk_size": chunk, "sweeps": math.ceil(ev.N[j] / chunk)})
     return plan
 
@@ -128,7 +130,7 @@ def _report(problem: Problem, settings: Settings, argv: list[str], timings: dict
     # In the order the jacobian command's report names them (a Hessian's plan has one mode)
     modes = sorted({p["mode"] for p in plan if p["mode"] != "cached"},
                    key=lambda m: SWEEP_KINDS.index(m) if m in SWEEP_KINDS else len(SWEEP_KINDS))
-    chunks = [p["chunk_size"] for p in plan if p["chunk_size"] is not None]
+    chunks = [p["chunk_size"] for p in plan if p["mode"] != "cached"]
     kinks = []
     for kink in find_kinks(rec):
         site = f"{shown_path(kink.file)}:{kink.line}" if kink.file else None
@@ -139,7 +141,7 @@ def _report(problem: Problem, settings: Settings, argv: list[str], timings: dict
         "dtype": settings.dtype, "batch_axis": settings.batch_axis, "order": order,
         "outputs": {o: {"shape": list(np.shape(v)), "dtype": str(np.result_type(v))}
                     for o, v in zip(outs, rec.outputs)},
-        "operations": len(recorded),
+        "operation_count": len(recorded),
         "functions": dict(sorted(Counter(n.prim.name for n in recorded).items())),
         "blocks": entries,
         "nbytes": sum(b.nbytes for b in blocks),
@@ -147,7 +149,7 @@ def _report(problem: Problem, settings: Settings, argv: list[str], timings: dict
                           "block": f"d{outs[i]}_d{names[j]}"} for i, j in disconnected_pairs(rec)],
         "kinks": kinks,
         "mode": "+".join(modes) or "cached",
-        "chunk_size": max(chunks, default=None),
+        "chunk_size": max(chunks),
         "sweeps": sum(p["sweeps"] for p in plan),
         "timings": timings,
         "warnings": list(problem.warnings),
@@ -176,12 +178,12 @@ def _sections(doc: dict, problem: Problem) -> list[Section]:
                                  "sweeps"],
               [[k, _shape(e["shape"]), " x ".join(map(str, e["matrix_shape"])), e["dtype"],
                 _bytes(e["nbytes"]), "yes" if e["connected"] else "NO", e["mode"],
-                "-" if e["chunk_size"] is None else str(e["chunk_size"]), str(e["sweeps"])]
+                str(e["chunk_size"]), str(e["sweeps"])]
                for k, e in doc["blocks"].items()], wrap=["bytes"]),
         Facts({"dense size": _bytes(doc["nbytes"]),
                f"{kind} would use": f"{doc['mode']} mode, chunk size {doc['chunk_size']}, "
                                     f"{counted(doc['sweeps'], 'sweep')}",
-               "operations": f"{doc['operations']} recorded"}),
+               "operations": f"{doc['operation_count']} recorded"}),
         Table("NumPy functions used", ["function", "count"],
               [[name, str(count)] for name, count in doc["functions"].items()]),
         Table("disconnected (output, input) pairs", ["output", "input", "block"],
@@ -214,14 +216,28 @@ def info(*, func: str | None, expression: str | None, sources: tuple[str, ...], 
                 render(_sections(doc, problem), out.format, out.color)
 
 
-def show_ops(family: list[str] | None, fmt: str | None, color: str, argv: list[str]) -> None:
-    """The registry's table: every supported NumPy function and what it supports."""
+def _matches(row: dict, words: tuple[str, ...]) -> bool:
+    """Whether an ops row is one that a NAME asks for: a part of its name, or its family."""
+    name = row["name"].lower()
+    return any(word in name or word == row["family"] for word in words)
+
+
+def show_ops(family: list[str] | None, fmt: str | None, color: str, argv: list[str],
+             names: tuple[str, ...] = ()) -> None:
+    """The registry's table: every supported NumPy function and what it supports; `names` keep the rows whose
+    name holds one of them, or whose family is one of them (`jaccli ops fft sin`)."""
     from jaccli.api.ops_table import OPS_COLUMNS, format_ops_plain, ops_table
 
-    rows = [r for r in ops_table() if family is None or r["family"] in family]
+    words = tuple(w.strip().lower() for w in names if w.strip())
+    rows = [r for r in ops_table() if (family is None or r["family"] in family) and (not words or _matches(r, words))]
+    if words and not rows:
+        with to_stderr():
+            click.echo(f"Note: no supported NumPy function, method or operator matches {' '.join(names)}; jaccli "
+                       "refuses what is not listed (exit 3). See `jaccli ops` for them all.", err=True)
     if fmt == "json":
         doc = {"schema": SCHEMA, "jaccli": jaccli.__version__, "command": "ops", "argv": list(argv),
-               "family": family, "count": len(rows), "columns": [key for key, _ in OPS_COLUMNS], "operations": rows}
+               "family": family, "names": list(words) or None, "count": len(rows),
+               "columns": [key for key, _ in OPS_COLUMNS], "operations": rows}
         sys.stdout.write(json.dumps(doc) + "\n")
         return
     from jaccli.cli.render.display import stdout_format
@@ -229,7 +245,7 @@ def show_ops(family: list[str] | None, fmt: str | None, color: str, argv: list[s
     if stdout_format(fmt, color) == "text":
         sys.stdout.write(format_ops_plain(rows) + "\n")
         return
-    cells = [[("yes" if v else "no") if isinstance(v, bool) else str(v) for v in (r[k] for k, _ in OPS_COLUMNS)]
-             for r in rows]
-    render([Table(f"{len(rows)} supported NumPy functions, methods and operators",
-                  [header for _, header in OPS_COLUMNS], cells, prose=["notes"])], "table", color)
+    from jaccli.cli.render.ops_view import show_ops_table
+
+    matching = f" matching {' '.join(names)}" if words else ""
+    show_ops_table(rows, f"{len(rows)} supported NumPy functions, methods and operators{matching}", color)

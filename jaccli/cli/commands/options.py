@@ -93,41 +93,32 @@ def _expr_limit(field: str) -> Callable[[click.Context, click.Parameter, float],
     return set_limit
 
 
-_EXPR_LIMITS = "an operation beyond it is refused before it runs (exit 2); inf for no limit"
-
 function_options = _stack(
     click.argument("args", nargs=-1, metavar="FUNC INPUT...", type=SourceType()),
     click.option("-e", "--expr", "expression", metavar="EXPR",
-                 help="A NumPy expression in place of FUNC, e.g. 'sin(x) * y'; its names are its inputs. "
-                      "Checked and evaluated without running code: safe on untrusted text."),
-    click.option("--wrt", metavar="NAMES", help="Inputs to differentiate, by name or position (x,y or 0,1); "
-                 "the others are data. Default: all given inputs."),
+                 help="A NumPy expression in place of FUNC, e.g. 'sin(x) * y'; runs no code."),
+    click.option("--wrt", metavar="NAMES", help="Inputs to differentiate (x,y or 0,1); the others are data."),
     click.option("--dtype", type=keywords("float64", "float32"),
-                 help="Cast the inputs (differentiated ones and floating-point data) before differentiating; "
-                      "values too large for float32 become inf, with a warning."),
+                 help="Cast the floating-point inputs first."),
     click.option("--expr-max-elements", type=click.FloatRange(min=1), default=1e7, show_default="1e7", metavar="N",
                  expose_value=False, callback=_expr_limit("max_elements"),
-                 help=f"Elements of any one array an -e expression makes; {_EXPR_LIMITS}."),
+                 help="Elements of any array an -e expression makes."),
     click.option("--expr-max-work", type=click.FloatRange(min=1), default=1e9, show_default="1e9", metavar="N",
                  expose_value=False, callback=_expr_limit("max_work"),
-                 help=f"Multiply-adds of all of an -e expression's operations, each evaluation; {_EXPR_LIMITS}."),
+                 help="Multiply-adds of an -e expression's evaluation."),
     click.option("--expr-timeout", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default="10",
                  metavar="SECONDS", expose_value=False, callback=_expr_limit("seconds"),
-                 help="Seconds an evaluation of an -e expression may take (exit 2 beyond)."),
+                 help="Seconds an -e expression's evaluation may take."),
 )
 
-_rows = click.option("--rows", metavar="SPEC", help="Rows of the flattened [M, N] matrix to compute: i, a:b, "
-                     "a:b:c, i,j,k, ... or @file.npy; only these are evaluated.")
-_cols = click.option("--cols", metavar="SPEC", help="Columns of the flattened matrix to compute, as --rows.")
+_rows = click.option("--rows", metavar="SPEC", help="Rows of the flattened [M, N] matrix: i, a:b, a:b:c, i,j,k "
+                     "or @file.npy.")
+_cols = click.option("--cols", metavar="SPEC", help="Columns of the flattened matrix, as --rows.")
 _batch = click.option("--batch-axis", type=int, callback=_batch_axis, metavar="0",
-                      help="Per-sample derivatives along axis 0 of inputs and outputs: [B, M, N] blocks.")
-_strict = click.option("--strict", is_flag=True, help="Fail (exit 1) when an output does not depend on a "
-                       "differentiated input at all, naming both.")
-_order = click.option("--order", type=click.IntRange(1, 2), default=1, show_default=True, metavar="1|2",
-                      help="1: the Jacobian; 2: the Hessian of a scalar function.")
-
-# The defaults follow the result's dtype (jaccli.check.verification.DEFAULT_TOLERANCES); shown in --help and the man page.
-TOLERANCE_HELP = "default: 1e-5 and 1e-7 for float64 results, 2e-3 and 1e-4 for float32"
+                      help="Per-sample derivatives along axis 0: [B, M, N] blocks.")
+_strict = click.option("--strict", is_flag=True, help="Fail (exit 1) when an output does not depend on an input.")
+_order = click.option("--order", type=click.IntRange(1, 2), default=1, metavar="1|2",
+                      help="1: the Jacobian (default); 2: the Hessian.")
 
 class Tolerance(click.FloatRange):
     """A finite number >= 0: NaN would pass every comparison (every test against it is false)."""
@@ -144,38 +135,36 @@ class Tolerance(click.FloatRange):
         return number
 
 
+# The defaults follow the result's dtype (jaccli.check.verification.DEFAULT_TOLERANCES), as --rtol's and --atol's
+# help and the man page say.
 tolerance_options = _stack(
     click.option("--rtol", type=Tolerance(), metavar="R",
-                 help=f"Relative tolerance: an entry passes when |a - b| <= atol + rtol |b| ({TOLERANCE_HELP})."),
-    click.option("--atol", type=Tolerance(), metavar="A", help="Absolute tolerance, as --rtol."),
+                 help="Passes when |a - b| <= atol + rtol |b| (default 1e-5; float32 2e-3)."),
+    click.option("--atol", type=Tolerance(), metavar="A", help="Absolute tolerance (default 1e-7; float32 1e-4)."),
 )
 
 nonfinite_options = _stack(
     click.option("--fail-on-nonfinite", is_flag=True,
-                 help="Fail (exit 1) when the result holds NaN or inf; the -o file is then not written."),
+                 help="Fail (exit 1) when the result holds NaN or inf."),
 )
 
 # check has no -o: its result is the verdict.
 check_nonfinite_options = _stack(
     click.option("--fail-on-nonfinite", is_flag=True,
-                 help="Fail (exit 1) when the checked derivative holds NaN or inf."),
+                 help="Fail (exit 1) when the derivative holds NaN or inf."),
 )
 
 matrix_options = _stack(
     _rows, _cols, _batch,
     click.option("--mode", type=keywords("auto", "reverse", "forward", "bidirectional"), default="auto",
-                 show_default=True, help="Sweeps: reverse computes rows, forward computes columns; auto picks the "
-                 "fewer. With --sparse, it forces the side of the colouring (bidirectional: both)."),
-    click.option("--chunk-size", type=ChunkSize(), default="auto", show_default=True,
-                 help="Seeds per sweep, or auto to fit the memory budget."),
+                 metavar="MODE", help="reverse (rows), forward (columns), auto (the fewer); bidirectional."),
+    click.option("--chunk-size", type=ChunkSize(), default="auto",
+                 help="Seeds per sweep, or auto (default) to fit the memory budget."),
     _strict,
-    click.option("--max-memory", type=ByteSize(), default=str(DEFAULT_MAX_MEMORY), show_default="1GiB",
-                 help="Largest result held in memory; larger results are streamed to -o FILE.npy, "
-                      "or refused (exit 4)."),
+    click.option("--max-memory", type=ByteSize(), default=str(DEFAULT_MAX_MEMORY),
+                 help="Largest result held (default 1GiB); more streams to -o .npy."),
     click.option("--compare", metavar="REF", type=SourceType(),
-                 help="Compare the result with a stored one (.npy: the one block; .npz: by block key) and "
-                      "fail (exit 1) beyond --rtol/--atol. The reference is the full block, or the [R, C] "
-                      "selection with --rows/--cols."),
+                 help="Fail (exit 1) unless equal to a stored result (.npy, .npz)."),
     tolerance_options,
 )
 
@@ -185,89 +174,69 @@ info_options = _stack(_order, _batch)
 
 vector_options = _stack(
     click.option("--vector", "vectors", multiple=True, required=True, metavar="V",
-                 help="The vector: a file or literal like an INPUT; name=SOURCE or an .npz for several "
-                      "inputs (jvp, hvp) or outputs (vjp: f0=, f1=). Repeatable."),
+                 help="The vector, as an INPUT; name=SOURCE or .npz for several. Repeatable."),
 )
 
 color_options = _stack(
-    click.option("--color", type=keywords("auto", "always", "never"), default="auto", show_default=True,
-                 help="Colours and tables on stdout: auto on a terminal (off when NO_COLOR is set, on when "
-                      "FORCE_COLOR is); always also in a pipe (| less -R)."),
+    click.option("--color", type=keywords("auto", "always", "never"), default="auto", metavar="WHEN",
+                 help="auto (terminal, NO_COLOR, FORCE_COLOR), always (pipes too), never."),
     click.option("--no-color", is_flag=True, help="Same as --color never."),
 )
 
 output_options = _stack(
     click.option("-o", "--output", type=click.Path(dir_okay=False, writable=False), metavar="PATH",
-                 help="Write the result to PATH: .npy (one block), .npz, .csv, .txt or .json, by extension; "
-                      "written atomically."),
-    click.option("--format", "fmt", type=keywords("table", "text", "csv", "json"),
-                 help="Stdout format. Default: table on a terminal, text otherwise; json prints one "
-                      "report object."),
+                 help="Write the result to .npy, .npz, .csv, .txt or .json, atomically."),
+    click.option("--format", "fmt", type=keywords("table", "text", "csv", "json"), metavar="FORMAT",
+                 help="table (on a terminal), text (in a pipe), csv, json (one object)."),
     click.option("--precision", type=click.IntRange(1, 17), metavar="N",
-                 help="Significant digits in table, text and csv output (default 6) and in .csv/.txt files "
-                      "(default exact); JSON keeps every digit."),
-    click.option("--heatmap", is_flag=True, help="Colour table cells by magnitude, then show the whole "
-                 "matrix pooled to the terminal: sign by colour, log10 |value| by intensity, with a legend."),
+                 help="Digits in the table (default 6); text, csv, JSON keep every digit."),
+    click.option("--heatmap", is_flag=True, help="Colour cells by magnitude; draw the whole matrix."),
     color_options,
-    click.option("--stats", is_flag=True, help="Print rows and columns evaluated, sweeps, chunk size and "
-                 "timings to stderr."),
-    click.option("-q", "--quiet", is_flag=True, help="No warnings, notes or progress bars on stderr (errors still print)."),
-    click.option("--debug", is_flag=True, envvar="JACCLI_DEBUG",
-                 help="Show the full traceback of an error."),
+    click.option("--stats", is_flag=True, help="Rows, columns, sweeps and timings, on stderr."),
+    click.option("-q", "--quiet", is_flag=True, help="No warnings, notes or progress bars on stderr."),
+    click.option("--debug", is_flag=True, envvar="JACCLI_DEBUG", help="Full tracebacks of errors."),
 )
 
 plot_option = click.option(
     "--plot", type=click.Path(dir_okay=False), metavar="FILE",
-    help="Draw the whole matrix to FILE (.png, .svg or .pdf) as a signed log-scale heatmap "
-         "(check: the error). Needs pip install 'jaccli[plot]'.")
+    help="Draw the matrix (check: the error) to .png, .svg or .pdf; jaccli[plot].")
 
 # check and info print a report, not a result: no -o, no csv.
 report_options = _stack(
-    click.option("--format", "fmt", type=keywords("table", "text", "json"),
-                 help="Stdout format. Default: table on a terminal, text otherwise; json prints one "
-                      "report object."),
+    click.option("--format", "fmt", type=keywords("table", "text", "json"), metavar="FORMAT",
+                 help="table (on a terminal), text (in a pipe), json (one object)."),
     color_options,
-    click.option("-q", "--quiet", is_flag=True, help="No warnings, notes or progress bars on stderr (errors still print)."),
-    click.option("--debug", is_flag=True, envvar="JACCLI_DEBUG",
-                 help="Show the full traceback of an error."),
+    click.option("-q", "--quiet", is_flag=True, help="No warnings, notes or progress bars on stderr."),
+    click.option("--debug", is_flag=True, envvar="JACCLI_DEBUG", help="Full tracebacks of errors."),
 )
 
 sparse_options = _stack(
     click.option("--sparse", is_flag=True,
-                 help="Detect the sparsity pattern, colour it and compute in one sweep per colour: a sparse "
-                      "result, written to .npz (scipy.sparse.save_npz), .mtx (Matrix Market) or .json (COO), "
-                      "shown as COO triplets. Needs scipy: pip install 'jaccli[sparse]'."),
+                 help="A sparse result, a sweep per colour (.npz, .mtx, .json); jaccli[sparse]."),
     click.option("--pattern", metavar="P.npz", type=SourceType(),
-                 help="With --sparse: reuse a pattern saved by `jaccli sparsity ... -o P.npz`; refused when it "
-                      "does not fit this point (shape, function, control path)."),
-    click.option("--recovery", type=keywords("auto", "direct", "substitution"), default="auto", show_default=True,
-                 help="How a sparse Hessian is read back from its sweeps: direct (star colouring, exact), substitution "
-                      "(acyclic colouring: fewer sweeps, values to rounding), or auto (substitution when the sweeps "
-                      "it saves are worth its colouring time)."),
+                 help="With --sparse: reuse a pattern saved by jaccli sparsity -o P.npz."),
+    click.option("--recovery", type=keywords("auto", "direct", "substitution"), default="auto", metavar="HOW",
+                 help="A sparse Hessian read back: direct (exact), substitution (fewer sweeps), auto."),
 )
 
 check_sparse_options = _stack(
     click.option("--sparse", is_flag=True,
-                 help="Check the sparse result: J v against one JVP and v^T J against one VJP for random v; "
-                      "lists the rows and columns that disagree."),
+                 help="Check the sparse result against one JVP and one VJP."),
 )
 
 sparsity_options = _stack(
-    click.option("--hessian", is_flag=True, help="The pattern of the Hessian of a scalar FUNC (symmetric colouring)."),
+    click.option("--hessian", is_flag=True, help="The pattern of the Hessian of a scalar FUNC."),
     click.option("--mode", type=keywords("auto", "forward", "reverse", "bidirectional"), default="auto",
-                 show_default=True, help="The side of the colouring: auto takes the fewest sweeps."),
-    click.option("--recovery", type=keywords("auto", "direct", "substitution"), default="auto", show_default=True,
-                 help="How a sparse Hessian is read back from its sweeps: direct (star colouring, exact), substitution "
-                      "(acyclic colouring: fewer sweeps, values to rounding), or auto (substitution when the sweeps "
-                      "it saves are worth its colouring time)."),
+                 metavar="MODE", help="The side of the colouring: forward, reverse, bidirectional, auto."),
+    click.option("--recovery", type=keywords("auto", "direct", "substitution"), default="auto", metavar="HOW",
+                 help="A sparse Hessian read back: direct (exact), substitution (fewer sweeps), auto."),
 )
 
 # sparsity prints a report; its -o saves the pattern.
 sparsity_outputs = _stack(
     click.option("-o", "--output", type=click.Path(dir_okay=False, writable=False), metavar="P.npz",
-                 help="Save the pattern and its plan to P.npz, for --pattern; written atomically."),
+                 help="Save the pattern and its plan, for --pattern."),
     click.option("--plot", type=click.Path(dir_okay=False), metavar="FILE",
-                 help="Draw the pattern to FILE (.png, .svg or .pdf) as a spy plot coloured by colour group. "
-                      "Needs pip install 'jaccli[plot]'."),
+                 help="Draw a spy plot to .png, .svg or .pdf; jaccli[plot]."),
     report_options,
 )

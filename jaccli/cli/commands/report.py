@@ -306,12 +306,11 @@ def show(problem: Problem, outcome: Outcome, settings: Settings, out: Output, re
 
         sys.stdout.write(json.dumps(jsonable(report), allow_nan=False) + "\n")
         return
-    precision = out.precision or 6
+    precision = out.precision or 6  # (for people: the table; text and csv are for machines, exact)
     if fmt in ("text", "csv"):
         from jaccli.cli.render.plain import format_plain
 
-        text = format_plain(plain_blocks(outcome.blocks), precision=precision,
-                            delimiter="," if fmt == "csv" else " ", headers=False)
+        text = format_plain(plain_blocks(outcome.blocks), delimiter="," if fmt == "csv" else " ", headers=False)
         sys.stdout.write(text)
         return
     from jaccli.cli.render.terminal import make_console, render_table

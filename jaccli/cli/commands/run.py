@@ -103,7 +103,7 @@ def _write(problem: Problem, outcome: Outcome, settings: Settings, out: Output, 
     start = time.perf_counter()
     meta = build_report(problem, outcome, settings, argv, out.path, with_data=False)
     with writing(out.path):
-        write_blocks(out.target, file_blocks(outcome.blocks, out.path.suffix.lower()), meta, precision=out.precision)
+        write_blocks(out.target, file_blocks(outcome.blocks, out.path.suffix.lower()), meta)
     outcome.timings["write_s"] = time.perf_counter() - start
 
 

@@ -75,13 +75,14 @@ def _rows_of(matrix: np.ndarray) -> np.ndarray:
 
 
 def format_plain(
-    blocks: Sequence[RenderBlock], *, precision: int = 6, delimiter: str = " ", headers: bool = True
+    blocks: Sequence[RenderBlock], *, precision: int | None = None, delimiter: str = " ", headers: bool = True
 ) -> str:
     """Blocks as plain lines of numbers, for text and CSV output.
 
     Args:
         blocks: the blocks to write, in order.
-        precision: significant digits (``%.{precision}g``).
+        precision: significant digits (``%.{precision}g``); None (the default, for machines) writes each
+            number's shortest text that reads back to the same float, as the .csv and .txt files do.
         delimiter: between numbers on a line, ``" "`` for text or ``","`` for CSV.
         headers: write ``# key shape=RxC`` before each block; always done for several blocks, so
             that one block without headers gives pure data lines.
@@ -89,15 +90,20 @@ def format_plain(
     Returns:
         The text, each line ending in a newline.
 
-    >>> print(format_plain([RenderBlock("df_dx", np.eye(2))], precision=3, delimiter=","), end="")
+    >>> print(format_plain([RenderBlock("df_dx", np.array([[0.1, 0.0], [1/3, 1.0]]))], delimiter=","), end="")
     # df_dx shape=2x2
-    1,0
-    0,1
+    0.1,0.0
+    0.3333333333333333,1.0
     """
-    lines = []
+    from jaccli.io.writers import format_text
+
+    parts = []
     for block in blocks:
         if headers or len(blocks) > 1:
-            lines.append(f"# {block.key} shape={shape_text(block.shape)}")
+            parts.append(f"# {block.key} shape={shape_text(block.shape)}\n")
+        if precision is None and block.matrix.dtype.kind in "biuf":
+            parts.append(format_text(_rows_of(block.matrix), None, delimiter))
+            continue
         for row in _rows_of(block.matrix):
-            lines.append(delimiter.join(format_number(value, precision) for value in row.tolist()))
-    return "".join(line + "\n" for line in lines)
+            parts.append(delimiter.join(format_number(value, precision or 6) for value in row.tolist()) + "\n")
+    return "".join(parts)

@@ -11,7 +11,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["natural_width", "print_facts", "print_report_table"]
+__all__ = ["fits", "natural_width", "print_facts", "print_report_table"]
 
 
 def natural_width(console: Console, renderable: RenderableType) -> int:
@@ -128,6 +128,11 @@ def _report_widths(console: Console, headers: Sequence[str], rows: Sequence[Sequ
     spare, want = room - sum(least.values()), {c: natural[c] - least[c] for c in split}
     total = sum(want.values()) or 1
     return [least[c] + min(want[c], spare * want[c] // total) if c in split else n for c, n in enumerate(natural)]
+
+
+def fits(console: Console, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> bool:
+    """Whether a table of these whole cells fits the console's width."""
+    return _report_widths(console, headers, rows, {}, {}) is not None
 
 
 def print_report_table(

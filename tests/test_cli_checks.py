@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from .helpers import assert_error
-from .test_cli import MAN_PAGE, invoke, make_runner, report, sample, write
+from .test_cli import MAN_PAGE, ROOT, invoke, make_runner, report, sample, write
 
 KNOWN = b"known bytes: must survive a failed run\n"
 
@@ -919,3 +919,27 @@ def test_check_of_a_function_with_noise_fails_and_says_why(runner, tmp_path):
     assert result.exit_code == 1
     assert 0 < json.loads(result.stdout)["check"]["unrepeatable"] < 1e-4
     assert_fails(result, "check_failed", 1)
+
+
+def test_compare_against_zeros_reports_the_absolute_error_and_no_relative_one(runner, tmp_path):
+    np.save(tmp_path / "zeros.npy", np.zeros((2, 2)))
+    result = invoke(runner, "jacobian", "-e", "sin(x)", "[1, 2]", "--compare", str(tmp_path / "zeros.npy"),
+                    "--format", "json")
+    assert_fails(result, "check_failed", 1)
+    doc = json.loads(result.stdout)["compare"]
+    assert doc["max_abs_err"] == np.cos(1.0) and doc["max_rel_err"] is None
+    assert f"max abs error {np.cos(1.0):.3g}, no relative error: the reference is all zeros" in result.stderr
+    assert "max rel error 0" not in result.stderr
+
+
+def test_docs_json_page_names_every_key_of_every_report(runner):
+    page = (ROOT / "docs" / "json.md").read_text()
+    docs = [report(invoke(runner, "jacobian", "-e", "sin(x)", "[1, 2]", "--format", "json")),
+            report(invoke(runner, "check", "-e", "sin(x)", "[1, 2]", "--format", "json")),
+            report(invoke(runner, "info", "-e", "sin(x)", "[1, 2]", "--format", "json")),
+            report(invoke(runner, "ops", "sin", "--format", "json"))]
+    keys = {k for d in docs for k in d} | set(docs[0]["blocks"]["df_dx"]) | set(docs[0]["timings"]) \
+        | set(docs[1]["check"]) | set(docs[2]["blocks"]["df_dx"]) | set(docs[3]["operations"][0])
+    keys |= set(json.loads(invoke(runner, "jacobian", "-e", "x", "[1, 2]", "--rows", "5", "--format", "json").stdout)
+                ["error"])
+    assert sorted(k for k in keys if f"`{k}`" not in page and f'"{k}"' not in page) == []

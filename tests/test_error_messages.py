@@ -224,8 +224,8 @@ def _pattern_of(tmp: Path, expression: str, x: list) -> None:
 CLI_MESSAGES = [
     # batch axis on a function mixing samples is refused
     Case(["jacobian", "-e", "x * sum(x)", "[1, 2, 3]", "--batch-axis", "0"],
-         'batch_axis=0: the function mixes samples: output 0 of sample 0 depends on input 0 of sample 1, so '
-         'per-sample derivatives are not defined; compute the full Jacobian without batch_axis (Paddle '
+         '--batch-axis 0: the function mixes samples: output 0 of sample 0 depends on input 0 of sample 1, so '
+         'per-sample derivatives are not defined; compute the full Jacobian without --batch-axis (Paddle '
          'would silently return summed cross-sample terms here)'),
     # complex and object inputs are one usage error line
     Case(["jacobian", "-e", "x ** 2", "x.npy", "--format", "json"],
@@ -270,8 +270,8 @@ CLI_MESSAGES = [
          files={'m.py': 'def a(x):\n    return x\n\ndef b(x):\n    return x\n'}),
     # hessian of a vector function is a usage error
     Case(["hessian", "{samples}/robot_arm.py", "{samples}/robot_arm_q.npy"],
-         'hessian needs a scalar output, but f returns shape (3,); pick one element (e.g. lambda x: '
-         'f(x)[0]) or reduce it (.sum()), or use batch_axis=0 for per-sample Hessians'),
+         'hessian needs a scalar output, but f returns shape (3,); make f return one element or a '
+         'sum (.sum()), or use --batch-axis 0 for per-sample Hessians'),
     # grad of a vector function is a usage error
     Case(["grad", "{samples}/robot_arm.py", "{samples}/robot_arm_q.npy"],
          'grad needs a function with one scalar output, but f returns shape (3,); use jacobian for vector '
@@ -476,6 +476,15 @@ CLI_MESSAGES = [
     Case(["jacobian", "{samples}/kinetics.py", "c=[1, 2]", "k={samples}/kinetics_k.npy"],
          'the inputs do not fit the function: {any}out of bounds{any} ({any}kinetics.py:10); the inputs are '
          'c (2,), k (3,)'),
+    # a 5 KB message stays one line of about 1000 characters, keeping its end (the file and line)
+    Case(["jacobian", "{tmp}/m.py", "[1, 2]"],
+         'f in {tmp}/m.py raised ValueError: first line aaaa{any} ... [{n} characters cut; --debug shows the whole '
+         'error] ... {any}aaaa last words ({tmp}/m.py:2)',
+         files={'m.py': "def f(x):\n    raise ValueError('first line ' + 'a' * 5000 + ' last words')\n"}),
+    # a message of several lines is its first line
+    Case(["jacobian", "{tmp}/m.py", "[1, 2]"],
+         'f in {tmp}/m.py raised ValueError: first of two lines ({tmp}/m.py:2)',
+         files={'m.py': "def f(x):\n    raise ValueError('first of two lines\\nsecond')\n"}),
     # exception raised by the function is exit 3 with its line
     Case(["jacobian", "{tmp}/m.py", "[1, 2]"],
          'f in {tmp}/m.py raised ValueError: shape is bad ({tmp}/m.py:2)',
@@ -1089,8 +1098,8 @@ CLI_MESSAGES = [
          files={'right.npy': np.array([[2.0, 0.0, 0.0], [0.0, 4.0, 0.0], [0.0, 0.0, 6.0]])}),
     # check order 2 of a vector function is a usage error
     Case(["check", "-e", "x ** 2", "[1, 2]", "--order", "2"],
-         'hessian needs a scalar output, but f returns shape (2,); pick one element (e.g. lambda x: '
-         'f(x)[0]) or reduce it (.sum()), or use batch_axis=0 for per-sample Hessians'),
+         'hessian needs a scalar output, but f returns shape (2,); make f return one element or a '
+         'sum (.sum()), or use --batch-axis 0 for per-sample Hessians'),
     # check tolerances and nonfinite
     Case(["check", "-e", "sqrt(x)", "[0, 1]", "--fail-on-nonfinite"],
          '--fail-on-nonfinite: df_dx holds 1 inf (first at (f[0], x[0])); first non-finite value: np.sqrt '
@@ -1314,10 +1323,43 @@ def test_the_message_of_each_command_line_error(case, tmp_path, monkeypatch):
         monkeypatch.chdir(tmp_path)
     if case.setup is not None:
         case.setup(monkeypatch, tmp_path)
-    result = invoke(make_runner(), *(_filled(arg, tmp_path) for arg in case.args), env=case.env)
+    args = [_filled(arg, tmp_path) for arg in case.args]
+    json_asked = _with_format_json(args)
+    result = invoke(make_runner(), *args, env=case.env)
     line = result.stderr.rstrip("\n").rpartition("\n")[2]  # (a check's report lines come before it)
     assert result.exit_code != 0 and line.startswith("Error: "), result.stderr
     assert re.fullmatch(_pattern(case.expected, tmp_path), line[len("Error: "):]), line
+    assert len(line) <= failures.MAX_MESSAGE + 100  # one line, never kilobytes
+    if json_asked:
+        # Under --format json, stdout is one JSON object: the error's, or the report of a check that failed.
+        assert result.stdout.count("\n") == 1, result.stdout
+        doc = json.loads(result.stdout)
+        if "error" in doc:
+            assert doc == {"schema": 1, "error": {"kind": result.error.kind, "message": line[len("Error: "):],
+                                                  "exit_code": result.exit_code}}
+        else:
+            assert doc["passed"] is False and result.exit_code == 1
+
+
+def _with_format_json(args: list[str]) -> bool:
+    """Add --format json to the arguments of a command that takes it (before any --), unless --format is given.
+
+    The golden table's cases run so: their messages are the same on stderr, and stdout is the JSON object
+    (issue 41: every error is one JSON object under --format json).
+    """
+    from jaccli.cli.main import cli
+
+    options = args[:args.index("--")] if "--" in args else args
+    if not args or args[0] not in cli.commands or any(a.startswith("--format") for a in options):
+        return False
+    args.insert(len(options), "--format")
+    args.insert(len(options) + 1, "json")
+    return True
+
+
+def test_no_message_of_the_command_line_uses_the_python_apis_words():
+    python_words = re.compile(r"batch_axis=|\bJ\[a:b\]|lambda x: f\(x\)|\bwrt=|\brows=|\bcols=")
+    assert [c.expected for c in CLI_MESSAGES if python_words.search(c.expected)] == []
 
 
 @pytest.mark.parametrize("signum, stopped", [(signal.SIGINT, "interrupted"), (signal.SIGTERM, "stopped by SIGTERM"),

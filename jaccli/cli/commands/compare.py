@@ -117,12 +117,16 @@ def compare(problem: Problem, outcome: Outcome, settings: Settings) -> Verdict:
     pairs = [(b, _fit(b, ref, source)) for b, ref in _references(source, outcome.command, outcome.blocks)]
     rtol, atol = _tolerances([b for b, _ in pairs], settings)
     blocks, worst, both = {}, [], []
+    relative = 0  # reference entries a relative error is measured against: finite and nonzero
     for b, readings in pairs:
         # the reading with the fewest mismatches (min keeps the first, the full block, on a tie)
         read_as, rep = min(((name, compare_arrays(b.data, ref, rtol, atol, top=TOP)) for name, ref in readings),
                            key=lambda pair: pair[1].mismatches)
         entry = rep.to_dict()
         entry["read_as"] = read_as
+        ref = np.asarray(dict(readings)[read_as])
+        relative += int(np.count_nonzero(np.isfinite(ref) & (ref != 0))) if ref.dtype.kind in "fc" else \
+            int(np.count_nonzero(ref))
         if len(readings) > 1:
             both.append(f"  ({b.key}: the reference's shape is both the full block's and the selection's; "
                         f"read as the {'full block' if read_as == 'full' else 'selection'}, which agrees better)")
@@ -138,9 +142,11 @@ def compare(problem: Problem, outcome: Outcome, settings: Settings) -> Verdict:
     data = {"reference": source, "passed": passed, "rtol": rtol, "atol": atol, "entries": entries,
             "mismatches": mismatches,
             "max_abs_err": max((e["max_abs_err"] for e in blocks.values()), default=0.0),
-            "max_rel_err": max((e["max_rel_err"] for e in blocks.values()), default=0.0),
+            "max_rel_err": max((e["max_rel_err"] for e in blocks.values()), default=0.0) if relative else None,
             "worst": worst[:TOP], "blocks": blocks}
-    errors = f"max abs error {data['max_abs_err']:.3g}, max rel error {data['max_rel_err']:.3g}"
+    # Against a reference of zeros no relative error is defined: "max rel error 0" would read as a perfect match.
+    errors = f"max abs error {data['max_abs_err']:.3g}, " + (f"max rel error {data['max_rel_err']:.3g}" if relative
+                                                              else "no relative error: the reference is all zeros")
     # The errors are over entries finite in both: a NaN against a number must not read as "error 0".
     nonfinite = sum(e["nonfinite_mismatches"] for e in blocks.values())
     odd = f" ({nonfinite} of them NaN or inf against a different value)" if nonfinite else ""

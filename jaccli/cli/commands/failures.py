@@ -67,6 +67,38 @@ _SHAPE_WORDS = re.compile(
 )
 
 
+# The longest error line: a message beyond it (a function's exception holding a large array, say) is cut.
+MAX_MESSAGE = 1000
+
+# The library's words (Python arguments and calls) and the command line's, for messages the command line passes on.
+_CLI_WORDS = [
+    (re.compile(r"\bbatch_axis=0\b"), "--batch-axis 0"),
+    (re.compile(r"\bwithout batch_axis\b"), "without --batch-axis"),
+    (re.compile(r"\(J\[a:b\], --rows\)"), "with --rows"),
+    (re.compile(r"pick one element \(e\.g\. lambda x: f\(x\)\[0\]\) or reduce it \(\.sum\(\)\)"),
+     "make f return one element or a sum (.sum())"),
+]
+
+
+def cli_words(message: str) -> str:
+    """`message` (a library error's, worded for Python callers) with the command line's words for the same
+    things: ``--batch-axis 0`` for ``batch_axis=0``, ``--rows`` for ``J[a:b]``."""
+    for pattern, words in _CLI_WORDS:
+        message = pattern.sub(words, message)
+    return message
+
+
+def one_line(message: str) -> str:
+    """`message` on one line, at most about MAX_MESSAGE characters: a longer one keeps its start and its end (where
+    the file and line are) around a note of what was cut."""
+    text = " ".join(line.strip() for line in message.splitlines() if line.strip())
+    if len(text) <= MAX_MESSAGE:
+        return text
+    head, tail = text[:MAX_MESSAGE - 200], text[-150:]
+    cut = len(text) - len(head) - len(tail)
+    return f"{head} ... [{cut} characters cut; --debug shows the whole error] ... {tail}"
+
+
 class CliError(click.ClickException):
     """A user-facing error: one ``Error: ...`` line on stderr. Subclasses fix the `kind` (jaccli.errors lists
     the kinds) and the exit code; a library error keeps its own kind (`kind=`).
@@ -79,7 +111,7 @@ class CliError(click.ClickException):
     json = False
 
     def __init__(self, message: str, kind: str | None = None) -> None:
-        super().__init__(message)
+        super().__init__(one_line(message))
         if kind is not None:
             self.kind = kind
 
@@ -124,7 +156,8 @@ class NoCommand(BadUsage):
     kind = "no_command"
 
     def __init__(self, ctx: click.Context) -> None:
-        super().__init__(ctx.get_help())
+        super().__init__("no command")
+        self.message = ctx.get_help()  # (the help, whole: not one line)
         self.ctx = ctx
 
     def _print(self, file: Any) -> None:
@@ -185,7 +218,7 @@ _BY_CODE = {EXIT_CHECK_FAILED: CheckFailed, EXIT_USAGE: BadUsage, EXIT_FUNCTION:
 def cli_error(message: str, exit_code: int, kind: str | None = None) -> CliError:
     """The CliError subclass for `exit_code`, with a one-line message; `kind` in place of the subclass's."""
     first = message.strip().splitlines()[0] if message.strip() else "failed"
-    return _BY_CODE.get(exit_code, FunctionFailed)(first, kind)
+    return _BY_CODE.get(exit_code, FunctionFailed)(cli_words(first), kind)
 
 
 class RaisedInFunction(Exception):
@@ -308,7 +341,7 @@ def translate(error: BaseException, *, user_file: Path | None = None, what: str 
         return ResourceExceeded("out of memory; select fewer rows or columns with --rows/--cols"
                                 + (", or stream the result to a .npy file with -o" if streams else ""))
     if isinstance(error, (ValueError, TypeError)) and _raised_in_library(error):
-        return BadUsage(str(error).strip().splitlines()[0])
+        return BadUsage(cli_words(str(error).strip().splitlines()[0]))
     if isinstance(error, OSError) and isinstance(error.filename, (str, bytes, os.PathLike)):
         # A file jaccli itself opens (the function's own errors are RaisedInFunction): not f's failure.
         shown = shown_path(os.fsdecode(error.filename))

@@ -34,7 +34,8 @@ stored in ``.npz`` files under ``__meta__`` and in ``.json`` files under ``meta`
   column labels); empty when all is finite. ``nonfinite_origin``: the first op that produced a
   non-finite value (`jaccli.check.diagnostics.Provenance.to_dict`: op, sweep, file, line, ...) or null.
 - ``compare``: the verdict of ``--compare`` (see commands/compare.py: reference, passed, rtol,
-  atol, entries, mismatches, max_abs_err, max_rel_err, worst, blocks), or null.
+  atol, entries, mismatches, max_abs_err, max_rel_err (null against a reference of zeros), worst, blocks),
+  or null.
 - ``strict``: the verdict of ``--strict``, ``{"passed", "disconnected"}`` with an ``{"output",
   "input", "block"}`` per output that does not depend on a differentiated input, or null.
 - ``passed``: whether every check asked for (check, --compare, --strict, --fail-on-nonfinite)

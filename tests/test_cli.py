@@ -1079,10 +1079,33 @@ def test_table_format_has_header_labels_and_no_escape_codes_in_a_pipe(runner):
     assert result.exit_code == 0 and result.stderr == ""
     out = result.stdout
     assert "\x1b[" not in out
-    assert out.startswith("Jacobian of f in ")
-    for fragment in ("inputs:", "c (3,) float64, k (3,) float64", "mode:", "reverse", "evaluated df_dc:",
-                     "3 of 3 rows", "time:", "df_dc  shape=(3, 3)", "df_dk  shape=(3, 3)", "f[2]", "c[0]", "k[1]"):
+    # Issue 41: a header of two lines in words users know; --stats adds the details.
+    lines = out.splitlines()
+    assert lines[0].startswith("Jacobian of f in ") and lines[0].endswith("kinetics.py with respect to c (3,), k (3,)")
+    assert lines[1].startswith("  df_dc (3, 3), df_dk (3, 3) float64, complete; 1 sweep in reverse mode; ")
+    assert lines[2].startswith("╭─ df_dc")
+    for fragment in ("df_dc  shape=(3, 3)", "df_dk  shape=(3, 3)", "f[2]", "c[0]", "k[1]"):
         assert fragment in out, fragment
+    stats = invoke(runner, "jacobian", sample("kinetics.py"), sample("kinetics_inputs.npz"), "--format", "table",
+                   "--stats").stdout
+    for fragment in ("inputs:", "c (3,) float64, k (3,) float64", "mode:", "evaluated df_dc:", "3 of 3 rows"):
+        assert fragment in stats, fragment
+
+
+def test_table_header_says_which_rows_and_columns_and_diagonal_in_words(runner):
+    result = invoke(runner, "jacobian", "-e", "sin(x)", "[1, 2, 3]", "--rows", "0:2", "--format", "table")
+    header = " ".join(result.stdout.split("╭")[0].split())
+    assert "df_dx (2, 3) float64, 2 of 3 rows; 1 sweep in forward mode (elementwise: the diagonal)" in header
+    assert "mode: diagonal" not in result.stdout and "0 of 3 columns" not in result.stdout
+
+
+def test_table_uses_the_terminals_height(runner):
+    tall = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--color", "always",
+                  env={"LINES": "60"})
+    assert "f[15]" in tall.stdout and "showing 32 of 32 rows" in tall.stdout  # every row (not every column)
+    short = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--color", "always",
+                   env={"LINES": "20"})
+    assert "showing 10 of 32 rows" in short.stdout
 
 
 def test_table_is_the_default_on_a_terminal(runner, monkeypatch):
@@ -1107,7 +1130,7 @@ def test_table_labels_unravel_nd_indices(runner):
 
 def test_table_of_a_gradient_lists_input_elements(runner):
     result = invoke(runner, "grad", sample("rosenbrock.py"), sample("rosenbrock_x.npy"), "--format", "table")
-    assert result.exit_code == 0 and "x[5]" in result.stdout and "Grad of f in" in result.stdout
+    assert result.exit_code == 0 and "x[5]" in result.stdout and "Gradient of f in" in result.stdout
 
 
 def test_table_of_batched_blocks_shows_a_few_samples(runner):

@@ -231,18 +231,18 @@ def test_passed_strict_is_a_verdict_in_the_json_report(runner):
     assert plain["strict"] is None and plain["passed"] is None
 
 
-def test_check_with_failed_strict_prints_its_report_ending_in_failed(runner, model):
+def test_check_with_failed_strict_prints_its_report_opening_with_failed(runner, model):
     result = invoke(runner, "check", model("uses_global"), "[1, 2]", "[3, 4]", "--strict", "--format", "text")
     assert_fails(result, "check_failed", 1)
     lines = result.stdout.splitlines()
-    assert lines[-1] == "failed"
+    assert lines[0] == "FAILED: --strict: uses_global does not depend on y (rtol=1e-05, atol=1e-07)"
     assert "--strict:           FAILED: duses_global_dy is structurally zero (uses_global does not depend on y)" \
         in lines
     doc = json.loads(invoke(runner, "check", model("uses_global"), "[1, 2]", "[3, 4]", "--strict", "--format",
                             "json").stdout)
     assert doc["passed"] is False and doc["check"]["passed"] is True and doc["strict"]["passed"] is False
     passed = invoke(runner, "check", "-e", "x * y", "[1, 2]", "[3, 4]", "--strict", "--format", "text")
-    assert passed.exit_code == 0 and passed.stdout.splitlines()[-1] == "passed"
+    assert passed.exit_code == 0 and passed.stdout.startswith("passed: ")
     assert "--strict:           every output depends on every differentiated input" in passed.stdout
 
 
@@ -565,13 +565,13 @@ def test_check_passes_on_every_sample(runner, func, inputs, order):
     assert doc["check"]["order"] == order and doc["check"]["max_abs_err"] < 1e-5
 
 
-def test_check_text_report_ends_with_the_verdict(runner):
+def test_check_text_report_opens_with_the_verdict(runner):
     result = invoke(runner, "check", sample("robot_arm.py"), sample("robot_arm_q.npy"))
     assert result.exit_code == 0 and result.stderr == ""
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("check of f in ") and "robot_arm.py" in lines[0]
-    assert lines[0].endswith(": Jacobian (order 1), 9 entries in 1 block")
-    assert lines[-1] == "passed"
+    assert lines[0] == "passed: 9 entries agree with forward mode and finite differences (rtol=1e-05, atol=1e-07)"
+    assert lines[1].startswith("check of f in ") and "robot_arm.py" in lines[1]
+    assert lines[1].endswith(": Jacobian (order 1), 9 entries in 1 block")
     text = result.stdout
     for word in ("max abs error:", "max rel error:", "worst entries", "df_dq[", "f[", "q["):
         assert word in text
@@ -584,7 +584,7 @@ def test_check_fails_on_a_wrong_derivative_rule(runner, monkeypatch, model):
     monkeypatch.setitem(PRIMITIVES["np.sin"].vjps, 0, lambda ans, x, **kw: (lambda g: g * np.sin(x)))
     result = invoke(runner, "check", model("wave"), "[0.5, 1.5]")
     assert_fails(result, "check_failed", 1)
-    assert result.stdout.splitlines()[-1] == "failed" and "FAILED" in result.stdout
+    assert result.stdout.startswith("FAILED: ")
 
 
 def test_check_within_a_step_of_a_kink_passes_and_names_the_kink(runner, model):
@@ -602,7 +602,7 @@ def test_check_within_a_step_of_a_kink_passes_and_names_the_kink(runner, model):
     assert "mismatches not counted (the finite-difference step crosses a kink or a jump)" in result.stdout
     assert f"model.py:{line}: the step crosses a kink near x (not at x)" in result.stdout
     assert "check at a point farther from the kink" in result.stdout
-    assert result.stdout.splitlines()[-1] == "passed"
+    assert result.stdout.startswith("passed: ")
 
 
 def test_check_at_kinks_passes_and_lists_convention_dependent_entries(runner, model):
@@ -662,7 +662,7 @@ def test_check_json_report_keys(runner):
 def test_check_tolerances_and_nonfinite(runner):
     tight = invoke(runner, "check", "-e", "exp(x)", "[1, 2]", "--rtol", "0", "--atol", "0")
     assert tight.exit_code in (0, 1)  # either way a verdict, never an error
-    assert tight.stdout.splitlines()[-1] in ("passed", "failed")
+    assert tight.stdout.split(":")[0] in ("passed", "FAILED")
     result = invoke(runner, "check", "-e", "sqrt(x)", "[0, 1]", "--fail-on-nonfinite")
     assert_fails(result, "check_failed", 1)
 
@@ -868,7 +868,7 @@ def test_installed_check_passes_on_a_sample_and_prints_the_verdict(tmp_path):
 
     done = jaccli("check", sample("mlp.py"), sample("mlp_x.npy"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stderr == "" and done.stdout.splitlines()[-1] == "passed" and "\x1b[" not in done.stdout
+    assert done.stderr == "" and done.stdout.startswith("passed: ") and "\x1b[" not in done.stdout
 
 
 def test_installed_compare_failure_exits_1_and_keeps_the_file(tmp_path):
@@ -943,3 +943,36 @@ def test_docs_json_page_names_every_key_of_every_report(runner):
     keys |= set(json.loads(invoke(runner, "jacobian", "-e", "x", "[1, 2]", "--rows", "5", "--format", "json").stdout)
                 ["error"])
     assert sorted(k for k in keys if f"`{k}`" not in page and f'"{k}"' not in page) == []
+
+
+def test_check_verdict_is_first_and_coloured_green_or_red(runner, monkeypatch):
+    from .helpers import break_sin_away_from_zero
+
+    passed = invoke(runner, "check", "-e", "sin(x)", "[1, 2]", "--color", "always")
+    assert passed.exit_code == 0 and passed.stdout.startswith("\x1b[1;32mpassed: 4 entries agree")
+    break_sin_away_from_zero(monkeypatch)
+    failed = invoke(runner, "check", "-e", "sin(x) * y", "[1, 2]", "[3, 4]", "--color", "always")
+    assert failed.exit_code == 1
+    assert failed.stdout.startswith("\x1b[1;31mFAILED: 2 of 8 entries differ from finite differences")
+    plain = invoke(runner, "check", "-e", "sin(x) * y", "[1, 2]", "[3, 4]", "--format", "table", "--no-color")
+    lines = plain.stdout.splitlines()
+    assert lines[0].startswith("FAILED: 2 of 8 entries differ") and lines[2].startswith("worst entries")
+    # The blocks table says FAILED with its count, passed otherwise; no "mismatches" column of zeros.
+    assert any("FAILED: 2 mismatches" in line and line.startswith("dsin") is False for line in lines)
+    assert "mismatches 0" not in plain.stdout and "mismatches" not in lines[lines.index("blocks") + 1]
+
+
+def test_check_failed_by_nan_never_shows_zero_mismatches_beside_failed(runner):
+    result = invoke(runner, "check", "-e", "sum(sqrt(x) + y)", "x=[-1.0, -2.0]", "y=[1.0, 2.0]", "--format", "text")
+    assert result.exit_code == 1
+    assert result.stdout.startswith("FAILED: 4 entries are NaN")
+    lines = result.stdout.splitlines()
+    block_rows = lines[lines.index("blocks:") + 2:]
+    assert len(block_rows) == 2 and all(line.endswith("FAILED: NaN") for line in block_rows), result.stdout
+    assert not any(" 0 " in line for line in block_rows)
+
+
+def test_info_says_the_diagonal_sweep_in_words_of_mode(runner):
+    result = invoke(runner, "info", "-e", "sin(x)", "[1, 2]", "--format", "text")
+    assert "forward (diagonal)" in result.stdout
+    assert "jacobian would use: forward mode (elementwise: the diagonal), chunk size 1, 1 sweep" in result.stdout

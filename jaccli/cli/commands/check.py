@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any
 
 import numpy as np
 
-from jaccli.check.report import (CheckReport, modes_difference, nan_message, nested_derivative_message,
-    unrepeatable_message)
+from jaccli.check.report import CheckReport, nan_message, nested_derivative_message, unrepeatable_message
 from jaccli.check.verification import check_derivative
 from jaccli.errors import UsageError
 from jaccli.plurals import counted, verb
 
 from .compute import Block, Outcome, Verdict
 from .element_labels import element_labels
-from jaccli.cli.render.display import Facts, Section, Table, render
+from jaccli.cli.render.check_report import check_sections, entry_at as _at, number as _g
+from jaccli.cli.render.display import render
 from .failures import shown_path
 from .problem import Problem
 from .settings import Output, Settings
@@ -79,19 +78,6 @@ def _remap(report: CheckReport, problem: Problem, blocks: list[Block]) -> dict:
     return d
 
 
-def _g(v: Any) -> str:
-    return f"{v:.6g}" if isinstance(v, float) else str(v)
-
-
-def _err(v: Any) -> str:
-    return "-" if v is None else f"{v:.3g}"
-
-
-def _at(e: dict) -> str:
-    where = ", ".join(str(e[k]) for k in ("sample", "row", "col") if k in e)
-    return f"{e['block']}[{where}]"
-
-
 def _failure(d: dict) -> str:
     parts = [unrepeatable_message(d["unrepeatable"])] if d["unrepeatable"] is not None else []
     bad = sum(b["mismatches"] for b in d["blocks"])
@@ -118,70 +104,6 @@ def _failure(d: dict) -> str:
     return text
 
 
-def _sections(d: dict, problem: Problem, outcome: Outcome) -> list[Section]:
-    what = f"-e {problem.spec!r}" if problem.is_expression else problem.what
-    kind = "Jacobian" if d["order"] == 1 else "Hessian"
-    n = len(d["blocks"])
-    sections: list[Section] = [f"check of {what}: {kind} (order {d['order']}), {counted(d['entries'], 'entry')} in "
-                               f"{counted(n, 'block')}"]
-    modes = d["modes"]
-    facts = {
-        "tolerance": f"rtol={d['rtol']:g}, atol={d['atol']:g}",
-        "finite differences": f"{d['fd']['method']} in float64, of {d['fd']['of']}, "
-                              f"{counted(d['fd']['evaluations'], 'evaluation')}",
-        "reverse vs forward": ("agree" if modes["passed"] else f"DISAGREE on {counted(modes['mismatches'], 'entry')}")
-                              + f" ({modes_difference(modes)})",
-    }
-    if d["gradient"] is not None:
-        g = d["gradient"]
-        facts["gradient vs f"] = ("agrees" if g["passed"] else f"DIFFERS at {counted(g['mismatches'], 'entry')}") \
-            + f" (max abs error {g['max_abs_err']:.3g})"
-    if d["unrepeatable"] is not None:
-        facts["f at the same inputs"] = f"DIFFERS between two calls (by up to {d['unrepeatable']:.3g})"
-    facts["max abs error"] = f"{d['max_abs_err']:.3g}"
-    facts["max rel error"] = f"{d['max_rel_err']:.3g}"
-    strict = next((v for v in outcome.verdicts if v.key == "strict"), None)
-    if strict is not None:
-        facts["--strict"] = "every output depends on every differentiated input" if strict.passed else \
-            "FAILED: " + "; ".join(f"{p['block']} is structurally zero ({p['output']} does not depend on "
-                                   f"{p['input']})" for p in strict.data["disconnected"])
-    sections.append(Facts(facts))
-    sections.append(Table("blocks", ["block", "checked", "entries", "mismatches", "max abs err", "max rel err",
-                                     "result"],
-                          [[b["name"], "x".join(map(str, b["shape"])), str(b["entries"]), str(b["mismatches"]),
-                            _err(b["max_abs_err"]), _err(b["max_rel_err"]), "passed" if b["passed"] else "FAILED"]
-                           for b in d["blocks"]]))
-    sections.append(Table("worst entries (AD against finite differences)",
-                          ["entry", "elements", "AD", "FD", "abs err", "rel err"],
-                          [[_at(w), w["label"], _g(w["ad"]), _g(w["fd"]), _err(w["abs_err"]), _err(w["rel_err"])]
-                           for w in d["worst"]]))
-    if d["nan_count"]:
-        more = d["nan_count"] - len(d["nan"])
-        sections.append(Table("NaN entries (NaN checks nothing: each fails the check)",
-                              ["entry", "elements", "AD", "FD", "NaN in"],
-                              [[_at(e), e["label"], _g(e["ad"]), _g(e["fd"]), e["nan_in"]] for e in d["nan"]],
-                              more=f"... and {more} more" if more > 0 else ""))
-    if not modes["passed"]:
-        sections.append(Table("reverse against forward mode", ["entry", "elements", "reverse", "forward"],
-                              [[_at(w), w["label"], _g(w["reverse"]), _g(w["forward"])] for w in modes["worst"]]))
-    if d["kink_entry_count"]:
-        more = d["kink_entry_count"] - len(d["kink_entries"])
-        sections.append(Table("convention-dependent entries (f is evaluated at a kink there; a mismatch "
-                              "there is not a failure)", ["entry", "elements", "op", "convention"],
-                              [[_at(e), e["label"], f"{e['op']} at {e['site']}", e["notes"] or "-"]
-                               for e in d["kink_entries"]],
-                              more=f"... and {more} more" if more > 0 else "", prose=["convention"]))
-    if d["convention_dependent_count"]:
-        more = d["convention_dependent_count"] - len(d["convention_dependent"])
-        sections.append(Table("mismatches not counted (the finite-difference step crosses a kink or a jump)",
-                              ["entry", "elements", "AD", "FD", "reason"],
-                              [[_at(e), e["label"], _g(e["ad"]), _g(e["fd"]), e["reason"]]
-                               for e in d["convention_dependent"]],
-                              more=f"... and {more} more" if more > 0 else "", prose=["reason"]))
-    sections.append("passed" if d["passed"] and (strict is None or strict.passed) else "failed")
-    return sections
-
-
 def check(problem: Problem, outcome: Outcome, settings: Settings, out: Output) -> Verdict:
     """Run check_derivative on the same slice as the blocks, and make it the command's result."""
     blocks = outcome.blocks
@@ -195,12 +117,12 @@ def check(problem: Problem, outcome: Outcome, settings: Settings, out: Output) -
     outcome.sweeps += report.sweeps
     outcome.mode = "reverse+forward" if settings.order == 1 else "reverse-over-reverse+forward-over-reverse"
     data = _remap(report, problem, blocks)
+    what = f"-e {problem.spec!r}" if problem.is_expression else problem.what
     if out.plot is not None:
         from .plotting import draw
 
-        what = f"-e {problem.spec!r}" if problem.is_expression else problem.what
         draw(blocks, list(report.errors.values()), out, f"|AD - finite differences| of {what}", "error")
-    sections = _sections(data, problem, outcome)
+    sections = check_sections(data, what, next((v for v in outcome.verdicts if v.key == "strict"), None))
 
     def show(o: Output) -> None:
         render(sections, o.format, o.color)

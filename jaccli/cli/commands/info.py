@@ -45,6 +45,7 @@ from jaccli.plurals import counted
 
 from .compute import SWEEP_KINDS, Block, matrix_blocks
 from jaccli.cli.render.display import Facts, Section, Table, render
+from jaccli.cli.render.words import mode_words
 from .failures import shown_path, to_stderr, to_stdout
 from .problem import Problem, load_problem
 from .report import SCHEMA, function_entry, inputs_entry, jsonable
@@ -177,11 +178,12 @@ def _sections(doc: dict, problem: Problem) -> list[Section]:
         Table(f"{kind} blocks", ["block", "shape", "matrix", "dtype", "bytes", "connected", "mode", "chunk",
                                  "sweeps"],
               [[k, _shape(e["shape"]), " x ".join(map(str, e["matrix_shape"])), e["dtype"],
-                _bytes(e["nbytes"]), "yes" if e["connected"] else "NO", e["mode"],
+                _bytes(e["nbytes"]), "yes" if e["connected"] else "NO",
+                "forward (diagonal)" if e["mode"] == "diagonal" else e["mode"],
                 str(e["chunk_size"]), str(e["sweeps"])]
                for k, e in doc["blocks"].items()], wrap=["bytes"]),
         Facts({"dense size": _bytes(doc["nbytes"]),
-               f"{kind} would use": f"{doc['mode']} mode, chunk size {doc['chunk_size']}, "
+               f"{kind} would use": f"{mode_words(doc['mode'])}, chunk size {doc['chunk_size']}, "
                                     f"{counted(doc['sweeps'], 'sweep')}",
                "operations": f"{doc['operation_count']} recorded"}),
         Table("NumPy functions used", ["function", "count"],

@@ -294,6 +294,16 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
+def _selected(b: Block) -> str:
+    """``, complete`` for a whole matrix; the rows and columns asked for by --rows and --cols otherwise (the same
+    for every block)."""
+    if b.kind == "vector":
+        return ""
+    parts = [f"{len(b.row_indices())} of {counted(b.M, 'row')}" if b.rows is not None else "",
+             f"{len(b.col_indices())} of {counted(b.N, 'column')}" if b.cols is not None else ""]
+    return f", {', '.join(p for p in parts if p) or 'complete'}"
+
+
 def _evaluated(b: Block) -> str:
     s = b.stats
     return f"{s['rows_evaluated']} of {counted(b.M, 'row')}, {s['cols_evaluated']} of {counted(b.N, 'column')}"
@@ -314,31 +324,37 @@ def show(problem: Problem, outcome: Outcome, settings: Settings, out: Output, re
         text = format_plain(plain_blocks(outcome.blocks), delimiter="," if fmt == "csv" else " ", headers=False)
         sys.stdout.write(text)
         return
-    from jaccli.cli.render.terminal import make_console, render_table
+    from jaccli.cli.render.terminal import make_console, render_table, rows_for
     from jaccli.cli.render.plain import RenderHeader
+    from jaccli.cli.render.words import mode_words, result_words
 
     console = make_console(sys.stdout, color=out.color)
     what = f"-e {problem.spec!r}" if problem.is_expression else problem.what
-    title = f"{outcome.command.capitalize()} of {what}"
-    items = {
-        "inputs": ", ".join(f"{n} {tuple(a.shape)} {a.dtype}" for n, a in problem.inputs.items()),
-        "w.r.t.": ", ".join(problem.wrt_names),
-        "result": ", ".join(f"{b.key} {b.shape}" for b in outcome.blocks),
-        "dtype": ", ".join(sorted({str(b.dtype) for b in outcome.blocks})),
-        "mode": outcome.mode + (f" (--mode {settings.mode})" if settings.mode != "auto" else ""),
-    }
-    for b in outcome.blocks:
-        if b.lazy is not None:
-            items[f"evaluated {b.key}" if len(outcome.blocks) > 1 else "evaluated"] = _evaluated(b)
-    items["sweeps"] = str(outcome.sweeps)
-    items["time"] = _ms(outcome.timings.get("total_s", 0.0))
+    wrt = ", ".join(f"{n} {tuple(problem.inputs[n].shape)}" for n in problem.wrt_names)
+    title = f"{result_words(outcome.command)} of {what} with respect to {wrt}"
+    # One line for people; --stats shows the rest (and prints it to stderr too).
+    dtypes = ", ".join(sorted({str(b.dtype) for b in outcome.blocks}))
+    summary = "; ".join([", ".join(f"{b.key} {b.shape}" for b in outcome.blocks) + f" {dtypes}"
+                         + _selected(outcome.blocks[0]),
+                         f"{counted(outcome.sweeps, 'sweep')} in {mode_words(outcome.mode)}",
+                         _ms(outcome.timings.get("total_s", 0.0))])
+    items: dict[str, str] = {}
+    if out.stats:
+        items = {
+            "inputs": ", ".join(f"{n} {tuple(a.shape)} {a.dtype}" for n, a in problem.inputs.items()),
+            "mode": outcome.mode + (f" (--mode {settings.mode})" if settings.mode != "auto" else ""),
+        }
+        for b in outcome.blocks:
+            if b.lazy is not None:
+                items[f"evaluated {b.key}" if len(outcome.blocks) > 1 else "evaluated"] = _evaluated(b)
     shown = []
     notes = []
     for b in outcome.blocks:
         shown += render_blocks(b, TABLE_SAMPLES)
         if b.batch is not None and b.batch > TABLE_SAMPLES:
             notes.append(f"{b.key}: showing {TABLE_SAMPLES} of {b.batch} samples; use --format text or -o")
-    render_table(console, RenderHeader(title, items), shown, precision=precision, heatmap=out.heatmap)
+    render_table(console, RenderHeader(title, items, summary), shown, precision=precision, heatmap=out.heatmap,
+                 max_rows=rows_for(console))
     if out.heatmap:
         from jaccli.cli.render.heatmap import render_heatmap
 

@@ -31,7 +31,15 @@ class Facts:
     items: Mapping[str, str] = field(default_factory=dict)
 
 
-Section = Union[str, Facts, Table]
+@dataclass
+class Verdict:
+    """A report's verdict line, shown first: green when `ok`, red when not, yellow when None (inconclusive)."""
+
+    text: str
+    ok: bool | None
+
+
+Section = Union[str, Facts, Table, Verdict]
 
 
 def plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "") -> list[str]:
@@ -47,6 +55,8 @@ def _plain(sections: Sequence[Section]) -> str:
     for section in sections:
         if isinstance(section, str):
             lines.append(section)
+        elif isinstance(section, Verdict):
+            lines.append(section.text)
         elif isinstance(section, Facts):
             width = max((len(k) for k in section.items), default=0)
             lines += [f"{k + ':':<{width + 1}} {v}" for k, v in section.items.items()]
@@ -69,7 +79,10 @@ def _rich(sections: Sequence[Section], color: str) -> None:
         return
     for section in sections:
         if isinstance(section, str):
-            console.print(Text(section))
+            console.print(Text(section, style="bold" if section is sections[0] else ""))
+        elif isinstance(section, Verdict):
+            colour = {True: "green", False: "red", None: "yellow"}[section.ok]
+            console.print(Text(section.text, style=f"bold {colour}"))
         elif isinstance(section, Facts):
             print_facts(console, list(section.items.items()))
         elif not section.rows:

@@ -36,10 +36,11 @@ class RenderBlock:
 
 @dataclass
 class RenderHeader:
-    """What was computed: a title line and key: value facts (shape, dtype, mode, time...)."""
+    """What was computed: a title line, a summary line under it, and key: value facts (--stats' details)."""
 
     title: str
     items: Mapping[str, str]
+    summary: str = ""
 
 
 def format_number(value: Any, precision: int) -> str:

@@ -34,6 +34,7 @@ __all__ = [
     "print_facts",
     "print_report_table",
     "render_table",
+    "rows_for",
     "too_narrow",
 ]
 
@@ -276,7 +277,24 @@ def _block_entries(
 
 def _print_header(console: Console, header: RenderHeader) -> None:
     console.print(Text(header.title, style="bold"))
+    if header.summary:
+        import textwrap
+
+        lines = textwrap.wrap(header.summary, max(console.width - 2, 20), break_on_hyphens=False,
+                              break_long_words=False)
+        console.print(Text("\n".join("  " + line for line in lines)), soft_wrap=True)
     print_facts(console, list(header.items.items()), indent=2, colon=True)
+
+
+# Lines a table leaves to the header, the panel's frame, the note under it and the prompt.
+_AROUND_TABLE = 10
+
+
+def rows_for(console: Console, default: int = 20) -> int:
+    """How many matrix rows a table shows: as many as the terminal's height leaves room for; `default` elsewhere."""
+    if not console.is_terminal or console.is_dumb_terminal:
+        return default
+    return max(8, console.height - _AROUND_TABLE)
 
 
 def render_table(

@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from jaccli.cli.main import EXIT_STATUS, cli
+from jaccli.cli.commands.help_text import EXIT_STATUS
+from jaccli.cli.main import cli
 
 from .test_cli import invoke, make_runner
 from .test_cli_subprocess import JACCLI, clean_env

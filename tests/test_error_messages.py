@@ -22,6 +22,7 @@ import jaccli
 import jaccli.cli.commands.run as run_module
 import jaccli.errors
 from jaccli.cli.commands import failures
+from jaccli.cli.commands.messages import MAX_MESSAGE
 from jaccli.io import atomic
 
 from .helpers import assert_error, scale_recovered_column
@@ -1329,7 +1330,7 @@ def test_the_message_of_each_command_line_error(case, tmp_path, monkeypatch):
     line = result.stderr.rstrip("\n").rpartition("\n")[2]  # (a check's report lines come before it)
     assert result.exit_code != 0 and line.startswith("Error: "), result.stderr
     assert re.fullmatch(_pattern(case.expected, tmp_path), line[len("Error: "):]), line
-    assert len(line) <= failures.MAX_MESSAGE + 100  # one line, never kilobytes
+    assert len(line) <= MAX_MESSAGE + 100  # one line, never kilobytes
     if json_asked:
         # Under --format json, stdout is one JSON object: the error's, or the report of a check that failed.
         assert result.stdout.count("\n") == 1, result.stdout

@@ -20,34 +20,8 @@ from .commands.options import (check_nonfinite_options, check_options, check_spa
     function_options,
     info_options, keywords, matrix_options, nonfinite_options, output_options, plot_option, report_options,
     sparse_options, sparsity_options, sparsity_outputs, vector_options)
+from .commands.help_text import SAFETY, SAFETY_LINE, examples as _examples, write_statuses
 from .commands.settings import Output, Settings
-
-SAFETY = """\
-FUNC is path.py (its function f, or its only public function) or path.py:name. It is your own
-code: jaccli runs the file with your rights, like `python path.py`, so never point it at files you
-do not trust. -e EXPR is safe on untrusted text: the expression is checked and evaluated without
-running any code.
-
-INPUT is a .npy file (loaded without pickles), an .npz (arrays bound by key), a .csv or .txt
-file, or a literal such as 0.5 or "[1, 2, 3]". Inputs bind to the function's parameters in
-order; name=SOURCE binds by name (keyword-only parameters, after *, by name only).
-"""
-
-# Each command's help says this much of SAFETY, in one line; the whole text is `jaccli --help`'s.
-SAFETY_LINE = ("FUNC is path.py[:name], your own code: jaccli runs the file with your rights. -e EXPR is safe on "
-               "untrusted text. INPUTs, exit statuses: jaccli --help, man jaccli.")
-
-# (status, meaning): shown as a definition list, so that a narrow terminal wraps a line between words.
-EXIT_STATUS = [
-    ("0", "success"),
-    ("1", "a check you asked for failed: check, --compare, --strict, --fail-on-nonfinite"),
-    ("2", "usage error: bad option, index, file, or inputs that do not fit the function"),
-    ("3", "the function failed: it raised, returned a non-array, or used an unsupported operation"),
-    ("4", "resource limit: the result exceeds --max-memory, or the disk is full"),
-    ("70", "an error in jaccli's own code (a bug to report, with --debug's traceback)"),
-    ("130, 143, 129", "stopped by Ctrl-C, SIGTERM, SIGHUP; no file written, unless the message names it"),
-    ("141", "the reader of a pipe went away (| head -1); quiet, not a failure"),
-]
 
 # click wraps help at 80 columns unless told otherwise; a wider terminal gets lines up to this width.
 HELP_WIDTH = 100
@@ -146,21 +120,7 @@ class JaccliGroup(click.Group):
         with formatter.indentation():
             formatter.write_text(SAFETY)
         with formatter.section("Exit status"):
-            _write_statuses(formatter)
-
-
-def _write_statuses(formatter: click.HelpFormatter) -> None:
-    """EXIT_STATUS as two columns, each meaning wrapped between words only (click's wrapping would break
-    ``--max-memory`` at its hyphen)."""
-    import textwrap
-
-    first = max(len(status) for status, _ in EXIT_STATUS) + 2
-    indent = " " * formatter.current_indent
-    width = max(formatter.width - formatter.current_indent - first, 20)
-    for status, meaning in EXIT_STATUS:
-        lines = textwrap.wrap(meaning, width, break_on_hyphens=False, break_long_words=False)
-        formatter.write(f"{indent}{status:<{first}}{lines[0]}\n")
-        formatter.write("".join(f"{indent}{'':<{first}}{line}\n" for line in lines[1:]))
+            write_statuses(formatter)
 
 
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -212,12 +172,6 @@ def _command(name: str, short: str, summary: str, examples: list[tuple[str, str]
         return cli.command(name, help=f"{summary}\n\n{SAFETY_LINE}", short_help=short, epilog=_examples(examples),
                            context_settings=CONTEXT)(click.pass_context(f))
     return wrap
-
-
-def _examples(examples: list[tuple[str, str]]) -> str:
-    """The epilog of a command's help: its examples, one a line, each with what it does."""
-    width = max(len(command) for command, _ in examples) + 2
-    return "\b\nExamples:\n" + "\n".join(f"  {command:<{width}}{what}".rstrip() for command, what in examples)
 
 
 def _color(color: str, no_color: bool) -> str:

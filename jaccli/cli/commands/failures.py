@@ -38,7 +38,6 @@ from typing import Any, Sequence
 import click
 
 from jaccli.io.atomic import write_error
-from .messages import cli_words, one_line
 from .streams import is_closed
 from jaccli.plurals import verb
 from jaccli.errors import (
@@ -80,6 +79,8 @@ class CliError(click.ClickException):
     json = False
 
     def __init__(self, message: str, kind: str | None = None) -> None:
+        from .messages import one_line  # (only when an error is shown: not on the start-up of every run)
+
         super().__init__(one_line(message))
         if kind is not None:
             self.kind = kind
@@ -186,6 +187,8 @@ _BY_CODE = {EXIT_CHECK_FAILED: CheckFailed, EXIT_USAGE: BadUsage, EXIT_FUNCTION:
 
 def cli_error(message: str, exit_code: int, kind: str | None = None) -> CliError:
     """The CliError subclass for `exit_code`, with a one-line message; `kind` in place of the subclass's."""
+    from .messages import cli_words
+
     first = message.strip().splitlines()[0] if message.strip() else "failed"
     return _BY_CODE.get(exit_code, FunctionFailed)(cli_words(first), kind)
 
@@ -310,6 +313,8 @@ def translate(error: BaseException, *, user_file: Path | None = None, what: str 
         return ResourceExceeded("out of memory; select fewer rows or columns with --rows/--cols"
                                 + (", or stream the result to a .npy file with -o" if streams else ""))
     if isinstance(error, (ValueError, TypeError)) and _raised_in_library(error):
+        from .messages import cli_words
+
         return BadUsage(cli_words(str(error).strip().splitlines()[0]))
     if isinstance(error, OSError) and isinstance(error.filename, (str, bytes, os.PathLike)):
         # A file jaccli itself opens (the function's own errors are RaisedInFunction): not f's failure.

@@ -404,7 +404,8 @@ def test_strict_fails_with_exit_1_on_a_disconnected_input(runner, tmp_path):
     assert result.exit_code == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: --strict: ") and "independent of input 1 ('y')" in lines[0]
-    assert result.stdout == "# df_dx shape=2x2\n2.0 0.0\n0.0 2.0\n# df_dy shape=2x1\n0.0\n0.0\n"  # as --compare, the result
+    # as --compare, the result
+    assert result.stdout == "# df_dx shape=2x2\n2.0 0.0\n0.0 2.0\n# df_dy shape=2x1\n0.0\n0.0\n"
 
 
 def test_strict_passes_when_everything_is_connected(runner):

@@ -671,8 +671,8 @@ def test_check_tolerances_and_nonfinite(runner):
 
 
 INFO_KEYS = {"schema", "jaccli", "command", "argv", "function", "inputs", "wrt", "dtype", "batch_axis", "order",
-             "outputs", "operation_count", "functions", "blocks", "nbytes", "disconnected", "kinks", "mode", "chunk_size",
-             "sweeps", "timings", "warnings"}
+             "outputs", "operation_count", "functions", "blocks", "nbytes", "disconnected", "kinks", "mode",
+             "chunk_size", "sweeps", "timings", "warnings"}
 INFO_BLOCK_KEYS = {"kind", "output", "input", "shape", "matrix_shape", "dtype", "nbytes", "connected", "mode",
                    "chunk_size", "sweeps"}
 

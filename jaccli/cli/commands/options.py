@@ -192,7 +192,7 @@ output_options = _stack(
                  help="Digits in the table (default 6); text, csv, JSON keep every digit."),
     click.option("--heatmap", is_flag=True, help="Colour cells by magnitude; draw the whole matrix."),
     color_options,
-    click.option("--stats", is_flag=True, help="Rows, columns, sweeps and timings, on stderr."),
+    click.option("--stats", is_flag=True, help="Rows, columns, sweeps, timings on stderr; the table's full header."),
     click.option("-q", "--quiet", is_flag=True, help="No warnings, notes or progress bars on stderr."),
     click.option("--debug", is_flag=True, envvar="JACCLI_DEBUG", help="Full tracebacks of errors."),
 )

@@ -336,3 +336,17 @@ def test_sparsity_plot_draws_the_pattern_coloured_by_colour_group(runner, files)
     assert len(colours) >= 3
     bad = invoke(runner, "sparsity", files["banded"], files["xs"], "--plot", str(files["dir"] / "pattern.bmp"))
     assert_error(bad, "usage", 2)
+
+
+def test_sparse_json_reports_open_with_the_keys_of_every_report(runner, files):
+    import jaccli as package
+
+    for args in (["jacobian", files["banded"], files["xs"], "--sparse"],
+                 ["check", files["banded"], files["xs"], "--sparse"],
+                 ["sparsity", files["banded"], files["xs"]]):
+        result = invoke(runner, *args, "--format", "json")
+        assert result.exit_code == 0, result.stderr
+        doc = json.loads(result.stdout)
+        assert list(doc)[:4] == ["schema", "jaccli", "command", "argv"]
+        assert doc["jaccli"] == package.__version__ and doc["command"] == args[0] and "--sparse" in doc["argv"] \
+            or args[0] == "sparsity"

@@ -291,3 +291,16 @@ def test_no_bar_for_short_work_nor_under_quiet_nor_in_pipes(tmp_path):
     piped = subprocess.run(JACCLI + ["jacobian", "f.py", "x.npy"], cwd=tmp_path, capture_output=True, text=True,
                            env=clean_env(JACCLI_PROGRESS_DELAY="0"), timeout=60)
     assert piped.returncode == 0 and piped.stderr == ""
+
+
+@unix_only
+def test_the_bar_follows_color_never(tmp_path):
+    import re
+
+    _write_slow(tmp_path, 0.0)
+    _, coloured = _stderr_on_a_terminal(["check", "f.py", "x.npy"], tmp_path, JACCLI_PROGRESS_DELAY="0")
+    _, plain = _stderr_on_a_terminal(["check", "f.py", "x.npy", "--color", "never"], tmp_path,
+                                     JACCLI_PROGRESS_DELAY="0")
+    colour_codes = re.compile(r"\x1b\[[0-9;]*3[0-9](;[0-9]+)*m")  # SGR foreground colours
+    assert colour_codes.search(coloured) and "finite differences (columns)" in plain
+    assert not colour_codes.search(plain)

@@ -223,7 +223,7 @@ def _invoke(ctx: click.Context, command: str, args: tuple[str, ...], expression:
             from .commands.sparse_results import check_sparse_command
 
             check_sparse_command(func=func, expression=expression, sources=sources, wrt=wrt,
-                                 settings=Settings(**settings), out=out, debug=debug)
+                                 settings=Settings(**settings), out=out, debug=debug, argv=root.get("argv", []))
         else:
             from .commands.sparse_results import run_sparse
 
@@ -337,7 +337,8 @@ def sparsity(ctx: click.Context, args: tuple[str, ...], expression: str | None, 
 
     _started()
     sparsity_command(func=func, expression=expression, sources=sources, wrt=wrt, dtype=dtype, hessian=hessian,
-                     mode=mode, recovery=recovery, out=out, debug=debug or bool(root.get("debug")))
+                     mode=mode, recovery=recovery, out=out, debug=debug or bool(root.get("debug")),
+                     argv=root.get("argv", []))
 
 
 def _families(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:

@@ -35,7 +35,7 @@ def observed(out: Output) -> Iterator[None]:
     from jaccli.cli.render.terminal import make_console
     from jaccli.engine import observing
 
-    with make_progress(make_console(sys.stderr)) as reporter, observing(reporter):
+    with make_progress(make_console(sys.stderr, color=out.color)) as reporter, observing(reporter):
         yield
 
 

@@ -91,7 +91,7 @@ def _dense_note(done: Any) -> str | None:
     S = done.sparsity
     m, n = S.shape
     if m and n and (S.density >= DENSE_DENSITY or S.colors >= min(m, n)):
-        return (f"Note: the matrix is dense (density {S.density:.3g}, {S.colors} sweeps for {m} x {n}): "
+        return (f"Note: the matrix is dense (density {S.density:.3g}, {counted(S.colors, 'sweep')} for {m} x {n}): "
                 "the dense result (without --sparse) would be cheaper")
     return None
 
@@ -166,12 +166,19 @@ def _summary(problem: Problem, command: str, done: Any) -> list[str]:
     return lines
 
 
-def _show(problem: Problem, command: str, done: Any, out: Output) -> None:
+def header(command: str, argv: list[str]) -> dict:
+    """The keys every JSON report opens with: schema, jaccli's version, the command and its arguments."""
+    import jaccli
+
+    return {"schema": SCHEMA, "jaccli": jaccli.__version__, "command": command, "argv": list(argv)}
+
+
+def _show(problem: Problem, command: str, done: Any, out: Output, argv: list[str]) -> None:
     from jaccli.io.writers import coo_document
 
     fmt = stdout_format(out.format, out.color)
     if fmt == "json":
-        doc = {"schema": SCHEMA, "command": command, "sparse": True, **coo_document(done.matrix),
+        doc = {**header(command, argv), "sparse": True, **coo_document(done.matrix),
                "plan": plan_entry(done)}
         sys.stdout.write(json.dumps(doc, allow_nan=False) + "\n")
     elif fmt in ("text", "csv"):
@@ -219,7 +226,7 @@ def run_sparse(command: str, *, func: str | None, expression: str | None, source
                     click.echo(dense, err=True)
             with to_stdout():
                 if out.path is None or out.format is not None:
-                    _show(problem, command, done, out)
+                    _show(problem, command, done, out, argv)
             if out.path is not None and not out.quiet:
                 m, n = done.matrix.shape
                 S = done.sparsity
@@ -231,7 +238,7 @@ def run_sparse(command: str, *, func: str | None, expression: str | None, source
 
 
 def check_sparse_command(*, func: str | None, expression: str | None, sources: tuple[str, ...], wrt: str | None,
-                         settings: Settings, out: Output, debug: bool) -> None:
+                         settings: Settings, out: Output, debug: bool, argv: list[str] = ()) -> None:
     """check --sparse: the sparse result against one JVP and one VJP; exit 1 when rows or columns disagree."""
     from jaccli.api.sparse_check import check_sparse
 
@@ -249,7 +256,7 @@ def check_sparse_command(*, func: str | None, expression: str | None, sources: t
         what = "Hessian" if hessian else "Jacobian"
         with to_stdout():
             if out.format == "json":
-                doc = {"schema": SCHEMA, "command": "check", "sparse": True, "passed": found.passed,
+                doc = {**header("check", argv), "sparse": True, "passed": found.passed,
                        "forward_error": found.forward_error, "reverse_error": found.reverse_error,
                        "rows": found.rows.tolist(), "cols": found.cols.tolist(), "rtol": rtol,
                        "plan": plan_entry(done)}

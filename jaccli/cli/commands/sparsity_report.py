@@ -13,14 +13,14 @@ import numpy as np
 from jaccli.io.atomic import recording_renames, writing
 from jaccli.errors import UsageError
 
-from .failures import SCHEMA, shown_path, to_stderr, to_stdout
+from .failures import shown_path, to_stderr, to_stdout
 from .plotting import check_plot
 from .problem import load_problem
 from jaccli.cli.render.display import stdout_format
 from .report import check_output
 from .run import Failures, observed
 from .settings import Output
-from .sparse_results import HESSIAN_MODE, need_scipy
+from .sparse_results import HESSIAN_MODE, header, need_scipy
 
 # Two pattern rows per character: upper half, lower half, both.
 _HALVES = {1: "\u2580", 2: "\u2584", 3: "\u2588"}
@@ -31,10 +31,10 @@ def _sites(found: list) -> list[dict]:
     return [{"operation": op, "file": shown_path(str(site[0])), "line": int(site[1])} for op, site in found]
 
 
-def report_entry(S: Any) -> dict:
+def report_entry(S: Any, argv: list[str] = ()) -> dict:
     lower, upper = S.bandwidth
     plan = S.plan
-    return {"schema": SCHEMA, "command": "sparsity", "kind": "hessian" if S.hessian else "jacobian",
+    return {**header("sparsity", argv), "kind": "hessian" if S.hessian else "jacobian",
             "shape": list(S.shape), "nnz": S.nnz, "density": S.density, "bandwidth": [lower, upper],
             "colors": S.colors, "mode": S.mode, "recovery": S.recovery,
             "sweeps": {"forward": int(plan.forward_colors), "reverse": int(plan.reverse_colors)},
@@ -79,10 +79,10 @@ def _report_lines(S: Any, spec: str) -> list[str]:
     return lines
 
 
-def _show(S: Any, spec: str, out: Output) -> None:
+def _show(S: Any, spec: str, out: Output, argv: list[str]) -> None:
     fmt = stdout_format(out.format, out.color)
     if fmt == "json":
-        sys.stdout.write(json.dumps(report_entry(S), allow_nan=False) + "\n")
+        sys.stdout.write(json.dumps(report_entry(S, argv), allow_nan=False) + "\n")
         return
     lines = _report_lines(S, spec)
     if fmt == "text":
@@ -118,7 +118,7 @@ def _spy(S: Any, out: Output) -> None:
 
 def sparsity_command(*, func: str | None, expression: str | None, sources: tuple[str, ...], wrt: str | None,
                      dtype: str | None, hessian: bool, mode: str, out: Output, debug: bool,
-                     recovery: str = "auto") -> None:
+                     recovery: str = "auto", argv: list[str] = ()) -> None:
     """Detect the pattern of FUNC at the INPUTs, colour it, report it; -o P.npz saves it for --pattern."""
     import jaccli
 
@@ -142,7 +142,7 @@ def sparsity_command(*, func: str | None, expression: str | None, sources: tuple
         with to_stderr():
             with to_stdout():
                 if out.path is None or out.format is not None:
-                    _show(S, spec, out)
+                    _show(S, spec, out, argv)
             if out.path is not None and not out.quiet:
                 click.echo(f"wrote {out.path}: the pattern ({S.shape[0]} x {S.shape[1]}, nnz {S.nnz}) and its "
                            f"{S.mode} plan of {S.colors} sweeps", err=True)

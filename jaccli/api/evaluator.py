@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import threading
+from contextvars import ContextVar
 from typing import Any, Callable
 
 import numpy as np
@@ -25,6 +26,10 @@ from .sweep_seeds import SweepSeeds, default_memory_budget
 
 MODES = ("auto", "reverse", "forward")
 _PHASES = {"reverse": "reverse sweeps (rows)", "forward": "forward sweeps (columns)"}  # what a progress bar says
+
+# The sweeps' runner for the evaluators made while it is set (jaccli.parallel.RemoteSweeps), read in
+# Evaluator.__init__: the command line sets it around a --workers or --scheduler run.
+REMOTE_SWEEPS: ContextVar[Any] = ContextVar("jaccli_remote_sweeps", default=None)
 
 
 def _unique(idx: np.ndarray, size: int) -> np.ndarray:
@@ -80,6 +85,11 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
         self._diagonals: dict[tuple[int, int], np.ndarray | None] = {}
         self.kinds: set[str] = set()  # the kinds of sweep run so far: "reverse", "forward", "diagonal"
         self.lock = threading.RLock()  # held by the lazy objects while they fill the caches
+        # Where the sweeps run (jaccli.parallel.RemoteSweeps, set by the CLI's --workers/--scheduler), or
+        # None: here. `origin`: ("jacobian" or "hessian", f, args, wrt), what Dask's workers need to make
+        # the same evaluator (set by jacobian() and hessian()).
+        self.remote: Any = REMOTE_SWEEPS.get()
+        self.origin: tuple | None = None
 
     def _feat(self, shape: tuple) -> tuple:
         return tuple(shape[1:]) if self.batch else tuple(shape)
@@ -90,19 +100,28 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
         return self._products
 
     # -- evaluation ----------------------------------------------------------------
+    def row_sweep(self, i: int, block: np.ndarray) -> list:
+        """Rows `block` of output i against every input: one reverse sweep (a Dask worker runs it too)."""
+        seeds, alt = self._seeds(self._row_seed, i, block, self.n_out)
+        return self.rec.vjp(seeds, structured=True, program_seeds=alt)
+
+    def col_sweep(self, j: int, block: np.ndarray) -> list:
+        """Columns `block` of input j against every output: one forward sweep."""
+        seeds, alt = self._seeds(self._col_seed, j, block, self.n_in)
+        return self.rec.jvp(seeds, structured=True, program_seeds=alt)
+
     def ensure_rows(self, i: int, rows: np.ndarray) -> None:
         """Compute the missing rows (output elements) of output i by reverse sweeps."""
-        def sweep(block: np.ndarray) -> list:
-            seeds, alt = self._seeds(self._row_seed, i, block, self.n_out)
-            return self.rec.vjp(seeds, structured=True, program_seeds=alt)
-        self._sweep_blocks(rows, self.row_done[i], self.M[i], max(self.N + [1]), sweep,
+        self._sweep_blocks(rows, self.row_done[i], self.M[i], max(self.N + [1]), ("row_sweep", i),
                            lambda block, j, ct: self._keeping_known(i, j, block, True,
                                                                     lambda: self._write_rows(i, j, block, ct)),
                            "reverse")
 
     def _sweep_blocks(self, wanted: np.ndarray, done_mask: np.ndarray, size: int, other: int,
-                      sweep: Callable, write: Callable, kind: str) -> None:
-        """Run `sweep` over the missing entries of `wanted` in chunks, writing each result block."""
+                      sweep: tuple[str, int], write: Callable, kind: str) -> None:
+        """Run `sweep` (("row_sweep", i) or ("col_sweep", j)) over the missing entries of `wanted` in
+        chunks, writing each result block; with `remote` (jaccli.parallel), the chunks run on Dask's
+        workers and are written here in the same order."""
         whole = wanted.size == size and not done_mask.any()  # (wanted is then range(size): the callers' order)
         missing = wanted if whole else wanted[~done_mask[wanted]]
         if missing.size == 0:
@@ -112,11 +131,19 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
             missing = _unique(missing, size)
         k = self.chunk(missing.size, other * (self.B if self.batch else 1))
         start = 0
+        run, index = getattr(self, sweep[0]), sweep[1]
+        remote = self.remote
         with Phase(_PHASES[kind], missing.size) as phase:
-            for step in blocks(missing.size, k, split=not isinstance(self.chunk_size, int)):
-                block = missing[start:start + step]
-                start += step
-                results = sweep(block)
+            # (Here, a list of sizes and no generator on the sweeps' path; on Dask's workers, the
+            # blocks with their results, in order.)
+            for step in blocks(missing.size, k, split=not isinstance(self.chunk_size, int)) if remote is None \
+                    else remote.sweeps(self, sweep, missing, k):
+                if remote is None:
+                    block = missing[start:start + step]
+                    start += step
+                    results = run(index, block)
+                else:
+                    block, results = step
                 self.kinds.add(kind)
                 self.sweeps += 1
                 self.seeds_used += block.size
@@ -160,10 +187,7 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
 
     def ensure_cols(self, j: int, cols: np.ndarray) -> None:
         """Compute the missing columns (input elements) of input j by forward sweeps."""
-        def sweep(block: np.ndarray) -> list:
-            seeds, alt = self._seeds(self._col_seed, j, block, self.n_in)
-            return self.rec.jvp(seeds, structured=True, program_seeds=alt)
-        self._sweep_blocks(cols, self.col_done[j], self.N[j], max(self.M + [1]), sweep,
+        self._sweep_blocks(cols, self.col_done[j], self.N[j], max(self.M + [1]), ("col_sweep", j),
                            lambda block, i, t: self._keeping_known(i, j, block, False,
                                                                    lambda: self._write_cols(i, j, block, t)),
                            "forward")

@@ -134,6 +134,13 @@ class _Block:
         integer or boolean result (x.astype(int), x > 0), as (op name, (file, line)); else None."""
         return self._ev.rec.cut(self._j)
 
+    def to_dask(self, rows_per_chunk: int | None = None) -> Any:
+        """A dask.array of this block's shape in chunks of rows computed on Dask's workers, where f
+        (cloudpickled) is recorded once per worker; see docs/parallel.md. Needs jaccli[dask]."""
+        from jaccli.parallel.dask_arrays import to_dask
+
+        return to_dask(self, rows_per_chunk)
+
     @property
     def matrix(self) -> "MatrixView":
         """The flattened [M, N] (or [B, M, N]) view, with the same laziness and cache."""
@@ -417,9 +424,13 @@ class MatrixView(_Block):
         k = chunk_size or ev.chunk(rows.size, ev.N[b._j] * (ev.B if ev.batch else 1))
         ev._check_batch()
         diagonal = ev.diagonal(b._i, b._j) if ev.mode == "auto" else None  # an explicit mode is obeyed
-        for start in range(0, rows.size, k):
-            block = rows[start:start + k]
-            piece = self._swept_rows(block) if diagonal is None else self._diagonal_rows(block, diagonal)
+        starts = range(0, rows.size, k)
+        if ev.remote is None or diagonal is not None:
+            pieces = ((start, self._swept_rows(rows[start:start + k]) if diagonal is None
+                       else self._diagonal_rows(rows[start:start + k], diagonal)) for start in starts)
+        else:  # on Dask's workers, in the order they finish (a file takes its rows at any position)
+            pieces = ev.remote.swept_rows(self, rows, starts, k)
+        for start, piece in pieces:
             if cols is not None:
                 piece = piece[..., cols]
             yield start, b._finish(piece)

@@ -259,6 +259,11 @@ def _sparsity_for(rec: Any, f: Any, given: Sparsity | None, hessian: bool, mode:
 # ---------------------------------------------------------------------------------------------
 # Compressed sweeps
 # ---------------------------------------------------------------------------------------------
+def _seeds_of(block: np.ndarray, offsets: np.ndarray, seeded: tuple) -> list:
+    """A sweep's seeds: the rows `block` of the seed matrix split by the shapes of the `seeded` side."""
+    return [block[:, a:b].reshape((len(block),) + s) for a, b, s in zip(offsets, offsets[1:], seeded)]
+
+
 def _products(ev: Any, seeds: Any, seeded: tuple, results: tuple, sweep: Callable,
               phase: str = "compressed sweeps (colours)") -> np.ndarray:
     """The K sweeps of the seed matrix's columns (K x sum of `results` sizes), a chunk of seeds per
@@ -269,18 +274,27 @@ def _products(ev: Any, seeds: Any, seeded: tuple, results: tuple, sweep: Callabl
     out = np.empty((k, sum(sizes)), dtype=np.result_type(*ev.rec.outputs, np.float64))
     offsets = np.cumsum([0] + [math.prod(s) for s in seeded])
     start = 0
+    remote = ev.remote
+    if remote is not None:  # the colour groups' sweeps on Dask's workers, written here in the same order
+        per = remote.block_size(ev, ev.chunk(k, 1), k)
+        parts = [slice(first, min(first + per, k)) for first in range(0, k, per)]
+        swept = remote.run(ev, [(f"rec.{sweep.__name__}", (_seeds_of(dense[part], offsets, seeded),))
+                                for part in parts])
     with Phase(phase, k) as progress:
-        for step in blocks(k, ev.chunk(k, 1), split=not isinstance(ev.chunk_size, int)):
-            part = slice(start, start + step)
-            start += step
+        for step in blocks(k, ev.chunk(k, 1), split=not isinstance(ev.chunk_size, int)) if remote is None else parts:
+            if remote is None:
+                part = slice(start, start + step)
+                start += step
+                got = sweep(_seeds_of(dense[part], offsets, seeded))
+            else:
+                part, got = step, next(swept)
             block = dense[part]
-            got = sweep([block[:, a:b].reshape((len(block),) + s) for a, b, s in zip(offsets, offsets[1:], seeded)])
             at = 0
             for res, size in zip(got, sizes):
                 out[part, at:at + size] = 0.0 if res is None else np.reshape(res, (len(block), size))
                 at += size
             ev.sweeps += 1
-            progress.advance(step)
+            progress.advance(len(block))
     return out
 
 

@@ -1,0 +1,110 @@
+"""A Dask client for jaccli: a LocalCluster of single-threaded worker processes, or a running scheduler."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any, Callable
+
+from jaccli.errors import ResourceLimitError, UsageError
+
+# Worker processes compute one block each: BLAS threads of their own would fight over the cores.
+SINGLE_THREADED = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                   "VECLIB_MAXIMUM_THREADS": "1", "NUMEXPR_NUM_THREADS": "1"}
+
+
+class ClusterUnreachable(ResourceLimitError):
+    """The Dask scheduler cannot be reached, or went away during the run."""
+
+
+def need_dask(option: str) -> None:
+    """dask[distributed] is the optional extra jaccli[dask]: without it, one line saying how to install it."""
+    import importlib.util
+
+    # Found, not imported: importing distributed takes most of a second, and small work may not need it.
+    if importlib.util.find_spec("distributed") is None or importlib.util.find_spec("dask") is None:
+        raise UsageError(f"{option} needs dask[distributed], which is not installed: pip install 'jaccli[dask]'")
+
+
+class Cluster:
+    """A Dask client on demand: a LocalCluster of `workers` processes, started at the first `client()`,
+    or the scheduler at `address`, connected at once (so an unreachable one fails before any work).
+
+    `say` gets the lines a user should see on stderr (the dashboard's link when a cluster is started).
+    """
+
+    def __init__(self, workers: int | None = None, address: str | None = None,
+                 say: Callable[[str], None] = lambda line: None) -> None:
+        self.workers, self.address, self.say = workers, address, say
+        self.local: Any = None
+        self._client: Any = None
+        self.start_seconds = 0.0
+        if address is not None:
+            self._client = _connect(address)
+
+    @property
+    def running(self) -> bool:
+        return self._client is not None
+
+    def slots(self) -> int:
+        """Worker threads: the blocks that can run at once."""
+        if self._client is None:
+            return self.workers or 1
+        return max(1, sum(self._client.nthreads().values()))
+
+    def client(self) -> Any:
+        if self._client is None:
+            start = time.perf_counter()
+            self._client = self._start_local()
+            self.start_seconds = time.perf_counter() - start
+        return self._client
+
+    def _start_local(self) -> Any:
+        from distributed import Client, LocalCluster
+
+        env = {**SINGLE_THREADED, **{k: os.environ[k] for k in SINGLE_THREADED if k in os.environ}}
+        # dashboard_address ":0": any free port, so that two runs side by side do not collide.
+        self.local = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0", silence_logs=logging.ERROR, env=env)
+        client = Client(self.local)
+        link = _dashboard(client)
+        where = f"; dashboard: {link}" if link else " (no dashboard: pip install bokeh for one)"
+        self.say(f"Dask: started a local cluster of {self.workers} worker processes{where}")
+        return client
+
+    def lost(self, error: BaseException) -> ClusterUnreachable:
+        where = self.address or (self.local.scheduler_address if self.local is not None else "the local cluster")
+        return ClusterUnreachable(f"lost the Dask scheduler at {where} during the run ({type(error).__name__}: "
+                                  f"{error}); check that it is still running and run again")
+
+    def close(self) -> None:
+        """Disconnect; a cluster jaccli started is stopped with its worker processes."""
+        client, self._client = self._client, None
+        local, self.local = self.local, None
+        for thing in (client, local):
+            if thing is not None:
+                try:
+                    thing.close()
+                except Exception:  # (closing after the scheduler went away: nothing more to stop)
+                    pass
+
+
+def _connect(address: str) -> Any:
+    from distributed import Client
+
+    try:
+        return Client(address, set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as error:
+        reason = str(error).split("\n")[0] or type(error).__name__
+        raise ClusterUnreachable(f"cannot reach the Dask scheduler at {address} ({reason}); start one "
+                                 "(dask scheduler) or check the address, or use --workers N for a local "
+                                 "cluster") from None
+
+
+def _dashboard(client: Any) -> str:
+    try:
+        services = client.scheduler_info().get("services", {})
+    except Exception:
+        return ""
+    return client.dashboard_link if "dashboard" in services else ""

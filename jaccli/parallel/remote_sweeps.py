@@ -1,0 +1,218 @@
+"""The client's side: an evaluator's sweeps sent to Dask's workers as blocks, their results handed back.
+
+`RemoteSweeps` is what `Evaluator.remote` holds during a --workers or --scheduler run. The evaluator
+asks it for the results of its blocks of sweeps (rows, columns, colour groups); it runs the first
+block here, timed, and sends the rest to the workers only when they would finish sooner than this
+process alone (a cluster's start and each task cost time); it hands the results back in the order
+of the blocks (the evaluator writes them as one process would: the same result to the bit), or as
+they arrive for a streamed file. Each finished block is reported to `Evaluator.progress`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from jaccli.errors import ResourceLimitError, UserFunctionError
+
+from .payload import SourceFiles, make_payload, pickled
+from .worker import keep, run
+
+PER_SLOT = 4  # blocks per worker thread: a dead worker's share and the last block's wait stay small
+RETRIES = 2  # a block whose task raised (not its worker dying: Dask reschedules those) runs again
+# Seconds to start a local cluster of two processes and reach it, measured on a loaded 2-core machine
+# (docs/parallel.md); per task, the scheduler's round trip.
+START_SECONDS = 2.5
+TASK_SECONDS = 0.01
+
+
+@dataclass
+class Stats:
+    """What the parallel run did, for --stats."""
+
+    tasks: int = 0  # blocks run on the workers
+    local_blocks: int = 0  # blocks run here (the first of each evaluation, or all when one process was chosen)
+    worker_s: float = 0.0  # seconds the workers spent on their blocks, added up
+    local_s: float = 0.0  # seconds this process spent on blocks
+    wall_s: float = 0.0  # seconds from the first block sent to the last one back
+    chosen: str = ""  # why one process was chosen, when it was
+
+
+class RemoteSweeps:
+    """Runs an evaluator's calls ("row_sweep", "rec.jvp"...) on a `Cluster`'s workers.
+
+    `function`: how f travels (payload.SourceFiles or Expression for the CLI); None: f itself,
+    through cloudpickle. `min_seconds`: the estimated seconds of work below which one process is
+    used (None: decided from the cluster's start and task costs; JACCLI_PARALLEL_MIN_WORK sets it).
+    """
+
+    def __init__(self, cluster: Any, function: Any = None, min_seconds: float | None = None) -> None:
+        self.cluster, self.function = cluster, function
+        env = os.environ.get("JACCLI_PARALLEL_MIN_WORK", "").strip()
+        self.min_seconds = float(env) if env and min_seconds is None else min_seconds
+        self.stats = Stats()
+        self._payloads: dict[int, tuple[Any, Any]] = {}
+
+    # -- the evaluator's questions -------------------------------------------------
+    def block_size(self, ev: Any, k: int, total: int) -> int:
+        """Seeds per block: the evaluator's `k`, smaller when that leaves workers idle, unless the
+        user gave the chunk size (then the blocks, and so the bits, are one process's)."""
+        if isinstance(ev.chunk_size, int):
+            return k
+        return max(1, min(k, math.ceil(total / (PER_SLOT * self.cluster.slots()))))
+
+    def sweeps(self, ev: Any, sweep: tuple[str, int], missing: Any, k: int) -> Iterator[tuple[Any, list]]:
+        """(block, results) of sweep (name, index) over `missing` in blocks of at most `k`, in order."""
+        k = self.block_size(ev, k, missing.size)
+        blocks = [missing[start:start + k] for start in range(0, missing.size, k)]
+        return zip(blocks, self.run(ev, [(sweep[0], (sweep[1], block)) for block in blocks]))
+
+    def run(self, ev: Any, calls: list[tuple[str, tuple]]) -> Iterator[Any]:
+        """The results of `calls` (methods of `ev`, or "rec." ones of its recording), in their order."""
+        held: dict[int, Any] = {}
+        following = 0
+        for n, result, _ in self.unordered(ev, calls, lambda n: run(ev, *calls[n])):
+            held[n] = result
+            while following in held:
+                yield held.pop(following)
+                following += 1
+
+    def swept_rows(self, view: Any, rows: Any, starts: range, k: int) -> Iterator[tuple[int, Any]]:
+        """(start, rows) pieces of MatrixView.stream, rows[start:start + k] each, as they finish."""
+        b = view._block
+        ev = b._ev
+        calls = [("swept_rows", (b._i, b._j, rows[start:start + k])) for start in starts]
+        for n, piece, here in self.unordered(ev, calls, lambda n: view._swept_rows(rows[starts[n]:starts[n] + k])):
+            if not here:  # (a piece computed here, by _swept_rows, counts itself)
+                ev.kinds.add("reverse")
+                ev.sweeps += 1
+                ev.seeds_used += min(k, rows.size - starts[n])
+            yield starts[n], piece
+
+    def unordered(self, ev: Any, calls: list[tuple[str, tuple]],
+                  here: Callable[[int], Any]) -> Iterator[tuple[int, Any, bool]]:
+        """(position, result, whether it ran here) of each of `calls` on `ev`, as they finish; `here(n)`
+        is call n made in this process (a worker makes it with worker.run)."""
+        if not calls:
+            return
+        rest = list(enumerate(calls))
+        if not self.cluster.running or ev.origin is None:
+            # The first block here, timed: it says whether the rest is worth a cluster.
+            start = time.perf_counter()
+            yield 0, here(0), True
+            seconds = time.perf_counter() - start
+            self.stats.local_blocks += 1
+            self.stats.local_s += seconds
+            rest = rest[1:]
+            if not rest and not self.stats.tasks:
+                self.stats.chosen = "one process chosen: the sweeps took one block, nothing to share"
+            if rest and (ev.origin is None or not self._worth(seconds * len(rest))):
+                for n, _ in rest:
+                    start = time.perf_counter()
+                    yield n, here(n), True
+                    self.stats.local_blocks += 1
+                    self.stats.local_s += time.perf_counter() - start
+                return
+        if rest:
+            yield from self._remote(ev, rest)
+
+    def _worth(self, seconds: float) -> bool:
+        """Whether `seconds` of work here would take longer than on the cluster, counting its start."""
+        slots = self.cluster.slots()
+        if self.min_seconds is not None:
+            worth = seconds >= self.min_seconds
+        else:
+            start = 0.0 if self.cluster.running else START_SECONDS
+            worth = slots > 1 and seconds / slots + start + TASK_SECONDS * PER_SLOT * slots < 0.9 * seconds
+        if not worth:
+            self.stats.chosen = (f"one process chosen: the rest of the sweeps would take ~{seconds:.2g} s here, "
+                                 f"too little for {slots} Dask worker{'s' if slots > 1 else ''}")
+        return worth
+
+    # -- the workers --------------------------------------------------------------
+    def _payload(self, client: Any, ev: Any) -> Any:
+        """The payload of `ev` as a future on the cluster, sent once per evaluator."""
+        kept = self._payloads.get(id(ev))
+        if kept is None or kept[0] is not ev:
+            kind, f, args, wrt = ev.origin
+            function = self.function if self.function is not None else pickled(f)
+            payload = make_payload(function, args, wrt, kind, ev.batch, ev.mode)
+            # A task, not scattered data: Dask can make it again if the workers holding it die.
+            future = client.submit(keep, payload, key=f"jaccli-payload-{payload.fingerprint}-{uuid.uuid4().hex[:8]}",
+                                   pure=False)
+            kept = self._payloads[id(ev)] = (ev, future)
+        return kept[1]
+
+    def _remote(self, ev: Any, calls: list[tuple[int, tuple[str, tuple]]]) -> Iterator[tuple[int, Any, bool]]:
+        from distributed import as_completed
+
+        from .worker import call
+
+        client = self.cluster.client()
+        payload = self._payload(client, ev)
+        start = time.perf_counter()
+        run_id = uuid.uuid4().hex[:8]
+        futures = {client.submit(call, payload, name, args, key=f"jaccli-block-{run_id}-{n}", pure=False,
+                                 retries=RETRIES): n for n, (name, args) in calls}
+        try:
+            for future in _completed(as_completed(futures, loop=client.loop), self.cluster):
+                result, seconds = _result(future, self.cluster, self.function)
+                self.stats.tasks += 1
+                self.stats.worker_s += seconds
+                yield futures[future], result, False
+        finally:
+            # Ctrl-C, an error, or a consumer that stopped: nothing stays queued on the cluster.
+            pending = [f for f in futures if not f.done()]
+            if pending:
+                try:
+                    client.cancel(pending)
+                except Exception:
+                    pass
+            self.stats.wall_s += time.perf_counter() - start
+
+    def lines(self) -> list[str]:
+        """--stats lines: where the blocks ran, and whether one process would have been faster."""
+        s = self.stats
+        if not s.tasks:
+            return [f"dask: {s.chosen or 'one process chosen: no blocks of sweeps to share'}"]
+        slots = self.cluster.slots()
+        lines = [f"dask: {s.tasks} blocks on {slots} worker thread{'s' if slots > 1 else ''} "
+                 f"({s.worker_s:.3g} s of work) in {s.wall_s:.3g} s, {s.local_blocks} here ({s.local_s:.3g} s)"
+                 + (f", cluster start {self.cluster.start_seconds:.3g} s" if self.cluster.start_seconds else "")]
+        if s.worker_s <= s.wall_s + self.cluster.start_seconds:
+            lines.append(f"dask: one process would have been faster: {s.worker_s:.3g} s of work took "
+                         f"{s.wall_s + self.cluster.start_seconds:.3g} s on the cluster (its start included); "
+                         "leave out --workers/--scheduler for work this small")
+        return lines
+
+
+def _completed(futures: Any, cluster: Any) -> Iterator[Any]:
+    """The futures as they finish; losing the scheduler is one clear error."""
+    try:
+        yield from futures
+    except (OSError, TimeoutError) as error:
+        raise cluster.lost(error) from None
+
+
+def _result(future: Any, cluster: Any, function: Any) -> Any:
+    from distributed import KilledWorker
+    from distributed.client import FutureCancelledError
+
+    try:
+        return future.result()
+    except (FutureCancelledError, OSError, TimeoutError) as error:
+        raise cluster.lost(error) from None
+    except KilledWorker as error:
+        raise ResourceLimitError(f"Dask workers died {error.args[0] if error.args else ''} running the same block "
+                                 f"({type(error).__name__}); a worker's memory limit may be too small for a block: "
+                                 "give the workers more memory, or lower --chunk-size") from None
+    except Exception as error:
+        text = str(error).split("\n")[0]
+        sent = (f"the workers get {function.main} and the Python modules of its directory; install what else "
+                "it needs (compiled extensions, data files) on the workers") if isinstance(function, SourceFiles) \
+            else "f travels by cloudpickle; install the modules it imports on the workers"
+        raise UserFunctionError(f"a Dask worker failed on a block: {type(error).__name__}: {text}; {sent}") from None

@@ -1,0 +1,102 @@
+"""The tasks Dask's workers run: each records f once per function and point, then runs sweeps on it.
+
+A worker keeps the evaluators it made in a small cache keyed by the payload's fingerprint, so the
+blocks of one Jacobian that land on a worker share one recording.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from .payload import Payload
+
+KEPT = 4  # evaluators kept per worker: a few functions or points in turn, without growing for ever
+
+_lock = threading.Lock()  # a worker with several threads makes each evaluator once
+_evaluators: OrderedDict[str, Any] = OrderedDict()
+
+
+def evaluator(payload: Payload) -> Any:
+    """The evaluator of `payload` on this worker: f recorded at the first task, reused after."""
+    with _lock:
+        ev = _evaluators.get(payload.fingerprint)
+        if ev is not None:
+            _evaluators.move_to_end(payload.fingerprint)
+            return ev
+    import jaccli
+
+    f = payload.function.load()
+    make = jaccli.hessian if payload.kind == "hessian" else jaccli.jacobian
+    with np.errstate(all="ignore"):  # the client has already said what f's arithmetic warns about
+        lazy = make(f, payload.args, wrt=list(payload.wrt), batch_axis=0 if payload.batch else None,
+                    mode=payload.mode)
+    leaves = _leaves(lazy)
+    ev = leaves[0]._ev
+    ev.leaves = leaves
+    with _lock:
+        ev = _evaluators.setdefault(payload.fingerprint, ev)
+        while len(_evaluators) > KEPT:
+            _evaluators.popitem(last=False)
+    return ev
+
+
+def call(payload: Payload, name: str, args: tuple) -> tuple[Any, float]:
+    """Run the evaluator's method `name` ("row_sweep", "rec.jvp"...) on `args`: its result and the
+    seconds it took on this worker (the first call's include recording f)."""
+    start = time.perf_counter()
+    ev = evaluator(payload)
+    with ev.lock, np.errstate(all="ignore"):
+        result = run(ev, name, args)
+    return result, time.perf_counter() - start
+
+
+def run(ev: Any, name: str, args: tuple) -> Any:
+    """`ev`'s method `name` on `args`, here: the same call a worker makes."""
+    if name == "swept_rows":  # (i, j, rows): rows of block (i, j), by one reverse sweep, cached nowhere
+        i, j, rows = args
+        return _block(ev, i, j).matrix._swept_rows(rows)
+    if name == "rows":  # (i, j, rows, k): rows of block (i, j) as the whole-block evaluation makes them
+        return rows_of(ev, *args)
+    target = ev.rec if name.startswith("rec.") else ev
+    return getattr(target, name.rpartition(".")[2])(*args)
+
+
+def _leaves(lazy: Any) -> list:
+    """The lazy blocks of a jacobian()/hessian() result, row by row (it nests them in tuples)."""
+    if isinstance(lazy, tuple):
+        return [leaf for part in lazy for leaf in _leaves(part)]
+    return [lazy]
+
+
+def _block(ev: Any, i: int, j: int) -> Any:
+    """Block (i, j) of the evaluator `evaluator()` made."""
+    return ev.leaves[i * ev.n_in + j]
+
+
+def rows_of(ev: Any, i: int, j: int, rows: np.ndarray, k: int) -> np.ndarray:
+    """Rows `rows` of block (i, j), [R, N] (batched: [B, R, N]), in sweeps of `k` as np.asarray(J) runs
+    them: reverse sweeps of the Jacobian's rows, a Hessian's rows by its own kind of sweep."""
+    block = _block(ev, i, j)
+    if block.kind != "hessian":
+        parts = [block.matrix._swept_rows(rows[s:s + k]) for s in range(0, rows.size, k)]
+        return np.concatenate(parts, axis=1 if ev.batch else 0)
+    # A Hessian: the rows of d grad_i / d x_j are HVPs with the elements of input i.
+    sweep = ev.col_sweep if ev.mode != "reverse" else ev.row_sweep
+    parts = []
+    for s in range(0, rows.size, k):
+        piece = rows[s:s + k]
+        t = sweep(i, piece)[j]
+        shape = (piece.size, ev.B, ev.N[j]) if ev.batch else (piece.size, ev.N[j])
+        t = np.zeros(shape, dtype=block.dtype) if t is None else np.reshape(np.asarray(t), shape)
+        parts.append(np.moveaxis(t, 0, 1) if ev.batch else t)
+    return np.concatenate(parts, axis=1 if ev.batch else 0).astype(block.dtype, copy=False)
+
+
+def keep(payload: Payload) -> Payload:
+    """The payload's own task: its result is the payload, held by the workers for the blocks' tasks."""
+    return payload

@@ -11,7 +11,7 @@ of the library's errors, and the command line's own (jaccli.cli.commands.failure
     function_failed        3  the function raised, returned a non-array, or called sys.exit
     unsupported_operation  3  a NumPy function or argument with no derivative rule (see `jaccli ops`)
     escaped_tracing        3  code escaped tracing: float(x), math.sin(x), a traced value into a plain array
-    resource_limit         4  the result exceeds the memory budget, or the disk is full
+    resource_limit         4  the result exceeds the memory budget, the disk is full, or a Dask scheduler is out of reach
     internal              70  an error in jaccli's own code, a bug to report
     interrupted     130, 143, 129  stopped by Ctrl-C, SIGTERM, SIGHUP (128 + the signal's number)
     closed_pipe          141  the reader of stdout or stderr has gone; nothing is printed

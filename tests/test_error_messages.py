@@ -1297,7 +1297,24 @@ CLI_MESSAGES = [
     Case(["check", "-e", "x[1:] * x[:-1]", "[1, 2, 3, 4]", "--sparse"],
          "the sparse Jacobian disagrees with one JVP in 2 rows and with one VJP in 1 column (rtol 1e-10)",
          setup=lambda mp, tmp: scale_recovered_column(mp, 1)),
+    # --workers and --scheduler (Dask): exit 2 for the options, exit 4 for a scheduler out of reach
+    Case(["jacobian", "-e", "x * 2", "[1, 2]", "--workers", "2", "--scheduler", "tcp://127.0.0.1:9"],
+         "--workers starts a local Dask cluster and --scheduler uses a running one; give one of them"),
+    Case(["hessian", "-e", "sum(x ** 3)", "[1, 2]", "--scheduler", "tcp://127.0.0.1:9"],
+         "cannot reach the Dask scheduler at tcp://127.0.0.1:9 ({any}); start one (dask scheduler) or check the "
+         "address, or use --workers N for a local cluster", env={"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"}),
+    Case(["jacobian", "-e", "x * 2", "[1, 2]", "--workers", "2"],
+         "--workers needs dask[distributed], which is not installed: pip install 'jaccli[dask]'",
+         setup=lambda mp, tmp: _without_dask(mp)),
 ]
+
+
+def _without_dask(monkeypatch) -> None:
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name in ("dask", "distributed") else find_spec(name, *a))
 
 
 

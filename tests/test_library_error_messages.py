@@ -32,6 +32,7 @@ from jaccli.expr import cost
 from jaccli.expr.budget import Budget
 from jaccli.expr.expression import compile_expression
 from jaccli.io.user_functions import bind_inputs, load_array, load_function, parse_index_spec
+from jaccli.parallel.payload import CannotSend
 from jaccli.io.writers import META_KEY, NpyStreamWriter, format_text, write_blocks
 from jaccli.sparse import Plan, hessian_plan, jacobian_plan
 
@@ -1654,7 +1655,24 @@ TOOLS = [
 ]
 
 
-CALLS = API + LAZY + TRACING + NUMERICS + RULES + LOADERS + WRITERS + RECOVERY + EXPRESSIONS + SPARSITY + TARGETS + MISC + TOOLS
+def _closes_over_a_file(tmp: Path) -> Any:
+    handle = open(tmp / "log.txt", "w")
+    J = jaccli.jacobian(lambda x: (handle.write(""), x * 2)[1], X3)
+    try:
+        return J.to_dask()
+    finally:
+        handle.close()
+
+
+PARALLEL = [
+    Call("to-dask-unpicklable", _closes_over_a_file, CannotSend, "usage",
+         "<lambda> cannot be sent to Dask's workers: {any}; define it "
+         "at the top level of a module and let it open files or load libraries itself, inside the function, rather "
+         "than closing over them"),
+]
+
+
+CALLS = PARALLEL + API + LAZY + TRACING + NUMERICS + RULES + LOADERS + WRITERS + RECOVERY + EXPRESSIONS + SPARSITY + TARGETS + MISC + TOOLS
 
 
 def _pattern(message: str, tmp: Path) -> str:

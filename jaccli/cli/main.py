@@ -18,8 +18,8 @@ from .commands.failures import (BadUsage, CliError, NoCommand, Terminated, after
     to_stdout, with_json)
 from .commands.options import (check_nonfinite_options, check_options, check_sparse_options, color_options,
     function_options,
-    info_options, keywords, matrix_options, nonfinite_options, output_options, plot_option, report_options,
-    sparse_options, sparsity_options, sparsity_outputs, vector_options)
+    info_options, keywords, matrix_options, nonfinite_options, output_options, parallel_options, plot_option,
+    report_options, sparse_options, sparsity_options, sparsity_outputs, vector_options)
 from .commands.help_text import SAFETY, SAFETY_LINE, examples as _examples, write_statuses
 from .commands.settings import Output, Settings
 
@@ -243,7 +243,7 @@ def _invoke(ctx: click.Context, command: str, args: tuple[str, ...], expression:
           [("jaccli jacobian model.py x.npy", "the whole Jacobian, as a table"),
            ("jaccli jacobian model.py x.npy --rows 0:4 -o J.npy", "rows 0 to 3 only, to a file"),
            ('jaccli jacobian -e "sin(x) * y" x=0.5 y="[1, 2]"', "an expression: no file runs")],
-          matrix_options, sparse_options, nonfinite_options, plot_option)
+          matrix_options, sparse_options, nonfinite_options, plot_option, parallel_options)
 def jacobian(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "jacobian", **kw)
 
@@ -252,7 +252,7 @@ def jacobian(ctx: click.Context, **kw: Any) -> None:
           "Hessian of a scalar FUNC at the INPUTs: blocks d2f_dx_dy of shape x.shape + y.shape.",
           [("jaccli hessian loss.py w.npy X.csv --wrt w -o H.npy", "w's Hessian; X is data"),
            ('jaccli hessian -e "sum(x ** 4)" "[1, 2, 3]" --sparse', "by colouring, as COO triplets")],
-          matrix_options, sparse_options, nonfinite_options, plot_option)
+          matrix_options, sparse_options, nonfinite_options, plot_option, parallel_options)
 def hessian(ctx: click.Context, **kw: Any) -> None:
     _invoke(ctx, "hessian", **kw)
 

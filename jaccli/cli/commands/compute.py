@@ -130,6 +130,7 @@ class Outcome:
     nonfinite: list[dict] = field(default_factory=list)
     origin: Any = None
     verdicts: list[Verdict] = field(default_factory=list)
+    parallel: list[str] = field(default_factory=list)  # --workers/--scheduler: where the blocks ran (--stats)
 
     @property
     def nbytes(self) -> int:

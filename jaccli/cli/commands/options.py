@@ -219,6 +219,17 @@ sparse_options = _stack(
                  help="A sparse Hessian read back: direct (exact), substitution (fewer sweeps), auto."),
 )
 
+parallel_options = _stack(
+    click.option("--workers", type=click.IntRange(min=1), metavar="N",
+                 help="Compute the blocks of sweeps on a local Dask cluster of N single-threaded worker processes, "
+                      "started and stopped by jaccli (small work stays in this process). Needs "
+                      "pip install 'jaccli[dask]'."),
+    click.option("--scheduler", metavar="ADDRESS",
+                 help="Compute the blocks of sweeps on the workers of a running Dask scheduler "
+                      "(tcp://host:8786); the function file, its directory's modules and the inputs travel "
+                      "with the tasks."),
+)
+
 check_sparse_options = _stack(
     click.option("--sparse", is_flag=True,
                  help="Check the sparse result against one JVP and one VJP."),

@@ -378,5 +378,6 @@ def print_stats(outcome: Outcome, settings: Settings) -> None:
     t = outcome.timings
     parts = [f"{k[:-2]} {_ms(v)}" for k, v in t.items() if k != "total_s"]
     lines.append(f"time: {', '.join(parts)}; total {_ms(t.get('total_s', 0.0))}")
+    lines += outcome.parallel
     for line in lines:
         sys.stderr.write(f"stats: {line}\n")

@@ -19,6 +19,7 @@ from jaccli.io.npy_stream import human_bytes
 from . import nonfinite
 from .compute import Outcome, Verdict, evaluate, finish_stream, prepare, stream_pieces
 from .failures import CheckFailed, print_traceback, to_stderr, to_stdout, translate
+from .parallel_runs import parallel_run
 from .problem import Problem, load_problem
 from .report import build_report, check_output, check_target, check_target_early, file_blocks, print_stats, show
 from .settings import Output, Settings
@@ -123,9 +124,11 @@ def _evaluate(problem: Problem, command: str, settings: Settings, out: Output, s
     with warnings.catch_warnings(record=True) as caught, NonfiniteMonitor() as monitor:
         # NumPy's warnings (overflow, division by zero...) become one-line warnings in the report.
         warnings.simplefilter("always")
-        outcome = prepare(problem, command, settings)
-        check_target(out, outcome.command, outcome.blocks)
-        _compute(outcome, settings, out, streams)
+        with parallel_run(problem, settings, out) as remote:
+            outcome = prepare(problem, command, settings)
+            check_target(out, outcome.command, outcome.blocks)
+            _compute(outcome, settings, out, streams)
+            outcome.parallel = remote.lines() if remote is not None else []
     outcome.warnings += dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught)
     nonfinite.scan(problem, outcome, monitor)
     outcome.warnings += nonfinite.warning_lines(outcome)

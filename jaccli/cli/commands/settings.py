@@ -30,6 +30,8 @@ class Settings:
     rtol: float | None = None
     atol: float | None = None
     fail_on_nonfinite: bool = False
+    workers: int | None = None  # --workers N: a local Dask cluster (jaccli.parallel)
+    scheduler: str | None = None  # --scheduler ADDRESS: a running Dask scheduler
 
 
 @dataclass

@@ -21,6 +21,7 @@ from .plotting import check_plot, draw_sparse
 from .problem import Problem, load_problem
 from jaccli.cli.render.display import stdout_format
 from .report import check_output
+from .parallel_runs import parallel_run
 from .run import Failures, observed
 from .settings import Output, Settings
 
@@ -209,9 +210,10 @@ def run_sparse(command: str, *, func: str | None, expression: str | None, source
         check_output(out, [*sources, settings.rows, settings.cols, pattern], formats=SPARSE_OUTPUTS)
         check_plot(out)
         problem = failures.problem = load_problem(func, expression, sources, wrt, settings.dtype)
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught, parallel_run(problem, settings, out) as remote:
             warnings.simplefilter("always")
             done = compute(problem, command == "hessian", settings, pattern, recovery)
+            parallel = remote.lines() if remote is not None else []
         if out.path is not None:
             _write(problem, done, command == "hessian", settings, out)
         if out.plot is not None:
@@ -235,6 +237,8 @@ def run_sparse(command: str, *, func: str | None, expression: str | None, source
                            + (f" ({_layout_text(problem, done, command == 'hessian')})" if several else ""), err=True)
             if out.stats:
                 _stats(done, time.perf_counter() - start)
+                for line in parallel:
+                    sys.stderr.write(f"stats: {line}\n")
 
 
 def check_sparse_command(*, func: str | None, expression: str | None, sources: tuple[str, ...], wrt: str | None,

@@ -1,0 +1,275 @@
+"""Parallel evaluation on Dask: J.to_dask(), --workers and --scheduler, against one process and closed forms.
+
+One LocalCluster of two single-threaded worker processes serves the module; its workers run in a
+directory of their own, so a function file reaches them only by travelling with the tasks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import jaccli
+from jaccli.api.evaluator import REMOTE_SWEEPS
+from jaccli.parallel.cluster import Cluster
+from jaccli.parallel.remote_sweeps import RemoteSweeps
+
+from .helpers import central_diff
+from .test_cli import invoke, make_runner
+from .test_cli_subprocess import JACCLI, clean_env
+
+distributed = pytest.importorskip("distributed")
+
+A = np.random.default_rng(7).normal(size=(30, 30)) / 6
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """Two worker processes started in an empty directory (not the tests', not the functions')."""
+    elsewhere = tmp_path_factory.mktemp("workers-run-here")
+    before = os.getcwd()
+    os.chdir(elsewhere)
+    try:
+        local = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                         silence_logs=40)
+    finally:
+        os.chdir(before)
+    client = distributed.Client(local)
+    yield client
+    client.close()
+    local.close()
+
+
+def model(x):
+    """tanh and cumsum steps and a matrix product: rows that a block of any size computes alike."""
+    y = x
+    for _ in range(6):
+        y = np.cumsum(np.tanh(A @ y)) / 8
+    return y
+
+
+@contextlib.contextmanager
+def remote_on(client, function=None):
+    """Evaluators made inside send their sweeps to `client`'s workers."""
+    remote = RemoteSweeps(Cluster(address=client.scheduler.address), function)
+    token = REMOTE_SWEEPS.set(remote)
+    try:
+        yield remote
+    finally:
+        REMOTE_SWEEPS.reset(token)
+        remote.cluster.close()
+
+
+def run(args, cwd, **env):
+    return subprocess.run(JACCLI + [str(a) for a in args], cwd=cwd, capture_output=True, text=True,
+                          env=clean_env(**env), timeout=120)
+
+
+# ---------------------------------------------------------------- nothing changes without the options
+
+
+def test_without_workers_or_scheduler_nothing_imports_dask(tmp_path):
+    code = ("import sys, jaccli\n"
+            "from jaccli.cli.main import main\n"
+            "imported = 'dask' in sys.modules or 'distributed' in sys.modules\n"
+            "try:\n    main(['jacobian', '-e', 'tanh(x)', '[1, 2, 3]', '-o', 'J.npy'])\n"
+            "except SystemExit:\n    pass\n"
+            "print(imported, 'dask' in sys.modules, 'distributed' in sys.modules, 'cloudpickle' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["False"] * 4, done.stderr
+    assert (tmp_path / "J.npy").is_file()
+
+
+# ---------------------------------------------------------------- the library: J.to_dask()
+
+
+def test_to_dask_is_the_jacobian_bit_for_bit_in_row_chunks(cluster):
+    x = np.linspace(-1.0, 1.0, 30)
+    J = jaccli.jacobian(lambda v: model(v) * 2.0, x, chunk_size=4)  # a lambda: f travels by value (cloudpickle)
+    D = J.to_dask()
+    assert D.shape == J.shape and D.chunks[0] == (16, 14)  # one chunk per worker thread, in whole sweeps of 4
+    whole = np.asarray(J)
+    with distributed.get_task_stream(client=cluster) as ran:
+        assert np.array_equal(D[2:12].compute(), whole[2:12])
+    assert _chunks_computed(ran) == 1  # only the chunk it touches
+    with distributed.get_task_stream(client=cluster) as ran:
+        assert np.array_equal(D.compute(), whole)  # the same sweeps as one process: the same bits
+    assert _chunks_computed(ran) == 2
+    np.testing.assert_allclose(whole, central_diff(lambda v: model(v) * 2.0, x), rtol=1e-6, atol=1e-8)
+    # With the chunk size left to jaccli, one process sweeps all 30 rows at once and the chunks 15 each:
+    # BLAS may round a matrix product of 15 rows differently from one of 30.
+    np.testing.assert_allclose(jaccli.jacobian(lambda v: model(v) * 2.0, x).to_dask().compute(), whole,
+                               rtol=1e-13, atol=1e-16)
+
+
+def _chunks_computed(stream) -> int:
+    """The to_dask chunks among the tasks the workers ran (their keys name the task `_rows`)."""
+    names = [task["key"][0] if isinstance(task["key"], tuple) else task["key"] for task in stream.data]
+    return sum(1 for name in names if "rows" in name and "finalize" not in name or "getitem-rows" in name)
+
+
+def test_matrix_to_dask_is_the_flattened_view_and_hessians_too(cluster):
+    x = np.linspace(0.1, 1.0, 12).reshape(3, 4)
+    J = jaccli.jacobian(lambda v: np.sin(v) * v.sum(), x)
+    assert J.to_dask().shape == (3, 4, 3, 4)
+    assert np.array_equal(J.to_dask().compute(), np.asarray(J))
+    assert np.array_equal(J.matrix.to_dask(rows_per_chunk=5).compute(), np.asarray(J.matrix))
+    w = np.linspace(-0.5, 0.7, 9)
+    H = jaccli.hessian(lambda v: np.sum(v ** 3) * np.sum(v), w)
+    exact = 6 * np.diag(w) * w.sum() + 3 * (w ** 2)[:, None] + 3 * (w ** 2)[None, :]
+    np.testing.assert_allclose(H.to_dask().compute(), exact, rtol=1e-12)
+
+
+# ---------------------------------------------------------------- evaluators whose sweeps go to the workers
+
+
+def test_remote_sweeps_give_one_process_result_bit_for_bit_and_report_each_block(cluster):
+    x = np.linspace(-1.0, 1.0, 30)
+    alone = np.asarray(jaccli.jacobian(model, x, chunk_size=4))
+    seen = []
+    with remote_on(cluster) as remote:
+        J = jaccli.jacobian(model, x, chunk_size=4)
+        J._ev.progress = lambda done, total: seen.append((done, total))
+        together = np.asarray(J)
+    assert np.array_equal(together, alone)  # the same blocks, written in the same order
+    assert remote.stats.tasks == len(seen) == 8 and seen[-1] == (30, 30)
+    H_alone = np.asarray(jaccli.hessian(lambda v: np.sum(np.tanh(A @ v) ** 2), x, chunk_size=3))
+    with remote_on(cluster):
+        H = np.asarray(jaccli.hessian(lambda v: np.sum(np.tanh(A @ v) ** 2), x, chunk_size=3))
+    assert np.array_equal(H, H_alone)
+
+
+# ---------------------------------------------------------------- the command line
+
+
+def _user_files(tmp_path: Path) -> Path:
+    """A function file that imports a sibling module and a package of its directory."""
+    home = tmp_path / "project"
+    (home / "pkg").mkdir(parents=True)
+    (home / "pkg" / "__init__.py").write_text("")
+    (home / "pkg" / "steps.py").write_text("import numpy as np\n\ndef step(y):\n    return np.cumsum(np.tanh(y)) / 8\n")
+    (home / "helper.py").write_text("SCALE = 2.0\n")
+    (home / "model.py").write_text("import numpy as np\nfrom helper import SCALE\nfrom pkg.steps import step\n\n"
+                                   "def f(x):\n    y = x\n    for _ in range(5):\n        y = step(y)\n"
+                                   "    return SCALE * y\n\n"
+                                   "def loss(x):\n    return np.sum(step(x) ** 2)\n")
+    np.save(tmp_path / "x.npy", np.linspace(-1.0, 1.0, 40))
+    return home
+
+
+def test_cli_scheduler_sends_the_function_file_and_its_modules_and_matches_one_process(cluster, tmp_path,
+                                                                                      monkeypatch):
+    home = _user_files(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    address = cluster.scheduler.address
+    assert not any(str(home) in p for p in cluster.run(lambda: str(sys.path)).values())
+    x = np.load(tmp_path / "x.npy")
+    for command, spec in (("jacobian", "model.py"), ("hessian", "model.py:loss")):
+        alone = invoke(make_runner(), command, str(home / spec), "x.npy", "-o", "one.npy", "--chunk-size", "6")
+        done = invoke(make_runner(), command, str(home / spec), "x.npy", "-o", "many.npy", "--chunk-size", "6",
+                      "--scheduler", address, "--stats")
+        assert alone.exit_code == 0 and done.exit_code == 0, done.stderr
+        assert "stats: dask: 7 blocks on 2 worker threads" in done.stderr  # 40 rows in sweeps of 6, all sent
+        assert np.load("many.npy").tobytes() == np.load("one.npy").tobytes()
+        if command == "jacobian":
+            def f(v):
+                for _ in range(5):
+                    v = np.cumsum(np.tanh(v)) / 8
+                return 2.0 * v
+            np.testing.assert_allclose(np.load("many.npy"), central_diff(f, x), rtol=1e-6, atol=1e-8)
+
+
+def test_cli_streams_a_large_result_as_blocks_arrive_and_sparse_colours_in_parallel(cluster, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    address = cluster.scheduler.address
+    np.save("x.npy", np.linspace(-1.0, 1.0, 120))
+    expr = ["-e", "cumsum(tanh(x)) * x", "x.npy", "--max-memory", "20KB"]
+    alone = invoke(make_runner(), "jacobian", *expr, "-o", "one.npy")
+    done = invoke(make_runner(), "jacobian", *expr, "-o", "many.npy", "--scheduler", address)
+    assert alone.exit_code == 0 and done.exit_code == 0, done.stderr
+    assert "(streamed)" in done.stderr
+    assert np.load("many.npy").tobytes() == np.load("one.npy").tobytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["many.npy", "one.npy", "x.npy"]  # no temporary file left
+
+    sparse = ["-e", "x[2:] * x[1:-1] - tanh(x[:-2])", "x.npy", "--sparse"]
+    alone = invoke(make_runner(), "jacobian", *sparse, "-o", "one.npz")
+    done = invoke(make_runner(), "jacobian", *sparse, "-o", "many.npz", "--scheduler", address, "--stats")
+    assert alone.exit_code == 0 and done.exit_code == 0, done.stderr
+    assert "stats: dask: 3 blocks on 2 worker threads" in done.stderr  # 3 colours, one per block
+    import scipy.sparse
+
+    one, many = scipy.sparse.load_npz("one.npz"), scipy.sparse.load_npz("many.npz")
+    assert one.shape == (118, 120) and (one != many).nnz == 0
+
+
+def test_cli_small_work_stays_in_one_process_and_says_so(tmp_path):
+    done = run(["jacobian", "-e", "cumsum(tanh(x))", "[1, 2, 3, 4]", "--workers", "2", "--stats", "--chunk-size", "1"],
+               tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Dask: started" not in done.stderr  # no cluster was started for it
+    assert "stats: dask: one process chosen: the rest of the sweeps would take" in done.stderr
+
+
+def test_cli_scheduler_out_of_reach_is_exit_4_naming_it(tmp_path):
+    done = run(["jacobian", "-e", "x * 2", "[1, 2]", "--scheduler", "tcp://127.0.0.1:9"], tmp_path,
+               DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="1s")
+    assert done.returncode == 4 and done.stderr.count("\n") == 1
+    assert done.stderr.startswith("Error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 (")
+
+
+def test_cli_workers_ctrl_c_cancels_and_leaves_no_temporary_file_and_no_worker_process(tmp_path):
+    import psutil
+
+    np.save(tmp_path / "x.npy", np.linspace(-1.0, 1.0, 50))
+    # On a worker, f is still running when Ctrl-C comes: its recording there takes a minute.
+    (tmp_path / "slow.py").write_text("import time\nimport numpy as np\nfrom distributed import get_worker\n\n"
+                                      "def f(x):\n    try:\n        get_worker()\n        time.sleep(60)\n"
+                                      "    except ValueError:\n        pass\n    return np.cumsum(np.tanh(x))\n")
+    proc = subprocess.Popen(JACCLI + ["jacobian", "slow.py", "x.npy", "-o", "J.npy", "--workers", "2"], cwd=tmp_path,
+                            stderr=subprocess.PIPE, text=True, env=clean_env(JACCLI_PARALLEL_MIN_WORK="0"))
+    try:
+        line = proc.stderr.readline()  # the cluster's line, once it is up
+        assert line.startswith("Dask: started a local cluster of 2 worker processes"), line
+        children = psutil.Process(proc.pid).children(recursive=True)
+        assert len(children) >= 2
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        rest = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, rest
+    assert rest.strip().splitlines()[-1].startswith("Error: interrupted"), rest
+    gone, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["slow.py", "x.npy"]
+
+
+# ---------------------------------------------------------------- faults (last: it kills one of the module's workers)
+
+
+def test_a_worker_killed_mid_run_has_its_blocks_computed_again(cluster):
+    x = np.linspace(-1.0, 1.0, 30)
+    alone = np.asarray(jaccli.jacobian(model, x, chunk_size=2))
+    pids = cluster.run(os.getpid)
+    killed = []
+
+    def kill_one(done, total):
+        if not killed:
+            os.kill(next(iter(pids.values())), signal.SIGKILL)
+            killed.append(done)
+
+    with remote_on(cluster) as remote:
+        J = jaccli.jacobian(model, x, chunk_size=2)
+        J._ev.progress = kill_one
+        together = np.asarray(J)
+    assert killed and killed[0] < 30 and remote.stats.tasks == 15
+    assert np.array_equal(together, alone)

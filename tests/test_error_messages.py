@@ -1302,11 +1302,20 @@ CLI_MESSAGES = [
          "--workers starts a local Dask cluster and --scheduler uses a running one; give one of them"),
     Case(["hessian", "-e", "sum(x ** 3)", "[1, 2]", "--scheduler", "tcp://127.0.0.1:9"],
          "cannot reach the Dask scheduler at tcp://127.0.0.1:9 ({any}); start one (dask scheduler) or check the "
-         "address, or use --workers N for a local cluster", env={"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"}),
+         "address, or use --workers N for a local cluster", setup=lambda mp, tmp: short_connect_timeout(mp)),
     Case(["jacobian", "-e", "x * 2", "[1, 2]", "--workers", "2"],
          "--workers needs dask[distributed], which is not installed: pip install 'jaccli[dask]'",
          setup=lambda mp, tmp: _without_dask(mp)),
 ]
+
+
+def short_connect_timeout(monkeypatch) -> None:
+    """Dask gives up reaching a scheduler after 1 s (DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT, read once
+    at import, for a process of its own)."""
+    import dask
+    import distributed  # noqa: F401  (its defaults are in dask's config once imported)
+
+    monkeypatch.setitem(dask.config.config["distributed"]["comm"]["timeouts"], "connect", "1s")
 
 
 def _without_dask(monkeypatch) -> None:

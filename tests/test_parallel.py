@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,12 +20,14 @@ import pytest
 
 import jaccli
 from jaccli.api.evaluator import REMOTE_SWEEPS
+from jaccli.errors import ResourceLimitError
 from jaccli.parallel.cluster import Cluster
 from jaccli.parallel.remote_sweeps import RemoteSweeps
 
 from .helpers import central_diff
 from .test_cli import invoke, make_runner
 from .test_cli_subprocess import JACCLI, clean_env
+from .test_error_messages import short_connect_timeout
 
 distributed = pytest.importorskip("distributed")
 
@@ -59,7 +62,7 @@ def model(x):
 @contextlib.contextmanager
 def remote_on(client, function=None):
     """Evaluators made inside send their sweeps to `client`'s workers."""
-    remote = RemoteSweeps(Cluster(address=client.scheduler.address), function)
+    remote = RemoteSweeps(Cluster(address=client.scheduler_info()["address"]), function)
     token = REMOTE_SWEEPS.set(remote)
     try:
         yield remote
@@ -178,6 +181,7 @@ def test_cli_scheduler_sends_the_function_file_and_its_modules_and_matches_one_p
                       "--scheduler", address, "--stats")
         assert alone.exit_code == 0 and done.exit_code == 0, done.stderr
         assert "stats: dask: 7 blocks on 2 worker threads" in done.stderr  # 40 rows in sweeps of 6, all sent
+        assert "stats: dask: one process would have been faster" in done.stderr  # milliseconds of work
         assert np.load("many.npy").tobytes() == np.load("one.npy").tobytes()
         if command == "jacobian":
             def f(v):
@@ -218,10 +222,10 @@ def test_cli_small_work_stays_in_one_process_and_says_so(tmp_path):
     assert "stats: dask: one process chosen: the rest of the sweeps would take" in done.stderr
 
 
-def test_cli_scheduler_out_of_reach_is_exit_4_naming_it(tmp_path):
-    done = run(["jacobian", "-e", "x * 2", "[1, 2]", "--scheduler", "tcp://127.0.0.1:9"], tmp_path,
-               DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="1s")
-    assert done.returncode == 4 and done.stderr.count("\n") == 1
+def test_cli_scheduler_out_of_reach_is_exit_4_naming_it(monkeypatch):
+    short_connect_timeout(monkeypatch)
+    done = invoke(make_runner(), "jacobian", "-e", "x * 2", "[1, 2]", "--scheduler", "tcp://127.0.0.1:9")
+    assert done.exit_code == 4 and done.stderr.count("\n") == 1
     assert done.stderr.startswith("Error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 (")
 
 
@@ -251,6 +255,41 @@ def test_cli_workers_ctrl_c_cancels_and_leaves_no_temporary_file_and_no_worker_p
     gone, alive = psutil.wait_procs(children, timeout=10)
     assert not alive
     assert sorted(p.name for p in tmp_path.iterdir()) == ["slow.py", "x.npy"]
+
+
+def test_cli_a_module_the_workers_do_not_get_is_one_line_saying_what_to_install(cluster, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "vendor").mkdir()  # not a package of the directory: not sent
+    (tmp_path / "vendor" / "vendored.py").write_text("import numpy as np\n\ndef g(x):\n    return np.tanh(x)\n")
+    (tmp_path / "model.py").write_text("import sys\nfrom pathlib import Path\n"
+                                       "sys.path.insert(0, str(Path(__file__).parent / 'vendor'))\n"
+                                       "from vendored import g\n\ndef f(x):\n    return g(x).cumsum()\n")
+    done = invoke(make_runner(), "jacobian", "model.py", "[1, 2, 3, 4]", "--chunk-size", "1",
+                  "--scheduler", cluster.scheduler.address)
+    assert done.exit_code == 3 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr == ("Error: a Dask worker failed on a block: model.py:4: running model.py failed: "
+                           "ModuleNotFoundError: No module named 'vendored'; the workers get model.py and the Python "
+                           "modules of its directory; install what else it needs (compiled extensions, data files) "
+                           "on the workers (f in model.py:6)\n")
+
+
+def test_a_scheduler_that_goes_away_mid_run_is_exit_4_naming_it():
+    local = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None)
+    address = local.scheduler_address
+    client = distributed.Client(local, set_as_default=False)
+
+    def stop(done, total):
+        local.close()
+
+    x = np.linspace(-1.0, 1.0, 30)
+    with pytest.raises(ResourceLimitError) as lost:
+        with remote_on(client):
+            J = jaccli.jacobian(model, x, chunk_size=2)
+            J._ev.progress = stop
+            np.asarray(J)
+    client.close()
+    assert (lost.value.kind, lost.value.exit_code) == ("resource_limit", 4)
+    assert str(lost.value).startswith(f"lost the Dask scheduler at {address} during the run (")
 
 
 # ---------------------------------------------------------------- faults (last: it kills one of the module's workers)

@@ -61,12 +61,33 @@ class Cluster:
         return self._client
 
     def _start_local(self) -> Any:
+        import multiprocessing
+
+        import dask
         from distributed import Client, LocalCluster
 
         env = {**SINGLE_THREADED, **{k: os.environ[k] for k in SINGLE_THREADED if k in os.environ}}
-        # dashboard_address ":0": any free port, so that two runs side by side do not collide.
-        self.local = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0", silence_logs=logging.ERROR, env=env)
+        # Workers forked from a fresh server process start in about half the time of spawned ones and stop
+        # at once (measured in docs/parallel.md); the server takes the environment it is started with.
+        method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            # Not Dask's MALLOC_TRIM_THRESHOLD_ for its workers: any value of it turns off glibc's adaptive
+            # mmap threshold, so that every large temporary of a sweep is mapped and faulted in anew: the
+            # sweeps ran 3.3x slower with it (docs/parallel.md).
+            with dask.config.set({"distributed.worker.multiprocessing-method": method,
+                                  "distributed.nanny.pre-spawn-environ": dict(env)}):
+                # dashboard_address ":0": any free port, so that two runs side by side do not collide. Dask's
+                # own log lines (a task's error, a worker stopped at Ctrl-C) would break one-line errors.
+                self.local = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
+                                          dashboard_address=":0", silence_logs=logging.CRITICAL, env=env)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
         client = Client(self.local)
         link = _dashboard(client)
         where = f"; dashboard: {link}" if link else " (no dashboard: pip install bokeh for one)"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -183,10 +184,13 @@ class RemoteSweeps:
         lines = [f"dask: {s.tasks} blocks on {slots} worker thread{'s' if slots > 1 else ''} "
                  f"({s.worker_s:.3g} s of work) in {s.wall_s:.3g} s, {s.local_blocks} here ({s.local_s:.3g} s)"
                  + (f", cluster start {self.cluster.start_seconds:.3g} s" if self.cluster.start_seconds else "")]
-        if s.worker_s <= s.wall_s + self.cluster.start_seconds:
-            lines.append(f"dask: one process would have been faster: {s.worker_s:.3g} s of work took "
-                         f"{s.wall_s + self.cluster.start_seconds:.3g} s on the cluster (its start included); "
-                         "leave out --workers/--scheduler for work this small")
+        # One process's time: its own first block times the blocks, else the workers' work added up.
+        alone = s.local_s / s.local_blocks * (s.local_blocks + s.tasks) if s.local_blocks else s.worker_s
+        together = s.local_s + s.wall_s + self.cluster.start_seconds
+        if alone <= together:
+            lines.append(f"dask: one process would have been faster: ~{alone:.3g} s here against {together:.3g} s "
+                         "with the cluster (its start included); leave out --workers/--scheduler for work this "
+                         "small")
         return lines
 
 
@@ -211,8 +215,11 @@ def _result(future: Any, cluster: Any, function: Any) -> Any:
                                  f"({type(error).__name__}); a worker's memory limit may be too small for a block: "
                                  "give the workers more memory, or lower --chunk-size") from None
     except Exception as error:
-        text = str(error).split("\n")[0]
+        # Paths into the worker's copy of the files read as the user's own file names.
+        text = re.sub(r"\S*jaccli-dask-[^/\s]+/", "", str(error).split("\n")[0])
+        if not hasattr(error, "kind"):  # (a jaccli error says what it is; Python's need their type)
+            text = f"{type(error).__name__}: {text}"
         sent = (f"the workers get {function.main} and the Python modules of its directory; install what else "
                 "it needs (compiled extensions, data files) on the workers") if isinstance(function, SourceFiles) \
             else "f travels by cloudpickle; install the modules it imports on the workers"
-        raise UserFunctionError(f"a Dask worker failed on a block: {type(error).__name__}: {text}; {sent}") from None
+        raise UserFunctionError(f"a Dask worker failed on a block: {text}; {sent}") from None

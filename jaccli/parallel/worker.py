@@ -6,6 +6,8 @@ blocks of one Jacobian that land on a worker share one recording.
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -30,9 +32,11 @@ def evaluator(payload: Payload) -> Any:
             return ev
     import jaccli
 
-    f = payload.function.load()
     make = jaccli.hessian if payload.kind == "hessian" else jaccli.jacobian
-    with np.errstate(all="ignore"):  # the client has already said what f's arithmetic warns about
+    # What f prints goes to stderr: a worker jaccli started shares the command's stdout, which carries
+    # only results; and the client has already said what f's arithmetic warns about.
+    with contextlib.redirect_stdout(sys.stderr), np.errstate(all="ignore"):
+        f = payload.function.load()
         lazy = make(f, payload.args, wrt=list(payload.wrt), batch_axis=0 if payload.batch else None,
                     mode=payload.mode)
     leaves = _leaves(lazy)

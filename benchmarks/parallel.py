@@ -49,61 +49,54 @@ def _jaccli(args: list[str], cwd: Path) -> tuple[float, str]:
     return seconds, done.stderr
 
 
-def end_to_end(n: int, steps: int, runs: int, where: Path) -> dict:
-    """Median wall seconds of one process and of --workers 2, and whether the files agree to the bit."""
+def end_to_end(n: int, steps: int, runs: int, where: Path, address: str | None) -> dict:
+    """Median wall seconds of one process, of --workers 2 and (given `address`) of --scheduler on a
+    running cluster of 2, and whether the files agree to the bit."""
     (where / f"f{n}.py").write_text(MODEL.format(steps=steps))
     np.save(where / f"x{n}.npy", np.linspace(-1.0, 1.0, n))
-    one, two, notes = [], [], ""
+    times: dict[str, list[float]] = {"one": [], "workers": [], "scheduler": []}
+    notes: dict[str, str] = {}
+    options = {"one": [], "workers": ["--workers", "2"], "scheduler": ["--scheduler", address or ""]}
     for _ in range(runs):
-        one.append(_jaccli(["jacobian", f"f{n}.py", f"x{n}.npy", "-o", "one.npy"], where)[0])
-        seconds, err = _jaccli(["jacobian", f"f{n}.py", f"x{n}.npy", "-o", "two.npy", "--workers", "2", "--stats"],
-                               where)
-        two.append(seconds)
-        notes = "; ".join(line[len("stats: "):] for line in err.splitlines() if line.startswith("stats: dask"))
-    same = np.load(where / "one.npy").tobytes() == np.load(where / "two.npy").tobytes()
-    close = np.allclose(np.load(where / "one.npy"), np.load(where / "two.npy"), rtol=1e-14, atol=0)
-    return {"one": float(np.median(one)), "two": float(np.median(two)), "same": same, "close": close, "notes": notes}
+        for how, extra in options.items():
+            if how == "scheduler" and address is None:
+                continue
+            seconds, err = _jaccli(["jacobian", f"f{n}.py", f"x{n}.npy", "-o", f"{how}.npy", "--stats", *extra], where)
+            times[how].append(seconds)
+            notes[how] = "; ".join(line[len("stats: "):] for line in err.splitlines() if line.startswith("stats: "))
+    one = np.load(where / "one.npy")
+    same = {how: np.load(where / f"{how}.npy").tobytes() == one.tobytes() for how in times if times[how]}
+    return {"times": {how: float(np.median(t)) for how, t in times.items() if t}, "same": same, "notes": notes}
 
 
-def cluster_costs() -> dict:
+def cluster_costs(client) -> dict:
     """Per-task overhead and per-row sweep cost on a LocalCluster of 2 single-threaded processes."""
-    import distributed
-
     import jaccli
     from jaccli.parallel.payload import make_payload, pickled
     from jaccli.parallel.worker import call
 
-    start = time.perf_counter()
-    local = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                     silence_logs=40)
-    client = distributed.Client(local)
-    started = time.perf_counter() - start
-    try:
-        namespace: dict = {}
-        exec(MODEL.format(steps=40), namespace)
-        f = namespace["f"]
-        n = 3000
-        x = np.linspace(-1.0, 1.0, n)
-        payload = make_payload(pickled(f), (x,), (0,), "jacobian", False, "auto")
-        future = client.submit(lambda p: p, payload, pure=False)
-        client.gather(client.map(call, [future] * 4, ["row_sweep"] * 4, [(0, np.arange(1))] * 4, pure=False))  # warm
-        # The cost of one evaluation of f, and of reverse sweeps per row, here (one process).
-        f_s = min(_timed(lambda: f(x)) for _ in range(5))
-        J = jaccli.jacobian(f, x)
-        per_row = {k: min(_timed(lambda: J._ev.row_sweep(0, np.arange(k))) for _ in range(3)) / k
-                   for k in (1, 10, 100)}
-        # Per-task overhead: many blocks of one row, their round trip against the work the workers report.
-        tasks = 200
-        begin = time.perf_counter()
-        results = client.gather(client.map(call, [future] * tasks, ["row_sweep"] * tasks,
-                                           [(0, np.arange(1))] * tasks, pure=False))
-        wall = time.perf_counter() - begin
-        work = sum(seconds for _, seconds in results)
-        overhead = (wall * 2 - work) / tasks  # two worker threads busy (or waiting) for `wall` seconds
-    finally:
-        client.close()
-        local.close()
-    return {"start_s": started, "f_s": f_s, "per_row": per_row, "overhead_s": overhead, "tasks": tasks,
+    namespace: dict = {}
+    exec(MODEL.format(steps=40), namespace)
+    f = namespace["f"]
+    n = 3000
+    x = np.linspace(-1.0, 1.0, n)
+    payload = make_payload(pickled(f), (x,), (0,), "jacobian", False, "auto")
+    future = client.submit(lambda p: p, payload, pure=False)
+    client.gather(client.map(call, [future] * 4, ["row_sweep"] * 4, [(0, np.arange(1))] * 4, pure=False))  # warm
+    # The cost of one evaluation of f, and of reverse sweeps per row, here (one process).
+    f_s = min(_timed(lambda: f(x)) for _ in range(5))
+    J = jaccli.jacobian(f, x)
+    per_row = {k: min(_timed(lambda: J._ev.row_sweep(0, np.arange(k))) for _ in range(3)) / k
+               for k in (1, 10, 100)}
+    # Per-task overhead: many blocks of one row, their round trip against the work the workers report.
+    tasks = 200
+    begin = time.perf_counter()
+    results = client.gather(client.map(call, [future] * tasks, ["row_sweep"] * tasks,
+                                       [(0, np.arange(1))] * tasks, pure=False))
+    wall = time.perf_counter() - begin
+    work = sum(seconds for _, seconds in results)
+    overhead = (wall * 2 - work) / tasks  # two worker threads busy (or waiting) for `wall` seconds
+    return {"f_s": f_s, "per_row": per_row, "overhead_s": overhead, "tasks": tasks,
             "wall_s": wall, "work_s": work}
 
 
@@ -118,15 +111,27 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1, help="interleaved runs of each end-to-end command")
     args = parser.parse_args()
     print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
-    with tempfile.TemporaryDirectory() as tmp:
-        where = Path(tmp)
-        for label, n, steps in (("large", 3000, 40), ("small", 200, 5)):
-            r = end_to_end(n, steps, args.runs, where)
-            print(f"{label}: n = {n}, {steps} steps: one process {r['one']:.2f} s, --workers 2 {r['two']:.2f} s, "
-                  f"ratio {r['one'] / r['two']:.2f}x; same bits: {r['same']} (rtol 1e-14: {r['close']}); "
-                  f"{r['notes']}")
-    c = cluster_costs()
-    print(f"LocalCluster of 2 processes started in {c['start_s']:.2f} s")
+    from jaccli.parallel.cluster import Cluster
+
+    cluster = Cluster(workers=2, say=print)  # started as --workers starts it
+    start = time.perf_counter()
+    client = cluster.client()
+    print(f"LocalCluster of 2 processes started in {time.perf_counter() - start:.2f} s")
+    address = client.scheduler_info()["address"]
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            where = Path(tmp)
+            for label, n, steps in (("large", 3000, 40), ("small", 200, 5)):
+                r = end_to_end(n, steps, args.runs, where, address)
+                t = r["times"]
+                print(f"{label}: n = {n}, {steps} steps: one process {t['one']:.2f} s, --workers 2 {t['workers']:.2f} s "
+                      f"({t['one'] / t['workers']:.2f}x), --scheduler (running, 2 workers) {t['scheduler']:.2f} s "
+                      f"({t['one'] / t['scheduler']:.2f}x); the same bits as one process: {r['same']}")
+                for how, note in r["notes"].items():
+                    print(f"    {how}: {note}")
+        c = cluster_costs(client)
+    finally:
+        cluster.close()
     print(f"f(x), n = 3000, 40 steps: {c['f_s'] * 1e3:.1f} ms; reverse sweep per row: "
           + ", ".join(f"{k} rows/sweep {v * 1e3:.2f} ms" for k, v in c["per_row"].items()))
     print(f"per-task overhead: {c['overhead_s'] * 1e3:.1f} ms ({c['tasks']} one-row tasks: {c['wall_s']:.2f} s wall, "

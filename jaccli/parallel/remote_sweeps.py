@@ -67,16 +67,38 @@ class RemoteSweeps:
         return max(1, min(k, math.ceil(total / (PER_SLOT * self.cluster.slots()))))
 
     def sweeps(self, ev: Any, sweep: tuple[str, int], missing: Any, k: int) -> Iterator[tuple[Any, list]]:
-        """(block, results) of sweep (name, index) over `missing` in blocks of at most `k`, in order."""
-        k = self.block_size(ev, k, missing.size)
-        blocks = [missing[start:start + k] for start in range(0, missing.size, k)]
-        return zip(blocks, self.run(ev, [(sweep[0], (sweep[1], block)) for block in blocks]))
+        """(block, results) of sweep (name, index) over `missing` in blocks of at most `k`, in order.
 
-    def run(self, ev: Any, calls: list[tuple[str, tuple]]) -> Iterator[Any]:
+        The blocks are smaller than `k` for the workers; when the first one, run here, says the work is
+        too small for them, the rest runs here in blocks of `k`, as one process would run it."""
+        name, index = sweep
+        small = self.block_size(ev, k, missing.size)
+        decide = not self.cluster.running and ev.origin is not None and small < missing.size
+        if decide:
+            first = missing[:small]
+            yield first, self._here(lambda: getattr(ev, name)(index, first))
+            missing = missing[small:]
+            if not self._worth(self.stats.local_s / self.stats.local_blocks * math.ceil(missing.size / small)):
+                for start in range(0, missing.size, k):
+                    block = missing[start:start + k]
+                    yield block, self._here(lambda: getattr(ev, name)(index, block))
+                return
+        blocks = [missing[start:start + small] for start in range(0, missing.size, small)]
+        calls = [(name, (index, block)) for block in blocks]
+        yield from zip(blocks, self.run(ev, calls, decide=not decide))
+
+    def _here(self, call: Callable[[], Any]) -> Any:
+        start = time.perf_counter()
+        result = call()
+        self.stats.local_blocks += 1
+        self.stats.local_s += time.perf_counter() - start
+        return result
+
+    def run(self, ev: Any, calls: list[tuple[str, tuple]], decide: bool = True) -> Iterator[Any]:
         """The results of `calls` (methods of `ev`, or "rec." ones of its recording), in their order."""
         held: dict[int, Any] = {}
         following = 0
-        for n, result, _ in self.unordered(ev, calls, lambda n: run(ev, *calls[n])):
+        for n, result, _ in self.unordered(ev, calls, lambda n: run(ev, *calls[n]), decide):
             held[n] = result
             while following in held:
                 yield held.pop(following)
@@ -94,29 +116,24 @@ class RemoteSweeps:
                 ev.seeds_used += min(k, rows.size - starts[n])
             yield starts[n], piece
 
-    def unordered(self, ev: Any, calls: list[tuple[str, tuple]],
-                  here: Callable[[int], Any]) -> Iterator[tuple[int, Any, bool]]:
+    def unordered(self, ev: Any, calls: list[tuple[str, tuple]], here: Callable[[int], Any],
+                  decide: bool = True) -> Iterator[tuple[int, Any, bool]]:
         """(position, result, whether it ran here) of each of `calls` on `ev`, as they finish; `here(n)`
-        is call n made in this process (a worker makes it with worker.run)."""
+        is call n made in this process (a worker makes it with worker.run). `decide`: unless the
+        cluster runs already, the first call runs here, timed, to say whether the rest is worth it."""
         if not calls:
             return
         rest = list(enumerate(calls))
-        if not self.cluster.running or ev.origin is None:
-            # The first block here, timed: it says whether the rest is worth a cluster.
-            start = time.perf_counter()
-            yield 0, here(0), True
-            seconds = time.perf_counter() - start
-            self.stats.local_blocks += 1
-            self.stats.local_s += seconds
+        if decide and (not self.cluster.running or ev.origin is None):
+            before = self.stats.local_s
+            yield 0, self._here(lambda: here(0)), True
+            seconds = self.stats.local_s - before
             rest = rest[1:]
             if not rest and not self.stats.tasks:
                 self.stats.chosen = "one process chosen: the sweeps took one block, nothing to share"
             if rest and (ev.origin is None or not self._worth(seconds * len(rest))):
                 for n, _ in rest:
-                    start = time.perf_counter()
-                    yield n, here(n), True
-                    self.stats.local_blocks += 1
-                    self.stats.local_s += time.perf_counter() - start
+                    yield n, self._here(lambda: here(n)), True
                 return
         if rest:
             yield from self._remote(ev, rest)

@@ -1303,6 +1303,9 @@ CLI_MESSAGES = [
     Case(["hessian", "-e", "sum(x ** 3)", "[1, 2]", "--scheduler", "tcp://127.0.0.1:9"],
          "cannot reach the Dask scheduler at tcp://127.0.0.1:9 ({any}); start one (dask scheduler) or check the "
          "address, or use --workers N for a local cluster", setup=lambda mp, tmp: short_connect_timeout(mp)),
+    Case(["jacobian", "-e", "cumsum(x)", "[1, 2]", "--workers", "2"],
+         "the environment variable JACCLI_PARALLEL_MIN_WORK: 'soon' is not a number of seconds; write e.g. 0 "
+         "(always the cluster) or 5", env={"JACCLI_PARALLEL_MIN_WORK": "soon"}),
     Case(["jacobian", "-e", "x * 2", "[1, 2]", "--workers", "2"],
          "--workers needs dask[distributed], which is not installed: pip install 'jaccli[dask]'",
          setup=lambda mp, tmp: _without_dask(mp)),

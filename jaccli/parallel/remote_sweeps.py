@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from jaccli.errors import ResourceLimitError, UserFunctionError
+from jaccli.errors import ResourceLimitError, UsageError, UserFunctionError
 
 from .payload import SourceFiles, make_payload, pickled
 from .worker import keep, run
@@ -53,8 +53,7 @@ class RemoteSweeps:
 
     def __init__(self, cluster: Any, function: Any = None, min_seconds: float | None = None) -> None:
         self.cluster, self.function = cluster, function
-        env = os.environ.get("JACCLI_PARALLEL_MIN_WORK", "").strip()
-        self.min_seconds = float(env) if env and min_seconds is None else min_seconds
+        self.min_seconds = _min_work() if min_seconds is None else min_seconds
         self.stats = Stats()
         self._payloads: dict[int, tuple[Any, Any]] = {}
 
@@ -209,6 +208,21 @@ class RemoteSweeps:
                          "with the cluster (its start included); leave out --workers/--scheduler for work this "
                          "small")
         return lines
+
+
+def _min_work() -> float | None:
+    """JACCLI_PARALLEL_MIN_WORK: seconds of work below which one process is used, or None when unset."""
+    text = os.environ.get("JACCLI_PARALLEL_MIN_WORK", "").strip()
+    if not text:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:
+        raise UsageError(f"the environment variable JACCLI_PARALLEL_MIN_WORK: {text!r} is not a number of seconds; "
+                         "write e.g. 0 (always the cluster) or 5")
+    return seconds
 
 
 def _completed(futures: Any, cluster: Any) -> Iterator[Any]:

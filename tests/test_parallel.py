@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import distributed
 import numpy as np
 import pytest
 
@@ -28,8 +29,6 @@ from .helpers import central_diff
 from .test_cli import invoke, make_runner
 from .test_cli_subprocess import JACCLI, clean_env
 from .test_error_messages import short_connect_timeout
-
-distributed = pytest.importorskip("distributed")
 
 A = np.random.default_rng(7).normal(size=(30, 30)) / 6
 
@@ -274,7 +273,7 @@ def test_cli_a_module_the_workers_do_not_get_is_one_line_saying_what_to_install(
 
 
 def test_a_scheduler_that_goes_away_mid_run_is_exit_4_naming_it():
-    local = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None)
+    local = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0")
     address = local.scheduler_address
     client = distributed.Client(local, set_as_default=False)
 

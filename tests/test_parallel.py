@@ -240,7 +240,7 @@ def test_cli_workers_ctrl_c_cancels_and_leaves_no_temporary_file_and_no_worker_p
                             stderr=subprocess.PIPE, text=True, env=clean_env(JACCLI_PARALLEL_MIN_WORK="0"))
     try:
         line = proc.stderr.readline()  # the cluster's line, once it is up
-        assert line.startswith("Dask: started a local cluster of 2 worker processes"), line
+        assert line.startswith("Dask: started a local cluster of 2 worker processes; dashboard: http://"), line
         children = psutil.Process(proc.pid).children(recursive=True)
         assert len(children) >= 2
         time.sleep(0.5)

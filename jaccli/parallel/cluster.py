@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from typing import Any, Callable
@@ -61,6 +60,7 @@ class Cluster:
         return self._client
 
     def _start_local(self) -> Any:
+        import logging
         import multiprocessing
 
         import dask

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import atexit
-import hashlib
 import pickle
-import shutil
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +57,10 @@ _unpacking = threading.Lock()
 def _unpacked(files: SourceFiles) -> Path:
     """The directory holding `files` in this process (a worker): written at first use into a temporary
     directory, removed when the process exits."""
+    import atexit
+    import shutil
+    import tempfile
+
     with _unpacking:
         where = _unpacked_at.get(files)
         if where is None:
@@ -120,6 +120,8 @@ class Payload:
 
 
 def make_payload(function: Any, args: tuple, wrt: tuple[int, ...], kind: str, batch: bool, mode: str) -> Payload:
+    import hashlib
+
     digest = hashlib.sha256(pickle.dumps((function, kind, batch, mode, tuple(wrt)), protocol=5))
     for a in args:
         a = np.asarray(a)

@@ -70,6 +70,27 @@ def remote_on(client, function=None):
         remote.cluster.close()
 
 
+class Observer:
+    """A progress observer (jaccli.observing) that keeps the blocks of sweeps it is told of; `first()` runs
+    when the first one is done."""
+
+    def __init__(self, first=None):
+        self.phases, self.advanced, self.first, self.open = [], [], first, []
+
+    def start(self, phase, total):
+        self.phases.append((phase, total))
+        self.open.append(phase)
+
+    def advance(self, n):
+        if self.open and "sweeps" in self.open[-1]:
+            self.advanced.append(n)
+            if self.first is not None and len(self.advanced) == 1:
+                self.first()
+
+    def finish(self):
+        self.open.pop()
+
+
 def run(args, cwd, **env):
     return subprocess.run(JACCLI + [str(a) for a in args], cwd=cwd, capture_output=True, text=True,
                           env=clean_env(**env), timeout=120)
@@ -136,13 +157,12 @@ def test_matrix_to_dask_is_the_flattened_view_and_hessians_too(cluster):
 def test_remote_sweeps_give_one_process_result_bit_for_bit_and_report_each_block(cluster):
     x = np.linspace(-1.0, 1.0, 30)
     alone = np.asarray(jaccli.jacobian(model, x, chunk_size=4))
-    seen = []
-    with remote_on(cluster) as remote:
-        J = jaccli.jacobian(model, x, chunk_size=4)
-        J._ev.progress = lambda done, total: seen.append((done, total))
-        together = np.asarray(J)
+    seen = Observer()
+    with remote_on(cluster) as remote, jaccli.observing(seen):
+        together = np.asarray(jaccli.jacobian(model, x, chunk_size=4))
     assert np.array_equal(together, alone)  # the same blocks, written in the same order
-    assert remote.stats.tasks == len(seen) == 8 and seen[-1] == (30, 30)
+    assert ("reverse sweeps (rows)", 30) in seen.phases
+    assert remote.stats.tasks == len(seen.advanced) == 8 and sum(seen.advanced) == 30  # each block as it is in
     H_alone = np.asarray(jaccli.hessian(lambda v: np.sum(np.tanh(A @ v) ** 2), x, chunk_size=3))
     with remote_on(cluster):
         H = np.asarray(jaccli.hessian(lambda v: np.sum(np.tanh(A @ v) ** 2), x, chunk_size=3))
@@ -277,15 +297,10 @@ def test_a_scheduler_that_goes_away_mid_run_is_exit_4_naming_it():
     address = local.scheduler_address
     client = distributed.Client(local, set_as_default=False)
 
-    def stop(done, total):
-        local.close()
-
     x = np.linspace(-1.0, 1.0, 30)
     with pytest.raises(ResourceLimitError) as lost:
-        with remote_on(client):
-            J = jaccli.jacobian(model, x, chunk_size=2)
-            J._ev.progress = stop
-            np.asarray(J)
+        with remote_on(client), jaccli.observing(Observer(lambda: local.close())):
+            np.asarray(jaccli.jacobian(model, x, chunk_size=2))
     client.close()
     assert (lost.value.kind, lost.value.exit_code) == ("resource_limit", 4)
     assert str(lost.value).startswith(f"lost the Dask scheduler at {address} during the run (")
@@ -298,16 +313,8 @@ def test_a_worker_killed_mid_run_has_its_blocks_computed_again(cluster):
     x = np.linspace(-1.0, 1.0, 30)
     alone = np.asarray(jaccli.jacobian(model, x, chunk_size=2))
     pids = cluster.run(os.getpid)
-    killed = []
-
-    def kill_one(done, total):
-        if not killed:
-            os.kill(next(iter(pids.values())), signal.SIGKILL)
-            killed.append(done)
-
-    with remote_on(cluster) as remote:
-        J = jaccli.jacobian(model, x, chunk_size=2)
-        J._ev.progress = kill_one
-        together = np.asarray(J)
-    assert killed and killed[0] < 30 and remote.stats.tasks == 15
+    seen = Observer(lambda: os.kill(next(iter(pids.values())), signal.SIGKILL))  # at the first block back
+    with remote_on(cluster) as remote, jaccli.observing(seen):
+        together = np.asarray(jaccli.jacobian(model, x, chunk_size=2))
+    assert seen.advanced[0] < 30 and remote.stats.tasks == 15
     assert np.array_equal(together, alone)

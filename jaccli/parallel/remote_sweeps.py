@@ -5,7 +5,8 @@ asks it for the results of its blocks of sweeps (rows, columns, colour groups); 
 block here, timed, and sends the rest to the workers only when they would finish sooner than this
 process alone (a cluster's start and each task cost time); it hands the results back in the order
 of the blocks (the evaluator writes them as one process would: the same result to the bit), or as
-they arrive for a streamed file. Each finished block is reported to `Evaluator.progress`.
+they arrive for a streamed file. The evaluator reports each block it writes to the progress observer
+(jaccli.observing), and a streamed file's writer each piece.
 """
 
 from __future__ import annotations

@@ -111,3 +111,46 @@ def test_out_of_memory_in_check_does_not_advise_an_option_check_lacks(monkeypatc
     monkeypatch.setattr("jaccli.cli.commands.check.check_derivative", out_of_memory)
     message = assert_error(invoke(make_runner(), "check", "-e", "x * 2.0", "[1.0]"), "resource_limit", 4)
     assert "-o" not in message
+
+
+def test_float16_inputs_are_differentiated_in_float32_with_one_note(tmp_path):
+    import jaccli
+
+    x16 = np.array([1.0, 2.0, 0.3], dtype=np.float16)
+    exact = np.diag(3.0 * np.cos(x16.astype(np.float64)))  # (float16's values are exact in float32)
+    J = np.asarray(jaccli.jacobian(lambda x: 3.0 * np.sin(x), x16))
+    assert J.dtype == np.float32
+    np.testing.assert_allclose(J, exact, rtol=1e-6, atol=1e-7)
+    np.save(tmp_path / "x.npy", x16)
+    (tmp_path / "f.py").write_text("import numpy as np\n\ndef f(x):\n    return 3.0 * np.sin(x)\n")
+    result = invoke(make_runner(), "jacobian", str(tmp_path / "f.py"), str(tmp_path / "x.npy"), "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    block = __import__("json").loads(result.stdout)["blocks"]["df_dx"]
+    assert block["dtype"] == "float32"
+    np.testing.assert_allclose(np.array(block["data"]), exact, rtol=1e-6, atol=1e-7)
+    notes = [line for line in result.stderr.splitlines() if "float16" in line]
+    assert len(notes) == 1 and "float32" in notes[0], result.stderr
+
+
+@pytest.mark.parametrize("index", ["7", "99999999999999999999"])
+def test_an_index_out_of_range_inside_f_is_the_function_failing(tmp_path, index):
+    (tmp_path / "f.py").write_text(f"def f(x):\n    return x[{index}]\n")
+    assert_error(invoke(make_runner(), "jacobian", str(tmp_path / "f.py"), "[1.0, 2.0]"), "function_failed", 3)
+    assert_error(invoke(make_runner(), "jacobian", "-e", f"x[{index}]", "[1.0, 2.0]"), "function_failed", 3)
+
+
+@pytest.mark.parametrize("where", ["file", "expression"])
+def test_out_of_memory_in_the_function_or_an_expression_is_exit_4(tmp_path, monkeypatch, where):
+    if where == "file":
+        (tmp_path / "f.py").write_text("import numpy as np\n\ndef helper(x):\n    raise MemoryError('8 EiB')\n\n"
+                                       "def f(x):\n    return helper(x)\n")
+        args = [str(tmp_path / "f.py"), "[1.0]"]
+    else:
+        from jaccli.expr.evaluation import ExpressionFunction
+
+        def out_of_memory(self, *a, **k):
+            raise MemoryError("cannot allocate 8 EiB")
+        monkeypatch.setattr(ExpressionFunction, "__call__", out_of_memory)
+        args = ["-e", "sin(x)", "[1.0]"]
+    for command in ("jacobian", "hessian", "check"):
+        assert_error(invoke(make_runner(), command, *args), "resource_limit", 4)

@@ -473,10 +473,12 @@ CLI_MESSAGES = [
          'the inputs do not fit the function: {any}mismatch in its core dimension{any} ({tmp}/m.py:2); the '
          'inputs are A (2, 2), x (3,)',
          files={'m.py': 'def f(A, x):\n    return A @ x\n'}),
-    # index out of bounds inside the function is a usage error
+    # an index out of range inside the function is the function failing (exit 3), the inputs named
     Case(["jacobian", "{samples}/kinetics.py", "c=[1, 2]", "k={samples}/kinetics_k.npy"],
-         'the inputs do not fit the function: {any}out of bounds{any} ({any}kinetics.py:10); the inputs are '
-         'c (2,), k (3,)'),
+         'f in {any}kinetics.py raised IndexError: {any}out of bounds{any} ({any}kinetics.py:10); the inputs '
+         'are c (2,), k (3,)'),
+    Case(["jacobian", "-e", "x[7]", "[1.0, 2.0]"],
+         'the expression raised IndexError: index 7 is out of bounds for axis 0 with size 2; the inputs are x (2,)'),
     # a 5 KB message stays one line of about 1000 characters, keeping its end (the file and line)
     Case(["jacobian", "{tmp}/m.py", "[1, 2]"],
          'f in {tmp}/m.py raised ValueError: first line aaaa{any} ... [{n} characters cut; --debug shows the whole '

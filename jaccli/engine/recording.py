@@ -27,8 +27,9 @@ from .tape import sever
 from .tracer import Tracer, holds_tracer
 
 def as_float(x: Any) -> Any:
-    """Inputs are differentiated in floating point: integers and booleans become float64. Anything
-    that is not an array of real numbers is refused, rather than differentiated as something else."""
+    """Inputs are differentiated in floating point: integers and booleans become float64, float16 becomes
+    float32. Anything that is not an array of real numbers is refused, rather than differentiated as
+    something else."""
     if type(x) is Tracer:
         return x
     # numpy.ma, not np.ma: the attribute would import numpy.ma (~5 ms of the CLI's start-up), and no masked
@@ -47,6 +48,10 @@ def as_float(x: Any) -> Any:
                         "(np.asarray(x, dtype=float) converts numbers held as objects or strings)")
     if kind != "f":
         return arr.astype(np.float64)
+    if arr.dtype.itemsize < 4:
+        # float16's 11-bit significand cannot carry a derivative through a few operations (its sums of
+        # products lose every digit): the derivative is computed in float32, as NumPy's own float16 math is.
+        return arr.astype(np.float32)
     return arr
 
 

@@ -63,7 +63,7 @@ _PACKAGE_DIR = str(Path(__file__).resolve().parents[2])
 _PUBLIC_API_FILES = tuple(os.path.join(_PACKAGE_DIR, "api", name) for name in (
     "arguments.py", "jacobian_hessian.py", "lazy.py", "products.py", "recorded_functions.py", "strict_mode.py"))
 _SHAPE_WORDS = re.compile(
-    r"broadcast|shape|dimension|not aligned|reshape|size \d+ is different|out of bounds|too many indices"
+    r"broadcast|shape|dimension|not aligned|reshape|size \d+ is different"
 )
 
 
@@ -260,12 +260,15 @@ def _in_function(error: BaseException, user_file: Path | None, what: str, inputs
     if isinstance(error, MemoryError):  # out of memory is exit 4 wherever it happens
         detail = f"MemoryError: {message}" if message else "MemoryError"
         return ResourceExceeded(f"{what} ran out of memory ({detail}){_where(site)}")
-    if isinstance(error, (ValueError, IndexError)) and _SHAPE_WORDS.search(message) \
+    hint = f"; the inputs are {inputs}" if inputs else ""
+    if isinstance(error, ValueError) and _SHAPE_WORDS.search(message) \
             and not _raised_by_user_statement(error, user_file):
-        hint = f"; the inputs are {inputs}" if inputs else ""
         return BadUsage(f"the inputs do not fit the function: {message}{_where(site)}{hint}")
     detail = f"{type(error).__name__}: {message}" if message else type(error).__name__
-    return FunctionFailed(f"{what} raised {detail}{_where(site)}")
+    # An index out of range is f failing (exit 3) whatever the index, x[7] as x[10**20]: the shapes name the
+    # inputs, which the user may have meant to give longer.
+    return FunctionFailed(f"{what} raised {detail}{_where(site)}"
+                          + (hint if isinstance(error, IndexError) else ""))
 
 
 def _jaccli_error(error: JaccliError, definition: str) -> CliError:

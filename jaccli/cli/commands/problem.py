@@ -182,6 +182,11 @@ def _cast(values: list, params: list[str], wrt: tuple[int, ...], dtype: str | No
             warnings.append(f"input {params[k]} holds {value.dtype} values; computed in float64 (give float64 "
                             "or float32 inputs, or --dtype float64 to silence this)")
             out[k] = _cast_to(value, "float64", params[k], warnings)
+        elif kind == "f" and value.dtype.itemsize < 4 and k in wrt:
+            # (the library computes them in float32 too: engine.as_float; said here, once per input)
+            warnings.append(f"input {params[k]} holds {value.dtype} values; differentiated in float32 (its 3 "
+                            "significant digits are too few for a derivative; give --dtype float32 to silence this)")
+            out[k] = value.astype(np.float32)
         elif k in wrt and is_int_literal(value):  # typed as integers: differentiated in float64, no warning
             out[k] = value.astype(np.float64)
         elif k in wrt and kind in "biu":

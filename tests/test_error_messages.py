@@ -393,7 +393,14 @@ CLI_MESSAGES = [
          files={'m.py': 'def f(x):\n    return x * 2.0, x.sum()\n'}),
     # unknown output extension is a usage error
     Case(["jacobian", "-e", "x", "[1]", "-o", "{tmp}/J.mat"],
-         "-o {tmp}/J.mat: unknown format '.mat'; use one of .npy, .npz, .csv, .txt, .json"),
+         "-o {tmp}/J.mat: unknown format '.mat'; use one of .npy, .npz, .csv, .txt, .json, or give --output-format"),
+    Case(["jacobian", "-e", "x", "[1]", "-o", "/dev/null"],
+         "-o /dev/null: its name has no extension to tell the format; give it with --output-format (npy, npz, csv, "
+         "txt, json)"),
+    Case(["jacobian", "-e", "x", "[1]", "-o", "{tmp}/J.npy", "--output-format", "csv"],
+         "-o {tmp}/J.npy: its extension says npy, and --output-format csv; give one of them"),
+    Case(["jacobian", "-e", "x * 2", "[1, 2]", "--sparse", "-o", "{tmp}/J.npz", "--output-format", "npz"],
+         "--output-format is for dense results; here -o's extension tells the format (.npz, .mtx, .json, .npy)"),
     # output into a missing directory is a usage error
     Case(["jacobian", "-e", "x", "[1]", "-o", "{tmp}/nope/J.npy"],
          '-o {tmp}/nope/J.npy: directory {tmp}/nope does not exist'),

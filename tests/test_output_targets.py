@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import io
 import os
 import socket
@@ -224,3 +225,22 @@ def test_the_writers_refuse_what_is_neither_a_file_nor_a_device(tmp_path, kind):
         NpyStreamWriter(target, (2, 2))
     if kind == "socket":
         holder.close()
+
+
+def test_a_device_or_fifo_with_no_extension_is_written_in_the_format_asked_for(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    shown = jaccli("jacobian", "-e", "x * 2.0", "[1.0, 2.0]", "-o", "/dev/null", cwd=tmp_path)
+    assert shown.returncode == 2 and "--output-format" in shown.stderr, shown.stderr
+    written = jaccli("jacobian", "-e", "x * 2.0", "[1.0, 2.0]", "-o", "/dev/null", "--output-format", "csv",
+                     cwd=tmp_path)
+    assert written.returncode == 0, written.stderr
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        reader = pool.submit(fifo.read_bytes)
+        piped = jaccli("jacobian", "-e", "x * 2.0", "[1.0, 2.0]", "-o", str(fifo), "--output-format", "npy",
+                       cwd=tmp_path)
+        data = reader.result(timeout=60)
+    assert piped.returncode == 0, piped.stderr
+    assert np.array_equal(np.load(io.BytesIO(data)), 2.0 * np.eye(2)) and stat.S_ISFIFO(fifo.lstat().st_mode)
+    clash = jaccli("jacobian", "-e", "x * 2.0", "[1.0, 2.0]", "-o", "J.npy", "--output-format", "csv", cwd=tmp_path)
+    assert clash.returncode == 2 and not (tmp_path / "J.npy").exists(), clash.stderr

@@ -190,7 +190,8 @@ def _split_args(args: tuple[str, ...], expression: str | None) -> tuple[str | No
 def _invoke(ctx: click.Context, command: str, args: tuple[str, ...], expression: str | None, wrt: str | None,
             fmt: str | None, color: str, no_color: bool, quiet: bool, debug: bool, output: str | None = None,
             precision: int | None = None, heatmap: bool = False, stats: bool = False, plot: str | None = None,
-            sparse: bool = False, pattern: str | None = None, recovery: str = "auto", **settings: Any) -> None:
+            sparse: bool = False, pattern: str | None = None, recovery: str = "auto",
+            output_format: str | None = None, **settings: Any) -> None:
     """The common "run and report" path of every command that differentiates FUNC."""
     func, sources = _split_args(args, expression)
     if pattern is not None and not sparse:
@@ -206,7 +207,8 @@ def _invoke(ctx: click.Context, command: str, args: tuple[str, ...], expression:
         raise BadUsage("--plot: the path is empty (an unset variable?); give a file such as J.png, or leave out "
                        "--plot")
     out = Output(path=Path(output) if output else None, format=fmt, precision=precision, heatmap=heatmap,
-                 color=_color(color, no_color), stats=stats, quiet=quiet, plot=Path(plot) if plot else None)
+                 color=_color(color, no_color), stats=stats, quiet=quiet, plot=Path(plot) if plot else None,
+                 file_format=output_format)
     root = ctx.find_root().obj or {}
     debug = debug or bool(root.get("debug"))
     # NumPy and the engine load here, not for --help or --version.

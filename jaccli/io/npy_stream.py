@@ -39,7 +39,7 @@ class NpyStreamWriter:
     """
 
     def __init__(self, path: str | Path, shape: Sequence[int], dtype: np.dtype | type = np.float64,
-                 row_axis: int = 0):
+                 row_axis: int = 0, npy: bool = False):
         """Create the temporary file.
 
         Args:
@@ -48,6 +48,7 @@ class NpyStreamWriter:
             dtype: Element type.
             row_axis: 0, or 1 for blocks of rows of every entry along axis 0 at once (rows of
                 per-sample Jacobians, ``(B, k, ...)``).
+            npy: written as .npy whatever the path's extension (``/dev/stdout``, a named pipe).
 
         Raises:
             UsageError: Not a .npy path, missing directory, or a 0-D shape.
@@ -61,7 +62,7 @@ class NpyStreamWriter:
         self.path = self.given if self.in_place else Path(os.path.realpath(path))
         self.shape = tuple(int(n) for n in shape)
         self.dtype = np.dtype(dtype)
-        if self.given.suffix.lower() != ".npy":
+        if self.given.suffix.lower() != ".npy" and not npy:
             raise UsageError(f"cannot stream to {self.path}: streamed results are written as .npy")
         if row_axis not in (0, 1):
             raise ValueError(f"row_axis should be 0 or 1, not {row_axis!r}")

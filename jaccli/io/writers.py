@@ -31,8 +31,9 @@ def write_blocks(
     meta: Mapping[str, object] | None = None,
     *,
     precision: int | None = None,
+    suffix: str | None = None,
 ) -> None:
-    """Write result blocks to a file whose format follows its extension, atomically.
+    """Write result blocks to a file whose format follows its extension (or `suffix`), atomically.
 
     The data goes to a temporary file in the target's directory, is flushed to disk and then
     renamed over the target, so on any failure or interrupt the target is left as it was.
@@ -51,6 +52,8 @@ def write_blocks(
         blocks: Arrays keyed by block name (e.g. ``{"df_dx": J}``).
         meta: JSON-able metadata (NumPy scalars and arrays are converted).
         precision: Significant digits for .csv/.txt; None writes the shortest exact form.
+        suffix: The format as an extension (".csv"), for a path whose name does not say it
+            (``/dev/stdout``, a named pipe); None: the path's own extension.
 
     Raises:
         UsageError: Unknown extension, missing directory, or too many blocks for the format.
@@ -61,7 +64,7 @@ def write_blocks(
     (2, 2)
     """
     target = Path(path)
-    suffix = target.suffix.lower()
+    suffix = target.suffix.lower() if suffix is None else suffix
     if suffix not in WRITE_FORMATS:
         raise UsageError(
             f"cannot write {target}: unknown format {suffix or '(no extension)'!r}; "

@@ -64,6 +64,7 @@ import numpy as np
 import jaccli
 from jaccli.io.arrays import is_file
 from jaccli.io.atomic import directory_problem, probe_target, write_error
+from jaccli.io.devices import written_in_place
 from jaccli.errors import UsageError
 from jaccli.plurals import counted
 from jaccli.io.writers import WRITE_FORMATS
@@ -95,10 +96,20 @@ def check_output(out: Output, sources: Sequence[str | None], formats: Sequence[s
 
 
 def _check_output(out: Output, sources: Sequence[str | None], formats: Sequence[str]) -> None:
-    suffix = out.path.suffix.lower()
+    dense = tuple(formats) == tuple(WRITE_FORMATS)
+    if out.file_format is not None and not dense:
+        raise UsageError(f"--output-format is for dense results; here -o's extension tells the format "
+                         f"({', '.join(formats)})")
+    suffix, own = out.suffix, out.path.suffix.lower()
+    if out.file_format is not None and own in formats and own != suffix:
+        raise UsageError(f"-o {out.path}: its extension says {own[1:]}, and --output-format {out.file_format}; "
+                         "give one of them")
+    if not suffix and written_in_place(out.path):  # (/dev/stdout, a named pipe: no extension to tell the format)
+        raise UsageError(f"-o {out.path}: its name has no extension to tell the format; give it with "
+                         f"--output-format ({', '.join(f[1:] for f in formats)})")
     if suffix not in formats:
         raise UsageError(f"-o {out.path}: unknown format {suffix or '(no extension)'!r}; "
-                         f"use one of {', '.join(formats)}")
+                         f"use one of {', '.join(formats)}" + (", or give --output-format" if dense else ""))
     if out.path.is_dir():
         raise UsageError(f"-o {out.path}: it is a directory")
     problem = directory_problem(out.path)
@@ -125,7 +136,7 @@ def check_target_early(out: Output, command: str, problem: Problem, settings: Se
     of blocks also depends on the outputs of f: check_target checks again once f has run)."""
     if out.path is None:
         return
-    suffix = out.path.suffix.lower()
+    suffix = out.suffix
     names = problem.wrt_names
     if suffix in (".npy", ".csv", ".txt") and len(names) > 1 and command != "jvp":  # (jvp: a block per output)
         raise UsageError(f"-o {out.path}: a {suffix} file holds one block, and the result has a block per "
@@ -140,7 +151,7 @@ def check_target(out: Output, command: str, blocks: list[Block]) -> None:
     check_target_early could not tell before f ran (the blocks of a tuple that f returns)."""
     if out.path is None:
         return
-    suffix = out.path.suffix.lower()
+    suffix = out.suffix
     if suffix in (".npy", ".csv", ".txt") and len(blocks) > 1:
         what, wrt = several_blocks(command, blocks)
         raise UsageError(f"-o {out.path}: a {suffix} file holds one block, and the result has {what}; write it "

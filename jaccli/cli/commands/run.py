@@ -43,7 +43,7 @@ def observed(out: Output) -> Iterator[None]:
 def _too_large(outcome: Outcome, settings: Settings, out: Output, streams: bool) -> ResourceLimitError:
     size, budget = human_bytes(outcome.nbytes), human_bytes(settings.max_memory)
     stream = "write it to a .npy file with -o J.npy (streamed to disk in row blocks), " \
-        if streams and not (out.path and out.path.suffix.lower() == ".npy") else ""
+        if streams and not (out.path and out.suffix == ".npy") else ""
     sparse = "compute it sparse with --sparse (-o J.npz), " if outcome.command in ("jacobian", "hessian") else ""
     return ResourceLimitError(f"the result would take {size}, more than --max-memory {budget}; {stream}"
                               f"select rows or columns with --rows/--cols, {sparse}or raise --max-memory")
@@ -53,7 +53,7 @@ def _compute(outcome: Outcome, settings: Settings, out: Output, streams: bool) -
     if outcome.nbytes <= settings.max_memory:
         evaluate(outcome)
         return
-    streamable = out.path is not None and out.path.suffix.lower() == ".npy" and len(outcome.blocks) == 1
+    streamable = out.path is not None and out.suffix == ".npy" and len(outcome.blocks) == 1
     if not streamable or outcome.blocks[0].lazy is None:
         raise _too_large(outcome, settings, out, streams)
     failed = next((v for v in outcome.verdicts if not v.passed), None)
@@ -85,7 +85,7 @@ def _stream(path: Path, shown: Path, shape: tuple[int, ...], row_axis: int, dtyp
     writer = None
     try:  # (a signal right after the writer is made, before it is kept in `writer`: its finalizer deletes the file)
         with writing(shown):
-            writer = NpyStreamWriter(path, shape, dtype, row_axis=row_axis)
+            writer = NpyStreamWriter(path, shape, dtype, row_axis=row_axis, npy=True)
         for first, piece in pieces:  # computing a piece runs f: only the writes are wrapped
             with writing(shown):
                 writer.write(first, piece)
@@ -104,7 +104,7 @@ def _write(problem: Problem, outcome: Outcome, settings: Settings, out: Output, 
     start = time.perf_counter()
     meta = build_report(problem, outcome, settings, argv, out.path, with_data=False)
     with writing(out.path):
-        write_blocks(out.target, file_blocks(outcome.blocks, out.path.suffix.lower()), meta)
+        write_blocks(out.target, file_blocks(outcome.blocks, out.suffix), meta, suffix=out.suffix)
     outcome.timings["write_s"] = time.perf_counter() - start
 
 

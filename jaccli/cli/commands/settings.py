@@ -46,9 +46,17 @@ class Output:
     stats: bool = False
     quiet: bool = False
     plot: Path | None = None  # --plot FILE: a picture of the whole matrix
+    file_format: str | None = None  # --output-format: -o's format whatever its name (/dev/stdout, a FIFO)
 
     def __post_init__(self) -> None:
         # Where -o writes: fixed now, against the directory jaccli was started in, so that a
         # function that changes directory (os.chdir) does not move the file. `path` is as given, for messages.
         self.target = None if self.path is None else self.path.absolute()
         self.target_plot = None if self.plot is None else self.plot.absolute()
+
+    @property
+    def suffix(self) -> str:
+        """The extension that says -o's format (".npy"...): --output-format's, else the path's own; "" for none."""
+        if self.file_format is not None:
+            return "." + self.file_format
+        return "" if self.path is None else self.path.suffix.lower()

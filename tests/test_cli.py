@@ -1407,9 +1407,9 @@ def test_matmul_mismatch_inside_the_function_is_a_usage_error(runner, tmp_path):
     assert_error(result, "usage", 2)
 
 
-def test_index_out_of_bounds_inside_the_function_is_a_usage_error(runner):
+def test_index_out_of_bounds_inside_the_function_is_the_function_failing(runner):
     result = invoke(runner, "jacobian", sample("kinetics.py"), "c=[1, 2]", f"k={sample('kinetics_k.npy')}")
-    assert_error(result, "usage", 2)
+    assert_error(result, "function_failed", 3)  # (issue 42: exit 3, as for x[10**20])
 
 
 def test_exception_raised_by_the_function_is_exit_3_with_its_line(runner, tmp_path):

@@ -5,6 +5,7 @@ message's wording may change): tests, scripts and ``--format json``'s error obje
 of the library's errors, and the command line's own (jaccli.cli.commands.failures), with their exit codes:
 
     check_failed           1  a check asked for failed (check, --compare, --strict, --fail-on-nonfinite)
+    check_inconclusive     5  check: nothing failed, but finite differences cannot resolve an entry where AD differs
     usage                  2  bad option, index, file, or inputs that do not fit the function
     no_command             2  `jaccli` with no command: the help on stderr
     batch_mixing           2  batch_axis=0, but the function mixes samples
@@ -26,6 +27,7 @@ EXIT_CHECK_FAILED = 1
 EXIT_USAGE = 2
 EXIT_FUNCTION = 3
 EXIT_RESOURCE = 4
+EXIT_CHECK_INCONCLUSIVE = 5
 EXIT_INTERNAL = 70  # sysexits.h's EX_SOFTWARE: an error in jaccli's own code, a bug to report
 
 

@@ -603,7 +603,8 @@ def test_check_report_is_strict_json_with_documented_keys():
     d = json.loads(json.dumps(rep.to_dict(), allow_nan=False))
     assert set(d) == {"passed", "order", "rtol", "atol", "max_abs_err", "max_rel_err", "worst", "modes", "blocks",
                       "kinks", "convention_dependent", "convention_dependent_count", "nan", "nan_count", "gradient",
-                      "fd", "unrepeatable", "nested_derivative", "message"}
+                      "fd", "unrepeatable", "nested_derivative", "message", "verdict", "unresolved",
+                      "unresolved_count"}
     assert set(d["modes"]) == {"passed", "rtol", "atol", "max_abs_err", "max_rel_err", "mismatches", "excluded",
                                "nonfinite_mismatches", "worst"}
     assert set(d["kinks"][0]) == {"op", "file", "line", "site", "count", "notes", "rows", "cols", "entries",

@@ -49,7 +49,7 @@ def _kinds() -> dict[str, set[int]]:
 
 
 # kind: its exit codes, in the order the documentation lists them
-KINDS = {"check_failed": (1,), "usage": (2,), "no_command": (2,), "batch_mixing": (2,), "function_failed": (3,),
+KINDS = {"check_failed": (1,), "check_inconclusive": (5,), "usage": (2,), "no_command": (2,), "batch_mixing": (2,), "function_failed": (3,),
          "unsupported_operation": (3,), "escaped_tracing": (3,), "resource_limit": (4,), "internal": (70,),
          "interrupted": (130, 143, 129), "closed_pipe": (141,)}
 
@@ -1158,7 +1158,7 @@ CLI_MESSAGES = [
     Case(["check", "{tmp}/noisy.py", "[0.1, 0.2, 0.3]"],
          "check failed: f gives different values at the same inputs (two calls differ by up to {any}): it draws "
          "random numbers or reads state that changes, so finite differences of it mean nothing; seed its random "
-         "generator, or pass the state as an input; worst {any}",
+         "generator, or pass the state as an input{any}",
          files={"noisy.py": "import numpy as np\nrng = np.random.default_rng(7)\n\n"
                             "def f(x):\n    return np.sin(x) + 1e-6 * rng.standard_normal(x.shape)\n"}),
     Case(["ops", "--family", "fourier"],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from .step_crossings import StepCrossings
@@ -10,7 +12,8 @@ __all__ = ["excuse_mismatches"]
 
 
 def excuse_mismatches(mism: np.ndarray, i: int, j: int, rows: np.ndarray, cols: np.ndarray, cross: StepCrossings,
-                      order: int, reach: dict) -> tuple[np.ndarray, dict]:
+                      order: int, reach: dict, kinked: Callable[[int], np.ndarray] | None = None
+                      ) -> tuple[np.ndarray, dict]:
     """The mismatching entries of block (i, j) whose finite-difference step crosses a kink (at x or near
     it) or a jump.
 
@@ -25,6 +28,8 @@ def excuse_mismatches(mism: np.ndarray, i: int, j: int, rows: np.ndarray, cols: 
         order: 1 (a kink counts for the rows whose cotangent reaches the kink elements the step moves
             off the kink, from `reach`) or 2 (for the rows whose own step also crosses it).
         reach: order 1: output -> `kink_rows` result for `rows`.
+        kinked: column position q -> the rows (``(len(rows),)`` or ``(B, len(rows))``) along whose column
+            f is kinked (its one-sided differences disagree): a kink excuses only those; None: every row.
 
     Returns:
         The excused mask, and a reason per (sample, column position) with an excused entry (sample 0
@@ -48,13 +53,15 @@ def excuse_mismatches(mism: np.ndarray, i: int, j: int, rows: np.ndarray, cols: 
         # a jump changes f itself within the step: every row of the samples whose step crosses it
         found = [(text, np.broadcast_to(s[:, None], m.shape)) for text, s in jump_samples.items()]
         # a Hessian entry (r, c) depends on a kink when the steps along both r and c cross it
+        # a kink excuses only where f is kinked along the column (|u| ** 2 at 0 is not)
+        bent = True if kinked is None or not (crossed or near_q) else np.reshape(kinked(q), m.shape)
         for kid, elements in crossed.items():
             now = reach[i].entries(kid, elements) if order == 1 else _both(cross, i, rows, kid, kink_samples, 0)
-            found.append((cross.describe(kid), now))
+            found.append((cross.describe(kid), now & bent))
         for index, elements in near_q.items():
             now = near_reach.entries(index, elements[masks[index]]) if order == 1 \
                 else _both(cross, i, rows, index, near_samples, 2)
-            found.append((cross.describe_near(index), now))
+            found.append((cross.describe_near(index), now & bent))
         ok = np.zeros(m.shape, dtype=bool)
         for reason, now in found:
             for s in np.flatnonzero((now & m & ~ok).any(axis=1)):

@@ -11,7 +11,7 @@ from jaccli.api.products import vjp
 from jaccli.engine import Phase
 from jaccli.errors import UsageError
 
-__all__ = ["finite_difference_jacobian", "fd_step", "fd_columns"]
+__all__ = ["finite_difference_jacobian", "fd_step", "fd_columns", "kinked_columns"]
 
 _EPS = float(np.finfo(np.float64).eps)
 
@@ -41,14 +41,9 @@ def plain_outputs(f: Callable) -> Callable:
     return run
 
 
-def fd_columns(fun: Callable, args: tuple, k: int, cols: np.ndarray, *, richardson: bool,
-                batch: bool) -> tuple[list[np.ndarray], list[np.ndarray], int]:
-    """Central differences of every output of fun along the flat elements `cols` of input k.
-
-    Returns one value and one error-estimate array per output, shaped (M, len(cols)) or
-    (B, M, len(cols)) with batch (column c perturbs element c of every sample at once), and
-    the number of evaluations of fun.
-    """
+def _stepper(fun: Callable, args: tuple, k: int, batch: bool) -> tuple[int | None, np.ndarray, Callable]:
+    """(B or None, input k's flat float64 elements, at): ``at(c, step)`` is fun's outputs, flat per sample, with
+    element c of input k moved by `step` (in every sample), and the moved element's new value."""
     x = np.asarray(args[k], dtype=np.float64)
     b = x.shape[0] if batch else None
     flat = x.reshape((b, -1) if batch else (-1,))
@@ -60,6 +55,18 @@ def fd_columns(fun: Callable, args: tuple, k: int, cols: np.ndarray, *, richards
         a[k] = moved.reshape(x.shape)
         outs = [np.reshape(np.asarray(o, dtype=np.float64), (b, -1) if batch else (-1,)) for o in fun(*a)]
         return outs, moved[..., c]
+    return b, flat, at
+
+
+def fd_columns(fun: Callable, args: tuple, k: int, cols: np.ndarray, *, richardson: bool,
+                batch: bool) -> tuple[list[np.ndarray], list[np.ndarray], int]:
+    """Central differences of every output of fun along the flat elements `cols` of input k.
+
+    Returns one value and one error-estimate array per output, shaped (M, len(cols)) or
+    (B, M, len(cols)) with batch (column c perturbs element c of every sample at once), and
+    the number of evaluations of fun.
+    """
+    b, flat, at = _stepper(fun, args, k, batch)
 
     def central(c: int, h: Any) -> tuple[list[np.ndarray], list[np.ndarray]]:
         fp, xp = at(c, h)
@@ -109,6 +116,49 @@ def fd_columns(fun: Callable, args: tuple, k: int, cols: np.ndarray, *, richards
                 errs[i][..., q] = np.where(np.isfinite(e), e, 0.0)
             progress.advance(1)
     return vals, errs, evals
+
+
+def kinked_columns(fun: Callable, args: tuple, k: int, cols: np.ndarray, *, batch: bool, rtol: float,
+                   atol: float) -> list[np.ndarray]:
+    """Where fun is kinked (or jumps) along each flat element `cols` of input k: its one-sided differences,
+    forward and backward, disagree beyond the tolerance and their own error.
+
+    Each side is extrapolated from steps h and h/2 (2 D(h/2) - D(h) cancels the O(h) error of a
+    one-sided difference), so a smooth fun gives two values that agree to O(h^2): ``|u| ** 2`` at 0 is
+    not kinked, ``|u|`` is. Returns one boolean array per output, shaped as `fd_columns`' values.
+    """
+    b, flat, at = _stepper(fun, args, k, batch)
+
+    def side(base: list, c: int, h: Any) -> tuple[list, list, list, list]:
+        far, xf = at(c, h)
+        near, xn = at(c, h / 2)
+        hf, hn = xf - flat[..., c], xn - flat[..., c]  # the steps actually taken
+        hf = np.asarray(hf)[..., None] if batch else hf
+        hn = np.asarray(hn)[..., None] if batch else hn
+        d = [2.0 * (n - f0) / hn - (f1 - f0) / hf for f0, n, f1 in zip(base, near, far)]
+        rnd = [_EPS * (np.abs(f0) + np.abs(n) + np.abs(f1)) * 4.0 / np.abs(hn) for f0, n, f1 in zip(base, near, far)]
+        return d, rnd, far, near
+
+    out: list[np.ndarray] = []
+    with np.errstate(all="ignore"):
+        base = [np.reshape(np.asarray(o, dtype=np.float64), (b, -1) if batch else (-1,)) for o in fun(*args)]
+        for q, c in enumerate(cols):
+            h = fd_step(flat[..., c])
+            plus, r_plus, far_p, near_p = side(base, c, h)
+            minus, r_minus, far_m, near_m = side(base, c, -h)
+            for i, (p, m, rp, rm) in enumerate(zip(plus, minus, r_plus, r_minus)):
+                # (10x: a kink changes the slope by O(1); a smooth fun's sides differ by O(h^2) only)
+                allowed = 10.0 * (atol + rtol * np.maximum(np.abs(p), np.abs(m))) + rp + rm
+                kinked = ~(np.abs(p - m) <= allowed)  # (NaN on a side: kinked, as a jump would be)
+                # A jump (the AD gradient of a kinked f, for order 2) can leave both sides alike (+-1 about 0):
+                # fun(x + h) - fun(x - h) does not halve with h there, as it does where fun is continuous.
+                wide, narrow = np.abs(far_p[i] - far_m[i]), np.abs(near_p[i] - near_m[i])
+                kinked |= (narrow > 0.75 * wide) & (wide > 2.0 * np.abs(h if not batch else np.asarray(h)[..., None])
+                                                     * allowed)
+                if len(out) <= i:
+                    out.append(np.zeros(kinked.shape + (len(cols),), dtype=bool))
+                out[i][..., q] = kinked
+    return out
 
 
 def gradient_function(f: Callable, args: tuple, wrt_idx: tuple[int, ...]) -> Callable:

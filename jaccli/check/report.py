@@ -10,7 +10,7 @@ from .compare import TOP, CompareReport
 from jaccli.plurals import counted, verb
 
 __all__ = ["CheckReport", "modes_difference", "nan_message", "nested_derivative_message", "summary",
-           "unrepeatable_message"]
+           "unresolved_message", "unrepeatable_message", "worst_failing"]
 
 
 @dataclass
@@ -31,6 +31,10 @@ class CheckReport:
     convention_dependent_count: int = 0
     nan: list[dict] = field(default_factory=list)  # up to 20 entries NaN in AD or in the finite differences
     nan_count: int = 0
+    # Nothing failed, but finite differences could not resolve some mismatching entries: neither passed nor failed.
+    inconclusive: bool = False
+    unresolved: list[dict] = field(default_factory=list)  # up to 20 of those entries, with the differences' error
+    unresolved_count: int = 0
     gradient: dict | None = None
     fd: dict = field(default_factory=dict)
     sweeps: int = 0  # AD sweeps run by both modes (not in to_dict: the CLI's report counts them)
@@ -41,6 +45,12 @@ class CheckReport:
     errors: dict = field(default_factory=dict, repr=False)
 
     @property
+    def verdict(self) -> str:
+        """"passed", "failed" or "inconclusive" (finite differences cannot resolve a mismatching entry, and
+        nothing else failed)."""
+        return "passed" if self.passed else "inconclusive" if self.inconclusive else "failed"
+
+    @property
     def message(self) -> str:
         n = sum(b["entries"] for b in self.blocks) - self.convention_dependent_count
         errs = (f"max abs error {self.max_abs_err:.3g}, max rel error {self.max_rel_err:.3g}; "
@@ -48,6 +58,8 @@ class CheckReport:
         if self.passed:
             text = f"check passed: reverse mode, forward mode and finite differences agree on {counted(n, 'entry')} " \
                 f"({errs})"
+        elif self.inconclusive:
+            text = "check INCONCLUSIVE: " + unresolved_message(self.unresolved_count, self.unresolved)
         else:
             parts = []
             if self.unrepeatable is not None:
@@ -67,10 +79,13 @@ class CheckReport:
             if self.nested_derivative is not None:
                 parts.append(nested_derivative_message(self.nested_derivative))
             text = "check FAILED: " + "; ".join(parts)
-            if self.worst:
-                w = self.worst[0]
+            w = worst_failing({"blocks": self.blocks, "worst": self.worst, "modes": self.modes,
+                               "gradient": self.gradient})
+            if w is not None:
                 at = ", ".join(str(w[k]) for k in ("sample", "row", "col") if k in w)
-                text += f"; worst {w['block']}[{at}]: AD {w['ad']} vs finite differences {w['fd']}"
+                values = f"AD {w['ad']} vs finite differences {w['fd']}" if "ad" in w \
+                    else f"reverse {w['reverse']} vs forward {w['forward']}"
+                text += f"; worst {w['block']}[{at}]: {values}"
         if self.convention_dependent_count:
             ops = sorted({e["reason"] for e in self.convention_dependent})
             count = self.convention_dependent_count
@@ -81,20 +96,23 @@ class CheckReport:
     def to_dict(self) -> dict:
         """JSON-ready summary.
 
-        Keys: ``passed``; ``order`` (1 Jacobian, 2 Hessian); ``rtol``, ``atol``; ``max_abs_err``,
+        Keys: ``passed``; ``verdict`` ("passed", "failed", or "inconclusive": nothing failed, but finite
+        differences cannot resolve some entries where AD differs from them); ``order`` (1 Jacobian, 2 Hessian); ``rtol``, ``atol``; ``max_abs_err``,
         ``max_rel_err`` (AD against finite differences, convention-dependent entries left out;
         the relative error only over nonzero references); ``worst`` (up to 5 entries: ``block``,
         ``row``, ``col`` (flat indices in the block's [M, N] matrix), ``sample`` (batched only),
         ``ad``, ``fd``, ``abs_err``, ``rel_err``, ``allowed``, ``mode``); ``modes`` (reverse
         against forward: ``passed``, ``rtol``, ``atol``, ``max_abs_err``, ``max_rel_err``,
         ``mismatches``, ``excluded``, ``worst`` with ``reverse`` and ``forward`` values); ``blocks`` (per block:
-        ``name``, ``shape`` of the checked slice, ``entries``, ``passed``, ``mismatches``,
-        ``max_abs_err``, ``max_rel_err``); ``kinks`` (ops evaluated at a kink: ``op``, ``file``,
+        ``name``, ``shape`` of the checked slice, ``entries``, ``passed``, ``verdict``, ``mismatches``,
+        ``inconclusive``, ``max_abs_err``, ``max_rel_err``); ``kinks`` (ops evaluated at a kink: ``op``, ``file``,
         ``line``, ``site``, ``count``, ``notes``, ``rows`` and ``cols`` per block);
         ``convention_dependent`` (up to 20 excused entries, each with a ``reason``) and
         ``convention_dependent_count``; ``nan`` (up to 20 entries NaN in AD or in the finite differences,
         not excused: ``block``, ``row``, ``col``, ``ad``, ``fd``, ``nan_in``; NaN checks nothing, so each
-        fails the check) and ``nan_count``; ``gradient`` (order 2: the AD gradient against
+        fails the check) and ``nan_count``; ``unresolved`` (up to 20 mismatching entries that the differences
+        cannot resolve, their own error ``fd_error`` beyond the tolerance: ``block``, ``row``, ``col``,
+        ``ad``, ``fd``, ``fd_error``) and ``unresolved_count``; ``gradient`` (order 2: the AD gradient against
         differences of f, same keys as ``modes``, or null); ``fd`` (``method``, ``of``,
         ``step``, ``evaluations``); ``unrepeatable`` (null, or how much two calls of f at the
         same inputs differ: then no comparison holds, and the check fails); ``nested_derivative``
@@ -102,14 +120,43 @@ class CheckReport:
         which AD treats as a constant); ``message``. Values that are not finite are the strings
         "nan", "inf", "-inf".
         """
-        return {"passed": self.passed, "order": self.order, "rtol": self.rtol, "atol": self.atol,
+        return {"passed": self.passed, "verdict": self.verdict, "order": self.order, "rtol": self.rtol,
+                "atol": self.atol,
                 "max_abs_err": self.max_abs_err, "max_rel_err": self.max_rel_err, "worst": self.worst,
                 "modes": self.modes, "blocks": self.blocks, "kinks": self.kinks,
                 "convention_dependent": self.convention_dependent,
                 "convention_dependent_count": self.convention_dependent_count, "nan": self.nan,
-                "nan_count": self.nan_count, "gradient": self.gradient,
-                "fd": self.fd, "unrepeatable": self.unrepeatable, "nested_derivative": self.nested_derivative,
-                "message": self.message}
+                "nan_count": self.nan_count, "unresolved": self.unresolved, "unresolved_count": self.unresolved_count,
+                "gradient": self.gradient, "fd": self.fd, "unrepeatable": self.unrepeatable,
+                "nested_derivative": self.nested_derivative, "message": self.message}
+
+
+def worst_failing(d: dict) -> dict | None:
+    """The worst entry of the comparison that failed (a report as `CheckReport.to_dict` gives it): against
+    finite differences, else reverse against forward mode, else the gradient against differences of f;
+    None when none of them failed."""
+    if any(b["mismatches"] for b in d["blocks"]) and d["worst"]:
+        return d["worst"][0]
+    for part in (d["modes"], d["gradient"]):
+        if part is not None and not part["passed"] and part["worst"]:
+            return part["worst"][0]
+    return None
+
+
+def unresolved_message(count: int, entries: list[dict]) -> str:
+    """What a check says of `count` mismatching entries that finite differences cannot resolve."""
+    text = (f"finite differences cannot resolve {counted(count, 'entry')} to the tolerance (their own error, round-off "
+            "or steps h and h/2 that disagree, exceeds it), and AD differs from them there")
+    if entries:
+        e = entries[0]
+        at = ", ".join(str(e[k]) for k in ("sample", "row", "col") if k in e)
+        text += f" (first {e['block']}[{at}]: AD {_g(e['ad'])} vs finite differences {_g(e['fd'])} +- " \
+            f"{_g(e['fd_error'], 3)})"
+    return text + "; check at another point, or with a looser --rtol/--atol"
+
+
+def _g(v: float | str, digits: int = 6) -> str:
+    return f"{v:.{digits}g}" if isinstance(v, float) else str(v)
 
 
 def nan_message(count: int, first: dict) -> str:

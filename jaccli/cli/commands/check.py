@@ -6,7 +6,8 @@ import warnings
 
 import numpy as np
 
-from jaccli.check.report import CheckReport, nan_message, nested_derivative_message, unrepeatable_message
+from jaccli.check.report import (CheckReport, nan_message, nested_derivative_message, unresolved_message,
+    unrepeatable_message, worst_failing)
 from jaccli.check.verification import check_derivative
 from jaccli.errors import UsageError
 from jaccli.plurals import counted, verb
@@ -54,6 +55,7 @@ def _remap(report: CheckReport, problem: Problem, blocks: list[Block]) -> dict:
     d["modes"]["worst"] = [_entry(w, by_name[w["block"]]) for w in d["modes"]["worst"]]
     d["convention_dependent"] = [_entry(e, by_name[e["block"]]) for e in d["convention_dependent"]]
     d["nan"] = [_entry(e, by_name[e["block"]]) for e in d["nan"]]
+    d["unresolved"] = [_entry(e, by_name[e["block"]]) for e in d["unresolved"]]
     if d["gradient"] is not None:
         # The gradient's rows are elements of an input: label them like the Hessian's diagonal blocks.
         diagonal = {f"df/d{n}": b for n, b in zip(problem.wrt_names, blocks[::len(problem.wrt) + 1])}
@@ -94,10 +96,11 @@ def _failure(d: dict) -> str:
                      f"{counted(d['gradient']['mismatches'], 'entry')}")
     if d["nested_derivative"] is not None:
         parts.append(nested_derivative_message(d["nested_derivative"]))
+    if d["verdict"] == "inconclusive":
+        return "check inconclusive: " + unresolved_message(d["unresolved_count"], d["unresolved"])
     text = "check failed: " + "; ".join(parts or ["see the report"])
-    worst = d["worst"] or d["modes"]["worst"]
-    if worst and not d["nan_count"]:
-        w = worst[0]
+    w = worst_failing(d)
+    if w is not None and not d["nan_count"]:
         values = f"AD {_g(w['ad'])} vs finite differences {_g(w['fd'])}" if "ad" in w \
             else f"reverse {_g(w['reverse'])} vs forward {_g(w['forward'])}"
         text += f"; worst {_at(w)} ({w['label']}): {values}"
@@ -127,4 +130,5 @@ def check(problem: Problem, outcome: Outcome, settings: Settings, out: Output) -
     def show(o: Output) -> None:
         render(sections, o.format, o.color)
 
-    return Verdict("check", data["passed"], data, failure="" if data["passed"] else _failure(data), show=show)
+    return Verdict("check", data["passed"], data, failure="" if data["passed"] else _failure(data), show=show,
+                   inconclusive=data["verdict"] == "inconclusive")

@@ -109,6 +109,7 @@ class Verdict:
     lines: list[str] = field(default_factory=list)
     failure: str = ""
     show: Callable[[Any], None] | None = None
+    inconclusive: bool = False  # (check) not passed, but nothing failed: exit 5, not 1
 
 
 @dataclass

@@ -42,6 +42,7 @@ from .streams import is_closed
 from jaccli.plurals import verb
 from jaccli.errors import (
     EXIT_CHECK_FAILED,
+    EXIT_CHECK_INCONCLUSIVE,
     EXIT_FUNCTION,
     EXIT_INTERNAL,
     EXIT_RESOURCE,
@@ -114,6 +115,11 @@ class CheckFailed(CliError):
     exit_code = EXIT_CHECK_FAILED
 
 
+class CheckInconclusive(CliError):
+    kind = "check_inconclusive"
+    exit_code = EXIT_CHECK_INCONCLUSIVE
+
+
 class BadUsage(CliError):
     kind = "usage"
     exit_code = EXIT_USAGE
@@ -181,7 +187,8 @@ class Terminated(KeyboardInterrupt):
         self.signum, self.name = signum, name
 
 
-_BY_CODE = {EXIT_CHECK_FAILED: CheckFailed, EXIT_USAGE: BadUsage, EXIT_FUNCTION: FunctionFailed,
+_BY_CODE = {EXIT_CHECK_FAILED: CheckFailed, EXIT_CHECK_INCONCLUSIVE: CheckInconclusive, EXIT_USAGE: BadUsage,
+            EXIT_FUNCTION: FunctionFailed,
             EXIT_RESOURCE: ResourceExceeded}
 
 

@@ -18,7 +18,7 @@ from jaccli.io.npy_stream import human_bytes
 
 from . import nonfinite
 from .compute import Outcome, Verdict, evaluate, finish_stream, prepare, stream_pieces
-from .failures import CheckFailed, print_traceback, to_stderr, to_stdout, translate
+from .failures import CheckFailed, CheckInconclusive, print_traceback, to_stderr, to_stdout, translate
 from .parallel_runs import parallel_run
 from .problem import Problem, load_problem
 from .report import build_report, check_output, check_target, check_target_early, file_blocks, print_stats, show
@@ -281,7 +281,7 @@ def run(command: str, *, func: str | None, expression: str | None, sources: tupl
         _report(problem, outcome, settings, out, argv, written=failed is None)
         if failed is not None:
             kept = f"; {out.path} was not written" if out.path is not None and not outcome.streamed else ""
-            raise CheckFailed(failed.failure + kept)
+            raise (CheckInconclusive if failed.inconclusive else CheckFailed)(failed.failure + kept)
         return outcome
 
 

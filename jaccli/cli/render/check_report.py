@@ -57,6 +57,10 @@ def _verdict(d: dict, strict: Any) -> Verdict:
         return Verdict(f"passed: {counted(d['entries'], 'entry')} {verb(d['entries'], 'agree', 'agrees')} with forward "
                        "mode and finite differences "
                        f"({tolerance})", True)
+    if d["verdict"] == "inconclusive" and (strict is None or strict.passed):
+        return Verdict(f"INCONCLUSIVE: AD differs from finite differences that cannot resolve "
+                       f"{counted(d['unresolved_count'], 'entry')}: their own error exceeds the tolerance ({tolerance})",
+                       False)
     return Verdict(f"FAILED: {'; '.join(_reasons(d, strict)) or 'see below'} ({tolerance})", False)
 
 
@@ -85,6 +89,13 @@ def check_sections(d: dict, what: str, strict: Any = None) -> list[Section]:
                               [[entry_at(e), e["label"], number(e["ad"]), number(e["fd"]), e["nan_in"]]
                                for e in d["nan"]],
                               more=f"... and {more} more" if more > 0 else ""))
+    if d["unresolved_count"]:
+        more = d["unresolved_count"] - len(d["unresolved"])
+        sections.append(Table("inconclusive entries (finite differences cannot resolve them: their own error "
+                              "exceeds the tolerance)", ["entry", "elements", "AD", "FD", "FD error"],
+                              [[entry_at(e), e["label"], number(e["ad"]), number(e["fd"]), _err(e["fd_error"])]
+                               for e in d["unresolved"]],
+                              more=f"... and {more} more" if more > 0 else ""))
     facts = {
         "finite differences": f"{d['fd']['method']} in float64, of {d['fd']['of']}, "
                               f"{counted(d['fd']['evaluations'], 'evaluation')}",
@@ -110,12 +121,15 @@ def check_sections(d: dict, what: str, strict: Any = None) -> list[Section]:
         sections.append(Table("blocks", ["block", "checked", "entries", "max abs err", "max rel err", "result"],
                               [[b["name"], "x".join(map(str, b["shape"])), str(b["entries"]),
                                 *_errors(b), _block_result(b, b["name"] in nan)] for b in d["blocks"]]))
-    if d["kink_entry_count"]:
+    # An entry whose mismatch a kink excuses is listed once: with its values, among the mismatches not counted.
+    excused = {entry_at(e) for e in d["convention_dependent"]}
+    kink_entries = [e for e in d["kink_entries"] if entry_at(e) not in excused]
+    if kink_entries:
         more = d["kink_entry_count"] - len(d["kink_entries"])
         sections.append(Table("convention-dependent entries (f is evaluated at a kink there; a mismatch "
                               "there is not a failure)", ["entry", "elements", "op", "convention"],
                               [[entry_at(e), e["label"], f"{e['op']} at {e['site']}", e["notes"] or "-"]
-                               for e in d["kink_entries"]],
+                               for e in kink_entries],
                               more=f"... and {more} more" if more > 0 else "", prose=["convention"]))
     if d["convention_dependent_count"]:
         more = d["convention_dependent_count"] - len(d["convention_dependent"])
@@ -137,6 +151,8 @@ def _errors(b: dict) -> list[str]:
 def _block_result(b: dict, nan: bool) -> str:
     if b["passed"]:
         return "passed"
+    if b.get("verdict") == "inconclusive":
+        return f"inconclusive: {counted(b['inconclusive'], 'entry')}"
     if b["mismatches"]:
         return f"FAILED: {counted(b['mismatches'], 'mismatch')}"
     return "FAILED: NaN" if nan else "FAILED"

@@ -298,8 +298,9 @@ def hvp(ctx: click.Context, **kw: Any) -> None:
 @_command("check", "Verify the derivative against forward mode and finite differences.",
           "Check the Jacobian (--order 1) or the Hessian (--order 2) of FUNC at the INPUTs: reverse mode "
           "against forward mode, and both against central finite differences in float64. Prints the verdict "
-          "and the worst entries; exits 1 on failure. A mismatch where f is at a kink (abs at 0, a max tie) is "
-          "convention-dependent, not a failure.",
+          "and the worst entries; exits 1 on failure, 5 when inconclusive (finite differences cannot resolve an "
+          "entry where AD differs). A mismatch where f is kinked (abs at 0, a max tie: one-sided differences "
+          "disagree) is convention-dependent, not a failure.",
           [("jaccli check model.py x.npy", "the verdict, the worst entries"),
            ("jaccli check loss.py w.npy --order 2 --rows 0:10", "ten rows of the Hessian"),
            ("jaccli check model.py x.npy --format json | jq .passed", "the verdict, for scripts")],

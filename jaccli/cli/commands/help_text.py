@@ -28,6 +28,7 @@ EXIT_STATUS = [
     ("2", "usage error: bad option, index, file, or inputs that do not fit the function"),
     ("3", "the function failed: it raised, returned a non-array, or used an unsupported operation"),
     ("4", "resource limit: the result exceeds --max-memory, or the disk is full"),
+    ("5", "check inconclusive: finite differences cannot resolve entries where AD differs"),
     ("70", "an error in jaccli's own code (a bug to report, with --debug's traceback)"),
     ("130, 143, 129", "stopped by Ctrl-C, SIGTERM, SIGHUP; no file written, unless the message names it"),
     ("141", "the reader of a pipe went away (| head -1); quiet, not a failure"),

@@ -154,3 +154,32 @@ def test_out_of_memory_in_the_function_or_an_expression_is_exit_4(tmp_path, monk
         args = ["-e", "sin(x)", "[1.0]"]
     for command in ("jacobian", "hessian", "check"):
         assert_error(invoke(make_runner(), command, *args), "resource_limit", 4)
+
+
+@pytest.mark.parametrize("returned", ["[x[0], [x[1]]]", "[x[0], x]", "[[x[0], x[1]], [x[0]]]", "[x[0] * 1.0, [1.0, 2.0]]"])
+def test_a_ragged_list_f_returns_is_blamed_on_f_not_on_the_launcher(tmp_path, returned):
+    (tmp_path / "f.py").write_text(f"import numpy as np\n\ndef f(x):\n    return {returned}\n")
+    message = assert_error(invoke(make_runner(), "jacobian", str(tmp_path / "f.py"), "[1.0, 2.0]"),
+                           "function_failed", 3)
+    assert "ragged" in message and f"{tmp_path / 'f.py'}:3" in message and "bin/jaccli" not in message, message
+    shown = jaccli("jacobian", "f.py", "[1.0, 2.0]", cwd=tmp_path)  # the installed launcher is no user's line
+    assert shown.returncode == 3 and "(f in f.py:3)" in shown.stderr and "bin" not in shown.stderr, shown.stderr
+
+
+def test_a_ragged_list_made_into_an_array_inside_f_names_its_line(tmp_path):
+    (tmp_path / "f.py").write_text("import numpy as np\n\ndef f(x):\n    y = np.array([x[0], [x[1]]])\n"
+                                   "    return y\n")
+    message = assert_error(invoke(make_runner(), "jacobian", str(tmp_path / "f.py"), "[1.0, 2.0]"),
+                           "function_failed", 3)
+    assert message.startswith(f"{tmp_path / 'f.py'}:4: ") and "ragged" in message, message
+
+
+def test_a_list_nested_too_deep_is_not_called_ragged(tmp_path):
+    deep = "[" * 150 + "1.0" + "]" * 150
+    message = assert_error(invoke(make_runner(), "jacobian", "-e", "sum(x)", deep), "usage", 2)
+    assert "ragged" not in message and "150 deep" in message and "64 dimensions" in message, message
+    (tmp_path / "f.py").write_text("def f(x):\n    r = x[0]\n    for _ in range(150):\n        r = [r]\n"
+                                   "    return r\n")
+    message = assert_error(invoke(make_runner(), "jacobian", str(tmp_path / "f.py"), "[1.0, 2.0]"),
+                           "function_failed", 3)
+    assert "ragged" not in message and "64 dimensions" in message, message

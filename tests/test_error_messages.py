@@ -484,6 +484,13 @@ CLI_MESSAGES = [
     Case(["jacobian", "{samples}/kinetics.py", "c=[1, 2]", "k={samples}/kinetics_k.npy"],
          'f in {any}kinetics.py raised IndexError: {any}out of bounds{any} ({any}kinetics.py:10); the inputs '
          'are c (2,), k (3,)'),
+    Case(["jacobian", "{tmp}/m.py", "[1.0, 2.0]"],
+         "the list f returned as output 0 cannot be an array: it is ragged: its items have shapes () and (1,), and an "
+         "array's items have one shape (NumPy refuses it too); give them one shape, or join them with np.concatenate "
+         "(f in {tmp}/m.py:1)",
+         files={'m.py': 'def f(x):\n    return [x[0], [x[1]]]\n'}),
+    Case(["jacobian", "-e", "sum(x)", "[" * 70 + "1.0" + "]" * 70],
+         "cannot read input '{any}': it nests lists 70 deep, and a NumPy array has at most 64 dimensions"),
     Case(["jacobian", "-e", "x[7]", "[1.0, 2.0]"],
          'the expression raised IndexError: index 7 is out of bounds for axis 0 with size 2; the inputs are x (2,)'),
     # a 5 KB message stays one line of about 1000 characters, keeping its end (the file and line)

@@ -24,7 +24,7 @@ from .intercept import intercept_numpy
 from .numpy_proxies import primal_nested
 from .progress import counting, current_observer
 from .tape import sever
-from .tracer import Tracer, holds_tracer
+from .tracer import Tracer, holds_tracer, lift, refuse_ragged
 
 def as_float(x: Any) -> Any:
     """Inputs are differentiated in floating point: integers and booleans become float64, float16 becomes
@@ -397,7 +397,9 @@ def _outputs(out: Any, trace: Trace) -> tuple[bool, tuple, list]:
     refs = []
     for k, o in enumerate(tuple(out) if is_tuple else (out,)):
         if isinstance(o, list) and holds_tracer(o):
-            o = np.stack(o)
+            # (no site: the conversion happens here, after f returned; the command line names f's definition)
+            refuse_ragged(o, f"the list f returned as output {k}", None)
+            o = lift(o)
         if type(o) is Tracer and o._stale is not None:
             raise stale_error(o, None)
         if type(o) is Tracer and o._trace is trace:  # (never complex: bind refuses those)

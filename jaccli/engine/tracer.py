@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import TracingError, UnsupportedOperationError
+from ..errors import TracingError, UnsupportedOperationError, UserFunctionError
 from .guards import Raised
 from .handlers import DEFERS_TO, FUNCTION_HANDLERS, INTERNAL, UFUNC_HANDLERS, installed_for
 from .memory_overlap import TOO_HARD, element_addresses, same_memory
@@ -39,10 +39,47 @@ def holds_tracer(obj: Any) -> bool:
     return False
 
 
+# NumPy's limit on an array's dimensions (NPY_MAXDIMS: 64 since NumPy 2, 32 before)
+_MAX_DIMS = 64 if int(np.__version__.split(".")[0]) >= 2 else 32
+
+
+def _nested_shape(obj: Any, depth: int = 0) -> tuple[int, ...] | str:
+    """The shape np.array would give a (nested) list or tuple of arrays and numbers, or why it has none."""
+    if not isinstance(obj, _SEQUENCES):
+        return tuple(np.shape(obj._value if type(obj) is Tracer else obj))
+    if depth >= _MAX_DIMS:
+        return f"it nests lists more than {_MAX_DIMS} deep, and a NumPy array has at most {_MAX_DIMS} dimensions"
+    shapes = []
+    for item in obj:
+        shape = _nested_shape(item, depth + 1)
+        if isinstance(shape, str):
+            return shape
+        if shapes and shape != shapes[0]:
+            return (f"it is ragged: its items have shapes {shapes[0]} and {shape}, and an array's items have one "
+                    "shape (NumPy refuses it too); give them one shape, or join them with np.concatenate")
+        shapes.append(shape)
+    return (len(obj),) + (shapes[0] if shapes else ())
+
+
+def refuse_ragged(obj: Any, what: str, site: tuple[str, int] | None) -> None:
+    """Raise a UserFunctionError (at `site`) when the list or tuple `obj` (`what`: "a list f returned") is no array."""
+    shape = _nested_shape(obj)
+    if isinstance(shape, str):
+        raise UserFunctionError(f"{what} cannot be an array: {shape}", site)
+
+
 def lift(obj: Any) -> Any:
     """A list or tuple holding traced values as one traced array (np.stack of its items), else obj."""
     if isinstance(obj, _SEQUENCES) and holds_tracer(obj):
-        return np.stack([lift(o) for o in obj])
+        refuse_ragged(obj, "a list of traced values", user_site())
+        return np.stack([_lift_checked(o) for o in obj])
+    return obj
+
+
+def _lift_checked(obj: Any) -> Any:
+    """lift for the items of a list that refuse_ragged has checked whole."""
+    if isinstance(obj, _SEQUENCES) and holds_tracer(obj):
+        return np.stack([_lift_checked(o) for o in obj])
     return obj
 
 

@@ -417,6 +417,18 @@ def _flat(value: object) -> Iterator[object]:
         yield value
 
 
+# NumPy's limit on an array's dimensions (NPY_MAXDIMS: 64 since NumPy 2, 32 before)
+_MAX_DIMS = 64 if int(np.__version__.split(".")[0]) >= 2 else 32
+
+
+def _depth(value: object) -> int:
+    """How deep lists nest in `value` (0 for a number), along its first items."""
+    depth = 0
+    while isinstance(value, list) and value:
+        depth, value = depth + 1, value[0]
+    return depth + isinstance(value, list)
+
+
 def _all_ints(value: object) -> bool:
     if isinstance(value, list):  # ([] is float64, as in np.array([]))
         return bool(value) and all(_all_ints(v) for v in value)
@@ -444,7 +456,9 @@ def _parse_literal(text: str) -> np.ndarray:
                 return ints
         array = np.array(value, dtype=np.float64)
     except ValueError:
-        reason = "it is a ragged list (rows of different lengths)"
+        depth = _depth(value)
+        reason = f"it nests lists {depth} deep, and a NumPy array has at most {_MAX_DIMS} dimensions" \
+            if depth > _MAX_DIMS else "it is a ragged list (rows of different lengths)"
     except OverflowError:
         reason = "an integer is too large for float64"
     else:

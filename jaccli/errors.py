@@ -9,7 +9,7 @@ of the library's errors, and the command line's own (jaccli.cli.commands.failure
     usage                  2  bad option, index, file, or inputs that do not fit the function
     no_command             2  `jaccli` with no command: the help on stderr
     batch_mixing           2  batch_axis=0, but the function mixes samples
-    function_failed        3  the function raised, returned a non-array, or called sys.exit
+    function_failed        3  the function raised, returned a non-array, called sys.exit, or crashed the process
     unsupported_operation  3  a NumPy function or argument with no derivative rule (see `jaccli ops`)
     escaped_tracing        3  code escaped tracing: float(x), math.sin(x), a traced value into a plain array
     resource_limit         4  the result exceeds the memory budget, the disk is full, or a Dask scheduler is out of reach

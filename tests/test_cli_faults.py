@@ -4,6 +4,7 @@ forks, NaN in a check, a zero-width terminal, crashes and exit codes (issue 42).
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import textwrap
 from pathlib import Path
@@ -183,3 +184,38 @@ def test_a_list_nested_too_deep_is_not_called_ragged(tmp_path):
     message = assert_error(invoke(make_runner(), "jacobian", str(tmp_path / "f.py"), "[1.0, 2.0]"),
                            "function_failed", 3)
     assert "ragged" not in message and "64 dimensions" in message, message
+
+
+@pytest.mark.skipif(not hasattr(signal, "sigwaitinfo"), reason="the watching parent needs fork and sigwaitinfo")
+def test_a_segfault_in_the_function_is_said_in_one_line_with_exit_3(tmp_path):
+    _write(tmp_path, "crash.py", """\
+        import ctypes
+
+        def f(x):
+            ctypes.string_at(0)  # a C extension reading address 0
+            return x
+        """)
+    crashed = jaccli("jacobian", "crash.py", "[1.0, 2.0]", "-o", "J.npy", cwd=tmp_path)
+    assert crashed.returncode == 3, crashed.stderr
+    last = crashed.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error: jaccli crashed with a segmentation fault (SIGSEGV)"), crashed.stderr
+    assert 'crash.py", line 4 in f' in crashed.stderr  # faulthandler's stack names the user's line
+    assert not (tmp_path / "J.npy").exists()
+
+
+@pytest.mark.skipif(not hasattr(signal, "sigwaitinfo"), reason="the watching parent needs fork and sigwaitinfo")
+def test_a_signal_sent_to_jaccli_reaches_the_command_under_the_watching_parent(tmp_path):
+    _write(tmp_path, "slow.py", """\
+        import time
+
+        def f(x):
+            print("started", flush=True)
+            time.sleep(30)
+            return x
+        """)
+    proc = subprocess.Popen(JACCLI + ["jacobian", "slow.py", "[1.0]"], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=clean_env())
+    assert proc.stderr.readline().strip() == "started"
+    proc.send_signal(signal.SIGTERM)  # to the parent's pid, as `timeout` or a CI runner sends it
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and "stopped by SIGTERM" in err, err

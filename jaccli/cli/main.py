@@ -383,7 +383,7 @@ def ops(ctx: click.Context, names: tuple[str, ...], family: list[str] | None, fm
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Console-script entry point: ``jaccli = "jaccli.cli:main"``."""
+    """The command line in this process (the console script, `jaccli.cli.main`, runs it under crash_watch)."""
     from .commands import streams
 
     _unwind_on_termination()

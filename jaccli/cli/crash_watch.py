@@ -1,0 +1,99 @@
+"""A crash of the process (a segfault in a C extension f calls) said in one line with exit 3: a watching parent.
+
+The command runs in a child process with `faulthandler` on, which prints Python's stack at the crash
+to stderr; the parent only waits for it and passes its exit status on. When the child dies of SIGSEGV,
+SIGBUS, SIGILL, SIGFPE or SIGABRT, the parent adds one `Error:` line and exits 3 (the function failed).
+
+Why a parent, not faulthandler alone: a process that segfaults cannot choose its exit status (the
+kernel ends it with the signal, 139 to the shell), and nothing written after the fault is safe. Why not
+`multiprocessing` or a subprocess: one `os.fork()` before anything else runs costs about a millisecond
+and keeps the child's memory, stdin, stdout and stderr as they are; the parent holds no lock and runs
+no Python code but `sigwaitinfo`, `waitpid` and, on a crash, one write.
+
+Signals: the parent blocks the ones that stop jaccli and reads them with `sigwaitinfo`. One sent to it
+with kill(2) (`kill PID`, `timeout`, a CI runner cancelling) is passed to the child; one the kernel sends
+(Ctrl-C, a hang-up of the terminal) reaches the child's process group directly, so it is not sent twice.
+Where sigwaitinfo or fork is missing (Windows, macOS), jaccli runs as one process, with faulthandler.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import signal
+import sys
+
+__all__ = ["run_watched"]
+
+# The signals that end a process that crashed, and their names for the message.
+_CRASHES = {signal.SIGSEGV: "segmentation fault", signal.SIGBUS: "bus error", signal.SIGILL: "illegal instruction",
+            signal.SIGFPE: "floating-point exception", signal.SIGABRT: "abort"}
+# The signals a user or a runner sends to stop jaccli: passed on to the child when sent to the parent.
+_PASSED_ON = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+_SI_USER = 0  # siginfo's si_code for a signal sent by kill(2) (the kernel's own, as Ctrl-C's, are above 0)
+
+
+def run_watched(run: object) -> None:
+    """Call `run()` (the command line) in a child process watched for crashes; exit as the child did.
+
+    Runs `run()` in this process when the platform has no fork or sigwaitinfo, or when JACCLI_NO_WATCH is
+    set (a debugger, a profiler).
+    """
+    try:
+        faulthandler.enable()  # (in the child too: the stack of the crash on stderr)
+    except (AttributeError, OSError, RuntimeError, ValueError):  # stderr closed or no file: no stack to print
+        pass
+    if not hasattr(os, "fork") or not hasattr(signal, "sigwaitinfo") or os.environ.get("JACCLI_NO_WATCH"):
+        run()  # type: ignore[operator]
+        return
+    watched = set(_PASSED_ON) | {signal.SIGCHLD}
+    # Blocked before the fork, so that none is lost between the fork and the parent's first wait.
+    saved = signal.pthread_sigmask(signal.SIG_BLOCK, watched)
+    try:
+        pid = os.fork()
+    except OSError:  # no process left to make: run in this one
+        signal.pthread_sigmask(signal.SIG_SETMASK, saved)
+        run()  # type: ignore[operator]
+        return
+    if pid == 0:
+        signal.pthread_sigmask(signal.SIG_SETMASK, saved)
+        run()  # type: ignore[operator]
+        return
+    os._exit(_wait(pid, watched))
+
+
+def _wait(pid: int, watched: set) -> int:
+    """Wait for the child `pid`, passing on the signals sent to this process; its exit status, as the shell's."""
+    while True:
+        info = signal.sigwaitinfo(watched)
+        if info.si_signo != signal.SIGCHLD:
+            if info.si_code == _SI_USER:
+                try:
+                    os.kill(pid, info.si_signo)
+                except ProcessLookupError:
+                    pass
+            continue
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return 70
+        if done == 0:
+            continue  # a SIGCHLD for a stop or a continue
+        if os.WIFEXITED(status):
+            return os.WEXITSTATUS(status)
+        if not os.WIFSIGNALED(status):
+            continue
+        signum = os.WTERMSIG(status)
+        name = _CRASHES.get(signum)
+        if name is None:  # killed (SIGKILL, a signal it did not handle): end the same way
+            signal.signal(signum, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+            os.kill(os.getpid(), signum)
+            return 128 + signum
+        try:
+            os.write(2, (f"Error: jaccli crashed with a {name} ({signal.Signals(signum).name}) while it ran: the "
+                         "function, or a C extension it calls, is the usual cause (Python's stack at the crash is "
+                         "above)\n").encode())
+        except OSError:
+            pass
+        return 3

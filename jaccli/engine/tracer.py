@@ -6,10 +6,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import TracingError, UnsupportedOperationError, UserFunctionError
+from ..errors import TracingError, UnsupportedOperationError
 from .guards import Raised
 from .handlers import DEFERS_TO, FUNCTION_HANDLERS, INTERNAL, UFUNC_HANDLERS, installed_for
 from .memory_overlap import TOO_HARD, element_addresses, same_memory
+from .nested_lists import refuse_ragged
 from .ndarray_methods import NdarrayMethods, name_as_ndarray_methods
 from .refusals import (IN_PLACE_METHODS, INSTEAD, Formatted, escape_error, inside_np_vectorize, memory_reader,
                        numpy_name, passes_out, read_only_message, same_value_cast, scalar_type_called,
@@ -37,35 +38,6 @@ def holds_tracer(obj: Any) -> bool:
             if holds_tracer(o):
                 return True
     return False
-
-
-# NumPy's limit on an array's dimensions (NPY_MAXDIMS: 64 since NumPy 2, 32 before)
-_MAX_DIMS = 64 if int(np.__version__.split(".")[0]) >= 2 else 32
-
-
-def _nested_shape(obj: Any, depth: int = 0) -> tuple[int, ...] | str:
-    """The shape np.array would give a (nested) list or tuple of arrays and numbers, or why it has none."""
-    if not isinstance(obj, _SEQUENCES):
-        return tuple(np.shape(obj._value if type(obj) is Tracer else obj))
-    if depth >= _MAX_DIMS:
-        return f"it nests lists more than {_MAX_DIMS} deep, and a NumPy array has at most {_MAX_DIMS} dimensions"
-    shapes = []
-    for item in obj:
-        shape = _nested_shape(item, depth + 1)
-        if isinstance(shape, str):
-            return shape
-        if shapes and shape != shapes[0]:
-            return (f"it is ragged: its items have shapes {shapes[0]} and {shape}, and an array's items have one "
-                    "shape (NumPy refuses it too); give them one shape, or join them with np.concatenate")
-        shapes.append(shape)
-    return (len(obj),) + (shapes[0] if shapes else ())
-
-
-def refuse_ragged(obj: Any, what: str, site: tuple[str, int] | None) -> None:
-    """Raise a UserFunctionError (at `site`) when the list or tuple `obj` (`what`: "a list f returned") is no array."""
-    shape = _nested_shape(obj)
-    if isinstance(shape, str):
-        raise UserFunctionError(f"{what} cannot be an array: {shape}", site)
 
 
 def lift(obj: Any) -> Any:

@@ -58,6 +58,8 @@ def _lift_checked(obj: Any) -> Any:
 # Functions taking a sequence of arrays: its items are lifted one by one, not stacked together.
 _SEQUENCE_FUNCTIONS = {np.concatenate, np.stack, np.hstack, np.vstack, np.dstack, np.column_stack,
                        np.select, np.choose, np.linalg.multi_dot, np.block, np.piecewise}
+if hasattr(np, "row_stack"):  # (deprecated in NumPy 2.0, a function of its own there)
+    _SEQUENCE_FUNCTIONS.add(np.row_stack)
 
 
 def lift_args(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:

@@ -157,7 +157,8 @@ def test_out_of_memory_in_the_function_or_an_expression_is_exit_4(tmp_path, monk
         assert_error(invoke(make_runner(), command, *args), "resource_limit", 4)
 
 
-@pytest.mark.parametrize("returned", ["[x[0], [x[1]]]", "[x[0], x]", "[[x[0], x[1]], [x[0]]]", "[x[0] * 1.0, [1.0, 2.0]]"])
+# ([x[0], x] is two outputs: a list that holds an array is f's outputs, as a tuple is)
+@pytest.mark.parametrize("returned", ["[x[0], [x[1]]]", "[[x[0], x[1]], [x[0]]]", "[x[0] * 1.0, [1.0, 2.0]]"])
 def test_a_ragged_list_f_returns_is_blamed_on_f_not_on_the_launcher(tmp_path, returned):
     (tmp_path / "f.py").write_text(f"import numpy as np\n\ndef f(x):\n    return {returned}\n")
     message = assert_error(invoke(make_runner(), "jacobian", str(tmp_path / "f.py"), "[1.0, 2.0]"),

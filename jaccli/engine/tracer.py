@@ -44,22 +44,13 @@ def lift(obj: Any) -> Any:
     """A list or tuple holding traced values as one traced array (np.stack of its items), else obj."""
     if isinstance(obj, _SEQUENCES) and holds_tracer(obj):
         refuse_ragged(obj, "a list of traced values", user_site())
-        return np.stack([_lift_checked(o) for o in obj])
+        return np.stack([lift(o) for o in obj])
     return obj
 
 
-def _lift_checked(obj: Any) -> Any:
-    """lift for the items of a list that refuse_ragged has checked whole."""
-    if isinstance(obj, _SEQUENCES) and holds_tracer(obj):
-        return np.stack([_lift_checked(o) for o in obj])
-    return obj
-
-
-# Functions taking a sequence of arrays: its items are lifted one by one, not stacked together.
-_SEQUENCE_FUNCTIONS = {np.concatenate, np.stack, np.hstack, np.vstack, np.dstack, np.column_stack,
-                       np.select, np.choose, np.linalg.multi_dot, np.block, np.piecewise}
-if hasattr(np, "row_stack"):  # (deprecated in NumPy 2.0, a function of its own there)
-    _SEQUENCE_FUNCTIONS.add(np.row_stack)
+# Functions taking a sequence of arrays: its items are lifted one by one, not stacked together (np.row_stack too).
+_SEQUENCE_FUNCTIONS = {np.concatenate, np.stack, np.hstack, np.vstack, np.dstack, np.column_stack, np.select,
+                       np.choose, np.linalg.multi_dot, np.block, np.piecewise, getattr(np, "row_stack", np.vstack)}
 
 
 def lift_args(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:

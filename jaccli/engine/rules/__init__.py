@@ -38,6 +38,7 @@ _OPTIONAL_RULES.append(scipy_special.install_for)  # SciPy's rules, once f's mod
 _SCIPY_MODULES = (ScipyRules("scipy.linalg", "scipy_linalg"), ScipyRules("scipy.signal", "scipy_signal"),
                   ScipyRules("scipy.stats", "scipy_stats"))
 _OPTIONAL_RULES.extend(rules.install_for for rules in _SCIPY_MODULES)  # and scipy.linalg, .signal, .stats
+_OPTIONAL_RULES.append(polynomials.install_for)  # numpy.polynomial's classes, once f's module imports them
 
 
 def every_rule() -> dict:

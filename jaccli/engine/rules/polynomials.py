@@ -4,11 +4,16 @@ composed of other supported operations, step by step as NumPy computes them (see
 from __future__ import annotations
 
 import operator
+import sys
+import threading
 import warnings
+from typing import Any
 
 import numpy as np
 
 from ...errors import UnsupportedOperationError
+from ..handlers import FUNCTION_SWAPS
+from ..tracer import holds_tracer, lift
 from ..user_sites import user_site
 from ..registry import family, register_derived
 from ._util import dtype_of
@@ -209,3 +214,40 @@ _SLIDING_NOTES = ("real 1-D inputs, both may be traced; kernels of up to 11 taps
                   "and the edges of 'same'/'full' may differ from NumPy's BLAS sums in the last bit")
 register_derived(np.convolve, _convolve, uses=(gather, cumsum, sum_, where), notes=_SLIDING_NOTES)
 register_derived(np.correlate, _correlate, uses=(gather, cumsum, sum_, where), notes=_SLIDING_NOTES)
+
+
+# ---------------------------------------------------------------------------
+# numpy.polynomial's classes: Chebyshev(c)(x) maps x to the window with np.asanyarray first
+# ---------------------------------------------------------------------------
+_POLYUTILS = "numpy.polynomial.polyutils"
+_polyutils_swapped = [False]
+_SWAP_LOCK = threading.Lock()
+
+
+def install_for(func: Any) -> bool:
+    """With None (before f runs), once numpy.polynomial is imported: swap in a polyutils.mapdomain
+    that maps a traced x with operations that have rules (the classes' __call__ then evaluates it
+    with chebval, polyval, ..., which are NumPy code jaccli records). Never a rule for `func`."""
+    if func is not None or _polyutils_swapped[0]:
+        return False
+    pu = sys.modules.get(_POLYUTILS)
+    if pu is None:
+        return False
+    with _SWAP_LOCK:  # once: a second thread here would find the first's replacement as the original
+        if not _polyutils_swapped[0]:
+            _swap_mapdomain(pu)
+    return False
+
+
+def _swap_mapdomain(pu: Any) -> None:
+    original = pu.mapdomain
+
+    def mapdomain(x, old, new):
+        if not holds_tracer(x):
+            return original(x, old, new)
+        off, scl = pu.mapparms(old, new)
+        return off + scl * lift(x)
+
+    mapdomain.__wrapped__ = original
+    FUNCTION_SWAPS.append((pu, "mapdomain", original, mapdomain))
+    _polyutils_swapped[0] = True

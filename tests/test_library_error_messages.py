@@ -1088,6 +1088,19 @@ NUMERICS = [
 
 # ---------------------------------------------------------------- rules that refuse (test_rules, test_scipy_special)
 X4 = np.array([0.4, -1.3, 2.6, -0.2])
+
+
+def _written_into_a_row_view(v):
+    R = np.zeros((2, 4))
+    row = R[0]
+    row[1] = v[0]
+    return R
+
+
+def _solved_by_odeint(v):
+    from scipy.integrate import odeint
+
+    return odeint(lambda y, t: -v[0] * y, np.ones(1), [0.0, 1.0])
 WHERE = np.array([True, False, True, True])
 X12 = np.array([1.5, 2.5])
 RULES = [
@@ -1125,6 +1138,21 @@ RULES = [
          '{site}: np.multiply.at writes a traced value into a plain NumPy array, which takes it out of '
          "jaccli's recording; start from a traced array instead (out = np.zeros_like(x), then "
          'np.multiply.at(out, idx, v))'),
+    Call("traced-write-into-a-view-of-a-made-array", lambda tmp: jaccli.jacobian(_written_into_a_row_view, X4),
+         TracingError, "escaped_tracing",
+         "{site}: a traced value is written into a view of an array (like row = r[0]; row[1] = v, or r.T[0] = v), "
+         "which jaccli does not carry back to the array; write into the array itself with one index (r[0, 1] = v)"),
+    Call("installed-package-converts", lambda tmp: jaccli.jacobian(_solved_by_odeint, X4),
+         TracingError, "escaped_tracing",
+         "{site}: scipy.integrate.odeint, an installed package's function, converts f's traced values to plain "
+         "NumPy arrays: this takes them out of jaccli's recording, so their derivative is lost; write what "
+         "scipy.integrate.odeint computes with NumPy in your own code (f's module or a module of yours it imports, "
+         "where jaccli records it), or call it on plain values only"),
+    Call("float-of-a-traced-value", lambda tmp: jaccli.jacobian(lambda v: v * float(v[0]), X4),
+         TracingError, "escaped_tracing",
+         "{site}: float() takes a traced value out of jaccli's recording, so its derivative is lost; keep values as "
+         "arrays and use NumPy functions (np.sin, not math.sin); for a count or an index (a loop bound, a table's "
+         "row), int(x[0]) is taken as a constant"),
     Call("scipy-zetac", lambda tmp: Recording(lambda x: sp.zetac(x), (X12,), (0,)),
          UnsupportedOperationError, "unsupported_operation",
          "{site}: scipy.special.zetac is not supported by jaccli; write it with NumPy functions; see 'jaccli "

@@ -29,10 +29,8 @@ class NdarrayMethods:
 
     # -- escapes -------------------------------------------------------------
     def __float__(self):
-        raise _escape("float()", "keep values as arrays and use NumPy functions (np.sin, not math.sin)")
-
-    def __int__(self):
-        raise _escape("int()", "keep values as arrays; integers derived from traced values cannot be differentiated")
+        raise _escape("float()", "keep values as arrays and use NumPy functions (np.sin, not math.sin); for a count "
+                                 "or an index (a loop bound, a table's row), int(x[0]) is taken as a constant")
 
     def __index__(self):
         raise _escape("using a traced value as an index", "index with plain integers or integer arrays")

@@ -14,8 +14,9 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import UnsupportedOperationError
+from .filling import fillable
 from .handlers import FUNCTION_HANDLERS, FUNCTION_SWAPS, INTERNAL, STAND_IN_HOOKS
-from .tracer import Tracer, holds_sequence, holds_tracer, lift, lift_args, needs_lifting, peek, primal
+from .tracer import HOLDERS, Tracer, holds_sequence, holds_tracer, lift, lift_args, needs_lifting, peek, primal
 from .user_sites import user_site
 
 
@@ -44,6 +45,9 @@ def _as_numpy_returns(x: Tracer, ref: Any) -> Any:
 
 
 def _array(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+    holder = HOLDERS.get(type(obj))
+    if holder is not None:  # an array f made and wrote a traced value into: the traced array it stands for
+        obj = holder(obj)
     if type(obj) is Tracer:  # copied unless copy=False/None lets NumPy hand back obj itself
         return _as_numpy_returns(obj, np.array(peek(obj), dtype, *args, **kwargs))
     if holds_tracer(obj):
@@ -58,6 +62,9 @@ def _converting(convert: Callable) -> Callable:
     """np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray or np.require, for traced
     values and lists holding them."""
     def call(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+        holder = HOLDERS.get(type(obj))
+        if holder is not None:
+            obj = holder(obj)
         if type(obj) is Tracer:
             return _as_numpy_returns(obj, convert(peek(obj), dtype, *args, **kwargs))
         if holds_tracer(obj):  # a new array, as NumPy makes of a list
@@ -96,6 +103,15 @@ def _full(shape: Any, fill_value: Any, dtype: Any = None, *args: Any, **kwargs: 
         return np.full(shape, primal_nested(fill_value), dtype, *args, **kwargs)
     value = lift(fill_value)
     return np.zeros(shape, dtype=dtype or value.dtype) + np.broadcast_to(value, shape)
+
+
+def _creating(make: Callable) -> Callable:
+    """A creation function (np.zeros, ...) whose plain arrays accept traced writes (engine/filling.py)."""
+    @functools.wraps(make)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        out = make(*args, **kwargs)
+        return out if args and out is args[0] else fillable(out)  # (np.array(a, copy=False) is a itself)
+    return call
 
 
 def primal_nested(obj: Any) -> Any:
@@ -210,13 +226,17 @@ R_PROXY, C_PROXY = _Concatenator(np.r_, "r_"), _Concatenator(np.c_, "c_")
 LINALG_PROXY = _NumpyProxy(np.linalg, {})
 
 
-NUMPY_PROXY = _NumpyProxy(np, {"array": _array, "asarray": _converting(np.asarray),
+NUMPY_PROXY = _NumpyProxy(np, {"array": _creating(_array), "asarray": _converting(np.asarray),
                                "asanyarray": _converting(np.asanyarray),
                                "ascontiguousarray": _converting(np.ascontiguousarray),
                                "asfortranarray": _converting(np.asfortranarray),
-                               "require": _converting(np.require), "full": _full, "arange": _arange,
+                               "require": _converting(np.require), "full": _creating(_full),
+                               "arange": _creating(_arange), "full_like": _creating(_dispatching(np.full_like)),
                                "r_": R_PROXY, "c_": C_PROXY,
-                               **{f.__name__: _dispatching(f) for f in (np.interp, np.polyint, np.full_like)}})
+                               **{f.__name__: _dispatching(f) for f in (np.interp, np.polyint)},
+                               **{f.__name__: _creating(_lifting(f)) for f in (
+                                   np.zeros, np.empty, np.ones, np.zeros_like, np.ones_like, np.empty_like,
+                                   np.eye, np.identity, np.copy)}})
 
 
 def stand_in(v: Any) -> Any:

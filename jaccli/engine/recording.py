@@ -25,7 +25,7 @@ from .numpy_proxies import primal_nested
 from .progress import counting, current_observer
 from .tape import sever
 from .nested_lists import refuse_ragged
-from .tracer import Tracer, holds_tracer, lift
+from .tracer import HOLDERS, Tracer, holds_tracer, lift
 
 def as_float(x: Any) -> Any:
     """Inputs are differentiated in floating point: integers and booleans become float64, float16 becomes
@@ -345,9 +345,10 @@ def _call_user(f: Callable, args: list) -> Any:
         cause = exc.__cause__
         if isinstance(cause, TracingError):
             raise TracingError(
-                "writing a traced value into a plain array (one made with np.zeros or np.empty) takes it out "
-                "of jaccli's recording, so its derivative is lost; make the array with np.zeros_like(x) and "
-                "assign into that, or collect the values in a list and np.stack them", cause.site) from None
+                "writing a traced value into a plain array that f did not make itself (a global, an argument, "
+                "or one made in an installed package) takes it out of jaccli's recording, so its derivative is "
+                "lost; make the array in f or in a module of yours it imports (r = np.zeros(m), then r[i] = ...), "
+                "or collect the values in a list and np.stack them", cause.site) from None
         freezer = FREEZER.v
         if "read-only" in str(exc) and freezer is not None and freezer.arrays:
             raise _held_array_error(exc, freezer) from None
@@ -397,6 +398,8 @@ def _outputs(out: Any, trace: Trace) -> tuple[bool, tuple, list]:
     outs = []
     refs = []
     for k, o in enumerate(tuple(out) if is_tuple else (out,)):
+        if type(o) in HOLDERS:  # an array f made with np.zeros and wrote traced values into
+            o = HOLDERS[type(o)](o)
         if isinstance(o, list) and holds_tracer(o):
             # (no site: the conversion happens here, after f returned; the command line names f's definition)
             refuse_ragged(o, f"the list f returned as output {k}", None)

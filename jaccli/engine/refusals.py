@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import TracingError
 from .handlers import FUNCTION_SWAPS
-from .user_sites import user_site
+from .user_sites import package_function, user_site
 
 
 def numpy_name(func: Any) -> str:
@@ -119,6 +119,18 @@ def memory_reader() -> str | None:
     """The message for a NumPy function in _READS_MEMORY converting the input (the caller's caller's frame)."""
     frame = sys._getframe(2)
     return None if frame is None else _READS_MEMORY.get(frame.f_code)
+
+
+def installed_package_escape() -> TracingError | None:
+    """The error for an installed package's function, called by the user's code, converting a traced
+    value (Tracer.__array__), naming it; None when no such function is running."""
+    package = package_function(3)
+    if package is None:
+        return None
+    return TracingError(f"{package}, an installed package's function, converts f's traced values to plain NumPy "
+                        f"arrays: this takes them out of jaccli's recording, so their derivative is lost; write what "
+                        f"{package} computes with NumPy in your own code (f's module or a module of yours it "
+                        f"imports, where jaccli records it), or call it on plain values only", user_site(3))
 
 
 def unswapped_caller() -> str | None:

@@ -12,9 +12,9 @@ from .handlers import DEFERS_TO, FUNCTION_HANDLERS, INTERNAL, UFUNC_HANDLERS, in
 from .memory_overlap import TOO_HARD, element_addresses, same_memory
 from .nested_lists import refuse_ragged
 from .ndarray_methods import NdarrayMethods, name_as_ndarray_methods
-from .refusals import (IN_PLACE_METHODS, INSTEAD, Formatted, escape_error, inside_np_vectorize, memory_reader,
-                       numpy_name, passes_out, read_only_message, same_value_cast, scalar_type_called,
-                       unswapped_caller)
+from .refusals import (IN_PLACE_METHODS, INSTEAD, Formatted, escape_error, inside_np_vectorize,
+                       installed_package_escape, memory_reader, numpy_name, passes_out, read_only_message,
+                       same_value_cast, scalar_type_called, unswapped_caller)
 from .thread_state import ThreadSlot
 from .user_sites import user_site
 
@@ -26,12 +26,15 @@ _NO_HOOK = object()
 # Lists and tuples that hold traced values, where NumPy would convert them with np.asarray
 # ---------------------------------------------------------------------------
 _SEQUENCES = (list, tuple)  # and their subclasses: named tuples (np.linalg.slogdet's result, the user's own)
+# Types that stand for a traced array they hold -> the function that gives it (engine/filling.py's Filled:
+# an array f made with np.zeros, after f wrote a traced value into it).
+HOLDERS: dict[type, Any] = {}
 
 
 def holds_tracer(obj: Any) -> bool:
     """obj is a traced array, or a (nested) list or tuple with one somewhere inside."""
     kind = type(obj)
-    if kind is Tracer:
+    if kind is Tracer or kind in HOLDERS:
         return True
     if kind is list or kind is tuple or isinstance(obj, tuple):  # a named tuple too (slogdet's)
         for o in obj:
@@ -45,7 +48,8 @@ def lift(obj: Any) -> Any:
     if isinstance(obj, _SEQUENCES) and holds_tracer(obj):
         refuse_ragged(obj, "a list of traced values", user_site())
         return np.stack([lift(o) for o in obj])
-    return obj
+    holder = HOLDERS.get(type(obj))
+    return obj if holder is None else holder(obj)
 
 
 # Functions taking a sequence of arrays: its items are lifted one by one, not stacked together (np.row_stack too).
@@ -99,7 +103,7 @@ def needs_lifting(func: Any, args: tuple, kwargs: dict) -> bool:
 def _op(ufunc: Any, a: Any, b: Any) -> Any:
     """ufunc(a, b) for a traced operand and a number, array or traced operand."""
     other = b if type(a) is Tracer else a
-    if type(other) is Tracer or isinstance(other, _PLAIN_OPERANDS):
+    if type(other) is Tracer or (isinstance(other, _PLAIN_OPERANDS) and type(other) not in HOLDERS):
         handler = UFUNC_HANDLERS.get(ufunc)
         if handler is not None:
             return handler(a, b)
@@ -313,15 +317,18 @@ class Tracer(NdarrayMethods):
                 f"recording: jaccli stands in for it as {unswapped} and where f's module or your modules it "
                 f"imports name it, not where an installed package (or a module f's module does not import) "
                 f"imported it by name; write `import {module}` there and call {unswapped}(...)", user_site(2))
+        package = installed_package_escape()
+        if package is not None:
+            raise package
         scalar = scalar_type_called(user_site(2))
         if scalar is not None:
             raise escape_error(f"np.{scalar}(...)", f"a NumPy scalar is a plain number: keep an array, "
                                                f"x.astype(np.{scalar}) (or x itself, where it already is {scalar})")
-        raise escape_error("converting to a plain NumPy array (np.array/np.asarray of a traced value in an installed "
-                      "package or a module f's module does not import, a list holding traced values where jaccli "
-                      "cannot see it, or writing a traced value into an array made with np.zeros/np.empty)",
-                      "build arrays from the input with np.stack([...]), np.concatenate or np.zeros_like(x), "
-                      "then assign into those")
+        raise escape_error("converting to a plain NumPy array (np.array/np.asarray of a traced value in a module f's "
+                      "module does not import, a list holding traced values where jaccli cannot see it, or writing a "
+                      "traced value into an array f did not make itself)",
+                      "make the array in f or in a module of yours it imports (r = np.zeros(m), then r[i] = ...), "
+                      "or build it with np.stack([...]) or np.concatenate")
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for a name Tracer does not define: an ndarray attribute jaccli does not trace.
@@ -342,6 +349,11 @@ class Tracer(NdarrayMethods):
     def __bool__(self):
         # Branching on a value is fine: the derivative follows the branch that ran.
         return guarded(bool, self)
+
+    def __int__(self):
+        # A step function, whose derivative is 0 wherever it has one (np.floor's): a constant of the recording,
+        # guarded as a branch is (a replay where it differs records f again). A loop bound, a table's index.
+        return guarded(int, self)
 
     def __hash__(self):
         return id(self)

@@ -63,6 +63,27 @@ def is_internal(code: Any) -> bool:
     return _code_kind(code) == _INTERNAL
 
 
+def package_function(skip: int = 1) -> str | None:
+    """The installed package's function that the user's code called and that is running now (its
+    public module and name: scipy.optimize.rosen), else None. For messages only."""
+    frame, outer = sys._getframe(skip), None
+    while frame is not None:
+        kind = _code_kind(frame.f_code)
+        if kind == _USER:
+            break
+        if kind == _LIBRARY:
+            outer = frame
+        frame = frame.f_back
+    if outer is None or frame is None:
+        return None
+    module = []
+    for part in str(outer.f_globals.get("__name__", "")).split("."):
+        if part.startswith("_"):  # scipy.optimize._optimize: the package that exports it
+            break
+        module.append(part)
+    return ".".join(module + [getattr(outer.f_code, "co_qualname", outer.f_code.co_name)])
+
+
 def user_site(skip: int = 1) -> tuple[str, int] | None:
     """The user's file and line: the innermost frame of the user's own code, else of a library
     (scipy.special called from an installed package), never of jaccli or NumPy."""

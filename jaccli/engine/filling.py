@@ -1,0 +1,149 @@
+"""Arrays f makes with NumPy's creation functions: plain NumPy until f writes a traced value into one, traced from then on.
+
+`r = np.zeros(m); r[i] = y[i] - x[0] * np.exp(-x[1] * t[i])` is how residuals are written. While f
+runs, the creation functions f's modules call (np.zeros, np.empty, np.ones, np.full, the *_like ones
+of plain arrays, np.eye, np.identity, np.array of numbers, np.arange, np.copy; numpy_proxies.py
+swaps them in) return a `Fillable`: an ndarray in every respect, read and computed with by NumPy's
+own code at NumPy's cost, except that its __setitem__ looks at the value written. The first traced
+value written promotes it in place (its class becomes `Filled`): from then on it stands for a traced
+array, as np.zeros_like(x) would be, and every operation on it goes to that array (one buffer, written
+in place by later writes, as the traced array's own writes are).
+
+Why a subclass and not ndarray itself: an ndarray's __setitem__ is NumPy's C slot, and writing a
+traced value into one calls only the traced value's __array__, from C, with no reference to the
+array written; and Python refuses to change the class of an instance of a static type (ndarray),
+so an array made plain cannot become anything else later. `isinstance(r, np.ndarray)` holds,
+`type(r) is np.ndarray` does not (np.asarray(r) is a plain ndarray).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import TracingError
+from .handlers import DEFERS_TO, INTERNAL
+from .tracer import HOLDERS, Tracer, holds_tracer, lift
+from .user_sites import user_site
+
+
+class Fillable(np.ndarray):
+    """An array f made: NumPy's own, until f writes a traced value into it (then it is `Filled`)."""
+
+    # What NumPy computes from it is a plain ndarray (a ufunc's result, or a function's where a plain array
+    # takes part): only the array f made takes traced writes, and a traced array's value is never one.
+    __array_priority__ = -1.0
+
+    def __array_wrap__(self, array: Any, context: Any = None, return_scalar: bool = False) -> Any:
+        return array[()] if return_scalar else array
+
+    def __setitem__(self, idx: Any, v: Any) -> None:
+        kind = type(v)
+        if kind is not Tracer and kind is not Filled and not ((kind is list or kind is tuple) and holds_tracer(v)):
+            np.ndarray.__setitem__(self, idx, v)
+        elif self.dtype.kind not in "fc":  # NumPy would cast to integers: its own refusal (Tracer.__array__)
+            np.ndarray.__setitem__(self, idx, v)
+        else:
+            _promote(self, idx, lift(v))
+
+    def __reduce_ex__(self, protocol: int) -> Any:  # pickled (and copied) as the plain array it is
+        return np.asarray(self).__reduce_ex__(protocol)
+
+
+def _promote(a: Fillable, idx: Any, v: Any) -> None:
+    """a[idx] = v for a traced v: `a` becomes the `Filled` that stands for the traced result."""
+    if isinstance(a.base, Fillable):
+        raise TracingError(
+            "a traced value is written into a view of an array (like row = r[0]; row[1] = v, or r.T[0] = v), "
+            "which jaccli does not carry back to the array; write into the array itself with one index "
+            "(r[0, 1] = v)", user_site(3))
+    traced = INTERNAL["setitem"](np.array(a), v, idx)  # a copy: the recording's own buffer from here on
+    if a.flags.writeable:
+        # What reads this memory from now on bypasses the recording (an installed package's np.asarray,
+        # a view taken before the write): NaN there, loud, rather than values whose derivative is lost.
+        # (A read-only one is held by a recorded operation already, which keeps its values.)
+        np.ndarray.fill(a, np.nan)
+    a.__class__ = Filled
+    a.__dict__["_traced"] = traced
+
+
+def unwrap(obj: Any) -> Any:
+    """obj with every `Filled` (inside lists and tuples too) replaced by the traced array it stands for."""
+    kind = type(obj)
+    if kind is Filled:
+        return obj.__dict__["_traced"]
+    if kind is list or kind is tuple:
+        return kind(unwrap(o) for o in obj)
+    return obj
+
+
+_OWN = frozenset(("__class__", "__dict__"))
+
+
+class Filled(Fillable):
+    """A `Fillable` after f wrote a traced value into it: every operation goes to the traced array
+    it stands for (its own memory holds NaN: see `_promote`)."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in _OWN:
+            return object.__getattribute__(self, name)
+        return getattr(object.__getattribute__(self, "__dict__")["_traced"], name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self.__dict__["_traced"], name, value)  # r.shape = (2, 3)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        kwargs = {k: unwrap(v) for k, v in kwargs.items()}
+        if method == "__call__":
+            return ufunc(*unwrap(inputs), **kwargs)
+        return getattr(ufunc, method)(*unwrap(inputs), **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return func(*unwrap(args), **{k: unwrap(v) for k, v in kwargs.items()})
+
+    def __setitem__(self, idx: Any, v: Any) -> None:
+        self.__dict__["_traced"][idx] = unwrap(v)
+
+    def __reduce_ex__(self, protocol: int) -> Any:
+        return self.__dict__["_traced"].__reduce_ex__(protocol)
+
+
+def _forward(name: str) -> Any:
+    def method(self, *args: Any) -> Any:
+        return getattr(self.__dict__["_traced"], name)(*unwrap(args))
+    method.__name__ = name
+    return method
+
+
+def _forward_in_place(name: str) -> Any:
+    def method(self, other: Any) -> Any:
+        traced = self.__dict__["_traced"]
+        self.__dict__["_traced"] = getattr(traced, name)(unwrap(other))  # (the traced array, updated)
+        return self
+    method.__name__ = name
+    return method
+
+
+# Special methods Python looks up on the type (not through __getattribute__): each goes to the traced array.
+# (The rest, such as bitwise operators, are ndarray's, which call the ufunc: Filled.__array_ufunc__.)
+for _name in ("__getitem__", "__iter__", "__len__", "__repr__", "__str__", "__format__", "__bool__", "__float__",
+              "__int__", "__index__", "__complex__", "__round__", "__copy__", "__deepcopy__", "__array__", "__neg__",
+              "__pos__", "__abs__", "__divmod__", "__rdivmod__",
+              *(f"__{p}{op}__" for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul")
+                for p in ("", "r")),
+              *(f"__{op}__" for op in ("eq", "ne", "lt", "le", "gt", "ge"))):
+    setattr(Filled, _name, _forward(_name))
+for _name in ("add", "sub", "mul", "truediv", "pow", "matmul"):
+    setattr(Filled, f"__i{_name}__", _forward_in_place(f"__i{_name}__"))
+Filled.__hash__ = None  # (as ndarray's)
+
+HOLDERS[Filled] = unwrap
+DEFERS_TO.add(Filled)  # a traced array's NumPy call that meets one leaves it to Filled's, which unwraps it
+
+
+def fillable(out: Any) -> Any:
+    """out, a creation function's result, as a `Fillable` if it is a plain array of numbers."""
+    if type(out) is np.ndarray and out.base is None and out.dtype.kind in "biufc":  # (a new array, not a view)
+        return out.view(Fillable)
+    return out

@@ -306,3 +306,53 @@ def test_the_command_line_differentiates_residuals_filled_into_np_zeros(tmp_path
         want[9 + k, k + 1] = 1.0
         want[9 + k, k] = -2.0 * x[k]
     np.testing.assert_allclose(J, want, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_a_loop_of_writes_into_np_zeros_keeps_one_buffer_and_copies_no_seed_block_per_write(mode, monkeypatch):
+    from jaccli.engine.rules import indexing
+
+    m, n = 80, 5
+    M = np.random.default_rng(3).standard_normal((m, m))  # makes every seed block dense
+    x = np.random.default_rng(4).standard_normal(n)
+
+    def f(x):
+        r = np.zeros(m)
+        for i in range(m):
+            r[i] = x[i % n] ** 2 * (i + 1.0)
+        return M @ r
+
+    want = np.zeros((m, n))
+    want[np.arange(m), np.arange(m) % n] = 2 * x[np.arange(m) % n] * (np.arange(m) + 1.0)
+    copies = []
+    impl = indexing.assign.impl
+    monkeypatch.setattr(indexing.assign, "impl", lambda a, v, idx: copies.append(np.ndim(a)) or impl(a, v, idx))
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x, mode=mode)), M @ want, rtol=1e-12, atol=1e-12)
+    assert sum(1 for d in copies if d == 1) <= 2, f"{len(copies)} copies of r for {m} writes"  # the recording
+    assert sum(1 for d in copies if d > 1) <= 2, f"{len(copies)} copies of a seed block for {m} writes"
+
+
+def test_in_place_operators_on_a_made_array_take_traced_and_plain_values():
+    def f(x):
+        r = np.ones(3)
+        r *= 2.0          # plain: NumPy's own
+        r += x            # traced: r now stands for 2 + x
+        r[1] *= x[2]
+        return r
+
+    want = np.eye(3)
+    want[1] = [0.0, X[2], 2.0 + X[1]]
+    for mode in ("reverse", "forward"):
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, X, mode=mode)), want, rtol=1e-14)
+
+
+def test_an_array_used_by_a_recorded_operation_then_written_keeps_numpys_semantics():
+    def f(x):
+        w = np.full(3, 2.0)
+        y = x * w         # holds w's values as they are now
+        w[0] = x[1]       # a traced write: w becomes traced; y is unchanged, as in NumPy
+        return y + w
+
+    want = 2.0 * np.eye(3)
+    want[0, 1] += 1.0
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, X)), want, rtol=1e-14)

@@ -529,7 +529,8 @@ CLI_MESSAGES = [
     # escaping the trace is exit 3
     Case(["jacobian", "{tmp}/m.py", "[1, 2]"],
          "{tmp}/m.py:2: float() takes a traced value out of jaccli's recording, so its derivative is lost; "
-         'keep values as arrays and use NumPy functions (np.sin, not math.sin)',
+         'keep values as arrays and use NumPy functions (np.sin, not math.sin); for a count or an index (a loop '
+         "bound, a table's row), int(x[0]) is taken as a constant",
          files={'m.py': 'def f(x):\n    return float(x[0]) * x\n'}),
     # an array changed after an operation used it is exit 3
     Case(["jacobian", "{tmp}/m.py", "[1, 2]"],

@@ -24,19 +24,27 @@ import numpy as np
 
 from ..errors import TracingError
 from .handlers import DEFERS_TO, INTERNAL
-from .tracer import HOLDERS, Tracer, holds_tracer, lift
+from .tracer import HOLDERS, NOT_PLAIN, Tracer, holds_tracer, lift
 from .user_sites import user_site
 
 
 class Fillable(np.ndarray):
     """An array f made: NumPy's own, until f writes a traced value into it (then it is `Filled`)."""
 
-    # What NumPy computes from it is a plain ndarray (a ufunc's result, or a function's where a plain array
-    # takes part): only the array f made takes traced writes, and a traced array's value is never one.
+    # NumPy computes with it as with the plain array it is (a view of the same memory), so that what it
+    # computes is plain, and a recorded operation holds it as a plain constant (never a Fillable, which a
+    # replay could not copy or compare): only the array f made takes traced writes.
     __array_priority__ = -1.0
 
-    def __array_wrap__(self, array: Any, context: Any = None, return_scalar: bool = False) -> Any:
-        return array[()] if return_scalar else array
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        out = kwargs.get("out")
+        if out is not None:
+            kwargs["out"] = tuple(_plain(o) for o in out)
+        result = getattr(ufunc, method)(*(_plain(a) for a in inputs), **kwargs)
+        return result if out is None else (out[0] if len(out) == 1 else out)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return func(*_plain_all(args), **{k: _plain_all(v) for k, v in kwargs.items()})
 
     def __setitem__(self, idx: Any, v: Any) -> None:
         kind = type(v)
@@ -49,6 +57,39 @@ class Fillable(np.ndarray):
 
     def __reduce_ex__(self, protocol: int) -> Any:  # pickled (and copied) as the plain array it is
         return np.asarray(self).__reduce_ex__(protocol)
+
+
+def _in_place(name: str) -> Any:
+    """r += v: NumPy's in place for a plain v; for a traced v, r becomes (r + v), as r[...] = r + v."""
+    ufunc = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+             "pow": np.power}[name]
+
+    def method(self, other: Any) -> Any:
+        if type(other) is Tracer or type(other) is Filled or holds_tracer(other):
+            if self.dtype.kind in "fc":
+                _promote(self, Ellipsis, ufunc(np.asarray(self), lift(other)))
+                return self
+        ufunc(self, other, out=(self,))  # (NumPy's own refusal of a traced value into integers)
+        return self
+    method.__name__ = f"__i{name}__"
+    return method
+
+
+for _name in ("add", "sub", "mul", "truediv", "pow"):
+    setattr(Fillable, f"__i{_name}__", _in_place(_name))
+
+
+def _plain(a: Any) -> Any:
+    return a.view(np.ndarray) if type(a) is Fillable else a
+
+
+def _plain_all(obj: Any) -> Any:
+    kind = type(obj)
+    if kind is Fillable:
+        return obj.view(np.ndarray)
+    if kind is list or kind is tuple:
+        return kind(_plain_all(o) for o in obj)
+    return obj
 
 
 def _promote(a: Fillable, idx: Any, v: Any) -> None:
@@ -78,7 +119,7 @@ def unwrap(obj: Any) -> Any:
     return obj
 
 
-_OWN = frozenset(("__class__", "__dict__"))
+_OWN = frozenset(("__class__", "__dict__", "flags", "setflags"))  # (its memory's flags: the Freezer sets them back)
 
 
 class Filled(Fillable):
@@ -139,11 +180,17 @@ for _name in ("add", "sub", "mul", "truediv", "pow", "matmul"):
 Filled.__hash__ = None  # (as ndarray's)
 
 HOLDERS[Filled] = unwrap
-DEFERS_TO.add(Filled)  # a traced array's NumPy call that meets one leaves it to Filled's, which unwraps it
+NOT_PLAIN.update((Fillable, Filled))
+# A traced array's NumPy call that meets one leaves it to theirs, which unwraps it (or views it as plain)
+DEFERS_TO.update((Fillable, Filled))
 
 
 def fillable(out: Any) -> Any:
     """out, a creation function's result, as a `Fillable` if it is a plain array of numbers."""
-    if type(out) is np.ndarray and out.base is None and out.dtype.kind in "biufc":  # (a new array, not a view)
-        return out.view(Fillable)
-    return out
+    if type(out) is not np.ndarray or out.base is not None or out.dtype.kind not in "biufc":  # (new arrays only)
+        return out
+    # Its own memory (a copy), not a view of out: NumPy's plain views of it then have it as their base,
+    # so that the Freezer, which holds what a recorded operation took, holds the array f writes into.
+    made = Fillable(out.shape, out.dtype, order="F" if out.flags.f_contiguous and not out.flags.c_contiguous else "C")
+    np.ndarray.__setitem__(made, Ellipsis, out)
+    return made

@@ -29,6 +29,7 @@ _SEQUENCES = (list, tuple)  # and their subclasses: named tuples (np.linalg.slog
 # Types that stand for a traced array they hold -> the function that gives it (engine/filling.py's Filled:
 # an array f made with np.zeros, after f wrote a traced value into it).
 HOLDERS: dict[type, Any] = {}
+NOT_PLAIN: set[type] = set()  # ndarray subclasses an operation must not hold as plain constants (both of filling.py's)
 
 
 def holds_tracer(obj: Any) -> bool:
@@ -103,7 +104,7 @@ def needs_lifting(func: Any, args: tuple, kwargs: dict) -> bool:
 def _op(ufunc: Any, a: Any, b: Any) -> Any:
     """ufunc(a, b) for a traced operand and a number, array or traced operand."""
     other = b if type(a) is Tracer else a
-    if type(other) is Tracer or (isinstance(other, _PLAIN_OPERANDS) and type(other) not in HOLDERS):
+    if type(other) is Tracer or (isinstance(other, _PLAIN_OPERANDS) and type(other) not in NOT_PLAIN):
         handler = UFUNC_HANDLERS.get(ufunc)
         if handler is not None:
             return handler(a, b)

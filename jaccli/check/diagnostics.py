@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from jaccli.engine import CONDITION_ARGUMENTS, MONITOR, Node, Recording, Trace, peek
+from jaccli.engine import CONDITION_ARGUMENTS, MONITOR, Node, Recording, Trace, limit_met, peek
 
 
 def __getattr__(name: str) -> Any:
@@ -343,8 +343,13 @@ class NonfiniteMonitor:
         element = element[1:]  # drop the seed axis
         site = node.site or (None, None)
         trace = rec.trace if rec is not None else None
+        notes = registry_notes(node.prim.name)
+        limit = limit_met(node)
+        if limit is not None and "nan" in values:
+            notes = (f"{node.prim.name.removeprefix('np.')}' = inf here met a zero {limit}: the derivative here "
+                     "exists only as a limit")
         return Provenance(node.prim.name, _SWEEP_NAMES.get(kind, kind), site[0], site[1], values, element,
-                          _from_inactive_where(trace, node), registry_notes(node.prim.name))
+                          _from_inactive_where(trace, node), notes)
 
 
 def _finite_result(result: Any) -> bool:

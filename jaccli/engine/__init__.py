@@ -30,7 +30,7 @@ _EXPORTS = {
     "Recording": "recording", "Unique": "recording", "as_float": "recording", "call_traced": "recording",
     "pause_for": "recording", "private_copy": "recording", "private_float": "recording",
     "current_errstate": "guards", "plan_form": "sweep_plans", "renewed_plan": "sweep_plans", "rewritable": "tape",
-    "write_in_place": "views",
+    "write_in_place": "views", "limit_met": "limits",
     "Phase": "progress", "ProgressObserver": "progress", "blocks": "progress", "counting": "progress",
     "current_observer": "progress", "observing": "progress",
 }
@@ -39,6 +39,7 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from .facts import CONDITION_ARGUMENTS, EXPRESSION_FUNCTIONS, KINK_CROSSINGS, MATRIX_PRODUCTS, STRUCTURES
     from .guards import Guard, current_errstate, errstate_token
+    from .limits import limit_met
     from .numpy_proxies import primal_nested
     from .progress import Phase, ProgressObserver, blocks, counting, current_observer, observing
     from .recording import Recording, Unique, as_float, call_traced, pause_for, private_copy, private_float

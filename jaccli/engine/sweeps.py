@@ -13,7 +13,8 @@ from .seeds import SparseBlock
 from .sweep_plans import plan_forward, plan_reverse
 from .tape import Node, Trace, no_rule_error
 from .thread_state import ThreadSlot
-from .tracer import Tracer, memory_root
+from .limits import SWEEP, Probe
+from .tracer import Tracer, memory_root, peek
 from .user_sites import RULE_SITE, attributed_to
 
 
@@ -118,7 +119,8 @@ def _take(store: dict, node: Node, owned: dict) -> tuple[Any, bool]:
 MONITOR = ThreadSlot()
 
 
-def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool = False) -> list:
+def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool = False,
+            probe_at: tuple | None = None) -> Any:
     """Pull a block of cotangents back from `outputs` to the input nodes `wrt`.
 
     Args:
@@ -132,8 +134,19 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
 
     Returns:
         One cotangent block per `wrt` node, shape ``(K,) + input.shape``, or None where no
-        path leads from the input to a seeded output (a structural zero).
+        path leads from the input to a seeded output (a structural zero). With `probe_at`
+        (values, node): the cotangent that reaches node, the rules made from `values` (limits.py).
     """
+    if probe_at is None:
+        outer = SWEEP.v
+        SWEEP.v = Probe(lambda values, node, argnum: reverse(trace, outputs, tuple(map(_plain_seed, seeds)), wrt,
+                                                             False, (values, node)), trace, "cotangent")
+        try:
+            return reverse(trace, outputs, seeds, wrt, traced, ())
+        finally:
+            SWEEP.v = outer
+    probe = SWEEP.v
+    values, capture = probe_at or (None, None)
     wrt_mask = 0
     for node in wrt:
         wrt_mask |= node.deps
@@ -151,6 +164,8 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
         cut = plan.cut
         for node in plan:
             g, mine = _take(store, node, owned)
+            if node is capture:
+                return g
             if g is None:
                 continue
             if not node.parents:
@@ -158,15 +173,18 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                     results[id(node)] = g
                 continue
             RULE_SITE.v = node.site
-            if node.prim.vjp_in_place is not None and not traced and MONITOR.v is None \
+            if probe is not None:
+                probe.node = node
+            if node.prim.vjp_in_place is not None and not traced and values is None and MONITOR.v is None \
                     and type(g) in (np.ndarray, SparseBlock):
                 _pull_in_place(node, g, mine, store, owned, wrt_mask)  # never a cut c's consumer (cancelled_shifts._combine)
                 continue
-            retraced = _retraced(node, trace) if traced else None
+            retraced = _retraced(node, trace) if traced else _probed(node, values) if values is not None else None
             for argnum, parent, pidx in node.parents:
                 if not parent.deps & wrt_mask or (cut and parent.index in cut):
                     continue
-                if argnum == 0 and pidx is None and node.prim.vjp_into is not None and MONITOR.v is None:
+                if argnum == 0 and pidx is None and node.prim.vjp_into is not None and MONITOR.v is None \
+                        and values is None:
                     acc = store.get(parent)
                     if acc is not None and type(acc) not in (SparseBlock, _PendingSum) and type(g) is not SparseBlock:
                         args = node.args if retraced is None else retraced[1]
@@ -186,7 +204,7 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                 if MONITOR.v is not None:
                     MONITOR.v(node, argnum, ct, "reverse")
                 _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct, owned)
-    return [results.get(id(n)) for n in wrt]
+    return None if capture is not None else [results.get(id(n)) for n in wrt]
 
 
 def _pull_in_place(node: Node, g: Any, mine: bool, store: dict, owned: dict, wrt_mask: int) -> None:
@@ -247,7 +265,8 @@ def _traced_rule(node: Node, argnum: int, retraced: tuple[Any, list], mode: str 
     return maker(ans, *args, **node.kwargs)
 
 
-def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple, traced: bool = False) -> list:
+def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple, traced: bool = False,
+            probe_at: tuple | None = None) -> Any:
     """Push a block of tangents from input nodes to `outputs`.
 
     Args:
@@ -260,8 +279,20 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple, traced
 
     Returns:
         One tangent block per output, shape ``(K,) + output.shape``, or None where the output
-        does not depend on any seeded input (a structural zero).
+        does not depend on any seeded input (a structural zero). With `probe_at` (values, node):
+        what node's rule for argument `argnum` makes of its tangent, the rules made from `values`
+        (limits.py).
     """
+    if probe_at is None:
+        outer = SWEEP.v
+        SWEEP.v = Probe(lambda values, node, argnum: forward(trace, inputs, tuple(map(_plain_seed, tangents)),
+                                                             outputs, False, (values, node, argnum)), trace, "tangent")
+        try:
+            return forward(trace, inputs, tangents, outputs, traced, ())
+        finally:
+            SWEEP.v = outer
+    probe = SWEEP.v
+    values, capture, at = probe_at or (None, None, None)
     wrt_mask = 0
     for node in inputs:
         wrt_mask |= node.deps
@@ -277,12 +308,18 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple, traced
         for pos, node in enumerate(order):
             if not node.parents:
                 continue
+            if node is capture:  # what the rule for argument `at` makes of its tangent here
+                t = next((_get(store, p, i) for a, p, i in node.parents if a == at), None)
+                rule = None if t is None else _traced_rule(node, at, _probed(node, values), "forward")
+                return None if rule is None else rule(t)
             RULE_SITE.v = node.site
+            if probe is not None:
+                probe.node = node
             acc = None
-            if node.prim.jvp_in_place is not None and MONITOR.v is None and not traced \
+            if node.prim.jvp_in_place is not None and MONITOR.v is None and not traced and values is None \
                     and _push_in_place(node, pos, store, last_use, owned):
                 continue
-            retraced = _retraced(node, trace) if traced else None
+            retraced = _retraced(node, trace) if traced else _probed(node, values) if values is not None else None
             if node.prim.jvp_joint is not None:
                 ts = [None] * len(node.args)
                 for argnum, parent, pidx in node.parents:
@@ -315,17 +352,32 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple, traced
                     else:
                         acc = acc + out
             for _, parent, _ in node.parents:
-                if last_use.get(parent.index) == pos:
+                if last_use.get(parent.index) == pos and capture is None:
                     store.pop(parent, None)
             if acc is not None:
                 if MONITOR.v is not None:
                     MONITOR.v(node, -1, acc, "forward")
                 if owned:
                     _disown_shared(acc, owned)
-                if node.prim.jvp_in_place is not None and not traced and type(acc) is np.ndarray and acc.base is None:
+                if node.prim.jvp_in_place is not None and not traced and values is None and type(acc) is np.ndarray \
+                        and acc.base is None:
                     owned[id(acc)] = acc  # jvp_joint's result is fresh (see Primitive.jvp_in_place)
                 store[node] = list(acc) if node.prim.multi_out else acc
-    return [_get(store, node, idx) for node, idx in outputs]
+    return None if capture is not None else [_get(store, node, idx) for node, idx in outputs]
+
+
+def _probed(node: Node, values: dict) -> tuple[Any, list]:
+    """node's result and arguments at the probe's point (limits.py), as _retraced's."""
+    args = [peek(a) for a in node.args]
+    for argnum, parent, pidx in node.parents:
+        value = values[parent]
+        args[argnum] = value if pidx is None else value[pidx]
+    return values[node], args
+
+
+def _plain_seed(s: Any) -> Any:
+    """A seed block as the probe's plain sweep takes it: a traced one's plain value."""
+    return peek(s) if type(s) is Tracer else s
 
 
 def _disown_shared(acc: Any, owned: dict) -> None:

@@ -11,6 +11,7 @@ from ..facts import KINK_CROSSINGS, NO_KINK, SAMPLE_RULES, SHIFT_FORMS, allow_in
 from ..registry import family, primitive, register, register_primitive
 from ..sample_independence import elementwise as samples_apart
 from ..seeds import SparseBlock
+from ..limits import SWEEP
 from ..tracer import Tracer, guarded
 from ._util import crossed_at_zero, expand, unbroadcast
 
@@ -29,18 +30,35 @@ def _finite(d) -> bool:
     return guarded(_all_finite, d)
 
 
-def _safe_product(factor):
-    """g -> g * factor, where a zero entry of g gives exactly 0 even if factor is inf or NaN there.
+def _met(g, factor) -> np.ndarray:
+    """Where a zero of g meets a non-finite factor (g's shape, its block axis first)."""
+    g = g.todense() if type(g) is SparseBlock else g
+    return np.asarray((g == 0) & ~np.isfinite(factor))
+
+
+def _safe_product(factor, argnum: int = 0):
+    """g -> g * factor, where a zero entry of g that is structural gives exactly 0 even if factor is
+    inf or NaN there, and a zero value gives NaN (engine/limits.py tells them apart).
 
     A zero cotangent is what a masked-out branch of np.where sends back; 0 * inf would otherwise
-    turn a structural zero into NaN (JAX's "double where" problem).
+    turn a structural zero into NaN (JAX's "double where" problem). A zero that is a value
+    (-sin(0) before sqrt'(0) = inf) leaves a derivative that exists only as a limit.
     """
     if _finite(factor):
         return lambda g: g * factor
 
     def rule(g):
         with np.errstate(invalid="ignore"):
-            return np.where(g == 0, 0.0, g * factor)
+            prod = g * factor
+            out = np.where(g == 0, 0.0, prod)
+        probe = SWEEP.v
+        if probe is None:
+            return out
+        meet = guarded(_met, g, factor) if type(g) is Tracer or type(factor) is Tracer else _met(g, factor)
+        if not meet.any():
+            return out
+        zeros = probe.value_zeros(meet, argnum)
+        return np.where(zeros, prod, out) if zeros.any() else out  # (prod: 0 * inf, NaN, at any order)
     return rule
 
 
@@ -59,7 +77,7 @@ def _finite_tangent(t) -> bool:
     return _finite(t)
 
 
-def _tangent_product(factor):
+def _tangent_product(factor, argnum: int = 0):
     """t -> t * factor for a forward rule: _safe_product's, and its dual, where a factor that is
     exactly 0 gives exactly 0 even if the tangent is inf or NaN there.
 
@@ -69,7 +87,7 @@ def _tangent_product(factor):
     the infinite derivative of factor (1.5 x**0.5 at 0). Reverse mode's zero cotangent already
     gives 0 there; 0 * inf would leak NaN into the forward Jacobian or the default Hessian.
     """
-    scale = _safe_product(factor)
+    scale = _safe_product(factor, argnum)
     if _no_zero(factor) if type(factor) is not Tracer else guarded(_no_zero, factor):
         return scale
     zero = factor == 0
@@ -79,10 +97,24 @@ def _tangent_product(factor):
         if _finite_tangent(t):  # the factor is finite: only a non-finite tangent can leak
             return out
         # Only where the product is 0 * inf or 0 * NaN: elsewhere it stays a product, whose
-        # derivative in the factor (a zero of x in prod's rules) a higher order needs.
+        # derivative in the factor (a zero of x in prod's rules) a higher order needs. A zero
+        # factor that is a value (x's, in x * sqrt(x) at 0) leaves NaN there (engine/limits.py).
         leak = zero & ~np.isfinite(out)
-        return np.where(leak, 0.0, out) if leak.any() else out
+        if not leak.any():
+            return out
+        probe = SWEEP.v
+        if probe is not None:
+            met = guarded(_leaks, factor, out) if type(out) is Tracer or type(factor) is Tracer else _leaks(factor, out)
+            zeros = probe.value_zeros(met, argnum)
+            if zeros.any():
+                return np.where(leak & ~zeros, 0.0, out)
+        return np.where(leak, 0.0, out)
     return rule
+
+
+def _leaks(factor, out) -> np.ndarray:
+    out = out.todense() if type(out) is SparseBlock else out
+    return np.asarray((factor == 0) & ~np.isfinite(out))
 
 
 def _scale(d):
@@ -135,12 +167,12 @@ def _nary(ufunc, partials, *, notes: str = "", kink=None, crossed=NO_KINK, name=
             continue
 
         def vjp_maker(ans, *args, _d=d, _pos=pos, **kw):
-            scale = _safe_product(_d(ans, *args))
+            scale = _safe_product(_d(ans, *args), _pos)
             shape = np.shape(args[_pos])
             return lambda g: unbroadcast(scale(g), shape)
 
         def jvp_maker(ans, *args, _d=d, _pos=pos, **kw):
-            scale = _tangent_product(_d(ans, *args))
+            scale = _tangent_product(_d(ans, *args), _pos)
             shape = np.shape(args[_pos])
             out_shape = np.shape(ans)
             return lambda t: scale(expand(t, shape, out_shape))

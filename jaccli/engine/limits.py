@@ -99,8 +99,10 @@ def _replayed(trace: Any) -> dict | None:
             if type(v) is not np.ndarray and not isinstance(v, (float, np.floating)):
                 return None
             v = np.asarray(v, dtype=float)
-            values[node] = v + _STEP * (1.0 + np.abs(v)) * rng.uniform(0.5, 1.0, np.shape(v)) * \
-                rng.choice((-1.0, 1.0), np.shape(v))
+            with np.errstate(all="ignore"):
+                moved = v + _STEP * (1.0 + np.abs(v)) * rng.uniform(0.5, 1.0, np.shape(v)) * \
+                    rng.choice((-1.0, 1.0), np.shape(v))
+            values[node] = np.where(np.isfinite(v), moved, v)  # (inf stays inf, not inf - inf)
             continue
         args = [peek(a) for a in node.args]  # (a lower level's traced constant: its plain value)
         for argnum, parent, pidx in node.parents:

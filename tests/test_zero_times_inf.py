@@ -110,3 +110,12 @@ def test_the_command_line_reports_the_operation_and_line_and_fails_on_request(tm
     assert "= inf here met a zero" in result.stderr and "the derivative here exists only as a limit" in result.stderr
     checked = invoke(runner, "check", func, "[0, 0]", "--order", "2")
     assert checked.exit_code == 1 and "NaN" in checked.stderr
+
+
+def test_hvp_sparse_hessian_and_a_replayed_hessian_are_nan_there_too():
+    _, hv = jaccli.hvp(_norm_cos, np.zeros(2), np.array([1.0, 0.0]))
+    assert np.isnan(hv).all()
+    assert np.isnan(jaccli.sparse_hessian(_norm_cos, np.zeros(2)).toarray()).all()
+    rec = jaccli.record_once(_norm_cos)
+    assert np.isfinite(np.asarray(jaccli.hessian(rec, np.array([0.3, 0.1])))).all()
+    assert np.isnan(np.asarray(jaccli.hessian(rec, np.zeros(2)))).all()

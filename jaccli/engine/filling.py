@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import TracingError
-from .handlers import DEFERS_TO, INTERNAL
-from .tracer import HOLDERS, NOT_PLAIN, Tracer, holds_tracer, lift
+from .handlers import DEFERS_TO, HOLDERS, INTERNAL, NOT_PLAIN
+from .tracer import Tracer, holds_tracer, lift
 from .user_sites import user_site
 
 

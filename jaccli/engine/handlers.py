@@ -12,6 +12,11 @@ INTERNAL: dict[str, Any] = {}
 # Installers of the rules for optional packages (scipy.special), called with a callable that has no
 # rule (or None, before f runs); each returns whether rules for it are installed now.
 OPTIONAL_RULES: list[Any] = []
+# Types that stand for a traced array they hold -> the function that gives it (engine/filling.py's Filled:
+# an array f made with np.zeros, after f wrote a traced value into it).
+HOLDERS: dict[type, Any] = {}
+# ndarray subclasses that an operation must not hold as plain constants (both of engine/filling.py's).
+NOT_PLAIN: set[type] = set()
 # Array types that a NumPy call taking them and a traced value is left to: the sweeps' structured seed
 # blocks (engine/seeds.py adds its SparseBlock), whose own methods densify them or keep their structure.
 DEFERS_TO: set[type] = set()

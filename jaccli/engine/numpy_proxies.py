@@ -15,8 +15,8 @@ import numpy as np
 
 from ..errors import UnsupportedOperationError
 from .filling import fillable
-from .handlers import FUNCTION_HANDLERS, FUNCTION_SWAPS, INTERNAL, STAND_IN_HOOKS
-from .tracer import HOLDERS, Tracer, holds_sequence, holds_tracer, lift, lift_args, needs_lifting, peek, primal
+from .handlers import FUNCTION_HANDLERS, FUNCTION_SWAPS, HOLDERS, INTERNAL, STAND_IN_HOOKS
+from .tracer import Tracer, holds_sequence, holds_tracer, lift, lift_args, needs_lifting, peek, primal
 from .user_sites import user_site
 
 

@@ -24,8 +24,9 @@ from .intercept import intercept_numpy
 from .numpy_proxies import primal_nested
 from .progress import counting, current_observer
 from .tape import sever
+from .handlers import HOLDERS
 from .nested_lists import refuse_ragged
-from .tracer import HOLDERS, Tracer, holds_tracer, lift
+from .tracer import Tracer, holds_tracer, lift
 
 def as_float(x: Any) -> Any:
     """Inputs are differentiated in floating point: integers and booleans become float64, float16 becomes

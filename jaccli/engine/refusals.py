@@ -121,6 +121,14 @@ def memory_reader() -> str | None:
     return None if frame is None else _READS_MEMORY.get(frame.f_code)
 
 
+# escape_error's arguments for a traced value converted where jaccli cannot tell by what (Tracer.__array__).
+PLAIN_CONVERSION = ("converting to a plain NumPy array (np.array/np.asarray of a traced value in a module f's module "
+                    "does not import, a list holding traced values where jaccli cannot see it, or writing a traced "
+                    "value into an array f did not make itself)",
+                    "make the array in f or in a module of yours it imports (r = np.zeros(m), then r[i] = ...), or "
+                    "build it with np.stack([...]) or np.concatenate")
+
+
 def installed_package_escape() -> TracingError | None:
     """The error for an installed package's function, called by the user's code, converting a traced
     value (Tracer.__array__), naming it; None when no such function is running."""

@@ -8,11 +8,11 @@ import numpy as np
 
 from ..errors import TracingError, UnsupportedOperationError
 from .guards import Raised
-from .handlers import DEFERS_TO, FUNCTION_HANDLERS, INTERNAL, UFUNC_HANDLERS, installed_for
+from .handlers import DEFERS_TO, FUNCTION_HANDLERS, HOLDERS, INTERNAL, NOT_PLAIN, UFUNC_HANDLERS, installed_for
 from .memory_overlap import TOO_HARD, element_addresses, same_memory
 from .nested_lists import refuse_ragged
 from .ndarray_methods import NdarrayMethods, name_as_ndarray_methods
-from .refusals import (IN_PLACE_METHODS, INSTEAD, Formatted, escape_error, inside_np_vectorize,
+from .refusals import (IN_PLACE_METHODS, INSTEAD, PLAIN_CONVERSION, Formatted, escape_error, inside_np_vectorize,
                        installed_package_escape, memory_reader, numpy_name, passes_out, read_only_message,
                        same_value_cast, scalar_type_called, unswapped_caller)
 from .thread_state import ThreadSlot
@@ -26,10 +26,6 @@ _NO_HOOK = object()
 # Lists and tuples that hold traced values, where NumPy would convert them with np.asarray
 # ---------------------------------------------------------------------------
 _SEQUENCES = (list, tuple)  # and their subclasses: named tuples (np.linalg.slogdet's result, the user's own)
-# Types that stand for a traced array they hold -> the function that gives it (engine/filling.py's Filled:
-# an array f made with np.zeros, after f wrote a traced value into it).
-HOLDERS: dict[type, Any] = {}
-NOT_PLAIN: set[type] = set()  # ndarray subclasses an operation must not hold as plain constants (both of filling.py's)
 
 
 def holds_tracer(obj: Any) -> bool:
@@ -318,18 +314,13 @@ class Tracer(NdarrayMethods):
                 f"recording: jaccli stands in for it as {unswapped} and where f's module or your modules it "
                 f"imports name it, not where an installed package (or a module f's module does not import) "
                 f"imported it by name; write `import {module}` there and call {unswapped}(...)", user_site(2))
-        package = installed_package_escape()
-        if package is not None:
+        if (package := installed_package_escape()) is not None:
             raise package
         scalar = scalar_type_called(user_site(2))
         if scalar is not None:
             raise escape_error(f"np.{scalar}(...)", f"a NumPy scalar is a plain number: keep an array, "
                                                f"x.astype(np.{scalar}) (or x itself, where it already is {scalar})")
-        raise escape_error("converting to a plain NumPy array (np.array/np.asarray of a traced value in a module f's "
-                      "module does not import, a list holding traced values where jaccli cannot see it, or writing a "
-                      "traced value into an array f did not make itself)",
-                      "make the array in f or in a module of yours it imports (r = np.zeros(m), then r[i] = ...), "
-                      "or build it with np.stack([...]) or np.concatenate")
+        raise escape_error(*PLAIN_CONVERSION)
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for a name Tracer does not define: an ndarray attribute jaccli does not trace.
@@ -351,9 +342,7 @@ class Tracer(NdarrayMethods):
         # Branching on a value is fine: the derivative follows the branch that ran.
         return guarded(bool, self)
 
-    def __int__(self):
-        # A step function, whose derivative is 0 wherever it has one (np.floor's): a constant of the recording,
-        # guarded as a branch is (a replay where it differs records f again). A loop bound, a table's index.
+    def __int__(self):  # a step, whose derivative is 0 where it has one: a constant, guarded as a branch is
         return guarded(int, self)
 
     def __hash__(self):

@@ -21,7 +21,6 @@ from .user_sites import user_site
 _PLAIN_OPERANDS = (int, float, np.ndarray, np.floating, np.integer)
 _NO_HOOK = object()
 
-
 # ---------------------------------------------------------------------------
 # Lists and tuples that hold traced values, where NumPy would convert them with np.asarray
 # ---------------------------------------------------------------------------

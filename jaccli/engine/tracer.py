@@ -490,8 +490,7 @@ class Tracer(NdarrayMethods):
         # ndarray.sort sorts in place; here the traced array becomes its sorted self.
         self._become(np.sort(self, axis=axis, **kw))
 
-    def fill(self, value):
-        self._become(INTERNAL["full_like"](self, value))
+    def fill(self, value): self._become(INTERNAL["full_like"](self, value))
 
     def partition(self, kth, axis=-1, kind="introselect", order=None):
         self._become(np.partition(self, kth, axis=axis, kind=kind, order=order))  # in place, as sort

@@ -108,8 +108,8 @@ API = [
     Call('vjp-v-complex',
          lambda tmp: jaccli.vjp(lambda X: X * np.arange(6.0).reshape(2, 3), X23, np.ones((2, 3)) * 1j),
          ValueError, None,
-         'v is complex; jaccli differentiates real functions: give a real v (its real and imaginary parts one '
-         'at a time)'),
+         "v is complex but the output it goes with is real: give a real v (as JAX, a vector has its output's "
+         'dtype; docs/complex.md)'),
     Call('vjp-v-other-shape',
          lambda tmp: jaccli.vjp(lambda z: z * np.array([1.0, 2.0, 3.0]) + z[0] ** 2, X3, np.ones((2, 3))),
          ValueError, None,
@@ -123,8 +123,8 @@ API = [
     Call('jvp-v-complex',
          lambda tmp: jaccli.jvp(lambda X: X * np.arange(6.0).reshape(2, 3), X23, np.ones((2, 3)) * 1j),
          ValueError, None,
-         'v is complex; jaccli differentiates real functions: give a real v (its real and imaginary parts one '
-         'at a time)'),
+         "v is complex but the input it goes with is real: give a real v (as JAX, a vector has its input's "
+         'dtype; docs/complex.md)'),
     Call('jvp-v-other-shape',
          lambda tmp: jaccli.jvp(lambda z: z * np.array([1.0, 2.0, 3.0]) + z[0] ** 2, X3, np.ones((2, 3))),
          ValueError, None,
@@ -136,8 +136,8 @@ API = [
          'also read, row-major, and axes of length 1 may be added or left out).'),
     Call('hvp-v-complex', lambda tmp: jaccli.hvp(lambda X: (X ** 3).sum(), X23, np.ones((2, 3)) * 1j),
          ValueError, None,
-         'v is complex; jaccli differentiates real functions: give a real v (its real and imaginary parts one '
-         'at a time)'),
+         "v is complex but the input it goes with is real: give a real v (as JAX, a vector has its input's "
+         'dtype; docs/complex.md)'),
     Call('hvp-v-other-shape', lambda tmp: jaccli.hvp(lambda z: (z ** 3).sum(), X3, np.ones((2, 3))),
          ValueError, None,
          "v has invalid size: should be (3,) but got (2, 3) (the input's shape; a flat v of 3 entries is also "
@@ -608,9 +608,41 @@ API = [
     Call('hessian-batch-axis-2', lambda tmp: jaccli.hessian(lambda x: (x * x).sum(), np.ones(3), batch_axis=2),
          ValueError, None,
          'batch_axis should be None or 0, but got 2.'),
-    Call('complex-input', lambda tmp: jaccli.jacobian(lambda z: z ** 2, np.array([1 + 1j, 2 - 1j])),
-         TypeError, None,
-         'complex inputs are not supported by jaccli: split them into real and imaginary parts'),
+    Call('complex-in-and-out-not-holomorphic', lambda tmp: jaccli.jacobian(lambda z: z ** 2, np.array([1 + 1j, 2 - 1j])),
+         ValueError, None,
+         'jacobian of a function with complex inputs and complex outputs needs holomorphic=True (for a holomorphic '
+         "f, as JAX's); otherwise differentiate the real and imaginary parts of the output, or use "
+         'jaccli.jvp/jaccli.vjp (docs/complex.md)'),
+    Call('holomorphic-real-input', lambda tmp: jaccli.jacobian(lambda z: z ** 2, np.ones(2), holomorphic=True),
+         ValueError, None,
+         "jacobian with holomorphic=True needs complex inputs, as JAX's; give them a complex dtype "
+         '(x.astype(complex)), or leave holomorphic out (docs/complex.md)'),
+    Call('holomorphic-real-output',
+         lambda tmp: jaccli.jacobian(lambda z: np.abs(z), np.array([1 + 1j, 2 - 1j]), holomorphic=True),
+         ValueError, None,
+         "jacobian with holomorphic=True needs complex outputs, as JAX's; give them a complex dtype "
+         '(x.astype(complex)), or leave holomorphic out (docs/complex.md)'),
+    Call('vjp-holomorphic-real-input', lambda tmp: jaccli.vjp(lambda z: z * 1j, np.ones(2), np.ones(2), holomorphic=True),
+         ValueError, None,
+         "vjp with holomorphic=True needs complex inputs, as JAX's; give them a complex dtype "
+         '(x.astype(complex)), or leave holomorphic out (docs/complex.md)'),
+    Call('hessian-complex-input', lambda tmp: jaccli.hessian(lambda z: np.abs(z).sum(), np.array([1 + 1j, 2 - 1j])),
+         ValueError, None,
+         'hessian of a function of complex inputs needs holomorphic=True (for a holomorphic f), or the real and '
+         "imaginary parts passed as real inputs, as JAX's jacfwd (docs/complex.md)"),
+    Call('hvp-complex-input',
+         lambda tmp: jaccli.hvp(lambda z: np.abs(z).sum(), np.array([1 + 1j, 2 - 1j]), np.ones(2)),
+         ValueError, None,
+         "hvp of a function of complex inputs needs the real and imaginary parts passed as real inputs, as JAX's "
+         'jacfwd (docs/complex.md)'),
+    Call('hessian-complex-value', lambda tmp: jaccli.hessian(lambda x: np.exp(1j * x).sum(), np.ones(2)),
+         ValueError, None,
+         'hessian needs a real-valued f, but f returns complex values: differentiate np.real(f) or np.abs(f) ** 2, '
+         'or pass holomorphic=True for a holomorphic f of complex inputs (docs/complex.md)'),
+    Call('grad-complex-value', lambda tmp: jaccli.grad(lambda x: np.exp(1j * x).sum(), np.ones(2)),
+         ValueError, None,
+         'grad needs a real-valued f, but f returns complex values: differentiate np.real(f) or np.abs(f) ** 2, '
+         'or pass holomorphic=True for a holomorphic f of complex inputs (docs/complex.md)'),
     Call('wrt-negative-out-of-range', lambda tmp: jaccli.jacobian(lambda x: x * x, np.ones(3), wrt=-2),
          ValueError, None,
          'wrt: input -2 is out of range for 1 input(s)'),

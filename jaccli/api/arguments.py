@@ -77,8 +77,9 @@ def validate_options(batch_axis: Any, mode: str, chunk_size: Any, modes: Sequenc
             raise ValueError(f"chunk_size should be greater than 0, but got {chunk_size}.")
 
 
-def check_vector(v: Any, shapes: list[tuple], side: str, what: str) -> list[np.ndarray]:
-    """A product's v as one float array per output (or input: `side`) of `shapes`; None for one scalar."""
+def check_vector(v: Any, shapes: list[tuple], side: str, what: str, complex_sides: Sequence[bool] = ()) -> list[np.ndarray]:
+    """A product's v as one float array per output (or input: `side`) of `shapes`, complex for those
+    `complex_sides` marks; None for one scalar."""
     if v is None:
         if len(shapes) == 1 and int(np.prod(shapes[0])) == 1:
             return [np.ones(shapes[0])]
@@ -92,10 +93,12 @@ def check_vector(v: Any, shapes: list[tuple], side: str, what: str) -> list[np.n
         entry = f"Entry {k} in " if len(shapes) > 1 else ""
         if type(vk) is not Tracer and holds_tracer(vk):
             vk = lift(vk)  # a list or tuple holding traced values (v differentiated itself): one traced array
-        if type(vk) is not Tracer and np.iscomplexobj(vk):
-            raise ValueError(f"{entry}v is complex; jaccli differentiates real functions: give a real v "
-                             "(its real and imaginary parts one at a time)")
-        arr = np.asarray(_vector_as_float(vk, entry), dtype=float) if type(vk) is not Tracer else vk
+        complex_side = k < len(complex_sides) and complex_sides[k]
+        if type(vk) is not Tracer and np.iscomplexobj(vk) and not complex_side:
+            raise ValueError(f"{entry}v is complex but the {side} it goes with is real: give a real v "
+                             "(as JAX, a vector has its " + side + "'s dtype; docs/complex.md)")
+        arr = np.asarray(_vector_as_float(vk, entry), dtype=complex if complex_side else float) \
+            if type(vk) is not Tracer else vk
         if np.shape(arr) != tuple(shape):
             # A flat v of the right size is read in row-major order, and a v whose shape differs only
             # by axes of length 1 ((1, 3) for (3,)) is reshaped; any other shape is refused, since

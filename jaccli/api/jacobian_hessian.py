@@ -6,9 +6,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from jaccli.engine import Recording, definition_site, primal_nested, separable
+from jaccli.engine import Recording, definition_site, is_complex, primal_nested, separable
 
 from .arguments import as_args, param_names, resolve_wrt, validate_options
+from .complex_functions import complex_arg, complex_jacobian, holomorphic_hessian, refuse_complex_inputs
 from .evaluator import Evaluator, HessianEvaluator
 from .lazy import Hessian, Jacobian
 from .recorded_functions import any_traced, gradient_function, gradient_recording, record, unwrapped
@@ -51,7 +52,8 @@ def _result_dtype(rec: Recording, i: int, j: int, mode: str) -> np.dtype:
 
 
 def jacobian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None = None, strict: bool = False,
-             mode: str = "auto", chunk_size: int | str | None = None, create_graph: bool = False) -> Any:
+             mode: str = "auto", chunk_size: int | str | None = None, create_graph: bool = False,
+             holomorphic: bool = False) -> Any:
     """Lazy Jacobian of f at `inputs`.
 
     Args:
@@ -63,10 +65,12 @@ def jacobian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | Non
         mode: "auto" (reverse for rows, forward when fewer columns are needed), "reverse", "forward".
         chunk_size: seeds per sweep (an int), or None/"auto" for a memory budget.
         create_graph: keep results differentiable when f is itself being differentiated.
+        holomorphic: f is holomorphic in its complex inputs: J is f'(z) (as JAX's holomorphic=True).
 
     Returns:
         A `Jacobian` (``J.shape == f(x).shape + x.shape``), or tuples of them: ``J[i][j]`` for
-        tuple outputs and tuple inputs, a flat tuple when only one side is a tuple.
+        tuple outputs and tuple inputs, a flat tuple when only one side is a tuple. Where an input
+        or an output is complex, complex NumPy arrays instead, by JAX's conventions (docs/complex.md).
 
     >>> import numpy as np, jaccli
     >>> J = jaccli.jacobian(lambda x: x ** 2, np.array([1.0, 2.0, 3.0]))
@@ -76,7 +80,12 @@ def jacobian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | Non
     args, inputs_is_tuple = as_args(inputs)
     wrt_idx, in_tuple = resolve_wrt(f, args, wrt, inputs_is_tuple)
     validate_options(batch_axis, mode, chunk_size)
+    options = dict(batch_axis=batch_axis, strict=strict, mode=mode, chunk_size=chunk_size, create_graph=create_graph)
+    if holomorphic or any(complex_arg(args[k]) for k in wrt_idx):
+        return complex_jacobian(jacobian, f, args, wrt_idx, in_tuple, holomorphic, batch_axis == 0, **options)
     rec, _ = record(f, args, wrt_idx, create_graph)
+    if any(is_complex(o) for o in rec.outputs):
+        return complex_jacobian(jacobian, f, args, wrt_idx, in_tuple, False, batch_axis == 0, **options)
     _check_batch_shapes(rec, batch_axis == 0)
     check = None
     if strict:
@@ -97,7 +106,8 @@ def jacobian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | Non
 
 
 def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None = None, strict: bool = False,
-            mode: str = "forward", chunk_size: int | str | None = None, create_graph: bool = False) -> Any:
+            mode: str = "forward", chunk_size: int | str | None = None, create_graph: bool = False,
+            holomorphic: bool = False) -> Any:
     """Lazy Hessian of a scalar f at `inputs`.
 
     Args:
@@ -111,6 +121,7 @@ def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None
             (reverse-over-reverse); "auto" means "forward".
         chunk_size: Hessian-vector products per sweep, or None/"auto".
         create_graph: keep results differentiable under an outer differentiation.
+        holomorphic: f is a holomorphic function of complex inputs: H is f''(z), a complex array.
 
     Returns:
         A `Hessian` (``H.shape == x.shape + x.shape``) or, for several inputs, ``H[i][j]`` blocks
@@ -125,6 +136,10 @@ def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None
     args, inputs_is_tuple = as_args(inputs)
     wrt_idx, in_tuple = resolve_wrt(f, args, wrt, inputs_is_tuple)
     validate_options(batch_axis, mode, chunk_size)
+    if holomorphic:
+        return holomorphic_hessian(hessian, f, args, wrt_idx, in_tuple, batch_axis=batch_axis, strict=strict,
+                                   mode=mode, chunk_size=chunk_size, create_graph=create_graph)
+    refuse_complex_inputs(args, wrt_idx, "hessian")
     rec = gradient_recording(f, args, wrt_idx, create_graph, batch_axis == 0)
     check = None
     if strict:

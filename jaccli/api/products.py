@@ -6,8 +6,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from jaccli.engine import Recording, Tracer, definition_site
+from jaccli.engine import Recording, Tracer, definition_site, is_complex
 
+from .complex_functions import holomorphic_error, refuse_complex_inputs, refuse_complex_value
 from .arguments import as_args, check_vector, param_names, resolve_wrt
 from .recorded_functions import detach_unless, gradient_function, gradient_recording, record, unwrapped
 from .strict_mode import check_strict_product, check_strict_products, connectivity, derivative_depends
@@ -27,32 +28,34 @@ def _shaped(block: Any, like: Any) -> Any:
 
 
 def vjp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_graph: bool = False,
-        strict: bool = False) -> tuple:
+        strict: bool = False, holomorphic: bool = False) -> tuple:
     """``(f(inputs), v^T J)``: one reverse sweep, without forming J.
 
     `strict` (torch's): raise when an output depends on no input or an input reaches no output;
     with create_graph, also when the product is independent of the inputs (f linear in them).
+    Complex inputs and outputs take complex vectors, by JAX's conventions (docs/complex.md);
+    `holomorphic` only checks that they are complex.
 
     >>> import numpy as np, jaccli
     >>> jaccli.vjp(lambda x: x ** 2, np.array([1.0, 2.0]), np.array([1.0, 1.0]))[1]
     array([2., 4.])
     """
-    return _jacobian_product(f, inputs, v, wrt, create_graph, strict, reverse=True)
+    return _jacobian_product(f, inputs, v, wrt, create_graph, strict, holomorphic, reverse=True)
 
 
 def jvp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_graph: bool = False,
-        strict: bool = False) -> tuple:
+        strict: bool = False, holomorphic: bool = False) -> tuple:
     """``(f(inputs), J v)``: one forward sweep, without forming J. `strict` as for `vjp`.
 
     >>> import numpy as np, jaccli
     >>> jaccli.jvp(lambda x: x ** 2, np.array([1.0, 2.0]), np.array([1.0, 0.0]))[1]
     array([2., 0.])
     """
-    return _jacobian_product(f, inputs, v, wrt, create_graph, strict, reverse=False)
+    return _jacobian_product(f, inputs, v, wrt, create_graph, strict, holomorphic, reverse=False)
 
 
 def _jacobian_product(f: Callable, inputs: Any, v: Any, wrt: Any, create_graph: bool, strict: bool,
-                      reverse: bool) -> tuple:
+                      holomorphic: bool, reverse: bool) -> tuple:
     """``(f(inputs), product)``: one sweep over f's recording seeded with v, reverse (v^T J) or
     forward (J v)."""
     args, inputs_is_tuple = as_args(inputs)
@@ -61,12 +64,18 @@ def _jacobian_product(f: Callable, inputs: Any, v: Any, wrt: Any, create_graph: 
     if strict:
         check_strict_product(connectivity(rec), rec.wrt, param_names(f, len(args)))
     (v,) = detach_unless(create_graph, (v,))
+    complex_in = [is_complex(rec.inputs[k]) for k in wrt_idx]
+    complex_out = [is_complex(o) for o in rec.outputs]
+    if holomorphic and not all(complex_in):
+        raise holomorphic_error("vjp" if reverse else "jvp", "inputs")
+    if holomorphic and not all(complex_out):
+        raise holomorphic_error("vjp" if reverse else "jvp", "outputs")
     if reverse:
-        vs = check_vector(v, [np.shape(o) for o in rec.outputs], "output", "the output's shape")
+        vs = check_vector(v, [np.shape(o) for o in rec.outputs], "output", "the output's shape", complex_out)
         cts = rec.vjp([vk[None] for vk in vs])
         res = [_shaped(ct, rec.inputs[k]) for ct, k in zip(cts, wrt_idx)]
     else:
-        vs = check_vector(v, [rec.in_shape(j) for j in range(len(wrt_idx))], "input", "the input's shape")
+        vs = check_vector(v, [rec.in_shape(j) for j in range(len(wrt_idx))], "input", "the input's shape", complex_in)
         outs = rec.jvp([vk[None] for vk in vs])
         res = [_shaped(t, o) for t, o in zip(outs, rec.outputs)]
     if strict and create_graph:
@@ -83,6 +92,7 @@ def _gradient_product(f: Callable, inputs: Any, v: Any, wrt: Any, create_graph: 
     args, inputs_is_tuple = as_args(inputs)
     wrt_idx, in_tuple = resolve_wrt(f, args, wrt, inputs_is_tuple)
     name = "vhp" if reverse else "hvp"
+    refuse_complex_inputs(args, wrt_idx, name)
     rec = gradient_recording(f, args, wrt_idx, create_graph, False, name, v)
     if strict:
         names = param_names(f, len(args))
@@ -130,13 +140,20 @@ def vhp(f: Callable, inputs: Any, v: Any = None, *, wrt: Any = None, create_grap
     return _gradient_product(f, inputs, v, wrt, create_graph, strict, reverse=True)
 
 
-def grad(f: Callable, inputs: Any, *, wrt: Any = None, create_graph: bool = False) -> Any:
+def grad(f: Callable, inputs: Any, *, wrt: Any = None, create_graph: bool = False, holomorphic: bool = False) -> Any:
     """Gradient of a scalar f: an array shaped like the input (a tuple for several inputs).
+
+    Of a real f of complex inputs, JAX's convention: df/dx - i df/dy (the conjugate of the direction
+    of steepest ascent); of a holomorphic f (holomorphic=True), f'(z). See docs/complex.md.
 
     >>> import numpy as np, jaccli
     >>> jaccli.grad(lambda x: (x ** 2).sum(), np.array([1.0, 2.0]))
     array([2., 4.])
     """
+    if holomorphic:
+        from .jacobian_hessian import jacobian
+
+        return jacobian(f, inputs, wrt=wrt, create_graph=create_graph, holomorphic=True)
     args, inputs_is_tuple = as_args(inputs)
     wrt_idx, in_tuple = resolve_wrt(f, args, wrt, inputs_is_tuple)
     rec, _ = record(f, args, wrt_idx, create_graph)
@@ -144,6 +161,7 @@ def grad(f: Callable, inputs: Any, *, wrt: Any = None, create_graph: bool = Fals
         shape = "a tuple" if rec.out_is_tuple else f"shape {np.shape(rec.outputs[0])}"
         raise ValueError(f"grad needs a function with one scalar output, but f returns {shape}; use jacobian "
                          "for vector outputs, or reduce the output (e.g. .sum())")
+    refuse_complex_value(rec.outputs[0], "grad")
     seed = np.ones((1,) + np.shape(rec.outputs[0]))
     cts = rec.vjp([seed])
     res = [_shaped(ct, rec.inputs[k]) for ct, k in zip(cts, wrt_idx)]
@@ -154,4 +172,4 @@ def _cast(value: Any, like: Any) -> Any:
     if type(value) is Tracer:
         return value
     dt = np.result_type(like)
-    return value.astype(dt) if dt.kind == "f" and value.dtype != dt else value
+    return value.astype(dt) if dt.kind in "fc" and value.dtype != dt else value

@@ -15,6 +15,8 @@ from jaccli.errors import ConstantUnderOuterWarning, UserFunctionError
 from jaccli.replay import sweep_templates
 from jaccli.replay import RecordOnce, Replayable
 
+from .complex_functions import refuse_complex_value
+
 
 def detach_unless(create_graph: bool, args: tuple) -> tuple:
     # Without create_graph, results do not carry an outer level's derivative (torch's rule).
@@ -101,6 +103,7 @@ def gradient_function(f: Callable, wrt_idx: tuple[int, ...], batch: bool, holder
             per_sample = ", or use batch_axis=0 for per-sample Hessians" if name == "hessian" else ""
             raise ValueError(f"{name} needs a scalar output, but f returns shape {shape}; pick one element "
                              f"(e.g. lambda x: f(x)[0]) or reduce it (.sum()){per_sample}")
+        refuse_complex_value(out, name)
         holder["traced_value"] = out  # f's value, kept by the recording (Recording.keep)
         in_nodes = tuple(xs[k]._node for k in wrt_idx)
         holder["inner_connected"] = [[ref is not None and bool(ref[0].deps & n.deps) for n in in_nodes]]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 # Name -> the module of the engine that defines it.
 _EXPORTS = {
     "ELEMENTWISE": "tape", "INPUT": "tape", "MAX_CUTS": "tape", "Node": "tape", "Trace": "tape", "sever": "tape",
+    "is_complex": "tape",
     "MONITOR": "sweeps", "forward": "sweeps", "reverse": "sweeps",
     "Guard": "guards", "errstate_token": "guards",
     "Tracer": "tracer", "holds_tracer": "tracer", "lift": "tracer", "peek": "tracer",
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
     from .seeds import TRACED_PARTS, SparseBlock, dense
     from .sweeps import MONITOR, forward, reverse
     from .sweep_plans import plan_form, renewed_plan
-    from .tape import ELEMENTWISE, INPUT, MAX_CUTS, Node, Trace, rewritable, sever
+    from .tape import ELEMENTWISE, INPUT, MAX_CUTS, Node, Trace, is_complex, rewritable, sever
     from .tracer import Tracer, holds_tracer, lift, peek
     from .user_sites import attributed_to, definition_site, is_internal, user_site
     from .views import write_in_place

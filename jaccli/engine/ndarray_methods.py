@@ -67,7 +67,7 @@ class NdarrayMethods:
 
     @property
     def real(self):
-        return self
+        return np.real(self)
 
     @property
     def imag(self):
@@ -128,8 +128,8 @@ class NdarrayMethods:
     def dot(self, other, out=None): return np.dot(self, other, out=out)
     def clip(self, min=None, max=None, out=None, **kw): return np.clip(self, min, max, out=out, **kw)
     def round(self, decimals=0, out=None): return np.round(self, decimals, out=out)
-    def conj(self): return self
-    def conjugate(self): return self
+    def conj(self): return np.conjugate(self)
+    def conjugate(self): return np.conjugate(self)
 
     def transpose(self, *axes):
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):

@@ -30,8 +30,8 @@ from .tracer import Tracer, holds_tracer, lift
 
 def as_float(x: Any) -> Any:
     """Inputs are differentiated in floating point: integers and booleans become float64, float16 becomes
-    float32. Anything that is not an array of real numbers is refused, rather than differentiated as
-    something else."""
+    float32, complex numbers stay complex. Anything that is not an array of numbers is refused, rather
+    than differentiated as something else."""
     if type(x) is Tracer:
         return x
     # numpy.ma, not np.ma: the attribute would import numpy.ma (~5 ms of the CLI's start-up), and no masked
@@ -42,13 +42,11 @@ def as_float(x: Any) -> Any:
                         "the masked entries too; pass x.filled(value) or x.compressed(), or the mask as data")
     arr = np.asarray(x)
     kind = arr.dtype.kind
-    if kind == "c":
-        raise TypeError("complex inputs are not supported by jaccli: split them into real and imaginary parts")
-    if kind not in "biuf":
+    if kind not in "biufc":
         what = "None" if x is None else f"an array of dtype {arr.dtype}"
         raise TypeError(f"an input to differentiate is {what}, not real numbers; pass an array of floats "
                         "(np.asarray(x, dtype=float) converts numbers held as objects or strings)")
-    if kind != "f":
+    if kind in "biu":
         return arr.astype(np.float64)
     if arr.dtype.itemsize < 4:
         # float16's 11-bit significand cannot carry a derivative through a few operations (its sums of

@@ -11,7 +11,7 @@ import numpy as np
 
 from .seeds import SparseBlock
 from .sweep_plans import plan_forward, plan_reverse
-from .tape import Node, Trace, no_rule_error
+from .tape import Node, Trace, is_complex, no_rule_error, real_cotangent
 from .thread_state import ThreadSlot
 from .limits import SWEEP, Probe
 from .tracer import Tracer, memory_root, peek
@@ -262,7 +262,10 @@ def _traced_rule(node: Node, argnum: int, retraced: tuple[Any, list], mode: str 
     if maker is None:
         raise no_rule_error(node, argnum, mode)
     ans, args = retraced
-    return maker(ans, *args, **node.kwargs)
+    rule = maker(ans, *args, **node.kwargs)
+    if mode == "reverse" and rule is not None and is_complex(node.value) and not is_complex(node.args[argnum]):
+        rule = real_cotangent(rule)
+    return rule
 
 
 def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple, traced: bool = False,

@@ -236,6 +236,8 @@ class Node:
             if maker is None:
                 raise no_rule_error(self, argnum, mode)
             rule = maker(self.value, *self.args, **self.kwargs)
+            if mode == "reverse" and rule is not None and is_complex(self.value) and not is_complex(self.args[argnum]):
+                rule = real_cotangent(rule)
         cache[argnum] = rule
         return rule
 
@@ -249,6 +251,23 @@ def no_rule_error(node: Node, argnum: int, mode: str) -> Exception:
         f"see 'jaccli ops' for what each function supports",
         node.site,
     )
+
+
+def is_complex(value: Any) -> bool:
+    """Whether a recorded value (an array, a scalar, a traced array, a tuple of them) is complex."""
+    if type(value) is tuple:
+        return any(is_complex(v) for v in value)
+    dtype = getattr(value, "dtype", None)
+    return type(value) is complex if dtype is None else dtype.kind == "c"
+
+
+def real_cotangent(rule: Callable) -> Callable:
+    """A reverse rule for a real argument of an operation with a complex result: the real part of
+    what the rule sends back (the transpose of seeing a real number as a complex one, as JAX's)."""
+    def real_rule(g):
+        ct = rule(g)
+        return ct if ct is None or not is_complex(ct) else np.real(ct)
+    return real_rule
 
 
 MAX_CUTS = 32  # the first few are enough to name one per input; a loop of comparisons adds no more
@@ -316,7 +335,7 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
         freezer.hold(args, prim)  # the plain arguments as f passed them (traced ones are skipped)
     # (a float array, the common result, is tested inline: bind runs once per recorded operation)
     if prim.nondiff or not ((type(ans) is np.ndarray and ans.dtype.kind == "f") or (
-            all(_is_inexact(v, prim, site) for v in ans) if prim.multi_out else _is_inexact(ans, prim, site))):
+            all(_is_inexact(v) for v in ans) if prim.multi_out else _is_inexact(ans))):
         # An integer or boolean result carries no derivative and leaves the recording as a plain
         # value; the lowest level guards it (a nested call guarded it on the level below).
         if not nested:
@@ -375,15 +394,12 @@ def value_size(value: Any) -> int:
     return size if type(size) is int else int(np.size(value))
 
 
-def _is_inexact(value: Any, prim: Primitive, site: tuple | None) -> bool:
-    """Whether a traced operation's result carries a derivative (floats do, integers and booleans
-    do not); a complex one is refused: the rules are those of real functions."""
+def _is_inexact(value: Any) -> bool:
+    """Whether a traced operation's result carries a derivative: floats and complex numbers do,
+    integers and booleans do not."""
     if type(value) is Tracer:
         return True
     dtype = getattr(value, "dtype", None)
-    kind = "c" if type(value) is complex else "f" if type(value) is float else "" if dtype is None else dtype.kind
-    if kind == "c":
-        raise UnsupportedOperationError(
-            f"{prim.name} made a complex array of a traced value: jaccli differentiates real-valued "
-            "computations only; write complex arithmetic with the real and imaginary parts as real arrays", site)
-    return kind == "f"
+    if dtype is None:
+        return type(value) is float or type(value) is complex
+    return dtype.kind in "fc"

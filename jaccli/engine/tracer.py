@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import warnings
+
 import numpy as np
 
 from ..errors import TracingError, UnsupportedOperationError
@@ -480,7 +482,9 @@ class Tracer(NdarrayMethods):
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
         if not copy and np.dtype(dtype) == self.dtype and order in ("K", "A"):
             return self  # as NumPy: no copy asked for, none needed
-        np.empty(0, self.dtype).astype(dtype, order=order, casting=casting)  # NumPy's errors for the options
+        with warnings.catch_warnings():  # a probe of NumPy's errors for the options; its warnings come from the cast
+            warnings.simplefilter("ignore")
+            np.empty(0, self.dtype).astype(dtype, order=order, casting=casting)
         if casting == "same_value":  # NumPy 2.4: refuses values the cast changes; a guard at a replay
             guarded(same_value_cast, self, np.dtype(dtype))
         out = INTERNAL["astype"](self, np.dtype(dtype))  # keeps the memory layout, as order="K"

@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401
     bessel,
+    complex_parts,
     composed_ufuncs,
     creation,
     cumulative,

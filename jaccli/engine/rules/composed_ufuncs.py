@@ -1,6 +1,5 @@
-"""Rules for elementwise functions composed of others: real inputs seen as complex numbers (real,
-imag, angle, conjugate), copysign, nan_to_num, select, the two-output ufuncs (divmod, modf, frexp),
-ldexp, and ufunc.outer."""
+"""Rules for elementwise functions composed of others: copysign, nan_to_num, select, the two-output
+ufuncs (divmod, modf, frexp), ldexp, and ufunc.outer."""
 
 from __future__ import annotations
 
@@ -16,33 +15,8 @@ family("elementwise")
 
 
 # ---------------------------------------------------------------------------
-# Real inputs seen as complex numbers, signs, and replacing non-finite values
+# Signs, and replacing non-finite values
 # ---------------------------------------------------------------------------
-def _of_real(name: str, x, result):
-    """result, for a real x (np.real, np.imag, ... of real arrays); a complex x is refused."""
-    if np.iscomplexobj(x):
-        raise TypeError(f"{name} of a complex array: jaccli differentiates real-valued functions only")
-    return result
-
-
-def _angle(z, deg=False):
-    # 0 or pi by the sign bit (as arctan2(0, z)); constants of z's dtype, connected to z
-    return _of_real("np.angle", z, np.where(guarded(np.signbit, z), np.full_like(z, 180.0 if deg else np.pi),
-                                            np.zeros_like(z)))
-
-
-def _conjugate(x, out=None, **kw):
-    taken = in_dtype(x, loop_dtypes(np.conjugate, (x,), kw)[0])
-    return _of_real("np.conjugate", x, np.copy(x) if taken is x else taken)  # a new array, as NumPy's
-
-
-register_derived(np.conjugate, _conjugate, notes="real inputs only: the identity")
-register_derived(np.real, lambda val: _of_real("np.real", val, val), notes="real inputs only: the identity")
-register_derived(np.imag, lambda val: _of_real("np.imag", val, np.zeros_like(val)),
-                 notes="real inputs only: zeros, derivative 0")
-register_derived(np.angle, _angle, notes="real inputs: 0 or pi (180) by the sign bit, derivative 0")
-
-
 def _copysign(x1, x2, out=None, **kw):
     # |x1| with the sign bit of x2: the derivative in x1 is sign(x1) * (+-1), 0 at x1 = 0 (as abs)
     x1 = in_dtype(x1, loop_dtypes(np.copysign, (x1, x2), kw)[0])

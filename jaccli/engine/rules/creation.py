@@ -38,11 +38,19 @@ def _astype_impl(x, dtype):
     return x.astype(dtype) if hasattr(x, "astype") else np.asarray(x).astype(dtype)
 
 
+def _cast_derivative(d, dtype):
+    """A tangent or cotangent cast to dtype; a complex one to a real dtype keeps its real part (the
+    derivative of NumPy's complex-to-real cast, which drops the imaginary part)."""
+    if np.dtype(dtype).kind != "c" and dtype_of(d).kind == "c":
+        d = np.real(d)
+    return _astype_impl(d, dtype)
+
+
 astype = primitive("astype", _astype_impl)
 STRUCTURES[astype] = Elementwise()
 # The cotangent goes back in the input's dtype, the tangent forward in the output's.
-astype.defvjp(lambda ans, x, dtype: (lambda g, _dt=dtype_of(x): _astype_impl(g, _dt)))
-astype.defjvp(lambda ans, x, dtype: (lambda t: _astype_impl(t, dtype)))
+astype.defvjp(lambda ans, x, dtype: (lambda g, _dt=dtype_of(x): _cast_derivative(g, _dt)))
+astype.defjvp(lambda ans, x, dtype: (lambda t: _cast_derivative(t, dtype)))
 SAMPLE_RULES[astype] = leading_axis_kept
 _NOT_NUMBERS = {"O": "Python objects", "U": "strings", "S": "bytes", "V": "raw memory (void)",
                 "M": "dates", "m": "time spans"}

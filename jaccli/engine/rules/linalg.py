@@ -15,6 +15,7 @@ import numpy as np
 from ..facts import NOT_SEPARABLE, SAMPLE_RULES, STRUCTURES, allow_in_expressions
 from ..structure import Dense
 from ..registry import family, primitive, register, register_derived
+from ..tape import is_complex
 from ..tracer import guarded
 from ._util import unbroadcast
 from .products import matmul
@@ -248,15 +249,24 @@ _SlogdetResult = result_type_of(np.linalg.slogdet, np.eye(1))
 
 def _slogdet_vjp(ans, a):
     inv_t = mT(inv(a))
+    turns = is_complex(a)  # a complex sign moves on the unit circle: d sign = sign i Im tr(A^-1 dA)
 
     def rule(g):
-        g_logdet = g[1]  # the sign is piecewise constant: its cotangent is dropped
-        return None if g_logdet is None else np.expand_dims(g_logdet, (-2, -1)) * inv_t
+        coef = g[1]  # a real sign is piecewise constant: its cotangent is dropped
+        if turns and g[0] is not None:
+            spin = 1j * np.imag(g[0] * ans[0])
+            coef = spin if coef is None else coef + spin
+        return None if coef is None else np.expand_dims(coef, (-2, -1)) * inv_t
     return rule
 
 
 def _slogdet_jvp(ans, a):
     inv_t = mT(inv(a))
+    if is_complex(a):  # d log|det| = Re tr(A^-1 dA), d sign = sign i Im tr(A^-1 dA)
+        def rule(t):
+            s = np.sum(inv_t * t, axis=(-2, -1))
+            return ans[0] * (1j * np.imag(s)), np.real(s)
+        return rule
     return lambda t: (None, np.sum(inv_t * t, axis=(-2, -1)))
 
 
@@ -271,7 +281,8 @@ def _slogdet_handler(a):
 
 
 register(np.linalg.slogdet, _slogdet_handler, prims=(slogdet,),
-         notes="sign has derivative 0; logabsdet's rule uses A^-1 (A must be invertible)")
+         notes="a real sign has derivative 0, a complex one turns with the phase; logabsdet's rule uses A^-1 (A must "
+               "be invertible)")
 allow_in_expressions("linalg.inv", "linalg.det", "linalg.solve", "linalg.slogdet")
 
 

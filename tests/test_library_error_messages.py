@@ -609,38 +609,38 @@ API = [
          ValueError, None,
          'batch_axis should be None or 0, but got 2.'),
     Call('complex-in-and-out-not-holomorphic', lambda tmp: jaccli.jacobian(lambda z: z ** 2, np.array([1 + 1j, 2 - 1j])),
-         ValueError, None,
+         TypeError, None,
          'jacobian of a function with complex inputs and complex outputs needs holomorphic=True (for a holomorphic '
          "f, as JAX's); otherwise differentiate the real and imaginary parts of the output, or use "
          'jaccli.jvp/jaccli.vjp (docs/complex.md)'),
     Call('holomorphic-real-input', lambda tmp: jaccli.jacobian(lambda z: z ** 2, np.ones(2), holomorphic=True),
-         ValueError, None,
+         TypeError, None,
          "jacobian with holomorphic=True needs complex inputs, as JAX's; give them a complex dtype "
          '(x.astype(complex)), or leave holomorphic out (docs/complex.md)'),
     Call('holomorphic-real-output',
          lambda tmp: jaccli.jacobian(lambda z: np.abs(z), np.array([1 + 1j, 2 - 1j]), holomorphic=True),
-         ValueError, None,
+         TypeError, None,
          "jacobian with holomorphic=True needs complex outputs, as JAX's; give them a complex dtype "
          '(x.astype(complex)), or leave holomorphic out (docs/complex.md)'),
     Call('vjp-holomorphic-real-input', lambda tmp: jaccli.vjp(lambda z: z * 1j, np.ones(2), np.ones(2), holomorphic=True),
-         ValueError, None,
+         TypeError, None,
          "vjp with holomorphic=True needs complex inputs, as JAX's; give them a complex dtype "
          '(x.astype(complex)), or leave holomorphic out (docs/complex.md)'),
     Call('hessian-complex-input', lambda tmp: jaccli.hessian(lambda z: np.abs(z).sum(), np.array([1 + 1j, 2 - 1j])),
-         ValueError, None,
+         TypeError, None,
          'hessian of a function of complex inputs needs holomorphic=True (for a holomorphic f), or the real and '
          "imaginary parts passed as real inputs, as JAX's jacfwd (docs/complex.md)"),
     Call('hvp-complex-input',
          lambda tmp: jaccli.hvp(lambda z: np.abs(z).sum(), np.array([1 + 1j, 2 - 1j]), np.ones(2)),
-         ValueError, None,
+         TypeError, None,
          "hvp of a function of complex inputs needs the real and imaginary parts passed as real inputs, as JAX's "
          'jacfwd (docs/complex.md)'),
     Call('hessian-complex-value', lambda tmp: jaccli.hessian(lambda x: np.exp(1j * x).sum(), np.ones(2)),
-         ValueError, None,
+         TypeError, None,
          'hessian needs a real-valued f, but f returns complex values: differentiate np.real(f) or np.abs(f) ** 2, '
          'or pass holomorphic=True for a holomorphic f of complex inputs (docs/complex.md)'),
     Call('grad-complex-value', lambda tmp: jaccli.grad(lambda x: np.exp(1j * x).sum(), np.ones(2)),
-         ValueError, None,
+         TypeError, None,
          'grad needs a real-valued f, but f returns complex values: differentiate np.real(f) or np.abs(f) ** 2, '
          'or pass holomorphic=True for a holomorphic f of complex inputs (docs/complex.md)'),
     Call('wrt-negative-out-of-range', lambda tmp: jaccli.jacobian(lambda x: x * x, np.ones(3), wrt=-2),

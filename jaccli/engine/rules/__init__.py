@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     einsum,
     elementwise,
     emath,
+    fft,
     functional,
     indexing,
     joining,

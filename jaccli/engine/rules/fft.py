@@ -1,0 +1,203 @@
+"""Rules for np.fft: the complex, real-to-complex and complex-to-real transforms, and the shifts.
+
+Each transform is linear: its forward rule is the same transform of the tangent, and its reverse
+rule the transpose (JAX's pairing Re(sum(g * t)), no conjugate). The DFT matrix is symmetric, so
+the transpose of fftn is fftn, with the same norm, after undoing the zero-padding or cropping of
+s=. A block of K seeds is one transform call: the seed's block axis is a leading axis that the
+transform's axes skip. fft, fft2, ifft... and hfft/ihfft are written with the three primitives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..facts import SAMPLE_RULES, STRUCTURES
+from ..registry import family, primitive, register_derived
+from ..structure import Dense
+from ._util import axis_index, shape_of
+
+family("fft")
+
+
+def _c2c(x, s, axes, norm, inverse):
+    return (np.fft.ifftn if inverse else np.fft.fftn)(x, s=s, axes=axes, norm=norm)
+
+
+def _r2c(x, s, axes, norm):
+    return np.fft.rfftn(x, s=s, axes=axes, norm=norm)
+
+
+def _c2r(x, s, axes, norm):
+    return np.fft.irfftn(x, s=s, axes=axes, norm=norm)
+
+
+fftn = primitive("np.fft.fftn", _c2c)
+rfftn = primitive("np.fft.rfftn", _r2c)
+irfftn = primitive("np.fft.irfftn", _c2r)
+
+
+def _up(axes):
+    return tuple(a + 1 for a in axes)
+
+
+def _resize(g, lengths, axes):
+    """g cut or zero-padded along each of `axes` to `lengths`: the transpose of s='s padding or
+    cropping of the argument (pad and crop are each other's transposes)."""
+    for a, n in zip(axes, lengths):
+        have = shape_of(g)[a]
+        if have > n:
+            g = g[(slice(None),) * a + (slice(0, n),)]
+        elif have < n:
+            widths = [(0, 0)] * len(shape_of(g))
+            widths[a] = (0, n - have)
+            g = np.pad(g, widths)
+    return g
+
+
+def _lengths(x, axes):
+    shape = shape_of(x)
+    return tuple(shape[a] for a in axes)
+
+
+def _c2c_vjp(ans, x, s, axes, norm, inverse):
+    lengths, up = _lengths(x, axes), _up(axes)
+    return lambda g: _resize(fftn(g, None, up, norm, inverse), lengths, up)
+
+
+def _r2c_vjp(ans, x, s, axes, norm):
+    # rfftn keeps the first n//2 + 1 entries of the full transform along the last axis: its
+    # transpose pads them back to n with zeros before the full transform, whose real part is x's.
+    lengths, up, n = _lengths(x, axes), _up(axes), s[-1]
+    return lambda g: _resize(np.real(fftn(_resize(g, (n,), up[-1:]), None, up, norm, False)), lengths, up)
+
+
+def _c2r_vjp(ans, x, s, axes, norm):
+    # irfft(y) = (Re y_0 + 2 Re sum_k y_k w^-jk [+ Re y_n/2 (-1)^j]) / n: the transpose is the
+    # inverse transform of g, its first n//2 + 1 entries, doubled but for the first and (n even) last.
+    lengths, up, n = _lengths(x, axes), _up(axes), s[-1]
+    half = n // 2 + 1
+    weight = np.full(half, 2.0)
+    weight[0] = 1.0
+    if n % 2 == 0:
+        weight[-1] = 1.0
+    weight = weight.reshape((half,) + (1,) * (len(shape_of(ans)) - 1 - axes[-1]))
+
+    def rule(g):
+        return _resize(weight * _resize(fftn(g, None, up, norm, True), (half,), up[-1:]), lengths, up)
+    return rule
+
+
+fftn.defvjp(_c2c_vjp)
+fftn.defjvp(lambda ans, x, s, axes, norm, inverse: (lambda t: fftn(t, s, _up(axes), norm, inverse)))
+rfftn.defvjp(_r2c_vjp)
+rfftn.defjvp(lambda ans, x, s, axes, norm: (lambda t: rfftn(t, s, _up(axes), norm)))
+irfftn.defvjp(_c2r_vjp)
+irfftn.defjvp(lambda ans, x, s, axes, norm: (lambda t: irfftn(t, s, _up(axes), norm)))
+
+
+def _samples_apart(node, B):
+    """Samples on axis 0 stay apart when the transform's axes leave axis 0 alone."""
+    return 0 not in node.args[2] and np.shape(node.args[0])[:1] == (B,) and np.shape(node.value)[:1] == (B,)
+
+
+for _prim in (fftn, rfftn, irfftn):
+    STRUCTURES[_prim] = Dense()
+    SAMPLE_RULES[_prim] = _samples_apart
+del _prim
+
+
+# ---------------------------------------------------------------------------
+# NumPy's functions, in the primitives' canonical arguments (explicit s and non-negative axes)
+# ---------------------------------------------------------------------------
+_NORMS = (None, "backward", "ortho", "forward")
+
+
+def _canonical(a, s, axes, norm, real_out=False):
+    """(s, axes) as explicit tuples, as NumPy reads them: axes default to the last len(s) axes (all
+    when s is None too); s defaults to a's lengths (for irfftn, 2 (m - 1) on the last axis)."""
+    if norm not in _NORMS:
+        raise ValueError(f'Invalid norm value {norm}; should be "backward", "ortho" or "forward".')
+    shape = shape_of(a)
+    if axes is None:
+        axes = tuple(range(len(shape) - (len(shape) if s is None else len(s)), len(shape)))
+    axes = tuple(axis_index(ax, len(shape)) for ax in axes)
+    if s is None:
+        s = [shape[ax] for ax in axes]
+        if real_out and s:
+            s[-1] = 2 * (s[-1] - 1)
+    s = tuple(int(n) for n in s)
+    if len(s) != len(axes):
+        raise ValueError("Shape and axes have different lengths.")
+    if any(n < 1 for n in s):
+        raise ValueError(f"Invalid number of FFT data points ({min(s)}) specified.")
+    return s, axes
+
+
+def _one(n, axis):
+    return None if n is None else (n,), (axis,)
+
+
+def _swap(norm):
+    """The norm of the opposite direction (hfft is irfft of the conjugate with it)."""
+    return {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}[norm]
+
+
+def _c2c_call(inverse):
+    def nd(a, s=None, axes=None, norm=None, out=None):
+        return fftn(a, *_canonical(a, s, axes, norm), norm, inverse)
+    return nd
+
+
+def _rfftn(a, s=None, axes=None, norm=None, out=None):
+    return rfftn(a, *_canonical(a, s, axes, norm), norm)
+
+
+def _irfftn(a, s=None, axes=None, norm=None, out=None):
+    return irfftn(a, *_canonical(a, s, axes, norm, real_out=True), norm)
+
+
+_fftn, _ifftn = _c2c_call(False), _c2c_call(True)
+
+
+def _hfft(a, n=None, axis=-1, norm=None, out=None):
+    return _irfftn(np.conjugate(a), *_one(n, axis), norm=_swap(norm))
+
+
+def _ihfft(a, n=None, axis=-1, norm=None, out=None):
+    return np.conjugate(_rfftn(a, *_one(n, axis), norm=_swap(norm)))
+
+
+_NOTES = "linear: the same transform forward, its transpose (JAX's pairing, no conjugate) in reverse"
+register_derived(np.fft.fftn, _fftn, uses=(fftn,), notes=_NOTES)
+register_derived(np.fft.ifftn, _ifftn, uses=(fftn,), notes=_NOTES)
+register_derived(np.fft.fft2, lambda a, s=None, axes=(-2, -1), norm=None, out=None: _fftn(a, s, axes, norm),
+                 uses=(fftn,), notes=_NOTES)
+register_derived(np.fft.ifft2, lambda a, s=None, axes=(-2, -1), norm=None, out=None: _ifftn(a, s, axes, norm),
+                 uses=(fftn,), notes=_NOTES)
+register_derived(np.fft.fft, lambda a, n=None, axis=-1, norm=None, out=None: _fftn(a, *_one(n, axis), norm),
+                 uses=(fftn,), notes=_NOTES)
+register_derived(np.fft.ifft, lambda a, n=None, axis=-1, norm=None, out=None: _ifftn(a, *_one(n, axis), norm),
+                 uses=(fftn,), notes=_NOTES)
+register_derived(np.fft.rfftn, _rfftn, uses=(rfftn,), notes=_NOTES + "; of real inputs")
+register_derived(np.fft.irfftn, _irfftn, uses=(irfftn,),
+                 notes=_NOTES + "; as NumPy's, the imaginary parts of the first (and, n even, last) entries are unused")
+register_derived(np.fft.rfft2, lambda a, s=None, axes=(-2, -1), norm=None, out=None: _rfftn(a, s, axes, norm),
+                 uses=(rfftn,), notes=_NOTES + "; of real inputs")
+register_derived(np.fft.irfft2, lambda a, s=None, axes=(-2, -1), norm=None, out=None: _irfftn(a, s, axes, norm),
+                 uses=(irfftn,), notes=_NOTES)
+register_derived(np.fft.rfft, lambda a, n=None, axis=-1, norm=None, out=None: _rfftn(a, *_one(n, axis), norm),
+                 uses=(rfftn,), notes=_NOTES + "; of real inputs")
+register_derived(np.fft.irfft, lambda a, n=None, axis=-1, norm=None, out=None: _irfftn(a, *_one(n, axis), norm),
+                 uses=(irfftn,), notes=_NOTES)
+register_derived(np.fft.hfft, _hfft, uses=(irfftn,), notes="irfft of the conjugate, as NumPy's")
+register_derived(np.fft.ihfft, _ihfft, uses=(rfftn,), notes="the conjugate of rfft, as NumPy's")
+
+
+def _shift(a, axes, sign):
+    shape = shape_of(a)
+    axes = tuple(range(len(shape))) if axes is None else (axes,) if isinstance(axes, (int, np.integer)) else axes
+    return np.roll(a, [sign * (shape[ax] // 2) for ax in axes], tuple(axes))
+
+
+register_derived(np.fft.fftshift, lambda x, axes=None: _shift(x, axes, 1), notes="moves entries (np.roll)")
+register_derived(np.fft.ifftshift, lambda x, axes=None: _shift(x, axes, -1), notes="moves entries (np.roll)")

@@ -1,0 +1,115 @@
+"""np.fft in whole functions: a spectral derivative against its closed form, an FFT convolution's
+adjoint, both modes, blocks of seeds as one batched transform."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jaccli
+from jaccli.engine.recording import Recording
+from tests.helpers import central_diff
+
+
+def _spectral_derivative(u):
+    n = u.shape[-1]
+    k = 2 * np.pi * np.fft.rfftfreq(n, d=2 * np.pi / n)
+    return np.fft.irfft(1j * k * np.fft.rfft(u), n)
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_the_jacobian_of_a_spectral_derivative_is_the_differentiation_matrix(mode):
+    # d/du of D(u) is D itself; D applied to sin(m x) is m cos(m x) (m below the Nyquist frequency)
+    n = 16
+    x = 2 * np.pi * np.arange(n) / n
+    J = np.asarray(jaccli.jacobian(_spectral_derivative, np.sin(x), mode=mode))
+    for m in (1, 3, 7):
+        np.testing.assert_allclose(J @ np.sin(m * x), m * np.cos(m * x), atol=1e-12)
+    # and of a nonlinear residual u u' (Burgers): J = diag(u') + diag(u) D
+    u = np.cos(x) + 0.3 * np.sin(2 * x)
+    J = np.asarray(jaccli.jacobian(lambda u: u * _spectral_derivative(u), u, mode=mode))
+    D = np.asarray(jaccli.jacobian(_spectral_derivative, u))
+    np.testing.assert_allclose(J, np.diag(D @ u) + u[:, None] * D, atol=1e-12)
+
+
+def test_an_fft_convolution_and_its_adjoint(rng):
+    # circular convolution with a kernel h: its vjp is the correlation with h (the adjoint), its
+    # Jacobian the circulant matrix of h
+    n = 12
+    h, u, v = rng.standard_normal((3, n))
+
+    def conv(u):
+        return np.fft.irfft(np.fft.rfft(u) * np.fft.rfft(h), n)
+
+    circulant = np.stack([np.roll(h, j) for j in range(n)], axis=1)
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(conv, u, mode="forward")), circulant, atol=1e-12)
+    _, vjp = jaccli.vjp(conv, u, v)
+    np.testing.assert_allclose(vjp, circulant.T @ v, atol=1e-12)
+    _, jvp = jaccli.jvp(conv, u, v)
+    np.testing.assert_allclose(jvp, circulant @ v, atol=1e-12)
+
+
+def test_a_real_to_complex_transform_has_a_complex_jacobian():
+    # real in, complex out: d Re + i d Im, the DFT matrix's first rows
+    n = 6
+    u = np.arange(n, dtype=float)
+    dft = np.exp(-2j * np.pi * np.outer(np.arange(n), np.arange(n)) / n)
+    for mode in ("reverse", "forward"):
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(np.fft.rfft, u, mode=mode)), dft[: n // 2 + 1],
+                                   atol=1e-12)
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(np.fft.fft, u, mode=mode)), dft, atol=1e-12)
+
+
+def test_a_holomorphic_fft_has_the_dft_matrix_as_its_jacobian(rng):
+    n = 5
+    z = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+    dft = np.exp(-2j * np.pi * np.outer(np.arange(n), np.arange(n)) / n)
+    np.testing.assert_allclose(jaccli.jacobian(np.fft.fft, z, holomorphic=True), dft, atol=1e-12)
+    np.testing.assert_allclose(jaccli.jacobian(np.fft.ifft, z, holomorphic=True), np.conj(dft) / n, atol=1e-12)
+
+
+def test_a_hessian_through_ffts_matches_central_differences(rng):
+    u = rng.standard_normal(8)
+
+    def energy(u):
+        return np.sum(_spectral_derivative(u ** 2) ** 2) + np.sum(np.abs(np.fft.fft(u)) ** 3)
+
+    H = np.asarray(jaccli.hessian(energy, u))
+    g = lambda u: jaccli.grad(energy, u)  # noqa: E731
+    np.testing.assert_allclose(H, central_diff(g, u, h=1e-5), rtol=1e-6, atol=1e-6)
+
+
+def test_a_block_of_seeds_is_one_batched_transform_and_equals_single_seeds(rng, monkeypatch):
+    u = rng.standard_normal(10)
+    rec = Recording(lambda u: _spectral_derivative(u * u), (u,), (0,))
+    calls = []
+    for name in ("fftn", "ifftn", "rfftn", "irfftn"):
+        real = getattr(np.fft, name)
+        monkeypatch.setattr(np.fft, name, lambda *a, _real=real, **kw: calls.append(np.shape(a[0])) or _real(*a, **kw))
+    vs = rng.standard_normal((4, 10))
+    block = np.asarray(rec.vjp([vs])[0])
+    ts = rng.standard_normal((4, 10))
+    tblock = np.asarray(rec.jvp([ts])[0])
+    assert len(calls) == 4 and all(shape[0] == 4 for shape in calls), calls  # one call per transform, of all 4 seeds
+    for k in range(4):
+        np.testing.assert_allclose(block[k], np.asarray(rec.vjp([vs[k:k + 1]])[0])[0], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(tblock[k], np.asarray(rec.jvp([ts[k:k + 1]])[0])[0], rtol=1e-12, atol=1e-12)
+
+
+def test_fftfreq_and_rfftfreq_are_constants_inside_f():
+    u = np.linspace(0.0, 1.0, 8)
+    J = np.asarray(jaccli.jacobian(lambda u: u * np.fft.fftfreq(8, d=0.5) + np.fft.rfftfreq(8).sum(), u))
+    np.testing.assert_allclose(J, np.diag(np.fft.fftfreq(8, d=0.5)))
+
+
+def test_fft_shifts_move_entries_and_transforms_are_dense_in_sparsity_detection():
+    u = np.arange(5.0)
+    J = np.asarray(jaccli.jacobian(np.fft.fftshift, u))
+    np.testing.assert_array_equal(J, np.eye(5)[np.fft.fftshift(np.arange(5))])
+    assert jaccli.sparsity(lambda u: np.fft.ifftshift(u) * 2.0, u).nnz == 5
+    assert jaccli.sparsity(lambda u: np.fft.irfft(np.fft.rfft(u) * 2.0, 5), u).nnz == 25
+
+
+def test_a_bad_norm_is_numpys_error():
+    with pytest.raises(ValueError, match="Invalid norm value"):
+        jaccli.jacobian(lambda u: np.fft.irfft(np.fft.rfft(u, norm="unitary")), np.ones(4))

@@ -255,10 +255,12 @@ def no_rule_error(node: Node, argnum: int, mode: str) -> Exception:
 
 def is_complex(value: Any) -> bool:
     """Whether a recorded value (an array, a scalar, a traced array, a tuple of them) is complex."""
-    if type(value) is tuple:
-        return any(is_complex(v) for v in value)
     dtype = getattr(value, "dtype", None)
-    return type(value) is complex if dtype is None else dtype.kind == "c"
+    if dtype is not None:
+        return dtype.kind == "c"
+    if isinstance(value, tuple):  # (NumPy's named tuples too: EigResult)
+        return any(is_complex(v) for v in value)
+    return type(value) is complex
 
 
 def real_cotangent(rule: Callable) -> Callable:

@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     joining,
     linalg,
     linalg_decomp,
+    linalg_eig,
     linalg_norm,
     meta,
     moments,

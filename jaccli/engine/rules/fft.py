@@ -64,27 +64,33 @@ def _c2c_vjp(ans, x, s, axes, norm, inverse):
     return lambda g: _resize(fftn(g, None, up, norm, inverse), lengths, up)
 
 
+def _half_weights(n, ndim, axis, inner, outer):
+    """Weights along the half-spectrum axis `axis` (of ndim axes): `outer` on the first entry and, n
+    even, the last (the entries a real signal's spectrum holds once), `inner` on the others."""
+    half = n // 2 + 1
+    weight = np.full(half, inner)
+    weight[0] = outer
+    if n % 2 == 0:
+        weight[-1] = outer
+    return weight.reshape((half,) + (1,) * (ndim - 1 - axis))
+
+
 def _r2c_vjp(ans, x, s, axes, norm):
-    # rfftn keeps the first n//2 + 1 entries of the full transform along the last axis: its
-    # transpose pads them back to n with zeros before the full transform, whose real part is x's.
-    lengths, up, n = _lengths(x, axes), _up(axes), s[-1]
-    return lambda g: _resize(np.real(fftn(_resize(g, (n,), up[-1:]), None, up, norm, False)), lengths, up)
+    # rfftn is the full transform's first n//2 + 1 entries on the last axis; its transpose is the
+    # real part of the full transform of g padded with zeros, which is irfftn of conj(g) with the
+    # middle entries halved (irfftn counts them twice), at the opposite norm: half the work, no pad.
+    lengths, up = _lengths(x, axes), _up(axes)
+    weight = _half_weights(s[-1], len(shape_of(ans)), axes[-1], 0.5, 1.0)
+    return lambda g: _resize(irfftn(np.conjugate(g) * weight, s, up, _swap(norm)), lengths, up)
 
 
 def _c2r_vjp(ans, x, s, axes, norm):
     # irfft(y) = (Re y_0 + 2 Re sum_k y_k w^-jk [+ Re y_n/2 (-1)^j]) / n: the transpose is the
-    # inverse transform of g, its first n//2 + 1 entries, doubled but for the first and (n even) last.
-    lengths, up, n = _lengths(x, axes), _up(axes), s[-1]
-    half = n // 2 + 1
-    weight = np.full(half, 2.0)
-    weight[0] = 1.0
-    if n % 2 == 0:
-        weight[-1] = 1.0
-    weight = weight.reshape((half,) + (1,) * (len(shape_of(ans)) - 1 - axes[-1]))
-
-    def rule(g):
-        return _resize(weight * _resize(fftn(g, None, up, norm, True), (half,), up[-1:]), lengths, up)
-    return rule
+    # inverse transform of g, its first n//2 + 1 entries, doubled but for the first and (n even)
+    # last; for a real g that is the conjugate of rfftn(g) at the opposite norm.
+    lengths, up = _lengths(x, axes), _up(axes)
+    weight = _half_weights(s[-1], len(shape_of(ans)), axes[-1], 2.0, 1.0)
+    return lambda g: _resize(weight * np.conjugate(rfftn(g, s, up, _swap(norm))), lengths, up)
 
 
 fftn.defvjp(_c2c_vjp)

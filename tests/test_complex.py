@@ -1,0 +1,93 @@
+"""Complex values through the public functions, by JAX's conventions (docs/complex.md), against
+closed forms and central differences along real and imaginary directions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jaccli
+from tests.helpers import central_diff
+
+X = np.array([0.3, -0.8, 1.4])
+Z = np.array([0.3 + 0.2j, -0.5 + 1.1j, 0.9 - 0.4j])
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_real_inputs_with_complex_outputs_give_d_re_plus_i_d_im(mode):
+    J = jaccli.jacobian(lambda x: np.exp(1j * x) * x, X, mode=mode)
+    assert J.dtype == complex
+    np.testing.assert_allclose(J, np.diag(np.exp(1j * X) * (1 + 1j * X)), atol=1e-14)
+
+
+def test_a_real_function_of_complex_inputs_has_jaxs_gradient_d_dx_minus_i_d_dy():
+    # |z|^2 = x^2 + y^2: JAX's grad is 2x - 2iy = 2 conj(z) (its conjugate is the ascent direction)
+    np.testing.assert_allclose(jaccli.grad(lambda z: np.sum(np.abs(z) ** 2), Z), 2 * np.conj(Z), atol=1e-14)
+    f = lambda z: np.real(z * np.exp(z)) + np.angle(z)  # noqa: E731
+    J = jaccli.jacobian(f, Z)
+    dx = central_diff(lambda x: f(x + 1j * Z.imag), Z.real)
+    dy = central_diff(lambda y: f(Z.real + 1j * y), Z.imag)
+    np.testing.assert_allclose(J, dx - 1j * dy, rtol=1e-7, atol=1e-8)
+
+
+def test_holomorphic_functions_give_f_prime_and_f_second():
+    np.testing.assert_allclose(jaccli.jacobian(np.sin, Z, holomorphic=True), np.diag(np.cos(Z)), atol=1e-14)
+    np.testing.assert_allclose(jaccli.grad(lambda z: np.sum(z ** 3), Z, holomorphic=True), 3 * Z ** 2, atol=1e-14)
+    H = jaccli.hessian(lambda z: np.sum(np.exp(z) * z), Z, holomorphic=True)
+    np.testing.assert_allclose(H, np.diag(np.exp(Z) * (Z + 2)), atol=1e-13)
+    A = np.array([[2.0 + 1j, 0.5], [0.3j, 1.5 - 0.2j]])
+    np.testing.assert_allclose(jaccli.jacobian(lambda z: np.linalg.solve(A, z), Z[:2], holomorphic=True),
+                               np.linalg.inv(A), atol=1e-14)
+
+
+def test_products_are_jaxs_pushforward_and_transpose():
+    t = np.array([1 + 2j, -0.5j, 0.7])
+    v = np.array([0.2 - 1j, 1.5, 1j])
+    # holomorphic: J t = f' t and v^T J = v f' (a transpose, no conjugate)
+    np.testing.assert_allclose(jaccli.jvp(np.exp, Z, t, holomorphic=True)[1], np.exp(Z) * t, atol=1e-14)
+    np.testing.assert_allclose(jaccli.vjp(np.exp, Z, v, holomorphic=True)[1], np.exp(Z) * v, atol=1e-14)
+    # conj(z) z = |z|^2, not holomorphic: d = conj(t) z + conj(z) t; its transpose pairs Re(v * d)
+    _, d = jaccli.jvp(lambda z: np.conj(z) * z, Z, t)
+    np.testing.assert_allclose(d, np.conj(t) * Z + np.conj(Z) * t, atol=1e-14)
+    _, ct = jaccli.vjp(lambda z: np.conj(z) * np.exp(z), Z, v)
+    u = np.array([0.4 - 0.3j, 1.1 + 0.2j, -0.6 + 0.9j])
+    _, du = jaccli.jvp(lambda z: np.conj(z) * np.exp(z), Z, u)
+    np.testing.assert_allclose(np.real(np.sum(ct * u)), np.real(np.sum(v * du)), rtol=1e-13)
+
+
+def test_a_real_hessian_through_complex_values_matches_central_differences():
+    def f(x):
+        w = np.exp(2j * np.pi * x) * (1 + x ** 2) + np.linalg.det(np.outer(x, x) + 1j * np.eye(3))
+        return np.sum(np.abs(w) ** 2) + np.real(np.prod(w))
+
+    H = np.asarray(jaccli.hessian(f, X))
+    np.testing.assert_allclose(H, central_diff(lambda x: jaccli.grad(f, x), X, h=1e-5), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(H, np.asarray(jaccli.hessian(f, X, mode="reverse")), rtol=1e-10, atol=1e-10)
+
+
+def test_tuples_and_batches_mix_real_and_complex_blocks():
+    def f(x, y):
+        return np.exp(1j * x) * y, x * y
+
+    J = jaccli.jacobian(f, (X, X[::-1]))
+    np.testing.assert_allclose(J[0][0], np.diag(1j * np.exp(1j * X) * X[::-1]), atol=1e-14)
+    np.testing.assert_allclose(J[0][1], np.diag(np.exp(1j * X)), atol=1e-14)
+    np.testing.assert_allclose(J[1][0], np.diag(X[::-1]), atol=1e-14)
+    B = np.arange(6.0).reshape(3, 2) / 5
+    Jb = jaccli.jacobian(lambda b: np.exp(1j * b) * b[:, ::-1], B, batch_axis=0)
+    assert Jb.shape == (3, 2, 2)
+    full = jaccli.jacobian(lambda b: np.exp(1j * b) * b[:, ::-1], B)
+    for i in range(3):
+        np.testing.assert_allclose(Jb[i], full[i, :, i, :], atol=1e-14)
+
+
+def test_complex_constants_reductions_and_casts_inside_f():
+    c = np.array([1 - 2j, 0.5j, 3.0])
+
+    def f(x):
+        z = x.astype(complex) * c + 2j
+        return np.real(np.mean(z * z) + np.sum(np.conj(z)) + np.prod(z[:2]))
+
+    g = jaccli.grad(f, X)
+    np.testing.assert_allclose(g, central_diff(f, X), rtol=1e-7, atol=1e-8)
+    assert g.dtype == np.float64

@@ -251,7 +251,7 @@ def test_find_kinks_lists_ops_at_their_kinks_with_sites():
     assert [(k.op, k.count) for k in kinks] == [("np.absolute", 2), ("np.maximum", 1)]
     assert kinks[0].file == __file__ and kinks[1].line == kinks[0].line + 1
     assert kinks[0].mask.tolist() == [True, False, False, True]
-    assert kinks[0].to_dict()["notes"] == "abs'(0) = 0 (the subgradient of least norm)"
+    assert kinks[0].to_dict()["notes"] == "abs'(0) = 0 (the subgradient of least norm); of complex values: hypot(real, imag)"
 
 
 def test_no_kinks_away_from_them():

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import jaccli
 from tests.helpers import central_diff
+from tests.test_compositions import build, fd_jacobian, programs
 
 X = np.array([0.3, -0.8, 1.4])
 Z = np.array([0.3 + 0.2j, -0.5 + 1.1j, 0.9 - 0.4j])
@@ -91,3 +94,22 @@ def test_complex_constants_reductions_and_casts_inside_f():
     g = jaccli.grad(f, X)
     np.testing.assert_allclose(g, central_diff(f, X), rtol=1e-7, atol=1e-8)
     assert g.dtype == np.float64
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs(), st.integers(0, 2**31 - 1), st.sampled_from(["reverse", "forward"]))
+def test_random_compositions_through_complex_values_match_central_differences(program, seed, mode):
+    # the property tests' programs with complex inputs inside (hypot and logaddexp take real numbers only)
+    sx, sy, steps = program
+    steps = [(kind, un, bi if bi in ("add", "sub", "mul", "div") else "mul", red, k) for kind, un, bi, red, k in steps]
+    rng = np.random.default_rng(seed)
+    x, y = rng.uniform(-1, 1, sx), rng.uniform(-1, 1, sy)
+    inner = build(steps)
+
+    def f(x, y):
+        return inner(x * (1 + 0.3j), y - 0.2j)
+
+    jx, jy = jaccli.jacobian(f, (x, y), mode=mode)
+    for j, J in enumerate((jx, jy)):
+        fd = fd_jacobian(lambda *a: np.real(f(*a)), (x, y), j) + 1j * fd_jacobian(lambda *a: np.imag(f(*a)), (x, y), j)
+        np.testing.assert_allclose(J, fd, rtol=1e-5, atol=1e-6)

@@ -639,6 +639,14 @@ API = [
          TypeError, None,
          'hessian needs a real-valued f, but f returns complex values: differentiate np.real(f) or np.abs(f) ** 2, '
          'or pass holomorphic=True for a holomorphic f of complex inputs (docs/complex.md)'),
+    Call('eigh-of-complex', lambda tmp: jaccli.jacobian(lambda x: np.linalg.eigh(x * (1 + 1j))[0], np.eye(2)),
+         UnsupportedOperationError, 'unsupported_operation',
+         "{site}: np.linalg.eigh of complex values is not supported by jaccli; its rules are those of real matrices: "
+         'see docs/complex.md for what takes complex values'),
+    Call('norm-2-of-complex', lambda tmp: jaccli.jacobian(lambda x: np.linalg.norm(x * 1j, 2), np.eye(2)),
+         UnsupportedOperationError, 'unsupported_operation',
+         "{site}: np.linalg.norm(..., ord=2) of complex values is not supported by jaccli; its rules are those of real "
+         'matrices: see docs/complex.md for what takes complex values'),
     Call('grad-complex-value', lambda tmp: jaccli.grad(lambda x: np.exp(1j * x).sum(), np.ones(2)),
          TypeError, None,
          'grad needs a real-valued f, but f returns complex values: differentiate np.real(f) or np.abs(f) ** 2, '

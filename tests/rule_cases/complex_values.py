@@ -101,6 +101,16 @@ CASES = [
          id="complex-det-modulus"),
     Case("np.linalg.slogdet", lambda x, y: np.linalg.slogdet(x + 1j * y)[1], cwc(3), wrt=_XY, id="complex-slogdet"),
     Case("np.linalg.slogdet", of_z(lambda a: np.linalg.slogdet(a)[0]), cwc(3), wrt=_XY, id="complex-slogdet-sign"),
+    # functions whose complex forms differ from their real rules (rules/complex_forms.py)
+    Case("np.linalg.norm", lambda x, y: np.linalg.norm(x + 1j * y), _Z, wrt=_XY, id="complex-norm"),
+    Case("np.linalg.norm", lambda x, y: np.linalg.norm(x + 1j * y, ord=3, axis=0), _Z, wrt=_XY, id="complex-norm-p"),
+    Case("np.linalg.norm", lambda x, y: np.linalg.norm(x + 1j * y, ord=np.inf), _Z, wrt=_XY, id="complex-norm-inf"),
+    Case("np.var", lambda x, y: np.var(x + 1j * y, axis=0, ddof=1), _Z, wrt=_XY, id="complex-var"),
+    Case("np.std", lambda x, y: np.std(x + 1j * y), _Z, wrt=_XY, id="complex-std"),
+    Case("np.nanvar", lambda x, y: np.nanvar(x + 1j * y, axis=1), _Z, wrt=_XY, id="complex-nanvar"),
+    Case("np.nanstd", lambda x, y: np.nanstd(x + 1j * y), _Z, wrt=_XY, id="complex-nanstd"),
+    Case("np.vdot", of_zw(np.vdot), _Z + _Z, wrt=_ALL, id="complex-vdot"),
+    Case("np.sign", of_z(lambda z: np.sign(z) * z), _W, wrt=_XY, id="complex-sign"),
     # shapes and indexing carry complex values as they are
     Case("x[i]", of_z(lambda z: z[1:, ::-1] * z[0]), _Z, wrt=_XY, id="complex-getitem"),
     Case("np.concatenate", of_z(lambda z: np.concatenate([z, 2j * z])), _Z, wrt=_XY, id="complex-concatenate"),
@@ -108,3 +118,12 @@ CASES = [
     Case("np.exp", lambda x: np.sum(np.abs(np.exp(2j * np.pi * x) + x) ** 2), (pos(4),), order=3,
          id="complex-real-to-real-third-order"),
 ]
+if hasattr(np, "vecdot"):  # NumPy >= 2.0
+    CASES += [
+        Case("np.vecdot", of_zw(np.vecdot), _Z + _Z, wrt=_ALL, id="complex-vecdot"),
+        Case("np.linalg.vecdot", of_zw(np.linalg.vecdot), _Z + _Z, wrt=_ALL, id="complex-linalg-vecdot"),
+        Case("np.linalg.vector_norm", lambda x, y: np.linalg.vector_norm(x + 1j * y, ord=3), _Z, wrt=_XY,
+             id="complex-vector-norm"),
+        Case("np.linalg.matrix_norm", lambda x, y: np.linalg.matrix_norm(x + 1j * y, ord=1), _Z, wrt=_XY,
+             id="complex-matrix-norm"),
+    ]

@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401
     bessel,
+    complex_forms,
     complex_parts,
     composed_ufuncs,
     creation,
@@ -42,6 +43,7 @@ _SCIPY_MODULES = (ScipyRules("scipy.linalg", "scipy_linalg"), ScipyRules("scipy.
                   ScipyRules("scipy.stats", "scipy_stats"))
 _OPTIONAL_RULES.extend(rules.install_for for rules in _SCIPY_MODULES)  # and scipy.linalg, .signal, .stats
 _OPTIONAL_RULES.append(polynomials.install_for)  # numpy.polynomial's classes, once f's module imports them
+complex_forms.install()  # over the handlers every module above registered
 
 
 def every_rule() -> dict:

@@ -695,6 +695,10 @@ CLI_MESSAGES = [
          "{any}'--order'{any} (see 'cli check --help')"),
     Case(["vjp", "-e", "x", "[1]"],
          "Missing option '--vector'{any} (see 'cli vjp --help')"),
+    Case(["jacobian", "{tmp}/cx.py", "[1, 2]"],
+         "f returns complex values; the command line writes real derivatives: return np.real, np.imag or np.abs of "
+         "them, or call jaccli.jacobian in Python (docs/complex.md) (f in {tmp}/cx.py:3)",
+         files={"cx.py": "import numpy as np\n\ndef f(x):\n    return np.exp(1j * x)\n"}),
     Case(["ops", "--family", "nope"],
          "{any}'--family': 'nope': families are complex, creation, diagonals, elementwise, fft, functional, "
          'indexing, joining, linalg, metadata, numerics, products, reductions, reordering, scipy.linalg, '

@@ -609,34 +609,34 @@ API = [
          ValueError, None,
          'batch_axis should be None or 0, but got 2.'),
     Call('complex-in-and-out-not-holomorphic', lambda tmp: jaccli.jacobian(lambda z: z ** 2, np.array([1 + 1j, 2 - 1j])),
-         TypeError, None,
+         UnsupportedOperationError, 'unsupported_operation',
          'jacobian of a function with complex inputs and complex outputs needs holomorphic=True (for a holomorphic '
          "f, as JAX's); otherwise differentiate the real and imaginary parts of the output, or use "
          'jaccli.jvp/jaccli.vjp (docs/complex.md)'),
     Call('holomorphic-real-input', lambda tmp: jaccli.jacobian(lambda z: z ** 2, np.ones(2), holomorphic=True),
-         TypeError, None,
+         UnsupportedOperationError, 'unsupported_operation',
          "jacobian with holomorphic=True needs complex inputs, as JAX's; give them a complex dtype "
          '(x.astype(complex)), or leave holomorphic out (docs/complex.md)'),
     Call('holomorphic-real-output',
          lambda tmp: jaccli.jacobian(lambda z: np.abs(z), np.array([1 + 1j, 2 - 1j]), holomorphic=True),
-         TypeError, None,
+         UnsupportedOperationError, 'unsupported_operation',
          "jacobian with holomorphic=True needs complex outputs, as JAX's; give them a complex dtype "
          '(x.astype(complex)), or leave holomorphic out (docs/complex.md)'),
     Call('vjp-holomorphic-real-input', lambda tmp: jaccli.vjp(lambda z: z * 1j, np.ones(2), np.ones(2), holomorphic=True),
-         TypeError, None,
+         UnsupportedOperationError, 'unsupported_operation',
          "vjp with holomorphic=True needs complex inputs, as JAX's; give them a complex dtype "
          '(x.astype(complex)), or leave holomorphic out (docs/complex.md)'),
     Call('hessian-complex-input', lambda tmp: jaccli.hessian(lambda z: np.abs(z).sum(), np.array([1 + 1j, 2 - 1j])),
-         TypeError, None,
+         UnsupportedOperationError, 'unsupported_operation',
          'hessian of a function of complex inputs needs holomorphic=True (for a holomorphic f), or the real and '
          "imaginary parts passed as real inputs, as JAX's jacfwd (docs/complex.md)"),
     Call('hvp-complex-input',
          lambda tmp: jaccli.hvp(lambda z: np.abs(z).sum(), np.array([1 + 1j, 2 - 1j]), np.ones(2)),
-         TypeError, None,
+         UnsupportedOperationError, 'unsupported_operation',
          "hvp of a function of complex inputs needs the real and imaginary parts passed as real inputs, as JAX's "
          'jacfwd (docs/complex.md)'),
     Call('hessian-complex-value', lambda tmp: jaccli.hessian(lambda x: np.exp(1j * x).sum(), np.ones(2)),
-         TypeError, None,
+         UnsupportedOperationError, 'unsupported_operation',
          'hessian needs a real-valued f, but f returns complex values: differentiate np.real(f) or np.abs(f) ** 2, '
          'or pass holomorphic=True for a holomorphic f of complex inputs (docs/complex.md)'),
     Call('eigh-of-complex', lambda tmp: jaccli.jacobian(lambda x: np.linalg.eigh(x * (1 + 1j))[0], np.eye(2)),
@@ -648,7 +648,7 @@ API = [
          "{site}: np.linalg.norm(..., ord=2) of complex values is not supported by jaccli; its rules are those of real "
          'matrices: see docs/complex.md for what takes complex values'),
     Call('grad-complex-value', lambda tmp: jaccli.grad(lambda x: np.exp(1j * x).sum(), np.ones(2)),
-         TypeError, None,
+         UnsupportedOperationError, 'unsupported_operation',
          'grad needs a real-valued f, but f returns complex values: differentiate np.real(f) or np.abs(f) ** 2, '
          'or pass holomorphic=True for a holomorphic f of complex inputs (docs/complex.md)'),
     Call('wrt-negative-out-of-range', lambda tmp: jaccli.jacobian(lambda x: x * x, np.ones(3), wrt=-2),

@@ -1,5 +1,7 @@
 """Complex inputs and outputs of jacobian, hessian and grad, by JAX's conventions (docs/complex.md).
 
+What JAX refuses with a TypeError is refused with an UnsupportedOperationError (a TypeError too).
+
 A Jacobian with complex entries is that of f seen as a function of real arrays: a complex input
 becomes its real and imaginary parts stacked on a new last axis (only its real part, with
 holomorphic=True: f'(z) is the derivative along it), a complex output the same; the real blocks
@@ -13,6 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from jaccli.engine import Tracer, is_complex
+from jaccli.errors import UnsupportedOperationError
 
 
 def complex_arg(a: Any) -> bool:
@@ -24,20 +27,20 @@ def refuse_complex_inputs(args: tuple, wrt_idx: tuple, name: str) -> None:
     """name (hvp, vhp, hessian without holomorphic=True) takes real inputs only, as JAX's jacfwd."""
     if any(complex_arg(args[k]) for k in wrt_idx):
         hint = "holomorphic=True (for a holomorphic f), or " if name == "hessian" else ""
-        raise TypeError(f"{name} of a function of complex inputs needs {hint}the real and imaginary parts passed as "
+        raise UnsupportedOperationError(f"{name} of a function of complex inputs needs {hint}the real and imaginary parts passed as "
                          "real inputs, as JAX's jacfwd (docs/complex.md)")
 
 
 def refuse_complex_value(value: Any, name: str) -> None:
     """name (hessian, hvp, vhp, grad without holomorphic=True) needs f real-valued, as JAX's grad."""
     if any(is_complex(v) for v in (value if isinstance(value, tuple) else (value,))):
-        raise TypeError(f"{name} needs a real-valued f, but f returns complex values: differentiate np.real(f) "
+        raise UnsupportedOperationError(f"{name} needs a real-valued f, but f returns complex values: differentiate np.real(f) "
                          "or np.abs(f) ** 2, or pass holomorphic=True for a holomorphic f of complex inputs "
                          "(docs/complex.md)")
 
 
-def holomorphic_error(name: str, what: str) -> TypeError:
-    return TypeError(f"{name} with holomorphic=True needs complex {what}, as JAX's; give them a complex dtype "
+def holomorphic_error(name: str, what: str) -> UnsupportedOperationError:
+    return UnsupportedOperationError(f"{name} with holomorphic=True needs complex {what}, as JAX's; give them a complex dtype "
                       "(x.astype(complex)), or leave holomorphic out (docs/complex.md)")
 
 
@@ -78,7 +81,7 @@ class Embedding:
         if self.holomorphic and not all(self.out_complex):
             raise holomorphic_error(self.name, "outputs")
         if self.split and not self.holomorphic and any(self.out_complex):
-            raise TypeError(f"{self.name} of a function with complex inputs and complex outputs needs holomorphic=True "
+            raise UnsupportedOperationError(f"{self.name} of a function with complex inputs and complex outputs needs holomorphic=True "
                              "(for a holomorphic f, as JAX's); otherwise differentiate the real and imaginary parts "
                              "of the output, or use jaccli.jvp/jaccli.vjp (docs/complex.md)")
 

@@ -12,7 +12,7 @@ import numpy as np
 
 import jaccli
 from jaccli.check.diagnostics import disconnected_hint, disconnected_pairs, structural_zero_message
-from jaccli.errors import UsageError
+from jaccli.errors import UnsupportedOperationError, UsageError
 from jaccli.io.index_specs import parse_index_spec
 from jaccli.plurals import counted
 
@@ -248,6 +248,7 @@ def matrix_blocks(problem: Problem, command: str, s: Settings) -> list[Block]:
     blocks = []
     if command == "jacobian":
         result = jaccli.jacobian(problem.func, problem.args, **kw)
+        _refuse_complex(problem, result)
         grid = _nested(result, isinstance(result[0], tuple))
         for i, row in enumerate(grid):
             out_name = problem.name if len(grid) == 1 and not isinstance(result[0], tuple) else f"{problem.name}{i}"
@@ -315,12 +316,25 @@ def _vector_blocks(problem: Problem, command: str, s: Settings) -> list[Block]:
     v: Any = vectors[0] if len(vectors) == 1 else tuple(vectors)
     fn = {"vjp": jaccli.vjp, "jvp": jaccli.jvp, "hvp": jaccli.hvp}[command]
     value, result = _product(fn, problem, v, per_output=command == "vjp")
+    _refuse_complex(problem, value)
     if command != "jvp":
         return [_vector(f"{command}_{n}", n, x, (fname, n)) for n, x in zip(names, result)]
     wrt = names[0] if len(names) == 1 else None
     if isinstance(value, tuple):
         return [_vector(f"jvp_{fname}{i}", f"{fname}{i}", x, (f"{fname}{i}", wrt)) for i, x in enumerate(result)]
     return [_vector(f"jvp_{fname}", fname, result, (fname, wrt))]
+
+
+def _refuse_complex(problem: Problem, result: Any) -> None:
+    """The command line reads and writes real arrays: a complex result (jaccli.jacobian's for a
+    complex-valued f, jvp's tangent) is refused, not written as its real part."""
+    for leaf in (result if isinstance(result, tuple) else (result,)):
+        if isinstance(leaf, tuple):
+            _refuse_complex(problem, leaf)
+        elif getattr(leaf, "dtype", None) is not None and np.dtype(leaf.dtype).kind == "c":
+            raise UnsupportedOperationError(
+                f"{problem.name} returns complex values; the command line writes real derivatives: return "
+                "np.real, np.imag or np.abs of them, or call jaccli.jacobian in Python (docs/complex.md)")
 
 
 def _product(fn: Callable, problem: Problem, v: Any, per_output: bool) -> tuple:

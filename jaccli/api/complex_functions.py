@@ -27,21 +27,21 @@ def refuse_complex_inputs(args: tuple, wrt_idx: tuple, name: str) -> None:
     """name (hvp, vhp, hessian without holomorphic=True) takes real inputs only, as JAX's jacfwd."""
     if any(complex_arg(args[k]) for k in wrt_idx):
         hint = "holomorphic=True (for a holomorphic f), or " if name == "hessian" else ""
-        raise UnsupportedOperationError(f"{name} of a function of complex inputs needs {hint}the real and imaginary parts passed as "
-                         "real inputs, as JAX's jacfwd (docs/complex.md)")
+        raise UnsupportedOperationError(f"{name} of a function of complex inputs needs {hint}the real and imaginary "
+                                        "parts passed as real inputs, as JAX's jacfwd (docs/complex.md)")
 
 
 def refuse_complex_value(value: Any, name: str) -> None:
     """name (hessian, hvp, vhp, grad without holomorphic=True) needs f real-valued, as JAX's grad."""
     if any(is_complex(v) for v in (value if isinstance(value, tuple) else (value,))):
-        raise UnsupportedOperationError(f"{name} needs a real-valued f, but f returns complex values: differentiate np.real(f) "
-                         "or np.abs(f) ** 2, or pass holomorphic=True for a holomorphic f of complex inputs "
-                         "(docs/complex.md)")
+        raise UnsupportedOperationError(f"{name} needs a real-valued f, but f returns complex values: differentiate "
+                                        "np.real(f) or np.abs(f) ** 2, or pass holomorphic=True for a holomorphic f of "
+                                        "complex inputs (docs/complex.md)")
 
 
 def holomorphic_error(name: str, what: str) -> UnsupportedOperationError:
-    return UnsupportedOperationError(f"{name} with holomorphic=True needs complex {what}, as JAX's; give them a complex dtype "
-                      "(x.astype(complex)), or leave holomorphic out (docs/complex.md)")
+    return UnsupportedOperationError(f"{name} with holomorphic=True needs complex {what}, as JAX's; give them a "
+                                     "complex dtype (x.astype(complex)), or leave holomorphic out (docs/complex.md)")
 
 
 class Embedding:
@@ -81,9 +81,10 @@ class Embedding:
         if self.holomorphic and not all(self.out_complex):
             raise holomorphic_error(self.name, "outputs")
         if self.split and not self.holomorphic and any(self.out_complex):
-            raise UnsupportedOperationError(f"{self.name} of a function with complex inputs and complex outputs needs holomorphic=True "
-                             "(for a holomorphic f, as JAX's); otherwise differentiate the real and imaginary parts "
-                             "of the output, or use jaccli.jvp/jaccli.vjp (docs/complex.md)")
+            raise UnsupportedOperationError(
+                f"{self.name} of a function with complex inputs and complex outputs needs holomorphic=True (for a "
+                "holomorphic f, as JAX's); otherwise differentiate the real and imaginary parts of the output, or use "
+                "jaccli.jvp/jaccli.vjp (docs/complex.md)")
 
     def block(self, A: Any, i: int, k: int, out_ndim: int) -> np.ndarray:
         """The complex block of output i and input k from the real one A of g."""
@@ -120,8 +121,15 @@ def holomorphic_hessian(hessian: Callable, f: Callable, args: tuple, wrt_idx: tu
     """f''(z) of a holomorphic scalar f: the Hessians of its real and imaginary parts along the real axes."""
     emb = Embedding(f, args, wrt_idx, True, "hessian")
     wrt = wrt_idx if in_tuple else wrt_idx[0]
-    re, im = (hessian(lambda *a, _p=p: np.take(emb.g(*a), _p, axis=-1), emb.args, wrt=wrt, **options) for p in (0, 1))
-    emb.check()
+    def part(p):
+        def f_part(*a):
+            out = emb.g(*a)
+            if not all(emb.out_complex):
+                raise holomorphic_error("hessian", "outputs")
+            return np.take(out, p, axis=-1)
+        return f_part
+
+    re, im = (hessian(part(p), emb.args, wrt=wrt, **options) for p in (0, 1))
     if in_tuple:
         return tuple(tuple(np.asarray(a) + 1j * np.asarray(b) for a, b in zip(ra, rb)) for ra, rb in zip(re, im))
     return np.asarray(re) + 1j * np.asarray(im)

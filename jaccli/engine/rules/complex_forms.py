@@ -89,7 +89,8 @@ def _refuse_complex(real: Callable, name: str) -> Callable:
 
 
 _REAL_ONLY = {
-    np.linalg.eigh: "np.linalg.eigh", np.linalg.eigvalsh: "np.linalg.eigvalsh", np.linalg.cholesky: "np.linalg.cholesky",
+    np.linalg.eigh: "np.linalg.eigh", np.linalg.eigvalsh: "np.linalg.eigvalsh",
+    np.linalg.cholesky: "np.linalg.cholesky",
     np.linalg.qr: "np.linalg.qr", np.linalg.svd: "np.linalg.svd", np.linalg.cond: "np.linalg.cond",
     np.cov: "np.cov", np.corrcoef: "np.corrcoef",
 }

@@ -622,6 +622,11 @@ API = [
          UnsupportedOperationError, 'unsupported_operation',
          "jacobian with holomorphic=True needs complex outputs, as JAX's; give them a complex dtype "
          '(x.astype(complex)), or leave holomorphic out (docs/complex.md)'),
+    Call('hessian-holomorphic-real-output',
+         lambda tmp: jaccli.hessian(lambda z: np.abs(z).sum(), np.array([1 + 1j, 2 - 1j]), holomorphic=True),
+         UnsupportedOperationError, 'unsupported_operation',
+         "hessian with holomorphic=True needs complex outputs, as JAX's; give them a complex dtype "
+         '(x.astype(complex)), or leave holomorphic out (docs/complex.md)'),
     Call('vjp-holomorphic-real-input', lambda tmp: jaccli.vjp(lambda z: z * 1j, np.ones(2), np.ones(2), holomorphic=True),
          UnsupportedOperationError, 'unsupported_operation',
          "vjp with holomorphic=True needs complex inputs, as JAX's; give them a complex dtype "

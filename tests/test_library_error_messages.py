@@ -652,6 +652,14 @@ API = [
          UnsupportedOperationError, 'unsupported_operation',
          "{site}: np.linalg.norm(..., ord=2) of complex values is not supported by jaccli; its rules are those of real "
          'matrices: see docs/complex.md for what takes complex values'),
+    Call('abs-of-complex-with-where',
+         lambda tmp: jaccli.jacobian(lambda x: np.abs(x * 1j, where=x > 0), np.ones(2)),
+         UnsupportedOperationError, 'unsupported_operation',
+         '{site}: np.abs of complex values with where= is not supported by jaccli; call it without them'),
+    Call('sign-of-complex-with-keywords',
+         lambda tmp: jaccli.jacobian(lambda x: np.sign(x * 1j, dtype=complex), np.ones(2)),
+         UnsupportedOperationError, 'unsupported_operation',
+         '{site}: np.sign of complex values with keywords is not supported by jaccli; call it without them'),
     Call('grad-complex-value', lambda tmp: jaccli.grad(lambda x: np.exp(1j * x).sum(), np.ones(2)),
          UnsupportedOperationError, 'unsupported_operation',
          'grad needs a real-valued f, but f returns complex values: differentiate np.real(f) or np.abs(f) ** 2, '

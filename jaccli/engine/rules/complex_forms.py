@@ -68,8 +68,11 @@ def _conjugating(real: Callable) -> Callable:
 
 def _sign(real: Callable) -> Callable:
     def sign(x, *args, **kw):
-        if not _complex(x) or args or kw:
+        if not _complex(x):
             return real(x, *args, **kw)
+        if args or any(v is not None for v in kw.values()):
+            raise UnsupportedOperationError("np.sign of complex values with keywords is not supported by jaccli; call it "
+                                            "without them", user_site(2))
         modulus = np.abs(x)
         return np.where(modulus == 0, 0.0, x / np.where(modulus == 0, 1.0, modulus))  # z / |z|, 0 at 0
     return sign

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import UnsupportedOperationError
+from ..user_sites import user_site
 from ..facts import KINK_CROSSINGS, NO_KINK, SAMPLE_RULES
 from ..registry import family, primitive, register, register_derived
 from ..sample_independence import elementwise as samples_apart
@@ -48,8 +50,17 @@ def _imag(val):
     return imag_part(val) if is_complex(val) else np.zeros_like(val)
 
 
+def _keywords_refused(name: str, kw: dict) -> None:
+    """A complex value's rule takes the plain call only: its keywords' loops are NumPy's real ones."""
+    given = [k for k, v in kw.items() if v is not None]
+    if given:
+        raise UnsupportedOperationError(f"{name} of complex values with {', '.join(given)}= is not supported by jaccli; "
+                                        f"call it without them", user_site(2))
+
+
 def _conjugate(x, out=None, **kw):
-    if is_complex(x) and out is None and not kw:
+    if is_complex(x):
+        _keywords_refused("np.conjugate", dict(kw, out=out))
         return conj(x)
     taken = in_dtype(x, loop_dtypes(np.conjugate, (x,), kw)[0])
     return np.copy(x) if taken is x else taken  # a new array, as NumPy's
@@ -66,7 +77,8 @@ def _angle(z, deg=False):
 
 
 def _absolute(x, *args, **kw):
-    if is_complex(x) and not args and not kw:
+    if is_complex(x):
+        _keywords_refused("np.abs", dict(kw, out=args[0] if args else None))
         return hypot(real_part(x), imag_part(x))  # |z|, with hypot's subgradient 0 at z = 0
     return absolute(x, *args, **kw)
 

@@ -113,3 +113,25 @@ def test_random_compositions_through_complex_values_match_central_differences(pr
     for j, J in enumerate((jx, jy)):
         fd = fd_jacobian(lambda *a: np.real(f(*a)), (x, y), j) + 1j * fd_jacobian(lambda *a: np.imag(f(*a)), (x, y), j)
         np.testing.assert_allclose(J, fd, rtol=1e-5, atol=1e-6)
+
+
+def test_record_once_replays_functions_through_complex_values_as_plain_calls(rng):
+    k = np.fft.rfftfreq(8, 1 / 8)
+
+    def f(u):
+        return np.fft.irfft(1j * k * np.fft.rfft(u * u), 8) + np.abs(np.exp(1j * u) * u) ** 2
+
+    def g(z):
+        return np.exp(z) * np.conj(z)
+
+    once_f, once_g = jaccli.record_once(f), jaccli.record_once(g)
+    for _ in range(3):
+        u, v = rng.standard_normal((2, 8))
+        for mode in ("reverse", "forward"):
+            np.testing.assert_array_equal(np.asarray(jaccli.jacobian(once_f, u, mode=mode)),
+                                          np.asarray(jaccli.jacobian(f, u, mode=mode)))
+        np.testing.assert_array_equal(jaccli.vjp(once_f, u, v)[1], jaccli.vjp(f, u, v)[1])
+        z, t = u[:4] + 1j * u[4:], v[:4] - 1j * v[4:]
+        np.testing.assert_array_equal(jaccli.vjp(once_g, z, t)[1], jaccli.vjp(g, z, t)[1])
+        np.testing.assert_array_equal(jaccli.jvp(once_g, z, t)[1], jaccli.jvp(g, z, t)[1])
+    assert jaccli.jacobian(once_f, u).stats["path"] == "replay"

@@ -17,6 +17,7 @@ from ..facts import KINK_CROSSINGS, NO_KINK, SAMPLE_RULES
 from ..registry import family, primitive, register, register_derived
 from ..sample_independence import elementwise as samples_apart
 from ..tape import ELEMENTWISE, is_complex
+from ..tracer import Tracer
 from ._util import in_dtype, loop_dtypes
 from .elementwise import absolute, arctan2, hypot, multiply
 
@@ -77,7 +78,8 @@ def _angle(z, deg=False):
 
 
 def _absolute(x, *args, **kw):
-    if is_complex(x):
+    value = x._value if type(x) is Tracer else x  # (np.abs is common: the float array's test comes first)
+    if (value.dtype.kind == "c") if type(value) is np.ndarray else is_complex(value):
         _keywords_refused("np.abs", dict(kw, out=args[0] if args else None))
         return hypot(real_part(x), imag_part(x))  # |z|, with hypot's subgradient 0 at z = 0
     return absolute(x, *args, **kw)

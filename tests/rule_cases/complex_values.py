@@ -53,6 +53,9 @@ CASES = [
     Case("x.astype()", _real_cast, _Z, wrt=_XY, id="complex-astype-real-drops-imag"),
     Case("np.real", lambda x: np.real(np.exp(1j * x)) + np.imag(np.exp(1j * x) * x), (r(4),),
          id="complex-real-through-complex"),
+    Case("np.real_if_close", lambda x: np.real_if_close(np.exp(1j * x) * np.exp(-1j * x) * x), (r(4),),
+         id="complex-real-if-close"),
+    Case("np.real_if_close", of_z(lambda z: np.real_if_close(z * z)), _Z, wrt=_XY, id="complex-real-if-close-not"),
     # arithmetic, with complex constants and real arguments mixed in
     Case("np.multiply", of_zw(lambda z, w: z * w * (2 - 1j)), _Z + _Z, wrt=_ALL, id="complex-multiply"),
     Case("np.multiply", lambda x, y: parts(1j * x * y), _Z, wrt=_XY, id="complex-1j-times-real"),

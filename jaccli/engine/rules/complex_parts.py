@@ -17,8 +17,8 @@ from ..facts import KINK_CROSSINGS, NO_KINK, SAMPLE_RULES
 from ..registry import family, primitive, register, register_derived
 from ..sample_independence import elementwise as samples_apart
 from ..tape import ELEMENTWISE, is_complex
-from ..tracer import Tracer
-from ._util import in_dtype, loop_dtypes
+from ..tracer import Tracer, guarded
+from ._util import dtype_of, in_dtype, loop_dtypes
 from .elementwise import absolute, arctan2, hypot, multiply
 
 family("complex")
@@ -72,8 +72,6 @@ def _angle(z, deg=False):
         angle = arctan2(imag_part(z), real_part(z))
         return angle * (180.0 / np.pi) if deg else angle
     # 0 or pi by the sign bit (as arctan2(0, z)); constants of z's dtype, connected to z
-    from ..tracer import guarded
-
     return np.where(guarded(np.signbit, z), np.full_like(z, 180.0 if deg else np.pi), np.zeros_like(z))
 
 
@@ -85,6 +83,18 @@ def _absolute(x, *args, **kw):
     return absolute(x, *args, **kw)
 
 
+def _real_if_close(a, tol=100):
+    if not is_complex(a):
+        return a  # NumPy returns a real array as it is
+    if tol > 1:
+        tol = np.finfo(dtype_of(a)).eps * tol
+    # which branch NumPy takes is a constant of the recording (a replay checks it still holds)
+    return real_part(a) if guarded(lambda v: bool(np.all(np.abs(np.imag(v)) < tol)), a) else a
+
+
+register_derived(np.real_if_close, _real_if_close, uses=(real_part,),
+                 notes="the real part where every imaginary part is below tol (NumPy's test, a constant of the "
+                       "recording); else the array itself")
 register_derived(np.real, _real, uses=(real_part,), notes="of complex values: the real part; of real ones: the identity")
 register_derived(np.imag, _imag, uses=(imag_part,),
                  notes="of complex values: the imaginary part; of real ones: zeros, derivative 0")

@@ -106,7 +106,3 @@ def _outer_of(ufunc):
 for _prim in (add, subtract, multiply, true_divide, power, maximum, minimum, hypot, arctan2, logaddexp):
     register((_prim.impl, "outer"), _outer_of(_prim.impl), prims=(_prim,), kind="derived",
              name=f"np.{_prim.impl.__name__}.outer")
-
-# np.real_if_close: NumPy returns a real array as it is (a complex one, refused, would be cast)
-register_derived(np.real_if_close, lambda a, tol=100: _of_real("np.real_if_close", a, a),
-                 notes="real inputs only: the identity")

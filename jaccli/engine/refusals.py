@@ -7,6 +7,7 @@ import itertools
 import linecache
 import re
 import sys
+import warnings
 from typing import Any
 
 import numpy as np
@@ -54,6 +55,14 @@ def passes_out(func: Any, args: tuple) -> bool:
 
 # What to write instead of some unsupported functions, where NumPy has a supported relative.
 INSTEAD: dict = {}
+
+
+def cast_errors(dtype: Any, to: Any, order: str, casting: str) -> None:
+    """NumPy's errors for x.astype(to, order, casting), raised by a cast of an empty array (whose warnings,
+    a complex value's imaginary part dropped, are not the user's: the cast itself gives them)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.empty(0, dtype).astype(to, order=order, casting=casting)
 
 
 def escape_error(what: str, instead: str) -> TracingError:

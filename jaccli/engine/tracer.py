@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import warnings
-
 import numpy as np
 
 from ..errors import TracingError, UnsupportedOperationError
@@ -14,9 +12,9 @@ from .handlers import DEFERS_TO, FUNCTION_HANDLERS, HOLDERS, INTERNAL, NOT_PLAIN
 from .memory_overlap import TOO_HARD, element_addresses, same_memory
 from .nested_lists import refuse_ragged
 from .ndarray_methods import NdarrayMethods, name_as_ndarray_methods
-from .refusals import (IN_PLACE_METHODS, INSTEAD, PLAIN_CONVERSION, Formatted, escape_error, inside_np_vectorize,
-                       installed_package_escape, memory_reader, numpy_name, passes_out, read_only_message,
-                       same_value_cast, scalar_type_called, unswapped_caller)
+from .refusals import (IN_PLACE_METHODS, INSTEAD, PLAIN_CONVERSION, Formatted, cast_errors, escape_error,
+                       inside_np_vectorize, installed_package_escape, memory_reader, numpy_name, passes_out,
+                       read_only_message, same_value_cast, scalar_type_called, unswapped_caller)
 from .thread_state import ThreadSlot
 from .user_sites import user_site
 
@@ -482,9 +480,7 @@ class Tracer(NdarrayMethods):
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
         if not copy and np.dtype(dtype) == self.dtype and order in ("K", "A"):
             return self  # as NumPy: no copy asked for, none needed
-        with warnings.catch_warnings():  # a probe of NumPy's errors for the options; its warnings come from the cast
-            warnings.simplefilter("ignore")
-            np.empty(0, self.dtype).astype(dtype, order=order, casting=casting)
+        cast_errors(self.dtype, dtype, order, casting)  # NumPy's errors for the options
         if casting == "same_value":  # NumPy 2.4: refuses values the cast changes; a guard at a replay
             guarded(same_value_cast, self, np.dtype(dtype))
         out = INTERNAL["astype"](self, np.dtype(dtype))  # keeps the memory layout, as order="K"

@@ -359,7 +359,7 @@ def _families(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 @cli.command("ops", short_help="The supported NumPy functions and what each supports.",
              epilog=_examples([("jaccli ops", "every supported function"),
-                               ("jaccli ops fft sin", "those whose name or family holds fft or sin"),
+                               ("jaccli ops det sin", "those whose name or family holds det or sin"),
                                ("jaccli ops --family linalg --format json", "one family, as JSON")]),
              context_settings=CONTEXT)
 @click.argument("names", nargs=-1, metavar="[NAME]...")
@@ -373,7 +373,7 @@ def ops(ctx: click.Context, names: tuple[str, ...], family: list[str] | None, fm
         no_color: bool) -> None:
     """Every NumPy function, method and operator jaccli differentiates, from its registry: family, kind,
     reverse and forward rules, highest order, and the convention at non-differentiable points. Each NAME
-    keeps the rows whose name or family holds it (sin, np.linalg, fft). Anything not listed is refused
+    keeps the rows whose name or family holds it (sin, np.linalg, det). Anything not listed is refused
     with exit status 3 (exit statuses: jaccli --help).
     """
     from .commands.info import show_ops

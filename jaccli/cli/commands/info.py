@@ -227,7 +227,7 @@ def _matches(row: dict, words: tuple[str, ...]) -> bool:
 def show_ops(family: list[str] | None, fmt: str | None, color: str, argv: list[str],
              names: tuple[str, ...] = ()) -> None:
     """The registry's table: every supported NumPy function and what it supports; `names` keep the rows whose
-    name holds one of them, or whose family is one of them (`jaccli ops fft sin`)."""
+    name holds one of them, or whose family is one of them (`jaccli ops det sin`)."""
     from jaccli.api.ops_table import OPS_COLUMNS, format_ops_plain, ops_table
 
     words = tuple(w.strip().lower() for w in names if w.strip())

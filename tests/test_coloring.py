@@ -228,10 +228,26 @@ def test_coloring_does_not_import_scipy_optimize():
 
 
 def test_the_sequential_orderings_run_only_when_the_sweeps_they_may_save_cost_more():
-    p = stencil5(30)
+    p = stencil5(100)  # 2.5e5 edges: each sequential search is estimated above effort.AFFORDABLE_S
     full = best_columns(p)[1]
     assert {"smallest_last", "incidence_degree"} <= set(full)
     cheap_colors, cheap = best_columns(p, sweep_s=1e-6)  # saving a sweep of 1 us never pays for a sequential search
     assert not {"smallest_last", "incidence_degree", "random", "iterated_greedy"} & set(cheap)
     assert {"natural", "strided"} <= set(cheap) and cheap_colors.max() + 1 == min(cheap.values())
     assert best_columns(p, sweep_s=10.0)[1] == full  # a costly sweep: everything runs, as without an estimate
+    # a small graph gets every search however cheap its sweeps: it costs less than anyone waits for
+    assert {"smallest_last", "incidence_degree"} <= set(best_columns(stencil5(8), sweep_s=1e-9)[1])
+
+
+@pytest.mark.parametrize("n", [30, 50_000])
+def test_an_arrowhead_hessian_takes_two_colours_in_linear_time(n):
+    from jaccli.sparse import hessian_plan, is_star_coloring
+
+    rows = np.concatenate([np.arange(n), np.zeros(n - 1, int), np.arange(1, n)])
+    cols = np.concatenate([np.arange(n), np.arange(1, n), np.zeros(n - 1, int)])
+    p = sp.csr_array((np.ones(rows.size, bool), (rows, cols)), shape=(n, n))
+    plan = hessian_plan(p, recovery="direct", sweep_s=1e-6)  # the hub set apart: no quadratic star search
+    assert plan.sweeps == 2 and is_star_coloring(p, plan.column_colors)
+    H = sp.csr_array((np.arange(1.0, rows.size + 1), (rows, cols)), shape=(n, n))
+    H = H + H.T
+    assert (plan.recover(H @ plan.forward_seeds()) != H).nnz == 0

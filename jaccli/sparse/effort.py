@@ -20,10 +20,14 @@ from __future__ import annotations
 ORDERING_SECONDS_PER_EDGE = {"random": 5e-8, "smallest_last": 1.5e-6, "incidence_degree": 1.2e-6}
 # One pass of iterated greedy, per edge bound.
 IMPROVE_SECONDS_PER_EDGE = 1e-8
-# Per stored off-diagonal entry of a Hessian's graph: one greedy star colouring; one greedy acyclic colouring
-# with the substitution tables it needs (measured on bands and stencils of 10^4 vertices).
-STAR_SECONDS_PER_ENTRY = 2e-6
+# One greedy star colouring steps from each vertex through its neighbours' neighbours: per unit of the sum of the
+# squared degrees of the graph (~2 us per entry on bands of degree 2). One greedy acyclic colouring with the
+# substitution tables it needs, per stored off-diagonal entry (measured on bands and stencils of 10^4 vertices).
+STAR_SECONDS_PER_STEP = 1e-6
 ACYCLIC_SECONDS_PER_ENTRY = 1.5e-5
+# A search step estimated below this always runs (when it can save a sweep): nobody waits for it, and small
+# problems get the fewest colours (an arrowhead Hessian of 30 variables: 2 sweeps, not 30).
+AFFORDABLE_S = 0.01
 # One compressed sweep (one colour of a block of seeds) per element of the recorded values: 3-30 ns measured
 # on the Rosenbrock, Bratu and banded Hessians of the sparse benchmark; the low end, so that a search is run
 # only when it clearly pays.
@@ -34,7 +38,7 @@ def worth(cost_s: float, colors: int, bound: int, sweep_s: float | None) -> bool
     """Whether a search step of `cost_s` seconds may pay: it could save at most colors - bound sweeps."""
     if colors <= bound:
         return False
-    return sweep_s is None or cost_s < (colors - bound) * sweep_s
+    return sweep_s is None or cost_s < max((colors - bound) * sweep_s, AFFORDABLE_S)
 
 
 def sweep_seconds(recorded_elements: int) -> float:

@@ -6,7 +6,7 @@ import scipy.sparse as sp
 from jaccli.engine import Phase
 
 from .coloring import best_columns
-from .effort import STAR_SECONDS_PER_ENTRY, worth
+from .effort import STAR_SECONDS_PER_STEP, worth
 from .orderings import ordering
 from .patterns import as_pattern
 from .recovery import count_colors
@@ -14,6 +14,11 @@ from .recovery import count_colors
 # The exact greedy star colouring below steps through the graph in Python (~degree² work per vertex); above this
 # many stored entries only the vectorised distance-2 colouring (always a star colouring) is used.
 SEQUENTIAL_STAR_ENTRIES = 400_000
+# Nor beyond this sum of squared degrees (the steps of a greedy star or acyclic colouring), once the densest
+# vertices are set apart (`set_apart`): an arrowhead's hub alone would make it quadratic in n.
+SEQUENTIAL_STEPS = 4_000_000
+# At most this share of the vertices is set apart, each with a colour of its own.
+MOST_SET_APART = 0.01
 
 
 def symmetric_pattern(pattern):
@@ -91,6 +96,40 @@ def greedy_star(graph, order):
     return np.array(color, dtype=np.int64)
 
 
+def set_apart(graph, steps=SEQUENTIAL_STEPS):
+    """(hubs, rest): the fewest densest vertices whose removal brings the sum of the other vertices' squared degrees
+    within `steps`, and the graph on the others; None when that would take more than MOST_SET_APART of them.
+
+    A vertex coloured with a colour of its own is on no two-coloured path or cycle, so a star (acyclic) colouring
+    of the rest with each hub in a new colour is a star (acyclic) colouring of the whole: an arrowhead Hessian's
+    hub and the diagonal rest take 2 colours, found in linear time instead of quadratic."""
+    degree = np.diff(graph.indptr).astype(np.int64)
+    order = np.argsort(-degree, kind="stable")
+    squares = degree[order] ** 2
+    left = np.concatenate((np.cumsum(squares[::-1])[::-1], [0]))  # left[k]: the sum without the k densest
+    k = int(np.argmax(left <= steps))
+    if k > MOST_SET_APART * graph.shape[0]:
+        return None
+    hubs = np.sort(order[:k])
+    keep = np.ones(graph.shape[0], dtype=bool)
+    keep[hubs] = False
+    coo = graph.tocoo()
+    inside = keep[coo.row] & keep[coo.col]
+    rest = sp.csr_array((np.ones(int(inside.sum()), dtype=bool), (coo.row[inside], coo.col[inside])),
+                        shape=graph.shape)
+    rest.sort_indices()
+    return hubs, rest
+
+
+def with_hubs_apart(colour, graph, order_name, seed, hubs_rest):
+    """`colour(graph, order)` on the graph less its hubs, each hub then in a colour of its own."""
+    hubs, rest = hubs_rest
+    colors = colour(rest, ordering(order_name, rest, seed))
+    first = int(colors.max()) + 1 if len(colors) else 0
+    colors[hubs] = first + np.arange(len(hubs))
+    return colors
+
+
 def star_lower_bound(graph):
     """3 when the graph has a path on four vertices or a triangle (an edge whose ends both have other neighbours),
     else 2 with an edge, else 1."""
@@ -112,13 +151,15 @@ def best_star(pattern, orders=("natural", "largest_first", "smallest_last", "ran
     # the graph has the entries of sym less its diagonal: not built when the sequential search would not run
     entries = sym.nnz - sym.shape[0]
     graph = _off_diagonal(sym) if entries <= SEQUENTIAL_STAR_ENTRIES else None
-    if graph is not None:
+    apart = set_apart(graph) if graph is not None else None
+    if apart is not None:
         bound = star_lower_bound(graph)
+        steps = float(np.sum(np.diff(apart[1].indptr).astype(np.int64) ** 2))
         with Phase("star colouring (orderings)", len(orders)) as progress:
             for name in orders:
-                if not worth(STAR_SECONDS_PER_ENTRY * entries, count_colors(colors), bound, sweep_s):
+                if not worth(STAR_SECONDS_PER_STEP * steps, count_colors(colors), bound, sweep_s):
                     break
-                candidate = greedy_star(graph, ordering(name, graph, seed))
+                candidate = with_hubs_apart(greedy_star, graph, name, seed, apart)
                 tried[f"star_{name}"] = count_colors(candidate)
                 progress.advance(1)
                 if count_colors(candidate) < count_colors(colors):

@@ -29,6 +29,7 @@ from benchmarks.instances import check, load
 
 DEFAULT = "P1-n100,P2-n100-m100,P3-n100,P6-n500,P2-n1000-m1000,P3-n3000"
 _ABSOLUTE = re.compile(r"\b(from|import)(\s+)jaccli\b")
+_BARE = re.compile(r"^(\s*)import jaccli$", re.MULTILINE)  # (code then says jaccli.jacobian)
 
 
 def export(rev: str, name: str = "jaccli_ab") -> Path:
@@ -39,7 +40,7 @@ def export(rev: str, name: str = "jaccli_ab") -> Path:
         archive.extractall(root, filter="data")
     (root / "jaccli").rename(root / name)
     for path in (root / name).rglob("*.py"):
-        path.write_text(_ABSOLUTE.sub(rf"\1\2{name}", path.read_text()))
+        path.write_text(_ABSOLUTE.sub(rf"\1\2{name}", _BARE.sub(rf"\1import {name} as jaccli", path.read_text())))
     sys.path.insert(0, str(root))
     return root
 

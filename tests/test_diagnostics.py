@@ -102,6 +102,14 @@ def test_nonfinite_report_is_empty_for_finite_blocks():
     assert nonfinite_report({"J": np.eye(2), "ints": np.arange(3)}) == []
 
 
+def test_nonfinite_report_is_not_fooled_by_a_sum_that_overflows_or_cancels():
+    # The report first sums each block (one pass, no copy); a sum says "maybe" only, never "finite".
+    big = np.full((3, 2), 1e308)
+    assert nonfinite_report({"J": big}) == []
+    cancelling = np.array([np.inf, -np.inf, 1.0])
+    assert nonfinite_report({"J": cancelling})[0]["posinf"] == 1
+
+
 # ---------------------------------------------------------------- provenance
 
 

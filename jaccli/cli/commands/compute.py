@@ -384,7 +384,9 @@ def evaluate(outcome: Outcome) -> None:
     for b in outcome.blocks:
         if b.data is not None:
             continue
-        b.data = np.array(b.lazy) if not b.selected else b.lazy.matrix.evaluate(b.rows, b.cols)
+        # The cache itself, read-only (as the library's np.asarray(J)): a copy of a large block costs
+        # as much as its sweeps.
+        b.data = np.asarray(b.lazy) if not b.selected else b.lazy.matrix.evaluate(b.rows, b.cols)
     outcome.timings["evaluate_s"] = time.perf_counter() - start
     _finish_stats(outcome)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -23,10 +23,12 @@ def _counts(entry: dict) -> str:
     return " and ".join(parts)
 
 
-def scan(problem: Problem, outcome: Outcome, monitor: NonfiniteMonitor) -> None:
+def scan(problem: Problem, outcome: Outcome, monitored: Callable[[], tuple[NonfiniteMonitor, Outcome]]) -> None:
     """Count the non-finite entries of every block in memory and find where the first came from.
 
-    A streamed result is not scanned: it is on disk, not in memory.
+    A streamed result is not scanned: it is on disk, not in memory. `monitored` computes the
+    command again with a NonfiniteMonitor watching the sweeps; it is called only when the result
+    holds NaN or inf that f's own values do not explain.
     """
     blocks = {b.key: b for b in outcome.blocks if b.data is not None}
     found = nonfinite_report({k: b.data for k, b in blocks.items()}, max_indices=MAX_LISTED)
@@ -36,7 +38,7 @@ def scan(problem: Problem, outcome: Outcome, monitor: NonfiniteMonitor) -> None:
         entry["labels"] = [entry_label(b, tuple(i)) for i in entry["first"]]
     outcome.nonfinite = found
     if found:
-        origin = _origin(problem, outcome, monitor)
+        origin = _origin(problem, outcome, monitored)
         if origin is not None and problem.is_expression:
             origin.file = origin.line = None  # an expression has no file; a frame found would be jaccli's caller
         elif origin is not None and origin.file:
@@ -44,11 +46,17 @@ def scan(problem: Problem, outcome: Outcome, monitor: NonfiniteMonitor) -> None:
         outcome.origin = origin
 
 
-def _origin(problem: Problem, outcome: Outcome, monitor: NonfiniteMonitor) -> Provenance | None:
+def _origin(problem: Problem, outcome: Outcome,
+            monitored: Callable[[], tuple[NonfiniteMonitor, Outcome]]) -> Provenance | None:
     """The first op that produced a non-finite value: in f itself, else in the sweeps."""
     if outcome.command == "jacobian":
-        # The blocks hold f's recording, and the monitor saw their sweeps.
-        return monitor.provenance(recording_of([b.lazy for b in outcome.blocks]))
+        # The blocks hold f's recording: f's own values need no sweep to explain them.
+        prov = first_nonfinite_primal(recording_of([b.lazy for b in outcome.blocks]))
+        if prov is not None:
+            return prov
+        monitor, again = monitored()
+        # The nodes the monitor saw are those of the new recording.
+        return monitor.provenance(recording_of([b.lazy for b in again.blocks]))
     # Other commands keep no recording of f (a Hessian's records the gradient): record f again,
     # only now that something is known to be wrong.
     from jaccli.engine import Recording
@@ -58,10 +66,15 @@ def _origin(problem: Problem, outcome: Outcome, monitor: NonfiniteMonitor) -> Pr
             rec = Recording(problem.func, problem.args, problem.wrt)
     except Exception:  # noqa: BLE001 - f ran before, so this is not expected; explain with the sweeps alone
         rec = None
-    if rec is not None and outcome.command in ("hessian", "hvp"):
-        # A Hessian's sweeps run over the recorded gradient: f's own values first, then the sweeps
-        # (the gradient's reverse sweep is recorded, so the monitor saw it as a reverse sweep).
-        return first_nonfinite_primal(rec) or monitor.provenance(None)
+    if rec is not None:
+        prov = first_nonfinite_primal(rec)
+        if prov is not None:
+            return prov
+    monitor, _ = monitored()
+    if outcome.command in ("hessian", "hvp"):
+        # A Hessian's sweeps run over the recorded gradient (the gradient's reverse sweep is
+        # recorded, so the monitor saw it as a reverse sweep).
+        return monitor.provenance(None)
     return monitor.provenance(rec)
 
 

@@ -117,11 +117,10 @@ def _plot(problem: Problem, outcome: Outcome, out: Output) -> None:
 
 
 def _evaluate(problem: Problem, command: str, settings: Settings, out: Output, streams: bool) -> Outcome:
-    from jaccli.check.diagnostics import NonfiniteMonitor
-
-    # The monitor must see the first evaluation: rows and columns computed once are cached and
-    # run no sweep again. Products and gradients are computed in prepare, so it covers that too.
-    with warnings.catch_warnings(record=True) as caught, NonfiniteMonitor() as monitor:
+    # No monitor watches this evaluation: looking at every value of every sweep for NaN costs many
+    # times the sweeps. The result is scanned afterwards, and only one that holds NaN or inf is
+    # computed again with the monitor on (nonfinite.scan), to name the operation behind the first.
+    with warnings.catch_warnings(record=True) as caught:
         # NumPy's warnings (overflow, division by zero...) become one-line warnings in the report.
         warnings.simplefilter("always")
         with parallel_run(problem, settings, out) as remote:
@@ -130,9 +129,24 @@ def _evaluate(problem: Problem, command: str, settings: Settings, out: Output, s
             _compute(outcome, settings, out, streams)
             outcome.parallel = remote.lines() if remote is not None else []
     outcome.warnings += dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught)
-    nonfinite.scan(problem, outcome, monitor)
+    nonfinite.scan(problem, outcome, lambda: _monitored(problem, command, settings))
     outcome.warnings += nonfinite.warning_lines(outcome)
     return outcome
+
+
+def _monitored(problem: Problem, command: str, settings: Settings) -> tuple[Any, Outcome]:
+    """Compute `command` again, as the first time, with a NonfiniteMonitor watching every sweep.
+
+    Returns the monitor and the new outcome, whose blocks hold the recording the monitor saw.
+    """
+    from jaccli.check.diagnostics import NonfiniteMonitor
+
+    # Its NumPy warnings were reported the first time.
+    with warnings.catch_warnings(), NonfiniteMonitor() as monitor:
+        warnings.simplefilter("ignore")
+        again = prepare(problem, command, settings)
+        evaluate(again)
+    return monitor, again
 
 
 def _report(problem: Problem, outcome: Outcome, settings: Settings, out: Output, argv: list[str],

@@ -161,3 +161,74 @@ def test_a_guard_that_an_earlier_one_repeats_is_checked_once_and_one_on_other_va
     calls.clear()
     run = codegen.compile_steps([guard(0), guard(0, expected=False)], {0: ("vals", 0)}, [("copy", 1.0)])
     assert run([np.array([1.0])]) is None and len(calls) == 2  # a different expected value: both checked
+
+
+def _loop(x):
+    for _ in range(700):  # 2100 recorded operations: a long recording (replays.TIERED_NODES)
+        x = np.sin(x) * 0.9 + 0.01 * x
+    return x
+
+
+def _loop_jacobian(x):
+    return central_diff(_loop, x)
+
+
+def test_a_long_recording_is_compiled_by_its_replays_in_turn(monkeypatch):
+    from jaccli.replay import replay_trace, replays
+
+    made = {"forward": 0, "programs": 0}
+    compile_forward, record = replay_trace.compile_forward, programs.record
+
+    def counting_forward(*args):
+        made["forward"] += 1
+        return compile_forward(*args)
+
+    def counting_record(*args):
+        made["programs"] += 1
+        return record(*args)
+
+    monkeypatch.setattr(replay_trace, "compile_forward", counting_forward)
+    monkeypatch.setattr(programs, "record", counting_record)
+    g = jaccli.record_once(_loop)
+    seen = []
+    for k in range(5):
+        x = np.array([0.3, -0.2, 0.5]) + 0.01 * k
+        J = jaccli.jacobian(g, x, mode="forward")
+        np.testing.assert_allclose(np.asarray(J), _loop_jacobian(x), rtol=1e-6, atol=1e-9)
+        seen.append(dict(made))
+    assert _replay_of(g).trace.size() >= replays.TIERED_NODES
+    # recorded; replayed node by node; forward compiled; one program recorded; that program run
+    assert seen == [{"forward": 0, "programs": 0}, {"forward": 0, "programs": 0}, {"forward": 1, "programs": 0},
+                    {"forward": 1, "programs": 1}, {"forward": 1, "programs": 1}]
+    assert J._ev.rec.path == replays.COMPILED_SWEEP
+
+
+def test_no_replay_holds_much_more_memory_than_a_plain_call():
+    # 150 products stacked: a reverse sweep of 149 identity seeds makes a 149 x 150 block per
+    # product, which a recorded program would keep, one local each (issue 44: 7 GB at n = 1000)
+    import tracemalloc
+
+    def stacked(x):
+        return np.stack([x[i] * x[i + 1] for i in range(x.shape[0] - 1)])
+
+    def peak(f, x):
+        tracemalloc.start()
+        try:
+            J = np.asarray(jaccli.jacobian(f, x, mode="reverse"))
+            return tracemalloc.get_traced_memory()[1], J
+        finally:
+            tracemalloc.stop()
+
+    g = jaccli.record_once(stacked)
+    x = np.linspace(0.5, 1.5, 150)
+    plain, _ = peak(stacked, x)
+    for k in range(4):
+        x = np.linspace(0.5, 1.5, 150) + 0.01 * k
+        want = np.zeros((149, 150))
+        want[np.arange(149), np.arange(149)] = x[1:]
+        want[np.arange(149), np.arange(1, 150)] = x[:-1]
+        used, J = peak(g, x)
+        np.testing.assert_array_equal(J, want)
+        # (a program may hold MAX_BYTES whatever the recording: harmless next to the process)
+        assert used < 2 * plain + programs.MAX_BYTES, (k, used, plain)
+    assert list(_replay_of(g)._programs.values()) == [False]  # the sweep is made the usual way

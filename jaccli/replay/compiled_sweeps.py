@@ -129,16 +129,43 @@ def key_of(kind: str, wrt: tuple, seeds: tuple) -> tuple | None:
     return kind, wrt, tuple(forms)
 
 
-def record(trace: Trace, kind: str, starts: tuple, ends: tuple, seeds: tuple) -> Program | None:
+class _Held(list):
+    """A traced sweep's nodes, refusing more than `budget` bytes of values: a recorded sweep keeps
+    every value it made (the usual sweep lets each go once used), and so would its program (one
+    local a value). Issue 44: 999 blocks of 999 x 1000 for a stack of 999 products, 7 GB."""
+
+    def __init__(self, nodes: list, budget: int) -> None:
+        super().__init__(nodes)
+        self.budget = budget
+
+    def append(self, node: Any) -> None:
+        self.budget -= getattr(node.value, "nbytes", 0)
+        if self.budget < 0:
+            raise _TooLarge
+        super().append(node)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def held_budget(trace: Trace, results: list) -> int:
+    """Bytes of values a sweep's program may hold: twice what the recording and the results hold
+    (a plain call holds those too), and MAX_BYTES at least."""
+    held = sum(getattr(v, "nbytes", 0) for v in trace.values()) + 8 * sum(map(stored, results))
+    return max(MAX_BYTES, 2 * held)
+
+
+def record(trace: Trace, kind: str, starts: tuple, ends: tuple, seeds: tuple, budget: int | None = None) -> Program | None:
     """The program of one sweep of `trace`, recorded by sweeping it with its operations traced;
-    None when it cannot be one.
+    None when it cannot be one (or would hold more than `budget` bytes of values).
 
     kind "reverse": `starts` are (node, output index) pairs seeded with cotangents, `ends` input
     nodes. kind "forward": `starts` are input nodes seeded with tangents, `ends` (node, index) pairs.
     """
     ext = Trace()  # the trace's operations, then the sweep's (the nodes are shared, not copied)
     n = len(trace.nodes)
-    ext.nodes = list(trace.nodes)
+    ext.nodes = list(trace.nodes) if budget is None else _Held(trace.nodes, budget)
     ext.inputs = list(trace.inputs)
     ext.errstate = trace.errstate
     traced_seeds, seed_slots = [], []
@@ -156,6 +183,8 @@ def record(trace: Trace, kind: str, starts: tuple, ends: tuple, seeds: tuple) ->
             out = reverse(ext, starts, tuple(traced_seeds), ends, traced=True)
         else:
             out = forward(ext, starts, tuple(traced_seeds), ends, traced=True)
+    except _TooLarge:
+        return None
     finally:
         TRACED_PARTS.v = was
     return _program(ext, n, seed_slots, out)

@@ -21,6 +21,13 @@ from .guards import ErrstateRun, guards_hold, same, snapshot, substituted
 REPLAY = "replay"
 COMPILED_SWEEP = "compiled sweep"
 
+# A recording of so many operations is compiled by its replays in turn: the COMPILE_FORWARD_AT-th
+# compiles its forward replay, each from the RECORD_PROGRAMS_AT-th on records one sweep's program
+# (see Replayable.__init__).
+TIERED_NODES = 2000
+COMPILE_FORWARD_AT = 2
+RECORD_PROGRAMS_AT = 3
+
 
 class Replayable(Recording):
     """f recorded at `args` (inputs in `wrt` traced) so that it can be replayed at new values."""
@@ -49,6 +56,18 @@ class Replayable(Recording):
         # ... and the replays' compiled form: [Forward, None if not made yet, or False where a
         # replay runs node by node]
         self._forward: list = [None]
+        # How many replays were made of this recording (shared with them), and which one this is.
+        # Compiling a long recording (a Python loop: thousands of small operations) costs about what
+        # a call costs: Python compiles a line about as fast as f records an operation, and recording
+        # a sweep's program costs a few sweeps. So a long recording is compiled by its replays in
+        # turn: the first runs node by node and sweeps as usual, the second compiles the forward
+        # replay, and each later one records at most one program. No call then costs much more than
+        # a plain one (issue 44: the first replay of a loop's Jacobian cost 8 plain calls), and a
+        # recording replayed once compiles nothing. A short one compiles at once, where it gains most.
+        self._tiered = self.trace.size() >= TIERED_NODES
+        self._made = [0]
+        self._nth = 0
+        self._recorded = False
 
     def __getattr__(self, name: str) -> Any:
         # A replay's nodes are made when first read (replay_trace): so are these lists of them.
@@ -94,23 +113,28 @@ class Replayable(Recording):
             return None
         if self.has_traced_constants():
             return None
+        self._made[0] += 1
+        nth = self._made[0]
         fw = self._forward[0]
+        if fw is None and self._tiered and nth < COMPILE_FORWARD_AT:
+            return self._replay_nodes(args, new_in, nth)
         if fw is None:
             try:
-                fw = replay_trace.compile_forward(self.trace, self.guards, self.in_nodes) or False
+                with pause_for(self.trace):  # (making a step a node would otherwise run the collector over them all)
+                    fw = replay_trace.compile_forward(self.trace, self.guards, self.in_nodes) or False
             except Exception:  # noqa: BLE001 - a recording that cannot be written out replays node by node
                 fw = False
             self._forward[0] = fw
         if fw is False:
-            return self._replay_nodes(args, new_in)
+            return self._replay_nodes(args, new_in, nth)
         with pause_for(self.trace):
             vals = fw.values(new_in)
         if vals is None:
             return None
         return self._replayed_as(replay_trace.ReplayTrace(vals, fw, self.trace), args, [vals[k] for k in fw.in_at],
-                                 vals)
+                                 vals, nth)
 
-    def _replay_nodes(self, args: Sequence[Any], new_in: list) -> "Replayable | None":
+    def _replay_nodes(self, args: Sequence[Any], new_in: list, nth: int) -> "Replayable | None":
         """replay() node by node, for a recording whose replay writes in place as f did."""
         new_in = {node.index: a for node, a in zip(self.in_nodes, new_in)}
         errstates = self.trace.errstates
@@ -170,13 +194,13 @@ class Replayable(Recording):
         # another thread may be adding a plan to this recording's trace meanwhile.)
         for key, plan in self.trace._plans.copy().items():
             trace._plans[key] = renewed_plan(plan_form(plan), nodes)
-        rec = self._replayed_as(trace, args, [nodes[n.index].value for n in self.in_nodes], vals)
+        rec = self._replayed_as(trace, args, [nodes[n.index].value for n in self.in_nodes], vals, nth)
         rec.in_nodes = [nodes[n.index] for n in self.in_nodes]
         rec.out_refs = [None if r is None else (nodes[r[0].index], r[1]) for r in self.out_refs]
         return rec
 
-    def _replayed_as(self, trace: Trace, args: Sequence[Any], in_values: list, vals: list) -> "Replayable":
-        """The replay with `trace` (its nodes' values `vals`; `in_values`: the inputs' in `wrt` order)."""
+    def _replayed_as(self, trace: Trace, args: Sequence[Any], in_values: list, vals: list, nth: int) -> "Replayable":
+        """The replay number `nth` with `trace` (its nodes' values `vals`; `in_values`: the inputs' in `wrt` order)."""
         rec = object.__new__(Replayable)
         rec.trace = trace
         rec.wrt = self.wrt
@@ -199,6 +223,10 @@ class Replayable(Recording):
         rec.structure = self.structure  # the same structure and sizes: the same answers
         rec._programs = self._programs
         rec._forward = self._forward
+        rec._made = self._made
+        rec._tiered = self._tiered
+        rec._nth = nth
+        rec._recorded = False
         rec._replayed = True
         rec.path = REPLAY
         return rec
@@ -207,8 +235,9 @@ class Replayable(Recording):
               sweep: Callable[[], list], alt: tuple | None = None) -> list:
         """The sweep's results: from its compiled sweep (compiled_sweeps) where there is one.
 
-        The first replay that makes a request sweeps as usual, then records the sweep as a program
-        and runs it once: the program is kept if it gives the usual sweep's results (`agrees`) in a
+        The first replay that makes a request with no program yet (of a long recording: one from the
+        RECORD_PROGRAMS_AT-th on, one request a replay) sweeps as usual, then records the sweep as a
+        program and runs it once: the program is kept if it gives the usual sweep's results (`agrees`) in a
         form no larger and where it gains (`worth_keeping`, which reads the results' structure, never a clock),
         else the request is marked to be swept as usual. Later replays run the program; one whose
         guard fails is swept as usual. The recording that f made itself, which may never be
@@ -234,12 +263,15 @@ class Replayable(Recording):
             if out is not None:
                 self.path = COMPILED_SWEEP
                 return out
-        if prog is not None or key is None or len(self._programs) >= compiled_sweeps.MAX_PROGRAMS:
+        if prog is not None or key is None or len(self._programs) >= compiled_sweeps.MAX_PROGRAMS \
+                or (self._tiered and (self._nth < RECORD_PROGRAMS_AT or self._recorded)):
             return sweep()
+        self._recorded = True  # (a long recording's replay records one program: see __init__)
         out = sweep()
         try:
             with pause_for(self.trace):
-                prog = compiled_sweeps.record(self.trace, kind, *where(), seeds)
+                budget = compiled_sweeps.held_budget(self.trace, out)
+                prog = compiled_sweeps.record(self.trace, kind, *where(), seeds, budget)
                 got = None if prog is None else prog.run(self.trace.values(), seeds)
         except Exception:  # noqa: BLE001 - a sweep that cannot be recorded as a program is swept as usual
             got = None

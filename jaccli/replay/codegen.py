@@ -55,9 +55,12 @@ def compile_steps(steps: Sequence[tuple], loads: dict[int, tuple[str, int]], res
 
     for slot, (source, at) in loads.items():
         put(f"        v{slot} = {source}[{at}]")
+    dying = _dying(steps, loads, results)
     state: Any = None
     checked: set[tuple] = set()  # the guards already written: (fn, arguments, expected value)
-    for k, fn, args, fills, kwargs, step_state, expected in steps:
+    for j, (k, fn, args, fills, kwargs, step_state, expected) in enumerate(steps):
+        if j - 1 in dying:
+            put(f"        del {', '.join(f'v{slot}' for slot in dying[j - 1])}")
         if expected is not STEP:
             # A guard that an earlier one repeats (the same function of the same values, which
             # no later step changes: each slot is assigned once) gives the same verdict: a sweep
@@ -93,6 +96,8 @@ def compile_steps(steps: Sequence[tuple], loads: dict[int, tuple[str, int]], res
             return f"_block({const(r[1])}, {', '.join(result(p) for p in r[2])})"
         return f"_copy({const(r[1])})"
 
+    if len(steps) - 1 in dying:
+        put(f"        del {', '.join(f'v{slot}' for slot in dying[len(steps) - 1])}")
     out = [result(r) for r in results]
     put(f"        return [{', '.join(out)}]")
     put("    except Exception:")  # the caller's usual way reports the failure properly
@@ -102,6 +107,30 @@ def compile_steps(steps: Sequence[tuple], loads: dict[int, tuple[str, int]], res
     code = compile("\n".join(lines), f"<jaccli {name}>", "exec")
     exec(code, consts)  # noqa: S102 - source made above from the recording's own steps, no user text
     return consts[name]
+
+
+def _dying(steps: Sequence[tuple], loads: dict, results: Sequence[tuple]) -> dict[int, list[int]]:
+    """Step position -> the slots made by steps that nothing reads after it (to `del` there).
+
+    A sweep's program makes a value per operation, most read once or twice right after: a local
+    kept to the end would hold them all at once, where the usual sweep lets each go (issue 44:
+    a stack of 999 products held 7 GB of cotangent blocks). Values the program returns are kept,
+    so a forward replay, which returns every value, deletes none.
+    """
+    kept = {r[1] for r in results if r is not None and r[0] == "slot"}
+    kept.update(p[1] for r in results if r is not None and r[0] == "block" for p in r[2]
+                if p is not None and p[0] == "slot")
+    last: dict[int, int] = {}
+    for j, (k, _, _, fills, _, _, expected) in enumerate(steps):
+        for _, slot, _ in fills:
+            last[slot] = j
+        if expected is STEP and k not in last:
+            last[k] = j  # (a value nothing reads goes at once)
+    dying: dict[int, list[int]] = {}
+    for slot, j in last.items():
+        if slot not in kept and slot not in loads:
+            dying.setdefault(j, []).append(slot)
+    return dying
 
 
 def step(k: int, fn: Any, args: tuple, refs: tuple, kwargs: dict, state: Any, expected: Any) -> tuple:

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from .codegen import compile_steps, guard_step, node_step
-from jaccli.engine import TRACED_PARTS, SparseBlock, Trace, Tracer, dense, forward, reverse
+from jaccli.engine import TRACED_PARTS, Guard, SparseBlock, Trace, Tracer, dense, forward, reverse
 
 # Bytes of constants a program may hold (the seeds' own results, f's constants that rules read).
 # Past it the sweep is made the usual way each time: it costs little next to the arithmetic then.
@@ -129,43 +129,71 @@ def key_of(kind: str, wrt: tuple, seeds: tuple) -> tuple | None:
     return kind, wrt, tuple(forms)
 
 
-class _Held(list):
-    """A traced sweep's nodes, refusing more than `budget` bytes of values: a recorded sweep keeps
-    every value it made (the usual sweep lets each go once used), and so would its program (one
-    local a value). Issue 44: 999 blocks of 999 x 1000 for a stack of 999 products, 7 GB."""
+class _Lean(list):
+    """A traced sweep's nodes, each letting go of its values once recorded (and the guards'
+    traced arguments). A recorded sweep would otherwise keep every value it made, where the usual
+    sweep lets each go once used (issue 44: 999 blocks of 999 x 1000 for a stack of 999
+    products, 7 GB). What the program needs is kept: each node's operation, its constant
+    arguments, and whether its value is a plain array (`plain`, by node index).
 
-    def __init__(self, nodes: list, budget: int) -> None:
+    `budget`: bytes the sweep may make in all; past it, recording stops (_TooLarge)."""
+
+    def __init__(self, nodes: list = (), budget: float = float("inf")) -> None:
         super().__init__(nodes)
+        self.plain: dict[int, bool] = {}
         self.budget = budget
 
-    def append(self, node: Any) -> None:
-        self.budget -= getattr(node.value, "nbytes", 0)
+    def append(self, item: Any) -> None:
+        super().append(item)
+        if type(item) is Guard:
+            item.args = _without_refs(item.args, item.refs)
+            return
+        value = item.value
+        self.budget -= getattr(value, "nbytes", 0)
         if self.budget < 0:
             raise _TooLarge
-        super().append(node)
+        self.plain[item.index] = type(value) is np.ndarray or isinstance(value, np.generic)
+        item.value = None  # (the sweep reads it from its Tracer, which goes once used)
+        item.args = _without_refs(item.args, item.parents)
 
 
 class _TooLarge(Exception):
     pass
 
 
-def held_budget(trace: Trace, results: list) -> int:
-    """Bytes of values a sweep's program may hold: twice what the recording and the results hold
-    (a plain call holds those too), and MAX_BYTES at least."""
-    held = sum(getattr(v, "nbytes", 0) for v in trace.values()) + 8 * sum(map(stored, results))
-    return max(MAX_BYTES, 2 * held)
+def sweep_budget(trace: Trace, seeds: tuple) -> float:
+    """Bytes a sweep of K seeds may make in all for its program to be recorded: 4 K times the
+    recording's values (a sweep carries K cotangents or tangents per value), MAX_BYTES at least.
+
+    Past it the traced sweep makes far larger blocks than the values it pulls back through:
+    a traced rule that densifies what the usual sweep adds in place (a stack of 999 products of
+    scalars: a 999 x 1000 block per product, 16 GB made, 70 s). Its program would cost that on
+    every call, so the sweep is made the usual way."""
+    k = max((s.shape[0] for s in seeds if s is not None and len(s.shape)), default=1)
+    held = sum(getattr(v, "nbytes", 0) for v in trace.values())
+    return 4 * k * held + MAX_BYTES
 
 
-def record(trace: Trace, kind: str, starts: tuple, ends: tuple, seeds: tuple, budget: int | None = None) -> Program | None:
+def _without_refs(args: tuple, refs: tuple) -> tuple:
+    if not refs:
+        return args
+    args = list(args)
+    for i, _, _ in refs:
+        args[i] = None
+    return tuple(args)
+
+
+def record(trace: Trace, kind: str, starts: tuple, ends: tuple, seeds: tuple) -> Program | None:
     """The program of one sweep of `trace`, recorded by sweeping it with its operations traced;
-    None when it cannot be one (or would hold more than `budget` bytes of values).
+    None when it cannot be one.
 
     kind "reverse": `starts` are (node, output index) pairs seeded with cotangents, `ends` input
     nodes. kind "forward": `starts` are input nodes seeded with tangents, `ends` (node, index) pairs.
     """
     ext = Trace()  # the trace's operations, then the sweep's (the nodes are shared, not copied)
     n = len(trace.nodes)
-    ext.nodes = list(trace.nodes) if budget is None else _Held(trace.nodes, budget)
+    ext.nodes = _Lean(trace.nodes, sweep_budget(trace, seeds))
+    ext.guards = _Lean()
     ext.inputs = list(trace.inputs)
     ext.errstate = trace.errstate
     traced_seeds, seed_slots = [], []
@@ -198,8 +226,7 @@ def _program(ext: Trace, n: int, seed_slots: list, out: list) -> Program | None:
         k = node.index
         if k in seeded:
             continue
-        value = node.value
-        if type(value) is not np.ndarray and not isinstance(value, np.generic):
+        if not ext.nodes.plain.get(k, False):
             return None  # a structured block or a tuple: sweep as usual
         op = _plain_only(node_step(node, ext.errstates))
         if op is None:

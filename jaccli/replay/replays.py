@@ -270,8 +270,7 @@ class Replayable(Recording):
         out = sweep()
         try:
             with pause_for(self.trace):
-                budget = compiled_sweeps.held_budget(self.trace, out)
-                prog = compiled_sweeps.record(self.trace, kind, *where(), seeds, budget)
+                prog = compiled_sweeps.record(self.trace, kind, *where(), seeds)
                 got = None if prog is None else prog.run(self.trace.values(), seeds)
         except Exception:  # noqa: BLE001 - a sweep that cannot be recorded as a program is swept as usual
             got = None

@@ -232,3 +232,37 @@ def test_no_replay_holds_much_more_memory_than_a_plain_call():
         # (a program may hold MAX_BYTES whatever the recording: harmless next to the process)
         assert used < 2 * plain + programs.MAX_BYTES, (k, used, plain)
     assert list(_replay_of(g)._programs.values()) == [False]  # the sweep is made the usual way
+
+
+def test_a_long_program_is_compiled_in_chunks_that_pass_values_on(monkeypatch):
+    # Python's compiler holds a tree of the whole source while it compiles: a long recording is
+    # written out as functions of CHUNK steps, called in turn
+    monkeypatch.setattr(codegen, "CHUNK", 4)
+    compiled = []
+    real = codegen._Writer.compiled
+
+    def counting(self, lines, name):
+        compiled.append(name)
+        return real(self, lines, name)
+
+    monkeypatch.setattr(codegen._Writer, "compiled", counting)
+
+    def f(x):
+        for _ in range(6):
+            x = np.sin(x) * 0.9 + x[::-1] * 0.05
+        return x if x[0] > -10 else -x  # a guard, checked in a later chunk
+
+    g = jaccli.record_once(f)
+    for k in range(4):
+        x = np.linspace(-1, 1, 4) + 0.01 * k
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, x)), central_diff(f, x), rtol=1e-7, atol=1e-9)
+    assert any(name.startswith("replay_") for name in compiled) and any(name.startswith("sweep_") for name in compiled)
+    steps = [(2, np.multiply, (None, None), ((0, 0, None), (1, 1, None)), {}, None, codegen.STEP),
+             (3, np.add, (None, 1.0), ((0, 2, None),), {}, None, codegen.STEP),
+             (4, np.negative, (None,), ((0, 3, None),), {}, None, codegen.STEP),
+             (-1, np.greater, (None, 0.0), ((0, 2, None),), {}, None, np.array([True, True])),
+             (5, np.add, (None, None), ((0, 4, None), (1, 2, None)), {}, None, codegen.STEP)]
+    run = codegen.compile_steps(steps, {0: ("vals", 0), 1: ("vals", 1)}, [("slot", 5, None), ("slot", 2, None)])
+    a, b = np.array([1.0, 2.0]), np.array([3.0, 0.5])
+    np.testing.assert_array_equal(run([a, b])[0], -(a * b + 1.0) + a * b)
+    assert run([a, -b]) is None  # the guard, in the second chunk

@@ -31,6 +31,13 @@ from .guards import ErrstateRun, same
 STEP = object()
 
 
+# Steps per compiled function: a long recording (a Python loop: tens of thousands of steps) is
+# written out as functions of so many steps each, compiled one at a time, which a driver calls in
+# turn. Python's compiler needs some kilobytes a line while it compiles (its tree of the source):
+# one function of 27,000 lines took 100 MB more than a plain call's whole peak (issue 44).
+CHUNK = 1000
+
+
 def compile_steps(steps: Sequence[tuple], loads: dict[int, tuple[str, int]], results: Sequence[tuple],
                   name: str = "steps") -> Callable[..., list | None]:
     """The steps as one function ``run(vals, seeds=()) -> results, or None``.
@@ -41,72 +48,125 @@ def compile_steps(steps: Sequence[tuple], loads: dict[int, tuple[str, int]], res
     ("block", shape, parts) for a structured block made of its four parts (each one of the two
     before, or None).
     """
-    consts: dict[str, Any] = {"_same": same, "_Run": ErrstateRun, "_copy": _copy, "_block": SparseBlock}
-    lines = [f"def {name}(vals, seeds=()):", "    run = _Run()", "    try:"]
-    put = lines.append
+    w = _Writer(steps, loads, results)
+    if len(steps) <= CHUNK:
+        lines = [f"def {name}(vals, seeds=()):", "    run = _Run()", "    try:"]
+        lines += [f"        v{slot} = {source}[{at}]" for slot, (source, at) in loads.items()]
+        lines += w.steps(0, len(steps), "        ")
+        lines.append(f"        return [{', '.join(w.result(r, w.local) for r in results)}]")
+        return w.compiled(lines + _closing(), name)
+    size = 1 + max([k for k, *_ in steps] + list(loads) + [-1])
+    lines = [f"def {name}(vals, seeds=()):", "    run = _Run()", "    try:", f"        s = [None] * {size}"]
+    lines += [f"        s[{slot}] = {source}[{at}]" for slot, (source, at) in loads.items()]
+    for c, start in enumerate(range(0, len(steps), CHUNK)):
+        part = f"{name}_{c}"
+        w.compiled(w.chunk(part, start, min(start + CHUNK, len(steps))), part)
+        lines += [f"        if {part}(s, vals, seeds, run) is None:", "            return None"]
+    if all(r is not None and r[0] == "slot" and r[2] is None for r in results):
+        lines.append(f"        return [s[k] for k in {w.const(tuple(r[1] for r in results))}]")  # (a forward replay's every value)
+    else:
+        lines.append(f"        return [{', '.join(w.result(r, w.stored) for r in results)}]")
+    return w.compiled(lines + _closing(), name)
 
-    def const(value: Any) -> str:
-        key = f"c{len(consts)}"
-        consts[key] = value
+
+def _closing() -> list[str]:
+    return ["    except Exception:",  # the caller's usual way reports the failure properly
+            "        return None",
+            "    finally:",
+            "        run.close()"]
+
+
+class _Writer:
+    """Writes compile_steps' source: the constants it names, the steps, the results."""
+
+    def __init__(self, steps: Sequence[tuple], loads: dict, results: Sequence[tuple]) -> None:
+        self.consts: dict[str, Any] = {"_same": same, "_Run": ErrstateRun, "_copy": _copy, "_block": SparseBlock}
+        self.steps_, self.loads, self.results = steps, loads, results
+        self.dying = _dying(steps, loads, results)
+        self.state: Any = None
+        self.checked: set[tuple] = set()  # the guards already written: (fn, arguments, expected value)
+
+    def const(self, value: Any) -> str:
+        key = f"c{len(self.consts)}"
+        self.consts[key] = value
         return key
 
-    def read(slot: int, index: Any) -> str:
-        return f"v{slot}" if index is None else f"v{slot}[{const(index)}]"
+    def local(self, slot: int, index: Any) -> str:
+        return f"v{slot}" if index is None else f"v{slot}[{self.const(index)}]"
 
-    for slot, (source, at) in loads.items():
-        put(f"        v{slot} = {source}[{at}]")
-    dying = _dying(steps, loads, results)
-    state: Any = None
-    checked: set[tuple] = set()  # the guards already written: (fn, arguments, expected value)
-    for j, (k, fn, args, fills, kwargs, step_state, expected) in enumerate(steps):
-        if j - 1 in dying:
-            put(f"        del {', '.join(f'v{slot}' for slot in dying[j - 1])}")
-        if expected is not STEP:
-            # A guard that an earlier one repeats (the same function of the same values, which
-            # no later step changes: each slot is assigned once) gives the same verdict: a sweep
-            # checks that a factor is finite at each rule that reads it.
-            key = (id(fn), fills, tuple(map(id, args)), tuple((w, id(v)) for w, v in kwargs.items()),
-                   id(expected))
-            if key in checked:
-                continue
-            checked.add(key)
-        if step_state is not state:
-            put(f"        run.set({const(step_state)})")
-            state = step_state
-        filled = {i: read(slot, index) for i, slot, index in fills}
-        words = [filled[i] if i in filled else const(a) for i, a in enumerate(args)]  # (a constant may be None)
-        if kwargs:
-            words.append(f"**{const(kwargs)}")
-        call = f"{const(fn)}({', '.join(words)})"
-        if expected is STEP:
-            put(f"        v{k} = {call}")
-        elif expected is True or expected is False or expected is None:
-            put(f"        if {call} is not {expected}:")  # same's verdict for these singletons, without the call
-            put("            return None")
-        else:
-            put(f"        if not _same({call}, {const(expected)}):")
-            put("            return None")
+    def stored(self, slot: int, index: Any) -> str:
+        """A value as the driver of chunks reads it, from `s`."""
+        return f"s[{slot}]" if index is None else f"s[{slot}][{self.const(index)}]"
 
-    def result(r: tuple) -> str:
+    def steps(self, start: int, stop: int, pad: str) -> list[str]:
+        lines: list[str] = []
+        put = lines.append
+        for j in range(start, stop):
+            k, fn, args, fills, kwargs, step_state, expected = self.steps_[j]
+            if j - 1 in self.dying and j > start:
+                put(f"{pad}del {', '.join(f'v{slot}' for slot in self.dying[j - 1])}")
+            if expected is not STEP:
+                # A guard that an earlier one repeats (the same function of the same values, which
+                # no later step changes: each slot is assigned once) gives the same verdict: a sweep
+                # checks that a factor is finite at each rule that reads it.
+                key = (id(fn), fills, tuple(map(id, args)), tuple((w, id(v)) for w, v in kwargs.items()),
+                       id(expected))
+                if key in self.checked:
+                    continue
+                self.checked.add(key)
+            if step_state is not self.state:
+                put(f"{pad}run.set({self.const(step_state)})")
+                self.state = step_state
+            filled = {i: self.local(slot, index) for i, slot, index in fills}
+            words = [filled[i] if i in filled else self.const(a) for i, a in enumerate(args)]  # (a constant may be None)
+            if kwargs:
+                words.append(f"**{self.const(kwargs)}")
+            call = f"{self.const(fn)}({', '.join(words)})"
+            if expected is STEP:
+                put(f"{pad}v{k} = {call}")
+            elif expected is True or expected is False or expected is None:
+                put(f"{pad}if {call} is not {expected}:")  # same's verdict for these singletons, without the call
+                put(f"{pad}    return None")
+            else:
+                put(f"{pad}if not _same({call}, {self.const(expected)}):")
+                put(f"{pad}    return None")
+        if stop - 1 in self.dying:
+            put(f"{pad}del {', '.join(f'v{slot}' for slot in self.dying[stop - 1])}")
+        return lines
+
+    def chunk(self, name: str, start: int, stop: int) -> list[str]:
+        """Steps start..stop as a function of the driver's list `s`: the values they read that
+        earlier chunks made are taken from it (and cleared there when read for the last time),
+        those that later chunks or the results read are put into it."""
+        made = {self.steps_[j][0] for j in range(start, stop) if self.steps_[j][6] is STEP}
+        read = {slot for j in range(start, stop) for _, slot, _ in self.steps_[j][3]}
+        dying_here = {slot for j in range(start, stop) for slot in self.dying.get(j, ())}
+        lines = [f"def {name}(s, vals, seeds, run):"]
+        for slot in sorted(read - made):
+            if slot in self.loads:
+                lines.append(f"    v{slot} = {self.loads[slot][0]}[{self.loads[slot][1]}]")
+            elif slot in dying_here:
+                lines.append(f"    v{slot}, s[{slot}] = s[{slot}], None")
+            else:
+                lines.append(f"    v{slot} = s[{slot}]")
+        lines += self.steps(start, stop, "    ")
+        lines += [f"    s[{slot}] = v{slot}" for slot in sorted(made - dying_here)]
+        lines.append("    return True")
+        return lines
+
+    def result(self, r: tuple | None, read: Callable[[int, Any], str]) -> str:
         if r is None:
             return "None"
         if r[0] == "slot":
             return read(r[1], r[2])
         if r[0] == "block":  # a structured block from its parts: SparseBlock(shape, idx, val, u, v)
-            return f"_block({const(r[1])}, {', '.join(result(p) for p in r[2])})"
-        return f"_copy({const(r[1])})"
+            return f"_block({self.const(r[1])}, {', '.join(self.result(p, read) for p in r[2])})"
+        return f"_copy({self.const(r[1])})"
 
-    if len(steps) - 1 in dying:
-        put(f"        del {', '.join(f'v{slot}' for slot in dying[len(steps) - 1])}")
-    out = [result(r) for r in results]
-    put(f"        return [{', '.join(out)}]")
-    put("    except Exception:")  # the caller's usual way reports the failure properly
-    put("        return None")
-    put("    finally:")
-    put("        run.close()")
-    code = compile("\n".join(lines), f"<jaccli {name}>", "exec")
-    exec(code, consts)  # noqa: S102 - source made above from the recording's own steps, no user text
-    return consts[name]
+    def compiled(self, lines: list[str], name: str) -> Callable:
+        code = compile("\n".join(lines), f"<jaccli {name}>", "exec")
+        exec(code, self.consts)  # noqa: S102 - source made from the recording's own steps, no user text
+        return self.consts[name]
 
 
 def _dying(steps: Sequence[tuple], loads: dict, results: Sequence[tuple]) -> dict[int, list[int]]:

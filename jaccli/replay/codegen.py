@@ -85,10 +85,15 @@ class _Writer:
         self.dying = _dying(steps, loads, results)
         self.state: Any = None
         self.checked: set[tuple] = set()  # the guards already written: (fn, arguments, expected value)
+        self.named: dict[int, str] = {}  # id of a constant -> its name (consts keeps it alive)
 
     def const(self, value: Any) -> str:
-        key = f"c{len(self.consts)}"
-        self.consts[key] = value
+        # One name per object: a loop's recording calls the same few functions with the same
+        # keywords thousands of times (a name each would be kept with the compiled code).
+        key = self.named.get(id(value))
+        if key is None:
+            key = self.named[id(value)] = f"c{len(self.consts)}"
+            self.consts[key] = value
         return key
 
     def local(self, slot: int, index: Any) -> str:

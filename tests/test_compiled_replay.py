@@ -266,3 +266,22 @@ def test_a_long_program_is_compiled_in_chunks_that_pass_values_on(monkeypatch):
     a, b = np.array([1.0, 2.0]), np.array([3.0, 0.5])
     np.testing.assert_array_equal(run([a, b])[0], -(a * b + 1.0) + a * b)
     assert run([a, -b]) is None  # the guard, in the second chunk
+
+
+def test_a_recording_that_writes_in_place_is_swept_in_place_not_by_a_program(monkeypatch):
+    # A program's traced writes copy the array at each y[i] = v: slower than the usual sweep
+    recorded = []
+    monkeypatch.setattr(programs, "record", lambda *args: recorded.append(args))
+
+    def loop(x):
+        y = np.zeros_like(x)
+        for i in range(x.shape[0]):
+            y[i] = x[i] * x[(i + 1) % x.shape[0]]
+        return y
+
+    g = jaccli.record_once(loop)
+    for k in range(4):
+        x = np.linspace(0.5, 1.5, 6) + 0.1 * k
+        want = np.diag(np.roll(x, -1)) + np.roll(np.diag(x), 1, axis=1)
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, x)), want, rtol=1e-14)
+    assert g.replays == 3 and recorded == []

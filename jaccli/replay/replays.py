@@ -263,8 +263,10 @@ class Replayable(Recording):
             if out is not None:
                 self.path = COMPILED_SWEEP
                 return out
+        # A recording that writes in place (a loop of y[i] = v) is swept in place as f wrote it; a
+        # program's traced writes copy the array each time (4x the usual sweep on issue 44's loop).
         if prog is not None or key is None or len(self._programs) >= compiled_sweeps.MAX_PROGRAMS \
-                or (self._tiered and (self._nth < RECORD_PROGRAMS_AT or self._recorded)):
+                or (self._tiered and (self._nth < RECORD_PROGRAMS_AT or self._recorded)) or self._forward[0] is False:
             return sweep()
         self._recorded = True  # (a long recording's replay records one program: see __init__)
         out = sweep()

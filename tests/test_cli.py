@@ -927,6 +927,20 @@ def test_large_result_is_streamed_to_npy_and_equals_the_in_memory_one(runner, tm
     assert_allclose(np.load(big), heat_pde_jacobian(inputs["u"]), rtol=1e-12)
 
 
+def test_a_streamed_result_the_disk_cannot_hold_points_to_sparse(runner, tmp_path, monkeypatch):
+    import shutil
+
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(shutil, "disk_usage", lambda _: usage._replace(free=1000))
+    out = tmp_path / "J.npy"
+    result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "-o", str(out),
+                    "--max-memory", "2KiB")
+    assert_error(result, "resource_limit", 4)
+    assert "free some space or write elsewhere; or, if the matrix is sparse, compute it with --sparse " \
+           f"(-o {tmp_path / 'J.npz'}), which writes only its nonzeros" in result.stderr
+    assert not out.exists()
+
+
 def test_streaming_keeps_the_full_shape_of_matrix_outputs(runner, tmp_path):
     out = tmp_path / "J.npy"
     result = invoke(runner, "jacobian", "-e", "x ** 2", "[[1, 2, 3], [4, 5, 6]]", "-o", str(out),

@@ -978,3 +978,12 @@ def test_info_says_the_diagonal_sweep_in_words_of_mode(runner):
     result = invoke(runner, "info", "-e", "sin(x)", "[1, 2]", "--format", "text")
     assert "forward (diagonal)" in result.stdout
     assert "jacobian would use: forward mode (elementwise: the diagonal), chunk size 1, 1 sweep" in result.stdout
+
+
+def test_a_passed_verdict_counts_only_the_entries_that_agree(runner, tmp_path):
+    func = tmp_path / "kink.py"
+    func.write_text("import numpy as np\n\ndef f(x):\n    return np.floor(x) + x ** 2\n")
+    result = invoke(runner, "check", str(func), "[1.0, 2.5, 3.0]", "--format", "text")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines()[0] == ("passed: 7 entries agree with forward mode and finite differences; 2 not "
+                                             "counted: at or across a kink or a jump (below) (rtol=1e-05, atol=1e-07)")

@@ -276,7 +276,7 @@ def test_several_inputs_give_one_stacked_matrix_and_json_files_read_back(runner,
     J = sp.csr_array((doc["data"], (doc["row"], doc["col"])), shape=doc["shape"]).toarray()
     Jx, Jy = jaccli.jacobian(lambda x, y: x[1:] * y[:-1] + np.sin(x[:-1]), (np.arange(1.0, 5), np.arange(5.0, 9)))
     assert np.array_equal(J, np.hstack([np.asarray(Jx), np.asarray(Jy)])) and doc["meta"]["plan"]["colors"] >= 2
-    assert doc["meta"]["blocks"] == {"rows": [{"name": "f", "shape": [3], "start": 0, "stop": 3}],
+    assert doc["meta"]["layout"] == {"rows": [{"name": "f", "shape": [3], "start": 0, "stop": 3}],
                                      "cols": [{"name": "x", "shape": [4], "start": 0, "stop": 4},
                                               {"name": "y", "shape": [4], "start": 4, "stop": 8}]}
     assert "(rows f [0:3); columns x [0:4), y [4:8))" in result.stderr
@@ -351,3 +351,19 @@ def test_sparse_json_reports_open_with_the_keys_of_every_report(runner, files):
         assert list(doc)[:4] == ["schema", "jaccli", "command", "argv"]
         assert doc["jaccli"] == package.__version__ and doc["command"] == args[0] and "--sparse" in doc["argv"] \
             or args[0] == "sparsity"
+
+
+def test_json_gives_each_block_keyed_and_nested_as_the_dense_result(runner, tmp_path):
+    func = write(tmp_path, "g.py", "import numpy as np\n\ndef f(x, y):\n    return x[1:] * y[:-1], np.sin(x) * 2\n")
+    args = ("jacobian", func, "[1, 2, 3, 4]", "[5, 6, 7, 8]", "--format", "json")
+    sparse, dense = (json.loads(invoke(runner, *args, *extra).stdout) for extra in (["--sparse"], []))
+    assert set(sparse["blocks"]) == set(dense["blocks"]) == {"df0_dx", "df0_dy", "df1_dx", "df1_dy"}
+    for key, block in sparse["blocks"].items():
+        got = sp.csr_array((block["data"], (block["row"], block["col"])), shape=block["shape"]).toarray()
+        want = np.asarray(dense["blocks"][key]["data"], dtype=float).reshape(block["shape"])
+        assert np.array_equal(got, want), key
+        assert block["full_shape"] == dense["blocks"][key]["full_shape"]
+    hess = write(tmp_path, "h.py", "import numpy as np\n\ndef f(x, y):\n    return np.sum(x ** 2 * y[:3]) + np.sum(y ** 3)\n")
+    doc = json.loads(invoke(runner, "hessian", hess, "[1, 2, 3]", "[5, 6, 7, 8]", "--sparse", "--format", "json").stdout)
+    assert set(doc["blocks"]) == {"d2f_dx_dx", "d2f_dx_dy", "d2f_dy_dx", "d2f_dy_dy"}
+    assert doc["blocks"]["d2f_dx_dy"]["shape"] == [3, 4] and doc["layout"]["cols"][1]["start"] == 3

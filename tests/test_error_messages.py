@@ -1233,7 +1233,8 @@ CLI_MESSAGES = [
          "cannot write {tmp}/J.json: the disk is full (60000 requested and 7664 written); free some space or write "
          "elsewhere", setup=lambda mp, tmp: _fail_writes(mp, OSError("60000 requested and 7664 written"))),
     Case(["jacobian", "{samples}/heat_pde.py", "{samples}/heat_pde_u.npy", "-o", "{tmp}/J.npy", "--max-memory", "1KiB"],
-         "cannot write {tmp}/J.npy: the disk is full (No space left on device); free some space or write elsewhere",
+         "cannot write {tmp}/J.npy: the disk is full (No space left on device); free some space or write elsewhere; "
+         "or, if the matrix is sparse, compute it with --sparse (-o {tmp}/J.npz), which writes only its nonzeros",
          setup=lambda mp, tmp: mp.setattr(os, "pwrite", _no_space)),
     Case(["jacobian", "{samples}/robot_arm.py", "{samples}/robot_arm_q.npy", "-o", "{tmp}/J.npy"],
          "cannot write {tmp}/J.npy: Permission denied; check the path and its permissions, or write elsewhere",
@@ -1285,6 +1286,9 @@ CLI_MESSAGES = [
     Case(["hessian", "-e", "sum(x ** 3)", "[1, 2]", "--sparse", "--mode", "forward"],
          "--mode chooses the side of a Jacobian's colouring; a Hessian's plan is symmetric (leave out --mode; "
          "--recovery chooses how it is read back)"),
+    Case(["jacobian", "-e", "x * 2", "[1, 2]", "--sparse", "--heatmap"],
+         "--heatmap colours a dense matrix on the terminal; draw a sparse result with --plot J.png, or see its "
+         "pattern with `jaccli sparsity`"),
     Case(["jacobian", "-e", "x * 2", "[1, 2]", "--sparse", "--recovery", "direct"],
          "--recovery is how a sparse Hessian is read back; use it with hessian --sparse"),
     Case(["sparsity", "-e", "x * 2", "[1, 2]", "--recovery", "substitution"],

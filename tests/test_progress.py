@@ -146,6 +146,8 @@ def test_colouring_and_compressed_sweeps_report_their_steps(quick_blocks):
         observed = jaccli.sparse_jacobian(_stencil, x)
     colouring = recorder.phase("colouring (orderings)")
     assert colouring[0] == ("start", "colouring (orderings)", 6) and set(colouring[1:-1]) == {1}
+    detection = recorder.phase("sparsity detection (operations)")  # one step per recorded operation
+    assert detection[0][2] == sum(detection[1:-1]) > 3
     compressed = [e for e in recorder.events if isinstance(e, tuple) and e[1].startswith("compressed")]
     assert compressed and all(e[2] == 3 for e in compressed)  # three colours: three seeds to sweep
     assert sum(recorder.phase(compressed[0][1])[1:-1]) == 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 import warnings
 
 import numpy as np
@@ -365,3 +366,12 @@ def test_sparse_hessian_self_check():
     f = separable_sum
     x = np.linspace(0.1, 0.9, 10)
     assert jaccli.check_sparse(f, x, jaccli.sparse_hessian(f, x), hessian=True).passed
+
+
+@pytest.mark.parametrize("call", [lambda f, x: jaccli.sparse_jacobian(f, x), lambda f, x: jaccli.sparsity(f, x),
+                                  lambda f, x: jaccli.sparse_hessian(lambda z: np.sum(f(z)), x)])
+def test_without_scipy_the_library_says_how_to_install_it(monkeypatch, call):
+    for name in [m for m in sys.modules if m == "scipy" or m.startswith("scipy.")] + ["scipy"]:
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(UsageError, match=r"^sparse results need scipy: pip install 'jaccli\[sparse\]'$"):
+        call(periodic, np.linspace(0.1, 0.9, 6))

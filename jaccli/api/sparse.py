@@ -32,7 +32,7 @@ _FORMAT = "jaccli-sparsity-1"
 def _scipy() -> Any:
     try:
         import scipy.sparse as sp
-    except ImportError:  # pragma: no cover - the test extras include scipy
+    except ImportError:
         raise UsageError("sparse results need scipy: pip install 'jaccli[sparse]'") from None
     return sp
 
@@ -347,6 +347,7 @@ def sparse_run(f: Callable, inputs: Any, *, wrt: Any = None, hessian: bool = Fal
     `sparsity` detected for another recording is refused (UsageError) instead of detected again."""
     _check_mode(mode, hessian and rows is None and cols is None)
     _check_recovery(recovery)
+    _scipy()
     lazy = (_lazy_hessian if hessian else _lazy_jacobian)(f, inputs, wrt=wrt)
     ev = _leaves(lazy)[0]._ev
     found = _sparsity_for(ev.rec, f, sparsity, hessian, recovery if hessian else mode, refuse_changed)
@@ -395,6 +396,7 @@ def sparsity(f: Callable, inputs: Any, *, wrt: Any = None, hessian: bool = False
     """
     _check_mode(mode, hessian)
     _check_recovery(recovery)
+    _scipy()
     lazy = (_lazy_hessian if hessian else _lazy_jacobian)(f, inputs, wrt=wrt)
     return _sparsity_for(_leaves(lazy)[0]._ev.rec, f, None, hessian, recovery if hessian else mode)
 

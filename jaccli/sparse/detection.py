@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from jaccli.engine import Phase
 from jaccli.engine import structure as st
 
 __all__ = ["Detected", "detect", "fingerprint"]
@@ -307,14 +308,18 @@ class _Propagation:
         return outs if node.prim.multi_out else outs[0]
 
     def run(self) -> None:
-        for node in self.rec.trace.nodes:
-            if node.index in self.offsets:
-                off, size = self.offsets[node.index]
-                self.pats[node.index] = _identity(size, off, self.total)
-                continue
-            if not node.parents:
-                self.pats[node.index] = self.empty_like(node)
-                continue
+        with Phase("sparsity detection (operations)", len(self.rec.trace.nodes)) as progress:
+            for node in self.rec.trace.nodes:
+                self._propagate(node)
+                progress.advance(1)
+
+    def _propagate(self, node: Any) -> None:
+        if node.index in self.offsets:
+            off, size = self.offsets[node.index]
+            self.pats[node.index] = _identity(size, off, self.total)
+        elif not node.parents:
+            self.pats[node.index] = self.empty_like(node)
+        else:
             decl = st.structure_of(node.prim) or _UNKNOWN  # (no structure: taken as dense, and reported)
             pat = getattr(self, decl.kind)(node, decl)
             if node.prim.multi_out and not isinstance(pat, tuple):  # (logsumexp's value and sign)

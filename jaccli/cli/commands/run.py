@@ -73,7 +73,13 @@ def _compute(outcome: Outcome, settings: Settings, out: Output, streams: bool) -
     block = outcome.blocks[0]
     shape, row_axis, pieces = stream_pieces(block, settings.max_memory)
     assert out.path is not None
-    _stream(out.target, out.path, shape, row_axis, block.dtype, pieces)
+    try:
+        _stream(out.target, out.path, shape, row_axis, block.dtype, pieces)
+    except ResourceLimitError as error:
+        if outcome.command not in ("jacobian", "hessian") or "free some space" not in str(error):
+            raise
+        raise ResourceLimitError(f"{error}; or, if the matrix is sparse, compute it with --sparse "
+                                 f"(-o {out.path.with_suffix('.npz')}), which writes only its nonzeros") from None
     finish_stream(outcome, time.perf_counter() - start)
 
 

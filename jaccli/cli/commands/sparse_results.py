@@ -19,7 +19,7 @@ from jaccli.plurals import counted
 from .failures import CheckFailed, SCHEMA, to_stderr, to_stdout
 from .plotting import check_plot, draw_sparse
 from .problem import Problem, load_problem
-from jaccli.cli.render.display import stdout_format
+from jaccli.cli.render.display import render, stdout_format
 from .report import check_output
 from .parallel_runs import parallel_run
 from .run import Failures, observed
@@ -46,6 +46,9 @@ def refuse_dense_only(settings: Settings, out: Output, hessian: bool) -> None:
     """Options of the dense path that --sparse does not take."""
     if hessian and settings.mode != "auto":
         raise UsageError(HESSIAN_MODE)
+    if out.heatmap:
+        raise UsageError("--heatmap colours a dense matrix on the terminal; draw a sparse result with --plot J.png, "
+                         "or see its pattern with `jaccli sparsity`")
     for given, option in ((settings.batch_axis is not None, "--batch-axis"), (settings.compare, "--compare"),
                           (settings.strict, "--strict"), (settings.fail_on_nonfinite, "--fail-on-nonfinite")):
         if given:
@@ -114,6 +117,27 @@ def layout(problem: Problem, done: Any, hessian: bool) -> dict | None:
     return {"rows": spans(out_names, outs), "cols": spans(problem.wrt_names, S.in_shapes)}
 
 
+def sparse_blocks(problem: Problem, done: Any, hessian: bool) -> dict | None:
+    """Each (output, input) block of the result as COO arrays, keyed as the dense report keys them (``df0_dx``,
+    ``d2f_dx_dy``): the nesting of `jacobian`; None for a --rows/--cols selection."""
+    from jaccli.io.writers import coo_document
+
+    blocks = layout(problem, done, hessian)
+    if blocks is None:
+        return None
+    def flat(nested: Any) -> list:  # the blocks in order: outputs, then inputs within each
+        return [leaf for part in nested for leaf in flat(part)] if isinstance(nested, tuple | list) else [nested]
+    leaves, found = flat(done.blocks), {}
+    for i, row in enumerate(blocks["rows"]):
+        for j, col in enumerate(blocks["cols"]):
+            key = (f"d2{problem.name}_d{row['name']}_d{col['name']}" if hessian
+                   else f"d{row['name']}_d{col['name']}")
+            block = leaves[i * len(blocks["cols"]) + j]
+            found[key] = {"output": row["name"], "input": col["name"],
+                          "full_shape": row["shape"] + col["shape"], **coo_document(block)}
+    return found
+
+
 def _layout_text(problem: Problem, done: Any, hessian: bool) -> str:
     """``rows f0 [0:3), f1 [3:7); columns x [0:4), y [4:8)``: the stacked blocks, for messages and .mtx comments."""
     blocks = layout(problem, done, hessian)
@@ -131,7 +155,8 @@ def _write(problem: Problem, done: Any, hessian: bool, settings: Settings, out: 
     symmetric = hessian and settings.rows is None and settings.cols is None
     with writing(out.path):
         if out.path.suffix.lower() != ".npy":
-            write_sparse(out.target, done.matrix, {"plan": plan_entry(done), "blocks": layout(problem, done, hessian),
+            write_sparse(out.target, done.matrix, {"plan": plan_entry(done), "layout": layout(problem, done, hessian),
+                                                   "blocks": sparse_blocks(problem, done, hessian),
                                                    "comment": f"jaccli: {_layout_text(problem, done, hessian)}"},
                          symmetric=symmetric)
             return
@@ -180,6 +205,8 @@ def _show(problem: Problem, command: str, done: Any, out: Output, argv: list[str
     fmt = stdout_format(out.format, out.color)
     if fmt == "json":
         doc = {**header(command, argv), "sparse": True, **coo_document(done.matrix),
+               "layout": layout(problem, done, command == "hessian"),
+               "blocks": sparse_blocks(problem, done, command == "hessian"),
                "plan": plan_entry(done)}
         sys.stdout.write(json.dumps(doc, allow_nan=False) + "\n")
     elif fmt in ("text", "csv"):
@@ -266,16 +293,29 @@ def check_sparse_command(*, func: str | None, expression: str | None, sources: t
                        "plan": plan_entry(done)}
                 sys.stdout.write(json.dumps(doc) + "\n")
             else:
-                sys.stdout.write(
-                    f"sparse {what} {done.matrix.shape[0]} x {done.matrix.shape[1]}, nnz {done.matrix.nnz}\n"
-                    f"J v against one JVP:    largest relative error {found.forward_error:.3g}\n"
-                    f"v^T J against one VJP:  largest relative error {found.reverse_error:.3g}\n"
-                    f"rows that disagree:     {_listed(found.rows)}\n"
-                    f"columns that disagree:  {_listed(found.cols)}\n"
-                    f"{'passed' if found.passed else 'FAILED'} (rtol {rtol:g})\n")
+                render(_check_sections(found, what, done, rtol), out.format, out.color)
         if not found.passed:
             raise CheckFailed(f"the sparse {what} disagrees with one JVP in {counted(len(found.rows), 'row')} and "
                               f"with one VJP in {counted(len(found.cols), 'column')} (rtol {rtol:g})")
+
+
+def _check_sections(found: Any, what: str, done: Any, rtol: float) -> list:
+    """check --sparse for people: the verdict first (coloured on a terminal), then the two products' errors."""
+    from jaccli.cli.render.display import Facts, Verdict
+
+    m, n = done.matrix.shape
+    if found.passed:
+        verdict = Verdict(f"passed: the sparse {what} agrees with one JVP and one VJP (rtol {rtol:g})", True)
+    else:
+        verdict = Verdict(f"FAILED: the sparse {what} disagrees with one JVP in {counted(len(found.rows), 'row')} "
+                          f"and with one VJP in {counted(len(found.cols), 'column')} (rtol {rtol:g})", False)
+    facts = Facts({
+        "result": f"sparse {what} {m} x {n}, nnz {done.matrix.nnz}",
+        "J v against one JVP": f"largest relative error {found.forward_error:.3g}",
+        "v^T J against one VJP": f"largest relative error {found.reverse_error:.3g}",
+        "rows that disagree": _listed(found.rows),
+        "columns that disagree": _listed(found.cols)})
+    return [verdict, facts]
 
 
 def _listed(indices: Any, limit: int = 20) -> str:

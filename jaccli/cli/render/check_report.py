@@ -54,9 +54,12 @@ def _reasons(d: dict, strict: Any) -> list[str]:
 def _verdict(d: dict, strict: Any) -> Verdict:
     tolerance = f"rtol={d['rtol']:g}, atol={d['atol']:g}"
     if d["passed"] and (strict is None or strict.passed):
-        return Verdict(f"passed: {counted(d['entries'], 'entry')} {verb(d['entries'], 'agree', 'agrees')} with forward "
-                       "mode and finite differences "
-                       f"({tolerance})", True)
+        # entries whose differences cross a kink or a jump are not counted as agreeing: say how many
+        excused = d["convention_dependent_count"]  # (entries at a kink are among them, as in the library's count)
+        agree = d["entries"] - excused
+        aside = f"; {excused} not counted: at or across a kink or a jump (below)" if excused else ""
+        return Verdict(f"passed: {counted(agree, 'entry')} {verb(agree, 'agree', 'agrees')} with forward "
+                       f"mode and finite differences{aside} ({tolerance})", True)
     if d["verdict"] == "inconclusive" and (strict is None or strict.passed):
         return Verdict(f"INCONCLUSIVE: AD differs from finite differences that cannot resolve "
                        f"{counted(d['unresolved_count'], 'entry')}: their own error exceeds the tolerance ({tolerance})",

@@ -32,8 +32,9 @@ def sample(name: str) -> str:
 
 
 def make_runner() -> CliRunner:
-    # Pinned width for click's help and rich's tables; no colour or debug from the outer shell.
-    return CliRunner(env={"COLUMNS": "100", "NO_COLOR": None, "JACCLI_DEBUG": None, "FORCE_COLOR": None})
+    # Pinned width for click's help and rich's tables; no colour, debug or Dask scheduler from the outer shell.
+    return CliRunner(env={"COLUMNS": "100", "NO_COLOR": None, "JACCLI_DEBUG": None, "FORCE_COLOR": None,
+                          "DASK_SCHEDULER_ADDRESS": None})
 
 
 def invoke(runner: CliRunner, *args: str, **kw) -> Result:

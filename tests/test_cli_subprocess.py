@@ -34,7 +34,8 @@ HELP_IS_USAGE_ERROR = pytest.mark.skipif(not hasattr(click.exceptions, "NoArgsIs
 
 
 def clean_env(**extra: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "JACCLI_DEBUG")}
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "JACCLI_DEBUG",
+                                                                "DASK_SCHEDULER_ADDRESS")}
     env.update(COLUMNS="100", **extra)
     return env
 

@@ -1328,6 +1328,10 @@ CLI_MESSAGES = [
     Case(["hessian", "-e", "sum(x ** 3)", "[1, 2]", "--scheduler", "tcp://127.0.0.1:9"],
          "cannot reach the Dask scheduler at tcp://127.0.0.1:9 ({any}); start one (dask scheduler) or check the "
          "address, or use --workers N for a local cluster", setup=lambda mp, tmp: short_connect_timeout(mp)),
+    Case(["jacobian", "-e", "x * 2", "[1, 2]"],
+         "cannot reach the Dask scheduler at tcp://127.0.0.1:9 (from DASK_SCHEDULER_ADDRESS) ({any}); start one "
+         "(dask scheduler) or check the address, or use --workers N for a local cluster",
+         env={"DASK_SCHEDULER_ADDRESS": "tcp://127.0.0.1:9"}, setup=lambda mp, tmp: short_connect_timeout(mp)),
     Case(["jacobian", "-e", "cumsum(x)", "[1, 2]", "--workers", "2"],
          "the environment variable JACCLI_PARALLEL_MIN_WORK: 'soon' is not a number of seconds; write e.g. 0 "
          "(always the cluster) or 5", env={"JACCLI_PARALLEL_MIN_WORK": "soon"}),

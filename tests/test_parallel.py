@@ -106,7 +106,8 @@ def test_without_workers_or_scheduler_nothing_imports_dask(tmp_path):
             "try:\n    main(['jacobian', '-e', 'tanh(x)', '[1, 2, 3]', '-o', 'J.npy'])\n"
             "except SystemExit:\n    pass\n"
             "print(imported, 'dask' in sys.modules, 'distributed' in sys.modules, 'cloudpickle' in sys.modules)\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env=clean_env())  # (DASK_SCHEDULER_ADDRESS unset)
     assert done.stdout.split() == ["False"] * 4, done.stderr
     assert (tmp_path / "J.npy").is_file()
 
@@ -208,6 +209,24 @@ def test_cli_scheduler_sends_the_function_file_and_its_modules_and_matches_one_p
                     v = np.cumsum(np.tanh(v)) / 8
                 return 2.0 * v
             np.testing.assert_allclose(np.load("many.npy"), central_diff(f, x), rtol=1e-6, atol=1e-8)
+
+
+def test_cli_uses_the_scheduler_of_dask_scheduler_address_as_dask_clients_do(cluster, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    np.save("x.npy", np.linspace(-1.0, 1.0, 40))
+    expr = ["-e", "cumsum(tanh(x)) * x", "x.npy", "--chunk-size", "6", "--stats"]
+    alone = invoke(make_runner(), "jacobian", *expr, "-o", "one.npy")
+    assert alone.exit_code == 0 and "dask" not in alone.stderr
+    done = invoke(make_runner(), "jacobian", *expr, "-o", "many.npy",
+                  env={"DASK_SCHEDULER_ADDRESS": cluster.scheduler.address})
+    assert done.exit_code == 0, done.stderr
+    assert "stats: dask: 7 blocks on 2 worker threads" in done.stderr  # no --scheduler: the variable's
+    assert np.load("many.npy").tobytes() == np.load("one.npy").tobytes()
+    # --workers says where: a variable naming a scheduler out of reach is not even tried.
+    done = run(["jacobian", "-e", "cumsum(tanh(x))", "[1, 2, 3, 4]", "--workers", "2", "--stats"], tmp_path,
+               DASK_SCHEDULER_ADDRESS="tcp://127.0.0.1:9")
+    assert done.returncode == 0, done.stderr
+    assert "stats: dask: one process chosen" in done.stderr
 
 
 def test_cli_streams_a_large_result_as_blocks_arrive_and_sparse_colours_in_parallel(cluster, tmp_path, monkeypatch):

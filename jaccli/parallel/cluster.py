@@ -13,6 +13,25 @@ SINGLE_THREADED = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM
                    "VECLIB_MAXIMUM_THREADS": "1", "NUMEXPR_NUM_THREADS": "1"}
 
 
+# Dask's own clients connect to this scheduler when it is set (dask's config key "scheduler-address").
+ADDRESS_VARIABLE = "DASK_SCHEDULER_ADDRESS"
+
+
+class FromEnvironment(str):
+    """A scheduler's address read from DASK_SCHEDULER_ADDRESS, not given with --scheduler: messages say
+    where it came from, and --workers overrides it."""
+
+
+def environment_address() -> FromEnvironment | None:
+    """DASK_SCHEDULER_ADDRESS, or None when it is unset or empty.
+
+    Read from the environment itself, not through dask.config: deciding must not import Dask. So the
+    scheduler-address of Dask's YAML files is not read (importing Dask at every run would cost more
+    than most runs); those who keep it there give --scheduler or set the variable."""
+    address = os.environ.get(ADDRESS_VARIABLE, "").strip()
+    return FromEnvironment(address) if address else None
+
+
 class ClusterUnreachable(ResourceLimitError):
     """The Dask scheduler cannot be reached, or went away during the run."""
 
@@ -118,7 +137,8 @@ def _connect(address: str) -> Any:
         return Client(address, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as error:
         reason = str(error).split("\n")[0] or type(error).__name__
-        raise ClusterUnreachable(f"cannot reach the Dask scheduler at {address} ({reason}); start one "
+        where = f" (from {ADDRESS_VARIABLE})" if isinstance(address, FromEnvironment) else ""
+        raise ClusterUnreachable(f"cannot reach the Dask scheduler at {address}{where} ({reason}); start one "
                                  "(dask scheduler) or check the address, or use --workers N for a local "
                                  "cluster") from None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from typing import TYPE_CHECKING, Any, Callable
 
 import click
@@ -226,11 +227,20 @@ parallel_options = _stack(
                  help="Compute the blocks of sweeps on a local Dask cluster of N single-threaded worker processes, "
                       "started and stopped by jaccli (small work stays in this process). Needs "
                       "pip install 'jaccli[dask]'."),
-    click.option("--scheduler", metavar="ADDRESS",
+    click.option("--scheduler", metavar="ADDRESS", callback=lambda ctx, param, value: _scheduler(value),
                  help="Compute the blocks of sweeps on the workers of a running Dask scheduler "
                       "(tcp://host:8786); the function file, its directory's modules and the inputs travel "
-                      "with the tasks."),
+                      "with the tasks. Default: $DASK_SCHEDULER_ADDRESS when set (--workers overrides it)."),
 )
+
+
+def _scheduler(address: str | None) -> str | None:
+    """--scheduler, else Dask's DASK_SCHEDULER_ADDRESS (read without importing Dask)."""
+    if address is not None or "DASK_SCHEDULER_ADDRESS" not in os.environ:
+        return address
+    from jaccli.parallel.cluster import environment_address
+
+    return environment_address()
 
 check_sparse_options = _stack(
     click.option("--sparse", is_flag=True,

@@ -6,6 +6,7 @@ Without either option nothing here imports Dask.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Any, Iterator
 
 import click
@@ -23,6 +24,10 @@ def parallel_run(problem: Problem, settings: Settings, out: Output) -> Iterator[
     if settings.workers is None and settings.scheduler is None:
         yield None
         return
+    from jaccli.parallel.cluster import FromEnvironment
+
+    if settings.workers is not None and isinstance(settings.scheduler, FromEnvironment):
+        settings = dataclasses.replace(settings, scheduler=None)  # --workers said where, the environment did not
     if settings.workers is not None and settings.scheduler is not None:
         raise UsageError("--workers starts a local Dask cluster and --scheduler uses a running one; give one of them")
     from jaccli.api.evaluator import REMOTE_SWEEPS

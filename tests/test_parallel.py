@@ -267,6 +267,19 @@ def test_cli_scheduler_out_of_reach_is_exit_4_naming_it(monkeypatch):
     assert done.stderr.startswith("Error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 (")
 
 
+def _interrupted(proc, processes) -> str:
+    """Ctrl-C to `proc` half a second on: its stderr, once it ended with exit 130 and `processes` with it."""
+    import psutil
+
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    rest = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 130, rest
+    gone, alive = psutil.wait_procs(processes, timeout=10)
+    assert not alive, [p.pid for p in alive]
+    return rest
+
+
 def test_cli_workers_ctrl_c_cancels_and_leaves_no_temporary_file_and_no_worker_process(tmp_path):
     import psutil
 
@@ -282,17 +295,40 @@ def test_cli_workers_ctrl_c_cancels_and_leaves_no_temporary_file_and_no_worker_p
         assert line.startswith("Dask: started a local cluster of 2 worker processes; dashboard: http://"), line
         children = psutil.Process(proc.pid).children(recursive=True)
         assert len(children) >= 2
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
-        rest = proc.communicate(timeout=60)[1]
+        rest = _interrupted(proc, children)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, rest
     assert rest.strip().splitlines()[-1].startswith("Error: interrupted"), rest
-    gone, alive = psutil.wait_procs(children, timeout=10)
-    assert not alive
     assert sorted(p.name for p in tmp_path.iterdir()) == ["slow.py", "x.npy"]
+
+
+def test_cli_ctrl_c_while_the_local_cluster_starts_leaves_no_worker_process(tmp_path):
+    import psutil
+
+    np.save(tmp_path / "x.npy", np.linspace(-1.0, 1.0, 50))
+    # The workers' start takes a minute: each runs this preload (Dask's config, by its environment) first.
+    (tmp_path / "slow_start.py").write_text("import time\n\ndef dask_setup(worker):\n    time.sleep(60)\n")
+    preload = f'["{tmp_path / "slow_start.py"}"]'
+    proc = subprocess.Popen(JACCLI + ["jacobian", "-e", "cumsum(tanh(x))", "x.npy", "-o", "J.npy", "--workers", "2"],
+                            cwd=tmp_path, stderr=subprocess.PIPE, text=True,
+                            env=clean_env(JACCLI_PARALLEL_MIN_WORK="0", DASK_DISTRIBUTED__WORKER__PRELOAD=preload))
+    seen: dict[int, psutil.Process] = {}
+    try:
+        deadline = time.monotonic() + 60
+        # multiprocessing's forkserver and resource tracker, then the two workers, forked from the server
+        while len(seen) < 4 and time.monotonic() < deadline and proc.poll() is None:
+            with contextlib.suppress(psutil.Error):
+                seen.update((p.pid, p) for p in psutil.Process(proc.pid).children(recursive=True))
+            time.sleep(0.05)
+        assert len(seen) >= 4, [p.cmdline() for p in seen.values()]
+        assert proc.poll() is None  # still starting: its workers sleep in their preload
+        rest = _interrupted(proc, list(seen.values()))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert rest.splitlines() == ["Error: interrupted; no file was written or changed"], rest  # no cluster line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["slow_start.py", "x.npy"]
 
 
 def test_cli_a_module_the_workers_do_not_get_is_one_line_saying_what_to_install(cluster, tmp_path, monkeypatch):

@@ -91,6 +91,7 @@ class Cluster:
         method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
+        started = _Starting()
         try:
             # Not Dask's MALLOC_TRIM_THRESHOLD_ for its workers: any value of it turns off glibc's adaptive
             # mmap threshold, so that every large temporary of a sweep is mapped and faulted in anew: the
@@ -101,6 +102,9 @@ class Cluster:
                 # own log lines (a task's error, a worker stopped at Ctrl-C) would break one-line errors.
                 self.local = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
                                           dashboard_address=":0", silence_logs=logging.CRITICAL, env=env)
+        except BaseException:
+            started.abandon()  # Ctrl-C (or a failure) while the workers were starting: none stays behind
+            raise
         finally:
             for k, v in saved.items():
                 if v is None:
@@ -128,6 +132,60 @@ class Cluster:
                     thing.close()
                 except Exception:  # (closing after the scheduler went away: nothing more to stop)
                     pass
+
+
+class _Starting:
+    """What a LocalCluster that is being started leaves behind if its start is interrupted: the clusters
+    and the processes made since, which `abandon` stops.
+
+    Interrupted in its constructor, a LocalCluster is never handed back to close it, and its event loop
+    goes on starting workers in its own thread; at exit Dask's own hook tries to close it, fails on a
+    worker still starting (a traceback under the one-line error), and a worker it did not reach may
+    outlive jaccli. psutil comes with distributed."""
+
+    def __init__(self) -> None:
+        import psutil
+        from distributed.deploy.spec import SpecCluster
+
+        self.me = psutil.Process()
+        self.children = {p.pid for p in self._descendants()}
+        self.clusters = set(SpecCluster._instances)
+
+    def _descendants(self) -> list:
+        import psutil
+
+        try:
+            return self.me.children(recursive=True)
+        except psutil.Error:
+            return []
+
+    def abandon(self) -> None:
+        import psutil
+        from distributed.deploy.spec import SpecCluster
+
+        for cluster in set(SpecCluster._instances) - self.clusters:
+            cluster.shutdown_on_close = False  # (Dask's exit hook: nothing left for it to close)
+            runner = getattr(cluster, "_loop_runner", None)
+            try:
+                if runner is not None:
+                    runner.stop(timeout=2)  # its loop starts no more workers
+            except Exception:
+                pass
+        # Not multiprocessing's own forkserver and resource tracker: they end with this process, and the
+        # tracker killed would be relaunched, noisily. Twice: a worker the forkserver was asked for before
+        # the loop stopped may appear just after.
+        from multiprocessing import forkserver, resource_tracker
+
+        helpers = {getattr(forkserver._forkserver, "_forkserver_pid", None),
+                   getattr(resource_tracker._resource_tracker, "_pid", None)}
+        for _ in range(2):
+            made = [p for p in self._descendants() if p.pid not in self.children and p.pid not in helpers]
+            for process in made:
+                try:
+                    process.kill()
+                except psutil.Error:
+                    pass
+            psutil.wait_procs(made, timeout=5)
 
 
 def _connect(address: str) -> Any:

@@ -1338,6 +1338,13 @@ CLI_MESSAGES = [
     Case(["jacobian", "-e", "x * 2", "[1, 2]", "--workers", "2"],
          "--workers needs dask[distributed], which is not installed: pip install 'jaccli[dask]'",
          setup=lambda mp, tmp: _without_dask(mp)),
+    # -o J.zarr: zarr is an optional extra; only a zarr store is replaced by one
+    Case(["jacobian", "-e", "x * 2", "[1, 2]", "-o", "{tmp}/J.zarr"],
+         "-o {tmp}/J.zarr needs zarr, which is not installed: pip install 'jaccli[zarr]'",
+         setup=lambda mp, tmp: _without_dask(mp, ("zarr",))),
+    Case(["jacobian", "-e", "x * 2", "[1, 2]", "-o", "{tmp}/J.zarr"],
+         "-o {tmp}/J.zarr: it is a file, not a zarr store, and jaccli replaces only a zarr store with one; remove "
+         "it or write elsewhere", files={"J.zarr": "notes\n"}),
 ]
 
 
@@ -1350,12 +1357,12 @@ def short_connect_timeout(monkeypatch) -> None:
     monkeypatch.setitem(dask.config.config["distributed"]["comm"]["timeouts"], "connect", "1s")
 
 
-def _without_dask(monkeypatch) -> None:
+def _without_dask(monkeypatch, modules: tuple[str, ...] = ("dask", "distributed")) -> None:
     import importlib.util
 
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name in ("dask", "distributed") else find_spec(name, *a))
+                        lambda name, *a: None if name in modules else find_spec(name, *a))
 
 
 

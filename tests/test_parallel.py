@@ -35,7 +35,12 @@ A = np.random.default_rng(7).normal(size=(30, 30)) / 6
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """Two worker processes started in an empty directory (not the tests', not the functions')."""
+    yield from local_cluster(tmp_path_factory)
+
+
+def local_cluster(tmp_path_factory, **client_options):
+    """Two worker processes started in an empty directory (not the tests', not the functions'): a client of
+    them, yielded, and closed with them after."""
     elsewhere = tmp_path_factory.mktemp("workers-run-here")
     before = os.getcwd()
     os.chdir(elsewhere)
@@ -44,7 +49,7 @@ def cluster(tmp_path_factory):
                                          silence_logs=40)
     finally:
         os.chdir(before)
-    client = distributed.Client(local)
+    client = distributed.Client(local, **client_options)
     yield client
     client.close()
     local.close()

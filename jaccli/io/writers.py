@@ -1,4 +1,5 @@
-"""Write results atomically to .npy, .npz, .csv, .txt or .json; large .npy results stream via jaccli.io.npy_stream."""
+"""Write results atomically to .npy, .npz, .csv, .txt, .json or .zarr (jaccli.io.zarr_store); large .npy results
+stream via jaccli.io.npy_stream."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from .npy_stream import NpyStreamWriter
 __all__ = ["META_KEY", "SPARSE_FORMATS", "WRITE_FORMATS", "NpyStreamWriter", "coo_document", "format_text",
            "write_blocks", "write_sparse"]
 
-WRITE_FORMATS = (".npy", ".npz", ".csv", ".txt", ".json")
+WRITE_FORMATS = (".npy", ".npz", ".csv", ".txt", ".json", ".zarr")
 # A sparse result: scipy.sparse.save_npz's layout, Matrix Market, COO arrays in JSON (.npy: dense, by the caller).
 SPARSE_FORMATS = (".npz", ".mtx", ".json")
 # Name of the .npz member that holds `meta` as JSON text.
@@ -46,6 +47,8 @@ def write_blocks(
       separated by commas or spaces; ``meta`` is not stored.
     - ``.json``: ``{"blocks": {key: {"shape", "dtype", "data"}}, "meta": {...}}`` with NaN and
       infinities written as the strings ``"nan"``, ``"inf"``, ``"-inf"``.
+    - ``.zarr`` (jaccli[zarr]): a zarr group, an array per block, ``meta`` in its attribute ``jaccli``;
+      see jaccli.io.zarr_store.
 
     Args:
         path: Target file; its directory must exist.
@@ -70,10 +73,15 @@ def write_blocks(
             f"cannot write {target}: unknown format {suffix or '(no extension)'!r}; "
             f"use one of {', '.join(WRITE_FORMATS)}"
         )
-    check_target(target)
     if not blocks:
         raise UsageError(f"nothing to write to {target}: the result has no blocks")
     arrays = {str(key): np.asarray(block) for key, block in blocks.items()}
+    if suffix == ".zarr":
+        from .zarr_store import write_zarr
+
+        write_zarr(target, arrays, None if meta is None else _jsonable(meta))
+        return
+    check_target(target)
 
     write: Callable[[IO[bytes]], None]
     if suffix == ".npz":

@@ -54,8 +54,19 @@ def _steps(axis_len: int, unit: int, k: int, rows_per_chunk: int | None) -> int:
         if rows_per_chunk < 1:
             raise ValueError(f"rows_per_chunk must be a positive number of rows, not {rows_per_chunk}")
         return max(1, rows_per_chunk // unit)
-    wanted = math.ceil(axis_len * unit / _threads())
-    if k < wanted:
+    return steps_per_chunk(axis_len, unit, k, _threads())
+
+
+def steps_per_chunk(axis_len: int, unit: int, k: int, chunks: int, most_rows: int | None = None) -> int:
+    """Steps along the first output axis (of `unit` rows each) per chunk for at least `chunks` chunks, in
+    whole sweeps of `k` rows where the rows allow it; with `most_rows`, in whole sweeps always (at least
+    one), and no more rows than it says if a sweep allows."""
+    wanted = math.ceil(axis_len * unit / chunks)
+    if most_rows is not None:
+        wanted = min(wanted, max(unit, most_rows))
+    if most_rows is not None:
+        wanted = max(k, wanted // k * k)
+    elif k < wanted:
         wanted = math.ceil(wanted / k) * k
     return max(1, min(axis_len, math.ceil(wanted / unit)))
 

@@ -66,6 +66,8 @@ def run(ev: Any, name: str, args: tuple) -> Any:
         return _block(ev, i, j).matrix._swept_rows(rows)
     if name == "rows":  # (i, j, rows, k): rows of block (i, j) as the whole-block evaluation makes them
         return rows_of(ev, *args)
+    if name == "zarr_rows":  # "rows", written into a zarr store here: only their count goes back
+        return write_chunk(_block(ev, args[0], args[1]), args)
     target = ev.rec if name.startswith("rec.") else ev
     return getattr(target, name.rpartition(".")[2])(*args)
 
@@ -85,7 +87,23 @@ def _block(ev: Any, i: int, j: int) -> Any:
 def rows_of(ev: Any, i: int, j: int, rows: np.ndarray, k: int) -> np.ndarray:
     """Rows `rows` of block (i, j), [R, N] (batched: [B, R, N]), in sweeps of `k` as np.asarray(J) runs
     them: reverse sweeps of the Jacobian's rows, a Hessian's rows by its own kind of sweep."""
-    block = _block(ev, i, j)
+    return block_rows(_block(ev, i, j), rows, k)
+
+
+def write_chunk(block: Any, args: tuple) -> int:
+    """A chunk of the lazy `block`'s rows (args: i, j, rows, k, store, key, row_axis, start, shape) written
+    into the zarr store at `store` (jaccli.parallel.zarr_chunks): its number of rows."""
+    from jaccli.io.zarr_store import write_rows
+
+    _, _, rows, k, store, key, row_axis, start, shape = args
+    values = np.reshape(block_rows(block, rows, k), shape).astype(block.dtype, copy=False)
+    write_rows(store, key, row_axis, start, values)
+    return rows.size
+
+
+def block_rows(block: Any, rows: np.ndarray, k: int) -> np.ndarray:
+    """`rows_of` for the lazy block itself (made here or on a worker)."""
+    ev, i, j = block._ev, block._i, block._j
     if block.kind != "hessian":
         parts = [block.matrix._swept_rows(rows[s:s + k]) for s in range(0, rows.size, k)]
         return np.concatenate(parts, axis=1 if ev.batch else 0)

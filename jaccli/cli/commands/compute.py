@@ -126,6 +126,7 @@ class Outcome:
     mode: str = ""
     path: str = "recording"  # the way the derivatives were made (jaccli.replay.PATHS)
     streamed: bool = False
+    pending: Any = None  # -o J.zarr written by Dask's workers: the store, put in place with its metadata
     # Filled by the diagnostics after evaluation: per-block non-finite counts (see nonfinite.py),
     # the op that produced the first NaN or inf, and the checks that ran (check, --compare...).
     nonfinite: list[dict] = field(default_factory=list)

@@ -185,8 +185,8 @@ color_options = _stack(
 )
 
 output_options = _stack(
-    click.option("-o", "--output", type=click.Path(dir_okay=False, writable=False), metavar="PATH",
-                 help="Write the result to .npy, .npz, .csv, .txt or .json, atomically."),
+    click.option("-o", "--output", type=click.Path(dir_okay=True, writable=False), metavar="PATH",
+                 help="Write the result to .npy, .npz, .csv, .txt, .json or .zarr, atomically."),
     click.option("--output-format", type=keywords("npy", "npz", "csv", "txt", "json"), metavar="FORMAT",
                  help="npy, npz, csv, txt or json: -o's format whatever its name (-o /dev/stdout, a named pipe)."),
     click.option("--format", "fmt", type=keywords("table", "text", "csv", "json"), metavar="FORMAT",

@@ -110,7 +110,13 @@ def _check_output(out: Output, sources: Sequence[str | None], formats: Sequence[
     if suffix not in formats:
         raise UsageError(f"-o {out.path}: unknown format {suffix or '(no extension)'!r}; "
                          f"use one of {', '.join(formats)}" + (", or give --output-format" if dense else ""))
-    if out.path.is_dir():
+    zarr = suffix == ".zarr"
+    if zarr:  # (a directory: an existing store is replaced, anything else refused; zarr installed first)
+        from jaccli.io.zarr_store import check_store_target, need_zarr
+
+        need_zarr(out.path)
+        check_store_target(out.path)
+    elif out.path.is_dir():
         raise UsageError(f"-o {out.path}: it is a directory")
     problem = directory_problem(out.path)
     if problem:
@@ -121,7 +127,8 @@ def _check_output(out: Output, sources: Sequence[str | None], formats: Sequence[
                 if text and is_file(text) and os.path.samefile(text, out.path):
                     raise UsageError(f"-o {out.path}: it is {text}, which this command reads as input; write "
                                      "the result to another file")
-    removed = probe_target(out.path)
+    # A store is made beside the target as a file is: whether the directory takes one is probed so.
+    removed = probe_target(out.path.with_name(out.path.name + ".probe") if zarr else out.path)
     if removed and not out.quiet:
         from .failures import to_stderr
 

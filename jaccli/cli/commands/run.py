@@ -21,7 +21,8 @@ from .compute import Outcome, Verdict, evaluate, finish_stream, prepare, stream_
 from .failures import CheckFailed, CheckInconclusive, print_traceback, to_stderr, to_stdout, translate
 from .parallel_runs import parallel_run
 from .problem import Problem, load_problem
-from .report import build_report, check_output, check_target, check_target_early, file_blocks, print_stats, show
+from .report import (build_report, check_output, check_target, check_target_early, file_blocks, jsonable,
+                     print_stats, show)
 from .settings import Output, Settings
 
 
@@ -49,7 +50,15 @@ def _too_large(outcome: Outcome, settings: Settings, out: Output, streams: bool)
                               f"select rows or columns with --rows/--cols, {sparse}or raise --max-memory")
 
 
-def _compute(outcome: Outcome, settings: Settings, out: Output, streams: bool) -> None:
+def _compute(outcome: Outcome, settings: Settings, out: Output, streams: bool, remote: Any = None) -> None:
+    if remote is not None and _zarr_on_workers(outcome, settings, out):
+        from jaccli.parallel.zarr_chunks import write_on_workers
+
+        start = time.perf_counter()
+        with writing(out.path):
+            outcome.pending = write_on_workers(remote, outcome.blocks, out.target, settings.max_memory // 4)
+        finish_stream(outcome, time.perf_counter() - start)
+        return
     if outcome.nbytes <= settings.max_memory:
         evaluate(outcome)
         return
@@ -83,6 +92,14 @@ def _compute(outcome: Outcome, settings: Settings, out: Output, streams: bool) -
     finish_stream(outcome, time.perf_counter() - start)
 
 
+def _zarr_on_workers(outcome: Outcome, settings: Settings, out: Output) -> bool:
+    """Whether Dask's workers write -o J.zarr themselves: whole blocks, and nothing that needs the result
+    here (--compare, --fail-on-nonfinite, --plot: then it is computed here and this process writes it)."""
+    return (out.path is not None and out.suffix == ".zarr" and not settings.compare
+            and not settings.fail_on_nonfinite and out.plot is None and all(v.passed for v in outcome.verdicts)
+            and all(b.lazy is not None and not b.selected for b in outcome.blocks))
+
+
 def _stream(path: Path, shown: Path, shape: tuple[int, ...], row_axis: int, dtype: Any, pieces: Any) -> None:
     """Write the row blocks `pieces` yields to `path` (`shown` in messages); failing writes are the
     disk's fault, not the function's."""
@@ -103,12 +120,16 @@ def _stream(path: Path, shown: Path, shape: tuple[int, ...], row_axis: int, dtyp
 
 
 def _write(problem: Problem, outcome: Outcome, settings: Settings, out: Output, argv: list[str]) -> None:
-    if out.path is None or outcome.streamed:
+    if out.path is None or (outcome.streamed and outcome.pending is None):
         return
     from jaccli.io.writers import write_blocks
 
     start = time.perf_counter()
     meta = build_report(problem, outcome, settings, argv, out.path, with_data=False)
+    if outcome.pending is not None:  # the chunks are in: only the metadata and the rename are left
+        with writing(out.path):
+            outcome.pending.commit(jsonable(meta))
+        return
     with writing(out.path):
         write_blocks(out.target, file_blocks(outcome.blocks, out.suffix), meta, suffix=out.suffix)
     outcome.timings["write_s"] = time.perf_counter() - start
@@ -132,7 +153,7 @@ def _evaluate(problem: Problem, command: str, settings: Settings, out: Output, s
         with parallel_run(problem, settings, out) as remote:
             outcome = prepare(problem, command, settings)
             check_target(out, outcome.command, outcome.blocks)
-            _compute(outcome, settings, out, streams)
+            _compute(outcome, settings, out, streams, remote)
             outcome.parallel = remote.lines() if remote is not None else []
     outcome.warnings += dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught)
     nonfinite.scan(problem, outcome, lambda: _monitored(problem, command, settings))

@@ -1,0 +1,124 @@
+"""-o J.zarr: a zarr group of the result's blocks, written by this process or by Dask's workers, against one process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+import jaccli.io.zarr_store
+from jaccli.errors import UsageError
+from jaccli.io.zarr_store import write_zarr
+
+from .test_cli import invoke, make_runner
+from .test_cli_subprocess import JACCLI, clean_env
+from .test_parallel import local_cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """Two worker processes of this module's own (the killed run's test leaves one of them busy)."""
+    yield from local_cluster(tmp_path_factory, set_as_default=False)
+
+
+def arrays(store: Path) -> dict[str, np.ndarray]:
+    group = zarr.open_group(str(store), mode="r")
+    return {key: group[key][...] for key in group.array_keys()}
+
+
+def test_this_process_writes_a_group_with_an_array_per_block_named_like_the_npz_members(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "two.py").write_text("import numpy as np\n\ndef f(x, y):\n    return np.sin(x) * y.sum(), x * y\n")
+    np.save("x.npy", np.linspace(-1.0, 1.0, 5))
+    np.save("y.npy", np.linspace(0.5, 2.0, 5))
+    one = invoke(make_runner(), "jacobian", "two.py", "x.npy", "y.npy", "-o", "J.npz")
+    done = invoke(make_runner(), "jacobian", "two.py", "x.npy", "y.npy", "-o", "J.zarr")
+    assert one.exit_code == 0 and done.exit_code == 0, done.stderr
+    expected = {key: value for key, value in np.load("J.npz").items() if key != "__meta__"}
+    written = arrays(tmp_path / "J.zarr")
+    assert sorted(written) == sorted(expected) == ["df0_dx", "df0_dy", "df1_dx", "df1_dy"]
+    for key in expected:
+        assert written[key].dtype == expected[key].dtype and written[key].tobytes() == expected[key].tobytes()
+    x, y = np.load("x.npy"), np.load("y.npy")
+    np.testing.assert_allclose(written["df1_dy"], np.diag(x), rtol=0, atol=0)  # d(x*y)/dy, closed form
+    meta = zarr.open_group("J.zarr", mode="r").attrs["jaccli"]
+    assert meta["command"] == "jacobian" and meta["output"] == "J.zarr"
+    # One block: still a group, its array under the block's name; an existing store is replaced.
+    done = invoke(make_runner(), "jacobian", "-e", "tanh(x) * 2", "x.npy", "-o", "J.zarr")
+    assert done.exit_code == 0, done.stderr
+    assert list(arrays(tmp_path / "J.zarr")) == ["df_dx"]
+    np.testing.assert_allclose(arrays(tmp_path / "J.zarr")["df_dx"], np.diag(2 / np.cosh(x) ** 2), rtol=1e-15)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["J.npz", "J.zarr", "two.py", "x.npy", "y.npy"]
+
+
+def test_an_existing_path_that_is_not_a_zarr_store_is_never_replaced(tmp_path):
+    (tmp_path / "J.zarr").mkdir()
+    (tmp_path / "J.zarr" / "notes.txt").write_text("mine\n")
+    done = invoke(make_runner(), "jacobian", "-e", "x * 2", "[1, 2]", "-o", str(tmp_path / "J.zarr"))
+    assert done.exit_code == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert (tmp_path / "J.zarr" / "notes.txt").read_text() == "mine\n"
+    with pytest.raises(UsageError):
+        write_zarr(tmp_path / "J.zarr", {"df_dx": np.eye(2)})
+    assert os.listdir(tmp_path / "J.zarr") == ["notes.txt"] and len(os.listdir(tmp_path)) == 1
+
+
+def test_the_workers_write_the_chunks_bit_for_bit_as_one_process(cluster, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    np.save("x.npy", np.linspace(-1.0, 1.0, 40))
+    np.save("y.npy", np.linspace(0.5, 1.5, 3))
+
+    def refuse(*args):
+        raise AssertionError("the client wrote rows of the result")
+
+    # The cluster is up: every chunk goes to the workers (other processes), none is written here.
+    monkeypatch.setattr(jaccli.io.zarr_store, "write_rows", refuse)
+    for command, expr, inputs, npz in (("jacobian", "cumsum(tanh(x)) * x", ["x.npy"], False),
+                                       ("hessian", "sum(tanh(x) ** 2)", ["x.npy"], False),
+                                       ("jacobian", "cumsum(tanh(x)) * sum(y)", ["x.npy", "y.npy"], True)):
+        one = "one.npz" if npz else "one.npy"
+        alone = invoke(make_runner(), command, "-e", expr, *inputs, "-o", one, "--chunk-size", "6")
+        done = invoke(make_runner(), command, "-e", expr, *inputs, "-o", "J.zarr", "--chunk-size", "6",
+                      "--scheduler", cluster.scheduler.address, "--stats")
+        assert alone.exit_code == 0 and done.exit_code == 0, done.stderr
+        expected = {k: v for k, v in np.load(one).items() if k != "__meta__"} if npz else {
+            "d2f_dx_dx" if command == "hessian" else "df_dx": np.load(one)}
+        # 40 rows in chunks of 6 per block, each on a worker
+        assert "(streamed)" in done.stderr and f"stats: dask: {7 * len(expected)} blocks on 2 worker" in done.stderr
+        written = arrays(tmp_path / "J.zarr")
+        assert sorted(written) == sorted(expected)
+        for key, value in expected.items():
+            assert written[key].tobytes() == value.tobytes(), key  # the same sweeps: the same bits
+            assert zarr.open_group("J.zarr", mode="r")[key].chunks[0] % 6 == 0  # whole sweeps of the chunk size
+        assert zarr.open_group("J.zarr", mode="r").attrs["jaccli"]["streamed"] is True
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["J.zarr", "one.npy", "one.npz", "x.npy", "y.npy"]
+
+
+def test_a_killed_run_leaves_no_half_store_at_the_target(cluster, tmp_path):
+    # Worker 1 is slow to record f: its block is still out when worker 0 has written chunks of its own.
+    (tmp_path / "slow.py").write_text("import time\nimport numpy as np\nfrom distributed import get_worker\n\n"
+                                      "def f(x):\n    try:\n        if get_worker().name == 1:\n"
+                                      "            time.sleep(20)\n    except ValueError:\n        pass\n"
+                                      "    return np.cumsum(np.tanh(x))\n")
+    np.save(tmp_path / "x.npy", np.linspace(-1.0, 1.0, 40))
+    proc = subprocess.Popen(JACCLI + ["jacobian", "slow.py", "x.npy", "-o", "J.zarr", "--chunk-size", "2",
+                                      "--scheduler", cluster.scheduler.address], cwd=tmp_path,
+                            stderr=subprocess.PIPE, text=True, env=clean_env())
+    try:
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob(".J.zarr.*.tmp/df_dx/c/*")) and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stderr.read()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    half = list(tmp_path.glob(".J.zarr.*.tmp"))
+    assert len(half) == 1 and list(half[0].glob("df_dx/c/*"))  # killed with chunks written, beside the target
+    assert not (tmp_path / "J.zarr").exists()

@@ -108,13 +108,13 @@ def test_a_killed_run_leaves_no_half_store_at_the_target(cluster, tmp_path):
     np.save(tmp_path / "x.npy", np.linspace(-1.0, 1.0, 40))
     proc = subprocess.Popen(JACCLI + ["jacobian", "slow.py", "x.npy", "-o", "J.zarr", "--chunk-size", "2",
                                       "--scheduler", cluster.scheduler.address], cwd=tmp_path,
-                            stderr=subprocess.PIPE, text=True, env=clean_env())
+                            stderr=subprocess.PIPE, text=True, env=clean_env(), start_new_session=True)
     try:
         deadline = time.monotonic() + 60
         while not list(tmp_path.glob(".J.zarr.*.tmp/df_dx/c/*")) and time.monotonic() < deadline:
             assert proc.poll() is None, proc.stderr.read()
             time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
+        os.killpg(proc.pid, signal.SIGKILL)  # jaccli and the child that runs the command (jaccli.cli.crash_watch)
         proc.wait(timeout=30)
     finally:
         if proc.poll() is None:

@@ -393,7 +393,8 @@ CLI_MESSAGES = [
          files={'m.py': 'def f(x):\n    return x * 2.0, x.sum()\n'}),
     # unknown output extension is a usage error
     Case(["jacobian", "-e", "x", "[1]", "-o", "{tmp}/J.mat"],
-         "-o {tmp}/J.mat: unknown format '.mat'; use one of .npy, .npz, .csv, .txt, .json, or give --output-format"),
+         "-o {tmp}/J.mat: unknown format '.mat'; use one of .npy, .npz, .csv, .txt, .json, .zarr, or give "
+         "--output-format"),
     Case(["jacobian", "-e", "x", "[1]", "-o", "/dev/null"],
          "-o /dev/null: its name has no extension to tell the format; give it with --output-format (npy, npz, csv, "
          "txt, json)"),

@@ -1519,9 +1519,9 @@ WRITERS = [
          UsageError, "usage",
          '{tmp}/J.csv holds 2 blocks (a, b); a .csv file holds one array: use .npz or .json'),
     Call("write-unknown-format", lambda tmp: write_blocks(tmp / "J.mat", {"J": np.eye(2)}), UsageError, "usage",
-         "cannot write {tmp}/J.mat: unknown format '.mat'; use one of .npy, .npz, .csv, .txt, .json"),
+         "cannot write {tmp}/J.mat: unknown format '.mat'; use one of .npy, .npz, .csv, .txt, .json, .zarr"),
     Call("write-no-suffix", lambda tmp: write_blocks(tmp / "J", {"J": np.eye(2)}), UsageError, "usage",
-         "cannot write {tmp}/J: unknown format '(no extension)'; use one of .npy, .npz, .csv, .txt, .json"),
+         "cannot write {tmp}/J: unknown format '(no extension)'; use one of .npy, .npz, .csv, .txt, .json, .zarr"),
     Call("write-into-a-directory", lambda tmp: _write_into_a_directory(tmp, "J.npy"), UsageError, "usage",
          'cannot write {tmp}/J.npy: it is a directory; write to a regular file (or a character device or a '
          'named pipe)'),

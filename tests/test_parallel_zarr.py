@@ -68,6 +68,27 @@ def test_an_existing_path_that_is_not_a_zarr_store_is_never_replaced(tmp_path):
     assert os.listdir(tmp_path / "J.zarr") == ["notes.txt"] and len(os.listdir(tmp_path)) == 1
 
 
+@pytest.mark.parametrize("failing", [1, 2])
+@pytest.mark.parametrize("error", [OSError("disk gone"), KeyboardInterrupt()])
+def test_a_failing_rename_leaves_the_store_there_as_it_was(tmp_path, monkeypatch, failing, error):
+    target = tmp_path / "J.zarr"
+    write_zarr(target, {"df_dx": np.eye(3)})
+    renames = []
+    real_rename = os.rename
+
+    def rename(src, dst):  # the store there moved aside (1), the new one into place (2)
+        renames.append(src)
+        if len(renames) == failing:
+            raise error
+        real_rename(src, dst)
+
+    monkeypatch.setattr(jaccli.io.zarr_store.os, "rename", rename)
+    with pytest.raises(type(error)):
+        write_zarr(target, {"df_dx": np.ones((2, 2)), "df_dy": np.zeros(2)})
+    assert arrays(target).keys() == {"df_dx"} and np.array_equal(arrays(target)["df_dx"], np.eye(3))
+    assert os.listdir(tmp_path) == ["J.zarr"]  # no temporary store left beside it
+
+
 def test_the_workers_write_the_chunks_bit_for_bit_as_one_process(cluster, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     np.save("x.npy", np.linspace(-1.0, 1.0, 40))

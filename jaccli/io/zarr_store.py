@@ -90,7 +90,12 @@ class ZarrStore:
             if self.target.exists():
                 old = self.path.with_name(self.path.name[:-len(".tmp")] + ".old")
                 os.rename(self.target, old)
-            os.rename(self.path, self.target)
+            try:
+                os.rename(self.path, self.target)
+            except BaseException:
+                if old is not None:  # the store that was there goes back
+                    os.rename(old, self.target)
+                raise
             self.path = None
             self._leftover.detach()
             record_written(self.given)

@@ -186,7 +186,7 @@ color_options = _stack(
 
 output_options = _stack(
     click.option("-o", "--output", type=click.Path(dir_okay=True, writable=False), metavar="PATH",
-                 help="Write the result to .npy, .npz, .csv, .txt, .json or .zarr, atomically."),
+                 help="Write the result to .npy, .npz, .csv, .txt, .json, .zarr, atomically."),
     click.option("--output-format", type=keywords("npy", "npz", "csv", "txt", "json"), metavar="FORMAT",
                  help="npy, npz, csv, txt or json: -o's format whatever its name (-o /dev/stdout, a named pipe)."),
     click.option("--format", "fmt", type=keywords("table", "text", "csv", "json"), metavar="FORMAT",
@@ -228,9 +228,8 @@ parallel_options = _stack(
                       "started and stopped by jaccli (small work stays in this process). Needs "
                       "pip install 'jaccli[dask]'."),
     click.option("--scheduler", metavar="ADDRESS", callback=lambda ctx, param, value: _scheduler(value),
-                 help="Compute the blocks of sweeps on the workers of a running Dask scheduler "
-                      "(tcp://host:8786); the function file, its directory's modules and the inputs travel "
-                      "with the tasks. Default: $DASK_SCHEDULER_ADDRESS when set (--workers overrides it)."),
+                 help="The same on a running Dask scheduler's workers (tcp://host:8786; default: "
+                      "$DASK_SCHEDULER_ADDRESS); the function file, its modules and inputs go with the tasks."),
 )
 
 

@@ -106,7 +106,7 @@ def _check_output(out: Output, sources: Sequence[str | None], formats: Sequence[
                          "give one of them")
     if not suffix and written_in_place(out.path):  # (/dev/stdout, a named pipe: no extension to tell the format)
         raise UsageError(f"-o {out.path}: its name has no extension to tell the format; give it with "
-                         f"--output-format ({', '.join(f[1:] for f in formats)})")
+                         f"--output-format ({', '.join(f[1:] for f in formats if f != '.zarr')})")  # (a store is no stream)
     if suffix not in formats:
         raise UsageError(f"-o {out.path}: unknown format {suffix or '(no extension)'!r}; "
                          f"use one of {', '.join(formats)}" + (", or give --output-format" if dense else ""))

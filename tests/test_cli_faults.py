@@ -6,7 +6,9 @@ from __future__ import annotations
 import shutil
 import signal
 import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -220,3 +222,22 @@ def test_a_signal_sent_to_jaccli_reaches_the_command_under_the_watching_parent(t
     proc.send_signal(signal.SIGTERM)  # to the parent's pid, as `timeout` or a CI runner sends it
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143 and "stopped by SIGTERM" in err, err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the child ends with its parent through prctl")
+def test_a_sigkill_to_jaccli_ends_the_command_it_watches_and_nothing_is_written(tmp_path):
+    _write(tmp_path, "slow.py", """\
+        import time
+
+        def f(x):
+            print("started", flush=True)
+            time.sleep(3)
+            return x
+        """)
+    proc = subprocess.Popen(JACCLI + ["jacobian", "slow.py", "[1.0]", "-o", "J.npy"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
+    assert proc.stderr.readline().strip() == "started"
+    proc.kill()  # SIGKILL to the parent's pid: it cannot pass it on
+    proc.communicate(timeout=60)
+    time.sleep(4)  # longer than f's sleep: a child left running would have written J.npy by now
+    assert not (tmp_path / "J.npy").exists()

@@ -2,6 +2,7 @@
 
     python -m benchmarks.parallel              # all: ~1-2 min on an idle 2-core machine
     python -m benchmarks.parallel --runs 3     # more interleaved runs of each command
+    python -m benchmarks.parallel --steps 160  # a larger problem: the cluster's start-up weighs less
 
 1. End to end, whole processes, interleaved: `jaccli jacobian f.py x.npy -o J.npy` with and without
    `--workers 2`, on a dense Jacobian of n = 3000, 40 steps of tanh and cumsum (seconds of sweeps),
@@ -109,6 +110,8 @@ def _timed(call) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1, help="interleaved runs of each end-to-end command")
+    parser.add_argument("--steps", type=int, default=40,
+                        help="steps of tanh and cumsum of the large problem (its seconds of sweeps grow with them)")
     args = parser.parse_args()
     print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     from jaccli.parallel.cluster import Cluster
@@ -121,7 +124,7 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             where = Path(tmp)
-            for label, n, steps in (("large", 3000, 40), ("small", 200, 5)):
+            for label, n, steps in (("large", 3000, args.steps), ("small", 200, 5)):
                 r = end_to_end(n, steps, args.runs, where, address)
                 t = r["times"]
                 print(f"{label}: n = {n}, {steps} steps: one process {t['one']:.2f} s, --workers 2 {t['workers']:.2f} s "

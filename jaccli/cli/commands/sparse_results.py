@@ -155,10 +155,11 @@ def _write(problem: Problem, done: Any, hessian: bool, settings: Settings, out: 
     symmetric = hessian and settings.rows is None and settings.cols is None
     with writing(out.path):
         if out.path.suffix.lower() != ".npy":
-            write_sparse(out.target, done.matrix, {"plan": plan_entry(done), "layout": layout(problem, done, hessian),
-                                                   "blocks": sparse_blocks(problem, done, hessian),
-                                                   "comment": f"jaccli: {_layout_text(problem, done, hessian)}"},
-                         symmetric=symmetric)
+            meta = {"plan": plan_entry(done), "layout": layout(problem, done, hessian),
+                    "comment": f"jaccli: {_layout_text(problem, done, hessian)}"}
+            if out.path.suffix.lower() == ".json":  # (only JSON keeps them: lists of every entry, again)
+                meta["blocks"] = sparse_blocks(problem, done, hessian)
+            write_sparse(out.target, done.matrix, meta, symmetric=symmetric)
             return
         m, n = done.matrix.shape
         nbytes = m * n * done.matrix.dtype.itemsize

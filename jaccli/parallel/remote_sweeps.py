@@ -25,6 +25,7 @@ from .payload import SourceFiles, make_payload, pickled
 from .worker import keep, run
 
 PER_SLOT = 4  # blocks per worker thread: a dead worker's share and the last block's wait stay small
+PROBE_PARTS = 8  # the first block, run here to time the work, is this many times smaller than the workers'
 RETRIES = 2  # a block whose task raised (not its worker dying: Dask reschedules those) runs again
 # Seconds to start a local cluster of two processes and reach it, measured on a loaded 2-core machine
 # (docs/parallel.md); per task, the scheduler's round trip.
@@ -75,10 +76,14 @@ class RemoteSweeps:
         small = self.block_size(ev, k, missing.size)
         decide = not self.cluster.running and ev.origin is not None and small < missing.size
         if decide:
-            first = missing[:small]
+            # The block run here only times the work, while the workers wait: an eighth of theirs (the
+            # user's chunk size, if given: the blocks, and so the bits, stay one process's).
+            probe = k if isinstance(ev.chunk_size, int) else max(1, math.ceil(small / PROBE_PARTS))
+            first, before = missing[:probe], self.stats.local_s
             yield first, self._here(lambda: getattr(ev, name)(index, first))
-            missing = missing[small:]
-            if not self._worth(self.stats.local_s / self.stats.local_blocks * math.ceil(missing.size / small)):
+            missing = missing[probe:]
+            per_seed = (self.stats.local_s - before) / first.size
+            if not self._worth(per_seed * missing.size):
                 for start in range(0, missing.size, k):
                     block = missing[start:start + k]
                     yield block, self._here(lambda: getattr(ev, name)(index, block))
@@ -201,8 +206,9 @@ class RemoteSweeps:
         lines = [f"dask: {s.tasks} blocks on {slots} worker thread{'s' if slots > 1 else ''} "
                  f"({s.worker_s:.3g} s of work) in {s.wall_s:.3g} s, {s.local_blocks} here ({s.local_s:.3g} s)"
                  + (f", cluster start {self.cluster.start_seconds:.3g} s" if self.cluster.start_seconds else "")]
-        # One process's time: its own first block times the blocks, else the workers' work added up.
-        alone = s.local_s / s.local_blocks * (s.local_blocks + s.tasks) if s.local_blocks else s.worker_s
+        # One process's time: the work done here and the workers' work added up (the blocks differ in size:
+        # the one here only times the work).
+        alone = s.local_s + s.worker_s
         together = s.local_s + s.wall_s + self.cluster.start_seconds
         if alone <= together:
             lines.append(f"dask: one process would have been faster: ~{alone:.3g} s here against {together:.3g} s "

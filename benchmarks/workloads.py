@@ -26,6 +26,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from benchmarks.memprobe import _reset_peak, _status_kb
+
 # ---------------------------------------------------------------- the functions, written for NumPy-like modules
 
 
@@ -344,14 +346,6 @@ def time_workload(w: Workload, methods: list[str], samples: int) -> dict:
 # ---------------------------------------------------------------- memory, each in a fresh process
 
 
-def _status_kb(key: str) -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    return -1
-
-
 def probe(wid: str, name: str) -> dict:
     """Peak RSS of one call (record_once: of the replays after its recording, the compiling ones
     included), above the RSS after setup; one JSON line."""
@@ -363,8 +357,7 @@ def probe(wid: str, name: str) -> dict:
     except Unavailable as exc:
         return {**out, "status": f"unavailable ({exc})"}
     gc.collect()
-    with open("/proc/self/clear_refs", "w") as fh:
-        fh.write("5")
+    out["reset"] = _reset_peak()
     before = _status_kb("VmRSS")
     for k in range(5 if name == "record_once" else 1):
         got = fn(w.x * (1 + k * 1e-3))

@@ -68,25 +68,22 @@ def draw(blocks: Sequence[Block], matrices: Sequence[np.ndarray], out: Output, t
         sys.stderr.write(f"wrote {out.plot}\n")
 
 
-def draw_sparse(problem: object, hessian: bool, done: object, out: Output) -> None:
+def draw_sparse(problem: object, hessian: bool, done: object, blocks: dict | None, out: Output) -> None:
     """A sparse result (the library's SparseRun) drawn from its stored entries: the whole matrix split into
-    its outputs and inputs, or a --rows/--cols selection with its flat indices."""
+    its outputs and inputs by `blocks` (sparse_results.layout), or a --rows/--cols selection (None) with its
+    flat indices."""
     from jaccli.cli.render.plots import Span, sparse_heatmap
 
     assert out.plot is not None
-    S, matrix = done.sparsity, done.matrix
+    matrix = done.matrix
     if 0 in matrix.shape:
         raise UsageError(f"--plot {out.plot}: the matrix is empty ({matrix.shape[0]} x {matrix.shape[1]}); "
                          "there is nothing to draw")
-    names = problem.wrt_names
-    if done.blocks is None:  # a selection: rows and columns by their index in the flattened matrix
+    if blocks is None:  # a selection: rows and columns by their index in the flattened matrix
         rows, cols = [Span("row", matrix.shape[0])], [Span("column", matrix.shape[1])]
     else:
-        outs = names if hessian else ([problem.name] if len(S.out_shapes) == 1
-                                      else [f"{problem.name}{i}" for i in range(len(S.out_shapes))])
-        rows = [_span(n, s, np.arange(int(np.prod(s))), None)
-                for n, s in zip(outs, S.in_shapes if hessian else S.out_shapes)]
-        cols = [_span(n, s, np.arange(int(np.prod(s))), None) for n, s in zip(names, S.in_shapes)]
+        rows, cols = ([_span(b["name"], tuple(b["shape"]), np.arange(b["stop"] - b["start"]), None)
+                       for b in blocks[side]] for side in ("rows", "cols"))
     kind = "Hessian" if hessian else "Jacobian"
     with writing(out.plot):
         sparse_heatmap(matrix, rows, cols, out.target_plot, title=f"sparse {kind} of {problem.what}, "

@@ -117,12 +117,11 @@ def layout(problem: Problem, done: Any, hessian: bool) -> dict | None:
     return {"rows": spans(out_names, outs), "cols": spans(problem.wrt_names, S.in_shapes)}
 
 
-def sparse_blocks(problem: Problem, done: Any, hessian: bool) -> dict | None:
+def sparse_blocks(problem: Problem, done: Any, hessian: bool, blocks: dict | None) -> dict | None:
     """Each (output, input) block of the result as COO arrays, keyed as the dense report keys them (``df0_dx``,
-    ``d2f_dx_dy``): the nesting of `jacobian`; None for a --rows/--cols selection."""
+    ``d2f_dx_dy``): the nesting of `jacobian`; None for a --rows/--cols selection. `blocks`: the `layout`."""
     from jaccli.io.writers import coo_document
 
-    blocks = layout(problem, done, hessian)
     if blocks is None:
         return None
     def flat(nested: Any) -> list:  # the blocks in order: outputs, then inputs within each
@@ -138,16 +137,17 @@ def sparse_blocks(problem: Problem, done: Any, hessian: bool) -> dict | None:
     return found
 
 
-def _layout_text(problem: Problem, done: Any, hessian: bool) -> str:
-    """``rows f0 [0:3), f1 [3:7); columns x [0:4), y [4:8)``: the stacked blocks, for messages and .mtx comments."""
-    blocks = layout(problem, done, hessian)
+def _layout_text(blocks: dict | None) -> str:
+    """``rows f0 [0:3), f1 [3:7); columns x [0:4), y [4:8)``: the stacked blocks (the `layout`), for messages
+    and .mtx comments."""
     if blocks is None:
         return "the selected rows and columns"
     return "; ".join(f"{side} " + ", ".join(f"{b['name']} [{b['start']}:{b['stop']})" for b in blocks[key])
                      for side, key in (("rows", "rows"), ("columns", "cols")))
 
 
-def _write(problem: Problem, done: Any, hessian: bool, settings: Settings, out: Output) -> None:
+def _write(problem: Problem, done: Any, hessian: bool, blocks: dict | None, settings: Settings,
+           out: Output) -> None:
     from jaccli.io.writers import write_blocks, write_sparse
     from jaccli.io.npy_stream import human_bytes
 
@@ -155,10 +155,9 @@ def _write(problem: Problem, done: Any, hessian: bool, settings: Settings, out: 
     symmetric = hessian and settings.rows is None and settings.cols is None
     with writing(out.path):
         if out.path.suffix.lower() != ".npy":
-            meta = {"plan": plan_entry(done), "layout": layout(problem, done, hessian),
-                    "comment": f"jaccli: {_layout_text(problem, done, hessian)}"}
+            meta = {"plan": plan_entry(done), "layout": blocks, "comment": f"jaccli: {_layout_text(blocks)}"}
             if out.path.suffix.lower() == ".json":  # (only JSON keeps them: lists of every entry, again)
-                meta["blocks"] = sparse_blocks(problem, done, hessian)
+                meta["blocks"] = sparse_blocks(problem, done, hessian, blocks)
             write_sparse(out.target, done.matrix, meta, symmetric=symmetric)
             return
         m, n = done.matrix.shape
@@ -200,14 +199,13 @@ def header(command: str, argv: list[str]) -> dict:
     return {"schema": SCHEMA, "jaccli": jaccli.__version__, "command": command, "argv": list(argv)}
 
 
-def _show(problem: Problem, command: str, done: Any, out: Output, argv: list[str]) -> None:
+def _show(problem: Problem, command: str, done: Any, blocks: dict | None, out: Output, argv: list[str]) -> None:
     from jaccli.io.writers import coo_document
 
     fmt = stdout_format(out.format, out.color)
     if fmt == "json":
         doc = {**header(command, argv), "sparse": True, **coo_document(done.matrix),
-               "layout": layout(problem, done, command == "hessian"),
-               "blocks": sparse_blocks(problem, done, command == "hessian"),
+               "layout": blocks, "blocks": sparse_blocks(problem, done, command == "hessian", blocks),
                "plan": plan_entry(done)}
         sys.stdout.write(json.dumps(doc, allow_nan=False) + "\n")
     elif fmt in ("text", "csv"):
@@ -242,10 +240,11 @@ def run_sparse(command: str, *, func: str | None, expression: str | None, source
             warnings.simplefilter("always")
             done = compute(problem, command == "hessian", settings, pattern, recovery)
             parallel = remote.lines() if remote is not None else []
+        blocks = layout(problem, done, command == "hessian")
         if out.path is not None:
-            _write(problem, done, command == "hessian", settings, out)
+            _write(problem, done, command == "hessian", blocks, settings, out)
         if out.plot is not None:
-            draw_sparse(problem, command == "hessian", done, out)
+            draw_sparse(problem, command == "hessian", done, blocks, out)
         with to_stderr():
             notes = [*problem.warnings, *(f"{w.category.__name__}: {w.message}" for w in caught)]
             dense = _dense_note(done)
@@ -256,13 +255,12 @@ def run_sparse(command: str, *, func: str | None, expression: str | None, source
                     click.echo(dense, err=True)
             with to_stdout():
                 if out.path is None or out.format is not None:
-                    _show(problem, command, done, out, argv)
+                    _show(problem, command, done, blocks, out, argv)
             if out.path is not None and not out.quiet:
                 m, n = done.matrix.shape
-                S = done.sparsity
-                several = done.blocks is not None and len(S.in_shapes) * (1 if S.hessian else len(S.out_shapes)) > 1
+                several = blocks is not None and len(blocks["rows"]) * len(blocks["cols"]) > 1
                 click.echo(f"wrote {out.path}: sparse {m} x {n}, nnz {done.matrix.nnz}"
-                           + (f" ({_layout_text(problem, done, command == 'hessian')})" if several else ""), err=True)
+                           + (f" ({_layout_text(blocks)})" if several else ""), err=True)
             if out.stats:
                 _stats(done, time.perf_counter() - start)
                 for line in parallel:

@@ -206,19 +206,25 @@ def test_a_segfault_in_the_function_is_said_in_one_line_with_exit_3(tmp_path):
     assert not (tmp_path / "J.npy").exists()
 
 
-@pytest.mark.skipif(not hasattr(signal, "sigwaitinfo"), reason="the watching parent needs fork and sigwaitinfo")
-def test_a_signal_sent_to_jaccli_reaches_the_command_under_the_watching_parent(tmp_path):
-    _write(tmp_path, "slow.py", """\
+def _started_slow(tmp_path, seconds: float, *options: str) -> subprocess.Popen:
+    """jaccli on an f that says "started" on stderr, then sleeps `seconds`; returned once f has started."""
+    _write(tmp_path, "slow.py", f"""\
         import time
 
         def f(x):
             print("started", flush=True)
-            time.sleep(30)
+            time.sleep({seconds})
             return x
         """)
-    proc = subprocess.Popen(JACCLI + ["jacobian", "slow.py", "[1.0]"], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=clean_env())
+    proc = subprocess.Popen(JACCLI + ["jacobian", "slow.py", "[1.0]", *options], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
     assert proc.stderr.readline().strip() == "started"
+    return proc
+
+
+@pytest.mark.skipif(not hasattr(signal, "sigwaitinfo"), reason="the watching parent needs fork and sigwaitinfo")
+def test_a_signal_sent_to_jaccli_reaches_the_command_under_the_watching_parent(tmp_path):
+    proc = _started_slow(tmp_path, 30)
     proc.send_signal(signal.SIGTERM)  # to the parent's pid, as `timeout` or a CI runner sends it
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143 and "stopped by SIGTERM" in err, err
@@ -226,17 +232,7 @@ def test_a_signal_sent_to_jaccli_reaches_the_command_under_the_watching_parent(t
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the child ends with its parent through prctl")
 def test_a_sigkill_to_jaccli_ends_the_command_it_watches_and_nothing_is_written(tmp_path):
-    _write(tmp_path, "slow.py", """\
-        import time
-
-        def f(x):
-            print("started", flush=True)
-            time.sleep(3)
-            return x
-        """)
-    proc = subprocess.Popen(JACCLI + ["jacobian", "slow.py", "[1.0]", "-o", "J.npy"], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
-    assert proc.stderr.readline().strip() == "started"
+    proc = _started_slow(tmp_path, 3, "-o", "J.npy")
     proc.kill()  # SIGKILL to the parent's pid: it cannot pass it on
     proc.communicate(timeout=60)
     time.sleep(4)  # longer than f's sleep: a child left running would have written J.npy by now

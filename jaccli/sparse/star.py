@@ -121,8 +121,9 @@ def set_apart(graph, steps=SEQUENTIAL_STEPS):
     return hubs, rest
 
 
-def with_hubs_apart(colour, graph, order_name, seed, hubs_rest):
-    """`colour(graph, order)` on the graph less its hubs, each hub then in a colour of its own."""
+def with_hubs_apart(colour, order_name, seed, hubs_rest):
+    """`colour(graph, order)` on the graph less its hubs (`set_apart`'s rest), each hub then in a colour of its
+    own."""
     hubs, rest = hubs_rest
     colors = colour(rest, ordering(order_name, rest, seed))
     first = int(colors.max()) + 1 if len(colors) else 0
@@ -159,7 +160,7 @@ def best_star(pattern, orders=("natural", "largest_first", "smallest_last", "ran
             for name in orders:
                 if not worth(STAR_SECONDS_PER_STEP * steps, count_colors(colors), bound, sweep_s):
                     break
-                candidate = with_hubs_apart(greedy_star, graph, name, seed, apart)
+                candidate = with_hubs_apart(greedy_star, name, seed, apart)
                 tried[f"star_{name}"] = count_colors(candidate)
                 progress.advance(1)
                 if count_colors(candidate) < count_colors(colors):

@@ -13,6 +13,7 @@ import jaccli
 import tests.rule_cases as rule_cases
 from jaccli.engine.structure import structure_of
 from jaccli.engine.recording import Recording
+from jaccli.api.recorded_functions import gradient_recording
 from jaccli.engine import facts
 from jaccli.engine import ELEMENTWISE
 from jaccli.engine.registry import PRIMITIVES, REGISTRY
@@ -152,6 +153,9 @@ def test_every_primitive_is_exercised_by_the_table(rng):
         used.update(node.prim.name for node in rec.trace.nodes)
         inner = Recording(case.fn, case.args, case.wrt)
         used.update(node.prim.name for node in inner.trace.nodes)
+        if np.isrealobj(inner.outputs[0]):  # a Hessian's gradient, with its second-order forms (abs one-sided)
+            hess = gradient_recording(lambda *a, v=v: np.sum(v * case.fn(*a)), case.args, case.wrt, False, False)
+            used.update(node.prim.name for node in hess.trace.nodes)
     missing = sorted(name for name, p in PRIMITIVES.items() if not p.nondiff and name not in used)
     assert not missing, f"primitives no table row reaches: {missing}"
 

@@ -10,7 +10,8 @@ from typing import Any, Callable
 import numpy as np
 
 from jaccli.engine import (Recording, Tracer, attributed_to, call_traced, definition_site, dense, dtype_of,
-                          holds_tracer, is_internal, primal_nested, reverse, sever, shape_of, user_site)
+                          holds_tracer, is_internal, primal_nested, reverse, sever, shape_of, take_second_order_forms,
+                          user_site)
 from jaccli.errors import ConstantUnderOuterWarning, UserFunctionError
 from jaccli.replay import sweep_templates
 from jaccli.replay import RecordOnce, Replayable
@@ -87,6 +88,7 @@ def gradient_function(f: Callable, wrt_idx: tuple[int, ...], batch: bool, holder
         # recorded on it and differentiated there, and the gradient's operations follow f's.
         trace = xs[wrt_idx[0]]._trace
         out_is_tuple, outs, refs = call_traced(f, xs, trace)
+        take_second_order_forms(trace)  # the gradient is differentiated again: its conventions at kinks
         _check_nonempty(outs)
         name = holder.get("name", "hessian")
         if out_is_tuple and len(outs) != 1:

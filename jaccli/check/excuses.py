@@ -52,15 +52,16 @@ def excuse_mismatches(mism: np.ndarray, i: int, j: int, rows: np.ndarray, cols: 
             if changes or order == 2 else ({}, {}, {})
         # a jump changes f itself within the step: every row of the samples whose step crosses it
         found = [(text, np.broadcast_to(s[:, None], m.shape)) for text, s in jump_samples.items()]
-        # a Hessian entry (r, c) depends on a kink when the steps along both r and c cross it
-        # a kink excuses only where f is kinked along the column (|u| ** 2 at 0 is not)
+        # a kink excuses only where f (order 2: the gradient's row) is kinked along the column: |u| ** 2
+        # at 0 is not; |x0| x1 at x0 = 0 is, in the row of x1 along x0, where a Hessian's one-sided slope
+        # of abs (engine/second_order.py) differs from the central difference
         bent = True if kinked is None or not (crossed or near_q) else np.reshape(kinked(q), m.shape)
         for kid, elements in crossed.items():
-            now = reach[i].entries(kid, elements) if order == 1 else _both(cross, i, rows, kid, kink_samples, 0)
+            now = reach[i].entries(kid, elements) if order == 1 else _column(kink_samples[kid], m.shape)
             found.append((cross.describe(kid), now & bent))
         for index, elements in near_q.items():
             now = near_reach.entries(index, elements[masks[index]]) if order == 1 \
-                else _both(cross, i, rows, index, near_samples, 2)
+                else _column(near_samples[index], m.shape)
             found.append((cross.describe_near(index), now & bent))
         ok = np.zeros(m.shape, dtype=bool)
         for reason, now in found:
@@ -71,9 +72,6 @@ def excuse_mismatches(mism: np.ndarray, i: int, j: int, rows: np.ndarray, cols: 
     return excused, reasons
 
 
-def _both(cross: StepCrossings, i: int, rows: np.ndarray, name: int, by_column: dict, kind: int) -> np.ndarray:
-    """(B, len(rows)) boolean: the samples in which the steps along both the column (`by_column`, from
-    `StepCrossings.samples`) and row r of input i cross kink `name` (item `kind` of `samples`)."""
-    n = cross.B if cross.batch else 1
-    return by_column[name][:, None] & np.stack(
-        [cross.samples(i, r)[kind].get(name, np.zeros(n, dtype=bool)) for r in rows], axis=1)
+def _column(samples: np.ndarray, shape: tuple) -> np.ndarray:
+    """(B, len(rows)) boolean: every row of the samples whose step along the column crosses the kink."""
+    return np.broadcast_to(samples[:, None], shape)

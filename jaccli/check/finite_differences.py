@@ -8,6 +8,7 @@ import numpy as np
 
 from jaccli.api.arguments import as_args, resolve_wrt
 from jaccli.api.products import vjp
+from jaccli.api.recorded_functions import gradient_recording
 from jaccli.engine import Phase
 from jaccli.errors import UsageError
 
@@ -162,13 +163,20 @@ def kinked_columns(fun: Callable, args: tuple, k: int, cols: np.ndarray, *, batc
 
 
 def gradient_function(f: Callable, args: tuple, wrt_idx: tuple[int, ...]) -> Callable:
-    """x -> AD gradients of sum(f) (per-sample gradients for a batched f), one per input in wrt."""
-    ones = np.ones(np.shape(plain_outputs(f)(*args)[0]))
+    """x -> AD gradients of sum(f) (per-sample gradients for a batched f), one per input in wrt: the
+    gradient a Hessian differentiates, with its conventions at kinks (abs one-sided at 0,
+    engine/second_order.py), so that order 2 compares the Hessian with differences of that function."""
+    first = plain_outputs(f)(*args)[0]
+    if np.ndim(first) == 0:
+        def grads(*a: Any) -> list:
+            return [np.asarray(g) for g in gradient_recording(f, a, wrt_idx, False, False).outputs]
+        return grads
+    ones = np.ones(np.shape(first))
 
-    def grads(*a: Any) -> list:
+    def summed(*a: Any) -> list:  # (sum(f): per-sample gradients of a batched f)
         _, g = vjp(f, a, ones, wrt=wrt_idx)
         return list(g)
-    return grads
+    return summed
 
 
 def flat_indices(idx: Any, size: int, what: str) -> np.ndarray:

@@ -31,7 +31,7 @@ _EXPORTS = {
     "Recording": "recording", "Unique": "recording", "as_float": "recording", "call_traced": "recording",
     "pause_for": "recording", "private_copy": "recording", "private_float": "recording",
     "current_errstate": "guards", "plan_form": "sweep_plans", "renewed_plan": "sweep_plans", "rewritable": "tape",
-    "write_in_place": "views", "limit_met": "limits",
+    "write_in_place": "views", "limit_met": "limits", "take_second_order_forms": "second_order",
     "Phase": "progress", "ProgressObserver": "progress", "blocks": "progress", "counting": "progress",
     "current_observer": "progress", "observing": "progress",
 }
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from .rules import every_rule
     from .rules._util import dtype_of, shape_of
     from .sample_independence import separable
+    from .second_order import take_second_order_forms
     from .seed_ops import scatter_cols, scatter_rows
     from .seeds import TRACED_PARTS, SparseBlock, dense
     from .sweeps import MONITOR, forward, reverse

@@ -56,3 +56,8 @@ def allow_in_expressions(*names: str) -> None:
         for part in name.split("."):
             function = getattr(function, part)
         EXPRESSION_FUNCTIONS[name] = function
+
+SECOND_ORDER_FORMS: dict[_Primitive, _Primitive] = {}
+"""prim -> the primitive a gradient that is differentiated again records in its place (second_order.py):
+where a derivative of first order is a convention at a kink, the one a smooth composition needs for
+its second derivative to come out right (abs: one-sided at 0, in rules/elementwise.py)."""

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..tape import ELEMENTWISE
-from ..facts import KINK_CROSSINGS, NO_KINK, SAMPLE_RULES, SHIFT_FORMS, allow_in_expressions
+from ..facts import KINK_CROSSINGS, NO_KINK, SAMPLE_RULES, SECOND_ORDER_FORMS, SHIFT_FORMS, allow_in_expressions
 from ..registry import family, primitive, register, register_primitive
 from ..sample_independence import elementwise as samples_apart
 from ..seeds import SparseBlock
@@ -137,12 +137,18 @@ def _unary(ufunc, deriv, *, notes: str = "", kink=None, crossed=NO_KINK, name=No
     Its Jacobian is diagonal, so the reverse and forward rules are the same product (the forward one
     also keeps a zero factor times a non-finite tangent at 0: _tangent_product).
     """
-    prim = primitive(name or f"np.{ufunc.__name__}", ufunc)
+    prim = _unary_primitive(name or f"np.{ufunc.__name__}", ufunc, deriv, kink=kink, crossed=crossed, samples=samples)
+    register_primitive(ufunc, prim, notes=notes, name=name)
+    return prim
+
+
+def _unary_primitive(name, impl, deriv, *, kink=None, crossed=NO_KINK, samples=samples_apart):
+    """_unary's primitive, not routed to from NumPy (a form of one that is: SECOND_ORDER_FORMS)."""
+    prim = primitive(name, impl)
     prim.structure = ELEMENTWISE
     prim.defvjp(lambda ans, x, **kw: _scale(deriv(ans, x)))
     prim.defjvp(lambda ans, x, **kw: _tangent_product(deriv(ans, x)))
     _facts(prim, kink=kink, crossed=crossed, samples=samples)
-    register_primitive(ufunc, prim, notes=notes, name=name)
     return prim
 
 
@@ -294,11 +300,35 @@ square = _unary(np.square, lambda ans, x: 2.0 * x)
 sqrt = _unary(np.sqrt, lambda ans, x: 0.5 / ans, notes="sqrt'(0) = inf, reported as non-finite, not hidden")
 cbrt = _unary(np.cbrt, lambda ans, x: 1.0 / (3.0 * ans * ans), notes="cbrt'(0) = inf")
 reciprocal = _unary(np.reciprocal, lambda ans, x: -(ans * ans))
-absolute = _unary(np.absolute, lambda ans, x: np.sign(x), notes="abs'(0) = 0 (the subgradient of least norm)",
-                  kink=lambda ans, x: x == 0, crossed=crossed_at_zero)
+
+
+# abs at 0: abs'(0) = 0, the subgradient of least norm; a gradient that is differentiated again takes
+# the slope one-sided, +1 at 0, in every factor alike, so that |u| ** 2 gets 2 (engine/second_order.py).
+def _one_sided_sign(x):
+    return np.sign(x) + (x == 0)  # (NaN stays NaN; a float32 x stays float32)
+
+
+abs_slope_one_sided = primitive("np.absolute' (one-sided at 0)", _one_sided_sign, zero_grad=True)
+abs_slope_one_sided.structure = ELEMENTWISE
+_facts(abs_slope_one_sided)
+
+
+def _abs_slope_one_sided(ans, x):
+    return _one_sided_sign(x) if type(x) is not Tracer else abs_slope_one_sided(x)
+
+
+def _at_zero(ans, x):
+    return x == 0
+
+
+_ABS_NOTES = "abs'(0) = 0 (the subgradient of least norm); in a Hessian or hvp one-sided at 0, so |u| ** 2 gets 2"
+absolute = _unary(np.absolute, lambda ans, x: np.sign(x), notes=_ABS_NOTES, kink=_at_zero, crossed=crossed_at_zero)
 register(np.abs, absolute, prims=(absolute,), name="np.abs") if np.abs is not np.absolute else None
-fabs = _unary(np.fabs, lambda ans, x: np.sign(x), notes="fabs'(0) = 0", kink=lambda ans, x: x == 0,
+fabs = _unary(np.fabs, lambda ans, x: np.sign(x), notes=_ABS_NOTES.replace("abs'", "fabs'"), kink=_at_zero,
               crossed=crossed_at_zero)
+for _prim in (absolute, fabs):
+    SECOND_ORDER_FORMS[_prim] = _unary_primitive(f"{_prim.name} (one-sided at 0)", _prim.impl, _abs_slope_one_sided,
+                                                 kink=_at_zero, crossed=crossed_at_zero)
 allow_in_expressions("power", "sqrt", "cbrt", "square", "reciprocal", "abs", "absolute")
 
 # ---------------------------------------------------------------------------

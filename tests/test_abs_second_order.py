@@ -1,0 +1,113 @@
+"""abs at 0 in a Hessian: a gradient keeps abs'(0) = 0, a gradient differentiated again takes abs's slope
+one-sided at 0 in every factor, so that smooth compositions (|u| ** 2, |u| * |u|, a least-squares loss
+of |r| ** 2) get their second derivatives in every Hessian path; |u| itself stays a kink that check
+excuses, |u| ** 2 is no kink (issue 43, item 2). References: closed forms."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jaccli
+
+from .test_cli import invoke, make_runner, write
+
+A = np.array([[1.0, 2.0, 0.0, -1.0], [0.5, -1.0, 3.0, 0.0], [2.0, 0.0, 1.0, 1.0]])
+X = np.array([0.0, 1.5, -2.0, 0.0])  # some components 0, some not
+B = A @ X - np.array([0.0, 0.7, 0.0])  # the residual A x - b is 0 in rows 0 and 2 at X
+
+
+def _abs_squared(x):
+    return np.sum(np.abs(x) ** 2)
+
+
+def _abs_times_abs(x):
+    return np.sum(np.abs(x) * np.abs(x))
+
+
+def _abs_cubed(x):
+    return np.sum(np.abs(x) ** 3)
+
+
+def _fabs_squared(x):
+    return np.sum(np.fabs(x) ** 2)
+
+
+def _loss(x):
+    return np.sum(np.abs(A @ x - B) ** 2)
+
+
+# f -> its Hessian in closed form, of the smooth function it equals (|u| ** 3: 6 |u| on the diagonal)
+CASES = [(_abs_squared, lambda x: 2.0 * np.eye(x.size)), (_abs_times_abs, lambda x: 2.0 * np.eye(x.size)),
+         (_fabs_squared, lambda x: 2.0 * np.eye(x.size)), (_abs_cubed, lambda x: np.diag(6.0 * np.abs(x))),
+         (_loss, lambda x: 2.0 * A.T @ A)]
+POINTS = [np.zeros(4), X]
+
+
+@pytest.mark.parametrize("x", POINTS, ids=["zero", "mixed"])
+@pytest.mark.parametrize("f, closed", CASES, ids=[f.__name__ for f, _ in CASES])
+def test_dense_hessians_in_both_modes_and_in_blocks_of_seeds_are_the_closed_forms(f, closed, x):
+    for mode in ("forward", "reverse"):
+        for chunk in (None, 3):
+            H = np.asarray(jaccli.hessian(f, x, mode=mode, chunk_size=chunk))
+            np.testing.assert_allclose(H, closed(x), rtol=1e-12, atol=1e-12, err_msg=f"{mode}, chunk {chunk}")
+
+
+@pytest.mark.parametrize("f, closed", CASES, ids=[f.__name__ for f, _ in CASES])
+def test_hvp_sparse_hessian_and_record_once_replays_are_the_closed_forms(f, closed):
+    v = np.array([1.0, -2.0, 0.5, 3.0])
+    replayed = jaccli.record_once(f)
+    for x in POINTS + [np.array([0.3, -0.2, 1.0, 2.0])] + POINTS:  # fresh, replayed, and back at 0
+        _, hv = jaccli.hvp(f, x, v)
+        np.testing.assert_allclose(hv, closed(x) @ v, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(jaccli.sparse_hessian(f, x).toarray(), closed(x), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(jaccli.hessian(replayed, x)), closed(x), rtol=1e-12, atol=1e-12)
+        _, hv = jaccli.hvp(replayed, x, v)
+        np.testing.assert_allclose(hv, closed(x) @ v, rtol=1e-12, atol=1e-12)
+
+
+def test_first_order_keeps_abs_prime_of_zero_equal_to_zero_and_abs_itself_has_a_zero_hessian():
+    x = np.array([0.0, -1.0, 2.0])
+    np.testing.assert_array_equal(jaccli.grad(lambda u: np.sum(np.abs(u)), x), np.sign(x))
+    np.testing.assert_array_equal(np.asarray(jaccli.jacobian(np.abs, x)), np.diag(np.sign(x)))
+    np.testing.assert_array_equal(np.asarray(jaccli.hessian(lambda u: np.sum(np.abs(u)), x)), 0.0)
+    # the gradient a Hessian call returns beside it is the same one
+    _, hv = jaccli.hvp(lambda u: np.sum(np.abs(u)), x, np.ones(3))
+    np.testing.assert_array_equal(hv, 0.0)
+
+
+ABS_FILE = """import numpy as np
+
+
+def squared(x):
+    return np.sum(np.abs(x) ** 2)
+
+
+def plain(x):
+    return np.sum(np.abs(x))
+
+
+def product(x):
+    return np.abs(x[0]) * x[1]
+"""
+
+
+@pytest.mark.parametrize("order", ["1", "2"])
+def test_check_passes_abs_squared_at_zero_without_excusing_it_as_a_kink(tmp_path, order):
+    func = write(tmp_path, "f.py", ABS_FILE)
+    result = invoke(make_runner(), "check", f"{func}:squared", "[0, 0, 0]", "--order", order)
+    assert result.exit_code == 0, result.stderr
+    assert "passed:" in result.stdout and "not counted" not in result.stdout and "kink" not in result.stdout
+
+
+def test_check_still_excuses_abs_at_zero_and_the_kinked_entries_of_a_product(tmp_path):
+    func = write(tmp_path, "f.py", ABS_FILE)
+    runner = make_runner()
+    result = invoke(runner, "check", f"{func}:plain", "[0, 0]", "--order", "2")
+    assert result.exit_code == 0, result.stderr
+    assert "2 not counted" in result.stdout and "evaluated at a kink" in result.stdout
+    # |x0| x1 at x0 = 0: the Hessian is x0 x1's (one-sided abs); the entries along x0 sit on the kink
+    for point in ("[0, 1]", "[0, 0]"):
+        result = invoke(runner, "check", f"{func}:product", point, "--order", "2")
+        assert result.exit_code == 0, result.stdout + result.stderr
+        assert "not counted" in result.stdout

@@ -111,3 +111,56 @@ def test_check_still_excuses_abs_at_zero_and_the_kinked_entries_of_a_product(tmp
         result = invoke(runner, "check", f"{func}:product", point, "--order", "2")
         assert result.exit_code == 0, result.stdout + result.stderr
         assert "not counted" in result.stdout
+
+
+def _cos_norm(x):
+    return np.cos(np.linalg.norm(x))
+
+
+def _cos_hypot(x):
+    return np.cos(np.hypot(x[0], x[1]))
+
+
+def _cos_row_norms(x):
+    return np.sum(np.cos(np.linalg.norm(np.reshape(x, (2, 2)), axis=1, keepdims=True)))
+
+
+@pytest.mark.parametrize("f", [_cos_norm, _cos_hypot, _cos_row_norms])
+def test_a_hessian_through_norm_or_hypot_at_zero_is_nan_and_the_gradient_keeps_its_convention(f):
+    x = np.zeros(2) if f is _cos_hypot else np.zeros(4)
+    np.testing.assert_array_equal(jaccli.grad(f, x), 0.0)  # the kink's convention (and the true limit)
+    for mode in ("forward", "reverse"):
+        H = np.asarray(jaccli.hessian(f, x, mode=mode))
+        assert np.isnan(np.diagonal(H)).all(), mode  # true: -1 on the diagonal; never the convention's 0
+    assert np.isnan(jaccli.hvp(f, x, np.ones_like(x))[1]).all()
+    # away from 0: the closed form of cos(r), r = |x|
+    y = np.array([0.3, -0.4]) if f is _cos_hypot else np.array([0.3, -0.4, 0.0, 0.0])
+    u = y[:2] / 0.5
+    closed = -np.cos(0.5) * np.outer(u, u) - np.sin(0.5) / 0.5 * (np.eye(2) - np.outer(u, u))
+    H = np.asarray(jaccli.hessian(f, y))
+    np.testing.assert_allclose(H[:2, :2], closed, rtol=1e-12, atol=1e-12)
+
+
+NORM_FILE = """import numpy as np
+
+
+def norm(x):
+    return np.cos(np.linalg.norm(x))
+
+
+def hypot(x):
+    return np.cos(np.hypot(x[0], x[1]))
+"""
+
+
+@pytest.mark.parametrize("name, line", [("norm", 5), ("hypot", 9)])
+def test_the_command_line_names_the_operation_and_line_and_fails_on_request(tmp_path, name, line):
+    func = write(tmp_path, "f.py", NORM_FILE)
+    runner = make_runner()
+    for command in ("hessian", "hvp"):
+        extra = ("--vector", "[1, 0]") if command == "hvp" else ()
+        result = invoke(runner, command, f"{func}:{name}", "[0, 0]", *extra, "--fail-on-nonfinite")
+        assert result.exit_code == 1, result.stdout + result.stderr
+        assert f"f.py:{line}" in result.stderr and "x / norm(x)" in result.stderr
+        assert "the derivative here exists only as a limit" in result.stderr
+    assert invoke(runner, "grad", f"{func}:{name}", "[0, 0]", "--fail-on-nonfinite").exit_code == 0

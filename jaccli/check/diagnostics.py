@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from jaccli.engine import CONDITION_ARGUMENTS, MONITOR, Node, Recording, Trace, limit_met, peek
+from jaccli.engine import CONDITION_ARGUMENTS, LIMIT_WORDS, MONITOR, Node, Recording, Trace, limit_met, peek
 
 
 def __getattr__(name: str) -> Any:
@@ -356,8 +356,8 @@ class NonfiniteMonitor:
         notes = registry_notes(node.prim.name)
         limit = limit_met(node)
         if limit is not None and "nan" in values:
-            notes = (f"{node.prim.name.removeprefix('np.')}' = inf here met a zero {limit}: the derivative here "
-                     "exists only as a limit")
+            met = LIMIT_WORDS.get(node.prim) or f"{node.prim.name.removeprefix('np.')}' = inf here met a zero {limit}"
+            notes = f"{met}: the derivative here exists only as a limit"
         return Provenance(node.prim.name, _SWEEP_NAMES.get(kind, kind), site[0], site[1], values, element,
                           _from_inactive_where(trace, node), notes)
 

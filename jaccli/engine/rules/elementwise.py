@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..tape import ELEMENTWISE
-from ..facts import KINK_CROSSINGS, NO_KINK, SAMPLE_RULES, SECOND_ORDER_FORMS, SHIFT_FORMS, allow_in_expressions
+from ..facts import KINK_CROSSINGS, LIMIT_WORDS, NO_KINK, SAMPLE_RULES, SECOND_ORDER_FORMS, SHIFT_FORMS, allow_in_expressions
 from ..registry import family, primitive, register, register_primitive
 from ..sample_independence import elementwise as samples_apart
 from ..seeds import SparseBlock
@@ -160,9 +160,10 @@ def _binary(ufunc, dx, dy, **kw):
     return _nary(ufunc, (dx, dy), **kw)
 
 
-def _nary(ufunc, partials, *, notes: str = "", kink=None, crossed=NO_KINK, name=None, samples=samples_apart):
+def _nary(ufunc, partials, *, notes: str = "", kink=None, crossed=NO_KINK, name=None, samples=samples_apart,
+          route: bool = True):
     """A broadcasting ufunc of len(partials) arguments; partial k is d(ans, *args) (None: not
-    differentiable in argument k)."""
+    differentiable in argument k). route=False: not routed to from NumPy (a SECOND_ORDER_FORMS row)."""
     prim = primitive(name or f"np.{ufunc.__name__}", ufunc)
     prim.structure = ELEMENTWISE
     makers_v, makers_j = [], []
@@ -188,7 +189,8 @@ def _nary(ufunc, partials, *, notes: str = "", kink=None, crossed=NO_KINK, name=
     prim.defvjp(*makers_v)
     prim.defjvp(*makers_j)
     _facts(prim, kink=kink, crossed=crossed, samples=samples)
-    register_primitive(ufunc, prim, notes=notes, name=name)
+    if route:
+        register_primitive(ufunc, prim, notes=notes, name=name)
     return prim
 
 
@@ -390,8 +392,45 @@ def _through_origin(at, moved):
     return (np.abs(turn) <= 4 * _EPS * (np.abs(x0 * y1) + np.abs(x1 * y0))) & (x0 * x1 + y0 * y1 < 0)
 
 
-hypot = _binary(np.hypot, _hypot_d(0), _hypot_d(1), notes="0 subgradient at (0, 0)",
+hypot = _binary(np.hypot, _hypot_d(0), _hypot_d(1), notes="0 subgradient at (0, 0); in a Hessian, NaN there (a limit)",
                 kink=lambda ans, x, y: ans == 0, crossed=_through_origin)
+
+
+# The gradient x / norm(x) of hypot and of the 2-norm is 0 at 0 by the kink's convention, and its own
+# derivative there has no value: in cos(norm(x)) at 0 it meets -sin(0) = 0, a zero value, so a Hessian
+# through it exists only as a limit (-I there). A gradient that is differentiated again records it as
+# this primitive (engine/second_order.py), whose derivative at norm == 0 is NaN, reported, as sqrt's
+# of a sum of squares is, never the silent 0 of the convention.
+def _unit_impl(x, n):
+    nonzero = n != 0
+    return np.where(nonzero, x / np.where(nonzero, n, 1.0), 0.0)
+
+
+def _unit_partial(numerator):
+    def d(ans, x, n):
+        nonzero = n != 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(nonzero, numerator(ans) / np.where(nonzero, n, 1.0), np.nan)
+    return d
+
+
+unit = _nary(_unit_impl, (_unit_partial(lambda ans: 1.0), _unit_partial(lambda ans: -ans)),
+             name="x / norm(x)", route=False)
+LIMIT_WORDS[unit] = "the gradient x / norm(x) of hypot or norm has no derivative at 0"
+
+
+def _hypot_unit(which):
+    plain = _hypot_d(which)
+
+    def d(ans, x, y):
+        if type(ans) is not Tracer:
+            return plain(ans, x, y)
+        return unit(x if which == 0 else y, ans)
+    return d
+
+
+SECOND_ORDER_FORMS[hypot] = _nary(np.hypot, (_hypot_unit(0), _hypot_unit(1)), name="np.hypot (a limit at 0)",
+                                  kink=lambda ans, x, y: ans == 0, crossed=_through_origin, route=False)
 allow_in_expressions("hypot")
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..facts import NOT_SEPARABLE, SAMPLE_RULES, STRUCTURES, allow_in_expressions
+from ..facts import NOT_SEPARABLE, SAMPLE_RULES, SECOND_ORDER_FORMS, STRUCTURES, allow_in_expressions
 from ..structure import Reduces
 from ..registry import family, primitive, register, register_derived
 from ._util import axis_index, norm_axes, shift
-from ..tracer import guarded, peek
+from ..tracer import Tracer, guarded, peek
 from .linalg import inv, pinv
 from .linalg_decomp import svdvals
+from .elementwise import unit
 
 family("linalg")
 
@@ -52,14 +53,14 @@ def _pnorm_slope(ans, x, p, axes):
     return np.where(hit, np.sign(x) * ratio ** (p - 1), 0.0)
 
 
-def _pnorm_vjp(ans, x, p, axes, keepdims):
-    slope = _pnorm_slope(ans, x, p, axes)
+def _pnorm_vjp(ans, x, p, axes, keepdims, slope_of=_pnorm_slope):
+    slope = slope_of(ans, x, p, axes)
     kept = tuple(1 if i in axes else d for i, d in enumerate(np.shape(x)))
     return lambda g: np.reshape(g, (np.shape(g)[0],) + kept) * slope
 
 
-def _pnorm_jvp(ans, x, p, axes, keepdims):
-    slope = _pnorm_slope(ans, x, p, axes)
+def _pnorm_jvp(ans, x, p, axes, keepdims, slope_of=_pnorm_slope):
+    slope = slope_of(ans, x, p, axes)
     block_axes = shift(axes)
     return lambda t: np.sum(t * slope, axis=block_axes, keepdims=keepdims) if axes else t * slope
 
@@ -67,6 +68,22 @@ def _pnorm_jvp(ans, x, p, axes, keepdims):
 pnorm.defvjp(_pnorm_vjp)
 pnorm.defjvp(_pnorm_jvp)
 SAMPLE_RULES[pnorm] = NOT_SEPARABLE
+
+
+def _limit_slope(ans, x, p, axes):
+    """_pnorm_slope in a gradient that is differentiated again: x / norm(x) as the primitive whose
+    derivative at norm == 0 is NaN and reported (elementwise.unit), never the convention's silent 0."""
+    if p != 2 or type(x) is not Tracer:
+        return _pnorm_slope(ans, x, p, axes)
+    return unit(x, np.reshape(ans, tuple(1 if i in axes else d for i, d in enumerate(np.shape(x)))))
+
+
+pnorm_limit = primitive("vector_norm (a limit at 0)", _pnorm_impl)
+STRUCTURES[pnorm_limit] = STRUCTURES[pnorm]
+SAMPLE_RULES[pnorm_limit] = NOT_SEPARABLE
+pnorm_limit.defvjp(lambda ans, x, p, axes, keepdims: _pnorm_vjp(ans, x, p, axes, keepdims, _limit_slope))
+pnorm_limit.defjvp(lambda ans, x, p, axes, keepdims: _pnorm_jvp(ans, x, p, axes, keepdims, _limit_slope))
+SECOND_ORDER_FORMS[pnorm] = pnorm_limit
 
 
 def _kept(result, shape: tuple, axes: tuple, keepdims: bool):

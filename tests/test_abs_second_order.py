@@ -164,3 +164,32 @@ def test_the_command_line_names_the_operation_and_line_and_fails_on_request(tmp_
         assert f"f.py:{line}" in result.stderr and "x / norm(x)" in result.stderr
         assert "the derivative here exists only as a limit" in result.stderr
     assert invoke(runner, "grad", f"{func}:{name}", "[0, 0]", "--fail-on-nonfinite").exit_code == 0
+
+
+def _cos_of_norm_pattern(x):
+    """docs/conventions.md's pattern for cos(|x|), a smooth function of s = |x| ** 2."""
+    s = np.sum(x ** 2)
+    small = s < 1e-6
+    r = np.sqrt(np.where(small, 1.0, s))
+    return np.where(small, 1.0 - s / 2 + s ** 2 / 24, np.cos(r))
+
+
+def _sin2_of_hypot_pattern(x):
+    s = x[0] ** 2 + x[1] ** 2
+    small = s < 1e-6
+    r = np.sqrt(np.where(small, 1.0, s))
+    return np.where(small, s - s ** 2 / 3, np.sin(r) ** 2)
+
+
+@pytest.mark.parametrize("x", [np.zeros(2), np.array([3e-4, -4e-4]), np.array([0.3, -0.4])])
+def test_the_documented_patterns_give_the_limits_at_and_near_zero(x):
+    r = np.hypot(x[0], x[1])
+    u = x / r if r else np.zeros(2)
+    p = np.eye(2) - np.outer(u, u)
+    cos_closed = -np.cos(r) * np.outer(u, u) - (np.sin(r) / r if r else 1.0) * p
+    sin2_closed = 2 * np.cos(2 * r) * np.outer(u, u) + (np.sin(2 * r) / r if r else 2.0) * p
+    for mode in ("forward", "reverse"):
+        np.testing.assert_allclose(np.asarray(jaccli.hessian(_cos_of_norm_pattern, x, mode=mode)), cos_closed,
+                                   rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(np.asarray(jaccli.hessian(_sin2_of_hypot_pattern, x, mode=mode)), sin2_closed,
+                                   rtol=1e-9, atol=1e-9)

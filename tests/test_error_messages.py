@@ -811,6 +811,15 @@ CLI_MESSAGES = [
          '--fail-on-nonfinite: df_dx holds 1 inf (first at (x[0])); first non-finite value: np.sqrt '
          "produced inf in the reverse sweep (element (0,)) (sqrt'(0) = inf, reported as non-finite, not "
          'hidden)'),
+    # a Hessian through hypot or norm at 0 exists only as a limit: NaN, reported with the gradient's words
+    Case(["hessian", "-e", "cos(hypot(x[0], x[1]))", "[0, 0]", "--fail-on-nonfinite"],
+         '--fail-on-nonfinite: d2f_dx_dx holds 4 NaN (first at (x[0], x[0])); first non-finite value: x / norm(x) '
+         'produced nan in the forward sweep (the gradient x / norm(x) of hypot or norm has no derivative at 0: the '
+         'derivative here exists only as a limit)'),
+    Case(["hvp", "-e", "cos(np.linalg.norm(x))", "[0, 0]", "--vector", "[1, 0]", "--fail-on-nonfinite"],
+         '--fail-on-nonfinite: hvp_x holds 2 NaN (first at (x[0])); first non-finite value: x / norm(x) produced '
+         'nan in the forward sweep (element (0,)) (the gradient x / norm(x) of hypot or norm has no derivative at '
+         '0: the derivative here exists only as a limit)'),
     # disconnected input fails with strict naming output and input
     Case(["jacobian", "{tmp}/model.py:uses_global", "[1, 2]", "[3, 4]", "--strict", "-o", "{tmp}/J.npz"],
          "--strict: output uses_global is independent of input 1 ('y'): duses_global_dy is structurally "

@@ -7,7 +7,6 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from jaccli.api.arguments import as_args, resolve_wrt
-from jaccli.api.products import vjp
 from jaccli.api.recorded_functions import gradient_recording
 from jaccli.engine import Phase
 from jaccli.errors import UsageError
@@ -163,20 +162,14 @@ def kinked_columns(fun: Callable, args: tuple, k: int, cols: np.ndarray, *, batc
 
 
 def gradient_function(f: Callable, args: tuple, wrt_idx: tuple[int, ...]) -> Callable:
-    """x -> AD gradients of sum(f) (per-sample gradients for a batched f), one per input in wrt: the
-    gradient a Hessian differentiates, with its conventions at kinks (abs one-sided at 0,
-    engine/second_order.py), so that order 2 compares the Hessian with differences of that function."""
-    first = plain_outputs(f)(*args)[0]
-    if np.ndim(first) == 0:
-        def grads(*a: Any) -> list:
-            return [np.asarray(g) for g in gradient_recording(f, a, wrt_idx, False, False).outputs]
-        return grads
-    ones = np.ones(np.shape(first))
+    """x -> AD gradients of f (per-sample gradients for a batched f), one per input in wrt: the gradient
+    a Hessian differentiates, with its conventions at kinks (abs one-sided at 0, engine/second_order.py),
+    so that order 2 compares the Hessian with differences of that function."""
+    batch = np.ndim(plain_outputs(f)(*args)[0]) != 0
 
-    def summed(*a: Any) -> list:  # (sum(f): per-sample gradients of a batched f)
-        _, g = vjp(f, a, ones, wrt=wrt_idx)
-        return list(g)
-    return summed
+    def grads(*a: Any) -> list:
+        return [np.asarray(g) for g in gradient_recording(f, a, wrt_idx, False, batch).outputs]
+    return grads
 
 
 def flat_indices(idx: Any, size: int, what: str) -> np.ndarray:
@@ -208,7 +201,7 @@ def finite_difference_jacobian(f: Callable, args: Any, wrt_index: int = 0, rows:
     ``h = eps**(1/3) * max(1, |x_j|)``, or 4 with Richardson extrapolation, which also uses
     h/2 and is applied where its truncation estimate beats the rounding estimate.
 
-    Order 2 differentiates the AD gradient (``jaccli.vjp`` of f) rather than taking second
+    Order 2 differentiates the AD gradient (the one a Hessian differentiates) rather than taking second
     differences of f: the error is about 1e-10 instead of 1e-5, and together with a check of
     the gradient against differences of f and forward-over-reverse against reverse-over-
     reverse (``check_derivative(order=2)``), this checks every rule involved.

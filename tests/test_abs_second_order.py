@@ -133,6 +133,10 @@ def test_a_hessian_through_norm_or_hypot_at_zero_is_nan_and_the_gradient_keeps_i
         H = np.asarray(jaccli.hessian(f, x, mode=mode))
         assert np.isnan(np.diagonal(H)).all(), mode  # true: -1 on the diagonal; never the convention's 0
     assert np.isnan(jaccli.hvp(f, x, np.ones_like(x))[1]).all()
+    assert np.isnan(np.diagonal(jaccli.sparse_hessian(f, x).toarray())).all()
+    replayed = jaccli.record_once(f)
+    assert np.isfinite(np.asarray(jaccli.hessian(replayed, x + 0.25))).all()
+    assert np.isnan(np.diagonal(np.asarray(jaccli.hessian(replayed, x)))).all()
     # away from 0: the closed form of cos(r), r = |x|
     y = np.array([0.3, -0.4]) if f is _cos_hypot else np.array([0.3, -0.4, 0.0, 0.0])
     u = y[:2] / 0.5
@@ -193,3 +197,10 @@ def test_the_documented_patterns_give_the_limits_at_and_near_zero(x):
                                    rtol=1e-9, atol=1e-9)
         np.testing.assert_allclose(np.asarray(jaccli.hessian(_sin2_of_hypot_pattern, x, mode=mode)), sin2_closed,
                                    rtol=1e-9, atol=1e-9)
+
+
+def test_a_root_of_abs_at_zero_is_nan_and_reported_where_no_convention_makes_it_right():
+    # sqrt(|u|) ** 4 is u ** 2, but sqrt'(0) = inf meets abs's zero value: NaN, never a silent number
+    f = lambda x: np.sum(np.sqrt(np.abs(x)) ** 4)  # noqa: E731
+    H = np.asarray(jaccli.hessian(f, np.array([0.0, 1.0])))
+    assert np.isnan(H[0, 0]) and H[1, 1] == pytest.approx(2.0, rel=1e-12)

@@ -7,7 +7,8 @@ import math
 import numpy as np
 
 from ..tape import ELEMENTWISE
-from ..facts import KINK_CROSSINGS, LIMIT_WORDS, NO_KINK, SAMPLE_RULES, SECOND_ORDER_FORMS, SHIFT_FORMS, allow_in_expressions
+from ..facts import (KINK_CROSSINGS, LIMIT_WORDS, NO_KINK, SAMPLE_RULES, SECOND_ORDER_FORMS, SHIFT_FORMS,
+                     allow_in_expressions)
 from ..registry import family, primitive, register, register_primitive
 from ..sample_independence import elementwise as samples_apart
 from ..seeds import SparseBlock

@@ -204,3 +204,15 @@ def test_a_root_of_abs_at_zero_is_nan_and_reported_where_no_convention_makes_it_
     f = lambda x: np.sum(np.sqrt(np.abs(x)) ** 4)  # noqa: E731
     H = np.asarray(jaccli.hessian(f, np.array([0.0, 1.0])))
     assert np.isnan(H[0, 0]) and H[1, 1] == pytest.approx(2.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("f", [_cos_norm, _cos_hypot])
+def test_a_jacobian_of_a_create_graph_gradient_through_norm_at_zero_is_nan_too(f):
+    def gradient(x):
+        return jaccli.vjp(f, x, np.ones(()), create_graph=True)[1]
+    np.testing.assert_array_equal(gradient(np.zeros(2)), 0.0)  # the gradient keeps the kink's 0
+    assert np.isnan(np.asarray(jaccli.jacobian(gradient, np.zeros(2)))).all()
+    y = np.array([0.3, -0.4])
+    u = y / 0.5
+    closed = -np.cos(0.5) * np.outer(u, u) - np.sin(0.5) / 0.5 * (np.eye(2) - np.outer(u, u))
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(gradient, y)), closed, rtol=1e-12, atol=1e-12)

@@ -61,6 +61,8 @@ SECOND_ORDER_FORMS: dict[_Primitive, _Primitive] = {}
 """prim -> the primitive a gradient that is differentiated again records in its place (second_order.py):
 where a derivative of first order is a convention at a kink, the one a smooth composition needs for
 its second derivative to come out right (abs: one-sided at 0, in rules/elementwise.py)."""
+SAME_FIRST_ORDER: set[_Primitive] = set()
+"""The forms of SECOND_ORDER_FORMS whose first derivatives are the primitive's own everywhere."""
 
 LIMIT_WORDS: dict[_Primitive, str] = {}
 """What a non-finite report says where a zero value met the primitive's non-finite derivative (limits.py),

@@ -11,17 +11,23 @@ genuine kink, which `jaccli check` excuses). facts.SECOND_ORDER_FORMS names the 
 
 from __future__ import annotations
 
-from .facts import SECOND_ORDER_FORMS
+from .facts import SAME_FIRST_ORDER, SECOND_ORDER_FORMS
 from .tape import Trace
 
 
-def take_second_order_forms(trace: Trace) -> None:
+def take_second_order_forms(trace: Trace, same_first_order: bool = False) -> None:
     """Give the nodes recorded on `trace` so far the primitives of their second-order forms, before the
-    gradient's own sweep is recorded from their rules (their values stay: the forms compute the same)."""
+    gradient's own sweep is recorded from their rules (their values stay: the forms compute the same).
+
+    same_first_order: only the forms whose first derivatives are the primitive's own everywhere (hypot's
+    and norm's, which differ in their second derivatives at 0 alone), for a derivative whose values an
+    enclosing differentiation sees and differentiates (create_graph): abs's one-sided slope would change
+    the values (|u| at 0) that the user gets.
+    """
     if not SECOND_ORDER_FORMS:
         return
     for node in trace.nodes:
         form = SECOND_ORDER_FORMS.get(node.prim)
-        if form is not None:
+        if form is not None and (not same_first_order or form in SAME_FIRST_ORDER):
             node.prim = form
             node._vjps = node._jvps = None

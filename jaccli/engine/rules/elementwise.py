@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from ..tape import ELEMENTWISE
-from ..facts import (KINK_CROSSINGS, LIMIT_WORDS, NO_KINK, SAMPLE_RULES, SECOND_ORDER_FORMS, SHIFT_FORMS,
-                     allow_in_expressions)
+from ..facts import (KINK_CROSSINGS, LIMIT_WORDS, NO_KINK, SAME_FIRST_ORDER, SAMPLE_RULES, SECOND_ORDER_FORMS,
+                     SHIFT_FORMS, allow_in_expressions)
 from ..registry import family, primitive, register, register_primitive
 from ..sample_independence import elementwise as samples_apart
 from ..seeds import SparseBlock
@@ -432,6 +432,7 @@ def _hypot_unit(which):
 
 SECOND_ORDER_FORMS[hypot] = _nary(np.hypot, (_hypot_unit(0), _hypot_unit(1)), name="np.hypot (a limit at 0)",
                                   kink=lambda ans, x, y: ans == 0, crossed=_through_origin, route=False)
+SAME_FIRST_ORDER.add(SECOND_ORDER_FORMS[hypot])
 allow_in_expressions("hypot")
 
 

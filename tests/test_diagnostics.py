@@ -305,3 +305,32 @@ def test_a_sweep_that_fails_leaves_no_site_behind(mode):
     with pytest.raises(UnsupportedOperationError):
         np.asarray(jaccli.jacobian(lambda x: sp.iv(x, 3.0), np.array([1.5, 2.0]), mode=mode))
     assert user_sites.RULE_SITE.v is None
+
+
+def test_sweep_bound_bounds_structured_entries_and_refuses_what_it_cannot():
+    from types import SimpleNamespace
+
+    from jaccli.check.diagnostics import SweepBound
+    from jaccli.engine import SparseBlock
+
+    bound = SweepBound()
+    idx = np.array([[0, 1], [1, 1]])
+    bound([SparseBlock((2, 3), idx, np.array([[1.0, -2.0], [0.5, 0.5]])), None])
+    assert bound.bound == 4.0 and bound.proves_finite(SimpleNamespace(sweeps=1), np.float64)
+    assert not bound.proves_finite(SimpleNamespace(sweeps=2), np.float64)  # a sweep it did not see
+    assert not bound.proves_finite(SimpleNamespace(sweeps=1), np.int64)
+    low = SweepBound()
+    low([SparseBlock((2, 3), idx[:, :0], np.zeros((2, 0)), np.array([[2.0], [-3.0]]), np.array([[1.0, 4.0, 0.0]]))])
+    assert low.bound == 12.0  # rank 1 * max|u| * max|v|
+    # Entries that are finite, but whose sum in one cell need not be: no proof.
+    huge = SweepBound()
+    huge([SparseBlock((1, 3), np.array([[2, 2]]), np.array([[1e308, 1e308]]))])
+    assert not huge.proves_finite(SimpleNamespace(sweeps=1), np.float64)
+    for bad in (np.nan, np.inf, -np.inf):
+        dense = SweepBound()
+        dense([np.array([[1.0, bad, 2.0]])])
+        assert not dense.proves_finite(SimpleNamespace(sweeps=1), np.float64)
+    single = SweepBound()
+    single([np.array([2e38])])
+    assert single.proves_finite(SimpleNamespace(sweeps=1), np.float64)
+    assert not single.proves_finite(SimpleNamespace(sweeps=1), np.float32)  # 2 * 2e38 > float32's 3.4e38

@@ -47,6 +47,8 @@ class DiagonalBlocks:
             shape = self.rec.in_shape(j)
             ones = np.ones((1,) + shape, dtype=np.result_type(self.rec.inputs[self.rec.wrt[j]]))
             t = self.rec.jvp([ones if w == j else None for w in range(self.n_in)])[i]
+            if self.watch is not None:
+                self.watch([t])
             self.sweeps += 1
             self.seeds_used += 1
             self.kinds.add("diagonal")

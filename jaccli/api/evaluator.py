@@ -90,6 +90,9 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
         # the same evaluator (set by jacobian() and hessian()).
         self.remote: Any = REMOTE_SWEEPS.get()
         self.origin: tuple | None = None
+        # Called with each sweep's results as they arrive, when set: the command line bounds the entries
+        # of the result from them instead of scanning it (jaccli.check.diagnostics.SweepBound).
+        self.watch: Callable[[list], None] | None = None
 
     def _feat(self, shape: tuple) -> tuple:
         return tuple(shape[1:]) if self.batch else tuple(shape)
@@ -144,6 +147,8 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
                     results = run(index, block)
                 else:
                     block, results = step
+                if self.watch is not None:
+                    self.watch(results)
                 self.kinds.add(kind)
                 self.sweeps += 1
                 self.seeds_used += block.size

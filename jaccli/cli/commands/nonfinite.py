@@ -6,11 +6,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from jaccli.check.diagnostics import (NonfiniteMonitor, Provenance, first_nonfinite_primal, nonfinite_report,
-    recording_of)
+from jaccli.check.diagnostics import (NonfiniteMonitor, Provenance, SweepBound, first_nonfinite_primal,
+    nonfinite_report, recording_of)
 from jaccli.plurals import counted
 
-from .compute import Outcome
+from .compute import Block, Outcome
 from .element_labels import entry_label
 from .failures import shown_path
 from .problem import Problem
@@ -23,14 +23,29 @@ def _counts(entry: dict) -> str:
     return " and ".join(parts)
 
 
+def watch(outcome: Outcome) -> None:
+    """Bound the entries of the blocks' evaluators from their sweeps' results as they run (SweepBound),
+    before the blocks are evaluated: `scan` then need not look at every entry of a finite result."""
+    for b in outcome.blocks:
+        if b.lazy is not None and b.lazy._ev.watch is None:
+            b.lazy._ev.watch = SweepBound()
+
+
+def _proved_finite(b: Block) -> bool:
+    bound = b.lazy._ev.watch if b.lazy is not None else None
+    return isinstance(bound, SweepBound) and bound.proves_finite(b.lazy._ev, b.data.dtype)
+
+
 def scan(problem: Problem, outcome: Outcome, monitored: Callable[[], tuple[NonfiniteMonitor, Outcome]]) -> None:
     """Count the non-finite entries of every block in memory and find where the first came from.
 
-    A streamed result is not scanned: it is on disk, not in memory. `monitored` computes the
-    command again with a NonfiniteMonitor watching the sweeps; it is called only when the result
-    holds NaN or inf that f's own values do not explain.
+    A block whose sweeps `watch` proved finite is not looked at again (for a structured Jacobian, a
+    scan of the dense result would cost about as much as computing it); a streamed result is not
+    scanned: it is on disk, not in memory. `monitored` computes the command again with a
+    NonfiniteMonitor watching the sweeps; it is called only when the result holds NaN or inf that
+    f's own values do not explain.
     """
-    blocks = {b.key: b for b in outcome.blocks if b.data is not None}
+    blocks = {b.key: b for b in outcome.blocks if b.data is not None and not _proved_finite(b)}
     found = nonfinite_report({k: b.data for k, b in blocks.items()}, max_indices=MAX_LISTED)
     for entry in found:
         b = blocks[entry["block"]]

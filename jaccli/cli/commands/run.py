@@ -145,14 +145,17 @@ def _plot(problem: Problem, outcome: Outcome, out: Output) -> None:
 
 def _evaluate(problem: Problem, command: str, settings: Settings, out: Output, streams: bool) -> Outcome:
     # No monitor watches this evaluation: looking at every value of every sweep for NaN costs many
-    # times the sweeps. The result is scanned afterwards, and only one that holds NaN or inf is
-    # computed again with the monitor on (nonfinite.scan), to name the operation behind the first.
+    # times the sweeps. Only each sweep's result is bounded as it arrives (nonfinite.watch), which
+    # proves most finite results finite without a scan; any other is scanned afterwards, and only one
+    # that holds NaN or inf is computed again with the monitor on (nonfinite.scan), to name the
+    # operation behind the first.
     with warnings.catch_warnings(record=True) as caught:
         # NumPy's warnings (overflow, division by zero...) become one-line warnings in the report.
         warnings.simplefilter("always")
         with parallel_run(problem, settings, out) as remote:
             outcome = prepare(problem, command, settings)
             check_target(out, outcome.command, outcome.blocks)
+            nonfinite.watch(outcome)
             _compute(outcome, settings, out, streams, remote)
             outcome.parallel = remote.lines() if remote is not None else []
     outcome.warnings += dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught)

@@ -134,3 +134,25 @@ def test_the_overhead_diagnostics_time_one_and_the_same_vjp_every_way(iid):
     along = (np.dot(v, inst.f(inst.x + h * u)) - np.dot(v, inst.f(inst.x - h * u))) / (2 * h)
     np.testing.assert_allclose(np.dot(hand(v)[1], u), along, rtol=1e-6)
     np.testing.assert_array_equal(hand(v)[0], inst.f(inst.x))
+
+
+def test_cli_cost_returns_a_row_per_phase_each_checked_against_the_closed_form(monkeypatch):
+    from benchmarks import cli_cost
+
+    monkeypatch.setattr(cli_cost.os, "sync", lambda: None)  # (a machine-wide flush: not needed to see the rows)
+    rows = cli_cost.phases(grid=4, rounds=1, processes=0)
+    assert [r["phase"] for r in rows] == ["load (reading f and x)", "evaluation (f loaded to J in memory)",
+                                          "checks (NaN/inf scan, verdicts)", "evaluation + checks",
+                                          "write -o J.npy (atomic, fsync)", "write -o J.npy (atomic, fsync)"]
+    for row in rows:
+        assert set(row) == {"phase", "cli_s", "reference", "reference_s", "ratio", "runs"} and row["runs"] == 1
+        assert row["cli_s"] >= 0 and row["ratio"] == pytest.approx(row["cli_s"] / row["reference_s"])
+
+
+def test_cli_cost_refuses_a_wrong_jacobian(monkeypatch):
+    from benchmarks import cli_cost
+
+    monkeypatch.setattr(cli_cost.os, "sync", lambda: None)
+    monkeypatch.setattr(cli_cost, "stencil_jacobian", lambda x: np.zeros((x.size, x.size)))
+    with pytest.raises(SystemExit, match="wrong Jacobian"):
+        cli_cost.phases(grid=3, rounds=1, processes=0)

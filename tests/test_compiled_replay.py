@@ -285,3 +285,29 @@ def test_a_recording_that_writes_in_place_is_swept_in_place_not_by_a_program(mon
         want = np.diag(np.roll(x, -1)) + np.roll(np.diag(x), 1, axis=1)
         np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, x)), want, rtol=1e-14)
     assert g.replays == 3 and recorded == []
+
+
+def test_a_replays_error_state_is_entered_and_left_as_np_errstate_does():
+    from jaccli.replay.guards import ErrstateRun
+    quiet = {"divide": "ignore", "over": "ignore", "under": "ignore", "invalid": "ignore"}
+    loud = {"divide": "raise", "over": "warn", "under": "ignore", "invalid": "call"}
+    calls = []
+    with np.errstate(over="raise"):
+        old = np.seterrcall(lambda kind, flag: calls.append(kind))
+        try:
+            before = np.geterr()
+            for _ in range(2):  # (the second time from the states made the first)
+                run = ErrstateRun()
+                run.set(quiet)
+                assert np.geterr() == quiet
+                assert np.isnan(np.log(np.array(-1.0)))
+                run.set(loud)
+                assert np.geterr() == loud
+                np.log(np.array(-1.0))  # invalid: the error call of the caller's state
+                with pytest.raises(FloatingPointError):
+                    np.log(np.array(0.0))
+                run.close()
+                assert np.geterr() == before
+        finally:
+            np.seterrcall(old)
+    assert calls == ["invalid value"] * 2

@@ -18,11 +18,15 @@ from ._util import crossed_at_zero, expand, unbroadcast
 
 family("elementwise")
 
+# ndarray.all() goes through a Python wrapper (numpy/_core/_methods.py), about a microsecond a call:
+# as much as the check itself on a small array, and a compiled sweep checks a factor at every rule
+_ALL = np.logical_and.reduce
+
 
 def _all_finite(value) -> bool:
     if isinstance(value, (float, int)):
         return math.isfinite(value)
-    return bool(np.isfinite(value).all())
+    return bool(_ALL(np.isfinite(value), axis=None))
 
 
 def _finite(d) -> bool:
@@ -65,7 +69,7 @@ def _safe_product(factor, argnum: int = 0):
 
 def _no_zero(value) -> bool:
     if type(value) is np.ndarray:
-        return bool(value.all())  # a float is true unless it is 0 (NaN is true): no temporary
+        return bool(_ALL(value, axis=None))  # a float is true unless it is 0 (NaN is true): no temporary
     if isinstance(value, (float, int)):
         return value != 0
     return bool(np.all(value != 0))

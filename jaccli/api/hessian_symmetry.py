@@ -133,19 +133,48 @@ def _symmetric_entries(block: SparseBlock, rows: np.ndarray) -> tuple | None:
     Row rows[k] of E holds block's entries k. Repeated positions are summed first, so entry (r, c)
     and its mirror (c, r) are each one number, and both positions get the same 0.5 * (e_rc + e_cr).
     """
-    n = rows.size
     if block.idx.size == 0:
         return None
     if block.idx.shape[1] == 1 and (block.idx[:, 0] == rows).all():
         # On the diagonal only (distinct rows): symmetric as it is. (The same array twice says so.)
         return rows, rows, block.val[:, 0]
-    r = np.repeat(rows.astype(np.int64), block.idx.shape[1])
-    key = r * n + block.idx.reshape(-1)
-    order = np.argsort(key, kind="stable")
-    key = key[order]
-    keys, first = np.unique(key, return_index=True)
+    order, first, at, found, r, c = _positions(rows, block.idx)
     sums = np.add.reduceat(block.val.reshape(-1)[order], first)
+    sym = 0.5 * (sums + np.where(found, sums[at], 0.0))
+    return r, c, sym
+
+
+# _positions' answers by the positions they are for: a record_once function's replays give their
+# entries at the same positions on every call (P3's tridiagonal Hessian: its sorting and searching
+# took a sixth of a replay at n = 100). Positions of up to _KEEP_BYTES bytes, _KEEP of them.
+_KEPT: dict = {}
+_KEEP = 8
+_KEEP_BYTES = 1 << 17
+
+
+def _positions(rows: np.ndarray, idx: np.ndarray) -> tuple:
+    """For entries at rows[k], idx[k, :] of an n x n matrix (n = rows.size): the order that sorts their
+    positions, where each distinct position starts in it, where each one's mirror is among them and
+    whether it is there, and the distinct positions' rows and columns."""
+    n = rows.size
+    key = None
+    if idx.nbytes <= _KEEP_BYTES:
+        key = (n, idx.shape, idx.dtype.str, rows.dtype.str, rows.tobytes(), idx.tobytes())
+        known = _KEPT.get(key)
+        if known is not None:
+            return known
+    r = np.repeat(rows.astype(np.int64), idx.shape[1])
+    pos = r * n + idx.reshape(-1)
+    order = np.argsort(pos, kind="stable")
+    pos = pos[order]
+    keys, first = np.unique(pos, return_index=True)
     mirror = (keys % n) * n + keys // n
     at = np.minimum(np.searchsorted(keys, mirror), keys.size - 1)
-    sym = 0.5 * (sums + np.where(keys[at] == mirror, sums[at], 0.0))
-    return keys // n, keys % n, sym
+    out = (order, first, at, keys[at] == mirror, keys // n, keys % n)
+    for a in out:
+        a.flags.writeable = False  # (shared by the calls that find them kept)
+    if key is not None:
+        if len(_KEPT) >= _KEEP:
+            _KEPT.clear()
+        _KEPT[key] = out
+    return out

@@ -196,6 +196,24 @@ def test_rows_of_a_huge_jacobian_take_memory_for_those_rows_only():
     assert J.rows_evaluated == 5
 
 
+@pytest.mark.parametrize("once", [False, True], ids=["plain", "record_once"])
+def test_structured_rows_of_a_huge_jacobian_are_read_whole_and_never_shared(once):
+    # A sweep's structured rows go into the store through their parts, and rows read whole come out
+    # without a gather of their columns: the same entries, in a copy of the caller's own.
+    f = jaccli.record_once(big_f) if once else big_f
+    for x in (np.linspace(-1.0, 2.0, N_BIG), np.linspace(-2.0, 1.0, N_BIG)):
+        J = jaccli.jacobian(f, x)
+        rows = J[3:7]
+        assert type(store_of(J)) is PartialStore
+        assert_allclose(rows, big_rows(x, [3, 4, 5, 6]), rtol=1e-13, atol=0)
+        rows[:] = 7.0
+        assert_allclose(J[3:7], big_rows(x, [3, 4, 5, 6]), rtol=1e-13, atol=0)
+        assert_allclose(J[[6, 4], 2:9], big_rows(x, [6, 4])[:, 2:9], rtol=1e-13, atol=0)
+        assert J.rows_evaluated == 4
+    if once:
+        assert f.replays == 1
+
+
 def test_rows_and_columns_of_a_huge_hessian():
     x = np.linspace(-1.0, 2.0, N_BIG)
 

@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from jaccli.engine import SparseBlock, scatter_rows
 from jaccli.errors import ResourceLimitError
 
 # A block larger than this keeps only the rows and columns computed (a PartialStore) until all of
@@ -32,12 +33,16 @@ class _Chunks:
         self.offset[positions] = np.arange(positions.size)
         self.data.append(values)
 
-    def take(self, positions: np.ndarray, other: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """out[k] = (value at positions[k])[..., other] for every k; each position must be known."""
+    def take(self, positions: np.ndarray, other: np.ndarray | None, out: np.ndarray) -> np.ndarray:
+        """out[k] = (value at positions[k])[..., other] for every k (other None: the whole value);
+        each position must be known."""
         ids = self.chunk[positions]
-        for c in np.unique(ids):
-            sel = ids == c
-            out[sel] = self.data[c][self.offset[positions[sel]]][..., other]
+        chunks = np.unique(ids)
+        for c in chunks:
+            sel = ids == c if chunks.size > 1 else slice(None)  # (one chunk: no mask to select with)
+            data, at = self.data[c], self.offset[positions[sel]]
+            value = data if _unless_all(at, data.shape[0]) is None else data[at]  # (the chunk as it is: no copy)
+            out[sel] = value if other is None else value[..., other]
         return out
 
     def move_into(self, target: np.ndarray) -> None:
@@ -46,6 +51,14 @@ class _Chunks:
             where = np.flatnonzero(self.chunk == c)
             target[where] = data[self.offset[where]]
         self.data = []
+
+
+def _unless_all(positions: np.ndarray, size: int) -> np.ndarray | None:
+    """positions, or None where they are 0..size-1 in order: a whole row (column) is then read as it
+    is, not gathered entry by entry (10 rows of a 90000-column block: 36 ms gathered, 1 ms read)."""
+    if positions.size != size or (size and (positions[0] != 0 or positions[-1] != size - 1)):
+        return positions
+    return None if size < 2 or bool(np.all(positions[1:] > positions[:-1])) else positions
 
 
 class PartialStore:
@@ -63,9 +76,15 @@ class PartialStore:
         self.rows = _Chunks(m)
         self.cols = _Chunks(n)
 
-    def put_rows(self, rows: np.ndarray, values: np.ndarray | None) -> None:
-        """values: (len(rows),) + lead + (N,), or None for rows of zeros."""
+    def put_rows(self, rows: np.ndarray, values: Any) -> None:
+        """values: (len(rows),) + lead + (N,), or None for rows of zeros; a structured block (SparseBlock) of
+        len(rows) rows is written into zeros through its parts (densified first, its entries took np.add.at)."""
         shape = (rows.size,) + self.lead + (self.shape[-1],)
+        if type(values) is SparseBlock and not self.lead:
+            dense = np.zeros(shape, self.dtype)
+            scatter_rows(np.reshape(values, shape), dense, np.arange(rows.size), zeroed=True)
+            self.rows.put(rows, dense)
+            return
         self.rows.put(rows, np.zeros(shape, self.dtype) if values is None else
                       np.asarray(values, dtype=self.dtype).reshape(shape))
 
@@ -77,17 +96,21 @@ class PartialStore:
 
     def row_values(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """dense[..., rows, cols] of known rows, as (len(rows),) + lead + (len(cols),)."""
-        return self.rows.take(rows, cols, np.empty((rows.size,) + self.lead + (cols.size,), dtype=self.dtype))
+        return self.rows.take(rows, _unless_all(cols, self.shape[-1]),
+                              np.empty((rows.size,) + self.lead + (cols.size,), dtype=self.dtype))
 
     def col_values(self, cols: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """dense[..., rows, cols] of known columns, as (len(cols),) + lead + (len(rows),)."""
-        return self.cols.take(cols, rows, np.empty((cols.size,) + self.lead + (rows.size,), dtype=self.dtype))
+        return self.cols.take(cols, _unless_all(rows, self.shape[-2]),
+                              np.empty((cols.size,) + self.lead + (rows.size,), dtype=self.dtype))
 
     def take(self, rows: np.ndarray, cols: np.ndarray, fallback: Callable | None = None) -> np.ndarray:
         """dense[..., rows, :][..., cols]: from the known rows, else from the known columns
         (or `fallback(missing_rows, cols)`, giving lead + (len(missing_rows), len(cols)))."""
         out = np.empty(self.lead + (rows.size, cols.size), dtype=self.dtype)
         known = self.rows.chunk[rows] >= 0
+        if known.all():  # (the rows' own values, without a second copy into out)
+            return np.moveaxis(self.row_values(rows, cols), 0, -2)
         if known.any():
             out[..., known, :] = np.moveaxis(self.row_values(rows[known], cols), 0, -2)
         if not known.all():

@@ -182,7 +182,7 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
         elif whole and ct is not None and _adoptable(ct, self.dtype(i, j)):
             self.store[(i, j)] = np.reshape(ct, (k, self.N[j]))  # the whole block in one sweep: keep it
         elif self.partial(i, j):
-            self.store[(i, j)].put_rows(rows, None if ct is None else np.asarray(ct))
+            self.store[(i, j)].put_rows(rows, ct)  # (a structured block is written through its parts)
         elif ct is None:
             self.block_store(i, j)[rows] = 0.0
         elif type(ct) is SparseBlock:

@@ -216,3 +216,99 @@ def test_a_jacobian_of_a_create_graph_gradient_through_norm_at_zero_is_nan_too(f
     u = y / 0.5
     closed = -np.cos(0.5) * np.outer(u, u) - np.sin(0.5) / 0.5 * (np.eye(2) - np.outer(u, u))
     np.testing.assert_allclose(np.asarray(jaccli.jacobian(gradient, y)), closed, rtol=1e-12, atol=1e-12)
+
+
+# A derivative that the user takes of a create_graph gradient keeps the gradient's abs'(0) = 0 (its values
+# are the user's), so its derivative through abs at 0 depends on the convention: NaN and reported there,
+# never the convention's silent 0; structural zeros stay 0 (issue 43, item 2).
+def _vjp_gradient(f):
+    return lambda u: jaccli.vjp(f, u, np.ones(()), create_graph=True)[1]
+
+
+def _grad_gradient(f):
+    return lambda u: jaccli.grad(f, u, create_graph=True)
+
+
+def _jacobian_gradient(f):
+    return lambda u: np.asarray(jaccli.jacobian(f, u, create_graph=True))
+
+
+GRADIENTS = [_vjp_gradient, _grad_gradient, _jacobian_gradient]
+# f -> its Hessian's diagonal in closed form (every f here is a sum of one function of each component)
+NESTED = [(_abs_squared, lambda x: 2.0 + 0 * x), (_abs_times_abs, lambda x: 2.0 + 0 * x),
+          (_fabs_squared, lambda x: 2.0 + 0 * x), (_abs_cubed, lambda x: 6.0 * np.abs(x)),
+          (lambda x: np.sum(np.abs(x)), lambda x: 0 * x)]
+
+
+@pytest.mark.parametrize("x", POINTS, ids=["zero", "mixed"])
+@pytest.mark.parametrize("f, diagonal", NESTED, ids=["abs_squared", "abs_times_abs", "fabs_squared", "abs_cubed",
+                                                     "abs"])
+def test_a_jacobian_of_a_create_graph_gradient_through_abs_at_zero_is_nan_where_it_meets_the_convention(f, diagonal, x):
+    expected = np.diag(np.where(x == 0, np.nan, diagonal(x)))  # off the diagonal: 0, a disconnected path
+    first = jaccli.grad(f, x)
+    for gradient in GRADIENTS:
+        g = gradient(f)
+        value, _ = jaccli.vjp(g, x, np.ones(4))  # the gradient the enclosing level sees
+        np.testing.assert_array_equal(value, first)  # abs'(0) = 0 there, as in every first derivative
+        for mode in ("forward", "reverse"):
+            J = np.asarray(jaccli.jacobian(g, x, mode=mode))
+            np.testing.assert_allclose(J, expected, rtol=1e-12, atol=1e-12, err_msg=f"{gradient.__name__}, {mode}")
+    H = np.asarray(jaccli.hessian(f, x))  # a Hessian still takes abs's slope one-sided: no NaN there
+    np.testing.assert_allclose(H, np.diag(diagonal(x)), rtol=1e-12, atol=1e-12)
+
+
+def test_a_create_graph_jvp_through_abs_gives_nan_only_in_the_entries_its_tangent_reaches():
+    v = np.array([1.0, 0.0, 0.0, 2.0])
+
+    def directional(u):
+        return jaccli.jvp(_abs_squared, u, v, create_graph=True)[1]  # <grad f, v>: its gradient is H v
+    for x in POINTS:
+        for mode in ("forward", "reverse"):
+            expected = np.where((x == 0) & (v != 0), np.nan, 2.0 * v)
+            np.testing.assert_allclose(np.asarray(jaccli.jacobian(directional, x, mode=mode)), expected, rtol=1e-12)
+
+
+def test_structural_zeros_stay_zero_and_components_away_from_zero_keep_their_closed_forms():
+    def masked(u):  # the branch with abs is not taken at 0: the function is 0 near 0
+        return np.sum(np.where(u > 1.0, np.abs(u) ** 2, 0.0))
+
+    def apart(u):  # abs's path meets u[0] alone
+        return np.abs(u[0]) ** 2 + u[1] ** 2 + np.abs(u[2]) * u[3]
+
+    x = np.array([0.0, 0.0, 2.0, 0.0])
+    for mode in ("forward", "reverse"):
+        np.testing.assert_array_equal(np.asarray(jaccli.jacobian(_grad_gradient(masked), np.zeros(2), mode=mode)), 0.0)
+        J = np.asarray(jaccli.jacobian(_grad_gradient(apart), x, mode=mode))
+        expected = np.zeros((4, 4))
+        expected[0, 0], expected[1, 1], expected[2, 3], expected[3, 2] = np.nan, 2.0, 1.0, 1.0
+        np.testing.assert_allclose(J, expected, rtol=1e-12, atol=1e-12)
+
+
+NESTED_FILE = """import numpy as np
+import jaccli
+
+
+def f(u):
+    return np.sum(np.fabs(u) ** 2)
+
+
+def gradient(u):
+    return jaccli.grad(f, u, create_graph=True)
+"""
+
+
+def test_the_report_names_abs_and_its_line_and_says_the_derivative_depends_on_the_convention(tmp_path):
+    from jaccli.check.diagnostics import trace_nonfinite
+    g = _vjp_gradient(_abs_squared)
+    for mode in ("forward", "reverse"):
+        J = jaccli.jacobian(g, np.zeros(2), mode=mode)
+        prov = trace_nonfinite(lambda: np.asarray(J), J)
+        assert prov.op == "np.absolute' (a convention at 0)" and prov.values == "nan"
+        assert prov.line == _abs_squared.__code__.co_firstlineno + 1
+        assert "depends on it" in prov.notes and "jaccli.hessian and hvp take abs's slope one-sided" in prov.notes
+    func = write(tmp_path, "f.py", NESTED_FILE)
+    runner = make_runner()
+    result = invoke(runner, "jacobian", f"{func}:gradient", "[0, 1]", "--fail-on-nonfinite")
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert "np.fabs' (a convention at 0) produced nan" in result.stderr and "f.py:6" in result.stderr
+    assert invoke(runner, "jacobian", f"{func}:gradient", "[1, 2]", "--fail-on-nonfinite").exit_code == 0

@@ -820,6 +820,15 @@ CLI_MESSAGES = [
          '--fail-on-nonfinite: hvp_x holds 2 NaN (first at (x[0])); first non-finite value: x / norm(x) produced '
          'nan in the forward sweep (element (0,)) (the gradient x / norm(x) of hypot or norm has no derivative at '
          '0: the derivative here exists only as a limit)'),
+    # a derivative of a create_graph gradient through abs at 0 depends on abs'(0)'s convention: NaN, reported
+    Case(["jacobian", "{tmp}/nested.py:gradient", "[0, 1]", "--fail-on-nonfinite"],
+         '--fail-on-nonfinite: dgradient_du holds 1 NaN (first at (gradient[0], u[0])); first non-finite value: '
+         "np.absolute' (a convention at 0) produced nan in the reverse sweep at {tmp}/nested.py:6 (element (0,)) "
+         "(abs'(0) = 0 is a convention: the second derivative here, of a create_graph gradient through abs at 0, "
+         "depends on it (abs(u) ** 2: 0 with it, 2 one-sided); jaccli.hessian and hvp take abs's slope one-sided "
+         'at 0)',
+         files={'nested.py': 'import numpy as np\nimport jaccli\n\n\ndef f(u):\n    return np.sum(np.abs(u) ** 2)\n'
+                             '\n\ndef gradient(u):\n    return jaccli.grad(f, u, create_graph=True)\n'}),
     # disconnected input fails with strict naming output and input
     Case(["jacobian", "{tmp}/model.py:uses_global", "[1, 2]", "[3, 4]", "--strict", "-o", "{tmp}/J.npz"],
          "--strict: output uses_global is independent of input 1 ('y'): duses_global_dy is structurally "

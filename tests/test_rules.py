@@ -14,7 +14,7 @@ import tests.rule_cases as rule_cases
 from jaccli.engine.structure import structure_of
 from jaccli.engine.recording import Recording
 from jaccli.api.recorded_functions import gradient_recording
-from jaccli.engine import facts
+from jaccli.engine import facts, take_second_order_forms
 from jaccli.engine import ELEMENTWISE
 from jaccli.engine.registry import PRIMITIVES, REGISTRY
 from jaccli.engine.rules import every_rule
@@ -156,8 +156,23 @@ def test_every_primitive_is_exercised_by_the_table(rng):
         if np.isrealobj(inner.outputs[0]):  # a Hessian's gradient, with its second-order forms (abs one-sided)
             hess = gradient_recording(lambda *a, v=v: np.sum(v * case.fn(*a)), case.args, case.wrt, False, False)
             used.update(node.prim.name for node in hess.trace.nodes)
+        if np.isrealobj(inner.outputs[0]) and any(n.prim in facts.CREATE_GRAPH_FORMS for n in inner.trace.nodes):
+            used.update(_create_graph_forms_used(case, v, inner))
     missing = sorted(name for name, p in PRIMITIVES.items() if not p.nondiff and name not in used)
     assert not missing, f"primitives no table row reaches: {missing}"
+
+
+def _create_graph_forms_used(case, v, inner) -> set:
+    """The primitives a create_graph gradient of <v, fn> records when an enclosing level differentiates
+    it: its forms (on its own recording, here `inner`'s) and what their rules record (on the outer one)."""
+    take_second_order_forms(inner.trace, create_graph=True)
+
+    def gradient(*args):
+        inputs = args if len(case.args) > 1 else args[0]
+        return jaccli.vjp(lambda *a: np.sum(v * case.fn(*a)), inputs, np.ones(()), wrt=case.wrt,
+                          create_graph=True)[1]
+    outer = Recording(gradient, case.args, case.wrt)
+    return {node.prim.name for node in inner.trace.nodes + outer.trace.nodes}
 
 
 def _every_primitive() -> list:

@@ -47,7 +47,7 @@ def record(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: boo
     if once is None or create_graph or any_traced(args):
         rec, fresh = Recording(fn, detach_unless(create_graph, args), wrt_idx), True
         if create_graph and gradient_of is None and rec.trace.outer:
-            take_second_order_forms(rec.trace, same_first_order=True)  # an enclosing level differentiates it
+            take_second_order_forms(rec.trace, create_graph=True)  # an enclosing level differentiates it
     else:
         key = ("f",) if gradient_of is None else ("gradient", gradient_of[0])
         rec, fresh = once.recording(key, args, wrt_idx, lambda: Replayable(fn, args, wrt_idx))

@@ -7,8 +7,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from jaccli.engine import (CONDITION_ARGUMENTS, LIMIT_WORDS, MONITOR, Node, Recording, SparseBlock, Trace, limit_met,
-    peek)
+from jaccli.engine import (CONDITION_ARGUMENTS, CONVENTION_WORDS, LIMIT_WORDS, MONITOR, Node, Recording, SparseBlock,
+                          Trace, limit_met, peek)
 
 
 def __getattr__(name: str) -> Any:
@@ -418,7 +418,9 @@ class NonfiniteMonitor:
         trace = rec.trace if rec is not None else None
         notes = registry_notes(node.prim.name)
         limit = limit_met(node)
-        if limit is not None and "nan" in values:
+        if node.prim in CONVENTION_WORDS and "nan" in values:
+            notes = CONVENTION_WORDS[node.prim]
+        elif limit is not None and "nan" in values:
             met = LIMIT_WORDS.get(node.prim) or f"{node.prim.name.removeprefix('np.')}' = inf here met a zero {limit}"
             notes = f"{met}: the derivative here exists only as a limit"
         return Provenance(node.prim.name, _SWEEP_NAMES.get(kind, kind), site[0], site[1], values, element,

@@ -27,7 +27,7 @@ _EXPORTS = {
     "REGISTRY": "registry", "Entry": "registry", "every_rule": "rules",
     "separable": "sample_independence",
     "CONDITION_ARGUMENTS": "facts", "EXPRESSION_FUNCTIONS": "facts", "KINK_CROSSINGS": "facts", "MATRIX_PRODUCTS": "facts",
-    "LIMIT_WORDS": "facts",
+    "LIMIT_WORDS": "facts", "CONVENTION_WORDS": "facts",
     "STRUCTURES": "facts",
     "Recording": "recording", "Unique": "recording", "as_float": "recording", "call_traced": "recording",
     "pause_for": "recording", "private_copy": "recording", "private_float": "recording",
@@ -39,8 +39,8 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from .facts import (CONDITION_ARGUMENTS, EXPRESSION_FUNCTIONS, KINK_CROSSINGS, LIMIT_WORDS, MATRIX_PRODUCTS,
-                        STRUCTURES)
+    from .facts import (CONDITION_ARGUMENTS, CONVENTION_WORDS, EXPRESSION_FUNCTIONS, KINK_CROSSINGS, LIMIT_WORDS,
+                        MATRIX_PRODUCTS, STRUCTURES)
     from .guards import Guard, current_errstate, errstate_token
     from .limits import limit_met
     from .numpy_proxies import primal_nested

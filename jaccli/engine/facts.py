@@ -61,9 +61,16 @@ SECOND_ORDER_FORMS: dict[_Primitive, _Primitive] = {}
 """prim -> the primitive a gradient that is differentiated again records in its place (second_order.py):
 where a derivative of first order is a convention at a kink, the one a smooth composition needs for
 its second derivative to come out right (abs: one-sided at 0, in rules/elementwise.py)."""
-SAME_FIRST_ORDER: set[_Primitive] = set()
-"""The forms of SECOND_ORDER_FORMS whose first derivatives are the primitive's own everywhere."""
+CREATE_GRAPH_FORMS: dict[_Primitive, _Primitive] = {}
+"""prim -> the primitive a create_graph derivative that an enclosing level differentiates records in its
+place (second_order.py): the primitive's own first derivatives everywhere (the values the user gets),
+with a NaN, reported, where a second derivative through its convention at a kink has no value (hypot
+and norm: SECOND_ORDER_FORMS's; abs: its slope's derivative at 0, in rules/elementwise.py)."""
 
 LIMIT_WORDS: dict[_Primitive, str] = {}
 """What a non-finite report says where a zero value met the primitive's non-finite derivative (limits.py),
 for a primitive whose name alone does not say it well (the gradient x / norm(x) of hypot and norm)."""
+
+CONVENTION_WORDS: dict[_Primitive, str] = {}
+"""What a non-finite report says where the primitive's NaN derivative marks a derivative that depends on
+a convention at a kink (abs's slope at 0 in a create_graph gradient: rules/elementwise.py)."""

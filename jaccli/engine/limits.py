@@ -22,6 +22,9 @@ from .thread_state import ThreadSlot
 
 # The Probe of the sweep running on this thread (None outside sweeps, and inside a probe's own).
 SWEEP = ThreadSlot()
+# True while a probe's own sweep runs: a rule whose derivative near its point is concentrated at the
+# point itself (abs's slope in a create_graph gradient, rules/elementwise.py) then says it is not 0.
+PROBING = ThreadSlot()
 
 _STEP = 1e-3  # relative: any point on the same path will do, the probe only asks what is 0
 
@@ -62,13 +65,13 @@ class Probe:
         """Which of the entries `meet` (0 times a non-finite factor, in the rule input's shape) are
         zero values: all of them when the probe cannot tell."""
         node, values = self.node, self.values()
-        SWEEP.v = None
+        SWEEP.v, PROBING.v = None, True
         try:
             seen = None if values is None else self.run(values, node, argnum)
         except Exception:  # noqa: BLE001 - a probe that fails (a domain error nearby) tells nothing
             seen = None
         finally:
-            SWEEP.v = self
+            SWEEP.v, PROBING.v = self, None
         if seen is None:
             zeros = meet
         else:

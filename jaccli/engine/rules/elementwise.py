@@ -7,13 +7,13 @@ import math
 import numpy as np
 
 from ..tape import ELEMENTWISE
-from ..facts import (KINK_CROSSINGS, LIMIT_WORDS, NO_KINK, SAME_FIRST_ORDER, SAMPLE_RULES, SECOND_ORDER_FORMS,
-                     SHIFT_FORMS, allow_in_expressions)
+from ..facts import (CONVENTION_WORDS, CREATE_GRAPH_FORMS, KINK_CROSSINGS, LIMIT_WORDS, NO_KINK, SAMPLE_RULES,
+                     SECOND_ORDER_FORMS, SHIFT_FORMS, allow_in_expressions)
 from ..registry import family, primitive, register, register_primitive
 from ..sample_independence import elementwise as samples_apart
 from ..seeds import SparseBlock
-from ..limits import SWEEP
-from ..tracer import Tracer, guarded
+from ..limits import PROBING, SWEEP
+from ..tracer import Tracer, guarded, peek
 from ._util import crossed_at_zero, expand, unbroadcast
 
 family("elementwise")
@@ -336,6 +336,33 @@ fabs = _unary(np.fabs, lambda ans, x: np.sign(x), notes=_ABS_NOTES.replace("abs'
 for _prim in (absolute, fabs):
     SECOND_ORDER_FORMS[_prim] = _unary_primitive(f"{_prim.name} (one-sided at 0)", _prim.impl, _abs_slope_one_sided,
                                                  kink=_at_zero, crossed=crossed_at_zero)
+
+
+# A create_graph gradient that an enclosing level differentiates keeps abs'(0) = 0, the values the user
+# gets; its slope sign(u) then stands in for the one-sided +1 that |u| ** 2 = 2 |u| sign(u) needs for its
+# second derivative (2 sign(0) ** 2), and a derivative through it at 0 depends on the convention. So the
+# slope records as a primitive whose derivative at 0 is NaN (0 elsewhere): met by a structural zero it is
+# 0 (engine/limits.py), by a value (2 |u| at 0, a seed's 1) NaN, reported in CONVENTION_WORDS' words.
+def _undefined_at_zero(ans, x):
+    v = np.asarray(peek(x))  # (the derivative's own derivative, 0 where defined, is taken as 0)
+    dtype = v.dtype if v.dtype.kind == "f" else np.dtype(float)
+    if PROBING.v:  # a probe asks whether a zero that meets the NaN is structural: the slope's derivative
+        return dtype.type(1)  # near 0 is a delta at 0, so a value that meets it there is not 0
+    return np.where(v == 0, dtype.type(np.nan), dtype.type(0))
+
+
+def _abs_slope_with_convention(prim, short):
+    slope = _unary_primitive(f"{prim.name}' (a convention at 0)", np.sign, _undefined_at_zero)
+    CONVENTION_WORDS[slope] = (f"{short}'(0) = 0 is a convention: the second derivative here, of a create_graph "
+                               f"gradient through {short} at 0, depends on it ({short}(u) ** 2: 0 with it, 2 "
+                               f"one-sided); jaccli.hessian and hvp take {short}'s slope one-sided at 0")
+    return lambda ans, x: np.sign(x) if type(x) is not Tracer else slope(x)
+
+
+for _prim, _short in ((absolute, "abs"), (fabs, "fabs")):
+    CREATE_GRAPH_FORMS[_prim] = _unary_primitive(f"{_prim.name} (create_graph)", _prim.impl,
+                                                 _abs_slope_with_convention(_prim, _short), kink=_at_zero,
+                                                 crossed=crossed_at_zero)
 allow_in_expressions("power", "sqrt", "cbrt", "square", "reciprocal", "abs", "absolute")
 
 # ---------------------------------------------------------------------------
@@ -436,7 +463,7 @@ def _hypot_unit(which):
 
 SECOND_ORDER_FORMS[hypot] = _nary(np.hypot, (_hypot_unit(0), _hypot_unit(1)), name="np.hypot (a limit at 0)",
                                   kink=lambda ans, x, y: ans == 0, crossed=_through_origin, route=False)
-SAME_FIRST_ORDER.add(SECOND_ORDER_FORMS[hypot])
+CREATE_GRAPH_FORMS[hypot] = SECOND_ORDER_FORMS[hypot]
 allow_in_expressions("hypot")
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..facts import NOT_SEPARABLE, SAME_FIRST_ORDER, SAMPLE_RULES, SECOND_ORDER_FORMS, STRUCTURES, allow_in_expressions
+from ..facts import (CREATE_GRAPH_FORMS, NOT_SEPARABLE, SAMPLE_RULES, SECOND_ORDER_FORMS, STRUCTURES,
+                     allow_in_expressions)
 from ..structure import Reduces
 from ..registry import family, primitive, register, register_derived
 from ._util import axis_index, norm_axes, shift
@@ -84,7 +85,7 @@ SAMPLE_RULES[pnorm_limit] = NOT_SEPARABLE
 pnorm_limit.defvjp(lambda ans, x, p, axes, keepdims: _pnorm_vjp(ans, x, p, axes, keepdims, _limit_slope))
 pnorm_limit.defjvp(lambda ans, x, p, axes, keepdims: _pnorm_jvp(ans, x, p, axes, keepdims, _limit_slope))
 SECOND_ORDER_FORMS[pnorm] = pnorm_limit
-SAME_FIRST_ORDER.add(pnorm_limit)
+CREATE_GRAPH_FORMS[pnorm] = pnorm_limit
 
 
 def _kept(result, shape: tuple, axes: tuple, keepdims: bool):

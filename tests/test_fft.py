@@ -82,10 +82,11 @@ def test_a_hessian_through_ffts_matches_central_differences(rng):
 def test_a_block_of_seeds_is_one_batched_transform_and_equals_single_seeds(rng, monkeypatch):
     u = rng.standard_normal(10)
     rec = Recording(lambda u: _spectral_derivative(u * u), (u,), (0,))
+    from jaccli.engine.rules import fft as rules
+
     calls = []
-    for name in ("fftn", "ifftn", "rfftn", "irfftn"):
-        real = getattr(np.fft, name)
-        monkeypatch.setattr(np.fft, name, lambda *a, _real=real, **kw: calls.append(np.shape(a[0])) or _real(*a, **kw))
+    for prim in (rules.fftn, rules.rfftn, rules.irfftn):  # (each calls NumPy's ufunc or function once per axis)
+        monkeypatch.setattr(prim, "impl", lambda *a, _real=prim.impl, **kw: calls.append(np.shape(a[0])) or _real(*a, **kw))
     vs = rng.standard_normal((4, 10))
     block = np.asarray(rec.vjp([vs])[0])
     ts = rng.standard_normal((4, 10))
@@ -113,3 +114,30 @@ def test_fft_shifts_move_entries_and_transforms_are_dense_in_sparsity_detection(
 def test_a_bad_norm_is_numpys_error():
     with pytest.raises(ValueError, match="Invalid norm value"):
         jaccli.jacobian(lambda u: np.fft.irfft(np.fft.rfft(u, norm="unitary")), np.ones(4))
+
+
+@pytest.mark.parametrize("ufuncs", ["numpy's ufuncs", "numpy's functions"])
+def test_the_transforms_give_numpys_results_to_the_bit(rng, monkeypatch, ufuncs):
+    # the primitives call NumPy's pocketfft ufuncs directly on float64/complex128 (NumPy >= 2), and
+    # NumPy's functions otherwise: either way, NumPy's results and dtypes
+    from jaccli.engine.rules import fft as rules
+
+    if ufuncs == "numpy's functions":
+        monkeypatch.setattr(rules, "_pfu", None)
+    x = rng.standard_normal((3, 4, 6))
+    z = x + 1j * rng.standard_normal((3, 4, 6))
+    cases = [(None, (2,)), (None, (0, 1)), ((6,), (2,)), ((5,), (2,)), ((9,), (-1,)), ((4, 6), (1, 2)), ((3, 7), (0, 2)), ((2, 3, 4), (0, 1, 2)),
+             ((4,), (1,)), ((5, 3), (2, 0))]
+    for s, axes in cases:
+        axes = tuple(a % 3 for a in axes)
+        for norm in (None, "backward", "ortho", "forward"):
+            for a in (x, z, np.asfortranarray(z), x.astype(np.float32), z.astype(np.complex64)):
+                for got, want in ((rules._c2c(a, s, axes, norm, False), np.fft.fftn(a, s, axes, norm)),
+                                  (rules._c2c(a, s, axes, norm, True), np.fft.ifftn(a, s, axes, norm)),
+                                  (rules._c2r(a, s, axes, norm), np.fft.irfftn(a, s, axes, norm))):
+                    assert got.dtype == want.dtype and got.shape == want.shape
+                    np.testing.assert_array_equal(got, want)
+                if not np.iscomplexobj(a):
+                    got, want = rules._r2c(a, s, axes, norm), np.fft.rfftn(a, s, axes, norm)
+                    assert got.dtype == want.dtype
+                    np.testing.assert_array_equal(got, want)

@@ -9,6 +9,8 @@ transform's axes skip. fft, fft2, ifft... and hfft/ihfft are written with the th
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..facts import SAMPLE_RULES, STRUCTURES
@@ -19,16 +21,70 @@ from ._util import axis_index, shape_of
 family("fft")
 
 
+# NumPy's transforms are a Python wrapper (argument checks, the norm's factor, the output's
+# allocation, for n-d a loop over the axes) around one pocketfft ufunc call per axis: about half of
+# a call's time at n = 256, and a spectral f's replay and sweep make one call per transform. On
+# float64 and complex128 arrays the primitives call NumPy 2's ufuncs (numpy.fft._pocketfft_umath,
+# private) as its wrapper does, axis by axis in its order, so the results are NumPy's to the bit
+# (tests/test_fft_calls.py); on other inputs, or where the module is missing, NumPy's functions.
+try:
+    from numpy.fft import _pocketfft_umath as _pfu
+except ImportError:  # NumPy 1.x
+    _pfu = None
+_FAST = (np.dtype(np.float64), np.dtype(np.complex128))
+
+
+def _fast(x) -> bool:
+    return _pfu is not None and type(x) is np.ndarray and x.dtype in _FAST
+
+
+def _factor(n, norm, forward):
+    """The factor NumPy's transform of n points applies: 1, 1/n or 1/sqrt(n), by norm and direction."""
+    norm = norm if forward else _swap(norm)
+    if norm is None or norm == "backward":
+        return 1.0
+    return 1.0 / math.sqrt(n) if norm == "ortho" else 1.0 / n
+
+
+def _lengths_of(x, s, axes, real_out=False):
+    """s, or (s=None) x's lengths along axes as NumPy reads them (irfftn: 2 (m - 1) on the last)."""
+    if s is not None:
+        return s
+    s = tuple(x.shape[a] for a in axes)
+    return s[:-1] + (2 * (s[-1] - 1),) if real_out else s
+
+
+def _call(ufunc, x, n, axis, norm, forward, n_out, dtype):
+    out = np.empty_like(x, shape=x.shape[:axis] + (n_out,) + x.shape[axis + 1:], dtype=dtype)
+    return ufunc(x, _factor(n, norm, forward), axes=[(axis,), (), (axis,)], out=out)
+
+
 def _c2c(x, s, axes, norm, inverse):
-    return (np.fft.ifftn if inverse else np.fft.fftn)(x, s=s, axes=axes, norm=norm)
+    if not _fast(x):
+        return (np.fft.ifftn if inverse else np.fft.fftn)(x, s=s, axes=axes, norm=norm)
+    ufunc = _pfu.ifft if inverse else _pfu.fft
+    for n, axis in zip(reversed(_lengths_of(x, s, axes)), reversed(axes)):
+        x = _call(ufunc, x, n, axis, norm, not inverse, n, np.complex128)
+    return x
 
 
 def _r2c(x, s, axes, norm):
-    return np.fft.rfftn(x, s=s, axes=axes, norm=norm)
+    if not (_fast(x) and x.dtype == np.float64):
+        return np.fft.rfftn(x, s=s, axes=axes, norm=norm)
+    s = _lengths_of(x, s, axes)
+    n = s[-1]
+    x = _call(_pfu.rfft_n_odd if n % 2 else _pfu.rfft_n_even, x, n, axes[-1], norm, True, n // 2 + 1,
+              np.complex128)
+    return _c2c(x, s[:-1], axes[:-1], norm, False) if len(axes) > 1 else x
 
 
 def _c2r(x, s, axes, norm):
-    return np.fft.irfftn(x, s=s, axes=axes, norm=norm)
+    if not _fast(x):
+        return np.fft.irfftn(x, s=s, axes=axes, norm=norm)
+    s = _lengths_of(x, s, axes, real_out=True)
+    for n, axis in zip(s[:-1], axes[:-1]):
+        x = _call(_pfu.ifft, x, n, axis, norm, False, n, np.complex128)
+    return _call(_pfu.irfft, x, s[-1], axes[-1], norm, False, s[-1], np.float64)
 
 
 fftn = primitive("np.fft.fftn", _c2c)

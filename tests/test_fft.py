@@ -85,7 +85,7 @@ def test_a_block_of_seeds_is_one_batched_transform_and_equals_single_seeds(rng, 
     from jaccli.engine.rules import fft as rules
 
     calls = []
-    for prim in (rules.fftn, rules.rfftn, rules.irfftn):  # (each calls NumPy's ufunc or function once per axis)
+    for prim in (rules.fftn, rules.rfftn, rules.irfftn, rules.rfftn_t, rules.irfftn_t):  # (each calls NumPy's ufunc or function once per axis)
         monkeypatch.setattr(prim, "impl", lambda *a, _real=prim.impl, **kw: calls.append(np.shape(a[0])) or _real(*a, **kw))
     vs = rng.standard_normal((4, 10))
     block = np.asarray(rec.vjp([vs])[0])
@@ -141,3 +141,17 @@ def test_the_transforms_give_numpys_results_to_the_bit(rng, monkeypatch, ufuncs)
                     got, want = rules._r2c(a, s, axes, norm), np.fft.rfftn(a, s, axes, norm)
                     assert got.dtype == want.dtype
                     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_hessians_through_the_transposes_match_central_differences_of_the_gradient(rng, mode):
+    # the cotangents reaching rfft's and irfft's transposes depend on u, so the Hessian takes the
+    # transposes' own rules: forward over reverse their forward rules, reverse over reverse their
+    # transposes (rfft and irfft again)
+    u = rng.standard_normal(7)
+
+    def energy(u):
+        return np.sum(np.fft.irfft(np.fft.rfft(u * u, n=9) ** 2, 8, norm="forward") ** 2)
+
+    H = np.asarray(jaccli.hessian(energy, u, mode=mode))
+    np.testing.assert_allclose(H, central_diff(lambda u: jaccli.grad(energy, u), u, h=1e-5), rtol=1e-6, atol=1e-6)

@@ -37,4 +37,10 @@ CASES = [
     # a spectral derivative: real in, complex inside, real out, to third order
     Case("np.fft.irfft", lambda u: np.fft.irfft(1j * np.fft.rfftfreq(8, 1 / 8) * np.fft.rfft(u ** 3), 8), (r(8),),
          order=3, id="spectral-derivative"),
+    # a cotangent that depends on u reaches both transposes (rfft's and irfft's), whose own rules the
+    # second and third orders then take
+    Case("np.fft.irfft", lambda u: np.fft.irfft(np.fft.rfft(u) ** 2, 7, norm="ortho") ** 2, (r(6),), order=3,
+         id="transposes-of-traced-cotangents"),
+    Case("np.fft.irfftn", lambda x: np.fft.irfftn(np.fft.rfftn(x, s=(3, 8), axes=(0, 1)) ** 2, s=(4, 6), axes=(0, 1)) ** 2, (r(4, 6),),
+         id="transposes-of-traced-cotangents-2d"),
 ]

@@ -9,6 +9,7 @@ transform's axes skip. fft, fft2, ifft... and hfft/ihfft are written with the th
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -120,33 +121,57 @@ def _c2c_vjp(ans, x, s, axes, norm, inverse):
     return lambda g: _resize(fftn(g, None, up, norm, inverse), lengths, up)
 
 
-def _half_weights(n, ndim, axis, inner, outer):
-    """Weights along the half-spectrum axis `axis` (of ndim axes): `outer` on the first entry and, n
-    even, the last (the entries a real signal's spectrum holds once), `inner` on the others."""
+@functools.lru_cache(maxsize=64)
+def _half_weights(n, trailing, inner, outer):
+    """Weights along a half-spectrum axis followed by `trailing` axes: `outer` on the first entry
+    and, n even, the last (the entries a real signal's spectrum holds once), `inner` on the others.
+    (Read-only: one array per shape, shared by every call.)"""
     half = n // 2 + 1
     weight = np.full(half, inner)
     weight[0] = outer
     if n % 2 == 0:
         weight[-1] = outer
-    return weight.reshape((half,) + (1,) * (ndim - 1 - axis))
+    weight = weight.reshape((half,) + (1,) * trailing)
+    weight.flags.writeable = False
+    return weight
 
 
-def _r2c_vjp(ans, x, s, axes, norm):
+# The transposes are primitives of their own, each one call in a sweep (and in a compiled sweep's
+# program) where their NumPy form is three: a transform, a conjugate and the weights, the last two
+# done in place on the transform's own output or on the conjugate's. Each is the other's transpose
+# pair: the transpose of rfftn's transpose is rfftn.
+
+def _r2c_t(g, s, axes, norm, lengths):
     # rfftn is the full transform's first n//2 + 1 entries on the last axis; its transpose is the
     # real part of the full transform of g padded with zeros, which is irfftn of conj(g) with the
     # middle entries halved (irfftn counts them twice), at the opposite norm: half the work, no pad.
-    lengths, up = _lengths(x, axes), _up(axes)
-    weight = _half_weights(s[-1], len(shape_of(ans)), axes[-1], 0.5, 1.0)
-    return lambda g: _resize(irfftn(np.conjugate(g) * weight, s, up, _swap(norm)), lengths, up)
+    h = np.conjugate(g)
+    h *= _half_weights(s[-1], np.ndim(g) - 1 - axes[-1], 0.5, 1.0)
+    return _resize(_c2r(h, s, axes, _swap(norm)), lengths, axes)
 
 
-def _c2r_vjp(ans, x, s, axes, norm):
+def _c2r_t(g, s, axes, norm, lengths):
     # irfft(y) = (Re y_0 + 2 Re sum_k y_k w^-jk [+ Re y_n/2 (-1)^j]) / n: the transpose is the
     # inverse transform of g, its first n//2 + 1 entries, doubled but for the first and (n even)
     # last; for a real g that is the conjugate of rfftn(g) at the opposite norm.
+    h = _r2c(g, s, axes, _swap(norm))
+    np.conjugate(h, out=h)
+    h *= _half_weights(s[-1], np.ndim(g) - 1 - axes[-1], 2.0, 1.0)
+    return _resize(h, lengths, axes)
+
+
+rfftn_t = primitive("np.fft.rfftn transpose", _r2c_t)
+irfftn_t = primitive("np.fft.irfftn transpose", _c2r_t)
+
+
+def _r2c_vjp(ans, x, s, axes, norm):
     lengths, up = _lengths(x, axes), _up(axes)
-    weight = _half_weights(s[-1], len(shape_of(ans)), axes[-1], 2.0, 1.0)
-    return lambda g: _resize(weight * np.conjugate(rfftn(g, s, up, _swap(norm))), lengths, up)
+    return lambda g: rfftn_t(g, s, up, norm, lengths)
+
+
+def _c2r_vjp(ans, x, s, axes, norm):
+    lengths, up = _lengths(x, axes), _up(axes)
+    return lambda g: irfftn_t(g, s, up, norm, lengths)
 
 
 fftn.defvjp(_c2c_vjp)
@@ -155,6 +180,10 @@ rfftn.defvjp(_r2c_vjp)
 rfftn.defjvp(lambda ans, x, s, axes, norm: (lambda t: rfftn(t, s, _up(axes), norm)))
 irfftn.defvjp(_c2r_vjp)
 irfftn.defjvp(lambda ans, x, s, axes, norm: (lambda t: irfftn(t, s, _up(axes), norm)))
+rfftn_t.defvjp(lambda ans, g, s, axes, norm, lengths: (lambda h: rfftn(h, s, _up(axes), norm)))
+rfftn_t.defjvp(lambda ans, g, s, axes, norm, lengths: (lambda t: rfftn_t(t, s, _up(axes), norm, lengths)))
+irfftn_t.defvjp(lambda ans, g, s, axes, norm, lengths: (lambda h: irfftn(h, s, _up(axes), norm)))
+irfftn_t.defjvp(lambda ans, g, s, axes, norm, lengths: (lambda t: irfftn_t(t, s, _up(axes), norm, lengths)))
 
 
 def _samples_apart(node, B):
@@ -162,7 +191,7 @@ def _samples_apart(node, B):
     return 0 not in node.args[2] and np.shape(node.args[0])[:1] == (B,) and np.shape(node.value)[:1] == (B,)
 
 
-for _prim in (fftn, rfftn, irfftn):
+for _prim in (fftn, rfftn, irfftn, rfftn_t, irfftn_t):
     STRUCTURES[_prim] = Dense()
     SAMPLE_RULES[_prim] = _samples_apart
 del _prim

@@ -155,3 +155,55 @@ def test_hessians_through_the_transposes_match_central_differences_of_the_gradie
 
     H = np.asarray(jaccli.hessian(energy, u, mode=mode))
     np.testing.assert_allclose(H, central_diff(lambda u: jaccli.grad(energy, u), u, h=1e-5), rtol=1e-6, atol=1e-6)
+
+
+def _ks(u):
+    # the Kuramoto-Sivashinsky residual of benchmarks/spectral.py, n points on [0, 32 pi)
+    n = u.shape[-1]
+    k = np.fft.rfftfreq(n, d=32 * np.pi / n) * 2 * np.pi
+    return np.fft.irfft((k ** 2 - k ** 4) * np.fft.rfft(u) - 0.5j * k * np.fft.rfft(u * u), n=n)
+
+
+def test_products_of_a_replayed_spectral_function_are_the_jacobians_rows_and_columns(rng):
+    # record_once's replays, at new points, in the form a loop of products takes (float64 vectors
+    # of the output's shape: no conversion, the compiled sweep's program): v^T J and J t against
+    # the Jacobian of a fresh recording and against central differences, several points and vectors
+    n = 16
+    once = jaccli.record_once(_ks)
+    pairing = jaccli.record_once(lambda u, w: _ks(u) @ w)  # (w: compared at each call, not differentiated)
+    w = rng.standard_normal(n)
+    for _ in range(4):
+        u, v, t = rng.standard_normal((3, n))
+        J = np.asarray(jaccli.jacobian(_ks, u))
+        np.testing.assert_allclose(J, central_diff(_ks, u), rtol=1e-6, atol=1e-6)
+        value, vjp = jaccli.vjp(once, u, v)
+        np.testing.assert_array_equal(value, _ks(u))
+        np.testing.assert_allclose(vjp, v @ J, rtol=1e-12, atol=1e-12)
+        assert vjp.dtype == np.float64 and vjp.shape == (n,)
+        np.testing.assert_allclose(jaccli.jvp(once, u, t)[1], J @ t, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(jaccli.grad(pairing, (u, w), wrt=0), w @ J, rtol=1e-12, atol=1e-12)
+    assert once.replays >= 6 and pairing.replays >= 3
+
+
+def test_products_of_replayed_complex_spectra_follow_jaxs_conventions(rng):
+    # real in, complex out: v^T J is Re(c J) for a complex cotangent c; holomorphic: c J, J t
+    n = 8
+    real_in = jaccli.record_once(lambda u: np.fft.rfft(u * u))
+    holomorphic = jaccli.record_once(lambda z: np.fft.fft(z * z))
+    for _ in range(3):
+        u = rng.standard_normal(n)
+        c = rng.standard_normal(n // 2 + 1) + 1j * rng.standard_normal(n // 2 + 1)
+        J = np.asarray(jaccli.jacobian(lambda u: np.fft.rfft(u * u), u))
+        got = jaccli.vjp(real_in, u, c)[1]
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(got, np.real(c @ J), rtol=1e-12, atol=1e-12)
+        z = u + 1j * rng.standard_normal(n)
+        w = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+        Jz = np.asarray(jaccli.jacobian(lambda z: np.fft.fft(z * z), z, holomorphic=True))
+        fd = central_diff(lambda x: np.fft.fft((x + 1j * z.imag) ** 2), z.real)  # d/dx = f'(z) for holomorphic f
+        np.testing.assert_allclose(Jz, fd, rtol=1e-6, atol=1e-6)
+        got = jaccli.vjp(holomorphic, z, w)[1]
+        assert got.dtype == np.complex128
+        np.testing.assert_allclose(got, w @ Jz, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(jaccli.jvp(holomorphic, z, w)[1], Jz @ w, rtol=1e-12, atol=1e-12)
+    assert real_in.replays >= 2 and holomorphic.replays >= 4

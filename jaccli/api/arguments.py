@@ -12,6 +12,8 @@ from jaccli.plurals import counted
 
 from .evaluator import MODES
 
+_FLOAT, _COMPLEX = np.dtype(float), np.dtype(complex)
+
 
 def as_args(inputs: Any) -> tuple[tuple, bool]:
     """The inputs as f's positional arguments, and whether they came as a tuple (or list)."""
@@ -90,10 +92,13 @@ def check_vector(v: Any, shapes: list[tuple], side: str, what: str, complex_side
         raise ValueError(f"v is a tuple of invalid length: should be {len(shapes)} but got {len(vs)}.")
     out = []
     for k, (vk, shape) in enumerate(zip(vs, shapes)):
+        complex_side = k < len(complex_sides) and complex_sides[k]
+        if type(vk) is np.ndarray and vk.dtype == (_COMPLEX if complex_side else _FLOAT) and vk.shape == tuple(shape):
+            out.append(vk)  # what the checks below give it back as (a loop of products pays for them on every call)
+            continue
         entry = f"Entry {k} in " if len(shapes) > 1 else ""
         if type(vk) is not Tracer and holds_tracer(vk):
             vk = lift(vk)  # a list or tuple holding traced values (v differentiated itself): one traced array
-        complex_side = k < len(complex_sides) and complex_sides[k]
         if type(vk) is not Tracer and np.iscomplexobj(vk) and not complex_side:
             raise ValueError(f"{entry}v is complex but the {side} it goes with is real: give a real v "
                              "(as JAX, a vector has its " + side + "'s dtype; docs/complex.md)")

@@ -22,6 +22,8 @@ def _value(rec: Recording) -> Any:
 
 def _shaped(block: Any, like: Any) -> Any:
     """One seed's product block shaped and typed like `like`; None (a structural zero) gives zeros."""
+    if type(block) is np.ndarray and type(like) is np.ndarray and block.dtype == like.dtype:
+        return block.reshape(like.shape)  # (what the general way below gives, for a loop of products)
     if block is None:
         return np.zeros(np.shape(like), dtype=np.result_type(like))
     return _cast(np.reshape(block, np.shape(like)), like)

@@ -5,8 +5,9 @@ against jax.jit and torch.func, steady state, in one run.
 
 R(u) = irfft((k^2 - k^4) rfft(u) - i k/2 rfft(u^2)): -u u_x - u_xx - u_xxxx on a periodic grid of
 n points over [0, 32 pi). Real in, complex inside, real out. Every method's result is checked
-against jaccli's before it is timed. Prints median wall-clock seconds per call (a sample loops a
-fast call for ~20 ms; the methods take turns, a sample each per round) and the ratios jaccli / other.
+against jaccli's before it is timed. Prints median seconds per call, wall-clock and the process's CPU time
+(a sample loops a fast call for ~20 ms; the methods take turns, a sample each per round), and the
+ratios jaccli / other of both: on a loaded machine the CPU times are the steadier.
 
 `jaccli.vjp` returns f(u) and the product; so do torch.func.vjp and the "value and vjp" line of
 jax.jit; its "vjp" line returns the product only, and XLA then leaves out the forward transforms.
@@ -42,25 +43,27 @@ def ks_residual(u, k, xp=np, fft=np.fft):
     return fft.irfft((k ** 2 - k ** 4) * fft.rfft(u) - 0.5j * k * fft.rfft(u * u), n=n)
 
 
-def _sample(fn, number: int) -> float:
-    start = time.perf_counter()
+def _sample(fn, number: int) -> tuple[float, float]:
+    """Seconds per call over `number` calls: wall-clock, and CPU time of the whole process (every
+    thread: XLA's and torch's pools too)."""
+    start, cpu = time.perf_counter(), time.process_time()
     for _ in range(number):
         fn()
-    return (time.perf_counter() - start) / number
+    return (time.perf_counter() - start) / number, (time.process_time() - cpu) / number
 
 
 def _timed(methods: dict, repeats: int) -> dict:
-    """Median seconds per call of each method. The methods take turns, one sample each per round,
-    so that a change in the machine's load meets them all alike."""
+    """Median (wall, CPU) seconds per call of each method. The methods take turns, one sample each
+    per round, so that a change in the machine's load meets them all alike."""
     numbers = {}
     for name, fn in methods.items():
         fn()  # warm: compilation, caches
-        numbers[name] = max(1, int(0.02 / max(_sample(fn, 1), 1e-7)))  # ~20 ms a sample: a 30 us call alone is noise
+        numbers[name] = max(1, int(0.02 / max(_sample(fn, 1)[0], 1e-7)))  # ~20 ms a sample: a 30 us call alone is noise
     times: dict = {name: [] for name in methods}
     for _ in range(repeats):
         for name, fn in methods.items():
             times[name].append(_sample(fn, numbers[name]))
-    return {name: statistics.median(t) for name, t in times.items()}
+    return {name: tuple(statistics.median(part) for part in zip(*t)) for name, t in times.items()}
 
 
 def _moving(u):
@@ -156,12 +159,15 @@ def main() -> None:
     results = run(tuple(int(n) for n in args.n.split(",")), args.repeats)
     for n, times in results.items():
         print(f"\nKS residual, n = {n}: median seconds per call over {args.repeats} samples (steady state)")
-        for name, t in times.items():
-            print(f"  {name:22s} {t:10.6f}")
+        print(f"  {'':22s} {'wall':>10s} {'CPU':>10s}")
+        for name, (wall, cpu) in times.items():
+            print(f"  {name:22s} {wall:10.6f} {cpu:10.6f}")
+        print("  ratios, wall (CPU):")
         for ours, others in RATIOS:
             for other in others:
                 if ours in times and other in times:
-                    print(f"  {ours} / {other} = {times[ours] / times[other]:.2f}")
+                    (w1, c1), (w2, c2) = times[ours], times[other]
+                    print(f"  {ours} / {other} = {w1 / w2:.2f} ({c1 / c2:.2f})")
 
 
 # (ours, the lines it is compared with)

@@ -53,8 +53,8 @@ def _sample(fn, number: int) -> tuple[float, float]:
 
 
 def _timed(methods: dict, repeats: int) -> dict:
-    """Median (wall, CPU) seconds per call of each method. The methods take turns, one sample each
-    per round, so that a change in the machine's load meets them all alike."""
+    """Each method's samples of (wall, CPU) seconds per call, one a round. The methods take turns,
+    a sample each per round, so that a change in the machine's load meets them all alike."""
     numbers = {}
     for name, fn in methods.items():
         fn()  # warm: compilation, caches
@@ -62,8 +62,19 @@ def _timed(methods: dict, repeats: int) -> dict:
     times: dict = {name: [] for name in methods}
     for _ in range(repeats):
         for name, fn in methods.items():
+            time.sleep(0.05)  # (the worker threads of the one before, torch's OpenMP pool, go idle: they spin a while)
             times[name].append(_sample(fn, numbers[name]))
-    return {name: tuple(statistics.median(part) for part in zip(*t)) for name, t in times.items()}
+    return times
+
+
+def ratio(samples: dict, ours: str, other: str, part: int) -> float:
+    """The median over rounds of ours / other within the round (0: wall, 1: CPU): paired, so that
+    the load of the round cancels."""
+    return statistics.median(a[part] / b[part] for a, b in zip(samples[ours], samples[other]))
+
+
+def medians(samples: list) -> tuple[float, float]:
+    return tuple(statistics.median(part) for part in zip(*samples))
 
 
 def _moving(u):
@@ -160,14 +171,14 @@ def main() -> None:
     for n, times in results.items():
         print(f"\nKS residual, n = {n}: median seconds per call over {args.repeats} samples (steady state)")
         print(f"  {'':22s} {'wall':>10s} {'CPU':>10s}")
-        for name, (wall, cpu) in times.items():
+        for name, samples in times.items():
+            wall, cpu = medians(samples)
             print(f"  {name:22s} {wall:10.6f} {cpu:10.6f}")
-        print("  ratios, wall (CPU):")
+        print("  ratios, wall (CPU), the median of each round's:")
         for ours, others in RATIOS:
             for other in others:
                 if ours in times and other in times:
-                    (w1, c1), (w2, c2) = times[ours], times[other]
-                    print(f"  {ours} / {other} = {w1 / w2:.2f} ({c1 / c2:.2f})")
+                    print(f"  {ours} / {other} = {ratio(times, ours, other, 0):.2f} ({ratio(times, ours, other, 1):.2f})")
 
 
 # (ours, the lines it is compared with)

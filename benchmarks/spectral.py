@@ -178,7 +178,8 @@ def main() -> None:
         for ours, others in RATIOS:
             for other in others:
                 if ours in times and other in times:
-                    print(f"  {ours} / {other} = {ratio(times, ours, other, 0):.2f} ({ratio(times, ours, other, 1):.2f})")
+                    wall, cpu = ratio(times, ours, other, 0), ratio(times, ours, other, 1)
+                    print(f"  {ours} / {other} = {wall:.2f} ({cpu:.2f})")
 
 
 # (ours, the lines it is compared with)

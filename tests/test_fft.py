@@ -85,8 +85,9 @@ def test_a_block_of_seeds_is_one_batched_transform_and_equals_single_seeds(rng, 
     from jaccli.engine.rules import fft as rules
 
     calls = []
-    for prim in (rules.fftn, rules.rfftn, rules.irfftn, rules.rfftn_t, rules.irfftn_t):  # (each calls NumPy's ufunc or function once per axis)
-        monkeypatch.setattr(prim, "impl", lambda *a, _real=prim.impl, **kw: calls.append(np.shape(a[0])) or _real(*a, **kw))
+    for prim in (rules.fftn, rules.rfftn, rules.irfftn, rules.rfftn_t, rules.irfftn_t):  # (one NumPy call an axis)
+        monkeypatch.setattr(prim, "impl",
+                            lambda *a, _real=prim.impl, **kw: calls.append(np.shape(a[0])) or _real(*a, **kw))
     vs = rng.standard_normal((4, 10))
     block = np.asarray(rec.vjp([vs])[0])
     ts = rng.standard_normal((4, 10))
@@ -126,8 +127,8 @@ def test_the_transforms_give_numpys_results_to_the_bit(rng, monkeypatch, ufuncs)
         monkeypatch.setattr(rules, "_pfu", None)
     x = rng.standard_normal((3, 4, 6))
     z = x + 1j * rng.standard_normal((3, 4, 6))
-    cases = [(None, (2,)), (None, (0, 1)), ((6,), (2,)), ((5,), (2,)), ((9,), (-1,)), ((4, 6), (1, 2)), ((3, 7), (0, 2)), ((2, 3, 4), (0, 1, 2)),
-             ((4,), (1,)), ((5, 3), (2, 0))]
+    cases = [(None, (2,)), (None, (0, 1)), ((6,), (2,)), ((5,), (2,)), ((9,), (-1,)), ((4, 6), (1, 2)),
+             ((3, 7), (0, 2)), ((2, 3, 4), (0, 1, 2)), ((4,), (1,)), ((5, 3), (2, 0))]
     for s, axes in cases:
         axes = tuple(a % 3 for a in axes)
         for norm in (None, "backward", "ortho", "forward"):
@@ -207,3 +208,23 @@ def test_products_of_replayed_complex_spectra_follow_jaxs_conventions(rng):
         np.testing.assert_allclose(got, w @ Jz, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(jaccli.jvp(holomorphic, z, w)[1], Jz @ w, rtol=1e-12, atol=1e-12)
     assert real_in.replays >= 2 and holomorphic.replays >= 4
+
+
+def test_a_square_jacobian_through_real_ffts_is_swept_forward_by_auto(rng):
+    # rfft's and irfft's transposes conjugate and weight the spectrum besides transforming it: with
+    # as many rows as columns, mode="auto" takes columns (forward), and gets what reverse gets; a
+    # square Jacobian without them still takes rows
+    u = rng.standard_normal(12)
+    J = jaccli.jacobian(_ks, u)
+    dense = np.asarray(J)
+    assert J.cols_evaluated == 12 and J.rows_evaluated == 0
+    np.testing.assert_allclose(dense, np.asarray(jaccli.jacobian(_ks, u, mode="reverse")), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(dense, central_diff(_ks, u), rtol=1e-6, atol=1e-6)
+    once = jaccli.record_once(_ks)
+    for _ in range(3):
+        J = jaccli.jacobian(once, u)
+        np.testing.assert_allclose(np.asarray(J), dense, rtol=1e-12, atol=1e-12)
+        assert J.cols_evaluated == 12 and J.rows_evaluated == 0
+    J = jaccli.jacobian(lambda u: np.fft.fft(u).real * u, u)  # (fft's transpose is one transform too)
+    np.asarray(J)
+    assert J.rows_evaluated == 12 and J.cols_evaluated == 0

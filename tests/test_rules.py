@@ -204,7 +204,7 @@ def test_every_elementwise_primitive_declares_its_kink_or_none_and_every_kink_it
 def test_the_fact_tables_name_registered_primitives_and_known_forms_only():
     prims = set(_every_primitive())
     for table in (facts.SAMPLE_RULES, facts.KINK_CROSSINGS, facts.SHIFT_FORMS,
-                  facts.MATRIX_PRODUCTS, facts.CONDITION_ARGUMENTS):
+                  facts.MATRIX_PRODUCTS, facts.HEAVIER_IN_REVERSE, facts.CONDITION_ARGUMENTS):
         assert set(table) <= prims
     assert set(facts.SHIFT_FORMS.values()) <= facts.FORMS
 

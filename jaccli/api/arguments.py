@@ -93,8 +93,9 @@ def check_vector(v: Any, shapes: list[tuple], side: str, what: str, complex_side
     out = []
     for k, (vk, shape) in enumerate(zip(vs, shapes)):
         complex_side = k < len(complex_sides) and complex_sides[k]
-        if type(vk) is np.ndarray and vk.dtype == (_COMPLEX if complex_side else _FLOAT) and vk.shape == tuple(shape):
-            out.append(vk)  # what the checks below give it back as (a loop of products pays for them on every call)
+        if type(vk) is np.ndarray and vk.dtype == (_COMPLEX if complex_side else _FLOAT) \
+                and vk.shape == tuple(shape):
+            out.append(vk)  # what the checks below give back (a loop of products paid for them on every call)
             continue
         entry = f"Entry {k} in " if len(shapes) > 1 else ""
         if type(vk) is not Tracer and holds_tracer(vk):

@@ -16,7 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from jaccli.engine import MATRIX_PRODUCTS, Phase, Recording, SparseBlock, blocks, scatter_cols, scatter_rows, separable
+from jaccli.engine import (HEAVIER_IN_REVERSE, MATRIX_PRODUCTS, Phase, Recording, SparseBlock, blocks, scatter_cols,
+                           scatter_rows, separable)
 
 from .block_stores import BlockStores, PartialStore
 from .diagonal_blocks import DiagonalBlocks
@@ -82,6 +83,7 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
         self.seeds_used = 0
         self.batch_checked = False
         self._products: bool | None = None
+        self._heavier_in_reverse: bool | None = None
         self._diagonals: dict[tuple[int, int], np.ndarray | None] = {}
         self.kinds: set[str] = set()  # the kinds of sweep run so far: "reverse", "forward", "diagonal"
         self.lock = threading.RLock()  # held by the lazy objects while they fill the caches
@@ -101,6 +103,12 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
         if self._products is None:
             self._products = self.rec.records(frozenset(p.name for p in MATRIX_PRODUCTS))
         return self._products
+
+    def _reverse_on_a_tie(self) -> bool:
+        """As many rows as columns: reverse, unless a recorded operation's reverse rule costs more."""
+        if self._heavier_in_reverse is None:
+            self._heavier_in_reverse = self.rec.records(frozenset(p.name for p in HEAVIER_IN_REVERSE))
+        return not self._heavier_in_reverse
 
     # -- evaluation ----------------------------------------------------------------
     def row_sweep(self, i: int, block: np.ndarray) -> list:
@@ -257,7 +265,8 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
             return "cached"
         if mode == "auto" and self.is_diagonal(i, j) and self._ensure_diagonal(i, j, miss_r, miss_c):
             return "forward"
-        if mode == "reverse" or (mode == "auto" and miss_r.size <= miss_c.size):
+        if mode == "reverse" or (mode == "auto" and (miss_r.size < miss_c.size or (
+                miss_r.size == miss_c.size and self._reverse_on_a_tie()))):
             self.ensure_rows(i, miss_r)
             return "reverse"
         self.ensure_cols(j, miss_c)

@@ -210,11 +210,18 @@ def test_products_of_replayed_complex_spectra_follow_jaxs_conventions(rng):
     assert real_in.replays >= 2 and holomorphic.replays >= 4
 
 
-def test_a_square_jacobian_through_real_ffts_is_swept_forward_by_auto(rng):
+def test_a_large_square_jacobian_through_real_ffts_is_swept_forward_by_auto(rng, monkeypatch):
     # rfft's and irfft's transposes conjugate and weight the spectrum besides transforming it: with
-    # as many rows as columns, mode="auto" takes columns (forward), and gets what reverse gets; a
-    # square Jacobian without them still takes rows
+    # as many rows as columns, in a block too large for the caches (made small here), mode="auto"
+    # takes columns (forward), and gets what reverse gets; a square Jacobian without them, or a
+    # smaller one, still takes rows
+    from jaccli.api import evaluator
+
     u = rng.standard_normal(12)
+    J = jaccli.jacobian(_ks, u)
+    np.asarray(J)
+    assert J.rows_evaluated == 12 and J.cols_evaluated == 0
+    monkeypatch.setattr(evaluator, "FORWARD_ON_A_TIE_FROM", 144)
     J = jaccli.jacobian(_ks, u)
     dense = np.asarray(J)
     assert J.cols_evaluated == 12 and J.rows_evaluated == 0

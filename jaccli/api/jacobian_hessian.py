@@ -62,8 +62,8 @@ def jacobian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | Non
         wrt: which inputs to differentiate (positions or parameter names); the others are data.
         batch_axis: None, or 0 for per-sample Jacobians ``(B,) + out.shape[1:] + in.shape[1:]``.
         strict: raise when an output is structurally independent of a differentiated input.
-        mode: "auto" (reverse for rows, forward when fewer columns are needed, or as many where f's
-            reverse rules cost more: real FFTs), "reverse", "forward".
+        mode: "auto" (reverse for rows, forward when fewer columns are needed, or as many in a
+            large block where f's reverse rules cost more: real FFTs), "reverse", "forward".
         chunk_size: seeds per sweep (an int), or None/"auto" for a memory budget.
         create_graph: keep results differentiable when f is itself being differentiated.
         holomorphic: f is holomorphic in its complex inputs: J is f'(z) (as JAX's holomorphic=True).

@@ -43,8 +43,8 @@ multiply a dense one (api/evaluator picks its seeds by this)."""
 
 HEAVIER_IN_REVERSE: set[_Primitive] = set()
 """Primitives whose reverse rule makes more passes over a block than their forward rule (a real FFT's
-transpose conjugates and weights the spectrum besides transforming it): a square Jacobian of a
-recording that holds one is swept forward by mode="auto" (api/evaluator)."""
+transpose conjugates and weights the spectrum besides transforming it): a square Jacobian too large
+for the caches, of a recording that holds one, is swept forward by mode="auto" (api/evaluator)."""
 
 CONDITION_ARGUMENTS: dict[_Primitive, int] = {}
 """The position of the argument that is a condition (np.where's 0): a report names it "its condition"

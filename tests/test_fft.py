@@ -144,6 +144,30 @@ def test_the_transforms_give_numpys_results_to_the_bit(rng, monkeypatch, ufuncs)
                     np.testing.assert_array_equal(got, want)
 
 
+def test_numpys_private_ufuncs_are_used_only_while_they_agree_with_its_functions(monkeypatch):
+    # the private interface is checked once at import; a NumPy whose ufuncs changed gets its functions
+    from jaccli.engine.rules import fft as rules
+
+    if int(np.__version__.split(".")[0]) >= 2:
+        assert rules._pfu is not None and rules._private_ufuncs_agree()
+        real = rules._pfu
+
+        class Shifted:  # every transform off by one ulp-sized amount: no longer NumPy's to the bit
+            def __getattr__(self, name):
+                ufunc = getattr(real, name)
+                return lambda *a, **kw: ufunc(*a, **kw) * (1 + 2 ** -40)
+
+        class Changed:  # a signature that no longer takes these arguments
+            def __getattr__(self, name):
+                def call(*a, **kw):
+                    raise TypeError("unexpected keyword argument 'axes'")
+                return call
+
+        for stub in (Shifted(), Changed()):
+            monkeypatch.setattr(rules, "_pfu", stub)
+            assert not rules._private_ufuncs_agree()
+
+
 @pytest.mark.parametrize("mode", ["forward", "reverse"])
 def test_hessians_through_the_transposes_match_central_differences_of_the_gradient(rng, mode):
     # the cotangents reaching rfft's and irfft's transposes depend on u, so the Hessian takes the

@@ -40,8 +40,7 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from .facts import (CONDITION_ARGUMENTS, CONVENTION_WORDS, EXPRESSION_FUNCTIONS, HEAVIER_IN_REVERSE, KINK_CROSSINGS,
-                        LIMIT_WORDS,
-                        MATRIX_PRODUCTS, STRUCTURES)
+                        LIMIT_WORDS, MATRIX_PRODUCTS, STRUCTURES)
     from .guards import Guard, current_errstate, errstate_token
     from .limits import limit_met
     from .numpy_proxies import primal_nested

@@ -34,7 +34,7 @@ def test_a_replay_answered_by_a_program_makes_no_nodes(monkeypatch):
     f, (W1, b1, W2) = _mlp()
     g = jaccli.record_once(f)
     rng = np.random.default_rng(1)
-    for _ in range(4):
+    for _ in range(7):
         x = rng.standard_normal(5)
         h = np.tanh(W1 @ x + b1)
         np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, x)), (W2 * (1 - h * h)) @ W1, rtol=1e-13)
@@ -164,43 +164,60 @@ def test_a_guard_that_an_earlier_one_repeats_is_checked_once_and_one_on_other_va
 
 
 def _loop(x):
-    for _ in range(700):  # 2100 recorded operations: a long recording (replays.TIERED_NODES)
+    for _ in range(700):  # 2100 recorded operations: its sweep's program is compiled a call after it is traced
         x = np.sin(x) * 0.9 + 0.01 * x
     return x
 
 
-def _loop_jacobian(x):
-    return central_diff(_loop, x)
+def _counted(monkeypatch):
+    """How many times each step of compiling a recording was taken (replays.Replayable)."""
+    from jaccli.replay import replay_trace
+
+    made = {"forward": 0, "traced": 0, "compiled": 0, "checked": 0}
+    real = {"forward": replay_trace.compile_forward, "traced": programs.traced, "compiled": programs.Traced.compiled,
+            "checked": programs.agrees}
+
+    def counting(name):
+        def run(*args):
+            made[name] += 1
+            return real[name](*args)
+        return run
+    monkeypatch.setattr(replay_trace, "compile_forward", counting("forward"))
+    monkeypatch.setattr(programs, "traced", counting("traced"))
+    monkeypatch.setattr(programs.Traced, "compiled", counting("compiled"))
+    monkeypatch.setattr(programs, "agrees", counting("checked"))
+    return made
 
 
-def test_a_long_recording_is_compiled_by_its_replays_in_turn(monkeypatch):
-    from jaccli.replay import replay_trace, replays
+@pytest.mark.parametrize("case", ["long", "short"])
+def test_a_recording_is_compiled_by_its_replays_one_step_a_call(monkeypatch, case):
+    # issue 43 and 44: no call may cost much more than a plain one (the first replay of a
+    # Hessian cost 8-10, recording a loop's program 3.3): the first replay compiles nothing,
+    # and each later one does one step of the work; a short sweep is traced and compiled at once
+    from jaccli.replay import replays
 
-    made = {"forward": 0, "programs": 0}
-    compile_forward, record = replay_trace.compile_forward, programs.record
-
-    def counting_forward(*args):
-        made["forward"] += 1
-        return compile_forward(*args)
-
-    def counting_record(*args):
-        made["programs"] += 1
-        return record(*args)
-
-    monkeypatch.setattr(replay_trace, "compile_forward", counting_forward)
-    monkeypatch.setattr(programs, "record", counting_record)
-    g = jaccli.record_once(_loop)
-    seen = []
-    for k in range(5):
+    made = _counted(monkeypatch)
+    f, reference = (_loop, lambda x: central_diff(_loop, x)) if case == "long" else \
+        (lambda x: np.sin(x) * x, lambda x: np.diag(np.cos(x) * x + np.sin(x)))
+    g = jaccli.record_once(f)
+    seen, paths = [], []
+    for k in range(7):
         x = np.array([0.3, -0.2, 0.5]) + 0.01 * k
         J = jaccli.jacobian(g, x, mode="forward")
-        np.testing.assert_allclose(np.asarray(J), _loop_jacobian(x), rtol=1e-6, atol=1e-9)
-        seen.append(dict(made))
-    assert _replay_of(g).trace.size() >= replays.TIERED_NODES
-    # recorded; replayed node by node; forward compiled; one program recorded; that program run
-    assert seen == [{"forward": 0, "programs": 0}, {"forward": 0, "programs": 0}, {"forward": 1, "programs": 0},
-                    {"forward": 1, "programs": 1}, {"forward": 1, "programs": 1}]
-    assert J._ev.rec.path == replays.COMPILED_SWEEP
+        np.testing.assert_allclose(np.asarray(J), reference(x), rtol=1e-6, atol=1e-9)
+        seen.append(tuple(made.values()))
+        paths.append(J._ev.rec.path)
+    # (forward, traced, compiled, checked) after each call: recorded; replayed node by node; forward
+    # compiled; sweep traced (and compiled, when short); compiled (long); checked; run
+    if case == "long":
+        assert _replay_of(g).trace.size() > replays.SHORT_PROGRAM
+        assert seen == [(0, 0, 0, 0), (0, 0, 0, 0), (1, 0, 0, 0), (1, 1, 0, 0), (1, 1, 1, 0), (1, 1, 1, 1),
+                        (1, 1, 1, 1)]
+        assert paths == ["recording"] + ["replay"] * 5 + [replays.COMPILED_SWEEP]
+    else:
+        assert seen == [(0, 0, 0, 0), (0, 0, 0, 0), (1, 0, 0, 0), (1, 1, 1, 0), (1, 1, 1, 1), (1, 1, 1, 1),
+                        (1, 1, 1, 1)]
+        assert paths == ["recording"] + ["replay"] * 4 + [replays.COMPILED_SWEEP] * 2
 
 
 def test_no_replay_holds_much_more_memory_than_a_plain_call():
@@ -311,3 +328,26 @@ def test_a_replays_error_state_is_entered_and_left_as_np_errstate_does():
         finally:
             np.seterrcall(old)
     assert calls == ["invalid value"] * 2
+
+
+def test_a_sweep_whose_constants_pass_max_bytes_stops_being_traced_at_once(monkeypatch):
+    # issue 44: a stack of 999 products kept eight 999 x 1000 constant blocks (60 MB next to the
+    # usual sweep's 27) before its program was refused for them; now tracing stops at the block
+    # that passes MAX_BYTES, and the replay is swept as usual
+    monkeypatch.setattr(programs, "MAX_BYTES", 150 * 150 * 8)
+    appended = []
+    append = programs._Lean.append
+    monkeypatch.setattr(programs._Lean, "append", lambda self, item: appended.append(1) or append(self, item))
+    g = jaccli.record_once(_stacked)
+    for k in range(6):
+        x = np.linspace(0.5, 1.5, 150) + 0.01 * k
+        want = np.zeros((149, 150))
+        want[np.arange(149), np.arange(149)] = x[1:]
+        want[np.arange(149), np.arange(1, 150)] = x[:-1]
+        np.testing.assert_array_equal(np.asarray(jaccli.jacobian(g, x, mode="reverse")), want)
+    assert list(_replay_of(g)._programs.values()) == [False]
+    assert 0 < len(appended) < 400  # stopped early: the whole sweep appends over 4000 nodes and guards
+
+
+def _stacked(x):
+    return np.stack([x[i] * x[i + 1] for i in range(x.shape[0] - 1)])

@@ -84,20 +84,37 @@ def agrees(got: list, want: list) -> bool:
             if g is not w:
                 return False
             continue
-        g, w = dense(g), dense(w)
-        if np.shape(g) != np.shape(w) or np.result_type(g) != np.result_type(w):
+        if _same_structure(g, w):
+            # part by part: densifying both (a 500 x 500 softmax Hessian's diagonal plus rank one)
+            # cost 4 plain calls of P6-n500 where the parts cost nothing
+            if all(_close(p, q) for p, q in zip((g.val, g.u, g.v), (w.val, w.u, w.v)) if p is not None):
+                continue
+        if not _close(dense(g), dense(w)):
             return False
-        with np.errstate(all="ignore"):
-            scale = float(np.max(np.abs(w), initial=0.0, where=np.isfinite(w)))
-            if not np.allclose(g, w, rtol=1e-9, atol=1e-9 * scale, equal_nan=True):
-                return False
     return True
 
 
-class Program:
-    """A recorded sweep: run(vals, seeds) -> the sweep's results for a replay's values, or None."""
+def _same_structure(g: Any, w: Any) -> bool:
+    return type(g) is SparseBlock and type(w) is SparseBlock and g.shape == w.shape \
+        and all((p is None) == (q is None) and (p is None or p.shape == q.shape)
+                for p, q in zip((g.idx, g.val, g.u, g.v), (w.idx, w.val, w.u, w.v))) \
+        and np.array_equal(g.idx, w.idx)
 
-    __slots__ = ("seed_slots", "fn")
+
+def _close(g: Any, w: Any) -> bool:
+    if np.shape(g) != np.shape(w) or np.result_type(g) != np.result_type(w):
+        return False
+    with np.errstate(all="ignore"):
+        scale = float(np.max(np.abs(w), initial=0.0, where=np.isfinite(w)))
+        return bool(np.allclose(g, w, rtol=1e-9, atol=1e-9 * scale, equal_nan=True))
+
+
+class Program:
+    """A recorded sweep: run(vals, seeds) -> the sweep's results for a replay's values, or None.
+    `checked`: whether its results were found to be the usual sweep's (`agrees`), on the replay
+    after the one that recorded it (replays.Replayable.answer)."""
+
+    __slots__ = ("seed_slots", "fn", "checked")
 
     def run(self, vals: list, seeds: tuple) -> list | None:
         """The results for a replay's values `vals` (of the nodes of the recording the program was
@@ -136,12 +153,17 @@ class _Lean(list):
     products, 7 GB). What the program needs is kept: each node's operation, its constant
     arguments, and whether its value is a plain array (`plain`, by node index).
 
-    `budget`: bytes the sweep may make in all; past it, recording stops (_TooLarge)."""
+    `budget`: bytes the sweep may make in all; past it, recording stops (_TooLarge). So it does
+    when the arrays that its nodes keep as constants (what the seeds give through f's constants:
+    a dense block of identity seeds scattered, masked, sliced) pass MAX_BYTES, which a program may
+    not hold: each is a block as large as the result, and a stack of 999 products held eight of
+    them (60 MB next to the usual sweep's 27) before the program was refused for them (issue 44)."""
 
     def __init__(self, nodes: list = (), budget: float = float("inf")) -> None:
         super().__init__(nodes)
         self.plain: dict[int, bool] = {}
         self.budget = budget
+        self.held = MAX_BYTES
 
     def append(self, item: Any) -> None:
         super().append(item)
@@ -155,6 +177,9 @@ class _Lean(list):
         self.plain[item.index] = type(value) is np.ndarray or isinstance(value, np.generic)
         item.value = None  # (the sweep reads it from its Tracer, which goes once used)
         item.args = _without_refs(item.args, item.parents)
+        self.held -= sum(a.nbytes for a in item.args if type(a) is np.ndarray)
+        if self.held < 0:
+            raise _TooLarge
 
 
 class _TooLarge(Exception):
@@ -185,11 +210,33 @@ def _without_refs(args: tuple, refs: tuple) -> tuple:
 
 def record(trace: Trace, kind: str, starts: tuple, ends: tuple, seeds: tuple) -> Program | None:
     """The program of one sweep of `trace`, recorded by sweeping it with its operations traced;
-    None when it cannot be one.
+    None when it cannot be one. (`traced`, then `Traced.compiled`: the two halves, which a replay
+    may make on two calls, see replays.Replayable.answer.)
 
     kind "reverse": `starts` are (node, output index) pairs seeded with cotangents, `ends` input
     nodes. kind "forward": `starts` are input nodes seeded with tangents, `ends` (node, index) pairs.
     """
+    made = traced(trace, kind, starts, ends, seeds)
+    return None if made is None else made.compiled()
+
+
+class Traced:
+    """A sweep recorded as a program's steps, not yet compiled (codegen.compile_steps): what it
+    holds is the steps' functions, constants and slots, no value of the replay it was made from."""
+
+    __slots__ = ("steps", "loads", "results", "seed_slots")
+
+    def compiled(self) -> Program | None:
+        prog = Program()
+        prog.seed_slots = self.seed_slots
+        prog.fn = compile_steps(self.steps, self.loads, self.results, "sweep")
+        prog.checked = False
+        return prog
+
+
+def traced(trace: Trace, kind: str, starts: tuple, ends: tuple, seeds: tuple) -> Traced | None:
+    """One sweep of `trace` (as for `record`) with its operations traced, as the steps of a
+    program; None when it cannot be one."""
     ext = Trace()  # the trace's operations, then the sweep's (the nodes are shared, not copied)
     n = len(trace.nodes)
     ext.nodes = _Lean(trace.nodes, sweep_budget(trace, seeds))
@@ -218,7 +265,7 @@ def record(trace: Trace, kind: str, starts: tuple, ends: tuple, seeds: tuple) ->
     return _program(ext, n, seed_slots, out)
 
 
-def _program(ext: Trace, n: int, seed_slots: list, out: list) -> Program | None:
+def _program(ext: Trace, n: int, seed_slots: list, out: list) -> Traced | None:
     budget = MAX_BYTES
     seeded = {s for s in seed_slots if s is not None}
     entries = []  # (position, order, op): guards go before the operation they were taken before
@@ -253,10 +300,9 @@ def _program(ext: Trace, n: int, seed_slots: list, out: list) -> Program | None:
         if slot in made:
             continue
         loads[slot] = ("seeds", seed_slots.index(slot)) if slot in seeded else ("vals", slot)
-    prog = Program()
-    prog.seed_slots = tuple(seed_slots)
-    prog.fn = compile_steps(steps, loads, results, "sweep")
-    return prog
+    out = Traced()
+    out.steps, out.loads, out.results, out.seed_slots = steps, loads, results, tuple(seed_slots)
+    return out
 
 
 def _result(o: Any, ext: Trace) -> tuple | None:

@@ -21,12 +21,13 @@ from .guards import ErrstateRun, guards_hold, same, snapshot, substituted
 REPLAY = "replay"
 COMPILED_SWEEP = "compiled sweep"
 
-# A recording of so many operations is compiled by its replays in turn: the COMPILE_FORWARD_AT-th
-# compiles its forward replay, each from the RECORD_PROGRAMS_AT-th on records one sweep's program
-# (see Replayable.__init__).
-TIERED_NODES = 2000
+# A recording is compiled by its replays in turn, one step of the work a call (see Replayable.__init__):
+# the first replay runs node by node and compiles nothing, the COMPILE_FORWARD_AT-th compiles the
+# forward replay, and each later one takes each of its sweep requests one step further: its sweep
+# traced as a program's steps, those steps compiled (in the same call when they are at most
+# SHORT_PROGRAM), the program's first results checked against the usual sweep's, then the program run.
 COMPILE_FORWARD_AT = 2
-RECORD_PROGRAMS_AT = 3
+SHORT_PROGRAM = 1000
 
 
 class Replayable(Recording):
@@ -57,17 +58,17 @@ class Replayable(Recording):
         # replay runs node by node]
         self._forward: list = [None]
         # How many replays were made of this recording (shared with them), and which one this is.
-        # Compiling a long recording (a Python loop: thousands of small operations) costs about what
-        # a call costs: Python compiles a line about as fast as f records an operation, and recording
-        # a sweep's program costs a few sweeps. So a long recording is compiled by its replays in
-        # turn: the first runs node by node and sweeps as usual, the second compiles the forward
-        # replay, and each later one records at most one program. No call then costs much more than
-        # a plain one (issue 44: the first replay of a loop's Jacobian cost 8 plain calls), and a
-        # recording replayed once compiles nothing. A short one compiles at once, where it gains most.
-        self._tiered = self.trace.size() >= TIERED_NODES
+        # Compiling costs about what a call costs, whatever the size: Python compiles a line about
+        # as fast as f records an operation; tracing a sweep as a program costs the sweep plus what
+        # recording f costs; checking the program costs a sweep. Done in one call, that was up to
+        # 3.3 plain calls (issue 44's Lotka-Volterra integrator, 16,000 operations), and 3-7 for
+        # the benchmark's small Hessians (issue 43: 8-10 for a Lennard-Jones Hessian). So each
+        # replay does one step of it (COMPILE_FORWARD_AT): no call costs much more than 2 plain
+        # calls, and a recording replayed once (a second call, which proves nothing about reuse)
+        # compiles nothing.
         self._made = [0]
         self._nth = 0
-        self._recorded = False
+        self._advanced: set = set()  # the requests this call took a step further (one step each)
 
     def __getattr__(self, name: str) -> Any:
         # A replay's nodes are made when first read (replay_trace): so are these lists of them.
@@ -116,7 +117,7 @@ class Replayable(Recording):
         self._made[0] += 1
         nth = self._made[0]
         fw = self._forward[0]
-        if fw is None and self._tiered and nth < COMPILE_FORWARD_AT:
+        if fw is None and nth < COMPILE_FORWARD_AT:
             return self._replay_nodes(args, new_in, nth)
         if fw is None:
             try:
@@ -224,30 +225,30 @@ class Replayable(Recording):
         rec._programs = self._programs
         rec._forward = self._forward
         rec._made = self._made
-        rec._tiered = self._tiered
         rec._nth = nth
-        rec._recorded = False
+        rec._advanced = set()
         rec._replayed = True
         rec.path = REPLAY
         return rec
 
     def answer(self, kind: str, request: tuple, seeds: tuple, where: Callable[[], tuple[tuple, tuple]],
-              sweep: Callable[[], list], alt: tuple | None = None) -> list:
+               sweep: Callable[[], list], alt: tuple | None = None) -> list:
         """The sweep's results: from its compiled sweep (compiled_sweeps) where there is one.
 
-        The first replay that makes a request with no program yet (of a long recording: one from the
-        RECORD_PROGRAMS_AT-th on, one request a replay) sweeps as usual, then records the sweep as a
-        program and runs it once: the program is kept if it gives the usual sweep's results (`agrees`) in a
-        form no larger and where it gains (`worth_keeping`, which reads the results' structure, never a clock),
-        else the request is marked to be swept as usual. Later replays run the program; one whose
-        guard fails is swept as usual. The recording that f made itself, which may never be
-        replayed, records none.
+        A request gets its program over the replays after the one that compiles the forward
+        replay, one step a call (see __init__), each call sweeping as usual meanwhile: its sweep
+        traced as a program's steps (`compiled_sweeps.traced`; none where it cannot be one), those
+        steps compiled (at once if they are few), then the program run beside the usual sweep and
+        kept if it gives its results (`agrees`) in a form no larger and where it gains
+        (`worth_keeping`, which reads the results' structure, never a clock); else the request is
+        marked to be swept as usual. Later replays run the program; one whose guard fails is swept
+        as usual. The recording that f made itself, and its first replay, record none.
 
         `alt`: the seeds in another form, which the program is recorded and run with while it is
         worth keeping: a small block of identity seeds is swept faster dense as usual, but as a
         structured block once compiled, where the bookkeeping is done when it is recorded (P3's
-        tridiagonal Hessian, n = 100). The usual sweep keeps `seeds`, so that a first replay gives
-        what a fresh recording gives, to the last bit.
+        tridiagonal Hessian, n = 100). The usual sweep keeps `seeds`, so that a replay swept as
+        usual gives what a fresh recording gives, to the last bit.
         """
         if not self._replayed:
             return sweep()
@@ -257,25 +258,35 @@ class Replayable(Recording):
             if alt_key is not None and self._programs.get(alt_key) is not False:
                 key, seeds = alt_key, alt  # (the program's seeds from here on; the usual sweep keeps its own)
         prog = None if key is None else self._programs.get(key)
-        if prog:
+        if type(prog) is compiled_sweeps.Program and prog.checked:
             with pause_for(self.trace):
                 out = prog.run(self.trace.values(), seeds)
             if out is not None:
                 self.path = COMPILED_SWEEP
                 return out
+            return sweep()
         # A recording that writes in place (a loop of y[i] = v) is swept in place as f wrote it; a
         # program's traced writes copy the array each time (4x the usual sweep on issue 44's loop).
-        if prog is not None or key is None or len(self._programs) >= compiled_sweeps.MAX_PROGRAMS \
-                or (self._tiered and (self._nth < RECORD_PROGRAMS_AT or self._recorded)) or self._forward[0] is False:
+        if prog is False or key is None or self._nth <= COMPILE_FORWARD_AT or not self._forward[0] \
+                or key in self._advanced \
+                or (prog is None and len(self._programs) >= compiled_sweeps.MAX_PROGRAMS):
             return sweep()
-        self._recorded = True  # (a long recording's replay records one program: see __init__)
+        self._advanced.add(key)
         out = sweep()
         try:
             with pause_for(self.trace):
-                prog = compiled_sweeps.record(self.trace, kind, *where(), seeds)
-                got = None if prog is None else prog.run(self.trace.values(), seeds)
+                if prog is None:
+                    prog = compiled_sweeps.traced(self.trace, kind, *where(), seeds)
+                    if prog is not None and len(prog.steps) <= SHORT_PROGRAM:
+                        prog = prog.compiled()
+                elif type(prog) is compiled_sweeps.Traced:
+                    prog = prog.compiled()
+                else:
+                    got = prog.run(self.trace.values(), seeds)
+                    prog.checked = got is not None and compiled_sweeps.agrees(got, out) \
+                        and compiled_sweeps.worth_keeping(got, out, self.trace.size())
+                    prog = prog if prog.checked else None
         except Exception:  # noqa: BLE001 - a sweep that cannot be recorded as a program is swept as usual
-            got = None
-        kept = got is not None and compiled_sweeps.agrees(got, out) and compiled_sweeps.worth_keeping(got, out, self.trace.size())
-        self._programs[key] = prog if kept else False
+            prog = None
+        self._programs[key] = False if prog is None else prog
         return out

@@ -24,10 +24,9 @@ COMPILED_SWEEP = "compiled sweep"
 # A recording is compiled by its replays in turn, one step of the work a call (see Replayable.__init__):
 # the first replay runs node by node and compiles nothing, the COMPILE_FORWARD_AT-th compiles the
 # forward replay, and each later one takes each of its sweep requests one step further: its sweep
-# traced as a program's steps, those steps compiled (in the same call when they are at most
-# SHORT_PROGRAM), the program's first results checked against the usual sweep's, then the program run.
+# traced as a program's steps, those steps compiled, the program's first results checked against
+# the usual sweep's, then the program run.
 COMPILE_FORWARD_AT = 2
-SHORT_PROGRAM = 1000
 
 
 class Replayable(Recording):
@@ -238,7 +237,7 @@ class Replayable(Recording):
         A request gets its program over the replays after the one that compiles the forward
         replay, one step a call (see __init__), each call sweeping as usual meanwhile: its sweep
         traced as a program's steps (`compiled_sweeps.traced`; none where it cannot be one), those
-        steps compiled (at once if they are few), then the program run beside the usual sweep and
+        steps compiled, then the program run beside the usual sweep and
         kept if it gives its results (`agrees`) in a form no larger and where it gains
         (`worth_keeping`, which reads the results' structure, never a clock); else the request is
         marked to be swept as usual. Later replays run the program; one whose guard fails is swept
@@ -277,8 +276,6 @@ class Replayable(Recording):
             with pause_for(self.trace):
                 if prog is None:
                     prog = compiled_sweeps.traced(self.trace, kind, *where(), seeds)
-                    if prog is not None and len(prog.steps) <= SHORT_PROGRAM:
-                        prog = prog.compiled()
                 elif type(prog) is compiled_sweeps.Traced:
                     prog = prog.compiled()
                 else:

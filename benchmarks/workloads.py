@@ -79,6 +79,15 @@ def element_loop_stacked(m: Any, x: Any) -> Any:
     return m.stack([x[i] * x[(i + 1) % n] for i in range(n)])
 
 
+def lennard_jones(m: Any, x: Any) -> Any:
+    """The energy of atoms at x (3 coordinates each): 4 (r^-12 - r^-6) summed over pairs (issue 43's Hessian)."""
+    X = x.reshape(-1, 3)
+    d = X[:, None, :] - X[None, :, :]
+    i, j = np.triu_indices(X.shape[0], 1)
+    inv6 = 1.0 / m.sum(d * d, axis=-1)[i, j] ** 3
+    return m.sum(4.0 * (inv6 * inv6 - inv6))
+
+
 def stencil(m: Any, x: Any) -> Any:
     g = int(round(x.shape[0] ** 0.5))
     u = x.reshape(g, g)
@@ -150,6 +159,26 @@ def _concat_ref(x: np.ndarray) -> np.ndarray:
     return J
 
 
+def _lj_hessian(x: np.ndarray) -> np.ndarray:
+    """Closed form: per pair, E(s) of s = |r|^2 with r = x_i - x_j; d2E/dx_i2 = 2 E'(s) I + 4 E''(s) r r^T."""
+    X = x.reshape(-1, 3)
+    H = np.zeros((x.size, x.size))
+    for i in range(len(X)):
+        for j in range(i + 1, len(X)):
+            r = X[i] - X[j]
+            s = r @ r
+            block = 2 * 4 * (-6 * s ** -7 + 3 * s ** -4) * np.eye(3) + 4 * 4 * (42 * s ** -8 - 12 * s ** -5) * np.outer(r, r)
+            for a, b, sign in ((i, i, 1), (j, j, 1), (i, j, -1), (j, i, -1)):
+                H[3 * a:3 * a + 3, 3 * b:3 * b + 3] += sign * block
+    return H
+
+
+def _lj_atoms(n: int = 38) -> np.ndarray:
+    """n atoms near a cubic lattice of spacing 1.1 (around the pair potential's minimum), slightly shaken."""
+    grid = np.stack(np.meshgrid(np.arange(4), np.arange(4), np.arange(3), indexing="ij"), -1).reshape(-1, 3)[:n]
+    return (1.1 * grid + 0.05 * np.random.default_rng(0).standard_normal((n, 3))).ravel()
+
+
 def _stencil_rows_ref(x: np.ndarray, rows: int) -> np.ndarray:
     g = int(round(x.size ** 0.5))
     J = np.zeros((rows, x.size))
@@ -171,6 +200,7 @@ class Workload:
     rows: int | None = None  # only these first rows of the Jacobian (lazy rows)
     numpy_f: Callable | None = None  # jaccli's f when it differs from f(np, .) (in-place writes)
     peers: bool = True  # whether the peers differentiate it (an unrolled 10^4 loop: jit compiles for minutes)
+    hessian: bool = False  # the Hessian of a scalar f, not the Jacobian (jaccli only)
 
 
 def workloads() -> list[Workload]:
@@ -186,6 +216,7 @@ def workloads() -> list[Workload]:
     for n in (1000, 3000):
         out.append(Workload(f"stack-{n}", stack, np.linspace(0.5, 1.5, n), _stack_ref))
     out.append(Workload("concat-1000", concatenate, np.linspace(0.5, 1.5, 10000), _concat_ref))
+    out.append(Workload("lj-hessian-114", lennard_jones, _lj_atoms(), _lj_hessian, peers=False, hessian=True))
     out.append(Workload("stencil300-rows10", stencil, np.linspace(0.1, 1.0, 300 * 300),
                         lambda x: _stencil_rows_ref(x, 10), rows=10))
     return out
@@ -204,6 +235,8 @@ def _jaccli(w: Workload, once: bool) -> Callable[[np.ndarray], np.ndarray]:
     f = w.numpy_f or (lambda x: w.f(np, x))
     if once:
         f = jaccli.record_once(f)
+    if w.hessian:
+        return lambda x: np.asarray(jaccli.hessian(f, x))
     if w.rows is not None:
         return lambda x: np.asarray(jaccli.jacobian(f, x)[:w.rows])
     return lambda x: np.asarray(jaccli.jacobian(f, x))
@@ -299,7 +332,7 @@ def _operations(w: Workload) -> int:
     import jaccli
 
     f = w.numpy_f or (lambda x: w.f(np, x))
-    return jaccli.jacobian(f, w.x)._ev.rec.trace.size()
+    return (jaccli.hessian if w.hessian else jaccli.jacobian)(f, w.x)._ev.rec.trace.size()
 
 
 def time_workload(w: Workload, methods: list[str], samples: int) -> dict:
@@ -308,7 +341,7 @@ def time_workload(w: Workload, methods: list[str], samples: int) -> dict:
     plain = None
     for name in methods:
         if not w.peers and name not in ("jaccli", "record_once"):
-            row["methods"][name] = "skipped (an unrolled loop of 10^4 steps)"
+            row["methods"][name] = "skipped (" + ("a Hessian" if w.hessian else "an unrolled loop of 10^4 steps") + ")"
             continue
         try:
             fn = METHODS[name](w)

@@ -60,8 +60,12 @@ def worth_keeping(got: list, want: list, nodes: int) -> bool:
       recorded operation (the benchmark's P4-B256-n64, 2^20 numbers from 3 operations; P2-n1000-m1000):
       the gain is a few percent at most there, and a program's operations are not always the usual
       sweep's (a product's traced form), which can cost as much."""
-    return all(stored(g) <= stored(w) for g, w in zip(got, want)) \
-        and sum(map(stored, got)) <= MAX_STORED_PER_NODE * max(nodes, 1)
+    return fits(list(map(stored, got)), want, nodes)
+
+
+def fits(sizes: list, want: list, nodes: int) -> bool:
+    """worth_keeping, from the numbers each of the program's results holds (`stored`)."""
+    return all(n <= stored(w) for n, w in zip(sizes, want)) and sum(sizes) <= MAX_STORED_PER_NODE * max(nodes, 1)
 
 
 def stored(block: Any) -> int:
@@ -105,6 +109,13 @@ def _close(g: Any, w: Any) -> bool:
     if np.shape(g) != np.shape(w) or np.result_type(g) != np.result_type(w):
         return False
     with np.errstate(all="ignore"):
+        if np.size(w) and np.result_type(w).kind == "f":
+            # within atol of each other everywhere: what allclose accepts first, in a few passes
+            # without its temporaries (allclose took 5 plain calls of P2-n1000-m1000's Jacobian)
+            scale = max(float(np.max(w)), -float(np.min(w)))
+            d = np.subtract(g, w)
+            if scale < np.inf and float(np.max(np.abs(d, out=d))) <= 1e-9 * scale:
+                return True
         scale = float(np.max(np.abs(w), initial=0.0, where=np.isfinite(w)))
         return bool(np.allclose(g, w, rtol=1e-9, atol=1e-9 * scale, equal_nan=True))
 
@@ -222,9 +233,10 @@ def record(trace: Trace, kind: str, starts: tuple, ends: tuple, seeds: tuple) ->
 
 class Traced:
     """A sweep recorded as a program's steps, not yet compiled (codegen.compile_steps): what it
-    holds is the steps' functions, constants and slots, no value of the replay it was made from."""
+    holds is the steps' functions, constants and slots, no value of the replay it was made from;
+    `sizes`: how many numbers each of its results held (`stored`), for `fits`."""
 
-    __slots__ = ("steps", "loads", "results", "seed_slots")
+    __slots__ = ("steps", "loads", "results", "seed_slots", "sizes")
 
     def compiled(self) -> Program | None:
         prog = Program()
@@ -300,9 +312,19 @@ def _program(ext: Trace, n: int, seed_slots: list, out: list) -> Traced | None:
         if slot in made:
             continue
         loads[slot] = ("seeds", seed_slots.index(slot)) if slot in seeded else ("vals", slot)
-    out = Traced()
-    out.steps, out.loads, out.results, out.seed_slots = steps, loads, results, tuple(seed_slots)
-    return out
+    made = Traced()
+    made.steps, made.loads, made.results, made.seed_slots = steps, loads, results, tuple(seed_slots)
+    made.sizes = [stored(_valued(o)) for o in out]
+    return made
+
+
+def _valued(o: Any) -> Any:
+    """A traced sweep's result with its traced values (or parts) as plain ones."""
+    if type(o) is Tracer:
+        return o._value
+    if type(o) is SparseBlock and o.traced:
+        return SparseBlock(o.shape, *(p._value if type(p) is Tracer else p for p in (o.idx, o.val, o.u, o.v)))
+    return o
 
 
 def _result(o: Any, ext: Trace) -> tuple | None:

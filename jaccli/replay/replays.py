@@ -276,6 +276,8 @@ class Replayable(Recording):
             with pause_for(self.trace):
                 if prog is None:
                     prog = compiled_sweeps.traced(self.trace, kind, *where(), seeds)
+                    if prog is not None and not compiled_sweeps.fits(prog.sizes, out, self.trace.size()):
+                        prog = None  # (no use compiling and checking what would not be kept: P4-B256-n64)
                 elif type(prog) is compiled_sweeps.Traced:
                     prog = prog.compiled()
                 else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -125,3 +126,48 @@ def test_overlapping_recordings_in_threads_leave_the_collector_on(eager_collecto
     t.join(timeout=10)
     assert seen == [False]
     assert gc.isenabled()
+
+
+class _Cycle:
+    def __init__(self):
+        self.me = self
+
+
+def test_objects_made_while_paused_are_aged_and_a_cycle_f_made_is_still_collected(eager_collector, monkeypatch):
+    # After the pause, the young objects (a recording's, and f's) go to the oldest generation unwalked;
+    # a full collection before a later recording finds the cycles among them.
+    from jaccli.engine import freezer
+
+    monkeypatch.setattr(freezer, "_AGE_FROM", 100)
+    monkeypatch.setattr(freezer, "_FULL_FROM", 1000)
+    monkeypatch.setattr(freezer, "_aged", [0, 0])
+    made = []
+
+    def f(x):
+        c = _Cycle()
+        made.append(weakref.ref(c))
+        return _loop(x)
+
+    x = np.linspace(0.5, 1.5, 200)
+    for _ in range(3):
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x))[5, 4:6], [x[5], x[4] + np.cos(x[5])])
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    assert freezer._aged[0] > 0 or freezer._aged[1] > 0  # objects were aged, or a full collection ran
+    for _ in range(40):
+        if all(r() is None for r in made[:-1]):
+            break
+        np.asarray(jaccli.jacobian(f, x))
+    assert all(r() is None for r in made[:-1]), "a cycle f made was never collected"
+
+
+def test_objects_someone_froze_stay_frozen(eager_collector, monkeypatch):
+    from jaccli.engine import freezer
+
+    monkeypatch.setattr(freezer, "_AGE_FROM", 100, raising=False)
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        np.asarray(jaccli.jacobian(_loop, np.linspace(0.5, 1.5, 200)))
+        assert frozen - 100 <= gc.get_freeze_count() <= frozen  # (a few frozen objects may have died meanwhile)
+    finally:
+        gc.unfreeze()

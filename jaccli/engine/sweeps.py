@@ -180,8 +180,16 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                 _pull_in_place(node, g, mine, store, owned, wrt_mask)  # never a cut c's consumer (cancelled_shifts._combine)
                 continue
             retraced = _retraced(node, trace) if traced else _probed(node, values) if values is not None else None
+            joint = None if node.prim.vjp_joint is None else _joint_cotangents(node, g, retraced)
             for argnum, parent, pidx in node.parents:
                 if not parent.deps & wrt_mask or (cut and parent.index in cut):
+                    continue
+                if joint is not None:
+                    ct = joint[argnum]
+                    if ct is not None:
+                        if MONITOR.v is not None:
+                            MONITOR.v(node, argnum, ct, "reverse")
+                        _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct, owned)
                     continue
                 if argnum == 0 and pidx is None and node.prim.vjp_into is not None and MONITOR.v is None \
                         and values is None:
@@ -241,6 +249,23 @@ def _pull_in_place(node: Node, g: Any, mine: bool, store: dict, owned: dict, wrt
         owned[id(ct)] = ct
     else:
         store[x_parent] = _add(old, ct, owned)
+
+
+def _joint_cotangents(node: Node, g: Any, retraced: tuple[Any, list] | None) -> list:
+    """Every argument's cotangent from node's joint reverse rule (Primitive.vjp_joint), made once per
+    node and cached as its forward counterpart is (made from traced or probed values: never cached)."""
+    if retraced is not None:
+        cts = node.prim.vjp_joint(retraced[0], *retraced[1], **node.kwargs)(g)
+    else:
+        if node._vjps is None:
+            node._vjps = {}
+        rule = node._vjps.get(-1)
+        if rule is None:
+            rule = node._vjps[-1] = node.prim.vjp_joint(node.value, *node.args, **node.kwargs)
+        cts = rule(g)
+    if is_complex(node.value):  # a real argument's cotangent is real (as Node._rule's real_cotangent)
+        cts = [ct if ct is None or not is_complex(ct) or is_complex(a) else np.real(ct) for ct, a in zip(cts, node.args)]
+    return cts
 
 
 def _retraced(node: Node, trace: Trace) -> tuple[Any, list]:

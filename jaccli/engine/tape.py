@@ -102,7 +102,7 @@ class Primitive:
     rule is reused by every sweep, so work that does not depend on the seed belongs in the maker.
     """
 
-    __slots__ = ("name", "impl", "vjps", "jvps", "jvp_joint", "nondiff", "zero_grad", "constant", "multi_out",
+    __slots__ = ("name", "impl", "vjps", "jvps", "jvp_joint", "vjp_joint", "nondiff", "zero_grad", "constant", "multi_out",
                  "kink", "structure", "sparse", "value_free", "vjp_into", "vjp_add", "in_place",
                  "vjp_in_place", "jvp_in_place")
 
@@ -123,6 +123,10 @@ class Primitive:
         # Optional forward rule taking every argument's tangent at once (None for constants),
         # for primitives like concatenate where one combined rule beats a sum of per-argument ones.
         self.jvp_joint: Callable | None = None
+        # Its reverse counterpart, optional beside the per-argument makers (which stay, for whatever
+        # reads them one by one): rule(g) gives every argument's cotangent at once (a list by
+        # argument, None for a zero). A join of n pieces makes one rule per sweep, not n of n arguments each.
+        self.vjp_joint: Callable | None = None
         self.nondiff = nondiff  # outputs carry no derivative at all (comparisons, argmax)
         self.zero_grad = zero_grad  # connected, but the derivative is zero (floor, sign)
         # A traced constant (zeros_like(x)): traced so that it can be assigned into, but

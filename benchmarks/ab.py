@@ -1,12 +1,13 @@
 """A/B in one process: jaccli as committed at REV against the working tree, on benchmark instances.
 
     python -m benchmarks.ab REV [--only P1-n100,P3-n100] [--rounds 15]
+    python -m benchmarks.ab REV --only rk4-lv,stack-1000    # workloads of benchmarks/workloads.py too
 
 REV's `jaccli/` is exported with `git archive` into a temporary folder as the package `jaccli_ab`
 (its absolute `jaccli` imports renamed), so both versions run in this process on the same
 instances, in alternating order within each round; a refactor is measured before and after this
 way (same machine, same load, same NumPy). Each side runs plain (f recorded on every call) and
-through `record_once`. The ratio is the median over rounds of after / before: below 1 is faster.
+through `record_once` (a workload of benchmarks/workloads.py: plain only). The ratio is the median over rounds of after / before: below 1 is faster.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from typing import Callable
 import numpy as np
 
 from benchmarks.instances import check, load
+from benchmarks.workloads import Workload, _check, workloads
 
 DEFAULT = "P1-n100,P2-n100-m100,P3-n100,P6-n500,P2-n1000-m1000,P3-n3000"
 _ABSOLUTE = re.compile(r"\b(from|import)(\s+)jaccli\b")
@@ -54,6 +56,14 @@ def runner(lib, inst, once: bool) -> Callable[[], np.ndarray]:
     return lambda: np.asarray(lib.jacobian(f, inst.x, mode="auto"))
 
 
+def workload_runner(lib, w: Workload) -> Callable[[], np.ndarray]:
+    """A workload's Jacobian, f recorded on every call (its first rows only, where it says so)."""
+    f = w.numpy_f or (lambda x: w.f(np, x))
+    if w.rows is not None:
+        return lambda: np.asarray(lib.jacobian(f, w.x)[:w.rows])
+    return lambda: np.asarray(lib.jacobian(f, w.x))
+
+
 def sample(run: Callable[[], object], min_s: float) -> float:
     """Mean seconds per call over enough back-to-back calls to last min_s."""
     loops, start = 0, time.perf_counter()
@@ -77,15 +87,20 @@ def main(argv: list[str] | None = None) -> int:
     print(f"A/B: before = {args.rev} (as jaccli_ab), after = the working tree; {args.rounds} rounds, "
           "median of per-round ratios after/before")
     print(f"{'instance':<18} {'method':<12} {'before':>10} {'after':>10} {'ratio':>7}")
+    loads = {w.id: w for w in workloads()}
     for iid in args.only.split(","):
-        inst = load(iid)
-        for once in (False, True):
+        work = loads.get(iid)
+        inst = load(iid) if work is None else None
+        for once in (False,) if work else (False, True):
             runs = {}
             for side, lib in sides.items():
-                run = runner(lib, inst, once)
-                ok, err, why = check(inst, run())
-                if not ok:
-                    raise SystemExit(f"{iid} {side}: wrong result ({why}, max error {err:.3g})")
+                run = runner(lib, inst, once) if work is None else workload_runner(lib, work)
+                if work is None:
+                    ok, err, why = check(inst, run())
+                    if not ok:
+                        raise SystemExit(f"{iid} {side}: wrong result ({why}, max error {err:.3g})")
+                elif (wrong := _check(work, run(), work.reference(work.x))) is not None:
+                    raise SystemExit(f"{iid} {side}: {wrong}")
                 run()
                 runs[side] = run
             times: dict[str, list[float]] = {"before": [], "after": []}

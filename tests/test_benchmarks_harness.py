@@ -156,3 +156,13 @@ def test_cli_cost_refuses_a_wrong_jacobian(monkeypatch):
     monkeypatch.setattr(cli_cost, "stencil_jacobian", lambda x: np.zeros((x.size, x.size)))
     with pytest.raises(SystemExit, match="wrong Jacobian"):
         cli_cost.phases(grid=3, rounds=1, processes=0)
+
+
+def test_ab_runs_the_workloads_plain():
+    import jaccli
+    from benchmarks.ab import workload_runner
+    from benchmarks.workloads import _check, workloads
+
+    w = next(w for w in workloads() if w.id == "stack-1000")
+    w.x = w.x[:50]  # (a small one: the harness, not the speed)
+    assert _check(w, workload_runner(jaccli, w)(), w.reference(w.x)) is None

@@ -80,7 +80,12 @@ def _add(old: Any, value: Any, owned: dict) -> Any:
                 and not value.traced:
             value.add_into(old)
             return old
-    out = old + value
+    if type(old) is np.ndarray and type(value) is SparseBlock and value.shape == old.shape and not value.traced \
+            and np.result_type(old, value.dtype) == old.dtype:
+        out = old.copy()  # (rather than old + value, which makes value dense first)
+        value.add_into(out)
+    else:
+        out = old + value
     if type(out) is np.ndarray:
         owned[id(out)] = out
     return out

@@ -12,6 +12,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 import jaccli
+from benchmarks.workloads import _stack_ref
 
 
 def stack_products(x):
@@ -24,14 +25,6 @@ def concat_pieces(x):
 
 def stack_rows(x):  # pieces of more than one element, stacked on a later axis
     return np.stack([x[i:i + 2] * x[i + 2] for i in range(x.shape[0] - 2)], axis=1)
-
-
-def _stack_ref(x):
-    n = x.size
-    J = np.zeros((n - 1, n))
-    J[np.arange(n - 1), np.arange(n - 1)] = x[1:]
-    J[np.arange(n - 1), np.arange(1, n)] += x[:-1]
-    return J
 
 
 def _concat_ref(x):

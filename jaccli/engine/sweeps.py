@@ -119,6 +119,13 @@ def _take(store: dict, node: Node, owned: dict) -> tuple[Any, bool]:
 
 
 
+# A structured cotangent reaching a write (y[i] = v) is made dense when it has at most this many elements
+# per recorded operation: a loop of n writes then costs one dense block and O(K) per write, not a
+# structured block's dozen NumPy calls per write; the block costs about what the sweep's visits of
+# the nodes cost, so a single write into a large array keeps its cotangent structured.
+_DENSE_PER_NODE = 2000
+
+
 # Called as MONITOR.v(node, argnum, value, "reverse" | "forward") for every value a rule
 # produces, when set (diagnostics: where did the first NaN or inf appear).
 MONITOR = ThreadSlot()
@@ -182,6 +189,8 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                 probe.node = node
             if node.prim.vjp_in_place is not None and not traced and values is None and MONITOR.v is None \
                     and type(g) in (np.ndarray, SparseBlock):
+                if type(g) is SparseBlock and g.size <= _DENSE_PER_NODE * len(trace.nodes) and not g.traced:
+                    g, mine = g.todense(), True  # (see _DENSE_PER_NODE)
                 _pull_in_place(node, g, mine, store, owned, wrt_mask)  # never a cut c's consumer (cancelled_shifts._combine)
                 continue
             retraced = _retraced(node, trace) if traced else _probed(node, values) if values is not None else None
@@ -199,6 +208,13 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                 if argnum == 0 and pidx is None and node.prim.vjp_into is not None and MONITOR.v is None \
                         and values is None:
                     acc = store.get(parent)
+                    if acc is None and retraced is None and node.prim.vjp_add is not None and type(g) is np.ndarray:
+                        # the first part sent back: scattered into zeros the sweep owns, for the next to add into
+                        acc = np.zeros(g.shape[:1] + np.shape(parent.value), dtype=g.dtype)
+                        if node.prim.vjp_add(acc, g, *node.args[1:], **node.kwargs):
+                            store[parent] = owned[id(acc)] = acc
+                            continue
+                        acc = None
                     if acc is not None and type(acc) not in (SparseBlock, _PendingSum) and type(g) is not SparseBlock:
                         args = node.args if retraced is None else retraced[1]
                         if retraced is None and node.prim.vjp_add is not None and _owns(owned, acc) \

@@ -209,12 +209,14 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                         and values is None:
                     acc = store.get(parent)
                     if acc is None and retraced is None and node.prim.vjp_add is not None and type(g) is np.ndarray:
-                        # the first part sent back: scattered into zeros the sweep owns, for the next to add into
-                        acc = np.zeros(g.shape[:1] + np.shape(parent.value), dtype=g.dtype)
-                        if node.prim.vjp_add(acc, g, *node.args[1:], **node.kwargs):
-                            store[parent] = owned[id(acc)] = acc
-                            continue
-                        acc = None
+                        # the first part sent back is fresh (Primitive.vjp_add): the sweep owns it, the next add into it
+                        rule = node.vjp(0)
+                        ct = None if rule is None else rule(g)
+                        if type(ct) is np.ndarray and ct.base is None:
+                            store[parent] = owned[id(ct)] = ct
+                        elif ct is not None:
+                            _accumulate(store, parent, pidx, 0, ct, owned)
+                        continue
                     if acc is not None and type(acc) not in (SparseBlock, _PendingSum) and type(g) is not SparseBlock:
                         args = node.args if retraced is None else retraced[1]
                         if retraced is None and node.prim.vjp_add is not None and _owns(owned, acc) \

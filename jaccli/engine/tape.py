@@ -153,7 +153,9 @@ class Primitive:
         # two (x[1:] and x[:-1] both send a part back to x: the second scatters into the first's).
         self.vjp_into: Callable | None = None
         # Its in-place form for a sum the sweep owns: vjp_add(acc, g, *other_args, **kw) adds
-        # rule(g) into acc and returns True, or returns False (acc unchanged) when it cannot.
+        # rule(g) into acc and returns True, or returns False (acc unchanged) when it cannot. With it, the
+        # maker's rule for argument 0 returns a fresh array for a plain g: the sweep owns that and adds the
+        # next parts into it.
         self.vjp_add: Callable | None = None
         # Optional reverse rule for argument 0 that writes into the cotangent itself, for a cotangent
         # the sweep owns: vjp_in_place(g, *other_args, **kw) changes g into argument 0's cotangent

@@ -114,8 +114,41 @@ def render(text: str, results_ref: str = "[benchmarks/RESULTS.md](benchmarks/RES
             again.get("jaccli record_once", "?").split(" ±")[0],
             _torch_ratio(again.get("T2: faster than torch & HIPS", "")),
             _verdict(again.get("T2: bound", "?"))]) + " |")
+    lines += _issue44(tables)
     lines += ["", END]
     return "\n".join(lines)
+
+
+def _issue44(tables: dict) -> list[str]:
+    """The targets of issues 44 and 39 and the workloads' headline figures, when the run had them."""
+    title = next((t for t in tables if t.startswith("Issue 44 and 39 targets")), None)
+    if title is None:
+        return []
+    lines = ["", "Issues 44 (Python loops, ODE integrators, the CLI's cost, record_once's memory) and 39 "
+             "(a spectral residual), from the same run:", ""]
+    for row in tables[title][0]:
+        lines.append(f"- {row['result']}, {row['target']}: {row['measured (this run)']} (limit: {row['limit']})")
+    found = [t for t in tables if t.startswith("Workloads of issue 44")]
+    if found and tables[found[0]]:
+        memory = {}
+        mem_title = next((t for t in tables if t.startswith("Workloads: peak memory")), None)
+        if mem_title and tables[mem_title]:
+            memory = {r["workload"]: r for r in tables[mem_title][0]}
+        lines += ["", "| workload | jaccli | record_once | torch.func best | jaccli / torch.func | "
+                  "record_once / plain | replay / plain memory |", "|---|---|---|---|---|---|---|"]
+        for row in tables[found[0]][0]:
+            lines.append("| " + " | ".join([
+                row["workload"], row["jaccli"].split(" ±")[0], row["record_once"].split(" ±")[0],
+                row["torch.func best"].split(" ±")[0] + _method(row["torch.func best"]),
+                row["jaccli / torch.func"], row["record_once / plain"],
+                memory.get(row["workload"], {}).get("replay / plain", "–")]) + " |")
+    return lines
+
+
+def _method(cell: str) -> str:
+    """`88.1 ms ±3% (jacfwd)` -> ` (jacfwd)`."""
+    m = re.search(r"( \([^()]*\))$", cell)
+    return m.group(1) if m else ""
 
 
 def _span(page: str) -> tuple[int, int]:

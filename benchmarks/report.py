@@ -285,7 +285,8 @@ def _lazy(results: dict) -> tuple[bool | None, str]:
     return r <= LAZY_LIMIT, txt
 
 
-def render(results: dict) -> str:
+def render(results: dict, more: tuple[list[str], list[str]] = ([], [])) -> str:
+    """RESULTS.md's text; `more`: a targets table placed after P1-P6's, and sections after theirs."""
     meta = results["meta"]
     summary, t2 = _summary(results)
     replayed, t2_once = _replayed(results)
@@ -334,6 +335,7 @@ def render(results: dict) -> str:
          verdict(beat_once_ok)],
         ["2b. in process: the same bounds", bound_once_txt, "every instance", verdict(bound_once_ok)],
     ])
+    lines += more[0]
     lines += ["", "## In process, steady state (median ± half IQR, per call)", "",
               "Each jaccli call includes `jaccli.jacobian(...)`/`hessian(...)` and `np.asarray`. "
               "Ratios are medians of per-round ratios. `*`: fewer samples (see details).", ""]
@@ -348,5 +350,6 @@ def render(results: dict) -> str:
     lines += ["", "## Peak memory, large instances (each method in a fresh process)", ""]
     lines += _memory(results)
     lines += ["", "## Scale (target 3)", ""] + scale_lines
+    lines += more[1]
     lines += ["", "## Every method, every instance", ""] + _details(results)
     return "\n".join(lines) + "\n"

@@ -13,7 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks import e2e, instances, memprobe, methods, problems, readme_figures, report, scale
+from benchmarks import (e2e, instances, memprobe, methods, problems, readme_figures, report, scale,
+                        workload_report, workload_suite, workloads)
 from benchmarks.anchors import ANCHOR_LIBS, Unavailable
 from benchmarks.timing import Config, Timing, measure
 
@@ -97,12 +98,66 @@ def _meta(args, cfg: Config, libs: dict[str, str]) -> dict:
 # ----------------------------------------------------------------------------------------------
 # the run
 # ----------------------------------------------------------------------------------------------
+# The parts of issues 44 and 39, named in --only like e2e; a workload's id selects it alone.
+PARTS = ("workloads", "replay", "spectral", "cli")
+QUICK_WORKLOADS = ("rk4-lv", "loop-1000", "stack-1000", "stencil300-rows10")
+WORKLOAD_IDS = tuple(w.id for w in workloads.workloads())
+# What each --libs entry means among workloads.METHODS
+WORKLOAD_LIBS = {"jaccli": ("jaccli", "record_once"), "torch": ("torch.",), "jax": ("jax.",),
+                 "autograd": ("autograd.",)}
+
+
+def _parts(args) -> dict:
+    """Which of the issue 44/39 parts run: {part: bool, "workload_ids": the ids, None for all}."""
+    tokens = set((args.only or "").split(","))
+    picked = sorted(tokens & set(WORKLOAD_IDS))
+    out: dict = {p: not args.no_workloads and (not args.only or p in tokens) for p in PARTS}
+    out["workloads"] = out["workloads"] or bool(picked and not args.no_workloads)
+    out["workload_ids"] = picked or (list(QUICK_WORKLOADS) if args.quick else None)
+    return out
+
+
+def _workload_methods(libs: tuple[str, ...]) -> list[str]:
+    prefixes = tuple(p for lib in libs for p in WORKLOAD_LIBS.get(lib, ()))
+    return [name for name in workloads.METHODS if name in prefixes or name.startswith(prefixes)]
+
+
+def _issue44(args, ids: list[str], results: dict, libs: tuple[str, ...]) -> None:
+    """The workloads, record_once on P1-P6, the spectral residual and the CLI's cost, into `results`."""
+    parts = _parts(args)
+    if parts["workloads"]:
+        t0 = time.perf_counter()
+        results["workloads"] = workload_suite.run_workloads(
+            parts["workload_ids"], _workload_methods(libs), args.quick, not args.no_memory, log)
+        log(f"  (workloads: {time.perf_counter() - t0:.0f} s)")
+    if parts["replay"] and "jaccli" in libs:
+        t0 = time.perf_counter()
+        results["replay"] = {}
+        for iid in ids:
+            log(f"record_once on {iid}: first replay" + ("" if args.no_memory else ", peak memory"))
+            rep = results["replay"][iid] = {"first_replay_s": workload_suite.instance_first_replay(iid)}
+            if not args.no_memory:
+                rep["memory"] = workload_suite.instance_memory(iid, results.get("memory", {}).get(iid))
+        log(f"  (record_once on P1-P6: {time.perf_counter() - t0:.0f} s)")
+    if parts["spectral"]:
+        t0 = time.perf_counter()
+        results["spectral"] = workload_suite.run_spectral((256,) if args.quick else (256, 4096),
+                                                          workload_suite.workload_config(args.quick), log)
+        log(f"  (spectral: {time.perf_counter() - t0:.0f} s)")
+    if parts["cli"]:
+        t0 = time.perf_counter()
+        log("the command line against the library")
+        results["cli_cost"] = workload_suite.run_cli_cost(50 if args.quick else 100, 3 if args.quick else 5)
+        log(f"  (cli: {time.perf_counter() - t0:.0f} s)")
+
+
 def _select(args) -> list[str]:
     ids = [iid for iid, _, _ in problems.INSTANCES]
     if args.quick and not args.only:
         ids = [i for i in ids if i in QUICK_INSTANCES]
     if args.only:
-        tokens = [t for t in args.only.split(",") if t and t not in ("e2e", "scale")]
+        tokens = [t for t in args.only.split(",")
+                  if t and t not in ("e2e", "scale") + PARTS + WORKLOAD_IDS]
         ids = [i for i in ids if any(i == t or i.startswith(t + "-") for t in tokens)]
     return ids
 
@@ -162,13 +217,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true",
                     help="development mode: 9 instances, 3 samples, short budgets (1-2 min)")
     ap.add_argument("--only", help="comma-separated instance ids or prefixes (P2, P2-n100-m100);"
-                    " add 'e2e' or 'scale' to also run those (--only e2e: that alone)")
+                    " add 'e2e', 'scale', 'workloads', 'replay', 'spectral', 'cli' or a workload's id"
+                    f" ({', '.join(WORKLOAD_IDS)}) to also run those (--only e2e: that alone)")
     ap.add_argument("--libs", default=",".join(ALL_LIBS),
                     help=f"comma-separated subset of {','.join(ALL_LIBS)}")
     ap.add_argument("--samples", type=int, help="sample rounds per instance (default 7, quick 3)")
     ap.add_argument("--e2e-runs", type=int, help="end-to-end runs per process (default 10/3)")
     ap.add_argument("--no-e2e", action="store_true", help="skip the end-to-end timing")
     ap.add_argument("--no-memory", action="store_true", help="skip the peak-RSS probes")
+    ap.add_argument("--no-workloads", action="store_true",
+                    help="skip the slow parts of issues 44 and 39: the workloads, record_once's first replay "
+                    "and memory on P1-P6, the spectral residual, the CLI against the library")
     ap.add_argument("--scale", action="store_true",
                     help="also run target 3 (20000 x 20000 Jacobian, writes 3.2 GB to a temp dir)")
     ap.add_argument("--out", type=Path, help="markdown output (default: benchmarks/RESULTS.md for"
@@ -186,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     ids = _select(args)
     if not ids and not args.only:
         ap.error("no instance selected")
-    partial = args.quick or bool(args.only) or set(libs) != set(ALL_LIBS)
+    partial = args.quick or bool(args.only) or set(libs) != set(ALL_LIBS) or args.no_workloads
     out_md = args.out or (HERE / "out" / "RESULTS-partial.md" if partial else HERE / "RESULTS.md")
 
     t_start = time.perf_counter()
@@ -219,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_memory:
         log("peak memory")
         results["memory"] = _memory(ids, results, libs, args.quick)
+    _issue44(args, ids, results, libs)
     if args.scale or "scale" in (args.only or "").split(","):
         log("scale")
         results["scale"] = scale.run_scale(log=log)
@@ -227,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     results["meta"]["method"] += f"; whole run {results['meta']['total_s']:.0f} s"
 
     out_md.parent.mkdir(parents=True, exist_ok=True)
-    out_md.write_text(report.render(results))
+    out_md.write_text(report.render(results, workload_report.sections(results)))
     out_json = HERE / "out" / (out_md.stem + ".json")
     out_json.parent.mkdir(parents=True, exist_ok=True)
     out_json.write_text(json.dumps(results, indent=1, default=str))

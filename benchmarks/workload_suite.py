@@ -1,0 +1,215 @@
+"""The runs behind RESULTS.md's sections for issues 44 and 39: the workloads, record_once's first replay and peak memory on P1-P6, the spectral residual, the CLI against the library.
+
+Timing is timing.py's (verification first, idle waits, interleaved rounds); the functions, their
+references and the memory probes are workloads.py's, memprobe.py's, spectral.py's and cli_cost.py's.
+Every function here returns plain JSON-able data that workload_report.py renders.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import re
+import statistics
+import time
+from types import SimpleNamespace
+from typing import Any, Callable
+
+import numpy as np
+
+from benchmarks import instances, memprobe, methods, workloads
+from benchmarks.instances import check
+from benchmarks.timing import Config, Timing, measure, quiesce
+
+JACCLI, ONCE = "jaccli", "record_once"
+# The peers' columns: a family is its fastest correct method.
+FAMILIES = {"torch.func": "torch.func.", "jax eager": "jax.jac", "jax jit": "jax.jit(",
+            "HIPS autograd": "autograd."}
+# Methods not run on a workload, and why (the table says it in their cell).
+SKIPPED = {
+    ("rk4-lv", "jax jit"): "skipped: jit compiles the 200-step unrolled integrator for minutes (> 120 s)",
+    ("rk4-l96", "jax jit"): "skipped: jit compiles the 200-step unrolled integrator for minutes (> 120 s)",
+    ("loop-10000", "jax jit"): "skipped: jit compiles the 10^4-step unrolled loop for minutes",
+    ("loop-10000", "HIPS autograd"): "skipped: 10^4 reverse passes over a 3·10^4-node graph (~100x its n = 1000 time)",
+}
+# Replays of a long recording compile in their first few calls (replay/replays.py): these come
+# between the first replay (reported apart) and the steady state that is timed.
+SETTLING_REPLAYS = 3
+
+
+def family(name: str) -> str:
+    """The column a workloads.METHODS name belongs to."""
+    if name in (JACCLI, ONCE):
+        return name
+    for fam, prefix in FAMILIES.items():
+        if name.startswith(prefix):
+            return fam
+    raise KeyError(name)
+
+
+def workload_config(quick: bool) -> Config:
+    if quick:
+        return Config(samples=3, min_sample_s=0.005, method_budget_s=3.0, call_timeout_s=120.0)
+    return Config(samples=5, min_sample_s=0.05, method_budget_s=15.0, call_timeout_s=300.0)
+
+
+def _timed_call(fn: Callable[[], Any]) -> tuple[float, Any]:
+    quiesce(0.5)
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def first_replays(make: Callable[[], Callable[[np.ndarray], Any]], x: np.ndarray, trials: int
+                  ) -> tuple[list[float], Callable[[np.ndarray], Any]]:
+    """Seconds of record_once's first replay (at a point moved by 1e-3) after its recording at x, in
+    `trials` fresh wrappers; and the last wrapper, recorded and replayed."""
+    times, fn = [], None
+    for _ in range(trials):
+        fn = make()
+        fn(x)
+        took, _ = _timed_call(lambda: fn(x * (1 + 1e-3)))
+        times.append(took)
+    return times, fn
+
+
+def _failure(exc: BaseException) -> Timing:
+    if isinstance(exc, workloads.Unavailable):
+        return Timing(status="unavailable", detail=str(exc))
+    return Timing(status="ERROR", detail=f"setup: {type(exc).__name__}: {exc}"[:300])
+
+
+def run_workload(w: workloads.Workload, names: list[str], cfg: Config, log: Callable[[str], None]) -> dict:
+    """One workload: every method verified and timed in interleaved rounds; record_once's first
+    replay apart; the recorded operations of one plain call."""
+    target = SimpleNamespace(iid=w.id, ref=w.reference(w.x))
+    results: dict[str, Timing] = {}
+    runs: dict[str, Callable[[], Any]] = {}
+    first: list[float] = []
+    for name in names:
+        skip = SKIPPED.get((w.id, family(name)))
+        if skip:
+            results[name] = Timing(status="skipped", detail=skip)
+            continue
+        results[name] = Timing()
+        try:
+            if name == ONCE:
+                make = lambda: workloads.METHODS[ONCE](w)  # noqa: E731
+                first, fn = first_replays(make, w.x, 1)
+                for k in range(2, 2 + SETTLING_REPLAYS):
+                    fn(w.x * (1 + k * 1e-3))
+            else:
+                fn = workloads.METHODS[name](w)
+        except Exception as exc:  # noqa: BLE001 - a peer that cannot run the workload is a result
+            results[name] = _failure(exc)
+            continue
+        runs[name] = (lambda fn: lambda: fn(w.x))(fn)
+    measure(target, runs, cfg, results, log)
+    row: dict[str, Any] = {"workload": w.id, "methods": {}}
+    for name, res in results.items():
+        row["methods"][name] = {"family": family(name), "timing": dataclasses.asdict(res)}
+    if first and results.get(ONCE, Timing(status="absent")).ok:
+        row["methods"][ONCE]["first_replay_s"] = statistics.median(first)
+    if results.get(JACCLI, Timing(status="absent")).ok:
+        row["operations"] = workloads._operations(w)
+    return row
+
+
+def memory_names(row: dict) -> list[str]:
+    """jaccli, record_once and each peer family's fastest correct method."""
+    picked = [n for n in (JACCLI, ONCE) if n in row["methods"]]
+    for fam in FAMILIES:
+        ok = [(Timing(**d["timing"]).median, n) for n, d in row["methods"].items()
+              if d["family"] == fam and Timing(**d["timing"]).ok]
+        if ok:
+            picked.append(min(ok)[1])
+    return picked
+
+
+def run_workloads(ids: list[str] | None, names: list[str] | None, quick: bool, memory: bool,
+                  log: Callable[[str], None]) -> dict:
+    cfg = workload_config(quick)
+    names = names or list(workloads.METHODS)
+    rows = []
+    for w in workloads.workloads():
+        if ids and w.id not in ids:
+            continue
+        log(f"workload {w.id}")
+        t0 = time.perf_counter()
+        row = run_workload(w, names, cfg, log)
+        if memory:
+            log(f"  memory {w.id}")
+            row["memory"] = workloads.memory(w, memory_names(row))
+        row["seconds"] = time.perf_counter() - t0
+        rows.append(row)
+    return {"samples": cfg.samples, "budget_s": cfg.method_budget_s, "rows": rows}
+
+
+# ---------------------------------------------------------------- P1-P6: record_once's first replay and peak memory
+
+
+def instance_first_replay(iid: str, trials: int = 3) -> list[float]:
+    """Seconds of record_once's first replay on a P instance (the same x: a replay is a replay)."""
+    inst = instances.load(iid)
+    method = methods.find(inst, "jaccli record_once")
+
+    def make():
+        run = method.build(inst).run
+        return lambda x: run()
+    times, _ = first_replays(make, inst.x, trials)
+    return times
+
+
+def instance_memory(iid: str, have: dict | None = None) -> dict:
+    """memprobe's peak RSS of a plain call and of a replay (record_once recorded before the reset)."""
+    have = have or {}
+    return {name: have.get(name) or memprobe.probe(iid, name) for name in ("jaccli", "jaccli record_once")}
+
+
+# ---------------------------------------------------------------- issue 39's spectral residual
+
+
+def run_spectral(sizes: tuple[int, ...], cfg: Config, log: Callable[[str], None]) -> dict:
+    """spectral.py's methods, full Jacobian and VJP apart, each checked against jaccli's plain result."""
+    from benchmarks import spectral
+
+    out = {}
+    for n in sizes:
+        log(f"spectral n = {n}")
+        ways = spectral._methods(n)
+        out[n] = {}
+        for kind, base in (("jacobian", "jaccli jacobian"), ("vjp", "jaccli vjp")):
+            mine = {name: fn for name, fn in ways.items() if ("vjp" in name) == (kind == "vjp")}
+            target = SimpleNamespace(iid=f"spectral-{n}-{kind}", ref=np.asarray(ways[base]()))
+            results = {name: Timing() for name in mine}
+            measure(target, mine, cfg, results, log)
+            out[n][kind] = {name: dataclasses.asdict(res) for name, res in results.items()}
+    return out
+
+
+# ---------------------------------------------------------------- issue 44's item 3: the CLI against the library
+
+
+_CLI_LINE = re.compile(r"^(?P<name>\S.*?)\s+(?P<s>[\d.]+) s\s+/ library\s+(?P<ratio>[\d.]+)\s*$")
+
+
+def parse_cli_cost(text: str) -> dict:
+    """cli_cost.py's printout: {name: (median s, ratio to the library)}, and the heading line."""
+    rows = {}
+    for line in text.splitlines():
+        m = _CLI_LINE.match(line)
+        if m:
+            rows[m["name"]] = {"s": float(m["s"]), "ratio": float(m["ratio"])}
+    return {"heading": text.splitlines()[0] if text else "", "rows": rows, "raw": text}
+
+
+def run_cli_cost(grid: int, rounds: int) -> dict:
+    from benchmarks import cli_cost
+
+    buf = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buf):
+            cli_cost.main(["--grid", str(grid), "--rounds", str(rounds)])
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a failing command line is a result
+        return {"status": f"ERROR {type(exc).__name__}: {exc}"[:300], "raw": buf.getvalue(), "rows": {}}
+    return {"status": "ok", **parse_cli_cost(buf.getvalue())}

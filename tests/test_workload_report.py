@@ -1,0 +1,181 @@
+"""RESULTS.md's sections for issues 44 and 39 (benchmarks/workload_report.py, workload_suite.py, run.py's
+parts, readme_figures.py), fed with synthetic rows: the formatting and the PASS/MISS logic, not speed."""
+import dataclasses
+import re
+
+import numpy as np
+
+from benchmarks import readme_figures, report, run, workload_report as wr, workload_suite, workloads
+from benchmarks.timing import Config, Timing
+
+ROUNDS = [0, 1, 2, 3, 4]
+
+
+def _t(*samples: float, **kw) -> dict:
+    return dataclasses.asdict(Timing(rounds=ROUNDS[:len(samples)], samples=list(samples), **kw))
+
+
+def _method(family: str, *samples: float, **kw) -> dict:
+    return {"family": family, "timing": _t(*samples, **kw)}
+
+
+def _workload(wid: str, plain: float, once: float, torch: float, first: float, mem: tuple[float, float],
+              jit: float | None = None) -> dict:
+    methods = {"jaccli": _method("jaccli", *[plain] * 5), "record_once": _method("record_once", *[once] * 5),
+               "torch.func.jacfwd": _method("torch.func", *[torch] * 5),
+               "torch.func.jacrev": _method("torch.func", *[2 * torch] * 5),
+               "autograd.jacobian": {"family": "HIPS autograd",
+                                     "timing": dataclasses.asdict(Timing(status="skipped", detail="skipped: too slow"))}}
+    if jit is not None:
+        methods["jax.jit(jacrev)"] = _method("jax jit", *[jit] * 5)
+    methods["record_once"]["first_replay_s"] = first
+    return {"workload": wid, "operations": 1000, "methods": methods,
+            "memory": {"jaccli": {"status": "ok", "peak_mb": mem[0]},
+                       "record_once": {"status": "ok", "peak_mb": mem[1]},
+                       "torch.func.jacfwd": {"status": "ok", "peak_mb": 50.0}}}
+
+
+def _instance(**families: float) -> dict:
+    return {"methods": {name: _method(name, *[t] * 5) for name, t in families.items()}}
+
+
+def _results() -> dict:
+    meta = {"command": "python -m benchmarks.run", "date": "2026-11-29 03:00 UTC", "cpu": "test CPU", "cores": 2,
+            "ram_gb": 8.0, "load_start": 0.1, "load_end": 0.2, "versions": "v", "libs": "l", "quick": False,
+            "method": "m"}
+    return {
+        "meta": meta, "notes": [], "e2e": {"numpy closed form": _t(1.0, 1.0, 1.0), "jaccli": _t(1.2, 1.2, 1.2)},
+        "instances": {
+            "P1-n100": _instance(**{"jaccli": 2e-4, "jaccli record_once": 5e-5, "jax jit": 1e-4}),
+            "P3-n100": _instance(**{"jaccli": 6e-4, "jaccli record_once": 3e-4, "jax jit": 1e-4}),
+            "P5-rows10-of-P2-n1000-m1000": _instance(**{"jaccli": 7e-4, "jaccli record_once": 3e-4,
+                                                        "f, then floor rows": 2.5e-4}),
+        },
+        "replay": {
+            "P1-n100": {"first_replay_s": [3e-4, 3e-4, 3e-4],  # 1.5x plain
+                        "memory": {"jaccli": {"status": "ok", "peak_kb": 100_000, "before_kb": 99_900},
+                                   "jaccli record_once": {"status": "ok", "peak_kb": 101_000, "before_kb": 100_000}}},
+            "P3-n100": {"first_replay_s": [3e-3],  # 5x plain
+                        "memory": {"jaccli": {"status": "ok", "peak_kb": 110_000, "before_kb": 100_000},
+                                   "jaccli record_once": {"status": "ok", "peak_kb": 150_000, "before_kb": 100_000}}},
+        },
+        "workloads": {"samples": 5, "budget_s": 15.0, "rows": [
+            _workload("rk4-lv", plain=0.16, once=0.02, torch=0.11, first=0.2, mem=(75.0, 90.0)),
+            _workload("stack-1000", plain=0.1, once=0.3, torch=0.2, first=0.15, mem=(93.0, 7000.0)),
+            _workload("stencil300-rows10", plain=0.015, once=0.004, torch=0.02, first=0.01, mem=(1.0, 0.5),
+                      jit=0.005),
+        ]},
+        "spectral": {256: {"jacobian": {"jaccli jacobian": _t(*[1e-3] * 5), "jaccli once jacobian": _t(*[5e-4] * 5),
+                                        "jax.jit jacrev": _t(*[4e-4] * 5), "torch.func jacrev": _t(*[2e-3] * 5)},
+                           "vjp": {"jaccli vjp": _t(*[1e-4] * 5), "jaccli once vjp": _t(*[5e-5] * 5),
+                                   "jax.jit vjp": _t(*[1e-4] * 5), "torch.func vjp": _t(*[3e-4] * 5)}}},
+        "cli_cost": {"status": "ok", **workload_suite.parse_cli_cost(
+            "stencil 100x100 (n = 10000), 5 rounds; command line without loading and writing\n"
+            f"{'library':<16} {0.06:8.3f} s   / library {1.0:6.2f}\n"
+            f"{'cli':<16} {0.063:8.3f} s   / library {1.05:6.2f}\n")},
+    }
+
+
+def _target(rows: list[list[str]], start: str) -> list[str]:
+    found = [r for r in rows if r[0].startswith(start)]
+    assert len(found) == 1, (start, rows)
+    return found[0]
+
+
+def test_targets_pass_and_miss_from_the_rows():
+    rows = wr.targets(_results())
+    memory = _target(rows, "44.1 replay's peak memory")
+    # P1-n100's 0.1 MB vs 1 MB count at the 2 MB floor (1.00x); P3-n100: 48.8 MB vs 9.8 MB; stack: 7000 vs 93
+    assert memory[3] == "**MISS**"
+    assert "3 of 5" in memory[1] and "missed: P3-n100 5.00x, stack-1000 75.27x" in memory[1]
+    first = _target(rows, "44.1 first replay")
+    assert first[3] == "**MISS**" and "missed: P3-n100 5.00x" in first[1] and "rk4-lv" not in first[1].split("missed")[1]
+    assert _target(rows, "44.2 plain jaccli / torch.func")[1] == "2 of 3; worst rk4-lv 1.45x; missed: rk4-lv 1.45x"
+    once = _target(rows, "44.2 record_once / plain")
+    assert once[3] == "**MISS**" and "missed: stack-1000 3.00x" in once[1]
+    assert _target(rows, "44.3")[3] == "**PASS**" and "1.05x" in _target(rows, "44.3")[1]
+    jit = _target(rows, "44.4 record_once / jax.jit steady state")
+    assert jit[3] == "**MISS**" and "missed: P3-n100 3.00x" in jit[1] and "not measured: P6-n500" in jit[1]
+    assert _target(rows, "44.4 record_once / jax.jit(vmap(vjp))")[1:] == ["1 of 1; worst stencil300-rows10 0.80x",
+                                                                          "≤ 1.0x", "**PASS**"]
+    least = _target(rows, "44.4 P5")
+    assert least[3] == "**PASS**" and "1.20x" in least[1] and "plain jaccli 2.80x" in least[1]
+    assert _target(rows, "39 spectral residual, plain jaccli / torch.func")[3] == "**PASS**"
+    jit39 = _target(rows, "39 spectral residual, plain jaccli / jax.jit")
+    assert jit39[3] == "**MISS**" and "missed: n=256 jacobian 2.50x" in jit39[1]
+    assert _target(rows, "39 spectral residual, record_once / jax.jit")[3] == "**PASS**"
+
+
+def test_a_part_not_run_is_not_measured_never_a_pass():
+    results = _results()
+    for key in ("workloads", "replay", "spectral", "cli_cost"):
+        del results[key]
+    results["cli_cost"] = {"status": "ERROR SystemExit: cli: wrong Jacobian", "raw": "", "rows": {}}
+    rows = wr.targets(results)
+    assert _target(rows, "44.3")[3] == "n/a"
+    assert all(r[3] == "n/a" for r in rows if not r[0].startswith("44.4")), rows
+    head, body = wr.sections(results)
+    assert "ERROR SystemExit: cli: wrong Jacobian" in "\n".join(body)
+
+
+def test_strict_limit_counts_equality_as_a_miss():
+    assert wr.count({"a": 1.0}, 1.0) == (True, "1 of 1; worst a 1.00x")
+    assert wr.count({"a": 1.0}, 1.0, strict=True)[0] is False
+    assert wr.count({"a": float("nan")}, 1.0) == (None, "not measured")
+
+
+def test_memory_ratio_floors_small_increments():
+    assert wr.memory_ratio({"status": "ok", "peak_mb": 0.5}, {"status": "ok", "peak_mb": 0.1}) == 1.0
+    assert wr.memory_ratio({"status": "ok", "peak_mb": 30.0}, {"status": "ok", "peak_mb": 10.0}) == 3.0
+    assert np.isnan(wr.memory_ratio({"status": "ERROR"}, {"status": "ok", "peak_mb": 10.0}))
+
+
+def test_results_md_has_the_new_sections_and_the_readme_takes_its_figures():
+    results = _results()
+    text = report.render(results, wr.sections(results))
+    titles = re.findall(r"^## (.*)$", text, re.M)
+    assert titles.index("Targets") < titles.index("Issue 44 and 39 targets") < titles.index(
+        "In process, steady state (median ± half IQR, per call)")
+    for start in ("Workloads of issue 44", "Workloads: peak memory", "record_once on P1-P6",
+                  "Spectral PDE residual", "The command line against the library"):
+        assert any(t.startswith(start) for t in titles), start
+    assert "| rk4-lv | 1000 | 160 ms ±0% | 20 ms ±0% | 110 ms ±0% (jacfwd) | – | – | skipped: too slow | " \
+           "1.45x | 1.45x | 0.12x | 1.25x | 6,250/s | 50,000/s |" in text
+    assert "| stack-1000 | 93 MB | 7000 MB | 50 MB (torch.func.jacfwd) | – | – | – | 75.27x |" in text
+    assert "| P3-n100 | 600 µs ±0% | 3 ms (1 trials) | 5.00x | 10 MB | 49 MB | 5.00x |" in text
+    assert "| cli | 63 ms | 1.05x |" in text
+    block = readme_figures.render(text)
+    assert "- **MISS**, 44.2 record_once / plain jaccli, each workload: 2 of 3; worst stack-1000 3.00x" in block
+    assert "| rk4-lv | 160 ms | 20 ms | 110 ms (jacfwd) | 1.45x | 0.12x | 1.20x |" in block
+    # a RESULTS.md from before these sections still makes its block, without them
+    assert "Issues 44" not in readme_figures.render(report.render(results))
+
+
+def test_only_selects_the_parts_and_workloads():
+    def parts(*argv):
+        ap_args = type("A", (), {"only": None, "quick": False, "no_workloads": False})()
+        for k, v in zip(argv[::2], argv[1::2]):
+            setattr(ap_args, k, v)
+        return run._parts(ap_args)
+    assert parts() == {"workloads": True, "replay": True, "spectral": True, "cli": True, "workload_ids": None}
+    assert parts("no_workloads", True) == {"workloads": False, "replay": False, "spectral": False, "cli": False,
+                                           "workload_ids": None}
+    assert parts("only", "P1,rk4-lv,cli") == {"workloads": True, "replay": False, "spectral": False, "cli": True,
+                                              "workload_ids": ["rk4-lv"]}
+    assert parts("quick", True)["workload_ids"] == list(run.QUICK_WORKLOADS)
+    assert run._workload_methods(("numpy", "jaccli", "torch")) == ["jaccli", "record_once", "torch.func.jacrev",
+                                                                   "torch.func.jacfwd"]
+
+
+def test_a_wrong_method_is_reported_and_never_timed():
+    good = workloads.Workload("tiny", lambda m, x: m.stack([x[0] * x[1], x[1]]), np.array([2.0, 3.0]),
+                              lambda x: np.array([[x[1], x[0]], [0.0, 1.0]]))
+    bad = dataclasses.replace(good, reference=lambda x: np.eye(2))
+    cfg = Config(samples=2, min_sample_s=0.0, method_budget_s=2.0, call_timeout_s=30.0, quiesce_max_s=0.0)
+    ok = workload_suite.run_workload(good, ["jaccli", "record_once"], cfg, lambda s: None)
+    assert all(Timing(**d["timing"]).ok for d in ok["methods"].values())
+    assert ok["methods"]["record_once"]["first_replay_s"] > 0 and ok["operations"] > 0
+    wrong = workload_suite.run_workload(bad, ["jaccli", "record_once"], cfg, lambda s: None)
+    for d in wrong["methods"].values():
+        assert d["timing"]["status"] == "WRONG" and not d["timing"]["samples"]
+    assert "first_replay_s" not in wrong["methods"]["record_once"] and "operations" not in wrong

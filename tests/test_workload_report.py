@@ -179,3 +179,18 @@ def test_a_wrong_method_is_reported_and_never_timed():
     for d in wrong["methods"].values():
         assert d["timing"]["status"] == "WRONG" and not d["timing"]["samples"]
     assert "first_replay_s" not in wrong["methods"]["record_once"] and "operations" not in wrong
+
+
+def test_a_skipped_peer_says_why_and_is_not_called():
+    calls = []
+    tiny = workloads.Workload("loop-10000", lambda m, x: calls.append(m.__name__) or m.sin(x), np.array([0.5, 1.0]),
+                              lambda x: np.diag(np.cos(x)))
+    cfg = Config(samples=2, min_sample_s=0.0, method_budget_s=2.0, call_timeout_s=30.0, quiesce_max_s=0.0)
+    row = workload_suite.run_workload(tiny, ["jaccli", "autograd.jacobian", "jax.jit(jacfwd)"], cfg, lambda s: None)
+    assert Timing(**row["methods"]["jaccli"]["timing"]).ok
+    for name in ("autograd.jacobian", "jax.jit(jacfwd)"):
+        assert row["methods"][name]["timing"]["status"] == "skipped"
+        assert row["methods"][name]["timing"]["detail"] == workload_suite.SKIPPED[("loop-10000",
+                                                                                   workload_suite.family(name))]
+    assert set(calls) == {"numpy"}
+    assert "skipped: 10^4 reverse passes" in "\n".join(wr.workloads_table({"rows": [row]}))

@@ -29,7 +29,14 @@ FAMILIES = {"torch.func": "torch.func.", "jax eager": "jax.jac", "jax jit": "jax
 # JAX compiles the unrolled Python loop: the compile times were measured on the shared 2-core machine.
 _INTEGRATOR_JIT = "skipped: jit compiles the 200-step unrolled integrator for minutes (> 120 s)"
 _JACREV_JIT = "skipped: jit(jacrev) of 1000 unrolled pieces compiles for > 5 min (jit(jacfwd): ~25 s of CPU)"
+# torch.func.jacrev vmaps the VJP over n cotangents, and each piece's indexing VJP makes an n-wide
+# zero cotangent: 159 s at loop-1000 on the loaded machine, where jacfwd took 0.4 s.
+_TORCH_JACREV = "skipped: vmap of the VJP over n cotangents, each piece an n-wide zero (loop-1000: 159 s, jacfwd 0.4 s)"
 SKIPPED = {
+    ("stack-1000", "torch.func.jacrev"): _TORCH_JACREV,
+    ("concat-1000", "torch.func.jacrev"): _TORCH_JACREV,
+    ("stack-3000", "torch.func.jacrev"): _TORCH_JACREV,
+    ("loop-10000", "torch.func.jacrev"): _TORCH_JACREV,
     ("rk4-lv", "jax jit"): _INTEGRATOR_JIT,
     ("rk4-l96", "jax jit"): _INTEGRATOR_JIT,
     ("loop-1000", "jax.jit(jacrev)"): _JACREV_JIT,
@@ -148,6 +155,7 @@ def run_workloads(ids: list[str] | None, names: list[str] | None, quick: bool, m
             log(f"  memory {w.id}")
             row["memory"] = workloads.memory(w, memory_names(row))
         row["seconds"] = time.perf_counter() - t0
+        log(f"  ({w.id}: {row['seconds']:.0f} s)")
         rows.append(row)
     return {"samples": cfg.samples, "budget_s": cfg.method_budget_s, "rows": rows}
 

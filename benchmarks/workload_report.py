@@ -314,16 +314,18 @@ def sections(results: dict) -> tuple[list[str], list[str]]:
                  "the steady state is timed. Recorded operations: those of one plain call; operations/s is "
                  "their number over the call's time, the per-operation overhead.", ""]
         body += workloads_table(wl)
+        notes = []
+        for row in wl["rows"]:
+            said = [f"{n}: {d['timing']['note']}" for n, d in row["methods"].items() if d["timing"].get("note")]
+            if said:
+                notes.append(f"* {row['workload']}: " + "; ".join(said))
+        body += [""] + notes if notes else []
         body += ["", "## Workloads: peak memory per method (each in a fresh process)", "",
                  "The call's peak RSS over the RSS just before it (after imports, data, jit compilation and, "
                  "for record_once, the recording: the peak of its first five replays). The peers: each "
                  f"family's fastest method. The ratio counts increments under {MEM_FLOOR_MB:.0f} MB as "
                  f"{MEM_FLOOR_MB:.0f} MB.", ""]
         body += workload_memory_table(wl)
-        for row in wl["rows"]:
-            notes = [f"{n}: {d['timing']['note']}" for n, d in row["methods"].items() if d["timing"].get("note")]
-            if notes:
-                body.append(f"* {row['workload']}: " + "; ".join(notes))
     if results.get("replay"):
         body += ["", "## record_once on P1-P6: first replay and peak memory", "",
                  "First replay: the call after the recording, in fresh `record_once` wrappers, against the "

@@ -45,6 +45,7 @@ SKIPPED = {
     ("stack-3000", "jax jit"): "skipped: jit of 3000 unrolled pieces compiles for minutes (1000: ~25 s of CPU)",
     ("loop-10000", "jax jit"): "skipped: jit compiles the 10^4-step unrolled loop for minutes",
     ("stack-3000", "HIPS autograd"): "skipped: 3000 reverse passes, each piece's VJP a 3000-wide zero (> 120 s here)",
+    ("concat-1000", "HIPS autograd"): "skipped: 10^4 reverse passes, one per output (> 120 s here)",
     ("loop-10000", "HIPS autograd"): "skipped: 10^4 reverse passes over a 3·10^4-node graph (~100x its n = 1000 time)",
 }
 # Replays of a long recording compile in their first few calls (replay/replays.py): these come

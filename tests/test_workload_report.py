@@ -194,3 +194,22 @@ def test_a_skipped_peer_says_why_and_is_not_called():
                                                                                    workload_suite.family(name))]
     assert set(calls) == {"numpy"}
     assert "skipped: 10^4 reverse passes" in "\n".join(wr.workloads_table({"rows": [row]}))
+
+
+def test_a_jit_compile_is_kept_apart_from_the_samples(monkeypatch):
+    tiny = workloads.Workload("tiny", lambda m, x: m.sin(x), np.array([0.5, 1.0]), lambda x: np.diag(np.cos(x)))
+    calls = []
+
+    def compiled(w):
+        def run(x):
+            calls.append(1)
+            if len(calls) == 1:
+                import time
+                time.sleep(0.3)  # the compile: longer than the whole budget
+            return np.diag(np.cos(x))
+        return run
+    monkeypatch.setitem(workloads.METHODS, "jax.jit(fake)", compiled)
+    cfg = Config(samples=2, min_sample_s=0.0, method_budget_s=0.2, call_timeout_s=30.0, quiesce_max_s=0.0)
+    res = Timing(**workload_suite.run_workload(tiny, ["jax.jit(fake)"], cfg, lambda s: None)
+                 ["methods"]["jax.jit(fake)"]["timing"])
+    assert res.ok and res.compile_s >= 0.3 and max(res.samples) < 0.1

@@ -6,10 +6,7 @@ Every function here returns plain JSON-able data that workload_report.py renders
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
-import re
 import statistics
 import time
 from types import SimpleNamespace
@@ -19,7 +16,7 @@ import numpy as np
 
 from benchmarks import instances, memprobe, methods, workloads
 from benchmarks.instances import check
-from benchmarks.timing import Config, Timing, measure, quiesce
+from benchmarks.timing import SETTLING_REPLAYS, Config, Timing, measure, quiesce
 
 JACCLI, ONCE = "jaccli", "record_once"
 # The peers' columns: a family is its fastest correct method.
@@ -54,9 +51,6 @@ SKIPPED = {
     ("concat-1000", "HIPS autograd"): "skipped: 10^4 reverse passes, one per output (> 120 s here)",
     ("loop-10000", "HIPS autograd"): "skipped: 10^4 reverse passes over a 3·10^4-node graph (~100x its n = 1000 time)",
 }
-# Replays of a long recording compile in their first few calls (replay/replays.py): these come
-# between the first replay (reported apart) and the steady state that is timed.
-SETTLING_REPLAYS = 3
 
 
 def family(name: str) -> str:
@@ -216,26 +210,12 @@ def run_spectral(sizes: tuple[int, ...], cfg: Config, log: Callable[[str], None]
 # ---------------------------------------------------------------- issue 44's item 3: the CLI against the library
 
 
-_CLI_LINE = re.compile(r"^(?P<name>\S.*?)\s+(?P<s>[\d.]+) s\s+/ library\s+(?P<ratio>[\d.]+)\s*$")
-
-
-def parse_cli_cost(text: str) -> dict:
-    """cli_cost.py's printout: {name: (median s, ratio to the library)}, and the heading line."""
-    rows = {}
-    for line in text.splitlines():
-        m = _CLI_LINE.match(line)
-        if m:
-            rows[m["name"]] = {"s": float(m["s"]), "ratio": float(m["ratio"])}
-    return {"heading": text.splitlines()[0] if text else "", "rows": rows, "raw": text}
-
-
-def run_cli_cost(grid: int, rounds: int) -> dict:
+def run_cli_cost(grid: int, rounds: int, processes: int = 1) -> dict:
+    """cli_cost.phases(): the command line against the library phase by phase (its rows as they are)."""
     from benchmarks import cli_cost
 
-    buf = io.StringIO()
     try:
-        with contextlib.redirect_stdout(buf):
-            cli_cost.main(["--grid", str(grid), "--rounds", str(rounds)])
+        rows = cli_cost.phases(grid, rounds, processes)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - a failing command line is a result
-        return {"status": f"ERROR {type(exc).__name__}: {exc}"[:300], "raw": buf.getvalue(), "rows": {}}
-    return {"status": "ok", **parse_cli_cost(buf.getvalue())}
+        return {"status": f"ERROR {type(exc).__name__}: {exc}"[:300], "rows": []}
+    return {"status": "ok", "grid": grid, "rows": rows}

@@ -68,11 +68,12 @@ def _results() -> dict:
         "spectral": {256: {"jacobian": {"jaccli jacobian": _t(*[1e-3] * 5), "jaccli once jacobian": _t(*[5e-4] * 5),
                                         "jax.jit jacrev": _t(*[4e-4] * 5), "torch.func jacrev": _t(*[2e-3] * 5)},
                            "vjp": {"jaccli vjp": _t(*[1e-4] * 5), "jaccli once vjp": _t(*[5e-5] * 5),
-                                   "jax.jit vjp": _t(*[1e-4] * 5), "torch.func vjp": _t(*[3e-4] * 5)}}},
-        "cli_cost": {"status": "ok", **workload_suite.parse_cli_cost(
-            "stencil 100x100 (n = 10000), 5 rounds; command line without loading and writing\n"
-            f"{'library':<16} {0.06:8.3f} s   / library {1.0:6.2f}\n"
-            f"{'cli':<16} {0.063:8.3f} s   / library {1.05:6.2f}\n")},
+                                   "jax.jit value and vjp": _t(*[1e-4] * 5), "torch.func vjp": _t(*[3e-4] * 5)}}},
+        "cli_cost": {"status": "ok", "grid": 100, "rows": [
+            {"phase": "load (reading f and x)", "cli_s": 0.002, "reference": "np.load(x)", "reference_s": 0.001,
+             "ratio": 2.0, "runs": 5},
+            {"phase": "evaluation + checks", "cli_s": 0.063, "reference": "np.asarray(jaccli.jacobian(f, x))",
+             "reference_s": 0.06, "ratio": 1.05, "runs": 5}]},
     }
 
 
@@ -110,7 +111,7 @@ def test_a_part_not_run_is_not_measured_never_a_pass():
     results = _results()
     for key in ("workloads", "replay", "spectral", "cli_cost"):
         del results[key]
-    results["cli_cost"] = {"status": "ERROR SystemExit: cli: wrong Jacobian", "raw": "", "rows": {}}
+    results["cli_cost"] = {"status": "ERROR SystemExit: cli: wrong Jacobian", "rows": []}
     rows = wr.targets(results)
     assert _target(rows, "44.3")[3] == "n/a"
     assert all(r[3] == "n/a" for r in rows if not r[0].startswith("44.4")), rows
@@ -143,7 +144,7 @@ def test_results_md_has_the_new_sections_and_the_readme_takes_its_figures():
            "1.45x | 1.45x | 0.12x | 1.25x | 6,250/s | 50,000/s |" in text
     assert "| stack-1000 | 93 MB | 7000 MB | 50 MB (torch.func.jacfwd) | – | – | – | 75.27x |" in text
     assert "| P3-n100 | 600 µs ±0% | 3 ms (1 trials) | 5.00x | 10 MB | 49 MB | 5.00x |" in text
-    assert "| cli | 63 ms | 1.05x |" in text
+    assert "| evaluation + checks | 63 ms | 60 ms | 1.05x | np.asarray(jaccli.jacobian(f, x)) |" in text
     block = readme_figures.render(text)
     assert "- **MISS**, 44.2 record_once / plain jaccli, each workload: 2 of 3; worst stack-1000 3.00x" in block
     assert "| rk4-lv | 160 ms | 20 ms | 110 ms (jacfwd) | 1.45x | 0.12x | 1.20x |" in block

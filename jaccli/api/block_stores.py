@@ -135,9 +135,9 @@ class BlockStores:
     def dtype(self, i: int, j: int) -> np.dtype:
         dt = self._dtypes.get((i, j))
         if dt is None:
-            out_dt = np.result_type(self.rec.outputs[i])
-            in_dt = np.result_type(self.rec.inputs[self.rec.wrt[j]])
-            dt = self._dtypes[(i, j)] = np.result_type(out_dt, in_dt, np.float32)
+            # the recording's dtypes decide it: once per recording and its replays (record_once)
+            dt = self._dtypes[(i, j)] = self.rec.shared(("block dtype", i, j), lambda: np.result_type(
+                np.result_type(self.rec.outputs[i]), np.result_type(self.rec.inputs[self.rec.wrt[j]]), np.float32))
         return dt
 
     def block_store(self, i: int, j: int) -> np.ndarray | PartialStore:

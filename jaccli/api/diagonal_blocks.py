@@ -6,6 +6,8 @@ import numpy as np
 
 from jaccli.engine import SparseBlock
 
+from .sweep_seeds import frozen
+
 
 class DiagonalBlocks:
     """Blocks of an elementwise output, filled from their diagonals instead of row by row.
@@ -44,8 +46,10 @@ class DiagonalBlocks:
             return self._diagonals[key]
         d = None
         if self.is_diagonal(i, j):
-            shape = self.rec.in_shape(j)
-            ones = np.ones((1,) + shape, dtype=np.result_type(self.rec.inputs[self.rec.wrt[j]]))
+            # The tangent is the same for the recording and its replays (record_once): made once,
+            # read-only (no sweep writes into its seeds).
+            ones = self.rec.shared(("diagonal tangent", j), lambda: frozen(np.ones(
+                (1,) + self.rec.in_shape(j), dtype=np.result_type(self.rec.inputs[self.rec.wrt[j]]))))
             t = self.rec.jvp([ones if w == j else None for w in range(self.n_in)])[i]
             if self.watch is not None:
                 self.watch([t])

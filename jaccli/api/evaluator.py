@@ -76,10 +76,9 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
         self.n_in = len(rec.wrt)
         if batch:
             self.B = rec.out_shape(0)[0] if rec.out_shape(0) else 1
-        self.out_feat = [self._feat(rec.out_shape(i)) for i in range(self.n_out)]
-        self.in_feat = [self._feat(rec.in_shape(j)) for j in range(self.n_in)]
-        self.M = [math.prod(s) for s in self.out_feat]
-        self.N = [math.prod(s) for s in self.in_feat]
+        # The shapes decide the layout: once per recording and its replays (a record_once function's calls).
+        # (lists of their own: callers add to them, max(ev.M + [1]))
+        self.out_feat, self.in_feat, self.M, self.N = map(list, rec.shared(("layout", batch), self._layout))
         self.row_done = [np.zeros(m, dtype=bool) for m in self.M]
         self.col_done = [np.zeros(n, dtype=bool) for n in self.N]
         self.store: dict[tuple[int, int], np.ndarray] = {}
@@ -104,9 +103,16 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
     def _feat(self, shape: tuple) -> tuple:
         return tuple(shape[1:]) if self.batch else tuple(shape)
 
+    def _layout(self) -> tuple:
+        """The blocks' feature shapes and sizes: (out_feat, in_feat, M, N), tuples that nobody changes."""
+        out_feat = tuple(self._feat(self.rec.out_shape(i)) for i in range(self.n_out))
+        in_feat = tuple(self._feat(self.rec.in_shape(j)) for j in range(self.n_in))
+        return out_feat, in_feat, tuple(map(math.prod, out_feat)), tuple(map(math.prod, in_feat))
+
     def _has_products(self) -> bool:
         if self._products is None:
-            self._products = self.rec.records(frozenset(p.name for p in MATRIX_PRODUCTS))
+            self._products = self.rec.shared(("matrix products",), lambda: self.rec.records(
+                frozenset(p.name for p in MATRIX_PRODUCTS)))
         return self._products
 
     def _reverse_on_a_tie(self, entries: int) -> bool:

@@ -43,7 +43,7 @@ _BUDGET: tuple = (None, None)  # the last JACCLI_MEMORY_BUDGET read, and its siz
 _KEPT_SEEDS = 4096
 
 
-def _frozen(seed: Any) -> Any:
+def frozen(seed: Any) -> Any:
     for a in (seed,) if type(seed) is np.ndarray else (seed.idx, seed.val, seed.u, seed.v):
         if a is not None:
             a.flags.writeable = False
@@ -97,7 +97,7 @@ class SweepSeeds:
         if positions.size != size or size > _KEPT_SEEDS:
             return make(positions)
         return self.rec.shared(what + (self.batch, self._has_products(), positions.tobytes()),
-                               lambda: _frozen(make(positions.copy())))  # (a copy: the seed may view it)
+                               lambda: frozen(make(positions.copy())))  # (a copy: the seed may view it)
 
     def _seed(self, positions: np.ndarray, shape: tuple, per_sample: int, dtype: Any, structured: bool = False) -> Any:
         """Identity seeds e_p for p in positions; batched: e_p in every sample at once.

@@ -1,0 +1,119 @@
+"""What a record_once call keeps from the calls before it (issue 44, item 4): whatever the shapes,
+dtypes and options decide (the blocks' layout and dtypes, the diagonal tangent, where a structured
+Hessian's entries go) is made once per recording and reused by its replays, and a call with new
+shapes, dtypes or options never takes what an earlier one kept. Each result is checked against a
+closed form and against a plain call at points other than the recorded one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jaccli
+from tests.helpers import rosen_hess as _rosenbrock_hessian, rosenbrock as _rosenbrock
+from tests.test_replay import softmax_ce as _logsumexp, softmax_hessian as _softmax_hessian
+
+
+def _elementwise(x):
+    return np.sin(x) * np.exp(x) + x ** 2
+
+
+def _elementwise_jacobian(x):
+    return np.diag(np.exp(x) * (np.sin(x) + np.cos(x)) + 2.0 * x)
+
+
+def _replay_of(g):
+    return g._cache[next(reversed(g._cache))]
+
+
+def test_a_banded_hessian_replayed_is_the_closed_form_and_the_plain_call():
+    g = jaccli.record_once(_rosenbrock)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        x = rng.uniform(-2, 2, 40)
+        H = np.asarray(jaccli.hessian(g, x))
+        np.testing.assert_allclose(H, _rosenbrock_hessian(x), rtol=1e-13, atol=1e-12)
+        np.testing.assert_array_equal(H, np.asarray(jaccli.hessian(_rosenbrock, x)))
+        np.testing.assert_array_equal(H, H.T)
+    assert g.records == 1 and g.replays == 4
+
+
+@pytest.mark.parametrize("n", [40, 30])
+def test_a_new_size_gets_its_own_entry_places(n):
+    g = jaccli.record_once(_rosenbrock)
+    rng = np.random.default_rng(1)
+    for size in (n, n, n, 25, 25, 25, n):
+        x = rng.uniform(-2, 2, size)
+        np.testing.assert_allclose(np.asarray(jaccli.hessian(g, x)), _rosenbrock_hessian(x), rtol=1e-13, atol=1e-12)
+    assert g.records == 2
+
+
+def test_the_layout_and_dtypes_follow_a_new_dtype_and_shape():
+    g = jaccli.record_once(_elementwise)
+    rng = np.random.default_rng(2)
+    for x in (rng.uniform(-1, 1, 6), rng.uniform(-1, 1, 6), rng.uniform(-1, 1, 6).astype(np.float32),
+              rng.uniform(-1, 1, 6).astype(np.float32), rng.uniform(-1, 1, (2, 3)), rng.uniform(-1, 1, 6)):
+        J = jaccli.jacobian(g, x)
+        A = np.asarray(J)
+        assert J.dtype == x.dtype and A.dtype == x.dtype and A.shape == x.shape + x.shape
+        want = _elementwise_jacobian(x.astype(np.float64).ravel()).reshape(x.shape + x.shape)
+        np.testing.assert_allclose(A, want, rtol=1e-5 if x.dtype == np.float32 else 1e-13, atol=1e-6)
+    assert g.records == 3
+    kept = _replay_of(g).structure
+    assert kept[("layout", False)] == (((6,),), ((6,),), (6,), (6,)) and kept[("block dtype", 0, 0)] == np.float64
+
+
+def test_the_kept_diagonal_tangent_cannot_be_written():
+    g = jaccli.record_once(_elementwise)
+    x = np.linspace(-1, 1, 5)
+    for _ in range(3):
+        np.asarray(jaccli.jacobian(g, x))
+    tangents = [v for k, v in _replay_of(g).structure.items() if k[0] == "diagonal tangent"]
+    assert len(tangents) == 1 and not tangents[0].flags.writeable
+
+
+def test_options_are_not_taken_from_an_earlier_call():
+    g = jaccli.record_once(_elementwise)
+    x = np.linspace(-1, 1, 5)
+    for _ in range(3):
+        np.asarray(jaccli.jacobian(g, x))
+    Jb = jaccli.jacobian(g, x.reshape(5, 1), batch_axis=0)
+    assert Jb.shape == (5, 1, 1)
+    np.testing.assert_allclose(np.asarray(Jb)[:, 0, 0], np.diag(_elementwise_jacobian(x)), rtol=1e-13)
+    Jr = jaccli.jacobian(g, x, mode="reverse")
+    np.testing.assert_allclose(np.asarray(Jr), _elementwise_jacobian(x), rtol=1e-13)
+    assert Jr.stats["sweeps"] == 1 and Jr.stats["rows_evaluated"] == 5  # rows, as asked: not the diagonal
+    with pytest.raises(ValueError, match="mode should be one of"):
+        jaccli.jacobian(g, x, mode="sideways")
+
+
+def test_a_guard_that_fails_records_afresh_and_non_finite_values_are_still_reported():
+    def f(x):
+        return np.where(x > 0, np.sqrt(np.abs(x)), x ** 2)
+
+    g = jaccli.record_once(f)
+    x = np.array([0.5, 1.0, 2.0])
+    for _ in range(3):
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, x)), np.diag(0.5 / np.sqrt(x)), rtol=1e-13)
+    y = np.array([-0.5, 1.0, 2.0])  # the mask changes: a guard fails, f is recorded again
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, y)), np.diag([-1.0, 0.5, 0.5 / np.sqrt(2)]),
+                               rtol=1e-13)
+    assert g.misses == 1 and g.records == 2
+    h = jaccli.record_once(lambda x: np.log(x))
+    for _ in range(3):
+        np.asarray(jaccli.jacobian(h, np.array([1.0, 2.0])))
+    with np.errstate(divide="ignore"):
+        J = np.asarray(jaccli.jacobian(h, np.array([0.0, 2.0])))
+    assert np.isinf(J[0, 0]) and J[1, 1] == 0.5
+
+
+def test_a_softmax_hessian_stays_exactly_symmetric_on_replays():
+    g = jaccli.record_once(_logsumexp)
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        z = 2.0 * rng.standard_normal(40)
+        H = np.asarray(jaccli.hessian(g, z))
+        np.testing.assert_array_equal(H, H.T)
+        np.testing.assert_allclose(H, _softmax_hessian(z), rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(H, np.asarray(jaccli.hessian(_logsumexp, z)), rtol=1e-13, atol=1e-16)

@@ -70,10 +70,15 @@ def symmetric_from_structure(block: SparseBlock, rows: np.ndarray, dtype: np.dty
         else:
             diagonal[r] += sym  # r holds each row once
         return out
+    # r and c are the flat positions r * n + c of the entries and c * n + r of their mirrors: one
+    # index array into the flat view costs less than a pair into the matrix (P3's tridiagonal Hessian)
+    if not out.flags.c_contiguous:  # (every `out` above is a fresh C-ordered array: never, today)
+        out = np.ascontiguousarray(out)
+    flat = out.reshape(-1)  # a view
     if block.u is not None:
-        sym = out[r, c] + sym  # out is exactly symmetric, so out[c, r] gets the same number
-    out[r, c] = sym
-    out[c, r] = sym
+        sym = flat[r] + sym  # out is exactly symmetric, so the mirror entry gets the same number
+    flat[r] = sym
+    flat[c] = sym
     return out
 
 
@@ -128,10 +133,12 @@ def _symmetric_outer(u: np.ndarray, v: np.ndarray) -> np.ndarray | None:
 
 
 def _symmetric_entries(block: SparseBlock, rows: np.ndarray) -> tuple | None:
-    """Positions (r, c) and values of the exactly symmetric (E + E^T) / 2 of block's entries, or None.
+    """Positions and values of the exactly symmetric (E + E^T) / 2 of block's entries, or None.
 
     Row rows[k] of E holds block's entries k. Repeated positions are summed first, so entry (r, c)
     and its mirror (c, r) are each one number, and both positions get the same 0.5 * (e_rc + e_cr).
+    The positions: (rows, rows) for entries on the diagonal only, else the flat positions r * n + c
+    of the distinct entries and c * n + r of their mirrors.
     """
     if block.idx.size == 0:
         return None
@@ -155,7 +162,7 @@ _KEEP_BYTES = 1 << 17
 def _positions(rows: np.ndarray, idx: np.ndarray) -> tuple:
     """For entries at rows[k], idx[k, :] of an n x n matrix (n = rows.size): the order that sorts their
     positions, where each distinct position starts in it, where each one's mirror is among them and
-    whether it is there, and the distinct positions' rows and columns."""
+    whether it is there, and the flat positions of the distinct entries and of their mirrors."""
     n = rows.size
     key = None
     if idx.nbytes <= _KEEP_BYTES:
@@ -170,7 +177,7 @@ def _positions(rows: np.ndarray, idx: np.ndarray) -> tuple:
     keys, first = np.unique(pos, return_index=True)
     mirror = (keys % n) * n + keys // n
     at = np.minimum(np.searchsorted(keys, mirror), keys.size - 1)
-    out = (order, first, at, keys[at] == mirror, keys // n, keys % n)
+    out = (order, first, at, keys[at] == mirror, keys, mirror)
     for a in out:
         a.flags.writeable = False  # (shared by the calls that find them kept)
     if key is not None:

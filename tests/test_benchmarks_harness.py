@@ -166,3 +166,15 @@ def test_ab_runs_the_workloads_plain():
     w = next(w for w in workloads() if w.id == "stack-1000")
     w.x = w.x[:50]  # (a small one: the harness, not the speed)
     assert _check(w, workload_runner(jaccli, w)(), w.reference(w.x)) is None
+
+
+@pytest.mark.parametrize("iid", ["P1-n100", "P3-n100"])
+def test_per_call_parts_add_up_to_the_record_once_call(iid):
+    from benchmarks.per_call import parts
+
+    got = parts(iid, rounds=1, calls=2, anchors=False)
+    compiled = [k for k in ("compiled forward", "compiled sweeps", "symmetric assembly") if k in got]
+    assert "compiled forward" in compiled and "compiled sweeps" in compiled and "hand batched" in got
+    assert ("symmetric assembly" in compiled) == (iid == "P3-n100")
+    assert got["the rest (Python)"] == pytest.approx(got["record_once"] - sum(got[k] for k in compiled))
+    assert all(v > 0 for k, v in got.items() if k != "the rest (Python)")

@@ -61,7 +61,7 @@ def test_the_layout_and_dtypes_follow_a_new_dtype_and_shape():
         np.testing.assert_allclose(A, want, rtol=1e-5 if x.dtype == np.float32 else 1e-13, atol=1e-6)
     assert g.records == 3
     kept = _replay_of(g).structure
-    assert kept[("layout", False)] == (((6,),), ((6,),), (6,), (6,)) and kept[("block dtype", 0, 0)] == np.float64
+    assert kept[("layout", False)] == ([(6,)], [(6,)], [6], [6]) and kept[("block dtype", 0, 0)] == np.float64
 
 
 def test_the_kept_diagonal_tangent_cannot_be_written():

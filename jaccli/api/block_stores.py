@@ -129,14 +129,13 @@ class BlockStores:
     """The caches of an Evaluator's blocks, a dense array or a PartialStore per (output, input) block.
 
     Mixed into Evaluator, whose __init__ sets what these read: rec, batch, B, M, N, symmetric, the
-    `store` dict and the `_dtypes` dict; `entries` is the Evaluator's.
+    `store` dict and the `_dtypes` dict; `entries` and `kept` are the Evaluator's.
     """
 
     def dtype(self, i: int, j: int) -> np.dtype:
         dt = self._dtypes.get((i, j))
         if dt is None:
-            # the recording's dtypes decide it: once per recording and its replays (record_once)
-            dt = self._dtypes[(i, j)] = self.rec.shared(("block dtype", i, j), lambda: np.result_type(
+            dt = self._dtypes[(i, j)] = self.kept(("block dtype", i, j), lambda: np.result_type(
                 np.result_type(self.rec.outputs[i]), np.result_type(self.rec.inputs[self.rec.wrt[j]]), np.float32))
         return dt
 

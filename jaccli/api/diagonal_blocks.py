@@ -12,9 +12,9 @@ from .sweep_seeds import frozen
 class DiagonalBlocks:
     """Blocks of an elementwise output, filled from their diagonals instead of row by row.
 
-    Mixed into Evaluator, whose __init__ sets what these read: rec, batch, M, N, n_in, n_out, the
-    `store` and the `_diagonals` dicts and the sweep counters; `dtype`, `_write_rows` and
-    `_write_cols` are the Evaluator's.
+    Mixed into Evaluator, whose __init__ sets what these read: rec, batch, M, N, n_in, n_out, _plain,
+    the `store` and the `_diagonals` dicts and the sweep counters; `dtype`, `kept`, `_write_rows`
+    and `_write_cols` are the Evaluator's.
     """
 
     def is_diagonal(self, i: int, j: int) -> bool:
@@ -46,10 +46,11 @@ class DiagonalBlocks:
             return self._diagonals[key]
         d = None
         if self.is_diagonal(i, j):
-            # The tangent is the same for the recording and its replays (record_once): made once,
-            # read-only (no sweep writes into its seeds).
-            ones = self.rec.shared(("diagonal tangent", j), lambda: frozen(np.ones(
-                (1,) + self.rec.in_shape(j), dtype=np.result_type(self.rec.inputs[self.rec.wrt[j]]))))
+            def tangent() -> np.ndarray:
+                return np.ones((1,) + self.rec.in_shape(j), dtype=np.result_type(self.rec.inputs[self.rec.wrt[j]]))
+            # The same for a record_once recording and its replays: made once, read-only (no sweep
+            # writes into its seeds).
+            ones = tangent() if self._plain else self.kept(("diagonal tangent", j), lambda: frozen(tangent()))
             t = self.rec.jvp([ones if w == j else None for w in range(self.n_in)])[i]
             if self.watch is not None:
                 self.watch([t])

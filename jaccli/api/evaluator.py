@@ -76,9 +76,11 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
         self.n_in = len(rec.wrt)
         if batch:
             self.B = rec.out_shape(0)[0] if rec.out_shape(0) else 1
-        # The shapes decide the layout: once per recording and its replays (a record_once function's calls).
-        # (lists of their own: callers add to them, max(ev.M + [1]))
-        self.out_feat, self.in_feat, self.M, self.N = map(list, rec.shared(("layout", batch), self._layout))
+        self._plain = type(rec) is Recording  # (not a record_once recording, which is replayed: see kept)
+        if self._plain:
+            self.out_feat, self.in_feat, self.M, self.N = self._layout()
+        else:  # (lists of their own: callers add to them, max(ev.M + [1]))
+            self.out_feat, self.in_feat, self.M, self.N = map(list, rec.shared(("layout", batch), self._layout))
         self.row_done = [np.zeros(m, dtype=bool) for m in self.M]
         self.col_done = [np.zeros(n, dtype=bool) for n in self.N]
         self.store: dict[tuple[int, int], np.ndarray] = {}
@@ -104,14 +106,20 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
         return tuple(shape[1:]) if self.batch else tuple(shape)
 
     def _layout(self) -> tuple:
-        """The blocks' feature shapes and sizes: (out_feat, in_feat, M, N), tuples that nobody changes."""
-        out_feat = tuple(self._feat(self.rec.out_shape(i)) for i in range(self.n_out))
-        in_feat = tuple(self._feat(self.rec.in_shape(j)) for j in range(self.n_in))
-        return out_feat, in_feat, tuple(map(math.prod, out_feat)), tuple(map(math.prod, in_feat))
+        """The blocks' feature shapes and sizes: lists out_feat, in_feat, M, N."""
+        out_feat = [self._feat(self.rec.out_shape(i)) for i in range(self.n_out)]
+        in_feat = [self._feat(self.rec.in_shape(j)) for j in range(self.n_in)]
+        return out_feat, in_feat, [math.prod(s) for s in out_feat], [math.prod(s) for s in in_feat]
+
+    def kept(self, key: tuple, make: Callable[[], Any]) -> Any:
+        """make()'s value, which the recording's shapes and structure decide (a `key` that says what
+        it is): for a record_once recording, made once and kept with it for its replays (Recording.shared),
+        so that a call at a new point does not make it again; a plain call's recording serves one evaluator."""
+        return make() if self._plain else self.rec.shared(key, make)
 
     def _has_products(self) -> bool:
         if self._products is None:
-            self._products = self.rec.shared(("matrix products",), lambda: self.rec.records(
+            self._products = self.kept(("matrix products",), lambda: self.rec.records(
                 frozenset(p.name for p in MATRIX_PRODUCTS)))
         return self._products
 

@@ -63,8 +63,11 @@ def symmetric_from_structure(block: SparseBlock, rows: np.ndarray, dtype: np.dty
     if entries is None:
         return out
     r, c, sym = entries
+    if not out.flags.c_contiguous:  # (every `out` above is a fresh C-ordered array: never, today)
+        out = np.ascontiguousarray(out)
+    flat = out.reshape(-1)  # a view, indexed with one array (or a stride) instead of a pair
     if r is c:  # on the diagonal only: its strided view takes them in one pass, in place
-        diagonal = np.einsum("ii->i", out)  # a writable view of the diagonal, whatever out's layout
+        diagonal = flat[::n + 1]
         if in_order:
             diagonal += sym
         else:
@@ -72,9 +75,6 @@ def symmetric_from_structure(block: SparseBlock, rows: np.ndarray, dtype: np.dty
         return out
     # r and c are the flat positions r * n + c of the entries and c * n + r of their mirrors: one
     # index array into the flat view costs less than a pair into the matrix (P3's tridiagonal Hessian)
-    if not out.flags.c_contiguous:  # (every `out` above is a fresh C-ordered array: never, today)
-        out = np.ascontiguousarray(out)
-    flat = out.reshape(-1)  # a view
     if block.u is not None:
         sym = flat[r] + sym  # out is exactly symmetric, so the mirror entry gets the same number
     flat[r] = sym

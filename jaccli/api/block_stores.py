@@ -135,9 +135,13 @@ class BlockStores:
     def dtype(self, i: int, j: int) -> np.dtype:
         dt = self._dtypes.get((i, j))
         if dt is None:
-            dt = self._dtypes[(i, j)] = self.kept(("block dtype", i, j), lambda: np.result_type(
-                np.result_type(self.rec.outputs[i]), np.result_type(self.rec.inputs[self.rec.wrt[j]]), np.float32))
+            dt = self._dtypes[(i, j)] = self.kept(("block dtype", i, j), self._block_dtype, i, j)
         return dt
+
+    def _block_dtype(self, i: int, j: int) -> np.dtype:
+        out_dt = np.result_type(self.rec.outputs[i])
+        in_dt = np.result_type(self.rec.inputs[self.rec.wrt[j]])
+        return np.result_type(out_dt, in_dt, np.float32)
 
     def block_store(self, i: int, j: int) -> np.ndarray | PartialStore:
         """Block (i, j)'s cache: a dense array, or a PartialStore for a block too large to reserve."""

@@ -111,16 +111,16 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
         in_feat = [self._feat(self.rec.in_shape(j)) for j in range(self.n_in)]
         return out_feat, in_feat, [math.prod(s) for s in out_feat], [math.prod(s) for s in in_feat]
 
-    def kept(self, key: tuple, make: Callable[[], Any]) -> Any:
-        """make()'s value, which the recording's shapes and structure decide (a `key` that says what
-        it is): for a record_once recording, made once and kept with it for its replays (Recording.shared),
+    def kept(self, key: tuple, make: Callable[..., Any], *args: Any) -> Any:
+        """make(*args), which the recording's shapes and structure decide (a `key` that says what it
+        is): for a record_once recording, made once and kept with it for its replays (Recording.shared),
         so that a call at a new point does not make it again; a plain call's recording serves one evaluator."""
-        return make() if self._plain else self.rec.shared(key, make)
+        return make(*args) if self._plain else self.rec.shared(key, lambda: make(*args))
 
     def _has_products(self) -> bool:
         if self._products is None:
-            self._products = self.kept(("matrix products",), lambda: self.rec.records(
-                frozenset(p.name for p in MATRIX_PRODUCTS)))
+            self._products = self.kept(("matrix products",), self.rec.records,
+                                       frozenset(p.name for p in MATRIX_PRODUCTS))
         return self._products
 
     def _reverse_on_a_tie(self, entries: int) -> bool:

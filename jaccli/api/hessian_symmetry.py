@@ -126,7 +126,7 @@ def _symmetric_outer(u: np.ndarray, v: np.ndarray) -> np.ndarray | None:
         return None
     with np.errstate(all="ignore"):
         c = u[first] / v[first]
-        if not np.array_equal(u, c * v):  # (a NaN c, from an infinite v, is never equal)
+        if not (u == c * v).all():  # (a NaN c, from an infinite v, is never equal; u and v: one shape)
             return None
         w = np.sqrt(abs(c)) * v
     return np.einsum("i,j->ij", -w if c < 0 else w, w)

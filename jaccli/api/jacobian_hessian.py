@@ -101,8 +101,8 @@ def jacobian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | Non
         check()
     ev = Evaluator(rec, batch=batch_axis == 0, mode=mode, chunk_size=chunk_size)
     ev.origin = ("jacobian", f, args, wrt_idx)
-    blocks = [[Jacobian(ev, i, j, _result_dtype(rec, i, j, mode)) for j in range(len(wrt_idx))]
-              for i in range(len(rec.outputs))]
+    blocks = [[Jacobian(ev, i, j, ev.kept(("result dtype", i, j, mode), _result_dtype, rec, i, j, mode))
+               for j in range(len(wrt_idx))] for i in range(len(rec.outputs))]
     return _nest(blocks, rec.out_is_tuple, in_tuple)
 
 
@@ -160,8 +160,8 @@ def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None
     ev = HessianEvaluator(rec, batch=batch_axis == 0, mode=outer, chunk_size=chunk_size)
     ev.value = rec.kept_value("value")
     ev.origin = ("hessian", f, args, wrt_idx)
-    blocks = [[Hessian(ev, i, j, np.result_type(rec.inputs[k])) for j, k in enumerate(wrt_idx)]
-              for i in range(len(wrt_idx))]
+    blocks = [[Hessian(ev, i, j, ev.kept(("input dtype", k), np.result_type, rec.inputs[k]))
+               for j, k in enumerate(wrt_idx)] for i in range(len(wrt_idx))]
     return _nest(blocks, in_tuple, in_tuple)
 
 

@@ -117,3 +117,16 @@ def test_a_softmax_hessian_stays_exactly_symmetric_on_replays():
         np.testing.assert_array_equal(H, H.T)
         np.testing.assert_allclose(H, _softmax_hessian(z), rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(H, np.asarray(jaccli.hessian(_logsumexp, z)), rtol=1e-13, atol=1e-16)
+
+
+def test_a_hessians_dtype_follows_the_inputs_dtype_from_call_to_call():
+    g = jaccli.record_once(_rosenbrock)
+    rng = np.random.default_rng(4)
+    for dtype in (np.float64, np.float64, np.float64, np.float32, np.float32, np.float32, np.float64):
+        x = rng.uniform(-2, 2, 30).astype(dtype)
+        H = jaccli.hessian(g, x)
+        A = np.asarray(H)
+        assert H.dtype == dtype and A.dtype == dtype
+        np.testing.assert_allclose(A, _rosenbrock_hessian(x.astype(np.float64)),
+                                   rtol=1e-4 if dtype == np.float32 else 1e-13, atol=1e-3 if dtype == np.float32 else 1e-12)
+    assert g.records == 2

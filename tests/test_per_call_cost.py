@@ -127,6 +127,7 @@ def test_a_hessians_dtype_follows_the_inputs_dtype_from_call_to_call():
         H = jaccli.hessian(g, x)
         A = np.asarray(H)
         assert H.dtype == dtype and A.dtype == dtype
+        single = dtype == np.float32
         np.testing.assert_allclose(A, _rosenbrock_hessian(x.astype(np.float64)),
-                                   rtol=1e-4 if dtype == np.float32 else 1e-13, atol=1e-3 if dtype == np.float32 else 1e-12)
+                                   rtol=1e-4 if single else 1e-13, atol=1e-3 if single else 1e-12)
     assert g.records == 2

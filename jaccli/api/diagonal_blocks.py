@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaccli.engine import SparseBlock
+from jaccli.engine import Recording, SparseBlock
 
 from .sweep_seeds import frozen
 
@@ -46,11 +46,10 @@ class DiagonalBlocks:
             return self._diagonals[key]
         d = None
         if self.is_diagonal(i, j):
-            def tangent() -> np.ndarray:
-                return np.ones((1,) + self.rec.in_shape(j), dtype=np.result_type(self.rec.inputs[self.rec.wrt[j]]))
             # The same for a record_once recording and its replays: made once, read-only (no sweep
             # writes into its seeds).
-            ones = tangent() if self._plain else self.kept(("diagonal tangent", j), lambda: frozen(tangent()))
+            ones = _ones(self.rec, j) if self._plain else \
+                self.kept(("diagonal tangent", j), _read_only_ones, self.rec, j)
             t = self.rec.jvp([ones if w == j else None for w in range(self.n_in)])[i]
             if self.watch is not None:
                 self.watch([t])
@@ -85,3 +84,12 @@ class DiagonalBlocks:
         else:
             self.col_done[j][cols] = True
         return True
+
+
+def _ones(rec: Recording, j: int) -> np.ndarray:
+    """A tangent of ones for differentiated input j of `rec`: one seed, in the input's dtype."""
+    return np.ones((1,) + rec.in_shape(j), dtype=np.result_type(rec.inputs[rec.wrt[j]]))
+
+
+def _read_only_ones(rec: Recording, j: int) -> np.ndarray:
+    return frozen(_ones(rec, j))

@@ -20,6 +20,7 @@ import numpy as np
 
 from jaccli.engine import SparseBlock
 
+from . import step_loops
 from .guards import ErrstateRun, same
 
 # A step: (k, fn, args, fills, kwargs, state, expected).
@@ -29,6 +30,7 @@ from .guards import ErrstateRun, same
 #   state: the error state (np.geterr()'s form) to run it under, None for the caller's;
 #   expected: STEP for an operation; for a guard, the value fn must give again.
 STEP = object()
+_UNKNOWN = object()  # the error state at the top of a loop whose body changes it
 
 
 # Steps per compiled function: a long recording (a Python loop: tens of thousands of steps) is
@@ -57,16 +59,33 @@ def compile_steps(steps: Sequence[tuple], loads: dict[int, tuple[str, int]], res
         return w.compiled(lines + _closing(), name)
     size = 1 + max([k for k, *_ in steps] + list(loads) + [-1])
     lines = [f"def {name}(vals, seeds=()):", "    run = _Run()", "    try:", f"        s = [None] * {size}"]
-    lines += [f"        s[{slot}] = {source}[{at}]" for slot, (source, at) in loads.items()]
-    for c, start in enumerate(range(0, len(steps), CHUNK)):
+    # (the parts read what they load where they read it: `s` holds the loaded values the results read)
+    lines += [f"        s[{slot}] = {source}[{at}]" for slot, (source, at) in loads.items() if slot in w.kept]
+    for c, (start, stop, run) in enumerate(_parts(steps, loads, w)):
         part = f"{name}_{c}"
-        w.compiled(w.chunk(part, start, min(start + CHUNK, len(steps))), part)
+        w.compiled(w.chunk(part, start, stop) if run is None else w.loop(part, run), part)
         lines += [f"        if {part}(s, vals, seeds, run) is None:", "            return None"]
-    if all(r is not None and r[0] == "slot" and r[2] is None for r in results):
-        lines.append(f"        return [s[k] for k in {w.const(tuple(r[1] for r in results))}]")  # (a forward replay's every value)
+    if [r and r[:3] for r in results] == [("slot", k, None) for k in range(size)]:
+        lines.append("        return s")  # (a forward replay's every value)
+    elif all(r is not None and r[0] == "slot" and r[2] is None for r in results):
+        lines.append(f"        return [s[k] for k in {w.const(tuple(r[1] for r in results))}]")
     else:
         lines.append(f"        return [{', '.join(w.result(r, w.stored) for r in results)}]")
     return w.compiled(lines + _closing(), name)
+
+
+def _parts(steps: Sequence[tuple], loads: dict, w: "_Writer") -> list[tuple]:
+    """The driver's parts in order: (start, stop, None) for straight chunks of at most CHUNK
+    steps, (start, stop, run) for a run of repeating steps written as a loop (step_loops)."""
+    parts: list[tuple] = []
+    at = 0
+    for run in step_loops.find(steps, loads, w.dying, w.kept, STEP) + [None]:
+        stop = len(steps) if run is None else run.a
+        parts += [(i, min(i + CHUNK, stop), None) for i in range(at, stop, CHUNK)]
+        if run is not None:
+            at = run.a + run.period * run.reps
+            parts.append((run.a, at, run))
+    return parts
 
 
 def _closing() -> list[str]:
@@ -82,7 +101,8 @@ class _Writer:
     def __init__(self, steps: Sequence[tuple], loads: dict, results: Sequence[tuple]) -> None:
         self.consts: dict[str, Any] = {"_same": same, "_Run": ErrstateRun, "_copy": _copy, "_block": SparseBlock}
         self.steps_, self.loads, self.results = steps, loads, results
-        self.dying = _dying(steps, loads, results)
+        self.kept = _kept(results)
+        self.dying = _dying(steps, loads, self.kept)
         self.state: Any = None
         self.checked: set[tuple] = set()  # the guards already written: (fn, arguments, expected value)
         self.named: dict[int, str] = {}  # id of a constant -> its name (consts keeps it alive)
@@ -119,25 +139,67 @@ class _Writer:
                 if key in self.checked:
                     continue
                 self.checked.add(key)
-            if step_state is not self.state:
-                put(f"{pad}run.set({self.const(step_state)})")
-                self.state = step_state
-            filled = {i: self.local(slot, index) for i, slot, index in fills}
-            words = [filled[i] if i in filled else self.const(a) for i, a in enumerate(args)]  # (a constant may be None)
-            if kwargs:
-                words.append(f"**{self.const(kwargs)}")
-            call = f"{self.const(fn)}({', '.join(words)})"
-            if expected is STEP:
-                put(f"{pad}v{k} = {call}")
-            elif expected is True or expected is False or expected is None:
-                put(f"{pad}if {call} is not {expected}:")  # same's verdict for these singletons, without the call
-                put(f"{pad}    return None")
-            else:
-                put(f"{pad}if not _same({call}, {self.const(expected)}):")
-                put(f"{pad}    return None")
+            self.write(put, pad, self.steps_[j], {i: self.local(slot, index) for i, slot, index in fills})
         if stop - 1 in self.dying:
             put(f"{pad}del {', '.join(f'v{slot}' for slot in self.dying[stop - 1])}")
         return lines
+
+    def write(self, put: Callable[[str], None], pad: str, step: tuple, filled: dict[int, str]) -> None:
+        """One step's lines, its arguments at `filled`'s positions read as given there."""
+        k, fn, args, _, kwargs, step_state, expected = step
+        if step_state is not self.state:
+            put(f"{pad}run.set({self.const(step_state)})")
+            self.state = step_state
+        words = [filled[i] if i in filled else self.const(a) for i, a in enumerate(args)]  # (a constant may be None)
+        if kwargs:
+            words.append(f"**{self.const(kwargs)}")
+        call = f"{self.const(fn)}({', '.join(words)})"
+        if expected is STEP:
+            put(f"{pad}v{k} = {call}")
+        elif expected is True or expected is False or expected is None:
+            put(f"{pad}if {call} is not {expected}:")  # same's verdict for these singletons, without the call
+            put(f"{pad}    return None")
+        else:
+            put(f"{pad}if not _same({call}, {self.const(expected)}):")
+            put(f"{pad}    return None")
+
+    def loop(self, name: str, run: step_loops.Run) -> list[str]:
+        """A run of repeating steps as a function of the driver's list `s` that loops over its
+        iterations: iteration r's slots are the first's plus r * shift, its loaded positions the
+        first's plus r * stride; a value the iteration made is a local, one made before it is
+        read from `s` (and cleared there when read for the last time)."""
+        a, p = run.a, run.period
+        pad = "        "
+        body: list[str] = []
+        put = body.append
+        states = {id(self.steps_[a + t][5]) for t in range(p)}
+        head = [f"def {name}(s, vals, seeds, run):"]
+        if len(states) == 1 and self.steps_[a][5] is not self.state:
+            head.append(f"    run.set({self.const(self.steps_[a][5])})")
+        self.state = self.steps_[a][5] if len(states) == 1 else _UNKNOWN
+        head += [f"    for r in range({run.reps}):", f"        b = r * {run.shift}"]
+        here: set[int] = set()
+        for t in range(p):
+            k, _, _, fills, _, _, expected = self.steps_[a + t]
+            filled = {}
+            for f, (i, slot, index) in enumerate(fills):
+                if slot in self.loads:
+                    source, at = self.loads[slot]
+                    stride = run.strides[t, f]
+                    word = f"{source}[{at} + r * {stride}]" if stride else f"{source}[{at}]"
+                else:
+                    word = f"v{slot}" if slot in here else f"s[{slot} + b]"
+                filled[i] = word if index is None else f"{word}[{self.const(index)}]"
+            self.write(put, pad, self.steps_[a + t], filled)
+            if expected is STEP:
+                here.add(k)
+                if k in run.stored:
+                    put(f"{pad}s[{k} + b] = v{k}")
+            for slot in self.dying.get(a + t, ()):
+                put(f"{pad}del v{slot}" if slot in here else f"{pad}s[{slot} + b] = None")
+        if len(states) > 1:
+            self.state = self.steps_[a + p - 1][5]
+        return head + body + ["    return True"]
 
     def chunk(self, name: str, start: int, stop: int) -> list[str]:
         """Steps start..stop as a function of the driver's list `s`: the values they read that
@@ -174,7 +236,15 @@ class _Writer:
         return self.consts[name]
 
 
-def _dying(steps: Sequence[tuple], loads: dict, results: Sequence[tuple]) -> dict[int, list[int]]:
+def _kept(results: Sequence[tuple]) -> set[int]:
+    """The slots that the results read."""
+    kept = {r[1] for r in results if r is not None and r[0] == "slot"}
+    kept.update(p[1] for r in results if r is not None and r[0] == "block" for p in r[2]
+                if p is not None and p[0] == "slot")
+    return kept
+
+
+def _dying(steps: Sequence[tuple], loads: dict, kept: set[int]) -> dict[int, list[int]]:
     """Step position -> the slots made by steps that nothing reads after it (to `del` there).
 
     A sweep's program makes a value per operation, most read once or twice right after: a local
@@ -182,9 +252,6 @@ def _dying(steps: Sequence[tuple], loads: dict, results: Sequence[tuple]) -> dic
     a stack of 999 products held 7 GB of cotangent blocks). Values the program returns are kept,
     so a forward replay, which returns every value, deletes none.
     """
-    kept = {r[1] for r in results if r is not None and r[0] == "slot"}
-    kept.update(p[1] for r in results if r is not None and r[0] == "block" for p in r[2]
-                if p is not None and p[0] == "slot")
     last: dict[int, int] = {}
     for j, (k, _, _, fills, _, _, expected) in enumerate(steps):
         for _, slot, _ in fills:

@@ -1,0 +1,79 @@
+"""A recording whose steps repeat (a Python loop) is compiled as a loop: its compiled forms keep
+code of one iteration, not of every one (issue 44), and give the plain call's derivatives."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import jaccli
+from jaccli.replay import compiled_sweeps, replay_trace
+
+
+def rk4_lv(steps: int, h: float = 0.01):
+    def rhs(z):
+        return np.stack([1.5 * z[0] - z[0] * z[1], -3.0 * z[1] + z[0] * z[1]])
+
+    def run(z):
+        for _ in range(steps):
+            k1 = rhs(z)
+            k2 = rhs(z + h / 2 * k1)
+            k3 = rhs(z + h / 2 * k2)
+            k4 = rhs(z + h * k3)
+            z = z + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        return z
+    return run
+
+
+def _kept_by_compiling(steps: int) -> dict[str, int]:
+    """Bytes each compiled form (the forward replay, the sweep) keeps, over record_once's replays."""
+    kept: dict[str, int] = {}
+
+    def measured(compile_steps):
+        def run(steps_, loads, results, name="steps"):
+            tracemalloc.start()
+            try:
+                fn = compile_steps(steps_, loads, results, name)
+                kept[name] = tracemalloc.get_traced_memory()[0]
+            finally:
+                tracemalloc.stop()
+            return fn
+        return run
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(replay_trace, "compile_steps", measured(replay_trace.compile_steps))
+        mp.setattr(compiled_sweeps, "compile_steps", measured(compiled_sweeps.compile_steps))
+        f = rk4_lv(steps)
+        once = jaccli.record_once(f)
+        for k in range(6):
+            z = np.array([1.0, 1.5]) * (1 + 0.01 * k)
+            np.testing.assert_allclose(np.asarray(jaccli.jacobian(once, z)), np.asarray(jaccli.jacobian(f, z)),
+                                       rtol=1e-12, atol=1e-12)
+    return kept
+
+
+def test_a_loop_s_compiled_forms_do_not_grow_with_its_iterations():
+    short, long = _kept_by_compiling(40), _kept_by_compiling(160)
+    assert set(short) == set(long) == {"replay", "sweep"}
+    for name in short:  # written out line by line, 160 iterations kept 4x the code of 40
+        assert long[name] < 1.3 * short[name], (name, short[name], long[name])
+
+
+def damped(steps: int):
+    def run(z):  # guards in the loop: the signs abs reads, whether sqrt's factor is finite
+        for _ in range(steps):
+            z = z - 0.01 * np.abs(z) * z / np.sqrt(1.0 + z * z) + 0.002 * z[::-1]
+        return z
+    return run
+
+
+@pytest.mark.parametrize("make, steps", [(rk4_lv, 6), (rk4_lv, 40), (damped, 300)])
+def test_compiled_loops_give_the_plain_call_s_derivatives_at_new_points(make, steps):
+    f = make(steps)
+    once = jaccli.record_once(f)
+    for k in range(8):
+        z = np.array([1.0, 1.5]) * (1 + 0.05 * k) * (-1 if k == 6 else 1)  # (a sign flips: a guard fails)
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(once, z)), np.asarray(jaccli.jacobian(f, z)),
+                                   rtol=1e-12, atol=1e-12)
+        u = np.array([0.3, -1.0])
+        np.testing.assert_allclose(jaccli.vjp(once, z, u), jaccli.vjp(f, z, u), rtol=1e-12, atol=1e-12)

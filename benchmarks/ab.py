@@ -7,7 +7,8 @@ REV's `jaccli/` is exported with `git archive` into a temporary folder as the pa
 (its absolute `jaccli` imports renamed), so both versions run in this process on the same
 instances, in alternating order within each round; a refactor is measured before and after this
 way (same machine, same load, same NumPy). Each side runs plain (f recorded on every call) and
-through `record_once` (a workload of benchmarks/workloads.py: plain only). The ratio is the median over rounds of after / before: below 1 is faster.
+through `record_once` (after its first REPLAYS replays, which compile it). The ratio is the
+median over rounds of after / before: below 1 is faster.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from typing import Callable
 import numpy as np
 
 from benchmarks.instances import check, load
-from benchmarks.workloads import Workload, _check, workloads
+from benchmarks.workloads import REPLAYS, Workload, _check, workloads
 
 DEFAULT = "P1-n100,P2-n100-m100,P3-n100,P6-n500,P2-n1000-m1000,P3-n3000"
 _ABSOLUTE = re.compile(r"\b(from|import)(\s+)jaccli\b")
@@ -56,9 +57,14 @@ def runner(lib, inst, once: bool) -> Callable[[], np.ndarray]:
     return lambda: np.asarray(lib.jacobian(f, inst.x, mode="auto"))
 
 
-def workload_runner(lib, w: Workload) -> Callable[[], np.ndarray]:
-    """A workload's Jacobian, f recorded on every call (its first rows only, where it says so)."""
+def workload_runner(lib, w: Workload, once: bool = False) -> Callable[[], np.ndarray]:
+    """A workload's Jacobian, f recorded on every call or through record_once (its first rows
+    only, where it says so)."""
     f = w.numpy_f or (lambda x: w.f(np, x))
+    if once:
+        f = lib.record_once(f)
+    if w.hessian:
+        return lambda: np.asarray(lib.hessian(f, w.x))
     if w.rows is not None:
         return lambda: np.asarray(lib.jacobian(f, w.x)[:w.rows])
     return lambda: np.asarray(lib.jacobian(f, w.x))
@@ -91,17 +97,18 @@ def main(argv: list[str] | None = None) -> int:
     for iid in args.only.split(","):
         work = loads.get(iid)
         inst = load(iid) if work is None else None
-        for once in (False,) if work else (False, True):
+        for once in (False, True):
             runs = {}
             for side, lib in sides.items():
-                run = runner(lib, inst, once) if work is None else workload_runner(lib, work)
+                run = runner(lib, inst, once) if work is None else workload_runner(lib, work, once)
                 if work is None:
                     ok, err, why = check(inst, run())
                     if not ok:
                         raise SystemExit(f"{iid} {side}: wrong result ({why}, max error {err:.3g})")
                 elif (wrong := _check(work, run(), work.reference(work.x))) is not None:
                     raise SystemExit(f"{iid} {side}: {wrong}")
-                run()
+                for _ in range(1 + REPLAYS * once):  # (record_once compiles over its first replays)
+                    run()
                 runs[side] = run
             times: dict[str, list[float]] = {"before": [], "after": []}
             for r in range(args.rounds):

@@ -125,3 +125,19 @@ class Recorder:
         """The events of the first phase called `name`, from its start to its finish."""
         at = next(k for k, e in enumerate(self.events) if isinstance(e, tuple) and e[1] == name)
         return self.events[at:self.events.index("finish", at) + 1]
+
+
+def densified_blocks(monkeypatch) -> list:
+    """The shapes of the structured seed blocks made dense from now on in this test (SparseBlock.todense
+    counted, still called): tests that a sweep keeps its blocks structured, or densifies them once."""
+    from jaccli.engine import seeds
+
+    made: list = []
+    todense = seeds.SparseBlock.todense
+
+    def counted(block):
+        made.append(block.shape)
+        return todense(block)
+
+    monkeypatch.setattr(seeds.SparseBlock, "todense", counted)
+    return made

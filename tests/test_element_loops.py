@@ -13,6 +13,7 @@ import jaccli
 from benchmarks.workloads import _loop_ref as _ref
 from benchmarks.workloads import element_loop_numpy as loop
 from jaccli.engine import sweeps
+from tests.helpers import densified_blocks
 
 
 X = np.linspace(0.5, 1.5, 40)
@@ -34,14 +35,7 @@ def test_rows_taken_lazily_and_a_dense_cotangent():
 
 
 def test_the_structured_cotangent_is_made_dense_at_the_writes_only_where_it_pays(monkeypatch):
-    made = []
-    real = sweeps.SparseBlock.todense
-
-    def counted(block):
-        made.append(block.shape)
-        return real(block)
-
-    monkeypatch.setattr(sweeps.SparseBlock, "todense", counted)
+    made = densified_blocks(monkeypatch)
     x = np.linspace(0.5, 1.5, 200)  # (seed blocks of more than 16384 elements are structured)
     assert_allclose(np.asarray(jaccli.jacobian(loop, x)), _ref(x), rtol=1e-15)
     assert made.count((x.size, x.size)) == 1  # once, at the first write reached

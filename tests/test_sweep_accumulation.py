@@ -13,10 +13,9 @@ import pytest
 
 import jaccli
 from jaccli.check.diagnostics import first_nonfinite_primal
-from jaccli.engine import seeds
 from jaccli.engine.tracer import memory_root
 from jaccli.engine.recording import Recording
-from tests.helpers import central_diff
+from tests.helpers import central_diff, densified_blocks
 
 
 def _pairs(x):
@@ -43,14 +42,7 @@ def test_jacobian_of_a_long_stack_of_scalar_pieces(mode):
 def test_reverse_through_a_long_stack_never_densifies_a_block_per_piece(monkeypatch):
     # Each piece's cotangent is a slice of the identity seed, and each reaches x as one entry per
     # seed. Made dense per piece, that is O(n) dense K x n blocks: O(n^3) time for n pieces.
-    calls = []
-    todense = seeds.SparseBlock.todense
-
-    def counting(self):
-        calls.append(self.shape)
-        return todense(self)
-
-    monkeypatch.setattr(seeds.SparseBlock, "todense", counting)
+    calls = densified_blocks(monkeypatch)
     x = np.random.default_rng(1).standard_normal(200)
     J = np.asarray(jaccli.jacobian(_pairs, x, mode="reverse"))
     np.testing.assert_allclose(J, _pairs_jacobian(x), rtol=0, atol=1e-15)
@@ -132,9 +124,7 @@ def _written_in_a_loop_jacobian(x):
 def test_element_writes_in_a_loop(mode, monkeypatch):
     # Each write y[i] = v is one copy of y with the part replaced; its reverse rule zeroes that
     # part of the seed. Structured seeds stay structured through it: no dense block per write.
-    calls = []
-    todense = seeds.SparseBlock.todense
-    monkeypatch.setattr(seeds.SparseBlock, "todense", lambda self: calls.append(1) or todense(self))
+    calls = densified_blocks(monkeypatch)
     x = np.random.default_rng(4).standard_normal(120)
     J = np.asarray(jaccli.jacobian(_written_in_a_loop, x, mode=mode))
     np.testing.assert_allclose(J, _written_in_a_loop_jacobian(x), rtol=0, atol=1e-15)

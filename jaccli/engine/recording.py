@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import TracingError, UserFunctionError
 from . import rules  # noqa: F401  (fills the registry)
 from .freezer import COLLECTOR_PAUSED, FREEZER, Freezer, frozen_constants
+from .heap import raise_thresholds
 from .sweep_plans import plan_reverse as _plan_reverse
 from .sweeps import forward, reverse
 from .tape import ELEMENTWISE, Trace, value_size
@@ -27,6 +28,9 @@ from .tape import sever
 from .handlers import HOLDERS
 from .nested_lists import refuse_ragged
 from .tracer import Tracer, holds_tracer, lift
+
+raise_thresholds()  # (once, when the first recording is about to be made: engine/heap.py)
+
 
 def as_float(x: Any) -> Any:
     """Inputs are differentiated in floating point: integers and booleans become float64, float16 becomes

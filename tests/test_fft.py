@@ -259,3 +259,44 @@ def test_a_large_square_jacobian_through_real_ffts_is_swept_forward_by_auto(rng,
     J = jaccli.jacobian(lambda u: np.fft.fft(u).real * u, u)  # (fft's transpose is one transform too)
     np.asarray(J)
     assert J.rows_evaluated == 12 and J.cols_evaluated == 0
+
+
+def test_the_transposes_conjugate_and_weight_in_one_pass_as_numpy_would(rng):
+    # conj(h) * weights, one multiplication over the float64 view of a complex128 spectrum whose
+    # half-spectrum axis is the last: NumPy's values to the bit, in every layout and for both weights
+    from jaccli.engine.rules import fft as rules
+
+    z = rng.standard_normal((3, 5, 9)) + 1j * rng.standard_normal((3, 5, 9))
+    for h in (z, np.asfortranarray(z), z[:, ::2], z[..., :7], z.astype(np.complex64), z[0, 0]):
+        for n, inner, outer in ((2 * (h.shape[-1] - 1), 2.0, 1.0), (2 * h.shape[-1] - 1, 0.5, 1.0)):
+            want = np.conjugate(h) * rules._half_weights(n, 0, inner, outer)
+            got = rules._conjugated_weighted(h, n, 0, inner, outer)
+            assert got.dtype == want.dtype and got is not h
+            np.testing.assert_array_equal(got, want)
+            own = h.copy()
+            got = rules._conjugated_weighted(own, n, 0, inner, outer, in_place=True)
+            assert (got is own) == (h.dtype == np.complex128)  # (a complex64 h: NumPy's product, complex128)
+            np.testing.assert_array_equal(got, want)
+    # a half-spectrum axis followed by others: NumPy's conjugate and product
+    want = np.conjugate(z) * rules._half_weights(8, 1, 2.0, 1.0)
+    np.testing.assert_array_equal(rules._conjugated_weighted(z, 8, 1, 2.0, 1.0), want)
+
+
+def test_a_jacobians_one_hot_seeds_reach_the_transforms_own_path(monkeypatch):
+    # irfft's transpose at f's output gets the Jacobian's one-hot seed block (structured above
+    # DENSE_SEED_ELEMENTS entries): made dense first, it is transformed by the primitives' own calls
+    # (NumPy's function would densify it through its dispatch, then wrap its own calls)
+    from jaccli.api.sweep_seeds import DENSE_SEED_ELEMENTS
+
+    n = 144
+    assert n * n > DENSE_SEED_ELEMENTS
+    x = 2 * np.pi * np.arange(n) / n
+    want = np.asarray(jaccli.jacobian(_spectral_derivative, np.sin(x), mode="reverse"))
+    calls = []
+    real = np.fft.rfftn
+    monkeypatch.setattr(np.fft, "rfftn", lambda *a, **kw: calls.append(type(a[0])) or real(*a, **kw))
+    J = np.asarray(jaccli.jacobian(_spectral_derivative, np.sin(x), mode="reverse"))
+    assert calls == []
+    np.testing.assert_array_equal(J, want)
+    for m in (1, 3, 7):
+        np.testing.assert_allclose(J @ np.sin(m * x), m * np.cos(m * x), atol=1e-12)

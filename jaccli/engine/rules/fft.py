@@ -16,6 +16,7 @@ import numpy as np
 
 from ..facts import HEAVIER_IN_REVERSE, SAMPLE_RULES, STRUCTURES
 from ..registry import family, primitive, register_derived
+from ..seeds import dense
 from ..structure import Dense
 from ._util import axis_index, shape_of
 
@@ -153,26 +154,53 @@ def _half_weights(n, trailing, inner, outer):
     return weight
 
 
+@functools.lru_cache(maxsize=64)
+def _conjugating_weights(n, inner, outer):
+    """_half_weights(n, 0, inner, outer) for the float64 view of a complex128 spectrum (real and
+    imaginary parts interleaved), with the imaginary parts' sign flipped: one multiplication by
+    it conjugates and weights the spectrum in one pass. (Read-only, shared as _half_weights.)"""
+    pairs = np.repeat(_half_weights(n, 0, inner, outer), 2)
+    pairs[1::2] *= -1
+    pairs.flags.writeable = False
+    return pairs
+
+
+def _conjugated_weighted(h, n, trailing, inner, outer, in_place=False):
+    """conj(h) * _half_weights(n, trailing, inner, outer): for a complex128 h whose half-spectrum
+    axis is its last, contiguous one, one pass over its float64 view, written into h itself with
+    `in_place` (an array of the caller's own); else NumPy's conjugate and product, a new array."""
+    if trailing == 0 and type(h) is np.ndarray and h.dtype == np.complex128 and h.ndim and h.strides[-1] == 16:
+        out = h if in_place else np.empty_like(h)
+        np.multiply(h.view(np.float64), _conjugating_weights(n, inner, outer), out=out.view(np.float64))
+        return out
+    return np.conjugate(h) * _half_weights(n, trailing, inner, outer)
+
+
 # The transposes are primitives of their own, each one call in a sweep (and one step in a compiled
 # sweep's program) where their NumPy form is three: a transform, a conjugate and the weights. The
-# transpose of rfftn's transpose is rfftn. (Not in place: conjugating rfftn's output in place made
-# glibc hand the KS Jacobian's 0.5 MB blocks back to the system at each call, 800 page faults a
-# call and 2.7x the time at n = 256.)
+# transpose of rfftn's transpose is rfftn. (Conjugating rfftn's output in place once made glibc
+# hand the KS Jacobian's 0.5 MB blocks back to the system at each call, 800 page faults a call:
+# the heap's thresholds are raised since, engine/heap.py, and the page faults do not depend on
+# the order of a call's allocations any more.)
 
 def _r2c_t(g, s, axes, norm, lengths):
     # rfftn is the full transform's first n//2 + 1 entries on the last axis; its transpose is the
     # real part of the full transform of g padded with zeros, which is irfftn of conj(g) with the
     # middle entries halved (irfftn counts them twice), at the opposite norm: half the work, no pad.
-    h = np.conjugate(g) * _half_weights(s[-1], np.ndim(g) - 1 - axes[-1], 0.5, 1.0)
+    g = dense(g)
+    h = _conjugated_weighted(g, s[-1], np.ndim(g) - 1 - axes[-1], 0.5, 1.0)
     return _resize(_c2r(h, s, axes, _swap(norm)), lengths, axes)
 
 
 def _c2r_t(g, s, axes, norm, lengths):
     # irfft(y) = (Re y_0 + 2 Re sum_k y_k w^-jk [+ Re y_n/2 (-1)^j]) / n: the transpose is the
     # inverse transform of g, its first n//2 + 1 entries, doubled but for the first and (n even)
-    # last; for a real g that is the conjugate of rfftn(g) at the opposite norm.
+    # last; for a real g that is the conjugate of rfftn(g) at the opposite norm. (A seed block of
+    # the Jacobian is one-hot: dense first, for the transform's fast path.) The transform's output
+    # is this call's own array: conjugated and weighted in place.
+    g = dense(g)
     h = _r2c(g, s, axes, _swap(norm))
-    return _resize(_half_weights(s[-1], np.ndim(g) - 1 - axes[-1], 2.0, 1.0) * np.conjugate(h), lengths, axes)
+    return _resize(_conjugated_weighted(h, s[-1], np.ndim(g) - 1 - axes[-1], 2.0, 1.0, in_place=True), lengths, axes)
 
 
 rfftn_t = primitive("np.fft.rfftn transpose", _r2c_t)

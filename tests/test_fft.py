@@ -300,3 +300,30 @@ def test_a_jacobians_one_hot_seeds_reach_the_transforms_own_path(monkeypatch):
     np.testing.assert_array_equal(J, want)
     for m in (1, 3, 7):
         np.testing.assert_allclose(J @ np.sin(m * x), m * np.cos(m * x), atol=1e-12)
+
+
+def test_the_one_axis_functions_read_their_arguments_as_the_n_d_ones_do():
+    # fft, ifft, rfft, irfft, hfft, ihfft take (n, axis) through a one-axis form of _canonical:
+    # the same (s, axes), the same errors; and NumPy's values inside f
+    from jaccli.engine.rules import fft as rules
+
+    a = np.ones((3, 6))
+    for n in (None, 1, 4, 7, 0, -2, 5.0):
+        for axis in (-1, 0, 1, -2, 2, -3):
+            for norm in (None, "ortho", "forward", "backward", "unitary"):
+                for real_out in (False, True):
+                    outcomes = []
+                    for read in (lambda: rules._canonical_one(a, n, axis, norm, real_out),
+                                 lambda: rules._canonical(a, None if n is None else (n,), (axis,), norm, real_out)):
+                        try:
+                            outcomes.append(read())
+                        except Exception as e:  # noqa: BLE001 - the errors must be the same too
+                            outcomes.append((type(e), str(e)))
+                    assert outcomes[0] == outcomes[1], (n, axis, norm, real_out, outcomes)
+    x = np.linspace(0.2, 1.4, 8)
+    for fn in (np.fft.fft, np.fft.ifft, np.fft.rfft, np.fft.hfft, np.fft.ihfft):
+        for kw in ({}, {"n": 6}, {"n": 11, "norm": "ortho"}, {"axis": 0, "norm": "forward"}):
+            g = lambda x: np.real(fn(x + 0j if fn is np.fft.hfft else x, **kw))  # noqa: E731 (hfft: of a spectrum)
+            value, _ = jaccli.vjp(g, x, np.ones(np.shape(g(x))))
+            np.testing.assert_array_equal(value, g(x))
+    np.testing.assert_array_equal(jaccli.vjp(lambda x: np.fft.irfft(x + 0j, 9), x, np.ones(9))[0], np.fft.irfft(x, 9))

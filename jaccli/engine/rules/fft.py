@@ -268,8 +268,19 @@ def _canonical(a, s, axes, norm, real_out=False):
     return s, axes
 
 
-def _one(n, axis):
-    return None if n is None else (n,), (axis,)
+def _canonical_one(a, n, axis, norm, real_out=False):
+    """_canonical(a, None or (n,), (axis,), norm, real_out) for the one-axis functions (fft, rfft,
+    irfft, ...), which a spectral f calls a few times per recording, without its loops."""
+    if norm not in _NORMS:
+        raise ValueError(f'Invalid norm value {norm}; should be "backward", "ortho" or "forward".')
+    shape = shape_of(a)
+    axis = axis_index(axis, len(shape))
+    if n is None:
+        n = 2 * (shape[axis] - 1) if real_out else shape[axis]
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"Invalid number of FFT data points ({n}) specified.")
+    return (n,), (axis,)
 
 
 def _swap(norm):
@@ -294,12 +305,26 @@ def _irfftn(a, s=None, axes=None, norm=None, out=None):
 _fftn, _ifftn = _c2c_call(False), _c2c_call(True)
 
 
+def _c2c_one(inverse):
+    def one(a, n=None, axis=-1, norm=None, out=None):
+        return fftn(a, *_canonical_one(a, n, axis, norm), norm, inverse)
+    return one
+
+
+def _rfft(a, n=None, axis=-1, norm=None, out=None):
+    return rfftn(a, *_canonical_one(a, n, axis, norm), norm)
+
+
+def _irfft(a, n=None, axis=-1, norm=None, out=None):
+    return irfftn(a, *_canonical_one(a, n, axis, norm, real_out=True), norm)
+
+
 def _hfft(a, n=None, axis=-1, norm=None, out=None):
-    return _irfftn(np.conjugate(a), *_one(n, axis), norm=_swap(norm))
+    return _irfft(np.conjugate(a), n, axis, norm=_swap(norm))
 
 
 def _ihfft(a, n=None, axis=-1, norm=None, out=None):
-    return np.conjugate(_rfftn(a, *_one(n, axis), norm=_swap(norm)))
+    return np.conjugate(_rfft(a, n, axis, norm=_swap(norm)))
 
 
 _NOTES = "linear: the same transform forward, its transpose (JAX's pairing, no conjugate) in reverse"
@@ -309,10 +334,8 @@ register_derived(np.fft.fft2, lambda a, s=None, axes=(-2, -1), norm=None, out=No
                  uses=(fftn,), notes=_NOTES)
 register_derived(np.fft.ifft2, lambda a, s=None, axes=(-2, -1), norm=None, out=None: _ifftn(a, s, axes, norm),
                  uses=(fftn,), notes=_NOTES)
-register_derived(np.fft.fft, lambda a, n=None, axis=-1, norm=None, out=None: _fftn(a, *_one(n, axis), norm),
-                 uses=(fftn,), notes=_NOTES)
-register_derived(np.fft.ifft, lambda a, n=None, axis=-1, norm=None, out=None: _ifftn(a, *_one(n, axis), norm),
-                 uses=(fftn,), notes=_NOTES)
+register_derived(np.fft.fft, _c2c_one(False), uses=(fftn,), notes=_NOTES)
+register_derived(np.fft.ifft, _c2c_one(True), uses=(fftn,), notes=_NOTES)
 register_derived(np.fft.rfftn, _rfftn, uses=(rfftn,), notes=_NOTES + "; of real inputs")
 register_derived(np.fft.irfftn, _irfftn, uses=(irfftn,),
                  notes=_NOTES + "; as NumPy's, the imaginary parts of the first (and, n even, last) entries are unused")
@@ -320,10 +343,8 @@ register_derived(np.fft.rfft2, lambda a, s=None, axes=(-2, -1), norm=None, out=N
                  uses=(rfftn,), notes=_NOTES + "; of real inputs")
 register_derived(np.fft.irfft2, lambda a, s=None, axes=(-2, -1), norm=None, out=None: _irfftn(a, s, axes, norm),
                  uses=(irfftn,), notes=_NOTES)
-register_derived(np.fft.rfft, lambda a, n=None, axis=-1, norm=None, out=None: _rfftn(a, *_one(n, axis), norm),
-                 uses=(rfftn,), notes=_NOTES + "; of real inputs")
-register_derived(np.fft.irfft, lambda a, n=None, axis=-1, norm=None, out=None: _irfftn(a, *_one(n, axis), norm),
-                 uses=(irfftn,), notes=_NOTES)
+register_derived(np.fft.rfft, _rfft, uses=(rfftn,), notes=_NOTES + "; of real inputs")
+register_derived(np.fft.irfft, _irfft, uses=(irfftn,), notes=_NOTES)
 register_derived(np.fft.hfft, _hfft, uses=(irfftn,), notes="irfft of the conjugate, as NumPy's")
 register_derived(np.fft.ihfft, _ihfft, uses=(rfftn,), notes="the conjugate of rfft, as NumPy's")
 

@@ -327,3 +327,29 @@ def test_the_one_axis_functions_read_their_arguments_as_the_n_d_ones_do():
             value, _ = jaccli.vjp(g, x, np.ones(np.shape(g(x))))
             np.testing.assert_array_equal(value, g(x))
     np.testing.assert_array_equal(jaccli.vjp(lambda x: np.fft.irfft(x + 0j, 9), x, np.ones(9))[0], np.fft.irfft(x, 9))
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_the_identity_seed_blocks_transform_is_kept_across_calls(monkeypatch, mode):
+    # the first rule meets the Jacobian's full block of one-hot seeds (irfft's transpose at f's
+    # output in reverse, rfft at its input forward): transformed once, kept read-only, and the
+    # Jacobians are those of the block transformed afresh, to the bit, at every call
+    from jaccli.engine.rules import fft as rules
+
+    n = 144
+    k = np.arange(n // 2 + 1) * 0.25
+    f = lambda u: np.fft.irfft(np.fft.rfft(u * u) * (1j * k) - np.fft.rfft(u) * k ** 2, n)  # noqa: E731
+    u = np.cos(2 * np.pi * np.arange(n) / n) + 0.5
+    rules._transformed_identity.cache_clear()
+    monkeypatch.setattr(rules, "_IDENTITY_KEPT", 0)  # (the block transformed at each call)
+    want = np.asarray(jaccli.jacobian(f, u, mode=mode))
+    monkeypatch.undo()
+    for call in range(3):
+        J = np.asarray(jaccli.jacobian(f, u, mode=mode))
+        np.testing.assert_array_equal(J, want)
+    info = rules._transformed_identity.cache_info()
+    assert (info.misses, info.hits) == (1, 2), info  # transformed in the first call, then taken
+    # blocks of fewer seeds (chunks of rows or columns) are no identity: transformed as they come
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, u, mode=mode, chunk_size=50)), want, rtol=1e-13, atol=1e-13)
+    assert rules._transformed_identity.cache_info().misses == 1
+    np.testing.assert_allclose(want, central_diff(f, u), atol=1e-6)

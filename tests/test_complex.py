@@ -141,11 +141,11 @@ def test_a_subtracted_complex_cotangent_is_negated_bit_for_bit_in_both_modes():
     # subtract's rules negate complex128 blocks through their float64 view: NumPy's -g to the bit
     # (NaN, inf and signed zeros too), in every layout; and the Jacobians through a difference of
     # complex values agree with central differences
-    from jaccli.engine.rules.elementwise import _negated
+    from jaccli.engine.rules._util import negated
 
     z = np.array([[np.nan + 1j, -0.0 + 0j, np.inf - 2j], [1.5 - 0.0j, -np.inf + np.nan * 1j, 0.25 + 3j]])
     for g in (z, np.asfortranarray(z), z[:, ::2], z[0], z.astype(np.complex64), z.real):
-        got = _negated(g)
+        got = negated(g)
         assert got.dtype == g.dtype and got.shape == g.shape
         bits = lambda a: np.ascontiguousarray(a).view(np.uint8)  # noqa: E731
         np.testing.assert_array_equal(bits(got), bits(np.negative(g)))

@@ -177,3 +177,12 @@ def sign_change(distance):
 
 
 crossed_at_zero = sign_change(lambda ans, *args: args[-1])  # abs, and exp(-|x|) in i0e, i1e, ive
+
+
+def negated(g):
+    """-g. A complex128 array through its float64 view: the same bits (each part's sign flipped), at
+    a fraction of the time (NumPy's complex negative is not vectorized: ~6x its float negative; the
+    cotangent of a subtracted spectrum, KS residual's Jacobian at n = 256: 47 us against 8 us)."""
+    if type(g) is np.ndarray and g.dtype == np.complex128 and g.ndim and g.flags.c_contiguous:
+        return np.negative(g.view(np.float64)).view(np.complex128)
+    return -g

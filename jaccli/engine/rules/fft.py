@@ -321,9 +321,12 @@ def _canonical_one(a, n, axis, norm, real_out=False):
     return (n,), (axis,)
 
 
+_OPPOSITE = {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+
 def _swap(norm):
     """The norm of the opposite direction (hfft is irfft of the conjugate with it)."""
-    return {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}[norm]
+    return _OPPOSITE[norm]
 
 
 def _c2c_call(inverse):

@@ -240,3 +240,22 @@ def test_a_product_with_a_zero_factor_keeps_a_structured_tangent_structured(monk
     out = rec.jvp([SparseBlock.one_hot(np.arange(4), (4,), np.float64)], structured=True)[0]
     assert type(out) is SparseBlock and not densified
     np.testing.assert_allclose(out.todense(), np.diag(mask / np.cosh(np.linspace(-1.0, 1.0, 4)) ** 2))
+
+
+@pytest.mark.parametrize("entries", [1, 2])
+def test_a_real_low_rank_part_under_complex_entries_is_made_dense_complex(entries):
+    # (hypothesis found it: np.real of such a block in a forward sweep through complex values)
+    k, n = 3, 4
+    rng = np.random.default_rng(1)
+    idx = rng.integers(0, n, size=(k, entries))
+    val = rng.standard_normal((k, entries)) + 1j * rng.standard_normal((k, entries))
+    u, v = rng.standard_normal((k, 1)), rng.standard_normal((1, n))
+    block = SparseBlock((k, n), idx, val, u, v)
+    want = u @ v + 0j
+    for row in range(k):
+        for e in range(entries):
+            want[row, idx[row, e]] += val[row, e]
+    got = block.todense()
+    assert got.dtype == np.complex128
+    np.testing.assert_allclose(got, want, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(np.real(block), want.real, rtol=1e-15, atol=1e-15)

@@ -126,6 +126,8 @@ class SparseBlock:
             out = lowrank_product(self.u, self.v.reshape(self.rank, n))
             if type(self.val) is Tracer and type(out) is not Tracer and self.idx.shape[1]:
                 out = out + zeros_for(self.val, (k, n), self.dtype)  # traced, to add the entries into
+            elif self.idx.shape[1] and type(out) is np.ndarray and out.dtype != self.dtype:
+                out = out.astype(self.dtype)  # a real low-rank part under complex entries
         else:
             out = zeros_for(self.val, (k, n), self.dtype)
         if self.idx.shape[1] == 1:

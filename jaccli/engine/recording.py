@@ -29,7 +29,7 @@ from .handlers import HOLDERS
 from .nested_lists import refuse_ragged
 from .tracer import Tracer, holds_tracer, lift
 
-raise_thresholds()  # (once, when the first recording is about to be made: engine/heap.py)
+raise_thresholds()  # (once a process, when the engine is imported: engine/heap.py)
 
 
 def as_float(x: Any) -> Any:

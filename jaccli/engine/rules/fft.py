@@ -18,7 +18,7 @@ from ..facts import HEAVIER_IN_REVERSE, SAMPLE_RULES, STRUCTURES
 from ..registry import family, primitive, register_derived
 from ..seeds import SparseBlock, dense
 from ..structure import Dense
-from ._util import axis_index, shape_of
+from ._util import axis_index, dtype_of, shape_of
 
 family("fft")
 
@@ -214,6 +214,8 @@ def _r2c_vjp(ans, x, s, axes, norm):
 
 def _c2r_vjp(ans, x, s, axes, norm):
     lengths, up = _lengths(x, axes), _up(axes)
+    if dtype_of(x).kind != "c":  # NumPy sees a real x as complex: its cotangent is the real part (as JAX's)
+        return lambda g: np.real(irfftn_t(g, s, up, norm, lengths))
     return lambda g: irfftn_t(g, s, up, norm, lengths)
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from jaccli.engine import SparseBlock
 
 from . import step_loops
-from .guards import ErrstateRun, same
+from .guards import ErrstateRun, all_hold, same
 
 # A step: (k, fn, args, fills, kwargs, state, expected).
 #   k: the slot its value goes to (a guard's k is unused);
@@ -50,6 +50,8 @@ def compile_steps(steps: Sequence[tuple], loads: dict[int, tuple[str, int]], res
     ("block", shape, parts) for a structured block made of its four parts (each one of the two
     before, or None).
     """
+    if len(steps) <= CHUNK:
+        steps = fused_guards(steps, loads, _kept(results))
     w = _Writer(steps, loads, results)
     if len(steps) <= CHUNK:
         lines = [f"def {name}(vals, seeds=()):", "    run = _Run()", "    try:"]
@@ -72,6 +74,62 @@ def compile_steps(steps: Sequence[tuple], loads: dict[int, tuple[str, int]], res
     else:
         lines.append(f"        return [{', '.join(w.result(r, w.stored) for r in results)}]")
     return w.compiled(lines + _closing(), name)
+
+
+def fused_guards(steps: Sequence[tuple], loads: dict, kept: set[int]) -> list[tuple]:
+    """The steps with their finite and nonzero guards (the rules' checks of a factor) checked
+    together: those of values the program loads, at its start; those of values it returns (alive
+    to its end anyway: every value of a forward replay), at its end; the others in runs of
+    consecutive ones, where they were taken (moving them later would keep their values alive
+    longer). Each group is one step of guards.all_hold, whose verdict is all of theirs: a guard
+    that fails anywhere makes the program give None, wherever it is checked. So a small sweep
+    makes one call per group and no reduction, not a call and a reduction per guard (P1's sweep
+    made 7, as did P3's call)."""
+    made = {k for k, _, _, _, _, _, expected in steps if expected is STEP}
+    first: list[tuple] = []
+    last: list[tuple] = []
+    out: list[tuple] = []
+    run: list[tuple] = []
+    for s in steps:
+        slot = _fusable(s)
+        if slot is None:
+            out += _grouped(run)
+            run = []
+            out.append(s)
+        elif slot in loads and slot not in made:
+            first.append(s)
+        elif slot in kept:
+            last.append(s)
+        else:
+            run.append(s)
+    return _grouped(first) + out + _grouped(run) + _grouped(last)
+
+
+def _fusable(s: tuple) -> int | None:
+    """The slot a finite or nonzero guard checks (one value, nothing else); None for any other step."""
+    _, fn, args, fills, kwargs, _, expected = s
+    if expected is not True or kwargs or len(fills) != 1 or args != (None,) \
+            or getattr(fn, "fused_check", None) not in ("finite", "nonzero"):
+        return None
+    return fills[0][1]
+
+
+def _grouped(guards: list[tuple]) -> list[tuple]:
+    """One all_hold step for these guards (none for none, the guard itself for one)."""
+    if len(guards) < 2:
+        return list(guards)
+    fns: dict[str, Any] = {}
+    reads: dict[str, list] = {"finite": [], "nonzero": []}
+    for _, fn, _, fills, _, _, _ in guards:
+        kind = fn.fused_check
+        fns[kind] = fn
+        value = fills[0][1:]
+        if value not in reads[kind]:  # (the same check of the same value, repeated by two rules)
+            reads[kind].append(value)
+    values = reads["finite"] + reads["nonzero"]
+    fills = tuple((3 + i, slot, index) for i, (slot, index) in enumerate(values))
+    args = (fns.get("finite"), fns.get("nonzero"), len(reads["finite"])) + (None,) * len(values)
+    return [(-1, all_hold, args, fills, {}, guards[0][5], True)]
 
 
 def _parts(steps: Sequence[tuple], loads: dict, w: "_Writer") -> list[tuple]:

@@ -153,3 +153,32 @@ def guards_hold(guards: list, g: int, upto: int | None, vals: list, run: Errstat
             return None
         g += 1
     return g
+
+
+
+def all_hold(finite: Callable | None, nonzero: Callable | None, n: int, *values: Any) -> bool:
+    """The guards finite(v) for each of values[:n] and nonzero(v) for each of values[n:], in one call.
+
+    `finite` and `nonzero` are the rules' predicates (all entries finite; no entry zero) that a
+    program's guards call one by one: a sweep checks a factor at each rule that reads it, seven
+    times for P1's or P3's small sweeps. Each called NumPy's logical_and.reduce, whose machinery
+    costs several times an isfinite of 100 numbers; a float array is checked here by counting
+    (count_nonzero: the entries that are finite, or nonzero, must be all of them), the same
+    verdict without a reduction. Any other value is given to the predicate itself.
+    """
+    for v in values[:n]:
+        if type(v) is np.ndarray and v.dtype.kind == "f":
+            if _COUNT(np.isfinite(v)) != v.size:
+                return False
+        elif not finite(v):
+            return False
+    for v in values[n:]:
+        if type(v) is np.ndarray and v.dtype.kind == "f":
+            if _COUNT(v) != v.size:  # (NaN counts as nonzero, as _no_zero has it; -0.0 as zero)
+                return False
+        elif not nonzero(v):
+            return False
+    return True
+
+
+_COUNT = np.count_nonzero

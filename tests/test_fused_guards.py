@@ -1,0 +1,123 @@
+"""A compiled program checks the rules' finite and nonzero guards together (issue 44, item 4): a
+steady record_once call makes fewer checks of its factors, and a guard that fails still sends the
+call the usual way, whose results are the plain call's, non-finite entries included."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import jaccli
+from jaccli.replay.guards import all_hold
+
+from jaccli.engine.rules import elementwise
+from jaccli.engine.rules.elementwise import _all_finite, _no_zero  # (the two predicates the guards call)
+
+
+def _elementwise(x):
+    return np.sin(x) * np.exp(x) + x ** 2
+
+
+def _rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def _elementwise_jacobian(x):
+    return np.diag(np.exp(x) * (np.sin(x) + np.cos(x)) + 2.0 * x)
+
+
+class _Counted:
+    """A function, counting its calls."""
+
+    def __init__(self, fn) -> None:
+        self.calls = 0
+        self.fn = fn
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self.fn(*args, **kwargs)
+
+
+def _steady(g, call, x, warm=8):
+    for _ in range(warm):  # (a recording is compiled one step a call: replays.py)
+        call(g, x)
+
+
+@pytest.mark.parametrize("name, f, call, finite", [
+    # P1's sweep checks cos(x), exp(x), sin(x) finite and nonzero and x finite: 7 guards, each a
+    # logical_and.reduce, before; two groups, in one call each, now (the loaded values', cos(x)'s)
+    ("elementwise jacobian", _elementwise, lambda g, x: np.asarray(jaccli.jacobian(g, x)), 4),
+    # P3's call: 3 finite guards in the forward replay (one group at its end), 2 of each kind in the sweep
+    ("rosenbrock hessian", _rosenbrock, lambda g, x: np.asarray(jaccli.hessian(g, x)), 5),
+])
+def test_a_steady_call_checks_its_factors_without_a_reduction_each(monkeypatch, name, f, call, finite):
+    g = jaccli.record_once(f)
+    rng = np.random.default_rng(0)
+    _steady(g, call, rng.uniform(-1, 1, 30))
+    x = rng.uniform(-1, 1, 30)
+    reductions = _Counted(elementwise._ALL)
+    isfinite = _Counted(np.isfinite)
+    monkeypatch.setattr(elementwise, "_ALL", reductions)
+    monkeypatch.setattr(np, "isfinite", isfinite)
+    got = call(g, x)
+    monkeypatch.undo()
+    assert reductions.calls == 0 and isfinite.calls == finite, name  # one isfinite per value checked
+    np.testing.assert_array_equal(got, call(f, x))  # the plain call's, to the last bit
+    assert g.records == 1
+
+
+@pytest.mark.parametrize("bad", [800.0, np.inf, np.nan, 0.0, -np.pi / 4])
+def test_a_failing_guard_in_a_group_still_sends_the_call_the_usual_way(bad):
+    # 800: exp overflows (its factor not finite); inf, nan: the input itself; 0: sin(x) is 0 (a
+    # factor with a zero); -pi/4: sin + cos = 0 there (not a guard, a control)
+    g = jaccli.record_once(_elementwise)
+    rng = np.random.default_rng(1)
+    _steady(g, lambda g, x: np.asarray(jaccli.jacobian(g, x)), rng.uniform(-1, 1, 7))
+    x = rng.uniform(-1, 1, 7)
+    J = jaccli.jacobian(g, x)
+    np.testing.assert_allclose(np.asarray(J), _elementwise_jacobian(x), rtol=1e-13, atol=1e-13)
+    assert J.stats["path"] == "compiled sweep"
+    x[3] = bad
+    with warnings.catch_warnings():  # (not np.errstate: a replay under another error state records afresh)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        J = jaccli.jacobian(g, x)
+        got = np.asarray(J)
+        want = np.asarray(jaccli.jacobian(_elementwise, x))
+    np.testing.assert_array_equal(got, want)  # NaN where the plain call has NaN, inf where it has inf
+    if bad == -np.pi / 4:
+        assert J.stats["path"] == "compiled sweep"
+    else:
+        assert J.stats["path"] != "compiled sweep"  # a guard of a group failed: swept as usual
+
+
+def _values(rng, kind, size):
+    if kind == "python float":
+        return float(rng.uniform(-1, 1))
+    if kind == "int":
+        return rng.integers(-2, 3, size)
+    if kind == "0-d":
+        return np.array(rng.uniform(-1, 1))
+    if kind == "float32":
+        return rng.uniform(-1, 1, (size, 2)).astype(np.float32)
+    if kind == "strided":
+        return rng.uniform(-1, 1, (size, 4))[:, ::2].T
+    return rng.uniform(-1, 1, size)
+
+
+@pytest.mark.parametrize("kinds", [("float64", "float64", "float64"), ("float64", "float32", "0-d"),
+                                   ("strided", "float64"), ("int", "float64"), ("python float", "float64")])
+@pytest.mark.parametrize("size", [1, 5, 5000])
+def test_all_hold_is_the_verdict_of_every_guard(kinds, size):
+    rng = np.random.default_rng(size)
+    for trial in range(40):
+        values = [_values(rng, k, size) for k in kinds]
+        for v in values:
+            if type(v) is np.ndarray and v.size and trial % 2:
+                bad = rng.choice([np.inf, -np.inf, np.nan, 0.0, -0.0]) if v.dtype.kind == "f" else 0
+                v.reshape(-1)[rng.integers(v.size)] = bad
+        n = int(rng.integers(0, len(values) + 1))
+        finite, nonzero = values[:n], values[n:]
+        want = all(_all_finite(v) for v in finite) and all(_no_zero(v) for v in nonzero)
+        assert all_hold(_all_finite, _no_zero, n, *finite, *nonzero) is want

@@ -181,4 +181,7 @@ def all_hold(finite: Callable | None, nonzero: Callable | None, n: int, *values:
     return True
 
 
-_COUNT = np.count_nonzero
+try:  # np.count_nonzero's C function, without its dispatch (half its cost on a small array)
+    from numpy._core.multiarray import count_nonzero as _COUNT
+except ImportError:  # pragma: no cover - NumPy < 2
+    _COUNT = np.count_nonzero

@@ -214,6 +214,31 @@ def test_structured_rows_of_a_huge_jacobian_are_read_whole_and_never_shared(once
         assert f.replays == 1
 
 
+@pytest.mark.parametrize("once", [False, True], ids=["plain", "record_once"])
+def test_structured_rows_read_whole_are_written_from_their_entries_not_copied(monkeypatch, once):
+    # Rows that a sweep gave structured, read whole, are written from their entries into zeros:
+    # the dense chunk (all N_BIG columns of each row) is not copied out, bit for bit what it gives
+    f = jaccli.record_once(big_f) if once else big_f
+    take = block_stores._Chunks.take
+    copied: list[int] = []
+    monkeypatch.setattr(block_stores._Chunks, "take",
+                        lambda self, positions, *rest: copied.append(positions.size) or take(self, positions, *rest))
+    for x in (np.linspace(-1.0, 2.0, N_BIG), np.linspace(-2.0, 1.0, N_BIG), np.linspace(-1.5, 1.5, N_BIG)):
+        J = jaccli.jacobian(f, x)
+        rows, again = J[3:7], J[3:7]
+        assert copied == [] and J.rows_evaluated == 4
+        assert_allclose(rows, big_rows(x, [3, 4, 5, 6]), rtol=1e-13, atol=0)
+        chunk = take(store_of(J).rows, np.arange(3, 7), None, np.empty(rows.shape))
+        assert_array_equal(rows, chunk) and assert_array_equal(again, chunk)
+        rows[:] = 7.0  # the caller's own array, not the cache
+        assert_array_equal(J[3:7], chunk)
+        assert_array_equal(J[4:6], chunk[1:3])  # part of the chunk: copied from it
+        assert copied == [2]
+        copied.clear()
+    if once:
+        assert f.replays == 2
+
+
 def test_rows_and_columns_of_a_huge_hessian():
     x = np.linspace(-1.0, 2.0, N_BIG)
 

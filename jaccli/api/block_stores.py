@@ -26,27 +26,39 @@ class _Chunks:
     def __init__(self, size: int) -> None:
         self.chunk = np.full(size, -1, dtype=np.intp)
         self.offset = np.zeros(size, dtype=np.intp)
-        self.data: list[np.ndarray] = []
-        self.structured: dict[int, SparseBlock] = {}  # chunk -> the structured block it was written from
+        self.data: list[np.ndarray | None] = []  # None: a chunk kept structured, made dense when first read
+        self.structured: dict[int, tuple[SparseBlock, np.dtype]] = {}  # chunk -> its structured block, dtype
 
-    def put(self, positions: np.ndarray, values: np.ndarray, structured: SparseBlock | None = None) -> None:
+    def put(self, positions: np.ndarray, values: np.ndarray | None,
+            structured: tuple[SparseBlock, np.dtype] | None = None) -> None:
+        """The chunk of `positions`: its dense values, or None and `structured`, the structured block
+        of its rows and their dtype (written dense only when something reads the chunk dense)."""
         self.chunk[positions] = len(self.data)
         self.offset[positions] = np.arange(positions.size)
         if structured is not None:
             self.structured[len(self.data)] = structured
         self.data.append(values)
 
-    def structured_chunk(self, positions: np.ndarray) -> SparseBlock | None:
-        """The structured block that a chunk was written from, when `positions` are exactly that
-        chunk's, in its order (their values are then its rows as they are); else None."""
+    def dense(self, c: int) -> np.ndarray:
+        """Chunk c's values, dense."""
+        data = self.data[c]
+        if data is None:
+            block, dtype = self.structured[c]
+            data = self.data[c] = np.zeros(block.shape, dtype)  # (calloc: what the entries leave untouched is free)
+            scatter_rows(block, data, np.arange(block.shape[0]), zeroed=True)
+        return data
+
+    def structured_chunk(self, positions: np.ndarray) -> tuple[SparseBlock, np.dtype] | None:
+        """The structured block that a chunk was written from (and its dtype), when `positions` are
+        exactly that chunk's, in its order (their values are then its rows as they are); else None."""
         if not self.structured or not positions.size:
             return None
         c = int(self.chunk[positions[0]])
-        block = self.structured.get(c)
-        if block is None or positions.size != self.data[c].shape[0] or (self.chunk[positions] != c).any() \
+        found = self.structured.get(c)
+        if found is None or positions.size != found[0].shape[0] or (self.chunk[positions] != c).any() \
                 or _unless_all(self.offset[positions], positions.size) is not None:
             return None
-        return block
+        return found
 
     def take(self, positions: np.ndarray, other: np.ndarray | None, out: np.ndarray) -> np.ndarray:
         """out[k] = (value at positions[k])[..., other] for every k (other None: the whole value);
@@ -55,16 +67,16 @@ class _Chunks:
         chunks = np.unique(ids)
         for c in chunks:
             sel = ids == c if chunks.size > 1 else slice(None)  # (one chunk: no mask to select with)
-            data, at = self.data[c], self.offset[positions[sel]]
+            data, at = self.dense(c), self.offset[positions[sel]]
             value = data if _unless_all(at, data.shape[0]) is None else data[at]  # (the chunk as it is: no copy)
             out[sel] = value if other is None else value[..., other]
         return out
 
     def move_into(self, target: np.ndarray) -> None:
         """target[p] = value at p for every known position p; the chunks are let go."""
-        for c, data in enumerate(self.data):
+        for c in range(len(self.data)):
             where = np.flatnonzero(self.chunk == c)
-            target[where] = data[self.offset[where]]
+            target[where] = self.dense(c)[self.offset[where]]
         self.data = []
         self.structured = {}
 
@@ -94,13 +106,11 @@ class PartialStore:
 
     def put_rows(self, rows: np.ndarray, values: Any) -> None:
         """values: (len(rows),) + lead + (N,), or None for rows of zeros; a structured block (SparseBlock) of
-        len(rows) rows is written into zeros through its parts (densified first, its entries took np.add.at)."""
+        len(rows) rows is kept as it is, and written into zeros through its parts when read (densified
+        first, its entries took np.add.at)."""
         shape = (rows.size,) + self.lead + (self.shape[-1],)
         if type(values) is SparseBlock and not self.lead:
-            dense = np.zeros(shape, self.dtype)
-            values = np.reshape(values, shape)
-            scatter_rows(values, dense, np.arange(rows.size), zeroed=True)
-            self.rows.put(rows, dense, values)
+            self.rows.put(rows, None, (np.reshape(values, shape), self.dtype))
             return
         self.rows.put(rows, np.zeros(shape, self.dtype) if values is None else
                       np.asarray(values, dtype=self.dtype).reshape(shape))
@@ -114,13 +124,13 @@ class PartialStore:
     def row_values(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """dense[..., rows, cols] of known rows, as (len(rows),) + lead + (len(cols),)."""
         other = _unless_all(cols, self.shape[-1])
-        block = None if other is not None else self.rows.structured_chunk(rows)
-        if block is not None:
+        found = None if other is not None else self.rows.structured_chunk(rows)
+        if found is not None:
             # Rows that a sweep gave structured (10 rows of a 90000-column stencil Jacobian, 60 entries):
-            # written again from their entries into zeros from calloc, where copying the dense
-            # chunk wrote all of it (7.2 MB; 40% of such a call).
+            # written from their entries into zeros from calloc, where copying a dense chunk wrote
+            # all of it (7.2 MB; 40% of such a call)
             out = np.zeros((rows.size,) + self.lead + (cols.size,), dtype=self.dtype)
-            scatter_rows(block, out, np.arange(rows.size), zeroed=True)
+            scatter_rows(found[0], out, np.arange(rows.size), zeroed=True)
             return out
         return self.rows.take(rows, other, np.empty((rows.size,) + self.lead + (cols.size,), dtype=self.dtype))
 

@@ -36,8 +36,10 @@ _UNKNOWN = object()  # the error state at the top of a loop whose body changes i
 # Steps per compiled function: a long recording (a Python loop: tens of thousands of steps) is
 # written out as functions of so many steps each, compiled one at a time, which a driver calls in
 # turn. Python's compiler needs some kilobytes a line while it compiles (its tree of the source):
-# one function of 27,000 lines took 100 MB more than a plain call's whole peak (issue 44).
-CHUNK = 1000
+# one function of 27,000 lines took 100 MB more than a plain call's whole peak (issue 44), and a
+# chunk of 1000 steps (2000 lines, 3 KB each) took 2x a plain call's peak on small recordings (a
+# stack of 400 products: 8 MB against 4).
+CHUNK = 250
 
 
 def compile_steps(steps: Sequence[tuple], loads: dict[int, tuple[str, int]], results: Sequence[tuple],

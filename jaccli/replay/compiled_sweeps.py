@@ -281,13 +281,18 @@ def _program(ext: Trace, n: int, seed_slots: list, out: list) -> Traced | None:
     budget = MAX_BYTES
     seeded = {s for s in seed_slots if s is not None}
     entries = []  # (position, order, op): guards go before the operation they were taken before
-    for node in ext.nodes[n:]:
-        k = node.index
+    nodes = ext.nodes
+    for k in range(n, len(nodes)):
+        node = nodes[k]
+        # (each node goes once it is a step: the sweep's nodes and the program's steps are never
+        # all held at once, 2x a plain call's peak on issue 44's RK4 loop)
+        nodes[k] = None
         if k in seeded:
             continue
-        if not ext.nodes.plain.get(k, False):
+        if not nodes.plain.get(k, False):
             return None  # a structured block or a tuple: sweep as usual
         op = _plain_only(node_step(node, ext.errstates))
+        node.parents = ()
         if op is None:
             return None
         budget -= sum(a.nbytes for a in op[2] if type(a) is np.ndarray)

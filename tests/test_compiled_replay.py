@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import jaccli
+from jaccli.engine import COPIES_SUM
 from jaccli.replay import codegen, compiled_sweeps as programs
 from jaccli.replay.replay_trace import ReplayTrace
 from tests.helpers import central_diff
@@ -266,6 +267,27 @@ def test_the_replays_that_compile_peak_at_most_one_and_a_half_plain_calls():
         np.testing.assert_array_equal(J[np.arange(n - 1), np.arange(1, n)], x[:-1])
         assert np.count_nonzero(J) == 2 * (n - 1)
         assert used <= 1.5 * plain, (k + 1, used / plain)
+
+
+def test_a_traced_sweep_that_would_copy_a_large_sum_per_part_stops_at_the_first(monkeypatch):
+    # the usual sweep adds the stack's 399 parts of x's cotangent in place; a program would copy
+    # the 399 x 400 sum for each (issue 44: 26 copies were made before the budget ran out)
+    copies = []
+    real = programs._Lean.append
+
+    def append(self, item):
+        if getattr(item, "prim", None) in COPIES_SUM:
+            copies.append(item.value.nbytes)
+        return real(self, item)
+
+    monkeypatch.setattr(programs._Lean, "append", append)
+    g = jaccli.record_once(_stacked)
+    for k in range(6):
+        x = np.linspace(0.5, 1.5, 400) + 0.01 * k
+        J = np.asarray(jaccli.jacobian(g, x, mode="reverse"))
+        np.testing.assert_array_equal(np.diagonal(J, 1), x[:-1])
+    assert copies == [399 * 400 * 8]
+    assert list(_replay_of(g)._programs.values()) == [False]
 
 
 def test_a_long_program_is_compiled_in_chunks_that_pass_values_on(monkeypatch):

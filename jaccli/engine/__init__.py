@@ -28,7 +28,7 @@ _EXPORTS = {
     "separable": "sample_independence",
     "CONDITION_ARGUMENTS": "facts", "EXPRESSION_FUNCTIONS": "facts", "KINK_CROSSINGS": "facts", "MATRIX_PRODUCTS": "facts",
     "LIMIT_WORDS": "facts", "CONVENTION_WORDS": "facts",
-    "STRUCTURES": "facts", "HEAVIER_IN_REVERSE": "facts",
+    "STRUCTURES": "facts", "HEAVIER_IN_REVERSE": "facts", "COPIES_SUM": "facts",
     "Recording": "recording", "Unique": "recording", "as_float": "recording", "call_traced": "recording",
     "pause_for": "recording", "private_copy": "recording", "private_float": "recording",
     "current_errstate": "guards", "plan_form": "sweep_plans", "renewed_plan": "sweep_plans", "rewritable": "tape",
@@ -39,8 +39,8 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from .facts import (CONDITION_ARGUMENTS, CONVENTION_WORDS, EXPRESSION_FUNCTIONS, HEAVIER_IN_REVERSE, KINK_CROSSINGS,
-                        LIMIT_WORDS, MATRIX_PRODUCTS, STRUCTURES)
+    from .facts import (CONDITION_ARGUMENTS, CONVENTION_WORDS, COPIES_SUM, EXPRESSION_FUNCTIONS, HEAVIER_IN_REVERSE,
+                        KINK_CROSSINGS, LIMIT_WORDS, MATRIX_PRODUCTS, STRUCTURES)
     from .guards import Guard, current_errstate, errstate_token
     from .limits import limit_met
     from .numpy_proxies import primal_nested

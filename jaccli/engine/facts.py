@@ -46,6 +46,12 @@ HEAVIER_IN_REVERSE: set[_Primitive] = set()
 transpose conjugates and weights the spectrum besides transforming it): a square Jacobian too large
 for the caches, of a recording that holds one, is swept forward by mode="auto" (api/evaluator)."""
 
+COPIES_SUM: set[_Primitive] = set()
+"""Primitives that a traced sweep records where the usual sweep adds in place into a sum it owns
+(Primitive.vjp_into, for vjp_add): each gives a copy of its argument 0 with a few entries added. A
+compiled sweep of many of them copies the whole sum per contribution (replay/compiled_sweeps)."""
+
+
 CONDITION_ARGUMENTS: dict[_Primitive, int] = {}
 """The position of the argument that is a condition (np.where's 0): a report names it "its condition"
 (check/branch_changes)."""

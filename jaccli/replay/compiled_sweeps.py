@@ -31,11 +31,18 @@ from typing import Any
 import numpy as np
 
 from .codegen import compile_steps, guard_step, node_step
-from jaccli.engine import TRACED_PARTS, Guard, SparseBlock, Trace, Tracer, dense, forward, reverse
+from jaccli.engine import COPIES_SUM, TRACED_PARTS, Guard, SparseBlock, Trace, Tracer, dense, forward, reverse
 
 # Bytes of constants a program may hold (the seeds' own results, f's constants that rules read).
 # Past it the sweep is made the usual way each time: it costs little next to the arithmetic then.
 MAX_BYTES = 1 << 24
+
+# A traced sweep that copies a sum of so many bytes to add a small part to it (COPIES_SUM) stops:
+# the usual sweep adds such parts in place, its program would copy the sum per part (a stack of
+# 999 products: 999 copies of a 999 x 1000 block). Stopped at the first, the traced sweep holds
+# two such blocks at most, as the usual sweep holds one (issue 44: it took 26 before its budget
+# ran out, and peaked at 1.6x a plain call with the stack of 2999).
+LARGE_SUM = 1 << 20
 
 # A program is recorded for so many different requests per recording at most: lazy rows asked for
 # in ever new blocks would otherwise each record one that is never used again.
@@ -182,9 +189,12 @@ class _Lean(list):
             item.args = _without_refs(item.args, item.refs)
             return
         value = item.value
-        self.budget -= getattr(value, "nbytes", 0)
+        made = getattr(value, "nbytes", 0)
+        self.budget -= made
         if self.budget < 0:
             raise _TooLarge
+        if item.prim in COPIES_SUM and made >= LARGE_SUM and made >= 16 * getattr(item.args[1], "nbytes", made):
+            raise _TooLarge  # (see LARGE_SUM)
         self.plain[item.index] = type(value) is np.ndarray or isinstance(value, np.generic)
         item.value = None  # (the sweep reads it from its Tracer, which goes once used)
         item.args = _without_refs(item.args, item.parents)

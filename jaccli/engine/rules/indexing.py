@@ -11,7 +11,7 @@ import numpy as np
 
 from ...errors import TracingError
 from ..user_sites import user_site
-from ..facts import NOT_SEPARABLE, SAMPLE_RULES, SHIFT_FORMS, STRUCTURES
+from ..facts import COPIES_SUM, NOT_SEPARABLE, SAMPLE_RULES, SHIFT_FORMS, STRUCTURES
 from ..structure import Moves, Scatters
 from ..registry import family, primitive, register
 from ..seed_ops import assign_on_block, getitem_on_block, scatter_add_on_block, scatter_on_block
@@ -128,6 +128,7 @@ def _scatter_into_jvp(ans, acc, v, idx):
 
 scatter_into.jvp_joint = _scatter_into_jvp
 get_basic.vjp_into = lambda acc, g, idx: scatter_into(acc, g, idx)
+COPIES_SUM.add(scatter_into)
 
 
 def _add_basic(acc, g, idx):

@@ -269,6 +269,30 @@ def test_the_replays_that_compile_peak_at_most_one_and_a_half_plain_calls():
         assert used <= 1.5 * plain, (k + 1, used / plain)
 
 
+def test_a_traced_sweep_holds_no_more_large_blocks_than_the_usual_sweep():
+    # 80 pieces concatenated: traced, each piece's structured cotangent is added into x's dense
+    # one in five steps of a 800 x 800 block each, where the usual sweep adds it in place
+    # (issue 44: the replay that traced the sweep peaked at 1.95x a plain call)
+    def pieces(x):
+        return np.concatenate([np.sin(x[10 * i:10 * i + 10]) * x[10 * i] for i in range(x.shape[0] // 10)])
+
+    n = 800
+    g = jaccli.record_once(pieces)
+    x = np.linspace(0.5, 1.5, n)
+    _peak(g, x)  # the recording
+    plain = min(_peak(pieces, x)[0] for _ in range(2))
+    for k in range(6):
+        x = np.linspace(0.5, 1.5, n) + 0.01 * k
+        used, J = _peak(g, x)
+        want = np.zeros((n, n))
+        for i in range(n // 10):
+            s = slice(10 * i, 10 * i + 10)
+            want[s, s] = np.diag(np.cos(x[s]) * x[10 * i])
+            want[s, 10 * i] += np.sin(x[s])
+        np.testing.assert_allclose(J, want, rtol=1e-14, atol=1e-15)
+        assert used <= 1.5 * plain, (k + 1, used / plain)
+
+
 def test_a_traced_sweep_that_would_copy_a_large_sum_per_part_stops_at_the_first(monkeypatch):
     # the usual sweep adds the stack's 399 parts of x's cotangent in place; a program would copy
     # the 399 x 400 sum for each (issue 44: 26 copies were made before the budget ran out)

@@ -26,6 +26,7 @@ sweeps the replay the usual way, which takes the branch the new values need.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -175,32 +176,83 @@ class _Lean(list):
     when the arrays that its nodes keep as constants (what the seeds give through f's constants:
     a dense block of identity seeds scattered, masked, sliced) pass MAX_BYTES, which a program may
     not hold: each is a block as large as the result, and a stack of 999 products held eight of
-    them (60 MB next to the usual sweep's 27) before the program was refused for them (issue 44)."""
+    them (60 MB next to the usual sweep's 27) before the program was refused for them (issue 44).
 
-    def __init__(self, nodes: list = (), budget: float = float("inf")) -> None:
+    `room`: bytes of blocks of LARGE_SUM or more (made by its nodes, or constants they read) the
+    sweep may hold at once (sweep_room); past it, recording stops too."""
+
+    def __init__(self, nodes: list = (), budget: float = float("inf"), room: float = float("inf")) -> None:
         super().__init__(nodes)
         self.plain: dict[int, bool] = {}
         self.budget = budget
         self.held = MAX_BYTES
+        self.room = _Room(room)
+        self.blocks: list = []  # weak references to the large blocks it holds (see _Room)
 
     def append(self, item: Any) -> None:
         super().append(item)
         if type(item) is Guard:
             item.args = _without_refs(item.args, item.refs)
             return
-        value = item.value
+        value, args = item.value, item.args
+        self.plain[item.index] = type(value) is np.ndarray or isinstance(value, np.generic)
+        # (let go of the values first: a refused sweep's last node would hold its blocks)
+        item.value = None  # (the sweep reads it from its Tracer, which goes once used)
+        item.args = _without_refs(args, item.parents)
         made = getattr(value, "nbytes", 0)
         self.budget -= made
         if self.budget < 0:
             raise _TooLarge
-        if item.prim in COPIES_SUM and made >= LARGE_SUM and made >= 16 * getattr(item.args[1], "nbytes", made):
-            raise _TooLarge  # (see LARGE_SUM)
-        self.plain[item.index] = type(value) is np.ndarray or isinstance(value, np.generic)
-        item.value = None  # (the sweep reads it from its Tracer, which goes once used)
-        item.args = _without_refs(item.args, item.parents)
-        self.held -= sum(a.nbytes for a in item.args if type(a) is np.ndarray)
+        if made >= LARGE_SUM and type(value) is np.ndarray and value.base is None:
+            if item.prim in COPIES_SUM and made >= 16 * getattr(args[1], "nbytes", made):
+                raise _TooLarge  # (see LARGE_SUM)
+            self._hold(value)
+        for a in item.args:
+            if type(a) is np.ndarray:
+                self.held -= a.nbytes
+                # a constant block that the seeds gave (made dense by a rule), read through views
+                owner = a if a.base is None else a.base
+                if type(owner) is np.ndarray and owner.nbytes >= LARGE_SUM and id(owner) not in self.room.held:
+                    self._hold(owner)
         if self.held < 0:
             raise _TooLarge
+
+    def _hold(self, block: np.ndarray) -> None:
+        self.room.left -= block.nbytes
+        self.blocks.append(_Block(block, self.room.let_go, block.nbytes))
+        self.room.held.add(id(block))
+        if self.room.left < 0:
+            raise _TooLarge
+
+
+class _Room:
+    """What a traced sweep may still hold of large blocks (sweep_room): a block's bytes are given
+    back when it goes. (Apart from _Lean, whose blocks' weak references call let_go: a cycle through
+    _Lean would keep a refused sweep's nodes until the collector runs.)"""
+
+    __slots__ = ("left", "held")
+
+    def __init__(self, left: float) -> None:
+        self.left = left
+        self.held: set[int] = set()  # ids of the blocks held
+
+    def let_go(self, block: "_Block") -> None:
+        self.left += block.nbytes
+        self.held.discard(block.id)
+
+
+class _Block(weakref.ref):
+    """A weak reference to a large block a traced sweep made, that knows its size once it is gone."""
+
+    __slots__ = ("nbytes", "id")
+
+    def __new__(cls, value: Any, callback: Any, nbytes: int) -> "_Block":
+        return super().__new__(cls, value, callback)
+
+    def __init__(self, value: Any, callback: Any, nbytes: int) -> None:
+        super().__init__(value, callback)
+        self.nbytes = nbytes
+        self.id = id(value)
 
 
 class _TooLarge(Exception):
@@ -218,6 +270,33 @@ def sweep_budget(trace: Trace, seeds: tuple) -> float:
     k = max((s.shape[0] for s in seeds if s is not None and len(s.shape)), default=1)
     held = sum(getattr(v, "nbytes", 0) for v in trace.values())
     return 4 * k * held + MAX_BYTES
+
+
+def sweep_room(kind: str, ends: tuple, seeds: tuple) -> float:
+    """Bytes of large blocks (LARGE_SUM or more) a traced sweep may hold at once: its results'
+    and 4 MB. The usual sweep holds about its results; a traced rule that makes dense in several
+    steps what the usual sweep adds in place (a structured block added into a sum: 5 blocks as
+    large as the result at once for 200 pieces concatenated, 4.3x a plain call's peak; a stack's
+    seeds made dense, then its sum, then a copy of it: 1.6x) makes a program that cannot pay off,
+    and peaks above a plain call: the sweep is made the usual way (issue 44). Smaller blocks are
+    not counted: the benchmark's programs, which pay off, never hold one."""
+    k = max((s.shape[0] for s in seeds if s is not None and len(s.shape)), default=1)
+    if kind == "reverse":
+        values = [n.value for n in ends]
+    else:
+        values = [n.value if i is None else n.value[i] for n, i in ends]
+    return k * sum(np.size(v) * np.asarray(v).itemsize for v in values) + 4 * LARGE_SUM
+
+
+def _large_arrays(trace: Trace) -> set[int]:
+    """ids of the arrays of LARGE_SUM bytes or more that the recording holds (its values, f's
+    constants): a traced sweep that reads them holds nothing new (sweep_room)."""
+    found = set()
+    for node in trace.nodes:
+        for a in (node.value, *node.args):
+            if type(a) is np.ndarray and a.nbytes >= LARGE_SUM:
+                found.add(id(a if a.base is None else a.base))
+    return found
 
 
 def _without_refs(args: tuple, refs: tuple) -> tuple:
@@ -261,7 +340,8 @@ def traced(trace: Trace, kind: str, starts: tuple, ends: tuple, seeds: tuple) ->
     program; None when it cannot be one."""
     ext = Trace()  # the trace's operations, then the sweep's (the nodes are shared, not copied)
     n = len(trace.nodes)
-    ext.nodes = _Lean(trace.nodes, sweep_budget(trace, seeds))
+    ext.nodes = _Lean(trace.nodes, sweep_budget(trace, seeds), sweep_room(kind, ends, seeds))
+    ext.nodes.room.held.update(_large_arrays(trace))
     ext.guards = _Lean()
     ext.inputs = list(trace.inputs)
     ext.errstate = trace.errstate

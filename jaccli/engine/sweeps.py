@@ -101,12 +101,10 @@ def _accumulate(store: dict, node: Node, idx: int | None, n_out: int, value: Any
     slots[idx] = _add(slots[idx], value, owned)
 
 
-def _take(store: dict, node: Node, owned: dict) -> tuple[Any, bool]:
-    """Pop node's cotangent: from here on rules see it, and it is no longer the sweep's to change.
-
-    Also returns whether the sweep owned it (a sum it made, referenced from nowhere else).
-    """
-    g = store.pop(node, None)
+def _taken(g: Any, owned: dict) -> tuple[Any, bool]:
+    """A node's cotangent g, just popped from the store: from here on rules see it, and it is no
+    longer the sweep's to change. Also returns whether the sweep owned it (a sum it made,
+    referenced from nowhere else)."""
     kind = type(g)
     if kind is _PendingSum:
         g = g.join(owned)
@@ -175,11 +173,14 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
         plan = plan_reverse(trace, tuple(outputs), wrt_mask)
         cut = plan.cut
         for node in plan:
-            g, mine = _take(store, node, owned)
+            g = store.pop(node, None)
+            if g is None:
+                if node is capture:
+                    return g
+                continue
+            g, mine = _taken(g, owned)
             if node is capture:
                 return g
-            if g is None:
-                continue
             if not node.parents:
                 if id(node) in wanted:
                     results[id(node)] = g
@@ -234,6 +235,9 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                     continue
                 if MONITOR.v is not None:
                     MONITOR.v(node, argnum, ct, "reverse")
+                if pidx is None and parent not in store:  # the first part sent back: nothing to add to
+                    store[parent] = ct
+                    continue
                 _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct, owned)
     return None if capture is not None else [results.get(id(n)) for n in wrt]
 

@@ -302,6 +302,7 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
     parents = []
     deps = 0
     nested = False
+    plain = False  # an argument the freezer may hold: not traced, not a Python number
     pin = not prim.value_free
     for i, a in enumerate(args):
         if type(a) is Tracer:
@@ -321,6 +322,8 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
                 nested = top.outer = True
         else:
             vals.append(a)
+            if type(a) is not float and type(a) is not int:
+                plain = True
     outermost = site is None
     if outermost:
         site = RULE_SITE.v or user_site(2)
@@ -339,10 +342,11 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
             top.guard(Raised(prim.impl), tuple(vals), kwargs, tuple(parents), type(exc))
             raise
     freezer = FREEZER.v
-    if freezer is not None and outermost:
+    if freezer is not None and outermost and plain:
         freezer.hold(args, prim)  # the plain arguments as f passed them (traced ones are skipped)
-    # (a float array, the common result, is tested inline: bind runs once per recorded operation)
-    if prim.nondiff or not ((type(ans) is np.ndarray and ans.dtype.kind == "f") or (
+    # (a float array or number, the common result, is tested inline: bind runs once per recorded operation)
+    kind = type(ans)
+    if prim.nondiff or not ((kind is np.ndarray and ans.dtype.kind == "f") or kind is np.float64 or (
             all(_is_inexact(v) for v in ans) if prim.multi_out else _is_inexact(ans))):
         # An integer or boolean result carries no derivative and leaves the recording as a plain
         # value; the lowest level guards it (a nested call guarded it on the level below).
@@ -354,7 +358,7 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
     if prim.constant:
         parents, deps = (), 0
     node = Node(prim, tuple(vals), kwargs, tuple(parents), ans, deps, site)
-    size = ans.size if type(ans) is np.ndarray else getattr(ans, "size", 1)
+    size = ans.size if kind is np.ndarray else getattr(ans, "size", 1)
     if type(size) is int and size > top.largest:
         top.largest = size
     node.index = len(top.nodes)
@@ -369,7 +373,8 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
             note_view(out, args, top)
         return outs
     out = Tracer(ans, node, None, top)
-    if type(ans) is not np.ndarray or ans.base is not None:  # (a fresh array is a view of nothing)
+    # a fresh array, a NumPy scalar or a number is a view of nothing (see views._view_of)
+    if (kind is np.ndarray and ans.base is not None) or kind is Tracer:
         note_view(out, args, top)
     return out
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import cmath
+import math
 import weakref
 from typing import Any
 
@@ -35,12 +37,21 @@ def write_in_place(prim: Any, node: Any, vals: list, kwargs: dict, nonfinite: di
     if before is None:
         before = int(np.count_nonzero(~np.isfinite(value)))
     part, values = prim.in_place(*vals, **kwargs)
-    old = int(np.count_nonzero(~np.isfinite(part)))
+    old = _nonfinite(part)
     part[...] = values
-    after = nonfinite[id(value)] = before - old + int(np.count_nonzero(~np.isfinite(part)))
+    after = nonfinite[id(value)] = before - old + _nonfinite(part)
     if node.finite is None:
         node.finite = before == 0
     return value, after == 0
+
+
+def _nonfinite(part: np.ndarray) -> int:
+    """How many entries of part (float or complex) are not finite; one element without NumPy's
+    reductions, which cost microseconds on it (a loop of y[i] = v writes one at a time)."""
+    if part.ndim == 0:
+        v = part.item()
+        return 0 if (math.isfinite(v) if type(v) is float else cmath.isfinite(v)) else 1
+    return int(np.count_nonzero(~np.isfinite(part)))
 
 
 def note_view(out: Any, args: tuple, top: Any) -> None:

@@ -14,7 +14,7 @@ from ..sample_independence import elementwise as samples_apart
 from ..seeds import SparseBlock
 from ..limits import PROBING, SWEEP
 from ..tracer import Tracer, guarded, peek
-from ._util import crossed_at_zero, expand, negated, unbroadcast
+from ._util import crossed_at_zero, expand, negated, shape_of, unbroadcast
 
 family("elementwise")
 
@@ -180,13 +180,13 @@ def _nary(ufunc, partials, *, notes: str = "", kink=None, crossed=NO_KINK, name=
 
         def vjp_maker(ans, *args, _d=d, _pos=pos, **kw):
             scale = _safe_product(_d(ans, *args), _pos)
-            shape = np.shape(args[_pos])
+            shape = shape_of(args[_pos])
             return lambda g: unbroadcast(scale(g), shape)
 
         def jvp_maker(ans, *args, _d=d, _pos=pos, **kw):
             scale = _tangent_product(_d(ans, *args), _pos)
-            shape = np.shape(args[_pos])
-            out_shape = np.shape(ans)
+            shape = shape_of(args[_pos])
+            out_shape = shape_of(ans)
             return lambda t: scale(expand(t, shape, out_shape))
 
         makers_v.append(vjp_maker)
@@ -206,7 +206,7 @@ def _linear_binary(ufunc, sx: float, sy: float):
 
     def vjp(sign, pos):
         def maker(ans, x, y, **kw):
-            shape = np.shape(x if pos == 0 else y)
+            shape = shape_of(x if pos == 0 else y)
             if sign == 1:
                 return lambda g: unbroadcast(g, shape)
             return lambda g: unbroadcast(negated(g), shape)
@@ -214,8 +214,8 @@ def _linear_binary(ufunc, sx: float, sy: float):
 
     def jvp(sign, pos):
         def maker(ans, x, y, **kw):
-            shape = np.shape(x if pos == 0 else y)
-            out_shape = np.shape(ans)
+            shape = shape_of(x if pos == 0 else y)
+            out_shape = shape_of(ans)
             if sign == 1:
                 return lambda t: expand(t, shape, out_shape)
             return lambda t: expand(negated(t), shape, out_shape)

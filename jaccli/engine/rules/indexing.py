@@ -82,7 +82,7 @@ get_basic.sparse = getitem_on_block
 scatter_basic = primitive("scatter", _scatter_basic)
 STRUCTURES[get_basic] = STRUCTURES[scatter_basic] = Moves()
 scatter_basic.sparse = scatter_on_block
-get_basic.defvjp(lambda ans, x, idx: (lambda g: scatter_basic(g, idx, _covered(np.shape(x), idx))))
+get_basic.defvjp(lambda ans, x, idx: (lambda g: scatter_basic(g, idx, _covered(shape_of(x), idx))))
 get_basic.defjvp(lambda ans, x, idx: (lambda t: get_basic(t, idx)))
 scatter_basic.defvjp(lambda ans, v, idx, shape: (lambda g: get_basic(g, idx)))
 scatter_basic.defjvp(lambda ans, v, idx, shape: (lambda t: scatter_basic(t, idx, shape)))
@@ -196,12 +196,18 @@ def flat_positions(shape: tuple, idx: tuple) -> np.ndarray:
     return np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.intp).reshape(shape)[idx]
 
 
+# _full_basic of one int, by the number of axes of x: the commonest index of a loop (x[i]) costs a look-up
+_FULL_INT = [(slice(None),) * (n - 1) for n in range(1, 33)]
+
+
 def getitem(x, idx):
+    shape = shape_of(x)
+    if type(idx) is int and 0 < len(shape) <= len(_FULL_INT):
+        return get_basic(x, (idx,) + _FULL_INT[len(shape) - 1])
     idx = _normalize(idx)
-    shape = np.shape(x)
     if _is_basic(idx):
         out = get_basic(x, _full_basic(idx, len(shape)))
-        if not np.shape(out) and any(i is Ellipsis for i in idx):
+        if not shape_of(out) and any(i is Ellipsis for i in idx):
             return np.copy(out)  # one number: NumPy's 0-d array with '...' (x[..., 0]), a scalar without
         return out
     flat = flat_positions(shape, idx)
@@ -234,7 +240,7 @@ def _assign_vjp_x(ans, x, v, idx):
 
 
 def _assign_vjp_v(ans, x, v, idx):
-    shape = np.shape(v)
+    shape = shape_of(v)
     return lambda g: unbroadcast(get_basic(g, idx), shape)
 
 
@@ -295,18 +301,20 @@ def _as_written(x, v, idx: tuple):
     dtype is written with one of v's, so that NumPy decides, as it does for plain arrays. Both in
     one element's memory, and x[idx]'s dimensions read from an array that holds none: O(1)
     memory, whatever the sizes of x and v (a row written into a large array, in a loop)."""
-    v_shape = np.shape(v)
+    v_shape = shape_of(v)
     if not v_shape:  # one value: nothing to drop, and no shape NumPy refuses (a loop of element writes)
         return v
-    _one_element(np.shape(x), dtype_of(x))[idx] = _one_element(v_shape, dtype_of(v))
-    extra = len(v_shape) - np.empty(np.shape(x), dtype=_NO_BYTES)[idx].ndim
+    _one_element(shape_of(x), dtype_of(x))[idx] = _one_element(v_shape, dtype_of(v))
+    extra = len(v_shape) - np.empty(shape_of(x), dtype=_NO_BYTES)[idx].ndim
     return np.reshape(v, v_shape[extra:]) if extra > 0 else v
 
 
 def setitem(x, v, idx):
     """x with x[idx] replaced by v: a functional update (the last write wins for repeated indices)."""
+    shape = shape_of(x)
+    if type(idx) is int and 0 < len(shape) <= len(_FULL_INT):
+        return assign(x, _as_written(x, v, (idx,)), (idx,) + _FULL_INT[len(shape) - 1])
     idx = _normalize(idx)
-    shape = np.shape(x)
     v = _as_written(x, v, idx)
     if _is_basic(idx) and not any(i is None for i in idx):
         # One copy of x with the part written, and rules that touch only that part of a seed:

@@ -72,8 +72,8 @@ def _add(old: Any, value: Any, owned: dict) -> Any:
     elif type(old) is SparseBlock and type(value) is SparseBlock and old.shape == value.shape:
         return _PendingSum([old, value])
     if _owns(owned, old):
-        if type(value) is np.ndarray and np.result_type(old, value) == old.dtype \
-                and np.broadcast_shapes(old.shape, value.shape) == old.shape:
+        if type(value) is np.ndarray and (value.dtype == old.dtype or np.result_type(old, value) == old.dtype) \
+                and (value.shape == old.shape or np.broadcast_shapes(old.shape, value.shape) == old.shape):
             np.add(old, value, out=old)
             return old
         if type(value) is SparseBlock and value.shape == old.shape and np.result_type(old, value.dtype) == old.dtype \
@@ -178,7 +178,10 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                 if node is capture:
                     return g
                 continue
-            g, mine = _taken(g, owned)
+            if type(g) is np.ndarray:  # (_taken's common case, inline)
+                mine = owned.pop(id(g), None) is g if owned else False
+            else:
+                g, mine = _taken(g, owned)
             if node is capture:
                 return g
             if not node.parents:
@@ -227,7 +230,16 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                         if type(out) is np.ndarray:
                             owned[id(out)] = out
                         continue
-                rule = node.vjp(argnum) if retraced is None else _traced_rule(node, argnum, retraced)
+                if retraced is not None:
+                    rule = _traced_rule(node, argnum, retraced)
+                elif node._vjps is None and not node.prim.zero_grad:
+                    # (Node.vjp's work, inline for a node's first rule: a sweep makes most rules once)
+                    maker = node.prim.vjps.get(argnum)
+                    rule = node.vjp(argnum) if maker is None or is_complex(node.value) else \
+                        maker(node.value, *node.args, **node.kwargs)
+                    node._vjps = {argnum: rule}
+                else:
+                    rule = node.vjp(argnum)
                 if rule is None:
                     continue
                 ct = rule(g)

@@ -16,6 +16,9 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 _INTERNAL_CODE: dict = {}  # code object -> (its file, _USER, _LIBRARY or _INTERNAL) (see _code_kind)
+# id -> code object, for jaccli's and NumPy's code seen so far: user_site steps over these frames with one
+# look-up (an id, not the code's equality, which holds between equal code of two files)
+_INTERNAL_IDS: dict = {}
 
 
 # While a rule runs, operations it records belong to the user's line of the node being swept.
@@ -42,6 +45,8 @@ def _code_kind(code: Any) -> int:
     kind = _file_kind(code.co_filename)
     if entry is None:
         _INTERNAL_CODE[code] = (code.co_filename, kind)
+    if kind == _INTERNAL:
+        _INTERNAL_IDS[id(code)] = code  # (held: its id stays its own)
     return kind
 
 
@@ -88,10 +93,13 @@ def user_site(skip: int = 1) -> tuple[str, int] | None:
     """The user's file and line: the innermost frame of the user's own code, else of a library
     (scipy.special called from an installed package), never of jaccli or NumPy."""
     frame = sys._getframe(skip)
-    known = _INTERNAL_CODE
+    known, internal = _INTERNAL_CODE, _INTERNAL_IDS
     library = None
     while frame is not None:
         code = frame.f_code
+        if id(code) in internal:
+            frame = frame.f_back
+            continue
         entry = known.get(code)
         kind = entry[1] if entry is not None and entry[0] == code.co_filename else _code_kind(code)
         if kind == _USER:

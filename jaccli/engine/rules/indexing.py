@@ -154,11 +154,29 @@ def _scatter_flat(v, flat, n):
     z = np.zeros(tuple(lead) + (n,), dtype=np.result_type(v, np.float32))
     vv = np.reshape(v, tuple(lead) + (flat.size,))
     pos = flat.reshape(-1)
-    if distinct_positions(pos, n):
+    if _distinct(flat, pos, n):
         z[..., pos] = vv
     else:
         np.add.at(z, (Ellipsis, pos), vv)
     return z
+
+
+# id of a read-only position array -> (it, n, whether its positions are distinct): a gather by the same
+# positions (np.roll's, shared by every step of an integrator) is transposed many times in a sweep
+_DISTINCT: dict[int, tuple] = {}
+
+
+def _distinct(flat: np.ndarray, pos: np.ndarray, n: int) -> bool:
+    if flat.flags.writeable or type(flat) is not np.ndarray:
+        return distinct_positions(pos, n)
+    known = _DISTINCT.get(id(flat))
+    if known is not None and known[0] is flat and known[1] == n:
+        return known[2]
+    if len(_DISTINCT) > 256:
+        _DISTINCT.clear()
+    distinct = distinct_positions(pos, n)
+    _DISTINCT[id(flat)] = (flat, n, distinct)
+    return distinct
 
 
 gather = primitive("gather", _gather)
@@ -358,4 +376,5 @@ def rearrange(x, pos: np.ndarray):
     NumPy computes `pos` by applying the function to `positions(x.shape)` (np.roll, np.diagonal,
     np.take_along_axis of the argsort...), so its semantics are NumPy's own.
     """
-    return gather(np.reshape(x, (-1,)), np.asarray(pos, dtype=np.intp))
+    flat = x if len(shape_of(x)) == 1 else np.reshape(x, (-1,))
+    return gather(flat, np.asarray(pos, dtype=np.intp))

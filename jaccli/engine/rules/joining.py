@@ -13,7 +13,7 @@ from ..structure import Moves
 from ..registry import family, primitive, register, register_derived
 from ..seeds import SparseBlock
 from ..tracer import Tracer
-from ._util import axis_index, dtype_of
+from ._util import axis_index, dtype_of, shape_of
 from .indexing import gather, get_basic, getitem, positions, rearrange, scatter_basic
 from .shape import reshape
 
@@ -119,10 +119,11 @@ def _concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
 
 def _stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     arrays = list(arrays)
-    nd = np.ndim(arrays[0]) + 1
-    ax = axis_index(axis, nd)
-    shape = np.shape(arrays[0])
-    expanded = [np.reshape(a, shape[:ax] + (1,) + shape[ax:]) if np.shape(a) == shape else a for a in arrays]
+    shape = shape_of(arrays[0])
+    ax = axis_index(axis, len(shape) + 1)
+    # the reshape primitive itself, not np.reshape: a stack of many small pieces dispatches no call per piece
+    new = shape[:ax] + (1,) + shape[ax:]
+    expanded = [reshape(a, new) if shape_of(a) == shape else a for a in arrays]
     return concat(*expanded, axis=ax)
 
 

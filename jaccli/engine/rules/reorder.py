@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ...errors import UnsupportedOperationError
@@ -10,7 +12,7 @@ from ..facts import allow_in_expressions
 from ..registry import family, register, register_derived
 from ..refusals import mark_read_only
 from ..tracer import guarded
-from ._util import axis_index, in_method_dtype, norm_axes
+from ._util import axis_index, in_method_dtype, norm_axes, shape_of
 from .indexing import gather, get_basic, getitem, positions, rearrange
 from .shape import transpose
 
@@ -70,7 +72,20 @@ register_derived(np.rot90, _rot90, uses=(get_basic, transpose))
 # roll and sort: one gather of positions NumPy computes for us
 # ---------------------------------------------------------------------------
 def _roll(a, shift, axis=None):
-    return rearrange(a, np.roll(positions(np.shape(a)), shift, axis))
+    shape = shape_of(a)
+    try:
+        return rearrange(a, _roll_positions(shape, shift, axis))
+    except TypeError:  # a shift or axis that is a list or an array: not a key, computed afresh
+        return rearrange(a, np.roll(positions(shape), shift, axis))
+
+
+@functools.lru_cache(maxsize=256)
+def _roll_positions(shape: tuple, shift, axis) -> np.ndarray:
+    """np.roll's flat positions, once per shape, shift and axis (an integrator rolls the same state at
+    every step): read-only, as every recording that gathers by them shares them."""
+    pos = np.roll(positions(shape), shift, axis)
+    pos.flags.writeable = False
+    return pos
 
 
 def _sort(a, axis=-1, kind=None, order=None, *, stable=None):

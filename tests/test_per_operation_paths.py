@@ -8,6 +8,8 @@ import pytest
 
 import jaccli
 from jaccli.check.diagnostics import first_nonfinite_primal
+from jaccli.engine.seed_ops import getitem_on_block
+from jaccli.engine.seeds import SparseBlock
 from jaccli.errors import TracingError
 
 from .helpers import central_diff
@@ -167,3 +169,25 @@ def test_the_first_non_finite_value_is_found_through_element_writes():
     with np.errstate(all="ignore"):
         found = first_nonfinite_primal(jaccli.jacobian(f, np.ones(4))._ev.rec)
     assert (found.op, found.line) == ("np.log", f.__code__.co_firstlineno + 4)
+
+
+@pytest.mark.parametrize("chunk", [1, 3, None])
+def test_a_concatenation_of_many_pieces_swept_in_blocks_is_the_closed_form(chunk):
+    # blocks of a few seeds: most pieces hold none of a block's entries
+    def f(x):
+        return np.concatenate([np.sin(x[4 * i:4 * i + 4]) * x[4 * i] for i in range(x.shape[0] // 4)])
+
+    x = np.linspace(0.5, 1.5, 24)
+    i = np.arange(x.size)
+    J = np.diag(np.cos(x) * x[i // 4 * 4])
+    J[i, i // 4 * 4] += np.sin(x)
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x, mode="reverse", chunk_size=chunk)), J,
+                               rtol=1e-14, atol=1e-14)
+
+
+def test_a_part_of_a_seed_block_that_holds_none_of_its_entries_is_zero():
+    block = SparseBlock.one_hot(np.array([0, 1, 7]), (8,), np.float64)
+    part = getitem_on_block(block, (slice(2, 6),))
+    assert part.shape == (3, 4)
+    np.testing.assert_array_equal(np.asarray(part), np.zeros((3, 4)))
+    np.testing.assert_array_equal(np.asarray(getitem_on_block(block, (slice(6, 8),))), np.eye(8)[[0, 1, 7], 6:8])

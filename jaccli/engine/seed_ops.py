@@ -44,8 +44,13 @@ def getitem_on_block(a: SparseBlock, idx: tuple) -> Any:
             new_inner.append(length)
         else:
             keep &= c == (int(i) % n)
-    val = np.where(keep, a.val, 0.0)
     v = None if a.v is None else a.v[(Ellipsis,) + idx]
+    if new_inner and 0 not in new_inner and type(a.val) is np.ndarray and not keep.any():
+        # no entry falls in the part (a piece of a long concatenation, away from this block's seeds): a
+        # block without entries, so that what the sweep does with it next costs nothing per seed
+        none = np.zeros((a.shape[0], 0), dtype=np.intp)
+        return SparseBlock((a.shape[0],) + tuple(new_inner), none, np.zeros((a.shape[0], 0), a.val.dtype), a.u, v)
+    val = np.where(keep, a.val, 0.0)
     if not new_inner:
         total = val.sum(axis=1)
         return total if a.u is None else total + a.u @ v

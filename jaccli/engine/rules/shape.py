@@ -12,13 +12,13 @@ from ..registry import family, primitive, register, register_derived
 from ..sample_independence import leading_axis_kept
 from ..refusals import mark_read_only
 from ..tracer import Tracer, guarded
-from ._util import axis_index
+from ._util import axis_index, shape_of
 
 family("shape")
 
 
 def _k(g):
-    return np.shape(g)[0]
+    return shape_of(g)[0]
 
 
 # ---------------------------------------------------------------------------
@@ -36,8 +36,8 @@ STRUCTURES[reshape] = Moves()
 
 def _reshape_rule(to_shape_of):
     def maker(ans, x, shape):
-        target = np.shape(ans) if to_shape_of == "ans" else np.shape(x)
-        return lambda g: np.reshape(g, (_k(g),) + tuple(target))
+        target = tuple(shape_of(ans) if to_shape_of == "ans" else shape_of(x))
+        return lambda g: _reshape_impl(g, (_k(g),) + target)
     return maker
 
 
@@ -58,7 +58,7 @@ def _reshape_handler(a, newshape=None, order="C", *, shape=None, copy=None):
     if _memory_order(a, order) == "F":
         # Fortran order is C order with the axes reversed on both sides.
         return _transpose_handler(_reshape_handler(_transpose_handler(a), shape[::-1]))
-    if np.shape(a) == shape:
+    if shape_of(a) == shape:
         return a
     return reshape(a, shape)
 

@@ -157,6 +157,18 @@ def test_a_stack_of_plain_numbers_and_traced_pieces_is_numpys():
     np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), [[1, 0, 0], [0, 0, 0], [0, 3, 2]])
 
 
+@pytest.mark.parametrize("pieces", [lambda x: [x, x[:2]], lambda x: [x[:2], np.ones(3)], lambda x: []])
+def test_a_stack_of_pieces_of_different_shapes_raises_numpys_error(pieces):
+    def f(x):
+        return np.stack(pieces(x))
+
+    with pytest.raises(ValueError) as ours:
+        jaccli.jacobian(f, np.ones(3))
+    with pytest.raises(ValueError) as numpys:
+        f(np.ones(3))
+    assert str(ours.value) == str(numpys.value)
+
+
 def test_the_first_non_finite_value_is_found_through_element_writes():
     # y[1] = inf is overwritten before anything reads it: the NaN's origin is np.log
     def f(x):

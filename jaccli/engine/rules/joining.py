@@ -119,12 +119,15 @@ def _concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
 
 def _stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     arrays = list(arrays)
+    if not arrays:
+        raise ValueError("need at least one array to stack")  # (NumPy's words)
     shape = shape_of(arrays[0])
+    if any(shape_of(a) != shape for a in arrays):
+        raise ValueError("all input arrays must have the same shape")
     ax = axis_index(axis, len(shape) + 1)
     # the reshape primitive itself, not np.reshape: a stack of many small pieces dispatches no call per piece
     new = shape[:ax] + (1,) + shape[ax:]
-    expanded = [reshape(a, new) if shape_of(a) == shape else a for a in arrays]
-    return concat(*expanded, axis=ax)
+    return concat(*[reshape(a, new) for a in arrays], axis=ax)
 
 
 register(np.concatenate, _concatenate, prims=(concat,))

@@ -243,6 +243,37 @@ def _replays(f, n):
         yield x, J, used / plain
 
 
+def test_a_sweep_whose_results_are_too_many_to_keep_is_never_traced(monkeypatch):
+    # issues 43 and 44: tracing a sweep costs more than the sweep; where its program would be
+    # refused for the numbers its results hold (P4-B256-n64, P2-n1000-m1000: 2.1-3.6 plain calls on
+    # the call that traced), the usual sweep's results say so before any tracing
+    monkeypatch.setattr(programs, "MAX_STORED_PER_NODE", 2)  # 3 x 3 results of 3 operations: 9 > 6
+    seeded, traced = [], programs.traced
+    monkeypatch.setattr(programs, "traced", lambda *args: seeded.append(type(args[-1][0])) or traced(*args))
+    g = jaccli.record_once(lambda x: x * np.sum(x))
+    for k in range(7):
+        x = np.array([0.3, -0.2, 0.5]) + 0.01 * k
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, x, mode="reverse")),
+                                   np.sum(x) * np.eye(3) + np.outer(x, np.ones(3)), rtol=1e-13)
+    # the identity seeds as a structured block (replays.answer's `alt`) make results of another
+    # form, which only tracing tells; the dense seeds' results are the usual sweep's
+    assert seeded == [programs.SparseBlock]
+
+
+def test_once_a_block_of_rows_is_refused_as_a_program_the_other_blocks_are_not_traced(monkeypatch):
+    # issue 44's concatenation: each of a Jacobian's six blocks of rows was traced and refused
+    # on one call (0.2-1.8 s each, 3.7 plain calls); a block of another size is of the same sort
+    tried = []
+    monkeypatch.setattr(programs, "traced", lambda *args: tried.append(type(args[-1][0])) and None)
+    g = jaccli.record_once(lambda x: np.concatenate([np.sin(x), x ** 3, x[:1] * x[2:]]))
+    for k in range(7):
+        x = np.array([0.3, -0.2, 0.5]) + 0.01 * k
+        want = np.vstack([np.diag(np.cos(x)), np.diag(3 * x ** 2), [[x[2], 0.0, x[0]]]])
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, x, mode="reverse", chunk_size=3)), want, rtol=1e-13)
+    # once with the identity seeds as a structured block (replays.answer's `alt`), once dense: six before
+    assert sorted(t.__name__ for t in tried) == ["SparseBlock", "ndarray"]
+
+
 def test_no_replay_holds_much_more_memory_than_a_plain_call():
     # 150 products stacked: a reverse sweep of 149 identity seeds makes a 149 x 150 block per
     # product, which a recorded program would keep, one local each (issue 44: 7 GB at n = 1000)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from jaccli.engine import (INPUT, MONITOR, Node, Recording, Trace, Tracer, Unique, current_errstate, pause_for, plan_form,
                            private_copy, private_float, renewed_plan, rewritable, write_in_place)
 
@@ -67,6 +69,11 @@ class Replayable(Recording):
         # compiles nothing.
         self._made = [0]
         self._nth = 0
+        # The sorts of request (_sort_of) whose sweep was refused as a program when traced (shared
+        # with the replays): a Jacobian's later blocks of rows, which would each be traced and
+        # refused in turn (6 traces of 0.2-1.8 s on the call that traces, issue 44's
+        # concatenation), are swept as usual at once.
+        self._refused: set = set()
         self._advanced: set = set()  # the requests this call took a step further (one step each)
 
     def __getattr__(self, name: str) -> Any:
@@ -224,6 +231,7 @@ class Replayable(Recording):
         rec._programs = self._programs
         rec._forward = self._forward
         rec._made = self._made
+        rec._refused = self._refused
         rec._nth = nth
         rec._advanced = set()
         rec._replayed = True
@@ -252,10 +260,12 @@ class Replayable(Recording):
         if not self._replayed:
             return sweep()
         key = None if MONITOR.v is not None else compiled_sweeps.key_of(kind, request, seeds)  # (diagnostics watch each rule)
+        swapped = False
         if key is not None and alt is not None:
             alt_key = compiled_sweeps.key_of(kind, request, alt)
             if alt_key is not None and self._programs.get(alt_key) is not False:
                 key, seeds = alt_key, alt  # (the program's seeds from here on; the usual sweep keeps its own)
+                swapped = True
         prog = None if key is None else self._programs.get(key)
         if type(prog) is compiled_sweeps.Program and prog.checked:
             with pause_for(self.trace):
@@ -268,26 +278,44 @@ class Replayable(Recording):
         # program's traced writes copy the array each time (4x the usual sweep on issue 44's loop).
         if prog is False or key is None or self._nth <= COMPILE_FORWARD_AT or not self._forward[0] \
                 or key in self._advanced \
-                or (prog is None and len(self._programs) >= compiled_sweeps.MAX_PROGRAMS):
+                or (prog is None and (len(self._programs) >= compiled_sweeps.MAX_PROGRAMS
+                                      or _sort_of(key) in self._refused)):
             return sweep()
         self._advanced.add(key)
         # Tracing and compiling come before the usual sweep, checking after it: so the traced
         # sweep's blocks and the compiler's tree are gone when the usual sweep makes its own, and
         # the usual sweep's results are not held meanwhile (issue 44: a replay peaked at 1.6-1.8x
         # a plain call with the two at once on a stack of products, 1.5x on an RK4 loop).
+        # Tracing costs more than the sweep (1.1-2.5 of it): not where the program would be refused
+        # for the numbers its results hold (fits). Where dense results could hold that many, the
+        # usual sweep comes first and its results say whether they do (P4-B256-n64, P2-n1000-m1000:
+        # traced and refused, 2.1-3.6 plain calls on that call).
         checking = type(prog) is compiled_sweeps.Program
+        out = None
+        bound = compiled_sweeps.MAX_STORED_PER_NODE * max(self.trace.size(), 1)
         try:
-            with pause_for(self.trace):
+            if prog is None:
+                with pause_for(self.trace):
+                    starts, ends = where()
+                    large = not swapped and _dense_size(kind, seeds, ends) > bound
+                if large:
+                    out = sweep()
+                if out is None or sum(map(compiled_sweeps.stored, out)) <= bound:
+                    with pause_for(self.trace):
+                        prog = compiled_sweeps.traced(self.trace, kind, starts, ends, seeds)
                 if prog is None:
-                    prog = compiled_sweeps.traced(self.trace, kind, *where(), seeds)
-                elif not checking:
+                    self._refused.add(_sort_of(key))
+            elif not checking:
+                with pause_for(self.trace):
                     prog = prog.compiled()
         except Exception:  # noqa: BLE001 - a sweep that cannot be recorded as a program is swept as usual
             prog = None
-        out = sweep()
+        if out is None:
+            out = sweep()
         try:
             if type(prog) is compiled_sweeps.Traced and not compiled_sweeps.fits(prog.sizes, out, self.trace.size()):
-                prog = None  # (no use compiling and checking what would not be kept: P4-B256-n64)
+                prog = None  # (no use compiling and checking what would not be kept)
+                self._refused.add(_sort_of(key))
             elif checking:
                 with pause_for(self.trace):
                     got = prog.run(self.trace.values(), seeds)
@@ -298,3 +326,18 @@ class Replayable(Recording):
             prog = None
         self._programs[key] = False if prog is None else prog
         return out
+
+
+def _sort_of(key: tuple) -> tuple:
+    """A request's sort: its key (compiled_sweeps.key_of) without the seeds' shapes and contents,
+    which differ from one block of a Jacobian's rows (or columns) to the next."""
+    kind, wrt, forms = key
+    return kind, wrt, tuple(None if f is None else (f[0], len(f[1])) for f in forms)
+
+
+def _dense_size(kind: str, seeds: tuple, ends: tuple) -> int:
+    """How many numbers a sweep's results hold at most: dense blocks of as many rows as seeds."""
+    k = max((s.shape[0] for s in seeds if s is not None and len(s.shape)), default=1)
+    if kind == "reverse":
+        return k * sum(int(np.size(node.value)) for node in ends)
+    return k * sum(int(np.size(node.value if i is None else node.value[i])) for node, i in ends)

@@ -78,14 +78,21 @@ def _timed_call(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 def first_replays(make: Callable[[], Callable[[np.ndarray], Any]], x: np.ndarray, trials: int
                   ) -> tuple[list[float], Callable[[np.ndarray], Any]]:
-    """Seconds of record_once's first replay (at a point moved by 1e-3) after its recording at x, in
-    `trials` fresh wrappers; and the last wrapper, recorded and replayed."""
+    """Seconds of record_once's first replay (at a point moved by 1e-3) right after its recording
+    at x, in `trials` fresh wrappers; and the last wrapper, recorded and replayed.
+
+    The idle wait comes before the recording, not between it and the replay: after a wait, any
+    call (a plain one too) costs 2-3x its steady time on the shared machine, its caches left to
+    other processes (P2-n100-m100: a plain call 940 us after 0.5 s asleep, 300 us steady, thread
+    CPU), and the plain median it is compared with is timed after an untimed call (timing.py)."""
     times, fn = [], None
     for _ in range(trials):
         fn = make()
+        quiesce(0.5)
         fn(x)
-        took, _ = _timed_call(lambda: fn(x * (1 + 1e-3)))
-        times.append(took)
+        start = time.perf_counter()
+        fn(x * (1 + 1e-3))
+        times.append(time.perf_counter() - start)
     return times, fn
 
 

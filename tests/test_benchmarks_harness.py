@@ -178,3 +178,11 @@ def test_per_call_parts_add_up_to_the_record_once_call(iid):
     assert ("symmetric assembly" in compiled) == (iid == "P3-n100")
     assert got["the rest (Python)"] == pytest.approx(got["record_once"] - sum(got[k] for k in compiled))
     assert all(v > 0 for k, v in got.items() if k != "the rest (Python)")
+
+
+def test_call_by_call_times_the_recording_and_seven_replays_against_a_plain_call():
+    from benchmarks import call_by_call
+
+    (iid, make, plain), = call_by_call._cases({"P1-n100"})
+    got, base = call_by_call.calls(make, plain, trials=1)
+    assert iid == "P1-n100" and len(got) == call_by_call.CALLS == 8 and base > 0 and all(t > 0 for t in got)

@@ -11,12 +11,15 @@ replay); a plain call's time is the median of as many plain calls, interleaved w
 Printed: each call's median over the trials / the plain call's median. Thread CPU time by default
 (the machine is shared; OPENBLAS_NUM_THREADS=1 keeps BLAS in this thread), `--wall` for wall clock.
 `--cold` waits for the process to go idle before every timed call, plain ones too (the way
-workload_suite.first_replays times a first replay).
+workload_suite.first_replays times a first replay). `--fresh` runs each case in a process of its
+own, one wrapper: what a script that makes one record_once function sees, with what its process
+does once (the first compile, the first traced sweep) in its calls.
 """
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import time
 from typing import Any, Callable
@@ -82,13 +85,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--wall", action="store_true", help="wall-clock time, not this thread's CPU time")
     ap.add_argument("--cold", action="store_true", help="wait for the process to go idle before each timed call")
+    ap.add_argument("--fresh", action="store_true", help="each case in a process of its own, one wrapper")
+    ap.add_argument("--rows", action="store_true", help=argparse.SUPPRESS)  # (the table's rows alone: --fresh's)
     args = ap.parse_args(argv)
     clock = time.perf_counter_ns if args.wall else time.thread_time_ns
     only = set(args.only.split(",")) if args.only else None
-    print(f"record_once call k / a plain call ({'wall clock' if args.wall else 'thread CPU'}, median of "
-          f"{args.trials} fresh wrappers{', each call after an idle wait' if args.cold else ''})")
-    print(f"| case | plain | recording | {' | '.join(f'replay {k}' for k in range(1, CALLS))} | worst replay |")
-    print("|---|---|---|" + "---|" * CALLS)
+    if not args.rows:
+        how = "one wrapper in a process of its own" if args.fresh else f"median of {args.trials} fresh wrappers"
+        print(f"record_once call k / a plain call ({'wall clock' if args.wall else 'thread CPU'}, {how}"
+              f"{', each call after an idle wait' if args.cold else ''})")
+        print(f"| case | plain | recording | {' | '.join(f'replay {k}' for k in range(1, CALLS))} | worst replay |")
+        print("|---|---|---|" + "---|" * CALLS, flush=True)
+    if args.fresh:
+        flags = [f for f, on in (("--wall", args.wall), ("--cold", args.cold)) if on]
+        for cid, _, _ in _cases(only):
+            subprocess.run([sys.executable, "-m", "benchmarks.call_by_call", "--only", cid, "--trials", "1",
+                            "--rows"] + flags, check=True)
+        return 0
     for cid, make, plain in _cases(only):
         got, base = calls(make, plain, args.trials, clock, args.cold)
         ratios = [t / base for t in got]

@@ -131,3 +131,144 @@ def test_a_hessians_dtype_follows_the_inputs_dtype_from_call_to_call():
         np.testing.assert_allclose(A, _rosenbrock_hessian(x.astype(np.float64)),
                                    rtol=1e-4 if single else 1e-13, atol=1e-3 if single else 1e-12)
     assert g.records == 2
+
+
+class _Counted:
+    """Calls of some methods of a class, while installed (monkeypatch undoes it)."""
+
+    def __init__(self, monkeypatch, owner, *names):
+        self.calls = dict.fromkeys(names, 0)
+        for name in names:
+            original = getattr(owner, name)
+
+            def counted(*args, _name=name, _original=original, **kwargs):
+                self.calls[_name] += 1
+                return _original(*args, **kwargs)
+            monkeypatch.setattr(owner, name, counted)
+
+    def reset(self):
+        self.calls = dict.fromkeys(self.calls, 0)
+
+
+def _wide(x):
+    return np.array([np.sum(np.sin(x) * x), np.prod(np.cos(x[:3]))])
+
+
+def _wide_jacobian(x):
+    d0 = np.cos(x) * x + np.sin(x)
+    d1 = np.zeros_like(x)
+    c = np.cos(x[:3])
+    for k in range(3):
+        d1[k] = -np.sin(x[k]) * np.prod(np.delete(c, k))
+    return np.stack([d0, d1])
+
+
+def _tall(x):
+    return np.concatenate([np.tanh(x), x[0] * x[1] * np.ones(3), np.exp(x[:2])])
+
+
+@pytest.mark.parametrize("f, mode, want", [(_elementwise, "auto", "diagonal"), (_wide, "auto", "reverse"),
+                                            (_tall, "auto", "forward"), (_elementwise, "reverse", "reverse"),
+                                            (_elementwise, "forward", "forward")])
+def test_a_steady_call_takes_its_blocks_route_without_deciding_it_again(monkeypatch, f, mode, want):
+    from jaccli.api.diagonal_blocks import DiagonalBlocks
+    from jaccli.api.evaluator import Evaluator
+
+    routes = _Counted(monkeypatch, Evaluator, "_route", "_reverse_on_a_tie")
+    diagonals = _Counted(monkeypatch, DiagonalBlocks, "is_diagonal", "diagonal_fill")
+    g = jaccli.record_once(f)
+    rng = np.random.default_rng(5)
+    np.asarray(jaccli.jacobian(g, rng.uniform(-1, 1, 6), mode=mode))
+    assert routes.calls["_route"] == 1
+    for _ in range(4):
+        routes.reset()
+        diagonals.reset()
+        x = rng.uniform(-1, 1, 6)
+        J = jaccli.jacobian(g, x, mode=mode)
+        A = np.asarray(J)
+        # the route, the sizes' comparison and the structure's diagonal are not asked again (before:
+        # the diagonal three times and whether the others sharing its rows are diagonal too)
+        assert routes.calls == {"_route": 0, "_reverse_on_a_tie": 0}
+        assert diagonals.calls["diagonal_fill"] == 0 and diagonals.calls["is_diagonal"] <= 1
+        P = jaccli.jacobian(f, x, mode=mode)
+        np.testing.assert_array_equal(A, np.asarray(P))  # the plain call's bits
+        assert {k: v for k, v in J.stats.items() if k != "path"} == {k: v for k, v in P.stats.items() if k != "path"}
+        assert J._ev.kinds == P._ev.kinds == ({"diagonal"} if want == "diagonal" else {want})
+        if f is _elementwise:
+            np.testing.assert_allclose(A, _elementwise_jacobian(x), rtol=1e-13)
+        elif f is _wide:
+            np.testing.assert_allclose(A, _wide_jacobian(x), rtol=1e-13, atol=1e-15)
+        assert not A.flags.writeable
+        np.testing.assert_array_equal(J[1], A[1])  # the cache answers rows as before
+    assert g.records == 1 and g.replays == 4
+
+
+def test_rows_asked_first_still_take_the_usual_route_and_the_whole_block_agrees(monkeypatch):
+    g = jaccli.record_once(_wide)
+    rng = np.random.default_rng(6)
+    for _ in range(3):
+        np.asarray(jaccli.jacobian(g, rng.uniform(-1, 1, 6)))
+    x = rng.uniform(-1, 1, 6)
+    J = jaccli.jacobian(g, x)
+    first = J[1]
+    assert J.stats["rows_evaluated"] == 1 and J.stats["sweeps"] == 1
+    A = np.asarray(J)
+    np.testing.assert_array_equal(A[1], first)  # an entry handed out never changes
+    assert J.stats["rows_evaluated"] == 2 and J.stats["sweeps"] == 2
+    np.testing.assert_allclose(A, _wide_jacobian(x), rtol=1e-13, atol=1e-15)
+
+
+def test_a_steady_hessian_is_not_symmetrised_again(monkeypatch):
+    from jaccli.api.evaluator import HessianEvaluator
+
+    counted = _Counted(monkeypatch, HessianEvaluator, "_symmetrize")
+    g = jaccli.record_once(_rosenbrock)
+    rng = np.random.default_rng(7)
+    steady = 0
+    for _ in range(10):
+        counted.reset()
+        x = rng.uniform(-2, 2, 30)
+        H = jaccli.hessian(g, x)
+        A = np.asarray(H)
+        if H.stats["path"] == "compiled sweep":
+            # the block was written exactly symmetric from its structure: np.asarray(H) reads no mask
+            steady += 1
+            assert counted.calls["_symmetrize"] == 0
+        np.testing.assert_array_equal(A, np.asarray(jaccli.hessian(_rosenbrock, x)))
+        np.testing.assert_array_equal(A, A.T)
+        np.testing.assert_allclose(A, _rosenbrock_hessian(x), rtol=1e-13, atol=1e-12)
+        np.testing.assert_array_equal(H[3], A[3])
+    assert steady >= 3
+
+
+def test_a_guard_that_fails_after_steady_calls_takes_the_new_recordings_route():
+    def f(x):
+        return np.sin(x) * x if x.sum() > 0 else np.cumsum(x ** 2)  # elementwise, then not
+
+    g = jaccli.record_once(f)
+    x = np.linspace(0.1, 1.0, 5)
+    for _ in range(4):
+        np.testing.assert_array_equal(np.asarray(jaccli.jacobian(g, x)), np.asarray(jaccli.jacobian(f, x)))
+    y = -x
+    J = np.asarray(jaccli.jacobian(g, y))
+    np.testing.assert_array_equal(J, np.asarray(jaccli.jacobian(f, y)))
+    np.testing.assert_allclose(J, np.tril(np.broadcast_to(2 * y, (5, 5))), rtol=1e-13)
+    assert g.misses == 1 and g.records == 2
+    for _ in range(3):
+        np.testing.assert_array_equal(np.asarray(jaccli.jacobian(g, y)), J)
+
+
+def test_the_memory_budget_is_read_from_the_environment_at_each_call(monkeypatch):
+    from jaccli.errors import UsageError
+
+    g = jaccli.record_once(_elementwise)
+    x = np.linspace(-1, 1, 5)
+    monkeypatch.delenv("JACCLI_MEMORY_BUDGET", raising=False)
+    assert jaccli.jacobian(g, x)._ev.memory_budget == 512 * 2**20
+    monkeypatch.setenv("JACCLI_MEMORY_BUDGET", "2M")
+    assert jaccli.jacobian(g, x)._ev.memory_budget == 2 * 10**6
+    monkeypatch.setenv("JACCLI_MEMORY_BUDGET", "lots")
+    with pytest.raises(UsageError, match="JACCLI_MEMORY_BUDGET"):
+        jaccli.jacobian(g, x)
+    monkeypatch.delenv("JACCLI_MEMORY_BUDGET")
+    assert jaccli.jacobian(g, x)._ev.memory_budget == 512 * 2**20

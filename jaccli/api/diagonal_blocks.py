@@ -61,11 +61,9 @@ class DiagonalBlocks:
         self._diagonals[key] = d
         return d
 
-    def _ensure_diagonal(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray) -> bool:
-        """Fill the wanted rows (or columns, when fewer) from diagonals; False if that is not possible."""
+    def _ensure_diagonal(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray) -> None:
+        """Fill the wanted rows (or columns, when fewer) from diagonals, where diagonal_fill says they can be."""
         by_rows = rows.size <= cols.size
-        if not self.diagonal_fill(i, j, by_rows):
-            return False
         for a, b in self._sharing(i, j, by_rows):
             d = self.diagonal(a, b)
             if d is not None and (a, b) not in self.store and (rows if by_rows else cols).size == d.size:
@@ -83,7 +81,6 @@ class DiagonalBlocks:
             self.row_done[i][rows] = True
         else:
             self.col_done[j][cols] = True
-        return True
 
 
 def _ones(rec: Recording, j: int) -> np.ndarray:

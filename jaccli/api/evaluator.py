@@ -157,7 +157,8 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
         """Run `sweep` (("row_sweep", i) or ("col_sweep", j)) over the missing entries of `wanted` in
         chunks, writing each result block; with `remote` (jaccli.parallel), the chunks run on Dask's
         workers and are written here in the same order."""
-        whole = wanted.size == size and not done_mask.any()  # (wanted is then range(size): the callers' order)
+        # (wanted is then range(size): the callers' order; no store: nothing is known yet)
+        whole = wanted.size == size and (not self.store or not done_mask.any())
         missing = wanted if whole else wanted[~done_mask[wanted]]
         if missing.size == 0:
             return
@@ -282,25 +283,46 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
         Returns the sweep kind used: "reverse", "forward" or "cached".
         """
         mode = mode or self.mode
-        if rows.size == self.M[i] and cols.size == self.N[j]:
+        m, n = self.M[i], self.N[j]
+        if rows.size == m and cols.size == n:
             self._whole_wanted(i, j)
+            if not self.store:
+                # A fresh evaluator's whole block (np.asarray(J)): its route is the structure's and the
+                # sizes', decided once for a record_once recording and its replays (a steady call at a
+                # new point detects no diagonal and compares no sizes).
+                return self._take_route(self.kept(("whole block route", i, j, mode, self.batch),
+                                                  self._route, i, j, m, n, mode), i, j, rows, cols)
         miss_r, miss_c = self._missing(i, j, rows, cols)
-        if miss_r.size == 0 or miss_c.size == 0:
+        return self._take_route(self._route(i, j, miss_r.size, miss_c.size, mode), i, j, miss_r, miss_c)
+
+    def _route(self, i: int, j: int, rows: int, cols: int, mode: str) -> str:
+        """How `rows` missing rows and `cols` missing columns of block (i, j) are computed: "cached" (none
+        is missing), "diagonal" (from the diagonals of the blocks they share), "reverse" or "forward"."""
+        if rows == 0 or cols == 0:
             return "cached"
-        if mode == "auto" and self.is_diagonal(i, j) and self._ensure_diagonal(i, j, miss_r, miss_c):
-            return "forward"
-        if mode == "reverse" or (mode == "auto" and (miss_r.size < miss_c.size or (
-                miss_r.size == miss_c.size and self._reverse_on_a_tie(miss_r.size * miss_c.size)))):
-            self.ensure_rows(i, miss_r)
+        if mode == "auto" and self.is_diagonal(i, j) and self.diagonal_fill(i, j, rows <= cols):
+            return "diagonal"
+        if mode == "reverse" or (mode == "auto" and (rows < cols or (
+                rows == cols and self._reverse_on_a_tie(rows * cols)))):
             return "reverse"
-        self.ensure_cols(j, miss_c)
         return "forward"
+
+    def _take_route(self, route: str, i: int, j: int, rows: np.ndarray, cols: np.ndarray) -> str:
+        """Compute the missing `rows` and `cols` of block (i, j) by `route` (see _route); the sweep kind used."""
+        if route == "diagonal":
+            self._ensure_diagonal(i, j, rows, cols)
+            return "forward"
+        if route == "reverse":
+            self.ensure_rows(i, rows)
+        elif route == "forward":
+            self.ensure_cols(j, cols)
+        return route
 
     def _missing(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The distinct rows of output i and columns of input j among `rows` and `cols` not yet known."""
-        if rows.size == self.M[i] and cols.size == self.N[j] and not self.row_done[i].any() \
-                and not self.col_done[j].any():
-            return rows, cols  # a fresh whole block: nothing to look up
+        if rows.size == self.M[i] and cols.size == self.N[j] and (not self.store or (
+                not self.row_done[i].any() and not self.col_done[j].any())):
+            return rows, cols  # a fresh whole block (no store: nothing known yet): nothing to look up
         miss_r = _unique(rows[~self.row_done[i][rows]], self.M[i]) if rows.size else rows
         miss_c = _unique(cols[~self.col_done[j][cols]], self.N[j]) if cols.size else cols
         return miss_r, miss_c
@@ -420,6 +442,10 @@ class HessianEvaluator(Evaluator):
         done.update({(i, j), (j, i)})
 
     def entries(self, i: int, j: int) -> np.ndarray:
+        if (i, j) in self._symmetric:  # made exactly symmetric once every row was known: nothing to fill
+            store = self.store.get((i, j))
+            if type(store) is np.ndarray:
+                return store
         store = self.dense_store(i, j)
         rows_known, cols_known = self.row_done[i], self.row_done[j]
         if rows_known.all() and cols_known.all():

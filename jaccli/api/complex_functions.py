@@ -20,6 +20,8 @@ from jaccli.errors import UnsupportedOperationError
 
 def complex_arg(a: Any) -> bool:
     """Whether an argument of f is complex (an array, a number, a traced value)."""
+    if type(a) is np.ndarray:  # (np.iscomplexobj's answer, without its conversions: every call asks)
+        return a.dtype.kind == "c"
     return is_complex(a) if type(a) is Tracer else np.iscomplexobj(a)
 
 

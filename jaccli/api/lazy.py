@@ -158,9 +158,9 @@ class _Block:
         out_shape = (ev.M[i],) if flat else ev.out_feat[i]
         in_shape = (ev.N[j],) if flat else ev.in_feat[j]
         shape = self._matrix_shape if flat else self.shape
-        if _is_full_index(idx):
+        if idx is Ellipsis or _is_full_index(idx):  # (np.asarray(J) asks for Ellipsis)
             ev.ensure(i, j, np.arange(ev.M[i]), np.arange(ev.N[j]), mode)
-            full = np.reshape(ev.entries(i, j), shape)
+            full = ev.entries(i, j).reshape(shape)  # (an ndarray: the dense store)
             return full if idx is Ellipsis and shape else full[idx]
         # NumPy's own error messages for bad indices, from an array that owns no memory.
         probe = np.broadcast_to(np.empty((), dtype=bool), shape)[idx]
@@ -202,7 +202,9 @@ class _Block:
             return out.copy() if self._ev.in_cache(self._i, self._j, out) else out
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        data = np.asarray(self._finish(self._evaluate(Ellipsis, flat=self._flat)))
+        data = self._finish(self._evaluate(Ellipsis, flat=self._flat))
+        if type(data) is not np.ndarray:
+            data = np.asarray(data)
         if dtype is not None and data.dtype != np.dtype(dtype):
             return data.astype(dtype)
         if copy:

@@ -92,8 +92,8 @@ class RecordOnce:
 
 
 def _signature(args: tuple, wrt: tuple[int, ...]) -> tuple:
-    return tuple((np.shape(a), getattr(a, "dtype", type(a))) if i in wrt else type(a)
-                 for i, a in enumerate(args))
+    return tuple(((a.shape, a.dtype) if type(a) is np.ndarray else (np.shape(a), getattr(a, "dtype", type(a))))
+                 if i in wrt else type(a) for i, a in enumerate(args))
 
 
 def record_once(f: Callable, *, max_signatures: int = 8) -> RecordOnce:

@@ -33,19 +33,20 @@ class DiagonalBlocks:
         """The blocks a row of output i (by_rows) or a column of input j fills at once."""
         return [(i, w) for w in range(self.n_in)] if by_rows else [(o, j) for o in range(self.n_out)]
 
-    def diagonal(self, i: int, j: int) -> np.ndarray | None:
+    def diagonal(self, i: int, j: int, proven: bool = False) -> np.ndarray | None:
         """The diagonal of block (i, j) when the recording proves the block diagonal, else None.
 
         Output i is then an elementwise function of input j (`Recording.elementwise`), so every
         entry off the diagonal is zero by structure, and one forward sweep with a tangent of ones
         gives all the others: row k's only entry is tangent[k]. A dense evaluation would take one
-        seed per row. Computed once per block.
+        seed per row. Computed once per block. `proven`: the block's route says it is diagonal
+        (Evaluator._route asked is_diagonal once for the recording).
         """
         key = (i, j)
         if key in self._diagonals:
             return self._diagonals[key]
         d = None
-        if self.is_diagonal(i, j):
+        if proven or self.is_diagonal(i, j):
             # The same for a record_once recording and its replays: made once, read-only (no sweep
             # writes into its seeds).
             ones = _ones(self.rec, j) if self._plain else \
@@ -57,7 +58,7 @@ class DiagonalBlocks:
             self.seeds_used += 1
             self.kinds.add("diagonal")
             if t is not None:
-                d = np.reshape(t, (self.M[i],))
+                d = t.reshape(self.M[i]) if type(t) is np.ndarray else np.reshape(t, (self.M[i],))
         self._diagonals[key] = d
         return d
 
@@ -65,7 +66,7 @@ class DiagonalBlocks:
         """Fill the wanted rows (or columns, when fewer) from diagonals, where diagonal_fill says they can be."""
         by_rows = rows.size <= cols.size
         for a, b in self._sharing(i, j, by_rows):
-            d = self.diagonal(a, b)
+            d = self.diagonal(a, b, (a, b) == (i, j))  # (block (i, j) is diagonal: its route says so)
             if d is not None and (a, b) not in self.store and (rows if by_rows else cols).size == d.size:
                 # The whole block at once (np.asarray(J)): zeros from calloc and one strided write.
                 store = self.store[(a, b)] = np.zeros((d.size, d.size), dtype=self.dtype(a, b))

@@ -20,7 +20,7 @@ def default_memory_budget() -> int:
     """Bytes of working memory for one batch of sweeps (chunk_size="auto"): JACCLI_MEMORY_BUDGET, a
     size as --max-memory takes it (512MiB, 2G, bytes), else DEFAULT_MEMORY_BUDGET."""
     global _BUDGET
-    text = _budget_text()
+    text = os.environ.get("JACCLI_MEMORY_BUDGET", "")
     cached = _BUDGET  # one read: another thread may replace the pair meanwhile, never half of it
     if text == cached[0]:
         return cached[1]
@@ -36,18 +36,6 @@ def default_memory_budget() -> int:
 
 
 _BUDGET: tuple = (None, None)  # the last JACCLI_MEMORY_BUDGET read, and its size
-
-
-def _budget_text() -> str:
-    """JACCLI_MEMORY_BUDGET's text, or "". Read on every evaluator: os.environ.get of an unset variable
-    raises and catches a KeyError (1.3 us, a fortieth of a small record_once Jacobian), so the
-    environment's own mapping is asked where os.environ has one (CPython's), as os.environ reads it."""
-    environ = os.environ
-    data = getattr(environ, "_data", None)
-    if type(data) is not dict:
-        return environ.get("JACCLI_MEMORY_BUDGET", "")
-    raw = data.get(environ.encodekey("JACCLI_MEMORY_BUDGET"))
-    return "" if raw is None else environ.decodevalue(raw)
 
 
 # Seeds of a whole block of up to so many rows (columns) are kept with the recording: making them

@@ -325,16 +325,50 @@ def _dying(steps: Sequence[tuple], loads: dict, kept: set[int]) -> dict[int, lis
     return dying
 
 
+# Steps' argument tuples, shared (see `_shared`): a program of 16,000 steps of a Python loop holds
+# few different ones (25 on the RK4 integrator of issue 44), but made one per step, with its own
+# small constants (an index's `(1,)`), held from the replay that traces a sweep to the one that
+# compiles it, and for every node by a forward replay.
+_SHARED: dict = {}
+_SHARED_MAX = 1024
+_SCALARS = (type(None), bool, int, float, complex, str)
+
+
+def _shared(value: tuple, key: Any) -> tuple:
+    """The tuple already kept for `key` (a value equal to `value` in type and content), or `value`."""
+    got = _SHARED.get(key)
+    if got is None:
+        if len(_SHARED) >= _SHARED_MAX:
+            _SHARED.clear()  # (only a cache: what steps hold stays theirs)
+        got = _SHARED[key] = value
+    return got
+
+
+def _args_key(args: list) -> tuple | None:
+    """A key that tells argument lists apart as their calls would (1, 1.0, True and -0.0, 0.0
+    differ); None for one that holds anything but plain scalars and tuples of them."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is tuple and all(type(b) in _SCALARS for b in a) or t in _SCALARS:
+            key.append((t, repr(a)))
+        else:
+            return None
+    return tuple(key)
+
+
 def step(k: int, fn: Any, args: tuple, refs: tuple, kwargs: dict, state: Any, expected: Any) -> tuple:
     """A step of fn(args) whose arguments at `refs` ((position, node, output index or None): the
     recorded values) are filled from the nodes' slots: those places are left empty, so that the
-    step holds no value of the recording it was made from."""
+    step holds no value of the recording it was made from. Its argument tuple is shared with
+    earlier steps' equal ones (`_shared`)."""
     args = list(args)
     fills = []
     for i, node, index in refs:
         args[i] = None
         fills.append((i, node.index, index))
-    return k, fn, tuple(args), tuple(fills), kwargs, state, expected
+    key = _args_key(args)
+    return k, fn, tuple(args) if key is None else _shared(tuple(args), key), tuple(fills), kwargs, state, expected
 
 
 def node_step(node: Any, errstates: dict) -> tuple:

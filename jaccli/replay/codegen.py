@@ -344,14 +344,19 @@ def _shared(value: tuple, key: Any) -> tuple:
     return got
 
 
+def _plain(a: Any) -> bool:
+    """Whether `a` is a plain scalar or a slice of ints (an index's part)."""
+    t = type(a)
+    return t in _SCALARS or t is slice and all(type(b) is int or b is None for b in (a.start, a.stop, a.step))
+
+
 def _args_key(args: list) -> tuple | None:
     """A key that tells argument lists apart as their calls would (1, 1.0, True and -0.0, 0.0
-    differ); None for one that holds anything but plain scalars and tuples of them."""
+    differ); None for one that holds anything but plain scalars, slices of ints and tuples of them."""
     key = []
     for a in args:
-        t = type(a)
-        if t is tuple and all(type(b) in _SCALARS for b in a) or t in _SCALARS:
-            key.append((t, repr(a)))
+        if _plain(a) or type(a) is tuple and all(map(_plain, a)):
+            key.append((type(a), repr(a)))
         else:
             return None
     return tuple(key)

@@ -93,8 +93,8 @@ def _peak(f, z):
 def test_what_the_replays_of_an_integrator_keep_for_themselves_stays_small():
     # issue 44: the replays of an RK4 loop keep a forward replay's per-node structure and, from the
     # replay that traces a sweep to the one that compiles it, the sweep's steps: a tuple of
-    # arguments per step, thousands of equal ones (1.86x a plain call's peak with a replay's own
-    # allocations on top, 1.73x with them shared). Measured from before the first replay, what
+    # arguments per step, thousands of equal ones (1.88x a plain call's peak with a replay's own
+    # allocations on top, 1.75x with them shared). Measured from before the first replay, what
     # they hold included.
     f = rk4_lv(60)
     g = jaccli.record_once(f)
@@ -128,7 +128,7 @@ def test_the_steps_of_a_loop_share_their_equal_argument_tuples(monkeypatch):
     assert len({id(a) for a in args}) == len({codegen._args_key(a) for a in args}) < 40
     assert codegen._args_key([1]) != codegen._args_key([1.0]) != codegen._args_key([True])
     assert codegen._args_key([-0.0]) != codegen._args_key([0.0])
-    assert codegen._args_key([(slice(0, 1),)]) != codegen._args_key([(slice(0, 1.0),)])
+    assert codegen._args_key([(1,)]) is not None and codegen._args_key([(True,)]) is None
 
 
 def _spy(method, kept):

@@ -331,7 +331,7 @@ def _dying(steps: Sequence[tuple], loads: dict, kept: set[int]) -> dict[int, lis
 # compiles it, and for every node by a forward replay.
 _SHARED: dict = {}
 _SHARED_MAX = 1024
-_SCALARS = (type(None), bool, int, float, complex, str)
+_INT = {int}
 
 
 def _shared(value: tuple, key: Any) -> tuple:
@@ -344,19 +344,21 @@ def _shared(value: tuple, key: Any) -> tuple:
     return got
 
 
-def _plain(a: Any) -> bool:
-    """Whether `a` is a plain scalar or a slice of ints (an index's part)."""
-    t = type(a)
-    return t in _SCALARS or t is slice and all(type(b) is int or b is None for b in (a.start, a.stop, a.step))
-
-
 def _args_key(args: list) -> tuple | None:
     """A key that tells argument lists apart as their calls would (1, 1.0, True and -0.0, 0.0
-    differ); None for one that holds anything but plain scalars, slices of ints and tuples of them."""
+    differ); None for one that holds anything but None, plain scalars and tuples of ints (made
+    fast: a replay makes one per recorded operation)."""
     key = []
     for a in args:
-        if _plain(a) or type(a) is tuple and all(map(_plain, a)):
-            key.append((type(a), repr(a)))
+        t = type(a)
+        if a is None:
+            key.append(None)
+        elif t is int or t is bool or t is str:
+            key.append((t, a))
+        elif t is float or t is complex:
+            key.append((t, repr(a)))
+        elif t is tuple and set(map(type, a)) <= _INT:
+            key.append((t, a))
         else:
             return None
     return tuple(key)

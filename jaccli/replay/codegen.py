@@ -355,7 +355,9 @@ def _args_key(args: list) -> tuple | None:
             key.append(None)
         elif t is int or t is bool or t is str:
             key.append((t, a))
-        elif t is float or t is complex:
+        elif t is float:
+            key.append((t, a) if a else (t, repr(a)))  # (0.0 == -0.0; nan is never found again)
+        elif t is complex:
             key.append((t, repr(a)))
         elif t is tuple and set(map(type, a)) <= _INT:
             key.append((t, a))
@@ -375,7 +377,14 @@ def step(k: int, fn: Any, args: tuple, refs: tuple, kwargs: dict, state: Any, ex
         args[i] = None
         fills.append((i, node.index, index))
     key = _args_key(args)
-    return k, fn, tuple(args) if key is None else _shared(tuple(args), key), tuple(fills), kwargs, state, expected
+    if key is None:
+        args = tuple(args)
+    else:
+        got = _SHARED.get(key)
+        args = tuple(args) if got is None else got
+        if got is None:
+            _shared(args, key)
+    return k, fn, args, tuple(fills), kwargs, state, expected
 
 
 def node_step(node: Any, errstates: dict) -> tuple:

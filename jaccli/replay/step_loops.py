@@ -65,8 +65,6 @@ def find(steps: Sequence[tuple], loads: dict, dying: dict[int, list[int]], kept:
     ids: list[int] = []
     refs: list[int] = []
     named: dict[Any, int] = {}
-    # (the steps share their equal argument tuples, codegen.step: each one's key is made once)
-    arg_keys: dict[int, tuple] = {}
     ref = -1
     for j, (k, fn, args, fills, kwargs, state, expected) in enumerate(steps):
         is_step = expected is step_mark
@@ -78,10 +76,7 @@ def find(steps: Sequence[tuple], loads: dict, dying: dict[int, list[int]], kept:
             continue
         where = tuple((i, "l", loads[slot][0], _key(index)) if slot in loads else (i, "m", ref - slot, _key(index))
                       for i, slot, index in fills)
-        args_key = arg_keys.get(id(args))
-        if args_key is None:
-            args_key = arg_keys[id(args)] = tuple(map(_key, args))
-        desc = (id(fn), args_key, tuple((w, _key(v)) for w, v in kwargs.items()), id(state),
+        desc = (id(fn), tuple(map(_key, args)), tuple((w, _key(v)) for w, v in kwargs.items()), id(state),
                 "step" if is_step else expected, k - ref if is_step else None, where,
                 tuple(sorted(ref - s for s in dying.get(j, ()))))
         ids.append(named.setdefault(desc, len(named)))

@@ -43,9 +43,14 @@ class Run:
         self.stored: set[int] = set()
 
 
+_NONE = (type(None), "None")  # (most arguments: a value filled in; made once, not per step)
+
+
 def _key(a: Any) -> Any:
+    if a is None:
+        return _NONE
     t = type(a)
-    if a is None or t is bool or t is int or t is float or t is complex or t is str:
+    if t is bool or t is int or t is float or t is complex or t is str:
         return t, repr(a)  # (repr: -0.0 is not 0.0, and a nan equals itself)
     if t is tuple or t is list:
         return t, tuple(_key(x) for x in a)

@@ -432,7 +432,8 @@ def memory(w: Workload, methods: list[str]) -> dict[str, Any]:
     for name in methods:
         if not w.peers and name not in ("jaccli", "record_once"):
             continue
-        for extra in ([], ["--traced"]):
+        # tracemalloc sees Python's and NumPy's allocations, not torch's or jax's own allocators: jaccli's two methods only
+        for extra in ([], ["--traced"]) if name in ("jaccli", "record_once") else ([],):
             done = subprocess.run([sys.executable, "-m", "benchmarks.workloads", "--probe", w.id, name, *extra],
                                   capture_output=True, text=True, timeout=1800)
             try:

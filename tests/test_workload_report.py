@@ -227,3 +227,20 @@ def test_a_first_replay_is_timed_right_after_its_recording_the_idle_wait_before_
         return lambda x: events.append("record" if x[0] == 1.0 else "replay")
     times, _ = workload_suite.first_replays(make, np.ones(2), 2)
     assert events == ["wait", "record", "replay"] * 2 and len(times) == 2
+
+
+def test_the_traced_memory_ratio_reads_the_tracemalloc_peaks_and_a_target_row_judges_them():
+    once = {"status": "ok", "peak_mb": 30.0, "traced_peak_mb": 12.0}
+    plain = {"status": "ok", "peak_mb": 10.0, "traced_peak_mb": 16.0}
+    assert wr.memory_ratio(once, plain) == 3.0
+    assert wr.memory_ratio(once, plain, wr.traced_mb) == 0.75
+    assert np.isnan(wr.memory_ratio({"status": "ok", "peak_mb": 3.0}, plain, wr.traced_mb))
+    results = _results()
+    for row, (p_mb, o_mb) in zip(results["workloads"]["rows"][:2], [(18.0, 13.0), (19.0, 40.0)]):
+        row["memory"]["jaccli"]["traced_peak_mb"] = p_mb
+        row["memory"]["record_once"]["traced_peak_mb"] = o_mb
+    traced = _target(wr.targets(results), "44.1 the same by tracemalloc")
+    assert traced[3] == "**MISS**" and traced[1].startswith("1 of 2") and "missed: stack-1000 2.11x" in traced[1]
+    assert "not measured: stencil300-rows10" in traced[1]
+    table = "\n".join(wr.workload_memory_table(results["workloads"]))
+    assert "| 18 MB | 13 MB | 0.72x |" in table

@@ -223,7 +223,7 @@ class Recording:
 
     def records(self, names: frozenset) -> bool:
         """Whether an operation of one of these names (Primitive.name) was recorded."""
-        return self.shared(("prims", names), lambda: any(n.prim.name in names for n in self.trace.nodes))
+        return self.shared(("prims", names), lambda: not names.isdisjoint({n.prim.name for n in self.trace.nodes}))
 
     def _is_elementwise(self, i: int, j: int) -> bool:
         ref = self.out_refs[i]

@@ -26,7 +26,7 @@ def _needed(trace: Trace, outputs: tuple, wrt_mask: int, cut: frozenset) -> Plan
         for _, parent, _ in node.parents:
             if parent.deps & wrt_mask and parent.index not in needed and parent.index not in cut:
                 stack.append(parent)
-    plan = Plan(trace.nodes[i] for i in sorted(needed, reverse=True))
+    plan = Plan(map(trace.nodes.__getitem__, sorted(needed, reverse=True)))  # (no generator resumed per node)
     plan.cut = cut
     return plan
 

@@ -18,6 +18,9 @@ from .tracer import Tracer, memory_root, peek
 from .user_sites import RULE_SITE, attributed_to
 
 
+_UNMADE = object()  # a rule not made yet (None is a made rule: a zero cotangent)
+
+
 def _get(store: dict, node: Node, idx: int | None) -> Any:
     value = store.get(node)
     if value is None or idx is None:
@@ -223,7 +226,7 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                         continue
                     if acc is not None and type(acc) not in (SparseBlock, _PendingSum) and type(g) is not SparseBlock:
                         args = node.args if retraced is None else retraced[1]
-                        if retraced is None and node.prim.vjp_add is not None and _owns(owned, acc) \
+                        if retraced is None and node.prim.vjp_add is not None and owned.get(id(acc)) is acc \
                                 and node.prim.vjp_add(acc, g, *args[1:], **node.kwargs):
                             continue  # added in place into the sum the sweep owns
                         store[parent] = out = node.prim.vjp_into(acc, g, *args[1:], **node.kwargs)
@@ -232,14 +235,24 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                         continue
                 if retraced is not None:
                     rule = _traced_rule(node, argnum, retraced)
-                elif node._vjps is None and not node.prim.zero_grad:
-                    # (Node.vjp's work, inline for a node's first rule: a sweep makes most rules once)
-                    maker = node.prim.vjps.get(argnum)
-                    rule = node.vjp(argnum) if maker is None or is_complex(node.value) else \
-                        maker(node.value, *node.args, **node.kwargs)
-                    node._vjps = {argnum: rule}
                 else:
-                    rule = node.vjp(argnum)
+                    # (Node.vjp's work, inline where the rule is not made yet: a sweep makes most rules once;
+                    # a float result, the common one, is read as real without is_complex)
+                    rules = node._vjps
+                    rule = _UNMADE if rules is None else rules.get(argnum, _UNMADE)
+                    if rule is _UNMADE:
+                        maker = node.prim.vjps.get(argnum)
+                        value = node.value
+                        if maker is None or node.prim.zero_grad or not (
+                                type(value) is np.float64 or (type(value) is np.ndarray and value.dtype.kind == "f")
+                                or not is_complex(value)):
+                            rule = node.vjp(argnum)
+                        else:
+                            rule = maker(value, *node.args, **node.kwargs)
+                            if rules is None:
+                                node._vjps = {argnum: rule}
+                            else:
+                                rules[argnum] = rule
                 if rule is None:
                     continue
                 ct = rule(g)

@@ -342,7 +342,7 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
             top.guard(Raised(prim.impl), tuple(vals), kwargs, tuple(parents), type(exc))
             raise
     freezer = FREEZER.v
-    if freezer is not None and outermost and plain:
+    if freezer is not None and outermost and plain and (not prim.value_free or freezer.keep_all):  # (hold's own test)
         freezer.hold(args, prim)  # the plain arguments as f passed them (traced ones are skipped)
     # (a float array or number, the common result, is tested inline: bind runs once per recorded operation)
     kind = type(ans)

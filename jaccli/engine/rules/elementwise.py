@@ -18,15 +18,18 @@ from ._util import crossed_at_zero, expand, negated, shape_of, unbroadcast
 
 family("elementwise")
 
-# ndarray.all() goes through a Python wrapper (numpy/_core/_methods.py), about a microsecond a call:
-# as much as the check itself on a small array, and a compiled sweep checks a factor at every rule
-_ALL = np.logical_and.reduce
+# ndarray.all() goes through a Python wrapper (numpy/_core/_methods.py) and np.logical_and.reduce sets
+# up a reduction, each about a microsecond a call on a small array: counting is a tenth of that, and
+# every rule of a sweep checks its factor (as replay/guards.all_hold counts)
+_COUNT = np.count_nonzero
 
 
 def _all_finite(value) -> bool:
     if isinstance(value, (float, int)):
         return math.isfinite(value)
-    return bool(_ALL(np.isfinite(value), axis=None))
+    if type(value) is np.ndarray:
+        return bool(_COUNT(np.isfinite(value)) == value.size)  # (a Python bool: a replay's guard expects True)
+    return bool(np.all(np.isfinite(value)))
 
 
 def _finite(d) -> bool:
@@ -69,7 +72,7 @@ def _safe_product(factor, argnum: int = 0):
 
 def _no_zero(value) -> bool:
     if type(value) is np.ndarray:
-        return bool(_ALL(value, axis=None))  # a float is true unless it is 0 (NaN is true): no temporary
+        return bool(_COUNT(value) == value.size)  # a float counts unless it is 0 (NaN counts): no temporary
     if isinstance(value, (float, int)):
         return value != 0
     return bool(np.all(value != 0))
@@ -179,8 +182,13 @@ def _nary(ufunc, partials, *, notes: str = "", kink=None, crossed=NO_KINK, name=
             continue
 
         def vjp_maker(ans, *args, _d=d, _pos=pos, **kw):
-            scale = _safe_product(_d(ans, *args), _pos)
+            factor = _d(ans, *args)
             shape = shape_of(args[_pos])
+            # (where g * factor has g's shape: x and the result of one shape, the factor too or a number)
+            if shape == shape_of(ans) and ((type(factor) is np.ndarray and factor.shape == shape) or (
+                    not shape and (type(factor) is float or type(factor) is np.float64))) and _all_finite(factor):
+                return lambda g: g * factor  # (the common rule, made and called through no helpers)
+            scale = _safe_product(factor, _pos)
             return lambda g: unbroadcast(scale(g), shape)
 
         def jvp_maker(ans, *args, _d=d, _pos=pos, **kw):
@@ -207,6 +215,8 @@ def _linear_binary(ufunc, sx: float, sy: float):
     def vjp(sign, pos):
         def maker(ans, x, y, **kw):
             shape = shape_of(x if pos == 0 else y)
+            if shape == shape_of(ans):  # (no broadcast to undo: one rule for every node, no closure)
+                return _passed if sign == 1 else negated
             if sign == 1:
                 return lambda g: unbroadcast(g, shape)
             return lambda g: unbroadcast(negated(g), shape)
@@ -226,6 +236,10 @@ def _linear_binary(ufunc, sx: float, sy: float):
     _facts(prim)
     register_primitive(ufunc, prim)
     return prim
+
+
+def _passed(g):
+    return g
 
 
 def _zero(ufunc, notes: str = "piecewise constant: derivative 0"):

@@ -133,7 +133,7 @@ COPIES_SUM.add(scatter_into)
 
 def _add_basic(acc, g, idx):
     """acc[..., idx] += g in place, when that is the same sum as scatter_into (see Primitive.vjp_add)."""
-    if type(g) is not np.ndarray or np.result_type(acc, g) != acc.dtype or g.ndim > acc.ndim:
+    if type(g) is not np.ndarray or g.ndim > acc.ndim or (g.dtype != acc.dtype and np.result_type(acc, g) != acc.dtype):
         return False
     acc[(Ellipsis,) + idx] += g
     return True
@@ -151,32 +151,41 @@ def _gather(x, flat):
 
 def _scatter_flat(v, flat, n):
     lead = np.shape(v)[: np.ndim(v) - flat.ndim]
-    z = np.zeros(tuple(lead) + (n,), dtype=np.result_type(v, np.float32))
     vv = np.reshape(v, tuple(lead) + (flat.size,))
     pos = flat.reshape(-1)
-    if _distinct(flat, pos, n):
+    distinct, inverse = _distinct(flat, pos, n)
+    if inverse is not None:  # a permutation (np.roll's): its transpose is the gather by the inverse, no zeros
+        return np.take(vv, inverse, axis=-1).astype(np.result_type(v, np.float32), copy=False)
+    z = np.zeros(tuple(lead) + (n,), dtype=np.result_type(v, np.float32))
+    if distinct:
         z[..., pos] = vv
     else:
         np.add.at(z, (Ellipsis, pos), vv)
     return z
 
 
-# id of a read-only position array -> (it, n, whether its positions are distinct): a gather by the same
-# positions (np.roll's, shared by every step of an integrator) is transposed many times in a sweep
+# id of a read-only position array -> (it, n, whether its positions are distinct, the inverse permutation
+# where they are one): a gather by the same positions (np.roll's, shared by every step of an integrator)
+# is transposed many times in a sweep
 _DISTINCT: dict[int, tuple] = {}
 
 
-def _distinct(flat: np.ndarray, pos: np.ndarray, n: int) -> bool:
+def _distinct(flat: np.ndarray, pos: np.ndarray, n: int) -> tuple[bool, np.ndarray | None]:
     if flat.flags.writeable or type(flat) is not np.ndarray:
-        return distinct_positions(pos, n)
+        return distinct_positions(pos, n), None
     known = _DISTINCT.get(id(flat))
     if known is not None and known[0] is flat and known[1] == n:
-        return known[2]
+        return known[2], known[3]
     if len(_DISTINCT) > 256:
         _DISTINCT.clear()
     distinct = distinct_positions(pos, n)
-    _DISTINCT[id(flat)] = (flat, n, distinct)
-    return distinct
+    inverse = None
+    if distinct and pos.size == n:
+        inverse = np.empty(n, dtype=np.intp)
+        inverse[np.where(pos < 0, pos + n, pos)] = np.arange(n)
+        inverse.flags.writeable = False
+    _DISTINCT[id(flat)] = (flat, n, distinct, inverse)
+    return distinct, inverse
 
 
 gather = primitive("gather", _gather)

@@ -12,7 +12,7 @@ import pytest
 import jaccli
 from jaccli.replay.guards import all_hold
 
-from jaccli.engine.rules import elementwise
+from jaccli.engine.rules import _util
 from jaccli.engine.rules.elementwise import _all_finite, _no_zero  # (the two predicates the guards call)
 
 
@@ -57,9 +57,9 @@ def test_a_steady_call_checks_its_factors_without_a_reduction_each(monkeypatch, 
     rng = np.random.default_rng(0)
     _steady(g, call, rng.uniform(-1, 1, 30))
     x = rng.uniform(-1, 1, 30)
-    reductions = _Counted(elementwise._COUNT)  # (what _all_finite and _no_zero count with)
+    reductions = _Counted(_util._COUNT)  # (what _all_finite and _no_zero count with)
     isfinite = _Counted(np.isfinite)
-    monkeypatch.setattr(elementwise, "_COUNT", reductions)
+    monkeypatch.setattr(_util, "_COUNT", reductions)
     monkeypatch.setattr(np, "isfinite", isfinite)
     got = call(g, x)
     monkeypatch.undo()

@@ -16,8 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from jaccli.engine import (HEAVIER_IN_REVERSE, MATRIX_PRODUCTS, Phase, Recording, SparseBlock, blocks, scatter_cols,
-                           scatter_rows, separable)
+from jaccli.engine import (HEAVIER_IN_REVERSE, MATRIX_PRODUCTS, Phase, Recording, SparseBlock, blocks, recycle_block,
+                           scatter_cols, scatter_rows, separable)
 
 from .block_stores import BlockStores, PartialStore
 from .diagonal_blocks import DiagonalBlocks
@@ -222,6 +222,7 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
             scatter_rows(np.reshape(ct, (k, self.N[j])), self.block_store(i, j), rows)
         else:
             self.block_store(i, j)[rows] = np.reshape(ct, (k, self.N[j]))
+            recycle_block(ct)  # (copied out: the next block's sweep may make its zeros in this memory)
 
     def ensure_cols(self, j: int, cols: np.ndarray) -> None:
         """Compute the missing columns (input elements) of input j by forward sweeps."""

@@ -23,7 +23,7 @@ _EXPORTS = {
     "attributed_to": "user_sites", "definition_site": "user_sites", "is_internal": "user_sites",
     "user_site": "user_sites",
     "primal_nested": "numpy_proxies",
-    "dtype_of": "rules._util", "shape_of": "rules._util", "SYMMETRIC_PART": "rules.linalg_decomp",
+    "dtype_of": "rules._util", "shape_of": "rules._util", "recycle_block": "rules._util", "SYMMETRIC_PART": "rules.linalg_decomp",
     "REGISTRY": "registry", "Entry": "registry", "every_rule": "rules",
     "separable": "sample_independence",
     "CONDITION_ARGUMENTS": "facts", "EXPRESSION_FUNCTIONS": "facts", "KINK_CROSSINGS": "facts", "MATRIX_PRODUCTS": "facts",
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from .recording import Recording, Unique, as_float, call_traced, pause_for, private_copy, private_float
     from .registry import REGISTRY, Entry
     from .rules import every_rule
-    from .rules._util import dtype_of, shape_of
+    from .rules._util import dtype_of, recycle_block, shape_of
     from .sample_independence import separable
     from .second_order import take_second_order_forms
     from .seed_ops import scatter_cols, scatter_rows

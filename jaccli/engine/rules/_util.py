@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import operator
 import warnings
+import weakref
 from typing import Any
 
 import numpy as np
@@ -11,6 +13,7 @@ import numpy as np
 from ...errors import UnsupportedOperationError
 from ..user_sites import user_site
 from ..seeds import broadcast_block
+from ..thread_state import ThreadSlot
 from ..tracer import peek
 
 try:
@@ -179,6 +182,38 @@ def sign_change(distance):
 crossed_at_zero = sign_change(lambda ans, *args: args[-1])  # abs, and exp(-|x|) in i0e, i1e, ive
 
 
+# ndarray.all() goes through a Python wrapper (numpy/_core/_methods.py) and np.logical_and.reduce sets
+# up a reduction, each about a microsecond a call on a small array: counting is a tenth of that, and
+# every rule of a sweep checks its factor (replay/guards.all_hold counts too)
+_COUNT = np.count_nonzero
+
+
+def all_finite(value: Any) -> bool:
+    """Whether a rule's factor (an array or a number) is all finite (a Python bool: a replay's guard expects True)."""
+    if isinstance(value, (float, int)):
+        return math.isfinite(value)
+    if type(value) is np.ndarray:
+        return bool(_COUNT(np.isfinite(value)) == value.size)
+    return bool(np.all(np.isfinite(value)))
+
+
+def no_zero(value: Any) -> bool:
+    """Whether a rule's factor has no zero entry."""
+    if type(value) is np.ndarray:
+        return bool(_COUNT(value) == value.size)  # a float counts unless it is 0 (NaN counts): no temporary
+    if isinstance(value, (float, int)):
+        return value != 0
+    return bool(np.all(value != 0))
+
+
+all_finite.fused_check, no_zero.fused_check = "finite", "nonzero"  # (checked together: replay/guards.all_hold)
+
+
+def passed(g: Any) -> Any:
+    """The rule of a cotangent passed on as it is (x + y's, where no broadcast is undone)."""
+    return g
+
+
 def negated(g):
     """-g. A complex128 array through its float64 view: the same bits (each part's sign flipped), at
     a fraction of the time (NumPy's complex negative is not vectorized: ~6x its float negative; the
@@ -186,3 +221,36 @@ def negated(g):
     if type(g) is np.ndarray and g.dtype == np.complex128 and g.ndim and g.flags.c_contiguous:
         return np.negative(g.view(np.float64)).view(np.complex128)
     return -g
+
+
+# A large zero block made by a sweep (a first scatter: one input's cotangent, K rows of n) is fresh
+# memory whose first writes fault in a page every 4 KB, ~130 ms for 133 MB, and a Jacobian swept in
+# blocks pays that per block. A caller that has copied such a result out and holds it no more gives
+# it back (recycle_block): the next zero block of its shape and dtype is made in its memory.
+_REUSE_BYTES = 1 << 24
+_ISSUED = ThreadSlot()  # a weak reference to the last large zero block made here
+_SPARE = ThreadSlot()
+
+
+def zero_block(shape: tuple, dtype: Any) -> np.ndarray:
+    """np.zeros(shape, dtype), in a recycled block's memory when one of that shape and dtype is given back."""
+    spare = _SPARE.v
+    if spare is not None:
+        _SPARE.v = None
+        if spare.shape == shape and spare.dtype == dtype:
+            spare.fill(0)
+            _ISSUED.v = weakref.ref(spare)
+            return spare
+    z = np.zeros(shape, dtype)
+    if z.nbytes >= _REUSE_BYTES:
+        _ISSUED.v = weakref.ref(z)
+    return z
+
+
+def recycle_block(block: Any) -> None:
+    """Give back `block`, a sweep's result that the caller copied out and references nowhere: only the
+    last large block zero_block made is taken (never an array a caller or a program may still hold)."""
+    issued = _ISSUED.v
+    if issued is not None and issued() is block:
+        _ISSUED.v = None
+        _SPARE.v = block

@@ -14,22 +14,12 @@ from ..sample_independence import elementwise as samples_apart
 from ..seeds import SparseBlock
 from ..limits import PROBING, SWEEP
 from ..tracer import Tracer, guarded, peek
-from ._util import crossed_at_zero, expand, negated, shape_of, unbroadcast
+from ._util import all_finite, crossed_at_zero, expand, negated, no_zero, passed, shape_of, unbroadcast
 
 family("elementwise")
 
-# ndarray.all() goes through a Python wrapper (numpy/_core/_methods.py) and np.logical_and.reduce sets
-# up a reduction, each about a microsecond a call on a small array: counting is a tenth of that, and
-# every rule of a sweep checks its factor (as replay/guards.all_hold counts)
-_COUNT = np.count_nonzero
-
-
-def _all_finite(value) -> bool:
-    if isinstance(value, (float, int)):
-        return math.isfinite(value)
-    if type(value) is np.ndarray:
-        return bool(_COUNT(np.isfinite(value)) == value.size)  # (a Python bool: a replay's guard expects True)
-    return bool(np.all(np.isfinite(value)))
+# (the guards every rule of a sweep checks its factor with, by counting: _util.py)
+_all_finite, _no_zero = all_finite, no_zero
 
 
 def _finite(d) -> bool:
@@ -68,14 +58,6 @@ def _safe_product(factor, argnum: int = 0):
         zeros = probe.value_zeros(meet, argnum)
         return np.where(zeros, prod, out) if zeros.any() else out  # (prod: 0 * inf, NaN, at any order)
     return rule
-
-
-def _no_zero(value) -> bool:
-    if type(value) is np.ndarray:
-        return bool(_COUNT(value) == value.size)  # a float counts unless it is 0 (NaN counts): no temporary
-    if isinstance(value, (float, int)):
-        return value != 0
-    return bool(np.all(value != 0))
 
 
 def _finite_tangent(t) -> bool:
@@ -184,10 +166,9 @@ def _nary(ufunc, partials, *, notes: str = "", kink=None, crossed=NO_KINK, name=
         def vjp_maker(ans, *args, _d=d, _pos=pos, **kw):
             factor = _d(ans, *args)
             shape = shape_of(args[_pos])
-            # (where g * factor has g's shape: x and the result of one shape, the factor too or a number)
             if shape == shape_of(ans) and ((type(factor) is np.ndarray and factor.shape == shape) or (
                     not shape and (type(factor) is float or type(factor) is np.float64))) and _all_finite(factor):
-                return lambda g: g * factor  # (the common rule, made and called through no helpers)
+                return lambda g: g * factor  # (g * factor has g's shape: the common rule, through no helpers)
             scale = _safe_product(factor, _pos)
             return lambda g: unbroadcast(scale(g), shape)
 
@@ -216,7 +197,7 @@ def _linear_binary(ufunc, sx: float, sy: float):
         def maker(ans, x, y, **kw):
             shape = shape_of(x if pos == 0 else y)
             if shape == shape_of(ans):  # (no broadcast to undo: one rule for every node, no closure)
-                return _passed if sign == 1 else negated
+                return passed if sign == 1 else negated
             if sign == 1:
                 return lambda g: unbroadcast(g, shape)
             return lambda g: unbroadcast(negated(g), shape)
@@ -236,10 +217,6 @@ def _linear_binary(ufunc, sx: float, sy: float):
     _facts(prim)
     register_primitive(ufunc, prim)
     return prim
-
-
-def _passed(g):
-    return g
 
 
 def _zero(ufunc, notes: str = "piecewise constant: derivative 0"):
@@ -510,4 +487,3 @@ sinc_prim.defjvp(lambda ans, x: _tangent_product(_sinc_d(ans, x)))
 _facts(sinc_prim)
 register_primitive(np.sinc, sinc_prim)
 allow_in_expressions("sinc")
-_all_finite.fused_check, _no_zero.fused_check = "finite", "nonzero"  # (checked together: replay/guards.all_hold)

@@ -16,7 +16,7 @@ from ..structure import Moves, Scatters
 from ..registry import family, primitive, register
 from ..seed_ops import assign_on_block, getitem_on_block, scatter_add_on_block, scatter_on_block
 from ..seeds import SparseBlock, distinct_positions
-from ._util import dtype_of, shape_of, unbroadcast
+from ._util import dtype_of, shape_of, unbroadcast, zero_block
 
 family("indexing")
 
@@ -65,7 +65,7 @@ def _get_basic(x, idx):
 
 def _scatter_basic(v, idx, shape):
     lead = np.shape(v)[: np.ndim(v) - len(np.empty(shape, dtype=bool)[idx].shape)]
-    z = np.zeros(tuple(lead) + tuple(shape), dtype=np.result_type(v, np.float32))
+    z = zero_block(tuple(lead) + tuple(shape), np.result_type(v, np.float32))
     z[(Ellipsis,) + idx] = v
     return z
 

@@ -1,0 +1,113 @@
+"""The cheaper sweep paths of the common small nodes (issue 44): a product's and a sum's rule where no
+broadcast is undone, a permutation's transpose (np.roll's) as a gather by its inverse, the finite and
+nonzero guards by counting, and the zero block of a Jacobian swept in parts made in the memory of the
+block before it; the results are the closed forms and central differences, in both modes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jaccli
+from jaccli.engine.rules._util import recycle_block, zero_block
+from jaccli.engine.rules.elementwise import _all_finite, _no_zero
+
+from .helpers import central_diff
+
+MODES = ["reverse", "forward"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shift", [1, -2, 7, 0])
+def test_a_roll_is_its_permutation_in_both_modes(mode, shift):
+    x = np.linspace(0.5, 1.5, 6)
+    J = np.asarray(jaccli.jacobian(lambda x: np.roll(x, shift), x, mode=mode))
+    np.testing.assert_array_equal(J, np.roll(np.eye(6), shift, axis=0))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_roll_along_an_axis_of_a_matrix_inside_a_product_is_the_central_difference(mode):
+    def f(x):
+        u = x.reshape(3, 4)
+        return (np.roll(u, -1, axis=1) * u + np.roll(u, 2, axis=0) ** 2).ravel()
+
+    x = np.linspace(-1.0, 1.3, 12)
+    J = np.asarray(jaccli.jacobian(f, x, mode=mode))
+    np.testing.assert_allclose(J, central_diff(f, x), rtol=1e-7, atol=1e-8)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_products_and_sums_with_and_without_broadcasting_are_the_closed_forms(mode):
+    # x * y, x - y, x + y on equal shapes (the short rules) and on broadcast shapes (the general ones)
+    def f(v):
+        x, y, row, s = v[:6].reshape(2, 3), v[6:12].reshape(2, 3), v[12:15], v[15]
+        return np.concatenate([(x * y).ravel(), (x - y).ravel(), (y + x).ravel(), (x * row).ravel(),
+                               (row - x).ravel(), (x * s).ravel(), (s - y).ravel(), [s * s, v[0] - s]])
+
+    v = np.linspace(-1.2, 1.7, 16)
+    J = np.asarray(jaccli.jacobian(f, v, mode=mode))
+    np.testing.assert_allclose(J, central_diff(f, v), rtol=1e-8, atol=1e-9)
+    x, y, row, s = v[:6], v[6:12], np.tile(v[12:15], 2), v[15]
+    np.testing.assert_array_equal(J[:6, :6], np.diag(y))  # d(x * y)/dx, exactly
+    np.testing.assert_array_equal(J[6:12, 6:12], -np.eye(6))  # d(x - y)/dy
+    np.testing.assert_array_equal(J[18:24, :6], np.diag(row))  # d(x * row)/dx
+    np.testing.assert_array_equal(J[30:36, 15], x)  # d(x * s)/ds
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_product_with_an_infinite_factor_still_gives_exactly_zero_where_its_cotangent_is_a_structural_zero(mode):
+    # y = where(x > 0, x * (1 / x1), 0): at x1 = 0 the factor 1/x1 is inf; the branch not taken sends 0
+    def f(x):
+        return np.where(x[:2] > 5.0, x[:2] * (1.0 / x[2]), 0.0)
+
+    x = np.array([1.0, 2.0, 0.0])
+    with np.errstate(divide="ignore"):
+        J = np.asarray(jaccli.jacobian(f, x, mode=mode))
+    np.testing.assert_array_equal(J, np.zeros((2, 3)))
+
+
+def test_the_guards_count_as_the_reductions_did():
+    for value, finite, nonzero in [(np.array([1.0, -2.0]), True, True), (np.array([1.0, np.inf]), False, True),
+                                   (np.array([np.nan, 1.0]), False, True), (np.array([0.0, 1.0]), True, False),
+                                   (np.zeros((0, 3)), True, True), (np.array(-0.0), True, False)]:
+        assert _all_finite(value) is finite and _no_zero(value) is nonzero, value
+    assert _all_finite(3.0) and not _all_finite(float("nan")) and _no_zero(2) and not _no_zero(0.0)
+
+
+def test_a_large_zero_block_given_back_is_made_again_in_its_memory_as_zeros():
+    shape = (1100, 2000)  # 17.6 MB: large enough to be kept
+    z = zero_block(shape, np.dtype(np.float64))
+    z[:, 5] = 3.0
+    recycle_block(z)
+    again = zero_block(shape, np.dtype(np.float64))
+    assert again is z and not again.any()
+    recycle_block(np.ones(shape))  # not one zero_block made: not taken
+    fresh = zero_block(shape, np.dtype(np.float64))
+    assert fresh is not z and not fresh.any()
+    recycle_block(fresh)
+    other = zero_block((2000, 1100), np.dtype(np.float64))  # another shape: fresh zeros
+    assert other is not fresh and not other.any() and fresh.shape == shape
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_element_loop_swept_in_blocks_over_reused_memory_is_the_closed_form_every_call(mode):
+    n = 2100  # blocks of 1050 rows of 2100: 17.6 MB each, made in the memory of the block before
+
+    def f(x):
+        y = np.zeros_like(x)
+        for i in range(n):
+            y[i] = x[i] * x[(i + 1) % n]
+        return y
+
+    def closed_form(x):
+        J = np.zeros((n, n))
+        i = np.arange(n)
+        J[i, i] += x[(i + 1) % n]
+        J[i, (i + 1) % n] += x
+        return J
+
+    x1, x2 = np.linspace(0.5, 1.5, n), np.linspace(-1.0, 2.0, n)
+    J1 = np.asarray(jaccli.jacobian(f, x1, mode=mode, chunk_size=n // 2))
+    J2 = np.asarray(jaccli.jacobian(f, x2, mode=mode, chunk_size=n // 2))
+    np.testing.assert_array_equal(J1, closed_form(x1))  # (the first, after the second reused memory)
+    np.testing.assert_array_equal(J2, closed_form(x2))

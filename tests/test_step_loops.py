@@ -8,7 +8,6 @@ import pytest
 
 import jaccli
 from jaccli.replay import codegen, compiled_sweeps, replay_trace
-from tests.helpers import central_diff
 
 
 def rk4_lv(steps: int, h: float = 0.01):
@@ -78,39 +77,6 @@ def test_compiled_loops_give_the_plain_call_s_derivatives_at_new_points(make, st
                                    rtol=1e-12, atol=1e-12)
         u = np.array([0.3, -1.0])
         np.testing.assert_allclose(jaccli.vjp(once, z, u), jaccli.vjp(f, z, u), rtol=1e-12, atol=1e-12)
-
-
-def _peak(f, z):
-    """The peak of the memory Python and NumPy allocate during jacobian(f, z)."""
-    tracemalloc.start()
-    try:
-        np.asarray(jaccli.jacobian(f, z))
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
-def test_what_the_replays_of_an_integrator_keep_for_themselves_stays_small():
-    # issue 44: the replays of an RK4 loop keep a forward replay's per-node structure and, from the
-    # replay that traces a sweep to the one that compiles it, the sweep's steps: a tuple of
-    # arguments per step, thousands of equal ones (1.88x a plain call's peak with a replay's own
-    # allocations on top, 1.75x with them shared). Measured from before the first replay, what
-    # they hold included.
-    f = rk4_lv(60)
-    g = jaccli.record_once(f)
-    z0 = np.array([1.0, 1.5])
-    jaccli.jacobian(g, z0)  # the recording
-    plain = min(_peak(f, z0) for _ in range(2))
-    points = [z0 * (1 + 0.01 * k) for k in range(6)]
-    tracemalloc.start()
-    try:
-        got = [np.asarray(jaccli.jacobian(g, z)) for z in points]
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    for z, J in zip(points, got):
-        np.testing.assert_allclose(J, central_diff(f, z), rtol=1e-6, atol=1e-8)
-    assert peak <= 1.8 * plain, peak / plain
 
 
 def test_the_steps_of_a_loop_share_their_equal_argument_tuples(monkeypatch):

@@ -87,15 +87,6 @@ def test_a_large_zero_block_given_back_is_made_again_in_its_memory_as_zeros():
     recycle_block(fresh)
     other = zero_block((2000, 1100), np.dtype(np.float64))  # another shape: fresh zeros
     assert other is not fresh and not other.any() and fresh.shape == shape
-    columns = zero_block(shape, np.dtype(np.float64), "F")
-    columns[3] = 1.0
-    recycle_block(columns)
-    assert zero_block(shape, np.dtype(np.float64)) is not columns  # another order: fresh
-    recycle_block(columns)  # (no longer the last one made: not taken)
-    again = zero_block(shape, np.dtype(np.float64), "F")
-    assert again is not columns and again.flags.f_contiguous and not again.any()
-    recycle_block(again)
-    assert zero_block(shape, np.dtype(np.float64), "F") is again and not again.any()
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -232,18 +232,16 @@ _ISSUED = ThreadSlot()  # a weak reference to the last large zero block made her
 _SPARE = ThreadSlot()
 
 
-def zero_block(shape: tuple, dtype: Any, order: str = "C") -> np.ndarray:
-    """np.zeros(shape, dtype, order), in a recycled block's memory when one of that shape, dtype and order
-    is given back."""
+def zero_block(shape: tuple, dtype: Any) -> np.ndarray:
+    """np.zeros(shape, dtype), in a recycled block's memory when one of that shape and dtype is given back."""
     spare = _SPARE.v
     if spare is not None:
         _SPARE.v = None
-        if spare.shape == shape and spare.dtype == dtype and (spare.flags.f_contiguous if order == "F" else
-                                                              spare.flags.c_contiguous):
+        if spare.shape == shape and spare.dtype == dtype:
             spare.fill(0)
             _ISSUED.v = weakref.ref(spare)
             return spare
-    z = np.zeros(shape, dtype, order)
+    z = np.zeros(shape, dtype)
     if z.nbytes >= _REUSE_BYTES:
         _ISSUED.v = weakref.ref(z)
     return z

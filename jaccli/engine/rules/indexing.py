@@ -65,10 +65,7 @@ def _get_basic(x, idx):
 
 def _scatter_basic(v, idx, shape):
     lead = np.shape(v)[: np.ndim(v) - len(np.empty(shape, dtype=bool)[idx].shape)]
-    # x[i] of a vector, a block's column: in column order, the loop's later parts (x[i] read again,
-    # _add_basic) add contiguous columns, not one element per row of K
-    order = "F" if len(shape) == 1 and len(lead) == 1 and type(idx[0]) is int else "C"
-    z = zero_block(tuple(lead) + tuple(shape), np.result_type(v, np.float32), order)
+    z = zero_block(tuple(lead) + tuple(shape), np.result_type(v, np.float32))
     z[(Ellipsis,) + idx] = v
     return z
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaccli.engine import Recording, SparseBlock
+from jaccli.engine import Recording, SparseBlock, dense
 
 from .sweep_seeds import frozen
 
@@ -33,14 +33,15 @@ class DiagonalBlocks:
         """The blocks a row of output i (by_rows) or a column of input j fills at once."""
         return [(i, w) for w in range(self.n_in)] if by_rows else [(o, j) for o in range(self.n_out)]
 
-    def diagonal(self, i: int, j: int, proven: bool = False) -> np.ndarray | None:
+    def diagonal(self, i: int, j: int, proven: bool = False, swept: list | None = None) -> np.ndarray | None:
         """The diagonal of block (i, j) when the recording proves the block diagonal, else None.
 
         Output i is then an elementwise function of input j (`Recording.elementwise`), so every
         entry off the diagonal is zero by structure, and one forward sweep with a tangent of ones
         gives all the others: row k's only entry is tangent[k]. A dense evaluation would take one
         seed per row. Computed once per block. `proven`: the block's route says it is diagonal
-        (Evaluator._route asked is_diagonal once for the recording).
+        (Evaluator._route asked is_diagonal once for the recording). `swept`: that sweep's results,
+        already made (steady_blocks).
         """
         key = (i, j)
         if key in self._diagonals:
@@ -49,9 +50,12 @@ class DiagonalBlocks:
         if proven or self.is_diagonal(i, j):
             # The same for a record_once recording and its replays: made once, read-only (no sweep
             # writes into its seeds).
-            ones = _ones(self.rec, j) if self._plain else \
-                self.kept(("diagonal tangent", j), _read_only_ones, self.rec, j)
-            t = self.rec.jvp([ones if w == j else None for w in range(self.n_in)])[i]
+            if swept is None:
+                ones = _ones(self.rec, j) if self._plain else \
+                    self.kept(("diagonal tangent", j), _read_only_ones, self.rec, j)
+                t = self.rec.jvp([ones if w == j else None for w in range(self.n_in)])[i]
+            else:
+                t = None if swept[i] is None else dense(swept[i])
             if self.watch is not None:
                 self.watch([t])
             self.sweeps += 1
@@ -62,11 +66,13 @@ class DiagonalBlocks:
         self._diagonals[key] = d
         return d
 
-    def _ensure_diagonal(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray) -> None:
-        """Fill the wanted rows (or columns, when fewer) from diagonals, where diagonal_fill says they can be."""
+    def _ensure_diagonal(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray, swept: list | None = None) -> None:
+        """Fill the wanted rows (or columns, when fewer) from diagonals, where diagonal_fill says they can be.
+        `swept`: the results of block (i, j)'s diagonal sweep, already made (steady_blocks)."""
         by_rows = rows.size <= cols.size
         for a, b in self._sharing(i, j, by_rows):
-            d = self.diagonal(a, b, (a, b) == (i, j))  # (block (i, j) is diagonal: its route says so)
+            # (block (i, j) is diagonal: its route says so)
+            d = self.diagonal(a, b, (a, b) == (i, j), swept if (a, b) == (i, j) else None)
             if d is not None and (a, b) not in self.store and (rows if by_rows else cols).size == d.size:
                 # The whole block at once (np.asarray(J)): zeros from calloc and one strided write.
                 store = self.store[(a, b)] = np.zeros((d.size, d.size), dtype=self.dtype(a, b))

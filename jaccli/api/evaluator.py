@@ -23,6 +23,7 @@ from .block_stores import BlockStores, PartialStore
 from .diagonal_blocks import DiagonalBlocks
 from .hessian_symmetry import TILED_SYMMETRIZE, symmetric_from_structure, symmetrize_in_place
 from .sample_mixing import check_batch_independence
+from .steady_blocks import SteadyBlocks
 from .sweep_seeds import SweepSeeds, default_memory_budget
 
 MODES = ("auto", "reverse", "forward")
@@ -53,7 +54,7 @@ def _adoptable(arr: Any, dtype: np.dtype) -> bool:
 FORWARD_ON_A_TIE_FROM = 1 << 20
 
 
-class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
+class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks, SteadyBlocks):
     """Shared state of one jacobian() or hessian() call: the recording and the caches.
 
     Args:
@@ -148,9 +149,11 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
     def ensure_rows(self, i: int, rows: np.ndarray) -> None:
         """Compute the missing rows (output elements) of output i by reverse sweeps."""
         self._sweep_blocks(rows, self.row_done[i], self.M[i], max(self.N + [1]), ("row_sweep", i),
-                           lambda block, j, ct: self._keeping_known(i, j, block, True,
-                                                                    lambda: self._write_rows(i, j, block, ct)),
-                           "reverse")
+                           self._rows_writer(i), "reverse")
+
+    def _rows_writer(self, i: int) -> Callable:
+        """write(rows, j, ct): a reverse sweep's block ct of rows of output i against input j, written."""
+        return lambda block, j, ct: self._keeping_known(i, j, block, True, lambda: self._write_rows(i, j, block, ct))
 
     def _sweep_blocks(self, wanted: np.ndarray, done_mask: np.ndarray, size: int, other: int,
                       sweep: tuple[str, int], write: Callable, kind: str) -> None:
@@ -182,16 +185,21 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
                     block, results = step
                 if self.watch is not None:
                     self.watch(results)
-                self.kinds.add(kind)
-                self.sweeps += 1
-                self.seeds_used += block.size
-                for other_index, value in enumerate(results):
-                    write(block, other_index, value)
-                if whole and block.size == size:
-                    done_mask[:] = True
-                else:
-                    done_mask[block] = True
+                self._took(block, results, write, done_mask, whole, size, kind)
                 phase.advance(block.size)
+
+    def _took(self, block: np.ndarray, results: list, write: Callable, done_mask: np.ndarray, whole: bool,
+              size: int, kind: str) -> None:
+        """One sweep's `results` for the positions `block`, written and counted."""
+        self.kinds.add(kind)
+        self.sweeps += 1
+        self.seeds_used += block.size
+        for other_index, value in enumerate(results):
+            write(block, other_index, value)
+        if whole and block.size == size:
+            done_mask[:] = True
+        else:
+            done_mask[block] = True
 
     def _write_rows(self, i: int, j: int, rows: np.ndarray, ct: Any) -> None:
         k = rows.size
@@ -227,9 +235,11 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
     def ensure_cols(self, j: int, cols: np.ndarray) -> None:
         """Compute the missing columns (input elements) of input j by forward sweeps."""
         self._sweep_blocks(cols, self.col_done[j], self.N[j], max(self.M + [1]), ("col_sweep", j),
-                           lambda block, i, t: self._keeping_known(i, j, block, False,
-                                                                   lambda: self._write_cols(i, j, block, t)),
-                           "forward")
+                           self._cols_writer(j), "forward")
+
+    def _cols_writer(self, j: int) -> Callable:
+        """write(cols, i, t): a forward sweep's block t of columns of input j into output i, written."""
+        return lambda block, i, t: self._keeping_known(i, j, block, False, lambda: self._write_cols(i, j, block, t))
 
     # Entries a column (row) sweep gave are kept when a row (column) sweep covers them again: the
     # two kinds of sweep round differently, and an entry handed out must never change. The
@@ -291,8 +301,12 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks):
                 # A fresh evaluator's whole block (np.asarray(J)): its route is the structure's and the
                 # sizes', decided once for a record_once recording and its replays (a steady call at a
                 # new point detects no diagonal and compares no sizes).
-                return self._take_route(self.kept(("whole block route", i, j, mode, self.batch),
-                                                  self._route, i, j, m, n, mode), i, j, rows, cols)
+                route = self.kept(("whole block route", i, j, mode, self.batch), self._route, i, j, m, n, mode)
+                if self._plain or route == "cached" or (route == "diagonal" and self.n_in != 1):
+                    return self._take_route(route, i, j, rows, cols)
+                line, size = (i, m) if route == "reverse" else (j, n)
+                return self._whole_block(i, j, mode, route, line, size,
+                                         lambda: self._take_route(route, i, j, rows, cols))
         miss_r, miss_c = self._missing(i, j, rows, cols)
         return self._take_route(self._route(i, j, miss_r.size, miss_c.size, mode), i, j, miss_r, miss_c)
 
@@ -363,6 +377,14 @@ class HessianEvaluator(Evaluator):
         if rows.size == self.M[i] and cols.size == self.N[j]:
             self._whole_wanted(i, j)
             self._whole_wanted(j, i)
+            if not self.store and not self._plain:
+                a, size = (i, rows.size) if rows.size <= cols.size else (j, cols.size)
+                route = "reverse" if mode == "reverse" else "forward"
+                return self._whole_block(i, j, mode, route, a, size, lambda: self._hessian_lines(i, j, rows, cols, mode))
+        return self._hessian_lines(i, j, rows, cols, mode)
+
+    def _hessian_lines(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray, mode: str) -> str:
+        """ensure()'s sweeps: the missing Hessian rows of input i (or of j, when fewer), each a sweep's line."""
         miss_r, miss_c = self._missing(i, j, rows, cols)  # col_done is row_done: known Hessian rows
         if miss_r.size == 0 or miss_c.size == 0:
             return "cached"

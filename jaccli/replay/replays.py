@@ -75,6 +75,7 @@ class Replayable(Recording):
         # concatenation), are swept as usual at once.
         self._refused: set = set()
         self._advanced: set = set()  # the requests this call took a step further (one step each)
+        self.ran: tuple | None = None  # the last request a checked program answered (see rerun)
 
     def __getattr__(self, name: str) -> Any:
         # A replay's nodes are made when first read (replay_trace): so are these lists of them.
@@ -234,6 +235,7 @@ class Replayable(Recording):
         rec._refused = self._refused
         rec._nth = nth
         rec._advanced = set()
+        rec.ran = None
         rec._replayed = True
         rec.path = REPLAY
         return rec
@@ -272,6 +274,7 @@ class Replayable(Recording):
                 out = prog.run(self.trace.values(), seeds)
             if out is not None:
                 self.path = COMPILED_SWEEP
+                self.ran = (kind, prog, seeds)
                 return out
             return sweep()
         # A recording that writes in place (a loop of y[i] = v) is swept in place as f wrote it; a
@@ -325,6 +328,28 @@ class Replayable(Recording):
         except Exception:  # noqa: BLE001 - a program that fails its check is swept as usual
             prog = None
         self._programs[key] = False if prog is None else prog
+        return out
+
+
+    def rerun(self, ran: tuple) -> list | None:
+        """What vjp or jvp (structured) gives for the request that a checked program answered on an
+        earlier replay of this recording (`ran`: its `ran` then), from that program at this replay's
+        values, without making the request again (its seeds, its key, the program's lookup): a
+        caller that asks the same thing on every call (a lazy block's whole-block route, api's
+        steady_blocks) keeps `ran` and comes here. None where the program's guard fails, or where
+        the diagnostics watch the rules: the caller then makes the request the usual way."""
+        if MONITOR.v is not None:
+            return None
+        kind, prog, seeds = ran
+        with pause_for(self.trace):
+            out = prog.run(self.trace.values(), seeds)
+        if out is None:
+            return None
+        self.sweeps += 1
+        self.path = COMPILED_SWEEP
+        if kind == "forward":  # (jvp's results: one per output, None for an output no sweep reaches)
+            got = iter(out)
+            return [next(got) if live else None for live in self.live]
         return out
 
 

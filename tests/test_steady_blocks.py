@@ -1,0 +1,127 @@
+"""A steady record_once call's whole block (issue 44, item 4): the compiled sweep that gave it on an
+earlier call is run again at once (api/steady_blocks.py, Replayable.rerun), without the route, the
+seeds or the request being made again; its results are the plain call's, to the bit, with the same
+counts. A guard of that sweep that fails, the diagnostics and a progress observer take the usual way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jaccli
+from jaccli.engine import observing
+from tests.helpers import Recorder, rosen_hess as _rosenbrock_hessian, rosenbrock as _rosenbrock
+from tests.test_per_call_cost import _Counted, _elementwise, _elementwise_jacobian, _tall, _wide, _wide_jacobian
+from tests.test_replay import softmax_ce as _logsumexp, softmax_hessian as _softmax_hessian
+
+
+def _counted(monkeypatch):
+    from jaccli.api.evaluator import Evaluator
+    from jaccli.replay.replays import Replayable
+
+    return (_Counted(monkeypatch, Evaluator, "_sweep_blocks", "_seeds"),
+            _Counted(monkeypatch, Replayable, "answer", "rerun"))
+
+
+def _check(f, x, A):
+    if f is _elementwise:
+        np.testing.assert_allclose(A, _elementwise_jacobian(x), rtol=1e-13)
+    elif f is _wide:
+        np.testing.assert_allclose(A, _wide_jacobian(x), rtol=1e-13, atol=1e-15)
+    elif f is _rosenbrock:
+        np.testing.assert_allclose(A, _rosenbrock_hessian(x), rtol=1e-13, atol=1e-12)
+    elif f is _logsumexp:
+        np.testing.assert_allclose(A, _softmax_hessian(x), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("f, hessian, mode", [(_elementwise, False, "auto"), (_wide, False, "auto"),
+                                              (_tall, False, "auto"), (_elementwise, False, "reverse"),
+                                              (_rosenbrock, True, "forward"), (_rosenbrock, True, "reverse"),
+                                              (_logsumexp, True, "forward")])
+def test_a_steady_whole_block_reruns_its_compiled_sweep_and_gives_the_plain_calls_bits(monkeypatch, f, hessian, mode):
+    from jaccli.replay.replays import Replayable
+
+    evaluator, replay = _counted(monkeypatch)
+    g = jaccli.record_once(f)
+    make = jaccli.hessian if hessian else jaccli.jacobian
+    rng = np.random.default_rng(11)
+    steady = 0
+    for _ in range(11):  # (a recording is compiled over its first replays, one step a call)
+        evaluator.reset()
+        replay.reset()
+        x = rng.uniform(-1, 1, 6)
+        J = make(g, x, mode=mode)
+        A = np.asarray(J)
+        if replay.calls["rerun"] and J.stats["path"] == "compiled sweep":
+            # no request made (seeds, key, the program's lookup), no route taken: the program, at once
+            steady += 1
+            assert evaluator.calls == {"_sweep_blocks": 0, "_seeds": 0} and replay.calls["answer"] == 0
+            with monkeypatch.context() as usual:  # the same call by its route: the program through answer()
+                usual.setattr(Replayable, "rerun", lambda self, ran: None)
+                U = make(g, x, mode=mode)
+                np.testing.assert_array_equal(A, np.asarray(U))
+                assert U.stats == J.stats
+        P = make(f, x, mode=mode)
+        if f is _logsumexp:  # (a compiled sweep may round otherwise than the usual one: replays.Replayable.answer)
+            np.testing.assert_allclose(A, np.asarray(P), rtol=1e-13, atol=1e-16)
+        else:
+            np.testing.assert_array_equal(A, np.asarray(P))
+        assert {k: v for k, v in J.stats.items() if k != "path"} == {k: v for k, v in P.stats.items() if k != "path"}
+        assert J._ev.kinds == P._ev.kinds and not A.flags.writeable
+        _check(f, x, A)
+        np.testing.assert_array_equal(J[1], A[1])  # the cache answers as before
+    assert steady >= 3 and g.records == 1
+
+
+def test_a_failing_guard_of_the_steady_sweep_takes_the_usual_way():
+    from jaccli.replay.replays import Replayable
+
+    reruns = []
+    original = Replayable.rerun
+
+    def rerun(self, ran):
+        out = original(self, ran)
+        reruns.append(out is not None)
+        return out
+
+    f = lambda x: np.sqrt(x) * x  # noqa: E731 - the sweep's factor 0.5 / sqrt(x) is checked finite
+    g = jaccli.record_once(f)
+    x = np.linspace(0.5, 2.0, 5)
+    try:
+        Replayable.rerun = rerun
+        for _ in range(9):
+            np.asarray(jaccli.jacobian(g, x))
+        assert reruns and all(reruns)
+        y = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
+        with np.errstate(all="ignore"):
+            A = np.asarray(jaccli.jacobian(g, y))
+            P = np.asarray(jaccli.jacobian(f, y))
+        np.testing.assert_array_equal(A, P)  # the usual sweep's answer at 0, whatever it is: the plain call's
+        np.testing.assert_allclose(A[1:, 1:], np.diag(1.5 * np.sqrt(y[1:])), rtol=1e-13)
+        reruns.clear()
+        z = np.linspace(1.0, 3.0, 5)
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, z)), np.diag(1.5 * np.sqrt(z)), rtol=1e-13)
+    finally:
+        Replayable.rerun = original
+
+
+def test_diagnostics_and_progress_see_a_steady_call_as_any_other(monkeypatch):
+    evaluator, replay = _counted(monkeypatch)
+    g = jaccli.record_once(_wide)
+    x = np.linspace(-1, 1, 6)
+    for _ in range(9):
+        np.asarray(jaccli.jacobian(g, x))
+    assert replay.calls["rerun"]
+    replay.reset()
+    recorder = Recorder()
+    with observing(recorder):
+        J = jaccli.jacobian(g, x)
+        np.testing.assert_allclose(np.asarray(J), _wide_jacobian(x), rtol=1e-13, atol=1e-15)
+    assert replay.calls["rerun"] == 0 and ("start", "reverse sweeps (rows)", 2) in recorder.events
+    replay.reset()
+    seen = []
+    J = jaccli.jacobian(g, x)
+    J._ev.watch = seen.append  # (the command line's bound on the entries)
+    np.asarray(J)
+    assert replay.calls["rerun"] == 0 and len(seen) == 1

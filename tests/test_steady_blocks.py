@@ -125,3 +125,46 @@ def test_diagnostics_and_progress_see_a_steady_call_as_any_other(monkeypatch):
     J._ev.watch = seen.append  # (the command line's bound on the entries)
     np.asarray(J)
     assert replay.calls["rerun"] == 0 and len(seen) == 1
+
+
+def _stencil(x):
+    g = int(round(x.shape[0] ** 0.5))
+    u = x.reshape(g, g)
+    p = np.pad(u, 1, mode="constant")
+    return (p[:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, :-2] + p[1:-1, 2:] - 4 * u + u ** 3).reshape(-1)
+
+
+def _stencil_jacobian(x):
+    g = int(round(x.shape[0] ** 0.5))
+    J = np.diag(3 * x ** 2 - 4.0)
+    for k in range(x.size):
+        r, c = divmod(k, g)
+        for dr, dc in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+            if 0 <= r + dr < g and 0 <= c + dc < g:
+                J[k, (r + dr) * g + c + dc] = 1.0
+    return J
+
+
+@pytest.mark.parametrize("once", [False, True])
+def test_a_few_rows_of_a_wide_block_look_up_their_columns_as_they_are(once):
+    from jaccli.api.evaluator import _missing_among, _unique
+
+    g = jaccli.record_once(_stencil) if once else _stencil
+    rng = np.random.default_rng(12)
+    for _ in range(8 if once else 1):
+        x = rng.uniform(-1, 1, 144)
+        want = _stencil_jacobian(x)
+        J = jaccli.jacobian(g, x)
+        ev = J._ev
+        cols = np.arange(144)
+        assert _missing_among(cols, ev.col_done[0], 144) is cols  # every column, none known: not masked
+        np.testing.assert_allclose(J[:3], want[:3], rtol=1e-14)
+        np.testing.assert_allclose(J[[9, 4, 9]], want[[9, 4, 9]], rtol=1e-14)
+        np.testing.assert_allclose(J[140:, ::-1], want[140:, ::-1], rtol=1e-14)
+        assert J.stats["rows_evaluated"] == 9 and J.stats["cols_evaluated"] == 0
+        np.testing.assert_allclose(J[:, 5], want[:, 5], rtol=1e-14)  # a column now known: looked up
+        assert J.stats["cols_evaluated"] == 1
+        np.testing.assert_allclose(np.asarray(J), want, rtol=1e-14)
+    np.testing.assert_array_equal(_unique(np.array([5, 1, 5, 3]), 8), [1, 3, 5])
+    np.testing.assert_array_equal(_unique(np.array([1, 3, 5]), 8), [1, 3, 5])
+    np.testing.assert_array_equal(_missing_among(np.arange(6)[::-1], np.zeros(6, dtype=bool), 6), np.arange(6))

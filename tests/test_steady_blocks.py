@@ -168,3 +168,60 @@ def test_a_few_rows_of_a_wide_block_look_up_their_columns_as_they_are(once):
     np.testing.assert_array_equal(_unique(np.array([5, 1, 5, 3]), 8), [1, 3, 5])
     np.testing.assert_array_equal(_unique(np.array([1, 3, 5]), 8), [1, 3, 5])
     np.testing.assert_array_equal(_missing_among(np.arange(6)[::-1], np.zeros(6, dtype=bool), 6), np.arange(6))
+
+
+def _counted_records(monkeypatch):
+    from jaccli.api import jacobian_hessian
+
+    return _Counted(monkeypatch, jacobian_hessian, "record", "gradient_recording")
+
+
+@pytest.mark.parametrize("f, hessian", [(_wide, False), (_elementwise, False), (_rosenbrock, True)])
+def test_a_steady_call_goes_from_its_replay_to_its_blocks(monkeypatch, f, hessian):
+    records = _counted_records(monkeypatch)
+    g = jaccli.record_once(f)
+    make = jaccli.hessian if hessian else jaccli.jacobian
+    rng = np.random.default_rng(13)
+    for k in range(6):
+        records.reset()
+        x = rng.uniform(-1, 1, 6)
+        J = make(g, x)
+        # the first call records f and checks its outputs; later ones replay it straight to the blocks
+        assert sum(records.calls.values()) == (1 if k == 0 else 0)
+        P = make(f, x)
+        assert J.shape == P.shape and J.dtype == P.dtype and type(J) is type(P)
+        A = np.asarray(J)
+        np.testing.assert_allclose(A, np.asarray(P), rtol=1e-13, atol=1e-15)
+        _check(f, x, A)
+    assert (g.records, g.replays, g.misses) == (1, 5, 0)
+    J = make(g, (x,))  # a tuple of inputs, other options: the usual way, the same recording
+    block = J[0][0] if hessian else J[0]  # (H[i][j] for a tuple of inputs)
+    assert type(J) is tuple and len(J) == 1 and g.replays == 6
+    np.testing.assert_allclose(np.asarray(block), np.asarray(make(f, x)), rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(np.asarray(make(g, x.astype(np.float32))), np.asarray(make(f, x)), rtol=1e-5, atol=1e-6)
+    assert g.records == 2
+
+
+def test_a_steady_call_whose_replay_fails_records_afresh_as_before(monkeypatch):
+    def f(x):
+        return np.sin(x) * x if x.sum() > 0 else np.cumsum(x ** 2)
+
+    records = _counted_records(monkeypatch)
+    g = jaccli.record_once(f)
+    x = np.linspace(0.1, 1.0, 5)
+    for _ in range(4):
+        np.testing.assert_array_equal(np.asarray(jaccli.jacobian(g, x)), np.asarray(jaccli.jacobian(f, x)))
+    records.reset()
+    y = -x
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, y)), np.tril(np.broadcast_to(2 * y, (5, 5))), rtol=1e-13)
+    assert records.calls["record"] == 1 and (g.records, g.misses) == (2, 1)
+
+
+def test_complex_outputs_never_take_the_steady_way():
+    f = lambda x: np.exp(1j * x) * x  # noqa: E731
+    g = jaccli.record_once(f)
+    x = np.linspace(-1.0, 1.0, 4)
+    for _ in range(5):
+        J = jaccli.jacobian(g, x)
+        assert np.iscomplexobj(J)
+        np.testing.assert_allclose(J, np.diag(np.exp(1j * x) * (1 + 1j * x)), rtol=1e-13, atol=1e-15)

@@ -7,16 +7,22 @@ from typing import Any, Callable
 import numpy as np
 
 from jaccli.engine import Recording, definition_site, is_complex, primal_nested, separable
+from jaccli.replay import RecordOnce
 
 from .arguments import as_args, param_names, resolve_wrt, validate_options
 from .complex_functions import complex_arg, complex_jacobian, holomorphic_hessian, refuse_complex_inputs
-from .evaluator import Evaluator, HessianEvaluator
+from .evaluator import MODES, Evaluator, HessianEvaluator
 from .lazy import Hessian, Jacobian
 from .recorded_functions import any_traced, gradient_function, gradient_recording, record, unwrapped
 from .sample_mixing import check_batch_independence
 from .strict_mode import check_strict, check_strict_graph, connectivity, derivative_depends
 
 __all__ = ["jacobian", "hessian"]
+
+# What a record_once recording is marked with (in its `structure`, shared with its replays) once a
+# jacobian (hessian) call with the default options found its outputs fit: its replays are then
+# taken straight to their lazy blocks (`_steady`), those checks passed as the recording passed them.
+_JACOBIAN_CHECKED, _HESSIAN_CHECKED = "jacobian's checks passed", "hessian's checks passed"
 
 
 def _nest(blocks: list[list[Any]], out_tuple: bool, in_tuple: bool) -> Any:
@@ -78,6 +84,10 @@ def jacobian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | Non
     >>> J.shape, J[1]
     ((3, 3), array([0., 4., 0.]))
     """
+    if _steady(f, inputs, wrt, batch_axis, chunk_size, strict or create_graph or holomorphic, mode):
+        rec = f.replayed(("f",), inputs, _JACOBIAN_CHECKED)
+        if rec is not None:
+            return _jacobian_blocks(rec, f, (inputs,), (0,), False, None, mode, None)
     args, inputs_is_tuple = as_args(inputs)
     wrt_idx, in_tuple = resolve_wrt(f, args, wrt, inputs_is_tuple)
     validate_options(batch_axis, mode, chunk_size)
@@ -99,6 +109,22 @@ def jacobian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | Non
         return _eager_traced(rec, f, args, batch_axis, in_tuple, rec.out_is_tuple, check=check)
     if check is not None:
         check()
+    if batch_axis is None and not strict:
+        rec.structure[_JACOBIAN_CHECKED] = True  # (a record_once recording's: its replays', see _steady)
+    return _jacobian_blocks(rec, f, args, wrt_idx, in_tuple, batch_axis, mode, chunk_size)
+
+
+def _steady(f: Callable, inputs: Any, wrt: Any, batch_axis: Any, chunk_size: Any, other_options: bool,
+            mode: str) -> bool:
+    """Whether a call may take a record_once recording's replay straight to its lazy blocks: f's one
+    input is a float ndarray, differentiated, and the options are the defaults (any `mode`)."""
+    return type(f) is RecordOnce and type(inputs) is np.ndarray and wrt is None and batch_axis is None \
+        and chunk_size is None and not other_options and inputs.dtype.kind == "f" and mode in MODES
+
+
+def _jacobian_blocks(rec: Recording, f: Callable, args: tuple, wrt_idx: tuple, in_tuple: bool, batch_axis: Any,
+                     mode: str, chunk_size: Any) -> Any:
+    """jacobian()'s lazy blocks over `rec`, f recorded (or replayed) and checked."""
     ev = Evaluator(rec, batch=batch_axis == 0, mode=mode, chunk_size=chunk_size)
     ev.origin = ("jacobian", f, args, wrt_idx)
     blocks = [[Jacobian(ev, i, j, ev.kept(("result dtype", i, j, mode), _result_dtype, rec, i, j, mode))
@@ -134,6 +160,10 @@ def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None
     ((2, 2), array([[ 6.,  0.],
            [ 0., 12.]]))
     """
+    if _steady(f, inputs, wrt, batch_axis, chunk_size, strict or create_graph or holomorphic, mode):
+        rec = f.replayed(("gradient", False), inputs, _HESSIAN_CHECKED)
+        if rec is not None:
+            return _hessian_blocks(rec, f, (inputs,), (0,), False, None, mode, None)
     args, inputs_is_tuple = as_args(inputs)
     wrt_idx, in_tuple = resolve_wrt(f, args, wrt, inputs_is_tuple)
     validate_options(batch_axis, mode, chunk_size)
@@ -156,6 +186,14 @@ def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None
         return _eager_traced(rec, f, args, batch_axis, in_tuple, in_tuple, gradient=True, check=check)
     if check is not None:
         check()
+    if batch_axis is None and not strict:
+        rec.structure[_HESSIAN_CHECKED] = True  # (as jacobian's)
+    return _hessian_blocks(rec, f, args, wrt_idx, in_tuple, batch_axis, mode, chunk_size)
+
+
+def _hessian_blocks(rec: Recording, f: Callable, args: tuple, wrt_idx: tuple, in_tuple: bool, batch_axis: Any,
+                    mode: str, chunk_size: Any) -> Any:
+    """hessian()'s lazy blocks over `rec`, f's gradient recorded (or replayed) and checked."""
     outer = "reverse" if mode == "reverse" else "forward"
     ev = HessianEvaluator(rec, batch=batch_axis == 0, mode=outer, chunk_size=chunk_size)
     ev.value = rec.kept_value("value")

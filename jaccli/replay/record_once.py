@@ -84,6 +84,25 @@ class RecordOnce:
             self._keep(key, rec)
         return rec, True
 
+    def replayed(self, key: tuple, x: np.ndarray, checked: str) -> Replayable | None:
+        """A replay at x, f's one argument (differentiated, a float ndarray), of the recording kept for
+        this signature, counted as recording() counts it; None where none is kept, or it was never
+        found to pass the checks named `checked` (api's steady calls: a public function's checks of
+        f's outputs, which a replay passes as its recording did), or it cannot be replayed at x: the
+        caller then takes its usual way, recording() (which records f afresh on a miss)."""
+        key = key + ((0,), ((x.shape, x.dtype),))
+        with self._lock:
+            rec = self._cache.get(key)
+        if rec is None or checked not in rec.structure:
+            return None
+        new = rec.replay((x,))
+        if new is None:
+            return None
+        with self._lock:
+            self.replays += 1
+            self._keep(key, new)
+        return new
+
     def _keep(self, key: tuple, rec: Replayable) -> None:
         self._cache[key] = rec
         self._cache.move_to_end(key)

@@ -225,3 +225,16 @@ def test_complex_outputs_never_take_the_steady_way():
         J = jaccli.jacobian(g, x)
         assert np.iscomplexobj(J)
         np.testing.assert_allclose(J, np.diag(np.exp(1j * x) * (1 + 1j * x)), rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("f, hessian", [(_wide, False), (_tall, False), (_rosenbrock, True)])
+def test_a_whole_block_asked_in_another_order_is_never_kept_for_the_next_calls(f, hessian):
+    g = jaccli.record_once(f)
+    make = jaccli.hessian if hessian else jaccli.jacobian
+    rng = np.random.default_rng(14)
+    for k in range(14):
+        x = rng.uniform(-1, 1, 6)
+        J, P = make(g, x), np.asarray(make(f, x))
+        # every row (column) in reverse order: a whole block, swept with its seeds in that order
+        got = J[::-1, ::-1] if k < 10 else np.asarray(J)
+        np.testing.assert_allclose(got, P[::-1, ::-1] if k < 10 else P, rtol=1e-13, atol=1e-15)

@@ -314,8 +314,8 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks, SteadyBlocks):
                 route = self.kept(("whole block route", i, j, mode, self.batch), self._route, i, j, m, n, mode)
                 if self._plain or route == "cached" or (route == "diagonal" and self.n_in != 1):
                     return self._take_route(route, i, j, rows, cols)
-                line, size = (i, m) if route == "reverse" else (j, n)
-                return self._whole_block(i, j, mode, route, line, size,
+                line, positions = (i, rows) if route == "reverse" else (j, cols)
+                return self._whole_block(i, j, mode, route, line, positions,
                                          lambda: self._take_route(route, i, j, rows, cols))
         miss_r, miss_c = self._missing(i, j, rows, cols)
         return self._take_route(self._route(i, j, miss_r.size, miss_c.size, mode), i, j, miss_r, miss_c)
@@ -386,9 +386,10 @@ class HessianEvaluator(Evaluator):
             self._whole_wanted(i, j)
             self._whole_wanted(j, i)
             if not self.store and not self._plain:
-                a, size = (i, rows.size) if rows.size <= cols.size else (j, cols.size)
+                a, positions = (i, rows) if rows.size <= cols.size else (j, cols)
                 route = "reverse" if mode == "reverse" else "forward"
-                return self._whole_block(i, j, mode, route, a, size, lambda: self._hessian_lines(i, j, rows, cols, mode))
+                return self._whole_block(i, j, mode, route, a, positions,
+                                         lambda: self._hessian_lines(i, j, rows, cols, mode))
         return self._hessian_lines(i, j, rows, cols, mode)
 
     def _hessian_lines(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray, mode: str) -> str:

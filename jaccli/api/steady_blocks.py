@@ -19,6 +19,8 @@ import numpy as np
 
 from jaccli.engine import current_observer
 
+from .block_stores import _unless_all
+
 
 class Steady:
     """How a whole block was made by one compiled sweep: `route` ("diagonal", "reverse" or
@@ -36,14 +38,16 @@ class SteadyBlocks:
     memory_budget, remote, watch, sweeps, seeds_used, kinds and the done masks; the writers
     and _ensure_diagonal are the Evaluator's."""
 
-    def _whole_block(self, i: int, j: int, mode: str, route: str, line: int, size: int,
+    def _whole_block(self, i: int, j: int, mode: str, route: str, line: int, positions: np.ndarray,
                      usual: Callable[[], str]) -> str:
         """Block (i, j) of a fresh evaluator, whole: by its kept Steady where there is one, else
-        `usual()` (the route `route` filling `size` rows of output `line`, or columns of input
-        `line`), kept as a Steady when one compiled sweep made it. The sweep kind used."""
+        `usual()` (the route `route` filling the rows `positions` of output `line`, or its columns
+        of input `line`), kept as a Steady when one compiled sweep made it. The sweep kind used.
+        Only for positions in order: the seeds of a sweep follow its positions' order (J[::-1])."""
         rec = self.rec
+        size = positions.size
         if not rec.compiles() or self.batch or self.remote is not None or self.watch is not None \
-                or current_observer() is not None:
+                or current_observer() is not None or _unless_all(positions, size) is not None:
             return usual()
         key = ("steady whole block", type(self), i, j, mode, self.chunk_size, self.memory_budget)
         steady = rec.structure.get(key)

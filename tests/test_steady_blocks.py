@@ -238,3 +238,17 @@ def test_a_whole_block_asked_in_another_order_is_never_kept_for_the_next_calls(f
         # every row (column) in reverse order: a whole block, swept with its seeds in that order
         got = J[::-1, ::-1] if k < 10 else np.asarray(J)
         np.testing.assert_allclose(got, P[::-1, ::-1] if k < 10 else P, rtol=1e-13, atol=1e-15)
+
+
+def test_small_replays_share_one_context_that_pauses_nothing():
+    import gc
+
+    from jaccli.engine.recording import pause_for
+
+    g = jaccli.record_once(_elementwise)
+    for _ in range(3):
+        J = jaccli.jacobian(g, np.linspace(-1, 1, 5))
+    trace = J._ev.rec.trace
+    assert pause_for(trace) is pause_for(trace)  # (not a new nullcontext for each sweep and replay)
+    with pause_for(trace):
+        assert gc.isenabled()

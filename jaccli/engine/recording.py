@@ -301,7 +301,10 @@ _PAUSE_FROM = 1000
 
 def pause_for(trace: Trace) -> Any:
     """The context a sweep or replay of `trace` runs in: the collector paused if the trace is large."""
-    return COLLECTOR_PAUSED if trace.size() >= _PAUSE_FROM else nullcontext()
+    return COLLECTOR_PAUSED if trace.size() >= _PAUSE_FROM else _NO_PAUSE
+
+
+_NO_PAUSE = nullcontext()  # (one for all: it holds nothing, and entering it changes nothing)
 
 
 def private_copy(a: Any) -> Any:

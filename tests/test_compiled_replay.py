@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import jaccli
-from jaccli.engine import COPIES_SUM
+from jaccli.engine import COPIES_SUM, WRITES_ARGUMENT
 from jaccli.replay import codegen, compiled_sweeps as programs
 from jaccli.replay.replay_trace import ReplayTrace
 from tests.helpers import central_diff
@@ -283,7 +283,7 @@ def test_no_replay_holds_much_more_memory_than_a_plain_call():
     g = jaccli.record_once(_stacked)
     x = np.linspace(0.5, 1.5, 150)
     plain, _ = peak(_stacked, x)
-    for k in range(4):
+    for k in range(6):  # (the sixth replay runs the program)
         x = np.linspace(0.5, 1.5, 150) + 0.01 * k
         want = np.zeros((149, 150))
         want[np.arange(149), np.arange(149)] = x[1:]
@@ -292,7 +292,8 @@ def test_no_replay_holds_much_more_memory_than_a_plain_call():
         np.testing.assert_array_equal(J, want)
         # (a program may hold MAX_BYTES whatever the recording: harmless next to the process)
         assert used < 2 * plain + programs.MAX_BYTES, (k, used, plain)
-    assert list(_replay_of(g)._programs.values()) == [False]  # the sweep is made the usual way
+    # compiled: its program adds each product's part into x's cotangent in place, as the usual sweep does
+    assert [type(p) for p in _replay_of(g)._programs.values()] == [programs.Program]
 
 
 def test_the_replays_that_compile_peak_at_most_one_and_a_half_plain_calls():
@@ -325,25 +326,30 @@ def test_a_traced_sweep_holds_no_more_large_blocks_than_the_usual_sweep():
         assert ratio <= 1.5, (k + 1, ratio)
 
 
-def test_a_traced_sweep_that_would_copy_a_large_sum_per_part_stops_at_the_first(monkeypatch):
-    # the usual sweep adds the stack's 399 parts of x's cotangent in place; a program would copy
-    # the 399 x 400 sum for each (issue 44: 26 copies were made before the budget ran out)
-    copies = []
+def test_a_traced_sweep_adds_the_parts_of_a_large_sum_in_place_not_into_a_copy_each(monkeypatch):
+    # the usual sweep adds the stack's 399 parts of x's cotangent in place; a program that copied the
+    # 399 x 400 sum for each would cost O(n) per part (issue 44: 26 copies were made before the budget
+    # ran out, and the sweep was refused). Traced, the parts are added in place too (sweeps.ADD_INTO)
+    copies, added = [], []
     real = programs._Lean.append
 
     def append(self, item):
         if getattr(item, "prim", None) in COPIES_SUM:
             copies.append(item.value.nbytes)
+        if getattr(item, "prim", None) in WRITES_ARGUMENT:
+            added.append(1)
         return real(self, item)
 
     monkeypatch.setattr(programs._Lean, "append", append)
     g = jaccli.record_once(_stacked)
-    for k in range(6):
+    for k in range(8):
         x = np.linspace(0.5, 1.5, 400) + 0.01 * k
         J = np.asarray(jaccli.jacobian(g, x, mode="reverse"))
         np.testing.assert_array_equal(np.diagonal(J, 1), x[:-1])
-    assert copies == [399 * 400 * 8]
-    assert list(_replay_of(g)._programs.values()) == [False]
+        np.testing.assert_array_equal(np.diagonal(J), x[1:])
+    assert copies == [] and len(added) == 2 * 399 - 1  # (the first part is the sum)
+    assert [type(p) for p in _replay_of(g)._programs.values()] == [programs.Program]
+    assert g.replays == 7
 
 
 def test_a_long_program_is_compiled_in_chunks_that_pass_values_on(monkeypatch):
@@ -428,8 +434,9 @@ def test_a_replays_error_state_is_entered_and_left_as_np_errstate_does():
 def test_a_sweep_whose_constants_pass_max_bytes_stops_being_traced_at_once(monkeypatch):
     # issue 44: a stack of 999 products kept eight 999 x 1000 constant blocks (60 MB next to the
     # usual sweep's 27) before its program was refused for them; now tracing stops at the block
-    # that passes MAX_BYTES, and the replay is swept as usual
-    monkeypatch.setattr(programs, "MAX_BYTES", 150 * 150 * 8)
+    # that passes MAX_BYTES, and the replay is swept as usual (here the seeds' columns, 149 x 8 bytes
+    # each, pass it at the 100th product)
+    monkeypatch.setattr(programs, "MAX_BYTES", 100 * 149 * 8)
     appended = []
     append = programs._Lean.append
     monkeypatch.setattr(programs._Lean, "append", lambda self, item: appended.append(1) or append(self, item))

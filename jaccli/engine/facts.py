@@ -51,6 +51,11 @@ COPIES_SUM: set[_Primitive] = set()
 (Primitive.vjp_into, for vjp_add): each gives a copy of its argument 0 with a few entries added. A
 compiled sweep of many of them copies the whole sum per contribution (replay/compiled_sweeps)."""
 
+WRITES_ARGUMENT: set[_Primitive] = set()
+"""Primitives whose implementation writes its result into argument 0's memory and returns that array:
+the steps of a compiled sweep that add into a sum the program owns (engine/sweeps.py's ADD_INTO), as
+the usual sweep adds in place. A traced sweep counts no new memory for them (replay/compiled_sweeps)."""
+
 
 CONDITION_ARGUMENTS: dict[_Primitive, int] = {}
 """The position of the argument that is a condition (np.where's 0): a report names it "its condition"

@@ -13,6 +13,7 @@ from .seeds import SparseBlock
 from .sweep_plans import plan_forward, plan_reverse
 from .tape import Node, Trace, is_complex, no_rule_error, real_cotangent
 from .thread_state import ThreadSlot
+from .traced_in_place import program_add
 from .limits import SWEEP, Probe
 from .tracer import Tracer, memory_root, peek
 from .user_sites import RULE_SITE, attributed_to
@@ -119,7 +120,6 @@ def _taken(g: Any, owned: dict) -> tuple[Any, bool]:
     return g, owned.pop(id(g), None) is g if owned else False
 
 
-
 # A structured cotangent reaching a write (y[i] = v) is made dense when it has at most this many elements
 # per recorded operation: a loop of n writes then costs one dense block and O(K) per write, not a
 # structured block's dozen NumPy calls per write; the block costs about what the sweep's visits of
@@ -215,6 +215,8 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                 if argnum == 0 and pidx is None and node.prim.vjp_into is not None and MONITOR.v is None \
                         and values is None:
                     acc = store.get(parent)
+                    if retraced is not None and program_add(node, g, retraced, acc, parent, store, owned, _traced_rule):
+                        continue
                     if acc is None and retraced is None and node.prim.vjp_add is not None and type(g) is np.ndarray:
                         # the first part sent back is fresh (Primitive.vjp_add): the sweep owns it, the next add into it
                         rule = node.vjp(0)

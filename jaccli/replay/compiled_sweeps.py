@@ -26,13 +26,15 @@ sweeps the replay the usual way, which takes the branch the new values need.
 
 from __future__ import annotations
 
+import math
 import weakref
 from typing import Any
 
 import numpy as np
 
 from .codegen import compile_steps, guard_step, node_step
-from jaccli.engine import COPIES_SUM, TRACED_PARTS, Guard, SparseBlock, Trace, Tracer, dense, forward, reverse
+from jaccli.engine import (COPIES_SUM, TRACED_PARTS, WRITES_ARGUMENT, Guard, SparseBlock, Trace, Tracer, dense, forward,
+                           reverse)
 
 # Bytes of constants a program may hold (the seeds' own results, f's constants that rules read).
 # Past it the sweep is made the usual way each time: it costs little next to the arithmetic then.
@@ -199,7 +201,8 @@ class _Lean(list):
         # (let go of the values first: a refused sweep's last node would hold its blocks)
         item.value = None  # (the sweep reads it from its Tracer, which goes once used)
         item.args = _without_refs(args, item.parents)
-        made = getattr(value, "nbytes", 0)
+        # (a step that writes into its argument's memory makes none: the sum it adds into is counted once)
+        made = 0 if item.prim in WRITES_ARGUMENT else getattr(value, "nbytes", 0)
         self.budget -= made
         if self.budget < 0:
             raise _TooLarge
@@ -285,7 +288,10 @@ def sweep_room(kind: str, ends: tuple, seeds: tuple) -> float:
         values = [n.value for n in ends]
     else:
         values = [n.value if i is None else n.value[i] for n, i in ends]
-    return k * sum(np.size(v) * np.asarray(v).itemsize for v in values) + 4 * LARGE_SUM
+    # and the seeds made dense, which the usual sweep may make too (a join's rule makes a structured
+    # block of identity seeds dense once, rather than slicing it per piece: a stack of products)
+    seeded = sum(math.prod(s.shape) * np.dtype(s.dtype).itemsize for s in seeds if s is not None)
+    return k * sum(np.size(v) * np.asarray(v).itemsize for v in values) + seeded + 4 * LARGE_SUM
 
 
 def _large_arrays(trace: Trace) -> set[int]:

@@ -71,7 +71,7 @@ def _concat_vjp_joint(ans, *xs, axis):
 
     def rule(g):
         if type(g) is SparseBlock and g.size <= _DENSE_PER_PIECE * len(xs):
-            g = g.todense()
+            g = g.dense_read_only()
         if type(g) is np.ndarray:
             return [g[lead + (slice(offsets[i], offsets[i + 1]),)] for i in range(len(xs))]
         tail = (slice(None),) * (np.ndim(ans) - axis - 1)

@@ -15,6 +15,7 @@ import pytest
 
 import jaccli
 from jaccli.engine import COPIES_SUM, WRITES_ARGUMENT
+from jaccli.engine.traced_in_place import ADD_INTO, PULLED
 from jaccli.replay import codegen, compiled_sweeps as programs
 from jaccli.replay.replay_trace import ReplayTrace
 from tests.helpers import central_diff
@@ -386,10 +387,13 @@ def test_a_long_program_is_compiled_in_chunks_that_pass_values_on(monkeypatch):
     assert run([a, -b]) is None  # the guard, in the second chunk
 
 
-def test_a_recording_that_writes_in_place_is_swept_in_place_not_by_a_program(monkeypatch):
-    # A program's traced writes copy the array at each y[i] = v: slower than the usual sweep
-    recorded = []
-    monkeypatch.setattr(programs, "record", lambda *args: recorded.append(args))
+def test_a_recording_that_writes_in_place_is_swept_by_a_program_that_writes_in_place(monkeypatch):
+    # a program's traced writes copied the array at each y[i] = v (4x the usual sweep on issue 44's
+    # loop), so such a recording was swept as usual; now the program zeroes the written part of the
+    # cotangent in place (PULLED), as the usual sweep does, and never copies the block per write
+    traced = []
+    real = programs.Traced.compiled
+    monkeypatch.setattr(programs.Traced, "compiled", lambda self: traced.append(self) or real(self))
 
     def loop(x):
         y = np.zeros_like(x)
@@ -398,11 +402,15 @@ def test_a_recording_that_writes_in_place_is_swept_in_place_not_by_a_program(mon
         return y
 
     g = jaccli.record_once(loop)
-    for k in range(4):
+    for k in range(7):
         x = np.linspace(0.5, 1.5, 6) + 0.1 * k
         want = np.diag(np.roll(x, -1)) + np.roll(np.diag(x), 1, axis=1)
         np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, x)), want, rtol=1e-14)
-    assert g.replays == 3 and recorded == []
+    [program] = traced
+    fns = [st[1] for st in program.steps]
+    assert fns.count(PULLED.impl) == 5 and fns.count(ADD_INTO.impl) == 11  # (the first write, the first part: fresh)
+    assert not any(getattr(fn, "__name__", "") == "_assign_impl" for fn in fns)
+    assert g.replays == 6 and [type(p) for p in _replay_of(g)._programs.values()] == [programs.Program]
 
 
 def test_a_replays_error_state_is_entered_and_left_as_np_errstate_does():

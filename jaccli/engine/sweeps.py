@@ -13,7 +13,7 @@ from .seeds import SparseBlock
 from .sweep_plans import plan_forward, plan_reverse
 from .tape import Node, Trace, is_complex, no_rule_error, real_cotangent
 from .thread_state import ThreadSlot
-from .traced_in_place import program_add
+from .traced_in_place import program_add, program_pull, pull_in_place
 from .limits import SWEEP, Probe
 from .tracer import Tracer, memory_root, peek
 from .user_sites import RULE_SITE, attributed_to
@@ -198,9 +198,12 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                     and type(g) in (np.ndarray, SparseBlock):
                 if type(g) is SparseBlock and g.size <= _DENSE_PER_NODE * len(trace.nodes) and not g.traced:
                     g, mine = g.todense(), True  # (see _DENSE_PER_NODE)
-                _pull_in_place(node, g, mine, store, owned, wrt_mask)  # never a cut c's consumer (cancelled_shifts._combine)
+                pull_in_place(node, g, mine, store, owned, wrt_mask, _accumulate, _add)  # (never a cut c's consumer)
                 continue
             retraced = _retraced(node, trace) if traced else _probed(node, values) if values is not None else None
+            if traced and node.prim.vjp_in_place is not None \
+                    and program_pull(node, g, mine, retraced, store, owned, wrt_mask, _traced_rule, _accumulate, _add):
+                continue
             joint = None if node.prim.vjp_joint is None else _joint_cotangents(node, g, retraced)
             for argnum, parent, pidx in node.parents:
                 if not parent.deps & wrt_mask or (cut and parent.index in cut):
@@ -267,42 +270,6 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                     continue
                 _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct, owned)
     return None if capture is not None else [results.get(id(n)) for n in wrt]
-
-
-def _pull_in_place(node: Node, g: Any, mine: bool, store: dict, owned: dict, wrt_mask: int) -> None:
-    """reverse()'s step for a node whose primitive has vjp_in_place: argument 0's cotangent is g
-    itself, changed in place, when the sweep owns g; else the rule's fresh array, which the sweep
-    then owns. The other arguments are pulled back first, from copies where g will be written."""
-    x_parent = None
-    for argnum, parent, pidx in node.parents:
-        if not parent.deps & wrt_mask:
-            continue
-        if argnum == 0 and pidx is None:
-            x_parent = parent
-            continue
-        rule = node.vjp(argnum)
-        ct = None if rule is None else rule(g)
-        if ct is None:
-            continue
-        if mine and type(ct) is np.ndarray and np.may_share_memory(ct, g):
-            ct = ct.copy()
-        _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct, owned)
-    if x_parent is None:
-        return
-    if mine and type(g) is np.ndarray:
-        node.prim.vjp_in_place(g, *node.args[1:], **node.kwargs)
-        ct = g
-    else:
-        rule = node.vjp(0)
-        ct = None if rule is None else rule(g)
-        if ct is None:
-            return
-    old = store.get(x_parent)
-    if old is None and type(ct) is np.ndarray:
-        store[x_parent] = ct
-        owned[id(ct)] = ct
-    else:
-        store[x_parent] = _add(old, ct, owned)
 
 
 def _joint_cotangents(node: Node, g: Any, retraced: tuple[Any, list] | None) -> list:

@@ -1,11 +1,14 @@
-"""A compiled sweep's steps in place: where the usual sweep adds into a block it owns, so does the program traced from it.
+"""Reverse sweeps' steps in place, usual and compiled: into a block the sweep owns, where a copy per step would cost O(size).
 
+The usual sweep (sweeps.reverse) adds a part into a sum it made and owns (Primitive.vjp_add: the
+parts that x[i] read in a loop sends back to x), and turns the cotangent of a write y[i] = v into
+that of y before it by zeroing its part in place (Primitive.vjp_in_place: pull_in_place).
 replay/compiled_sweeps records a sweep of a replay as a program: the sweep runs on traced values
-(sweeps.reverse with traced=True, TRACED_PARTS set) and each NumPy operation its rules make is a
-step. Where the usual sweep adds a part into a sum it made and owns (Primitive.vjp_add: the parts
-that x[i] read in a loop sends back to x), a traced rule would copy the sum for each part: O(size)
-per part, where the usual sweep pays O(part). Here the traced sweep records ADD_INTO instead, a
-step that adds into the sum's own memory, with the same ownership rules as the usual sweep.
+(traced=True, TRACED_PARTS set) and each NumPy operation its rules make is a step. A traced rule
+would copy the sum, or the cotangent, at each step: O(size) per step, where the usual sweep pays
+O(part). So the traced sweep records the same steps in place, with the same ownership rules:
+ADD_INTO (program_add) and PULLED (pull_in_place, traced), steps that write into their argument's
+memory (facts.WRITES_ARGUMENT), on arrays the program made itself (FRESH, DENSE_OF).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .facts import WRITES_ARGUMENT
-from .seeds import TRACED_PARTS
+from .seeds import TRACED_PARTS, SparseBlock
 from .tape import Node, Primitive, bind
 from .tracer import Tracer
 
@@ -30,9 +33,38 @@ def _add_into(acc: Any, g: Any, *args: Any, prim: Any, kwargs: dict) -> Any:
 ADD_INTO = Primitive("add_into", _add_into)
 WRITES_ARGUMENT.add(ADD_INTO)
 
-# ADD_INTO's keywords for a primitive called without keywords of its own (x[i]'s), one dict each: the
-# steps of a loop's iterations then hold the same constants, and compile as one loop (codegen, step_loops)
+
+
+def _pulled(g: Any, *args: Any, prim: Any, kwargs: dict) -> Any:
+    """g changed in place into prim's cotangent for argument 0 (prim.vjp_in_place), in a copy where
+    g is not a plain array of its own."""
+    if type(g) is not np.ndarray or g.base is not None or not g.flags.writeable:
+        g = np.array(g, copy=True)
+    prim.vjp_in_place(g, *args, **kwargs)
+    return g
+
+
+PULLED = Primitive("pulled_in_place", _pulled)
+WRITES_ARGUMENT.add(PULLED)
+# A copy that the program owns, of a traced value or of a constant (`like`: any traced value, so that
+# the copy is a step of the program, made at each run)
+FRESH = Primitive("fresh_copy", lambda c, like: np.array(c, copy=True))
+# A structured block of the seeds, made dense at each run (its parts are the program's constants)
+DENSE_OF = Primitive("dense_seeds", lambda like, shape, idx, val, u, v: SparseBlock(shape, idx, val, u, v).todense())
+_NONE: dict = {}
+
+# ADD_INTO's and PULLED's keywords for a primitive called without keywords of its own (x[i]'s), one dict
+# each: the steps of a loop's iterations then hold the same constants, and compile as one loop (codegen)
 _KEYWORDS: dict = {}
+
+
+def _keywords(node: Node) -> dict:
+    keywords = _KEYWORDS.get(node.prim) if not node.kwargs else None
+    if keywords is None:
+        keywords = {"prim": node.prim, "kwargs": node.kwargs}
+        if not node.kwargs:
+            _KEYWORDS[node.prim] = keywords
+    return keywords
 
 
 def program_add(node: Node, g: Any, retraced: tuple, acc: Any, parent: Node, store: dict, owned: dict,
@@ -49,20 +81,83 @@ def program_add(node: Node, g: Any, retraced: tuple, acc: Any, parent: Node, sto
         ct = None if rule is None else rule(g)
         if ct is None:
             return True
-        if type(ct) is not Tracer or ct._idx is not None or type(ct._value) is not np.ndarray \
-                or ct._value.base is not None or ct is g:
-            store[parent] = ct
-            return True
-        store[parent] = owned[id(ct)] = ct
+        store[parent] = ct
+        if _fresh(ct, g):
+            owned[id(ct)] = ct
         return True
     if owned.get(id(acc)) is not acc or type(acc) is not Tracer or type(acc._value) is not np.ndarray:
         return False
     del owned[id(acc)]
-    keywords = _KEYWORDS.get(node.prim) if not node.kwargs else None
-    if keywords is None:
-        keywords = {"prim": node.prim, "kwargs": node.kwargs}
-        if not node.kwargs:
-            _KEYWORDS[node.prim] = keywords
-    out = bind(ADD_INTO, (acc, g, *retraced[1][1:]), keywords)
+    out = bind(ADD_INTO, (acc, g, *retraced[1][1:]), _keywords(node))
     store[parent] = owned[id(out)] = out
     return True
+
+
+def _fresh(ct: Any, g: Any) -> bool:
+    """Whether a traced rule's result is an array the program makes afresh (not g, not a view)."""
+    return type(ct) is Tracer and ct is not g and ct._idx is None and type(ct._value) is np.ndarray \
+        and ct._value.base is None
+
+
+def program_pull(node: Node, g: Any, mine: bool, retraced: tuple, store: dict, owned: dict, wrt_mask: int,
+                 traced_rule: Callable, accumulate: Callable, add: Callable) -> bool:
+    """pull_in_place, traced for a compiled sweep (TRACED_PARTS): a cotangent the program makes
+    (the seeds made dense, a copy of a constant) or owns is written in place (PULLED), as the usual
+    sweep writes one it owns. False where that does not apply: the caller goes its usual way."""
+    if TRACED_PARTS.v is not True:
+        return False
+    if type(g) is SparseBlock and not g.traced:
+        g, mine = bind(DENSE_OF, (retraced[0], g.shape, g.idx, g.val, g.u, g.v), _NONE), True
+    elif type(g) is np.ndarray:
+        g, mine = bind(FRESH, (g, retraced[0]), _NONE), True
+    elif type(g) is not Tracer or type(g._value) is not np.ndarray:
+        return False
+    pull_in_place(node, g, mine, store, owned, wrt_mask, accumulate, add, (retraced, traced_rule))
+    return True
+
+
+def pull_in_place(node: Node, g: Any, mine: bool, store: dict, owned: dict, wrt_mask: int, accumulate: Callable,
+                  add: Callable, traced: tuple | None = None) -> None:
+    """sweeps.reverse()'s step for a node whose primitive has vjp_in_place: argument 0's cotangent
+    is g itself, changed in place, when the sweep owns g; else the rule's fresh array, which the
+    sweep then owns. The other arguments are pulled back first, from copies where g will be
+    written. `traced`: (the node's traced result and arguments, sweeps' traced rule maker), for a
+    compiled sweep's traced g (program_pull)."""
+    if traced is None:
+        rule_of, value = node.vjp, g
+    else:
+        rule_of, value = (lambda argnum: traced[1](node, argnum, traced[0])), g._value
+    x_parent = None
+    for argnum, parent, pidx in node.parents:
+        if not parent.deps & wrt_mask:
+            continue
+        if argnum == 0 and pidx is None:
+            x_parent = parent
+            continue
+        rule = rule_of(argnum)
+        ct = None if rule is None else rule(g)
+        if ct is None:
+            continue
+        if mine and type(ct) is np.ndarray and np.may_share_memory(ct, g):
+            ct = ct.copy()
+        elif mine and type(ct) is Tracer and type(ct._value) is np.ndarray and np.may_share_memory(ct._value, value):
+            ct = bind(FRESH, (ct, ct), _NONE)
+        accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct, owned)
+    if x_parent is None:
+        return
+    if mine and type(g) is np.ndarray:
+        node.prim.vjp_in_place(g, *node.args[1:], **node.kwargs)
+        ct = g
+    elif mine and traced is not None:
+        ct = bind(PULLED, (g, *traced[0][1][1:]), _keywords(node))
+    else:
+        rule = rule_of(0)
+        ct = None if rule is None else rule(g)
+        if ct is None:
+            return
+    old = store.get(x_parent)
+    if old is None and (type(ct) is np.ndarray or (traced is not None and _fresh(ct, g))):
+        store[x_parent] = ct
+        owned[id(ct)] = ct
+    else:
+        store[x_parent] = add(old, ct, owned)

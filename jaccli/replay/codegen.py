@@ -392,6 +392,29 @@ def node_step(node: Any, errstates: dict) -> tuple:
     return step(node.index, node.prim.impl, node.args, node.parents, node.kwargs, errstates.get(node.index), STEP)
 
 
+def written_step(node: Any, errstates: dict) -> tuple:
+    """The step of a node that f wrote into its argument 0's memory (Primitive.in_place): the replay
+    writes into that memory again, so that a loop of y[i] = v keeps one array (a copy where the
+    memory is not a plain array of the replay's own, as Replayable.replay's node by node)."""
+    fn = _WRITERS.get(node.prim)
+    if fn is None:
+        fn = _WRITERS[node.prim] = _writer(node.prim)
+    return step(node.index, fn, node.args, node.parents, node.kwargs, errstates.get(node.index), STEP)
+
+
+_WRITERS: dict = {}  # primitive -> its written_step function (one each: a loop's steps hold the same one)
+
+
+def _writer(prim: Any) -> Callable:
+    def write(x: Any, *args: Any, **kwargs: Any) -> Any:
+        if type(x) is np.ndarray and x.base is None and x.flags.writeable and x.dtype.kind in "fc":
+            part, values = prim.in_place(x, *args, **kwargs)
+            part[...] = values
+            return x
+        return prim.impl(x, *args, **kwargs)
+    return write
+
+
 def guard_step(guard: Any) -> tuple:
     """The step of a recorded guard: its function must give its recorded value again."""
     return step(-1, guard.fn, guard.args, guard.refs, guard.kwargs, guard.errstate, guard.expected)

@@ -14,16 +14,19 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from .codegen import compile_steps, guard_step, node_step
+import numpy as np
+
+from .codegen import compile_steps, guard_step, node_step, written_step
 from jaccli.engine import INPUT, Node, Trace
 
 
 class Forward:
     """A recording's operations and guards as one function of its inputs' values, and what a
     replay needs to make its nodes: each node's structure (prim, arguments with the places of
-    recorded values empty, keywords, where they are filled from, dependencies, site)."""
+    recorded values empty, keywords, where they are filled from, dependencies, site); `in_place`:
+    the indices of the nodes written into their argument's memory, as f wrote them."""
 
-    __slots__ = ("run", "extra", "structure", "in_at", "inputs_at", "plans")
+    __slots__ = ("run", "extra", "structure", "in_at", "inputs_at", "plans", "in_place")
 
     def values(self, inputs: list) -> list | None:
         """Every node's value at new values of the inputs (in the recording's `wrt` order);
@@ -32,11 +35,16 @@ class Forward:
 
 
 def compile_forward(trace: Trace, guards: list, in_nodes: list) -> Forward | None:
-    """The Forward of a closed recording; None when its replay must write in place as f did (a
-    loop of y[i] = v keeps one array: Replayable.replay does so node by node)."""
+    """The Forward of a closed recording. Where f wrote in place (a loop of y[i] = v keeps one
+    array), so does the replay (codegen.written_step), into memory that is its own: an array a
+    step made from no constant array (None otherwise: Replayable.replay then goes node by node)."""
     nodes = trace.nodes
-    if any(n.in_place for n in nodes):
-        return None
+    in_place = frozenset(n.index for n in nodes if n.in_place)
+    for k in in_place:
+        written = next(p for a, p, _ in nodes[k].parents if a == 0)
+        if written.index not in in_place and (written.prim is INPUT or _reads_constant_arrays(written)) \
+                and not written.prim.constant:  # (zeros_like and the like: a new array, whatever they read)
+            return None
     in_pos = {n.index: p for p, n in enumerate(in_nodes)}
     steps, loads, structure, extra = [], {}, [], []
     g = 0
@@ -53,7 +61,7 @@ def compile_forward(trace: Trace, guards: list, in_nodes: list) -> Forward | Non
                 extra.append(node.value)
             structure.append((INPUT, (), {}, (), node.deps, node.site))
             continue
-        s = node_step(node, trace.errstates)
+        s = (written_step if k in in_place else node_step)(node, trace.errstates)
         steps.append(s)
         structure.append((node.prim, s[2], node.kwargs, s[3], node.deps, node.site))
     steps.extend(guard_step(guard) for guard in guards[g:])
@@ -64,7 +72,15 @@ def compile_forward(trace: Trace, guards: list, in_nodes: list) -> Forward | Non
     fw.in_at = tuple(n.index for n in in_nodes)
     fw.inputs_at = tuple(n.index for n in trace.inputs)
     fw.plans = (len(nodes), {})  # the sweep plans of every replay, by node index (Trace.shared_plans)
+    fw.in_place = in_place
     return fw
+
+
+def _reads_constant_arrays(node: Node) -> bool:
+    """Whether node's arguments hold an array that is no recorded value (f's constant, which an
+    operation may hand back as its result: the replay must not write into it)."""
+    filled = {a for a, _, _ in node.parents}
+    return any(isinstance(a, np.ndarray) for i, a in enumerate(node.args) if i not in filled)
 
 
 _MAKING = threading.Lock()  # a replay read by two threads at once makes its nodes once
@@ -118,6 +134,8 @@ class ReplayTrace(Trace):
             if forward is None:
                 return
             nodes = nodes_of(forward.structure, self._vals)
+            for k in forward.in_place:
+                nodes[k].in_place = True
             Trace.nodes.__set__(self, nodes)
             Trace.inputs.__set__(self, [nodes[i] for i in forward.inputs_at])
             self._pending = None

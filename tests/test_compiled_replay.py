@@ -442,19 +442,20 @@ def test_a_replays_error_state_is_entered_and_left_as_np_errstate_does():
 def test_a_sweep_whose_constants_pass_max_bytes_stops_being_traced_at_once(monkeypatch):
     # issue 44: a stack of 999 products kept eight 999 x 1000 constant blocks (60 MB next to the
     # usual sweep's 27) before its program was refused for them; now tracing stops at the block
-    # that passes MAX_BYTES, and the replay is swept as usual (here the seeds' columns, 149 x 8 bytes
-    # each, pass it at the 100th product)
+    # that passes MAX_BYTES, and the replay is swept as usual. (The stack's seeds are made dense at
+    # each run of its program now, no constant: here a constant matrix after it passes MAX_BYTES.)
     monkeypatch.setattr(programs, "MAX_BYTES", 100 * 149 * 8)
     appended = []
     append = programs._Lean.append
     monkeypatch.setattr(programs._Lean, "append", lambda self, item: appended.append(1) or append(self, item))
-    g = jaccli.record_once(_stacked)
+    M = np.random.default_rng(3).standard_normal((149, 149))  # 149 x 149 x 8 bytes: over MAX_BYTES
+    g = jaccli.record_once(lambda x: M @ _stacked(x))
     for k in range(6):
         x = np.linspace(0.5, 1.5, 150) + 0.01 * k
         want = np.zeros((149, 150))
         want[np.arange(149), np.arange(149)] = x[1:]
         want[np.arange(149), np.arange(1, 150)] = x[:-1]
-        np.testing.assert_array_equal(np.asarray(jaccli.jacobian(g, x, mode="reverse")), want)
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, x, mode="reverse")), M @ want, rtol=1e-12, atol=1e-12)
     assert list(_replay_of(g)._programs.values()) == [False]
     assert 0 < len(appended) < 400  # stopped early: the whole sweep appends over 4000 nodes and guards
 

@@ -67,7 +67,7 @@ def zeros_for(part: Any, shape: tuple, dtype: Any) -> np.ndarray:
 class SparseBlock:
     """A block of K seeds: a few entries each plus a low-rank part (see the module docstring)."""
 
-    __slots__ = ("shape", "idx", "val", "u", "v", "form", "kept_dense")
+    __slots__ = ("shape", "idx", "val", "u", "v", "form")
     __array_priority__ = 500.0
 
     def __init__(self, shape: tuple, idx: np.ndarray, val: np.ndarray,
@@ -78,7 +78,6 @@ class SparseBlock:
         self.u = u
         self.v = v
         self.form = None  # its content as a compiled sweep's key (replay/compiled_sweeps.py), once asked for
-        self.kept_dense = None  # see dense_read_only
 
     @classmethod
     def one_hot(cls, k_positions: np.ndarray, shape: tuple, dtype: Any, per_seed: np.ndarray | None = None):
@@ -137,23 +136,6 @@ class SparseBlock:
             rows = np.broadcast_to(np.arange(k)[:, None], self.idx.shape)
             np.add.at(out, (rows, self.idx), self.val)
         return out.reshape(self.shape)
-
-    def dense_read_only(self) -> np.ndarray:
-        """todense(), for a rule that only reads it. A block that nobody can change (its parts read-only:
-        the seeds an Evaluator keeps for a record_once function) keeps the one a compiled sweep is
-        traced with (TRACED_PARTS), which its program holds as a constant: the usual sweeps beside the
-        program (the call that traces it, the one that checks it) read that copy, not one more each
-        (a join's rule makes its seeds dense: a stack of n products, n x n). The replay lets it go
-        where the program is refused (replay/replays.py)."""
-        if self.kept_dense is not None:
-            return self.kept_dense
-        out = self.todense()
-        if TRACED_PARTS.v is True and type(out) is np.ndarray \
-                and all(p is None or (type(p) is np.ndarray and not p.flags.writeable)
-                        for p in (self.idx, self.val, self.u, self.v)):
-            out.flags.writeable = False
-            self.kept_dense = out
-        return out
 
     def add_into(self, out: np.ndarray) -> None:
         """out += self.todense(), in place, touching only the entries (and the low-rank part)."""

@@ -58,6 +58,16 @@ _NONE: dict = {}
 _KEYWORDS: dict = {}
 
 
+def dense_of(block: SparseBlock, like: Any) -> Any:
+    """block.todense(); for a compiled sweep, of a block of its seeds (constant parts), a step that
+    makes it at each run (`like`: a traced value of the sweep), so that the program holds the
+    parts, not a dense block as large as its result (a join's rule makes its seeds dense: a stack
+    of n products, n x n)."""
+    if TRACED_PARTS.v is True and type(like) is Tracer and not block.traced:
+        return bind(DENSE_OF, (like, block.shape, block.idx, block.val, block.u, block.v), _NONE)
+    return block.todense()
+
+
 def _keywords(node: Node) -> dict:
     keywords = _KEYWORDS.get(node.prim) if not node.kwargs else None
     if keywords is None:
@@ -107,7 +117,7 @@ def program_pull(node: Node, g: Any, mine: bool, retraced: tuple, store: dict, o
     if TRACED_PARTS.v is not True:
         return False
     if type(g) is SparseBlock and not g.traced:
-        g, mine = bind(DENSE_OF, (retraced[0], g.shape, g.idx, g.val, g.u, g.v), _NONE), True
+        g, mine = dense_of(g, retraced[0]), True
     elif type(g) is np.ndarray:
         g, mine = bind(FRESH, (g, retraced[0]), _NONE), True
     elif type(g) is not Tracer or type(g._value) is not np.ndarray:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from jaccli.engine import (INPUT, MONITOR, Node, Recording, SparseBlock, Trace, Tracer, Unique, current_errstate, pause_for,
+from jaccli.engine import (INPUT, MONITOR, Node, Recording, Trace, Tracer, Unique, current_errstate, pause_for,
                            plan_form, private_copy, private_float, renewed_plan, rewritable, write_in_place)
 
 from . import compiled_sweeps, replay_trace
@@ -327,10 +327,6 @@ class Replayable(Recording):
                 prog = prog if prog.checked else None
         except Exception:  # noqa: BLE001 - a program that fails its check is swept as usual
             prog = None
-        if prog is None:
-            for s in seeds:  # (the dense form kept for the program: see SparseBlock.dense_read_only)
-                if type(s) is SparseBlock:
-                    s.kept_dense = None
         self._programs[key] = False if prog is None else prog
         return out
 

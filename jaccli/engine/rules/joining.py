@@ -13,6 +13,7 @@ from ..structure import Moves
 from ..registry import family, primitive, register, register_derived
 from ..seeds import SparseBlock
 from ..tracer import Tracer
+from ..traced_in_place import dense_of
 from ._util import axis_index, dtype_of, shape_of
 from .indexing import gather, get_basic, getitem, positions, rearrange, scatter_basic
 from .shape import reshape
@@ -71,7 +72,7 @@ def _concat_vjp_joint(ans, *xs, axis):
 
     def rule(g):
         if type(g) is SparseBlock and g.size <= _DENSE_PER_PIECE * len(xs):
-            g = g.dense_read_only()
+            g = dense_of(g, ans)
         if type(g) is np.ndarray:
             return [g[lead + (slice(offsets[i], offsets[i + 1]),)] for i in range(len(xs))]
         tail = (slice(None),) * (np.ndim(ans) - axis - 1)

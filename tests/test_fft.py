@@ -370,3 +370,37 @@ def test_the_complex_to_real_transforms_of_a_real_input_give_a_real_cotangent_wi
         _, g = jaccli.vjp(f, x, v)
     assert g.dtype == np.float64
     np.testing.assert_allclose(g, central_diff(lambda a: np.sum(f(a) * v), x), rtol=1e-7, atol=1e-8)
+
+
+def _filtered_then_pinned(x):
+    # the transforms' results are written into afterwards: y[0] = ..., z[1:3] = ...
+    y = np.fft.irfft(np.fft.rfft(x) * np.arange(1.0, 5.0), 6)
+    y[0] = x[1] ** 2
+    z = np.fft.fft(y)
+    z[1:3] = x[2] * z[1:3]
+    return np.real(z * np.conj(z))
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_a_write_into_a_transforms_result_is_made_in_place_and_differentiates(mode, rng):
+    # the transforms' rules read shapes only (value-free primitives): their results are memory a later
+    # write may take, as an addition's is, and the derivative through the write is the same
+    x = rng.standard_normal(6)
+    rec = Recording(_filtered_then_pinned, (x,), (0,))
+    written = [n for n in rec.trace.nodes if n.prim.name == "assign"]
+    assert [n.in_place for n in written] == [True, False]  # (z[1:3] itself is read by the product: kept)
+    J = np.asarray(jaccli.jacobian(_filtered_then_pinned, x, mode=mode))
+    np.testing.assert_allclose(J, central_diff(_filtered_then_pinned, x), rtol=1e-7, atol=1e-8)
+
+
+def test_a_sweep_runs_with_warnings_off_and_leaves_the_callers_error_state_as_it_was():
+    # sqrt'(0) = inf in the rule: neither a warning nor, under all="raise", an error; the caller's
+    # state after the call is the one before it, each of two states in turn
+    for state in ({"all": "raise"}, {"divide": "warn", "invalid": "ignore"}, {"all": "raise"}):
+        with np.errstate(**state):
+            before = np.geterr()
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                _, g = jaccli.vjp(np.sqrt, np.array([0.0, 4.0]), np.array([1.0, 1.0]))
+            assert np.geterr() == before
+        np.testing.assert_array_equal(g, [np.inf, 0.25])

@@ -73,8 +73,12 @@ def _lengths_of(x, s, axes, real_out=False):
     return s[:-1] + (2 * (s[-1] - 1),) if real_out else s
 
 
+# NumPy's empty_like itself, without the dispatch of np.empty_like (x is a plain array here: _fast)
+_empty_like = getattr(np.empty_like, "_implementation", np.empty_like)
+
+
 def _call(ufunc, x, n, axis, norm, forward, n_out, dtype):
-    out = np.empty_like(x, shape=x.shape[:axis] + (n_out,) + x.shape[axis + 1:], dtype=dtype)
+    out = _empty_like(x, shape=x.shape[:axis] + (n_out,) + x.shape[axis + 1:], dtype=dtype)
     return ufunc(x, _factor(n, norm, forward), axes=[(axis,), (), (axis,)], out=out)
 
 
@@ -131,7 +135,7 @@ def _resize(g, lengths, axes):
 
 def _lengths(x, axes):
     shape = shape_of(x)
-    return tuple(shape[a] for a in axes)
+    return (shape[axes[0]],) if len(axes) == 1 else tuple([shape[a] for a in axes])
 
 
 def _c2c_vjp(ans, x, s, axes, norm, inverse):
@@ -188,7 +192,7 @@ def _r2c_t(g, s, axes, norm, lengths):
     # real part of the full transform of g padded with zeros, which is irfftn of conj(g) with the
     # middle entries halved (irfftn counts them twice), at the opposite norm: half the work, no pad.
     g = dense(g)
-    h = _conjugated_weighted(g, s[-1], np.ndim(g) - 1 - axes[-1], 0.5, 1.0)
+    h = _conjugated_weighted(g, s[-1], len(shape_of(g)) - 1 - axes[-1], 0.5, 1.0)
     return _resize(_c2r(h, s, axes, _swap(norm)), lengths, axes)
 
 
@@ -200,7 +204,8 @@ def _c2r_t(g, s, axes, norm, lengths):
     # is this call's own array: conjugated and weighted in place.
     g = dense(g)
     h = _r2c(g, s, axes, _swap(norm))
-    return _resize(_conjugated_weighted(h, s[-1], np.ndim(g) - 1 - axes[-1], 2.0, 1.0, in_place=True), lengths, axes)
+    return _resize(_conjugated_weighted(h, s[-1], len(shape_of(g)) - 1 - axes[-1], 2.0, 1.0, in_place=True), lengths,
+                   axes)
 
 
 rfftn_t = primitive("np.fft.rfftn transpose", _r2c_t)
@@ -277,6 +282,9 @@ def _samples_apart(node, B):
 for _prim in (fftn, rfftn, irfftn, rfftn_t, irfftn_t):
     STRUCTURES[_prim] = Dense()
     SAMPLE_RULES[_prim] = _samples_apart
+    # Linear: the rules read the argument's shape and dtype, never its values (nor the result's), so
+    # a plain argument is not held read-only while f runs, and a traced one stays free for in-place updates.
+    _prim.value_free = True
 del _prim
 HEAVIER_IN_REVERSE.update((rfftn, irfftn))  # (KS residual, n = 4096: a forward Jacobian ~2x cheaper)
 

@@ -7,9 +7,8 @@ import site
 import sys
 from typing import Any
 
-import numpy as np
-
 from .freezer import FREEZER
+from .guards import quiet, unquiet
 from .thread_state import ThreadSlot
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -19,6 +18,9 @@ _INTERNAL_CODE: dict = {}  # code object -> (its file, _USER, _LIBRARY or _INTER
 # id -> code object, for jaccli's and NumPy's code seen so far: user_site steps over these frames with one
 # look-up (an id, not the code's equality, which holds between equal code of two files)
 _INTERNAL_IDS: dict = {}
+# The same for the user's code: user_site stops at its frame with one look-up, where the code's own hash
+# (over its bytecode, names and constants) would be computed for _INTERNAL_CODE at every recorded operation
+_USER_IDS: dict = {}
 
 
 # While a rule runs, operations it records belong to the user's line of the node being swept.
@@ -47,6 +49,8 @@ def _code_kind(code: Any) -> int:
         _INTERNAL_CODE[code] = (code.co_filename, kind)
     if kind == _INTERNAL:
         _INTERNAL_IDS[id(code)] = code  # (held: its id stays its own)
+    elif kind == _USER:
+        _USER_IDS[id(code)] = code  # (held, as above)
     return kind
 
 
@@ -93,13 +97,15 @@ def user_site(skip: int = 1) -> tuple[str, int] | None:
     """The user's file and line: the innermost frame of the user's own code, else of a library
     (scipy.special called from an installed package), never of jaccli or NumPy."""
     frame = sys._getframe(skip)
-    known, internal = _INTERNAL_CODE, _INTERNAL_IDS
+    known, internal, users = _INTERNAL_CODE, _INTERNAL_IDS, _USER_IDS
     library = None
     while frame is not None:
         code = frame.f_code
         if id(code) in internal:
             frame = frame.f_back
             continue
+        if id(code) in users:
+            return code.co_filename, frame.f_lineno
         entry = known.get(code)
         kind = entry[1] if entry is not None and entry[0] == code.co_filename else _code_kind(code)
         if kind == _USER:
@@ -128,13 +134,12 @@ class attributed_to:  # noqa: N801 - used as a context manager, like contextlib'
     def __enter__(self) -> None:
         self.outer, RULE_SITE.v = RULE_SITE.v, self.site
         self.freezer, FREEZER.v = FREEZER.v, None
-        self.quiet = np.errstate(all="ignore")
-        self.quiet.__enter__()
+        self.quiet = quiet()
 
     def __exit__(self, *exc: Any) -> None:
         RULE_SITE.v = self.outer
         FREEZER.v = self.freezer
-        self.quiet.__exit__(*exc)
+        unquiet(self.quiet)
 
 
 def definition_site(f: Any) -> tuple[str, int] | None:

@@ -21,7 +21,12 @@ from .complex_functions import refuse_complex_value
 
 def detach_unless(create_graph: bool, args: tuple) -> tuple:
     # Without create_graph, results do not carry an outer level's derivative (torch's rule).
-    return args if create_graph else tuple(primal_nested(a) for a in args)
+    if create_graph:
+        return args
+    for a in args:
+        if type(a) is not np.ndarray:
+            return tuple(primal_nested(a) for a in args)
+    return args  # (plain arrays are their own plain values: what the line above gives)
 
 
 def any_traced(args: tuple) -> bool:

@@ -92,7 +92,7 @@ class Recording:
             t = self.trace.new_input(private_float(args[i]))
             call_args[i] = t
             self.in_nodes.append(t._node)
-        self.inputs = tuple(primal_value(a, self.trace) for a in call_args)
+        self.inputs = tuple([primal_value(a, self.trace) for a in call_args])
         with COLLECTOR_PAUSED, intercept_numpy(f) as run, frozen_constants(Freezer(keep_all=guarded)):
             if current_observer() is None:
                 out = _call_user(run, call_args)
@@ -100,9 +100,9 @@ class Recording:
                 with counting("recording f (operations)", lambda: len(self.trace.nodes)):
                     out = _call_user(run, call_args)
         self.out_is_tuple, outs, self.out_refs = _outputs(out, self.trace)
-        self.outputs = tuple(o if r is None else o._value for o, r in zip(outs, self.out_refs))
-        self.live = tuple(r is not None for r in self.out_refs)  # which outputs a sweep can reach
-        self.outs_at = tuple(None if r is None else (r[0].index, r[1]) for r in self.out_refs)
+        self.outputs = tuple([o if r is None else o._value for o, r in zip(outs, self.out_refs)])
+        self.live = tuple([r is not None for r in self.out_refs])  # which outputs a sweep can reach
+        self.outs_at = tuple([None if r is None else (r[0].index, r[1]) for r in self.out_refs])
         self.sweeps = 0
         # Closed: what a later sweep computes is not part of this recording.
         self.guards = self.trace.guards if guarded else None
@@ -254,15 +254,15 @@ class Recording:
         """
         wrt = range(len(self.wrt)) if wrt is None else wrt
         # which outputs are seeded is part of the request: two outputs of one shape have seeds of one form
-        seeded = tuple(i for i, (live, s) in enumerate(zip(self.live, seeds)) if live and s is not None)
+        seeded = tuple([i for i, (live, s) in enumerate(zip(self.live, seeds)) if live and s is not None])
         if not seeded:
             return [None] * len(wrt)
         self.sweeps += 1
-        seeds = tuple(seeds[i] for i in seeded)
+        seeds = tuple([seeds[i] for i in seeded])
         alt = None if program_seeds is None else tuple(program_seeds[i] for i in seeded)
 
         def where() -> tuple[tuple, tuple]:  # (the nodes a program may not need)
-            return tuple(self.out_refs[i] for i in seeded), tuple(self.in_nodes[j] for j in wrt)
+            return tuple([self.out_refs[i] for i in seeded]), tuple([self.in_nodes[j] for j in wrt])
 
         def sweep() -> list:
             starts, ends = where()

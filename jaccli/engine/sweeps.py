@@ -158,7 +158,7 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
             return reverse(trace, outputs, seeds, wrt, traced, ())
         finally:
             SWEEP.v = outer
-    probe = SWEEP.v
+    probe, monitor = SWEEP.v, MONITOR.v  # (neither changes while the sweep runs)
     values, capture = probe_at or (None, None)
     wrt_mask = 0
     for node in wrt:
@@ -194,7 +194,7 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
             RULE_SITE.v = node.site
             if probe is not None:
                 probe.node = node
-            if node.prim.vjp_in_place is not None and not traced and values is None and MONITOR.v is None \
+            if node.prim.vjp_in_place is not None and not traced and values is None and monitor is None \
                     and type(g) in (np.ndarray, SparseBlock):
                 if type(g) is SparseBlock and g.size <= _DENSE_PER_NODE * len(trace.nodes) and not g.traced:
                     g, mine = g.todense(), True  # (see _DENSE_PER_NODE)
@@ -211,11 +211,11 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                 if joint is not None:
                     ct = joint[argnum]
                     if ct is not None:
-                        if MONITOR.v is not None:
-                            MONITOR.v(node, argnum, ct, "reverse")
+                        if monitor is not None:
+                            monitor(node, argnum, ct, "reverse")
                         _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct, owned)
                     continue
-                if argnum == 0 and pidx is None and node.prim.vjp_into is not None and MONITOR.v is None \
+                if argnum == 0 and pidx is None and node.prim.vjp_into is not None and monitor is None \
                         and values is None:
                     acc = store.get(parent)
                     if retraced is not None and program_add(node, g, retraced, acc, parent, store, owned, _traced_rule):
@@ -263,8 +263,8 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                 ct = rule(g)
                 if ct is None:
                     continue
-                if MONITOR.v is not None:
-                    MONITOR.v(node, argnum, ct, "reverse")
+                if monitor is not None:
+                    monitor(node, argnum, ct, "reverse")
                 if pidx is None and parent not in store:  # the first part sent back: nothing to add to
                     store[parent] = ct
                     continue
@@ -340,7 +340,7 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple, traced
             return forward(trace, inputs, tangents, outputs, traced, ())
         finally:
             SWEEP.v = outer
-    probe = SWEEP.v
+    probe, monitor = SWEEP.v, MONITOR.v
     values, capture, at = probe_at or (None, None, None)
     wrt_mask = 0
     for node in inputs:
@@ -365,7 +365,7 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple, traced
             if probe is not None:
                 probe.node = node
             acc = None
-            if node.prim.jvp_in_place is not None and MONITOR.v is None and not traced and values is None \
+            if node.prim.jvp_in_place is not None and monitor is None and not traced and values is None \
                     and _push_in_place(node, pos, store, last_use, owned):
                 continue
             retraced = _retraced(node, trace) if traced else _probed(node, values) if values is not None else None
@@ -404,8 +404,8 @@ def forward(trace: Trace, inputs: tuple, tangents: tuple, outputs: tuple, traced
                 if last_use.get(parent.index) == pos and capture is None:
                     store.pop(parent, None)
             if acc is not None:
-                if MONITOR.v is not None:
-                    MONITOR.v(node, -1, acc, "forward")
+                if monitor is not None:
+                    monitor(node, -1, acc, "forward")
                 if owned:
                     _disown_shared(acc, owned)
                 if node.prim.jvp_in_place is not None and not traced and values is None and type(acc) is np.ndarray \

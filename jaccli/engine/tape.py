@@ -344,9 +344,9 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
     freezer = FREEZER.v
     if freezer is not None and outermost and plain and (not prim.value_free or freezer.keep_all):  # (hold's own test)
         freezer.hold(args, prim)  # the plain arguments as f passed them (traced ones are skipped)
-    # (a float array or number, the common result, is tested inline: bind runs once per recorded operation)
+    # (a float or complex array, or a float, the common results, tested inline: bind runs once per operation)
     kind = type(ans)
-    if prim.nondiff or not ((kind is np.ndarray and ans.dtype.kind == "f") or kind is np.float64 or (
+    if prim.nondiff or not ((kind is np.ndarray and ans.dtype.kind in "fc") or kind is np.float64 or (
             all(_is_inexact(v) for v in ans) if prim.multi_out else _is_inexact(ans))):
         # An integer or boolean result carries no derivative and leaves the recording as a plain
         # value; the lowest level guards it (a nested call guarded it on the level below).

@@ -116,7 +116,7 @@ irfftn = primitive("np.fft.irfftn", _c2r)
 
 
 def _up(axes):
-    return tuple(a + 1 for a in axes)
+    return (axes[0] + 1,) if len(axes) == 1 else tuple([a + 1 for a in axes])
 
 
 def _resize(g, lengths, axes):
@@ -174,7 +174,7 @@ def _conjugated_weighted(h, n, trailing, inner, outer, in_place=False):
     axis is its last, contiguous one, one pass over its float64 view, written into h itself with
     `in_place` (an array of the caller's own); else NumPy's conjugate and product, a new array."""
     if trailing == 0 and type(h) is np.ndarray and h.dtype == np.complex128 and h.ndim and h.strides[-1] == 16:
-        out = h if in_place else np.empty_like(h)
+        out = h if in_place else _empty_like(h)
         np.multiply(h.view(np.float64), _conjugating_weights(n, inner, outer), out=out.view(np.float64))
         return out
     return np.conjugate(h) * _half_weights(n, trailing, inner, outer)

@@ -108,14 +108,16 @@ class Freezer:
                         self._hold(b)
 
     def _hold(self, a: np.ndarray) -> None:
-        size = a.size
-        while isinstance(a, np.ndarray) and a.flags.writeable and id(a) not in self.seen:
-            a.flags.writeable = False
-            self.seen.add(id(a))
+        size, seen = a.size, self.seen
+        # (setflags, not `flags.writeable = ...`: the flags object's setter calls setflags through Python)
+        while isinstance(a, np.ndarray) and a.flags.writeable and id(a) not in seen:
+            a.setflags(write=False)
+            seen.add(id(a))
             self.arrays.append(a)
             # The array a view was taken from, when every write to it changes the view (a reshape
             # or transpose); not for a part of it (M[i]), whose other parts f may still fill.
-            a = a.base if a.base is not None and getattr(a.base, "size", -1) == size else None
+            base = a.base
+            a = base if base is not None and getattr(base, "size", -1) == size else None
 
     def release(self) -> None:
         """Give every held array its write flag back (a view only after its base)."""
@@ -124,7 +126,7 @@ class Freezer:
             left = []
             for a in pending:
                 try:
-                    a.flags.writeable = True
+                    a.setflags(write=True)
                 except ValueError:
                     left.append(a)
             if len(left) == len(pending):

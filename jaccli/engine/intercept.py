@@ -15,6 +15,8 @@ import threading
 import types
 from typing import Any, Callable
 
+import numpy as np
+
 from .handlers import FUNCTION_SWAPS, OPTIONAL_RULES
 from .numpy_proxies import stand_in, swapped_function
 from .user_modules import callable_globals, globals_of, is_users_module
@@ -183,8 +185,14 @@ def _swapped_already(obj: Any, attr: str) -> tuple[Any, str, Any, Any] | None:
     return (obj, attr, h[2], h[3]) if h is not None and h[1] is obj else None
 
 
+# Values nothing stands in for (an array or a number a closure holds): not looked up
+_NEVER_STOOD_IN = frozenset((np.ndarray, int, float, complex, bool, str, bytes, type(None)))
+
+
 def _stand_in_or_same(v: Any) -> Any:
     """`stand_in(v)`, or v itself where nothing stands in for it."""
+    if type(v) in _NEVER_STOOD_IN:
+        return v
     try:
         replacement = stand_in(v)
     except Exception:  # noqa: BLE001 - an object whose attributes raise (a lazy loader's): left as it is

@@ -185,7 +185,8 @@ crossed_at_zero = sign_change(lambda ans, *args: args[-1])  # abs, and exp(-|x|)
 # ndarray.all() goes through a Python wrapper (numpy/_core/_methods.py) and np.logical_and.reduce sets
 # up a reduction, each about a microsecond a call on a small array: counting is a tenth of that, and
 # every rule of a sweep checks its factor (replay/guards.all_hold counts too)
-_COUNT = np.count_nonzero
+# np.count_nonzero over every axis is this C function behind NumPy's dispatch (a rule's guards count often)
+_COUNT = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "count_nonzero", np.count_nonzero)
 
 
 def all_finite(value: Any) -> bool:

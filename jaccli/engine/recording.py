@@ -259,15 +259,21 @@ class Recording:
             return [None] * len(wrt)
         self.sweeps += 1
         seeds = tuple([seeds[i] for i in seeded])
-        alt = None if program_seeds is None else tuple(program_seeds[i] for i in seeded)
 
         def where() -> tuple[tuple, tuple]:  # (the nodes a program may not need)
             return tuple([self.out_refs[i] for i in seeded]), tuple([self.in_nodes[j] for j in wrt])
+
+        if type(self) is Recording:  # (answer() is sweep() here: a plain call's sweep, without the hook's steps)
+            starts, ends = where()
+            with pause_for(self.trace):
+                out = reverse(self.trace, starts, seeds, ends)
+            return out if structured else list(map(dense, out))
 
         def sweep() -> list:
             starts, ends = where()
             with pause_for(self.trace):
                 return reverse(self.trace, starts, seeds, ends)
+        alt = None if program_seeds is None else tuple(program_seeds[i] for i in seeded)
         out = self.answer("reverse", (seeded, tuple(wrt)), seeds, where, sweep, alt)
         return out if structured else [dense(o) for o in out]
 
@@ -280,17 +286,20 @@ class Recording:
         if not pairs or not any(self.live):
             return [None] * len(self.live)
         self.sweeps += 1
-        seeds = tuple(t for _, t in pairs)
-        alt = None if program_seeds is None else tuple(a for t, a in zip(tangents, program_seeds) if t is not None)
+        seeds = tuple([t for _, t in pairs])
 
         def where() -> tuple[tuple, tuple]:
-            return tuple(self.in_nodes[j] for j, _ in pairs), tuple(r for r in self.out_refs if r is not None)
+            return tuple([self.in_nodes[j] for j, _ in pairs]), tuple([r for r in self.out_refs if r is not None])
 
         def sweep() -> list:
             starts, ends = where()
             with pause_for(self.trace):
                 return forward(self.trace, starts, seeds, ends)
-        got = iter(self.answer("forward", tuple(j for j, _ in pairs), seeds, where, sweep, alt))
+        if type(self) is Recording:  # (as in vjp)
+            got = iter(sweep())
+        else:
+            alt = None if program_seeds is None else tuple(a for t, a in zip(tangents, program_seeds) if t is not None)
+            got = iter(self.answer("forward", tuple(j for j, _ in pairs), seeds, where, sweep, alt))
         out = [next(got) if live else None for live in self.live]
         return out if structured else [dense(o) for o in out]
 

@@ -168,7 +168,7 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
     for (node, idx), seed in zip(outputs, seeds):
         if seed is not None and node.deps & wrt_mask:
             _accumulate(store, node, idx, len(node.value) if idx is not None else 0, seed, owned)
-    wanted = {id(n) for n in wrt}
+    wanted = set(map(id, wrt))
     results: dict = {}
     # What a node's makers and rules record (and the sums of what they send back) belongs to the
     # user's line of that node: set once per node, and the caller's site is back when the sweep ends.

@@ -1,5 +1,6 @@
-"""A Jacobian swept in blocks of rows (issue 44): a long concatenation's pieces away from a block's seeds
-are not visited; the results are the closed forms."""
+"""A Jacobian swept in blocks of rows (issue 44): each block's result is made in its rows of the result, not
+copied there, and a long concatenation's pieces away from a block's seeds are not visited; the results
+are the closed forms whatever the order of rows, columns and calls."""
 
 from __future__ import annotations
 
@@ -7,9 +8,54 @@ import numpy as np
 import pytest
 
 import jaccli
-from jaccli.api import sweep_seeds
+from benchmarks.workloads import _loop_ref as _loop_jacobian
+from benchmarks.workloads import element_loop_numpy as _loop
+from jaccli.api import evaluator, sweep_seeds
 from jaccli.engine.rules import indexing, joining
 
+N = 300
+
+
+def _copies(monkeypatch) -> list:
+    """The results the evaluator copies into its store (each is then given back: recycle_block)."""
+    copied = []
+    monkeypatch.setattr(evaluator, "recycle_block", copied.append)
+    return copied
+
+
+def test_each_block_of_rows_is_made_in_its_rows_of_the_result(monkeypatch):
+    copied = _copies(monkeypatch)
+    x1, x2 = np.linspace(0.5, 1.5, N), np.linspace(-1.0, 2.0, N)
+    J1 = np.asarray(jaccli.jacobian(_loop, x1, mode="reverse", chunk_size=N // 3))
+    J2 = np.asarray(jaccli.jacobian(_loop, x2, mode="reverse", chunk_size=N // 3))
+    assert copied == []
+    np.testing.assert_array_equal(J1, _loop_jacobian(x1))  # (the first, after the second was made)
+    np.testing.assert_array_equal(J2, _loop_jacobian(x2))
+
+
+def test_a_block_made_in_the_result_for_an_intermediate_value_is_overwritten_by_the_input_s(monkeypatch):
+    # y's cotangent is the first zero block of the result's shape; x's, 2 y's, is another array
+    def f(x):
+        return _loop(2.0 * x)
+
+    copied = _copies(monkeypatch)
+    x = np.linspace(0.5, 1.5, N)
+    J = np.asarray(jaccli.jacobian(f, x, mode="reverse", chunk_size=N // 3))
+    assert len(copied) == 3
+    np.testing.assert_allclose(J, 2.0 * _loop_jacobian(2.0 * x), rtol=1e-15)
+
+
+def test_columns_known_before_the_rows_are_kept_and_blocks_are_copied(monkeypatch):
+    copied = _copies(monkeypatch)
+    x = np.linspace(0.5, 1.5, N)
+    J = jaccli.jacobian(_loop, x, mode="reverse", chunk_size=N // 3)
+    J._ev.ensure_cols(0, np.array([7, 8]))  # a forward sweep: known columns the blocks of rows must not wipe out
+    assert J.stats["cols_evaluated"] == 2 and J.stats["rows_evaluated"] == 0
+    column = J[:, 7:9]
+    whole = np.asarray(J)
+    assert len(copied) == 3
+    np.testing.assert_array_equal(whole, _loop_jacobian(x))
+    np.testing.assert_array_equal(np.asarray(column), _loop_jacobian(x)[:, 7:9])
 
 
 @pytest.mark.parametrize("chunk", [7, 40])

@@ -16,8 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from jaccli.engine import (HEAVIER_IN_REVERSE, MATRIX_PRODUCTS, Phase, Recording, SparseBlock, blocks, recycle_block,
-                           scatter_cols, scatter_rows, separable)
+from jaccli.engine import (HEAVIER_IN_REVERSE, MATRIX_PRODUCTS, Phase, Recording, SparseBlock, blocks, offer_block,
+                           recycle_block, scatter_cols, scatter_rows, separable)
 
 from .block_stores import BlockStores, PartialStore, _unless_all
 from .diagonal_blocks import DiagonalBlocks
@@ -109,6 +109,7 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks, SteadyBlocks):
         # the same evaluator (set by jacobian() and hessian()).
         self.remote: Any = REMOTE_SWEEPS.get()
         self.origin: tuple | None = None
+        self._slab: np.ndarray | None = None  # the store's rows offered to the running sweep (_swept_in_place)
         # Called with each sweep's results as they arrive, when set: the command line bounds the entries
         # of the result from them instead of scanning it (jaccli.check.diagnostics.SweepBound).
         self.watch: Callable[[list], None] | None = None
@@ -190,7 +191,10 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks, SteadyBlocks):
                 if remote is None:
                     block = missing[start:start + step]
                     start += step
-                    results = run(index, block)
+                    if whole and step < size and kind == "reverse":
+                        results = self._swept_in_place(run, index, block)
+                    else:
+                        results = run(index, block)
                 else:
                     block, results = step
                 if self.watch is not None:
@@ -210,6 +214,25 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks, SteadyBlocks):
             done_mask[:] = True
         else:
             done_mask[block] = True
+
+    def _swept_in_place(self, run: Callable, i: int, rows: np.ndarray) -> list:
+        """run(i, rows), a reverse sweep of some rows of a whole block swept in chunks, with the store's own
+        rows offered as its result's memory (offer_block): where the sweep makes its result there, writing
+        it is no copy. Only where nothing is known in those rows (no column either) and one result can take
+        them: a plain recording's (a replay's compiled sweeps may keep their blocks), one input, no batch,
+        no Hessian."""
+        if not (self._plain and self.n_in == 1 and not self.batch and not self.symmetric
+                and rows[-1] - rows[0] == rows.size - 1 and not self.col_done[0].any()):
+            return run(i, rows)
+        store = self.block_store(i, 0)
+        if type(store) is not np.ndarray or not store.flags.c_contiguous:
+            return run(i, rows)
+        self._slab = store[rows[0]:rows[-1] + 1].reshape((rows.size,) + tuple(self.in_feat[0]))
+        offer_block(self._slab)
+        try:
+            return run(i, rows)
+        finally:
+            offer_block(None)
 
     def _write_rows(self, i: int, j: int, rows: np.ndarray, ct: Any) -> None:
         k = rows.size
@@ -238,6 +261,8 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks, SteadyBlocks):
             self.block_store(i, j)[rows] = 0.0
         elif type(ct) is SparseBlock:
             scatter_rows(np.reshape(ct, (k, self.N[j])), self.block_store(i, j), rows)
+        elif ct is self._slab:  # made in the store's own rows (_swept_in_place)
+            self._slab = None
         else:
             self.block_store(i, j)[rows] = np.reshape(ct, (k, self.N[j]))
             recycle_block(ct)  # (copied out: the next block's sweep may make its zeros in this memory)

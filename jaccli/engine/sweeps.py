@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .block_memory import fresh
 from .seeds import SparseBlock
 from .sweep_plans import plan_forward, plan_reverse
 from .tape import Node, Trace, is_complex, no_rule_error, real_cotangent
@@ -224,7 +225,7 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                         # the first part sent back is fresh (Primitive.vjp_add): the sweep owns it, the next add into it
                         rule = node.vjp(0)
                         ct = None if rule is None else rule(g)
-                        if type(ct) is np.ndarray and ct.base is None:
+                        if type(ct) is np.ndarray and fresh(ct):
                             store[parent] = owned[id(ct)] = ct
                         elif ct is not None:
                             _accumulate(store, parent, pidx, 0, ct, owned)

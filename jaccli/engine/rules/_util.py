@@ -12,6 +12,7 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from ..user_sites import user_site
+from ..block_memory import OFFERED, TAKEN
 from ..seeds import broadcast_block
 from ..thread_state import ThreadSlot
 from ..tracer import peek
@@ -234,7 +235,14 @@ _SPARE = ThreadSlot()
 
 
 def zero_block(shape: tuple, dtype: Any) -> np.ndarray:
-    """np.zeros(shape, dtype), in a recycled block's memory when one of that shape and dtype is given back."""
+    """np.zeros(shape, dtype), in offered memory (engine/block_memory.py), or a recycled block's, when one
+    of that shape and dtype is there."""
+    offered = OFFERED.v
+    if offered is not None and offered.shape == shape and offered.dtype == dtype:
+        OFFERED.v = None
+        offered.fill(0)
+        TAKEN.v = offered
+        return offered
     spare = _SPARE.v
     if spare is not None:
         _SPARE.v = None

@@ -82,3 +82,28 @@ def test_a_concatenation_swept_in_blocks_visits_only_the_pieces_near_each_block_
     blocks = -(-n // chunk)
     # each block's seeds (rows) fall in at most chunk // width + 2 pieces; before, every piece in every block
     assert len(sliced) <= blocks * (chunk // width + 2) < blocks * pieces
+
+
+@pytest.mark.parametrize("structured", [False, True])
+def test_a_vector_read_at_ints_has_its_whole_block_made_in_column_order(monkeypatch, structured):
+    # x[5 i] makes x's cotangent block in column order; the slices' parts (structured or dense) and the
+    # elementwise term's whole rows (recorded first: swept last) are added into it
+    pieces, width = 40, 5
+
+    def f(x):
+        squares = 0.5 * x ** 2
+        return squares + np.concatenate([np.sin(x[width * i:width * i + width]) * x[width * i] for i in range(pieces)])
+
+    if structured:
+        monkeypatch.setattr(sweep_seeds, "DENSE_SEED_ELEMENTS", 0)
+        monkeypatch.setattr(joining, "_DENSE_PER_PIECE", 0)
+    x = np.linspace(0.5, 1.5, pieces * width)
+    J = np.asarray(jaccli.jacobian(f, x, mode="reverse"))
+    i = np.arange(x.size)
+    expected = np.diag(x)
+    expected[i, i] += np.cos(x) * x[i // width * width]
+    expected[i, i // width * width] += np.sin(x)
+    np.testing.assert_allclose(J, expected, rtol=1e-15, atol=1e-15)
+    assert J.flags.f_contiguous and not J.flags.c_contiguous
+    again = np.asarray(jaccli.jacobian(f, x, mode="reverse", chunk_size=pieces))  # in blocks: rows of a store
+    np.testing.assert_allclose(again, expected, rtol=1e-15, atol=1e-15)

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from jaccli.engine import SparseBlock, scatter_rows
+from jaccli.engine import KEPT_WHOLE, SparseBlock, offer_block, scatter_rows
 from jaccli.errors import ResourceLimitError
 
 # A block larger than this keeps only the rows and columns computed (a PartialStore) until all of
@@ -164,8 +164,38 @@ class BlockStores:
     """The caches of an Evaluator's blocks, a dense array or a PartialStore per (output, input) block.
 
     Mixed into Evaluator, whose __init__ sets what these read: rec, batch, B, M, N, symmetric, the
-    `store` dict and the `_dtypes` dict; `entries` and `kept` are the Evaluator's.
+    `store` dict and the `_dtypes` dict (and n_in, in_feat, col_done, _plain, _slab for the sweeps that
+    write into a store: _swept_in_place, _kept_whole); `entries` and `kept` are the Evaluator's.
     """
+
+    def _swept_in_place(self, run: Callable, i: int, rows: np.ndarray) -> list:
+        """run(i, rows), a reverse sweep of some rows of a whole block swept in chunks, with the store's own
+        rows offered as its result's memory (offer_block): where the sweep makes its result there, writing
+        it is no copy. Only where nothing is known in those rows (no column either) and one result can take
+        them: a plain recording's (a replay's compiled sweeps may keep their blocks), one input, no batch,
+        no Hessian."""
+        if not (self._plain and self.n_in == 1 and not self.batch and not self.symmetric
+                and rows[-1] - rows[0] == rows.size - 1 and not self.col_done[0].any()):
+            return run(i, rows)
+        store = self.block_store(i, 0)
+        if type(store) is not np.ndarray or not store.flags.c_contiguous:
+            return run(i, rows)
+        self._slab = store[rows[0]:rows[-1] + 1].reshape((rows.size,) + tuple(self.in_feat[0]))
+        offer_block(self._slab)
+        try:
+            return run(i, rows)
+        finally:
+            offer_block(None)
+
+    @staticmethod
+    def _kept_whole(run: Callable, i: int, rows: np.ndarray) -> list:
+        """run(i, rows), a reverse sweep of all rows of a block with one input, whose result becomes the block
+        as it is (_write_rows adopts it, in any layout): the sweep may make it in column order (KEPT_WHOLE)."""
+        KEPT_WHOLE.v = True
+        try:
+            return run(i, rows)
+        finally:
+            KEPT_WHOLE.v = None
 
     def dtype(self, i: int, j: int) -> np.dtype:
         dt = self._dtypes.get((i, j))

@@ -16,8 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from jaccli.engine import (HEAVIER_IN_REVERSE, MATRIX_PRODUCTS, Phase, Recording, SparseBlock, blocks, offer_block,
-                           recycle_block, scatter_cols, scatter_rows, separable)
+from jaccli.engine import (HEAVIER_IN_REVERSE, MATRIX_PRODUCTS, Phase, Recording, SparseBlock, blocks, recycle_block,
+                           scatter_cols, scatter_rows, separable)
 
 from .block_stores import BlockStores, PartialStore, _unless_all
 from .diagonal_blocks import DiagonalBlocks
@@ -193,6 +193,8 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks, SteadyBlocks):
                     start += step
                     if whole and step < size and kind == "reverse":
                         results = self._swept_in_place(run, index, block)
+                    elif whole and kind == "reverse" and self.n_in == 1 and not self.batch and not self.symmetric:
+                        results = self._kept_whole(run, index, block)
                     else:
                         results = run(index, block)
                 else:
@@ -214,25 +216,6 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks, SteadyBlocks):
             done_mask[:] = True
         else:
             done_mask[block] = True
-
-    def _swept_in_place(self, run: Callable, i: int, rows: np.ndarray) -> list:
-        """run(i, rows), a reverse sweep of some rows of a whole block swept in chunks, with the store's own
-        rows offered as its result's memory (offer_block): where the sweep makes its result there, writing
-        it is no copy. Only where nothing is known in those rows (no column either) and one result can take
-        them: a plain recording's (a replay's compiled sweeps may keep their blocks), one input, no batch,
-        no Hessian."""
-        if not (self._plain and self.n_in == 1 and not self.batch and not self.symmetric
-                and rows[-1] - rows[0] == rows.size - 1 and not self.col_done[0].any()):
-            return run(i, rows)
-        store = self.block_store(i, 0)
-        if type(store) is not np.ndarray or not store.flags.c_contiguous:
-            return run(i, rows)
-        self._slab = store[rows[0]:rows[-1] + 1].reshape((rows.size,) + tuple(self.in_feat[0]))
-        offer_block(self._slab)
-        try:
-            return run(i, rows)
-        finally:
-            offer_block(None)
 
     def _write_rows(self, i: int, j: int, rows: np.ndarray, ct: Any) -> None:
         k = rows.size

@@ -1,4 +1,4 @@
-"""Memory a caller offers a sweep for its result's zero block: the rows of the store the result is kept in."""
+"""The memory and layout of a sweep's zero blocks, as the caller keeps its result: offered rows of a store, column order."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ from .thread_state import ThreadSlot
 OFFERED = ThreadSlot()
 # The offered memory, once a zero block was made in it: the sweep owns it as it owns a fresh array.
 TAKEN = ThreadSlot()
+# True while a sweep runs whose result the caller keeps whole in whatever layout it has (api/evaluator.py: a
+# whole Jacobian block in one sweep): a vector's cotangent block may then be made in column order.
+KEPT_WHOLE = ThreadSlot()
 
 
 def offer_block(block: np.ndarray | None) -> None:

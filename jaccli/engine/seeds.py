@@ -139,11 +139,14 @@ class SparseBlock:
 
     def add_into(self, out: np.ndarray) -> None:
         """out += self.todense(), in place, touching only the entries (and the low-rank part)."""
-        if not out.flags.c_contiguous:  # no flat view to write through
+        k = self.shape[0]
+        if out.ndim == 2:
+            flat = out
+        elif not out.flags.c_contiguous:  # no flat view to write through
             out += self.todense()
             return
-        k = self.shape[0]
-        flat = out.reshape(k, -1)  # a view of `out`
+        else:
+            flat = out.reshape(k, -1)  # a view of `out`
         if self.u is not None:
             flat += lowrank_product(self.u, self.v.reshape(self.rank, flat.shape[1]))
         if self.idx.shape[1] == 1:  # one entry per seed: the (row, position) pairs are distinct

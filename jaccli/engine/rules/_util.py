@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from ..user_sites import user_site
-from ..block_memory import OFFERED, TAKEN
+from ..block_memory import KEPT_WHOLE, OFFERED, TAKEN
 from ..seeds import broadcast_block
 from ..thread_state import ThreadSlot
 from ..tracer import peek
@@ -234,15 +234,18 @@ _ISSUED = ThreadSlot()  # a weak reference to the last large zero block made her
 _SPARE = ThreadSlot()
 
 
-def zero_block(shape: tuple, dtype: Any) -> np.ndarray:
-    """np.zeros(shape, dtype), in offered memory (engine/block_memory.py), or a recycled block's, when one
-    of that shape and dtype is there."""
+def zero_block(shape: tuple, dtype: Any, order: str = "C") -> np.ndarray:
+    """np.zeros(shape, dtype), in offered memory (engine/block_memory.py), or a recycled block's, when one of
+    that shape and dtype is there. order "F": in column order, where the sweep's result is kept whole as it is
+    (KEPT_WHOLE; elsewhere it would be copied into rows, which a column-ordered block makes slow)."""
     offered = OFFERED.v
     if offered is not None and offered.shape == shape and offered.dtype == dtype:
         OFFERED.v = None
         offered.fill(0)
         TAKEN.v = offered
         return offered
+    if order == "F" and KEPT_WHOLE.v:
+        return np.zeros(shape, dtype, order="F")
     spare = _SPARE.v
     if spare is not None:
         _SPARE.v = None

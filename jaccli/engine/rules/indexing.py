@@ -65,7 +65,10 @@ def _get_basic(x, idx):
 
 def _scatter_basic(v, idx, shape):
     lead = np.shape(v)[: np.ndim(v) - len(np.empty(shape, dtype=bool)[idx].shape)]
-    z = zero_block(tuple(lead) + tuple(shape), np.result_type(v, np.float32))
+    # x[i] of a vector: the cotangent block (K, n) in column order, so that the loop's later x[j] add
+    # contiguous columns of K, not one element per row
+    order = "F" if len(shape) == 1 and len(lead) == 1 and type(idx[0]) is int else "C"
+    z = zero_block(tuple(lead) + tuple(shape), np.result_type(v, np.float32), order)
     z[(Ellipsis,) + idx] = v
     return z
 

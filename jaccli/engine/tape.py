@@ -183,7 +183,12 @@ class Primitive:
         return self
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return bind(self, args, kwargs)
+        return bind(self, args, kwargs, None, 1)
+
+    def bind_at(self, args: tuple, frames: int) -> Any:
+        """self(*args), called from jaccli's own code whose `frames` innermost frames (the caller's, and its
+        callers') are certainly jaccli's: the user's line is looked for beyond them (bind's `frames`)."""
+        return bind(self, args, {}, None, frames + 1)
 
     def __repr__(self) -> str:
         return f"Primitive({self.name})"
@@ -281,11 +286,13 @@ def real_cotangent(rule: Callable) -> Callable:
 MAX_CUTS = 32  # the first few are enough to name one per input; a loop of comparisons adds no more
 
 
-def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) -> Any:
+def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None, frames: int = 0) -> Any:
     """Apply `prim` to `args`, recording it on the highest trace among the traced arguments.
 
     `site` is the user's file and line, found once by the outermost call and handed down to the
-    lower levels, which record the same operation.
+    lower levels, which record the same operation. `frames`: how many frames above bind's are
+    certainly jaccli's own (Primitive.__call__'s, a traced array's operator's): the look for the user's
+    line starts beyond them, and Python makes no frame object for each one it would step over.
     """
     top = None
     for a in args:
@@ -326,7 +333,7 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
                 plain = True
     outermost = site is None
     if outermost:
-        site = RULE_SITE.v or user_site(2)
+        site = RULE_SITE.v or user_site(2 + frames)
     # Lower levels are applied first, so an implementation only ever sees plain arrays.
     finite = None
     if nested:
@@ -335,6 +342,8 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
         try:
             if prim.in_place is not None and outermost and writable(args[0], top):
                 ans, finite = write_in_place(prim, args[0]._node, vals, kwargs, top.nonfinite)
+            elif len(vals) == 2 and prim in SCALAR_FORMS and not kwargs:
+                ans = _on_scalars(prim, vals[0], vals[1])
             else:
                 ans = prim.impl(*vals, **kwargs)
         except Exception as exc:
@@ -377,6 +386,26 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None) 
     if (kind is np.ndarray and ans.base is not None) or kind is Tracer:
         note_view(out, args, top)
     return out
+
+
+# Binary ufuncs -> their operation on Python floats (add, subtract, multiply, true_divide): a loop over
+# elements (x[i] * x[i + 1]) or an integrator of a few scalars applies them to NumPy scalars, where the
+# ufunc's call costs ~0.8 us and the float operation ~0.05 (filled by rules/elementwise.py).
+SCALAR_FORMS: dict[Primitive, Callable] = {}
+_TINY = float(np.finfo(np.float64).tiny)
+
+
+def _on_scalars(prim: Primitive, a: Any, b: Any) -> Any:
+    """prim.impl(a, b), through its float form where a and b are float64 scalars (NumPy's or Python's, one
+    NumPy's) and the result a normal number: the same number and type (IEEE arithmetic), and no floating-point
+    condition NumPy would report (an infinite, NaN, subnormal or zero result takes the ufunc, which reports
+    it as it would have, warning or error as np.errstate says)."""
+    ta, tb = type(a), type(b)
+    if (ta is np.float64 and (tb is np.float64 or tb is float)) or (ta is float and tb is np.float64):
+        r = SCALAR_FORMS[prim](float(a), float(b))
+        if r - r == 0.0 and (r >= _TINY or r <= -_TINY):
+            return np.float64(r)
+    return prim.impl(a, b)
 
 
 def sever(obj: Any, site: tuple | None, own: Any = None) -> None:

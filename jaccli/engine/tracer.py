@@ -102,7 +102,8 @@ def _op(ufunc: Any, a: Any, b: Any) -> Any:
     if type(other) is Tracer or (isinstance(other, _PLAIN_OPERANDS) and type(other) not in NOT_PLAIN):
         handler = UFUNC_HANDLERS.get(ufunc)
         if handler is not None:
-            return handler(a, b)
+            bind_at = getattr(handler, "bind_at", None)  # (a primitive: this frame and the operator's are jaccli's)
+            return handler(a, b) if bind_at is None else bind_at((a, b), 2)
     if _defers(other):
         return NotImplemented
     return ufunc(a, b)  # anything else (lists, other array types) takes NumPy's own route
@@ -336,7 +337,6 @@ class Tracer(NdarrayMethods):
 
     # -- escapes -------------------------------------------------------------
 
-
     def __bool__(self):
         # Branching on a value is fine: the derivative follows the branch that ran.
         return guarded(bool, self)
@@ -451,7 +451,7 @@ class Tracer(NdarrayMethods):
     def __imatmul__(self, o): return self._become(np.matmul(self, o))
 
     def __getitem__(self, idx):
-        return INTERNAL["getitem"](self, idx)
+        return INTERNAL["getitem"](self, idx, 1)
 
     def __setitem__(self, idx, v):
         if self._stale is not None and self._stale[1] is v and self._stale[2] == "base":
@@ -461,7 +461,7 @@ class Tracer(NdarrayMethods):
             v = lift(v)
         REPLACING.v = self
         try:
-            new = INTERNAL["setitem"](self, v, idx)
+            new = INTERNAL["setitem"](self, v, idx, 1)
         finally:
             REPLACING.v = None
         self._become(new, idx, v)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
-from ..tape import ELEMENTWISE
+from ..tape import ELEMENTWISE, SCALAR_FORMS
 from ..facts import (CONVENTION_WORDS, CREATE_GRAPH_FORMS, KINK_CROSSINGS, LIMIT_WORDS, NO_KINK, SAMPLE_RULES,
                      SECOND_ORDER_FORMS, SHIFT_FORMS, allow_in_expressions)
 from ..registry import family, primitive, register, register_primitive
@@ -249,6 +250,8 @@ add.value_free = subtract.value_free = True  # x + c: the rules never read c
 multiply = _binary(np.multiply, lambda ans, x, y: y, lambda ans, x, y: x)
 
 true_divide = _binary(np.true_divide, lambda ans, x, y: np.true_divide(1.0, y), lambda ans, x, y: -ans / y)
+SCALAR_FORMS.update({add: operator.add, subtract: operator.sub, multiply: operator.mul,
+                     true_divide: lambda a, b: a / b if b else math.nan})  # (0: the ufunc says what NumPy says)
 negative = _unary(np.negative, lambda ans, x: -1.0)
 positive = _unary(np.positive, lambda ans, x: 1.0)
 SHIFT_FORMS.update({add: "add", subtract: "subtract", negative: "negative", multiply: "multiply",

@@ -230,13 +230,14 @@ def flat_positions(shape: tuple, idx: tuple) -> np.ndarray:
 _FULL_INT = [(slice(None),) * (n - 1) for n in range(1, 33)]
 
 
-def getitem(x, idx):
+def getitem(x, idx, frames=0):
+    """x[idx]; `frames`: how many frames above this one are jaccli's (Tracer.__getitem__'s: see bind)."""
     shape = shape_of(x)
     if type(idx) is int and 0 < len(shape) <= len(_FULL_INT):
-        return get_basic(x, (idx,) + _FULL_INT[len(shape) - 1])
+        return get_basic.bind_at((x, (idx,) + _FULL_INT[len(shape) - 1]), frames + 1)
     idx = _normalize(idx)
     if _is_basic(idx):
-        out = get_basic(x, _full_basic(idx, len(shape)))
+        out = get_basic.bind_at((x, _full_basic(idx, len(shape))), frames + 1)
         if not shape_of(out) and any(i is Ellipsis for i in idx):
             return np.copy(out)  # one number: NumPy's 0-d array with '...' (x[..., 0]), a scalar without
         return out
@@ -339,11 +340,12 @@ def _as_written(x, v, idx: tuple):
     return np.reshape(v, v_shape[extra:]) if extra > 0 else v
 
 
-def setitem(x, v, idx):
-    """x with x[idx] replaced by v: a functional update (the last write wins for repeated indices)."""
+def setitem(x, v, idx, frames=0):
+    """x with x[idx] replaced by v: a functional update (the last write wins for repeated indices);
+    `frames` as getitem's."""
     shape = shape_of(x)
     if type(idx) is int and 0 < len(shape) <= len(_FULL_INT):
-        return assign(x, _as_written(x, v, (idx,)), (idx,) + _FULL_INT[len(shape) - 1])
+        return assign.bind_at((x, _as_written(x, v, (idx,)), (idx,) + _FULL_INT[len(shape) - 1]), frames + 1)
     idx = _normalize(idx)
     v = _as_written(x, v, idx)
     if _is_basic(idx) and not any(i is None for i in idx):

@@ -149,7 +149,8 @@ get_basic.vjp_add = _add_basic
 # Gather of flat positions on the last axis, and its transpose (repeated positions add up)
 # ---------------------------------------------------------------------------
 def _gather(x, flat):
-    return np.take(x, flat, axis=-1)
+    # (ndarray.take: np.take's wrapper and dispatch cost a microsecond, and a sweep transposes every roll)
+    return x.take(flat, axis=-1) if type(x) is np.ndarray else np.take(x, flat, axis=-1)
 
 
 def _scatter_flat(v, flat, n):
@@ -158,7 +159,8 @@ def _scatter_flat(v, flat, n):
     pos = flat.reshape(-1)
     distinct, inverse = _distinct(flat, pos, n)
     if inverse is not None:  # a permutation (np.roll's): its transpose is the gather by the inverse, no zeros
-        return np.take(vv, inverse, axis=-1).astype(np.result_type(v, np.float32), copy=False)
+        dtype = vv.dtype if vv.dtype.kind in "fc" and vv.dtype.itemsize >= 4 else np.result_type(v, np.float32)
+        return _gather(vv, inverse).astype(dtype, copy=False)
     z = np.zeros(tuple(lead) + (n,), dtype=np.result_type(v, np.float32))
     if distinct:
         z[..., pos] = vv

@@ -168,6 +168,15 @@ class BlockStores:
     write into a store: _swept_in_place, _kept_whole); `entries` and `kept` are the Evaluator's.
     """
 
+    def _swept(self, run: Callable, i: int, rows: np.ndarray, whole_rows: bool, size: int) -> list:
+        """run(i, rows), a sweep of `rows`; `whole_rows`: they are rows of a whole block swept in reverse,
+        whose result the store may keep as it is made (_swept_in_place, _kept_whole)."""
+        if whole_rows and rows.size < size:
+            return self._swept_in_place(run, i, rows)
+        if whole_rows and self.n_in == 1 and not self.batch and not self.symmetric:
+            return self._kept_whole(run, i, rows)
+        return run(i, rows)
+
     def _swept_in_place(self, run: Callable, i: int, rows: np.ndarray) -> list:
         """run(i, rows), a reverse sweep of some rows of a whole block swept in chunks, with the store's own
         rows offered as its result's memory (offer_block): where the sweep makes its result there, writing

@@ -191,12 +191,7 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks, SteadyBlocks):
                 if remote is None:
                     block = missing[start:start + step]
                     start += step
-                    if whole and step < size and kind == "reverse":
-                        results = self._swept_in_place(run, index, block)
-                    elif whole and kind == "reverse" and self.n_in == 1 and not self.batch and not self.symmetric:
-                        results = self._kept_whole(run, index, block)
-                    else:
-                        results = run(index, block)
+                    results = self._swept(run, index, block, whole and kind == "reverse", size)
                 else:
                     block, results = step
                 if self.watch is not None:

@@ -107,3 +107,37 @@ def test_a_vector_read_at_ints_has_its_whole_block_made_in_column_order(monkeypa
     assert J.flags.f_contiguous and not J.flags.c_contiguous
     again = np.asarray(jaccli.jacobian(f, x, mode="reverse", chunk_size=pieces))  # in blocks: rows of a store
     np.testing.assert_allclose(again, expected, rtol=1e-15, atol=1e-15)
+
+
+def _pieces(x):
+    return np.concatenate([x[i:i + 3] * x[i] for i in range(0, N - 3, 3)])
+
+
+def _pieces_jacobian(x):
+    J = np.zeros((N - 3, N))
+    for i in range(0, N - 3, 3):
+        for r in range(3):
+            J[i + r, i + r] += x[i]
+            J[i + r, i] += x[i + r]
+    return J
+
+
+@pytest.mark.parametrize("f, closed_form", [(_loop, _loop_jacobian), (_pieces, _pieces_jacobian)])
+def test_a_replay_swept_as_usual_makes_its_blocks_in_the_result_and_its_programs_never_do(monkeypatch, f, closed_form):
+    # A record_once function's replays: those swept as usual (the first ones, which trace, compile and check
+    # the program) take the store's rows as plain calls do; a compiled sweep's results are copied, the
+    # program never seeing that memory (it could keep it): every result stays its point's, calls after it
+    # made (a program that kept the rows of an earlier result would overwrite them).
+    copied = _copies(monkeypatch)
+    g = jaccli.record_once(f)
+    results, paths = [], []
+    for k in range(9):
+        del copied[:]
+        x = np.linspace(0.5, 1.5, N) * (1 + 1e-3 * k)
+        J = jaccli.jacobian(g, x, mode="reverse", chunk_size=N // 3)
+        results.append((x, np.asarray(J)))
+        paths.append(J.stats["path"])
+        assert copied == [] if J.stats["path"] in ("recording", "replay") else len(copied) == 3, J.stats["path"]
+    assert paths[1] == "replay" and paths[-1] == "compiled sweep"
+    for x, A in results:
+        np.testing.assert_allclose(A, closed_form(x), rtol=1e-15, atol=0)

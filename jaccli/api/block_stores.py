@@ -181,9 +181,9 @@ class BlockStores:
         """run(i, rows), a reverse sweep of some rows of a whole block swept in chunks, with the store's own
         rows offered as its result's memory (offer_block): where the sweep makes its result there, writing
         it is no copy. Only where nothing is known in those rows (no column either) and one result can take
-        them: a plain recording's (a replay's compiled sweeps may keep their blocks), one input, no batch,
-        no Hessian."""
-        if not (self._plain and self.n_in == 1 and not self.batch and not self.symmetric
+        them: one input, no batch, no Hessian. A replay takes the offer in its usual sweep only (its
+        compiled sweeps may keep their blocks: Replayable.answer)."""
+        if not (self.n_in == 1 and not self.batch and not self.symmetric
                 and rows[-1] - rows[0] == rows.size - 1 and not self.col_done[0].any()):
             return run(i, rows)
         store = self.block_store(i, 0)

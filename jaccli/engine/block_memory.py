@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -23,6 +23,25 @@ def offer_block(block: np.ndarray | None) -> None:
     is kept, not copied there; None withdraws the offer, taken or not (the caller does once the sweep ends)."""
     OFFERED.v = block
     TAKEN.v = None
+
+
+def usual_sweep_only(sweep: Callable[[], Any]) -> Callable[[], Any]:
+    """Withdraw the offer standing now, if any, and return `sweep` (a replay's usual sweep) made to take it:
+    a replay's compiled sweeps, and the sweeps it traces into programs, never see offered memory (a program
+    may keep the blocks it makes, or hold the offered rows as a constant); its usual sweep makes its result
+    where a plain recording's would."""
+    offered = OFFERED.v
+    if offered is None:
+        return sweep
+    OFFERED.v = None
+
+    def usual() -> Any:
+        offer_block(offered)
+        try:
+            return sweep()
+        finally:
+            OFFERED.v = None  # (TAKEN stays: the caller reads it as the sweep's result's memory)
+    return usual
 
 
 def fresh(a: Any) -> bool:

@@ -15,7 +15,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from jaccli.engine import (INPUT, MONITOR, Node, Recording, Trace, Tracer, Unique, current_errstate, pause_for,
-                           plan_form, private_copy, private_float, renewed_plan, rewritable, write_in_place)
+                           plan_form, private_copy, private_float, renewed_plan, rewritable, usual_sweep_only,
+                           write_in_place)
 
 from . import compiled_sweeps, replay_trace
 from .guards import ErrstateRun, guards_hold, same, snapshot, substituted
@@ -261,6 +262,7 @@ class Replayable(Recording):
         """
         if not self._replayed:
             return sweep()
+        sweep = usual_sweep_only(sweep)  # (the caller's memory, offered for the result: see block_memory)
         key = None if MONITOR.v is not None else compiled_sweeps.key_of(kind, request, seeds)  # (diagnostics watch each rule)
         swapped = False
         if key is not None and alt is not None:

@@ -226,7 +226,7 @@ class _Writer:
     def loop(self, name: str, run: step_loops.Run) -> list[str]:
         """A run of repeating steps as a function of the driver's list `s` that loops over its
         iterations: iteration r's slots are the first's plus r * shift, its loaded positions the
-        first's plus r * stride; a value the iteration made is a local, one made before it is
+        first's plus r * stride, its counted int constants the first's plus r * step; a value the iteration made is a local, one made before it is
         read from `s` (and cleared there when read for the last time)."""
         a, p = run.a, run.period
         pad = "        "
@@ -250,6 +250,9 @@ class _Writer:
                 else:
                     word = f"v{slot}" if slot in here else f"s[{slot} + b]"
                 filled[i] = word if index is None else f"{word}[{self.const(index)}]"
+            for i, arg in enumerate(self.steps_[a + t][2]):  # (its ints that count with the iterations)
+                if (t, i) in run.counted:
+                    filled[i] = step_loops.counted_source(arg, run.counted[t, i], self.const)
             self.write(put, pad, self.steps_[a + t], filled)
             if expected is STEP:
                 here.add(k)

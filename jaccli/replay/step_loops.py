@@ -11,12 +11,21 @@ A step is described relative to its place (the slots it reads counted back from 
 so far, its constants by value where they are numbers, the values that die at it): two iterations
 repeat where their descriptions are equal and the slots and the positions of the values they load
 (a reverse sweep reads the replay's values backwards) advance by a fixed amount per iteration.
+
+An element loop (`y[i] = x[i] * x[i + 1]` for i in range(n)) makes iterations whose index constants
+differ (`(i,)`, `i + 1`): written out straight, its thousands of lines cost a compile of 3-5 plain
+calls (issue 44). So where no run repeats exactly, steps are compared again with their int
+constants (an int argument, an int in a tuple or list argument, a slice's bound) left out, and a
+run is kept where each such constant moves by a fixed step from one iteration to the next over
+the whole run (`counted`): the loop's body computes it from the loop counter, the same int the
+straight-line code would pass. Where the progression breaks (an index wrapped by `%` at the end)
+the run stops before the iteration that breaks it, which stays straight.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -34,28 +43,36 @@ class Run:
     far the position of a loaded value moves per iteration; `stored`: the slots (of the first
     iteration) made in the body that a later iteration, a later step or the results read."""
 
-    __slots__ = ("a", "period", "reps", "shift", "strides", "stored")
+    __slots__ = ("a", "period", "reps", "shift", "strides", "stored", "counted")
 
     def __init__(self, a: int, period: int, reps: int) -> None:
         self.a, self.period, self.reps = a, period, reps
         self.shift = 0
         self.strides: dict[tuple[int, int], int] = {}
         self.stored: set[int] = set()
+        # (step position in the body, argument position) -> {path in the argument: (first, step)}:
+        # the int constants that move by `step` per iteration (path: see `_ints`)
+        self.counted: dict[tuple[int, int], dict[tuple, tuple[int, int]]] = {}
 
 
 _NONE = (type(None), "None")  # (most arguments: a value filled in; made once, not per step)
 
 
-def _key(a: Any) -> Any:
+_AN_INT = (int, "?")  # an int constant's key where ints are left out (`counting`)
+
+
+def _key(a: Any, counting: bool = False) -> Any:
     if a is None:
         return _NONE
     t = type(a)
+    if t is int and counting:
+        return _AN_INT
     if t is bool or t is int or t is float or t is complex or t is str:
         return t, repr(a)  # (repr: -0.0 is not 0.0, and a nan equals itself)
     if t is tuple or t is list:
-        return t, tuple(_key(x) for x in a)
+        return t, tuple(_key(x, counting) for x in a)
     if t is slice:
-        return slice, _key(a.start), _key(a.stop), _key(a.step)
+        return slice, _key(a.start, counting), _key(a.stop, counting), _key(a.step, counting)
     if a is Ellipsis or isinstance(a, (np.generic, np.dtype)):
         return t, repr(a)
     return "id", id(a)
@@ -63,36 +80,56 @@ def _key(a: Any) -> Any:
 
 def find(steps: Sequence[tuple], loads: dict, dying: dict[int, list[int]], kept: set,
          step_mark: object) -> list[Run]:
-    """The runs of `steps` that repeat, in order, none overlapping."""
+    """The runs of `steps` that repeat, in order, none overlapping: first those whose iterations
+    are equal, then, among the steps left, those whose int constants count (see the module's doc)."""
     n = len(steps)
     if n < MIN_STEPS:
         return []
-    ids: list[int] = []
     refs: list[int] = []
-    named: dict[Any, int] = {}
     ref = -1
-    for j, (k, fn, args, fills, kwargs, state, expected) in enumerate(steps):
-        is_step = expected is step_mark
-        if is_step:
+    for k, *_, expected in steps:
+        if expected is step_mark:
             ref = max(ref, k)
         refs.append(ref)
-        if not is_step and expected is not True and expected is not False and expected is not None:
+    runs: list[Run] = []
+    taken = bytearray(n)
+    for counting in (False, True):
+        ids = _ids(steps, loads, dying, refs, step_mark, counting, taken)
+        _add_runs(ids, steps, loads, refs, kept, step_mark, taken, runs)
+    return sorted(runs, key=lambda r: r.a)
+
+
+def _ids(steps: Sequence[tuple], loads: dict, dying: dict[int, list[int]], refs: list[int], step_mark: object,
+         counting: bool, taken: bytearray) -> list[int]:
+    """Each step's description as a number (equal for equal ones; unique for a step taken or one
+    that repeats nothing); `counting`: with their int arguments left out."""
+    ids: list[int] = []
+    named: dict[Any, int] = {}
+    for j, (k, fn, args, fills, kwargs, state, expected) in enumerate(steps):
+        is_step = expected is step_mark
+        ref = refs[j]
+        if taken[j] or (not is_step and expected is not True and expected is not False and expected is not None):
             ids.append(-1 - j)  # (unique: never equal to another's)
             continue
         where = tuple((i, "l", loads[slot][0], _key(index)) if slot in loads else (i, "m", ref - slot, _key(index))
                       for i, slot, index in fills)
-        desc = (id(fn), tuple(map(_key, args)), tuple((w, _key(v)) for w, v in kwargs.items()), id(state),
-                "step" if is_step else expected, k - ref if is_step else None, where,
+        desc = (id(fn), tuple(_key(a, counting) for a in args), tuple((w, _key(v)) for w, v in kwargs.items()),
+                id(state), "step" if is_step else expected, k - ref if is_step else None, where,
                 tuple(sorted(ref - s for s in dying.get(j, ()))))
         ids.append(named.setdefault(desc, len(named)))
+    return ids
+
+
+def _add_runs(ids: list[int], steps: Sequence[tuple], loads: dict, refs: list[int], kept: set,
+              step_mark: object, taken: bytearray, runs: list[Run]) -> None:
+    """Adds to `runs` (and marks `taken`) the runs of repeating `ids` over the steps not taken."""
+    n = len(steps)
     last: dict[int, int] = {}
     gaps: Counter = Counter()
     for j, d in enumerate(ids):
         if d in last:
             gaps[j - last[d]] += 1
         last[d] = j
-    runs: list[Run] = []
-    taken = bytearray(n)
     for p, _ in gaps.most_common(3):
         j = 0
         while j + p < n:
@@ -103,35 +140,79 @@ def find(steps: Sequence[tuple], loads: dict, dying: dict[int, list[int]], kept:
             while j + p < n and ids[j] == ids[j + p] and not taken[j + p]:
                 j += 1
             run = _checked(steps, loads, refs, kept, Run(a, p, (j + p - a) // p), step_mark)
-            if run is not None:
-                runs.append(run)
-                taken[run.a:run.a + run.period * run.reps] = b"\1" * (run.period * run.reps)
-            j = max(j, a + 1)
-    return sorted(runs, key=lambda r: r.a)
+            if run is None:
+                j = max(j, a + 1)
+                continue
+            runs.append(run)
+            j = run.a + run.period * run.reps  # (the steps after a run cut short may start another)
+            taken[run.a:j] = b"\1" * (j - run.a)
+
+
+def _ints(a: Any, path: tuple = ()) -> list[tuple[tuple, int]]:
+    """The int constants in an argument: (path, value); a path indexes into tuples and lists, and
+    into a slice as (start, stop, step)."""
+    t = type(a)
+    if t is int:
+        return [(path, a)]
+    if t is slice:
+        a = (a.start, a.stop, a.step)
+    elif t is not tuple and t is not list:
+        return []
+    return [found for i, x in enumerate(a) for found in _ints(x, path + (i,))]
+
+
+def _at(a: Any, path: tuple) -> Any:
+    for i in path:
+        a = (a.start, a.stop, a.step)[i] if type(a) is slice else a[i]
+    return a
+
+
+def counted_source(a: Any, paths: dict[tuple, tuple[int, int]], const: Callable[[Any], str],
+                   path: tuple = ()) -> str:
+    """Source that makes argument `a` in iteration `r` of a loop: its ints at `paths` ((first,
+    step) each) computed from r, the rest as `const` names them."""
+    if path in paths:
+        first, step = paths[path]
+        return "r" if (first, step) == (0, 1) else f"({first} + r * {step})"
+    if not any(q[:len(path)] == path for q in paths):
+        return const(a)
+    t = type(a)
+    parts = [counted_source(x, paths, const, path + (i,))
+             for i, x in enumerate((a.start, a.stop, a.step) if t is slice else a)]
+    if t is slice:
+        return f"slice({', '.join(parts)})"
+    return f"({', '.join(parts)},)" if t is tuple else f"[{', '.join(parts)}]"
 
 
 def _checked(steps: Sequence[tuple], loads: dict, refs: list[int], kept: set, run: Run,
              step_mark: object) -> Run | None:
-    """The run, with its shift, strides and stored slots, if its iterations advance evenly and
-    it is long enough; else None."""
+    """The run, with its shift, strides, counted constants and stored slots, if its iterations
+    advance evenly and it is long enough; else None. It is cut short before the first iteration
+    that does not advance as the ones before."""
     a, p, reps = run.a, run.period, run.reps
     if reps < MIN_REPS or p * reps < MIN_STEPS:
         return None
     run.shift = refs[a + p] - refs[a]
     if run.shift <= 0:
         return None
-    made = {steps[a + t][0]: t for t in range(p) if steps[a + t][6] is step_mark}
     for t in range(p):
         for f, (_, slot, _) in enumerate(steps[a + t][3]):
             if slot in loads:
-                stride = loads[steps[a + p + t][3][f][1]][1] - loads[slot][1]
-                run.strides[t, f] = stride
-                for r in range(2, reps):
-                    if loads[steps[a + r * p + t][3][f][1]][1] - loads[slot][1] != r * stride:
-                        return None
-        for r in range(1, reps):
-            if refs[a + r * p + t] - refs[a + t] != r * run.shift:
-                return None
+                stride = run.strides[t, f] = loads[steps[a + p + t][3][f][1]][1] - loads[slot][1]
+                reps = next((r for r in range(2, reps)
+                             if loads[steps[a + r * p + t][3][f][1]][1] - loads[slot][1] != r * stride), reps)
+        reps = next((r for r in range(1, reps) if refs[a + r * p + t] - refs[a + t] != r * run.shift), reps)
+        for i, arg in enumerate(steps[a + t][2]):
+            for path, first in _ints(arg):
+                step = _at(steps[a + p + t][2][i], path) - first
+                reps = next((r for r in range(2, reps) if _at(steps[a + r * p + t][2][i], path) != first + r * step),
+                            reps)
+                if step:
+                    run.counted.setdefault((t, i), {})[path] = first, step
+    if reps < MIN_REPS or p * reps < MIN_STEPS:
+        return None
+    run.reps = reps
+    made = {steps[a + t][0]: t for t in range(p) if steps[a + t][6] is step_mark}
     # what reads each slot last: a value that an iteration makes is kept in the driver's list
     # when anything after its iteration reads it
     last: dict[int, int] = {}

@@ -248,7 +248,7 @@ class _Writer:
                     stride = run.strides[t, f]
                     word = f"{source}[{at} + r * {stride}]" if stride else f"{source}[{at}]"
                 else:
-                    word = f"v{slot}" if slot in here else f"s[{slot} + b]"
+                    word = f"v{slot}" if slot in here else self.read_in_loop(slot, run)
                 filled[i] = word if index is None else f"{word}[{self.const(index)}]"
             for i, arg in enumerate(self.steps_[a + t][2]):  # (its ints that count with the iterations)
                 if (t, i) in run.counted:
@@ -259,10 +259,15 @@ class _Writer:
                 if k in run.stored:
                     put(f"{pad}s[{k} + b] = v{k}")
             for slot in self.dying.get(a + t, ()):
-                put(f"{pad}del v{slot}" if slot in here else f"{pad}s[{slot} + b] = None")
+                put(f"{pad}del v{slot}" if slot in here else f"{pad}{self.read_in_loop(slot, run)} = None")
         if len(states) > 1:
             self.state = self.steps_[a + p - 1][5]
         return head + body + ["    return True"]
+
+    @staticmethod
+    def read_in_loop(slot: int, run: step_loops.Run) -> str:
+        """Where iteration r of a loop finds a value made before it, in the driver's list `s`."""
+        return f"s[{slot} + r * {run.far[slot]}]" if slot in run.far else f"s[{slot} + b]"
 
     def chunk(self, name: str, start: int, stop: int) -> list[str]:
         """Steps start..stop as a function of the driver's list `s`: the values they read that

@@ -43,7 +43,7 @@ class Run:
     far the position of a loaded value moves per iteration; `stored`: the slots (of the first
     iteration) made in the body that a later iteration, a later step or the results read."""
 
-    __slots__ = ("a", "period", "reps", "shift", "strides", "stored", "counted")
+    __slots__ = ("a", "period", "reps", "shift", "strides", "stored", "counted", "far")
 
     def __init__(self, a: int, period: int, reps: int) -> None:
         self.a, self.period, self.reps = a, period, reps
@@ -53,6 +53,10 @@ class Run:
         # (step position in the body, argument position) -> {path in the argument: (first, step)}:
         # the int constants that move by `step` per iteration (path: see `_ints`)
         self.counted: dict[tuple[int, int], dict[tuple, tuple[int, int]]] = {}
+        # slot (of the first iteration) -> how far it moves per iteration, for the values made
+        # before the run that its iterations read at another pace than `shift` (a stack's sweep
+        # reads the parts of its cotangent one by one, made all at once before the loop)
+        self.far: dict[int, int] = {}
 
 
 _NONE = (type(None), "None")  # (most arguments: a value filled in; made once, not per step)
@@ -95,7 +99,7 @@ def find(steps: Sequence[tuple], loads: dict, dying: dict[int, list[int]], kept:
     taken = bytearray(n)
     for counting in (False, True):
         ids = _ids(steps, loads, dying, refs, step_mark, counting, taken)
-        _add_runs(ids, steps, loads, refs, kept, step_mark, taken, runs)
+        _add_runs(ids, steps, loads, dying, refs, kept, step_mark, taken, runs)
     return sorted(runs, key=lambda r: r.a)
 
 
@@ -111,16 +115,20 @@ def _ids(steps: Sequence[tuple], loads: dict, dying: dict[int, list[int]], refs:
         if taken[j] or (not is_step and expected is not True and expected is not False and expected is not None):
             ids.append(-1 - j)  # (unique: never equal to another's)
             continue
-        where = tuple((i, "l", loads[slot][0], _key(index)) if slot in loads else (i, "m", ref - slot, _key(index))
-                      for i, slot, index in fills)
+        # (counting: which values a step reads and lets go is left to _checked, which allows a
+        # value made before the run read at a pace of its own)
+        where = tuple((i, "l", loads[slot][0], _key(index)) if slot in loads
+                      else (i, "m", None if counting else ref - slot, _key(index)) for i, slot, index in fills)
+        gone = dying.get(j, ())
         desc = (id(fn), tuple(_key(a, counting) for a in args), tuple((w, _key(v)) for w, v in kwargs.items()),
                 id(state), "step" if is_step else expected, k - ref if is_step else None, where,
-                tuple(sorted(ref - s for s in dying.get(j, ()))))
+                len(gone) if counting else tuple(sorted(ref - s for s in gone)))
         ids.append(named.setdefault(desc, len(named)))
     return ids
 
 
-def _add_runs(ids: list[int], steps: Sequence[tuple], loads: dict, refs: list[int], kept: set,
+def _add_runs(ids: list[int], steps: Sequence[tuple], loads: dict, dying: dict[int, list[int]], refs: list[int],
+              kept: set,
               step_mark: object, taken: bytearray, runs: list[Run]) -> None:
     """Adds to `runs` (and marks `taken`) the runs of repeating `ids` over the steps not taken."""
     n = len(steps)
@@ -139,7 +147,7 @@ def _add_runs(ids: list[int], steps: Sequence[tuple], loads: dict, refs: list[in
             a = j
             while j + p < n and ids[j] == ids[j + p] and not taken[j + p]:
                 j += 1
-            run = _checked(steps, loads, refs, kept, Run(a, p, (j + p - a) // p), step_mark)
+            run = _checked(steps, loads, dying, refs, kept, Run(a, p, (j + p - a) // p), step_mark)
             if run is None:
                 j = max(j, a + 1)
                 continue
@@ -184,24 +192,38 @@ def counted_source(a: Any, paths: dict[tuple, tuple[int, int]], const: Callable[
     return f"({', '.join(parts)},)" if t is tuple else f"[{', '.join(parts)}]"
 
 
-def _checked(steps: Sequence[tuple], loads: dict, refs: list[int], kept: set, run: Run,
-             step_mark: object) -> Run | None:
+def _checked(steps: Sequence[tuple], loads: dict, dying: dict[int, list[int]], refs: list[int], kept: set,
+             run: Run, step_mark: object) -> Run | None:
     """The run, with its shift, strides, counted constants and stored slots, if its iterations
     advance evenly and it is long enough; else None. It is cut short before the first iteration
     that does not advance as the ones before."""
     a, p, reps = run.a, run.period, run.reps
     if reps < MIN_REPS or p * reps < MIN_STEPS:
         return None
-    run.shift = refs[a + p] - refs[a]
-    if run.shift <= 0:
+    shift = run.shift = refs[a + p] - refs[a]
+    if shift <= 0:
         return None
+    made = {steps[j][0] for j in range(a, a + p * reps) if steps[j][6] is step_mark}
+    pace: dict[int, int] = {}  # slot -> how far what reads it moves per iteration
     for t in range(p):
         for f, (_, slot, _) in enumerate(steps[a + t][3]):
             if slot in loads:
                 stride = run.strides[t, f] = loads[steps[a + p + t][3][f][1]][1] - loads[slot][1]
                 reps = next((r for r in range(2, reps)
                              if loads[steps[a + r * p + t][3][f][1]][1] - loads[slot][1] != r * stride), reps)
-        reps = next((r for r in range(1, reps) if refs[a + r * p + t] - refs[a + t] != r * run.shift), reps)
+                continue
+            stride = steps[a + p + t][3][f][1] - slot
+            if pace.setdefault(slot, stride) != stride:
+                return None
+            reps = next((r for r in range(2, reps) if steps[a + r * p + t][3][f][1] - slot != r * stride), reps)
+            if stride != shift:
+                if any(slot + r * stride in made for r in range(reps)):
+                    return None
+                run.far[slot] = stride
+        reps = next((r for r in range(1, reps) if refs[a + r * p + t] - refs[a + t] != r * shift), reps)
+        gone = dying.get(a + t, ())
+        reps = next((r for r in range(1, reps) if sorted(dying.get(a + r * p + t, ()))
+                     != sorted(slot + r * pace.get(slot, shift) for slot in gone)), reps)
         for i, arg in enumerate(steps[a + t][2]):
             for path, first in _ints(arg):
                 step = _at(steps[a + p + t][2][i], path) - first
@@ -212,16 +234,16 @@ def _checked(steps: Sequence[tuple], loads: dict, refs: list[int], kept: set, ru
     if reps < MIN_REPS or p * reps < MIN_STEPS:
         return None
     run.reps = reps
-    made = {steps[a + t][0]: t for t in range(p) if steps[a + t][6] is step_mark}
+    made_here = {steps[a + t][0]: t for t in range(p) if steps[a + t][6] is step_mark}
     # what reads each slot last: a value that an iteration makes is kept in the driver's list
     # when anything after its iteration reads it
     last: dict[int, int] = {}
     for j in range(a, len(steps)):
         for _, slot, _ in steps[j][3]:
             last[slot] = j
-    for k, t in made.items():
+    for k in made_here:
         for r in range(reps):
-            kr = k + r * run.shift
+            kr = k + r * shift
             if kr in kept or last.get(kr, -1) >= a + (r + 1) * p:
                 run.stored.add(k)
                 break

@@ -19,7 +19,9 @@ constants (an int argument, an int in a tuple or list argument, a slice's bound)
 run is kept where each such constant moves by a fixed step from one iteration to the next over
 the whole run (`counted`): the loop's body computes it from the loop counter, the same int the
 straight-line code would pass. Where the progression breaks (an index wrapped by `%` at the end)
-the run stops before the iteration that breaks it, which stays straight.
+the run stops before the iteration that breaks it, which stays straight. Such a run may also read
+values made before it at a pace of its own (`far`: a stack's sweep reads its cotangent's parts,
+made at once, one an iteration), where an exact one reads them at the run's shift.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """A recording whose steps repeat (a Python loop) is compiled as a loop: its compiled forms keep
 code of one iteration, not of every one (issue 44), and give the plain call's derivatives."""
 
+import gc
 import tracemalloc
 
 import numpy as np
@@ -34,6 +35,9 @@ def _kept_by_compiling(steps: int) -> dict[str, int]:
             tracemalloc.start()
             try:
                 fn = compile_steps(steps_, loads, results, name)
+                # (a full collection empties Python's free lists: the small tuples that compiling
+                # made and let go, kept there for reuse, are not what the compiled form keeps)
+                gc.collect()
                 kept[name] = tracemalloc.get_traced_memory()[0]
             finally:
                 tracemalloc.stop()

@@ -64,21 +64,25 @@ class Run:
 _NONE = (type(None), "None")  # (most arguments: a value filled in; made once, not per step)
 
 
-_AN_INT = (int, "?")  # an int constant's key where ints are left out (`counting`)
+_AN_INT = (int, "?")  # an int constant's key where ints are left out (see `_key`)
 
 
-def _key(a: Any, counting: bool = False) -> Any:
+def _key(a: Any, ints: list | None = None) -> Any:
+    """A key that tells constants apart as a call would (1, 1.0, True; -0.0, 0.0); with `ints`,
+    the key leaves out the ints (an int argument, the ints of a tuple or list, a slice's bounds),
+    which it appends there in order."""
     if a is None:
         return _NONE
     t = type(a)
-    if t is int and counting:
+    if t is int and ints is not None:
+        ints.append(a)
         return _AN_INT
     if t is bool or t is int or t is float or t is complex or t is str:
         return t, repr(a)  # (repr: -0.0 is not 0.0, and a nan equals itself)
     if t is tuple or t is list:
-        return t, tuple(_key(x, counting) for x in a)
+        return t, tuple([_key(x, ints) for x in a])
     if t is slice:
-        return slice, _key(a.start, counting), _key(a.stop, counting), _key(a.step, counting)
+        return slice, _key(a.start, ints), _key(a.stop, ints), _key(a.step, ints)
     if a is Ellipsis or isinstance(a, (np.generic, np.dtype)):
         return t, repr(a)
     return "id", id(a)
@@ -99,34 +103,44 @@ def find(steps: Sequence[tuple], loads: dict, dying: dict[int, list[int]], kept:
         refs.append(ref)
     runs: list[Run] = []
     taken = bytearray(n)
-    for counting in (False, True):
-        ids = _ids(steps, loads, dying, refs, step_mark, counting, taken)
+    for ids in _ids(steps, loads, dying, refs, step_mark):
         _add_runs(ids, steps, loads, dying, refs, kept, step_mark, taken, runs)
     return sorted(runs, key=lambda r: r.a)
 
 
-def _ids(steps: Sequence[tuple], loads: dict, dying: dict[int, list[int]], refs: list[int], step_mark: object,
-         counting: bool, taken: bytearray) -> list[int]:
-    """Each step's description as a number (equal for equal ones; unique for a step taken or one
-    that repeats nothing); `counting`: with their int arguments left out."""
-    ids: list[int] = []
+def _ids(steps: Sequence[tuple], loads: dict, dying: dict[int, list[int]], refs: list[int],
+         step_mark: object) -> tuple[list[int], list[int]]:
+    """Each step's description as a number, equal for equal ones (unique for one that repeats
+    nothing): exactly, and with its int arguments and which values it reads and lets go left
+    out (left to _checked, which allows a value made before the run read at a pace of its own).
+    An exact description is the other with what it leaves out, each made once a step."""
+    exact: list[int] = []
+    loose: list[int] = []
     named: dict[Any, int] = {}
+    named_exact: dict[Any, int] = {}
+    keywords: dict[int, Any] = {}
     for j, (k, fn, args, fills, kwargs, state, expected) in enumerate(steps):
         is_step = expected is step_mark
-        ref = refs[j]
-        if taken[j] or (not is_step and expected is not True and expected is not False and expected is not None):
-            ids.append(-1 - j)  # (unique: never equal to another's)
+        if not is_step and expected is not True and expected is not False and expected is not None:
+            exact.append(-1 - j)  # (unique: never equal to another's)
+            loose.append(-1 - j)
             continue
-        # (counting: which values a step reads and lets go is left to _checked, which allows a
-        # value made before the run read at a pace of its own)
-        where = tuple((i, "l", loads[slot][0], _key(index)) if slot in loads
-                      else (i, "m", None if counting else ref - slot, _key(index)) for i, slot, index in fills)
+        ref = refs[j]
+        ints: list[int] = []
+        kw = keywords.get(id(kwargs))  # (a loop's steps share their keywords)
+        if kw is None:
+            kw = keywords[id(kwargs)] = (id(kwargs), tuple([(w, _key(v)) for w, v in kwargs.items()]))
         gone = dying.get(j, ())
-        desc = (id(fn), tuple(_key(a, counting) for a in args), tuple((w, _key(v)) for w, v in kwargs.items()),
-                id(state), "step" if is_step else expected, k - ref if is_step else None, where,
-                len(gone) if counting else tuple(sorted(ref - s for s in gone)))
-        ids.append(named.setdefault(desc, len(named)))
-    return ids
+        desc = (id(fn), tuple([_key(a, ints) for a in args]), kw[1], id(state),
+                "step" if is_step else expected, k - ref if is_step else None,
+                tuple([(i, loads[slot][0] if slot in loads else None, _key(index)) for i, slot, index in fills]),
+                len(gone))
+        d = named.setdefault(desc, len(named))
+        loose.append(d)
+        exact.append(named_exact.setdefault(
+            (d, tuple(ints), tuple([ref - slot for _, slot, _ in fills if slot not in loads]),
+             tuple(sorted([ref - slot for slot in gone])) if gone else ()), len(named_exact)))
+    return exact, loose
 
 
 def _add_runs(ids: list[int], steps: Sequence[tuple], loads: dict, dying: dict[int, list[int]], refs: list[int],
@@ -137,6 +151,8 @@ def _add_runs(ids: list[int], steps: Sequence[tuple], loads: dict, dying: dict[i
     last: dict[int, int] = {}
     gaps: Counter = Counter()
     for j, d in enumerate(ids):
+        if taken[j]:
+            continue
         if d in last:
             gaps[j - last[d]] += 1
         last[d] = j

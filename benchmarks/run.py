@@ -137,7 +137,7 @@ def _issue44(args, ids: list[str], results: dict, libs: tuple[str, ...]) -> None
             log(f"record_once on {iid}: first replay" + ("" if args.no_memory else ", peak memory"))
             rep = results["replay"][iid] = {"first_replay_s": workload_suite.instance_first_replay(iid)}
             if not args.no_memory:
-                rep["memory"] = workload_suite.instance_memory(iid, results.get("memory", {}).get(iid))
+                rep["memory"] = workload_suite.instance_memory(iid)
         log(f"  (record_once on P1-P6: {time.perf_counter() - t0:.0f} s)")
     if parts["spectral"]:
         t0 = time.perf_counter()

@@ -41,7 +41,7 @@ def increment_mb(probe: dict | None) -> float:
         return float("nan")
     if "peak_mb" in probe:
         return float(probe["peak_mb"])
-    return (probe["peak_kb"] - probe["before_kb"]) / 1024
+    return (probe["peak_kb"] - probe.get("base_kb", probe["before_kb"])) / 1024
 
 
 def traced_mb(probe: dict | None) -> float:
@@ -344,20 +344,22 @@ def sections(results: dict) -> tuple[list[str], list[str]]:
                 notes.append(f"* {row['workload']}: " + "; ".join(said))
         body += [""] + notes if notes else []
         body += ["", "## Workloads: peak memory per method (each in a fresh process)", "",
-                 "The call's peak RSS over the RSS just before it (after imports, data, jit compilation and, "
-                 "for record_once, the recording: the peak of its first five replays). The peers: each "
-                 f"family's fastest method. The ratio counts increments under {MEM_FLOOR_MB:.0f} MB as "
+                 "jaccli and record_once: one call (the warm-up; the recording), then six at new points (the "
+                 "replays that compile included); the peak RSS over the RSS before the first call, so that "
+                 "each is charged for what its first call left (the recording record_once keeps, the freed "
+                 "pages a plain call's warm-up leaves resident for its later calls to reuse). The peers: each "
+                 "family's fastest method, one call after its warm-up (jit compilation), over the RSS just "
+                 f"before it. The ratio counts increments under {MEM_FLOOR_MB:.0f} MB as "
                  f"{MEM_FLOOR_MB:.0f} MB. The tracemalloc columns (jaccli's methods, another fresh process "
-                 "each): the peak of what Python and NumPy allocate over the same calls above what they held "
-                 "before them. The two measures differ where a first call left freed pages resident: the plain "
-                 "call measured after its warm-up reuses them, the replays after a recording that keeps its "
-                 "memory find fewer to reuse.", ""]
+                 "each): the peak of what Python and NumPy hold over the same calls, tracemalloc started before "
+                 "the first.", ""]
         body += workload_memory_table(wl)
     if results.get("replay"):
         body += ["", "## record_once on P1-P6: first replay and peak memory", "",
                  "First replay: the call after the recording, in fresh `record_once` wrappers, against the "
-                 "plain call's median above. Peak memory: `memprobe.py` in a fresh process, a plain call and "
-                 "a replay (recorded before the peak is reset); MB over the RSS just before the call.", ""]
+                 "plain call's median above. Peak memory: `memprobe.py --steady` in a fresh process, six plain "
+                 "calls after a warm-up and six replays after the recording; MB over the RSS before the "
+                 "first call.", ""]
         body += replay_table(results)
     if results.get("spectral"):
         body += ["", "## Spectral PDE residual of issue 39 (Kuramoto-Sivashinsky, rfft)", "",

@@ -192,10 +192,10 @@ def instance_first_replay(iid: str, trials: int = FIRST_REPLAY_TRIALS) -> list[f
     return times
 
 
-def instance_memory(iid: str, have: dict | None = None) -> dict:
-    """memprobe's peak RSS of a plain call and of a replay (record_once recorded before the reset)."""
-    have = have or {}
-    return {name: have.get(name) or memprobe.probe(iid, name) for name in ("jaccli", "jaccli record_once")}
+def instance_memory(iid: str) -> dict:
+    """memprobe's steady peak RSS of plain calls and of replays (each after one call: the warm-up, the
+    recording; from the RSS before it, see memprobe's --steady)."""
+    return {name: memprobe.probe(iid, name, steady=True) for name in ("jaccli", "jaccli record_once")}
 
 
 # ---------------------------------------------------------------- issue 39's spectral residual

@@ -104,7 +104,7 @@ class RecordOnce:
         return new
 
     def _keep(self, key: tuple, rec: Replayable) -> None:
-        self._cache[key] = rec
+        self._cache[key] = rec.kept_between_calls()
         self._cache.move_to_end(key)
         while len(self._cache) > self.max_signatures:
             self._cache.popitem(last=False)

@@ -126,7 +126,12 @@ class ReplayTrace(Trace):
         return self._vals[k]
 
     def size(self) -> int:
-        return len(self._vals)
+        return self.shared_plans[0]  # (the forward's node count: a trace without_values has no values)
+
+    def without_values(self, forward: Forward) -> "ReplayTrace":
+        """This trace (made by `forward`) as a later replay reads it: its error states, cuts and
+        sizes, no value and no node."""
+        return ReplayTrace(None, forward, self)
 
     def _make(self) -> None:
         with _MAKING:

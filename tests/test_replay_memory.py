@@ -1,0 +1,75 @@
+"""What record_once keeps, measured against a plain call (issue 44.1): a replay's peak memory, the
+recording and compiled programs it keeps between calls, each relative to a plain call's peak."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+
+import numpy as np
+
+import jaccli
+from tests.test_step_loops import rk4_lv
+
+CALLS = 6  # replays after the recording: they compile it one step a call (replay/replays.py), then run it
+
+
+_lotka_volterra_rk4 = rk4_lv(60)
+
+
+def _tangent(z, steps=60, h=0.01):
+    """d z(T) / d z0 in closed form: RK4 on the variational equation M' = J(z) M."""
+    def rhs(u):
+        return np.array([1.5 * u[0] - u[0] * u[1], -3.0 * u[1] + u[0] * u[1]])
+
+    def jac(u):
+        return np.array([[1.5 - u[1], -u[0]], [u[1], -3.0 + u[0]]])
+    M = np.eye(2)
+    for _ in range(steps):
+        k1, A1 = rhs(z), jac(z) @ M
+        k2, A2 = rhs(z + h / 2 * k1), jac(z + h / 2 * k1) @ (M + h / 2 * A1)
+        k3, A3 = rhs(z + h / 2 * k2), jac(z + h / 2 * k2) @ (M + h / 2 * A2)
+        k4, A4 = rhs(z + h * k3), jac(z + h * k3) @ (M + h * A3)
+        z = z + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        M = M + h / 6 * (A1 + 2 * A2 + 2 * A3 + A4)
+    return M
+
+
+def _measured(f):
+    """tracemalloc from before f's first call: (the peak over the CALLS calls after it, what is held
+    after each of them with its result gone), every Jacobian checked against the closed form."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        np.asarray(jaccli.jacobian(f, np.array([1.0, 1.5])))  # the warm-up; record_once's recording
+        gc.collect()
+        tracemalloc.reset_peak()
+        held = []
+        for k in range(CALLS):
+            z = np.array([1.0, 1.5]) * (1 + 1e-3 * (k + 1))
+            J = np.asarray(jaccli.jacobian(f, z))
+            np.testing.assert_allclose(J, _tangent(z), rtol=1e-12)
+            del J
+            gc.collect()  # (a plain call's recording goes with the collector: its nodes and tracers refer to each other)
+            held.append(tracemalloc.get_traced_memory()[0])
+        return tracemalloc.get_traced_memory()[1], held
+    finally:
+        tracemalloc.stop()
+
+
+def test_an_rk4_loops_replays_keep_little_of_each_other_between_calls():
+    # issue 44.1, measured alike (one call before, then as many): record_once kept the last replay
+    # (its values, and the nodes and rules its usual sweep made of them) beside the next one, and the
+    # traced sweep's steps beside the usual sweep of the call that compiles them
+    z = np.array([0.5, 0.5])  # (what a first call imports, assert_allclose's imports too)
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(_lotka_volterra_rk4, z)), _tangent(z), rtol=1e-12)
+    plain, _ = _measured(_lotka_volterra_rk4)
+    once = jaccli.record_once(_lotka_volterra_rk4)
+    _, held = _measured(once)
+    assert once.records == 1 and once.replays == CALLS
+    # What is held between calls, the result gone, against a plain call's peak: after the replay that
+    # compiles the forward replay, 0.45 (1.3 before: the replay's values, nodes and rules); at most
+    # 0.96 after any replay (the traced sweep's steps, from the call that traces them to the one that
+    # compiles them; 1.8 before). The bounds leave room for the allocator and Python's versions.
+    assert held[1] <= 0.8 * plain, [h / plain for h in held]
+    assert max(held[1:]) <= 1.25 * plain, [h / plain for h in held]

@@ -105,6 +105,7 @@ class Replayable(Recording):
         kept.__dict__.update(self.__dict__)
         kept.trace = self.trace.without_values(self._forward[0])
         kept.outputs = ()
+        kept.ran = None  # (its seeds: api's steady blocks keep what they rerun themselves)
         kept.__dict__.pop("in_nodes", None)  # (made on read, from the nodes: see __getattr__)
         kept.__dict__.pop("out_refs", None)
         return kept

@@ -93,8 +93,8 @@ class Replayable(Recording):
 
     def kept_between_calls(self) -> "Replayable":
         """What record_once keeps of this recording for the next replay: a replay made by the compiled
-        forward replay without its values (its outputs, its trace's values and the nodes and rules a
-        usual sweep made of them), which the next replay does not read; the caller's lazy object holds
+        forward replay without its values (its trace's values and the nodes and rules a usual sweep
+        made of them; its outputs stay), which the next replay does not read; the caller's lazy object holds
         the replay itself. Kept, they were all alive beside the next replay's own (issue 44: a
         replay's values, nodes and rules, 11 MB of the 29 MB peak of a 200-step RK4's third replay,
         against 18 MB for a plain call). Any other recording is kept as it is: the next replay
@@ -104,7 +104,6 @@ class Replayable(Recording):
         kept = object.__new__(Replayable)
         kept.__dict__.update(self.__dict__)
         kept.trace = self.trace.without_values(self._forward[0])
-        kept.outputs = ()
         kept.ran = None  # (its seeds: api's steady blocks keep what they rerun themselves)
         kept.__dict__.pop("in_nodes", None)  # (made on read, from the nodes: see __getattr__)
         kept.__dict__.pop("out_refs", None)

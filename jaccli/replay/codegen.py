@@ -352,7 +352,7 @@ def _shared(value: tuple, key: Any) -> tuple:
     return got
 
 
-def _args_key(args: list) -> tuple | None:
+def args_key(args: list) -> tuple | None:
     """A key that tells argument lists apart as their calls would (1, 1.0, True and -0.0, 0.0
     differ); None for one that holds anything but None, plain scalars and tuples of ints (made
     fast: a replay makes one per recorded operation)."""
@@ -384,7 +384,7 @@ def step(k: int, fn: Any, args: tuple, refs: tuple, kwargs: dict, state: Any, ex
     for i, node, index in refs:
         args[i] = None
         fills.append((i, node.index, index))
-    key = _args_key(args)
+    key = args_key(args)
     if key is None:
         args = tuple(args)
     else:

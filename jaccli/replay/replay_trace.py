@@ -16,15 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from .codegen import compile_steps, guard_step, node_step, written_step
+from .codegen import args_key, compile_steps, guard_step, node_step, written_step
 from jaccli.engine import INPUT, Node, Trace
 
 
 class Forward:
     """A recording's operations and guards as one function of its inputs' values, and what a
-    replay needs to make its nodes: each node's structure (prim, arguments with the places of
-    recorded values empty, keywords, where they are filled from, dependencies, site); `in_place`:
-    the indices of the nodes written into their argument's memory, as f wrote them."""
+    replay needs to make its nodes: each node's structure row (_row); `in_place`: the indices of the
+    nodes written into their argument's memory, as f wrote them."""
 
     __slots__ = ("run", "extra", "structure", "in_at", "inputs_at", "plans", "in_place")
 
@@ -47,6 +46,7 @@ def compile_forward(trace: Trace, guards: list, in_nodes: list) -> Forward | Non
             return None
     in_pos = {n.index: p for p, n in enumerate(in_nodes)}
     steps, loads, structure, extra = [], {}, [], []
+    rows: dict = {}  # structure rows by content: one per different operation (see _row)
     g = 0
     for node in nodes:
         k = node.index
@@ -63,7 +63,7 @@ def compile_forward(trace: Trace, guards: list, in_nodes: list) -> Forward | Non
             continue
         s = (written_step if k in in_place else node_step)(node, trace.errstates)
         steps.append(s)
-        structure.append((node.prim, s[2], node.kwargs, s[3], node.deps, node.site))
+        structure.append(_row(rows, k, node, s))
     steps.extend(guard_step(guard) for guard in guards[g:])
     fw = Forward()
     fw.run = compile_steps(steps, loads, [("slot", k, None) for k in range(len(nodes))], "replay")
@@ -81,6 +81,28 @@ def _reads_constant_arrays(node: Node) -> bool:
     operation may hand back as its result: the replay must not write into it)."""
     filled = {a for a, _, _ in node.parents}
     return any(isinstance(a, np.ndarray) for i, a in enumerate(node.args) if i not in filled)
+
+
+def _row(rows: dict, k: int, node: Node, step: tuple) -> tuple:
+    """Node k's structure row: (prim, arguments with the places of recorded values empty, keywords,
+    where those are filled from as (position, how many nodes back, output index), dependencies,
+    site); the row of an earlier node where it is the same.
+
+    A loop in f records the same few operations over and over, each reading the values the same
+    number of nodes back: the rows of a 200-step RK4's 16,000 nodes are a few dozen different ones.
+    A row of its own per node (slots counted from the start, a site tuple each) was 4-5 MB, kept
+    with the compiled forward replay as long as the recording (issue 44: a quarter of a plain
+    call's peak)."""
+    fills = tuple((i, k - slot, index) for i, slot, index in step[3])
+    kwargs = node.kwargs
+    words = args_key(list(kwargs.values())) if kwargs else ()
+    key = (node.prim, id(step[2]), id(kwargs) if words is None else (tuple(kwargs), words), fills, node.deps,
+           node.site)
+    row = rows.get(key)
+    if row is None:
+        # (the key holds the arguments by id: the row holds them alive while rows is in use)
+        row = rows[key] = (node.prim, step[2], kwargs, fills, node.deps, node.site)
+    return row
 
 
 _MAKING = threading.Lock()  # a replay read by two threads at once makes its nodes once
@@ -153,11 +175,11 @@ def nodes_of(structure: tuple, vals: list) -> list:
         parents = ()
         if fills:
             args = list(args)
-            for i, slot, index in fills:
-                v = vals[slot]
+            for i, back, index in fills:
+                v = vals[k - back]
                 args[i] = v if index is None else v[index]
             args = tuple(args)
-            parents = tuple((i, nodes[slot], index) for i, slot, index in fills)
+            parents = tuple((i, nodes[k - back], index) for i, back, index in fills)
         node = Node(prim, args, kwargs, parents, vals[k], deps, site)
         node.index = k
         nodes.append(node)

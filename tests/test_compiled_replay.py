@@ -316,6 +316,30 @@ def test_the_replays_that_compile_peak_at_most_one_and_a_half_plain_calls():
         assert ratio <= 1.5, (k + 1, ratio)
 
 
+def test_a_wide_jacobian_of_few_operations_is_not_checked_as_a_program_beside_the_usual_sweep():
+    # issue 44: a program is checked once by holding its first results beside the usual sweep's; for a
+    # 40 x 5000 Jacobian of a one-layer network (4 operations, results far larger than the values), that
+    # second copy was the replays' peak, ~1.6x a plain call's (P2-n4000-m50). The program is refused there
+    # (the usual sweep's bookkeeping of 4 operations is all it would save); a loop's programs are kept
+    # (test_a_stack_of_many_products_is_swept_by_a_compiled_program_at_every_later_replay).
+    rng = np.random.default_rng(3)
+    W, b = rng.standard_normal((40, 5000)) / 70, rng.standard_normal(40)
+
+    def layer(x):
+        return np.tanh(W @ x + b)
+
+    paths = []
+    g = jaccli.record_once(layer)
+    for k in range(7):
+        x = np.linspace(-1.0, 1.0, 5000) * (1 + 0.01 * k)
+        J = jaccli.jacobian(g, x, mode="reverse")
+        np.testing.assert_allclose(np.asarray(J), (1 - np.tanh(W @ x + b) ** 2)[:, None] * W, rtol=1e-13, atol=1e-15)
+        paths.append(J.stats["path"])
+    assert paths[-1] == "replay", paths
+    for k, (x, J, ratio) in enumerate(_replays(layer, 5000)):
+        assert ratio <= 1.5, (k + 1, ratio)
+
+
 def test_a_traced_sweep_holds_no_more_large_blocks_than_the_usual_sweep():
     # 80 pieces concatenated: traced, each piece's structured cotangent is added into x's dense
     # one in five steps of a 800 x 800 block each, where the usual sweep adds it in place

@@ -78,6 +78,26 @@ def fits(sizes: list, want: list, nodes: int) -> bool:
     return all(n <= stored(w) for n, w in zip(sizes, want)) and sum(sizes) <= MAX_STORED_PER_NODE * max(nodes, 1)
 
 
+# A program is checked once (agrees) by holding its first results beside the usual sweep's. Where
+# those take over CHECK_FLOOR bytes, more than the replay's values, and over CHECKED_PER_NODE numbers
+# per recorded operation, that second copy is the call's peak (P2-n4000-m50's 50 x 4000 Jacobian from
+# 6 operations on a 4000-vector: 1.64x a plain call's peak, issue 44), and the program saves little:
+# its gain is the bookkeeping of few operations beside arithmetic on many numbers. A loop's or a
+# stack's thousands of operations keep their programs, and so do results no larger than the values
+# a replay holds anyway (10 rows of a 300 x 300-grid stencil from 15 operations on 90,000-vectors).
+CHECK_FLOOR = 1 << 20
+CHECKED_PER_NODE = 1 << 14
+
+
+def checkable(numbers: int, trace: Trace) -> bool:
+    """Whether a program whose results hold `numbers` numbers (`stored`) on `trace` may be checked, and
+    so kept: see CHECK_FLOOR."""
+    nodes = trace.size()
+    if numbers * 8 <= CHECK_FLOOR or numbers <= CHECKED_PER_NODE * max(nodes, 1):
+        return True
+    return numbers * 8 <= sum(getattr(v, "nbytes", 0) for v in trace.values())
+
+
 def stored(block: Any) -> int:
     """How many numbers a sweep's result holds: a dense block's size, a structured block's parts'."""
     if block is None:

@@ -320,10 +320,11 @@ class Replayable(Recording):
             if prog is None:
                 with pause_for(self.trace):
                     starts, ends = where()
-                    large = not swapped and _dense_size(kind, seeds, ends) > bound
+                    dense = _dense_size(kind, seeds, ends)
+                    large = not swapped and (dense > bound or not compiled_sweeps.checkable(dense, self.trace))
                 if large:
                     out = sweep()
-                if out is None or sum(map(compiled_sweeps.stored, out)) <= bound:
+                if out is None or _keepable(out, bound, self.trace):
                     with pause_for(self.trace):
                         prog = compiled_sweeps.traced(self.trace, kind, starts, ends, seeds)
                 if prog is None:
@@ -338,7 +339,8 @@ class Replayable(Recording):
         if out is None:
             out = sweep()
         try:
-            if type(prog) is compiled_sweeps.Traced and not compiled_sweeps.fits(prog.sizes, out, self.trace.size()):
+            if type(prog) is compiled_sweeps.Traced and not (compiled_sweeps.fits(prog.sizes, out, self.trace.size())
+                                                             and _keepable(out, bound, self.trace)):
                 prog = None  # (no use compiling and checking what would not be kept)
                 self._refused.add(_sort_of(key))
             elif checking:
@@ -380,6 +382,13 @@ def _sort_of(key: tuple) -> tuple:
     which differ from one block of a Jacobian's rows (or columns) to the next."""
     kind, wrt, forms = key
     return kind, wrt, tuple(None if f is None else (f[0], len(f[1])) for f in forms)
+
+
+def _keepable(out: list, bound: int, trace: Trace) -> bool:
+    """Whether the usual sweep's results `out` leave room for a program: no more numbers than `bound`,
+    and a check of it (compiled_sweeps.checkable) that would not hold a second copy of many."""
+    numbers = sum(map(compiled_sweeps.stored, out))
+    return numbers <= bound and compiled_sweeps.checkable(numbers, trace)
 
 
 def _dense_size(kind: str, seeds: tuple, ends: tuple) -> int:

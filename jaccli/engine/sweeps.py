@@ -243,18 +243,21 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                     rule = _traced_rule(node, argnum, retraced)
                 else:
                     # (Node.vjp's work, inline where the rule is not made yet: a sweep makes most rules once;
-                    # a float result, the common one, is read as real without is_complex)
+                    # a float result, the common one, is read as real without is_complex; a complex one's
+                    # real argument gets Node._rule's real_cotangent)
                     rules = node._vjps
                     rule = _UNMADE if rules is None else rules.get(argnum, _UNMADE)
                     if rule is _UNMADE:
                         maker = node.prim.vjps.get(argnum)
-                        value = node.value
-                        if maker is None or node.prim.zero_grad or not (
-                                type(value) is np.float64 or (type(value) is np.ndarray and value.dtype.kind == "f")
-                                or not is_complex(value)):
+                        if maker is None or node.prim.zero_grad:
                             rule = node.vjp(argnum)
                         else:
+                            value = node.value
                             rule = maker(value, *node.args, **node.kwargs)
+                            if rule is not None and not (type(value) is np.float64 or (
+                                    type(value) is np.ndarray and value.dtype.kind == "f")) \
+                                    and is_complex(value) and not is_complex(node.args[argnum]):
+                                rule = real_cotangent(rule)
                             if rules is None:
                                 node._vjps = {argnum: rule}
                             else:

@@ -212,16 +212,28 @@ rfftn_t = primitive("np.fft.rfftn transpose", _r2c_t)
 irfftn_t = primitive("np.fft.irfftn transpose", _c2r_t)
 
 
+def _plain_first(prim):
+    """prim(g, ...), straight to its implementation for a plain array g: what the primitive's call comes to
+    for plain arguments, without looking for traced ones (a rule's call in every sweep); a traced or
+    structured g takes the primitive."""
+    def call(g, *rest):
+        return prim.impl(g, *rest) if type(g) is np.ndarray else prim(g, *rest)
+    return call
+
+
+_rfftn_t, _irfftn_t = _plain_first(rfftn_t), _plain_first(irfftn_t)
+
+
 def _r2c_vjp(ans, x, s, axes, norm):
     lengths, up = _lengths(x, axes), _up(axes)
-    return lambda g: rfftn_t(g, s, up, norm, lengths)
+    return lambda g: _rfftn_t(g, s, up, norm, lengths)
 
 
 def _c2r_vjp(ans, x, s, axes, norm):
     lengths, up = _lengths(x, axes), _up(axes)
     if dtype_of(x).kind != "c":  # NumPy sees a real x as complex: its cotangent is the real part (as JAX's)
-        return lambda g: np.real(irfftn_t(g, s, up, norm, lengths))
-    return lambda g: irfftn_t(g, s, up, norm, lengths)
+        return lambda g: np.real(_irfftn_t(g, s, up, norm, lengths))
+    return lambda g: _irfftn_t(g, s, up, norm, lengths)
 
 
 # A Jacobian's full block of one-hot seeds over a 1-D value is the identity: the first reverse

@@ -9,6 +9,7 @@ import tracemalloc
 import numpy as np
 
 import jaccli
+from tests.helpers import central_diff
 from tests.test_step_loops import rk4_lv
 
 CALLS = 6  # replays after the recording: they compile it one step a call (replay/replays.py), then run it
@@ -73,3 +74,43 @@ def test_an_rk4_loops_replays_keep_little_of_each_other_between_calls():
     # compiles them; 1.8 before). The bounds leave room for the allocator and Python's versions.
     assert held[1] <= 0.8 * plain, [h / plain for h in held]
     assert max(held[1:]) <= 1.25 * plain, [h / plain for h in held]
+
+
+def _pair_energy(x):
+    """A Lennard-Jones energy of atoms at x (3 coordinates each): its Hessian's tangents of the
+    n x n x 3 differences (3n of them) are far larger than the 3n x 3n Hessian."""
+    X = x.reshape(-1, 3)
+    d = X[:, None, :] - X[None, :, :]
+    i, j = np.triu_indices(X.shape[0], 1)
+    inv6 = 1.0 / np.sum(d * d, axis=-1)[i, j] ** 3
+    return np.sum(4.0 * (inv6 * inv6 - inv6))
+
+
+def _pair_gradient(x):
+    """The gradient in closed form: per pair, E(s) of s = |r|^2, dE/dx_i = 2 E'(s) r."""
+    X = x.reshape(-1, 3)
+    d = X[:, None, :] - X[None, :, :]
+    s = np.sum(d * d, axis=-1) + np.eye(len(X))  # (the diagonal's r is 0: any s but 0)
+    de = 4.0 * (-6.0 * s ** -7 + 3.0 * s ** -4)
+    return (2.0 * de[:, :, None] * d).sum(axis=1).ravel()
+
+
+def test_a_hessian_whose_intermediates_outweigh_its_results_gets_its_compiled_sweep():
+    # issue 44.2: the traced sweep's room (compiled_sweeps.sweep_room) counted the results only, and
+    # the 3n tangents of the differences (108 x 36 x 36 x 3, 3.4 MB each, beside a 108 x 108 Hessian)
+    # refused the program at their first product: the usual sweep holds as many, so no trap
+    from jaccli.replay import replays
+
+    grid = np.stack(np.meshgrid(np.arange(4), np.arange(3), np.arange(3), indexing="ij"), -1).reshape(-1, 3)
+    x0 = (1.1 * grid + 0.05 * np.random.default_rng(0).standard_normal(grid.shape)).ravel()
+    g = jaccli.record_once(_pair_energy)
+    paths = []
+    for k in range(8):
+        x = x0 * (1 + 1e-3 * k)
+        H = jaccli.hessian(g, x)
+        got = np.asarray(H)
+        paths.append(H.stats["path"])
+        np.testing.assert_allclose(got, np.asarray(jaccli.hessian(_pair_energy, x)), rtol=1e-10, atol=1e-9)
+        if k in (0, 7):
+            np.testing.assert_allclose(got, central_diff(_pair_gradient, x), rtol=1e-6, atol=1e-5)
+    assert paths[-1] == replays.COMPILED_SWEEP, paths

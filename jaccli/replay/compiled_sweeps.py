@@ -33,8 +33,9 @@ from typing import Any
 import numpy as np
 
 from .codegen import compile_steps, guard_step, node_step
-from jaccli.engine import (COPIES_SUM, TRACED_PARTS, WRITES_ARGUMENT, Guard, SparseBlock, Trace, Tracer, dense, forward,
-                           reverse)
+from .sweep_peaks import usual_peak
+from jaccli.engine import (COPIES_SUM, TRACED_PARTS, WRITES_ARGUMENT, Guard, SparseBlock, Trace, Tracer,
+                           dense, forward, reverse)
 
 # Bytes of constants a program may hold (the seeds' own results, f's constants that rules read).
 # Past it the sweep is made the usual way each time: it costs little next to the arithmetic then.
@@ -295,23 +296,27 @@ def sweep_budget(trace: Trace, seeds: tuple) -> float:
     return 4 * k * held + MAX_BYTES
 
 
-def sweep_room(kind: str, ends: tuple, seeds: tuple) -> float:
-    """Bytes of large blocks (LARGE_SUM or more) a traced sweep may hold at once: its results'
-    and 4 MB. The usual sweep holds about its results; a traced rule that makes dense in several
-    steps what the usual sweep adds in place (a structured block added into a sum: 5 blocks as
-    large as the result at once for 200 pieces concatenated, 4.3x a plain call's peak; a stack's
-    seeds made dense, then its sum, then a copy of it: 1.6x) makes a program that cannot pay off,
-    and peaks above a plain call: the sweep is made the usual way (issue 44). Smaller blocks are
-    not counted: the benchmark's programs, which pay off, never hold one."""
+def sweep_room(kind: str, starts: tuple, ends: tuple, seeds: tuple) -> float:
+    """Bytes of large blocks (LARGE_SUM or more) a traced sweep may hold at once: what the usual
+    sweep holds at its peak (its results, or where larger its largest rule's blocks: sweep_peaks)
+    and 4 MB. A traced rule that makes dense in several steps what the usual sweep adds in place (a
+    structured block added into a sum: 5 blocks as large as the result at once for 200 pieces
+    concatenated, 4.3x a plain call's peak; a stack's seeds made dense, then its sum, then a copy of
+    it: 1.6x) makes a program that cannot pay off, and peaks above a plain call: the sweep is made
+    the usual way (issue 44). Smaller blocks are not counted: the benchmark's programs, which pay
+    off, never hold one."""
     k = max((s.shape[0] for s in seeds if s is not None and len(s.shape)), default=1)
     if kind == "reverse":
         values = [n.value for n in ends]
+        outputs, inputs = starts, ends
     else:
         values = [n.value if i is None else n.value[i] for n, i in ends]
+        outputs, inputs = ends, starts
+    results = k * sum(np.size(v) * np.asarray(v).itemsize for v in values)
     # and the seeds made dense, which the usual sweep may make too (a join's rule makes a structured
     # block of identity seeds dense once, rather than slicing it per piece: a stack of products)
     seeded = sum(math.prod(s.shape) * np.dtype(s.dtype).itemsize for s in seeds if s is not None)
-    return k * sum(np.size(v) * np.asarray(v).itemsize for v in values) + seeded + 4 * LARGE_SUM
+    return max(results, usual_peak(outputs, inputs, k, LARGE_SUM)) + seeded + 4 * LARGE_SUM
 
 
 def _large_arrays(trace: Trace) -> set[int]:
@@ -366,7 +371,7 @@ def traced(trace: Trace, kind: str, starts: tuple, ends: tuple, seeds: tuple) ->
     program; None when it cannot be one."""
     ext = Trace()  # the trace's operations, then the sweep's (the nodes are shared, not copied)
     n = len(trace.nodes)
-    ext.nodes = _Lean(trace.nodes, sweep_budget(trace, seeds), sweep_room(kind, ends, seeds))
+    ext.nodes = _Lean(trace.nodes, sweep_budget(trace, seeds), sweep_room(kind, starts, ends, seeds))
     ext.nodes.room.held.update(_large_arrays(trace))
     ext.guards = _Lean()
     ext.inputs = list(trace.inputs)

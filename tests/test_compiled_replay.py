@@ -489,7 +489,3 @@ def test_a_sweep_whose_constants_pass_max_bytes_stops_being_traced_at_once(monke
         np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, x, mode="reverse")), M @ want, rtol=1e-12, atol=1e-12)
     assert list(_replay_of(g)._programs.values()) == [False]
     assert 0 < len(appended) < 400  # stopped early: the whole sweep appends over 4000 nodes and guards
-
-
-def _stacked(x):
-    return np.stack([x[i] * x[i + 1] for i in range(x.shape[0] - 1)])

@@ -8,19 +8,14 @@ from __future__ import annotations
 import numpy as np
 
 import jaccli
+from benchmarks.workloads import _loop_ref as _loop_reference
+from benchmarks.workloads import _stack_ref as _stack_reference
+from benchmarks.workloads import element_loop_numpy as _loop
 from jaccli.replay import compiled_sweeps as programs
 
 
 def _stacked(x):
     return np.stack([x[i] * x[i + 1] for i in range(x.shape[0] - 1)])
-
-
-def _stack_reference(x):
-    n = x.size
-    J = np.zeros((n - 1, n))
-    J[np.arange(n - 1), np.arange(n - 1)] = x[1:]
-    J[np.arange(n - 1), np.arange(1, n)] += x[:-1]
-    return J
 
 
 def _replay_of(g):
@@ -70,22 +65,6 @@ def test_a_compiled_stack_whose_branch_changes_is_recorded_afresh_and_stays_righ
     np.testing.assert_allclose(got, np.cos(_stacked(x))[:, None] * _stack_reference(x), rtol=1e-14)
     np.testing.assert_allclose(got, np.asarray(jaccli.jacobian(f, x)), rtol=1e-15, atol=0)
     assert g.misses == 1
-
-
-def _loop(x):
-    n = x.shape[0]
-    y = np.zeros_like(x)
-    for i in range(n):
-        y[i] = x[i] * x[(i + 1) % n]
-    return y
-
-
-def _loop_reference(x):
-    n = x.size
-    J = np.zeros((n, n))
-    J[np.arange(n), np.arange(n)] += np.roll(x, -1)
-    J[np.arange(n), (np.arange(n) + 1) % n] += x
-    return J
 
 
 def test_an_element_loop_that_writes_in_place_replays_compiled_and_is_swept_by_a_program_in_place():

@@ -164,7 +164,7 @@ class BlockStores:
     """The caches of an Evaluator's blocks, a dense array or a PartialStore per (output, input) block.
 
     Mixed into Evaluator, whose __init__ sets what these read: rec, batch, B, M, N, symmetric, the
-    `store` dict and the `_dtypes` dict (and n_in, in_feat, col_done, _plain, _slab for the sweeps that
+    `store` dict and the `_dtypes` dict (and n_in, in_feat, col_done, _slab for the sweeps that
     write into a store: _swept_in_place, _kept_whole); `entries` and `kept` are the Evaluator's.
     """
 

@@ -40,6 +40,21 @@ def clean_env(**extra: str) -> dict:
     return env
 
 
+def at_a_terminal(then=None):
+    """A preexec_fn: the child starts with Ctrl-C's, SIGTERM's and SIGHUP's default actions, as a command typed at
+    a terminal does, even where the suite itself runs with them ignored (a background job of a shell without job
+    control ignores SIGINT, and the child would inherit that); then `then()`, if given."""
+    import signal
+
+    def preexec() -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+        if then is not None:
+            then()
+
+    return preexec
+
+
 def assert_error_line(stderr: str) -> None:
     """stderr is one `Error: ...` line (its wording: test_error_messages.py)."""
     lines = stderr.splitlines()
@@ -306,7 +321,7 @@ def _signalled(args: list[str], cwd: Path, started, sig: int, what: str, then=No
     import time
 
     proc = subprocess.Popen(JACCLI + args, cwd=cwd, env=clean_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=at_a_terminal(preexec_fn))
     try:
         deadline = time.monotonic() + 60
         while not started() and proc.poll() is None and time.monotonic() < deadline:

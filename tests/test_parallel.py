@@ -27,7 +27,7 @@ from jaccli.parallel.remote_sweeps import RemoteSweeps
 
 from .helpers import central_diff
 from .test_cli import invoke, make_runner
-from .test_cli_subprocess import JACCLI, clean_env
+from .test_cli_subprocess import JACCLI, at_a_terminal, clean_env
 from .test_error_messages import short_connect_timeout
 
 A = np.random.default_rng(7).normal(size=(30, 30)) / 6
@@ -294,7 +294,8 @@ def test_cli_workers_ctrl_c_cancels_and_leaves_no_temporary_file_and_no_worker_p
                                       "def f(x):\n    try:\n        get_worker()\n        time.sleep(60)\n"
                                       "    except ValueError:\n        pass\n    return np.cumsum(np.tanh(x))\n")
     proc = subprocess.Popen(JACCLI + ["jacobian", "slow.py", "x.npy", "-o", "J.npy", "--workers", "2"], cwd=tmp_path,
-                            stderr=subprocess.PIPE, text=True, env=clean_env(JACCLI_PARALLEL_MIN_WORK="0"))
+                            stderr=subprocess.PIPE, text=True, env=clean_env(JACCLI_PARALLEL_MIN_WORK="0"),
+                            preexec_fn=at_a_terminal())
     try:
         line = proc.stderr.readline()  # the cluster's line, once it is up
         assert line.startswith("Dask: started a local cluster of 2 worker processes; dashboard: http://"), line

@@ -164,13 +164,16 @@ def replay_table(results: dict) -> list[str]:
     for iid, rep in results.get("replay", {}).items():
         plain, r = _plain(results, iid), instance_ratios(results, iid)
         first = rep.get("first_replay_s")
+        there = rep.get("plain_in_position_s")
         mem = rep.get("memory", {})
         rows.append([iid, fmt_cell(plain) if plain else "–",
                      fmt_s(statistics.median(first)) + f" ({len(first)} trials)" if first else "–",
-                     fmt_ratio(r["first_plain"]), _mem_cell(mem.get("jaccli")),
-                     _mem_cell(mem.get("jaccli record_once")), fmt_ratio(r["memory"])])
+                     fmt_ratio(r["first_plain"]), fmt_s(statistics.median(there)) if there else "–",
+                     fmt_ratio(statistics.median(first) / statistics.median(there)) if first and there else "–",
+                     _mem_cell(mem.get("jaccli")), _mem_cell(mem.get("jaccli record_once")), fmt_ratio(r["memory"])])
     return _table(["instance", "jaccli (plain)", "first replay (median)", "first replay / plain",
-                   "plain call's peak", "replay's peak", "replay / plain"], rows)
+                   "plain call in its position (median)", "first replay / that", "plain call's peak",
+                   "replay's peak", "replay / plain"], rows)
 
 
 # ---------------------------------------------------------------- issue 39: the spectral residual
@@ -357,7 +360,8 @@ def sections(results: dict) -> tuple[list[str], list[str]]:
     if results.get("replay"):
         body += ["", "## record_once on P1-P6: first replay and peak memory", "",
                  "First replay: the call after the recording, in fresh `record_once` wrappers, against the "
-                 "plain call's median above. Peak memory: `memprobe.py --steady` in a fresh process, six plain "
+                 "plain call's median above. Plain call in its position: the second plain call after the same "
+                 "idle wait (the first stands for the recording), as many trials. Peak memory: `memprobe.py --steady` in a fresh process, six plain "
                  "calls after a warm-up and six replays after the recording; MB over the RSS before the "
                  "first call.", ""]
         body += replay_table(results)

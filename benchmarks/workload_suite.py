@@ -192,6 +192,27 @@ def instance_first_replay(iid: str, trials: int = FIRST_REPLAY_TRIALS) -> list[f
     return times
 
 
+def instance_plain_in_position(iid: str, trials: int = FIRST_REPLAY_TRIALS) -> list[float]:
+    """Seconds of a plain call timed where instance_first_replay times the first replay: the second
+    call after an idle wait (the first call after the wait stands for the recording).
+
+    The first replay is compared with the plain call's steady median, timed in back-to-back calls;
+    a call right after the wait pays for caches and threads left idle, whatever it runs (the idle
+    run of 10ef85a: P2-n100-m100's first replays 555, 548 and 303 us against a steady 252 us, where
+    its thread CPU is 0.7-1.0x a plain call's in either position). This says what part of the
+    ratio the position takes."""
+    inst = instances.load(iid)
+    run = methods.find(inst, "jaccli").build(inst).run
+    times = []
+    for _ in range(trials):
+        quiesce(0.5)
+        run()
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return times
+
+
 def instance_memory(iid: str) -> dict:
     """memprobe's steady peak RSS of plain calls and of replays (each after one call: the warm-up, the
     recording; from the RSS before it, see memprobe's --steady)."""

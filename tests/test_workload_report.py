@@ -2,6 +2,7 @@
 parts, readme_figures.py), fed with synthetic rows: the formatting and the PASS/MISS logic, not speed."""
 import dataclasses
 import re
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -143,7 +144,7 @@ def test_results_md_has_the_new_sections_and_the_readme_takes_its_figures():
     assert "| rk4-lv | 1000 | 160 ms ±0% | 20 ms ±0% | 110 ms ±0% (jacfwd) | – | – | skipped: too slow | " \
            "1.45x | 1.45x | 0.12x | 1.25x | 6,250/s | 50,000/s |" in text
     assert "| stack-1000 | 93 MB | 7000 MB | 50 MB (torch.func.jacfwd) | – | – | – | 75.27x |" in text
-    assert "| P3-n100 | 600 µs ±0% | 3 ms (1 trials) | 5.00x | 10 MB | 49 MB | 5.00x |" in text
+    assert "| P3-n100 | 600 µs ±0% | 3 ms (1 trials) | 5.00x | – | – | 10 MB | 49 MB | 5.00x |" in text
     assert "| evaluation + checks | 63 ms | 60 ms | 1.05x | np.asarray(jaccli.jacobian(f, x)) |" in text
     block = readme_figures.render(text)
     assert "- **MISS**, 44.2 record_once / plain jaccli, each workload: 2 of 3; worst stack-1000 3.00x" in block
@@ -244,3 +245,27 @@ def test_the_traced_memory_ratio_reads_the_tracemalloc_peaks_and_a_target_row_ju
     assert "not measured: stencil300-rows10" in traced[1]
     table = "\n".join(wr.workload_memory_table(results["workloads"]))
     assert "| 18 MB | 13 MB | 0.72x |" in table
+
+
+def test_a_plain_call_is_timed_in_the_first_replays_position_the_second_call_after_the_wait(monkeypatch):
+    # the first replay is the second call after an idle wait: a plain call timed there says what
+    # part of its ratio to the steady plain median the position takes
+    events = []
+    monkeypatch.setattr(workload_suite, "quiesce", lambda s: events.append("wait"))
+    inst = SimpleNamespace(x=np.ones(2))
+    monkeypatch.setattr(workload_suite.instances, "load", lambda iid: inst)
+    plain = SimpleNamespace(build=lambda i: SimpleNamespace(run=lambda: events.append("call")))
+    monkeypatch.setattr(workload_suite.methods, "find", lambda i, name: plain if name == "jaccli" else None)
+    times = workload_suite.instance_plain_in_position("P1-n100", 3)
+    assert events == ["wait", "call", "call"] * 3 and len(times) == 3 and all(t >= 0 for t in times)
+
+
+def test_the_replay_table_shows_the_plain_call_in_the_first_replays_position():
+    results = _results()
+    results["replay"]["P1-n100"]["plain_in_position_s"] = [2e-4, 1.5e-4, 2.5e-4]  # the first replay: 3e-4
+    table = "\n".join(wr.replay_table(results))
+    assert "plain call in its position (median)" in table and "first replay / that" in table
+    p1 = next(line for line in table.splitlines() if line.startswith("| P1-n100 "))
+    assert "| 1.50x | 200 µs | 1.50x |" in p1
+    p3 = next(line for line in table.splitlines() if line.startswith("| P3-n100 "))
+    assert "| – | – |" in p3  # (a run without the measurement)

@@ -336,7 +336,7 @@ def sections(results: dict) -> tuple[list[str], list[str]]:
                  f"Each method is checked against the reference (closed forms; RK4 on the variational equation for "
                  f"the integrators) before it is timed, then timed as P1-P6 are, in {wl['samples']} interleaved "
                  f"rounds (`*`: fewer samples, a method over {wl['budget_s']:.0f} s). record_once: recorded, "
-                 "its first replay timed apart (at a point moved by 1e-3; the median of 3 fresh wrappers), then replayed a few times before "
+                 "its first replay timed apart (at a point moved by 1e-3; the median of 5 fresh wrappers), then replayed a few times before "
                  "the steady state is timed. Recorded operations: those of one plain call; operations/s is "
                  "their number over the call's time, the per-operation overhead.", ""]
         body += workloads_table(wl)

@@ -76,7 +76,8 @@ def _timed_call(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - start, out
 
 
-FIRST_REPLAY_TRIALS = 3  # one wall-clock sample swung rk4-lv's first replay between 1.7x and 3.1x a plain call
+FIRST_REPLAY_TRIALS = 5  # one wall-clock sample swung rk4-lv's first replay between 1.7x and 3.1x a plain call, and
+# a median of 3 took one event twice (P2-n100-m100: 555, 548, 303 us against a steady 252 us)
 
 
 def first_replays(make: Callable[[], Callable[[np.ndarray], Any]], x: np.ndarray, trials: int

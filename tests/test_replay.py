@@ -466,3 +466,20 @@ def test_a_dict_keyed_by_objects_reaches_f_as_it_is():
     g = jaccli.record_once(f)
     x = np.array([1.0, 2.0])
     np.testing.assert_array_equal(np.asarray(jaccli.jacobian(g, (x, {p: 2.0, q: 1.0}), wrt=0)), np.diag([4.0, 6.0]))
+
+
+@pytest.mark.parametrize("hessian", [False, True])
+def test_a_steady_replay_keeps_the_recording_it_was_replayed_from(hessian):
+    # Once kept without its values, what a steady call keeps is the same object on every call (no
+    # second copy and trace made per call); each call still replays at its own point.
+    f = (lambda x: np.sum(np.sin(x) * x ** 2)) if hessian else (lambda x: np.exp(x) * np.cos(x))
+    g = jaccli.record_once(f)
+    make = jaccli.hessian if hessian else jaccli.jacobian
+    kept = []
+    for k in range(8):
+        x = np.linspace(-1.0, 1.0, 5) + 0.1 * k
+        A = np.asarray(make(g, x))
+        np.testing.assert_allclose(A, np.asarray(make(f, x)), rtol=1e-13, atol=1e-15)
+        kept.append(g._cache[next(iter(g._cache))])
+    assert kept[-1] is kept[-2] is kept[-3] and kept[-1].trace.values() is None
+    assert (g.records, g.replays, g.misses) == (1, 7, 0)

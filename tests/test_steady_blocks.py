@@ -24,6 +24,15 @@ def _counted(monkeypatch):
             _Counted(monkeypatch, Replayable, "answer", "rerun"))
 
 
+def _calls(g, make, seed, calls, counted):
+    """(k, x, make(g, x)) for `calls` calls at random points, `counted` reset before each."""
+    rng = np.random.default_rng(seed)
+    for k in range(calls):
+        counted.reset()
+        x = rng.uniform(-1, 1, 6)
+        yield k, x, make(g, x)
+
+
 def _check(f, x, A):
     if f is _elementwise:
         np.testing.assert_allclose(A, _elementwise_jacobian(x), rtol=1e-13)
@@ -179,13 +188,8 @@ def _counted_records(monkeypatch):
 @pytest.mark.parametrize("f, hessian", [(_wide, False), (_elementwise, False), (_rosenbrock, True)])
 def test_a_steady_call_goes_from_its_replay_to_its_blocks(monkeypatch, f, hessian):
     records = _counted_records(monkeypatch)
-    g = jaccli.record_once(f)
-    make = jaccli.hessian if hessian else jaccli.jacobian
-    rng = np.random.default_rng(13)
-    for k in range(6):
-        records.reset()
-        x = rng.uniform(-1, 1, 6)
-        J = make(g, x)
+    g, make = jaccli.record_once(f), jaccli.hessian if hessian else jaccli.jacobian
+    for k, x, J in _calls(g, make, 13, 6, records):
         # the first call records f and checks its outputs; later ones replay it straight to the blocks
         assert sum(records.calls.values()) == (1 if k == 0 else 0)
         P = make(f, x)
@@ -252,3 +256,36 @@ def test_small_replays_share_one_context_that_pauses_nothing():
     assert pause_for(trace) is pause_for(trace)  # (not a new nullcontext for each sweep and replay)
     with pause_for(trace):
         assert gc.isenabled()
+
+
+@pytest.mark.parametrize("f, hessian", [(_elementwise, False), (_wide, False), (_rosenbrock, True),
+                                        (_logsumexp, True)])
+def test_a_steady_whole_block_decides_no_route_and_makes_no_positions(monkeypatch, f, hessian):
+    from jaccli.api.evaluator import Evaluator, HessianEvaluator
+
+    routes = _Counted(monkeypatch, HessianEvaluator if hessian else Evaluator, "ensure")
+    make = jaccli.hessian if hessian else jaccli.jacobian
+    for k, x, J in _calls(jaccli.record_once(f), make, 15, 12, routes):
+        A = np.asarray(J)
+        _check(f, x, A)
+        if k >= 9:  # (compiled and checked over the first replays: then the kept program, at once)
+            assert routes.calls["ensure"] == 0 and J.stats["path"] == "compiled sweep"
+            P = make(f, x)
+            np.testing.assert_allclose(A, np.asarray(P), rtol=1e-13, atol=1e-16)
+            assert {k: v for k, v in J.stats.items() if k != "path"} == \
+                {k: v for k, v in P.stats.items() if k != "path"}
+            np.testing.assert_array_equal(J[1], A[1])
+
+
+def test_a_failing_guard_of_the_steady_sweep_runs_its_program_once(monkeypatch):
+    from jaccli.replay.replays import Replayable
+
+    reruns = _Counted(monkeypatch, Replayable, "rerun")
+    g = jaccli.record_once(lambda x: np.sqrt(x) * x)  # (0.5 / sqrt(x) is checked finite)
+    for _ in range(9):
+        np.asarray(jaccli.jacobian(g, np.linspace(0.5, 2.0, 5)))
+    reruns.reset()
+    y = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
+    A = np.asarray(jaccli.jacobian(g, y))  # (sqrt(0) warns of nothing: the caller's error state, replayed)
+    assert g.misses == 0 and reruns.calls["rerun"] == 1  # the guard fails once: the usual route then, not the program again
+    np.testing.assert_allclose(A[1:, 1:], np.diag(1.5 * np.sqrt(y[1:])), rtol=1e-13)

@@ -159,8 +159,7 @@ class _Block:
         in_shape = (ev.N[j],) if flat else ev.in_feat[j]
         shape = self._matrix_shape if flat else self.shape
         if idx is Ellipsis or _is_full_index(idx):  # (np.asarray(J) asks for Ellipsis)
-            ev.ensure(i, j, np.arange(ev.M[i]), np.arange(ev.N[j]), mode)
-            full = ev.entries(i, j).reshape(shape)  # (an ndarray: the dense store)
+            full = ev.whole(i, j, mode).reshape(shape)  # (an ndarray: the dense store)
             return full if idx is Ellipsis and shape else full[idx]
         # NumPy's own error messages for bad indices, from an array that owns no memory.
         probe = np.broadcast_to(np.empty((), dtype=bool), shape)[idx]

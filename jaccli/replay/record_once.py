@@ -75,7 +75,7 @@ class RecordOnce:
             with self._lock:
                 if new is not None:
                     self.replays += 1
-                    self._keep(key, new)
+                    self._keep(key, new, rec)
                     return new, False
                 self.misses += 1
         rec = make()
@@ -100,11 +100,11 @@ class RecordOnce:
             return None
         with self._lock:
             self.replays += 1
-            self._keep(key, new)
+            self._keep(key, new, rec)
         return new
 
-    def _keep(self, key: tuple, rec: Replayable) -> None:
-        self._cache[key] = rec.kept_between_calls()
+    def _keep(self, key: tuple, rec: Replayable, source: Replayable | None = None) -> None:
+        self._cache[key] = rec.kept_between_calls(source)
         self._cache.move_to_end(key)
         while len(self._cache) > self.max_signatures:
             self._cache.popitem(last=False)

@@ -489,3 +489,27 @@ def test_a_sweep_whose_constants_pass_max_bytes_stops_being_traced_at_once(monke
         np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, x, mode="reverse")), M @ want, rtol=1e-12, atol=1e-12)
     assert list(_replay_of(g)._programs.values()) == [False]
     assert 0 < len(appended) < 400  # stopped early: the whole sweep appends over 4000 nodes and guards
+
+
+def test_a_pair_potentials_hessian_program_never_makes_a_pairwise_tangent_dense():
+    # Lennard-Jones over 16 atoms (benchmarks' lj-hessian-114 at 38): each seed's tangent of the
+    # n x n x 3 differences is one row and one column, kept so through the gradient's broadcasts
+    # and sums; the program computes those entries alone (issue 44: 0.75x a plain call, dense)
+    from benchmarks.workloads import _lj_atoms, _lj_hessian, lennard_jones
+
+    n = 16
+    g = jaccli.record_once(lambda x: lennard_jones(np, x))
+    x0 = _lj_atoms(n)
+    for k in range(8):
+        x = x0 * (1 + 1e-3 * k)
+        _util._SPARE.v = _util._ISSUED.v = None
+        tracemalloc.start()
+        try:
+            H = np.asarray(jaccli.hessian(g, x))
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        np.testing.assert_allclose(H, _lj_hessian(x), rtol=1e-10, atol=1e-9)
+    # the last call runs the program: below one dense block of tangents, (3n) x n x n x 3 (295 kB;
+    # 1.25 MB when they were dense, 160 kB structured)
+    assert peak < 3 * n * n * n * 3 * 8, peak

@@ -259,3 +259,49 @@ def test_a_real_low_rank_part_under_complex_entries_is_made_dense_complex(entrie
     assert got.dtype == np.complex128
     np.testing.assert_allclose(got, want, rtol=1e-15, atol=1e-15)
     np.testing.assert_allclose(np.real(block), want.real, rtol=1e-15, atol=1e-15)
+
+
+@settings(max_examples=80, deadline=None)
+@given(blocks(min_dims=2), st.data())
+def test_broadcasting_a_block_repeats_its_entries_along_the_new_axes(data, draw):
+    b, rng = data
+    # b's axes of length 1 grow, as x[:, None] - x[None, :] does
+    shape = (b.shape[0],) + tuple(draw.draw(st.integers(1, 3)) if n == 1 else n for n in b.inner)
+    out = np.broadcast_to(b, shape)
+    same(out, np.broadcast_to(dense(b), shape))
+    if b.idx.shape[1] * np.prod(shape[1:]) // np.prod(b.inner) <= 0.25 * np.prod(shape[1:]):
+        assert type(out) is SparseBlock
+
+
+def test_pairwise_differences_keep_a_row_and_a_column_per_seed():
+    # The tangent of x[:, None, :] - x[None, :, :] for a seed on atom k is row k and column k of
+    # the n x n x 3 block: 2n entries per seed, never a dense block (a Lennard-Jones Hessian's sweep)
+    from jaccli.engine.recording import Recording
+
+    n = 9
+    x = np.random.default_rng(0).standard_normal(3 * n)
+    rec = Recording(lambda x: x.reshape(-1, 3)[:, None, :] - x.reshape(-1, 3)[None, :, :], (x,), (0,))
+    out = rec.jvp([SparseBlock.one_hot(np.arange(3 * n), (3 * n,), np.float64)], structured=True)[0]
+    assert type(out) is SparseBlock and out.idx.shape[1] == 2 * n
+    want = np.zeros((3 * n, n, n, 3))
+    for k in range(n):
+        for c in range(3):
+            want[3 * k + c, k, :, c] += 1.0
+            want[3 * k + c, :, k, c] -= 1.0
+    np.testing.assert_array_equal(out.todense(), want)
+
+
+@pytest.mark.parametrize("cond", [np.array(True), np.array(False), np.array([True, False, True, False, True])])
+def test_where_masks_a_block_in_either_branch_and_keeps_it_structured(cond):
+    b = SparseBlock((3, 5), np.array([[0, 1], [2, 2], [4, 3]]), np.array([[1.0, 2.0], [3.0, np.nan], [5.0, 6.0]]))
+    D = dense(b)
+    for out, want in ((np.where(cond, b, 0.0), np.where(cond, D, 0.0)), (np.where(cond, 0.0, b), np.where(cond, 0.0, D))):
+        assert type(out) is SparseBlock
+        np.testing.assert_array_equal(dense(out), want)
+
+
+def test_blocks_at_the_same_positions_add_their_values_not_their_entries():
+    b = SparseBlock.one_hot(np.arange(4), (6,), np.float64)
+    total = SparseBlock.sum_of([b * 2.0, b * 3.0, -b])
+    assert type(total) is SparseBlock and total.idx.shape == b.idx.shape
+    np.testing.assert_array_equal(dense(total), 4.0 * dense(b))

@@ -31,6 +31,7 @@ TRACED_PARTS = ThreadSlot()
 
 _DENSE_FRACTION = 0.25  # densify when a seed holds more than this share of its entries
 _MAX_RANK = 8  # densify when the low-rank part grows past this
+_COMPARED = 4  # a sum of at most so many blocks at distinct idx arrays compares their positions
 
 
 def lowrank_product(u: np.ndarray, v: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -198,8 +199,26 @@ class SparseBlock:
     def sum_of(parts: list) -> Any:
         """The sum of same-shape blocks, joined in one pass (dense when the entries grow too many)."""
         first = parts[0]
-        idx = np.concatenate([p.idx for p in parts], axis=1)
-        val = np.concatenate([p.val for p in parts], axis=1)
+        # Parts at the same positions (a tangent scaled twice, t * y + x * t, each a view of one block's
+        # idx) add their values: the sum keeps their entries, not twice as many.
+        same: dict = {}
+        for p in parts:
+            at = same.get(id(p.idx))
+            same[id(p.idx)] = (p.idx, p.val) if at is None else (at[0], at[1] + p.val)
+        if 1 < len(same) <= _COMPARED:  # equal positions made apart (the same sums of two products)
+            groups: list = []
+            for idx, val in same.values():
+                at = next((g for g, (i, _) in enumerate(groups) if i.shape == idx.shape and np.array_equal(i, idx)), None)
+                if at is None:
+                    groups.append((idx, val))
+                else:
+                    groups[at] = (groups[at][0], groups[at][1] + val)
+            same = dict(enumerate(groups))
+        if len(same) == 1 and len(parts) > 1:
+            idx, val = next(iter(same.values()))
+        else:
+            idx = np.concatenate([i for i, _ in same.values()], axis=1)
+            val = np.concatenate([v for _, v in same.values()], axis=1)
         low = [p for p in parts if p.u is not None]
         u = np.concatenate([p.u for p in low], axis=1) if low else None
         v = np.concatenate([p.v for p in low], axis=0) if low else None
@@ -288,7 +307,7 @@ class SparseBlock:
     # -- functions that keep the structure -------------------------------------
     def __array_function__(self, func, types, args, kwargs):
         handler = FUNCTIONS.get(func)
-        if handler is not None and type(args[0]) is SparseBlock:
+        if handler is not None and (type(args[0]) is SparseBlock or func is np.where):  # (where's block: x or y)
             out = handler(*args, **kwargs)
             if out is not NotImplemented:
                 return out
@@ -367,12 +386,16 @@ def _swapaxes(a: SparseBlock, axis1, axis2):
 
 
 def _where(cond, x=None, y=None):
+    """where(cond, block, 0) and where(cond, 0, block): the block masked, its structure kept."""
+    if type(y) is SparseBlock and type(x) is not SparseBlock and np.ndim(x) == 0 and x == 0 \
+            and isinstance(cond, (np.ndarray, bool, np.bool_)):
+        return _where(~np.asarray(cond, dtype=bool), y, 0.0)
     if type(x) is SparseBlock and not isinstance(y, SparseBlock) and np.ndim(y) == 0 and y == 0 \
-            and isinstance(cond, (np.ndarray, bool, np.bool_)) and np.ndim(cond) <= len(x.inner):
+            and isinstance(cond, (np.ndarray, bool, np.bool_)) and np.ndim(cond) <= len(x.inner) \
+            and x.u is None:  # (a low-rank part masked: u * 0 keeps u's NaN, where the dense where has 0)
         c = x._factor_at(np.asarray(cond))
         if c is not None:
-            v = None if x.v is None else np.where(cond, x.v, 0.0)
-            return SparseBlock(x.shape, x.idx, np.where(c, x.val, 0.0), x.u, v)
+            return SparseBlock(x.shape, x.idx, np.where(c, x.val, 0.0))
     return NotImplemented
 
 
@@ -400,11 +423,49 @@ def _take(a: SparseBlock, indices, axis=None, **kw):
     new = inverse[a.idx]
     keep = new >= 0
     v = None if a.v is None else np.take(a.v, flat, axis=-1)
-    return SparseBlock((a.shape[0],) + flat.shape, np.where(keep, new, 0), np.where(keep, a.val, 0.0), a.u, v)
+    val = a.val
+    counts = np.count_nonzero(keep, axis=1)
+    most = int(counts.max()) if counts.size else 0
+    if most < keep.shape[1]:
+        # the entries gathered first in each row, the rest dropped (the pairs i < j of a pairwise
+        # block keep a seed's 37 of 76 entries), padded with zeros where a row keeps fewer
+        order = np.argsort(~keep, axis=1, kind="stable")[:, :most]
+        rows = np.arange(keep.shape[0])[:, None]
+        new, val, keep = new[rows, order], val[rows, order], keep[rows, order]
+        if (counts == most).all():
+            return SparseBlock((a.shape[0],) + flat.shape, new, val, a.u, v)
+    return SparseBlock((a.shape[0],) + flat.shape, np.where(keep, new, 0), np.where(keep, val, 0.0), a.u, v)
+
+
+def _broadcast_to(a: SparseBlock, shape, subok=False):
+    """a broadcast over more positions: each entry repeated along the axes it is broadcast on (the
+    tangent of x[:, None] - x[None, :] for a seed on x[k] is row k and column k, never a dense square)."""
+    shape = tuple(shape)
+    if len(shape) != a.ndim or shape[0] != a.shape[0] or any(m != n and m != 1 for m, n in zip(a.shape, shape)):
+        return NotImplemented  # (NumPy's error, or axes in front of the seeds' axis: the dense call)
+    k, inner, old = a.shape[0], shape[1:], a.inner
+    along = [axis for axis, (m, n) in enumerate(zip(old, inner)) if m != n]
+    if not along:
+        return a
+    copies = math.prod(inner[axis] for axis in along)
+    entries = a.idx.shape[1]
+    if entries * copies > max(1, _DENSE_FRACTION * math.prod(inner)):
+        return NotImplemented  # (as dense as SparseBlock._with would make it)
+    coords = list(np.unravel_index(a.idx, old))
+    # entry e's copy c: coordinate c's digits on the broadcast axes (the entries' own ones are 0 there)
+    spread = np.unravel_index(np.arange(copies), tuple(inner[axis] for axis in along))
+    for axis, digits in zip(along, spread):
+        coords[axis] = coords[axis][:, :, None] + digits
+    coords = [np.broadcast_to(c if c.ndim == 3 else c[:, :, None], (k, entries, copies)) for c in coords]
+    idx = np.ravel_multi_index(tuple(coords), inner).reshape(k, entries * copies) if entries else a.idx
+    val = a.val if copies == 1 or not entries else a.val[:, np.repeat(np.arange(entries), copies)]
+    v = None if a.v is None else np.broadcast_to(a.v, (a.rank,) + inner)
+    return SparseBlock(shape, idx, val, a.u, v)
 
 
 FUNCTIONS = {np.reshape: _reshape, np.sum: _sum, np.transpose: _transpose, np.swapaxes: _swapaxes,
-             np.where: _where, np.take: _take, np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim}
+             np.where: _where, np.take: _take, np.broadcast_to: _broadcast_to,
+             np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim}
 
 def as_block(x: Any, shape: tuple) -> SparseBlock | None:
     """x as a SparseBlock of `shape` when it is one, or a per-seed scalar broadcast over it."""

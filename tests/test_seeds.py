@@ -295,7 +295,8 @@ def test_pairwise_differences_keep_a_row_and_a_column_per_seed():
 def test_where_masks_a_block_in_either_branch_and_keeps_it_structured(cond):
     b = SparseBlock((3, 5), np.array([[0, 1], [2, 2], [4, 3]]), np.array([[1.0, 2.0], [3.0, np.nan], [5.0, 6.0]]))
     D = dense(b)
-    for out, want in ((np.where(cond, b, 0.0), np.where(cond, D, 0.0)), (np.where(cond, 0.0, b), np.where(cond, 0.0, D))):
+    for out, want in ((np.where(cond, b, 0.0), np.where(cond, D, 0.0)),
+                      (np.where(cond, 0.0, b), np.where(cond, 0.0, D))):
         assert type(out) is SparseBlock
         np.testing.assert_array_equal(dense(out), want)
 
@@ -305,3 +306,22 @@ def test_blocks_at_the_same_positions_add_their_values_not_their_entries():
     total = SparseBlock.sum_of([b * 2.0, b * 3.0, -b])
     assert type(total) is SparseBlock and total.idx.shape == b.idx.shape
     np.testing.assert_array_equal(dense(total), 4.0 * dense(b))
+
+
+def test_a_small_hessian_through_values_much_larger_than_x_takes_structured_seeds(monkeypatch):
+    # 20 atoms: a 60 x 60 block of seeds is small enough for dense seeds, but the pairwise
+    # differences are 20 x 20 x 3 per seed; structured, each seed carries a row and a column
+    from benchmarks.workloads import _lj_atoms, _lj_hessian, lennard_jones
+    from jaccli.engine.recording import Recording
+
+    seeded = []
+    jvp = Recording.jvp
+    monkeypatch.setattr(Recording, "jvp",
+                        lambda self, seeds, **kw: seeded.append(type(seeds[0])) or jvp(self, seeds, **kw))
+    x = _lj_atoms(20)
+    np.testing.assert_allclose(np.asarray(jaccli.hessian(lambda x: lennard_jones(np, x), x)), _lj_hessian(x),
+                               rtol=1e-10, atol=1e-9)
+    assert seeded == [SparseBlock]
+    seeded.clear()
+    np.asarray(jaccli.hessian(lambda x: np.sum(np.sin(x) ** 2), x))  # values no larger than x: dense seeds, as before
+    assert seeded == [np.ndarray]

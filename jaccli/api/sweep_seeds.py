@@ -13,6 +13,10 @@ from jaccli.errors import UsageError
 from jaccli.io.byte_sizes import parse_size
 
 DENSE_SEED_ELEMENTS = 16384
+# ... unless f makes values this many times larger than the seeded side: pairwise differences
+# x[:, None] - x[None, :] of 38 atoms (lj-hessian-114) carry a row and a column per seed, where a
+# dense block of seeds carries all 38 x 38 x 3 (plain Hessian 23 ms dense, 4 ms structured)
+DENSE_SEED_GROWTH = 16
 DEFAULT_MEMORY_BUDGET = 512 * 2**20
 
 
@@ -105,11 +109,14 @@ class SweepSeeds:
         Structured (SparseBlock) seeds avoid dense identity blocks. A small block through a
         recording without matrix products is the exception: its dense arithmetic costs less than
         the structured bookkeeping (measured on the benchmark's n = 100 problems), while a matrix
-        product gathers a few rows from a structured seed faster than it multiplies a dense one.
+        product gathers a few rows from a structured seed faster than it multiplies a dense one,
+        and values much larger than the seeded side (DENSE_SEED_GROWTH) broadcast a few entries
+        per seed over positions a dense block would fill for every seed.
         `structured`: a structured block whatever its size (for a compiled sweep: see _seeds).
         """
         positions = np.asarray(positions, dtype=np.intp)
-        if not structured and positions.size * math.prod(shape) <= DENSE_SEED_ELEMENTS and not self._has_products():
+        if not structured and positions.size * math.prod(shape) <= DENSE_SEED_ELEMENTS and not self._has_products() \
+                and self.rec.trace.largest <= DENSE_SEED_GROWTH * max(math.prod(shape), 1):
             seed = np.zeros((positions.size, math.prod(shape)), dtype=dtype)
             if self.batch:
                 per_seed = positions[:, None] + per_sample * np.arange(self.B, dtype=np.intp)[None, :]

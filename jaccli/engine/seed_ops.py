@@ -1,4 +1,4 @@
-"""The indexing primitives on structured seed blocks, and writing blocks into result matrices."""
+"""The indexing primitives and broadcasts on structured seed blocks, and writing blocks into result matrices."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .seeds import SparseBlock, lowrank_product, zeros_for
+from .seeds import FUNCTIONS, SparseBlock, lowrank_product, zeros_for
 
 
 # ---------------------------------------------------------------------------
@@ -122,6 +122,35 @@ def assign_on_block(b: SparseBlock, v: Any, idx: tuple) -> Any:
         low = b.v.copy()
         low[(Ellipsis,) + idx] = 0.0
     return SparseBlock(b.shape, b.idx, np.where(inside, 0.0, b.val).astype(b.val.dtype, copy=False), b.u, low)
+
+
+def broadcast_on_block(a: SparseBlock, shape, subok=False):
+    """a broadcast over more positions: each entry repeated along the axes it is broadcast on (the
+    tangent of x[:, None] - x[None, :] for a seed on x[k] is row k and column k, never a dense square)."""
+    shape = tuple(shape)
+    if len(shape) != a.ndim or shape[0] != a.shape[0] or any(m != n and m != 1 for m, n in zip(a.shape, shape)):
+        return NotImplemented  # (NumPy's error, or axes in front of the seeds' axis: the dense call)
+    k, inner, old = a.shape[0], shape[1:], a.inner
+    along = [axis for axis, (m, n) in enumerate(zip(old, inner)) if m != n]
+    if not along:
+        return a
+    copies = math.prod(inner[axis] for axis in along)
+    entries = a.idx.shape[1]
+    if a.too_many(entries, 0):  # (each entry's copies fill the same share of the broadcast positions)
+        return NotImplemented
+    coords = list(np.unravel_index(a.idx, old))
+    # entry e's copy c: coordinate c's digits on the broadcast axes (the entries' own ones are 0 there)
+    spread = np.unravel_index(np.arange(copies), tuple(inner[axis] for axis in along))
+    for axis, digits in zip(along, spread):
+        coords[axis] = coords[axis][:, :, None] + digits
+    coords = [np.broadcast_to(c if c.ndim == 3 else c[:, :, None], (k, entries, copies)) for c in coords]
+    idx = np.ravel_multi_index(tuple(coords), inner).reshape(k, entries * copies) if entries else a.idx
+    val = a.val if copies == 1 or not entries else a.val[:, np.repeat(np.arange(entries), copies)]
+    v = None if a.v is None else np.broadcast_to(a.v, (a.rank,) + inner)
+    return SparseBlock(shape, idx, val, a.u, v)
+
+
+FUNCTIONS[np.broadcast_to] = broadcast_on_block
 
 
 # ---------------------------------------------------------------------------

@@ -208,7 +208,8 @@ class SparseBlock:
         if 1 < len(same) <= _COMPARED:  # equal positions made apart (the same sums of two products)
             groups: list = []
             for idx, val in same.values():
-                at = next((g for g, (i, _) in enumerate(groups) if i.shape == idx.shape and np.array_equal(i, idx)), None)
+                at = next((g for g, (i, _) in enumerate(groups)
+                           if i.shape == idx.shape and np.array_equal(i, idx)), None)
                 if at is None:
                     groups.append((idx, val))
                 else:
@@ -437,35 +438,8 @@ def _take(a: SparseBlock, indices, axis=None, **kw):
     return SparseBlock((a.shape[0],) + flat.shape, np.where(keep, new, 0), np.where(keep, val, 0.0), a.u, v)
 
 
-def _broadcast_to(a: SparseBlock, shape, subok=False):
-    """a broadcast over more positions: each entry repeated along the axes it is broadcast on (the
-    tangent of x[:, None] - x[None, :] for a seed on x[k] is row k and column k, never a dense square)."""
-    shape = tuple(shape)
-    if len(shape) != a.ndim or shape[0] != a.shape[0] or any(m != n and m != 1 for m, n in zip(a.shape, shape)):
-        return NotImplemented  # (NumPy's error, or axes in front of the seeds' axis: the dense call)
-    k, inner, old = a.shape[0], shape[1:], a.inner
-    along = [axis for axis, (m, n) in enumerate(zip(old, inner)) if m != n]
-    if not along:
-        return a
-    copies = math.prod(inner[axis] for axis in along)
-    entries = a.idx.shape[1]
-    if entries * copies > max(1, _DENSE_FRACTION * math.prod(inner)):
-        return NotImplemented  # (as dense as SparseBlock._with would make it)
-    coords = list(np.unravel_index(a.idx, old))
-    # entry e's copy c: coordinate c's digits on the broadcast axes (the entries' own ones are 0 there)
-    spread = np.unravel_index(np.arange(copies), tuple(inner[axis] for axis in along))
-    for axis, digits in zip(along, spread):
-        coords[axis] = coords[axis][:, :, None] + digits
-    coords = [np.broadcast_to(c if c.ndim == 3 else c[:, :, None], (k, entries, copies)) for c in coords]
-    idx = np.ravel_multi_index(tuple(coords), inner).reshape(k, entries * copies) if entries else a.idx
-    val = a.val if copies == 1 or not entries else a.val[:, np.repeat(np.arange(entries), copies)]
-    v = None if a.v is None else np.broadcast_to(a.v, (a.rank,) + inner)
-    return SparseBlock(shape, idx, val, a.u, v)
-
-
 FUNCTIONS = {np.reshape: _reshape, np.sum: _sum, np.transpose: _transpose, np.swapaxes: _swapaxes,
-             np.where: _where, np.take: _take, np.broadcast_to: _broadcast_to,
-             np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim}
+             np.where: _where, np.take: _take, np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim}
 
 def as_block(x: Any, shape: tuple) -> SparseBlock | None:
     """x as a SparseBlock of `shape` when it is one, or a per-seed scalar broadcast over it."""

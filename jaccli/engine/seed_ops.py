@@ -136,7 +136,7 @@ def broadcast_on_block(a: SparseBlock, shape, subok=False):
         return a
     copies = math.prod(inner[axis] for axis in along)
     entries = a.idx.shape[1]
-    if a.too_many(entries, 0):  # (each entry's copies fill the same share of the broadcast positions)
+    if SparseBlock(shape, a.idx, a.val).too_many(entries * copies, 0):  # (as SparseBlock._with judges a block)
         return NotImplemented
     coords = list(np.unravel_index(a.idx, old))
     # entry e's copy c: coordinate c's digits on the broadcast axes (the entries' own ones are 0 there)

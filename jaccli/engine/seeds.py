@@ -388,10 +388,10 @@ def _swapaxes(a: SparseBlock, axis1, axis2):
 
 def _where(cond, x=None, y=None):
     """where(cond, block, 0) and where(cond, 0, block): the block masked, its structure kept."""
-    if type(y) is SparseBlock and type(x) is not SparseBlock and np.ndim(x) == 0 and x == 0 \
+    if type(y) is SparseBlock and _is_plain(x) and np.ndim(x) == 0 and x == 0 \
             and isinstance(cond, (np.ndarray, bool, np.bool_)):
         return _where(~np.asarray(cond, dtype=bool), y, 0.0)
-    if type(x) is SparseBlock and not isinstance(y, SparseBlock) and np.ndim(y) == 0 and y == 0 \
+    if type(x) is SparseBlock and _is_plain(y) and np.ndim(y) == 0 and y == 0 \
             and isinstance(cond, (np.ndarray, bool, np.bool_)) and np.ndim(cond) <= len(x.inner) \
             and x.u is None:  # (a low-rank part masked: u * 0 keeps u's NaN, where the dense where has 0)
         c = x._factor_at(np.asarray(cond))

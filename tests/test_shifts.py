@@ -298,3 +298,27 @@ def test_random_expressions_of_a_shift_have_the_true_gradient(expr):
     got = np.asarray(jaccli.jacobian(f, z))
     want = central_diff(f, z)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("outputs", ["first", "both"])
+def test_a_short_recordings_plan_by_marks_is_the_plan_by_sets(monkeypatch, outputs):
+    # (sweep_plans._needed walks the indices of a short recording, a long one's by a set: one plan)
+    from jaccli.engine import sweep_plans
+
+    def f(z):
+        c = np.max(z)
+        unused = np.sin(z) * 3.0  # on no path to an output
+        return c + np.log(np.sum(np.exp(z - c))), unused[0] * 0.0 + c * z[1]
+
+    rec = Recording(f, (Z,), (0,))
+    refs = (rec.out_refs[0],) if outputs == "first" else tuple(rec.out_refs)
+    deps = rec.in_nodes[0].deps
+    plans = []
+    for limit in (sweep_plans._SCAN_UP_TO, 0):
+        monkeypatch.setattr(sweep_plans, "_SCAN_UP_TO", limit)
+        for cut in (frozenset(), frozenset(n.index for n in rec.trace.nodes if n.prim.name == "np.max")):
+            plan = sweep_plans._needed(rec.trace, refs, deps, cut)
+            plans.append(([n.index for n in plan], plan.cut))
+    assert plans[:2] == plans[2:]
+    assert plans[0][0] == sorted(plans[0][0], reverse=True) and plans[1][0] != plans[0][0]
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(lambda z: f(z)[0], Z)), softmax(Z), rtol=1e-14, atol=1e-16)

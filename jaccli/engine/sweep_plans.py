@@ -15,7 +15,28 @@ class Plan(list):
     __slots__ = ("cut",)
 
 
+# Up to this many recorded operations, _needed walks every index below the highest output's once
+# (a list of marks, no set, no sort): a plain call's sweep makes its plan afresh each time.
+_SCAN_UP_TO = 256
+
+
 def _needed(trace: Trace, outputs: tuple, wrt_mask: int, cut: frozenset) -> Plan:
+    nodes = trace.nodes
+    if len(nodes) <= _SCAN_UP_TO:
+        marked = [False] * len(nodes)
+        for n, _ in outputs:
+            if n.deps & wrt_mask:
+                marked[n.index] = True
+        plan = Plan()
+        for i in range(len(nodes) - 1, -1, -1):
+            if marked[i]:
+                node = nodes[i]
+                plan.append(node)
+                for _, parent, _ in node.parents:
+                    if parent.deps & wrt_mask and parent.index not in cut:
+                        marked[parent.index] = True
+        plan.cut = cut
+        return plan
     needed = set()
     stack = [n for n, _ in outputs if n.deps & wrt_mask]
     while stack:

@@ -254,10 +254,11 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                         else:
                             value = node.value
                             rule = maker(value, *node.args, **node.kwargs)
-                            if rule is not None and not (type(value) is np.float64 or (
-                                    type(value) is np.ndarray and value.dtype.kind == "f")) \
-                                    and is_complex(value) and not is_complex(node.args[argnum]):
-                                rule = real_cotangent(rule)
+                            if rule is not None and type(value) is not np.float64 and (
+                                    value.dtype.kind == "c" if type(value) is np.ndarray else is_complex(value)):
+                                arg = node.args[argnum]
+                                if not (arg.dtype.kind == "c" if type(arg) is np.ndarray else is_complex(arg)):
+                                    rule = real_cotangent(rule)
                             if rules is None:
                                 node._vjps = {argnum: rule}
                             else:

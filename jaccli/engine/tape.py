@@ -279,7 +279,9 @@ def real_cotangent(rule: Callable) -> Callable:
     what the rule sends back (the transpose of seeing a real number as a complex one, as JAX's)."""
     def real_rule(g):
         ct = rule(g)
-        return ct if ct is None or not is_complex(ct) else np.real(ct)
+        if ct is None or (type(ct) is np.ndarray and ct.dtype.kind != "c"):  # (is_complex's common case, inline)
+            return ct
+        return np.real(ct) if is_complex(ct) else ct
     return real_rule
 
 

@@ -3,6 +3,7 @@ adjoint, both modes, blocks of seeds as one batched transform."""
 
 from __future__ import annotations
 
+import types
 import warnings
 
 import numpy as np
@@ -87,9 +88,11 @@ def test_a_block_of_seeds_is_one_batched_transform_and_equals_single_seeds(rng, 
     from jaccli.engine.rules import fft as rules
 
     calls = []
-    for prim in (rules.fftn, rules.rfftn, rules.irfftn, rules.rfftn_t, rules.irfftn_t):  # (one NumPy call an axis)
-        monkeypatch.setattr(prim, "impl",
-                            lambda *a, _real=prim.impl, **kw: calls.append(np.shape(a[0])) or _real(*a, **kw))
+    real = rules._pfu  # NumPy's pocketfft ufuncs, one call an axis (the rules call them inline too)
+    counted = types.SimpleNamespace(**{
+        name: lambda x, *a, _real=getattr(real, name), **kw: calls.append(np.shape(x)) or _real(x, *a, **kw)
+        for name in ("fft", "ifft", "rfft_n_even", "rfft_n_odd", "irfft")})
+    monkeypatch.setattr(rules, "_pfu", counted)
     vs = rng.standard_normal((4, 10))
     block = np.asarray(rec.vjp([vs])[0])
     ts = rng.standard_normal((4, 10))
@@ -404,3 +407,30 @@ def test_a_sweep_runs_with_warnings_off_and_leaves_the_callers_error_state_as_it
                 _, g = jaccli.vjp(np.sqrt, np.array([0.0, 4.0]), np.array([1.0, 1.0]))
             assert np.geterr() == before
         np.testing.assert_array_equal(g, [np.inf, 0.25])
+
+
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+@pytest.mark.parametrize("n", [6, 7])
+@pytest.mark.parametrize("shape, axis", [((None,), 0), ((3, None), 1), ((None, 3), 0)], ids=["1d", "last", "first"])
+def test_rfft_and_irfft_reverse_rules_give_their_transposes_bits(rng, norm, n, shape, axis):
+    # the rules of a transform along the last axis take its steps inline (rules/fft.py): the same numbers
+    # as the transposes' primitives, for blocks of every layout
+    from jaccli.engine.rules import fft as rules
+
+    x = rng.standard_normal(tuple(n if d is None else d for d in shape))
+    s, axes = (n,), (axis,)
+    spectrum = rules._r2c(x, s, axes, norm)
+    value = rules._c2r(spectrum, s, axes, norm)
+    for order in ("C", "F"):
+        g = np.asarray(rng.standard_normal((3,) + spectrum.shape) + 1j * rng.standard_normal((3,) + spectrum.shape),
+                       order=order)
+        got = rules._r2c_vjp(spectrum, x, s, axes, norm)(g)
+        want = rules.rfftn_t.impl(g, s, rules._up(axes), norm, rules._lengths(x, axes))
+        assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want)
+        h = np.asarray(rng.standard_normal((3,) + value.shape), order=order)
+        got = rules._c2r_vjp(value, spectrum, s, axes, norm)(h)
+        want = rules.irfftn_t.impl(h, s, rules._up(axes), norm, rules._lengths(spectrum, axes))
+        assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want)
+    # and both are transposes: <g, rfft(x)> = <rfft's rule(g), x> for a real pairing
+    g = rng.standard_normal((1,) + spectrum.shape) + 1j * rng.standard_normal((1,) + spectrum.shape)
+    assert np.isclose(np.real(np.sum(g[0] * spectrum)), np.sum(rules._r2c_vjp(spectrum, x, s, axes, norm)(g)[0] * x))

@@ -259,15 +259,14 @@ class Recording:
             return [None] * len(wrt)
         self.sweeps += 1
         seeds = tuple([seeds[i] for i in seeded])
-
-        def where() -> tuple[tuple, tuple]:  # (the nodes a program may not need)
-            return tuple([self.out_refs[i] for i in seeded]), tuple([self.in_nodes[j] for j in wrt])
-
         if type(self) is Recording:  # (answer() is sweep() here: a plain call's sweep, without the hook's steps)
-            starts, ends = where()
+            starts, ends = tuple([self.out_refs[i] for i in seeded]), tuple([self.in_nodes[j] for j in wrt])
             with pause_for(self.trace):
                 out = reverse(self.trace, starts, seeds, ends)
             return out if structured else list(map(dense, out))
+
+        def where() -> tuple[tuple, tuple]:  # (the nodes a program may not need)
+            return tuple([self.out_refs[i] for i in seeded]), tuple([self.in_nodes[j] for j in wrt])
 
         def sweep() -> list:
             starts, ends = where()

@@ -96,7 +96,7 @@ def _cached_plan(trace: Trace, key: tuple, make: Callable, outputs: tuple, wrt_m
 
 def plan_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> Plan:
     """Nodes on some path from a differentiated input to the outputs, in reverse order."""
-    return _cached_plan(trace, ("rev", tuple((n.index, i) for n, i in outputs), wrt_mask), _make_reverse,
+    return _cached_plan(trace, ("rev", tuple([(n.index, i) for n, i in outputs]), wrt_mask), _make_reverse,
                         outputs, wrt_mask)
 
 
@@ -113,7 +113,7 @@ def _make_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> Plan:
 
 def plan_forward(trace: Trace, outputs: tuple, wrt_mask: int) -> tuple[list[Node], dict, frozenset]:
     """Nodes on a path from the seeded inputs to the outputs, in order, and each node's last use."""
-    return _cached_plan(trace, ("fwd", tuple((n.index, i) for n, i in outputs), wrt_mask), _make_forward,
+    return _cached_plan(trace, ("fwd", tuple([(n.index, i) for n, i in outputs]), wrt_mask), _make_forward,
                         outputs, wrt_mask)
 
 

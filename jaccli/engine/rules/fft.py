@@ -224,16 +224,44 @@ def _plain_first(prim):
 _rfftn_t, _irfftn_t = _plain_first(rfftn_t), _plain_first(irfftn_t)
 
 
+# A transform along the last axis of a 1-D or n-D value, no s= padding or cropping (a spectral f's rfft
+# and irfft): its reverse rule for a plain block is _r2c_t's or _c2r_t's steps inline, the same ufunc
+# calls on the same arguments (the same numbers to the bit), without their dozen Python calls.
+
 def _r2c_vjp(ans, x, s, axes, norm):
     lengths, up = _lengths(x, axes), _up(axes)
-    return lambda g: _rfftn_t(g, s, up, norm, lengths)
+    axis = up[0]
+    if _pfu is None or len(axes) != 1 or axis != len(shape_of(x)) or lengths != s:
+        return lambda g: _rfftn_t(g, s, up, norm, lengths)
+    n = s[0]
+    weights, factor, irfft, where = _conjugating_weights(n, 0.5, 1.0), _factor(n, _swap(norm), False), _pfu.irfft, \
+        [up, (), up]
+
+    def rule(g):
+        if type(g) is np.ndarray and g.dtype == np.complex128 and g.ndim == axis + 1 and g.strides[-1] == 16:
+            h = _empty_like(g)
+            np.multiply(g.view(np.float64), weights, out=h.view(np.float64))
+            return irfft(h, factor, axes=where, out=_empty_like(h, shape=h.shape[:-1] + (n,), dtype=np.float64))
+        return _rfftn_t(g, s, up, norm, lengths)
+    return rule
 
 
 def _c2r_vjp(ans, x, s, axes, norm):
     lengths, up = _lengths(x, axes), _up(axes)
     if dtype_of(x).kind != "c":  # NumPy sees a real x as complex: its cotangent is the real part (as JAX's)
         return lambda g: np.real(_irfftn_t(g, s, up, norm, lengths))
-    return lambda g: _irfftn_t(g, s, up, norm, lengths)
+    axis, n = up[0], s[-1]
+    if _pfu is None or len(axes) != 1 or axis != len(shape_of(x)) or lengths[0] != n // 2 + 1:
+        return lambda g: _irfftn_t(g, s, up, norm, lengths)
+    half, factor, rfft, where = n // 2 + 1, _factor(n, _swap(norm), True), \
+        _pfu.rfft_n_odd if n % 2 else _pfu.rfft_n_even, [up, (), up]
+
+    def rule(g):
+        if type(g) is np.ndarray and g.dtype == np.float64 and g.ndim == axis + 1:
+            h = rfft(g, factor, axes=where, out=_empty_like(g, shape=g.shape[:-1] + (half,), dtype=np.complex128))
+            return _conjugated_weighted(h, n, 0, 2.0, 1.0, in_place=True)
+        return _irfftn_t(g, s, up, norm, lengths)
+    return rule
 
 
 # A Jacobian's full block of one-hot seeds over a 1-D value is the identity: the first reverse

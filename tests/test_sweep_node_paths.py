@@ -80,6 +80,37 @@ def test_a_product_with_an_infinite_factor_still_gives_exactly_zero_where_its_co
     np.testing.assert_array_equal(J, np.zeros((2, 3)))
 
 
+def test_a_value_times_itself_makes_and_applies_one_rule_in_reverse(monkeypatch):
+    from jaccli.engine.rules.elementwise import multiply
+
+    made = []
+    for argnum, maker in list(multiply.vjps.items()):
+        monkeypatch.setitem(multiply.vjps, argnum, lambda *a, _k=argnum, _m=maker, **kw: made.append(_k) or _m(*a, **kw))
+    x, v = np.linspace(-1.5, 2.5, 7), np.linspace(0.3, 1.1, 7)
+    value, got = jaccli.vjp(lambda x: x * x * 3.0, x, v)
+    assert made == [0, 0]  # x * x's argument 1 sends argument 0's cotangent back again; (x * x) * 3.0's one rule
+    np.testing.assert_array_equal(got, 2.0 * (3.0 * v * x))  # (the sum of two equal products doubles exactly)
+    np.testing.assert_array_equal(value, x * x * 3.0)
+    _, got = jaccli.vjp(lambda x: x * (x + 0.0), x, v)  # two values: both rules
+    np.testing.assert_array_equal(got, 2.0 * (v * x))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_value_times_itself_with_an_infinite_entry_is_the_product_of_two_values(mode):
+    # the rule's factor is inf at x1: where the branch is not taken, the cotangent is a structural zero
+    def square(x):
+        return np.where(x < 5.0, x * x, 0.0)
+
+    def product(x):
+        return np.where(x < 5.0, x * (x + 0.0), 0.0)
+
+    x = np.array([1.0, np.inf, -3.0])
+    with np.errstate(invalid="ignore"):
+        J = np.asarray(jaccli.jacobian(square, x, mode=mode))
+        np.testing.assert_array_equal(J, np.asarray(jaccli.jacobian(product, x, mode=mode)))
+    np.testing.assert_array_equal(J, np.diag([2.0, 0.0, -6.0]))
+
+
 def test_the_guards_count_as_the_reductions_did():
     for value, finite, nonzero in [(np.array([1.0, -2.0]), True, True), (np.array([1.0, np.inf]), False, True),
                                    (np.array([np.nan, 1.0]), False, True), (np.array([0.0, 1.0]), True, False),

@@ -57,6 +57,12 @@ the steps of a compiled sweep that add into a sum the program owns (engine/sweep
 the usual sweep adds in place. A traced sweep counts no new memory for them (replay/compiled_sweeps)."""
 
 
+SELF_PAIRED: set[_Primitive] = set()
+"""Two-argument primitives whose reverse rules for arguments 0 and 1 send back one cotangent where both
+arguments are one value (x * x: g * x each, made from the same factor): the plain reverse sweep applies
+argument 0's rule and sends its cotangent back for both (engine/sweeps.py)."""
+
+
 CONDITION_ARGUMENTS: dict[_Primitive, int] = {}
 """The position of the argument that is a condition (np.where's 0): a report names it "its condition"
 (check/branch_changes)."""

@@ -10,6 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .block_memory import fresh
+from .facts import SELF_PAIRED
 from .seeds import SparseBlock
 from .sweep_plans import plan_forward, plan_reverse
 from .tape import Node, Trace, is_complex, no_rule_error, real_cotangent
@@ -21,6 +22,7 @@ from .user_sites import RULE_SITE, attributed_to
 
 
 _UNMADE = object()  # a rule not made yet (None is a made rule: a zero cotangent)
+_TWIN = object()  # argument 1 of x * x: argument 0's cotangent again (facts.SELF_PAIRED)
 
 
 def _get(store: dict, node: Node, idx: int | None) -> Any:
@@ -206,6 +208,7 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                     and program_pull(node, g, mine, retraced, store, owned, wrt_mask, _traced_rule, _accumulate, _add):
                 continue
             joint = None if node.prim.vjp_joint is None else _joint_cotangents(node, g, retraced)
+            twin = None  # (parent, its index, argument 0's cotangent) of x * x (facts.SELF_PAIRED)
             for argnum, parent, pidx in node.parents:
                 if not parent.deps & wrt_mask or (cut and parent.index in cut):
                     continue
@@ -239,7 +242,9 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                         if type(out) is np.ndarray:
                             owned[id(out)] = out
                         continue
-                if retraced is not None:
+                if twin is not None and twin[0] is parent and twin[1] == pidx:
+                    rule = _TWIN  # argument 1 is argument 0: its cotangent is argument 0's
+                elif retraced is not None:
                     rule = _traced_rule(node, argnum, retraced)
                 else:
                     # (Node.vjp's work, inline where the rule is not made yet: a sweep makes most rules once;
@@ -265,9 +270,14 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                                 rules[argnum] = rule
                 if rule is None:
                     continue
-                ct = rule(g)
-                if ct is None:
-                    continue
+                if rule is _TWIN:
+                    ct = twin[2]
+                else:
+                    ct = rule(g)
+                    if ct is None:
+                        continue
+                    if argnum == 0 and retraced is None and node.prim in SELF_PAIRED and node.args[1] is node.args[0]:
+                        twin = (parent, pidx, ct)
                 if monitor is not None:
                     monitor(node, argnum, ct, "reverse")
                 if pidx is None and parent not in store:  # the first part sent back: nothing to add to

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..tape import ELEMENTWISE, SCALAR_FORMS
 from ..facts import (CONVENTION_WORDS, CREATE_GRAPH_FORMS, KINK_CROSSINGS, LIMIT_WORDS, NO_KINK, SAMPLE_RULES,
-                     SECOND_ORDER_FORMS, SHIFT_FORMS, allow_in_expressions)
+                     SECOND_ORDER_FORMS, SELF_PAIRED, SHIFT_FORMS, allow_in_expressions)
 from ..registry import family, primitive, register, register_primitive
 from ..sample_independence import elementwise as samples_apart
 from ..seeds import SparseBlock
@@ -248,6 +248,7 @@ add = _linear_binary(np.add, 1, 1)
 subtract = _linear_binary(np.subtract, 1, -1)
 add.value_free = subtract.value_free = True  # x + c: the rules never read c
 multiply = _binary(np.multiply, lambda ans, x, y: y, lambda ans, x, y: x)
+SELF_PAIRED.add(multiply)  # x * x: each argument's rule is g * x
 
 true_divide = _binary(np.true_divide, lambda ans, x, y: np.true_divide(1.0, y), lambda ans, x, y: -ans / y)
 SCALAR_FORMS.update({add: operator.add, subtract: operator.sub, multiply: operator.mul,

@@ -13,9 +13,11 @@ median over rounds of after / before: below 1 is faster.
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
 import io
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -36,8 +38,10 @@ _BARE = re.compile(r"^(\s*)import jaccli$", re.MULTILINE)  # (code then says jac
 
 
 def export(rev: str, name: str = "jaccli_ab") -> Path:
-    """REV's package, renamed to `name`, in a new temporary folder that is put on sys.path."""
+    """REV's package, renamed to `name`, in a new temporary folder that is put on sys.path (and removed
+    when the process ends: every A/B run left a copy of the package in /tmp)."""
     root = Path(tempfile.mkdtemp(prefix="jaccli-ab-"))
+    atexit.register(shutil.rmtree, root, True)
     tar = subprocess.run(["git", "archive", rev, "jaccli"], check=True, capture_output=True).stdout
     with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
         archive.extractall(root, filter="data")

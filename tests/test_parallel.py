@@ -214,6 +214,16 @@ def test_cli_scheduler_sends_the_function_file_and_its_modules_and_matches_one_p
                     v = np.cumsum(np.tanh(v)) / 8
                 return 2.0 * v
             np.testing.assert_allclose(np.load("many.npy"), central_diff(f, x), rtol=1e-6, atol=1e-8)
+    # the files were unpacked inside each worker's own directory, which Dask removes with the worker
+    # (in the system's temporary directory, a worker killed at the cluster's close left them behind)
+    def unpacked_inside_the_workers_directory(dask_worker):
+        from jaccli.parallel import payload
+
+        home = Path(dask_worker.local_directory)
+        return [home in Path(p).parents for p in payload._unpacked_at.values()]
+
+    placed = cluster.run(unpacked_inside_the_workers_directory)
+    assert any(placed.values()) and all(all(v) for v in placed.values()), placed
 
 
 def test_cli_uses_the_scheduler_of_dask_scheduler_address_as_dask_clients_do(cluster, tmp_path, monkeypatch):

@@ -56,7 +56,8 @@ _unpacking = threading.Lock()
 
 def _unpacked(files: SourceFiles) -> Path:
     """The directory holding `files` in this process (a worker): written at first use into a temporary
-    directory, removed when the process exits."""
+    directory inside the Dask worker's own local directory, which Dask removes when the worker closes or
+    is killed (a nanny's stop, Ctrl-C); removed also when the process exits."""
     import atexit
     import shutil
     import tempfile
@@ -64,7 +65,7 @@ def _unpacked(files: SourceFiles) -> Path:
     with _unpacking:
         where = _unpacked_at.get(files)
         if where is None:
-            where = Path(tempfile.mkdtemp(prefix="jaccli-dask-"))
+            where = Path(tempfile.mkdtemp(prefix="jaccli-dask-", dir=_worker_directory()))
             atexit.register(shutil.rmtree, where, True)
             for name, data in files.files:
                 target = where / name
@@ -72,6 +73,17 @@ def _unpacked(files: SourceFiles) -> Path:
                 target.write_bytes(data)
             _unpacked_at[files] = where
         return where
+
+
+def _worker_directory() -> str | None:
+    """The Dask worker's local directory, or None (the system's temporary directory) outside a worker:
+    atexit alone left a copy of the user's files in /tmp for every worker a cluster's close killed."""
+    try:
+        from distributed import get_worker
+
+        return get_worker().local_directory
+    except (ImportError, ValueError):
+        return None
 
 
 @dataclass(frozen=True)

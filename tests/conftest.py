@@ -35,6 +35,11 @@ def signal_handlers():
     from jaccli.cli.main import _unwind_on_termination
 
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    # as a command typed at a terminal starts, even where the suite runs with them ignored (a background
+    # job of a shell without job control ignores SIGINT, and the command line keeps an ignored signal so)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
     _unwind_on_termination()
     yield
     for sig, handler in saved.items():

@@ -289,3 +289,34 @@ def test_a_failing_guard_of_the_steady_sweep_runs_its_program_once(monkeypatch):
     A = np.asarray(jaccli.jacobian(g, y))  # (sqrt(0) warns of nothing: the caller's error state, replayed)
     assert g.misses == 0 and reruns.calls["rerun"] == 1  # the guard fails once: the usual route then, not the program again
     np.testing.assert_allclose(A[1:, 1:], np.diag(1.5 * np.sqrt(y[1:])), rtol=1e-13)
+
+
+def test_steady_lazy_rows_rerun_their_compiled_sweep_and_give_the_plain_calls_bits(monkeypatch):
+    # 10 rows of a stencil Jacobian at each new point (issue 44's stencil300-rows10, on an 8 x 8 grid)
+    from benchmarks.workloads import _stencil_rows_ref, stencil
+
+    evaluator, replay = _counted(monkeypatch)
+    f = lambda x: stencil(np, x)  # noqa: E731
+    g = jaccli.record_once(f)
+    rng = np.random.default_rng(5)
+    steady = 0
+    for _ in range(11):
+        evaluator.reset()
+        replay.reset()
+        x = rng.uniform(0.1, 1.0, 64)
+        J = jaccli.jacobian(g, x)
+        R = J[:10]
+        if replay.calls["rerun"]:
+            steady += 1  # no rows looked up, no seeds, no request: the program, at once
+            assert evaluator.calls == {"_sweep_blocks": 0, "_seeds": 0} and replay.calls["answer"] == 0
+        P = jaccli.jacobian(f, x)
+        np.testing.assert_array_equal(R, P[:10])
+        np.testing.assert_allclose(R, _stencil_rows_ref(x, 10), rtol=1e-13)
+        assert J.stats == {**P.stats, "path": J.stats["path"]} and J._ev.kinds == P._ev.kinds
+        np.testing.assert_array_equal(J[3:5], P[3:5])  # the cache answers as before
+        np.testing.assert_array_equal(J[20:23], P[20:23])  # other rows: the usual way
+        np.testing.assert_array_equal(np.asarray(J), np.asarray(P))
+    assert steady >= 3 and g.records == 1
+    x = rng.uniform(0.1, 1.0, 64)
+    for rows in (np.s_[12:2:-3], np.s_[5:9]):  # rows in another order, other rows: the usual way, right
+        np.testing.assert_array_equal(jaccli.jacobian(g, x)[rows], jaccli.jacobian(f, x)[rows])

@@ -320,8 +320,7 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks, SteadyBlocks):
                 line, positions = (i, rows) if route == "reverse" else (j, cols)
                 return self._whole_block(i, j, mode, route, line, positions,
                                          lambda: self._take_route(route, i, j, rows, cols))
-        miss_r, miss_c = self._missing(i, j, rows, cols)
-        return self._take_route(self._route(i, j, miss_r.size, miss_c.size, mode), i, j, miss_r, miss_c)
+        return self._some_rows(i, j, mode, rows, cols)  # (api/steady_blocks: the missing ones, by their route)
 
     def _route(self, i: int, j: int, rows: int, cols: int, mode: str) -> str:
         """How `rows` missing rows and `cols` missing columns of block (i, j) are computed: "cached" (none

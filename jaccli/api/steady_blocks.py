@@ -1,4 +1,4 @@
-"""A record_once call's whole block at its steady state: the compiled sweep that gave it last time, run again.
+"""A record_once call's whole block, or its lazy rows, at its steady state: the compiled sweep that gave them last time, run again.
 
 A steady call of a `record_once` function at a new point (``np.asarray(jaccli.jacobian(g, x))``)
 asks its fresh evaluator for a whole block, which takes the route its recording decided (the
@@ -9,6 +9,7 @@ kept with the recording (`Steady`: the route, the line it filled, the program an
 and later calls run that program straight away (Replayable.rerun) and write its results the way
 the route does. Where its guard fails, f's rules are watched (diagnostics), progress is shown,
 or the sweeps go elsewhere (Dask), the block takes its usual route, which decides everything again.
+Some rows of a fresh evaluator's block (``J[:10]``) are kept so too, per request (_some_rows).
 """
 
 from __future__ import annotations
@@ -87,6 +88,38 @@ class SteadyBlocks:
                 self._steady_failed = True
         self.ensure(i, j, np.arange(self.M[i]), np.arange(self.N[j]), mode)
         return self.entries(i, j)
+
+    def _some_rows(self, i: int, j: int, mode: str, rows: np.ndarray, cols: np.ndarray) -> str:
+        """The entries (r, c) for r in rows, c in cols of block (i, j), not all of it (Evaluator.ensure):
+        the missing rows and columns, by their route; or in a fresh evaluator (``J[:10]``), by the
+        Steady kept for this request (the same rows, as many columns) where there is one, kept as a
+        Steady when one reverse sweep by a compiled program made them. Lazy rows of a record_once function
+        at a new point ask the same thing on every call: looking up which rows are missing, choosing
+        the route, making the seeds and finding the program cost more than the program itself (issue
+        44: 10 rows of a 300x300-grid stencil Jacobian, O(columns) bookkeeping on 90,000 columns).
+        Only for rows in order, each once: the route writes a sweep's results in its seeds' order."""
+        def usual() -> str:
+            miss_r, miss_c = self._missing(i, j, rows, cols)
+            return self._take_route(self._route(i, j, miss_r.size, miss_c.size, mode), i, j, miss_r, miss_c)
+
+        rec = self.rec
+        if self.store or not self._steady_may(rec) or not rows.size or rows.size == self.M[i] \
+                or (rows.size > 1 and not bool((rows[1:] > rows[:-1]).all())):
+            return usual()
+        key = ("steady rows", type(self), i, j, mode, self.chunk_size, self.memory_budget, cols.size,
+               rows.tobytes())
+        steady = rec.structure.get(key)
+        if steady is not None:
+            results = rec.rerun(steady.ran)
+            if results is not None:
+                self._took(rows, results, self._rows_writer(i), self.row_done[i], False, self.M[i], "reverse")
+                return "reverse"
+        rec.ran = None
+        before = self.sweeps
+        kind = usual()
+        if kind == "reverse" and self.sweeps == before + 1 and rec.ran is not None:
+            rec.structure[key] = Steady(kind, i, rows.size, rec.ran)
+        return kind
 
     def _written(self, steady: Steady, i: int, j: int, results: list) -> str:
         """The block written from `results` as its route writes a sweep's (the same counts)."""

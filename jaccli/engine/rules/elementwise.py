@@ -12,7 +12,8 @@ from ..facts import (CONVENTION_WORDS, CREATE_GRAPH_FORMS, KINK_CROSSINGS, LIMIT
                      SECOND_ORDER_FORMS, SELF_PAIRED, SHIFT_FORMS, allow_in_expressions)
 from ..registry import family, primitive, register, register_primitive
 from ..sample_independence import elementwise as samples_apart
-from ..seeds import SparseBlock
+from ..seed_ops import scaled_at_entries
+from ..seeds import TRACED_PARTS, SparseBlock
 from ..limits import PROBING, SWEEP
 from ..tracer import Tracer, guarded, peek
 from ._util import all_finite, crossed_at_zero, expand, negated, no_zero, passed, shape_of, unbroadcast
@@ -137,7 +138,8 @@ def _unary_primitive(name, impl, deriv, *, kink=None, crossed=NO_KINK, samples=s
     """_unary's primitive, not routed to from NumPy (a form of one that is: SECOND_ORDER_FORMS)."""
     prim = primitive(name, impl)
     prim.structure = ELEMENTWISE
-    prim.defvjp(lambda ans, x, **kw: _scale(deriv(ans, x)))
+    prim.defvjp(lambda ans, x, **kw: scaled_at_entries(deriv, ans, (x,), 0, lambda: _scale(deriv(ans, x)), _finite)
+                if TRACED_PARTS.v is True and type(ans) is Tracer else _scale(deriv(ans, x)))
     prim.defjvp(lambda ans, x, **kw: _tangent_product(deriv(ans, x)))
     _facts(prim, kink=kink, crossed=crossed, samples=samples)
     return prim
@@ -165,13 +167,8 @@ def _nary(ufunc, partials, *, notes: str = "", kink=None, crossed=NO_KINK, name=
             continue
 
         def vjp_maker(ans, *args, _d=d, _pos=pos, **kw):
-            factor = _d(ans, *args)
-            shape = shape_of(args[_pos])
-            if shape == shape_of(ans) and ((type(factor) is np.ndarray and factor.shape == shape) or (
-                    not shape and (type(factor) is float or type(factor) is np.float64))) and _all_finite(factor):
-                return lambda g: g * factor  # (g * factor has g's shape: the common rule, through no helpers)
-            scale = _safe_product(factor, _pos)
-            return lambda g: unbroadcast(scale(g), shape)
+            return scaled_at_entries(_d, ans, args, _pos, lambda: _usual_vjp(_d, ans, args, _pos), _finite) \
+                if TRACED_PARTS.v is True and type(ans) is Tracer else _usual_vjp(_d, ans, args, _pos)
 
         def jvp_maker(ans, *args, _d=d, _pos=pos, **kw):
             scale = _tangent_product(_d(ans, *args), _pos)
@@ -187,6 +184,16 @@ def _nary(ufunc, partials, *, notes: str = "", kink=None, crossed=NO_KINK, name=
     if route:
         register_primitive(ufunc, prim, notes=notes, name=name)
     return prim
+
+
+def _usual_vjp(d, ans, args: tuple, pos: int):
+    """The reverse rule of argument `pos` of a broadcasting ufunc whose partial is d(ans, *args)."""
+    factor, shape = d(ans, *args), shape_of(args[pos])
+    if shape == shape_of(ans) and ((type(factor) is np.ndarray and factor.shape == shape) or (
+            not shape and (type(factor) is float or type(factor) is np.float64))) and _all_finite(factor):
+        return lambda g: g * factor  # (g * factor has g's shape: the common rule, through no helpers)
+    scale = _safe_product(factor, pos)
+    return lambda g: unbroadcast(scale(g), shape)
 
 
 def _linear_binary(ufunc, sx: float, sy: float):

@@ -135,9 +135,9 @@ def densified_blocks(monkeypatch) -> list:
     made: list = []
     todense = seeds.SparseBlock.todense
 
-    def counted(block):
+    def counted(block, *order):
         made.append(block.shape)
-        return todense(block)
+        return todense(block, *order)
 
     monkeypatch.setattr(seeds.SparseBlock, "todense", counted)
     return made

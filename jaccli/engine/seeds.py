@@ -120,10 +120,14 @@ class SparseBlock:
     def rank(self) -> int:
         return 0 if self.u is None else self.u.shape[1]
 
-    def todense(self) -> np.ndarray:
+    def todense(self, order: str = "C") -> np.ndarray:
+        """The dense block; `order` "F": in column order (a vector's block, of plain parts, entries only),
+        for a sweep that reads and writes it one element of the vector at a time (see column_order)."""
         k = self.shape[0]
         n = math.prod(self.inner)
-        if self.u is not None:
+        if order == "F" and self.u is None and len(self.inner) == 1 and type(self.val) is not Tracer:
+            out = np.zeros((k, n), self.dtype, order="F")
+        elif self.u is not None:
             out = lowrank_product(self.u, self.v.reshape(self.rank, n))
             if type(self.val) is Tracer and type(out) is not Tracer and self.idx.shape[1]:
                 out = out + zeros_for(self.val, (k, n), self.dtype)  # traced, to add the entries into

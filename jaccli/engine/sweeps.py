@@ -15,7 +15,7 @@ from .seeds import SparseBlock
 from .sweep_plans import plan_forward, plan_reverse
 from .tape import Node, Trace, is_complex, no_rule_error, real_cotangent
 from .thread_state import ThreadSlot
-from .traced_in_place import program_add, program_pull, pull_in_place
+from .traced_in_place import column_order, program_add, program_pull, pull_in_place
 from .limits import SWEEP, Probe
 from .tracer import Tracer, memory_root, peek
 from .user_sites import RULE_SITE, attributed_to
@@ -200,7 +200,7 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
             if node.prim.vjp_in_place is not None and not traced and values is None and monitor is None \
                     and type(g) in (np.ndarray, SparseBlock):
                 if type(g) is SparseBlock and g.size <= _DENSE_PER_NODE * len(trace.nodes) and not g.traced:
-                    g, mine = g.todense(), True  # (see _DENSE_PER_NODE)
+                    g, mine = g.todense(column_order(node)), True  # (see _DENSE_PER_NODE)
                 pull_in_place(node, g, mine, store, owned, wrt_mask, _accumulate, _add)  # (never a cut c's consumer)
                 continue
             retraced = _retraced(node, trace) if traced else _probed(node, values) if values is not None else None

@@ -50,7 +50,8 @@ WRITES_ARGUMENT.add(PULLED)
 # the copy is a step of the program, made at each run)
 FRESH = Primitive("fresh_copy", lambda c, like: np.array(c, copy=True))
 # A structured block of the seeds, made dense at each run (its parts are the program's constants)
-DENSE_OF = Primitive("dense_seeds", lambda like, shape, idx, val, u, v: SparseBlock(shape, idx, val, u, v).todense())
+DENSE_OF = Primitive("dense_seeds",
+                     lambda like, shape, idx, val, u, v, order: SparseBlock(shape, idx, val, u, v).todense(order))
 _NONE: dict = {}
 
 # ADD_INTO's and PULLED's keywords for a primitive called without keywords of its own (x[i]'s), one dict
@@ -58,14 +59,22 @@ _NONE: dict = {}
 _KEYWORDS: dict = {}
 
 
-def dense_of(block: SparseBlock, like: Any) -> Any:
+def column_order(node: Node) -> str:
+    """The order a dense cotangent block of an in-place write node is best made in: "F" where it writes
+    one element of a vector (y[i] = v in a loop), whose block's column the sweep reads and zeroes
+    (in row order, K elements a row apart: a page apart for a 10^4-vector); else "C"."""
+    idx = node.args[-1]
+    return "F" if type(idx) is tuple and len(idx) == 1 and type(idx[0]) is int and np.ndim(node.value) == 1 else "C"
+
+
+def dense_of(block: SparseBlock, like: Any, order: str = "C") -> Any:
     """block.todense(); for a compiled sweep, of a block of its seeds (constant parts), a step that
     makes it at each run (`like`: a traced value of the sweep), so that the program holds the
     parts, not a dense block as large as its result (a join's rule makes its seeds dense: a stack
     of n products, n x n)."""
     if TRACED_PARTS.v is True and type(like) is Tracer and not block.traced:
-        return bind(DENSE_OF, (like, block.shape, block.idx, block.val, block.u, block.v), _NONE)
-    return block.todense()
+        return bind(DENSE_OF, (like, block.shape, block.idx, block.val, block.u, block.v, order), _NONE)
+    return block.todense(order)
 
 
 def _keywords(node: Node) -> dict:
@@ -117,7 +126,7 @@ def program_pull(node: Node, g: Any, mine: bool, retraced: tuple, store: dict, o
     if TRACED_PARTS.v is not True:
         return False
     if type(g) is SparseBlock and not g.traced:
-        g, mine = dense_of(g, retraced[0]), True
+        g, mine = dense_of(g, retraced[0], column_order(node)), True
     elif type(g) is np.ndarray:
         g, mine = bind(FRESH, (g, retraced[0]), _NONE), True
     elif type(g) is not Tracer or type(g._value) is not np.ndarray:

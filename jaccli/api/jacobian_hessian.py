@@ -7,13 +7,12 @@ from typing import Any, Callable
 import numpy as np
 
 from jaccli.engine import Recording, definition_site, is_complex, primal_nested, separable
-from jaccli.replay import RecordOnce
 
 from .arguments import as_args, param_names, resolve_wrt, validate_options
 from .complex_functions import complex_arg, complex_jacobian, holomorphic_hessian, refuse_complex_inputs
 from .evaluator import MODES, Evaluator, HessianEvaluator
 from .lazy import Hessian, Jacobian
-from .recorded_functions import any_traced, gradient_function, gradient_recording, record, unwrapped
+from .recorded_functions import any_traced, gradient_function, gradient_recording, record, record_once_of, unwrapped
 from .sample_mixing import check_batch_independence
 from .strict_mode import check_strict, check_strict_graph, connectivity, derivative_depends
 
@@ -118,7 +117,7 @@ def _steady(f: Callable, inputs: Any, wrt: Any, batch_axis: Any, chunk_size: Any
             mode: str) -> bool:
     """Whether a call may take a record_once recording's replay straight to its lazy blocks: f's one
     input is a float ndarray, differentiated, and the options are the defaults (any `mode`)."""
-    return type(f) is RecordOnce and type(inputs) is np.ndarray and wrt is None and batch_axis is None \
+    return record_once_of(f) is not None and type(inputs) is np.ndarray and wrt is None and batch_axis is None \
         and chunk_size is None and not other_options and inputs.dtype.kind == "f" and mode in MODES
 
 

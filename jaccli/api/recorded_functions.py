@@ -13,10 +13,18 @@ from jaccli.engine import (Recording, Tracer, attributed_to, call_traced, defini
                           holds_tracer, is_internal, primal_nested, reverse, sever, shape_of, take_second_order_forms,
                           user_site)
 from jaccli.errors import ConstantUnderOuterWarning, UserFunctionError
-from jaccli.replay import sweep_templates
-from jaccli.replay import RecordOnce, Replayable
 
 from .complex_functions import refuse_complex_value
+
+
+def record_once_of(f: Callable) -> Any:
+    """f when it is a record_once function, else None.
+
+    jaccli.replay (record_once's package: replays, compiled sweeps) loads only when a program uses it,
+    not for every `jaccli jacobian` process: until then, no f can be a RecordOnce.
+    """
+    module = sys.modules.get("jaccli.replay.record_once")
+    return f if module is not None and isinstance(f, module.RecordOnce) else None
 
 
 def detach_unless(create_graph: bool, args: tuple) -> tuple:
@@ -41,7 +49,7 @@ def record(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: boo
     A `record_once` function replays its recording for this signature when it can. `v`: a
     product's vector, which without create_graph is a constant too (the caller detaches it).
     """
-    once = f if isinstance(f, RecordOnce) else None
+    once = record_once_of(f)
     fn = unwrapped(f)
     if gradient_of is not None:
         fn = gradient_function(fn, wrt_idx, *gradient_of)
@@ -55,6 +63,8 @@ def record(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: boo
             take_second_order_forms(rec.trace, create_graph=True)  # an enclosing level differentiates it
     else:
         key = ("f",) if gradient_of is None else ("gradient", gradient_of[0])
+        from jaccli.replay import Replayable  # (loaded already: f is a record_once function)
+
         rec, fresh = once.recording(key, args, wrt_idx, lambda: Replayable(fn, args, wrt_idx))
     _check_nonempty(rec.outputs)
     if rec.trace.outer and not create_graph:
@@ -83,11 +93,13 @@ def _warn_constant_under_outer() -> None:
 
 def unwrapped(f: Callable) -> Callable:
     """The user's function itself, out of a record_once wrapper."""
-    return f.__wrapped__ if isinstance(f, RecordOnce) else f
+    return f.__wrapped__ if record_once_of(f) is not None else f
 
 
 def gradient_function(f: Callable, wrt_idx: tuple[int, ...], batch: bool, holder: dict) -> Callable:
     """x -> the gradient of scalar f (per sample when batched), recorded when x is traced."""
+    from jaccli.replay import sweep_templates
+
     site = definition_site(f)
 
     def grad_fn(*xs: Any) -> tuple:

@@ -189,6 +189,35 @@ def test_writing_a_npy_file_imports_no_module_it_does_not_use(tmp_path):
                       "random"} == set()
 
 
+def test_a_jacobian_to_a_file_loads_no_replay_nor_package_it_does_not_use(tmp_path):
+    # record_once's package (replays, compiled sweeps) loads when f is a record_once function or a gradient
+    # is recorded; difflib is click's "did you mean" list, which its parser built for -o (tried as a long
+    # option first); SciPy, Matplotlib, Dask, rich and the installed metadata only where a command needs them.
+    # (sys.modules at exit: -X importtime does not see what loads while the user's code has stderr.)
+    args = ["jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "-o", "J.npy"]
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: open('modules.txt', 'w').write('\\n'.join(sorted(sys.modules))))\n"
+            f"from jaccli.cli.main import main\nmain({args!r})\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                          env=clean_env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert_allclose(np.load(tmp_path / "J.npy"), robot_arm_jacobian(np.load(sample("robot_arm_q.npy"))), atol=1e-12)
+    modules = set((tmp_path / "modules.txt").read_text().split())
+    assert "jaccli.engine.recording" in modules
+    unused = ("scipy", "matplotlib", "dask", "distributed", "rich", "difflib")
+    assert {m for m in modules if m.split(".")[0] in unused or m.startswith("jaccli.replay")
+            or m == "importlib.metadata"} == set()
+
+
+def test_import_jaccli_loads_neither_numpy_nor_click(tmp_path):
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import jaccli; print(jaccli.__version__)"],
+                          cwd=tmp_path, capture_output=True, text=True, env=clean_env(), timeout=60)
+    assert done.returncode == 0 and done.stdout == "0.1.0\n", done.stderr
+    modules = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "jaccli" in modules
+    assert not {m for m in modules if m.split(".")[0] in ("numpy", "click", "rich")}
+
+
 def test_a_run_that_writes_no_file_does_not_import_tempfile(tmp_path):
     # tempfile brings shutil, random, bz2 and lzma: about 3 ms of start-up that only -o needs.
     modules = _imported(["jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy")], tmp_path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import pickle
 import pkgutil
 import warnings
 
@@ -487,3 +488,18 @@ def test_dividing_by_a_python_or_numpy_zero_differentiates_to_numpys_quotient_no
         np.testing.assert_array_equal(jaccli.vjp(lambda v: v / zero, x, np.ones(3))[1], want)
         np.testing.assert_array_equal(np.diagonal(np.asarray(jaccli.jacobian(lambda v: v / zero, x, mode="forward"))), want)
 
+
+
+def test_structures_are_immutable_values():
+    # What the frozen dataclasses they were gave: equal by class and fields, hashable, immutable, their repr.
+    from jaccli.engine import structure as st
+
+    assert st.Reduces(axes_at=2) == st.Reduces(2, 0) and st.Reduces() != st.Reduces(arg=1)
+    assert st.Normalizes(1) != st.Reduces(1) and st.Dense() == st.Dense() and st.Dense() != st.Moves()
+    assert len({st.Cumulates(1), st.Cumulates(axis_at=1), st.Cumulates(2)}) == 2
+    assert repr(st.Reduces(2)) == "Reduces(axes_at=2, arg=0)" and repr(st.Elementwise()) == "Elementwise()"
+    assert pickle.loads(pickle.dumps(st.Normalizes(3))) == st.Normalizes(3)
+    with pytest.raises(AttributeError):
+        st.Reduces().axes_at = 3
+    with pytest.raises(AttributeError):
+        st.Dense().kind = "moves"

@@ -3,6 +3,8 @@ adjoint, both modes, blocks of seeds as one batched transform."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import types
 import warnings
 
@@ -434,3 +436,24 @@ def test_rfft_and_irfft_reverse_rules_give_their_transposes_bits(rng, norm, n, s
     # and both are transposes: <g, rfft(x)> = <rfft's rule(g), x> for a real pairing
     g = rng.standard_normal((1,) + spectrum.shape) + 1j * rng.standard_normal((1,) + spectrum.shape)
     assert np.isclose(np.real(np.sum(g[0] * spectrum)), np.sum(rules._r2c_vjp(spectrum, x, s, axes, norm)(g)[0] * x))
+def test_np_fft_rules_load_when_f_first_transforms(tmp_path):
+    # np.fft's rules wait for numpy.fft (NumPy 2 loads it at the first use of np.fft), so that a process
+    # whose f never transforms loads neither; an f that first reaches np.fft while it is being recorded,
+    # in a fresh process, is differentiated as before, in both modes.
+    code = """if True:
+        import sys
+        import numpy as np
+        import jaccli
+        fresh = "numpy.fft" not in sys.modules and "jaccli.engine.rules.fft" not in sys.modules
+        f = lambda u: np.fft.irfft(1j * np.arange(5) * np.fft.rfft(u), n=8) * u
+        x = np.linspace(0.1, 0.9, 8)
+        rows = np.asarray(jaccli.jacobian(f, x, mode="reverse"))
+        cols = np.asarray(jaccli.jacobian(f, x, mode="forward"))
+        e = 1e-6
+        ref = np.stack([(f(x + e * d) - f(x - e * d)) / (2 * e) for d in np.eye(8)], axis=1)
+        print(fresh or np.__version__ < "2", float(np.abs(rows - ref).max()), float(np.abs(cols - ref).max()))
+    """
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    fresh, err_rows, err_cols = done.stdout.split()
+    assert fresh == "True" and float(err_rows) < 1e-7 and float(err_cols) < 1e-7

@@ -11,6 +11,7 @@ import pytest
 
 import jaccli
 import jaccli.engine.rules  # noqa: F401 - fills the registry
+import jaccli.engine.rules.fft  # noqa: F401 - and np.fft's rules, which otherwise wait for numpy.fft
 import jaccli.engine.tracer
 from jaccli.engine.registry import REGISTRY
 

@@ -289,7 +289,7 @@ class Tracer(NdarrayMethods):
             name = numpy_name(func)
             raise TracingError(f"{name}(..., out=...) writes into an existing array; write `y = {name}(...)` "
                                "instead", user_site(2))
-        handler = FUNCTION_HANDLERS.get(func)
+        handler = FUNCTION_HANDLERS.get(func) or (FUNCTION_HANDLERS.get(func) if installed_for(func) else None)
         if handler is None:
             hint = INSTEAD.get(func, "")
             raise UnsupportedOperationError(f"{numpy_name(func)} is not supported by jaccli{hint}; see 'jaccli ops'",

@@ -208,6 +208,8 @@ def test_a_jacobian_to_a_file_loads_no_replay_nor_package_it_does_not_use(tmp_pa
     unused = ("scipy", "matplotlib", "dask", "distributed", "rich", "difflib")
     assert {m for m in modules if m.split(".")[0] in unused or m.startswith("jaccli.replay")
             or m in ("importlib.metadata", "numpy.fft", "jaccli.engine.rules.fft")} == set()
+    # -e's evaluator and its budget load with an expression; the report's renderer when stdout shows a result.
+    assert {m for m in modules if m.startswith("jaccli.expr") or m == "jaccli.cli.render.display"} == set()
 
 
 def test_import_jaccli_loads_neither_numpy_nor_click(tmp_path):

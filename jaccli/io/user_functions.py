@@ -16,7 +16,6 @@ import numpy as np
 # load_array and parse_index_spec live in their own modules; re-exported so existing imports keep working.
 from .arrays import ARRAY_SUFFIXES, is_file, load_array, positional_keys, refuse_special, unreadable
 from jaccli.errors import UsageError, UserFunctionError
-from jaccli.expr.evaluation import ExpressionFunction
 from .index_specs import parse_index_spec
 from jaccli.plurals import counted
 from .working_directory import same_directory
@@ -290,7 +289,9 @@ def bind_inputs(
     else:
         shown = getattr(fn, "__name__", "the function")
         params, defaults, kwonly = _signature_params(fn, shown)
-        if isinstance(fn, ExpressionFunction):
+        # (-e's module loads with an expression: until then, no fn is one)
+        expressions = sys.modules.get("jaccli.expr.evaluation")
+        if expressions is not None and isinstance(fn, expressions.ExpressionFunction):
             shown, reserved = "the expression", fn.reserved
     param_list = ", ".join(params + (["*"] + kwonly if kwonly else [])) or "none"
     unnamed = _unnamed(fn.func if isinstance(fn, LoadedFunction) else fn)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from typing import TYPE_CHECKING, Any, Callable
 
 import click
@@ -87,6 +88,9 @@ def _expr_limit(field: str) -> Callable[[click.Context, click.Parameter, float],
     def set_limit(ctx: click.Context, param: click.Parameter, value: float) -> None:
         import dataclasses
 
+        if "jaccli.expr.budget" not in sys.modules and \
+                ctx.get_parameter_source(param.name) is click.core.ParameterSource.DEFAULT:
+            return  # (no budget was set in this process: the default, which the options' defaults are, holds)
         from jaccli.expr.budget import default_budget, set_default_budget
 
         whole = field != "seconds" and value != math.inf  # counts read as counts in messages: 10,000,000

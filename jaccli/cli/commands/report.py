@@ -68,7 +68,6 @@ from jaccli.io.devices import written_in_place
 from jaccli.errors import UsageError
 from jaccli.plurals import counted
 from jaccli.io.writers import WRITE_FORMATS
-from jaccli.cli.render import display
 
 from .compute import Block, Outcome, several_blocks
 from .element_labels import element_labels
@@ -329,7 +328,9 @@ def _evaluated(b: Block) -> str:
 
 def show(problem: Problem, outcome: Outcome, settings: Settings, out: Output, report: dict) -> None:
     """Print the result to stdout in the chosen format."""
-    fmt = display.stdout_format(out.format, out.color)
+    from jaccli.cli.render.display import stdout_format  # (not loaded for -o)
+
+    fmt = stdout_format(out.format, out.color)
     if fmt == "json":
         import json
 

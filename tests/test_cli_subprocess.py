@@ -192,7 +192,7 @@ def test_writing_a_npy_file_imports_no_module_it_does_not_use(tmp_path):
 def test_a_jacobian_to_a_file_loads_no_replay_nor_package_it_does_not_use(tmp_path):
     # record_once's package (replays, compiled sweeps) loads when f is a record_once function or a gradient
     # is recorded; difflib is click's "did you mean" list, which its parser built for -o (tried as a long
-    # option first); np.fft's rules with numpy.fft, at f's first transform; SciPy, Matplotlib, Dask, rich and
+    # option first); np.fft's and np.linalg's rules at f's first call of theirs; SciPy, Matplotlib, Dask, rich and
     # the installed metadata only where a command needs them. (sys.modules at exit: -X importtime does not
     # see what loads while the user's code has stderr.)
     args = ["jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "-o", "J.npy"]
@@ -207,7 +207,8 @@ def test_a_jacobian_to_a_file_loads_no_replay_nor_package_it_does_not_use(tmp_pa
     assert "jaccli.engine.recording" in modules
     unused = ("scipy", "matplotlib", "dask", "distributed", "rich", "difflib")
     assert {m for m in modules if m.split(".")[0] in unused or m.startswith("jaccli.replay")
-            or m in ("importlib.metadata", "numpy.fft", "jaccli.engine.rules.fft")} == set()
+            or m in ("importlib.metadata", "numpy.fft", "jaccli.engine.rules.fft",
+                     "jaccli.engine.rules.linalg")} == set()
     # -e's evaluator and its budget load with an expression; the report's renderer when stdout shows a result.
     assert {m for m in modules if m.startswith("jaccli.expr") or m == "jaccli.cli.render.display"} == set()
 

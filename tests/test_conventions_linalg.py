@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -409,3 +411,35 @@ def test_full_svd_with_hermitian_true_of_a_non_square_matrix_raises_numpys_error
         np.linalg.svd(a, hermitian=True)
     with pytest.raises(np.linalg.LinAlgError):
         jaccli.jacobian(lambda y: np.linalg.svd(y, hermitian=True)[1], a)
+
+
+@pytest.mark.parametrize("first", ["f", "symmetric_derivatives"])
+def test_np_linalg_rules_load_at_f_first_call_under_the_complex_forms(first, tmp_path):
+    # np.linalg's own functions' rules wait for f's first call of one (or load whole, before f runs, after
+    # symmetric_derivatives imported a part): in a fresh process they differentiate as before, and the
+    # complex refusals stand in front of them.
+    code = f"""if True:
+        import sys
+        import numpy as np
+        import jaccli
+        import jaccli.engine.rules
+        waited = "jaccli.engine.rules.linalg" not in sys.modules
+        if {first!r} == "symmetric_derivatives":
+            with jaccli.symmetric_derivatives():
+                pass
+        A = np.array([[2.0, 1.0], [1.0, 3.0]])
+        f = lambda x: np.linalg.eigvalsh(A + np.outer(x, x)) + np.linalg.norm(x) * np.linalg.solve(A, x)
+        x = np.array([0.3, -0.2])
+        e = 1e-6
+        ref = np.stack([(f(x + e * d) - f(x - e * d)) / (2 * e) for d in np.eye(2)], axis=1)
+        err = float(np.abs(np.asarray(jaccli.jacobian(f, x)) - ref).max())
+        try:
+            jaccli.jacobian(lambda z: np.linalg.cholesky(np.eye(2) * z[0]), np.array([1 + 1j, 2.0]))
+        except jaccli.errors.UnsupportedOperationError as error:
+            refused = "np.linalg.cholesky of complex values is not supported" in str(error)
+        print(waited, err, refused)
+    """
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    waited, err, refused = done.stdout.split()
+    assert waited == "True" and float(err) < 1e-7 and refused == "True"

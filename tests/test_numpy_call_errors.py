@@ -11,7 +11,7 @@ import pytest
 
 import jaccli
 import jaccli.engine.rules  # noqa: F401 - fills the registry
-import jaccli.engine.rules.fft  # noqa: F401 - and np.fft's rules, which otherwise wait for numpy.fft
+from jaccli.engine.rules import fft, linalg_eig, linalg_norm  # noqa: F401 - and those that wait for np.fft, np.linalg
 import jaccli.engine.tracer
 from jaccli.engine.registry import REGISTRY
 

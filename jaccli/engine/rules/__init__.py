@@ -1,7 +1,8 @@
 """Derivative rules for NumPy, one module per family; importing this package fills the registry.
 
 np.fft's rules (fft.py) wait for numpy.fft, which NumPy 2 loads at the first use of np.fft: a process
-whose f never transforms loads neither (~1.5 ms of every `jaccli jacobian` process).
+whose f never transforms loads neither (~1.5 ms of every `jaccli jacobian` process). np.linalg's own
+functions' rules (linalg*.py) wait for f's first call of one of them (~1.5 ms more).
 """
 
 from . import (  # noqa: F401
@@ -18,10 +19,6 @@ from . import (  # noqa: F401
     functional,
     indexing,
     joining,
-    linalg,
-    linalg_decomp,
-    linalg_eig,
-    linalg_norm,
     meta,
     moments,
     nan_quantiles,
@@ -38,6 +35,7 @@ from . import (  # noqa: F401
     take_and_put,
 )
 
+import importlib  # noqa: E402
 import sys  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -49,22 +47,45 @@ from .scipy_installer import ScipyRules  # noqa: E402
 def _install_fft(func: Any) -> bool:
     """np.fft's rules: with None (before f runs) once numpy.fft is loaded, or for `func` of numpy.fft
     (a function with no rule, met while f runs); whether they were installed for `func`."""
-    if "jaccli.engine.rules.fft" in sys.modules:
+    if _FFT in _loaded:
         return False
     if func is None and "numpy.fft" not in sys.modules:
         return False
     if func is not None and not str(getattr(func, "__module__", "")).startswith("numpy.fft"):
         return False
-    _load_fft()
+    _load(_FFT)
     return func is not None
 
 
-def _load_fft() -> None:
-    previous = _family("")  # (fft.py sets its own; the family set before stays for later registrations)
+def _install_linalg(func: Any) -> bool:
+    """np.linalg's rules: for `func` of numpy.linalg (a function with no rule, met while f runs), or with
+    None (before f runs) when a part of them was imported (engine.SYMMETRIC_PART's module); whether they
+    were installed for `func`."""
+    if _LINALG in _loaded:
+        return False
+    if func is None and not any(f"{__name__}.{name}" in sys.modules for name in _LINALG):
+        return False
+    if func is not None and getattr(func, "__module__", None) != "numpy.linalg":
+        return False
+    _load(_LINALG)
+    return func is not None
+
+
+_FFT, _LINALG = ("fft",), ("linalg", "linalg_decomp", "linalg_eig", "linalg_norm")
+_loaded: set = set()
+
+
+def _load(modules: tuple[str, ...]) -> None:
+    """Import rules modules that wait, under the complex forms; each module sets its own family, and the
+    family set before stays for later registrations."""
+    previous = _family("")
     try:
-        from . import fft  # noqa: F401  (registers its rules)
+        for name in modules:
+            importlib.import_module(f"{__name__}.{name}")
     finally:
         _family(previous)
+    complex_forms.install()  # (over their handlers too)
+    _loaded.add(modules)
 
 
 _OPTIONAL_RULES.append(scipy_special.install_for)  # SciPy's rules, once f's module imports scipy.special
@@ -72,6 +93,7 @@ _SCIPY_MODULES = (ScipyRules("scipy.linalg", "scipy_linalg"), ScipyRules("scipy.
                   ScipyRules("scipy.stats", "scipy_stats"))
 _OPTIONAL_RULES.extend(rules.install_for for rules in _SCIPY_MODULES)  # and scipy.linalg, .signal, .stats
 _OPTIONAL_RULES.append(_install_fft)  # np.fft's rules, once numpy.fft is loaded or f calls one of its functions
+_OPTIONAL_RULES.append(_install_linalg)  # np.linalg's, once f calls one of its functions
 _OPTIONAL_RULES.append(polynomials.install_for)  # numpy.polynomial's classes, once f's module imports them
 complex_forms.install()  # over the handlers every module above registered
 
@@ -81,7 +103,9 @@ def every_rule() -> dict:
     until f's module imports scipy.special, scipy.linalg, ...): for listing what jaccli supports."""
     from ..registry import REGISTRY
 
-    _load_fft()
+    for modules in (_FFT, _LINALG):
+        if modules not in _loaded:
+            _load(modules)
     scipy_special.install()
     for rules in _SCIPY_MODULES:
         rules.install()

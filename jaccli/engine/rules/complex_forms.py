@@ -2,7 +2,8 @@
 supported operations, or a refusal that names them (never a silently wrong derivative).
 
 Installed over the registered handlers once every rules module has registered its own
-(rules/__init__.py): a real argument goes straight to the real handler.
+(rules/__init__.py), and again over np.linalg's when they load: a real argument goes straight to
+the real handler.
 """
 
 from __future__ import annotations
@@ -101,20 +102,21 @@ if hasattr(np.linalg, "svdvals"):
     _REAL_ONLY[np.linalg.svdvals] = "np.linalg.svdvals"
 
 
+_WRAPPED: set = set()  # the targets whose handlers are wrapped already (once each)
+
+
 def _wrap(table: dict, target: Any, make: Callable[[Callable], Callable]) -> None:
     real = table.get(target)
-    if real is None:
+    if real is None or (id(table), target) in _WRAPPED:
         return
+    _WRAPPED.add((id(table), target))
     handler = make(real)
     handler.__qualname__ = getattr(real, "__qualname__", handler.__qualname__)  # NumPy's name in its errors
     table[target] = handler
 
 
 def install() -> None:
-    """Put the complex forms and refusals in front of the real handlers (once)."""
-    if getattr(install, "done", False):
-        return
-    install.done = True
+    """Put the complex forms and refusals in front of the real handlers registered so far (each once)."""
     _wrap(FUNCTION_HANDLERS, np.linalg.norm, _norm)
     if hasattr(np.linalg, "vector_norm"):
         _wrap(FUNCTION_HANDLERS, np.linalg.vector_norm, _vector_norm)

@@ -63,9 +63,8 @@ def record(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: boo
             take_second_order_forms(rec.trace, create_graph=True)  # an enclosing level differentiates it
     else:
         key = ("f",) if gradient_of is None else ("gradient", gradient_of[0])
-        from jaccli.replay import Replayable  # (loaded already: f is a record_once function)
-
-        rec, fresh = once.recording(key, args, wrt_idx, lambda: Replayable(fn, args, wrt_idx))
+        replay = sys.modules["jaccli.replay"]  # (loaded with record_once: no import statement per call)
+        rec, fresh = once.recording(key, args, wrt_idx, lambda: replay.Replayable(fn, args, wrt_idx))
     _check_nonempty(rec.outputs)
     if rec.trace.outer and not create_graph:
         if not nested:  # else warned above

@@ -63,7 +63,7 @@ def _install_linalg(func: Any) -> bool:
     were installed for `func`."""
     if _LINALG in _loaded:
         return False
-    if func is None and not any(f"{__name__}.{name}" in sys.modules for name in _LINALG):
+    if func is None and _LINALG_BASE not in sys.modules:
         return False
     if func is not None and getattr(func, "__module__", None) != "numpy.linalg":
         return False
@@ -72,6 +72,7 @@ def _install_linalg(func: Any) -> bool:
 
 
 _FFT, _LINALG = ("fft",), ("linalg", "linalg_decomp", "linalg_eig", "linalg_norm")
+_LINALG_BASE = f"{__name__}.linalg"  # (imported by each of the others: a part of them includes it)
 _loaded: set = set()
 
 

@@ -436,6 +436,8 @@ def test_rfft_and_irfft_reverse_rules_give_their_transposes_bits(rng, norm, n, s
     # and both are transposes: <g, rfft(x)> = <rfft's rule(g), x> for a real pairing
     g = rng.standard_normal((1,) + spectrum.shape) + 1j * rng.standard_normal((1,) + spectrum.shape)
     assert np.isclose(np.real(np.sum(g[0] * spectrum)), np.sum(rules._r2c_vjp(spectrum, x, s, axes, norm)(g)[0] * x))
+
+
 def test_np_fft_rules_load_when_f_first_transforms(tmp_path):
     # np.fft's rules wait for numpy.fft (NumPy 2 loads it at the first use of np.fft), so that a process
     # whose f never transforms loads neither; an f that first reaches np.fft while it is being recorded,

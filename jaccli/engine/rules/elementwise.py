@@ -171,9 +171,7 @@ def _nary(ufunc, partials, *, notes: str = "", kink=None, crossed=NO_KINK, name=
                 if TRACED_PARTS.v is True and type(ans) is Tracer else _usual_vjp(_d, ans, args, _pos)
 
         def jvp_maker(ans, *args, _d=d, _pos=pos, **kw):
-            scale = _tangent_product(_d(ans, *args), _pos)
-            shape = shape_of(args[_pos])
-            out_shape = shape_of(ans)
+            scale, shape, out_shape = _tangent_product(_d(ans, *args), _pos), shape_of(args[_pos]), shape_of(ans)
             return lambda t: scale(expand(t, shape, out_shape))
 
         makers_v.append(vjp_maker)

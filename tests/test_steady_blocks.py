@@ -342,3 +342,33 @@ def test_lazy_rows_compiled_sweep_computes_the_partials_at_their_entries_alone(f
     np.testing.assert_allclose(R, ref, rtol=1e-14)
     assert abs(R[0, 5999]) == 1.0
     assert J.stats["path"] == "compiled sweep" and g.records == 1
+
+def test_a_steady_reverse_block_makes_a_vectors_cotangent_in_column_order_as_its_route_does(monkeypatch):
+    # The usual route keeps a reverse block's rows whole as the sweep makes them (BlockStores._kept_whole),
+    # so x[i]'s cotangent block may be in column order: a stack of x[i] * x[i+1] adds a contiguous column
+    # per piece. The steady call's program must make it so too (a row apart per element: 2.5x slower).
+    from jaccli.engine.rules import indexing
+
+    layouts = []
+    add = indexing.get_basic.vjp_add
+
+    def watched(acc, g, idx):
+        layouts.append(acc.flags.f_contiguous)
+        return add(acc, g, idx)
+
+    monkeypatch.setattr(indexing.get_basic, "vjp_add", watched)
+    f = jaccli.record_once(lambda x: np.stack([x[i] * x[i + 1] for i in range(x.size - 1)]))
+    x = np.linspace(0.5, 1.5, 40)
+    steady = 0
+    for k in range(10):
+        layouts.clear()
+        xk = x * (1 + 0.01 * k)
+        J = jaccli.jacobian(f, xk, mode="reverse")
+        A = np.asarray(J)
+        want = np.zeros((39, 40))
+        want[np.arange(39), np.arange(39)] = xk[1:]
+        want[np.arange(39), np.arange(1, 40)] = xk[:-1]
+        np.testing.assert_array_equal(A, want)
+        assert layouts and all(layouts), (k, J.stats["path"])
+        steady += J.stats["path"] == "compiled sweep"
+    assert steady >= 2

@@ -52,7 +52,7 @@ class SteadyBlocks:
         key = ("steady whole block", type(self), i, j, mode, self.chunk_size, self.memory_budget)
         steady = None if self._steady_failed else rec.structure.get(key)
         if steady is not None:
-            results = rec.rerun(steady.ran)
+            results = self._rerun(steady, i)
             if results is not None:
                 return self._written(steady, i, j, results)
         rec.ran = None
@@ -81,7 +81,7 @@ class SteadyBlocks:
             steady = rec.structure.get(("steady whole block", type(self), i, j, mode, self.chunk_size,
                                         self.memory_budget))
             if steady is not None:
-                results = rec.rerun(steady.ran)
+                results = self._rerun(steady, i)
                 if results is not None:
                     self._written(steady, i, j, results)
                     return self.entries(i, j)
@@ -120,6 +120,15 @@ class SteadyBlocks:
         if kind == "reverse" and self.sweeps == before + 1 and rec.ran is not None:
             rec.structure[key] = Steady(kind, i, rows.size, rec.ran)
         return kind
+
+    def _rerun(self, steady: Steady, i: int) -> list | None:
+        """The kept program's results at this replay's values (Replayable.rerun). A reverse block's rows
+        are kept whole as its usual route keeps them (BlockStores._kept_whole): a vector's cotangent block
+        in column order, as the program made it when it was checked (a stack's x[i] then add contiguous
+        columns, not K elements a row apart)."""
+        if steady.route == "reverse" and self.n_in == 1 and not self.symmetric:
+            return self._kept_whole(lambda _i, _rows: self.rec.rerun(steady.ran), i, None)
+        return self.rec.rerun(steady.ran)
 
     def _written(self, steady: Steady, i: int, j: int, results: list) -> str:
         """The block written from `results` as its route writes a sweep's (the same counts)."""

@@ -254,3 +254,41 @@ def test_a_write_keeps_the_arrays_dtype_as_numpy_does():
     J = np.asarray(jaccli.jacobian(f, x))
     assert J.dtype == np.float32
     np.testing.assert_array_equal(J, [[0, 2, 0], [0, 0, 0], [0, 0, 0]])
+
+
+@pytest.mark.parametrize("inner, axis", [((), 0), ((3,), 1), ((3,), 0), ((2, 3), 2)])
+def test_a_join_hands_each_piece_a_contiguous_slice_of_its_seeds(inner, axis):
+    # A vector joined takes its pieces from the seeds made dense in column order: each piece one
+    # run of memory (a stack of 3000 scalars: a column of a 3000 x 3000 block each, read a page
+    # apart per element in row order, was 40% of a replay). Other joins: the values.
+    from jaccli.engine.rules.joining import _concat_vjp_joint
+    from jaccli.engine.seeds import SparseBlock
+
+    xs = [np.full(inner[:axis] + (1,) + inner[axis:], float(i)) for i in range(7)]
+    ans = np.concatenate(xs, axis=axis)
+    k = ans.size
+    g = SparseBlock.one_hot(np.arange(k), ans.shape, np.float64)
+    pieces = _concat_vjp_joint(ans, *xs, axis=axis)(g)
+    eye = np.eye(k).reshape((k,) + ans.shape)
+    for i, piece in enumerate(pieces):
+        np.testing.assert_array_equal(piece, np.take(eye, [i], axis=axis + 1) if axis else eye[:, i:i + 1])
+        if ans.ndim == 1:
+            assert piece.flags.f_contiguous or piece.flags.c_contiguous
+
+
+def _columns(x):
+    X = x.reshape(4, -1)
+    return np.stack([X[:, j] * X[:, j + 1] for j in range(X.shape[1] - 1)], axis=-1)
+
+
+def test_stacks_and_concatenations_along_the_last_axis_replayed(monkeypatch):
+    x = np.random.default_rng(3).standard_normal(24)
+    joined = lambda x: np.concatenate([np.sin(x[2 * i:2 * i + 2]) * x[2 * i] for i in range(12)])  # noqa: E731
+    for f in (_columns, joined):
+        once = jaccli.record_once(f)
+        for k in range(8):  # the recording, replays node by node, then its compiled sweep
+            xk = x * (1 + 0.01 * k)
+            want = central_diff(f, xk)
+            for mode in ("reverse", "forward"):
+                np.testing.assert_allclose(np.asarray(jaccli.jacobian(once, xk, mode=mode)), want,
+                                           rtol=1e-7, atol=1e-8)

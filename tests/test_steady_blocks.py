@@ -103,8 +103,10 @@ def test_a_failing_guard_of_the_steady_sweep_takes_the_usual_way():
             np.asarray(jaccli.jacobian(g, x))
         assert reruns and all(reruns)
         y = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
+        reruns.clear()
+        A = np.asarray(jaccli.jacobian(g, y))  # (in the caller's error state: another one is another replay)
+        assert reruns == [False] and g.misses == 0  # the kept program's guard failed: the usual route then
         with np.errstate(all="ignore"):
-            A = np.asarray(jaccli.jacobian(g, y))
             P = np.asarray(jaccli.jacobian(f, y))
         np.testing.assert_array_equal(A, P)  # the usual sweep's answer at 0, whatever it is: the plain call's
         np.testing.assert_allclose(A[1:, 1:], np.diag(1.5 * np.sqrt(y[1:])), rtol=1e-13)

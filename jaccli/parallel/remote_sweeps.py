@@ -39,7 +39,7 @@ class Stats:
 
     tasks: int = 0  # blocks run on the workers
     local_blocks: int = 0  # blocks run here (the first of each evaluation, or all when one process was chosen)
-    worker_s: float = 0.0  # seconds the workers spent on their blocks, added up
+    worker_s: float = 0.0  # seconds the workers spent sweeping their blocks, added up (not loading f)
     local_s: float = 0.0  # seconds this process spent on blocks
     wall_s: float = 0.0  # seconds from the first block sent to the last one back
     chosen: str = ""  # why one process was chosen, when it was

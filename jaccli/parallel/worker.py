@@ -51,9 +51,11 @@ def evaluator(payload: Payload) -> Any:
 
 def call(payload: Payload, name: str, args: tuple) -> tuple[Any, float]:
     """Run the evaluator's method `name` ("row_sweep", "rec.jvp"...) on `args`: its result and the
-    seconds it took on this worker (the first call's include recording f)."""
-    start = time.perf_counter()
+    seconds the sweeps took on this worker. Not counted: a worker's first task of a function, which
+    imports jaccli, loads f and records it (one process, which holds its recording, would not; --stats
+    compares the two)."""
     ev = evaluator(payload)
+    start = time.perf_counter()
     with ev.lock, np.errstate(all="ignore"):
         result = run(ev, name, args)
     return result, time.perf_counter() - start

@@ -19,7 +19,7 @@ import numpy as np
 from jaccli.engine import (HEAVIER_IN_REVERSE, MATRIX_PRODUCTS, Phase, Recording, SparseBlock, blocks, recycle_block,
                            scatter_cols, scatter_rows, separable)
 
-from .block_stores import BlockStores, PartialStore, _unless_all
+from .block_stores import BlockStores, PartialStore, _unless_all, increasing
 from .diagonal_blocks import DiagonalBlocks
 from .hessian_symmetry import TILED_SYMMETRIZE, symmetric_from_structure, symmetrize_in_place
 from .sample_mixing import check_batch_independence
@@ -36,7 +36,7 @@ REMOTE_SWEEPS: ContextVar[Any] = ContextVar("jaccli_remote_sweeps", default=None
 
 def _unique(idx: np.ndarray, size: int) -> np.ndarray:
     """Sorted distinct indices in range(size): a mask is cheaper than np.unique for these."""
-    if idx.size <= 1 or bool((idx[1:] > idx[:-1]).all()):
+    if increasing(idx):
         return idx  # (in order already: a few rows asked of a large block need no mask of its size)
     mask = np.zeros(size, dtype=bool)
     mask[idx] = True

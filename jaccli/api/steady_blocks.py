@@ -20,7 +20,7 @@ import numpy as np
 
 from jaccli.engine import Recording, current_observer
 
-from .block_stores import _unless_all
+from .block_stores import _unless_all, increasing
 
 
 class Steady:
@@ -49,16 +49,28 @@ class SteadyBlocks:
         size = positions.size
         if not self._steady_may(rec) or _unless_all(positions, size) is not None:
             return usual()
-        key = ("steady whole block", type(self), i, j, mode, self.chunk_size, self.memory_budget)
+        key = self._whole_key(i, j, mode)
         steady = None if self._steady_failed else rec.structure.get(key)
         if steady is not None:
             results = self._rerun(steady, i)
             if results is not None:
                 return self._written(steady, i, j, results)
+        return self._kept_steady(key, usual, route, line, size)
+
+    def _whole_key(self, i: int, j: int, mode: str) -> tuple:
+        """The key of block (i, j)'s Steady in the recording's structure (what decides its route and seeds)."""
+        return ("steady whole block", type(self), i, j, mode, self.chunk_size, self.memory_budget)
+
+    def _kept_steady(self, key: tuple, usual: Callable[[], str], route: str, line: int, size: int,
+                     only_if: str | None = None) -> str:
+        """usual(), the sweep kind it used; kept under `key` as a Steady (`route` filling `size` positions of
+        `line`) where one sweep by a compiled program made them (Replayable.answer sets `rec.ran`), and, with
+        `only_if`, a sweep of that kind."""
+        rec = self.rec
         rec.ran = None
         before = self.sweeps
         kind = usual()
-        if self.sweeps == before + 1 and rec.ran is not None:
+        if (only_if is None or kind == only_if) and self.sweeps == before + 1 and rec.ran is not None:
             rec.structure[key] = Steady(route, line, size, rec.ran)
         return kind
 
@@ -78,8 +90,7 @@ class SteadyBlocks:
         mode = mode or self.mode
         rec = self.rec
         if not self.store and not self._plain and self._steady_may(rec):
-            steady = rec.structure.get(("steady whole block", type(self), i, j, mode, self.chunk_size,
-                                        self.memory_budget))
+            steady = rec.structure.get(self._whole_key(i, j, mode))
             if steady is not None:
                 results = self._rerun(steady, i)
                 if results is not None:
@@ -103,8 +114,7 @@ class SteadyBlocks:
             return self._take_route(self._route(i, j, miss_r.size, miss_c.size, mode), i, j, miss_r, miss_c)
 
         rec = self.rec
-        if self.store or not self._steady_may(rec) or not rows.size or rows.size == self.M[i] \
-                or (rows.size > 1 and not bool((rows[1:] > rows[:-1]).all())):
+        if self.store or not self._steady_may(rec) or not rows.size or rows.size == self.M[i] or not increasing(rows):
             return usual()
         key = ("steady rows", type(self), i, j, mode, self.chunk_size, self.memory_budget, cols.size,
                rows.tobytes())
@@ -114,12 +124,7 @@ class SteadyBlocks:
             if results is not None:
                 self._took(rows, results, self._rows_writer(i), self.row_done[i], False, self.M[i], "reverse")
                 return "reverse"
-        rec.ran = None
-        before = self.sweeps
-        kind = usual()
-        if kind == "reverse" and self.sweeps == before + 1 and rec.ran is not None:
-            rec.structure[key] = Steady(kind, i, rows.size, rec.ran)
-        return kind
+        return self._kept_steady(key, usual, "reverse", i, rows.size, only_if="reverse")
 
     def _rerun(self, steady: Steady, i: int) -> list | None:
         """The kept program's results at this replay's values (Replayable.rerun). A reverse block's rows

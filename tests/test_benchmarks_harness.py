@@ -186,3 +186,21 @@ def test_call_by_call_times_the_recording_and_seven_replays_against_a_plain_call
     (iid, make, plain), = call_by_call._cases({"P1-n100"})
     got, base = call_by_call.calls(make, plain, trials=1)
     assert iid == "P1-n100" and len(got) == call_by_call.CALLS == 8 and base > 0 and all(t > 0 for t in got)
+
+
+def test_the_ab_copy_of_the_package_replays_record_once_functions_as_the_package_does():
+    # benchmarks.ab loads a revision's package as jaccli_ab: what the package finds by module name
+    # (record_once's modules, loaded only when used) must be the copy's own, or the copy records f
+    # again on every call of a record_once function and an A/B of record_once compares nothing real
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    code = ("import sys; sys.path.insert(0, '.')\n"
+            "import numpy as np\nfrom benchmarks import ab\nab.export('HEAD')\nimport jaccli_ab\n"
+            "g = jaccli_ab.record_once(lambda x: np.sin(x) * x)\n"
+            "for k in range(4):\n    np.asarray(jaccli_ab.jacobian(g, np.linspace(0.1, 1.0, 5) + k))\n"
+            "print(g.replays, g.misses, 'jaccli' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["3", "0", "False"]

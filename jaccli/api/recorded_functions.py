@@ -17,13 +17,18 @@ from jaccli.errors import ConstantUnderOuterWarning, UserFunctionError
 from .complex_functions import refuse_complex_value
 
 
+# record_once's modules by name, under this package's own name (benchmarks.ab loads a copy of it as jaccli_ab)
+_REPLAY = f"{__name__.partition('.')[0]}.replay"
+_RECORD_ONCE = f"{_REPLAY}.record_once"
+
+
 def record_once_of(f: Callable) -> Any:
     """f when it is a record_once function, else None.
 
     jaccli.replay (record_once's package: replays, compiled sweeps) loads only when a program uses it,
     not for every `jaccli jacobian` process: until then, no f can be a RecordOnce.
     """
-    module = sys.modules.get("jaccli.replay.record_once")
+    module = sys.modules.get(_RECORD_ONCE)
     return f if module is not None and isinstance(f, module.RecordOnce) else None
 
 
@@ -63,7 +68,7 @@ def record(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: boo
             take_second_order_forms(rec.trace, create_graph=True)  # an enclosing level differentiates it
     else:
         key = ("f",) if gradient_of is None else ("gradient", gradient_of[0])
-        replay = sys.modules["jaccli.replay"]  # (loaded with record_once: no import statement per call)
+        replay = sys.modules[_REPLAY]  # (loaded with record_once: no import statement per call)
         rec, fresh = once.recording(key, args, wrt_idx, lambda: replay.Replayable(fn, args, wrt_idx))
     _check_nonempty(rec.outputs)
     if rec.trace.outer and not create_graph:

@@ -255,6 +255,9 @@ def _call_by_name(func: Callable[..., object], inputs: Mapping[str, object]) -> 
 # ---------------------------------------------------------------- binding inputs to parameters
 
 
+_EXPRESSIONS = f"{__name__.partition('.')[0]}.expr.evaluation"  # (this package's own name, as recorded_functions')
+
+
 def bind_inputs(
     fn: LoadedFunction | Callable[..., object], sources: Sequence[str]
 ) -> dict[str, np.ndarray]:
@@ -290,7 +293,7 @@ def bind_inputs(
         shown = getattr(fn, "__name__", "the function")
         params, defaults, kwonly = _signature_params(fn, shown)
         # (-e's module loads with an expression: until then, no fn is one)
-        expressions = sys.modules.get("jaccli.expr.evaluation")
+        expressions = sys.modules.get(_EXPRESSIONS)
         if expressions is not None and isinstance(fn, expressions.ExpressionFunction):
             shown, reserved = "the expression", fn.reserved
     param_list = ", ".join(params + (["*"] + kwonly if kwonly else [])) or "none"

@@ -82,13 +82,16 @@ def _stack(*decorators: Decorator) -> Decorator:
     return apply
 
 
+_BUDGET_MODULE = f"{__name__.partition('.')[0]}.expr.budget"  # (this package's own name, as recorded_functions')
+
+
 def _expr_limit(field: str) -> Callable[[click.Context, click.Parameter, float], None]:
     """A callback that makes the option's value that field of the budget of -e expressions; every run sets it,
     to the default when the option is not given."""
     def set_limit(ctx: click.Context, param: click.Parameter, value: float) -> None:
         import dataclasses
 
-        if "jaccli.expr.budget" not in sys.modules and \
+        if _BUDGET_MODULE not in sys.modules and \
                 ctx.get_parameter_source(param.name) is click.core.ParameterSource.DEFAULT:
             return  # (no budget was set in this process: the default, which the options' defaults are, holds)
         from jaccli.expr.budget import default_budget, set_default_budget

@@ -459,3 +459,26 @@ def test_np_fft_rules_load_when_f_first_transforms(tmp_path):
     assert done.returncode == 0, done.stderr
     fresh, err_rows, err_cols = done.stdout.split()
     assert fresh == "True" and float(err_rows) < 1e-7 and float(err_cols) < 1e-7
+
+
+def test_a_plain_vjps_transform_rules_are_made_once_per_signature_and_send_real_cotangents(rng):
+    # A plain call's sweep makes each node's rule: the transforms' rules read only the argument's shape
+    # and the transform's arguments, so two calls (and two nodes of one signature) share one rule, and
+    # rfft's rule (an irfft) is taken as it is, not wrapped to take the real part of a real cotangent.
+    from benchmarks.spectral import ks_data, ks_residual
+
+    u, v, k = ks_data(32)
+    f = lambda u: ks_residual(u, k)  # noqa: E731
+    rules = []
+    for _ in range(2):
+        rec = Recording(f, (u,), (0,))
+        (back,) = rec.vjp([v[None]])
+        rules.append({(n.index, n.prim.name): n._vjps[0] for n in rec.trace.nodes if n._vjps and 0 in n._vjps})
+        e = 1e-6
+        ref = np.array([(f(u + e * d) - f(u - e * d)) / (2 * e) for d in np.eye(32)]) @ v
+        np.testing.assert_allclose(back[0], ref, atol=1e-7)
+    transforms = [key for key in rules[0] if key[1].startswith("np.fft.")]
+    assert len(transforms) == 3  # rfft(u), rfft(u * u), irfft
+    assert all(rules[0][key] is rules[1][key] for key in transforms)
+    rffts = [rules[0][key] for key in transforms if key[1] == "np.fft.rfftn"]
+    assert rffts[0] is rffts[1] and rffts[0].__name__ == "rule"  # (real_cotangent's wrapper is real_rule)

@@ -63,6 +63,12 @@ arguments are one value (x * x: g * x each, made from the same factor): the plai
 argument 0's rule and sends its cotangent back for both (engine/sweeps.py)."""
 
 
+REAL_COTANGENTS: set[_Primitive] = set()
+"""Primitives of a complex result whose reverse rules send a real argument a real cotangent already
+(rfftn's transpose is an irfftn): the sweeps use the rule as it is, without tape.real_cotangent's
+wrapper, a call more for every cotangent sent back."""
+
+
 CONDITION_ARGUMENTS: dict[_Primitive, int] = {}
 """The position of the argument that is a condition (np.where's 0): a report names it "its condition"
 (check/branch_changes)."""

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .block_memory import fresh
-from .facts import SELF_PAIRED
+from .facts import REAL_COTANGENTS, SELF_PAIRED
 from .seeds import SparseBlock
 from .sweep_plans import plan_forward, plan_reverse
 from .tape import Node, Trace, is_complex, no_rule_error, real_cotangent
@@ -262,7 +262,8 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                             if rule is not None and type(value) is not np.float64 and (
                                     value.dtype.kind == "c" if type(value) is np.ndarray else is_complex(value)):
                                 arg = node.args[argnum]
-                                if not (arg.dtype.kind == "c" if type(arg) is np.ndarray else is_complex(arg)):
+                                if not (arg.dtype.kind == "c" if type(arg) is np.ndarray else is_complex(arg)) \
+                                        and node.prim not in REAL_COTANGENTS:
                                     rule = real_cotangent(rule)
                             if rules is None:
                                 node._vjps = {argnum: rule}

@@ -20,6 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import UnsupportedOperationError
+from .facts import REAL_COTANGENTS
 from .freezer import FREEZER
 from .guards import Guard, Raised, current_errstate, errstate_token, same_errstate
 from .seeds import SparseBlock
@@ -247,7 +248,8 @@ class Node:
             if maker is None:
                 raise no_rule_error(self, argnum, mode)
             rule = maker(self.value, *self.args, **self.kwargs)
-            if mode == "reverse" and rule is not None and is_complex(self.value) and not is_complex(self.args[argnum]):
+            if mode == "reverse" and rule is not None and is_complex(self.value) and not is_complex(self.args[argnum]) \
+                    and self.prim not in REAL_COTANGENTS:
                 rule = real_cotangent(rule)
         cache[argnum] = rule
         return rule

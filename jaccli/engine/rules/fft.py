@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ..facts import HEAVIER_IN_REVERSE, SAMPLE_RULES, STRUCTURES
+from ..facts import HEAVIER_IN_REVERSE, REAL_COTANGENTS, SAMPLE_RULES, STRUCTURES
 from ..registry import family, primitive, register_derived
 from ..seeds import SparseBlock, dense
 from ..structure import Dense
@@ -134,7 +134,10 @@ def _resize(g, lengths, axes):
 
 
 def _lengths(x, axes):
-    shape = shape_of(x)
+    return _lengths_at(shape_of(x), axes)
+
+
+def _lengths_at(shape, axes):
     return (shape[axes[0]],) if len(axes) == 1 else tuple([shape[a] for a in axes])
 
 
@@ -229,9 +232,20 @@ _rfftn_t, _irfftn_t = _plain_first(rfftn_t), _plain_first(irfftn_t)
 # calls on the same arguments (the same numbers to the bit), without their dozen Python calls.
 
 def _r2c_vjp(ans, x, s, axes, norm):
-    lengths, up = _lengths(x, axes), _up(axes)
+    return _r2c_rule(shape_of(x), s, axes, norm)
+
+
+def _c2r_vjp(ans, x, s, axes, norm):
+    return _c2r_rule(shape_of(x), dtype_of(x).kind != "c", s, axes, norm)
+
+
+# The rules read the argument's shape (and kind) and the transform's arguments only: one rule serves
+# every node of one such signature, made once (a plain call's sweep makes each of its rules, ~2 us a node).
+@functools.lru_cache(maxsize=256)
+def _r2c_rule(shape, s, axes, norm):
+    lengths, up = _lengths_at(shape, axes), _up(axes)
     axis = up[0]
-    if _pfu is None or len(axes) != 1 or axis != len(shape_of(x)) or lengths != s:
+    if _pfu is None or len(axes) != 1 or axis != len(shape) or lengths != s:
         return lambda g: _rfftn_t(g, s, up, norm, lengths)
     n = s[0]
     weights, factor, irfft, where = _conjugating_weights(n, 0.5, 1.0), _factor(n, _swap(norm), False), _pfu.irfft, \
@@ -246,12 +260,13 @@ def _r2c_vjp(ans, x, s, axes, norm):
     return rule
 
 
-def _c2r_vjp(ans, x, s, axes, norm):
-    lengths, up = _lengths(x, axes), _up(axes)
-    if dtype_of(x).kind != "c":  # NumPy sees a real x as complex: its cotangent is the real part (as JAX's)
+@functools.lru_cache(maxsize=256)
+def _c2r_rule(shape, real, s, axes, norm):
+    lengths, up = _lengths_at(shape, axes), _up(axes)
+    if real:  # NumPy sees a real x as complex: its cotangent is the real part (as JAX's)
         return lambda g: np.real(_irfftn_t(g, s, up, norm, lengths))
     axis, n = up[0], s[-1]
-    if _pfu is None or len(axes) != 1 or axis != len(shape_of(x)) or lengths[0] != n // 2 + 1:
+    if _pfu is None or len(axes) != 1 or axis != len(shape) or lengths[0] != n // 2 + 1:
         return lambda g: _irfftn_t(g, s, up, norm, lengths)
     half, factor, rfft, where = n // 2 + 1, _factor(n, _swap(norm), True), \
         _pfu.rfft_n_odd if n % 2 else _pfu.rfft_n_even, [up, (), up]
@@ -326,6 +341,7 @@ for _prim in (fftn, rfftn, irfftn, rfftn_t, irfftn_t):
     # a plain argument is not held read-only while f runs, and a traced one stays free for in-place updates.
     _prim.value_free = True
 del _prim
+REAL_COTANGENTS.add(rfftn)  # (its rules end in an irfftn: a real argument's cotangent is real already)
 HEAVIER_IN_REVERSE.update((rfftn, irfftn))  # (KS residual, n = 4096: a forward Jacobian ~2x cheaper)
 
 

@@ -66,8 +66,8 @@ def _jacobian_product(f: Callable, inputs: Any, v: Any, wrt: Any, create_graph: 
     if strict:
         check_strict_product(connectivity(rec), rec.wrt, param_names(f, len(args)))
     (v,) = detach_unless(create_graph, (v,))
-    complex_in = [is_complex(rec.inputs[k]) for k in wrt_idx]
     complex_out = [is_complex(o) for o in rec.outputs]
+    complex_in = [is_complex(rec.inputs[k]) for k in wrt_idx] if holomorphic or not reverse else None
     if holomorphic and not all(complex_in):
         raise holomorphic_error("vjp" if reverse else "jvp", "inputs")
     if holomorphic and not all(complex_out):

@@ -55,10 +55,10 @@ def record(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: boo
     product's vector, which without create_graph is a constant too (the caller detaches it).
     """
     once = record_once_of(f)
-    fn = unwrapped(f)
+    fn = f if once is None else f.__wrapped__
     if gradient_of is not None:
         fn = gradient_function(fn, wrt_idx, *gradient_of)
-    nested = not create_graph and (any(holds_tracer(a) for a in args) or holds_tracer(v))
+    nested = not create_graph and not _plain_arrays(args, v) and (any(holds_tracer(a) for a in args) or holds_tracer(v))
     if nested:
         _warn_constant_under_outer()
         sever((args, v), user_site())  # (a check of the enclosing f then says why it disagrees)
@@ -70,12 +70,22 @@ def record(f: Callable, args: tuple, wrt_idx: tuple[int, ...], create_graph: boo
         key = ("f",) if gradient_of is None else ("gradient", gradient_of[0])
         replay = sys.modules[_REPLAY]  # (loaded with record_once: no import statement per call)
         rec, fresh = once.recording(key, args, wrt_idx, lambda: replay.Replayable(fn, args, wrt_idx))
-    _check_nonempty(rec.outputs)
+    if not rec.outputs:
+        _check_nonempty(rec.outputs)
     if rec.trace.outer and not create_graph:
         if not nested:  # else warned above
             _warn_constant_under_outer()
         rec.detach()  # f closes over a variable that an outer differentiation traces
     return rec, fresh
+
+
+def _plain_arrays(args: tuple, v: Any) -> bool:
+    """Whether the arguments and v are plain arrays (v may be None), which hold no traced value: the
+    common call, answered without holds_tracer's walk."""
+    for a in args:
+        if type(a) is not np.ndarray:
+            return False
+    return v is None or type(v) is np.ndarray
 
 
 def _check_nonempty(outputs: tuple) -> None:

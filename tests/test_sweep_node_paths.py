@@ -156,3 +156,38 @@ def test_an_element_loop_swept_in_blocks_over_reused_memory_is_the_closed_form_e
     J2 = np.asarray(jaccli.jacobian(f, x2, mode=mode, chunk_size=n // 2))
     np.testing.assert_array_equal(J1, closed_form(x1))  # (the first, after the second reused memory)
     np.testing.assert_array_equal(J2, closed_form(x2))
+
+
+def test_a_plain_calls_sweep_of_a_short_recording_makes_no_plan_and_passes_by_nodes_off_the_paths(monkeypatch):
+    # the one sweep of a plain vjp visits every node from the output's down (first_sweep_order):
+    # nodes that no seed reaches, that depend on no input, or that come after the output get no
+    # cotangent; the product is the central differences' all the same, and no plan is made
+    from jaccli.engine import sweep_plans
+    from jaccli.engine.recording import Recording
+
+    made = []
+    needed = sweep_plans._needed
+    monkeypatch.setattr(sweep_plans, "_needed", lambda *a: made.append(1) or needed(*a))
+    c = np.linspace(1.0, 2.0, 5)
+
+    def f(x, y):
+        unused = np.sin(x) * 3.0  # reaches no output  # noqa: F841
+        plain = np.cos(c) * 2.0  # depends on no input
+        out = x * y + plain * np.tanh(y) + (x * x).sum()
+        after = out * 4.0  # recorded after the output  # noqa: F841
+        return out
+
+    x, y, v = np.linspace(0.3, 0.9, 5), np.linspace(-0.5, 0.5, 5), np.linspace(1.0, -1.0, 5)
+    rec = Recording(f, (x, y), (0, 1))
+    got = rec.vjp([v[None]])
+    assert made == []
+    rec.vjp([v[None]])  # a second sweep (a Jacobian's next block) makes the plan, for every sweep after it
+    assert made == [1]
+    for k, arg in enumerate((x, y)):
+        other = (lambda a: f(a, y)) if k == 0 else (lambda a: f(x, a))
+        np.testing.assert_allclose(got[k][0], central_diff(other, arg).T @ v, rtol=1e-7, atol=1e-8)
+    # a recording with an exp has its plan made, for the shifts it may cut (engine/cancelled_shifts.py)
+    del made[:]
+    rec = Recording(lambda z: np.log(np.exp(z - z.max()).sum()) + z.max(), (x,), (0,))  # logsumexp
+    np.testing.assert_allclose(rec.vjp([np.ones((1,))])[0][0], np.exp(x) / np.exp(x).sum(), rtol=1e-12)
+    assert made  # (and the shift cut: test_shifts.py)

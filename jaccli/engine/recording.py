@@ -262,7 +262,7 @@ class Recording:
         if type(self) is Recording:  # (answer() is sweep() here: a plain call's sweep, without the hook's steps)
             starts, ends = tuple([self.out_refs[i] for i in seeded]), tuple([self.in_nodes[j] for j in wrt])
             with pause_for(self.trace):
-                out = reverse(self.trace, starts, seeds, ends)
+                out = reverse(self.trace, starts, seeds, ends, first=self.sweeps == 1)
             return out if structured else list(map(dense, out))
 
         def where() -> tuple[tuple, tuple]:  # (the nodes a program may not need)

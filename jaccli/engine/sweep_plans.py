@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .cancelled_shifts import cancelling, candidates
+from .facts import SHIFT_FORMS as _SHIFT_FORMS
 from .tape import Node, Trace
 
 
@@ -98,6 +99,25 @@ def plan_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> Plan:
     """Nodes on some path from a differentiated input to the outputs, in reverse order."""
     return _cached_plan(trace, ("rev", tuple([(n.index, i) for n, i in outputs]), wrt_mask), _make_reverse,
                         outputs, wrt_mask)
+
+
+_NO_CUT = frozenset()
+
+
+def first_sweep_order(trace: Trace, outputs: tuple, wrt_mask: int) -> Plan:
+    """The nodes the first reverse sweep of a recording visits, in order: for a short recording with no
+    shift to cut (no exp: engine/cancelled_shifts.py), every node from the last output's down, else
+    `plan_reverse`'s plan. A node off the paths gets no cotangent, and the sweep passes it by: a plain
+    call's one sweep is spared making a plan it reads once (the sweeps after it read plan_reverse's)."""
+    nodes = trace.nodes
+    if len(nodes) > _SCAN_UP_TO or not outputs or trace.shared_plans is not None:
+        return plan_reverse(trace, outputs, wrt_mask)
+    for node in nodes:
+        if _SHIFT_FORMS.get(node.prim) == "exp":
+            return plan_reverse(trace, outputs, wrt_mask)
+    plan = Plan(nodes[max([n.index for n, _ in outputs]):: -1])
+    plan.cut = _NO_CUT
+    return plan
 
 
 def _make_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> Plan:

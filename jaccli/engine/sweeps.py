@@ -12,7 +12,7 @@ import numpy as np
 from .block_memory import fresh
 from .facts import REAL_COTANGENTS, SELF_PAIRED
 from .seeds import SparseBlock
-from .sweep_plans import plan_forward, plan_reverse
+from .sweep_plans import first_sweep_order, plan_forward, plan_reverse
 from .tape import Node, Trace, is_complex, no_rule_error, real_cotangent
 from .thread_state import ThreadSlot
 from .traced_in_place import column_order, program_add, program_pull, pull_in_place
@@ -136,7 +136,7 @@ MONITOR = ThreadSlot()
 
 
 def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool = False,
-            probe_at: tuple | None = None) -> Any:
+            probe_at: tuple | None = None, first: bool = False) -> Any:
     """Pull a block of cotangents back from `outputs` to the input nodes `wrt`.
 
     Args:
@@ -147,6 +147,7 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
         traced: the trace is still open and the sweep is recorded on it: the rules are made from
             the nodes' values as traced arrays of `trace`, so the cotangents are traced functions
             of its inputs (a gradient that can be differentiated again, on one level).
+        first: the recording's first sweep (a plain call's only one): sweep_plans.first_sweep_order.
 
     Returns:
         One cotangent block per `wrt` node, shape ``(K,) + input.shape``, or None where no
@@ -158,7 +159,7 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
         SWEEP.v = Probe(lambda values, node, argnum: reverse(trace, outputs, tuple(map(_plain_seed, seeds)), wrt,
                                                              False, (values, node)), trace, "cotangent")
         try:
-            return reverse(trace, outputs, seeds, wrt, traced, ())
+            return reverse(trace, outputs, seeds, wrt, traced, (), first)
         finally:
             SWEEP.v = outer
     probe, monitor = SWEEP.v, MONITOR.v  # (neither changes while the sweep runs)
@@ -176,7 +177,7 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
     # What a node's makers and rules record (and the sums of what they send back) belongs to the
     # user's line of that node: set once per node, and the caller's site is back when the sweep ends.
     with attributed_to(RULE_SITE.v):
-        plan = plan_reverse(trace, tuple(outputs), wrt_mask)
+        plan = (first_sweep_order if first else plan_reverse)(trace, tuple(outputs), wrt_mask)
         cut = plan.cut
         for node in plan:
             g = store.pop(node, None)

@@ -112,6 +112,26 @@ def test_rolls_repeated_across_steps_and_calls_are_the_closed_form(mode):
         np.testing.assert_allclose(np.asarray(jaccli.jacobian(steps, x, mode=mode)), J, rtol=1e-13, atol=1e-13)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_rolls_of_long_axes_swept_as_two_slices_are_the_closed_form(mode, monkeypatch):
+    # n = 80: a block of 80 seeds is past indexing._ROTATE_FROM, so the sweep rotates by slices
+    from jaccli.engine.rules import indexing
+
+    rotations = []
+    rotated = indexing._rotated
+    monkeypatch.setattr(indexing, "_rotated", lambda x, shift: rotations.append(shift) or rotated(x, shift))
+    x = np.linspace(-1.0, 2.0, 80)
+    J = _lorenz96_step_jacobian(_lorenz96_step(x)) @ _lorenz96_step_jacobian(x)
+    got = np.asarray(jaccli.jacobian(lambda x: _lorenz96_step(_lorenz96_step(x)), x, mode=mode))
+    np.testing.assert_allclose(got, J, rtol=1e-13, atol=1e-13)
+    assert len(rotations) == 6  # two steps of three rolls
+    A = np.reshape(np.linspace(0.5, 1.5, 160), (2, 80))  # a flat rotation of a matrix; one along axis 1 is not
+    for shift, axis in ((7, None), (-3, None), (5, 1)):
+        f = lambda a, shift=shift, axis=axis: np.roll(a, shift, axis) * a  # noqa: E731
+        np.testing.assert_allclose(np.reshape(jaccli.jacobian(f, A, mode=mode), (160, 160)),
+                                   np.reshape(central_diff(f, A), (160, 160)), rtol=1e-8, atol=1e-8)
+
+
 def test_a_roll_of_a_vector_is_one_gather():
     assert _recorded(lambda x: np.roll(x, 1) * 2.0, np.ones(4)) == ["input", "gather", "np.multiply"]
 

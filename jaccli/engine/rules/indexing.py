@@ -149,11 +149,54 @@ get_basic.vjp_add = _add_basic
 # Gather of flat positions on the last axis, and its transpose (repeated positions add up)
 # ---------------------------------------------------------------------------
 def _gather(x, flat):
+    if type(x) is not np.ndarray:
+        return np.take(x, flat, axis=-1)
+    if x.size >= _ROTATE_FROM and type(flat) is np.ndarray and not flat.flags.writeable:
+        shift = _shift_of(flat, x.shape[-1])
+        if shift is not None:
+            return _rotated(x, shift)
     # (ndarray.take: np.take's wrapper and dispatch cost a microsecond, and a sweep transposes every roll)
-    return x.take(flat, axis=-1) if type(x) is np.ndarray else np.take(x, flat, axis=-1)
+    return x.take(flat, axis=-1)
+
+
+# A gather whose positions rotate the last axis (np.roll's, and their inverse a sweep gathers by) copies
+# it as two slices: on a block of K rows, a fraction of take's per-element indexing (100 x 100: 2.3 us
+# against 4.7; 10 x 10^4: 14 against 52); below these sizes take is as fast or faster.
+_ROTATE_FROM, _ROTATE_AXIS = 4096, 64
+# id of a read-only position array -> (it, the length of the axis it rotates or -1, the shift)
+_SHIFTS: dict[int, tuple] = {}
+
+
+def _shift_of(flat: np.ndarray, n: int) -> int | None:
+    """s where the read-only positions `flat` are (j + s) % n for j < n, one cyclic shift of an axis of length n
+    at least _ROTATE_AXIS long; None otherwise."""
+    known = _SHIFTS.get(id(flat))
+    if known is None or known[0] is not flat:
+        if len(_SHIFTS) > 256:
+            _SHIFTS.clear()
+        m, shift = flat.size, None
+        if flat.ndim == 1 and m >= _ROTATE_AXIS and 0 < flat[0] < m \
+                and np.array_equal(flat, (np.arange(m) + int(flat[0])) % m):
+            shift = int(flat[0])
+        known = _SHIFTS[id(flat)] = (flat, m if shift is not None else -1, shift)
+    return known[2] if known[1] == n else None
+
+
+def _rotated(x: np.ndarray, shift: int) -> np.ndarray:
+    """x.take((arange(n) + shift) % n, axis=-1), for 0 < shift < n: the same values in a new C-ordered array."""
+    n = x.shape[-1]
+    out = np.empty(x.shape, dtype=x.dtype)
+    out[..., :n - shift] = x[..., shift:]
+    out[..., n - shift:] = x[..., :shift]
+    return out
 
 
 def _scatter_flat(v, flat, n):
+    if type(v) is np.ndarray and flat.ndim == 1 and v.dtype.kind in "fc" and v.dtype.itemsize >= 4 \
+            and not flat.flags.writeable:
+        known = _DISTINCT.get(id(flat))
+        if known is not None and known[0] is flat and known[1] == n and known[3] is not None:
+            return _gather(v, known[3])  # (below's permutation case, known: a sweep transposes every roll)
     lead = np.shape(v)[: np.ndim(v) - flat.ndim]
     vv = np.reshape(v, tuple(lead) + (flat.size,))
     pos = flat.reshape(-1)

@@ -58,6 +58,13 @@ def test_an_int_index_of_a_matrix_takes_a_row_and_a_row_write_replaces_one(mode)
                                rtol=1e-7, atol=1e-8)
 
 
+def _calls(monkeypatch, module, name: str) -> list:
+    """The arguments of each call of module.name from here on (it still runs)."""
+    calls, inner = [], getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *args: calls.append(args) or inner(*args))
+    return calls
+
+
 def _raises_as_numpy_does(f, error):
     """jaccli.jacobian(f) at ones(3) raises NumPy's own error, word for word."""
     with pytest.raises(error) as ours:
@@ -117,9 +124,7 @@ def test_rolls_of_long_axes_swept_as_two_slices_are_the_closed_form(mode, monkey
     # n = 80: a block of 80 seeds is past indexing._ROTATE_FROM, so the sweep rotates by slices
     from jaccli.engine.rules import indexing
 
-    rotations = []
-    rotated = indexing._rotated
-    monkeypatch.setattr(indexing, "_rotated", lambda x, shift: rotations.append(shift) or rotated(x, shift))
+    rotations = _calls(monkeypatch, indexing, "_rotated")
     x = np.linspace(-1.0, 2.0, 80)
     J = _lorenz96_step_jacobian(_lorenz96_step(x)) @ _lorenz96_step_jacobian(x)
     got = np.asarray(jaccli.jacobian(lambda x: _lorenz96_step(_lorenz96_step(x)), x, mode=mode))
@@ -224,3 +229,19 @@ def test_a_part_of_a_seed_block_that_holds_none_of_its_entries_is_zero():
     assert part.shape == (3, 4)
     np.testing.assert_array_equal(np.asarray(part), np.zeros((3, 4)))
     np.testing.assert_array_equal(np.asarray(getitem_on_block(block, (slice(6, 8),))), np.eye(8)[[0, 1, 7], 6:8])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_array_times_a_number_pulls_back_as_one_product(mode, monkeypatch):
+    # h * k of an integrator's step: the reverse rule is g * h itself, no broadcast undone
+    from jaccli.engine.rules import elementwise
+
+    undone = _calls(monkeypatch, elementwise, "unbroadcast")
+    x = np.linspace(-1.0, 2.0, 5)
+    f = lambda x: 0.25 * (2 * x) * np.float64(3.0) * x  # noqa: E731  (a float, an int, a NumPy float)
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x, mode=mode)), np.diag(3.0 * x), rtol=1e-14)
+    if mode == "reverse":
+        assert undone == []
+    with np.errstate(over="ignore"):  # an infinite number still takes the product that keeps 0 * inf apart
+        np.testing.assert_array_equal(np.asarray(jaccli.jacobian(lambda x: np.inf * x[:1], x, mode=mode)),
+                                      [[np.inf, 0.0, 0.0, 0.0, 0.0]])

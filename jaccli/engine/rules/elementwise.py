@@ -187,8 +187,8 @@ def _nary(ufunc, partials, *, notes: str = "", kink=None, crossed=NO_KINK, name=
 def _usual_vjp(d, ans, args: tuple, pos: int):
     """The reverse rule of argument `pos` of a broadcasting ufunc whose partial is d(ans, *args)."""
     factor, shape = d(ans, *args), shape_of(args[pos])
-    if shape == shape_of(ans) and ((type(factor) is np.ndarray and factor.shape == shape) or (
-            not shape and (type(factor) is float or type(factor) is np.float64))) and _all_finite(factor):
+    if shape == shape_of(ans) and ((type(factor) is np.ndarray and factor.shape == shape) or type(factor) in (
+            float, np.float64, int)) and _all_finite(factor):  # (a number: h * k1 of an integrator's step)
         return lambda g: g * factor  # (g * factor has g's shape: the common rule, through no helpers)
     scale = _safe_product(factor, pos)
     return lambda g: unbroadcast(scale(g), shape)

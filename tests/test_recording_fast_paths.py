@@ -82,3 +82,21 @@ def test_each_operation_belongs_to_the_innermost_line_of_the_users_code():
                          ("getitem", _INNER_LINE)]
     assert ("np.add", _INNER_LINE) in lines and ("assign", here + 2) in lines
     assert {line for name, line in lines if name in ("gather", "np.sum")} == {here + 3}
+
+
+def test_the_operations_of_a_loop_share_each_lines_site_and_each_keeps_its_own_line():
+    def f(x):
+        for _ in range(3):
+            x = x * 2.0 + 1.0  # two operations on one line
+            x = np.sin(
+                x)  # an operation whose call spans two lines
+        return x
+
+    nodes = _nodes(f, np.linspace(1.0, 2.0, 3))[1:]
+    here = f.__code__.co_firstlineno
+    assert [(n.prim.name, n.site[1]) for n in nodes[:3]] == [("np.multiply", here + 2), ("np.add", here + 2),
+                                                            ("np.sin", here + 3)]
+    assert [n.site for n in nodes] == [n.site for n in nodes[:3]] * 3
+    # (the same instruction: one tuple, found once; iterations after the first, which the interpreter specializes)
+    assert all(a.site is b.site for a, b in zip(nodes[3:], nodes[6:]))
+    assert nodes[0].site[0] == __file__

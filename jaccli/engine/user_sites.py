@@ -19,7 +19,9 @@ _INTERNAL_CODE: dict = {}  # code object -> (its file, _USER, _LIBRARY or _INTER
 # look-up (an id, not the code's equality, which holds between equal code of two files)
 _INTERNAL_IDS: dict = {}
 # The same for the user's code: user_site stops at its frame with one look-up, where the code's own hash
-# (over its bytecode, names and constants) would be computed for _INTERNAL_CODE at every recorded operation
+# (over its bytecode, names and constants) would be computed for _INTERNAL_CODE at every recorded operation;
+# id -> (code, {instruction offset: its (file, line)}): a loop's operations share their sites, not found each
+# time from the code's line table
 _USER_IDS: dict = {}
 
 
@@ -50,7 +52,7 @@ def _code_kind(code: Any) -> int:
     if kind == _INTERNAL:
         _INTERNAL_IDS[id(code)] = code  # (held: its id stays its own)
     elif kind == _USER:
-        _USER_IDS[id(code)] = code  # (held, as above)
+        _USER_IDS[id(code)] = (code, {})  # (held, as above)
     return kind
 
 
@@ -104,8 +106,13 @@ def user_site(skip: int = 1) -> tuple[str, int] | None:
         if id(code) in internal:
             frame = frame.f_back
             continue
-        if id(code) in users:
-            return code.co_filename, frame.f_lineno
+        lines = users.get(id(code))
+        if lines is not None:
+            at = frame.f_lasti
+            site = lines[1].get(at)
+            if site is None:
+                site = lines[1][at] = (code.co_filename, frame.f_lineno)
+            return site
         entry = known.get(code)
         kind = entry[1] if entry is not None and entry[0] == code.co_filename else _code_kind(code)
         if kind == _USER:

@@ -140,7 +140,7 @@ def test_objects_made_while_paused_are_aged_and_a_cycle_f_made_is_still_collecte
 
     monkeypatch.setattr(freezer, "_AGE_FROM", 100)
     monkeypatch.setattr(freezer, "_FULL_FROM", 1000)
-    monkeypatch.setattr(freezer, "_aged", [0, 0])
+    monkeypatch.setattr(freezer, "_aged", [0, 0, 1])
     if gc.get_freeze_count():  # (the command line's tests in this process froze their start-up's objects:
         gc.unfreeze()          # aging is then skipped, see test_objects_someone_froze_stay_frozen)
     made = []
@@ -161,6 +161,30 @@ def test_objects_made_while_paused_are_aged_and_a_cycle_f_made_is_still_collecte
         freezer._aged[1] = 0  # (as in a process of few live objects: the suite's own would make it wait long)
         np.asarray(jaccli.jacobian(f, x))
     assert all(r() is None for r in made[:-1]), "a cycle f made was never collected"
+
+
+def test_a_full_collection_that_finds_nothing_waits_longer_for_the_next_and_one_that_finds_a_cycle_does_not(
+        monkeypatch):
+    from jaccli.engine import freezer
+
+    monkeypatch.setattr(freezer, "_FULL_FROM", 1000)
+    monkeypatch.setattr(freezer, "_aged", [0, 0, 1])
+    collected = []
+    monkeypatch.setattr(gc, "collect", lambda: collected.append(1) or found)
+    monkeypatch.setattr(gc, "get_objects", lambda: ())  # (few live objects: the wait is _FULL_FROM's)
+    found, waits = 0, []
+    for _ in range(6):  # nothing found: the wait doubles, up to _WAIT_UP_TO times the usual
+        freezer._aged[0] = freezer._aged[2] * 1000 + 1
+        freezer._collect_aged()
+        waits.append(freezer._aged[2])
+    assert waits == [2, 4, 8, 16, 16, 16] and len(collected) == 6
+    freezer._aged[0] = 16 * 1000  # (not past the longer wait: no collection)
+    freezer._collect_aged()
+    assert len(collected) == 6 and freezer._aged[0] == 16 * 1000
+    found = 3  # a cycle found: the usual wait again
+    freezer._aged[0] += 1
+    freezer._collect_aged()
+    assert len(collected) == 7 and freezer._aged[2] == 1 and freezer._aged[0] == 0
 
 
 def test_objects_someone_froze_stay_frozen(eager_collector, monkeypatch):

@@ -53,8 +53,13 @@ class _PausedCollector:
 
 _AGE_FROM = 20_000  # young objects; fewer: the young collection is cheap, and keeps Python's own accounting
 _FULL_FROM = 200_000  # objects aged since the last full collection, at least, before the next
-# objects aged since the last full collection (by _age_young), and live objects after it
-_aged = [0, 0]
+# A full collection that finds no cycle doubles the wait before the next, up to _WAIT_UP_TO times the
+# usual; one that finds a cycle sets it back: code that makes none (most f: a recording's objects die by
+# reference counting) stops paying a walk of every live object each few calls (3% of a plain 200-step
+# RK4's Jacobian in a process holding torch's objects), and code that makes cycles is collected as before.
+_WAIT_UP_TO = 16
+# objects aged since the last full collection (by _age_young), live objects after it, and the wait's factor
+_aged = [0, 0, 1]
 
 
 def _age_young() -> None:
@@ -70,10 +75,11 @@ def _age_young() -> None:
 
 def _collect_aged() -> None:
     """The full collection that finds the reference cycles among aged objects (those f made), once
-    more were aged than twice the live ones: before a recording, when the last one's are gone."""
-    if _aged[0] > max(2 * _aged[1], _FULL_FROM):
-        gc.collect()
-        _aged[0], _aged[1] = 0, len(gc.get_objects())
+    more were aged than twice the live ones (times the wait's factor, see _WAIT_UP_TO): before a
+    recording, when the last one's are gone."""
+    if _aged[0] > _aged[2] * max(2 * _aged[1], _FULL_FROM):
+        found = gc.collect()
+        _aged[0], _aged[1], _aged[2] = 0, len(gc.get_objects()), 1 if found else min(2 * _aged[2], _WAIT_UP_TO)
 
 
 COLLECTOR_PAUSED = _PausedCollector()

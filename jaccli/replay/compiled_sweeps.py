@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .codegen import compile_steps, guard_step, node_step
+from .ones_seeded import ones_form, rewritten
 from .sweep_peaks import usual_peak
 from jaccli.engine import (COPIES_SUM, TRACED_PARTS, WRITES_ARGUMENT, Guard, SparseBlock, Trace, Tracer,
                            dense, forward, reverse)
@@ -175,8 +176,8 @@ def key_of(kind: str, wrt: tuple, seeds: tuple) -> tuple | None:
     for s in seeds:
         if s is None:
             forms.append(None)
-        elif type(s) is np.ndarray:
-            forms.append(("array", s.shape, s.dtype.str))
+        elif type(s) is np.ndarray:  # (all ones for good: a program may rely on it, see ones_seeded)
+            forms.append(("ones" if ones_form(s) else "array", s.shape, s.dtype.str))
         elif type(s) is SparseBlock:
             if s.form is None or any(p is not None and p.flags.writeable for p in (s.idx, s.val, s.u, s.v)):
                 # (kept only for a block that nobody can change: the seeds an Evaluator keeps)
@@ -207,6 +208,7 @@ class _Lean(list):
     def __init__(self, nodes: list = (), budget: float = float("inf"), room: float = float("inf")) -> None:
         super().__init__(nodes)
         self.plain: dict[int, bool] = {}
+        self.meta: dict[int, tuple] = {}  # node index -> its plain array's (shape, dtype), for ones_seeded
         self.budget = budget
         self.held = MAX_BYTES
         self.room = _Room(room)
@@ -218,7 +220,9 @@ class _Lean(list):
             item.args = _without_refs(item.args, item.refs)
             return
         value, args = item.value, item.args
-        self.plain[item.index] = type(value) is np.ndarray or isinstance(value, np.generic)
+        self.plain[item.index] = plain = type(value) is np.ndarray or isinstance(value, np.generic)
+        if plain:
+            self.meta[item.index] = (value.shape, value.dtype)
         # (let go of the values first: a refused sweep's last node would hold its blocks)
         item.value = None  # (the sweep reads it from its Tracer, which goes once used)
         item.args = _without_refs(args, item.parents)
@@ -395,10 +399,11 @@ def traced(trace: Trace, kind: str, starts: tuple, ends: tuple, seeds: tuple) ->
         return None
     finally:
         TRACED_PARTS.v = was
-    return _program(ext, n, seed_slots, out)
+    ones = {slot: s for slot, s in zip(seed_slots, seeds) if slot is not None and ones_form(s)}
+    return _program(ext, n, seed_slots, out, ones)
 
 
-def _program(ext: Trace, n: int, seed_slots: list, out: list) -> Traced | None:
+def _program(ext: Trace, n: int, seed_slots: list, out: list, ones: dict) -> Traced | None:
     budget = MAX_BYTES
     seeded = {s for s in seed_slots if s is not None}
     entries = []  # (position, order, op): guards go before the operation they were taken before
@@ -441,10 +446,21 @@ def _program(ext: Trace, n: int, seed_slots: list, out: list) -> Traced | None:
         if slot in made:
             continue
         loads[slot] = ("seeds", seed_slots.index(slot)) if slot in seeded else ("vals", slot)
+    if ones:
+        meta = dict(nodes.meta)
+        meta.update((slot, (v.shape, v.dtype)) for slot, (source, _) in loads.items() if source == "vals"
+                    for v in (trace_value(nodes[slot]),) if v is not None)
+        steps, loads, results = rewritten(steps, loads, results, ones, meta) or (steps, loads, results)
     made = Traced()
     made.steps, made.loads, made.results, made.seed_slots = steps, loads, results, tuple(seed_slots)
     made.sizes = [stored(_valued(o)) for o in out]
     return made
+
+
+def trace_value(node: Any) -> np.ndarray | None:
+    """A recording's node's value where it is a plain array or scalar (its shape and dtype are read)."""
+    v = node.value
+    return v if type(v) is np.ndarray or isinstance(v, np.generic) else None
 
 
 def _valued(o: Any) -> Any:

@@ -374,3 +374,22 @@ def test_a_steady_reverse_block_makes_a_vectors_cotangent_in_column_order_as_its
         assert layouts and all(layouts), (k, J.stats["path"])
         steady += J.stats["path"] == "compiled sweep"
     assert steady >= 2
+
+
+def test_a_steady_diagonal_block_is_written_at_once_with_the_usual_counts(monkeypatch):
+    # (P1-n100: the positions, the round of blocks sharing the rows, the fancy-indexed masks: 3 us of 35)
+    from jaccli.api.evaluator import Evaluator
+
+    usual = _Counted(monkeypatch, Evaluator, "_ensure_diagonal")
+    for k, x, J in _calls(jaccli.record_once(_elementwise), jaccli.jacobian, 17, 12, usual):
+        A = np.asarray(J)
+        _check(_elementwise, x, A)
+        if k >= 9:
+            assert usual.calls["_ensure_diagonal"] == 0 and J.stats["path"] == "compiled sweep"
+            P = jaccli.jacobian(_elementwise, x)
+            np.testing.assert_array_equal(A, np.asarray(P))
+            assert {k: v for k, v in J.stats.items() if k != "path"} == \
+                {k: v for k, v in P.stats.items() if k != "path"}
+            assert J._ev.kinds == P._ev.kinds and not A.flags.writeable
+            np.testing.assert_array_equal(J[2], A[2])
+            np.testing.assert_array_equal(J._ev.diagonal(0, 0), np.diag(A))

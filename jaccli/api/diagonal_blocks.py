@@ -66,6 +66,23 @@ class DiagonalBlocks:
         self._diagonals[key] = d
         return d
 
+    def whole_diagonal(self, i: int, j: int, swept: object) -> np.ndarray | None:
+        """Block (i, j) whole, its diagonal `swept` (its sweep's result: a plain array), where it is the only
+        block of output i (one input) and nothing of it is known yet: what _ensure_diagonal does for every
+        row, without its positions, its round of the blocks sharing the rows and its checks (a steady
+        record_once call of P1-n100, steady_blocks); None where `swept` is none, the usual way then."""
+        if type(swept) is not np.ndarray or swept.size != self.M[i] or (i, j) in self._diagonals:
+            return None
+        self.sweeps += 1
+        self.seeds_used += 1
+        self.kinds.add("diagonal")
+        n = swept.size
+        d = self._diagonals[(i, j)] = swept.reshape(n)
+        store = self.store[(i, j)] = np.zeros((n, n), dtype=self.dtype(i, j))
+        store.reshape(-1)[::n + 1] = d
+        self.row_done[i][:] = True
+        return store
+
     def _ensure_diagonal(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray, swept: list | None = None) -> None:
         """Fill the wanted rows (or columns, when fewer) from diagonals, where diagonal_fill says they can be.
         `swept`: the results of block (i, j)'s diagonal sweep, already made (steady_blocks)."""

@@ -94,6 +94,10 @@ class SteadyBlocks:
             if steady is not None:
                 results = self._rerun(steady, i)
                 if results is not None:
+                    if steady.route == "diagonal" and self.n_in == 1 and not self.symmetric:  # (whole_diagonal)
+                        store = self.whole_diagonal(i, j, results[i])
+                        if store is not None:
+                            return store
                     self._written(steady, i, j, results)
                     return self.entries(i, j)
                 self._steady_failed = True

@@ -393,3 +393,31 @@ def test_a_steady_diagonal_block_is_written_at_once_with_the_usual_counts(monkey
             assert J._ev.kinds == P._ev.kinds and not A.flags.writeable
             np.testing.assert_array_equal(J[2], A[2])
             np.testing.assert_array_equal(J._ev.diagonal(0, 0), np.diag(A))
+
+
+def test_a_steady_hessian_block_is_assembled_with_its_kept_positions(monkeypatch):
+    # (P3-n100: the positions' bytes were hashed and looked up, and np.where ran, on every call)
+    from jaccli.api import hessian_symmetry
+    from jaccli.api.evaluator import HessianEvaluator
+
+    counted = _Counted(monkeypatch, HessianEvaluator, "_write_rows")
+    looked_up = []
+    positions = hessian_symmetry._positions
+    monkeypatch.setattr(hessian_symmetry, "_positions", lambda *a: looked_up.append(1) or positions(*a))
+    g = jaccli.record_once(_rosenbrock)
+    rng = np.random.default_rng(19)
+    for k in range(12):
+        counted.reset()
+        looked_up.clear()
+        x = rng.uniform(-1, 1, 40)  # (6 would be swept dense: its program is no structured block)
+        H = jaccli.hessian(g, x)
+        A = np.asarray(H)
+        _check(_rosenbrock, x, A)
+        if k >= 10:
+            assert not looked_up and counted.calls["_write_rows"] == 0 and H.stats["path"] == "compiled sweep"
+            P = jaccli.hessian(_rosenbrock, x)
+            np.testing.assert_array_equal(A, np.asarray(P))
+            assert {k: v for k, v in H.stats.items() if k != "path"} == \
+                {k: v for k, v in P.stats.items() if k != "path"}
+            assert H._ev.kinds == P._ev.kinds and not A.flags.writeable and (A == A.T).all()
+            np.testing.assert_array_equal(H[3], A[3])

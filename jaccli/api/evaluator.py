@@ -374,6 +374,7 @@ class HessianEvaluator(Evaluator):
     """
 
     _keeps_crossing = False
+    _hessian = True  # (its whole blocks are exactly symmetric: SteadyBlocks._whole_symmetric)
 
     def __init__(self, rec: Recording, **kw: Any) -> None:
         super().__init__(rec, **kw)

@@ -39,15 +39,21 @@ def symmetrize_in_place(a: np.ndarray) -> None:
             lower[...] = mean.T
 
 
-def symmetric_from_structure(block: SparseBlock, rows: np.ndarray, dtype: np.dtype) -> np.ndarray:
+def symmetric_from_structure(block: SparseBlock, rows: np.ndarray, dtype: np.dtype,
+                             kept: dict | None = None) -> np.ndarray:
     """The exactly symmetric (H + H^T) / 2 of the n x n matrix H whose row rows[k] is block's seed k.
 
     The low-rank part U V (row rows[k] of U is u[k]) becomes (U V + V^T U^T) / 2: one outer product
     when it is symmetric already (`_symmetric_outer`), else tiled (`_symmetric_low_rank`). The
-    entries are added symmetrically on top (see _symmetric_entries).
+    entries are added symmetrically on top (see _symmetric_entries). `kept`: a caller's dict of what
+    the rows and the entries' positions decide, filled on its first call, where every call brings
+    the same rows and positions (a steady record_once call's, whose block comes from one program:
+    api/steady_blocks.py), so that they are not looked up again.
     """
     n = rows.size
-    in_order = increasing(rows)  # rows holds each of 0..n-1 once: in order, they are 0..n-1
+    in_order = increasing(rows) if kept is None else kept.get("in order")
+    if in_order is None:
+        in_order = kept["in order"] = increasing(rows)  # rows holds each of 0..n-1 once: in order, 0..n-1
     if block.u is None:
         out = np.zeros((n, n), dtype=dtype)
     else:
@@ -61,7 +67,7 @@ def symmetric_from_structure(block: SparseBlock, rows: np.ndarray, dtype: np.dty
         out = _symmetric_outer(u, v) if rank == 1 else None
         if out is None:
             out = _symmetric_low_rank(u, v)
-    entries = _symmetric_entries(block, rows)
+    entries = _symmetric_entries(block, rows, kept)
     if entries is None:
         return out
     r, c, sym = entries
@@ -134,7 +140,7 @@ def _symmetric_outer(u: np.ndarray, v: np.ndarray) -> np.ndarray | None:
     return np.einsum("i,j->ij", -w if c < 0 else w, w)
 
 
-def _symmetric_entries(block: SparseBlock, rows: np.ndarray) -> tuple | None:
+def _symmetric_entries(block: SparseBlock, rows: np.ndarray, kept: dict | None = None) -> tuple | None:
     """Positions and values of the exactly symmetric (E + E^T) / 2 of block's entries, or None.
 
     Row rows[k] of E holds block's entries k. Repeated positions are summed first, so entry (r, c)
@@ -147,9 +153,16 @@ def _symmetric_entries(block: SparseBlock, rows: np.ndarray) -> tuple | None:
     if block.idx.shape[1] == 1 and (block.idx[:, 0] == rows).all():
         # On the diagonal only (distinct rows): symmetric as it is. (The same array twice says so.)
         return rows, rows, block.val[:, 0]
-    order, first, at, found, r, c = _positions(rows, block.idx)
+    if kept is None:
+        order, first, at, found, r, c = _positions(rows, block.idx)
+    else:
+        if "positions" not in kept:
+            kept["positions"] = _positions(rows, block.idx)
+            kept["every mirror"] = bool(kept["positions"][3].all())
+        order, first, at, found, r, c = kept["positions"]
     sums = np.add.reduceat(block.val.reshape(-1)[order], first)
-    sym = 0.5 * (sums + np.where(found, sums[at], 0.0))
+    mirrored = sums[at]  # (where every mirror is among the entries, as in a banded Hessian: no np.where)
+    sym = 0.5 * (sums + (mirrored if kept is not None and kept["every mirror"] else np.where(found, mirrored, 0.0)))
     return r, c, sym
 
 

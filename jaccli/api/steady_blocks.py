@@ -18,9 +18,10 @@ from typing import Callable
 
 import numpy as np
 
-from jaccli.engine import Recording, current_observer
+from jaccli.engine import Recording, SparseBlock, current_observer
 
 from .block_stores import _unless_all, increasing
+from .hessian_symmetry import symmetric_from_structure
 
 
 class Steady:
@@ -28,10 +29,13 @@ class Steady:
     "forward"), `line` (the output whose rows, or the input whose columns, it filled), `size`
     (how many), and `ran`: the program's request (Replayable.rerun)."""
 
-    __slots__ = ("route", "line", "size", "ran")
+    __slots__ = ("route", "line", "size", "ran", "assembly")
 
     def __init__(self, route: str, line: int, size: int, ran: tuple) -> None:
         self.route, self.line, self.size, self.ran = route, line, size, ran
+        # What a Hessian's exactly symmetric assembly finds from the program's rows and positions, the same
+        # on every call (hessian_symmetry.symmetric_from_structure's `kept`)
+        self.assembly: dict = {}
 
 
 class SteadyBlocks:
@@ -74,6 +78,7 @@ class SteadyBlocks:
             rec.structure[key] = Steady(route, line, size, rec.ran)
         return kind
 
+    _hessian = False  # (a HessianEvaluator's blocks are a Hessian's: _whole_symmetric)
     _steady_failed = False  # (set where whole() found the kept program's guard failing: not run twice)
 
     def _steady_may(self, rec: Recording) -> bool:
@@ -98,11 +103,35 @@ class SteadyBlocks:
                         store = self.whole_diagonal(i, j, results[i])
                         if store is not None:
                             return store
+                    elif self._hessian and self.n_in == 1:
+                        store = self._whole_symmetric(steady, i, j, results[0])
+                        if store is not None:
+                            return store
                     self._written(steady, i, j, results)
                     return self.entries(i, j)
                 self._steady_failed = True
         self.ensure(i, j, np.arange(self.M[i]), np.arange(self.N[j]), mode)
         return self.entries(i, j)
+
+    def _whole_symmetric(self, steady: Steady, i: int, j: int, ct: object) -> np.ndarray | None:
+        """A Hessian's one block whole from its one structured sweep `ct` (its rows in order): made exactly
+        symmetric from its structure, as HessianEvaluator._write_rows makes it, with the assembly's positions
+        kept with `steady` (the program's, the same every call) and the same counts as _written's; None where
+        `ct` is not such a block (the usual way then). P3-n100's Hessian: its positions were hashed, looked
+        up and checked on every call."""
+        n = self.M[i]
+        if i != j or self.batch or type(ct) is not SparseBlock or ct.shape != (n, n) or steady.size != n:
+            return None
+        self.kinds.add(steady.route)
+        self.sweeps += 1
+        self.seeds_used += n
+        rows = steady.assembly.get("rows")
+        if rows is None:
+            rows = steady.assembly["rows"] = np.arange(n)
+        store = self.store[(i, j)] = symmetric_from_structure(ct, rows, self.dtype(i, j), steady.assembly)
+        self._symmetric.add((i, j))
+        self.row_done[i][:] = True
+        return store
 
     def _some_rows(self, i: int, j: int, mode: str, rows: np.ndarray, cols: np.ndarray) -> str:
         """The entries (r, c) for r in rows, c in cols of block (i, j), not all of it (Evaluator.ensure):

@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 
 from .codegen import compile_steps, guard_step, node_step
-from .ones_seeded import ones_form, rewritten
+from .ones_seeded import ones_form
+from .program_passes import simplified
 from .sweep_peaks import usual_peak
 from jaccli.engine import (COPIES_SUM, TRACED_PARTS, WRITES_ARGUMENT, Guard, SparseBlock, Trace, Tracer,
                            dense, forward, reverse)
@@ -407,6 +408,7 @@ def _program(ext: Trace, n: int, seed_slots: list, out: list, ones: dict) -> Tra
     budget = MAX_BYTES
     seeded = {s for s in seed_slots if s is not None}
     entries = []  # (position, order, op): guards go before the operation they were taken before
+    prims = {}  # slot -> the primitive of the step that makes it (program_passes)
     for guard in ext.guards:
         op = _plain_only(guard_step(guard))
         if op is None:
@@ -433,6 +435,7 @@ def _program(ext: Trace, n: int, seed_slots: list, out: list, ones: dict) -> Tra
         if budget < 0:
             return None
         entries.append((k, 1, op))
+        prims[k] = node.prim
     entries.sort(key=lambda e: (e[0], e[1]))  # stable: guards at one position keep their order
     steps = [op for _, _, op in entries]
     results = [_result(o, ext) for o in out]
@@ -446,21 +449,11 @@ def _program(ext: Trace, n: int, seed_slots: list, out: list, ones: dict) -> Tra
         if slot in made:
             continue
         loads[slot] = ("seeds", seed_slots.index(slot)) if slot in seeded else ("vals", slot)
-    if ones:
-        meta = dict(nodes.meta)
-        meta.update((slot, (v.shape, v.dtype)) for slot, (source, _) in loads.items() if source == "vals"
-                    for v in (trace_value(nodes[slot]),) if v is not None)
-        steps, loads, results = rewritten(steps, loads, results, ones, meta) or (steps, loads, results)
+    steps, loads, results = simplified(steps, loads, results, ones, nodes, prims)
     made = Traced()
     made.steps, made.loads, made.results, made.seed_slots = steps, loads, results, tuple(seed_slots)
     made.sizes = [stored(_valued(o)) for o in out]
     return made
-
-
-def trace_value(node: Any) -> np.ndarray | None:
-    """A recording's node's value where it is a plain array or scalar (its shape and dtype are read)."""
-    v = node.value
-    return v if type(v) is np.ndarray or isinstance(v, np.generic) else None
 
 
 def _valued(o: Any) -> Any:

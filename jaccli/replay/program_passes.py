@@ -1,0 +1,83 @@
+"""A compiled sweep's steps simplified before they are written out: what changes no number, left out.
+
+A traced sweep records every NumPy call its rules make, some of which give back what they were
+given: a reshape of a cotangent to the shape it has (P3-n100's sweep made six, each a Python call
+of its own), a multiplication by a tangent of ones (ones_seeded). `simplified` leaves them out,
+reading what the traced sweep noted of each value (its shape and dtype), so that the program
+computes the same numbers in fewer calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from jaccli.engine import WRITES_ARGUMENT
+
+from .codegen import STEP
+from .ones_seeded import rewritten
+
+
+def simplified(steps: list, loads: dict, results: list, ones: dict, nodes: Any, prims: dict) -> tuple:
+    """(steps, loads, results) of a traced sweep, simplified: rewritten for its seeds of ones where it can be
+    (ones_seeded), its reshapes to a value's own shape left out (`without_reshapes`). `nodes`: the traced
+    sweep's (compiled_sweeps._Lean: the recording's nodes, then its `meta`); `prims`: slot -> the primitive
+    of the step that makes it."""
+    meta = dict(nodes.meta)
+    for slot, (source, _) in loads.items():
+        v = nodes[slot].value if source == "vals" else None
+        if type(v) is np.ndarray or isinstance(v, np.generic):
+            meta[slot] = (v.shape, v.dtype)
+    if ones:
+        got = rewritten(steps, loads, results, ones, meta)
+        if got is not None:
+            return got  # (NumPy's ufuncs alone: no reshape in it)
+    steps, results = without_reshapes(steps, results, meta, prims)
+    return steps, loads, results
+
+
+def without_reshapes(steps: list, results: list, meta: dict, prims: dict) -> tuple:
+    """(steps, results) with each reshape of a value to its own shape and dtype left out, and each product
+    of a value by a constant of ones that keeps its shape and dtype, their readers reading the value itself. Not in a program that writes into its arguments' memory (an addition into
+    a sum it owns: the sum and a view of it would then be one array), nor for a value it hands out
+    (the caller may own and recycle a result: a view of the recording's value stays a view)."""
+    if any(p in WRITES_ARGUMENT for p in prims.values()):
+        return steps, results
+    handed_out = _read_by(results)
+    alias: dict[int, int] = {}
+    out = []
+    for step in steps:
+        k, fn, args, fills, kwargs, state, expected = step
+        if alias and any(slot in alias for _, slot, _ in fills):
+            fills = tuple((i, alias.get(slot, slot), index) for i, slot, index in fills)
+            step = (k, fn, args, fills, kwargs, state, expected)
+        given = _given_back(step, prims.get(k)) if expected is STEP and k not in handed_out else None
+        if given is not None and k in meta and meta.get(given) == meta[k]:
+            alias[k] = given
+            continue
+        out.append(step)
+    return (out, results) if alias else (steps, results)
+
+
+def _given_back(step: tuple, prim: Any) -> int | None:
+    """The slot whose value a step gives back, to the bit, where its result has that value's shape and dtype:
+    a reshape's argument, or a product's other factor where one is a constant of ones; else None."""
+    k, fn, args, fills, kwargs, state, expected = step
+    if kwargs or not fills or any(index is not None for _, _, index in fills):
+        return None
+    if getattr(prim, "name", None) == "reshape" and len(fills) == 1 and fills[0][0] == 0:
+        return fills[0][1]
+    if fn is np.multiply and len(args) == 2 and len(fills) == 1:
+        c = args[1 - fills[0][0]]
+        c = np.asarray(c) if isinstance(c, (np.ndarray, np.generic, float)) else None
+        if c is not None and c.dtype.kind == "f" and bool((c == 1).all()):
+            return fills[0][1]  # (x * 1 is x, NaN and infinities too, where the product keeps x's dtype and shape)
+    return None
+
+
+def _read_by(results: list) -> set[int]:
+    read = {r[1] for r in results if r is not None and r[0] == "slot"}
+    read.update(p[1] for r in results if r is not None and r[0] == "block" for p in r[2]
+                if p is not None and p[0] == "slot")
+    return read

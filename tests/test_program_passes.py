@@ -1,0 +1,74 @@
+"""A compiled sweep leaves out the steps that give back a value unchanged (issue 44, item 4: P3-n100's
+sweep reshaped its cotangents to the shape they had, six Python calls per call): reshapes to a value's own
+shape, products by a constant of ones; never where the program writes into its arguments or hands the
+value out, and always with the usual sweep's results."""
+
+from __future__ import annotations
+
+import dis
+
+import numpy as np
+
+import jaccli
+from jaccli.engine import WRITES_ARGUMENT
+from jaccli.engine.rules.shape import reshape
+from jaccli.replay.codegen import STEP
+from jaccli.replay.program_passes import without_reshapes
+from tests.helpers import rosen_hess, rosenbrock
+from tests.test_ones_seeded import _program
+
+
+def _calls_of(fn, target) -> int:
+    names = {name for name, v in fn.__globals__.items() if v is target}
+    return sum(1 for i in dis.get_instructions(fn) if i.opname == "LOAD_GLOBAL" and i.argval in names)
+
+
+def test_a_steady_hessian_program_reshapes_nothing_to_its_own_shape():
+    g = jaccli.record_once(rosenbrock)
+    xs = np.random.default_rng(3).uniform(-1, 1, (10, 40))
+    x, H = [(x, np.asarray(jaccli.hessian(g, x))) for x in xs][-1]  # (compiled over the first calls)
+    np.testing.assert_allclose(H, rosen_hess(x), rtol=1e-13, atol=1e-12)
+    np.testing.assert_array_equal(H, np.asarray(jaccli.hessian(rosenbrock, x)))
+    # (before: 6 reshapes of the cotangents; the one left changes a (1, n - 1) row to (n - 1,))
+    assert _calls_of(_program(g).fn, reshape.impl) == 1
+
+
+class _Slot:
+    def __init__(self, k):
+        self.k = k
+
+
+def _step(k, fn, *args):
+    args = [_Slot(a[1]) if type(a) is tuple and a[:1] == ("slot",) else a for a in args]
+    fills = tuple((i, a.k, None) for i, a in enumerate(args) if type(a) is _Slot)
+    return (k, fn, tuple(None if type(a) is _Slot else a for a in args), fills, {}, None, STEP)
+
+
+F64 = np.dtype(np.float64)
+
+
+def test_reshapes_to_the_same_shape_and_products_by_ones_are_left_out():
+    meta = {0: ((3,), F64), 1: ((3,), F64), 2: ((3,), F64), 3: ((1, 3), F64), 4: ((3,), F64), 5: ((3,), F64)}
+    steps = [_step(1, reshape.impl, ("slot", 0), (-1,)),
+             _step(2, np.multiply, np.ones(3), ("slot", 1)),
+             _step(3, reshape.impl, ("slot", 2), (1, 3)),  # (another shape: kept)
+             _step(4, np.multiply, 2.0, ("slot", 2)),
+             _step(5, np.add, ("slot", 4), ("slot", 1))]
+    prims = {1: reshape, 3: reshape}
+    got, results = without_reshapes(steps, [("slot", 5, None), ("slot", 3, None)], meta, prims)
+    assert [s[0] for s in got] == [3, 4, 5]
+    assert [s[3] for s in got] == [((0, 0, None),), ((1, 0, None),), ((0, 4, None), (1, 0, None))]
+    assert results == [("slot", 5, None), ("slot", 3, None)]
+
+
+def test_nothing_is_left_out_where_the_program_writes_in_place_or_hands_the_value_out():
+    meta = {0: ((3,), F64), 1: ((3,), F64), 2: ((3,), F64)}
+    steps = [_step(1, reshape.impl, ("slot", 0), (-1,)), _step(2, np.negative, ("slot", 1))]
+    prims = {1: reshape}
+    assert without_reshapes(steps, [("slot", 1, None)], meta, prims)[0] == steps  # (a result: a view stays a view)
+    writer = next(iter(WRITES_ARGUMENT))
+    assert without_reshapes(steps, [("slot", 2, None)], meta, {**prims, 2: writer})[0] == steps
+    # a float32 value times float64 ones is float64: kept
+    meta32 = {**meta, 0: ((3,), np.dtype(np.float32))}
+    kept = [_step(1, np.multiply, ("slot", 0), np.ones(3)), _step(2, np.negative, ("slot", 1))]
+    assert without_reshapes(kept, [("slot", 2, None)], meta32, {})[0] == kept

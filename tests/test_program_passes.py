@@ -8,6 +8,7 @@ from __future__ import annotations
 import dis
 
 import numpy as np
+import pytest
 
 import jaccli
 from jaccli.engine import WRITES_ARGUMENT
@@ -72,3 +73,32 @@ def test_nothing_is_left_out_where_the_program_writes_in_place_or_hands_the_valu
     meta32 = {**meta, 0: ((3,), np.dtype(np.float32))}
     kept = [_step(1, np.multiply, ("slot", 0), np.ones(3)), _step(2, np.negative, ("slot", 1))]
     assert without_reshapes(kept, [("slot", 2, None)], meta32, {})[0] == kept
+
+
+def test_a_small_forward_replay_calls_numpy_itself_where_the_recording_shows_what_to_call():
+    from jaccli.engine.rules.indexing import get_basic, scatter_into
+    from jaccli.engine.rules.reductions import sum_
+
+    g = jaccli.record_once(rosenbrock)
+    xs = np.random.default_rng(5).uniform(-1, 1, (6, 30)).astype(np.float32)
+    for x in xs:
+        H = np.asarray(jaccli.hessian(g, x))
+        P = np.asarray(jaccli.hessian(rosenbrock, x))
+        np.testing.assert_array_equal(H, P)
+        assert H.dtype == P.dtype == np.float32
+    run = next(iter(g._cache.values()))._forward[0].run
+    # (before: 3 x[i], 2 scatter-adds and a sum, each through its primitive's Python function)
+    assert [_calls_of(run, p.impl) for p in (get_basic, scatter_into, sum_)] == [0, 0, 0]
+
+
+@pytest.mark.parametrize("acc_dtype, v_dtype", [(np.float32, np.float64), (np.float64, np.float32), (np.int64, np.float32)])
+def test_the_scatter_add_of_a_replay_is_its_primitives(acc_dtype, v_dtype):
+    from jaccli.engine.rules.indexing import scatter_into
+    from jaccli.replay.program_passes import _added_at
+
+    acc, v, idx = np.arange(12, dtype=acc_dtype).reshape(3, 4), np.full((3, 2), 0.1, dtype=v_dtype), (slice(1, 3),)
+    want = scatter_into.impl(acc, v, idx)
+    got = _added_at(acc, v, (Ellipsis,) + idx, np.result_type(acc, v))
+    assert got.dtype == want.dtype and got.flags.c_contiguous == want.flags.c_contiguous
+    np.testing.assert_array_equal(got, want)
+    assert acc[0, 0] == 0 and acc[2, 3] == 11  # (a copy: acc as it was)

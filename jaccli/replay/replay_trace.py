@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from .codegen import args_key, compile_steps, guard_step, node_step, written_step
+from .codegen import CHUNK, args_key, compile_steps, guard_step, node_step, written_step
+from .program_passes import faster_step
 from jaccli.engine import INPUT, Node, Trace
 
 
@@ -62,8 +63,9 @@ def compile_forward(trace: Trace, guards: list, in_nodes: list) -> Forward | Non
             structure.append((INPUT, (), {}, (), node.deps, node.site))
             continue
         s = (written_step if k in in_place else node_step)(node, trace.errstates)
-        steps.append(s)
         structure.append(_row(rows, k, node, s))
+        # (a long recording's steps as they are: its loops are found by their steps' functions and arguments)
+        steps.append(faster_step(node, s) if len(nodes) <= CHUNK and k not in in_place else s)
     steps.extend(guard_step(guard) for guard in guards[g:])
     fw = Forward()
     fw.run = compile_steps(steps, loads, [("slot", k, None) for k in range(len(nodes))], "replay")

@@ -102,3 +102,17 @@ def test_the_scatter_add_of_a_replay_is_its_primitives(acc_dtype, v_dtype):
     assert got.dtype == want.dtype and got.flags.c_contiguous == want.flags.c_contiguous
     np.testing.assert_array_equal(got, want)
     assert acc[0, 0] == 0 and acc[2, 3] == 11  # (a copy: acc as it was)
+
+
+def test_a_program_that_changes_no_error_state_keeps_none_and_one_that_does_leaves_it_as_it_was():
+    g = jaccli.record_once(lambda x: np.sin(x) * np.exp(x) + x ** 2)
+    xs = np.random.default_rng(7).uniform(-1, 1, (9, 8))
+    before = np.geterr()
+    with np.errstate(over="raise"):
+        J = [np.asarray(jaccli.jacobian(g, x)) for x in xs][-1]
+        assert np.geterr()["over"] == "raise"
+    assert np.geterr() == before
+    np.testing.assert_array_equal(J, np.asarray(jaccli.jacobian(g.__wrapped__, xs[-1])))
+    replay = next(iter(g._cache.values()))._forward[0].run
+    assert "_Run" not in replay.__code__.co_names  # (before: made, and closed, on every call)
+    assert "_Run" in _program(g).fn.__code__.co_names  # (the sweep's steps run with the warnings off)

@@ -56,11 +56,12 @@ def compile_steps(steps: Sequence[tuple], loads: dict[int, tuple[str, int]], res
         steps = fused_guards(steps, loads, _kept(results))
     w = _Writer(steps, loads, results)
     if len(steps) <= CHUNK:
-        lines = [f"def {name}(vals, seeds=()):", "    run = _Run()", "    try:"]
-        lines += [f"        v{slot} = {source}[{at}]" for slot, (source, at) in loads.items()]
-        lines += w.steps(0, len(steps), "        ")
-        lines.append(f"        return [{', '.join(w.result(r, w.local) for r in results)}]")
-        return w.compiled(lines + _closing(), name)
+        body = [f"        v{slot} = {source}[{at}]" for slot, (source, at) in loads.items()]
+        body += w.steps(0, len(steps), "        ")
+        body.append(f"        return [{', '.join(w.result(r, w.local) for r in results)}]")
+        if not w.sets_state:  # no step changes the error state (P1's forward replay): no state to keep
+            return w.compiled([f"def {name}(vals, seeds=()):", "    try:", *body, *_closing()[:2]], name)
+        return w.compiled([f"def {name}(vals, seeds=()):", "    run = _Run()", "    try:", *body, *_closing()], name)
     size = 1 + max([k for k, *_ in steps] + list(loads) + [-1])
     lines = [f"def {name}(vals, seeds=()):", "    run = _Run()", "    try:", f"        s = [None] * {size}"]
     # (the parts read what they load where they read it: `s` holds the loaded values the results read)
@@ -152,7 +153,8 @@ def _closing() -> list[str]:
     return ["    except Exception:",  # the caller's usual way reports the failure properly
             "        return None",
             "    finally:",
-            "        run.close()"]
+            "        if run.state is not None:",  # (else close() changes nothing: two calls saved)
+            "            run.close()"]
 
 
 class _Writer:
@@ -164,6 +166,7 @@ class _Writer:
         self.kept = _kept(results)
         self.dying = _dying(steps, loads, self.kept)
         self.state: Any = None
+        self.sets_state = False  # (whether a step's line changes the error state: `run` is then needed)
         self.checked: set[tuple] = set()  # the guards already written: (fn, arguments, expected value)
         self.named: dict[int, str] = {}  # id of a constant -> its name (consts keeps it alive)
 
@@ -210,6 +213,7 @@ class _Writer:
         if step_state is not self.state:
             put(f"{pad}run.set({self.const(step_state)})")
             self.state = step_state
+            self.sets_state = True
         words = [filled[i] if i in filled else self.const(a) for i, a in enumerate(args)]  # (a constant may be None)
         if kwargs:
             words.append(f"**{self.const(kwargs)}")

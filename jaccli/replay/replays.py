@@ -166,8 +166,12 @@ class Replayable(Recording):
             self._forward[0] = fw
         if fw is False:
             return self._replay_nodes(args, new_in, nth)
-        with pause_for(self.trace):
+        pause = pause_for(self.trace)
+        if pause is _NO_PAUSE:  # (a small recording's: its run alone, no context entered and left)
             vals = fw.values(new_in)
+        else:
+            with pause:
+                vals = fw.values(new_in)
         if vals is None:
             return None
         return self._replayed_as(replay_trace.ReplayTrace(vals, fw, self.trace), args, [vals[k] for k in fw.in_at],
@@ -377,8 +381,12 @@ class Replayable(Recording):
         if MONITOR.v is not None:
             return None
         kind, prog, seeds = ran
-        with pause_for(self.trace):
+        pause = pause_for(self.trace)
+        if pause is _NO_PAUSE:
             out = prog.run(self.trace.values(), seeds)
+        else:
+            with pause:
+                out = prog.run(self.trace.values(), seeds)
         if out is None:
             return None
         self.sweeps += 1
@@ -387,6 +395,9 @@ class Replayable(Recording):
             got = iter(out)
             return [next(got) if live else None for live in self.live]
         return out
+
+
+_NO_PAUSE = pause_for(Trace())  # (what pause_for gives a small recording: a context that does nothing)
 
 
 def _sort_of(key: tuple) -> tuple:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .codegen import STEP
+from .guards import _COUNT, ErrstateRun
 
 _NUMPY_2 = int(np.__version__.split(".")[0]) >= 2  # (NumPy 1's value-based casting: a scalar may promote otherwise)
 
@@ -29,7 +30,7 @@ _NUMPY_2 = int(np.__version__.split(".")[0]) >= 2  # (NumPy 1's value-based cast
 def ones_form(seed: Any) -> bool:
     """Whether a plain array seed is all ones for good: read-only, real, every entry 1 (the diagonal's tangent)."""
     return type(seed) is np.ndarray and not seed.flags.writeable and seed.dtype.kind == "f" and seed.size > 0 \
-        and bool((seed == 1).all())
+        and seed.flat[0] == 1 and not _COUNT(seed != 1)  # (counted: ndarray.all costs several times more)
 
 
 def rewritten(steps: list, loads: dict, results: list, ones: dict[int, np.ndarray], meta: dict) -> tuple | None:
@@ -40,7 +41,7 @@ def rewritten(steps: list, loads: dict, results: list, ones: dict[int, np.ndarra
     env: dict[int, tuple] = {}  # slot -> ("slot", k) read at run time, or ("const", value)
     for slot, (source, _) in loads.items():
         if slot in ones:
-            env[slot] = ("const", _scalar(ones[slot]))
+            env[slot] = ("const", ones[slot].dtype.type(1))  # (ones_form: all ones, a scalar of their dtype)
         elif source == "vals":
             env[slot] = ("slot", slot)
         else:
@@ -49,40 +50,51 @@ def rewritten(steps: list, loads: dict, results: list, ones: dict[int, np.ndarra
     read: set[int] = set()
     for step in steps:
         k, fn, args, fills, kwargs, state, expected = step
+        if expected is not STEP:
+            got = _guard(step, env)
+            if got is None:
+                return None
+            if got is not True:
+                out.append(got)
+                read.add(got[3][0][1])
+            continue
+        if type(fn) is not np.ufunc or kwargs or len(args) != fn.nin or k not in meta:
+            return None
         operands = list(args)
         for i, slot, index in fills:
             if index is not None or slot not in env:
                 return None
             operands[i] = env[slot]
-        if expected is not STEP:
-            got = _guard(step, operands)
-            if got is None:
-                return None
-            if got is not True:
-                out.append(got)
-                read.update(w[1] for w in operands if type(w) is tuple)
-            continue
-        if type(fn) is not np.ufunc or kwargs or len(operands) != fn.nin or k not in meta:
-            return None
-        operands = [w if type(w) is tuple else _constant(w) for w in operands]
-        if any(w is None for w in operands):
-            return None
-        consts = [w[1] for w in operands if w[0] == "const"]
-        if len(consts) == len(operands):
+        slots = 0
+        for i, w in enumerate(operands):
+            if type(w) is not tuple:
+                w = operands[i] = _constant(w)
+                if w is None:
+                    return None
+            if w[0] == "slot":
+                slots += 1
+        if not slots:  # (what the seed and constants alone give: computed now, as the program would)
             if not _quiet(state):
                 return None
-            with np.errstate(all="ignore"):
-                env[k] = ("const", _scalar(np.asarray(fn(*consts))))
+            run = ErrstateRun()  # (the step's own state, warnings off: np.errstate costs several times more)
+            try:
+                run.set(state)
+                env[k] = ("const", _scalar(np.asarray(fn(*[w[1] for w in operands]))))
+            finally:
+                run.close()
             continue
         kept = _times_one(fn, operands, meta[k][1], meta)
         if kept is not None:
             env[k] = kept
             continue
         env[k] = ("slot", k)
-        new_args = tuple(None if w[0] == "slot" else w[1] for w in operands)
-        new_fills = tuple((i, w[1], None) for i, w in enumerate(operands) if w[0] == "slot")
-        read.update(w[1] for w in operands if w[0] == "slot")
-        out.append((k, fn, new_args, new_fills, {}, state, STEP))
+        new_fills = []
+        for i, w in enumerate(operands):
+            if w[0] == "slot":
+                new_fills.append((i, w[1], None))
+                read.add(w[1])
+        new_args = tuple([None if w[0] == "slot" else w[1] for w in operands])
+        out.append((k, fn, new_args, tuple(new_fills), {}, state, STEP))
     made = {st[0] for st in out if st[6] is STEP}
     free = 1 + max([k for k in meta] + list(loads) + [-1])
     new_results = []
@@ -99,14 +111,16 @@ def rewritten(steps: list, loads: dict, results: list, ones: dict[int, np.ndarra
     return out, {s: w for s, w in loads.items() if s in read}, new_results
 
 
-def _guard(step: tuple, operands: list) -> Any:
+def _guard(step: tuple, env: dict) -> Any:
     """A finite or nonzero check kept (the step, reading its value's new slot), True where it holds of
     a constant, or None: a check of another sort, or one that fails."""
     k, fn, args, fills, kwargs, state, expected = step
-    if expected is not True or kwargs or len(fills) != 1 or args != (None,) \
+    if expected is not True or kwargs or len(fills) != 1 or args != (None,) or fills[0][2] is not None \
             or getattr(fn, "fused_check", None) not in ("finite", "nonzero"):
         return None
-    (w,) = operands
+    w = env.get(fills[0][1])
+    if w is None:
+        return None
     if w[0] == "const":
         return True if fn(np.asarray(w[1])) is True else None
     return (k, fn, args, ((0, w[1], None),), kwargs, state, expected)
@@ -118,14 +132,16 @@ def _times_one(fn: Any, operands: list, dtype: np.dtype, meta: dict) -> tuple | 
         return None
     for a, b in (operands, operands[::-1]):
         if a[0] == "const" and _is_one(a[1]):
-            if b[0] == "slot" and b[1] in meta and meta[b[1]][1] == dtype:
+            if b[0] == "slot" and b[1] in meta and (meta[b[1]][1] is dtype or meta[b[1]][1] == dtype):
                 return b
     return None
 
 
 def _is_one(c: Any) -> bool:
-    return isinstance(c, (np.generic, float, int)) and not isinstance(c, (bool, np.bool_)) \
-        and np.asarray(c).dtype.kind in "fiu" and c == 1
+    t = type(c)
+    if t is float or t is int:
+        return c == 1
+    return isinstance(c, (np.floating, np.integer)) and c == 1
 
 
 def _constant(c: Any) -> tuple | None:

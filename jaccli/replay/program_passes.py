@@ -20,6 +20,7 @@ import numpy as np
 from jaccli.engine import WRITES_ARGUMENT
 
 from .codegen import STEP
+from .guards import _COUNT
 from .ones_seeded import rewritten
 
 
@@ -72,12 +73,18 @@ def _given_back(step: tuple, prim: Any) -> int | None:
         return None
     if getattr(prim, "name", None) == "reshape" and len(fills) == 1 and fills[0][0] == 0:
         return fills[0][1]
-    if fn is np.multiply and len(args) == 2 and len(fills) == 1:
-        c = args[1 - fills[0][0]]
-        c = np.asarray(c) if isinstance(c, (np.ndarray, np.generic, float)) else None
-        if c is not None and c.dtype.kind == "f" and bool((c == 1).all()):
-            return fills[0][1]  # (x * 1 is x, NaN and infinities too, where the product keeps x's dtype and shape)
+    if fn is np.multiply and len(args) == 2 and len(fills) == 1 and _ones(args[1 - fills[0][0]]):
+        return fills[0][1]  # (x * 1 is x, NaN and infinities too, where the product keeps x's dtype and shape)
     return None
+
+
+def _ones(c: Any) -> bool:
+    """Whether a constant is a real float one, or an array of them (its first entry looked at first: most are not)."""
+    if type(c) is float:
+        return c == 1.0
+    if type(c) is np.ndarray:
+        return c.dtype.kind == "f" and c.size > 0 and c.flat[0] == 1 and not _COUNT(c != 1)
+    return isinstance(c, np.floating) and c == 1
 
 
 def _read_by(results: list) -> set[int]:

@@ -66,7 +66,7 @@ def _per_call(run: Callable[[], object], calls: int) -> float:
 def parts(iid: str, rounds: int, calls: int, anchors: bool = True) -> dict[str, float]:
     """Median wall-clock microseconds per call of each part and method on instance `iid`
     (`anchors`: jax.jit's methods too, where JAX is installed)."""
-    from jaccli.api import evaluator
+    from jaccli.api import evaluator, steady_blocks
     from jaccli.replay import compiled_sweeps, replay_trace
 
     inst = load(iid)
@@ -89,6 +89,7 @@ def parts(iid: str, rounds: int, calls: int, anchors: bool = True) -> dict[str, 
     timer.wrap(replay_trace.Forward, "values", "compiled forward")
     timer.wrap(compiled_sweeps.Program, "run", "compiled sweeps")
     timer.wrap(evaluator, "symmetric_from_structure", "symmetric assembly")
+    timer.wrap(steady_blocks, "symmetric_from_structure", "symmetric assembly")  # (a steady call's, at once)
     rows: dict[str, list[float]] = {}
     try:
         for r in range(rounds):

@@ -272,3 +272,19 @@ def test_the_memory_budget_is_read_from_the_environment_at_each_call(monkeypatch
         jaccli.jacobian(g, x)
     monkeypatch.delenv("JACCLI_MEMORY_BUDGET")
     assert jaccli.jacobian(g, x)._ev.memory_budget == 512 * 2**20
+
+
+def test_replays_share_what_the_recording_decides_and_keep_their_own_values_and_counts():
+    # (made from one dict of the shared attributes, not twenty assignments: P1-n100, a replay per call)
+    g = jaccli.record_once(_elementwise)
+    xs = np.random.default_rng(2).uniform(-1, 1, (6, 5))
+    Js = [jaccli.jacobian(g, x) for x in xs]
+    a, b = Js[-2]._ev.rec, Js[-1]._ev.rec
+    for name in ("structure", "_programs", "_forward", "_made", "guards", "kept", "wrt", "live"):
+        assert getattr(a, name) is getattr(b, name), name
+    assert a.trace is not b.trace and a._advanced is not b._advanced and a._nth + 1 == b._nth
+    np.testing.assert_array_equal(b.inputs[0], xs[-1])
+    np.testing.assert_array_equal(b.outputs[0], _elementwise(xs[-1]))
+    for J, x in zip(Js, xs):
+        np.testing.assert_allclose(np.asarray(J), _elementwise_jacobian(x), rtol=1e-13)
+    assert a.sweeps == b.sweeps == 1

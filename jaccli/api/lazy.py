@@ -154,13 +154,16 @@ class _Block:
 
     def _evaluate_unlocked(self, idx: Any, flat: bool, mode: str | None) -> np.ndarray:
         ev, i, j = self._ev, self._i, self._j
+        if idx is Ellipsis:  # (np.asarray(J): the whole block, nothing else to work out)
+            shape = self._matrix_shape if flat else self.shape
+            full = ev.whole(i, j, mode).reshape(shape)  # (an ndarray: the dense store)
+            return full if shape else full[idx]
         nb = 1 if ev.batch else 0
         out_shape = (ev.M[i],) if flat else ev.out_feat[i]
         in_shape = (ev.N[j],) if flat else ev.in_feat[j]
         shape = self._matrix_shape if flat else self.shape
-        if idx is Ellipsis or _is_full_index(idx):  # (np.asarray(J) asks for Ellipsis)
-            full = ev.whole(i, j, mode).reshape(shape)  # (an ndarray: the dense store)
-            return full if idx is Ellipsis and shape else full[idx]
+        if _is_full_index(idx):
+            return ev.whole(i, j, mode).reshape(shape)[idx]
         # NumPy's own error messages for bad indices, from an array that owns no memory.
         probe = np.broadcast_to(np.empty((), dtype=bool), shape)[idx]
         key = idx if isinstance(idx, tuple) else (idx,)

@@ -245,35 +245,31 @@ class Replayable(Recording):
     def _replayed_as(self, trace: Trace, args: Sequence[Any], in_values: list, vals: list, nth: int) -> "Replayable":
         """The replay number `nth` with `trace` (its nodes' values `vals`; `in_values`: the inputs' in `wrt` order)."""
         rec = object.__new__(Replayable)
+        fields = rec.__dict__
+        fields.update(self._shared_fields())
         rec.trace = trace
-        rec.wrt = self.wrt
         inputs = list(args)
         for i, value in zip(self.wrt, in_values):
             inputs[i] = value
         rec.inputs = tuple(inputs)
-        rec.out_is_tuple = self.out_is_tuple
-        rec.outputs = tuple(private_copy(c) if at is None else vals[at[0]] if at[1] is None else vals[at[0]][at[1]]
-                            for c, at in zip(self._consts, self.outs_at))
-        rec.outs_at = self.outs_at
-        rec.live = self.live
-        rec._consts = self._consts
-        rec.sweeps = 0
-        rec.guards = self.guards
-        rec.kept = self.kept
-        rec._data = self._data
-        rec._errstate = self._errstate
-        rec._traced_constants = False
-        rec.structure = self.structure  # the same structure and sizes: the same answers
-        rec._programs = self._programs
-        rec._forward = self._forward
-        rec._made = self._made
-        rec._refused = self._refused
+        rec.outputs = tuple([private_copy(c) if at is None else vals[at[0]] if at[1] is None else vals[at[0]][at[1]]
+                             for c, at in zip(self._consts, self.outs_at)])
         rec._nth = nth
         rec._advanced = set()
-        rec.ran = None
-        rec._replayed = True
-        rec.path = REPLAY
         return rec
+
+    def _shared_fields(self) -> dict:
+        """What every replay of this recording holds as it is (the same structure and sizes: the same
+        answers) or starts from, made once and handed on: one update of a replay's attributes, not
+        twenty assignments (P1-n100: a replay per call)."""
+        shared = self.__dict__.get("_fields")
+        if shared is None:
+            shared = {name: getattr(self, name) for name in (
+                "wrt", "out_is_tuple", "outs_at", "live", "_consts", "guards", "kept", "_data", "_errstate",
+                "structure", "_programs", "_forward", "_made", "_refused")}
+            shared.update(_traced_constants=False, sweeps=0, ran=None, _replayed=True, path=REPLAY)
+            shared["_fields"] = self._fields = shared
+        return shared
 
     def answer(self, kind: str, request: tuple, seeds: tuple, where: Callable[[], tuple[tuple, tuple]],
                sweep: Callable[[], list], alt: tuple | None = None) -> list:

@@ -313,3 +313,19 @@ def test_a_structured_result_with_a_part_it_cannot_give_back_makes_no_program():
     assert programs._result(SparseBlock((2, 2), idx, mine), ext) is not None
     assert programs._result(SparseBlock((2, 2), idx, foreign), ext) is None
     assert programs._result(SparseBlock((2, 2), idx, np.ones((2, 1)), np.float64(1.0) * mine[:, :1], foreign[:1]), ext) is None
+
+
+def test_large_results_are_compared_a_part_at_a_time_and_agree_only_where_every_part_does():
+    # (a 300 x 1000 result: compared in parts of 2^16 elements, no difference array as large as the result)
+    want = np.linspace(-2.0, 3.0, 300 * 1000).reshape(300, 1000)
+    assert programs.agrees([want.copy()], [want])
+    assert programs.agrees([want * (1 + 1e-12)], [want])  # (rounding)
+    for at in (0, 70_000, want.size - 1):  # (in the first, a middle and the last part)
+        got = want.copy()
+        got.flat[at] += 1e-6
+        assert not programs.agrees([got], [want])
+        got.flat[at] = np.nan
+        assert not programs.agrees([got], [want])
+        both = want.copy()
+        both.flat[at] = np.nan
+        assert programs.agrees([got], [both])  # (NaN where the usual sweep has NaN: allclose's equal_nan)

@@ -35,9 +35,10 @@ import numpy as np
 from .codegen import compile_steps, guard_step, node_step
 from .ones_seeded import ones_form
 from .program_passes import simplified
+from .result_checks import agrees  # noqa: F401  (a program is checked here: replays.Replayable.answer)
 from .sweep_peaks import usual_peak
 from jaccli.engine import (COPIES_SUM, TRACED_PARTS, WRITES_ARGUMENT, Guard, SparseBlock, Trace, Tracer,
-                           dense, forward, reverse)
+                           forward, reverse)
 
 # Bytes of constants a program may hold (the seeds' own results, f's constants that rules read).
 # Past it the sweep is made the usual way each time: it costs little next to the arithmetic then.
@@ -108,49 +109,6 @@ def stored(block: Any) -> int:
     if type(block) is SparseBlock:
         return sum(np.size(p) for p in (block.idx, block.val, block.u, block.v) if p is not None)
     return int(np.size(block))
-
-
-def agrees(got: list, want: list) -> bool:
-    """Whether a new program's results are the usual sweep's, to rounding: a program is kept only
-    then (a check of the recording machinery itself, once per program; the two may round
-    differently: a product's traced form is not always the usual sweep's operations)."""
-    if len(got) != len(want):
-        return False
-    for g, w in zip(got, want):
-        if g is None or w is None:
-            if g is not w:
-                return False
-            continue
-        if _same_structure(g, w):
-            # part by part: densifying both (a 500 x 500 softmax Hessian's diagonal plus rank one)
-            # cost 4 plain calls of P6-n500 where the parts cost nothing
-            if all(_close(p, q) for p, q in zip((g.val, g.u, g.v), (w.val, w.u, w.v)) if p is not None):
-                continue
-        if not _close(dense(g), dense(w)):
-            return False
-    return True
-
-
-def _same_structure(g: Any, w: Any) -> bool:
-    return type(g) is SparseBlock and type(w) is SparseBlock and g.shape == w.shape \
-        and all((p is None) == (q is None) and (p is None or p.shape == q.shape)
-                for p, q in zip((g.idx, g.val, g.u, g.v), (w.idx, w.val, w.u, w.v))) \
-        and np.array_equal(g.idx, w.idx)
-
-
-def _close(g: Any, w: Any) -> bool:
-    if np.shape(g) != np.shape(w) or np.result_type(g) != np.result_type(w):
-        return False
-    with np.errstate(all="ignore"):
-        if np.size(w) and np.result_type(w).kind == "f":
-            # within atol of each other everywhere: what allclose accepts first, in a few passes
-            # without its temporaries (allclose took 5 plain calls of P2-n1000-m1000's Jacobian)
-            scale = max(float(np.max(w)), -float(np.min(w)))
-            d = np.subtract(g, w)
-            if scale < np.inf and float(np.max(np.abs(d, out=d))) <= 1e-9 * scale:
-                return True
-        scale = float(np.max(np.abs(w), initial=0.0, where=np.isfinite(w)))
-        return bool(np.allclose(g, w, rtol=1e-9, atol=1e-9 * scale, equal_nan=True))
 
 
 class Program:

@@ -169,8 +169,8 @@ class BlockStores:
     """The caches of an Evaluator's blocks, a dense array or a PartialStore per (output, input) block.
 
     Mixed into Evaluator, whose __init__ sets what these read: rec, batch, B, M, N, symmetric, the
-    `store` dict and the `_dtypes` dict (and n_in, in_feat, col_done, _slab for the sweeps that
-    write into a store: _swept_in_place, _kept_whole); `entries` and `kept` are the Evaluator's.
+    `store` dict and the `_dtypes` dict (and n_in, in_feat, row_done, col_done, _slab for the sweeps
+    that write into a store: _swept_in_place, _kept_whole); `entries` and `kept` are the Evaluator's.
     """
 
     def _swept(self, run: Callable, i: int, rows: np.ndarray, whole_rows: bool, size: int) -> list:
@@ -195,11 +195,21 @@ class BlockStores:
         if type(store) is not np.ndarray or not store.flags.c_contiguous:
             return run(i, rows)
         self._slab = store[rows[0]:rows[-1] + 1].reshape((rows.size,) + tuple(self.in_feat[0]))
-        offer_block(self._slab)
+        offer_block(self._slab, self._untouched(i, store, rows[0], rows[-1] + 1))
         try:
             return run(i, rows)
         finally:
             offer_block(None)
+
+    def _untouched(self, i: int, store: np.ndarray, start: int, stop: int) -> bool:
+        """Whether rows start:stop of block (i, 0)'s dense cache `store` hold calloc's zeros, nothing written
+        there yet; from here on they count as written (a sweep offered them may fail half way)."""
+        clean = self._clean.get((i, 0))
+        if clean is None or clean[0] is not store:
+            return False
+        zeroed = bool(clean[1][start:stop].all()) and not self.row_done[i][start:stop].any()
+        clean[1][start:stop] = False
+        return zeroed
 
     @staticmethod
     def _kept_whole(run: Callable, i: int, rows: np.ndarray) -> list:
@@ -222,6 +232,10 @@ class BlockStores:
         in_dt = np.result_type(self.rec.inputs[self.rec.wrt[j]])
         return np.result_type(out_dt, in_dt, np.float32)
 
+    # Per block whose dense cache came from calloc (block_store): (that cache, which of its rows nothing wrote
+    # yet). Those hold zeros: a sweep offered them makes its zero block there without a fill (_untouched).
+    _clean: dict = {}
+
     def block_store(self, i: int, j: int) -> np.ndarray | PartialStore:
         """Block (i, j)'s cache: a dense array, or a PartialStore for a block too large to reserve."""
         arr = self.store.get((i, j))
@@ -231,8 +245,12 @@ class BlockStores:
                 arr = PartialStore(shape, self.dtype(i, j))
             else:
                 try:
-                    # np.empty touches no memory until rows are written, so a big lazy J costs little.
-                    arr = _reserve(shape, self.dtype(i, j))
+                    # calloc's zeros: no memory is touched until rows are written, so a big lazy J costs little
+                    arr = np.zeros(shape, self.dtype(i, j))
+                    if not self.batch:
+                        if not self._clean:
+                            self._clean = {}  # (the instance's own, not the class's empty one)
+                        self._clean[(i, j)] = (arr, np.ones(shape[0], dtype=bool))
                 except MemoryError:
                     arr = PartialStore(shape, self.dtype(i, j))
             self.store[(i, j)] = arr

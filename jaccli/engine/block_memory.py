@@ -12,17 +12,41 @@ from .thread_state import ThreadSlot
 OFFERED = ThreadSlot()
 # The offered memory, once a zero block was made in it: the sweep owns it as it owns a fresh array.
 TAKEN = ThreadSlot()
+# True while the offered memory holds zeros already (rows of a store from calloc that nothing wrote yet):
+# the zero block is made there without a fill (6 fills of 133 MB for a 10^4 x 10^4 Jacobian swept in 6
+# blocks, half of a 1000-piece concatenation's call: issue 44).
+ZEROED = ThreadSlot()
 # True while a sweep runs whose result the caller keeps whole in whatever layout it has (api/evaluator.py: a
 # whole Jacobian block in one sweep): a vector's cotangent block may then be made in column order.
 KEPT_WHOLE = ThreadSlot()
 
 
-def offer_block(block: np.ndarray | None) -> None:
+def offer_block(block: np.ndarray | None, zeroed: bool = False) -> None:
     """Offer `block` (writable memory the caller owns and holds nothing in: rows of the store a sweep's
     result is kept in) as the next zero block of its shape and dtype, so that the result is made where it
-    is kept, not copied there; None withdraws the offer, taken or not (the caller does once the sweep ends)."""
+    is kept, not copied there; None withdraws the offer, taken or not (the caller does once the sweep ends).
+    `zeroed`: the block holds zeros already (it is taken without a fill)."""
     OFFERED.v = block
+    ZEROED.v = zeroed and block is not None
     TAKEN.v = None
+
+
+def standing_offer() -> tuple | None:
+    """The offer standing now, (block, zeroed), for run_offered; None if there is none."""
+    return None if OFFERED.v is None else (OFFERED.v, ZEROED.v)
+
+
+def run_offered(offer: tuple | None, run: Callable[[], Any]) -> Any:
+    """run() with `offer` (standing_offer's) standing again: a replay's checked compiled sweep makes its
+    result where the caller keeps it, as its usual sweep does (a program keeps none of the blocks it makes
+    once it has run). Withdrawn after, taken or not (TAKEN says whether it was)."""
+    if offer is None:
+        return run()
+    offer_block(*offer)
+    try:
+        return run()
+    finally:
+        OFFERED.v = None
 
 
 def usual_sweep_only(sweep: Callable[[], Any]) -> Callable[[], Any]:
@@ -30,13 +54,13 @@ def usual_sweep_only(sweep: Callable[[], Any]) -> Callable[[], Any]:
     a replay's compiled sweeps, and the sweeps it traces into programs, never see offered memory (a program
     may keep the blocks it makes, or hold the offered rows as a constant); its usual sweep makes its result
     where a plain recording's would."""
-    offered = OFFERED.v
+    offered, zeroed = OFFERED.v, ZEROED.v
     if offered is None:
         return sweep
     OFFERED.v = None
 
     def usual() -> Any:
-        offer_block(offered)
+        offer_block(offered, zeroed and TAKEN.v is not offered)  # (a program that failed may have written there)
         try:
             return sweep()
         finally:

@@ -15,7 +15,7 @@ from .seeds import SparseBlock
 from .sweep_plans import first_sweep_order, plan_forward, plan_reverse
 from .tape import Node, Trace, is_complex, no_rule_error, real_cotangent
 from .thread_state import ThreadSlot
-from .traced_in_place import column_order, program_add, program_pull, pull_in_place
+from .traced_in_place import block_sum, column_order, dense_block, program_add, program_pull, pull_in_place
 from .limits import SWEEP, Probe
 from .tracer import Tracer, memory_root, peek
 from .user_sites import RULE_SITE, attributed_to
@@ -56,6 +56,12 @@ class _PendingSum:
         self.rank += block.rank
 
     def join(self, owned: dict) -> Any:
+        if self.parts[0].too_many(self.entries, self.rank):
+            out = dense_block(self.parts[0], owned)  # (traced parts, compiled: dense in one step, see block_sum)
+            if type(out) is Tracer:
+                for part in self.parts[1:]:
+                    out = block_sum(out, part, owned)
+                return out
         out = SparseBlock.sum_of(self.parts)
         if type(out) is np.ndarray:
             owned[id(out)] = out  # made here: later parts add into it in place
@@ -78,6 +84,10 @@ def _add(old: Any, value: Any, owned: dict) -> Any:
         old = old.join(owned)
     elif type(old) is SparseBlock and type(value) is SparseBlock and old.shape == value.shape:
         return _PendingSum([old, value])
+    if (type(value) is SparseBlock and type(old) is Tracer) or (type(old) is SparseBlock and type(value) is Tracer):
+        out = block_sum(old, value, owned)  # (a compiled sweep's: see traced_in_place)
+        if out is not NotImplemented:
+            return out
     if _owns(owned, old):
         if type(value) is np.ndarray and (value.dtype == old.dtype or np.result_type(old, value) == old.dtype) \
                 and (value.shape == old.shape or np.broadcast_shapes(old.shape, value.shape) == old.shape):
@@ -223,7 +233,8 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                 if argnum == 0 and pidx is None and node.prim.vjp_into is not None and monitor is None \
                         and values is None:
                     acc = store.get(parent)
-                    if retraced is not None and program_add(node, g, retraced, acc, parent, store, owned, _traced_rule):
+                    if retraced is not None and program_add(node, g, retraced, acc, parent, store, owned, _traced_rule,
+                                                                 _accumulate):
                         continue
                     if acc is None and retraced is None and node.prim.vjp_add is not None and type(g) is np.ndarray:
                         # the first part sent back is fresh (Primitive.vjp_add): the sweep owns it, the next add into it

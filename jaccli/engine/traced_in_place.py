@@ -17,15 +17,21 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .block_memory import fresh
 from .facts import WRITES_ARGUMENT
 from .seeds import TRACED_PARTS, SparseBlock
 from .tape import Node, Primitive, bind
 from .tracer import Tracer
 
 
+def _own(acc: Any) -> bool:
+    """Whether acc is a plain array the running program made and may write into (fresh, or offered)."""
+    return type(acc) is np.ndarray and fresh(acc) and acc.flags.writeable
+
+
 def _add_into(acc: Any, g: Any, *args: Any, prim: Any, kwargs: dict) -> Any:
     """acc + prim's rule for argument 0 of g, added into acc's own memory (prim.vjp_add) where it can be."""
-    if type(acc) is np.ndarray and acc.base is None and acc.flags.writeable and prim.vjp_add(acc, g, *args, **kwargs):
+    if _own(acc) and prim.vjp_add(acc, g, *args, **kwargs):
         return acc
     return prim.vjp_into(acc, g, *args, **kwargs)
 
@@ -45,7 +51,21 @@ def _pulled(g: Any, *args: Any, prim: Any, kwargs: dict) -> Any:
 
 
 PULLED = Primitive("pulled_in_place", _pulled)
+
+
+def _add_block(acc: Any, shape: tuple, idx: Any, val: Any, u: Any, v: Any) -> Any:
+    """acc + the structured block of these parts, added at its entries (and low-rank part) into acc's own
+    memory where the program owns acc, else into a copy of it."""
+    block = SparseBlock(shape, idx, val, u, v)
+    if not (_own(acc) and acc.shape == block.shape and np.result_type(acc, block.dtype) == acc.dtype):
+        acc = np.array(acc, dtype=np.result_type(acc, block.dtype), copy=True)
+    block.add_into(acc)
+    return acc
+
+
+ADD_BLOCK = Primitive("add_block_into", _add_block)
 WRITES_ARGUMENT.add(PULLED)
+WRITES_ARGUMENT.add(ADD_BLOCK)
 # A copy that the program owns, of a traced value or of a constant (`like`: any traced value, so that
 # the copy is a step of the program, made at each run)
 FRESH = Primitive("fresh_copy", lambda c, like: np.array(c, copy=True))
@@ -77,6 +97,40 @@ def dense_of(block: SparseBlock, like: Any, order: str = "C") -> Any:
     return block.todense(order)
 
 
+def block_sum(old: Any, value: Any, owned: dict) -> Any:
+    """old + value for a compiled sweep's cotangent store (sweeps._add), where one is a structured block and
+    the other a traced dense sum: the block's entries added into the sum in place (ADD_BLOCK), into a
+    copy of it (FRESH) where the program does not own it; a structured block joined dense as one step
+    (DENSE_OF). NotImplemented elsewhere. The usual sweep adds a block's entries into a sum it owns (a
+    join of many pieces, each a part of one input's cotangent); traced, `old + value` made the block dense
+    and the sum a new copy for each piece (a 1000-piece concatenation: refused for its copies)."""
+    if TRACED_PARTS.v is not True:
+        return NotImplemented
+    if type(old) is SparseBlock and type(value) is Tracer:
+        old, value = value, old  # (a sum: either order)
+    if type(value) is not SparseBlock or type(old) is not Tracer or type(old._value) is not np.ndarray \
+            or old._value.shape != value.shape or np.result_type(old._value, value.dtype) != old._value.dtype:
+        return NotImplemented
+    if owned.get(id(old)) is not old:
+        old = bind(FRESH, (old, old), _NONE)
+    else:
+        del owned[id(old)]
+    out = bind(ADD_BLOCK, (old, value.shape, value.idx, value.val, value.u, value.v), _NONE)
+    owned[id(out)] = out
+    return out
+
+
+def dense_block(block: SparseBlock, owned: dict) -> Any:
+    """A compiled sweep's structured block with traced parts made dense in one step (DENSE_OF), a sum the
+    program owns; the block itself where it is not such a block (see block_sum)."""
+    like = next((p for p in (block.val, block.u, block.v) if type(p) is Tracer), None)
+    if TRACED_PARTS.v is not True or like is None:
+        return block
+    out = bind(DENSE_OF, (like, block.shape, block.idx, block.val, block.u, block.v, "C"), _NONE)
+    owned[id(out)] = out
+    return out
+
+
 def _keywords(node: Node) -> dict:
     keywords = _KEYWORDS.get(node.prim) if not node.kwargs else None
     if keywords is None:
@@ -87,11 +141,12 @@ def _keywords(node: Node) -> dict:
 
 
 def program_add(node: Node, g: Any, retraced: tuple, acc: Any, parent: Node, store: dict, owned: dict,
-                traced_rule: Callable) -> bool:
+                traced_rule: Callable, accumulate: Callable | None = None) -> bool:
     """sweeps.reverse()'s step for argument 0 of a node with vjp_add, traced for a compiled sweep
     (compiled_sweeps sets TRACED_PARTS): as the usual sweep, the first part sent back is fresh and
     owned, the next ones are added into it in place (ADD_INTO), not into a copy each. False where
-    that does not apply (a structured part or sum): the caller goes its usual way."""
+    that does not apply (a structured part, or a structured sum without `accumulate`, sweeps' own): the
+    caller goes its usual way."""
     if node.prim.vjp_add is None or TRACED_PARTS.v is not True or type(g) is not Tracer \
             or type(g._value) is not np.ndarray:
         return False
@@ -103,6 +158,16 @@ def program_add(node: Node, g: Any, retraced: tuple, acc: Any, parent: Node, sto
         store[parent] = ct
         if _fresh(ct, g):
             owned[id(ct)] = ct
+        return True
+    if type(acc) is not Tracer and type(acc) is not np.ndarray and accumulate is not None:
+        # a structured sum so far (pieces of a join): this part is made as the first one, then the sum's
+        # entries are added into it (block_sum), not it into a copy of the sum made dense
+        rule = traced_rule(node, 0, retraced)
+        ct = None if rule is None else rule(g)
+        if ct is not None:
+            if _fresh(ct, g):
+                owned[id(ct)] = ct
+            accumulate(store, parent, None, 0, ct, owned)
         return True
     if owned.get(id(acc)) is not acc or type(acc) is not Tracer or type(acc._value) is not np.ndarray:
         return False

@@ -15,8 +15,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from jaccli.engine import (INPUT, MONITOR, Node, Recording, Trace, Tracer, Unique, current_errstate, pause_for,
-                           plan_form, private_copy, private_float, renewed_plan, rewritable, usual_sweep_only,
-                           write_in_place)
+                           plan_form, private_copy, private_float, renewed_plan, rewritable, run_offered,
+                           standing_offer, usual_sweep_only, write_in_place)
 
 from . import compiled_sweeps, replay_trace
 from .guards import ErrstateRun, guards_hold, same, snapshot, substituted
@@ -292,6 +292,7 @@ class Replayable(Recording):
         """
         if not self._replayed:
             return sweep()
+        offer = standing_offer()
         sweep = usual_sweep_only(sweep)  # (the caller's memory, offered for the result: see block_memory)
         key = None if MONITOR.v is not None else compiled_sweeps.key_of(kind, request, seeds)  # (diagnostics watch each rule)
         swapped = False
@@ -302,8 +303,9 @@ class Replayable(Recording):
                 swapped = True
         prog = None if key is None else self._programs.get(key)
         if type(prog) is compiled_sweeps.Program and prog.checked:
+            # (its result made in the offered memory too: a store's rows, written where they are kept)
             with pause_for(self.trace):
-                out = prog.run(self.trace.values(), seeds)
+                out = run_offered(offer, lambda: prog.run(self.trace.values(), seeds))
             if out is not None:
                 self.path = COMPILED_SWEEP
                 self.ran = (kind, prog, seeds)

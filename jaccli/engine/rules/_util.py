@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from ..user_sites import user_site
-from ..block_memory import KEPT_WHOLE, OFFERED, TAKEN
+from ..block_memory import KEPT_WHOLE, OFFERED, TAKEN, ZEROED
 from ..seeds import broadcast_block
 from ..thread_state import ThreadSlot
 from ..tracer import peek
@@ -241,7 +241,9 @@ def zero_block(shape: tuple, dtype: Any, order: str = "C") -> np.ndarray:
     offered = OFFERED.v
     if offered is not None and offered.shape == shape and offered.dtype == dtype:
         OFFERED.v = None
-        offered.fill(0)
+        if not ZEROED.v:
+            offered.fill(0)
+        ZEROED.v = False
         TAKEN.v = offered
         return offered
     if order == "F" and KEPT_WHOLE.v:

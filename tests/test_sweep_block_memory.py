@@ -211,3 +211,27 @@ def test_an_offer_of_zeros_is_taken_without_a_fill_and_offered_again_as_written_
     assert run_offered(offer, lambda: zero_block((4, 3), np.float64)) is held  # (a program took it: written)
     assert usual() is held and (held == 0.0).all()  # (so the usual sweep's zero block is filled)
     offer_block(None)
+
+
+def test_a_program_adds_a_part_reaching_few_seeds_into_their_rows_alone():
+    # (a compiled sweep's steps: ADD_INTO of x[i]'s part, ADD_BLOCK of a slice's structured part; each adds
+    # into the span of rows its nonzero seeds reach, or their entries, what the whole add gives)
+    from jaccli.engine.seeds import SparseBlock
+    from jaccli.engine.traced_in_place import _add_block, _add_into
+
+    rng = np.random.default_rng(0)
+    acc, k = rng.standard_normal((100, 30)), 100
+    g = np.zeros(k)
+    g[[40, 47]] = [2.0, np.nan]
+    want = acc.copy()
+    want[:, 7] += g
+    got = _add_into(acc.copy(), g, (7,), prim=indexing.get_basic, kwargs={})
+    np.testing.assert_array_equal(got, want)
+    val = np.zeros((k, 1))
+    val[[3, 90], 0] = [1.5, np.inf]
+    idx = rng.integers(0, 30, (k, 1))
+    block = SparseBlock((k, 30), idx, val)
+    want = acc.copy()
+    block.add_into(want)
+    np.testing.assert_array_equal(_add_block(acc.copy(), block.shape, idx, val, None, None), want)
+    assert _add_into(acc, np.zeros(k), (3,), prim=indexing.get_basic, kwargs={}) is acc  # (no row reached)

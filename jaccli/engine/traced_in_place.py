@@ -32,7 +32,7 @@ def _own(acc: Any) -> bool:
 def _add_into(acc: Any, g: Any, *args: Any, prim: Any, kwargs: dict) -> Any:
     """acc + prim's rule for argument 0 of g, added into acc's own memory (prim.vjp_add) where it can be."""
     if _own(acc):
-        part, reached = _rows_reached(acc, g)
+        part, reached = _rows_reached(acc, g) if acc.strides[0] >= _PAGE else (acc, g)  # (see _rows_reached)
         if prim.vjp_add(part, reached, *args, **kwargs):
             return acc
     return prim.vjp_into(acc, g, *args, **kwargs)
@@ -40,12 +40,15 @@ def _add_into(acc: Any, g: Any, *args: Any, prim: Any, kwargs: dict) -> Any:
 
 # Seeds in a block from which _rows_reached looks for the rows g reaches
 _MANY_SEEDS = 64
+# Bytes between two seeds' rows of a sum from which an add over all seeds touches a page per seed
+_PAGE = 4096
 
 
 def _rows_reached(acc: Any, g: Any) -> tuple[Any, Any]:
-    """acc and g cut to the span of seeds (rows) where g is not zero, where g has one row per seed of acc's
-    and many: a rule adds each seed's row into its own, and a zero row adds nothing (x[10 i] of a long
-    join, reached by 10 of a block's 1677 seeds: a column add over all of them, 80 KB apart)."""
+    """acc and g cut to the span of seeds (rows) where g is not zero, where g has one row per seed of acc's,
+    many, each in its own page of acc: a rule adds each seed's row into its own, and a zero row adds
+    nothing (x[10 i] of a long join, reached by 10 of a block's 1677 seeds: a column add over all of them,
+    80 KB apart). A sum in column order (a stack's) adds a contiguous column, cheaper than looking."""
     if type(g) is not np.ndarray or g.ndim == 0 or g.shape[0] != acc.shape[0] or g.shape[0] < _MANY_SEEDS:
         return acc, g
     rows = np.flatnonzero(g if g.ndim == 1 else g.reshape(g.shape[0], -1).any(axis=1))

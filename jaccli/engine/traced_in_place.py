@@ -26,7 +26,7 @@ from .tracer import Tracer
 
 def _own(acc: Any) -> bool:
     """Whether acc is a plain array the running program made and may write into (fresh, or offered)."""
-    return type(acc) is np.ndarray and fresh(acc) and acc.flags.writeable
+    return type(acc) is np.ndarray and (acc.base is None or fresh(acc)) and acc.flags.writeable  # (fresh: a call)
 
 
 def _add_into(acc: Any, g: Any, *args: Any, prim: Any, kwargs: dict) -> Any:

@@ -15,6 +15,13 @@ from jaccli.errors import ResourceLimitError
 DENSE_STORE_LIMIT = 2**30
 
 
+# From this size on (bytes), a block's dense cache is made with calloc's zeros (np.zeros): memory this large
+# comes fresh from the system (glibc maps anything above 32 MiB), zero already, and its rows are offered to
+# sweeps as zeros (_untouched: no fill). Below it, calloc would zero reused heap memory, a pass over the
+# whole block before any row is written (a plain P2-n1000-m1000 call's 8 MB), so np.empty as before.
+_CALLOC_FROM = 32 * 2**20
+
+
 def _reserve(shape: tuple, dtype: np.dtype) -> np.ndarray:
     """Memory for a dense block (np.empty: pages are only taken as entries are written)."""
     return np.empty(shape, dtype=dtype)
@@ -245,12 +252,15 @@ class BlockStores:
                 arr = PartialStore(shape, self.dtype(i, j))
             else:
                 try:
-                    # calloc's zeros: no memory is touched until rows are written, so a big lazy J costs little
-                    arr = np.zeros(shape, self.dtype(i, j))
-                    if not self.batch:
-                        if not self._clean:
-                            self._clean = {}  # (the instance's own, not the class's empty one)
-                        self._clean[(i, j)] = (arr, np.ones(shape[0], dtype=bool))
+                    dtype = self.dtype(i, j)
+                    if math.prod(shape) * dtype.itemsize < _CALLOC_FROM:
+                        arr = _reserve(shape, dtype)  # (a zero fill there would cost a pass: see _CALLOC_FROM)
+                    else:  # calloc's zeros, fresh pages: no memory is touched until rows are written
+                        arr = np.zeros(shape, dtype)
+                        if not self.batch:
+                            if not self._clean:
+                                self._clean = {}  # (the instance's own, not the class's empty one)
+                            self._clean[(i, j)] = (arr, np.ones(shape[0], dtype=bool))
                 except MemoryError:
                     arr = PartialStore(shape, self.dtype(i, j))
             self.store[(i, j)] = arr

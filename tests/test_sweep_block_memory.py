@@ -240,3 +240,33 @@ def test_a_program_adds_a_part_reaching_few_seeds_into_their_rows_alone():
     block.add_into(want)
     np.testing.assert_array_equal(_add_block(acc.copy(), block.shape, idx, val, None, None), want)
     assert _add_into(acc, np.zeros(k), (3,), prim=indexing.get_basic, kwargs={}) is acc  # (no row reached)
+
+
+def test_a_compiled_sweep_of_a_block_of_rows_makes_the_vectors_cotangent_in_column_order(monkeypatch):
+    # No rows of the store offered to it (a program may keep what it makes), a compiled sweep's x[i] add into
+    # a column-ordered block (K numbers in a row, not a row apart), which the evaluator copies into its rows
+    # in tiles; a replay swept as usual still makes its result in the store's rows, in row order
+    copied = _copies(monkeypatch)
+    g = jaccli.record_once(_loop)
+    for k in range(9):
+        del copied[:]
+        x = np.linspace(0.5, 1.5, N) * (1 + 1e-3 * k)
+        J = jaccli.jacobian(g, x, mode="reverse", chunk_size=N // 3)
+        A = np.asarray(J)
+        np.testing.assert_array_equal(A, _loop_jacobian(x))
+        assert A.flags.c_contiguous
+    assert J.stats["path"] == "compiled sweep"
+    assert [(c.shape, c.flags.f_contiguous and not c.flags.c_contiguous) for c in copied] == [((N // 3, N), True)] * 3
+
+
+@pytest.mark.parametrize("rows", [np.arange(3, 23), np.arange(0, 40, 2), np.array([5, 4, 6, 7])])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_copy_rows_writes_a_block_of_either_order_into_any_rows(monkeypatch, rows, order):
+    monkeypatch.setattr(block_stores, "_TILE", 6)  # (tiles that do not divide the block)
+    rng = np.random.default_rng(0)
+    store = rng.standard_normal((40, 17))
+    block = np.asarray(rng.standard_normal((rows.size, 17)), order=order)
+    expected = store.copy()
+    expected[rows] = block
+    block_stores.copy_rows(store, rows, block)
+    np.testing.assert_array_equal(store, expected)

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from jaccli.engine import KEPT_WHOLE, SparseBlock, offer_block, scatter_rows
+from jaccli.engine import KEPT_WHOLE, ROWS_COPIED, SparseBlock, offer_block, scatter_rows
 from jaccli.errors import ResourceLimitError
 
 # A block larger than this keeps only the rows and columns computed (a PartialStore) until all of
@@ -20,6 +20,22 @@ DENSE_STORE_LIMIT = 2**30
 # sweeps as zeros (_untouched: no fill). Below it, calloc would zero reused heap memory, a pass over the
 # whole block before any row is written (a plain P2-n1000-m1000 call's 8 MB), so np.empty as before.
 _CALLOC_FROM = 32 * 2**20
+_TILE = 256  # rows and columns of a tile that copy_rows copies at once: 0.5 MB, in the cache
+
+
+def copy_rows(store: np.ndarray, rows: np.ndarray, block: np.ndarray) -> None:
+    """store[rows] = block, a sweep's result made apart; a column-ordered block (a vector's cotangent under
+    ROWS_COPIED) into consecutive rows of a row-ordered store in square tiles: a plain copy reads the block
+    a column apart for each element written (a 1667 x 10^4 chunk of loop-10000: 43 ms against 20)."""
+    if block.ndim != 2 or store.ndim != 2 or block.flags.c_contiguous or not block.flags.f_contiguous \
+            or not store.flags.c_contiguous or rows.size < 2 or not (np.diff(rows) == 1).all():
+        store[rows] = block
+        return
+    into = store[rows[0]:rows[-1] + 1]
+    for r in range(0, rows.size, _TILE):
+        to, part = into[r:r + _TILE], block[r:r + _TILE]
+        for c in range(0, block.shape[1], _TILE):
+            to[:, c:c + _TILE] = part[:, c:c + _TILE]
 
 
 def _reserve(shape: tuple, dtype: np.dtype) -> np.ndarray:
@@ -203,10 +219,12 @@ class BlockStores:
             return run(i, rows)
         self._slab = store[rows[0]:rows[-1] + 1].reshape((rows.size,) + tuple(self.in_feat[0]))
         offer_block(self._slab, self._untouched(i, store, rows[0], rows[-1] + 1))
+        ROWS_COPIED.v = True  # (a sweep that the offer is withdrawn from: its result is copied, copy_rows)
         try:
             return run(i, rows)
         finally:
             offer_block(None)
+            ROWS_COPIED.v = None
 
     def _untouched(self, i: int, store: np.ndarray, start: int, stop: int) -> bool:
         """Whether rows start:stop of block (i, 0)'s dense cache `store` hold calloc's zeros, nothing written

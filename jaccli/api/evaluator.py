@@ -19,7 +19,7 @@ import numpy as np
 from jaccli.engine import (HEAVIER_IN_REVERSE, MATRIX_PRODUCTS, Phase, Recording, SparseBlock, blocks, recycle_block,
                            scatter_cols, scatter_rows, separable)
 
-from .block_stores import BlockStores, PartialStore, _unless_all, increasing
+from .block_stores import BlockStores, PartialStore, _unless_all, copy_rows, increasing
 from .diagonal_blocks import DiagonalBlocks
 from .hessian_symmetry import TILED_SYMMETRIZE, symmetric_from_structure, symmetrize_in_place
 from .sample_mixing import check_batch_independence
@@ -242,7 +242,7 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks, SteadyBlocks):
         elif ct is self._slab:  # made in the store's own rows (_swept_in_place)
             self._slab = None
         else:
-            self.block_store(i, j)[rows] = np.reshape(ct, (k, self.N[j]))
+            copy_rows(self.block_store(i, j), rows, np.reshape(ct, (k, self.N[j])))
             recycle_block(ct)  # (copied out: the next block's sweep may make its zeros in this memory)
 
     def ensure_cols(self, j: int, cols: np.ndarray) -> None:

@@ -23,7 +23,8 @@ _EXPORTS = {
     "attributed_to": "user_sites", "definition_site": "user_sites", "is_internal": "user_sites",
     "user_site": "user_sites",
     "primal_nested": "numpy_proxies", "offer_block": "block_memory", "KEPT_WHOLE": "block_memory",
-    "usual_sweep_only": "block_memory", "standing_offer": "block_memory", "run_offered": "block_memory",
+    "ROWS_COPIED": "block_memory", "usual_sweep_only": "block_memory", "standing_offer": "block_memory",
+    "run_offered": "block_memory",
     "dtype_of": "rules._util", "shape_of": "rules._util", "recycle_block": "rules._util", "SYMMETRIC_PART": "rules.linalg_decomp",
     "REGISTRY": "registry", "Entry": "registry", "every_rule": "rules",
     "separable": "sample_independence",
@@ -41,7 +42,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from .block_memory import KEPT_WHOLE, offer_block, run_offered, standing_offer, usual_sweep_only
+    from .block_memory import KEPT_WHOLE, ROWS_COPIED, offer_block, run_offered, standing_offer, usual_sweep_only
     from .facts import (CONDITION_ARGUMENTS, CONVENTION_WORDS, COPIES_SUM, EXPRESSION_FUNCTIONS, HEAVIER_IN_REVERSE,
                         KINK_CROSSINGS, LIMIT_WORDS, MATRIX_PRODUCTS, STRUCTURES, WRITES_ARGUMENT)
     from .guards import Guard, current_errstate, errstate_token

@@ -19,6 +19,16 @@ ZEROED = ThreadSlot()
 # True while a sweep runs whose result the caller keeps whole in whatever layout it has (api/evaluator.py: a
 # whole Jacobian block in one sweep): a vector's cotangent block may then be made in column order.
 KEPT_WHOLE = ThreadSlot()
+# True while a reverse sweep runs of some rows of a whole block, whose result the caller copies into its
+# store's rows in tiles (api/block_stores.copy_rows) where no memory of the store was offered to it (a
+# replay's compiled sweep): a vector's cotangent block may then be made in column order too.
+ROWS_COPIED = ThreadSlot()
+
+
+def column_order_allowed() -> bool:
+    """Whether a zero block asked for in column order may be made so: its sweep's result is kept whole as
+    it is, or copied into rows in tiles by a caller that offered no memory to this sweep (nor it took any)."""
+    return bool(KEPT_WHOLE.v) or (ROWS_COPIED.v is True and OFFERED.v is None and TAKEN.v is None)
 
 
 def offer_block(block: np.ndarray | None, zeroed: bool = False) -> None:

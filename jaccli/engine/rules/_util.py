@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from ..user_sites import user_site
-from ..block_memory import KEPT_WHOLE, OFFERED, TAKEN, ZEROED
+from ..block_memory import OFFERED, TAKEN, ZEROED, column_order_allowed
 from ..seeds import broadcast_block
 from ..thread_state import ThreadSlot
 from ..tracer import peek
@@ -236,8 +236,9 @@ _SPARE = ThreadSlot()
 
 def zero_block(shape: tuple, dtype: Any, order: str = "C") -> np.ndarray:
     """np.zeros(shape, dtype), in offered memory (engine/block_memory.py), or a recycled block's, when one of
-    that shape and dtype is there. order "F": in column order, where the sweep's result is kept whole as it is
-    (KEPT_WHOLE; elsewhere it would be copied into rows, which a column-ordered block makes slow)."""
+    that shape, dtype and order is there. order "F": in column order, where the sweep's result is kept whole
+    as it is or copied into rows in tiles (block_memory.column_order_allowed; a plain copy of a column-ordered
+    block into rows is slow)."""
     offered = OFFERED.v
     if offered is not None and offered.shape == shape and offered.dtype == dtype:
         OFFERED.v = None
@@ -246,16 +247,16 @@ def zero_block(shape: tuple, dtype: Any, order: str = "C") -> np.ndarray:
         ZEROED.v = False
         TAKEN.v = offered
         return offered
-    if order == "F" and KEPT_WHOLE.v:
-        return np.zeros(shape, dtype, order="F")
+    column = order == "F" and column_order_allowed()
     spare = _SPARE.v
     if spare is not None:
         _SPARE.v = None
-        if spare.shape == shape and spare.dtype == dtype:
+        if spare.shape == shape and spare.dtype == dtype and \
+                (spare.flags.f_contiguous if column else spare.flags.c_contiguous):
             spare.fill(0)
             _ISSUED.v = weakref.ref(spare)
             return spare
-    z = np.zeros(shape, dtype)
+    z = np.zeros(shape, dtype, order="F" if column else "C")
     if z.nbytes >= _REUSE_BYTES:
         _ISSUED.v = weakref.ref(z)
     return z

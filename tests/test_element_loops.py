@@ -83,3 +83,27 @@ def test_the_cotangent_of_the_writes_is_made_dense_in_column_order(monkeypatch):
     J = jaccli.jacobian(g, x)
     assert_allclose(np.asarray(J), _ref(x), rtol=1e-15)
     assert J.stats["path"] == "compiled sweep" and set(made) == {((200, 200), "F", True)}
+
+
+def test_the_compiled_sweep_zeroes_the_block_it_made_without_copying_it(monkeypatch):
+    # the dense cotangent of the writes (DENSE_OF) is an array of its own, which the program's first write
+    # (PULLED) changes in place: a view of it was copied whole first (133 MB a block of rows of loop-10000)
+    from jaccli.engine import traced_in_place
+
+    owned = []
+    pulled = traced_in_place.PULLED.impl
+
+    def spied(g, *args, **kwargs):
+        owned.append(type(g) is np.ndarray and g.base is None)
+        return pulled(g, *args, **kwargs)
+
+    monkeypatch.setattr(traced_in_place.PULLED, "impl", spied)  # (before the program is compiled: it holds the impl)
+    x = np.linspace(0.5, 1.5, 200)
+    g = jaccli.record_once(loop)
+    for k in range(9):
+        owned.clear()
+        y = x + 1e-3 * k
+        J = jaccli.jacobian(g, y, chunk_size=50)
+        assert_allclose(np.asarray(J), _ref(y), rtol=1e-15)
+    assert J.stats["path"] == "compiled sweep"
+    assert len(owned) == 4 * (x.size - 1) and all(owned)

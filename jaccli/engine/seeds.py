@@ -140,7 +140,9 @@ class SparseBlock:
         elif self.idx.shape[1]:
             rows = np.broadcast_to(np.arange(k)[:, None], self.idx.shape)
             np.add.at(out, (rows, self.idx), self.val)
-        return out.reshape(self.shape)
+        # (a block of K vectors is `out` itself, not a view: a compiled sweep's PULLED writes into an array of
+        # its own, and copied the whole view first, 133 MB a block of rows of loop-10000)
+        return out if len(self.shape) == 2 else out.reshape(self.shape)
 
     def add_into(self, out: np.ndarray) -> None:
         """out += self.todense(), in place, touching only the entries (and the low-rank part)."""

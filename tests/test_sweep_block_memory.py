@@ -246,17 +246,27 @@ def test_a_compiled_sweep_of_a_block_of_rows_makes_the_vectors_cotangent_in_colu
     # No rows of the store offered to it (a program may keep what it makes), a compiled sweep's x[i] add into
     # a column-ordered block (K numbers in a row, not a row apart), which the evaluator copies into its rows
     # in tiles; a replay swept as usual still makes its result in the store's rows, in row order
+
+
+@pytest.mark.parametrize("f, closed_form, column_order", [(_loop, _loop_jacobian, True),
+                                                          (_pieces, _pieces_jacobian, False)])
+def test_a_compiled_sweep_of_an_element_loop_in_blocks_of_rows_adds_columns_in_column_order(monkeypatch, f,
+                                                                                           closed_form, column_order):
+    # No rows of the store offered to it (a program may keep what it makes), a compiled sweep of a loop's
+    # writes y[i] = v has its x[i] add into a column-ordered block (K numbers in a row, not a row apart),
+    # which the evaluator copies into its rows in tiles; a sweep of pieces, which visits few columns of x,
+    # keeps the row order, copied as it is; a replay swept as usual makes its result in the store's rows
     copied = _copies(monkeypatch)
-    g = jaccli.record_once(_loop)
+    g = jaccli.record_once(f)
     for k in range(9):
         del copied[:]
         x = np.linspace(0.5, 1.5, N) * (1 + 1e-3 * k)
         J = jaccli.jacobian(g, x, mode="reverse", chunk_size=N // 3)
         A = np.asarray(J)
-        np.testing.assert_array_equal(A, _loop_jacobian(x))
+        np.testing.assert_array_equal(A, closed_form(x))
         assert A.flags.c_contiguous
     assert J.stats["path"] == "compiled sweep"
-    assert [(c.shape, c.flags.f_contiguous and not c.flags.c_contiguous) for c in copied] == [((N // 3, N), True)] * 3
+    assert [c.flags.f_contiguous and not c.flags.c_contiguous for c in copied] == [column_order] * 3
 
 
 @pytest.mark.parametrize("rows", [np.arange(3, 23), np.arange(0, 40, 2), np.array([5, 4, 6, 7])])

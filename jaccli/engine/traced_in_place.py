@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .block_memory import fresh
+from .block_memory import columns_swept, fresh
 from .facts import WRITES_ARGUMENT
 from .seeds import TRACED_PARTS, SparseBlock
 from .tape import Node, Primitive, bind
@@ -97,9 +97,18 @@ WRITES_ARGUMENT.add(ADD_BLOCK)
 # A copy that the program owns, of a traced value or of a constant (`like`: any traced value, so that
 # the copy is a step of the program, made at each run)
 FRESH = Primitive("fresh_copy", lambda c, like: np.array(c, copy=True))
-# A structured block of the seeds, made dense at each run (its parts are the program's constants)
-DENSE_OF = Primitive("dense_seeds",
-                     lambda like, shape, idx, val, u, v, order: SparseBlock(shape, idx, val, u, v).todense(order))
+
+
+def _dense_seeds(like: Any, shape: tuple, idx: Any, val: Any, u: Any, v: Any, order: str,
+                 columns: bool) -> np.ndarray:
+    """A structured block of the seeds, made dense at each run (its parts are the program's constants);
+    `columns`: the block of an element loop's writes, read and written one column at a time (ROWS_COPIED)."""
+    if columns:
+        columns_swept()
+    return SparseBlock(shape, idx, val, u, v).todense(order)
+
+
+DENSE_OF = Primitive("dense_seeds", _dense_seeds)
 _NONE: dict = {}
 
 # ADD_INTO's and PULLED's keywords for a primitive called without keywords of its own (x[i]'s), one dict
@@ -115,13 +124,13 @@ def column_order(node: Node) -> str:
     return "F" if type(idx) is tuple and len(idx) == 1 and type(idx[0]) is int and np.ndim(node.value) == 1 else "C"
 
 
-def dense_of(block: SparseBlock, like: Any, order: str = "C") -> Any:
+def dense_of(block: SparseBlock, like: Any, order: str = "C", columns: bool = False) -> Any:
     """block.todense(); for a compiled sweep, of a block of its seeds (constant parts), a step that
     makes it at each run (`like`: a traced value of the sweep), so that the program holds the
     parts, not a dense block as large as its result (a join's rule makes its seeds dense: a stack
-    of n products, n x n)."""
+    of n products, n x n). `columns`: see _dense_seeds."""
     if TRACED_PARTS.v is True and type(like) is Tracer and not block.traced:
-        return bind(DENSE_OF, (like, block.shape, block.idx, block.val, block.u, block.v, order), _NONE)
+        return bind(DENSE_OF, (like, block.shape, block.idx, block.val, block.u, block.v, order, columns), _NONE)
     return block.todense(order)
 
 
@@ -219,7 +228,8 @@ def program_pull(node: Node, g: Any, mine: bool, retraced: tuple, store: dict, o
     if TRACED_PARTS.v is not True:
         return False
     if type(g) is SparseBlock and not g.traced:
-        g, mine = dense_of(g, retraced[0], column_order(node)), True
+        order = column_order(node)
+        g, mine = dense_of(g, retraced[0], order, order == "F"), True
     elif type(g) is np.ndarray:
         g, mine = bind(FRESH, (g, retraced[0]), _NONE), True
     elif type(g) is not Tracer or type(g._value) is not np.ndarray:

@@ -20,11 +20,11 @@ ZEROED = ThreadSlot()
 # whole Jacobian block in one sweep): a vector's cotangent block may then be made in column order.
 KEPT_WHOLE = ThreadSlot()
 # True while a reverse sweep runs of some rows of a whole block, whose result the caller copies into its
-# store's rows (api/block_stores.copy_rows, in tiles) where no memory of the store was offered to it (a
-# replay's compiled sweep); COLUMNS once that sweep made a block that it reads and writes one column at a
-# time (an element loop's writes y[i] = v: columns_swept): its x[i] then add columns of their cotangent
-# block too, made in column order. (A sweep that visits few columns, a concatenation's, pays the tiled copy
-# for nothing: 1.2x on concat-1000.)
+# store's rows (api/block_stores.copy_rows, in tiles) unless the sweep made it in the rows offered to it;
+# COLUMNS once a replay's compiled sweep made a block that it reads and writes one column at a time (an
+# element loop's writes y[i] = v: columns_swept): its x[i] then add columns of their cotangent block too,
+# made in column order rather than in the offered rows (rules/_util.zero_block), and copied in tiles.
+# (A sweep that visits few columns, a concatenation's, pays the tiled copy for nothing: 1.2x on concat-1000.)
 ROWS_COPIED = ThreadSlot()
 COLUMNS = "columns"
 
@@ -39,7 +39,7 @@ def column_order_allowed() -> bool:
     """Whether a zero block asked for in column order may be made so: its sweep's result is kept whole as
     it is, or copied into rows in tiles by a caller that offered no memory to this sweep (nor it took any),
     a sweep of an element loop's writes (ROWS_COPIED)."""
-    return bool(KEPT_WHOLE.v) or (ROWS_COPIED.v is COLUMNS and OFFERED.v is None and TAKEN.v is None)
+    return bool(KEPT_WHOLE.v) or (ROWS_COPIED.v is COLUMNS and TAKEN.v is None)
 
 
 def offer_block(block: np.ndarray | None, zeroed: bool = False) -> None:
@@ -82,6 +82,8 @@ def usual_sweep_only(sweep: Callable[[], Any]) -> Callable[[], Any]:
 
     def usual() -> Any:
         offer_block(offered, zeroed and TAKEN.v is not offered)  # (a program that failed may have written there)
+        if ROWS_COPIED.v is COLUMNS:
+            ROWS_COPIED.v = True  # (said by a program traced or run before: this sweep takes the rows as a plain one)
         try:
             return sweep()
         finally:

@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from ..user_sites import user_site
-from ..block_memory import OFFERED, TAKEN, ZEROED, column_order_allowed
+from ..block_memory import COLUMNS, OFFERED, ROWS_COPIED, TAKEN, ZEROED, column_order_allowed
 from ..seeds import broadcast_block
 from ..thread_state import ThreadSlot
 from ..tracer import peek
@@ -240,7 +240,10 @@ def zero_block(shape: tuple, dtype: Any, order: str = "C") -> np.ndarray:
     as it is or copied into rows in tiles (block_memory.column_order_allowed; a plain copy of a column-ordered
     block into rows is slow)."""
     offered = OFFERED.v
-    if offered is not None and offered.shape == shape and offered.dtype == dtype:
+    # (an element loop's compiled sweep, COLUMNS, makes its x's block in column order, not in the offered rows
+    # where each y[i] = v would add a column, an element a row apart: it is copied into them in tiles after)
+    if offered is not None and offered.shape == shape and offered.dtype == dtype and not (
+            order == "F" and ROWS_COPIED.v is COLUMNS):
         OFFERED.v = None
         if not ZEROED.v:
             offered.fill(0)

@@ -116,3 +116,18 @@ def test_a_program_that_changes_no_error_state_keeps_none_and_one_that_does_leav
     replay = next(iter(g._cache.values()))._forward[0].run
     assert "_Run" not in replay.__code__.co_names  # (before: made, and closed, on every call)
     assert "_Run" in _program(g).fn.__code__.co_names  # (the sweep's steps run with the warnings off)
+
+
+def test_a_long_sweep_keeps_no_notes_of_its_values_and_is_not_simplified(monkeypatch):
+    # (issue 44.1: the notes of a 200-step RK4's traced sweep, one per value, held 2 MB more at once than
+    # its replay otherwise holds: past _META_UP_TO values a sweep keeps none, and its program runs as traced)
+    from jaccli.replay import compiled_sweeps
+
+    monkeypatch.setattr(compiled_sweeps, "_META_UP_TO", 3)
+    seen, real = [], compiled_sweeps.simplified
+    monkeypatch.setattr(compiled_sweeps, "simplified", lambda steps, loads, results, ones, nodes, prims: (
+        seen.append(nodes.meta), real(steps, loads, results, ones, nodes, prims))[1])
+    g = jaccli.record_once(rosenbrock)
+    for x in np.random.default_rng(4).uniform(-1, 1, (8, 30)):
+        np.testing.assert_allclose(np.asarray(jaccli.hessian(g, x)), rosen_hess(x), rtol=1e-12, atol=1e-12)
+    assert seen and all(meta is None for meta in seen)

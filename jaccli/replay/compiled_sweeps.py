@@ -148,6 +148,12 @@ def key_of(kind: str, wrt: tuple, seeds: tuple) -> tuple | None:
     return kind, wrt, tuple(forms)
 
 
+# A traced sweep of more steps than this keeps no note of its values' shapes and dtypes, and its program is
+# not simplified (program_passes): the passes save a few microseconds of Python a call on small programs,
+# and the notes of a 200-step RK4's sweep held 2 MB more at once than the replay would otherwise (issue 44.1)
+_META_UP_TO = 4096
+
+
 class _Lean(list):
     """A traced sweep's nodes, each letting go of its values once recorded (and the guards'
     traced arguments). A recorded sweep would otherwise keep every value it made, where the usual
@@ -167,7 +173,8 @@ class _Lean(list):
     def __init__(self, nodes: list = (), budget: float = float("inf"), room: float = float("inf")) -> None:
         super().__init__(nodes)
         self.plain: dict[int, bool] = {}
-        self.meta: dict[int, tuple] = {}  # node index -> its plain array's (shape, dtype), for ones_seeded
+        # node index -> its plain array's (shape, dtype), for program_passes; None past _META_UP_TO entries
+        self.meta: dict[int, tuple] | None = {}
         self.budget = budget
         self.held = MAX_BYTES
         self.room = _Room(room)
@@ -180,8 +187,11 @@ class _Lean(list):
             return
         value, args = item.value, item.args
         self.plain[item.index] = plain = type(value) is np.ndarray or isinstance(value, np.generic)
-        if plain:
-            self.meta[item.index] = (value.shape, value.dtype)
+        if plain and self.meta is not None:
+            if len(self.meta) < _META_UP_TO:
+                self.meta[item.index] = (value.shape, value.dtype)
+            else:
+                self.meta = None
         # (let go of the values first: a refused sweep's last node would hold its blocks)
         item.value = None  # (the sweep reads it from its Tracer, which goes once used)
         item.args = _without_refs(args, item.parents)

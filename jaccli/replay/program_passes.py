@@ -29,6 +29,8 @@ def simplified(steps: list, loads: dict, results: list, ones: dict, nodes: Any, 
     (ones_seeded), its reshapes to a value's own shape left out (`without_reshapes`). `nodes`: the traced
     sweep's (compiled_sweeps._Lean: the recording's nodes, then its `meta`); `prims`: slot -> the primitive
     of the step that makes it."""
+    if nodes.meta is None:  # (a long sweep: see compiled_sweeps._META_UP_TO)
+        return steps, loads, results
     meta = dict(nodes.meta)
     for slot, (source, _) in loads.items():
         v = nodes[slot].value if source == "vals" else None

@@ -29,8 +29,12 @@ _NUMPY_2 = int(np.__version__.split(".")[0]) >= 2  # (NumPy 1's value-based cast
 
 def ones_form(seed: Any) -> bool:
     """Whether a plain array seed is all ones for good: read-only, real, every entry 1 (the diagonal's tangent)."""
-    return type(seed) is np.ndarray and not seed.flags.writeable and seed.dtype.kind == "f" and seed.size > 0 \
-        and seed.flat[0] == 1 and not _COUNT(seed != 1)  # (counted: ndarray.all costs several times more)
+    return type(seed) is np.ndarray and not seed.flags.writeable and all_ones(seed)
+
+
+def all_ones(a: np.ndarray) -> bool:
+    """Whether an array is real floats, at least one, every one 1 (its first entry looked at first: most are not)."""
+    return a.dtype.kind == "f" and a.size > 0 and a.flat[0] == 1 and not _COUNT(a != 1)  # (ndarray.all: slower)
 
 
 def rewritten(steps: list, loads: dict, results: list, ones: dict[int, np.ndarray], meta: dict) -> tuple | None:

@@ -20,8 +20,7 @@ import numpy as np
 from jaccli.engine import WRITES_ARGUMENT
 
 from .codegen import STEP
-from .guards import _COUNT
-from .ones_seeded import rewritten
+from .ones_seeded import all_ones, rewritten
 
 
 def simplified(steps: list, loads: dict, results: list, ones: dict, nodes: Any, prims: dict) -> tuple:
@@ -85,7 +84,7 @@ def _ones(c: Any) -> bool:
     if type(c) is float:
         return c == 1.0
     if type(c) is np.ndarray:
-        return c.dtype.kind == "f" and c.size > 0 and c.flat[0] == 1 and not _COUNT(c != 1)
+        return all_ones(c)
     return isinstance(c, np.floating) and c == 1
 
 

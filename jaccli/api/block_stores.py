@@ -209,8 +209,8 @@ class BlockStores:
         """run(i, rows), a reverse sweep of some rows of a whole block swept in chunks, with the store's own
         rows offered as its result's memory (offer_block): where the sweep makes its result there, writing
         it is no copy. Only where nothing is known in those rows (no column either) and one result can take
-        them: one input, no batch, no Hessian. A replay takes the offer in its usual sweep only (its
-        compiled sweeps may keep their blocks: Replayable.answer)."""
+        them: one input, no batch, no Hessian. A replay takes the offer in its usual sweep and its checked
+        programs, not in the sweeps it traces or checks (Replayable.answer, block_memory.run_offered)."""
         if not (self.n_in == 1 and not self.batch and not self.symmetric
                 and rows[-1] - rows[0] == rows.size - 1 and not self.col_done[0].any()):
             return run(i, rows)

@@ -72,9 +72,9 @@ def run_offered(offer: tuple | None, run: Callable[[], Any]) -> Any:
 
 def usual_sweep_only(sweep: Callable[[], Any]) -> Callable[[], Any]:
     """Withdraw the offer standing now, if any, and return `sweep` (a replay's usual sweep) made to take it:
-    a replay's compiled sweeps, and the sweeps it traces into programs, never see offered memory (a program
-    may keep the blocks it makes, or hold the offered rows as a constant); its usual sweep makes its result
-    where a plain recording's would."""
+    the sweeps a replay traces into programs, and the checks of those programs, never see offered memory (a
+    program would hold the offered rows as a constant); its usual sweep makes its result where a plain
+    recording's would, and so does a checked program, the offer stood again for it (run_offered)."""
     offered, zeroed = OFFERED.v, ZEROED.v
     if offered is None:
         return sweep

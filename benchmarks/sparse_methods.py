@@ -189,6 +189,7 @@ def least_work(problem: Problem) -> Callable[[], Any]:
     uncompressed .npz. Returns the closed form (so it passes the check), which it does not time."""
     import os
     import tempfile
+    import weakref
 
     import scipy.sparse as sp
     K = _pattern(problem).colors
@@ -201,6 +202,8 @@ def least_work(problem: Problem) -> Callable[[], Any]:
             problem.f(problem.x)
         sp.save_npz(path, J, compressed=False)
         return J
+    # the file goes with the method (or at exit): each run of the benchmark left one in the temp folder
+    weakref.finalize(run, os.remove, path)
     return run
 
 

@@ -76,7 +76,7 @@ def test_nothing_is_left_out_where_the_program_writes_in_place_or_hands_the_valu
 
 
 def test_a_small_forward_replay_calls_numpy_itself_where_the_recording_shows_what_to_call():
-    from jaccli.engine.rules.indexing import get_basic, scatter_into
+    from jaccli.engine.rules.indexing import get_basic, scatter_basic, scatter_into
     from jaccli.engine.rules.reductions import sum_
 
     g = jaccli.record_once(rosenbrock)
@@ -87,8 +87,20 @@ def test_a_small_forward_replay_calls_numpy_itself_where_the_recording_shows_wha
         np.testing.assert_array_equal(H, P)
         assert H.dtype == P.dtype == np.float32
     run = next(iter(g._cache.values()))._forward[0].run
-    # (before: 3 x[i], 2 scatter-adds and a sum, each through its primitive's Python function)
-    assert [_calls_of(run, p.impl) for p in (get_basic, scatter_into, sum_)] == [0, 0, 0]
+    # (before: 3 x[i], 2 scatter-adds, a scatter into zeros and a sum, each through its primitive's Python function)
+    assert [_calls_of(run, p.impl) for p in (get_basic, scatter_into, scatter_basic, sum_)] == [0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("dtype, order", [(np.float32, "C"), (np.float64, "F"), (np.complex128, "C")])
+def test_the_scatter_of_a_replay_is_its_primitives(dtype, order):
+    from jaccli.engine.rules.indexing import scatter_basic
+    from jaccli.replay.program_passes import _scattered
+
+    v, idx = (np.arange(6) + 1j * (dtype == np.complex128)).astype(dtype).reshape(2, 3), (slice(1, 4),)
+    want = scatter_basic.impl(v, idx, (5,))
+    got = _scattered(v, (Ellipsis,) + idx, want.shape, want.dtype, order)
+    assert got.dtype == want.dtype and got.shape == (2, 5) and got.flags[order + "_CONTIGUOUS"]
+    np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("acc_dtype, v_dtype", [(np.float32, np.float64), (np.float64, np.float32), (np.int64, np.float32)])

@@ -24,7 +24,9 @@ def _calls_of(fn, target) -> int:
     return sum(1 for i in dis.get_instructions(fn) if i.opname == "LOAD_GLOBAL" and i.argval in names)
 
 
-def test_a_steady_hessian_program_reshapes_nothing_to_its_own_shape():
+def test_a_steady_hessian_program_reshapes_nothing_to_its_own_shape_and_joins_its_entries_once():
+    from jaccli.engine.rules.joining import concat
+
     g = jaccli.record_once(rosenbrock)
     xs = np.random.default_rng(3).uniform(-1, 1, (10, 40))
     x, H = [(x, np.asarray(jaccli.hessian(g, x))) for x in xs][-1]  # (compiled over the first calls)
@@ -32,6 +34,9 @@ def test_a_steady_hessian_program_reshapes_nothing_to_its_own_shape():
     np.testing.assert_array_equal(H, np.asarray(jaccli.hessian(rosenbrock, x)))
     # (before: 6 reshapes of the cotangents; the one left changes a (1, n - 1) row to (n - 1,))
     assert _calls_of(_program(g).fn, reshape.impl) == 1
+    # (before: the entries joined in three concatenations, each copying what the one before made; the other
+    # one joins their first column)
+    assert _calls_of(_program(g).fn, concat.impl) == 2
 
 
 class _Slot:
@@ -143,3 +148,41 @@ def test_a_long_sweep_keeps_no_notes_of_its_values_and_is_not_simplified(monkeyp
     for x in np.random.default_rng(4).uniform(-1, 1, (8, 30)):
         np.testing.assert_allclose(np.asarray(jaccli.hessian(g, x)), rosen_hess(x), rtol=1e-12, atol=1e-12)
     assert seen and all(meta is None for meta in seen)
+
+
+def test_joins_read_by_a_join_along_the_same_axis_alone_become_part_of_it():
+    from jaccli.engine.rules.joining import concat
+    from jaccli.replay.program_passes import joins_flattened
+
+    def join(k, *args, axis=0):
+        step = _step(k, concat.impl, *args)
+        return step[:4] + ({"axis": axis},) + step[5:]
+
+    meta = {k: ((2,), F64) for k in range(6)}
+    c = np.ones(2)
+    steps = [join(2, ("slot", 0), c), join(3, ("slot", 2), ("slot", 1)), join(4, c, ("slot", 3), ("slot", 0))]
+    prims = {2: concat, 3: concat, 4: concat}
+    got = joins_flattened(steps, [("slot", 4, None)], meta, prims)
+    assert [s[0] for s in got] == [4]
+    assert got[0][2][0] is c and got[0][2][2] is c and got[0][3] == ((1, 0, None), (3, 1, None), (4, 0, None))
+    vals = {0: np.array([1.0, 2.0]), 1: np.array([3.0, 4.0])}
+
+    def run(steps):
+        for k, fn, args, fills, kwargs, *_ in steps:
+            args = list(args)
+            for i, slot, _ in fills:
+                args[i] = vals[slot]
+            vals[k] = fn(*args, **kwargs)
+        return vals[4]
+    np.testing.assert_array_equal(run(got), run(steps))
+    # kept: a join that another step reads too, or that is handed out, one along another axis, pieces of two dtypes
+    kept = joins_flattened(steps, [("slot", 4, None), ("slot", 3, None)], meta, prims)
+    assert [s[0] for s in kept] == [3, 4] and kept[1] == steps[2]
+    negated = _step(5, np.negative, ("slot", 2))
+    kept = joins_flattened(steps + [negated], [("slot", 4, None)], meta, prims)
+    assert [s[0] for s in kept] == [2, 4, 5] and kept[0] == steps[0] and kept[2] == negated
+    other = steps[:2] + [join(4, c, ("slot", 3), ("slot", 0), axis=-1)]
+    kept = joins_flattened(other, [("slot", 4, None)], meta, prims)
+    assert [s[0] for s in kept] == [3, 4] and kept[1] == other[2]
+    mixed = {**meta, 1: ((2,), np.dtype(np.float32))}
+    assert joins_flattened(steps, [("slot", 4, None)], mixed, prims) == steps

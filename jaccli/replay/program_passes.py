@@ -4,7 +4,8 @@ A traced sweep records every NumPy call its rules make, some of which give back 
 given: a reshape of a cotangent to the shape it has (P3-n100's sweep made six, each a Python call
 of its own), a multiplication by a tangent of ones (ones_seeded). `simplified` leaves them out,
 reading what the traced sweep noted of each value (its shape and dtype), so that the program
-computes the same numbers in fewer calls. A forward replay's steps call a primitive's implementation,
+computes the same numbers in fewer calls; and joins the pieces that a chain of concatenations joins in
+one (`joins_flattened`). A forward replay's steps call a primitive's implementation,
 a Python function around a NumPy call that looks at its arguments each time: `faster_step` calls
 NumPy directly where the recording shows what that function would find (P3-n100's replay: five).
 """
@@ -40,7 +41,7 @@ def simplified(steps: list, loads: dict, results: list, ones: dict, nodes: Any, 
         if got is not None:
             return got  # (NumPy's ufuncs alone: no reshape in it)
     steps, results = without_reshapes(steps, results, meta, prims)
-    return steps, loads, results
+    return joins_flattened(steps, results, meta, prims), loads, results
 
 
 def without_reshapes(steps: list, results: list, meta: dict, prims: dict) -> tuple:
@@ -64,6 +65,56 @@ def without_reshapes(steps: list, results: list, meta: dict, prims: dict) -> tup
             continue
         out.append(step)
     return (out, results) if alias else (steps, results)
+
+
+def joins_flattened(steps: list, results: list, meta: dict, prims: dict) -> list:
+    """`steps` with each concatenation that only another one along the same axis reads made part of it: one
+    np.concatenate of all their pieces, which copies each piece once (P3-n100's sweep joined its Hessian's
+    entries in three, each copying what the one before made). Only where every piece has one dtype: the
+    result's, however they are grouped (NumPy's promotion of mixed ones is not associative)."""
+    reads: dict[int, int] = {}
+    for step in steps:
+        for _, slot, _ in step[3]:
+            reads[slot] = reads.get(slot, 0) + 1
+    for slot in _read_by(results):
+        reads[slot] = reads.get(slot, 0) + 2
+    joins: dict[int, tuple] = {}  # slot -> its step, a join of pieces of one dtype
+    merged: set[int] = set()
+    out = []
+    for step in steps:
+        k, fn, args, fills, kwargs, state, expected = step
+        if expected is not STEP or getattr(prims.get(k), "name", None) != "np.concatenate":
+            out.append(step)
+            continue
+        inner = {i: joins[slot] for i, slot, index in fills
+                 if index is None and reads.get(slot) == 1 and slot in joins and joins[slot][4] == kwargs}
+        if inner:
+            pieces, placed = [], []
+            filled = {i: (slot, index) for i, slot, index in fills}
+            for i, a in enumerate(args):
+                part = ((a,), {0: filled[i]} if i in filled else {}) if i not in inner else \
+                    (inner[i][2], {p: (slot, index) for p, slot, index in inner[i][3]})
+                for p, piece in enumerate(part[0]):
+                    if p in part[1]:
+                        placed.append((len(pieces),) + part[1][p])
+                    pieces.append(piece)
+            joined = (k, fn, tuple(pieces), tuple(placed), kwargs, state, expected)
+            if _one_dtype(joined, meta):
+                merged.update(joins[slot][0] for i, slot, _ in fills if i in inner)
+                step = joined
+        if _one_dtype(step, meta):
+            joins[k] = step
+        out.append(step)
+    return [step for step in out if step[0] not in merged or step[6] is not STEP] if merged else steps
+
+
+def _one_dtype(step: tuple, meta: dict) -> bool:
+    """Whether every piece a join's step reads (the values it fills in, its constant arrays) has one dtype."""
+    k, fn, args, fills, kwargs, state, expected = step
+    filled = {i for i, _, _ in fills}
+    kinds = {meta[slot][1] if slot in meta and index is None else None for _, slot, index in fills}
+    kinds.update(a.dtype if type(a) is np.ndarray else None for i, a in enumerate(args) if i not in filled)
+    return len(kinds) == 1 and None not in kinds
 
 
 def _given_back(step: tuple, prim: Any) -> int | None:

@@ -1685,7 +1685,7 @@ TARGETS = [
 
 
 # ---------------------------------------------------------------- checks, stores, linear algebra (test_checks, test_partial_store, ...)
-def _whole_block_without_memory():
+def _whole_block_without_memory(hessian: bool = False):
     from unittest import mock
 
     from jaccli.api import block_stores
@@ -1694,6 +1694,8 @@ def _whole_block_without_memory():
         raise MemoryError
 
     with mock.patch.object(block_stores, "DENSE_STORE_LIMIT", 0), mock.patch.object(block_stores, "_reserve", no_memory):
+        if hessian:
+            return np.asarray(jaccli.hessian(lambda x: np.sum(np.sin(x) * x), np.linspace(0.1, 1.0, 6)))
         return np.asarray(jaccli.jacobian(lambda x: np.sin(x) * x.sum(), np.linspace(0.1, 1.0, 6)))
 
 
@@ -1705,6 +1707,10 @@ MISC = [
          'rows index 5 is out of range for 3 rows'),
     Call("whole-block-without-memory", lambda tmp: _whole_block_without_memory(), ResourceLimitError, "resource_limit",
          'the whole Jacobian block is (6, 6) (0.0 GiB) and does not fit in memory; ask for some rows (J[a:b], '
+         '--rows) or stream it to a .npy file (-o J.npy)'),
+    Call("whole-hessian-block-without-memory", lambda tmp: _whole_block_without_memory(hessian=True),
+         ResourceLimitError, "resource_limit",
+         'the whole Hessian block is (6, 6) (0.0 GiB) and does not fit in memory; ask for some rows (J[a:b], '
          '--rows) or stream it to a .npy file (-o J.npy)'),
     Call("qr-wide", lambda tmp: Recording(lambda y: np.linalg.qr(y)[0], (np.ones((2, 3)) + np.eye(2, 3),), (0,)),
          UnsupportedOperationError, "unsupported_operation",

@@ -374,10 +374,9 @@ class HessianEvaluator(Evaluator):
     """
 
     _keeps_crossing = False
-    _hessian = True  # (its whole blocks are exactly symmetric: SteadyBlocks._whole_symmetric)
 
     def __init__(self, rec: Recording, **kw: Any) -> None:
-        super().__init__(rec, **kw)
+        super().__init__(rec, symmetric=True, **kw)
         self.col_done = self.row_done  # one mask per input: which Hessian rows are known
         self._symmetric: set[tuple[int, int]] = set()  # blocks already made exactly symmetric
         self._agreed: set[tuple[int, int]] = set()  # blocks whose rows were made to agree as written

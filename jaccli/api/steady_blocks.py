@@ -78,7 +78,6 @@ class SteadyBlocks:
             rec.structure[key] = Steady(route, line, size, rec.ran)
         return kind
 
-    _hessian = False  # (a HessianEvaluator's blocks are a Hessian's: _whole_symmetric)
     _steady_failed = False  # (set where whole() found the kept program's guard failing: not run twice)
 
     def _steady_may(self, rec: Recording) -> bool:
@@ -103,7 +102,7 @@ class SteadyBlocks:
                         store = self.whole_diagonal(i, j, results[i])
                         if store is not None:
                             return store
-                    elif self._hessian and self.n_in == 1:
+                    elif self.symmetric and self.n_in == 1:  # (a Hessian's: _whole_symmetric)
                         store = self._whole_symmetric(steady, i, j, results[0])
                         if store is not None:
                             return store

@@ -157,8 +157,10 @@ def _symmetric_entries(block: SparseBlock, rows: np.ndarray, kept: dict | None =
         order, first, at, found, r, c = _positions(rows, block.idx)
     else:
         if "positions" not in kept:
-            kept["positions"] = _positions(rows, block.idx)
-            kept["every mirror"] = bool(kept["positions"][3].all())
+            positions = _positions(rows, block.idx)
+            # (in this order: a thread that finds the positions kept reads the other at once)
+            kept["every mirror"] = bool(positions[3].all())
+            kept["positions"] = positions
         order, first, at, found, r, c = kept["positions"]
     sums = np.add.reduceat(block.val.reshape(-1)[order], first)
     mirrored = sums[at]  # (where every mirror is among the entries, as in a banded Hessian: no np.where)

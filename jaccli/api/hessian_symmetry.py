@@ -159,13 +159,16 @@ def _symmetric_entries(block: SparseBlock, rows: np.ndarray, kept: dict | None =
         if "positions" not in kept:
             positions = _positions(rows, block.idx)
             # (in this order: a thread that finds the positions kept reads the other at once)
-            kept["every mirror"] = bool(positions[3].all())
+            kept["unmirrored"] = np.flatnonzero(~positions[3])
             kept["positions"] = positions
         order, first, at, found, r, c = kept["positions"]
     sums = np.add.reduceat(block.val.reshape(-1)[order], first)
-    mirrored = sums[at]  # (where every mirror is among the entries, as in a banded Hessian: no np.where)
-    sym = 0.5 * (sums + (mirrored if kept is not None and kept["every mirror"] else np.where(found, mirrored, 0.0)))
-    return r, c, sym
+    mirrored = sums[at]  # (a copy)
+    if kept is None:
+        mirrored = np.where(found, mirrored, 0.0)
+    elif kept["unmirrored"].size:  # (none where every mirror is among the entries, as in a banded Hessian)
+        mirrored[kept["unmirrored"]] = 0.0  # (what np.where gives, without its dispatch: a steady call's 2%)
+    return r, c, 0.5 * (sums + mirrored)
 
 
 # _positions' answers by the positions they are for: a record_once function's replays give their

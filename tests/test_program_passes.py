@@ -26,17 +26,18 @@ def _calls_of(fn, target) -> int:
 
 def test_a_steady_hessian_program_reshapes_nothing_to_its_own_shape_and_joins_its_entries_once():
     from jaccli.engine.rules.joining import concat
+    from jaccli.replay.program_passes import _joined
 
     g = jaccli.record_once(rosenbrock)
     xs = np.random.default_rng(3).uniform(-1, 1, (10, 40))
     x, H = [(x, np.asarray(jaccli.hessian(g, x))) for x in xs][-1]  # (compiled over the first calls)
     np.testing.assert_allclose(H, rosen_hess(x), rtol=1e-13, atol=1e-12)
     np.testing.assert_array_equal(H, np.asarray(jaccli.hessian(rosenbrock, x)))
-    # (before: 6 reshapes of the cotangents; the one left changes a (1, n - 1) row to (n - 1,))
-    assert _calls_of(_program(g).fn, reshape.impl) == 1
+    # (before: 6 reshapes of the cotangents; the one left changes a (1, n - 1) row to (n - 1,), by NumPy itself)
+    assert _calls_of(_program(g).fn, reshape.impl) == 0 and _calls_of(_program(g).fn, np.ndarray.reshape) == 1
     # (before: the entries joined in three concatenations, each copying what the one before made; the other
-    # one joins their first column)
-    assert _calls_of(_program(g).fn, concat.impl) == 2
+    # one joins their first column; each without its primitive's Python function)
+    assert _calls_of(_program(g).fn, concat.impl) == 0 and _calls_of(_program(g).fn, _joined) == 2
 
 
 class _Slot:
@@ -186,3 +187,37 @@ def test_joins_read_by_a_join_along_the_same_axis_alone_become_part_of_it():
     assert [s[0] for s in kept] == [3, 4] and kept[1] == other[2]
     mixed = {**meta, 1: ((2,), np.dtype(np.float32))}
     assert joins_flattened(steps, [("slot", 4, None)], mixed, prims) == steps
+
+
+def test_a_programs_gathers_reshapes_and_joins_call_numpy_itself_and_give_the_same():
+    from jaccli.engine.rules.indexing import _ROTATE_FROM, gather
+    from jaccli.engine.rules.joining import concat
+    from jaccli.replay.program_passes import _TAKE_BELOW, _joined, direct_calls
+
+    def run(steps, vals):
+        vals = dict(vals)
+        for k, fn, args, fills, kwargs, *_ in steps:
+            args = list(args)
+            for i, slot, _ in fills:
+                args[i] = vals[slot]
+            vals[k] = fn(*args, **kwargs)
+        return vals
+
+    flat = np.array([[2, 0], [1, 1]])
+    flat.flags.writeable = False
+    steps = [_step(1, gather.impl, ("slot", 0), flat), _step(2, reshape.impl, ("slot", 1), (-1,)),
+             _step(3, concat.impl, ("slot", 2), np.zeros(1), ("slot", 2))]
+    steps[2] = steps[2][:4] + ({"axis": 0},) + steps[2][5:]
+    prims = {1: gather, 2: reshape, 3: concat}
+    x = np.array([[1.0, 2.0, 3.0]] * 2)
+    meta = {0: (x.shape, F64), 1: ((2, 2, 2), F64), 2: ((8,), F64)}
+    got = direct_calls(steps, meta, prims)
+    assert [s[1] for s in got] == [np.ndarray.take, np.ndarray.reshape, _joined]
+    want = run(steps, {0: x})
+    for k, v in run(got, {0: x}).items():
+        np.testing.assert_array_equal(v, want[k])
+        assert v.shape == want[k].shape and v.dtype == want[k].dtype
+    # a gather from a value as large as rules/indexing.py's rotation, or of a value without notes: as it was
+    assert _TAKE_BELOW <= _ROTATE_FROM
+    assert direct_calls(steps[:1], {0: ((2, _TAKE_BELOW), F64)}, prims) == steps[:1]
+    assert direct_calls(steps, {}, prims) == steps

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import math
 import operator
 
 import numpy as np
@@ -41,7 +42,7 @@ def simplified(steps: list, loads: dict, results: list, ones: dict, nodes: Any, 
         if got is not None:
             return got  # (NumPy's ufuncs alone: no reshape in it)
     steps, results = without_reshapes(steps, results, meta, prims)
-    return joins_flattened(steps, results, meta, prims), loads, results
+    return direct_calls(joins_flattened(steps, results, meta, prims), meta, prims), loads, results
 
 
 def without_reshapes(steps: list, results: list, meta: dict, prims: dict) -> tuple:
@@ -108,6 +109,34 @@ def joins_flattened(steps: list, results: list, meta: dict, prims: dict) -> list
     return [step for step in out if step[0] not in merged or step[6] is not STEP] if merged else steps
 
 
+def direct_calls(steps: list, meta: dict, prims: dict) -> list:
+    """`steps` with a primitive's implementation replaced by the NumPy call it makes where the notes of the
+    values it reads show which one (plain arrays, their sizes): a gather's take along the last axis below the
+    size it rotates from, a reshape's, a join's concatenation (its axis first, no keyword and no dispatch).
+    Each was a Python call or two around the NumPy one (P3-n100's sweep: three gathers, two joins, a reshape)."""
+    out = []
+    for step in steps:
+        k, fn, args, fills, kwargs, state, expected = step
+        name = getattr(prims.get(k), "name", None) if expected is STEP else None
+        if name is not None and fills and all(index is None and slot in meta for _, slot, index in fills):
+            first = meta[fills[0][1]] if fills[0][0] == 0 else None
+            if name == "gather" and first is not None and not kwargs and len(args) == 2 \
+                    and math.prod(first[0]) < _TAKE_BELOW:
+                step = (k, np.ndarray.take, args + (-1,), fills, kwargs, state, expected)
+            elif name == "reshape" and first is not None and not kwargs and len(args) == 2:
+                step = (k, np.ndarray.reshape, args, fills, kwargs, state, expected)
+            elif name == "np.concatenate" and list(kwargs) == ["axis"]:
+                fills = tuple((i + 1, slot, index) for i, slot, index in fills)
+                step = (k, _joined, (kwargs["axis"],) + args, fills, {}, state, expected)
+        out.append(step)
+    return out
+
+
+def _joined(axis: int, *pieces: np.ndarray) -> np.ndarray:
+    """np.concatenate(pieces, axis) of plain arrays, without its dispatch."""
+    return _CONCATENATE(pieces, axis)
+
+
 def _one_dtype(step: tuple, meta: dict) -> bool:
     """Whether every piece a join's step reads (the values it fills in, its constant arrays) has one dtype."""
     k, fn, args, fills, kwargs, state, expected = step
@@ -170,6 +199,16 @@ def faster_step(node: Any, step: tuple) -> tuple:
         order = "F" if z.flags.f_contiguous and not z.flags.c_contiguous else "C"
         return k, _scattered, (None, (Ellipsis,) + args[1], z.shape, z.dtype, order), fills, kwargs, state, expected
     return step
+
+
+# A gather of fewer numbers is a take (from its _ROTATE_FROM on, rules/indexing.py's may copy a rotation as two
+# slices instead: the same numbers, faster on large blocks)
+_TAKE_BELOW = 4096
+
+try:  # np.concatenate's C function, without its dispatch (a Python call of its own)
+    from numpy._core._multiarray_umath import concatenate as _CONCATENATE
+except ImportError:  # pragma: no cover - NumPy < 2
+    _CONCATENATE = np.concatenate
 
 
 # A replay's scatter of a result of fewer bytes makes its zeros itself: a larger one is the sweeps' memory to recycle

@@ -513,3 +513,32 @@ def test_a_pair_potentials_hessian_program_never_makes_a_pairwise_tangent_dense(
     # the last call runs the program: below one dense block of tangents, (3n) x n x n x 3 (295 kB;
     # 1.25 MB when they were dense, 160 kB structured)
     assert peak < 3 * n * n * n * 3 * 8, peak
+
+
+@pytest.mark.parametrize("fails", [None, "guard", "raise"])
+def test_a_short_programs_error_state_is_entered_and_left_by_a_token_as_np_errstate_does(fails):
+    from jaccli.replay.codegen import STEP, compile_steps
+    from jaccli.replay.guards import leave_state, state_entered
+
+    quiet = {"divide": "ignore", "over": "ignore", "under": "ignore", "invalid": "ignore"}
+    with np.errstate(over="raise"):
+        before = np.geterr()
+        token = state_entered(quiet, None)
+        assert np.geterr() == quiet
+        token = state_entered(None, token)
+        assert token is None and np.geterr() == before
+        leave_state(state_entered(quiet, None))
+        assert np.geterr() == before
+        seen = []
+        steps = [(1, np.log, (None,), ((0, 0, None),), {}, quiet, STEP),
+                 (2, lambda v: seen.append(np.geterr()) or v, (None,), ((0, 1, None),), {}, quiet, STEP),
+                 (0, lambda v: fails != "guard", (None,), ((0, 2, None),), {}, quiet, True),
+                 (3, (lambda v: 1 / 0) if fails == "raise" else np.negative, (None,), ((0, 2, None),), {}, None, STEP)]
+        run = compile_steps(steps, {0: ("vals", 0)}, [("slot", 3, None)])
+        got = run([np.array([-1.0, 1.0])])
+        assert seen == [quiet] and np.geterr() == before  # (left on every way out: result, guard, exception)
+        if fails:
+            assert got is None
+        else:
+            assert np.isnan(got[0][0]) and got[0][1] == 0.0
+            assert "_enter" in run.__code__.co_names and "_Run" not in run.__code__.co_names

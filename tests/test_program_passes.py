@@ -133,7 +133,8 @@ def test_a_program_that_changes_no_error_state_keeps_none_and_one_that_does_leav
     np.testing.assert_array_equal(J, np.asarray(jaccli.jacobian(g.__wrapped__, xs[-1])))
     replay = next(iter(g._cache.values()))._forward[0].run
     assert "_Run" not in replay.__code__.co_names  # (before: made, and closed, on every call)
-    assert "_Run" in _program(g).fn.__code__.co_names  # (the sweep's steps run with the warnings off)
+    # (the sweep's steps run with the warnings off, entered and left by a token kept in a local: no ErrstateRun)
+    assert "_enter" in _program(g).fn.__code__.co_names and "_Run" not in _program(g).fn.__code__.co_names
 
 
 def test_a_long_sweep_keeps_no_notes_of_its_values_and_is_not_simplified(monkeypatch):

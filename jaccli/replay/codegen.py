@@ -21,7 +21,7 @@ import numpy as np
 from jaccli.engine import SparseBlock
 
 from . import step_loops
-from .guards import ErrstateRun, all_hold, same
+from .guards import ErrstateRun, all_hold, leave_state, same, state_entered
 
 # A step: (k, fn, args, fills, kwargs, state, expected).
 #   k: the slot its value goes to (a guard's k is unused);
@@ -56,11 +56,15 @@ def compile_steps(steps: Sequence[tuple], loads: dict[int, tuple[str, int]], res
         steps = fused_guards(steps, loads, _kept(results))
     w = _Writer(steps, loads, results)
     if len(steps) <= CHUNK:
+        w.token = leave_state is not None  # (the state left by a local token, not an ErrstateRun's methods)
         body = [f"        v{slot} = {source}[{at}]" for slot, (source, at) in loads.items()]
         body += w.steps(0, len(steps), "        ")
         body.append(f"        return [{', '.join(w.result(r, w.local) for r in results)}]")
         if not w.sets_state:  # no step changes the error state (P1's forward replay): no state to keep
             return w.compiled([f"def {name}(vals, seeds=()):", "    try:", *body, *_closing()[:2]], name)
+        if w.token:
+            return w.compiled([f"def {name}(vals, seeds=()):", "    token = None", "    try:", *body,
+                               *_closing()[:3], "        if token is not None:", "            _leave(token)"], name)
         return w.compiled([f"def {name}(vals, seeds=()):", "    run = _Run()", "    try:", *body, *_closing()], name)
     size = 1 + max([k for k, *_ in steps] + list(loads) + [-1])
     lines = [f"def {name}(vals, seeds=()):", "    run = _Run()", "    try:", f"        s = [None] * {size}"]
@@ -161,7 +165,9 @@ class _Writer:
     """Writes compile_steps' source: the constants it names, the steps, the results."""
 
     def __init__(self, steps: Sequence[tuple], loads: dict, results: Sequence[tuple]) -> None:
-        self.consts: dict[str, Any] = {"_same": same, "_Run": ErrstateRun, "_copy": _copy, "_block": SparseBlock}
+        self.consts: dict[str, Any] = {"_same": same, "_Run": ErrstateRun, "_copy": _copy, "_block": SparseBlock,
+                                       "_enter": state_entered, "_leave": leave_state}
+        self.token = False  # (whether the steps' lines keep the error state's token in a local: compile_steps)
         self.steps_, self.loads, self.results = steps, loads, results
         self.kept = _kept(results)
         self.dying = _dying(steps, loads, self.kept)
@@ -211,7 +217,8 @@ class _Writer:
         """One step's lines, its arguments at `filled`'s positions read as given there."""
         k, fn, args, _, kwargs, step_state, expected = step
         if step_state is not self.state:
-            put(f"{pad}run.set({self.const(step_state)})")
+            put(f"{pad}token = _enter({self.const(step_state)}, token)" if self.token
+                else f"{pad}run.set({self.const(step_state)})")
             self.state = step_state
             self.sets_state = True
         words = [filled[i] if i in filled else self.const(a) for i, a in enumerate(args)]  # (a constant may be None)

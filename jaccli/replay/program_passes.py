@@ -119,7 +119,9 @@ def direct_calls(steps: list, meta: dict, prims: dict) -> list:
         k, fn, args, fills, kwargs, state, expected = step
         name = getattr(prims.get(k), "name", None) if expected is STEP else None
         if name is not None and fills and all(index is None and slot in meta for _, slot, index in fills):
-            first = meta[fills[0][1]] if fills[0][0] == 0 else None
+            # (the notes of what it reads first, where that is an array of one axis or more: a NumPy scalar, which
+            # the notes do not tell from a 0-d array, has no ndarray methods)
+            first = meta[fills[0][1]] if fills[0][0] == 0 and meta[fills[0][1]][0] else None
             if name == "gather" and first is not None and not kwargs and len(args) == 2 \
                     and math.prod(first[0]) < _TAKE_BELOW:
                 step = (k, np.ndarray.take, args + (-1,), fills, kwargs, state, expected)

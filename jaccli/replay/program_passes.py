@@ -112,7 +112,7 @@ def joins_flattened(steps: list, results: list, meta: dict, prims: dict) -> list
 def direct_calls(steps: list, meta: dict, prims: dict) -> list:
     """`steps` with a primitive's implementation replaced by the NumPy call it makes where the notes of the
     values it reads show which one (plain arrays, their sizes): a gather's take along the last axis below the
-    size it rotates from, a reshape's, a join's concatenation (its axis first, no keyword and no dispatch).
+    size it rotates from, a reshape's, a join's concatenation (its axis first, no keyword).
     Each was a Python call or two around the NumPy one (P3-n100's sweep: three gathers, two joins, a reshape)."""
     out = []
     for step in steps:
@@ -135,8 +135,9 @@ def direct_calls(steps: list, meta: dict, prims: dict) -> list:
 
 
 def _joined(axis: int, *pieces: np.ndarray) -> np.ndarray:
-    """np.concatenate(pieces, axis) of plain arrays, without its dispatch."""
-    return _CONCATENATE(pieces, axis)
+    """np.concatenate(pieces, axis) of plain arrays, called with no keyword (what the primitive's implementation
+    works out on every call is known when the program is compiled)."""
+    return np.concatenate(pieces, axis)
 
 
 def _one_dtype(step: tuple, meta: dict) -> bool:
@@ -207,10 +208,6 @@ def faster_step(node: Any, step: tuple) -> tuple:
 # slices instead: the same numbers, faster on large blocks)
 _TAKE_BELOW = 4096
 
-try:  # np.concatenate's C function, without its dispatch (a Python call of its own)
-    from numpy._core._multiarray_umath import concatenate as _CONCATENATE
-except ImportError:  # pragma: no cover - NumPy < 2
-    _CONCATENATE = np.concatenate
 
 
 # A replay's scatter of a result of fewer bytes makes its zeros itself: a larger one is the sweeps' memory to recycle

@@ -106,4 +106,54 @@ def test_the_compiled_sweep_zeroes_the_block_it_made_without_copying_it(monkeypa
         J = jaccli.jacobian(g, y, chunk_size=50)
         assert_allclose(np.asarray(J), _ref(y), rtol=1e-15)
     assert J.stats["path"] == "compiled sweep"
-    assert len(owned) == 4 * (x.size - 1) and all(owned)
+    # each block of 50 rows pulls back the writes of its own rows alone (traced_in_place._passed_on): the
+    # other writes' columns are zero in its seeds (199 writes with a cotangent before them, 4 blocks)
+    assert len(owned) == x.size - 1 and all(owned)
+
+
+def _compiled(f, x, **kw):
+    """jacobian(record_once(f), x) once its sweeps are compiled (over the first replays), at a new point."""
+    g = jaccli.record_once(f)
+    for k in range(9):
+        np.asarray(jaccli.jacobian(g, x + 1e-3 * k, **kw))
+    J = jaccli.jacobian(g, x, **kw)
+    out = np.asarray(J)
+    assert J.stats["path"] == "compiled sweep"
+    return out
+
+
+def test_a_block_of_rows_runs_the_steps_of_its_own_writes_only(monkeypatch):
+    # loop-10000's rows in 6 blocks: each block's program ran all 10^4 iterations, 5/6 of them on zero columns
+    from jaccli.engine.rules import elementwise
+
+    x = np.linspace(0.5, 1.5, 200)
+    calls = []
+    usual = elementwise._usual_vjp
+    monkeypatch.setattr(elementwise, "_usual_vjp", lambda *a: calls.append(1) or usual(*a))
+    g = jaccli.record_once(loop)
+    made = []
+    for k in range(9):
+        calls.clear()
+        y = x + 1e-3 * k
+        assert_allclose(np.asarray(jaccli.jacobian(g, y, chunk_size=50)), _ref(y), rtol=1e-15)
+        made.append(len(calls))
+    # the replay that traces the 4 blocks' sweeps (beside its usual sweep, as the one before): the multiplies'
+    # rules, two for each write that a block's seeds reach, 200 writes in all (800 each, 4 x 200 writes, before)
+    assert made[3] - made[2] == 2 * x.size and made[-1] == 0
+
+
+def test_writes_that_read_back_earlier_writes_are_pulled_back_in_every_block():
+    # y[i] = y[i - 1] * x[i]: the cotangent of y before a write also gets what y[i - 1] sends back, so a
+    # column zero in the seeds is not zero there any more: those writes are pulled back as usual
+    def prefix(x):
+        y = np.zeros_like(x)
+        y[0] = x[0]
+        for i in range(1, x.size):
+            y[i] = y[i - 1] * x[i]
+        return y
+
+    x = np.linspace(0.9, 1.1, 120)
+    y = np.cumprod(x)
+    ref = np.tril(y[:, None] / x[None, :])  # d y_i / d x_j = y_i / x_j for j <= i
+    for chunk in (None, 25):
+        assert_allclose(_compiled(prefix, x, chunk_size=chunk), ref, rtol=1e-13)

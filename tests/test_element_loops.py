@@ -157,3 +157,20 @@ def test_writes_that_read_back_earlier_writes_are_pulled_back_in_every_block():
     ref = np.tril(y[:, None] / x[None, :])  # d y_i / d x_j = y_i / x_j for j <= i
     for chunk in (None, 25):
         assert_allclose(_compiled(prefix, x, chunk_size=chunk), ref, rtol=1e-13)
+
+
+def test_writes_into_a_computed_array_hand_its_unwritten_rows_on():
+    # y = 2 x, then its even elements written: the cotangent block passed on through the writes that a
+    # block's seeds do not reach still carries the odd rows back to 2 x, in every block of rows
+    def evens(x):
+        y = 2.0 * x
+        for i in range(0, x.size, 2):
+            y[i] = x[i] * x[i + 1]
+        return y
+
+    x = np.linspace(0.5, 1.5, 100)
+    ref = np.diag(np.where(np.arange(100) % 2, 2.0, 0.0))
+    i = np.arange(0, 100, 2)
+    ref[i, i], ref[i, i + 1] = x[i + 1], x[i]
+    for chunk in (None, 30):
+        assert_allclose(_compiled(evens, x, chunk_size=chunk), ref, rtol=1e-15)

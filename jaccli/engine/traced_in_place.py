@@ -13,6 +13,7 @@ memory (facts.WRITES_ARGUMENT), on arrays the program made itself (FRESH, DENSE_
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -251,14 +252,15 @@ def program_pull(node: Node, g: Any, mine: bool, retraced: tuple, store: dict, o
         if at is not None:
             columns.discard(at)
     if at is not None and type(ct) is Tracer:
-        owned.setdefault(_COLUMNS, {})[id(ct)] = (ct, columns)
+        owned.setdefault(_COLUMNS, {})[id(ct)] = (weakref.ref(ct), columns)
     return True
 
 
-# In a traced sweep's `owned`: id of a cotangent block -> (the block, the columns where a seed may be
-# nonzero), for the blocks made dense in column order from the seeds (program_pull) and handed on only
+# In a traced sweep's `owned`: id of a cotangent block -> (a weak reference to it, the columns where a seed
+# may be nonzero), for the blocks made dense in column order from the seeds (program_pull) and handed on only
 # through writes' steps since, each zeroing its column. A block changed in any other way makes a new
-# traced value, which is not in it.
+# traced value, which is not in it. (Weak: a block that a write does not take next, the cotangent of
+# y = x.copy(), goes when the sweep is done with it, not with the sweep.)
 _COLUMNS = object()
 
 
@@ -266,7 +268,7 @@ def _columns_of(owned: dict, g: Tracer) -> set | None:
     """The columns where g may be nonzero, where program_pull keeps them (_COLUMNS); else None."""
     held = owned.get(_COLUMNS)
     kept = None if held is None else held.pop(id(g), None)
-    return kept[1] if kept is not None and kept[0] is g else None
+    return kept[1] if kept is not None and kept[0]() is g else None
 
 
 def _passed_on(node: Node, g: Any, mine: bool, store: dict, owned: dict, wrt_mask: int, add: Callable) -> Any:

@@ -1,8 +1,9 @@
 """A recording whose steps repeat (a Python loop) is compiled as a loop: its compiled forms keep
 code of one iteration, not of every one (issue 44), and give the plain call's derivatives."""
 
-import gc
-import tracemalloc
+import sys
+import types
+from typing import Any, Callable
 
 import numpy as np
 import pytest
@@ -26,21 +27,58 @@ def rk4_lv(steps: int, h: float = 0.01):
     return run
 
 
+def _footprint(fn: Callable) -> int:
+    """Bytes a compiled form keeps: the code of the functions compile_steps wrote (theirs alone, each
+    once), the constants it named for them (arrays, tuples, numbers...), not objects shared with the
+    rest of the process (NumPy's functions, jaccli's). Counted from the objects, not by tracemalloc:
+    that also counts what the interpreter's own caches keep while compiling, which depends on what ran
+    in the process before (the test failed after other test files, 18.9 KB against 27.9 KB)."""
+    seen: set[int] = set()
+    total = 0
+
+    def add(o: Any) -> None:
+        nonlocal total
+        if id(o) in seen:
+            return
+        seen.add(id(o))
+        if isinstance(o, types.CodeType):
+            total += sys.getsizeof(o) + sum(sys.getsizeof(getattr(o, a)) for a in (
+                "co_code", "co_linetable", "co_exceptiontable", "co_names", "co_varnames", "co_consts"))
+            for c in o.co_consts:
+                add(c)
+        elif isinstance(o, types.FunctionType):
+            if o.__code__.co_filename.startswith("<jaccli"):
+                add(o.__code__)
+        elif isinstance(o, np.ndarray):
+            total += o.nbytes
+        elif isinstance(o, (tuple, list, set, frozenset)):
+            total += sys.getsizeof(o)
+            for x in o:
+                add(x)
+        elif isinstance(o, dict):
+            total += sys.getsizeof(o)
+            for k, x in o.items():
+                add(k)
+                add(x)
+        elif isinstance(o, (int, float, complex, str, bytes, slice, np.generic)):
+            total += sys.getsizeof(o)
+
+    total += sys.getsizeof(fn.__globals__)
+    for name, value in fn.__globals__.items():
+        if name != "__builtins__":
+            add(name)
+            add(value)
+    return total
+
+
 def _kept_by_compiling(steps: int) -> dict[str, int]:
     """Bytes each compiled form (the forward replay, the sweep) keeps, over record_once's replays."""
     kept: dict[str, int] = {}
 
     def measured(compile_steps):
         def run(steps_, loads, results, name="steps"):
-            tracemalloc.start()
-            try:
-                fn = compile_steps(steps_, loads, results, name)
-                # (a full collection empties Python's free lists: the small tuples that compiling
-                # made and let go, kept there for reuse, are not what the compiled form keeps)
-                gc.collect()
-                kept[name] = tracemalloc.get_traced_memory()[0]
-            finally:
-                tracemalloc.stop()
+            fn = compile_steps(steps_, loads, results, name)
+            kept[name] = _footprint(fn)
             return fn
         return run
 

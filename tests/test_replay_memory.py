@@ -114,3 +114,35 @@ def test_a_hessian_whose_intermediates_outweigh_its_results_gets_its_compiled_sw
         if k in (0, 7):
             np.testing.assert_allclose(got, central_diff(_pair_gradient, x), rtol=1e-6, atol=1e-5)
     assert paths[-1] == replays.COMPILED_SWEEP, paths
+
+
+
+def test_a_sweep_traced_as_a_program_becomes_its_steps_without_a_second_index_of_them():
+    # issue 44.1: the traced sweep's nodes became steps (compiled_sweeps._program) beside a sorted list of
+    # (position, order, step) entries, its sort keys and a set of every step's slot: 220 bytes a step above
+    # what the nodes held when it began (a 200-step RK4's replay that traces its sweep: 23.0 MB against a
+    # plain call's 16.2; 20.7 without them). Without them, 15 bytes a step.
+    from jaccli.replay import compiled_sweeps
+
+    made = []
+    program = compiled_sweeps._program
+
+    def measured(ext, n, *args):
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        got = program(ext, n, *args)
+        made.append(((tracemalloc.get_traced_memory()[1] - before) / (len(ext.nodes) - n), got is not None))
+        return got
+
+    once = jaccli.record_once(_lotka_volterra_rk4)
+    tracemalloc.start()
+    compiled_sweeps._program = measured
+    try:
+        for k in range(4):  # (the recording, a replay node by node, the forward compiled, the sweep traced)
+            z = np.array([1.0, 1.5]) * (1 + 1e-3 * k)
+            np.testing.assert_allclose(np.asarray(jaccli.jacobian(once, z)), _tangent(z), rtol=1e-12)
+    finally:
+        compiled_sweeps._program = program
+        tracemalloc.stop()
+    assert len(made) == 1 and made[0][1], made
+    assert made[0][0] <= 64, made

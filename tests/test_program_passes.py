@@ -16,6 +16,7 @@ from jaccli.engine.rules.shape import reshape
 from jaccli.replay.codegen import STEP
 from jaccli.replay.program_passes import without_reshapes
 from tests.helpers import rosen_hess, rosenbrock
+from tests.test_replay import softmax_ce, softmax_hessian
 from tests.test_ones_seeded import _program
 
 
@@ -63,9 +64,10 @@ def test_reshapes_to_the_same_shape_and_products_by_ones_are_left_out():
              _step(5, np.add, ("slot", 4), ("slot", 1))]
     prims = {1: reshape, 3: reshape}
     got, results = without_reshapes(steps, [("slot", 5, None), ("slot", 3, None)], meta, prims)
-    assert [s[0] for s in got] == [3, 4, 5]
-    assert [s[3] for s in got] == [((0, 0, None),), ((1, 0, None),), ((0, 4, None), (1, 0, None))]
-    assert results == [("slot", 5, None), ("slot", 3, None)]
+    assert [s[0] for s in got] == [3, 4, 5, 6]
+    assert [s[3] for s in got] == [((0, 0, None),), ((1, 0, None),), ((0, 4, None), (1, 0, None)), ((0, 3, None),)]
+    # (result 3 was an array of its own, the reshape of a product: now a view of loaded 0, so it is copied)
+    assert got[-1][1] is np.ndarray.copy and results == [("slot", 5, None), ("slot", 6, None)]
 
 
 def test_nothing_is_left_out_where_the_program_writes_in_place_or_hands_the_value_out():
@@ -225,3 +227,124 @@ def test_a_programs_gathers_reshapes_and_joins_call_numpy_itself_and_give_the_sa
     assert direct_calls(steps[:1], {0: ((2, _TAKE_BELOW), F64)}, prims) == steps[:1]
     assert direct_calls(steps, {}, prims) == steps
     assert direct_calls(steps[1:2], {1: ((), F64)}, prims) == steps[1:2]  # (maybe a NumPy scalar: no ndarray.reshape)
+
+
+def test_a_steady_softmax_hessian_program_makes_no_copy_that_changes_no_number():
+    # issue 44, item 4 (P6): a third of its sweep's steps gave back what they were given: a chain of four
+    # reshapes, a gather of every position in order, a concatenation of one piece and one with an empty one
+    from jaccli.engine.rules.indexing import gather
+    from jaccli.engine.rules.joining import concat
+
+    g = jaccli.record_once(softmax_ce)
+    for z in np.random.default_rng(11).normal(size=(9, 40)):
+        H = np.asarray(jaccli.hessian(g, z))
+        np.testing.assert_allclose(H, np.asarray(jaccli.hessian(softmax_ce, z)), rtol=1e-14, atol=1e-17)
+        np.testing.assert_allclose(H, softmax_hessian(z), rtol=1e-12, atol=1e-15)
+    fn = _program(g).fn
+    assert [_calls_of(fn, p.impl) for p in (gather, concat)] == [0, 0]
+    from jaccli.replay.guards import same
+    assert _calls_of(fn, same) == 0  # (its factor's check gives np.True_: compared by identity, 3 us)
+    from jaccli.engine.rules.reductions import max_
+    from jaccli.engine.rules.shape import broadcast_to
+    run = next(iter(g._cache.values()))._forward[0].run
+    assert _calls_of(run, max_.impl) == _calls_of(run, broadcast_to.impl) == 0  # (NumPy's wrappers: 1 and 1.8 us)
+    assert _calls_of(fn, reshape.impl) + _calls_of(fn, np.ndarray.reshape) == 4  # (before: 6, and 2 gathers, 3 joins)
+
+
+def test_reshape_chains_gathers_in_order_and_joins_of_one_piece_are_reshapes_or_nothing():
+    from jaccli.engine.rules.indexing import gather
+    from jaccli.engine.rules.joining import concat
+
+    meta = {0: ((6,), F64), 1: ((6, 1), F64), 2: ((6, 1, 1), F64), 3: ((2, 3), F64), 4: ((6, 1), F64),
+            5: ((6, 0), F64), 6: ((6, 1), F64), 7: ((6, 1), F64), 8: ((6, 1), F64)}
+    steps = [_step(1, reshape.impl, ("slot", 0), (6, 1)),
+             _step(2, reshape.impl, ("slot", 1), (6, 1, 1)),
+             _step(3, reshape.impl, ("slot", 2), (2, 3)),
+             _step(4, gather.impl, ("slot", 0), np.arange(6).reshape(6, 1)),
+             _step(5, gather.impl, ("slot", 0), np.zeros((6, 0), dtype=np.int64)),
+             _step(6, np.negative, ("slot", 4)),
+             _step(7, concat.impl, ("slot", 5), ("slot", 6)),
+             _step(8, concat.impl, ("slot", 7))]
+    for st, axis in ((6, 1), (7, 1)):
+        steps[st] = steps[st][:4] + ({"axis": axis},) + steps[st][5:]
+    prims = {1: reshape, 2: reshape, 3: reshape, 4: gather, 5: gather, 7: concat, 8: concat}
+    loads = {0: ("vals", 0)}
+    got, results = without_reshapes(steps, [("slot", 3, None), ("slot", 8, None)], meta, prims, loads)
+    # 3 is x reshaped at once (a view of loaded x, as it was); 4 is x reshaped, 6 its negative, and the
+    # joins give 6 itself (an array of its own, as the join's was); the empty gather is gone
+    assert [(s[0], s[1], s[2][1:], s[3]) for s in got] == [
+        (3, np.ndarray.reshape, ((2, 3),), ((0, 0, None),)),
+        (4, np.ndarray.reshape, ((6, 1),), ((0, 0, None),)),
+        (6, np.negative, (), ((0, 4, None),))]
+    assert results == [("slot", 3, None), ("slot", 6, None)] and loads == {0: ("vals", 0)}
+    x = np.arange(6.0)
+    assert np.shares_memory(x.reshape(2, 3), x)
+
+
+def test_a_result_made_afresh_stays_an_array_of_its_own():
+    from jaccli.engine.rules.joining import concat
+
+    meta = {0: ((3,), F64), 1: ((3,), F64), 2: ((1, 3), F64), 3: ((3,), F64), 4: ((3,), F64)}
+    steps = [_step(1, concat.impl, ("slot", 0)), _step(2, reshape.impl, ("slot", 1), (1, 3)),
+             _step(3, np.negative, ("slot", 0)), _step(4, concat.impl, ("slot", 3))]
+    for st in (0, 3):
+        steps[st] = steps[st][:4] + ({"axis": 0},) + steps[st][5:]
+    prims = {1: concat, 2: reshape, 4: concat}
+    got, results = without_reshapes(steps, [("slot", 2, None), ("slot", 3, None), ("slot", 4, None)], meta, prims)
+    # 2 was a view of a join's copy: a reshape of loaded 0 now, copied; 3 and 4 were two arrays: still two
+    assert [s[0] for s in got] == [2, 3, 4, 5]  # (4: a slot no step makes any more)
+    assert [s[1] for s in got] == [np.ndarray.reshape, np.negative, np.ndarray.copy, np.ndarray.copy]
+    assert [s[3] for s in got[2:]] == [((0, 2, None),), ((0, 3, None),)]
+    assert results == [("slot", 4, None), ("slot", 3, None), ("slot", 5, None)]
+
+
+def test_a_value_the_replay_finds_finite_is_not_checked_again_by_the_program(recwarn):
+    # issue 44, item 4: P6's exponentials were checked for finiteness by its replay and by its sweep on every call
+    from jaccli.replay.guards import found_finite
+
+    g = jaccli.record_once(lambda z: np.log(np.sum(np.exp(z))) - z[3])
+    z = np.linspace(-1, 1, 6)
+    for k in range(8):
+        np.asarray(jaccli.hessian(g, z + 0.01 * k))
+    rec = next(iter(g._cache.values()))
+    prog, finite = _program(g), found_finite(rec.guards)
+    assert finite
+    vals = list(rec.replay((z,)).trace.values())
+    seeds = next(s for s in rec.structure.values() if type(s).__name__ == "Steady").ran[2]
+    assert prog.run(vals, seeds) is not None
+    for slot in finite:  # (the program runs on a replay's values only, which the replay checked)
+        vals[slot] = np.where(np.arange(np.size(vals[slot])) == 1, np.inf, vals[slot]).reshape(np.shape(vals[slot]))
+    assert prog.run(vals, seeds) is not None
+    # ... and a point where one is not finite fails the replay's guard: f is recorded afresh, as a plain call
+    y = z.copy()
+    y[2] = 800.0
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        H = np.asarray(jaccli.hessian(g, y))
+    np.testing.assert_array_equal(H, np.asarray(jaccli.hessian(g.__wrapped__, y)))
+    assert g.misses == 1
+
+
+def test_a_guard_that_expects_a_numpy_bool_is_checked_as_same_checks_it():
+    from jaccli.replay.codegen import compile_steps
+
+    for expected, holds, fails in ((np.True_, np.float64(1.0), np.float64(-1.0)), (np.False_, np.float64(-1.0), np.float64(1.0))):
+        steps = [(-1, lambda v: v > 0, (None,), ((0, 0, None),), {}, None, expected)]
+        run = compile_steps(steps, {0: ("vals", 0)}, [("slot", 0, None)])
+        assert run([holds]) == [holds] and run([fails]) is None
+        assert run([float(holds)]) is None  # (a Python bool is not NumPy's, as for `same`)
+
+
+def test_a_replays_broadcast_is_numpys():
+    from jaccli.replay.program_passes import _broadcast, _broadcast_strides
+
+    for x, shape in ((np.array([2.0]), (1, 5)), (np.arange(6.0).reshape(2, 1, 3), (4, 2, 5, 3)),
+                     (np.arange(3, dtype=np.float32), (2, 3)), (np.ones((2, 3)), (2, 3))):
+        want, got = np.broadcast_to(x, shape), _broadcast(x, shape, _broadcast_strides(x, shape), x.strides)
+        assert got.shape == want.shape and got.strides == want.strides and got.dtype == want.dtype
+        assert not got.flags.writeable and np.shares_memory(got, x)
+        np.testing.assert_array_equal(got, want)
+    laid_out = np.arange(6.0).reshape(2, 3)
+    y = np.arange(12.0).reshape(2, 6)[:, ::2]  # (not laid out as recorded: NumPy's broadcast_to makes it)
+    got = _broadcast(y, (4, 2, 3), _broadcast_strides(laid_out, (4, 2, 3)), laid_out.strides)
+    np.testing.assert_array_equal(got, np.broadcast_to(y, (4, 2, 3)))
+    assert got.strides == np.broadcast_to(y, (4, 2, 3)).strides

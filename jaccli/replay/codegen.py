@@ -230,6 +230,9 @@ class _Writer:
         elif expected is True or expected is False or expected is None:
             put(f"{pad}if {call} is not {expected}:")  # same's verdict for these singletons, without the call
             put(f"{pad}    return None")
+        elif expected is np.True_ or expected is np.False_:  # (NumPy's two: a factor's check of a NumPy scalar)
+            put(f"{pad}if {call} is not {self.const(expected)}:")
+            put(f"{pad}    return None")
         else:
             put(f"{pad}if not _same({call}, {self.const(expected)}):")
             put(f"{pad}    return None")

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .codegen import compile_steps, guard_step, node_step
+from .guards import finite_check
 from .ones_seeded import ones_form
 from .program_passes import simplified
 from .result_checks import agrees  # noqa: F401  (a program is checked here: replays.Replayable.answer)
@@ -339,9 +340,12 @@ class Traced:
         return prog
 
 
-def traced(trace: Trace, kind: str, starts: tuple, ends: tuple, seeds: tuple) -> Traced | None:
+def traced(trace: Trace, kind: str, starts: tuple, ends: tuple, seeds: tuple,
+           finite: frozenset = frozenset()) -> Traced | None:
     """One sweep of `trace` (as for `record`) with its operations traced, as the steps of a
-    program; None when it cannot be one."""
+    program; None when it cannot be one. `finite`: the recording's values (by node index) that every
+    replay has found all finite before its program runs (guards.found_finite): their guards of the same are
+    left out (P6's exponentials were checked twice a call, by the replay and by its sweep)."""
     ext = Trace()  # the trace's operations, then the sweep's (the nodes are shared, not copied)
     n = len(trace.nodes)
     ext.nodes = _Lean(trace.nodes, sweep_budget(trace, seeds), sweep_room(kind, starts, ends, seeds))
@@ -369,15 +373,18 @@ def traced(trace: Trace, kind: str, starts: tuple, ends: tuple, seeds: tuple) ->
     finally:
         TRACED_PARTS.v = was
     ones = {slot: s for slot, s in zip(seed_slots, seeds) if slot is not None and ones_form(s)}
-    return _program(ext, n, seed_slots, out, ones)
+    return _program(ext, n, seed_slots, out, ones, finite)
 
 
-def _program(ext: Trace, n: int, seed_slots: list, out: list, ones: dict) -> Traced | None:
+def _program(ext: Trace, n: int, seed_slots: list, out: list, ones: dict,
+             finite: frozenset = frozenset()) -> Traced | None:
     budget = MAX_BYTES
     seeded = {s for s in seed_slots if s is not None}
     guards = []  # (position, op): each goes before the operation it was taken before
     prims = {}  # slot -> the primitive of the step that makes it (program_passes)
     for guard in ext.guards:
+        if finite and finite_check(guard) and guard.refs[0][1].index in finite:
+            continue  # (found finite by the replay whose values the program runs on)
         op = _plain_only(guard_step(guard))
         if op is None:
             return None

@@ -198,3 +198,15 @@ try:  # np.count_nonzero's C function, without its dispatch (half its cost on a 
     from numpy._core.multiarray import count_nonzero as _COUNT
 except ImportError:  # pragma: no cover - NumPy < 2
     _COUNT = np.count_nonzero
+
+
+def found_finite(guards: list) -> frozenset:
+    """The values (node indices) that these guards of a recording find all finite: each of its replays
+    checks them (replays.Replayable.replay), so a program that runs on a replay's values need not."""
+    return frozenset(g.refs[0][1].index for g in guards if finite_check(g))
+
+
+def finite_check(g: Any) -> bool:
+    """Whether a guard is a rule's check that one value is all finite (engine's all_finite), nothing else."""
+    return g.expected is True and getattr(g.fn, "fused_check", None) == "finite" and len(g.refs) == 1 \
+        and len(g.args) == 1 and g.refs[0][:1] == (0,) and g.refs[0][2] is None and not g.kwargs

@@ -41,31 +41,69 @@ def simplified(steps: list, loads: dict, results: list, ones: dict, nodes: Any, 
         got = rewritten(steps, loads, results, ones, meta)
         if got is not None:
             return got  # (NumPy's ufuncs alone: no reshape in it)
-    steps, results = without_reshapes(steps, results, meta, prims)
+    loads = dict(loads)
+    steps, results = without_reshapes(steps, results, meta, prims, loads)
     return direct_calls(joins_flattened(steps, results, meta, prims), meta, prims), loads, results
 
 
-def without_reshapes(steps: list, results: list, meta: dict, prims: dict) -> tuple:
-    """(steps, results) with each reshape of a value to its own shape and dtype left out, and each product
-    of a value by a constant of ones that keeps its shape and dtype, their readers reading the value itself. Not in a program that writes into its arguments' memory (an addition into
-    a sum it owns: the sum and a view of it would then be one array), nor for a value it hands out
-    (the caller may own and recycle a result: a view of the recording's value stays a view)."""
+def without_reshapes(steps: list, results: list, meta: dict, prims: dict, loads: dict | None = None) -> tuple:
+    """(steps, results) with the steps that change no number left out: each reshape of a value to its own
+    shape and dtype, and each product of a value by a constant of ones that keeps its shape and dtype, their
+    readers reading the value itself; a chain of reshapes made one (`_simpler`: so are a gather of every
+    position in order, a product by ones that only reshapes, a concatenation's empty pieces, a step whose
+    value is empty); the steps no result reads any more left out too (and, given `loads`, the loads). Not
+    in a program that writes into its arguments' memory (an addition into a sum it owns: the sum and a view
+    of it would then be one array). A value it hands out keeps what it was (the caller may own and recycle
+    a result): a view of the recording's value stays a view, and a fresh array stays one of its own, copied
+    where it would now be a view (`_handed_out_fresh`)."""
     if any(p in WRITES_ARGUMENT for p in prims.values()):
         return steps, results
     handed_out = _read_by(results)
+    before = _roots(steps, prims)
+    fresh = [type(before.get(slot, ("loaded",))) is not tuple for slot in _result_slots(results)]
+    changed = False
     alias: dict[int, int] = {}
+    consts: dict[int, Any] = {}
+    views: dict[int, int] = {}  # slot -> the array its reshape step views (its chain's first value)
     out = []
+    gone: set[int] = set()  # (the slots of alias and consts: a step reading one is refilled)
     for step in steps:
         k, fn, args, fills, kwargs, state, expected = step
-        if alias and any(slot in alias for _, slot, _ in fills):
-            fills = tuple((i, alias.get(slot, slot), index) for i, slot, index in fills)
-            step = (k, fn, args, fills, kwargs, state, expected)
-        given = _given_back(step, prims.get(k)) if expected is STEP and k not in handed_out else None
-        if given is not None and k in meta and meta.get(given) == meta[k]:
-            alias[k] = given
+        if gone:
+            for _, slot, _ in fills:
+                if slot in gone:
+                    step = _refilled(step, alias, consts)
+                    k, fn, args, fills, kwargs, state, expected = step
+                    break
+        if expected is not STEP:
+            out.append(step)
             continue
+        keep_view = k in handed_out and type(before.get(k)) is tuple  # (a view of a loaded value, handed out)
+        simpler = _simpler(step, prims.get(k), meta, views)
+        if simpler is not None and not keep_view:
+            if simpler[0] == "alias":
+                alias[k] = simpler[1]
+                gone.add(k)
+                continue
+            if simpler[0] == "const":
+                consts[k] = simpler[1]
+                gone.add(k)
+                continue
+        if simpler is not None and simpler[0] == "step":
+            step, changed = simpler[1], True
+        if _is_reshape(step, prims.get(k)) and meta.get(step[3][0][1], ((),))[0]:
+            views[k] = views.get(step[3][0][1], step[3][0][1])
         out.append(step)
-    return (out, results) if alias else (steps, results)
+    if not alias and not consts and not changed:
+        return steps, results
+    results = [_result_of(r, alias, consts) for r in results]
+    out, results = _handed_out_fresh(out, results, fresh, prims)
+    out = _live(out, results)
+    if loads is not None:
+        read = {slot for st in out for _, slot, _ in st[3]} | _read_by(results)
+        for slot in [s for s in loads if s not in read]:
+            del loads[slot]
+    return out, results
 
 
 def joins_flattened(steps: list, results: list, meta: dict, prims: dict) -> list:
@@ -117,7 +155,9 @@ def direct_calls(steps: list, meta: dict, prims: dict) -> list:
     out = []
     for step in steps:
         k, fn, args, fills, kwargs, state, expected = step
-        name = getattr(prims.get(k), "name", None) if expected is STEP else None
+        prim = prims.get(k)
+        # (a step without_reshapes made another call of, a reshape for a gather, keeps it)
+        name = getattr(prim, "name", None) if expected is STEP and fn is getattr(prim, "impl", None) else None
         if name is not None and fills and all(index is None and slot in meta for _, slot, index in fills):
             # (the notes of what it reads first, where that is an array of one axis or more: a NumPy scalar, which
             # the notes do not tell from a 0-d array, has no ndarray methods)
@@ -149,17 +189,171 @@ def _one_dtype(step: tuple, meta: dict) -> bool:
     return len(kinds) == 1 and None not in kinds
 
 
-def _given_back(step: tuple, prim: Any) -> int | None:
-    """The slot whose value a step gives back, to the bit, where its result has that value's shape and dtype:
-    a reshape's argument, or a product's other factor where one is a constant of ones; else None."""
+def _is_reshape(step: tuple, prim: Any) -> bool:
+    return (step[1] is np.ndarray.reshape or getattr(prim, "name", None) == "reshape") and len(step[2]) == 2 and len(step[3]) == 1 \
+        and step[3][0][0] == 0 and step[3][0][2] is None and not step[4]
+
+
+def _simpler(step: tuple, prim: Any, meta: dict, views: dict) -> tuple | None:
+    """What a step that changes no number (or makes an empty value) becomes: ("alias", slot) of the value it
+    gives back to the bit (its shape and dtype), ("const", value) of an empty one, ("step", step) of a
+    reshape that replaces it (of its chain's first array); None where it stays as it is. A reshape step only
+    of an array of 1 or more axes to 1 or more axes (meta: such a value is an ndarray, never a NumPy scalar).
+    What it gives back: a reshape's argument, a gather's where it takes every position of the last axis in
+    order, a product's other factor where one is a constant of ones (as many entries)."""
     k, fn, args, fills, kwargs, state, expected = step
-    if kwargs or not fills or any(index is not None for _, _, index in fills):
+    want = meta.get(k)
+    if want is None or not fills:
         return None
-    if getattr(prim, "name", None) == "reshape" and len(fills) == 1 and fills[0][0] == 0:
-        return fills[0][1]
-    if fn is np.multiply and len(args) == 2 and len(fills) == 1 and _ones(args[1 - fills[0][0]]):
-        return fills[0][1]  # (x * 1 is x, NaN and infinities too, where the product keeps x's dtype and shape)
-    return None
+    for _, _, index in fills:
+        if index is not None:
+            return None
+    shape, dtype = want
+    if 0 in shape:  # (its shape and dtype are all an empty array holds)
+        empty = np.empty(shape, dtype)
+        empty.flags.writeable = False
+        return "const", empty
+    if len(fills) != 1:
+        return _without_empty_pieces(step, meta) if getattr(prim, "name", None) == "np.concatenate" else None
+    src = fills[0][1]
+    have = meta.get(src)
+    if have is None or have[1] != dtype:
+        return None
+    if fn is np.multiply:
+        if len(args) != 2 or kwargs or math.prod(have[0]) != math.prod(shape) or not _ones(args[1 - fills[0][0]]):
+            return None  # (x * 1 is x, NaN and infinities too; where the ones broadcast it, x reshaped)
+    elif not _is_reshape(step, prim) and not (getattr(prim, "name", None) == "gather" and fills[0][0] == 0
+                                                and not kwargs and len(args) == 2 and have[0]
+                                                and _in_order(args[1], have[0])):
+        return _without_empty_pieces(step, meta) if getattr(prim, "name", None) == "np.concatenate" else None
+    src = views.get(src, src)
+    if meta.get(src) == want:
+        return "alias", src
+    if not shape or not meta[src][0]:
+        return None
+    return "step", (k, np.ndarray.reshape, (None, shape), ((0, src, None),), {}, state, STEP)
+
+
+def _in_order(flat: Any, shape: tuple) -> bool:
+    """Whether a gather's positions (x.take(flat, axis=-1), x of `shape`) take each entry of the last axis
+    once, in order: its result is then x reshaped to x's leading axes and flat's shape."""
+    if type(flat) is not np.ndarray or flat.dtype.kind not in "iu" or flat.size != shape[-1] or not flat.size:
+        return False
+    line = flat.reshape(-1)
+    return int(line[0]) == 0 and int(line[-1]) == line.size - 1 and bool((line == np.arange(line.size)).all())
+
+
+def _without_empty_pieces(step: tuple, meta: dict) -> tuple | None:
+    """A concatenation without its empty pieces (of its result's dtype): ("alias", slot) of the one piece
+    left where that is its result, else ("step", the concatenation of those left); None where none is
+    empty and more than one is joined."""
+    k, fn, args, fills, kwargs, state, expected = step
+    shape, dtype = meta[k]
+    filled = {i: slot for i, slot, _ in fills}
+    kept = []
+    for i, a in enumerate(args):
+        piece = meta.get(filled[i]) if i in filled else (np.shape(a), getattr(a, "dtype", None))
+        if piece is None:
+            return None
+        if 0 in piece[0] and piece[1] == dtype:
+            continue
+        kept.append(i)
+    if len(kept) == 1 and kept[0] in filled and meta.get(filled[kept[0]]) == meta[k]:
+        return "alias", filled[kept[0]]  # (one piece: a copy of it)
+    if len(kept) == len(args) or not kept:
+        return None
+    new_args = tuple(args[i] for i in kept)
+    new_fills = tuple((kept.index(i), slot, None) for i, slot, _ in fills if i in kept)
+    return "step", (k, fn, new_args, new_fills, kwargs, state, expected)
+
+
+def _refilled(step: tuple, alias: dict, consts: dict) -> tuple:
+    """The step reading each aliased slot's value, and each constant slot's value as a constant argument."""
+    k, fn, args, fills, kwargs, state, expected = step
+    args, new = list(args), []
+    for i, slot, index in fills:
+        slot = alias.get(slot, slot)
+        if slot in consts:
+            args[i] = consts[slot]
+        else:
+            new.append((i, slot, index))
+    return k, fn, tuple(args), tuple(new), kwargs, state, expected
+
+
+def _result_of(r: tuple | None, alias: dict, consts: dict) -> tuple | None:
+    if r is None:
+        return r
+    if r[0] == "slot" and r[2] is None:
+        slot = alias.get(r[1], r[1])
+        return ("copy", consts[slot]) if slot in consts else ("slot", slot, None)
+    if r[0] == "block":
+        return "block", r[1], tuple(_result_of(p, alias, consts) for p in r[2])
+    return r
+
+
+def _roots(steps: list, prims: dict) -> dict:
+    """slot -> the slot whose memory its value may share: its own for a value a step makes afresh, its
+    reshape's argument's root for a reshape (a view), ("loaded", slot) for one the program reads in."""
+    roots: dict = {}
+    for step in steps:
+        if step[6] is STEP:
+            src = step[3][0][1] if _is_reshape(step, prims.get(step[0])) else None
+            roots[step[0]] = step[0] if src is None else roots.get(src, ("loaded", src))
+    return roots
+
+
+def _result_slots(results: list) -> list:
+    """The slot of each result and each part of a structured one, in order (None for any other)."""
+    parts = [p for r in results for p in ((r,) if r is None or r[0] != "block" else r[2])]
+    return [p[1] if p is not None and p[0] == "slot" and p[2] is None else None for p in parts]
+
+
+def _handed_out_fresh(steps: list, results: list, fresh: list, prims: dict) -> tuple:
+    """Each result that was an array of its own (`fresh`: made afresh, by _result_slots' order), made so
+    again: copied where it is now a view of a loaded value, or one array with an earlier result."""
+    after = _roots(steps, prims)
+    slots = _result_slots(results)
+    top = 1 + max([st[0] for st in steps] + [slot for st in steps for _, slot, _ in st[3]]
+                  + [slot for slot in slots if slot is not None] + [-1])
+    claimed: set = set()
+    new = list(slots)
+    for at, (slot, was_fresh) in enumerate(zip(slots, fresh)):
+        if slot is None:
+            continue
+        root = after.get(slot, ("loaded", slot))
+        if not was_fresh or (type(root) is not tuple and root not in claimed):
+            claimed.add(root)
+            continue
+        state = steps[-1][5] if steps else None  # (any state: a copy warns of nothing, and so none is entered)
+        steps = steps + [(top, np.ndarray.copy, (None,), ((0, slot, None),), {}, state, STEP)]
+        new[at] = top
+        top += 1
+    if new != slots:
+        got = iter(new)
+        results = [_renumbered(r, got) for r in results]
+    return steps, results
+
+
+def _renumbered(r: tuple | None, slots: Any) -> tuple | None:
+    """A result (or structured result) with each part's slot the next of `slots` (_result_slots' order)."""
+    if r is not None and r[0] == "block":
+        return "block", r[1], tuple(_renumbered(p, slots) for p in r[2])
+    slot = next(slots)
+    return r if slot is None else ("slot", slot, None)
+
+
+def _live(steps: list, results: list) -> list:
+    """The steps without those whose value nothing reads (a guard is always read)."""
+    live = _read_by(results)
+    kept = []
+    for step in reversed(steps):
+        if step[6] is STEP and step[0] not in live:
+            continue
+        for _, slot, _ in step[3]:
+            live.add(slot)
+        kept.append(step)
+    kept.reverse()
+    return kept
 
 
 def _ones(c: Any) -> bool:
@@ -183,7 +377,8 @@ def faster_step(node: Any, step: tuple) -> tuple:
     primitive's implementation does with them (the same call on the same types and shapes, which a replay
     keeps): x[i] of a basic index that gives an array, a reshape or sum of an array, a basic index's
     scatter-add into an array (its result dtype made once), its scatter into zeros (a small result's shape, dtype
-    and layout made once). Else `step` as it is."""
+    and layout made once), a max or min of an array, a broadcast of a C-ordered array (its strides found once).
+    Else `step` as it is."""
     k, fn, args, fills, kwargs, state, expected = step
     name, a = node.prim.name, node.args
     if kwargs or expected is not STEP or not a or type(a[0]) is not np.ndarray:
@@ -192,8 +387,12 @@ def faster_step(node: Any, step: tuple) -> tuple:
         return k, operator.getitem, (None, (Ellipsis,) + args[1]), fills, kwargs, state, expected
     if name == "reshape" and len(args) == 2:
         return k, np.ndarray.reshape, args, fills, kwargs, state, expected
-    if name == "np.sum" and len(args) == 3:
-        return k, np.add.reduce, (None, args[1], None, None, args[2]), fills, kwargs, state, expected
+    if name == "broadcast_to" and len(args) == 2 and a[0].size and a[0].flags.c_contiguous \
+            and type(node.value) is np.ndarray and node.value.shape == tuple(args[1]):
+        strides = _broadcast_strides(a[0], node.value.shape)
+        return k, _broadcast, (None, node.value.shape, strides, a[0].strides), fills, kwargs, state, expected
+    if name in _REDUCED and len(args) == 3:
+        return k, _REDUCED[name], (None, args[1], None, None, args[2]), fills, kwargs, state, expected
     if name == "scatter_into" and len(args) == 3 and type(a[1]) is np.ndarray:
         index, dtype = (Ellipsis,) + args[2], np.result_type(a[0], a[1])
         return k, _added_at, (None, None, index, dtype), fills, kwargs, state, expected
@@ -221,6 +420,26 @@ def _scattered(v: Any, index: tuple, shape: tuple, dtype: np.dtype, order: str) 
     z = np.zeros(shape, dtype, order)
     z[index] = v
     return z
+
+
+# What np.sum, np.max and np.min call for an ndarray, behind a Python wrapper (P6's replay: its max, 1 us)
+_REDUCED = {"np.sum": np.add.reduce, "np.max": np.maximum.reduce, "np.min": np.minimum.reduce}
+
+
+def _broadcast_strides(x: np.ndarray, shape: tuple) -> tuple:
+    """The strides of np.broadcast_to(x, shape): 0 along the axes it adds or stretches, x's along the others."""
+    lead = len(shape) - x.ndim
+    return (0,) * lead + tuple(0 if n == 1 and m != 1 else st for n, m, st in zip(x.shape, shape[lead:], x.strides))
+
+
+def _broadcast(x: Any, shape: tuple, strides: tuple, laid_out: tuple) -> Any:
+    """np.broadcast_to(x, shape) (a read-only view of x) for x laid out with the strides `laid_out`, as
+    recorded: made at once with the strides found when compiled (np.broadcast_to: 1.8 us, this 0.6)."""
+    if type(x) is not np.ndarray or x.strides != laid_out:
+        return np.broadcast_to(x, shape)
+    out = np.ndarray(shape, x.dtype, x, 0, strides)
+    out.flags.writeable = False
+    return out
 
 
 def _added_at(acc: np.ndarray, v: Any, index: tuple, dtype: np.dtype) -> np.ndarray:

@@ -19,7 +19,7 @@ from jaccli.engine import (INPUT, MONITOR, Node, Recording, Trace, Tracer, Uniqu
                            standing_offer, usual_sweep_only, write_in_place)
 
 from . import compiled_sweeps, replay_trace
-from .guards import ErrstateRun, guards_hold, same, snapshot, substituted
+from .guards import ErrstateRun, found_finite, guards_hold, same, snapshot, substituted
 
 REPLAY = "replay"
 COMPILED_SWEEP = "compiled sweep"
@@ -342,7 +342,8 @@ class Replayable(Recording):
                     out = sweep()
                 if out is None or _keepable(out, bound, self.trace):
                     with pause_for(self.trace):
-                        prog = compiled_sweeps.traced(self.trace, kind, starts, ends, seeds)
+                        prog = compiled_sweeps.traced(self.trace, kind, starts, ends, seeds,
+                                                    finite=found_finite(self.guards))
                 if prog is None:
                     self._refused.add(_sort_of(key))
             elif not checking:

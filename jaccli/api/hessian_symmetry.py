@@ -134,15 +134,10 @@ def _symmetric_outer(u: np.ndarray, v: np.ndarray) -> np.ndarray | None:
         return None
     with np.errstate(all="ignore"):
         c = u[first] / v[first]
-        if _COUNT(u == c * v) != u.size:  # (a NaN c, from an infinite v, is never equal; u and v: one shape)
+        if np.count_nonzero(u == c * v) != u.size:  # (a NaN c, from an infinite v, is never equal; one shape)
             return None
         w = np.sqrt(abs(c)) * v
-    return _EINSUM("i,j->ij", -w if c < 0 else w, w)
-
-
-# NumPy's C functions behind np.count_nonzero's and np.einsum's Python wrappers (P6-n500's steady call: 1.5 us)
-_COUNT = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "count_nonzero", np.count_nonzero)
-_EINSUM = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "c_einsum", np.einsum)
+    return np.einsum("i,j->ij", -w if c < 0 else w, w)
 
 
 def _symmetric_entries(block: SparseBlock, rows: np.ndarray, kept: dict | None = None) -> tuple | None:

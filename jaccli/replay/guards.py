@@ -120,16 +120,13 @@ class ErrstateRun:
     def set(self, state: dict | None) -> None:
         if state is self.state:
             return
-        if self.ctx is not None:
-            if _EXTOBJ is not None:
-                _EXTOBJ.reset(self.ctx)
-            else:  # pragma: no cover - NumPy < 2
+        if _EXTOBJ is not None:
+            self.ctx = state_entered(state, self.ctx)
+        else:  # pragma: no cover - NumPy < 2
+            if self.ctx is not None:
                 self.ctx.__exit__(None, None, None)
-            self.ctx = None
-        if state is not None:
-            if _EXTOBJ is not None:
-                self.ctx = _EXTOBJ.set(_made(state))
-            else:  # pragma: no cover - NumPy < 2
+                self.ctx = None
+            if state is not None:
                 self.ctx = np.errstate(**state)
                 self.ctx.__enter__()
         self.state = state
@@ -139,9 +136,10 @@ class ErrstateRun:
 
 
 def state_entered(state: dict | None, token: Any) -> Any:
-    """ErrstateRun.set for a short program's own code (codegen), which keeps what leaves the state in a local:
-    the state entered from `token` (None: the caller's), left first; what leave_state takes to leave it, or None.
-    No object is made and no method called per program (two of a steady P3-n100 call's few microseconds)."""
+    """The state `state` entered from `token` (None: the caller's), left first; what leave_state takes to leave
+    it, or None. ErrstateRun.set's change of state with NumPy 2, which a short program's own code (codegen)
+    calls itself, the token in a local: no object made, no method called per program (two of a steady
+    P3-n100 call's few microseconds)."""
     if token is not None:
         _EXTOBJ.reset(token)
     return None if state is None else _EXTOBJ.set(_made(state))

@@ -190,8 +190,10 @@ def _one_dtype(step: tuple, meta: dict) -> bool:
 
 
 def _is_reshape(step: tuple, prim: Any) -> bool:
-    return (step[1] is np.ndarray.reshape or getattr(prim, "name", None) == "reshape") and len(step[2]) == 2 and len(step[3]) == 1 \
-        and step[3][0][0] == 0 and step[3][0][2] is None and not step[4]
+    """Whether a step reshapes the one value it reads (its primitive's, or ndarray.reshape after a rewrite)."""
+    k, fn, args, fills, kwargs, state, expected = step
+    return (fn is np.ndarray.reshape or getattr(prim, "name", None) == "reshape") and len(args) == 2 \
+        and len(fills) == 1 and fills[0][0] == 0 and fills[0][2] is None and not kwargs
 
 
 def _simpler(step: tuple, prim: Any, meta: dict, views: dict) -> tuple | None:
@@ -213,8 +215,9 @@ def _simpler(step: tuple, prim: Any, meta: dict, views: dict) -> tuple | None:
         empty = np.empty(shape, dtype)
         empty.flags.writeable = False
         return "const", empty
+    name = getattr(prim, "name", None)
     if len(fills) != 1:
-        return _without_empty_pieces(step, meta) if getattr(prim, "name", None) == "np.concatenate" else None
+        return _without_empty_pieces(step, meta) if name == "np.concatenate" else None
     src = fills[0][1]
     have = meta.get(src)
     if have is None or have[1] != dtype:
@@ -222,10 +225,9 @@ def _simpler(step: tuple, prim: Any, meta: dict, views: dict) -> tuple | None:
     if fn is np.multiply:
         if len(args) != 2 or kwargs or math.prod(have[0]) != math.prod(shape) or not _ones(args[1 - fills[0][0]]):
             return None  # (x * 1 is x, NaN and infinities too; where the ones broadcast it, x reshaped)
-    elif not _is_reshape(step, prim) and not (getattr(prim, "name", None) == "gather" and fills[0][0] == 0
-                                                and not kwargs and len(args) == 2 and have[0]
-                                                and _in_order(args[1], have[0])):
-        return _without_empty_pieces(step, meta) if getattr(prim, "name", None) == "np.concatenate" else None
+    elif not _is_reshape(step, prim) and not (name == "gather" and fills[0][0] == 0 and not kwargs
+                                                and len(args) == 2 and have[0] and _in_order(args[1], have[0])):
+        return _without_empty_pieces(step, meta) if name == "np.concatenate" else None
     src = views.get(src, src)
     if meta.get(src) == want:
         return "alias", src
@@ -406,7 +408,6 @@ def faster_step(node: Any, step: tuple) -> tuple:
 # A gather of fewer numbers is a take (from its _ROTATE_FROM on, rules/indexing.py's may copy a rotation as two
 # slices instead: the same numbers, faster on large blocks)
 _TAKE_BELOW = 4096
-
 
 
 # A replay's scatter of a result of fewer bytes makes its zeros itself: a larger one is the sweeps' memory to recycle

@@ -177,11 +177,11 @@ def _loop(x):
 
 def _counted(monkeypatch):
     """How many times each step of compiling a recording was taken (replays.Replayable)."""
-    from jaccli.replay import replay_trace
+    from jaccli.replay import replay_trace, result_checks
 
     made = {"forward": 0, "traced": 0, "compiled": 0, "checked": 0}
     real = {"forward": replay_trace.compile_forward, "traced": programs.traced, "compiled": programs.Traced.compiled,
-            "checked": programs.agrees}
+            "checked": result_checks.agrees}
 
     def counting(name):
         def run(*args, **kw):
@@ -191,7 +191,7 @@ def _counted(monkeypatch):
     monkeypatch.setattr(replay_trace, "compile_forward", counting("forward"))
     monkeypatch.setattr(programs, "traced", counting("traced"))
     monkeypatch.setattr(programs.Traced, "compiled", counting("compiled"))
-    monkeypatch.setattr(programs, "agrees", counting("checked"))
+    monkeypatch.setattr(result_checks, "agrees", counting("checked"))
     return made
 
 

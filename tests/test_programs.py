@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import jaccli
 from jaccli.replay import compiled_sweeps as programs
+from jaccli.replay import result_checks
 from jaccli.engine.seeds import SparseBlock
 from tests.helpers import central_diff, rosen_hess, rosenbrock
 from tests.test_compositions import assert_jacobians_match_differences, build, seed_form
@@ -196,7 +197,7 @@ def test_a_program_is_kept_by_what_it_computes_not_by_a_clock():
     assert not programs.worth_keeping([dense], [eye], 1)  # it densifies what the usual sweep keeps structured
     big = np.zeros((programs.MAX_STORED_PER_NODE + 1, 3))  # arithmetic that dwarfs 3 operations' bookkeeping
     assert programs.worth_keeping([big], [big], 4) and not programs.worth_keeping([big], [big], 3)
-    assert not programs.agrees([dense * (1 + 1e-6)], [dense])  # results that differ are never kept
+    assert not result_checks.agrees([dense * (1 + 1e-6)], [dense])  # results that differ are never kept
 
 
 @pytest.mark.parametrize("case", ["mlp", "batched", "tridiagonal", "P4-B256-n64"])
@@ -318,14 +319,14 @@ def test_a_structured_result_with_a_part_it_cannot_give_back_makes_no_program():
 def test_large_results_are_compared_a_part_at_a_time_and_agree_only_where_every_part_does():
     # (a 300 x 1000 result: compared in parts of 2^16 elements, no difference array as large as the result)
     want = np.linspace(-2.0, 3.0, 300 * 1000).reshape(300, 1000)
-    assert programs.agrees([want.copy()], [want])
-    assert programs.agrees([want * (1 + 1e-12)], [want])  # (rounding)
+    assert result_checks.agrees([want.copy()], [want])
+    assert result_checks.agrees([want * (1 + 1e-12)], [want])  # (rounding)
     for at in (0, 70_000, want.size - 1):  # (in the first, a middle and the last part)
         got = want.copy()
         got.flat[at] += 1e-6
-        assert not programs.agrees([got], [want])
+        assert not result_checks.agrees([got], [want])
         got.flat[at] = np.nan
-        assert not programs.agrees([got], [want])
+        assert not result_checks.agrees([got], [want])
         both = want.copy()
         both.flat[at] = np.nan
-        assert programs.agrees([got], [both])  # (NaN where the usual sweep has NaN: allclose's equal_nan)
+        assert result_checks.agrees([got], [both])  # (NaN where the usual sweep has NaN: allclose's equal_nan)

@@ -36,7 +36,6 @@ from .codegen import compile_steps, guard_step, node_step
 from .guards import finite_check
 from .ones_seeded import ones_form
 from .program_passes import simplified
-from .result_checks import agrees  # noqa: F401  (a program is checked here: replays.Replayable.answer)
 from .sweep_peaks import usual_peak
 from jaccli.engine import (COPIES_SUM, TRACED_PARTS, WRITES_ARGUMENT, Guard, SparseBlock, Trace, Tracer,
                            forward, reverse)

@@ -18,7 +18,7 @@ from jaccli.engine import (INPUT, MONITOR, Node, Recording, Trace, Tracer, Uniqu
                            plan_form, private_copy, private_float, renewed_plan, rewritable, run_offered,
                            standing_offer, usual_sweep_only, write_in_place)
 
-from . import compiled_sweeps, replay_trace
+from . import compiled_sweeps, replay_trace, result_checks
 from .guards import ErrstateRun, found_finite, guards_hold, same, snapshot, substituted
 
 REPLAY = "replay"
@@ -363,7 +363,7 @@ class Replayable(Recording):
             elif checking:
                 with pause_for(self.trace):
                     got = prog.run(self.trace.values(), seeds)
-                prog.checked = got is not None and compiled_sweeps.agrees(got, out) \
+                prog.checked = got is not None and result_checks.agrees(got, out) \
                     and compiled_sweeps.worth_keeping(got, out, self.trace.size())
                 prog = prog if prog.checked else None
         except Exception:  # noqa: BLE001 - a program that fails its check is swept as usual

@@ -135,8 +135,12 @@ def _issue44(args, ids: list[str], results: dict, libs: tuple[str, ...]) -> None
         results["replay"] = {}
         for iid in ids:
             log(f"record_once on {iid}: first replay" + ("" if args.no_memory else ", peak memory"))
-            rep = results["replay"][iid] = {"first_replay_s": workload_suite.instance_first_replay(iid),
-                                            "plain_in_position_s": workload_suite.instance_plain_in_position(iid)}
+            costs: dict = {"first_replay": {}, "plain_in_position": {}}
+            rep = results["replay"][iid] = {
+                "first_replay_s": workload_suite.instance_first_replay(iid, costs=costs["first_replay"]),
+                "plain_in_position_s": workload_suite.instance_plain_in_position(
+                    iid, costs=costs["plain_in_position"]),
+                "costs": costs}
             if not args.no_memory:
                 rep["memory"] = workload_suite.instance_memory(iid)
         log(f"  (record_once on P1-P6: {time.perf_counter() - t0:.0f} s)")

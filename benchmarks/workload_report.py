@@ -170,10 +170,24 @@ def replay_table(results: dict) -> list[str]:
                      fmt_s(statistics.median(first)) + f" ({len(first)} trials)" if first else "–",
                      fmt_ratio(r["first_plain"]), fmt_s(statistics.median(there)) if there else "–",
                      fmt_ratio(statistics.median(first) / statistics.median(there)) if first and there else "–",
+                     *_cost_cells(rep.get("costs", {})),
                      _mem_cell(mem.get("jaccli")), _mem_cell(mem.get("jaccli record_once")), fmt_ratio(r["memory"])])
     return _table(["instance", "jaccli (plain)", "first replay (median)", "first replay / plain",
-                   "plain call in its position (median)", "first replay / that", "plain call's peak",
-                   "replay's peak", "replay / plain"], rows)
+                   "plain call in its position (median)", "first replay / that",
+                   "thread CPU: first replay / that", "page faults, collections: first replay; that",
+                   "plain call's peak", "replay's peak", "replay / plain"], rows)
+
+
+def _cost_cells(costs: dict) -> list[str]:
+    """The thread-CPU ratio of the first replay to the plain call in its position, and the medians of
+    their page faults and garbage collections (workload_suite.call_costs): a wall-clock ratio far
+    above the CPU one is waiting, not work."""
+    first, there = costs.get("first_replay", {}), costs.get("plain_in_position", {})
+    if not first.get("cpu_s") or not there.get("cpu_s"):
+        return ["–", "–"]
+    med = statistics.median
+    return [fmt_ratio(med(first["cpu_s"]) / med(there["cpu_s"])),
+            f"{med(first['faults']):.0f}, {med(first['gcs']):.0f}; {med(there['faults']):.0f}, {med(there['gcs']):.0f}"]
 
 
 # ---------------------------------------------------------------- issue 39: the spectral residual

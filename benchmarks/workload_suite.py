@@ -7,12 +7,19 @@ Every function here returns plain JSON-able data that workload_report.py renders
 from __future__ import annotations
 
 import dataclasses
+import gc
 import statistics
 import time
+from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import Any, Callable
 
 import numpy as np
+
+try:
+    import resource
+except ImportError:  # pragma: no cover - not on Windows
+    resource = None
 
 from benchmarks import instances, memprobe, methods, workloads
 from benchmarks.instances import check
@@ -80,10 +87,11 @@ FIRST_REPLAY_TRIALS = 5  # one wall-clock sample swung rk4-lv's first replay bet
 # a median of 3 took one event twice (P2-n100-m100: 555, 548, 303 us against a steady 252 us)
 
 
-def first_replays(make: Callable[[], Callable[[np.ndarray], Any]], x: np.ndarray, trials: int
-                  ) -> tuple[list[float], Callable[[np.ndarray], Any]]:
+def first_replays(make: Callable[[], Callable[[np.ndarray], Any]], x: np.ndarray, trials: int,
+                  costs: dict | None = None) -> tuple[list[float], Callable[[np.ndarray], Any]]:
     """Seconds of record_once's first replay (at a point moved by 1e-3) right after its recording
-    at x, in `trials` fresh wrappers; and the last wrapper, recorded and replayed.
+    at x, in `trials` fresh wrappers; and the last wrapper, recorded and replayed. `costs`, when
+    given, gets call_costs' lists for the same calls.
 
     The idle wait comes before the recording, not between it and the replay: after a wait, any
     call (a plain one too) costs 2-3x its steady time on the shared machine, its caches left to
@@ -94,10 +102,31 @@ def first_replays(make: Callable[[], Callable[[np.ndarray], Any]], x: np.ndarray
         fn = make()
         quiesce(0.5)
         fn(x)
-        start = time.perf_counter()
-        fn(x * (1 + 1e-3))
-        times.append(time.perf_counter() - start)
+        with call_costs(costs):
+            start = time.perf_counter()
+            fn(x * (1 + 1e-3))
+            times.append(time.perf_counter() - start)
     return times, fn
+
+
+@contextmanager
+def call_costs(costs: dict | None):
+    """Append to costs' lists what the timed block cost besides its wall-clock time: this thread's CPU
+    seconds ("cpu_s"), its minor page faults ("faults") and the collections of the garbage collector
+    ("gcs"). A wall-clock time far above the CPU time is time the thread waited (the machine, not the
+    code); faults and collections say what the code paid that a steady call does not."""
+    if costs is None:
+        yield
+        return
+    faults = (lambda: resource.getrusage(resource.RUSAGE_THREAD).ru_minflt) \
+        if hasattr(resource, "RUSAGE_THREAD") else (lambda: 0)  # (Linux's)
+    gcs = lambda: sum(g["collections"] for g in gc.get_stats())  # noqa: E731
+    f0, g0, c0 = faults(), gcs(), time.thread_time()
+    yield
+    c1, f1, g1 = time.thread_time(), faults(), gcs()
+    costs.setdefault("cpu_s", []).append(c1 - c0)
+    costs.setdefault("faults", []).append(f1 - f0)
+    costs.setdefault("gcs", []).append(g1 - g0)
 
 
 def _failure(exc: BaseException) -> Timing:
@@ -181,19 +210,20 @@ def run_workloads(ids: list[str] | None, names: list[str] | None, quick: bool, m
 # ---------------------------------------------------------------- P1-P6: record_once's first replay and peak memory
 
 
-def instance_first_replay(iid: str, trials: int = FIRST_REPLAY_TRIALS) -> list[float]:
-    """Seconds of record_once's first replay on a P instance (the same x: a replay is a replay)."""
+def instance_first_replay(iid: str, trials: int = FIRST_REPLAY_TRIALS, costs: dict | None = None) -> list[float]:
+    """Seconds of record_once's first replay on a P instance (the same x: a replay is a replay);
+    `costs`: first_replays'."""
     inst = instances.load(iid)
     method = methods.find(inst, "jaccli record_once")
 
     def make():
         run = method.build(inst).run
         return lambda x: run()
-    times, _ = first_replays(make, inst.x, trials)
+    times, _ = first_replays(make, inst.x, trials, costs)
     return times
 
 
-def instance_plain_in_position(iid: str, trials: int = FIRST_REPLAY_TRIALS) -> list[float]:
+def instance_plain_in_position(iid: str, trials: int = FIRST_REPLAY_TRIALS, costs: dict | None = None) -> list[float]:
     """Seconds of a plain call timed where instance_first_replay times the first replay: the second
     call after an idle wait (the first call after the wait stands for the recording).
 
@@ -201,16 +231,17 @@ def instance_plain_in_position(iid: str, trials: int = FIRST_REPLAY_TRIALS) -> l
     a call right after the wait pays for caches and threads left idle, whatever it runs (the idle
     run of 10ef85a: P2-n100-m100's first replays 555, 548 and 303 us against a steady 252 us, where
     its thread CPU is 0.7-1.0x a plain call's in either position). This says what part of the
-    ratio the position takes."""
+    ratio the position takes. `costs`: first_replays'."""
     inst = instances.load(iid)
     run = methods.find(inst, "jaccli").build(inst).run
     times = []
     for _ in range(trials):
         quiesce(0.5)
         run()
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
+        with call_costs(costs):
+            start = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - start)
     return times
 
 

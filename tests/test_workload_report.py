@@ -144,7 +144,7 @@ def test_results_md_has_the_new_sections_and_the_readme_takes_its_figures():
     assert "| rk4-lv | 1000 | 160 ms ±0% | 20 ms ±0% | 110 ms ±0% (jacfwd) | – | – | skipped: too slow | " \
            "1.45x | 1.45x | 0.12x | 1.25x | 6,250/s | 50,000/s |" in text
     assert "| stack-1000 | 93 MB | 7000 MB | 50 MB (torch.func.jacfwd) | – | – | – | 75.27x |" in text
-    assert "| P3-n100 | 600 µs ±0% | 3 ms (1 trials) | 5.00x | – | – | 10 MB | 49 MB | 5.00x |" in text
+    assert "| P3-n100 | 600 µs ±0% | 3 ms (1 trials) | 5.00x | – | – | – | – | 10 MB | 49 MB | 5.00x |" in text
     assert "| evaluation + checks | 63 ms | 60 ms | 1.05x | np.asarray(jaccli.jacobian(f, x)) |" in text
     block = readme_figures.render(text)
     assert "- **MISS**, 44.2 record_once / plain jaccli, each workload: 2 of 3; worst stack-1000 3.00x" in block
@@ -268,4 +268,32 @@ def test_the_replay_table_shows_the_plain_call_in_the_first_replays_position():
     p1 = next(line for line in table.splitlines() if line.startswith("| P1-n100 "))
     assert "| 1.50x | 200 µs | 1.50x |" in p1
     p3 = next(line for line in table.splitlines() if line.startswith("| P3-n100 "))
-    assert "| – | – |" in p3  # (a run without the measurement)
+    assert "| – | – | – | – |" in p3  # (a run without the measurement)
+
+
+def test_the_replay_table_puts_thread_cpu_faults_and_collections_beside_the_wall_clock_ratio():
+    # a first replay far slower than a plain call by the clock but not by its thread's CPU waited
+    # (the machine); one that faulted in pages or collected garbage paid for it
+    results = _results()
+    results["replay"]["P1-n100"]["plain_in_position_s"] = [2e-4, 1.5e-4, 2.5e-4]
+    results["replay"]["P1-n100"]["costs"] = {
+        "first_replay": {"cpu_s": [1e-4, 1.2e-4, 3e-4], "faults": [40, 50, 60], "gcs": [1, 1, 0]},
+        "plain_in_position": {"cpu_s": [1e-4, 1e-4, 1e-4], "faults": [0, 2, 1], "gcs": [0, 0, 0]}}
+    table = "\n".join(wr.replay_table(results))
+    assert "thread CPU: first replay / that" in table
+    p1 = next(line for line in table.splitlines() if line.startswith("| P1-n100 "))
+    assert "| 1.50x | 200 µs | 1.50x | 1.20x | 50, 1; 1, 0 |" in p1
+
+
+def test_call_costs_counts_the_blocks_thread_cpu_page_faults_and_collections():
+    import gc
+    costs: dict = {}
+    with workload_suite.call_costs(costs):
+        np.ones(4_000_000).sum()  # 32 MB of fresh pages, touched
+        gc.collect()
+    with workload_suite.call_costs(costs):
+        pass
+    assert costs["cpu_s"][0] > costs["cpu_s"][1] >= 0
+    assert costs["faults"][0] > 100 and costs["gcs"] == [1, 0]  # (gc.collect(): one full collection)
+    with workload_suite.call_costs(None):  # (nothing asked, nothing counted)
+        pass

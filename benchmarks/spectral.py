@@ -13,6 +13,8 @@ ratios jaccli / other of both: on a loaded machine the CPU times are the steadie
 jax.jit; its "vjp" line returns the product only, and XLA then leaves out the forward transforms.
 "numpy hand vjp" is the least work: the same value and product written by hand in NumPy (two
 batched transforms forward, two back), the floor for any tool that calls NumPy from Python.
+"jax eager value and vjp" and "HIPS autograd vjp" are eager AD as torch.func.vjp is: what recording
+the operations on each call costs elsewhere, beside jit's compiled function.
 """
 from __future__ import annotations
 
@@ -131,6 +133,19 @@ def _methods(n: int):
         methods["jax.jit jacrev"] = lambda: np.asarray(jac(uj).block_until_ready())
         methods["jax.jit vjp"] = lambda: np.asarray(vjp(uj, vj).block_until_ready())
         methods["jax.jit value and vjp"] = lambda: [np.asarray(a) for a in jax.block_until_ready(both(uj, vj))][1]
+        methods["jax eager value and vjp"] = lambda: [np.asarray(a) for a in value_and_vjp(uj, vj)][1]
+    except ImportError:
+        pass
+    try:
+        import autograd
+        import autograd.numpy as anp
+
+        fa = lambda u: ks_residual(u, k, anp, anp.fft)  # noqa: E731
+
+        def autograd_vjp():
+            back, value = autograd.make_vjp(fa)(u)
+            return back(v)
+        methods["HIPS autograd vjp"] = autograd_vjp
     except ImportError:
         pass
     try:
@@ -185,7 +200,8 @@ def main() -> None:
 # (ours, the lines it is compared with)
 RATIOS = [("jaccli jacobian", ("jax.jit jacrev", "torch.func jacrev")),
           ("jaccli once jacobian", ("jax.jit jacrev", "torch.func jacrev")),
-          ("jaccli vjp", ("jax.jit vjp", "jax.jit value and vjp", "torch.func vjp", "numpy hand vjp")),
+          ("jaccli vjp", ("jax.jit vjp", "jax.jit value and vjp", "torch.func vjp", "HIPS autograd vjp",
+                          "jax eager value and vjp", "numpy hand vjp")),
           ("jaccli once vjp", ("jax.jit vjp", "jax.jit value and vjp", "torch.func vjp", "numpy hand vjp")),
           ("numpy hand vjp", ("jax.jit vjp",))]
 

@@ -198,19 +198,29 @@ SPECTRAL_PEERS = {"jacobian": ("torch.func jacrev", "jax.jit jacrev"),
                   "vjp": ("torch.func vjp", "jax.jit value and vjp")}
 
 
+# Eager AD (each call records f's operations, as plain jaccli does), beside jit's compiled function.
+SPECTRAL_EAGER = {"jacobian": ("torch.func jacrev",),
+                  "vjp": ("torch.func vjp", "HIPS autograd vjp", "jax eager value and vjp")}
+
+
 def spectral_ratios(spec: dict) -> list[dict[str, Any]]:
-    """One entry per (n, kind, jaccli way): its ratios to torch.func and to jax.jit."""
+    """One entry per (n, kind, jaccli way): its ratios to torch.func and to jax.jit, and the fastest
+    eager peer's name and ratio to jax.jit."""
     out = []
     for n, kinds in spec.items():
         for kind, found in kinds.items():
             tm = {name: Timing(**d) for name, d in found.items()}
             torch_name, jit_name = SPECTRAL_PEERS[kind]
+            eager_name = min((name for name in SPECTRAL_EAGER[kind] if name in tm and tm[name].ok),
+                             key=lambda name: tm[name].median, default=None)
+            eager = tm.get(eager_name)
             for ours in (f"jaccli {kind}", f"jaccli once {kind}"):
                 t = tm.get(ours)
                 r = {other: ratio(t, tm[other]) if t and other in tm else float("nan")
                      for other in (torch_name, jit_name)}
                 out.append({"n": n, "kind": kind, "ours": ours, "timing": t,
-                            "torch": r[torch_name], "jit": r[jit_name]})
+                            "torch": r[torch_name], "jit": r[jit_name], "eager": eager_name,
+                            "eager_jit": ratio(eager, tm[jit_name]) if eager and jit_name in tm else float("nan")})
     return out
 
 
@@ -222,9 +232,10 @@ def spectral_table(spec: dict) -> list[str]:
         rows.append([f"n = {e['n']}", e["kind"], e["ours"], fmt_cell(e["timing"]) if e["timing"] else "–",
                      fmt_cell(found[torch_name]) if torch_name in found else "–",
                      fmt_cell(found[jit_name]) if jit_name in found else "–",
-                     fmt_ratio(e["torch"]), fmt_ratio(e["jit"])])
+                     fmt_ratio(e["torch"]), fmt_ratio(e["jit"]),
+                     f"{e['eager']}: {fmt_cell(found[e['eager']])}, {fmt_ratio(e['eager_jit'])}" if e["eager"] else "–"])
     return _table(["size", "product", "jaccli", "time", "torch.func", "jax.jit", "jaccli / torch.func",
-                   "jaccli / jax.jit"], rows)
+                   "jaccli / jax.jit", "fastest eager peer; its time / jax.jit"], rows)
 
 
 # ---------------------------------------------------------------- issue 44 item 3: the CLI
@@ -328,6 +339,10 @@ def targets(results: dict) -> list[list[str]]:
             f"< {SPECTRAL_TORCH_LIMIT}x", strict=True)
         add(f"39 spectral residual, {label} / jax.jit (Jacobian and VJP, each n)",
             {f"n={e['n']} {e['kind']}": e["jit"] for e in mine}, SPECTRAL_JIT_LIMIT, f"≤ {SPECTRAL_JIT_LIMIT}x")
+        eager = [e for e in mine if ours == "jaccli" and e["eager"] and math.isfinite(e["eager_jit"])]
+        if eager:  # (what eager AD costs against jit: the plain row's peers record on every call too)
+            rows[-1][1] += "; the fastest eager peer / jax.jit: " + ", ".join(
+                f"n={e['n']} {e['kind']} {fmt_ratio(e['eager_jit'])} ({e['eager']})" for e in eager)
     return rows
 
 

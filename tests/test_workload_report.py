@@ -69,7 +69,9 @@ def _results() -> dict:
         "spectral": {256: {"jacobian": {"jaccli jacobian": _t(*[1e-3] * 5), "jaccli once jacobian": _t(*[5e-4] * 5),
                                         "jax.jit jacrev": _t(*[4e-4] * 5), "torch.func jacrev": _t(*[2e-3] * 5)},
                            "vjp": {"jaccli vjp": _t(*[1e-4] * 5), "jaccli once vjp": _t(*[5e-5] * 5),
-                                   "jax.jit value and vjp": _t(*[1e-4] * 5), "torch.func vjp": _t(*[3e-4] * 5)}}},
+                                   "jax.jit value and vjp": _t(*[1e-4] * 5), "torch.func vjp": _t(*[3e-4] * 5),
+                                   "HIPS autograd vjp": _t(*[2.5e-4] * 5),
+                                   "jax eager value and vjp": _t(*[2e-3] * 5)}}},
         "cli_cost": {"status": "ok", "grid": 100, "rows": [
             {"phase": "load (reading f and x)", "cli_s": 0.002, "reference": "np.load(x)", "reference_s": 0.001,
              "ratio": 2.0, "runs": 5},
@@ -105,6 +107,12 @@ def test_targets_pass_and_miss_from_the_rows():
     assert _target(rows, "39 spectral residual, plain jaccli / torch.func")[3] == "**PASS**"
     jit39 = _target(rows, "39 spectral residual, plain jaccli / jax.jit")
     assert jit39[3] == "**MISS**" and "missed: n=256 jacobian 2.50x" in jit39[1]
+    # what eager AD costs against jit: the fastest eager peer of each product, by its median
+    assert jit39[1].endswith("; the fastest eager peer / jax.jit: n=256 jacobian 5.00x (torch.func jacrev), "
+                             "n=256 vjp 2.50x (HIPS autograd vjp)")
+    assert "fastest eager peer" not in _target(rows, "39 spectral residual, record_once / jax.jit")[1]
+    table = "\n".join(wr.spectral_table(_results()["spectral"]))
+    assert "| 0.33x | 1.00x | HIPS autograd vjp: 250 µs ±0%, 2.50x |" in table
     assert _target(rows, "39 spectral residual, record_once / jax.jit")[3] == "**PASS**"
 
 

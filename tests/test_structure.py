@@ -263,6 +263,39 @@ def test_rank_one_part_proportional_to_its_transpose_is_one_exact_outer_product(
     assert _symmetric_outer(u_rows, v) is not None
 
 
+def test_a_steady_hessians_diagonal_entries_are_found_on_the_diagonal_once(monkeypatch):
+    # issue 44, item 4 (P6): a steady call's block brings its entries at the same positions on every call (one
+    # program made it): that they lie on the diagonal is found on the first, kept, and not compared again
+    from jaccli.api import hessian_symmetry
+    from jaccli.api.hessian_symmetry import symmetric_from_structure
+
+    n = 6
+    rng = np.random.default_rng(9)
+    rows = np.arange(n)
+    kept: dict = {}
+    for _ in range(3):
+        p = rng.random(n)
+        block = SparseBlock((n, n), rows[:, None].copy(), p[:, None].copy(), -p[:, None].copy(), p[None, :].copy())
+        out = symmetric_from_structure(block, rows, np.dtype(np.float64), kept)
+        assert_allclose(out, np.diag(p) - np.outer(p, p), rtol=1e-15, atol=1e-16)
+        assert_array_equal(out, out.T)
+        assert kept["diagonal"] is True
+        monkeypatch.setattr(hessian_symmetry, "_positions", None)  # (entries off the diagonal would need it)
+        block.idx.flags.writeable = False
+    # where the positions are not all on the diagonal, that is kept too: the mean with the mirror, every call
+    kept = {}
+    idx = np.array([[0, 1], [1, 1], [2, 0]])
+    monkeypatch.undo()
+    for _ in range(2):
+        val = rng.standard_normal((3, 2))
+        out = symmetric_from_structure(SparseBlock((3, 3), idx, val), np.arange(3), np.dtype(np.float64), kept)
+        dense = np.zeros((3, 3))
+        for k in range(3):
+            np.add.at(dense[k], idx[k], val[k])
+        assert_allclose(out, 0.5 * (dense + dense.T), rtol=1e-15, atol=1e-15)
+        assert kept["diagonal"] is False
+
+
 def test_rank_one_part_not_proportional_is_symmetrised_by_the_mean():
     from jaccli.api.hessian_symmetry import symmetric_from_structure, _symmetric_outer
 

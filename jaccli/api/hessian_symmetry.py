@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from jaccli.engine import SparseBlock
@@ -125,18 +127,25 @@ def _symmetric_outer(u: np.ndarray, v: np.ndarray) -> np.ndarray | None:
     symmetric result with no mean of the two triangles (P6's Hessian, n = 500: the assembly took
     240 us tiled, 190 us so). einsum forms each entry as one product whatever the BLAS (a matrix
     product of inner size 1 may go through NumPy's own slow loop).
+    For float64 blocks c and sqrt(|c|) are Python floats: the same IEEE double operations (division
+    and square root correctly rounded) as NumPy's float64 scalars, without one made for each (a steady
+    P6 call's); any other dtype's in its own precision, as NumPy's scalars of it.
     """
     u, v = u[:, 0], v[0]
     if v.size == 0:
         return None
     first = 0 if v[0] != 0 else int((v != 0).argmax())  # the first nonzero entry (argmax: the first True)
-    if v[first] == 0:
+    if v.dtype == np.float64:
+        top, bottom = u.item(first), v.item(first)
+    else:
+        top, bottom = u[first], v[first]
+    if bottom == 0:
         return None
     with np.errstate(all="ignore"):
-        c = u[first] / v[first]
+        c = top / bottom  # (a Python float overflows to inf quietly, as NumPy's does here)
         if np.count_nonzero(u == c * v) != u.size:  # (a NaN c, from an infinite v, is never equal; one shape)
             return None
-        w = np.sqrt(abs(c)) * v
+        w = (math.sqrt(abs(c)) if type(c) is float else np.sqrt(abs(c))) * v
     return np.einsum("i,j->ij", -w if c < 0 else w, w)
 
 
@@ -150,7 +159,12 @@ def _symmetric_entries(block: SparseBlock, rows: np.ndarray, kept: dict | None =
     """
     if block.idx.size == 0:
         return None
-    if block.idx.shape[1] == 1 and (block.idx[:, 0] == rows).all():
+    diagonal = None if kept is None else kept.get("diagonal")
+    if diagonal is None:
+        diagonal = block.idx.shape[1] == 1 and bool((block.idx[:, 0] == rows).all())
+        if kept is not None:
+            kept["diagonal"] = diagonal  # (the same positions on every call: not compared again)
+    if diagonal:
         # On the diagonal only (distinct rows): symmetric as it is. (The same array twice says so.)
         return rows, rows, block.val[:, 0]
     if kept is None:

@@ -238,6 +238,7 @@ def test_a_steady_softmax_hessian_program_makes_no_copy_that_changes_no_number()
     g = jaccli.record_once(softmax_ce)
     for z in np.random.default_rng(11).normal(size=(9, 40)):
         H = np.asarray(jaccli.hessian(g, z))
+        np.testing.assert_array_equal(H, H.T)
         np.testing.assert_allclose(H, np.asarray(jaccli.hessian(softmax_ce, z)), rtol=1e-14, atol=1e-17)
         np.testing.assert_allclose(H, softmax_hessian(z), rtol=1e-12, atol=1e-15)
     fn = _program(g).fn
@@ -249,6 +250,15 @@ def test_a_steady_softmax_hessian_program_makes_no_copy_that_changes_no_number()
     run = next(iter(g._cache.values()))._forward[0].run
     assert _calls_of(run, max_.impl) == _calls_of(run, broadcast_to.impl) == 0  # (NumPy's wrappers: 1 and 1.8 us)
     assert _calls_of(fn, reshape.impl) + _calls_of(fn, np.ndarray.reshape) == 4  # (before: 6, and 2 gathers, 3 joins)
+    # its sum of an (n, 1) block over the axis of one entry is NumPy's reduction, not the primitive's Python
+    # function around it; a factor's checks finite and nonzero are one all_hold, not two calls (the nonzero one
+    # gives np.True_ for a NumPy scalar): the predicates are read as all_hold's arguments only
+    from jaccli.engine.rules.elementwise import _all_finite, _no_zero
+    from jaccli.engine.rules.reductions import sum_
+    from jaccli.replay.guards import all_hold
+    from jaccli.replay.program_passes import _REDUCED
+    assert _calls_of(fn, sum_.impl) == 0 and _calls_of(fn, _REDUCED["np.sum"]) == 1
+    assert _calls_of(fn, all_hold) == 2 and _calls_of(fn, _all_finite) == _calls_of(fn, _no_zero) == 2
 
 
 def test_reshape_chains_gathers_in_order_and_joins_of_one_piece_are_reshapes_or_nothing():
@@ -348,3 +358,21 @@ def test_a_replays_broadcast_is_numpys():
     got = _broadcast(y, (4, 2, 3), _broadcast_strides(laid_out, (4, 2, 3)), laid_out.strides)
     np.testing.assert_array_equal(got, np.broadcast_to(y, (4, 2, 3)))
     assert got.strides == np.broadcast_to(y, (4, 2, 3)).strides
+
+
+def test_a_sweeps_reductions_are_numpys_own_calls():
+    from jaccli.engine.rules.reductions import max_, min_, sum_
+    from jaccli.replay.program_passes import direct_calls
+
+    x = np.random.default_rng(4).standard_normal((3, 4))
+    x[0, 1] = -0.0
+    for prim in (sum_, max_, min_):
+        for axes, keepdims in (((1,), False), ((0, 1), True)):
+            steps = [_step(1, prim.impl, ("slot", 0), axes, keepdims)]
+            (step,) = direct_calls(steps, {0: ((3, 4), F64)}, {1: prim})
+            assert step[1] is not prim.impl
+            got = step[1](*((x,) + step[2][1:]))
+            want = prim.impl(x, axes, keepdims)
+            assert got.shape == want.shape and np.array_equal(got.view(np.int64), want.view(np.int64))
+            # (maybe a NumPy scalar, or a value without notes: as it was)
+            assert direct_calls(steps, {0: ((), F64)}, {1: prim}) == steps == direct_calls(steps, {}, {1: prim})

@@ -115,7 +115,7 @@ def fused_guards(steps: Sequence[tuple], loads: dict, kept: set[int]) -> list[tu
 def _fusable(s: tuple) -> int | None:
     """The slot a finite or nonzero guard checks (one value, nothing else); None for any other step."""
     _, fn, args, fills, kwargs, _, expected = s
-    if expected is not True or kwargs or len(fills) != 1 or args != (None,) \
+    if (expected is not True and expected is not np.True_) or kwargs or len(fills) != 1 or args != (None,) \
             or getattr(fn, "fused_check", None) not in ("finite", "nonzero"):
         return None
     return fills[0][1]

@@ -150,8 +150,10 @@ def joins_flattened(steps: list, results: list, meta: dict, prims: dict) -> list
 def direct_calls(steps: list, meta: dict, prims: dict) -> list:
     """`steps` with a primitive's implementation replaced by the NumPy call it makes where the notes of the
     values it reads show which one (plain arrays, their sizes): a gather's take along the last axis below the
-    size it rotates from, a reshape's, a join's concatenation (its axis first, no keyword).
-    Each was a Python call or two around the NumPy one (P3-n100's sweep: three gathers, two joins, a reshape)."""
+    size it rotates from, a reshape's, a sum's, max's or min's reduction (as a forward replay's: faster_step),
+    a join's concatenation (its axis first, no keyword). Each was a Python call or two around the NumPy one
+    (P3-n100's sweep: three gathers, two joins, a reshape; P6's: a sum over the axis of one entry of a column,
+    which stays a sum: NumPy's of a -0.0 alone is 0.0)."""
     out = []
     for step in steps:
         k, fn, args, fills, kwargs, state, expected = step
@@ -167,6 +169,8 @@ def direct_calls(steps: list, meta: dict, prims: dict) -> list:
                 step = (k, np.ndarray.take, args + (-1,), fills, kwargs, state, expected)
             elif name == "reshape" and first is not None and not kwargs and len(args) == 2:
                 step = (k, np.ndarray.reshape, args, fills, kwargs, state, expected)
+            elif name in _REDUCED and first is not None and not kwargs and len(args) == 3 and len(fills) == 1:
+                step = (k, _REDUCED[name], (None, args[1], None, None, args[2]), fills, kwargs, state, expected)
             elif name == "np.concatenate" and list(kwargs) == ["axis"]:
                 fills = tuple((i + 1, slot, index) for i, slot, index in fills)
                 step = (k, _joined, (kwargs["axis"],) + args, fills, {}, state, expected)

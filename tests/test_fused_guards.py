@@ -122,3 +122,13 @@ def test_all_hold_is_the_verdict_of_every_guard(kinds, size):
         finite, nonzero = values[:n], values[n:]
         want = all(_all_finite(v) for v in finite) and all(_no_zero(v) for v in nonzero)
         assert all_hold(_all_finite, _no_zero, n, *finite, *nonzero) is want
+
+
+@pytest.mark.parametrize("value", [0.5, -0.0, 0.0, np.inf, -np.inf, np.nan, 1e-320])
+@pytest.mark.parametrize("kind", [float, np.float64])
+def test_all_hold_checks_a_float_scalar_itself_with_the_predicates_verdict(value, kind):
+    # a factor made of NumPy scalars (P6's 1 / sum, its -1 / sum**2): checked without a call of the predicate
+    v = kind(value)
+    for n in (0, 1):
+        want = bool(_all_finite(v)) if n else bool(_no_zero(v))
+        assert all_hold(None, None, n, v) is want  # (None for the predicates: a call of one would raise)

@@ -249,6 +249,8 @@ def test_a_steady_softmax_hessian_program_makes_no_copy_that_changes_no_number()
     from jaccli.engine.rules.shape import broadcast_to
     run = next(iter(g._cache.values()))._forward[0].run
     assert _calls_of(run, max_.impl) == _calls_of(run, broadcast_to.impl) == 0  # (NumPy's wrappers: 1 and 1.8 us)
+    from jaccli.engine.rules.indexing import get_basic
+    assert _calls_of(run, get_basic.impl) == 0  # (z[3]: one entry, NumPy's scalar, by operator.getitem)
     assert _calls_of(fn, reshape.impl) + _calls_of(fn, np.ndarray.reshape) == 4  # (before: 6, and 2 gathers, 3 joins)
     # its sum of an (n, 1) block over the axis of one entry is NumPy's reduction, not the primitive's Python
     # function around it; a factor's checks finite and nonzero are one all_hold, not two calls (the nonzero one

@@ -181,11 +181,17 @@ def all_hold(finite: Callable | None, nonzero: Callable | None, n: int, *values:
         if type(v) is np.ndarray and v.dtype.kind == "f":
             if _COUNT(np.isfinite(v)) != v.size:
                 return False
+        elif type(v) is np.float64 or type(v) is float:  # (a factor made of NumPy scalars: P6's 1 / sum)
+            if not math.isfinite(v):
+                return False
         elif not finite(v):
             return False
     for v in values[n:]:
         if type(v) is np.ndarray and v.dtype.kind == "f":
             if _COUNT(v) != v.size:  # (NaN counts as nonzero, as _no_zero has it; -0.0 as zero)
+                return False
+        elif type(v) is np.float64 or type(v) is float:
+            if v == 0:  # (-0.0 too; NaN is not)
                 return False
         elif not nonzero(v):
             return False

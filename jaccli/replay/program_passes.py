@@ -381,7 +381,7 @@ def _read_by(results: list) -> set[int]:
 def faster_step(node: Any, step: tuple) -> tuple:
     """A forward replay's step of `node` calling NumPy directly where the recorded arguments show what its
     primitive's implementation does with them (the same call on the same types and shapes, which a replay
-    keeps): x[i] of a basic index that gives an array, a reshape or sum of an array, a basic index's
+    keeps): x[i] of a basic index that gives an array or one entry, a reshape or sum of an array, a basic index's
     scatter-add into an array (its result dtype made once), its scatter into zeros (a small result's shape, dtype
     and layout made once), a max or min of an array, a broadcast of a C-ordered array (its strides found once).
     Else `step` as it is."""
@@ -391,6 +391,10 @@ def faster_step(node: Any, step: tuple) -> tuple:
         return step
     if name == "getitem" and type(node.value) is np.ndarray and node.value.ndim and len(args) == 2:
         return k, operator.getitem, (None, (Ellipsis,) + args[1]), fills, kwargs, state, expected
+    if name == "getitem" and isinstance(node.value, np.generic) and len(args) == 2 and type(args[1]) is tuple \
+            and len(args[1]) == a[0].ndim and all(type(i) is int for i in args[1]):
+        # (one entry, z[3]: NumPy's scalar, a copy, as the primitive makes of its Ellipsis form's 0-d view)
+        return k, operator.getitem, (None, args[1]), fills, kwargs, state, expected
     if name == "reshape" and len(args) == 2:
         return k, np.ndarray.reshape, args, fills, kwargs, state, expected
     if name == "broadcast_to" and len(args) == 2 and a[0].size and a[0].flags.c_contiguous \

@@ -129,7 +129,7 @@ class Replayable(Recording):
         branch f takes and reports errors as usual. Constants that f captured (globals,
         closures, random draws) are replayed as they were recorded.
         """
-        if len(args) != len(self.inputs) or current_errstate() != self._errstate:
+        if len(args) != len(self.inputs) or current_errstate() is not self._errstate:  # (one dict per state)
             return None
         new_in = []
         try:

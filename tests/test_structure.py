@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
@@ -261,6 +263,30 @@ def test_rank_one_part_proportional_to_its_transpose_is_one_exact_outer_product(
     u_rows = np.zeros_like(u)
     u_rows[rows] = u
     assert _symmetric_outer(u_rows, v) is not None
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("c", [-0.0205, 3.0, "huge"])
+def test_rank_one_outer_product_is_each_entry_one_rounded_product_in_its_dtype(dtype, c):
+    # np.dot of an n x 1 and a 1 x n (BLAS's gemm, inner size 1) against einsum, with c and sqrt(|c|) taken as
+    # NumPy's scalars of the dtype take them (float64's as Python floats): the same numbers to the last bit
+    from jaccli.api.hessian_symmetry import _symmetric_outer
+
+    n = 257
+    v = np.random.default_rng(8).standard_normal((1, n)).astype(dtype)
+    v[0, 0] = 0.0  # (the scale is read at the first nonzero entry)
+    c = -np.finfo(dtype).max / 8 if c == "huge" else c  # (products that overflow to inf, quietly)
+    u = (dtype(c) * v[0])[:, None]
+    with np.errstate(all="ignore"):
+        cc = u[1, 0] / v[0, 1]
+        w = np.sqrt(abs(cc)) * v[0]
+        want = np.einsum("i,j->ij", -w if cc < 0 else w, w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (products that overflow are inf, quietly, as einsum gave them)
+        got = _symmetric_outer(u, v)
+    assert got.dtype == dtype and got.flags.c_contiguous
+    assert_array_equal(got.view(f"i{got.itemsize}"), want.view(f"i{want.itemsize}"))
+    assert_array_equal(got, got.T)
 
 
 def test_a_steady_hessians_diagonal_entries_are_found_on_the_diagonal_once(monkeypatch):

@@ -136,7 +136,7 @@ def dense_of(block: SparseBlock, like: Any, order: str = "C", columns: bool = Fa
 
 
 def block_sum(old: Any, value: Any, owned: dict) -> Any:
-    """old + value for a compiled sweep's cotangent store (sweeps._add), where one is a structured block and
+    """old + value for a compiled sweep's cotangent store (cotangent_sums._add), where one is a structured block and
     the other a traced dense sum: the block's entries added into the sum in place (ADD_BLOCK), into a
     copy of it (FRESH) where the program does not own it; a structured block joined dense as one step
     (DENSE_OF). NotImplemented elsewhere. The usual sweep adds a block's entries into a sum it owns (a

@@ -56,6 +56,14 @@ def _add(old: Any, value: Any, owned: dict) -> Any:
     """
     if old is None:
         return value
+    if type(old) is np.ndarray and type(value) is np.ndarray and value.dtype == old.dtype and value.shape == old.shape:
+        if owned.get(id(old)) is old:  # (the common case of the steps below, without their tests)
+            np.add(old, value, out=old)
+            return old
+        out = old + value
+        if type(out) is np.ndarray:
+            owned[id(out)] = out
+        return out
     if type(old) is _PendingSum:
         if type(value) is SparseBlock and value.shape == old.parts[0].shape:
             old.add(value)

@@ -81,14 +81,18 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
     owned: dict = {}  # id -> array: the sums this sweep made and may still add to in place
     for (node, idx), seed in zip(outputs, seeds):
         if seed is not None and node.deps & wrt_mask:
-            _accumulate(store, node, idx, len(node.value) if idx is not None else 0, seed, owned)
+            if idx is None and node not in store:  # (one seed: nothing to add to)
+                store[node] = seed
+            else:
+                _accumulate(store, node, idx, len(node.value) if idx is not None else 0, seed, owned)
     wanted = set(map(id, wrt))
     results: dict = {}
     # What a node's makers and rules record (and the sums of what they send back) belongs to the
     # user's line of that node: set once per node, and the caller's site is back when the sweep ends.
+    plain = not traced and values is None and monitor is None
     with attributed_to(RULE_SITE.v):
         plan = (first_sweep_order if first else plan_reverse)(trace, tuple(outputs), wrt_mask)
-        cut = plan.cut
+        cut, site = plan.cut, RULE_SITE.v
         for node in plan:
             g = store.pop(node, None)
             if g is None:
@@ -105,20 +109,41 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                 if id(node) in wanted:
                     results[id(node)] = g
                 continue
-            RULE_SITE.v = node.site
+            if node.site is not site:  # (consecutive nodes mostly come from one line)
+                RULE_SITE.v = site = node.site
             if probe is not None:
                 probe.node = node
-            if node.prim.vjp_in_place is not None and not traced and values is None and monitor is None \
-                    and type(g) in (np.ndarray, SparseBlock):
+            prim = node.prim
+            if plain and prim.vjp_in_place is not None and type(g) in (np.ndarray, SparseBlock):
                 if type(g) is SparseBlock and g.size <= _DENSE_PER_NODE * len(trace.nodes) and not g.traced:
                     g, mine = g.todense(column_order(node)), True  # (see _DENSE_PER_NODE)
                 pull_in_place(node, g, mine, store, owned, wrt_mask, _accumulate, _add)  # (never a cut c's consumer)
                 continue
             retraced = _retraced(node, trace) if traced else _probed(node, values) if values is not None else None
-            if traced and node.prim.vjp_in_place is not None \
+            if traced and prim.vjp_in_place is not None \
                     and program_pull(node, g, mine, retraced, store, owned, wrt_mask, _traced_rule, _accumulate, _add):
                 continue
-            joint = None if node.prim.vjp_joint is None else _joint_cotangents(node, g, retraced)
+            if plain and prim.vjp_joint is None and prim.vjp_into is None \
+                    and not (prim in SELF_PAIRED and node.args[1] is node.args[0]):
+                # (the loop below for a plain sweep's common node, without the steps it does not take)
+                rules = node._vjps
+                for argnum, parent, pidx in node.parents:
+                    if not parent.deps & wrt_mask or (cut and parent.index in cut):
+                        continue
+                    rule = _UNMADE if rules is None else rules.get(argnum, _UNMADE)
+                    if rule is _UNMADE:
+                        rule, rules = _made_rule(node, prim, argnum), node._vjps
+                    if rule is None:
+                        continue
+                    ct = rule(g)
+                    if ct is None:
+                        continue
+                    if pidx is None and parent not in store:
+                        store[parent] = ct
+                    else:
+                        _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct, owned)
+                continue
+            joint = None if prim.vjp_joint is None else _joint_cotangents(node, g, retraced)
             twin = None  # (parent, its index, argument 0's cotangent) of x * x (facts.SELF_PAIRED)
             for argnum, parent, pidx in node.parents:
                 if not parent.deps & wrt_mask or (cut and parent.index in cut):
@@ -130,13 +155,12 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                             monitor(node, argnum, ct, "reverse")
                         _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct, owned)
                     continue
-                if argnum == 0 and pidx is None and node.prim.vjp_into is not None and monitor is None \
-                        and values is None:
+                if prim.vjp_into is not None and argnum == 0 and pidx is None and monitor is None and values is None:
                     acc = store.get(parent)
                     if retraced is not None and program_add(node, g, retraced, acc, parent, store, owned, _traced_rule,
                                                                  _accumulate):
                         continue
-                    if acc is None and retraced is None and node.prim.vjp_add is not None and type(g) is np.ndarray:
+                    if acc is None and retraced is None and prim.vjp_add is not None and type(g) is np.ndarray:
                         # the first part sent back is fresh (Primitive.vjp_add): the sweep owns it, the next add into it
                         rule = node.vjp(0)
                         ct = None if rule is None else rule(g)
@@ -147,10 +171,10 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                         continue
                     if acc is not None and type(acc) not in (SparseBlock, _PendingSum) and type(g) is not SparseBlock:
                         args = node.args if retraced is None else retraced[1]
-                        if retraced is None and node.prim.vjp_add is not None and owned.get(id(acc)) is acc \
-                                and node.prim.vjp_add(acc, g, *args[1:], **node.kwargs):
+                        if retraced is None and prim.vjp_add is not None and owned.get(id(acc)) is acc \
+                                and prim.vjp_add(acc, g, *args[1:], **node.kwargs):
                             continue  # added in place into the sum the sweep owns
-                        store[parent] = out = node.prim.vjp_into(acc, g, *args[1:], **node.kwargs)
+                        store[parent] = out = prim.vjp_into(acc, g, *args[1:], **node.kwargs)
                         if type(out) is np.ndarray:
                             owned[id(out)] = out
                         continue
@@ -159,28 +183,10 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                 elif retraced is not None:
                     rule = _traced_rule(node, argnum, retraced)
                 else:
-                    # (Node.vjp's work, inline where the rule is not made yet: a sweep makes most rules once;
-                    # a float result, the common one, is read as real without is_complex; a complex one's
-                    # real argument gets Node._rule's real_cotangent)
                     rules = node._vjps
                     rule = _UNMADE if rules is None else rules.get(argnum, _UNMADE)
                     if rule is _UNMADE:
-                        maker = node.prim.vjps.get(argnum)
-                        if maker is None or node.prim.zero_grad:
-                            rule = node.vjp(argnum)
-                        else:
-                            value = node.value
-                            rule = maker(value, *node.args, **node.kwargs)
-                            if rule is not None and type(value) is not np.float64 and (
-                                    value.dtype.kind == "c" if type(value) is np.ndarray else is_complex(value)):
-                                arg = node.args[argnum]
-                                if not (arg.dtype.kind == "c" if type(arg) is np.ndarray else is_complex(arg)) \
-                                        and node.prim not in REAL_COTANGENTS:
-                                    rule = real_cotangent(rule)
-                            if rules is None:
-                                node._vjps = {argnum: rule}
-                            else:
-                                rules[argnum] = rule
+                        rule = _made_rule(node, prim, argnum)
                 if rule is None:
                     continue
                 if rule is _TWIN:
@@ -189,7 +195,7 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                     ct = rule(g)
                     if ct is None:
                         continue
-                    if argnum == 0 and retraced is None and node.prim in SELF_PAIRED and node.args[1] is node.args[0]:
+                    if argnum == 0 and retraced is None and prim in SELF_PAIRED and node.args[1] is node.args[0]:
                         twin = (parent, pidx, ct)
                 if monitor is not None:
                     monitor(node, argnum, ct, "reverse")
@@ -198,6 +204,27 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
                     continue
                 _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct, owned)
     return None if capture is not None else [results.get(id(n)) for n in wrt]
+
+
+def _made_rule(node: Node, prim: Any, argnum: int) -> Callable | None:
+    """node's reverse rule for one argument, made and cached on it: Node.vjp's work for a sweep that has
+    found no rule made yet (a sweep makes most rules once; a float result, the common one, is read as
+    real without is_complex; a complex one's real argument gets Node._rule's real_cotangent)."""
+    maker = prim.vjps.get(argnum)
+    if maker is None or prim.zero_grad:
+        return node.vjp(argnum)
+    value = node.value
+    rule = maker(value, *node.args, **node.kwargs)
+    if rule is not None and type(value) is not np.float64 and (
+            value.dtype.kind == "c" if type(value) is np.ndarray else is_complex(value)):
+        arg = node.args[argnum]
+        if not (arg.dtype.kind == "c" if type(arg) is np.ndarray else is_complex(arg)) and prim not in REAL_COTANGENTS:
+            rule = real_cotangent(rule)
+    if node._vjps is None:
+        node._vjps = {argnum: rule}
+    else:
+        node._vjps[argnum] = rule
+    return rule
 
 
 def _joint_cotangents(node: Node, g: Any, retraced: tuple[Any, list] | None) -> list:

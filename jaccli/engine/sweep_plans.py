@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any, Callable
 
 from .cancelled_shifts import cancelling, candidates
@@ -102,17 +103,26 @@ _NO_CUT = frozenset()
 _SCAN_UP_TO = 256
 
 
+_PRIM = attrgetter("prim")
+_EXP_FORMS: list = [-1, frozenset()]  # (the size of SHIFT_FORMS when read, its primitives of form "exp")
+
+
+def _exp_forms() -> frozenset:
+    """The primitives whose shift form is "exp", read again when the rules have added rows."""
+    if _EXP_FORMS[0] != len(_SHIFT_FORMS):
+        _EXP_FORMS[:] = len(_SHIFT_FORMS), frozenset(p for p, form in _SHIFT_FORMS.items() if form == "exp")
+    return _EXP_FORMS[1]
+
+
 def first_sweep_order(trace: Trace, outputs: tuple, wrt_mask: int) -> Plan:
     """The nodes the first reverse sweep of a recording visits, in order: for a short recording with no
     shift to cut (no exp: engine/cancelled_shifts.py), every node from the last output's down, else
     `plan_reverse`'s plan. A node off the paths gets no cotangent, and the sweep passes it by: a plain
     call's one sweep is spared making a plan it reads once (the sweeps after it read plan_reverse's)."""
     nodes = trace.nodes
-    if len(nodes) > _SCAN_UP_TO or not outputs or trace.shared_plans is not None:
+    if len(nodes) > _SCAN_UP_TO or not outputs or trace.shared_plans is not None \
+            or not _exp_forms().isdisjoint(map(_PRIM, nodes)):
         return plan_reverse(trace, outputs, wrt_mask)
-    for node in nodes:
-        if _SHIFT_FORMS.get(node.prim) == "exp":
-            return plan_reverse(trace, outputs, wrt_mask)
     plan = Plan(nodes[max([n.index for n, _ in outputs]):: -1])
     plan.cut = _NO_CUT
     return plan

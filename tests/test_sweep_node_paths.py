@@ -193,6 +193,25 @@ def test_a_plain_calls_sweep_of_a_short_recording_makes_no_plan_and_passes_by_no
     assert made  # (and the shift cut: test_shifts.py)
 
 
+def test_undoing_a_broadcast_in_a_plain_sweep_sums_without_numpys_sum_wrapper(monkeypatch):
+    # x * row, x * s, col - x and a (2, 1) column: the cotangent of each broadcast argument is summed over
+    # the axes it was broadcast along, by np.add.reduce on a plain block (what np.sum calls after its dispatch)
+    def f(v):
+        x, row, s, col = v[:6].reshape(2, 3), v[6:9], v[9], v[10:12].reshape(2, 1)
+        return np.concatenate([(x * row).ravel(), (x * s).ravel(), (col - x).ravel(), (np.sin(col) * x).ravel()])
+
+    summed = []
+    total = np.sum
+    monkeypatch.setattr(np, "sum", lambda *a, **kw: summed.append(a) or total(*a, **kw))
+    v, w = np.linspace(-1.2, 1.7, 12), np.linspace(0.5, -1.5, 24)
+    value, got = jaccli.vjp(f, v, w)
+    assert summed == []
+    monkeypatch.setattr(np, "sum", total)
+    np.testing.assert_allclose(got, central_diff(f, v).T @ w, rtol=1e-8, atol=1e-9)
+    np.testing.assert_array_equal(value, f(v))
+    np.testing.assert_array_equal(got, jaccli.vjp(f, v, w, create_graph=True)[1])  # (a traced sweep's np.sum)
+
+
 def test_a_plain_vjp_through_every_kind_of_node_is_the_central_difference():
     # a plain sweep's common nodes take a shorter loop than the others (a joint rule, an update into a
     # sum, x * x, a traced sweep): complex results of a real argument, a piecewise constant, a node of

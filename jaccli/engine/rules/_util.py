@@ -127,13 +127,15 @@ def unbroadcast(g: Any, shape: tuple) -> Any:
     if gshape[1:] == tuple(shape):
         return g
     lead = len(gshape) - 1 - len(shape)
+    # (np.add.reduce is what np.sum calls for a plain array, without its dispatch: a rule's call in every sweep)
+    total = np.add.reduce if type(g) is np.ndarray else np.sum
     if lead > 0:
-        g = np.sum(g, axis=tuple(range(1, 1 + lead)))
-        gshape = np.shape(g)
+        g = total(g, axis=tuple(range(1, 1 + lead)))
+        gshape = shape_of(g)
     axes = tuple(i + 1 for i, n in enumerate(shape) if n == 1 and gshape[i + 1] != 1)
     if axes:
-        g = np.sum(g, axis=axes, keepdims=True)
-    if np.shape(g)[1:] != tuple(shape):
+        g = total(g, axis=axes, keepdims=True)
+    if shape_of(g)[1:] != tuple(shape):
         # g was smaller than the argument (a broadcast constant produced it): widen it.
         g = np.broadcast_to(g, (np.shape(g)[0],) + tuple(shape))
     return g
@@ -192,10 +194,10 @@ _COUNT = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "count
 
 def all_finite(value: Any) -> bool:
     """Whether a rule's factor (an array or a number) is all finite (a Python bool: a replay's guard expects True)."""
+    if type(value) is np.ndarray:  # (the common case first)
+        return bool(_COUNT(np.isfinite(value)) == value.size)
     if isinstance(value, (float, int)):
         return math.isfinite(value)
-    if type(value) is np.ndarray:
-        return bool(_COUNT(np.isfinite(value)) == value.size)
     return bool(np.all(np.isfinite(value)))
 
 

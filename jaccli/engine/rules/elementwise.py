@@ -139,7 +139,7 @@ def _unary_primitive(name, impl, deriv, *, kink=None, crossed=NO_KINK, samples=s
     prim = primitive(name, impl)
     prim.structure = ELEMENTWISE
     prim.defvjp(lambda ans, x, **kw: scaled_at_entries(deriv, ans, (x,), 0, lambda: _scale(deriv(ans, x)), _finite)
-                if TRACED_PARTS.v is True and type(ans) is Tracer else _scale(deriv(ans, x)))
+                if type(ans) is Tracer and TRACED_PARTS.v is True else _scale(deriv(ans, x)))
     prim.defjvp(lambda ans, x, **kw: _tangent_product(deriv(ans, x)))
     _facts(prim, kink=kink, crossed=crossed, samples=samples)
     return prim
@@ -168,7 +168,7 @@ def _nary(ufunc, partials, *, notes: str = "", kink=None, crossed=NO_KINK, name=
 
         def vjp_maker(ans, *args, _d=d, _pos=pos, **kw):
             return scaled_at_entries(_d, ans, args, _pos, lambda: _usual_vjp(_d, ans, args, _pos), _finite) \
-                if TRACED_PARTS.v is True and type(ans) is Tracer else _usual_vjp(_d, ans, args, _pos)
+                if type(ans) is Tracer and TRACED_PARTS.v is True else _usual_vjp(_d, ans, args, _pos)
 
         def jvp_maker(ans, *args, _d=d, _pos=pos, **kw):
             scale, shape, out_shape = _tangent_product(_d(ans, *args), _pos), shape_of(args[_pos]), shape_of(ans)

@@ -105,9 +105,11 @@ class Freezer:
     def hold(self, vals: Any, prim: Any) -> None:
         if prim.value_free and not self.keep_all:
             return
+        seen = self.seen
         for a in vals:
             if isinstance(a, np.ndarray):
-                self._hold(a)
+                if id(a) not in seen:  # (an array held already: a constant a loop hands to each step)
+                    self._hold(a)
             elif type(a) in (list, tuple):
                 for b in a:
                     if isinstance(b, np.ndarray):

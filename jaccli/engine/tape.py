@@ -206,7 +206,7 @@ class Node:
     __slots__ = ("prim", "args", "kwargs", "parents", "value", "deps", "site", "index", "_vjps", "_jvps",
                  "pinned", "in_place", "finite")
 
-    def __init__(self, prim, args, kwargs, parents, value, deps, site):
+    def __init__(self, prim, args, kwargs, parents, value, deps, site, index=-1):
         self.prim = prim
         self.args = args
         self.kwargs = kwargs
@@ -214,7 +214,7 @@ class Node:
         self.value = value
         self.deps = deps  # bit mask over the trace's inputs: which ones this node depends on
         self.site = site
-        self.index = -1
+        self.index = index  # its place in the trace's nodes (-1 until it has one)
         self._vjps: dict[int, Callable | None] | None = None
         self._jvps: dict[int, Callable | None] | None = None
         # Some rule reads this node's value (its own or a later operation's), or a view shares its
@@ -298,43 +298,52 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None, 
     certainly jaccli's own (Primitive.__call__'s, a traced array's operator's): the look for the user's
     line starts beyond them, and Python makes no frame object for each one it would step over.
     """
-    top = None
     for a in args:
-        if type(a) is Tracer and (top is None or a._trace.level > top.level):
-            top = a._trace
-    if top is None:
+        if type(a) is Tracer:
+            break
+    else:  # nothing traced: a rule's or a replay's call on plain values
         if prim.sparse is not None and args and type(args[0]) is SparseBlock:
             out = prim.sparse(*args, **kwargs)
             if out is not NotImplemented:
                 return out
             args = (args[0].todense(),) + tuple(args[1:])
         return prim.impl(*args, **kwargs)
+    # One pass for the common case, every traced argument on one recording level; arguments of several
+    # levels (a derivative of a derivative) are sorted out by _levels.
+    top = None
     vals = []
     parents = []
     deps = 0
-    nested = False
-    plain = False  # an argument the freezer may hold: not traced, not a Python number
+    nested = plain = mixed = False  # plain: an argument the freezer may hold (not traced, not a Python number)
     pin = not prim.value_free
-    for i, a in enumerate(args):
+    i = 0
+    for a in args:
         if type(a) is Tracer:
+            if a._trace is not top:
+                if top is not None:
+                    mixed = True
+                    break
+                top = a._trace
             if a._stale is not None:
                 raise stale_error(a, user_site(2))
-            if a._trace is top:
-                v = a._value
-                vals.append(v)
-                parents.append((i, a._node, a._idx))
-                deps |= a._node.deps
-                if pin:
-                    a._node.pinned = True
-                if type(v) is Tracer:
-                    nested = top.outer = True
-            else:
-                vals.append(a)
-                nested = top.outer = True
+            v = a._value
+            parent = a._node
+            vals.append(v)
+            parents.append((i, parent, a._idx))
+            deps |= parent.deps
+            if pin:
+                parent.pinned = True
+            if type(v) is Tracer:
+                nested = True
         else:
             vals.append(a)
             if type(a) is not float and type(a) is not int:
                 plain = True
+        i += 1
+    if mixed:
+        top, vals, parents, deps, nested, plain = _levels(args, pin)
+    if nested:
+        top.outer = True
     outermost = site is None
     if outermost:
         site = RULE_SITE.v or user_site(2 + frames)
@@ -346,7 +355,8 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None, 
         try:
             if prim.in_place is not None and outermost and writable(args[0], top):
                 ans, finite = write_in_place(prim, args[0]._node, vals, kwargs, top.nonfinite)
-            elif len(vals) == 2 and prim in SCALAR_FORMS and not kwargs:
+            elif len(vals) == 2 and (type(vals[0]) is np.float64 or type(vals[1]) is np.float64) \
+                    and prim in SCALAR_FORMS and not kwargs:  # (_on_scalars' own test, in part: arrays skip it)
                 ans = _on_scalars(prim, vals[0], vals[1])
             else:
                 ans = prim.impl(*vals, **kwargs)
@@ -354,9 +364,10 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None, 
             # f may catch it and take another way: a replay must raise here too
             top.guard(Raised(prim.impl), tuple(vals), kwargs, tuple(parents), type(exc))
             raise
-    freezer = FREEZER.v
-    if freezer is not None and outermost and plain and (not prim.value_free or freezer.keep_all):  # (hold's own test)
-        freezer.hold(args, prim)  # the plain arguments as f passed them (traced ones are skipped)
+    if plain and outermost:
+        freezer = FREEZER.v
+        if freezer is not None and (not prim.value_free or freezer.keep_all):  # (hold's own test)
+            freezer.hold(args, prim)  # the plain arguments as f passed them (traced ones are skipped)
     # (a float or complex array, or a float, the common results, tested inline: bind runs once per operation)
     kind = type(ans)
     if prim.nondiff or not ((kind is np.ndarray and ans.dtype.kind in "fc") or kind is np.float64 or (
@@ -370,12 +381,16 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None, 
         return ans
     if prim.constant:
         parents, deps = (), 0
-    node = Node(prim, tuple(vals), kwargs, tuple(parents), ans, deps, site)
-    size = ans.size if kind is np.ndarray else getattr(ans, "size", 1)
-    if type(size) is int and size > top.largest:
-        top.largest = size
-    node.index = len(top.nodes)
-    top.nodes.append(node)
+    nodes = top.nodes
+    node = Node(prim, tuple(vals), kwargs, tuple(parents), ans, deps, site, len(nodes))
+    if kind is np.ndarray:
+        if ans.size > top.largest:
+            top.largest = ans.size
+    else:
+        size = getattr(ans, "size", 1)
+        if type(size) is int and size > top.largest:
+            top.largest = size
+    nodes.append(node)
     if finite is not None:
         node.in_place, node.finite = True, finite
     if not nested and top.guards is not None and not same_errstate(errstate_token(), top.errstate):
@@ -390,6 +405,38 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None, 
     if (kind is np.ndarray and ans.base is not None) or kind is Tracer:
         note_view(out, args, top)
     return out
+
+
+def _levels(args: tuple, pin: bool) -> tuple:
+    """bind's reading of arguments traced on several levels: (the highest trace, the arguments' values
+    on it, their parents there, deps, whether a lower level records the operation first, whether an
+    argument is plain). An argument of a lower level is a value of the highest one, and nests."""
+    top = None
+    for a in args:
+        if type(a) is Tracer and (top is None or a._trace.level > top.level):
+            top = a._trace
+    vals, parents, deps, nested, plain = [], [], 0, False, False
+    for i, a in enumerate(args):
+        if type(a) is Tracer:
+            if a._stale is not None:
+                raise stale_error(a, user_site(3))
+            if a._trace is top:
+                v = a._value
+                vals.append(v)
+                parents.append((i, a._node, a._idx))
+                deps |= a._node.deps
+                if pin:
+                    a._node.pinned = True
+                if type(v) is Tracer:
+                    nested = True
+            else:
+                vals.append(a)
+                nested = True
+        else:
+            vals.append(a)
+            if type(a) is not float and type(a) is not int:
+                plain = True
+    return top, vals, parents, deps, nested, plain
 
 
 # Binary ufuncs -> their operation on Python floats (add, subtract, multiply, true_divide): a loop over

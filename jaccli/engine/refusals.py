@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import TracingError
+from ..errors import TracingError, UnsupportedOperationError
 from .handlers import FUNCTION_SWAPS
 from .user_sites import package_function, user_site
 
@@ -34,6 +34,27 @@ def numpy_name(func: Any) -> str:
         if module.startswith(prefix):
             return f"{short}.{name}"
     return f"np.{name}"
+
+
+def refuse_ufunc_out(ufunc: Any, method: str, kwargs: dict) -> None:
+    """A traced array's ufunc call with out= (NumPy writes into an existing array), or where= with a
+    mask that leaves entries undefined: refused, with what to write instead."""
+    if kwargs.get("out") is not None:
+        name = ufunc.__name__
+        if kwargs.get("where", True) is not True:  # the safe-division idiom: out holds the fill
+            raise TracingError(
+                f"np.{name}(..., out=..., where=mask) writes into an existing array; write "
+                f"`y = np.where(mask, np.{name}(a, np.where(mask, b, 1)), fill)` instead, with "
+                "fill what `out` held (np.where(mask, b, 1) keeps the entries not taken finite)", user_site(3))
+        raise TracingError(
+            f"np.{name}(..., out=...) writes into an existing array; write `y = np.{name}(...)` instead",
+            user_site(3))
+    if method == "__call__" and kwargs.get("where", True) is not True and not np.all(kwargs["where"]):
+        # (a reduction's where= leaves entries out of it, which is well defined)
+        name = numpy_name(ufunc)
+        raise UnsupportedOperationError(
+            f"{name} with where= is not supported by jaccli (NumPy leaves the entries outside the mask "
+            f"undefined without out=); write np.where(mask, {name}(...), fill)", user_site(3))
 
 
 _OUT_POSITION: dict[Any, int | None] = {}  # NumPy function -> the position of its `out` parameter

@@ -14,7 +14,7 @@ from .nested_lists import refuse_ragged
 from .ndarray_methods import NdarrayMethods, name_as_ndarray_methods
 from .refusals import (IN_PLACE_METHODS, INSTEAD, PLAIN_CONVERSION, Formatted, cast_errors, escape_error,
                        inside_np_vectorize, installed_package_escape, memory_reader, numpy_name, passes_out,
-                       read_only_message, same_value_cast, scalar_type_called, unswapped_caller)
+                       read_only_message, refuse_ufunc_out, same_value_cast, scalar_type_called, unswapped_caller)
 from .thread_state import ThreadSlot
 from .user_sites import user_site
 
@@ -249,27 +249,19 @@ class Tracer(NdarrayMethods):
 
     # -- NumPy protocols ---------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        sequence = False
         for a in inputs:
-            if type(a) in DEFERS_TO:  # a sweep's structured block: its own method densifies it, or
+            kind = type(a)
+            if kind is Tracer or kind is np.ndarray or kind is float:  # (the common operands: one test each)
+                continue
+            if kind in DEFERS_TO:  # a sweep's structured block: its own method densifies it, or
                 return NotImplemented   # keeps its structure (with traced parts, replay/compiled_sweeps.py)
-        if kwargs.get("out") is not None:
-            name = ufunc.__name__
-            if kwargs.get("where", True) is not True:  # the safe-division idiom: out holds the fill
-                raise TracingError(
-                    f"np.{name}(..., out=..., where=mask) writes into an existing array; write "
-                    f"`y = np.where(mask, np.{name}(a, np.where(mask, b, 1)), fill)` instead, with "
-                    "fill what `out` held (np.where(mask, b, 1) keeps the entries not taken finite)", user_site(2))
-            raise TracingError(
-                f"np.{name}(..., out=...) writes into an existing array; write `y = np.{name}(...)` instead",
-                user_site(2))
-        kwargs.pop("out", None)
-        if method == "__call__" and kwargs.get("where", True) is not True and not np.all(kwargs["where"]):
-            # (a reduction's where= leaves entries out of it, which is well defined)
-            name = numpy_name(ufunc)
-            raise UnsupportedOperationError(
-                f"{name} with where= is not supported by jaccli (NumPy leaves the entries outside the mask "
-                f"undefined without out=); write np.where(mask, {name}(...), fill)", user_site(2))
-        if holds_sequence(inputs):  # x + [x[0], 1.0]
+            if isinstance(a, _SEQUENCES):
+                sequence = True
+        if kwargs:
+            refuse_ufunc_out(ufunc, method, kwargs)  # out= and where=, which write into an existing array
+            kwargs.pop("out", None)
+        if sequence and holds_sequence(inputs):  # x + [x[0], 1.0]
             inputs, kwargs = lift_args(ufunc, inputs, kwargs)
         key = ufunc if method == "__call__" else (ufunc, method)
         handler = UFUNC_HANDLERS.get(key)

@@ -10,7 +10,6 @@ standard library and jaccli are left as they are.
 from __future__ import annotations
 
 import functools
-import operator
 import threading
 import types
 from typing import Any, Callable
@@ -19,19 +18,9 @@ import numpy as np
 
 from .handlers import FUNCTION_SWAPS, OPTIONAL_RULES
 from .numpy_proxies import stand_in, swapped_function
-from .user_modules import callable_globals, globals_of, is_users_module
+from .user_modules import callable_globals, globals_of, is_users_module, values_of
 
 _NAMES_CACHE: dict[tuple, tuple[int, int, list, list, Callable, tuple, Callable, list]] = {}
-
-
-def _values_of(names: tuple) -> Callable[[dict], tuple]:
-    """dict -> the values of names, as a tuple (one lookup per name, in C)."""
-    if len(names) > 1:
-        return operator.itemgetter(*names)
-    if names:
-        name = names[0]
-        return lambda glb: (glb[name],)  # (itemgetter of one name gives its value, not a 1-tuple)
-    return lambda glb: ()
 
 
 def _swaps_in(glb: dict) -> tuple[list[tuple[str, Any, Any]], list[tuple[Any, str, Any, Any]]]:
@@ -78,8 +67,8 @@ def _swaps_in(glb: dict) -> tuple[list[tuple[str, Any, Any]], list[tuple[Any, st
         except Exception:  # noqa: BLE001 - an object whose attributes raise (a lazy loader's): left as it is
             continue
         held += found
-    _NAMES_CACHE[key] = (len(glb), len(FUNCTION_SWAPS), swaps, held, _values_of(tuple(k for k, _ in watched)),
-                         tuple(v for _, v in watched), _values_of(tuple(k for k, _ in typed)),
+    _NAMES_CACHE[key] = (len(glb), len(FUNCTION_SWAPS), swaps, held, values_of(tuple(k for k, _ in watched)),
+                         tuple(v for _, v in watched), values_of(tuple(k for k, _ in typed)),
                          [t for _, t in typed])
     return swaps, held
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import types
 from typing import Any, Callable
@@ -47,7 +48,17 @@ def globals_of(v: Any) -> dict | None:
     return None
 
 
-_REACHED: dict[int, tuple[int, Any, tuple[tuple[str, Any], ...], tuple[tuple[dict, int], ...]]] = {}
+def values_of(names: tuple) -> Callable[[dict], tuple]:
+    """dict -> the values of names, as a tuple (one lookup per name, in C)."""
+    if len(names) > 1:
+        return operator.itemgetter(*names)
+    if names:
+        name = names[0]
+        return lambda glb: (glb[name],)  # (itemgetter of one name gives its value, not a 1-tuple)
+    return lambda glb: ()
+
+
+_REACHED: dict[int, tuple] = {}
 
 
 def user_globals(glb: dict) -> tuple[dict, ...]:
@@ -57,13 +68,17 @@ def user_globals(glb: dict) -> tuple[dict, ...]:
     Cached per dict; found again when glb or a module found changes size (new names bound)."""
     cached = _REACHED.get(id(glb))
     # glb is not kept (the cache must not keep f's module alive), so its id may be a new dict's; the
-    # values through which glb reached its helpers are kept, and must still be glb's.
+    # values through which glb reached its helpers are kept, and must still be glb's. (Every recording
+    # asks: the comparisons run in C, and == is `is` for modules, functions and classes.)
     if cached is not None and cached[0] == len(glb) and cached[1] == glb.get("__file__"):
         helpers = cached[3]
         if not helpers:
             return (glb,)
-        if all(glb.get(name) is v for name, v in cached[2]) and all(len(g) == n for g, n in helpers):
-            return (glb,) + tuple(g for g, _ in helpers)
+        try:
+            if cached[4](glb) == cached[2] and list(map(len, helpers)) == cached[5]:
+                return (glb,) + helpers
+        except Exception:  # noqa: BLE001 - a name it was reached through gone, or an == that raises: found again
+            pass
     found, seen, k, links = [glb], {id(glb)}, 0, []
     while k < len(found) and len(found) < _MAX_MODULES:
         for name, v in list(found[k].items()):
@@ -75,9 +90,12 @@ def user_globals(glb: dict) -> tuple[dict, ...]:
                     if k == 0:
                         links.append((name, v))
         k += 1
-    _REACHED[id(glb)] = (len(glb), glb.get("__file__"), tuple(links),
-                         tuple((g, len(g)) for g in found[1:_MAX_MODULES]))
-    return tuple(found[:_MAX_MODULES])
+    found = found[:_MAX_MODULES]
+    # (size, file, the values reached through, the helpers' globals, a getter of those values from glb,
+    # the helpers' sizes)
+    _REACHED[id(glb)] = (len(glb), glb.get("__file__"), tuple(v for _, v in links), tuple(found[1:]),
+                         values_of(tuple(name for name, _ in links)), [len(g) for g in found[1:]])
+    return tuple(found)
 
 
 _JACCLI = __name__.split(".")[0] + "."

@@ -245,3 +245,34 @@ def test_an_array_times_a_number_pulls_back_as_one_product(mode, monkeypatch):
     with np.errstate(over="ignore"):  # an infinite number still takes the product that keeps 0 * inf apart
         np.testing.assert_array_equal(np.asarray(jaccli.jacobian(lambda x: np.inf * x[:1], x, mode=mode)),
                                       [[np.inf, 0.0, 0.0, 0.0, 0.0]])
+
+
+_OPERANDS = {"array": np.array([0.5, -1.0, 2.0]), "float": 0.75, "int": 3, "float64": np.float64(1.25),
+             "bool": True, "list": [0.5, 0.25, -0.5]}
+
+
+@pytest.mark.parametrize("other", sorted(_OPERANDS))
+@pytest.mark.parametrize("mode", MODES)
+def test_ufuncs_called_through_fs_module_are_numpys_with_any_operand(other, mode):
+    # np here is jaccli's stand-in while f runs: a ufunc of a traced array and plain operands calls the
+    # traced array's __array_ufunc__ itself, a list or a keyword takes NumPy's way there
+    c = _OPERANDS[other]
+
+    def f(x):
+        return np.hypot(x, c) + np.multiply(c, x) + np.sin(x) + np.add(x, x, dtype=float)
+
+    x = np.array([0.3, 1.1, -0.7])
+    ca = np.asarray(c, dtype=float)
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x, mode=mode)),
+                    np.diag(x / np.hypot(x, ca) + ca + np.cos(x) + 2.0), rtol=1e-12)
+    np.testing.assert_allclose(jaccli.vjp(f, x, np.ones(3))[0], f(x), rtol=1e-15)
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x, mode=mode)), central_diff(f, x), rtol=1e-6, atol=1e-8)
+
+
+def test_a_ufunc_called_through_fs_module_with_out_is_still_refused():
+    def f(x):
+        buf = np.empty(3)
+        return np.sin(x, buf)
+
+    with pytest.raises(TracingError, match=r"np.sin\(\.\.\., out=\.\.\.\) writes into an existing array"):
+        jaccli.jacobian(f, np.ones(3))

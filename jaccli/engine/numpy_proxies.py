@@ -140,9 +140,26 @@ class _UfuncProxy:
         self._methods: dict[str, Any] = {}  # name -> the lifting wrapper, made on first use
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        ufunc = self._ufunc
+        if not kwargs and len(args) == ufunc.nin:
+            # np.sin(x) with x traced and nothing else that overrides ufuncs: the traced array's own
+            # __array_ufunc__, as NumPy would call it, without NumPy's search for overrides
+            traced = False
+            for a in args:
+                kind = type(a)
+                if kind is Tracer:
+                    traced = True
+                elif kind is not np.ndarray and kind is not float and kind is not int and kind is not np.float64:
+                    break
+            else:
+                if traced:
+                    out = args[0].__array_ufunc__(ufunc, "__call__", *args) if type(args[0]) is Tracer else \
+                        args[1].__array_ufunc__(ufunc, "__call__", *args)
+                    if out is not NotImplemented:
+                        return out
         if holds_sequence(args):
-            args, kwargs = lift_args(self._ufunc, args, kwargs)
-        return self._ufunc(*args, **kwargs)
+            args, kwargs = lift_args(ufunc, args, kwargs)
+        return ufunc(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         wrapped = self._methods.get(name)

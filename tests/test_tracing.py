@@ -590,6 +590,30 @@ def test_the_modules_reached_follow_the_names_fs_module_binds_now(user_module):
     assert user_modules.user_globals(user.__dict__)[1] is second.__dict__
 
 
+def test_a_helper_module_with_nothing_to_swap_is_swapped_once_it_binds_numpy(user_module):
+    # intercept_numpy leaves a reached module with nothing to swap out of its count; once it binds
+    # numpy (the same size: a name rebound), the next recording finds and swaps it, and puts it back
+    helper = user_module("""
+        import math as np  # (np is not NumPy here)
+
+        def build(x):
+            return np.array([x[0] * x[1], x[2]])
+    """, "helper_later")
+    user = user_module("""
+        import helper_later
+
+        def f(x):
+            return helper_later.build(x) * 2.0
+    """, "user_later")
+    x = np.array([0.7, -1.3, 0.4])
+    jaccli.jacobian(lambda x: x * 2.0, x)  # (a recording of another module meanwhile)
+    with pytest.raises(AttributeError):
+        jaccli.jacobian(user.f, x)  # math has no array
+    helper.np = np
+    _both_modes_match_differences(user.f, x)
+    assert helper.np is np
+
+
 def test_a_global_whose_attributes_raise_is_left_alone(user_module):
     user = user_module("""
         import numpy as np

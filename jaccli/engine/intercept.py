@@ -223,20 +223,29 @@ class intercept_numpy:  # noqa: N801 - used as a context manager, like contextli
             install(None)  # rules for packages f's module imported (scipy.special), installed once
         modules = self.modules = bool(FUNCTION_SWAPS)
         with _SWAP_LOCK:
-            # What to swap, found before anything is swapped: nothing is left half done if it fails.
-            entries = [_SWAPPED.get(id(glb)) or [0, *_swaps_in(glb)] for glb in self.globs]
+            # What to swap, found before anything is swapped: nothing is left half done if it fails. A module
+            # with nothing to swap (most of those f reaches) is not counted either: a scan finds nothing there.
+            entries = []
+            for glb in self.globs:
+                entry = _SWAPPED.get(id(glb))
+                if entry is None:
+                    swaps, found = _swaps_in(glb)
+                    if not swaps and not found:
+                        continue
+                    entry = [0, swaps, found]
+                entries.append((glb, entry))
             try:
                 held = _held_in(self.f)
             except Exception:  # noqa: BLE001 - a callable whose attributes raise: nothing it holds is swapped
                 held = []
-            for entry in entries:
+            for _, entry in entries:
                 if entry[2]:
                     held += entry[2]
             if modules:
                 _MODULE_USERS[0] += 1
                 for module, name, _, replacement in FUNCTION_SWAPS:  # some may be new since the first user
                     setattr(module, name, replacement)
-            for glb, entry in zip(self.globs, entries):
+            for glb, entry in entries:
                 if entry[0] == 0:
                     _SWAPPED[id(glb)] = entry
                     for k, _, replacement in entry[1]:
@@ -266,7 +275,7 @@ class intercept_numpy:  # noqa: N801 - used as a context manager, like contextli
                     _, obj, value, replacement = h
                     if getattr(obj, key[1]) is replacement:
                         _put(obj, key[1], value)
-            for glb, entry in zip(self.globs, self.entries):
+            for glb, entry in self.entries:
                 entry[0] -= 1
                 if entry[0] == 0:
                     del _SWAPPED[id(glb)]

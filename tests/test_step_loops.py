@@ -144,3 +144,21 @@ def _spy(method, kept):
         kept.append(self)
         return method(self)
     return spied
+
+
+def test_each_shared_argument_tuple_is_described_once_not_once_a_step(monkeypatch):
+    # (the descriptions step_loops.find compares: made per step, they were half of compiling a
+    # 200-step RK4's sweep, itself a plain call's time on the replay that compiles it, issue 44)
+    from jaccli.replay import step_loops
+
+    keyed, real = [], step_loops._key
+    monkeypatch.setattr(step_loops, "_key", lambda a, ints=None: keyed.append(a) or real(a, ints))
+    found, find = [], step_loops.find
+    monkeypatch.setattr(step_loops, "find", lambda steps, *rest: found.append(len(steps)) or find(steps, *rest))
+    g = jaccli.record_once(rk4_lv(60))
+    z = np.array([1.0, 1.5])
+    for k in range(5):  # the recording, then the replays: the second compiles the forward, the fourth the sweep
+        got = np.asarray(jaccli.jacobian(g, z * (1 + 0.01 * k)))
+        np.testing.assert_allclose(got, np.asarray(jaccli.jacobian(rk4_lv(60), z * (1 + 0.01 * k))), rtol=1e-12)
+    assert len(found) == 2 and min(found) > 2000
+    assert len(keyed) < 0.5 * sum(found)  # (several keys a step, when made per step: 41,080 for these 10,142)

@@ -103,8 +103,12 @@ def find(steps: Sequence[tuple], loads: dict, dying: dict[int, list[int]], kept:
         refs.append(ref)
     runs: list[Run] = []
     taken = bytearray(n)
+    read_last: dict[int, int] = {}  # slot -> the last step that reads it
+    for j, step in enumerate(steps):
+        for _, slot, _ in step[3]:
+            read_last[slot] = j
     for ids in _ids(steps, loads, dying, refs, step_mark):
-        _add_runs(ids, steps, loads, dying, refs, kept, step_mark, taken, runs)
+        _add_runs(ids, steps, loads, dying, refs, kept, read_last, step_mark, taken, runs)
     return sorted(runs, key=lambda r: r.a)
 
 
@@ -119,6 +123,11 @@ def _ids(steps: Sequence[tuple], loads: dict, dying: dict[int, list[int]], refs:
     named: dict[Any, int] = {}
     named_exact: dict[Any, int] = {}
     keywords: dict[int, Any] = {}
+    # id of an argument tuple -> the number of its key, and its ints: steps share their equal tuples
+    # (codegen._shared), a loop's iterations the same few, whose keys are made (and hashed in each
+    # description) once here, not once a step (`steps` holds the tuples meanwhile)
+    arg_keys: dict[int, tuple] = {}
+    numbered: dict[Any, int] = {}
     for j, (k, fn, args, fills, kwargs, state, expected) in enumerate(steps):
         is_step = expected is step_mark
         if not is_step and expected is not True and expected is not False and expected is not None:
@@ -126,26 +135,31 @@ def _ids(steps: Sequence[tuple], loads: dict, dying: dict[int, list[int]], refs:
             loose.append(-1 - j)
             continue
         ref = refs[j]
-        ints: list[int] = []
+        known = arg_keys.get(id(args))
+        if known is None:
+            ints: list[int] = []
+            key = tuple([_key(a, ints) for a in args])
+            known = arg_keys[id(args)] = (numbered.setdefault(key, len(numbered)), tuple(ints))
         kw = keywords.get(id(kwargs))  # (a loop's steps share their keywords)
         if kw is None:
-            kw = keywords[id(kwargs)] = (id(kwargs), tuple([(w, _key(v)) for w, v in kwargs.items()]))
+            key = ("keywords", tuple([(w, _key(v)) for w, v in kwargs.items()]))
+            kw = keywords[id(kwargs)] = (kwargs, numbered.setdefault(key, len(numbered)))
         gone = dying.get(j, ())
-        desc = (id(fn), tuple([_key(a, ints) for a in args]), kw[1], id(state),
+        desc = (id(fn), known[0], kw[1], id(state),
                 "step" if is_step else expected, k - ref if is_step else None,
-                tuple([(i, loads[slot][0] if slot in loads else None, _key(index)) for i, slot, index in fills]),
+                tuple([(i, loads[slot][0] if slot in loads else None, _NONE if index is None else _key(index))
+                       for i, slot, index in fills]),
                 len(gone))
         d = named.setdefault(desc, len(named))
         loose.append(d)
         exact.append(named_exact.setdefault(
-            (d, tuple(ints), tuple([ref - slot for _, slot, _ in fills if slot not in loads]),
+            (d, known[1], tuple([ref - slot for _, slot, _ in fills if slot not in loads]),
              tuple(sorted([ref - slot for slot in gone])) if gone else ()), len(named_exact)))
     return exact, loose
 
 
 def _add_runs(ids: list[int], steps: Sequence[tuple], loads: dict, dying: dict[int, list[int]], refs: list[int],
-              kept: set,
-              step_mark: object, taken: bytearray, runs: list[Run]) -> None:
+              kept: set, read_last: dict[int, int], step_mark: object, taken: bytearray, runs: list[Run]) -> None:
     """Adds to `runs` (and marks `taken`) the runs of repeating `ids` over the steps not taken."""
     n = len(steps)
     last: dict[int, int] = {}
@@ -165,7 +179,7 @@ def _add_runs(ids: list[int], steps: Sequence[tuple], loads: dict, dying: dict[i
             a = j
             while j + p < n and ids[j] == ids[j + p] and not taken[j + p]:
                 j += 1
-            run = _checked(steps, loads, dying, refs, kept, Run(a, p, (j + p - a) // p), step_mark)
+            run = _checked(steps, loads, dying, refs, kept, read_last, Run(a, p, (j + p - a) // p), step_mark)
             if run is None:
                 j = max(j, a + 1)
                 continue
@@ -211,17 +225,17 @@ def counted_source(a: Any, paths: dict[tuple, tuple[int, int]], const: Callable[
 
 
 def _checked(steps: Sequence[tuple], loads: dict, dying: dict[int, list[int]], refs: list[int], kept: set,
-             run: Run, step_mark: object) -> Run | None:
+             read_last: dict[int, int], run: Run, step_mark: object) -> Run | None:
     """The run, with its shift, strides, counted constants and stored slots, if its iterations
     advance evenly and it is long enough; else None. It is cut short before the first iteration
-    that does not advance as the ones before."""
+    that does not advance as the ones before. `read_last`: slot -> the last step that reads it."""
     a, p, reps = run.a, run.period, run.reps
     if reps < MIN_REPS or p * reps < MIN_STEPS:
         return None
     shift = run.shift = refs[a + p] - refs[a]
     if shift <= 0:
         return None
-    made = {steps[j][0] for j in range(a, a + p * reps) if steps[j][6] is step_mark}
+    made: set[int] | None = None  # the slots the run's steps make (read where a value is read at a pace of its own)
     pace: dict[int, int] = {}  # slot -> how far what reads it moves per iteration
     for t in range(p):
         for f, (_, slot, _) in enumerate(steps[a + t][3]):
@@ -235,13 +249,19 @@ def _checked(steps: Sequence[tuple], loads: dict, dying: dict[int, list[int]], r
                 return None
             reps = next((r for r in range(2, reps) if steps[a + r * p + t][3][f][1] - slot != r * stride), reps)
             if stride != shift:
+                if made is None:
+                    made = {steps[j][0] for j in range(a, a + p * run.reps) if steps[j][6] is step_mark}
                 if any(slot + r * stride in made for r in range(reps)):
                     return None
                 run.far[slot] = stride
         reps = next((r for r in range(1, reps) if refs[a + r * p + t] - refs[a + t] != r * shift), reps)
         gone = dying.get(a + t, ())
-        reps = next((r for r in range(1, reps) if sorted(dying.get(a + r * p + t, ()))
-                     != sorted(slot + r * pace.get(slot, shift) for slot in gone)), reps)
+        if gone:
+            paced = [(slot, pace.get(slot, shift)) for slot in gone]
+            reps = next((r for r in range(1, reps) if sorted(dying.get(a + r * p + t, ()))
+                         != sorted([slot + r * d for slot, d in paced])), reps)
+        else:  # (none dies at the first iteration's step: none may at the later ones')
+            reps = next((r for r in range(1, reps) if dying.get(a + r * p + t)), reps)
         for i, arg in enumerate(steps[a + t][2]):
             for path, first in _ints(arg):
                 step = _at(steps[a + p + t][2][i], path) - first
@@ -253,16 +273,12 @@ def _checked(steps: Sequence[tuple], loads: dict, dying: dict[int, list[int]], r
         return None
     run.reps = reps
     made_here = {steps[a + t][0]: t for t in range(p) if steps[a + t][6] is step_mark}
-    # what reads each slot last: a value that an iteration makes is kept in the driver's list
-    # when anything after its iteration reads it
-    last: dict[int, int] = {}
-    for j in range(a, len(steps)):
-        for _, slot, _ in steps[j][3]:
-            last[slot] = j
+    # a value that an iteration makes is kept in the driver's list when anything after its iteration
+    # reads it (what reads it last: from the whole program, as a read before the run is never after it)
     for k in made_here:
         for r in range(reps):
             kr = k + r * shift
-            if kr in kept or last.get(kr, -1) >= a + (r + 1) * p:
+            if kr in kept or read_last.get(kr, -1) >= a + (r + 1) * p:
                 run.stored.add(k)
                 break
     return run

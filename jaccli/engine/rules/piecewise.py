@@ -11,7 +11,7 @@ from ..facts import CONDITION_ARGUMENTS, allow_in_expressions
 from ..registry import family, primitive, register, register_derived
 from ..sample_independence import elementwise as samples_apart
 from ..tracer import Tracer, guarded
-from ._util import expand, in_dtype, loop_dtypes, refuse_where, sign_change, unbroadcast
+from ._util import _WEAK, expand, in_dtype, loop_dtypes, refuse_where, sign_change, unbroadcast
 from .elementwise import _binary, _facts, _nondiff, _zero
 
 family("elementwise")
@@ -47,7 +47,24 @@ def _clip(x, lo=None, hi=None):
     return x
 
 
-_UMATH = getattr(getattr(np, "_core", None), "umath", None) or np.core.umath  # (NumPy 1.x: np.core)
+class _PublicClip:
+    """np.clip in the place of its ufunc for loop_dtypes: np.clip(a, lo, hi, **kw) is that ufunc's call
+    when both bounds are given."""
+
+    signature, nout, __name__ = None, 1, "clip"
+
+    def __call__(self, a, lo, hi, **kw):
+        # np.clip would make a Python number `a` an array (no longer weak, NEP 50); the ufunc's loop is
+        # the same whichever operand comes first, so an operand that is not a Python number takes its place
+        if type(a) in _WEAK:
+            a, lo, hi = (lo, a, hi) if type(lo) not in _WEAK else (hi, lo, a) if type(hi) not in _WEAK else (a, lo, hi)
+        return np.clip(a, lo, hi, **kw)
+
+
+# np.clip's ufunc is private (NumPy 2: np._core.umath.clip; 1.x: np.core.umath.clip); a NumPy without it
+# gets the loop np.clip itself picks
+_CLIP = getattr(getattr(getattr(np, "_core", None), "umath", None), "clip", None) \
+    or getattr(getattr(getattr(np, "core", None), "umath", None), "clip", None) or _PublicClip()
 
 
 def _clip_handler(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue, max=np._NoValue, **kw):
@@ -59,7 +76,7 @@ def _clip_handler(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._
     # NumPy passes the other keywords (dtype=, casting=, ...) to the ufunc that its bounds call for:
     # its loop's dtype for them, or its error (an unknown keyword)
     ufunc = np.positive if lo is None and hi is None else np.minimum if lo is None else \
-        np.maximum if hi is None else _UMATH.clip
+        np.maximum if hi is None else _CLIP
     dtype = loop_dtypes(ufunc, (a,) + tuple(b for b in (lo, hi) if b is not None), kw)[0]
     return in_dtype(_clip(in_dtype(a, dtype), lo, hi), dtype)
 

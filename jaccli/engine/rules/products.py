@@ -296,6 +296,8 @@ if hasattr(np.linalg, "outer"):
 # body gives NumPy's semantics and argument checks exactly.
 _LINALG_DUPLICATES = {"matmul": "np.matmul", "tensordot": "np.tensordot", "trace": "np.trace on the last two axes",
                       "diagonal": "np.diagonal on the last two axes", "matrix_transpose": "np.matrix_transpose"}
+
+
 def numpy_body(fn):
     """NumPy's own body of a function it wraps for dispatch: its `_implementation` (private), else the
     `__wrapped__` that functools.wraps gives it (NumPy 2 sets both to the same function), else None."""

@@ -239,6 +239,23 @@ def test_structured_rows_read_whole_are_written_from_their_entries_not_copied(mo
         assert f.replays == 2
 
 
+@pytest.mark.parametrize("once", [False, True], ids=["plain", "record_once"])
+def test_rows_of_a_huge_jacobian_make_no_map_of_its_columns(once):
+    # A store's maps of which chunk holds each row (column) are made at its first row (column): 10 rows of
+    # a 10^5-column block wrote 4 maps of its 10^5 positions through on every call, the columns' never used
+    f = jaccli.record_once(big_f) if once else big_f
+    for x in (np.linspace(-1.0, 2.0, N_BIG), np.linspace(-2.0, 1.0, N_BIG)):
+        J = jaccli.jacobian(f, x)
+        assert_allclose(J[3:7], big_rows(x, [3, 4, 5, 6]), rtol=1e-13, atol=0)
+        store = store_of(J)
+        assert store.cols._chunk is None and store.cols._offset is None
+        assert store.rows._chunk.shape == (N_BIG,) and (store.rows._chunk >= 0).sum() == 4
+        column = np.zeros(N_BIG)
+        column[5], column[6] = np.cos(x[5]) * x[4], np.sin(x[6])  # (big_rows' entries in column 5)
+        assert_allclose(J[:, 5], column, rtol=1e-13, atol=0)  # a column: its map made then
+        assert (store.cols._chunk >= 0).sum() == 1
+
+
 def test_rows_and_columns_of_a_huge_hessian():
     x = np.linspace(-1.0, 2.0, N_BIG)
 

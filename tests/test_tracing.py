@@ -590,6 +590,23 @@ def test_the_modules_reached_follow_the_names_fs_module_binds_now(user_module):
     assert user_modules.user_globals(user.__dict__)[1] is second.__dict__
 
 
+def test_the_modules_reached_follow_a_rebound_name_even_to_an_equal_object(user_module):
+    # the cache is checked by identity: a class whose metaclass calls every class equal, rebound to
+    # the same class name of another module, still reaches that other module
+    from jaccli.engine import user_modules
+
+    user_module("class AllEqual(type):\n    __eq__ = lambda self, other: True\n    __hash__ = type.__hash__\n",
+                "all_equal_meta")
+    code = "import numpy as np\nfrom all_equal_meta import AllEqual\n\nclass Step(metaclass=AllEqual):\n" \
+           "    def run(self, x):\n        return np.sin(x)\n"
+    first, second = user_module(code, "helper_equal_first"), user_module(code, "helper_equal_second")
+    user = user_module("from helper_equal_first import Step\n", "user_equal_rebinding")
+    assert first.Step == second.Step and first.Step is not second.Step
+    assert user_modules.user_globals(user.__dict__)[1] is first.__dict__
+    user.Step = second.Step  # the same size and file, an equal value: what was cached must not be reused
+    assert user_modules.user_globals(user.__dict__)[1] is second.__dict__
+
+
 def test_a_helper_module_with_nothing_to_swap_is_swapped_once_it_binds_numpy(user_module):
     # intercept_numpy leaves a reached module with nothing to swap out of its count; once it binds
     # numpy (the same size: a name rebound), the next recording finds and swaps it, and puts it back

@@ -68,16 +68,16 @@ def user_globals(glb: dict) -> tuple[dict, ...]:
     Cached per dict; found again when glb or a module found changes size (new names bound)."""
     cached = _REACHED.get(id(glb))
     # glb is not kept (the cache must not keep f's module alive), so its id may be a new dict's; the
-    # values through which glb reached its helpers are kept, and must still be glb's. (Every recording
-    # asks: the comparisons run in C, and == is `is` for modules, functions and classes.)
+    # values through which glb reached its helpers are kept, and must still be glb's, the same objects.
+    # (Every recording asks: the comparisons run in C.)
     if cached is not None and cached[0] == len(glb) and cached[1] == glb.get("__file__"):
         helpers = cached[3]
         if not helpers:
             return (glb,)
         try:
-            if cached[4](glb) == cached[2] and list(map(len, helpers)) == cached[5]:
+            if all(map(operator.is_, cached[4](glb), cached[2])) and list(map(len, helpers)) == cached[5]:
                 return (glb,) + helpers
-        except Exception:  # noqa: BLE001 - a name it was reached through gone, or an == that raises: found again
+        except KeyError:  # a name it was reached through gone: found again
             pass
     found, seen, k, links = [glb], {id(glb)}, 0, []
     while k < len(found) and len(found) < _MAX_MODULES:

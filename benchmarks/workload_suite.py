@@ -102,11 +102,16 @@ def first_replays(make: Callable[[], Callable[[np.ndarray], Any]], x: np.ndarray
         fn = make()
         quiesce(0.5)
         fn(x)
-        with call_costs(costs):
-            start = time.perf_counter()
-            fn(x * (1 + 1e-3))
-            times.append(time.perf_counter() - start)
+        times.append(costed(lambda: fn(x * (1 + 1e-3)), costs))
     return times, fn
+
+
+def costed(call: Callable[[], Any], costs: dict | None) -> float:
+    """Seconds of call(), wall clock; what else it cost into `costs` (call_costs)."""
+    with call_costs(costs):
+        start = time.perf_counter()
+        call()
+        return time.perf_counter() - start
 
 
 @contextmanager
@@ -238,10 +243,7 @@ def instance_plain_in_position(iid: str, trials: int = FIRST_REPLAY_TRIALS, cost
     for _ in range(trials):
         quiesce(0.5)
         run()
-        with call_costs(costs):
-            start = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - start)
+        times.append(costed(run, costs))
     return times
 
 

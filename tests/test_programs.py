@@ -330,3 +330,75 @@ def test_large_results_are_compared_a_part_at_a_time_and_agree_only_where_every_
         both = want.copy()
         both.flat[at] = np.nan
         assert result_checks.agrees([got], [both])  # (NaN where the usual sweep has NaN: allclose's equal_nan)
+
+
+def _mostly_zero(order="C"):
+    """A 400 x 400 banded result (1.3 MB float64, 3 entries a row) with a -0.0 and a NaN of its own payload."""
+    n = 400
+    want = np.zeros((n, n), order=order)
+    i = np.arange(n)
+    want[i, i] = np.linspace(-2.0, 3.0, n)
+    want[i[:-1], i[1:]] = 0.5
+    want[i[1:], i[:-1]] = -0.25
+    want[3, 3] = -0.0
+    bits = want.view(f"u{want.itemsize}")
+    bits[5, 5] = np.array(np.nan).view(bits.dtype) | 1  # (a NaN with a payload of its own)
+    return want
+
+
+@pytest.mark.parametrize("order,dtype", [("C", np.float64), ("F", np.float64), ("C", np.float32)])
+def test_a_mostly_zero_result_is_kept_by_its_entries_and_given_back_bit_for_bit(order, dtype):
+    if dtype == np.float64:
+        want = _mostly_zero(order)
+    else:  # (1 MB and up: a 600 x 600 float32 diagonal)
+        want = np.zeros((600, 600), dtype)
+        np.fill_diagonal(want, np.linspace(1.0, 2.0, 600))
+    (kept,) = result_checks.compacted([want])
+    assert type(kept) is result_checks.Entries and kept.size == want.size
+    back = result_checks.restored([kept])[0]
+    assert back.dtype == want.dtype and back.shape == want.shape and back.flags.f_contiguous == want.flags.f_contiguous
+    assert back.tobytes(order="A") == want.tobytes(order="A")
+    assert result_checks.agrees([want.copy(order="A")], [kept])
+
+
+def test_only_large_mostly_zero_arrays_of_their_own_memory_are_compacted():
+    want = _mostly_zero()
+    dense_one = np.random.default_rng(0).standard_normal((400, 400))
+    small = want[:100, :100].copy()  # (80 KB: under COMPACTED_FROM)
+    whole = np.zeros((2, 400, 400))
+    whole[0] = want
+    view = whole[0]  # (a view: a store's rows keep its memory anyway)
+    ints = np.zeros((400, 400), np.int64)
+    for w in (dense_one, small, view, ints, None):
+        assert result_checks.compacted([w])[0] is w
+
+
+def test_a_result_kept_by_its_entries_agrees_exactly_where_the_whole_result_does():
+    # result_checks.Entries.close_to against _close on the whole result: the same verdict on
+    # rounding, changes at an entry and at a zero, NaN and infinity where either holds one
+    want = _mostly_zero()
+    (kept,) = result_checks.compacted([want])
+    cases = {"same": want.copy(), "rounding": want * (1 + 1e-12)}
+    for name, (at, value) in {"entry changed": ((7, 7), 1.0), "zero made nonzero": ((0, 9), 1e-6),
+                              "zero made tiny": ((0, 9), 1e-15), "NaN at a zero": ((0, 9), np.nan),
+                              "NaN at an entry": ((7, 7), np.nan), "inf at a zero": ((0, 9), np.inf),
+                              "+0.0 for -0.0": ((3, 3), 0.0)}.items():
+        got = want.copy()
+        got[at] = value
+        cases[name] = got
+    got = want.copy()
+    got[5, 5] = 1.0  # (the usual sweep's NaN gone)
+    cases["NaN gone"] = got
+    got = want.copy()
+    got[5, 5] = np.nan  # (NaN for NaN, payload aside: allclose's equal_nan)
+    cases["NaN kept"] = got
+    inf = want.copy()
+    inf[9, 9] = np.inf
+    (inf_kept,) = result_checks.compacted([inf])
+    verdicts = {name: (result_checks.agrees([got], [kept]), result_checks.agrees([got], [want]))
+                for name, got in cases.items()}
+    verdicts["inf for inf"] = (result_checks.agrees([inf.copy()], [inf_kept]), result_checks.agrees([inf.copy()], [inf]))
+    verdicts["finite for inf"] = (result_checks.agrees([want.copy()], [inf_kept]), result_checks.agrees([want.copy()], [inf]))
+    assert all(a == b for a, b in verdicts.values()), verdicts
+    assert {name for name, (a, _) in verdicts.items() if a} == {"same", "rounding", "zero made tiny", "NaN kept",
+                                                             "inf for inf", "+0.0 for -0.0"}, verdicts

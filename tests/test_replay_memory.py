@@ -117,25 +117,68 @@ def test_a_hessian_whose_intermediates_outweigh_its_results_gets_its_compiled_sw
 
 
 
-def _peaks(f):
-    """tracemalloc from before f's first call: each of the CALLS calls' peak after it, every Jacobian checked."""
+def _peaks(f, x0=np.array([1.0, 1.5]), reference=_tangent, peaks=None):
+    """tracemalloc from before f's first call: each of the CALLS calls' peak after it (into `peaks`,
+    a list, as they come), every Jacobian checked."""
     gc.collect()
     tracemalloc.start()
     try:
-        np.asarray(jaccli.jacobian(f, np.array([1.0, 1.5])))  # the warm-up; record_once's recording
+        np.asarray(jaccli.jacobian(f, x0))  # the warm-up; record_once's recording
         gc.collect()
-        peaks = []
+        peaks = [] if peaks is None else peaks
         for k in range(CALLS):
             tracemalloc.reset_peak()
-            z = np.array([1.0, 1.5]) * (1 + 1e-3 * (k + 1))
+            z = x0 * (1 + 1e-3 * (k + 1))
             J = np.asarray(jaccli.jacobian(f, z))
-            np.testing.assert_allclose(J, _tangent(z), rtol=1e-12)
+            peaks.append(tracemalloc.get_traced_memory()[1])  # (before the check's own temporaries)
+            np.testing.assert_allclose(J, reference(z), rtol=1e-12)
             del J
             gc.collect()
-            peaks.append(tracemalloc.get_traced_memory()[1])
         return peaks
     finally:
         tracemalloc.stop()
+
+
+def _element_loop(x):
+    y = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        y[i] = x[i] * x[(i + 1) % x.shape[0]]
+    return y
+
+
+def _element_loop_jacobian(x):
+    """Closed form: row i holds x[i+1] at i and x[i] at i+1 (mod n)."""
+    n = x.shape[0]
+    J = np.zeros((n, n))
+    i = np.arange(n)
+    J[i, i] += np.roll(x, -1)
+    J[i, (i + 1) % n] += x
+    return J
+
+
+def test_the_replay_that_checks_a_program_holds_a_mostly_zero_result_by_its_entries(monkeypatch):
+    # issue 44.1: the replay that checks a new program held the usual sweep's result beside the
+    # program's making of its own: one Jacobian more than any other call (an element loop's, n = 1000:
+    # 1.25x a plain call's peak traced, 1.4-1.6x in RSS). Its 2n entries are kept instead meanwhile.
+    from jaccli.replay import replays, result_checks
+
+    x0 = np.linspace(0.5, 1.5, 1000)  # (an 8 MB Jacobian of 2000 entries)
+    checks, calls, peaks, agrees = [], [], [], result_checks.agrees
+
+    def counted(got, want):
+        checks.append([type(w) for w in want])
+        calls.append(len(peaks))  # (this call's index in peaks)
+        return agrees(got, want)
+    monkeypatch.setattr(result_checks, "agrees", counted)
+    np.asarray(jaccli.jacobian(_element_loop, x0))  # (what a first call imports)
+    plain = max(_peaks(_element_loop, x0, _element_loop_jacobian))
+    once = jaccli.record_once(_element_loop)
+    _peaks(once, x0, _element_loop_jacobian, peaks)
+    assert checks == [[result_checks.Entries]], checks
+    J = jaccli.jacobian(once, x0)
+    np.testing.assert_allclose(np.asarray(J), _element_loop_jacobian(x0), rtol=1e-12)
+    assert J.stats["path"] == replays.COMPILED_SWEEP  # (the program checked is kept)
+    assert peaks[calls[0]] <= 1.1 * plain, [p / plain for p in peaks]
 
 
 def test_the_first_replays_of_an_rk4_loop_do_not_hold_the_rules_of_the_recording_they_replay():

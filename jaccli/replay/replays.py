@@ -361,15 +361,19 @@ class Replayable(Recording):
                 prog = None  # (no use compiling and checking what would not be kept)
                 self._refused.add(_sort_of(key))
             elif checking:
+                # (the usual sweep's mostly-zero results by their entries meanwhile: Entries)
+                out = result_checks.compacted(out)
                 with pause_for(self.trace):
                     got = prog.run(self.trace.values(), seeds)
                 prog.checked = got is not None and result_checks.agrees(got, out) \
                     and compiled_sweeps.worth_keeping(got, out, self.trace.size())
                 prog = prog if prog.checked else None
+                if prog is not None:  # (the program's results, to rounding, where the usual sweep's were compacted)
+                    out = [g if type(w) is result_checks.Entries else w for g, w in zip(got, out)]
         except Exception:  # noqa: BLE001 - a program that fails its check is swept as usual
             prog = None
         self._programs[key] = False if prog is None else prog
-        return out
+        return result_checks.restored(out)
 
 
     def rerun(self, ran: tuple) -> list | None:

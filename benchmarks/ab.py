@@ -30,6 +30,7 @@ from typing import Callable
 import numpy as np
 
 from benchmarks.instances import check, load
+from benchmarks.methods import jaccli_run
 from benchmarks.workloads import REPLAYS, Workload, _check, workloads
 
 DEFAULT = "P1-n100,P2-n100-m100,P3-n100,P6-n500,P2-n1000-m1000,P3-n3000"
@@ -50,15 +51,6 @@ def export(rev: str, name: str = "jaccli_ab") -> Path:
         path.write_text(_ABSOLUTE.sub(rf"\1\2{name}", _BARE.sub(rf"\1import {name} as jaccli", path.read_text())))
     sys.path.insert(0, str(root))
     return root
-
-
-def runner(lib, inst, once: bool) -> Callable[[], np.ndarray]:
-    f = lib.record_once(inst.f) if once else inst.f
-    if inst.kind == "hess":
-        return lambda: np.asarray(lib.hessian(f, inst.x))
-    if inst.kind == "batch":
-        return lambda: np.asarray(lib.jacobian(f, inst.x, batch_axis=0))
-    return lambda: np.asarray(lib.jacobian(f, inst.x, mode="auto"))
 
 
 def workload_runner(lib, w: Workload, once: bool = False) -> Callable[[], np.ndarray]:
@@ -96,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     sides = {"before": importlib.import_module("jaccli_ab"), "after": importlib.import_module("jaccli")}
     print(f"A/B: before = {args.rev} (as jaccli_ab), after = the working tree; {args.rounds} rounds, "
           "median of per-round ratios after/before")
-    print(f"{'instance':<18} {'method':<12} {'before':>10} {'after':>10} {'ratio':>7}")
+    print(f"{'instance':<28} {'method':<12} {'before':>10} {'after':>10} {'ratio':>7}")
     loads = {w.id: w for w in workloads()}
     for iid in args.only.split(","):
         work = loads.get(iid)
@@ -104,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         for once in (False, True):
             runs = {}
             for side, lib in sides.items():
-                run = runner(lib, inst, once) if work is None else workload_runner(lib, work, once)
+                run = jaccli_run(inst, False, once, lib) if work is None else workload_runner(lib, work, once)
                 if work is None:
                     ok, err, why = check(inst, run())
                     if not ok:
@@ -122,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             ratio = statistics.median(a / b for a, b in zip(times["after"], times["before"]))
             b, a = min(times["before"]), min(times["after"])
             method = "record_once" if once else "plain"
-            print(f"{iid:<18} {method:<12} {b * 1e6:>8.0f}us {a * 1e6:>8.0f}us {ratio:>7.3f}", flush=True)
+            print(f"{iid:<28} {method:<12} {b * 1e6:>8.0f}us {a * 1e6:>8.0f}us {ratio:>7.3f}", flush=True)
     return 0
 
 

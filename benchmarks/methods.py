@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import traceback
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -45,7 +45,7 @@ class Method:
             note = floors.mode_note(inst) if self.family in (LOOP, BATCHED) else ""
             return Prepared(maker(inst), note=note)
         if self.lib == "jaccli":
-            return Prepared(_jaccli_run(inst, full=self.family == JACCLI_FULL, once=self.family == JACCLI_ONCE),
+            return Prepared(jaccli_run(inst, full=self.family == JACCLI_FULL, once=self.family == JACCLI_ONCE),
                             note="f recorded once, then replayed" if self.family == JACCLI_ONCE else "")
         run, compile_s = anchors.build(self.lib, inst, self.name)
         return Prepared(run, compile_s)
@@ -74,9 +74,10 @@ def import_jaccli():
     return _JACCLI[0]
 
 
-def _jaccli_run(inst: Instance, full: bool, once: bool = False) -> Callable[[], np.ndarray]:
-    """Each call includes construction: f is recorded (or, with `once`, replayed) and swept on every call."""
-    jaccli = import_jaccli()
+def jaccli_run(inst: Instance, full: bool, once: bool = False, jaccli: Any = None) -> Callable[[], np.ndarray]:
+    """Each call includes construction: f is recorded (or, with `once`, replayed) and swept on every call.
+    `jaccli`: the package to call (benchmarks.ab's other revision), this tree's by default."""
+    jaccli = jaccli or import_jaccli()
     f, x = inst.f, inst.x
     if once:
         f = jaccli.record_once(f)

@@ -168,6 +168,16 @@ def test_ab_runs_the_workloads_plain():
     assert _check(w, workload_runner(jaccli, w)(), w.reference(w.x)) is None
 
 
+def test_ab_runs_p5s_rows_as_the_benchmark_does(capsys):
+    # (benchmarks.ab asked P5's instance for its whole Jacobian, where its check wants the 10 rows,
+    # and stopped: "wrong result")
+    from benchmarks import ab
+
+    assert ab.main(["HEAD", "--only", "P5-rows10-of-P2-n1000-m1000", "--rounds", "1", "--min-sample", "0.001"]) == 0
+    lines = [ln.split() for ln in capsys.readouterr().out.splitlines() if ln.startswith("P5-")]
+    assert [ln[1] for ln in lines] == ["plain", "record_once"], lines
+
+
 @pytest.mark.parametrize("iid", ["P1-n100", "P3-n100"])
 def test_per_call_parts_add_up_to_the_record_once_call(iid):
     from benchmarks.per_call import parts

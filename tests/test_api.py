@@ -934,3 +934,18 @@ def test_a_data_input_refilled_in_place_leaves_lazy_results_at_the_point_they_we
     assert_allclose(np.asarray(J), (1 - t ** 2)[:, None] * X0, rtol=1e-14)
     # d2/dw2 sum tanh(Xw)^2 = X^T diag(2 (1 - t^2)(1 - 3 t^2)) X
     assert_allclose(np.asarray(H), X0.T @ np.diag(2 * (1 - t ** 2) * (1 - 3 * t ** 2)) @ X0, rtol=1e-13)
+
+
+@pytest.mark.parametrize("once", [False, True])
+def test_hessian_of_one_input_among_several_is_one_block_of_its_dtype(once):
+    f = lambda a, b: np.sum(a ** 2 * b.astype(np.float64) ** 3)  # noqa: E731
+    g = jaccli.record_once(f) if once else f
+    a = np.array([1.0, 2.0, 3.0])
+    for k in range(3):
+        b = np.array([0.5, -1.0, 2.0], dtype=np.float32) + np.float32(k)
+        for wrt in (1, "b"):
+            H = jaccli.hessian(g, (a, b), wrt=wrt)
+            assert type(H) is jaccli.api.lazy.Hessian and H.shape == (3, 3) and H.dtype == np.float32
+            assert_allclose(np.asarray(H), np.diag(6 * a ** 2 * b.astype(np.float64)), rtol=1e-6)
+        (H0,), = jaccli.hessian(g, (a, b), wrt=(0,))  # (a sequence: nested as the inputs are)
+        assert H0.dtype == np.float64

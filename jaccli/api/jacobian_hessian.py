@@ -197,6 +197,8 @@ def _hessian_blocks(rec: Recording, f: Callable, args: tuple, wrt_idx: tuple, in
     ev = HessianEvaluator(rec, batch=batch_axis == 0, mode=outer, chunk_size=chunk_size)
     ev.value = rec.kept_value("value")
     ev.origin = ("hessian", f, args, wrt_idx)
+    if not in_tuple:  # (one input: its one block)
+        return Hessian(ev, 0, 0, ev.kept(("input dtype", wrt_idx[0]), np.result_type, rec.inputs[wrt_idx[0]]))
     blocks = [[Hessian(ev, i, j, ev.kept(("input dtype", k), np.result_type, rec.inputs[k]))
                for j, k in enumerate(wrt_idx)] for i in range(len(wrt_idx))]
     return _nest(blocks, in_tuple, in_tuple)

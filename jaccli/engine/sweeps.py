@@ -23,7 +23,6 @@ from .user_sites import RULE_SITE, attributed_to
 
 
 _UNMADE = object()  # a rule not made yet (None is a made rule: a zero cotangent)
-_TWIN = object()  # argument 1 of x * x: argument 0's cotangent again (facts.SELF_PAIRED)
 
 
 def _get(store: dict, node: Node, idx: int | None) -> Any:
@@ -123,82 +122,72 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
             if traced and prim.vjp_in_place is not None \
                     and program_pull(node, g, mine, retraced, store, owned, wrt_mask, _traced_rule, _accumulate, _add):
                 continue
-            if plain and prim.vjp_joint is None and prim.vjp_into is None \
-                    and not (prim in SELF_PAIRED and node.args[1] is node.args[0]):
-                # (the loop below for a plain sweep's common node, without the steps it does not take)
-                rules = node._vjps
-                for argnum, parent, pidx in node.parents:
-                    if not parent.deps & wrt_mask or (cut and parent.index in cut):
-                        continue
-                    rule = _UNMADE if rules is None else rules.get(argnum, _UNMADE)
-                    if rule is _UNMADE:
-                        rule, rules = _made_rule(node, prim, argnum), node._vjps
-                    if rule is None:
-                        continue
-                    ct = rule(g)
-                    if ct is None:
-                        continue
-                    if pidx is None and parent not in store:
-                        store[parent] = ct
-                    else:
-                        _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct, owned)
-                continue
             joint = None if prim.vjp_joint is None else _joint_cotangents(node, g, retraced)
+            paired = prim in SELF_PAIRED and retraced is None and node.args[1] is node.args[0]  # x * x
+            # (a node with a joint rule, an update into a sum, x * x or a monitor: the common one takes none
+            # of their steps, one test an argument)
+            special = joint is not None or prim.vjp_into is not None or paired or monitor is not None
             twin = None  # (parent, its index, argument 0's cotangent) of x * x (facts.SELF_PAIRED)
+            rules = node._vjps
             for argnum, parent, pidx in node.parents:
                 if not parent.deps & wrt_mask or (cut and parent.index in cut):
                     continue
-                if joint is not None:
-                    ct = joint[argnum]
-                    if ct is not None:
+                if special:
+                    if joint is not None:
+                        ct = joint[argnum]
+                        if ct is not None:
+                            if monitor is not None:
+                                monitor(node, argnum, ct, "reverse")
+                            _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct, owned)
+                        continue
+                    if prim.vjp_into is not None and argnum == 0 and pidx is None and monitor is None \
+                            and values is None:
+                        acc = store.get(parent)
+                        if retraced is not None and program_add(node, g, retraced, acc, parent, store, owned,
+                                                                _traced_rule, _accumulate):
+                            continue
+                        if acc is None and retraced is None and prim.vjp_add is not None and type(g) is np.ndarray:
+                            # the first part sent back is fresh (Primitive.vjp_add): the sweep owns it, the next
+                            # add into it
+                            rule = node.vjp(0)
+                            ct = None if rule is None else rule(g)
+                            if type(ct) is np.ndarray and fresh(ct):
+                                store[parent] = owned[id(ct)] = ct
+                            elif ct is not None:
+                                _accumulate(store, parent, pidx, 0, ct, owned)
+                            continue
+                        if acc is not None and type(acc) not in (SparseBlock, _PendingSum) \
+                                and type(g) is not SparseBlock:
+                            args = node.args if retraced is None else retraced[1]
+                            if retraced is None and prim.vjp_add is not None and owned.get(id(acc)) is acc \
+                                    and prim.vjp_add(acc, g, *args[1:], **node.kwargs):
+                                continue  # added in place into the sum the sweep owns
+                            store[parent] = out = prim.vjp_into(acc, g, *args[1:], **node.kwargs)
+                            if type(out) is np.ndarray:
+                                owned[id(out)] = out
+                            continue
+                    if twin is not None and twin[0] is parent and twin[1] == pidx:
+                        # argument 1 is argument 0: its cotangent is argument 0's, added to the sum argument 0 began
                         if monitor is not None:
-                            monitor(node, argnum, ct, "reverse")
-                        _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, ct, owned)
-                    continue
-                if prim.vjp_into is not None and argnum == 0 and pidx is None and monitor is None and values is None:
-                    acc = store.get(parent)
-                    if retraced is not None and program_add(node, g, retraced, acc, parent, store, owned, _traced_rule,
-                                                                 _accumulate):
+                            monitor(node, argnum, twin[2], "reverse")
+                        _accumulate(store, parent, pidx, len(parent.value) if pidx is not None else 0, twin[2], owned)
                         continue
-                    if acc is None and retraced is None and prim.vjp_add is not None and type(g) is np.ndarray:
-                        # the first part sent back is fresh (Primitive.vjp_add): the sweep owns it, the next add into it
-                        rule = node.vjp(0)
-                        ct = None if rule is None else rule(g)
-                        if type(ct) is np.ndarray and fresh(ct):
-                            store[parent] = owned[id(ct)] = ct
-                        elif ct is not None:
-                            _accumulate(store, parent, pidx, 0, ct, owned)
-                        continue
-                    if acc is not None and type(acc) not in (SparseBlock, _PendingSum) and type(g) is not SparseBlock:
-                        args = node.args if retraced is None else retraced[1]
-                        if retraced is None and prim.vjp_add is not None and owned.get(id(acc)) is acc \
-                                and prim.vjp_add(acc, g, *args[1:], **node.kwargs):
-                            continue  # added in place into the sum the sweep owns
-                        store[parent] = out = prim.vjp_into(acc, g, *args[1:], **node.kwargs)
-                        if type(out) is np.ndarray:
-                            owned[id(out)] = out
-                        continue
-                if twin is not None and twin[0] is parent and twin[1] == pidx:
-                    rule = _TWIN  # argument 1 is argument 0: its cotangent is argument 0's
-                elif retraced is not None:
+                if retraced is not None:
                     rule = _traced_rule(node, argnum, retraced)
                 else:
-                    rules = node._vjps
                     rule = _UNMADE if rules is None else rules.get(argnum, _UNMADE)
                     if rule is _UNMADE:
-                        rule = _made_rule(node, prim, argnum)
+                        rule, rules = _made_rule(node, prim, argnum), node._vjps
                 if rule is None:
                     continue
-                if rule is _TWIN:
-                    ct = twin[2]
-                else:
-                    ct = rule(g)
-                    if ct is None:
-                        continue
-                    if argnum == 0 and retraced is None and prim in SELF_PAIRED and node.args[1] is node.args[0]:
+                ct = rule(g)
+                if ct is None:
+                    continue
+                if special:
+                    if paired and argnum == 0:
                         twin = (parent, pidx, ct)
-                if monitor is not None:
-                    monitor(node, argnum, ct, "reverse")
+                    if monitor is not None:
+                        monitor(node, argnum, ct, "reverse")
                 if pidx is None and parent not in store:  # the first part sent back: nothing to add to
                     store[parent] = ct
                     continue

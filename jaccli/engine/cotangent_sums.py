@@ -11,11 +11,6 @@ from .traced_in_place import block_sum, dense_block
 from .tracer import Tracer
 
 
-def _owns(owned: dict, value: Any) -> bool:
-    """value is a sum this sweep made and has not handed to a rule: it may be added to in place."""
-    return owned.get(id(value)) is value
-
-
 class _PendingSum:
     """Entry-sparse blocks gathered for one node, joined once when the sum is read or grows dense.
 
@@ -56,14 +51,6 @@ def _add(old: Any, value: Any, owned: dict) -> Any:
     """
     if old is None:
         return value
-    if type(old) is np.ndarray and type(value) is np.ndarray and value.dtype == old.dtype and value.shape == old.shape:
-        if owned.get(id(old)) is old:  # (the common case of the steps below, without their tests)
-            np.add(old, value, out=old)
-            return old
-        out = old + value
-        if type(out) is np.ndarray:
-            owned[id(out)] = out
-        return out
     if type(old) is _PendingSum:
         if type(value) is SparseBlock and value.shape == old.parts[0].shape:
             old.add(value)
@@ -75,7 +62,7 @@ def _add(old: Any, value: Any, owned: dict) -> Any:
         out = block_sum(old, value, owned)  # (a compiled sweep's: see traced_in_place)
         if out is not NotImplemented:
             return out
-    if _owns(owned, old):
+    if owned.get(id(old)) is old:  # a sum this sweep made and has not handed to a rule: added to in place
         if type(value) is np.ndarray and (value.dtype == old.dtype or np.result_type(old, value) == old.dtype) \
                 and (value.shape == old.shape or np.broadcast_shapes(old.shape, value.shape) == old.shape):
             np.add(old, value, out=old)

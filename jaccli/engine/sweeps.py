@@ -80,10 +80,7 @@ def reverse(trace: Trace, outputs: tuple, seeds: tuple, wrt: tuple, traced: bool
     owned: dict = {}  # id -> array: the sums this sweep made and may still add to in place
     for (node, idx), seed in zip(outputs, seeds):
         if seed is not None and node.deps & wrt_mask:
-            if idx is None and node not in store:  # (one seed: nothing to add to)
-                store[node] = seed
-            else:
-                _accumulate(store, node, idx, len(node.value) if idx is not None else 0, seed, owned)
+            _accumulate(store, node, idx, len(node.value) if idx is not None else 0, seed, owned)
     wanted = set(map(id, wrt))
     results: dict = {}
     # What a node's makers and rules record (and the sums of what they send back) belongs to the

@@ -300,6 +300,7 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None, 
     """
     for a in args:
         if type(a) is Tracer:
+            top = a._trace  # the highest trace, unless an argument's is higher: then they are read again on it
             break
     else:  # nothing traced: a rule's or a replay's call on plain values
         if prim.sparse is not None and args and type(args[0]) is SparseBlock:
@@ -308,40 +309,40 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None, 
                 return out
             args = (args[0].todense(),) + tuple(args[1:])
         return prim.impl(*args, **kwargs)
-    # One pass for the common case, every traced argument on one recording level; arguments of several
-    # levels (a derivative of a derivative) are sorted out by _levels.
-    top = None
-    vals = []
-    parents = []
-    deps = 0
-    nested = plain = mixed = False  # plain: an argument the freezer may hold (not traced, not a Python number)
     pin = not prim.value_free
-    i = 0
-    for a in args:
-        if type(a) is Tracer:
-            if a._trace is not top:
-                if top is not None:
-                    mixed = True
+    while True:
+        vals = []
+        parents = []
+        deps = 0
+        nested = plain = False  # plain: an argument the freezer may hold (not traced, not a Python number)
+        i = 0
+        for a in args:
+            if type(a) is Tracer:
+                if a._stale is not None:
+                    raise stale_error(a, user_site(2))
+                if a._trace is top:
+                    v = a._value
+                    parent = a._node
+                    vals.append(v)
+                    parents.append((i, parent, a._idx))
+                    deps |= parent.deps
+                    if pin:
+                        parent.pinned = True
+                    if type(v) is Tracer:
+                        nested = True
+                elif a._trace.level > top.level:
+                    top = a._trace
                     break
-                top = a._trace
-            if a._stale is not None:
-                raise stale_error(a, user_site(2))
-            v = a._value
-            parent = a._node
-            vals.append(v)
-            parents.append((i, parent, a._idx))
-            deps |= parent.deps
-            if pin:
-                parent.pinned = True
-            if type(v) is Tracer:
-                nested = True
+                else:  # traced on a lower level (a derivative of a derivative): a value of top's, recorded there first
+                    vals.append(a)
+                    nested = True
+            else:
+                vals.append(a)
+                if type(a) is not float and type(a) is not int:
+                    plain = True
+            i += 1
         else:
-            vals.append(a)
-            if type(a) is not float and type(a) is not int:
-                plain = True
-        i += 1
-    if mixed:
-        top, vals, parents, deps, nested, plain = _levels(args, pin)
+            break
     if nested:
         top.outer = True
     outermost = site is None
@@ -405,38 +406,6 @@ def bind(prim: Primitive, args: tuple, kwargs: dict, site: tuple | None = None, 
     if (kind is np.ndarray and ans.base is not None) or kind is Tracer:
         note_view(out, args, top)
     return out
-
-
-def _levels(args: tuple, pin: bool) -> tuple:
-    """bind's reading of arguments traced on several levels: (the highest trace, the arguments' values
-    on it, their parents there, deps, whether a lower level records the operation first, whether an
-    argument is plain). An argument of a lower level is a value of the highest one, and nests."""
-    top = None
-    for a in args:
-        if type(a) is Tracer and (top is None or a._trace.level > top.level):
-            top = a._trace
-    vals, parents, deps, nested, plain = [], [], 0, False, False
-    for i, a in enumerate(args):
-        if type(a) is Tracer:
-            if a._stale is not None:
-                raise stale_error(a, user_site(3))
-            if a._trace is top:
-                v = a._value
-                vals.append(v)
-                parents.append((i, a._node, a._idx))
-                deps |= a._node.deps
-                if pin:
-                    a._node.pinned = True
-                if type(v) is Tracer:
-                    nested = True
-            else:
-                vals.append(a)
-                nested = True
-        else:
-            vals.append(a)
-            if type(a) is not float and type(a) is not int:
-                plain = True
-    return top, vals, parents, deps, nested, plain
 
 
 # Binary ufuncs -> their operation on Python floats (add, subtract, multiply, true_divide): a loop over

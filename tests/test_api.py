@@ -570,7 +570,7 @@ def test_a_closed_over_outer_variable_is_differentiated_only_with_create_graph(k
                                    lambda w, y: np.where(y > -10, w ** 2, y) * np.where(y > -10, y, w)],
                          ids=["outer-first", "inner-first", "where-both-ways"])
 def test_an_operation_on_two_levels_nests_whichever_argument_comes_first(inner, rng):
-    # bind reads one level's arguments in one pass; arguments of two levels in either order take its other path
+    # bind reads the arguments against the first one's level, again against a higher one found after it
     w, y = rng.normal(size=3), rng.normal(size=3)
     T = np.asarray(jaccli.jacobian(lambda w: jaccli.jacobian(lambda y: inner(w, y), y, create_graph=True), w))
     expected = np.einsum("ij,ik->ijk", np.eye(3), np.diag(2 * w))  # d/dw of diag(w ** 2)

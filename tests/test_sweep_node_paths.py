@@ -213,8 +213,8 @@ def test_undoing_a_broadcast_in_a_plain_sweep_sums_without_numpys_sum_wrapper(mo
 
 
 def test_a_plain_vjp_through_every_kind_of_node_is_the_central_difference():
-    # a plain sweep's common nodes take a shorter loop than the others (a joint rule, an update into a
-    # sum, x * x, a traced sweep): complex results of a real argument, a piecewise constant, a node of
+    # a plain sweep's common nodes skip the steps of the others (a joint rule, an update into a sum,
+    # x * x, a traced sweep): complex results of a real argument, a piecewise constant, a node of
     # two outputs, a shift cut out of a softmax, x * x, all agree with central differences and with
     # the traced sweep of create_graph
     def f(x):

@@ -42,6 +42,20 @@ def _same_structure(g: Any, w: Any) -> bool:
         and np.array_equal(g.idx, w.idx)
 
 
+# Results agree to this tolerance, relative to the usual sweep's largest finite magnitude (allclose's
+# rtol, and its atol times that magnitude)
+_TOL = 1e-9
+
+
+def _within(scale: float, apart: float) -> bool:
+    """Whether a largest difference `apart` is within the tolerance of a finite largest magnitude `scale`."""
+    return scale < np.inf and apart <= _TOL * scale
+
+
+def _atol(w: Any) -> float:
+    return _TOL * float(np.max(np.abs(w), initial=0.0, where=np.isfinite(w)))
+
+
 def _close(g: Any, w: Any) -> bool:
     if np.shape(g) != np.shape(w) or np.result_type(g) != np.result_type(w):
         return False
@@ -49,11 +63,9 @@ def _close(g: Any, w: Any) -> bool:
         if np.size(w) and np.result_type(w).kind == "f":
             # within atol of each other everywhere: what allclose accepts first, in a few passes
             # without its temporaries (allclose took 5 plain calls of P2-n1000-m1000's Jacobian)
-            scale, far = _largest_apart(g, w)
-            if scale < np.inf and far <= 1e-9 * scale:
+            if _within(*_largest_apart(g, w)):
                 return True
-        scale = float(np.max(np.abs(w), initial=0.0, where=np.isfinite(w)))
-        return bool(np.allclose(g, w, rtol=1e-9, atol=1e-9 * scale, equal_nan=True))
+        return bool(np.allclose(g, w, rtol=_TOL, atol=_atol(w), equal_nan=True))
 
 
 # Elements compared at a time (_largest_apart): a difference of the whole blocks was a new array as large as
@@ -123,11 +135,10 @@ class Entries:
             if off != off:  # a NaN where the usual sweep has a zero
                 return False
             scale = max(float(np.max(w, initial=0.0)), -float(np.min(w, initial=0.0)))
-            apart = float(np.max(np.abs(gv - w), initial=0.0))
-            if scale < np.inf and apart <= 1e-9 * scale and off <= 1e-9 * scale:
+            if _within(scale, float(np.max(np.abs(gv - w), initial=0.0))) and _within(scale, off):
                 return True
-            atol = 1e-9 * float(np.max(np.abs(w), initial=0.0, where=np.isfinite(w)))
-            return off <= atol and bool(np.allclose(gv, w, rtol=1e-9, atol=atol, equal_nan=True))
+            atol = _atol(w)
+            return off <= atol and bool(np.allclose(gv, w, rtol=_TOL, atol=atol, equal_nan=True))
 
 
 # A result is compacted (Entries) from this many bytes, where its nonzero entries take at most a

@@ -197,11 +197,14 @@ def _hessian_blocks(rec: Recording, f: Callable, args: tuple, wrt_idx: tuple, in
     ev = HessianEvaluator(rec, batch=batch_axis == 0, mode=outer, chunk_size=chunk_size)
     ev.value = rec.kept_value("value")
     ev.origin = ("hessian", f, args, wrt_idx)
-    if not in_tuple:  # (one input: its one block)
-        return Hessian(ev, 0, 0, ev.kept(("input dtype", wrt_idx[0]), np.result_type, rec.inputs[wrt_idx[0]]))
-    blocks = [[Hessian(ev, i, j, ev.kept(("input dtype", k), np.result_type, rec.inputs[k]))
-               for j, k in enumerate(wrt_idx)] for i in range(len(wrt_idx))]
-    return _nest(blocks, in_tuple, in_tuple)
+
+    def block(i: int, j: int) -> Hessian:
+        k = wrt_idx[j]
+        return Hessian(ev, i, j, ev.kept(("input dtype", k), np.result_type, rec.inputs[k]))
+    if not in_tuple:  # (one input: its one block, without the nested lists _nest reads)
+        return block(0, 0)
+    n = len(wrt_idx)
+    return _nest([[block(i, j) for j in range(n)] for i in range(n)], True, True)
 
 
 def _eager_traced(rec: Recording, f: Callable, args: tuple, batch_axis: Any, in_tuple: bool, out_tuple: bool,

@@ -73,15 +73,20 @@ class DiagonalBlocks:
         record_once call of P1-n100, steady_blocks); None where `swept` is none, the usual way then."""
         if type(swept) is not np.ndarray or swept.size != self.M[i] or (i, j) in self._diagonals:
             return None
+        d = swept.reshape(swept.size)
+        store = diagonal_matrix(d, self.dtype(i, j))
+        self.kept_diagonal(i, j, d, store)
+        return store
+
+    def kept_diagonal(self, i: int, j: int, d: np.ndarray, store: np.ndarray) -> None:
+        """Block (i, j) known whole: `store`, made by diagonal_matrix from its diagonal `d`, one sweep's
+        (whole_diagonal; a steady call's block before its evaluator, api/steady_calls.py)."""
         self.sweeps += 1
         self.seeds_used += 1
         self.kinds.add("diagonal")
-        n = swept.size
-        d = self._diagonals[(i, j)] = swept.reshape(n)
-        store = self.store[(i, j)] = np.zeros((n, n), dtype=self.dtype(i, j))
-        store.reshape(-1)[::n + 1] = d
+        self._diagonals[(i, j)] = d
+        self.store[(i, j)] = store
         self.row_done[i][:] = True
-        return store
 
     def _ensure_diagonal(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray, swept: list | None = None) -> None:
         """Fill the wanted rows (or columns, when fewer) from diagonals, where diagonal_fill says they can be.
@@ -91,9 +96,7 @@ class DiagonalBlocks:
             # (block (i, j) is diagonal: its route says so)
             d = self.diagonal(a, b, (a, b) == (i, j), swept if (a, b) == (i, j) else None)
             if d is not None and (a, b) not in self.store and (rows if by_rows else cols).size == d.size:
-                # The whole block at once (np.asarray(J)): zeros from calloc and one strided write.
-                store = self.store[(a, b)] = np.zeros((d.size, d.size), dtype=self.dtype(a, b))
-                store.reshape(-1)[::d.size + 1] = d
+                self.store[(a, b)] = diagonal_matrix(d, self.dtype(a, b))  # (the whole block at once: np.asarray(J))
                 continue
             if by_rows:
                 self._write_rows(a, b, rows, None if d is None else
@@ -105,6 +108,14 @@ class DiagonalBlocks:
             self.row_done[i][rows] = True
         else:
             self.col_done[j][cols] = True
+
+
+def diagonal_matrix(d: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The n x n matrix of `dtype` with the vector `d` on its diagonal: zeros from calloc and one strided write."""
+    n = d.size
+    store = np.zeros((n, n), dtype=dtype)
+    store.reshape(-1)[::n + 1] = d
+    return store
 
 
 def _ones(rec: Recording, j: int) -> np.ndarray:

@@ -14,6 +14,7 @@ from .evaluator import MODES, Evaluator, HessianEvaluator
 from .lazy import Hessian, Jacobian
 from .recorded_functions import any_traced, gradient_function, gradient_recording, record, record_once_of, unwrapped
 from .sample_mixing import check_batch_independence
+from .steady_calls import deferred_block
 from .strict_mode import check_strict, check_strict_graph, connectivity, derivative_depends
 
 __all__ = ["jacobian", "hessian"]
@@ -86,6 +87,10 @@ def jacobian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | Non
     if _steady(f, inputs, wrt, batch_axis, chunk_size, strict or create_graph or holomorphic, mode):
         rec = f.replayed(("f",), inputs, _JACOBIAN_CHECKED)
         if rec is not None:
+            block = deferred_block(Jacobian, rec, Evaluator, mode, rec.structure.get(("result dtype", 0, 0, mode)),
+                                   lambda: _jacobian_evaluator(rec, f, (inputs,), (0,), None, mode, None))
+            if block is not None:
+                return block
             return _jacobian_blocks(rec, f, (inputs,), (0,), False, None, mode, None)
     args, inputs_is_tuple = as_args(inputs)
     wrt_idx, in_tuple = resolve_wrt(f, args, wrt, inputs_is_tuple)
@@ -124,11 +129,17 @@ def _steady(f: Callable, inputs: Any, wrt: Any, batch_axis: Any, chunk_size: Any
 def _jacobian_blocks(rec: Recording, f: Callable, args: tuple, wrt_idx: tuple, in_tuple: bool, batch_axis: Any,
                      mode: str, chunk_size: Any) -> Any:
     """jacobian()'s lazy blocks over `rec`, f recorded (or replayed) and checked."""
-    ev = Evaluator(rec, batch=batch_axis == 0, mode=mode, chunk_size=chunk_size)
-    ev.origin = ("jacobian", f, args, wrt_idx)
+    ev = _jacobian_evaluator(rec, f, args, wrt_idx, batch_axis, mode, chunk_size)
     blocks = [[Jacobian(ev, i, j, ev.kept(("result dtype", i, j, mode), _result_dtype, rec, i, j, mode))
                for j in range(len(wrt_idx))] for i in range(len(rec.outputs))]
     return _nest(blocks, rec.out_is_tuple, in_tuple)
+
+
+def _jacobian_evaluator(rec: Recording, f: Callable, args: tuple, wrt_idx: tuple, batch_axis: Any, mode: str,
+                        chunk_size: Any) -> Evaluator:
+    ev = Evaluator(rec, batch=batch_axis == 0, mode=mode, chunk_size=chunk_size)
+    ev.origin = ("jacobian", f, args, wrt_idx)
+    return ev
 
 
 def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None = None, strict: bool = False,
@@ -162,6 +173,10 @@ def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None
     if _steady(f, inputs, wrt, batch_axis, chunk_size, strict or create_graph or holomorphic, mode):
         rec = f.replayed(("gradient", False), inputs, _HESSIAN_CHECKED)
         if rec is not None:
+            block = deferred_block(Hessian, rec, HessianEvaluator, _outer(mode), rec.structure.get(("input dtype", 0)),
+                                   lambda: _hessian_evaluator(rec, f, (inputs,), (0,), None, mode, None))
+            if block is not None:
+                return block
             return _hessian_blocks(rec, f, (inputs,), (0,), False, None, mode, None)
     args, inputs_is_tuple = as_args(inputs)
     wrt_idx, in_tuple = resolve_wrt(f, args, wrt, inputs_is_tuple)
@@ -193,10 +208,7 @@ def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None
 def _hessian_blocks(rec: Recording, f: Callable, args: tuple, wrt_idx: tuple, in_tuple: bool, batch_axis: Any,
                     mode: str, chunk_size: Any) -> Any:
     """hessian()'s lazy blocks over `rec`, f's gradient recorded (or replayed) and checked."""
-    outer = "reverse" if mode == "reverse" else "forward"
-    ev = HessianEvaluator(rec, batch=batch_axis == 0, mode=outer, chunk_size=chunk_size)
-    ev.value = rec.kept_value("value")
-    ev.origin = ("hessian", f, args, wrt_idx)
+    ev = _hessian_evaluator(rec, f, args, wrt_idx, batch_axis, mode, chunk_size)
 
     def block(i: int, j: int) -> Hessian:
         k = wrt_idx[j]
@@ -205,6 +217,19 @@ def _hessian_blocks(rec: Recording, f: Callable, args: tuple, wrt_idx: tuple, in
         return block(0, 0)
     n = len(wrt_idx)
     return _nest([[block(i, j) for j in range(n)] for i in range(n)], True, True)
+
+
+def _outer(mode: str) -> str:
+    """A Hessian's outer sweeps for hessian()'s `mode`: "reverse", else "forward"."""
+    return "reverse" if mode == "reverse" else "forward"
+
+
+def _hessian_evaluator(rec: Recording, f: Callable, args: tuple, wrt_idx: tuple, batch_axis: Any, mode: str,
+                       chunk_size: Any) -> HessianEvaluator:
+    ev = HessianEvaluator(rec, batch=batch_axis == 0, mode=_outer(mode), chunk_size=chunk_size)
+    ev.value = rec.kept_value("value")
+    ev.origin = ("hessian", f, args, wrt_idx)
+    return ev
 
 
 def _eager_traced(rec: Recording, f: Callable, args: tuple, batch_axis: Any, in_tuple: bool, out_tuple: bool,

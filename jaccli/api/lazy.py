@@ -13,6 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .evaluator import Evaluator
+from .steady_calls import MadeOnRead
 
 
 def _read_only(data: np.ndarray) -> np.ndarray:
@@ -76,6 +77,9 @@ class _Block:
 
     kind = "jacobian"
     _flat = False  # indexed as the block (out.shape + in.shape); a MatrixView: as its [M, N] matrix
+    # A steady record_once call's block before its evaluator (api/steady_calls.py): `_ev` made on first read
+    _deferred = None
+    _ev = MadeOnRead()
 
     def __init__(self, ev: Evaluator, i: int, j: int, result_dtype: np.dtype) -> None:
         self._ev = ev
@@ -158,6 +162,11 @@ class _Block:
     # -- evaluation ---------------------------------------------------------------
     def _evaluate(self, idx: Any, flat: bool = False, mode: str | None = None) -> np.ndarray:
         """Entries ``dense[idx]`` of the block (``flat``: of its [M, N] matrix form)."""
+        if idx is Ellipsis and mode is None and self._deferred is not None:
+            full = self._deferred.whole()  # (np.asarray(J) of a steady call: no evaluator yet, maybe none at all)
+            if full is not None:
+                shape = self._matrix_shape if flat else self.shape
+                return full.reshape(shape) if shape else full.reshape(shape)[idx]
         with self._ev.lock:  # one thread at a time fills the shared cache
             return self._evaluate_unlocked(idx, flat, mode)
 

@@ -21,6 +21,7 @@ import numpy as np
 from jaccli.engine import Recording, SparseBlock, current_observer
 
 from .block_stores import _unless_all, increasing
+from .diagonal_blocks import diagonal_matrix
 from .hessian_symmetry import symmetric_from_structure
 
 
@@ -36,6 +37,53 @@ class Steady:
         # What a Hessian's exactly symmetric assembly finds from the program's rows and positions, the same
         # on every call (hessian_symmetry.symmetric_from_structure's `kept`)
         self.assembly: dict = {}
+
+
+STEADY_CALL = "steady call"  # (the key of a SteadyCall in a recording's structure, with its evaluator's options)
+
+
+class SteadyCall:
+    """How a steady call made its one block whole last time (SteadyBlocks._planned): `steady`, the Steady
+    that made it, by its diagonal or, for a Hessian (`symmetric`), by its exactly symmetric assembly; the
+    block's `shape`, `matrix_shape` and its store's `dtype`. The same for every replay of the recording
+    with those options: api/steady_calls.py makes the next calls' blocks from it."""
+
+    __slots__ = ("steady", "symmetric", "shape", "matrix_shape", "dtype")
+
+    def __init__(self, steady: Steady, symmetric: bool, shape: tuple, matrix_shape: tuple, dtype: np.dtype) -> None:
+        self.steady, self.symmetric, self.shape, self.matrix_shape, self.dtype = \
+            steady, symmetric, shape, matrix_shape, dtype
+
+    def assembled(self, results: list) -> np.ndarray | None:
+        """The block whole from the program's `results` at a replay's values, as the evaluator's whole() makes
+        it (whole_diagonal, _whole_symmetric); None where they are not of that form (the usual way then)."""
+        n = self.matrix_shape[0]
+        if self.symmetric:
+            return symmetric_store(self.steady, results[0], self.dtype) \
+                if symmetric_fits(self.steady, results[0], n) else None
+        d = results[0]
+        return diagonal_matrix(d.reshape(n), self.dtype) if type(d) is np.ndarray and d.size == n else None
+
+    def kept_in(self, ev: "SteadyBlocks", results: list, store: np.ndarray) -> None:
+        """What the evaluator's whole() keeps of the block `store` assembled from `results`, kept by `ev`."""
+        if self.symmetric:
+            ev.kept_symmetric(self.steady, 0, store)
+        else:
+            ev.kept_diagonal(0, 0, results[0].reshape(self.matrix_shape[0]), store)
+
+
+def symmetric_fits(steady: Steady, ct: object, n: int) -> bool:
+    """Whether `ct` is one structured sweep's rows of an n x n Hessian block, in order (symmetric_store)."""
+    return type(ct) is SparseBlock and ct.shape == (n, n) and steady.size == n
+
+
+def symmetric_store(steady: Steady, ct: SparseBlock, dtype: np.dtype) -> np.ndarray:
+    """The exactly symmetric Hessian block of one structured sweep `ct` (symmetric_fits), with the assembly's
+    positions kept with `steady`."""
+    rows = steady.assembly.get("rows")
+    if rows is None:
+        rows = steady.assembly["rows"] = np.arange(steady.size)
+    return symmetric_from_structure(ct, rows, dtype, steady.assembly)
 
 
 class SteadyBlocks:
@@ -93,7 +141,7 @@ class SteadyBlocks:
         same for every replay (P1-n100: 9 us of a 42 us steady call)."""
         mode = mode or self.mode
         rec = self.rec
-        if not self.store and not self._plain and self._steady_may(rec):
+        if not self.store and not self._plain and not self._steady_failed and self._steady_may(rec):
             steady = rec.structure.get(self._whole_key(i, j, mode))
             if steady is not None:
                 results = self._rerun(steady, i)
@@ -101,10 +149,12 @@ class SteadyBlocks:
                     if steady.route == "diagonal" and self.n_in == 1 and not self.symmetric:  # (whole_diagonal)
                         store = self.whole_diagonal(i, j, results[i])
                         if store is not None:
+                            self._planned(steady, i, j, mode)
                             return store
                     elif self.symmetric and self.n_in == 1:  # (a Hessian's: _whole_symmetric)
                         store = self._whole_symmetric(steady, i, j, results[0])
                         if store is not None:
+                            self._planned(steady, i, j, mode)
                             return store
                     self._written(steady, i, j, results)
                     return self.entries(i, j)
@@ -118,19 +168,34 @@ class SteadyBlocks:
         kept with `steady` (the program's, the same every call) and the same counts as _written's; None where
         `ct` is not such a block (the usual way then). P3-n100's Hessian: its positions were hashed, looked
         up and checked on every call."""
-        n = self.M[i]
-        if i != j or self.batch or type(ct) is not SparseBlock or ct.shape != (n, n) or steady.size != n:
+        if i != j or self.batch or not symmetric_fits(steady, ct, self.M[i]):
             return None
+        store = symmetric_store(steady, ct, self.dtype(i, j))
+        self.kept_symmetric(steady, i, store)
+        return store
+
+    def kept_symmetric(self, steady: Steady, i: int, store: np.ndarray) -> None:
+        """Block (i, i) of a Hessian known whole: `store`, made by symmetric_store from one sweep (_whole_symmetric;
+        a steady call's block before its evaluator, api/steady_calls.py)."""
         self.kinds.add(steady.route)
         self.sweeps += 1
-        self.seeds_used += n
-        rows = steady.assembly.get("rows")
-        if rows is None:
-            rows = steady.assembly["rows"] = np.arange(n)
-        store = self.store[(i, j)] = symmetric_from_structure(ct, rows, self.dtype(i, j), steady.assembly)
-        self._symmetric.add((i, j))
+        self.seeds_used += steady.size
+        self.store[(i, i)] = store
+        self._symmetric.add((i, i))
         self.row_done[i][:] = True
-        return store
+
+    def _planned(self, steady: Steady, i: int, j: int, mode: str) -> None:
+        """Keep with the recording, for the next steady calls, what made block (i, j) whole by `steady` (a
+        SteadyCall), where it is the call's one block, by the evaluator's own options: those calls make
+        their lazy block without an evaluator until one is needed (api/steady_calls.py)."""
+        rec = self.rec
+        if (i, j) != (0, 0) or self.n_out != 1 or self.n_in != 1 or mode != self.mode or self.chunk_size is not None \
+                or (rec.out_is_tuple and not self.symmetric):  # (a Hessian's recording: f's gradient, a tuple of one)
+            return
+        key = (STEADY_CALL, type(self), mode, self.memory_budget)
+        if key not in rec.structure:
+            rec.structure[key] = SteadyCall(steady, self.symmetric, self.out_feat[0] + self.in_feat[0],
+                                            (self.M[0], self.N[0]), self.dtype(0, 0))
 
     def _some_rows(self, i: int, j: int, mode: str, rows: np.ndarray, cols: np.ndarray) -> str:
         """The entries (r, c) for r in rows, c in cols of block (i, j), not all of it (Evaluator.ensure):

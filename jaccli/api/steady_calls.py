@@ -1,0 +1,102 @@
+"""A steady record_once call's lazy block, made without an evaluator until one is needed.
+
+``np.asarray(jaccli.jacobian(g, x))`` of a `record_once` function at a new point replays f and, at
+its steady state, runs one compiled sweep for the whole block (api/steady_blocks.py). The same
+request every call: so where the evaluator's whole() found the call's one block made by a kept
+Steady, it keeps a SteadyCall with the recording, and the next calls with the same options make their
+lazy block (a Jacobian or a Hessian, the same type and shape) over a `Deferred` instead of an
+evaluator: np.asarray of it runs the program at the replay's values and assembles the block at once
+(P1-n100: the evaluator, its masks and its lookups were most of a steady call). Anything else asked
+of the block (a row, its stats, the command line's watch, a progress observer, a program whose guard
+fails) makes the evaluator that the usual call would have made, given what was assembled already, and
+goes its usual way from there.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+import numpy as np
+
+from jaccli.engine import Recording, current_observer
+
+from .evaluator import REMOTE_SWEEPS, Evaluator
+from .steady_blocks import STEADY_CALL, SteadyCall
+from .sweep_seeds import default_memory_budget
+
+
+class Deferred:
+    """A steady call's block before its evaluator: `plan` (the SteadyCall), `rec` (the call's replay) and
+    `make()`, which makes the evaluator as the usual call makes it. Shared by the block and its views
+    (J.matrix, copies): they make one evaluator, and read one store."""
+
+    __slots__ = ("plan", "rec", "make", "lock", "results", "store", "ev", "failed")
+
+    def __init__(self, plan: SteadyCall, rec: Recording, make: Callable[[], Evaluator]) -> None:
+        self.plan, self.rec, self.make = plan, rec, make
+        self.lock = threading.Lock()  # (threads reading the block at once: one program run, one evaluator)
+        self.results = self.store = self.ev = None
+        self.failed = False
+
+    def whole(self) -> np.ndarray | None:
+        """The block whole (its store, which the evaluator then keeps), from the kept program at this replay's
+        values; None where the evaluator is made already, or must be (its usual way)."""
+        with self.lock:
+            if self.ev is not None:
+                return None
+            if self.store is None:
+                if self.failed or current_observer() is not None:  # (as SteadyBlocks._steady_may: progress shown)
+                    return None
+                results = self.rec.rerun(self.plan.steady.ran)
+                store = None if results is None else self.plan.assembled(results)
+                if store is None:  # (a guard failed, or the diagnostics watch the rules: the usual way, not run twice)
+                    self.failed = True
+                    return None
+                self.results, self.store = results, store
+            return self.store
+
+    def evaluator(self) -> Evaluator:
+        """The evaluator the usual call would have made, keeping what whole() assembled; made once."""
+        with self.lock:
+            ev = self.ev
+            if ev is None:
+                ev = self.make()
+                if self.store is not None:
+                    self.plan.kept_in(ev, self.results, self.store)
+                    self.results = None  # (the evaluator keeps what it needs of them)
+                elif self.failed:
+                    ev._steady_failed = True
+                self.ev = ev
+            return ev
+
+
+class MadeOnRead:
+    """A block's `_ev` where it was made without one (deferred_block): its Deferred's evaluator, made on the
+    first read and kept in the block's __dict__, where every later read finds it first (a class attribute
+    with __get__ alone: an instance's own attribute comes before it, as every other block's `_ev` does)."""
+
+    def __get__(self, block: Any, owner: type | None = None) -> Any:
+        if block is None:
+            return self
+        deferred = block._deferred
+        if deferred is None:
+            raise AttributeError(f"{type(block).__name__!r} object has no attribute '_ev'")
+        ev = block.__dict__["_ev"] = deferred.evaluator()
+        return ev
+
+
+def deferred_block(cls: type, rec: Recording, ev_cls: type, mode: str, dtype: Any,
+                   make: Callable[[], Evaluator]) -> Any:
+    """The lazy block of class `cls` (Jacobian, Hessian) of a steady call over the replay `rec`, whose
+    evaluator would be an `ev_cls` with this `mode` and the default options, made by `make()` when it is
+    needed; `dtype`: the block's. None where no SteadyCall is kept for those options (the usual way)."""
+    plan = rec.structure.get((STEADY_CALL, ev_cls, mode, default_memory_budget()))
+    if plan is None or dtype is None or REMOTE_SWEEPS.get() is not None or not rec.compiles():
+        return None
+    block = object.__new__(cls)
+    block._i = block._j = 0
+    block.dtype = dtype
+    block.shape, block._matrix_shape = plan.shape, plan.matrix_shape
+    block._deferred = Deferred(plan, rec, make)
+    return block

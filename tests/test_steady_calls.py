@@ -1,0 +1,131 @@
+"""A steady record_once call's lazy block before its evaluator (api/steady_calls.py, issue 44 item 4): the
+block is the usual one (type, shape, dtype, bits, counts, cache), np.asarray of it runs the kept program
+and assembles it without an evaluator, and anything else makes the evaluator the usual call makes.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import jaccli
+from jaccli.engine import observing
+from tests.helpers import Recorder, rosenbrock as _rosenbrock
+from tests.test_per_call_cost import _Counted, _elementwise
+from tests.test_replay import softmax_ce as _logsumexp
+from tests.test_steady_blocks import _check
+
+CASES = [(_elementwise, False, "auto", 6), (_elementwise, False, "auto", 300), (_rosenbrock, True, "forward", 40),
+         (_rosenbrock, True, "reverse", 40), (_logsumexp, True, "forward", 9)]
+
+
+def _steady(f, hessian, mode, n, calls=12, seed=3):
+    """g = record_once(f) after `calls` calls at random points (compiled and kept by then), and a new point."""
+    g, make = jaccli.record_once(f), (jaccli.hessian if hessian else jaccli.jacobian)
+    rng = np.random.default_rng(seed)
+    for _ in range(calls):
+        np.asarray(make(g, rng.uniform(-1, 1, n), mode=mode))
+    return g, lambda x: make(g, x, mode=mode), rng.uniform(-1, 1, n)
+
+
+def _reruns(monkeypatch):
+    from jaccli.replay.replays import Replayable
+
+    return _Counted(monkeypatch, Replayable, "rerun")
+
+
+@pytest.mark.parametrize("f, hessian, mode, n", CASES)
+def test_a_steady_calls_block_is_assembled_without_an_evaluator_with_the_evaluators_bits_and_counts(
+        monkeypatch, f, hessian, mode, n):
+    g, make, x = _steady(f, hessian, mode, n)
+    reruns = _reruns(monkeypatch)
+    J = make(x)
+    P = (jaccli.hessian if hessian else jaccli.jacobian)(f, x, mode=mode)
+    assert J._deferred is not None and type(J) is type(P) and (J.shape, J.dtype) == (P.shape, P.dtype)
+    A = np.asarray(J)
+    assert "_ev" not in J.__dict__ and reruns.calls["rerun"] == 1 and not A.flags.writeable
+    _check(f, x, A)
+    U = make(x)
+    U._ev  # noqa: B018 - the evaluator first: the usual steady way (SteadyBlocks.whole), the same program
+    assert "_ev" in U.__dict__ and U._deferred.whole() is None
+    np.testing.assert_array_equal(A, np.asarray(U))
+    assert J.stats == U.stats and J.stats["path"] == "compiled sweep"  # (J's evaluator made now, given A)
+    assert J._ev.kinds == U._ev.kinds and J._ev.store.keys() == U._ev.store.keys()
+    if f is _logsumexp:  # (a compiled sweep may round otherwise than the usual one: replays.Replayable.answer)
+        np.testing.assert_allclose(A, np.asarray(P), rtol=1e-13, atol=1e-16)
+    else:
+        np.testing.assert_array_equal(A, np.asarray(P))
+    assert {k: v for k, v in J.stats.items() if k != "path"} == {k: v for k, v in P.stats.items() if k != "path"}
+    reruns.reset()
+    np.testing.assert_array_equal(J[1], A[1])  # the same cache: nothing swept again
+    assert np.shares_memory(np.asarray(J), A) and reruns.calls["rerun"] == 0 and J.stats == U.stats
+    if not hessian:
+        np.testing.assert_array_equal(J._ev.diagonal(0, 0), np.diag(A))
+    assert (g.records, g.misses) == (1, 0)
+
+
+@pytest.mark.parametrize("f, hessian, mode, n", CASES[:1] + CASES[2:3])
+def test_a_steady_calls_views_and_threads_share_one_program_run_and_one_evaluator(monkeypatch, f, hessian, mode, n):
+    g, make, x = _steady(f, hessian, mode, n)
+    reruns = _reruns(monkeypatch)
+    J = make(x)
+    M, C = J.matrix, J.__copy__()
+    got, barrier = [], threading.Barrier(6)
+
+    def read(block):
+        barrier.wait()
+        got.append(np.asarray(block))
+
+    threads = [threading.Thread(target=read, args=(b,)) for b in (J, M, C) * 2]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 6 and reruns.calls["rerun"] == 1
+    assert all(np.shares_memory(a, got[0]) for a in got)
+    _check(f, x, np.asarray(J))
+    assert J._ev is M._ev is C._ev and J.stats["sweeps"] == 1
+
+
+@pytest.mark.parametrize("f, hessian, mode, n", CASES[:1] + CASES[2:3])
+def test_a_steady_call_under_progress_or_another_memory_budget_goes_the_usual_way(monkeypatch, f, hessian, mode, n):
+    g, make, x = _steady(f, hessian, mode, n)
+    reruns = _reruns(monkeypatch)
+    seen = []
+    for h in (g, f):  # (the steady call's progress is the plain call's, after its recording)
+        recorder = Recorder()
+        with observing(recorder):
+            J = (jaccli.hessian if hessian else jaccli.jacobian)(h, x, mode=mode)
+            A = np.asarray(J)
+        _check(f, x, A)
+        seen.append(recorder.events)
+        assert "_ev" in J.__dict__
+    assert seen[1][:2] == [("start", "recording f (operations)", None), "finish"]  # (the plain call records f)
+    assert reruns.calls["rerun"] == 0 and seen[0] == seen[1][2:]
+    monkeypatch.setenv("JACCLI_MEMORY_BUDGET", "64MiB")  # (its own Steady: the first such call keeps none)
+    J = make(x)
+    assert J._deferred is None
+    _check(f, x, np.asarray(J))
+
+
+def test_a_steady_call_whose_program_guard_fails_makes_its_evaluator_and_runs_the_program_once(monkeypatch):
+    g = jaccli.record_once(lambda x: np.sqrt(x) * x)  # (0.5 / sqrt(x) is checked finite)
+    for _ in range(10):
+        np.asarray(jaccli.jacobian(g, np.linspace(0.5, 2.0, 5)))
+    reruns = _reruns(monkeypatch)
+    y = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
+    J = jaccli.jacobian(g, y)
+    assert J._deferred is not None
+    A = np.asarray(J)  # (sqrt(0) warns of nothing: the caller's error state, replayed)
+    assert reruns.calls["rerun"] == 1 and "_ev" in J.__dict__ and J.stats["path"] != "compiled sweep"
+    np.testing.assert_allclose(A[1:, 1:], np.diag(1.5 * np.sqrt(y[1:])), rtol=1e-13)
+    assert g.misses == 0
+
+
+def test_a_block_without_an_evaluator_or_a_deferred_one_has_no_ev():
+    from jaccli.api.lazy import Jacobian
+
+    with pytest.raises(AttributeError, match="_ev"):
+        object.__new__(Jacobian)._ev  # noqa: B018

@@ -90,17 +90,22 @@ class RecordOnce:
         found to pass the checks named `checked` (api's steady calls: a public function's checks of
         f's outputs, which a replay passes as its recording did), or it cannot be replayed at x: the
         caller then takes its usual way, recording() (which records f afresh on a miss)."""
-        key = key + ((0,), ((x.shape, x.dtype),))
-        with self._lock:
+        key = key + (_ONE_INPUT, ((x.shape, x.dtype),))
+        lock = self._lock
+        with lock:
             rec = self._cache.get(key)
         if rec is None or checked not in rec.structure:
             return None
         new = rec.replay((x,))
         if new is None:
             return None
-        with self._lock:
+        with lock:  # (what _keep does, without its call)
             self.replays += 1
-            self._keep(key, new, rec)
+            cache = self._cache
+            cache[key] = new.kept_between_calls(rec)
+            cache.move_to_end(key)
+            while len(cache) > self.max_signatures:
+                cache.popitem(last=False)
         return new
 
     def _keep(self, key: tuple, rec: Replayable, source: Replayable | None = None) -> None:
@@ -108,6 +113,9 @@ class RecordOnce:
         self._cache.move_to_end(key)
         while len(self._cache) > self.max_signatures:
             self._cache.popitem(last=False)
+
+
+_ONE_INPUT = (0,)  # (wrt of a steady call: f's one argument)
 
 
 def _signature(args: tuple, wrt: tuple[int, ...]) -> tuple:

@@ -104,12 +104,15 @@ class Replayable(Recording):
         without values, of the same compiled forward replay, it is kept again, given this one's
         inputs and outputs: it is then what this one's kept form would be, and a steady call makes
         no second object and trace (P1-n100: 2 us of 42)."""
-        if type(self.trace) is not replay_trace.ReplayTrace:
+        if type(self.trace) is not _ReplayTrace:
             return self
-        if source is not None and type(source.trace) is replay_trace.ReplayTrace and source.trace._vals is None \
-                and source._forward is self._forward and source.trace._pending is self._forward[0]:
-            source.inputs, source.outputs = self.inputs, self.outputs  # (a thread replaying from it reads either)
-            return source
+        if source is not None:
+            kept_trace = source.trace
+            forward = self._forward
+            if type(kept_trace) is _ReplayTrace and kept_trace._vals is None and source._forward is forward \
+                    and kept_trace._pending is forward[0]:
+                source.inputs, source.outputs = self.inputs, self.outputs  # (a thread replaying from it reads either)
+                return source
         kept = object.__new__(Replayable)
         kept.__dict__.update(self.__dict__)
         kept.trace = self.trace.without_values(self._forward[0])
@@ -129,33 +132,44 @@ class Replayable(Recording):
         branch f takes and reports errors as usual. Constants that f captured (globals,
         closures, random draws) are replayed as they were recorded.
         """
-        if len(args) != len(self.inputs) or current_errstate() is not self._errstate:  # (one dict per state)
+        inputs = self.inputs
+        if len(args) != len(inputs) or current_errstate() is not self._errstate:  # (one dict per state)
             return None
         new_in = []
         try:
             for i in self.wrt:
                 a = args[i]
-                if type(a) is np.ndarray and a.dtype.kind == "f" and a.dtype.itemsize >= 4:
-                    a = a.copy(order="K")  # (what private_float makes of a float array, without its checks)
-                elif type(a) is Tracer:
-                    return None
+                old = inputs[i]
+                if type(a) is np.ndarray:
+                    dtype = a.dtype
+                    if dtype.kind == "f" and dtype.itemsize >= 4:
+                        a = a.copy(order="K")  # (what private_float makes of a float array, without its checks)
+                    else:
+                        a = private_float(a)
+                        dtype = a.dtype
+                    if a.shape != old.shape or (dtype is not old.dtype and dtype != old.dtype):
+                        return None
                 else:
+                    if type(a) is Tracer:
+                        return None
                     a = private_float(a)
-                old = self.inputs[i]
-                if a.shape != old.shape or a.dtype != old.dtype:
-                    return None
+                    if a.shape != old.shape or a.dtype != old.dtype:
+                        return None
                 new_in.append(a)
-            for i, snap in self._data.items():
-                if not same(args[i], snap):
-                    return None
+            if self._data:
+                for i, snap in self._data.items():
+                    if not same(args[i], snap):
+                        return None
         except Exception:  # noqa: BLE001 - an argument that cannot be read or compared: record afresh
             return None
-        if self.has_traced_constants():
+        if self._traced_constants is not False and self.has_traced_constants():  # (False: computed, none)
             return None
-        self._made[0] += 1
-        nth = self._made[0]
-        if type(self.trace) is not replay_trace.ReplayTrace:
-            _forget_rules(self.trace)
+        made = self._made
+        made[0] += 1
+        nth = made[0]
+        trace = self.trace
+        if type(trace) is not _ReplayTrace:
+            _forget_rules(trace)
         fw = self._forward[0]
         if fw is None and nth < COMPILE_FORWARD_AT:
             return self._replay_nodes(args, new_in, nth)
@@ -168,16 +182,17 @@ class Replayable(Recording):
             self._forward[0] = fw
         if fw is False:
             return self._replay_nodes(args, new_in, nth)
-        pause = pause_for(self.trace)
+        pause = pause_for(trace)
         if pause is _NO_PAUSE:  # (a small recording's: its run alone, no context entered and left)
-            vals = fw.values(new_in)
+            vals = fw.run(new_in, fw.extra)  # (Forward.values, without its call)
         else:
             with pause:
                 vals = fw.values(new_in)
         if vals is None:
             return None
-        return self._replayed_as(replay_trace.ReplayTrace(vals, fw, self.trace), args, [vals[k] for k in fw.in_at],
-                                 vals, nth)
+        in_at = fw.in_at
+        return self._replayed_as(_ReplayTrace(vals, fw, trace), args,
+                                 [vals[in_at[0]]] if len(in_at) == 1 else [vals[k] for k in in_at], vals, nth)
 
     def _replay_nodes(self, args: Sequence[Any], new_in: list, nth: int) -> "Replayable | None":
         """replay() node by node, for a recording whose replay writes in place as f did."""
@@ -246,18 +261,28 @@ class Replayable(Recording):
 
     def _replayed_as(self, trace: Trace, args: Sequence[Any], in_values: list, vals: list, nth: int) -> "Replayable":
         """The replay number `nth` with `trace` (its nodes' values `vals`; `in_values`: the inputs' in `wrt` order)."""
+        fields = self.__dict__.get("_fields")
+        fields = (self._shared_fields() if fields is None else fields).copy()
+        fields["trace"] = trace
+        if len(args) == 1 and len(in_values) == 1:  # (f's one argument, differentiated: a steady call's)
+            fields["inputs"] = (in_values[0],)
+        else:
+            inputs = list(args)
+            for i, value in zip(fields["wrt"], in_values):
+                inputs[i] = value
+            fields["inputs"] = tuple(inputs)
+        outs = fields["_outs"]
+        if outs is None:
+            fields["outputs"] = tuple([private_copy(c) if at is None else vals[at[0]] if at[1] is None
+                                       else vals[at[0]][at[1]] for c, at in zip(fields["_consts"], fields["outs_at"])])
+        elif len(outs) == 1:
+            fields["outputs"] = (vals[outs[0]],)
+        else:
+            fields["outputs"] = tuple([vals[k] for k in outs])
+        fields["_nth"] = nth
+        fields["_advanced"] = set()
         rec = object.__new__(Replayable)
-        fields = rec.__dict__
-        fields.update(self._shared_fields())
-        rec.trace = trace
-        inputs = list(args)
-        for i, value in zip(self.wrt, in_values):
-            inputs[i] = value
-        rec.inputs = tuple(inputs)
-        rec.outputs = tuple([private_copy(c) if at is None else vals[at[0]] if at[1] is None else vals[at[0]][at[1]]
-                             for c, at in zip(self._consts, self.outs_at)])
-        rec._nth = nth
-        rec._advanced = set()
+        rec.__dict__ = fields  # (one dict made, not one filled attribute by attribute)
         return rec
 
     def _shared_fields(self) -> dict:
@@ -270,6 +295,9 @@ class Replayable(Recording):
                 "wrt", "out_is_tuple", "outs_at", "live", "_consts", "guards", "kept", "_data", "_errstate",
                 "structure", "_programs", "_forward", "_made", "_refused")}
             shared.update(_traced_constants=False, sweeps=0, ran=None, _replayed=True, path=REPLAY)
+            # the nodes the outputs are, where each is a whole node's value (none constant): or None
+            shared["_outs"] = None if any(at is None or at[1] is not None for at in self.outs_at) \
+                else tuple([at[0] for at in self.outs_at])
             shared["_fields"] = self._fields = shared
         return shared
 
@@ -414,6 +442,7 @@ def _forget_rules(trace: Trace) -> None:
             node._jvps.clear()
 
 
+_ReplayTrace = replay_trace.ReplayTrace
 _NO_PAUSE = pause_for(Trace())  # (what pause_for gives a small recording: a context that does nothing)
 
 

@@ -132,3 +132,41 @@ def test_all_hold_checks_a_float_scalar_itself_with_the_predicates_verdict(value
     for n in (0, 1):
         want = bool(_all_finite(v)) if n else bool(_no_zero(v))
         assert all_hold(None, None, n, v) is want  # (None for the predicates: a call of one would raise)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.longdouble, np.complex64, np.complex128,
+                                   np.int64, np.uint8, np.bool_])
+@pytest.mark.parametrize("shape", [(), (1,), (7,), (3, 5)])
+def test_all_hold_counts_any_array_of_the_rules_predicates_with_their_verdict(dtype, shape):
+    # an array is counted whatever its dtype where the predicate is the rules' own (they count so too):
+    # a non-finite entry (NaN, inf, -inf; in a complex number's either part) or a zero in any position fails
+    size = int(np.prod(shape))
+    base = np.full(shape, 3, dtype)
+    cases = [base]
+    for k in range(size):
+        kinds = [0] if np.dtype(dtype).kind in "iub" else [0, np.nan, np.inf, -np.inf, -0.0]
+        if np.dtype(dtype).kind == "c":
+            kinds += [complex(0, np.inf), complex(np.nan, 1), complex(0, 1)]
+        for bad in kinds:
+            v = base.copy()
+            v.reshape(-1)[k] = bad
+            cases.append(v)
+    for v in cases:
+        for other in (np.ones(4), np.array([np.inf, 1.0])):
+            for n, values in ((1, (v,)), (2, (other, v)), (1, (v, other)), (0, (v,)), (0, (other, v))):
+                want = all(_all_finite(u) for u in values[:n]) and all(_no_zero(u) for u in values[n:])
+                assert all_hold(_all_finite, _no_zero, n, *values) is want
+    assert all_hold(_all_finite, _no_zero, 0, np.ones(3, np.float32), np.array([0.0, 1.0], np.float32)[1:]) is True
+
+
+def test_all_hold_gives_an_array_not_of_floats_to_any_other_predicate():
+    calls = []
+
+    def finite(v):
+        calls.append(v)
+        return False
+
+    ints = np.arange(1, 4)
+    assert all_hold(finite, None, 1, ints) is False and calls == [ints]
+    assert all_hold(finite, None, 1, np.ones(3)) is True and calls == [ints]  # (a float array: counted)
+    assert all_hold(None, finite, 0, ints) is False and calls == [ints, ints]

@@ -83,3 +83,23 @@ def test_a_steady_call_refuses_another_shape_dtype_or_error_state():
     before = g.replays
     assert g.replayed(("f",), np.ones(5), checked) is not None and g.replays == before + 1
     assert len(g._cache) == 1
+
+
+def test_a_programs_error_state_is_made_on_top_of_the_callers_whichever_was_entered_last():
+    # guards._made keeps the last (caller's state, state, made) first: a change of the caller's state
+    # between two programs (or a state dict of equal contents but another object) makes its own
+    from jaccli.replay import guards
+    if guards._EXTOBJ is None:  # pragma: no cover - NumPy < 2
+        pytest.skip("NumPy < 2 enters np.errstate")
+    state = {"over": "ignore", "invalid": "ignore"}
+    for outer in ({}, {"divide": "raise"}, {}, {"divide": "raise", "under": "warn"}, {"divide": "raise"}):
+        for s in (state, dict(state), state):
+            with np.errstate(**outer):
+                with np.errstate(**s):
+                    want = np.geterr()
+                token = guards.state_entered(s, None)
+                try:
+                    got = np.geterr()
+                finally:
+                    guards.leave_state(token)
+                assert got == want and np.geterr() != want

@@ -95,15 +95,25 @@ except ImportError:  # pragma: no cover - NumPy < 2
 _MADE: dict = {}
 
 
+# The last of them, (state entered from, state dict, the state made), checked first: a steady call's
+# programs enter the one state (a sweep's, warnings off) from the one caller's, call after call.
+_LAST: tuple = (None, None, None)
+
+
 def _made(state: dict) -> Any:
     """NumPy's error state `state` on top of the current one (what np.errstate(**state) enters)."""
+    global _LAST
     outer = _EXTOBJ.get()
+    last = _LAST  # one read: another thread may replace it meanwhile, never part of it
+    if last[0] is outer and last[1] is state:
+        return last[2]
     key = (id(outer), id(state))
     made = _MADE.get(key)
     if made is None or made[1] is not outer or made[2] is not state:
         if len(_MADE) > 64:
             _MADE.clear()
         made = _MADE[key] = (_make_extobj(**state), outer, state)
+    _LAST = (outer, state, made[0])
     return made[0]
 
 

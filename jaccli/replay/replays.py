@@ -143,7 +143,7 @@ class Replayable(Recording):
                 if type(a) is np.ndarray:
                     dtype = a.dtype
                     if dtype.kind == "f" and dtype.itemsize >= 4:
-                        a = a.copy(order="K")  # (what private_float makes of a float array, without its checks)
+                        a = a.copy("K")  # (what private_float makes of a float array, without its checks)
                     else:
                         a = private_float(a)
                         dtype = a.dtype

@@ -184,7 +184,7 @@ class Replayable(Recording):
             return self._replay_nodes(args, new_in, nth)
         pause = pause_for(trace)
         if pause is _NO_PAUSE:  # (a small recording's: its run alone, no context entered and left)
-            vals = fw.run(new_in, fw.extra)  # (Forward.values, without its call)
+            vals = fw.values(new_in)
         else:
             with pause:
                 vals = fw.values(new_in)

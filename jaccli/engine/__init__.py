@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 # Name -> the module of the engine that defines it.
 _EXPORTS = {
-    "ELEMENTWISE": "tape", "INPUT": "tape", "MAX_CUTS": "tape", "Node": "tape", "Trace": "tape", "sever": "tape",
+    "ELEMENTWISE": "tape", "INPUT": "tape", "LEVELS": "tape", "MAX_CUTS": "tape", "Node": "tape", "Trace": "tape", "sever": "tape",
     "is_complex": "tape",
     "MONITOR": "sweeps", "forward": "sweeps", "reverse": "sweeps",
     "Guard": "guards", "errstate_token": "guards",
@@ -25,7 +25,7 @@ _EXPORTS = {
     "primal_nested": "numpy_proxies", "offer_block": "block_memory", "KEPT_WHOLE": "block_memory",
     "ROWS_COPIED": "block_memory", "usual_sweep_only": "block_memory", "standing_offer": "block_memory",
     "run_offered": "block_memory",
-    "dtype_of": "rules._util", "shape_of": "rules._util", "recycle_block": "rules._util", "SYMMETRIC_PART": "rules.linalg_decomp",
+    "dtype_of": "rules._util", "shape_of": "rules._util", "all_finite": "rules._util", "no_zero": "rules._util", "recycle_block": "rules._util", "SYMMETRIC_PART": "rules.linalg_decomp",
     "REGISTRY": "registry", "Entry": "registry", "every_rule": "rules",
     "separable": "sample_independence",
     "CONDITION_ARGUMENTS": "facts", "EXPRESSION_FUNCTIONS": "facts", "KINK_CROSSINGS": "facts", "MATRIX_PRODUCTS": "facts",
@@ -52,14 +52,14 @@ if TYPE_CHECKING:
     from .recording import Recording, Unique, as_float, call_traced, pause_for, private_copy, private_float
     from .registry import REGISTRY, Entry
     from .rules import every_rule
-    from .rules._util import dtype_of, recycle_block, shape_of
+    from .rules._util import all_finite, dtype_of, no_zero, recycle_block, shape_of
     from .sample_independence import separable
     from .second_order import take_second_order_forms
     from .seed_ops import scatter_cols, scatter_rows
     from .seeds import TRACED_PARTS, SparseBlock, dense
     from .sweeps import MONITOR, forward, reverse
     from .sweep_plans import plan_form, renewed_plan
-    from .tape import ELEMENTWISE, INPUT, MAX_CUTS, Node, Trace, is_complex, rewritable, sever
+    from .tape import ELEMENTWISE, INPUT, LEVELS, MAX_CUTS, Node, Trace, is_complex, rewritable, sever
     from .tracer import Tracer, holds_tracer, lift, peek
     from .user_sites import attributed_to, definition_site, is_internal, user_site
     from .views import write_in_place

@@ -29,6 +29,7 @@ from .user_sites import RULE_SITE, user_site
 from .views import note_view, stale_error, writable, write_in_place
 
 _level_counter = itertools.count(1)
+LEVELS = _level_counter  # (what a Trace's level is drawn from: replay_trace's ReplayTrace, made without __init__, too)
 
 
 class Trace:

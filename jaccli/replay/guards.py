@@ -14,8 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from jaccli.engine import Unique, private_copy
-from jaccli.engine.rules._util import all_finite as _ALL_FINITE, no_zero as _NO_ZERO
+from jaccli.engine import Unique, all_finite as _ALL_FINITE, no_zero as _NO_ZERO, private_copy
 
 
 def same(a: Any, b: Any) -> bool:

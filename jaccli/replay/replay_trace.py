@@ -18,8 +18,7 @@ import numpy as np
 
 from .codegen import CHUNK, args_key, compile_steps, guard_step, node_step, written_step
 from .program_passes import faster_step
-from jaccli.engine import INPUT, Node, Trace, errstate_token
-from jaccli.engine.tape import _level_counter
+from jaccli.engine import INPUT, LEVELS, Node, Trace, errstate_token
 
 
 class Forward:
@@ -136,7 +135,7 @@ class ReplayTrace(Trace):
         # makes one of these: 2.6 us that way, under 1 us this way)
         self._pending = forward
         self._vals = vals
-        self.level = next(_level_counter)
+        self.level = next(LEVELS)
         self._plans = {}
         self.shared_plans = forward.plans
         self.largest = template.largest  # the same shapes (a shape taken from a value is guarded)

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 # Name -> the module of the engine that defines it.
 _EXPORTS = {
-    "ELEMENTWISE": "tape", "INPUT": "tape", "LEVELS": "tape", "MAX_CUTS": "tape", "Node": "tape", "Trace": "tape", "sever": "tape",
-    "is_complex": "tape",
+    "ELEMENTWISE": "tape", "INPUT": "tape", "LEVELS": "tape", "MAX_CUTS": "tape", "Node": "tape", "Trace": "tape",
+    "sever": "tape", "is_complex": "tape",
     "MONITOR": "sweeps", "forward": "sweeps", "reverse": "sweeps",
     "Guard": "guards", "errstate_token": "guards",
     "Tracer": "tracer", "holds_tracer": "tracer", "lift": "tracer", "peek": "tracer",
@@ -25,7 +25,8 @@ _EXPORTS = {
     "primal_nested": "numpy_proxies", "offer_block": "block_memory", "KEPT_WHOLE": "block_memory",
     "ROWS_COPIED": "block_memory", "usual_sweep_only": "block_memory", "standing_offer": "block_memory",
     "run_offered": "block_memory",
-    "dtype_of": "rules._util", "shape_of": "rules._util", "all_finite": "rules._util", "no_zero": "rules._util", "recycle_block": "rules._util", "SYMMETRIC_PART": "rules.linalg_decomp",
+    "dtype_of": "rules._util", "shape_of": "rules._util", "all_finite": "rules._util", "no_zero": "rules._util",
+    "recycle_block": "rules._util", "SYMMETRIC_PART": "rules.linalg_decomp",
     "REGISTRY": "registry", "Entry": "registry", "every_rule": "rules",
     "separable": "sample_independence",
     "CONDITION_ARGUMENTS": "facts", "EXPRESSION_FUNCTIONS": "facts", "KINK_CROSSINGS": "facts", "MATRIX_PRODUCTS": "facts",

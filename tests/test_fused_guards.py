@@ -47,8 +47,9 @@ def _steady(g, call, x, warm=8):
 
 @pytest.mark.parametrize("name, f, call, finite", [
     # P1's sweep checks cos(x), exp(x), sin(x) finite and nonzero and x finite: 7 guards, each a
-    # logical_and.reduce, before; two groups, in one call each, now (the loaded values', cos(x)'s)
-    ("elementwise jacobian", _elementwise, lambda g, x: np.asarray(jaccli.jacobian(g, x)), 4),
+    # logical_and.reduce, before; two groups, in one call each, now (the loaded values', cos(x)'s), and
+    # sin(x) and cos(x) are finite where x is (guards.implied_finite): x and exp(x) are counted
+    ("elementwise jacobian", _elementwise, lambda g, x: np.asarray(jaccli.jacobian(g, x)), 2),
     # P3's call: 3 finite guards in the forward replay (one group at its end), 2 of each kind in the sweep, one
     # finite of which checked a value the replay checks (left out since: the program runs on the replay's values)
     ("rosenbrock hessian", _rosenbrock, lambda g, x: np.asarray(jaccli.hessian(g, x)), 4),
@@ -64,7 +65,9 @@ def test_a_steady_call_checks_its_factors_without_a_reduction_each(monkeypatch, 
     monkeypatch.setattr(np, "isfinite", isfinite)
     got = call(g, x)
     monkeypatch.undo()
-    assert reductions.calls == 0 and isfinite.calls == finite, name  # one isfinite per value checked
+    # one isfinite per value checked; P1's lone nonzero check of cos(x), its finite check left out, is the
+    # rule's own predicate, which counts (its one count)
+    assert reductions.calls == (f is _elementwise) and isfinite.calls == finite, name
     np.testing.assert_array_equal(got, call(f, x))  # the plain call's, to the last bit
     assert g.records == 1
 
@@ -170,3 +173,69 @@ def test_all_hold_gives_an_array_not_of_floats_to_any_other_predicate():
     assert all_hold(finite, None, 1, ints) is False and calls == [ints]
     assert all_hold(finite, None, 1, np.ones(3)) is True and calls == [ints]  # (a float array: counted)
     assert all_hold(None, finite, 0, ints) is False and calls == [ints, ints]
+
+
+def _bounded(x):
+    return np.sin(np.cos(x)) * np.tanh(x) + np.arctan(x) * x
+
+
+def _bounded_jacobian(x):
+    return np.diag(-np.cos(np.cos(x)) * np.sin(x) * np.tanh(x) + np.sin(np.cos(x)) * (1 - np.tanh(x) ** 2)
+                   + x / (1 + x * x) + np.arctan(x))
+
+
+@pytest.mark.parametrize("bad", [None, np.inf, -np.inf, np.nan])
+def test_a_bounded_functions_finite_check_is_its_arguments(monkeypatch, bad):
+    # sin, cos, tanh, arctan of a finite real value are finite (engine's FINITE_ON_FINITE): their
+    # results' checks are left out where their argument's is made; a non-finite x still fails it
+    g = jaccli.record_once(_bounded)
+    call = lambda g, x: np.asarray(jaccli.jacobian(g, x))  # noqa: E731
+    rng = np.random.default_rng(2)
+    _steady(g, call, rng.uniform(-1, 1, 9), warm=10)
+    x = rng.uniform(-1, 1, 9)
+    if bad is not None:
+        x[4] = bad
+    isfinite = _Counted(np.isfinite)
+    monkeypatch.setattr(np, "isfinite", isfinite)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        J = jaccli.jacobian(g, x)
+        got = np.asarray(J)
+        monkeypatch.undo()
+        want = np.asarray(jaccli.jacobian(_bounded, x))
+    np.testing.assert_array_equal(got, want)
+    if bad is None:
+        np.testing.assert_allclose(got, _bounded_jacobian(x), rtol=1e-13, atol=1e-15)
+        # x, 1 - tanh(x)**2 and 1 / (1 + x * x): the five others (sin(cos(x)), tanh(x), arctan(x), the
+        # sweep's cos(cos(x)) and -sin(x)) follow from x's
+        assert J.stats["path"] == "compiled sweep" and isfinite.calls == 3
+    else:
+        assert J.stats["path"] != "compiled sweep"  # x's check failed: swept as usual, NaN as the plain call
+
+
+def test_implied_finite_needs_a_real_argument_known_finite_and_one_plain_argument():
+    from types import SimpleNamespace as N
+
+    from jaccli.engine.rules.elementwise import cos, exp, sin
+    from jaccli.replay.guards import implied_finite
+
+    def node(k, prim, parent=None, value=np.zeros(3), args=(None,), kwargs=None, index=None):
+        return N(index=k, prim=prim, parents=() if parent is None else ((0, parent, index),), args=args,
+                 kwargs=kwargs or {}, value=value)
+
+    def check(n):
+        return N(expected=True, fn=N(fused_check="finite"), refs=((0, n, None),), args=(None,), kwargs={})
+
+    x, z = node(0, None, args=()), node(1, None, value=np.zeros(3, complex), args=())
+    s, c, e = node(2, sin, x), node(3, cos, node(9, sin, x)), node(4, exp, x)
+    chain = node(5, cos, s)
+    cases = [(check(x), True), (check(s), False), (check(c), False), (check(e), True), (check(chain), False),
+             (check(node(6, sin, z)), True), (check(node(7, sin, x, kwargs={"where": True})), True),
+             (check(node(8, sin, x, index=0)), True), (check(node(10, cos, node(11, exp, x))), True)]
+    guards = [g for g, _ in cases]
+    dropped = implied_finite(guards, frozenset())
+    # left out: sin(x), cos(sin(x)) (sin(x) unchecked, itself finite where x is), cos(s); kept: x (an input),
+    # exp (unbounded), sin of a complex value, with keywords, of an item, cos(exp(x))
+    assert [id(g) not in dropped for g, _ in cases] == [kept for _, kept in cases]
+    assert implied_finite(guards[1:2], frozenset({0})) == {id(guards[1])}  # x found finite by the replay
+    assert implied_finite(guards[1:2], frozenset()) == set()  # nothing says x is finite

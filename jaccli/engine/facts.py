@@ -63,6 +63,12 @@ arguments are one value (x * x: g * x each, made from the same factor): the plai
 argument 0's rule and sends its cotangent back for both (engine/sweeps.py)."""
 
 
+FINITE_ON_FINITE: set[_Primitive] = set()
+"""One-argument primitives whose result is finite wherever their real argument is (sin, cos, tanh, -x, |x|):
+a compiled sweep's check that such a result is finite is implied by the check of its argument
+(replay/guards.implied_finite), and left out."""
+
+
 REAL_COTANGENTS: set[_Primitive] = set()
 """Primitives of a complex result whose reverse rules send a real argument a real cotangent already
 (rfftn's transpose is an irfftn): the sweeps use the rule as it is, without tape.real_cotangent's

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from .codegen import compile_steps, guard_step, node_step
-from .guards import finite_check
+from .guards import finite_check, implied_finite
 from .ones_seeded import ones_form
 from .program_passes import simplified
 from .sweep_peaks import usual_peak
@@ -381,9 +381,10 @@ def _program(ext: Trace, n: int, seed_slots: list, out: list, ones: dict,
     seeded = {s for s in seed_slots if s is not None}
     guards = []  # (position, op): each goes before the operation it was taken before
     prims = {}  # slot -> the primitive of the step that makes it (program_passes)
+    implied = implied_finite(ext.guards, finite)
     for guard in ext.guards:
-        if finite and finite_check(guard) and guard.refs[0][1].index in finite:
-            continue  # (found finite by the replay whose values the program runs on)
+        if id(guard) in implied or (finite and finite_check(guard) and guard.refs[0][1].index in finite):
+            continue  # (found finite by the replay whose values the program runs on, or by another check)
         op = _plain_only(guard_step(guard))
         if op is None:
             return None

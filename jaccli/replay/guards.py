@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from jaccli.engine import Unique, all_finite as _ALL_FINITE, no_zero as _NO_ZERO, private_copy
+from jaccli.engine import FINITE_ON_FINITE, Unique, all_finite as _ALL_FINITE, no_zero as _NO_ZERO, private_copy
 
 
 def same(a: Any, b: Any) -> bool:
@@ -229,6 +229,39 @@ def found_finite(guards: list) -> frozenset:
     """The values (node indices) that these guards of a recording find all finite: each of its replays
     checks them (replays.Replayable.replay), so a program that runs on a replay's values need not."""
     return frozenset(g.refs[0][1].index for g in guards if finite_check(g))
+
+
+def implied_finite(guards: list, finite: frozenset) -> set[int]:
+    """The finite checks among `guards` (by id) that others imply: of a real value that primitives of
+    FINITE_ON_FINITE (sin, cos, tanh, -x) made of a value known finite, by another check (kept or itself
+    implied: a node's argument comes before it) or by the replay whose values the program reads
+    (`finite`). A sweep fails as a whole where any check fails, so the argument's check stands for both
+    (P1's sweep: sin(x) and cos(x), checked beside x)."""
+    checks = sorted((g for g in guards if finite_check(g)), key=lambda g: g.refs[0][1].index)
+    known, implied = set(finite), set()
+    for g in checks:
+        node = g.refs[0][1]
+        if _finite_from_argument(node, known):
+            implied.add(id(g))
+        known.add(node.index)
+    return implied
+
+
+def _finite_from_argument(node: Any, known: set) -> bool:
+    """Whether `node` is finite where the values in `known` are: FINITE_ON_FINITE primitives of one plain
+    argument each (cos(x) in sin(cos(x)), checked or not), down to a known value that is real (they give
+    real values of real ones; a sweep's own node holds no value to say so: not taken)."""
+    while node.prim in FINITE_ON_FINITE and len(node.parents) == 1 and len(node.args) == 1 and not node.kwargs \
+            and node.parents[0][2] is None:
+        node = node.parents[0][1]
+        if node.index in known:
+            return _real(node.value)
+    return False
+
+
+def _real(value: Any) -> bool:
+    """Whether `value` is a real float array or number (np.sin of it is real: no overflow of a complex sin)."""
+    return getattr(getattr(value, "dtype", None), "kind", None) == "f" or type(value) is float
 
 
 def finite_check(g: Any) -> bool:

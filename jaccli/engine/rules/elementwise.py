@@ -8,8 +8,8 @@ import operator
 import numpy as np
 
 from ..tape import ELEMENTWISE, SCALAR_FORMS
-from ..facts import (CONVENTION_WORDS, CREATE_GRAPH_FORMS, KINK_CROSSINGS, LIMIT_WORDS, NO_KINK, SAMPLE_RULES,
-                     SECOND_ORDER_FORMS, SELF_PAIRED, SHIFT_FORMS, allow_in_expressions)
+from ..facts import (CONVENTION_WORDS, CREATE_GRAPH_FORMS, FINITE_ON_FINITE, KINK_CROSSINGS, LIMIT_WORDS, NO_KINK,
+                     SAMPLE_RULES, SECOND_ORDER_FORMS, SELF_PAIRED, SHIFT_FORMS, allow_in_expressions)
 from ..registry import family, primitive, register, register_primitive
 from ..sample_independence import elementwise as samples_apart
 from ..seed_ops import scaled_at_entries
@@ -400,6 +400,7 @@ deg2rad = _unary(np.deg2rad, lambda ans, x: np.pi / 180.0)
 rad2deg = _unary(np.rad2deg, lambda ans, x: 180.0 / np.pi)
 register(np.radians, deg2rad, prims=(deg2rad,), name="np.radians")
 register(np.degrees, rad2deg, prims=(rad2deg,), name="np.degrees")
+FINITE_ON_FINITE.update({sin, cos, tanh, arctan, arcsinh, negative, positive, absolute})
 allow_in_expressions("sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "arcsinh",
                      "arccosh", "arctanh")
 

@@ -227,7 +227,6 @@ def _outer(mode: str) -> str:
 def _hessian_evaluator(rec: Recording, f: Callable, args: tuple, wrt_idx: tuple, batch_axis: Any, mode: str,
                        chunk_size: Any) -> HessianEvaluator:
     ev = HessianEvaluator(rec, batch=batch_axis == 0, mode=_outer(mode), chunk_size=chunk_size)
-    ev.value = rec.kept_value("value")
     ev.origin = ("hessian", f, args, wrt_idx)
     return ev
 

@@ -99,13 +99,9 @@ class RecordOnce:
         new = rec.replay((x,))
         if new is None:
             return None
-        with lock:  # (what _keep does, without its call)
+        with lock:
             self.replays += 1
-            cache = self._cache
-            cache[key] = new.kept_between_calls(rec)
-            cache.move_to_end(key)
-            while len(cache) > self.max_signatures:
-                cache.popitem(last=False)
+            self._keep(key, new, rec)
         return new
 
     def _keep(self, key: tuple, rec: Replayable, source: Replayable | None = None) -> None:

@@ -261,10 +261,9 @@ class Replayable(Recording):
 
     def _replayed_as(self, trace: Trace, args: Sequence[Any], in_values: list, vals: list, nth: int) -> "Replayable":
         """The replay number `nth` with `trace` (its nodes' values `vals`; `in_values`: the inputs' in `wrt` order)."""
-        shared = self.__dict__.get("_fields")
         rec = object.__new__(Replayable)
         fields = rec.__dict__
-        fields.update(self._shared_fields() if shared is None else shared)
+        fields.update(self._shared_fields())
         # (its own fields set in the dict too: one store each. A dict of the fields' handed to the object
         # instead (rec.__dict__ = ...) costs as much to make, and each attribute read of the replay
         # then costs 1.8x as much, its callers' reads too: CPython 3.11's reads of an object's

@@ -71,9 +71,9 @@ class DiagonalBlocks:
         block of output i (one input) and nothing of it is known yet: what _ensure_diagonal does for every
         row, without its positions, its round of the blocks sharing the rows and its checks (a steady
         record_once call of P1-n100, steady_blocks); None where `swept` is none, the usual way then."""
-        if type(swept) is not np.ndarray or swept.size != self.M[i] or (i, j) in self._diagonals:
+        d = None if (i, j) in self._diagonals else swept_diagonal(swept, self.M[i])
+        if d is None:
             return None
-        d = swept.reshape(swept.size)
         store = diagonal_matrix(d, self.dtype(i, j))
         self.kept_diagonal(i, j, d, store)
         return store
@@ -108,6 +108,11 @@ class DiagonalBlocks:
             self.row_done[i][rows] = True
         else:
             self.col_done[j][cols] = True
+
+
+def swept_diagonal(swept: object, n: int) -> np.ndarray | None:
+    """A diagonal sweep's result as the n-vector it is; None where it is not a plain array of n entries."""
+    return swept.reshape(n) if type(swept) is np.ndarray and swept.size == n else None
 
 
 def diagonal_matrix(d: np.ndarray, dtype: np.dtype) -> np.ndarray:

@@ -21,7 +21,7 @@ import numpy as np
 from jaccli.engine import Recording, SparseBlock, current_observer
 
 from .block_stores import _unless_all, increasing
-from .diagonal_blocks import diagonal_matrix
+from .diagonal_blocks import diagonal_matrix, swept_diagonal
 from .hessian_symmetry import symmetric_from_structure
 
 
@@ -61,8 +61,8 @@ class SteadyCall:
         if self.symmetric:
             return symmetric_store(self.steady, results[0], self.dtype) \
                 if symmetric_fits(self.steady, results[0], n) else None
-        d = results[0]
-        return diagonal_matrix(d.reshape(n), self.dtype) if type(d) is np.ndarray and d.size == n else None
+        d = swept_diagonal(results[0], n)
+        return None if d is None else diagonal_matrix(d, self.dtype)
 
     def kept_in(self, ev: "SteadyBlocks", results: list, store: np.ndarray) -> None:
         """What the evaluator's whole() keeps of the block `store` assembled from `results`, kept by `ev`."""

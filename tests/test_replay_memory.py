@@ -7,12 +7,14 @@ import gc
 import tracemalloc
 
 import numpy as np
+import pytest
 
 import jaccli
 from tests.helpers import central_diff
 from tests.test_step_loops import rk4_lv
 
 CALLS = 6  # replays after the recording: they compile it one step a call (replay/replays.py), then run it
+PLAIN_CALLS = 2  # plain calls after the first: each records f afresh, and peaks as the one before it
 
 
 _lotka_volterra_rk4 = rk4_lv(60)
@@ -36,37 +38,23 @@ def _tangent(z, steps=60, h=0.01):
     return M
 
 
-def _measured(f):
-    """tracemalloc from before f's first call: (the peak over the CALLS calls after it, what is held
-    after each of them with its result gone), every Jacobian checked against the closed form."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        np.asarray(jaccli.jacobian(f, np.array([1.0, 1.5])))  # the warm-up; record_once's recording
-        gc.collect()
-        tracemalloc.reset_peak()
-        held = []
-        for k in range(CALLS):
-            z = np.array([1.0, 1.5]) * (1 + 1e-3 * (k + 1))
-            J = np.asarray(jaccli.jacobian(f, z))
-            np.testing.assert_allclose(J, _tangent(z), rtol=1e-12)
-            del J
-            gc.collect()  # (a plain call's recording goes with the collector: its nodes and tracers refer to each other)
-            held.append(tracemalloc.get_traced_memory()[0])
-        return tracemalloc.get_traced_memory()[1], held
-    finally:
-        tracemalloc.stop()
+@pytest.fixture(scope="module")
+def lotka_volterra():
+    """The 60-step RK4's calls, measured once for this file's tests: (a plain call's peak, the peaks and
+    what is held after each of a record_once function's CALLS replays, the function)."""
+    z = np.array([0.5, 0.5])  # (what a first call imports, assert_allclose's imports too)
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(_lotka_volterra_rk4, z)), _tangent(z), rtol=1e-12)
+    plain, _ = _calls(_lotka_volterra_rk4, calls=PLAIN_CALLS)
+    once = jaccli.record_once(_lotka_volterra_rk4)
+    peaks, held = _calls(once)
+    return max(plain), peaks, held, once
 
 
-def test_an_rk4_loops_replays_keep_little_of_each_other_between_calls():
+def test_an_rk4_loops_replays_keep_little_of_each_other_between_calls(lotka_volterra):
     # issue 44.1, measured alike (one call before, then as many): record_once kept the last replay
     # (its values, and the nodes and rules its usual sweep made of them) beside the next one, and the
     # traced sweep's steps beside the usual sweep of the call that compiles them
-    z = np.array([0.5, 0.5])  # (what a first call imports, assert_allclose's imports too)
-    np.testing.assert_allclose(np.asarray(jaccli.jacobian(_lotka_volterra_rk4, z)), _tangent(z), rtol=1e-12)
-    plain, _ = _measured(_lotka_volterra_rk4)
-    once = jaccli.record_once(_lotka_volterra_rk4)
-    _, held = _measured(once)
+    plain, _, held, once = lotka_volterra
     assert once.records == 1 and once.replays == CALLS
     # What is held between calls, the result gone, against a plain call's peak: after the replay that
     # compiles the forward replay, 0.45 (1.3 before: the replay's values, nodes and rules); at most
@@ -117,24 +105,26 @@ def test_a_hessian_whose_intermediates_outweigh_its_results_gets_its_compiled_sw
 
 
 
-def _peaks(f, x0=np.array([1.0, 1.5]), reference=_tangent, peaks=None):
-    """tracemalloc from before f's first call: each of the CALLS calls' peak after it (into `peaks`,
-    a list, as they come), every Jacobian checked."""
+def _calls(f, x0=np.array([1.0, 1.5]), reference=_tangent, peaks=None, calls=CALLS):
+    """tracemalloc from before f's first call: each of the `calls` calls' peak after it (into `peaks`,
+    a list, as they come), and what is held after each of them with its result gone; every Jacobian
+    checked."""
     gc.collect()
     tracemalloc.start()
     try:
         np.asarray(jaccli.jacobian(f, x0))  # the warm-up; record_once's recording
         gc.collect()
-        peaks = [] if peaks is None else peaks
-        for k in range(CALLS):
+        peaks, held = [] if peaks is None else peaks, []
+        for k in range(calls):
             tracemalloc.reset_peak()
             z = x0 * (1 + 1e-3 * (k + 1))
             J = np.asarray(jaccli.jacobian(f, z))
             peaks.append(tracemalloc.get_traced_memory()[1])  # (before the check's own temporaries)
             np.testing.assert_allclose(J, reference(z), rtol=1e-12)
             del J
-            gc.collect()
-        return peaks
+            gc.collect()  # (a plain call's recording goes with the collector: its nodes and tracers refer to each other)
+            held.append(tracemalloc.get_traced_memory()[0])
+        return peaks, held
     finally:
         tracemalloc.stop()
 
@@ -171,9 +161,9 @@ def test_the_replay_that_checks_a_program_holds_a_mostly_zero_result_by_its_entr
         return agrees(got, want)
     monkeypatch.setattr(result_checks, "agrees", counted)
     np.asarray(jaccli.jacobian(_element_loop, x0))  # (what a first call imports)
-    plain = max(_peaks(_element_loop, x0, _element_loop_jacobian))
+    plain = max(_calls(_element_loop, x0, _element_loop_jacobian, calls=PLAIN_CALLS)[0])
     once = jaccli.record_once(_element_loop)
-    _peaks(once, x0, _element_loop_jacobian, peaks)
+    _calls(once, x0, _element_loop_jacobian, peaks)
     assert checks == [[result_checks.Entries]], checks
     J = jaccli.jacobian(once, x0)
     np.testing.assert_allclose(np.asarray(J), _element_loop_jacobian(x0), rtol=1e-12)
@@ -181,16 +171,12 @@ def test_the_replay_that_checks_a_program_holds_a_mostly_zero_result_by_its_entr
     assert peaks[calls[0]] <= 1.1 * plain, [p / plain for p in peaks]
 
 
-def test_the_first_replays_of_an_rk4_loop_do_not_hold_the_rules_of_the_recording_they_replay():
+def test_the_first_replays_of_an_rk4_loop_do_not_hold_the_rules_of_the_recording_they_replay(lotka_volterra):
     # issue 44.1: record_once keeps the recording (then the first replay, made node by node) until the
     # next replay, which makes nodes and rules of its own: the rules that the kept one's sweeps made
     # stayed beside them (a 200-step RK4's first two replays: 1.23x and 1.39x a plain call's peak by
     # them alone; 60 steps: 1.52x and 1.66x, 1.22x and 1.35x without them)
-    z = np.array([0.5, 0.5])  # (what a first call imports, assert_allclose's imports too)
-    np.testing.assert_allclose(np.asarray(jaccli.jacobian(_lotka_volterra_rk4, z)), _tangent(z), rtol=1e-12)
-    plain = max(_peaks(_lotka_volterra_rk4))
-    once = jaccli.record_once(_lotka_volterra_rk4)
-    peaks = _peaks(once)
+    plain, peaks, _, once = lotka_volterra
     assert once.records == 1
     assert max(peaks[:2]) <= 1.45 * plain, [p / plain for p in peaks]
 

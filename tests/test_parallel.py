@@ -329,7 +329,8 @@ def test_cli_ctrl_c_while_the_local_cluster_starts_leaves_no_worker_process(tmp_
     preload = f'["{tmp_path / "slow_start.py"}"]'
     proc = subprocess.Popen(JACCLI + ["jacobian", "-e", "cumsum(tanh(x))", "x.npy", "-o", "J.npy", "--workers", "2"],
                             cwd=tmp_path, stderr=subprocess.PIPE, text=True,
-                            env=clean_env(JACCLI_PARALLEL_MIN_WORK="0", DASK_DISTRIBUTED__WORKER__PRELOAD=preload))
+                            env=clean_env(JACCLI_PARALLEL_MIN_WORK="0", DASK_DISTRIBUTED__WORKER__PRELOAD=preload),
+                            preexec_fn=at_a_terminal())  # (a suite run as a background job: SIGINT ignored, kept so)
     seen: dict[int, psutil.Process] = {}
     try:
         deadline = time.monotonic() + 300

@@ -282,11 +282,23 @@ def test_cli_scheduler_out_of_reach_is_exit_4_naming_it(monkeypatch):
     assert done.stderr.startswith("Error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 (")
 
 
+def _ignores(pid: int, sig: int) -> bool:
+    """Whether process `pid` ignores `sig` (SigIgn in Linux's /proc; False where that cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            mask = next(int(line.split()[1], 16) for line in status if line.startswith("SigIgn:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return False
+    return bool(mask >> (sig - 1) & 1)
+
+
 def _interrupted(proc, processes) -> str:
     """Ctrl-C to `proc` half a second on: its stderr, once it ended with exit 130 and `processes` with it."""
     import psutil
 
     time.sleep(0.5)
+    # (a process that ignores SIGINT, as one started from a background job does, would never see it)
+    assert not _ignores(proc.pid, signal.SIGINT), "jaccli ignores SIGINT: start it with preexec_fn=at_a_terminal()"
     proc.send_signal(signal.SIGINT)
     rest = proc.communicate(timeout=60)[1]
     assert proc.returncode == 130, rest

@@ -42,17 +42,28 @@ def local_cluster(tmp_path_factory, **client_options):
     """Two worker processes started in an empty directory (not the tests', not the functions'): a client of
     them, yielded, and closed with them after."""
     elsewhere = tmp_path_factory.mktemp("workers-run-here")
-    before = os.getcwd()
+    before, environ = os.getcwd(), dict(os.environ)
     os.chdir(elsewhere)
     try:
-        local = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                         silence_logs=40)
+        local = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                         silence_logs=40)  # (":0": any free port, as two suites side by side need)
     finally:
         os.chdir(before)
+        _restore(environ)
     client = distributed.Client(local, **client_options)
     yield client
     client.close()
     local.close()
+    _restore(environ)
+
+
+def _restore(environ: dict) -> None:
+    """os.environ as it was: Dask's nanny sets its workers' variables (MALLOC_TRIM_THRESHOLD_, OMP_NUM_THREADS,
+    PYTHONHASHSEED...) in this process's own, and every later test's subprocess inherited them (a fresh
+    process's heap thresholds, tests/test_heap_thresholds.py, are then the variable's, not jaccli's)."""
+    if os.environ != environ:
+        os.environ.clear()
+        os.environ.update(environ)
 
 
 def model(x):

@@ -19,6 +19,8 @@ import pytest
 
 from .test_cli_subprocess import JACCLI, clean_env
 
+pytestmark = pytest.mark.xdist_group("test_docs_examples")  # (pytest -n: one worker, module fixtures made once)
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 ANY_LINES = "..."

@@ -15,6 +15,8 @@ import jaccli
 from jaccli.engine.rules import fft as fft_rules, piecewise, products
 from jaccli.engine.rules._util import loop_dtypes
 
+pytestmark = pytest.mark.xdist_group("test_numpy_private_fallbacks")  # (pytest -n: one worker)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Run in a fresh interpreter: every private name that jaccli reads at import is hidden while jaccli and

@@ -30,6 +30,8 @@ from .test_cli import invoke, make_runner
 from .test_cli_subprocess import JACCLI, at_a_terminal, clean_env
 from .test_error_messages import short_connect_timeout
 
+pytestmark = pytest.mark.xdist_group("test_parallel")  # (pytest -n: one worker, module fixtures made once)
+
 A = np.random.default_rng(7).normal(size=(30, 30)) / 6
 
 

@@ -20,6 +20,8 @@ from .test_cli import invoke, make_runner
 from .test_cli_subprocess import JACCLI, clean_env
 from .test_parallel import local_cluster
 
+pytestmark = pytest.mark.xdist_group("test_parallel_zarr")  # (pytest -n: one worker, module fixtures made once)
+
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):

@@ -13,6 +13,8 @@ import jaccli
 from tests.helpers import central_diff
 from tests.test_step_loops import rk4_lv
 
+pytestmark = pytest.mark.xdist_group("test_replay_memory")  # (pytest -n: one worker, module fixtures made once)
+
 CALLS = 6  # replays after the recording: they compile it one step a call (replay/replays.py), then run it
 PLAIN_CALLS = 2  # plain calls after the first: each records f afresh, and peaks as the one before it
 

@@ -124,12 +124,12 @@ def _compiled(f, x, **kw):
 
 def test_a_block_of_rows_runs_the_steps_of_its_own_writes_only(monkeypatch):
     # loop-10000's rows in 6 blocks: each block's program ran all 10^4 iterations, 5/6 of them on zero columns
-    from jaccli.engine.rules import elementwise
+    from jaccli.engine.rules import ufunc_rules
 
     x = np.linspace(0.5, 1.5, 200)
     calls = []
-    usual = elementwise._usual_vjp
-    monkeypatch.setattr(elementwise, "_usual_vjp", lambda *a: calls.append(1) or usual(*a))
+    usual = ufunc_rules.usual_vjp
+    monkeypatch.setattr(ufunc_rules, "usual_vjp", lambda *a: calls.append(1) or usual(*a))
     g = jaccli.record_once(loop)
     made = []
     for k in range(9):

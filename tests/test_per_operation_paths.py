@@ -234,9 +234,9 @@ def test_a_part_of_a_seed_block_that_holds_none_of_its_entries_is_zero():
 @pytest.mark.parametrize("mode", MODES)
 def test_an_array_times_a_number_pulls_back_as_one_product(mode, monkeypatch):
     # h * k of an integrator's step: the reverse rule is g * h itself, no broadcast undone
-    from jaccli.engine.rules import elementwise
+    from jaccli.engine.rules import ufunc_rules
 
-    undone = _calls(monkeypatch, elementwise, "unbroadcast")
+    undone = _calls(monkeypatch, ufunc_rules, "unbroadcast")
     x = np.linspace(-1.0, 2.0, 5)
     f = lambda x: 0.25 * (2 * x) * np.float64(3.0) * x  # noqa: E731  (a float, an int, a NumPy float)
     np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x, mode=mode)), np.diag(3.0 * x), rtol=1e-14)

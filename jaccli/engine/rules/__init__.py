@@ -5,6 +5,8 @@ whose f never transforms loads neither (~1.5 ms of every `jaccli jacobian` proce
 functions' rules (linalg*.py) wait for f's first call of one of them (~1.5 ms more).
 """
 
+from . import elementwise  # noqa: F401,I001 - first: its primitives are registered before those built on them
+
 from . import (  # noqa: F401
     bessel,
     complex_forms,
@@ -14,7 +16,6 @@ from . import (  # noqa: F401
     cumulative,
     diagonals,
     einsum,
-    elementwise,
     emath,
     functional,
     indexing,

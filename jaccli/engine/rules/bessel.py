@@ -9,7 +9,7 @@ import numpy as np
 
 from ..tape import ELEMENTWISE
 from ..registry import family, primitive
-from .elementwise import _facts, _scale, _tangent_product, _unary
+from .ufunc_rules import elementwise_facts, scaled, tangent_product, unary_ufunc
 
 family("elementwise")
 
@@ -82,8 +82,8 @@ def _i1_d(ans, x):
 
 i1 = primitive("bessel_i1", bessel_i1)
 i1.structure = ELEMENTWISE
-i1.defvjp(lambda ans, x: _scale(_i1_d(ans, x)))
-i1.defjvp(lambda ans, x: _tangent_product(_i1_d(ans, x)))
-_facts(i1)
+i1.defvjp(lambda ans, x: scaled(_i1_d(ans, x)))
+i1.defjvp(lambda ans, x: tangent_product(_i1_d(ans, x)))
+elementwise_facts(i1)
 
-_unary(np.i0, lambda ans, x: i1(x), notes="derivative I1(x), computed by jaccli in NumPy to a few ulp")
+unary_ufunc(np.i0, lambda ans, x: i1(x), notes="derivative I1(x), computed by jaccli in NumPy to a few ulp")

@@ -8,7 +8,8 @@ import numpy as np
 from ..registry import family, register, register_derived
 from ..tracer import guarded
 from ._util import in_dtype, loop_dtypes
-from .elementwise import _binary, absolute, add, arctan2, hypot, logaddexp, multiply, power, subtract, true_divide
+from .elementwise import absolute, add, arctan2, hypot, logaddexp, multiply, power, subtract, true_divide
+from .ufunc_rules import binary_ufunc
 from .piecewise import _truth, fmod, maximum, minimum, mod, where
 
 family("elementwise")
@@ -78,8 +79,8 @@ def _modf(x, /, out=None, **kw):
 
 # ldexp is NumPy's own (kwargs, dtypes and the scaling, exact over the whole exponent range, where a
 # factor 2**x2 alone would overflow or underflow); x2 is an integer, so only x1 is differentiable.
-ldexp = _binary(np.ldexp, lambda ans, x1, x2: np.ldexp(np.ones((), ans.dtype), x2), None,
-                notes="derivative 2**x2 in x1; x2 is an integer")
+ldexp = binary_ufunc(np.ldexp, lambda ans, x1, x2: np.ldexp(np.ones((), ans.dtype), x2), None,
+                     notes="derivative 2**x2 in x1; x2 is an integer")
 
 
 def _frexp(x, /, out=None, **kw):

@@ -8,258 +8,31 @@ import operator
 import numpy as np
 
 from ..tape import ELEMENTWISE, SCALAR_FORMS
-from ..facts import (CONVENTION_WORDS, CREATE_GRAPH_FORMS, FINITE_ON_FINITE, KINK_CROSSINGS, LIMIT_WORDS, NO_KINK,
-                     SAMPLE_RULES, SECOND_ORDER_FORMS, SELF_PAIRED, SHIFT_FORMS, allow_in_expressions)
+from ..facts import (CONVENTION_WORDS, CREATE_GRAPH_FORMS, FINITE_ON_FINITE, LIMIT_WORDS, SECOND_ORDER_FORMS,
+                     SELF_PAIRED, SHIFT_FORMS, allow_in_expressions)
 from ..registry import family, primitive, register, register_primitive
-from ..sample_independence import elementwise as samples_apart
-from ..seed_ops import scaled_at_entries
-from ..seeds import TRACED_PARTS, SparseBlock
-from ..limits import PROBING, SWEEP
-from ..tracer import Tracer, guarded, peek
-from ._util import all_finite, crossed_at_zero, expand, negated, no_zero, passed, shape_of, unbroadcast
+from ..limits import PROBING
+from ..tracer import Tracer, peek
+from ._util import crossed_at_zero
+from .ufunc_rules import (binary_ufunc, elementwise_facts, finite_factor, linear_binary_ufunc, nary_ufunc, scaled,
+                          tangent_product, unary_ufunc, unary_ufunc_primitive, where0)
 
 family("elementwise")
-
-# (the guards every rule of a sweep checks its factor with, by counting: _util.py)
-_all_finite, _no_zero = all_finite, no_zero
-
-
-def _finite(d) -> bool:
-    if type(d) is not Tracer:  # a plain factor: nothing to guard
-        return _all_finite(d)
-    return guarded(_all_finite, d)
-
-
-def _met(g, factor) -> np.ndarray:
-    """Where a zero of g meets a non-finite factor (g's shape, its block axis first)."""
-    g = g.todense() if type(g) is SparseBlock else g
-    return np.asarray((g == 0) & ~np.isfinite(factor))
-
-
-def _safe_product(factor, argnum: int = 0):
-    """g -> g * factor, where a zero entry of g that is structural gives exactly 0 even if factor is
-    inf or NaN there, and a zero value gives NaN (engine/limits.py tells them apart).
-
-    A zero cotangent is what a masked-out branch of np.where sends back; 0 * inf would otherwise
-    turn a structural zero into NaN (JAX's "double where" problem). A zero that is a value
-    (-sin(0) before sqrt'(0) = inf) leaves a derivative that exists only as a limit.
-    """
-    if _finite(factor):
-        return lambda g: g * factor
-
-    def rule(g):
-        with np.errstate(invalid="ignore"):
-            prod = g * factor
-            out = np.where(g == 0, 0.0, prod)
-        probe = SWEEP.v
-        if probe is None:
-            return out
-        meet = guarded(_met, g, factor) if type(g) is Tracer or type(factor) is Tracer else _met(g, factor)
-        if not meet.any():
-            return out
-        zeros = probe.value_zeros(meet, argnum)
-        return np.where(zeros, prod, out) if zeros.any() else out  # (prod: 0 * inf, NaN, at any order)
-    return rule
-
-
-def _finite_tangent(t) -> bool:
-    """Whether a tangent block is all finite; a structured one is read through its parts."""
-    if type(t) is SparseBlock:
-        return all(p is None or _all_finite(p) for p in (t.val, t.u, t.v))
-    return _finite(t)
-
-
-def _tangent_product(factor, argnum: int = 0):
-    """t -> t * factor for a forward rule: _safe_product's, and its dual, where a factor that is
-    exactly 0 gives exactly 0 even if the tangent is inf or NaN there.
-
-    Forward mode meets the dual where a branch not taken has an infinite derivative: the factor
-    of np.maximum(np.sqrt(x), 1) for sqrt(x) at 0, or, forward over reverse, the zero cotangent
-    that np.where sent back to the rule g * factor of the branch not taken, whose tangent holds
-    the infinite derivative of factor (1.5 x**0.5 at 0). Reverse mode's zero cotangent already
-    gives 0 there; 0 * inf would leak NaN into the forward Jacobian or the default Hessian.
-    """
-    scale = _safe_product(factor, argnum)
-    if _no_zero(factor) if type(factor) is not Tracer else guarded(_no_zero, factor):
-        return scale
-    zero = factor == 0
-
-    def rule(t):
-        out = scale(t)
-        if _finite_tangent(t):  # the factor is finite: only a non-finite tangent can leak
-            return out
-        # Only where the product is 0 * inf or 0 * NaN: elsewhere it stays a product, whose
-        # derivative in the factor (a zero of x in prod's rules) a higher order needs. A zero
-        # factor that is a value (x's, in x * sqrt(x) at 0) leaves NaN there (engine/limits.py).
-        leak = zero & ~np.isfinite(out)
-        if not leak.any():
-            return out
-        probe = SWEEP.v
-        if probe is not None:
-            met = guarded(_leaks, factor, out) if type(out) is Tracer or type(factor) is Tracer else _leaks(factor, out)
-            zeros = probe.value_zeros(met, argnum)
-            if zeros.any():
-                return np.where(leak & ~zeros, 0.0, out)
-        return np.where(leak, 0.0, out)
-    return rule
-
-
-def _leaks(factor, out) -> np.ndarray:
-    out = out.todense() if type(out) is SparseBlock else out
-    return np.asarray((factor == 0) & ~np.isfinite(out))
-
-
-def _scale(d):
-    return _safe_product(d)
-
-
-def _facts(prim, *, kink=None, crossed=NO_KINK, samples=samples_apart):
-    """Declare an elementwise primitive's kink (its mask, and how a step crosses it; none by default)
-    and its sample-independence rule (facts)."""
-    if (kink is None) != (crossed is NO_KINK):
-        raise ValueError(f"{prim.name}: a kink needs both its mask and its crossing")
-    prim.kink = kink
-    KINK_CROSSINGS[prim] = crossed
-    SAMPLE_RULES[prim] = samples
-
-
-def _unary(ufunc, deriv, *, notes: str = "", kink=None, crossed=NO_KINK, name=None, samples=samples_apart):
-    """A one-argument ufunc whose derivative is the elementwise factor deriv(ans, x).
-
-    Its Jacobian is diagonal, so the reverse and forward rules are the same product (the forward one
-    also keeps a zero factor times a non-finite tangent at 0: _tangent_product).
-    """
-    prim = _unary_primitive(name or f"np.{ufunc.__name__}", ufunc, deriv, kink=kink, crossed=crossed, samples=samples)
-    register_primitive(ufunc, prim, notes=notes, name=name)
-    return prim
-
-
-def _unary_primitive(name, impl, deriv, *, kink=None, crossed=NO_KINK, samples=samples_apart):
-    """_unary's primitive, not routed to from NumPy (a form of one that is: SECOND_ORDER_FORMS)."""
-    prim = primitive(name, impl)
-    prim.structure = ELEMENTWISE
-    prim.defvjp(lambda ans, x, **kw: scaled_at_entries(deriv, ans, (x,), 0, lambda: _scale(deriv(ans, x)), _finite)
-                if type(ans) is Tracer and TRACED_PARTS.v is True else _scale(deriv(ans, x)))
-    prim.defjvp(lambda ans, x, **kw: _tangent_product(deriv(ans, x)))
-    _facts(prim, kink=kink, crossed=crossed, samples=samples)
-    return prim
-
-
-def _binary(ufunc, dx, dy, **kw):
-    """A two-argument broadcasting ufunc with partial derivatives dx(ans, x, y), dy(ans, x, y).
-
-    A partial given as None means the function is not differentiable in that argument.
-    """
-    return _nary(ufunc, (dx, dy), **kw)
-
-
-def _nary(ufunc, partials, *, notes: str = "", kink=None, crossed=NO_KINK, name=None, samples=samples_apart,
-          route: bool = True):
-    """A broadcasting ufunc of len(partials) arguments; partial k is d(ans, *args) (None: not
-    differentiable in argument k). route=False: not routed to from NumPy (a SECOND_ORDER_FORMS row)."""
-    prim = primitive(name or f"np.{ufunc.__name__}", ufunc)
-    prim.structure = ELEMENTWISE
-    makers_v, makers_j = [], []
-    for pos, d in enumerate(partials):
-        if d is None:
-            makers_v.append(None)
-            makers_j.append(None)
-            continue
-
-        def vjp_maker(ans, *args, _d=d, _pos=pos, **kw):
-            return scaled_at_entries(_d, ans, args, _pos, lambda: _usual_vjp(_d, ans, args, _pos), _finite) \
-                if type(ans) is Tracer and TRACED_PARTS.v is True else _usual_vjp(_d, ans, args, _pos)
-
-        def jvp_maker(ans, *args, _d=d, _pos=pos, **kw):
-            scale, shape, out_shape = _tangent_product(_d(ans, *args), _pos), shape_of(args[_pos]), shape_of(ans)
-            return lambda t: scale(expand(t, shape, out_shape))
-
-        makers_v.append(vjp_maker)
-        makers_j.append(jvp_maker)
-    prim.defvjp(*makers_v)
-    prim.defjvp(*makers_j)
-    _facts(prim, kink=kink, crossed=crossed, samples=samples)
-    if route:
-        register_primitive(ufunc, prim, notes=notes, name=name)
-    return prim
-
-
-def _usual_vjp(d, ans, args: tuple, pos: int):
-    """The reverse rule of argument `pos` of a broadcasting ufunc whose partial is d(ans, *args)."""
-    factor, shape = d(ans, *args), shape_of(args[pos])
-    if shape == shape_of(ans) and ((type(factor) is np.ndarray and factor.shape == shape) or type(factor) in (
-            float, np.float64, int)) and _all_finite(factor):  # (a number: h * k1 of an integrator's step)
-        return lambda g: g * factor  # (g * factor has g's shape: the common rule, through no helpers)
-    scale = _safe_product(factor, pos)
-    return lambda g: unbroadcast(scale(g), shape)
-
-
-def _linear_binary(ufunc, sx: float, sy: float):
-    """x + y and x - y: the cotangent passes through (times +-1), no factor needed."""
-    prim = primitive(f"np.{ufunc.__name__}", ufunc)
-    prim.structure = ELEMENTWISE
-
-    def vjp(sign, pos):
-        def maker(ans, x, y, **kw):
-            shape = shape_of(x if pos == 0 else y)
-            if shape == shape_of(ans):  # (no broadcast to undo: one rule for every node, no closure)
-                return passed if sign == 1 else negated
-            if sign == 1:
-                return lambda g: unbroadcast(g, shape)
-            return lambda g: unbroadcast(negated(g), shape)
-        return maker
-
-    def jvp(sign, pos):
-        def maker(ans, x, y, **kw):
-            shape = shape_of(x if pos == 0 else y)
-            out_shape = shape_of(ans)
-            if sign == 1:
-                return lambda t: expand(t, shape, out_shape)
-            return lambda t: expand(negated(t), shape, out_shape)
-        return maker
-
-    prim.defvjp(vjp(sx, 0), vjp(sy, 1))
-    prim.defjvp(jvp(sx, 0), jvp(sy, 1))
-    _facts(prim)
-    register_primitive(ufunc, prim)
-    return prim
-
-
-def _zero(ufunc, notes: str = "piecewise constant: derivative 0"):
-    """Connected to its input (strict mode sees a path) but with a zero derivative."""
-    prim = primitive(f"np.{ufunc.__name__}", ufunc, zero_grad=True)
-    prim.structure = ELEMENTWISE
-    _facts(prim)
-    register_primitive(ufunc, prim, kind="zero", notes=notes)
-    return prim
-
-
-def _nondiff(ufunc, notes: str = "boolean result: no derivative"):
-    prim = primitive(f"np.{ufunc.__name__}", ufunc, nondiff=True)
-    _facts(prim)
-    register_primitive(ufunc, prim, kind="nondiff", notes=notes)
-    return prim
-
-
-def _where0(cond, value):
-    """value where cond holds, else exactly 0; NaN or inf in the masked-out entries never leak."""
-    return np.where(cond, value, 0.0)
-
 
 # ---------------------------------------------------------------------------
 # Arithmetic
 # ---------------------------------------------------------------------------
-add = _linear_binary(np.add, 1, 1)
-subtract = _linear_binary(np.subtract, 1, -1)
+add = linear_binary_ufunc(np.add, 1, 1)
+subtract = linear_binary_ufunc(np.subtract, 1, -1)
 add.value_free = subtract.value_free = True  # x + c: the rules never read c
-multiply = _binary(np.multiply, lambda ans, x, y: y, lambda ans, x, y: x)
+multiply = binary_ufunc(np.multiply, lambda ans, x, y: y, lambda ans, x, y: x)
 SELF_PAIRED.add(multiply)  # x * x: each argument's rule is g * x
 
-true_divide = _binary(np.true_divide, lambda ans, x, y: np.true_divide(1.0, y), lambda ans, x, y: -ans / y)
+true_divide = binary_ufunc(np.true_divide, lambda ans, x, y: np.true_divide(1.0, y), lambda ans, x, y: -ans / y)
 SCALAR_FORMS.update({add: operator.add, subtract: operator.sub, multiply: operator.mul,
                      true_divide: lambda a, b: a / b if b else math.nan})  # (0: the ufunc says what NumPy says)
-negative = _unary(np.negative, lambda ans, x: -1.0)
-positive = _unary(np.positive, lambda ans, x: 1.0)
+negative = unary_ufunc(np.negative, lambda ans, x: -1.0)
+positive = unary_ufunc(np.positive, lambda ans, x: 1.0)
 SHIFT_FORMS.update({add: "add", subtract: "subtract", negative: "negative", multiply: "multiply",
                     true_divide: "divide", positive: "move"})
 
@@ -271,17 +44,17 @@ def _power_dx(ans, x, y):
     if np.ndim(y) == 0 and not hasattr(y, "_node") and y == 2:
         return 2.0 * x
     with np.errstate(divide="ignore", invalid="ignore"):
-        return _where0(y != 0, y * np.power(x, y - 1))
+        return where0(y != 0, y * np.power(x, y - 1))
 
 
 def _power_dy(ans, x, y):
     # ans * log(x), taking 0 * log(0) = 0 so that 0**y stays differentiable in y.
     with np.errstate(divide="ignore", invalid="ignore"):
         safe_x = np.where(x == 0, 1.0, x)
-        return _where0(x != 0, ans * np.log(safe_x))
+        return where0(x != 0, ans * np.log(safe_x))
 
 
-power = _binary(np.power, _power_dx, _power_dy, notes="d/dy uses log(x): defined for x > 0; 0 at x == 0")
+power = binary_ufunc(np.power, _power_dx, _power_dy, notes="d/dy uses log(x): defined for x > 0; 0 at x == 0")
 
 
 def _recorded_square(maker):
@@ -294,7 +67,7 @@ def _recorded_square(maker):
     def wrapped(ans, x, y, **kw):
         if type(x) is not Tracer or np.ndim(y) != 0 or hasattr(y, "_node") or y != 2:
             return maker(ans, x, y, **kw)
-        if not _finite(x):
+        if not finite_factor(x):
             return maker(ans, x, y, **kw)  # 0 * inf guarded by the general rule
         return lambda g: (g * 2.0) * x
     return wrapped
@@ -302,11 +75,11 @@ def _recorded_square(maker):
 
 power.defvjp(_recorded_square(power.vjps[0]))
 power.defjvp(_recorded_square(power.jvps[0]))
-float_power = _binary(np.float_power, _power_dx, _power_dy, notes="as np.power, in float64")
-square = _unary(np.square, lambda ans, x: 2.0 * x)
-sqrt = _unary(np.sqrt, lambda ans, x: 0.5 / ans, notes="sqrt'(0) = inf, reported as non-finite, not hidden")
-cbrt = _unary(np.cbrt, lambda ans, x: 1.0 / (3.0 * ans * ans), notes="cbrt'(0) = inf")
-reciprocal = _unary(np.reciprocal, lambda ans, x: -(ans * ans))
+float_power = binary_ufunc(np.float_power, _power_dx, _power_dy, notes="as np.power, in float64")
+square = unary_ufunc(np.square, lambda ans, x: 2.0 * x)
+sqrt = unary_ufunc(np.sqrt, lambda ans, x: 0.5 / ans, notes="sqrt'(0) = inf, reported as non-finite, not hidden")
+cbrt = unary_ufunc(np.cbrt, lambda ans, x: 1.0 / (3.0 * ans * ans), notes="cbrt'(0) = inf")
+reciprocal = unary_ufunc(np.reciprocal, lambda ans, x: -(ans * ans))
 
 
 # abs at 0: abs'(0) = 0, the subgradient of least norm; a gradient that is differentiated again takes
@@ -317,7 +90,7 @@ def _one_sided_sign(x):
 
 abs_slope_one_sided = primitive("np.absolute' (one-sided at 0)", _one_sided_sign, zero_grad=True)
 abs_slope_one_sided.structure = ELEMENTWISE
-_facts(abs_slope_one_sided)
+elementwise_facts(abs_slope_one_sided)
 
 
 def _abs_slope_one_sided(ans, x):
@@ -329,13 +102,13 @@ def _at_zero(ans, x):
 
 
 _ABS_NOTES = "abs'(0) = 0 (the subgradient of least norm); in a Hessian or hvp one-sided at 0, so |u| ** 2 gets 2"
-absolute = _unary(np.absolute, lambda ans, x: np.sign(x), notes=_ABS_NOTES, kink=_at_zero, crossed=crossed_at_zero)
+absolute = unary_ufunc(np.absolute, lambda ans, x: np.sign(x), notes=_ABS_NOTES, kink=_at_zero, crossed=crossed_at_zero)
 register(np.abs, absolute, prims=(absolute,), name="np.abs") if np.abs is not np.absolute else None
-fabs = _unary(np.fabs, lambda ans, x: np.sign(x), notes=_ABS_NOTES.replace("abs'", "fabs'"), kink=_at_zero,
-              crossed=crossed_at_zero)
+fabs = unary_ufunc(np.fabs, lambda ans, x: np.sign(x), notes=_ABS_NOTES.replace("abs'", "fabs'"), kink=_at_zero,
+                   crossed=crossed_at_zero)
 for _prim in (absolute, fabs):
-    SECOND_ORDER_FORMS[_prim] = _unary_primitive(f"{_prim.name} (one-sided at 0)", _prim.impl, _abs_slope_one_sided,
-                                                 kink=_at_zero, crossed=crossed_at_zero)
+    SECOND_ORDER_FORMS[_prim] = unary_ufunc_primitive(f"{_prim.name} (one-sided at 0)", _prim.impl,
+                                                      _abs_slope_one_sided, kink=_at_zero, crossed=crossed_at_zero)
 
 
 # A create_graph gradient that an enclosing level differentiates keeps abs'(0) = 0, the values the user
@@ -352,7 +125,7 @@ def _undefined_at_zero(ans, x):
 
 
 def _abs_slope_with_convention(prim, short):
-    slope = _unary_primitive(f"{prim.name}' (a convention at 0)", np.sign, _undefined_at_zero)
+    slope = unary_ufunc_primitive(f"{prim.name}' (a convention at 0)", np.sign, _undefined_at_zero)
     CONVENTION_WORDS[slope] = (f"{short}'(0) = 0 is a convention: the second derivative here, of a create_graph "
                                f"gradient through {short} at 0, depends on it ({short}(u) ** 2: 0 with it, 2 "
                                f"one-sided); jaccli.hessian and hvp take {short}'s slope one-sided at 0")
@@ -360,44 +133,44 @@ def _abs_slope_with_convention(prim, short):
 
 
 for _prim, _short in ((absolute, "abs"), (fabs, "fabs")):
-    CREATE_GRAPH_FORMS[_prim] = _unary_primitive(f"{_prim.name} (create_graph)", _prim.impl,
-                                                 _abs_slope_with_convention(_prim, _short), kink=_at_zero,
-                                                 crossed=crossed_at_zero)
+    CREATE_GRAPH_FORMS[_prim] = unary_ufunc_primitive(f"{_prim.name} (create_graph)", _prim.impl,
+                                                      _abs_slope_with_convention(_prim, _short), kink=_at_zero,
+                                                      crossed=crossed_at_zero)
 allow_in_expressions("power", "sqrt", "cbrt", "square", "reciprocal", "abs", "absolute")
 
 # ---------------------------------------------------------------------------
 # Exponentials and logarithms
 # ---------------------------------------------------------------------------
-exp = _unary(np.exp, lambda ans, x: ans)
-exp2 = _unary(np.exp2, lambda ans, x: ans * np.log(2.0))
-expm1 = _unary(np.expm1, lambda ans, x: ans + 1.0)
-log = _unary(np.log, lambda ans, x: 1.0 / x)
-log2 = _unary(np.log2, lambda ans, x: 1.0 / (x * np.log(2.0)))
-log10 = _unary(np.log10, lambda ans, x: 1.0 / (x * np.log(10.0)))
-log1p = _unary(np.log1p, lambda ans, x: 1.0 / (1.0 + x))
-logaddexp = _binary(np.logaddexp, lambda ans, x, y: np.exp(x - ans), lambda ans, x, y: np.exp(y - ans))
-logaddexp2 = _binary(np.logaddexp2, lambda ans, x, y: np.exp2(x - ans), lambda ans, x, y: np.exp2(y - ans))
+exp = unary_ufunc(np.exp, lambda ans, x: ans)
+exp2 = unary_ufunc(np.exp2, lambda ans, x: ans * np.log(2.0))
+expm1 = unary_ufunc(np.expm1, lambda ans, x: ans + 1.0)
+log = unary_ufunc(np.log, lambda ans, x: 1.0 / x)
+log2 = unary_ufunc(np.log2, lambda ans, x: 1.0 / (x * np.log(2.0)))
+log10 = unary_ufunc(np.log10, lambda ans, x: 1.0 / (x * np.log(10.0)))
+log1p = unary_ufunc(np.log1p, lambda ans, x: 1.0 / (1.0 + x))
+logaddexp = binary_ufunc(np.logaddexp, lambda ans, x, y: np.exp(x - ans), lambda ans, x, y: np.exp(y - ans))
+logaddexp2 = binary_ufunc(np.logaddexp2, lambda ans, x, y: np.exp2(x - ans), lambda ans, x, y: np.exp2(y - ans))
 SHIFT_FORMS.update({exp: "exp", log: "log"})
 allow_in_expressions("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "logaddexp")
 
 # ---------------------------------------------------------------------------
 # Trigonometric and hyperbolic
 # ---------------------------------------------------------------------------
-sin = _unary(np.sin, lambda ans, x: np.cos(x))
-cos = _unary(np.cos, lambda ans, x: -np.sin(x))
-tan = _unary(np.tan, lambda ans, x: 1.0 + ans * ans)
-arcsin = _unary(np.arcsin, lambda ans, x: 1.0 / np.sqrt(1.0 - x * x))
-arccos = _unary(np.arccos, lambda ans, x: -1.0 / np.sqrt(1.0 - x * x))
-arctan = _unary(np.arctan, lambda ans, x: 1.0 / (1.0 + x * x))
-arctan2 = _binary(np.arctan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y / (x * x + y * y))
-sinh = _unary(np.sinh, lambda ans, x: np.cosh(x))
-cosh = _unary(np.cosh, lambda ans, x: np.sinh(x))
-tanh = _unary(np.tanh, lambda ans, x: 1.0 - ans * ans)
-arcsinh = _unary(np.arcsinh, lambda ans, x: 1.0 / np.sqrt(x * x + 1.0))
-arccosh = _unary(np.arccosh, lambda ans, x: 1.0 / np.sqrt(x * x - 1.0))
-arctanh = _unary(np.arctanh, lambda ans, x: 1.0 / (1.0 - x * x))
-deg2rad = _unary(np.deg2rad, lambda ans, x: np.pi / 180.0)
-rad2deg = _unary(np.rad2deg, lambda ans, x: 180.0 / np.pi)
+sin = unary_ufunc(np.sin, lambda ans, x: np.cos(x))
+cos = unary_ufunc(np.cos, lambda ans, x: -np.sin(x))
+tan = unary_ufunc(np.tan, lambda ans, x: 1.0 + ans * ans)
+arcsin = unary_ufunc(np.arcsin, lambda ans, x: 1.0 / np.sqrt(1.0 - x * x))
+arccos = unary_ufunc(np.arccos, lambda ans, x: -1.0 / np.sqrt(1.0 - x * x))
+arctan = unary_ufunc(np.arctan, lambda ans, x: 1.0 / (1.0 + x * x))
+arctan2 = binary_ufunc(np.arctan2, lambda ans, y, x: x / (x * x + y * y), lambda ans, y, x: -y / (x * x + y * y))
+sinh = unary_ufunc(np.sinh, lambda ans, x: np.cosh(x))
+cosh = unary_ufunc(np.cosh, lambda ans, x: np.sinh(x))
+tanh = unary_ufunc(np.tanh, lambda ans, x: 1.0 - ans * ans)
+arcsinh = unary_ufunc(np.arcsinh, lambda ans, x: 1.0 / np.sqrt(x * x + 1.0))
+arccosh = unary_ufunc(np.arccosh, lambda ans, x: 1.0 / np.sqrt(x * x - 1.0))
+arctanh = unary_ufunc(np.arctanh, lambda ans, x: 1.0 / (1.0 - x * x))
+deg2rad = unary_ufunc(np.deg2rad, lambda ans, x: np.pi / 180.0)
+rad2deg = unary_ufunc(np.rad2deg, lambda ans, x: 180.0 / np.pi)
 register(np.radians, deg2rad, prims=(deg2rad,), name="np.radians")
 register(np.degrees, rad2deg, prims=(rad2deg,), name="np.degrees")
 FINITE_ON_FINITE.update({sin, cos, tanh, arctan, arcsinh, negative, positive, absolute})
@@ -410,7 +183,7 @@ def _hypot_d(which):
         # The subgradient of least norm at the origin is 0 (as for norm).
         with np.errstate(divide="ignore", invalid="ignore"):
             safe = np.where(ans == 0, 1.0, ans)
-            return _where0(ans != 0, (x if which == 0 else y) / safe)
+            return where0(ans != 0, (x if which == 0 else y) / safe)
     return d
 
 
@@ -425,8 +198,9 @@ def _through_origin(at, moved):
     return (np.abs(turn) <= 4 * _EPS * (np.abs(x0 * y1) + np.abs(x1 * y0))) & (x0 * x1 + y0 * y1 < 0)
 
 
-hypot = _binary(np.hypot, _hypot_d(0), _hypot_d(1), notes="0 subgradient at (0, 0); in a Hessian, NaN there (a limit)",
-                kink=lambda ans, x, y: ans == 0, crossed=_through_origin)
+hypot = binary_ufunc(np.hypot, _hypot_d(0), _hypot_d(1),
+                     notes="0 subgradient at (0, 0); in a Hessian, NaN there (a limit)",
+                     kink=lambda ans, x, y: ans == 0, crossed=_through_origin)
 
 
 # The gradient x / norm(x) of hypot and of the 2-norm is 0 at 0 by the kink's convention, and its own
@@ -447,8 +221,8 @@ def _unit_partial(numerator):
     return d
 
 
-unit = _nary(_unit_impl, (_unit_partial(lambda ans: 1.0), _unit_partial(lambda ans: -ans)),
-             name="x / norm(x)", route=False)
+unit = nary_ufunc(_unit_impl, (_unit_partial(lambda ans: 1.0), _unit_partial(lambda ans: -ans)),
+                  name="x / norm(x)", route=False)
 LIMIT_WORDS[unit] = "the gradient x / norm(x) of hypot or norm has no derivative at 0"
 
 
@@ -462,8 +236,8 @@ def _hypot_unit(which):
     return d
 
 
-SECOND_ORDER_FORMS[hypot] = _nary(np.hypot, (_hypot_unit(0), _hypot_unit(1)), name="np.hypot (a limit at 0)",
-                                  kink=lambda ans, x, y: ans == 0, crossed=_through_origin, route=False)
+SECOND_ORDER_FORMS[hypot] = nary_ufunc(np.hypot, (_hypot_unit(0), _hypot_unit(1)), name="np.hypot (a limit at 0)",
+                                       kink=lambda ans, x, y: ans == 0, crossed=_through_origin, route=False)
 CREATE_GRAPH_FORMS[hypot] = SECOND_ORDER_FORMS[hypot]
 allow_in_expressions("hypot")
 
@@ -492,8 +266,8 @@ def _sinc_d(ans, x):
 
 sinc_prim = primitive("np.sinc", np.sinc)
 sinc_prim.structure = ELEMENTWISE
-sinc_prim.defvjp(lambda ans, x: _scale(_sinc_d(ans, x)))
-sinc_prim.defjvp(lambda ans, x: _tangent_product(_sinc_d(ans, x)))
-_facts(sinc_prim)
+sinc_prim.defvjp(lambda ans, x: scaled(_sinc_d(ans, x)))
+sinc_prim.defjvp(lambda ans, x: tangent_product(_sinc_d(ans, x)))
+elementwise_facts(sinc_prim)
 register_primitive(np.sinc, sinc_prim)
 allow_in_expressions("sinc")

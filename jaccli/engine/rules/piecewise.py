@@ -12,7 +12,7 @@ from ..registry import family, primitive, register, register_derived
 from ..sample_independence import elementwise as samples_apart
 from ..tracer import Tracer, guarded
 from ._util import _WEAK, expand, in_dtype, loop_dtypes, refuse_where, sign_change, unbroadcast
-from .elementwise import _binary, _facts, _nondiff, _zero
+from .ufunc_rules import binary_ufunc, elementwise_facts, nondiff_ufunc, zero_derivative_ufunc
 
 family("elementwise")
 
@@ -27,16 +27,16 @@ def _pick(first_wins, tie):
 
 
 _TIE = {"kink": lambda ans, x, y: x == y, "crossed": sign_change(lambda ans, x, y: np.subtract(x, y))}
-maximum = _binary(np.maximum, lambda ans, x, y: _pick(x > y, x == y), lambda ans, x, y: _pick(y > x, x == y),
-                  notes="ties split evenly: 1/2 to each argument", **_TIE)
-minimum = _binary(np.minimum, lambda ans, x, y: _pick(x < y, x == y), lambda ans, x, y: _pick(y < x, x == y),
-                  notes="ties split evenly: 1/2 to each argument", **_TIE)
-fmax = _binary(np.fmax, lambda ans, x, y: _pick((x > y) | np.isnan(y), x == y),
-               lambda ans, x, y: _pick((y > x) | np.isnan(x), x == y),
-               notes="ties split evenly; a NaN argument gets 0", **_TIE)
-fmin = _binary(np.fmin, lambda ans, x, y: _pick((x < y) | np.isnan(y), x == y),
-               lambda ans, x, y: _pick((y < x) | np.isnan(x), x == y),
-               notes="ties split evenly; a NaN argument gets 0", **_TIE)
+maximum = binary_ufunc(np.maximum, lambda ans, x, y: _pick(x > y, x == y), lambda ans, x, y: _pick(y > x, x == y),
+                       notes="ties split evenly: 1/2 to each argument", **_TIE)
+minimum = binary_ufunc(np.minimum, lambda ans, x, y: _pick(x < y, x == y), lambda ans, x, y: _pick(y < x, x == y),
+                       notes="ties split evenly: 1/2 to each argument", **_TIE)
+fmax = binary_ufunc(np.fmax, lambda ans, x, y: _pick((x > y) | np.isnan(y), x == y),
+                    lambda ans, x, y: _pick((y > x) | np.isnan(x), x == y),
+                    notes="ties split evenly; a NaN argument gets 0", **_TIE)
+fmin = binary_ufunc(np.fmin, lambda ans, x, y: _pick((x < y) | np.isnan(y), x == y),
+                    lambda ans, x, y: _pick((y < x) | np.isnan(x), x == y),
+                    notes="ties split evenly; a NaN argument gets 0", **_TIE)
 
 
 def _clip(x, lo=None, hi=None):
@@ -102,7 +102,7 @@ def _samples_where(node, B):
 
 where = primitive("np.where", _where_impl)
 where.structure = ELEMENTWISE
-_facts(where, samples=_samples_where)
+elementwise_facts(where, samples=_samples_where)
 CONDITION_ARGUMENTS[where] = 0
 where.defvjp(
     None,
@@ -134,24 +134,24 @@ allow_in_expressions("where")
 # Remainders: x - y q with the quotient q = floor(x / y) (fmod: trunc(x / y)) piecewise constant, so
 # the derivatives are 1 in x and -q in y (q has derivative 0: floor_divide and trunc are steps)
 # ---------------------------------------------------------------------------
-mod = _binary(np.remainder, lambda ans, x, y: np.ones_like(ans), lambda ans, x, y: -np.floor_divide(x, y),
-              notes="derivative 1 w.r.t. x1 and -floor(x1 / x2) w.r.t. x2; both jump where x1 / x2 is an integer")
+mod = binary_ufunc(np.remainder, lambda ans, x, y: np.ones_like(ans), lambda ans, x, y: -np.floor_divide(x, y),
+                   notes="derivative 1 w.r.t. x1 and -floor(x1 / x2) w.r.t. x2; both jump where x1 / x2 is an integer")
 register(np.mod, mod, prims=(mod,), name="np.mod") if np.mod is not np.remainder else None
-fmod = _binary(np.fmod, lambda ans, x, y: np.ones_like(ans), lambda ans, x, y: -np.trunc(x / y),
-               notes="derivative 1 w.r.t. x1 and -trunc(x1 / x2) w.r.t. x2; both jump where x1 / x2 is an integer")
+fmod = binary_ufunc(np.fmod, lambda ans, x, y: np.ones_like(ans), lambda ans, x, y: -np.trunc(x / y),
+                    notes="derivative 1 w.r.t. x1 and -trunc(x1 / x2) w.r.t. x2; both jump where x1 / x2 is an integer")
 
 # ---------------------------------------------------------------------------
 # Piecewise constant (derivative 0) and boolean-valued (no derivative)
 # ---------------------------------------------------------------------------
 for _uf in (np.sign, np.floor, np.ceil, np.rint, np.trunc, np.floor_divide):
-    _zero(_uf)
+    zero_derivative_ufunc(_uf)
 allow_in_expressions("sign", "floor", "ceil")
 
 # np.heaviside(x1, x2) is a step in x1 and x2 itself where x1 == 0: a step with 0 at 0 (a piecewise
 # constant primitive, so check still sees the step) and x2 taken where x1 == 0.
 heaviside_step = primitive("np.heaviside", np.heaviside, zero_grad=True)
 heaviside_step.structure = ELEMENTWISE
-_facts(heaviside_step)
+elementwise_facts(heaviside_step)
 
 
 def _heaviside(x1, x2, out=None, **kw):
@@ -169,14 +169,14 @@ register_derived(np.heaviside, _heaviside, uses=(heaviside_step, where),
 for _uf in (np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal,
             np.logical_and, np.logical_or, np.logical_xor, np.logical_not,
             np.isfinite, np.isnan, np.isinf, np.signbit):
-    _nondiff(_uf)
+    nondiff_ufunc(_uf)
 
 
 # np.round and np.fix are functions, not ufuncs (np.round takes `decimals`): piecewise constant too.
 def _zero_function(name: str, impl):
     prim = primitive(name, impl, zero_grad=True)
     prim.structure = ELEMENTWISE
-    _facts(prim)
+    elementwise_facts(prim)
     return prim
 
 

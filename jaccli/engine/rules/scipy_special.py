@@ -28,7 +28,7 @@ from ..registry import family, primitive, register
 from ..handlers import FUNCTION_SWAPS, UFUNC_HANDLERS
 from ..tracer import holds_tracer, lift
 from ._util import crossed_at_zero, expand, norm_axes, shift, unbroadcast
-from .elementwise import _binary, _facts, _nary, _safe_product, _tangent_product, _unary, _where0
+from .ufunc_rules import binary_ufunc, elementwise_facts, nary_ufunc, safe_product, tangent_product, unary_ufunc, where0
 
 FAMILY = "scipy.special"
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -88,13 +88,13 @@ def _register(sp: Any) -> None:
 
 def _register_ufuncs(sp: Any) -> None:
     def unary(ufunc, deriv, **kw):
-        return _unary(ufunc, deriv, name=f"scipy.special.{ufunc.__name__}", samples=NOT_SEPARABLE, **kw)
+        return unary_ufunc(ufunc, deriv, name=f"scipy.special.{ufunc.__name__}", samples=NOT_SEPARABLE, **kw)
 
     def binary(ufunc, dx, dy, **kw):
-        return _binary(ufunc, dx, dy, name=f"scipy.special.{ufunc.__name__}", samples=NOT_SEPARABLE, **kw)
+        return binary_ufunc(ufunc, dx, dy, name=f"scipy.special.{ufunc.__name__}", samples=NOT_SEPARABLE, **kw)
 
     def nary(ufunc, partials, **kw):
-        return _nary(ufunc, partials, name=f"scipy.special.{ufunc.__name__}", samples=NOT_SEPARABLE, **kw)
+        return nary_ufunc(ufunc, partials, name=f"scipy.special.{ufunc.__name__}", samples=NOT_SEPARABLE, **kw)
 
     # Logistic and error functions
     unary(sp.expit, lambda ans, x: ans * (1.0 - ans))
@@ -113,8 +113,8 @@ def _register_ufuncs(sp: Any) -> None:
 
     # Gamma function and relatives
     polygamma = _polygamma_primitive(sp)
-    digamma = _unary(sp.digamma, lambda ans, x: polygamma(x, 1), name="scipy.special.digamma",
-                     samples=NOT_SEPARABLE)
+    digamma = unary_ufunc(sp.digamma, lambda ans, x: polygamma(x, 1), name="scipy.special.digamma",
+                          samples=NOT_SEPARABLE)
     register(sp.psi, digamma, prims=(digamma,), name="scipy.special.psi", notes="scipy.special.digamma")
     unary(sp.gammaln, lambda ans, x: sp.digamma(x), notes="log|gamma(x)|: the derivative is digamma(x)")
     unary(sp.loggamma, lambda ans, x: sp.digamma(x), notes="real arguments")
@@ -162,7 +162,7 @@ def _register_ufuncs(sp: Any) -> None:
     binary(sp.inv_boxcox1p, lambda ans, y, lmbda: np.power(1.0 + ans, 1.0 - lmbda), None, notes=in_lambda)
 
     # Robust losses of a residual r with scale delta
-    binary(sp.huber, lambda ans, delta, r: _where0(np.abs(r) > delta, np.abs(r) - delta),
+    binary(sp.huber, lambda ans, delta, r: where0(np.abs(r) > delta, np.abs(r) - delta),
            lambda ans, delta, r: np.where(np.abs(r) <= delta, r, delta * np.sign(r)),
            notes="delta >= 0; the second derivative jumps where |r| == delta")
     binary(sp.pseudo_huber,
@@ -177,7 +177,7 @@ def _register_ufuncs(sp: Any) -> None:
         def d(ans, x, y):
             denominator = y + shift if shift else y
             singular = (x == 0) & (denominator == 0)
-            return sign * _where0(~singular, x / np.where(singular, 1.0, denominator))
+            return sign * where0(~singular, x / np.where(singular, 1.0, denominator))
         return d
 
     binary(sp.xlogy, lambda ans, x, y: np.log(y), quotient(0.0),
@@ -222,15 +222,15 @@ def _polygamma_primitive(sp: Any):
     """
     prim = primitive("scipy.special.polygamma", lambda x, n: sp.polygamma(n, x))
     prim.structure = ELEMENTWISE
-    _facts(prim, samples=NOT_SEPARABLE)
+    elementwise_facts(prim, samples=NOT_SEPARABLE)
 
     def vjp(ans, x, n):
-        scale = _safe_product(prim(x, n + 1))
+        scale = safe_product(prim(x, n + 1))
         shape = np.shape(x)
         return lambda g: unbroadcast(scale(g), shape)
 
     def jvp(ans, x, n):
-        scale = _tangent_product(prim(x, n + 1))
+        scale = tangent_product(prim(x, n + 1))
         shape, out_shape = np.shape(x), np.shape(ans)
         return lambda t: scale(expand(t, shape, out_shape))
 

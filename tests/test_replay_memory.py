@@ -11,7 +11,7 @@ import pytest
 
 import jaccli
 from tests.helpers import central_diff
-from tests.test_step_loops import rk4_lv
+from tests.test_step_loops import rk4_lv, rk4_lv_tangent
 
 pytestmark = pytest.mark.xdist_group("test_replay_memory")  # (pytest -n: one worker, module fixtures made once)
 
@@ -22,22 +22,9 @@ PLAIN_CALLS = 2  # plain calls after the first: each records f afresh, and peaks
 _lotka_volterra_rk4 = rk4_lv(60)
 
 
-def _tangent(z, steps=60, h=0.01):
-    """d z(T) / d z0 in closed form: RK4 on the variational equation M' = J(z) M."""
-    def rhs(u):
-        return np.array([1.5 * u[0] - u[0] * u[1], -3.0 * u[1] + u[0] * u[1]])
-
-    def jac(u):
-        return np.array([[1.5 - u[1], -u[0]], [u[1], -3.0 + u[0]]])
-    M = np.eye(2)
-    for _ in range(steps):
-        k1, A1 = rhs(z), jac(z) @ M
-        k2, A2 = rhs(z + h / 2 * k1), jac(z + h / 2 * k1) @ (M + h / 2 * A1)
-        k3, A3 = rhs(z + h / 2 * k2), jac(z + h / 2 * k2) @ (M + h / 2 * A2)
-        k4, A4 = rhs(z + h * k3), jac(z + h * k3) @ (M + h * A3)
-        z = z + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        M = M + h / 6 * (A1 + 2 * A2 + 2 * A3 + A4)
-    return M
+def _tangent(z):
+    """_lotka_volterra_rk4's Jacobian in closed form."""
+    return rk4_lv_tangent(z, 60)
 
 
 @pytest.fixture(scope="module")

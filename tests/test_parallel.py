@@ -344,6 +344,24 @@ def test_cli_workers_ctrl_c_cancels_and_leaves_no_temporary_file_and_no_worker_p
     assert sorted(p.name for p in tmp_path.iterdir()) == ["slow.py", "x.npy"]
 
 
+def test_a_local_cluster_leaves_the_environment_as_it_was(monkeypatch):
+    # Dask's nanny set PYTHONHASHSEED and __DASK_PARENT_PID in jaccli's own environment for the workers it spawns
+    # and left them there: the user's f, where it runs in this process, and any process it starts saw them
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    monkeypatch.delenv("__DASK_PARENT_PID", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # (the workers get it, as a user's own setting)
+    before = dict(os.environ)
+    cluster = Cluster(workers=1)
+    try:
+        client = cluster.client()
+        assert dict(os.environ) == before
+        seen = client.run(lambda: {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")})
+        assert list(seen.values()) == [{"OMP_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": "1"}]
+    finally:
+        cluster.close()
+    assert dict(os.environ) == before
+
+
 def test_cli_ctrl_c_while_the_local_cluster_starts_leaves_no_worker_process(tmp_path):
     import psutil
 

@@ -89,7 +89,7 @@ class Cluster:
         # Workers forked from a fresh server process start in about half the time of spawned ones and stop
         # at once (measured in docs/parallel.md); the server takes the environment it is started with.
         method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-        saved = {k: os.environ.get(k) for k in env}
+        saved = dict(os.environ)
         os.environ.update(env)
         started = _Starting()
         try:
@@ -106,11 +106,11 @@ class Cluster:
             started.abandon()  # Ctrl-C (or a failure) while the workers were starting: none stays behind
             raise
         finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+            # This process's environment as it was: ours above, and what Dask's nanny sets here for the workers it
+            # spawns (PYTHONHASHSEED, __DASK_PARENT_PID) and leaves, which the user's f and its subprocesses would see
+            if os.environ != saved:
+                os.environ.clear()
+                os.environ.update(saved)
         client = Client(self.local)
         link = _dashboard(client)
         where = f"; dashboard: {link}" if link else " (no dashboard: pip install bokeh for one)"

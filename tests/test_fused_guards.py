@@ -13,7 +13,7 @@ import jaccli
 from jaccli.replay.guards import all_hold
 
 from jaccli.engine.rules import _util
-from jaccli.engine.rules.ufunc_rules import _all_finite, _no_zero  # (the two predicates the guards call)
+from jaccli.engine import all_finite as _all_finite, no_zero as _no_zero  # (the two predicates the guards call)
 
 
 def _elementwise(x):

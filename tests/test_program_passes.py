@@ -255,7 +255,7 @@ def test_a_steady_softmax_hessian_program_makes_no_copy_that_changes_no_number()
     # its sum of an (n, 1) block over the axis of one entry is NumPy's reduction, not the primitive's Python
     # function around it; a factor's checks finite and nonzero are one all_hold, not two calls (the nonzero one
     # gives np.True_ for a NumPy scalar): the predicates are read as all_hold's arguments only
-    from jaccli.engine.rules.ufunc_rules import _all_finite, _no_zero
+    from jaccli.engine import all_finite as _all_finite, no_zero as _no_zero
     from jaccli.engine.rules.reductions import sum_
     from jaccli.replay.guards import all_hold
     from jaccli.replay.program_passes import _REDUCED

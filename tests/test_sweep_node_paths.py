@@ -10,7 +10,7 @@ import pytest
 
 import jaccli
 from jaccli.engine.rules._util import recycle_block, zero_block
-from jaccli.engine.rules.ufunc_rules import _all_finite, _no_zero
+from jaccli.engine import all_finite as _all_finite, no_zero as _no_zero
 
 from .helpers import central_diff
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..tape import ELEMENTWISE
 from ..registry import family, primitive
-from .ufunc_rules import elementwise_facts, scaled, tangent_product, unary_ufunc
+from .ufunc_rules import elementwise_facts, safe_product, tangent_product, unary_ufunc
 
 family("elementwise")
 
@@ -82,7 +82,7 @@ def _i1_d(ans, x):
 
 i1 = primitive("bessel_i1", bessel_i1)
 i1.structure = ELEMENTWISE
-i1.defvjp(lambda ans, x: scaled(_i1_d(ans, x)))
+i1.defvjp(lambda ans, x: safe_product(_i1_d(ans, x)))
 i1.defjvp(lambda ans, x: tangent_product(_i1_d(ans, x)))
 elementwise_facts(i1)
 

@@ -14,8 +14,8 @@ from ..registry import family, primitive, register, register_primitive
 from ..limits import PROBING
 from ..tracer import Tracer, peek
 from ._util import crossed_at_zero
-from .ufunc_rules import (binary_ufunc, elementwise_facts, finite_factor, linear_binary_ufunc, nary_ufunc, scaled,
-                          tangent_product, unary_ufunc, unary_ufunc_primitive, where0)
+from .ufunc_rules import (binary_ufunc, elementwise_facts, finite_factor, linear_binary_ufunc, nary_ufunc,
+                          safe_product, tangent_product, unary_ufunc, unary_ufunc_primitive, where0)
 
 family("elementwise")
 
@@ -266,7 +266,7 @@ def _sinc_d(ans, x):
 
 sinc_prim = primitive("np.sinc", np.sinc)
 sinc_prim.structure = ELEMENTWISE
-sinc_prim.defvjp(lambda ans, x: scaled(_sinc_d(ans, x)))
+sinc_prim.defvjp(lambda ans, x: safe_product(_sinc_d(ans, x)))
 sinc_prim.defjvp(lambda ans, x: tangent_product(_sinc_d(ans, x)))
 elementwise_facts(sinc_prim)
 register_primitive(np.sinc, sinc_prim)

@@ -20,14 +20,10 @@ from ..limits import SWEEP
 from ..tracer import Tracer, guarded
 from ._util import all_finite, expand, negated, no_zero, passed, shape_of, unbroadcast
 
-# (the guards every rule of a sweep checks its factor with, by counting: _util.py)
-_all_finite, _no_zero = all_finite, no_zero
-
-
 def finite_factor(d) -> bool:
     if type(d) is not Tracer:  # a plain factor: nothing to guard
-        return _all_finite(d)
-    return guarded(_all_finite, d)
+        return all_finite(d)
+    return guarded(all_finite, d)
 
 
 def _met(g, factor) -> np.ndarray:
@@ -65,7 +61,7 @@ def safe_product(factor, argnum: int = 0):
 def _finite_tangent(t) -> bool:
     """Whether a tangent block is all finite; a structured one is read through its parts."""
     if type(t) is SparseBlock:
-        return all(p is None or _all_finite(p) for p in (t.val, t.u, t.v))
+        return all(p is None or all_finite(p) for p in (t.val, t.u, t.v))
     return finite_factor(t)
 
 
@@ -80,7 +76,7 @@ def tangent_product(factor, argnum: int = 0):
     gives 0 there; 0 * inf would leak NaN into the forward Jacobian or the default Hessian.
     """
     scale = safe_product(factor, argnum)
-    if _no_zero(factor) if type(factor) is not Tracer else guarded(_no_zero, factor):
+    if no_zero(factor) if type(factor) is not Tracer else guarded(no_zero, factor):
         return scale
     zero = factor == 0
 
@@ -109,10 +105,6 @@ def _leaks(factor, out) -> np.ndarray:
     return np.asarray((factor == 0) & ~np.isfinite(out))
 
 
-def scaled(d):
-    return safe_product(d)
-
-
 def elementwise_facts(prim, *, kink=None, crossed=NO_KINK, samples=samples_apart):
     """Declare an elementwise primitive's kink (its mask, and how a step crosses it; none by default)
     and its sample-independence rule (facts)."""
@@ -139,9 +131,9 @@ def unary_ufunc_primitive(name, impl, deriv, *, kink=None, crossed=NO_KINK, samp
     """unary_ufunc's primitive, not routed to from NumPy (a form of one that is: SECOND_ORDER_FORMS)."""
     prim = primitive(name, impl)
     prim.structure = ELEMENTWISE
-    prim.defvjp(lambda ans, x, **kw: scaled_at_entries(deriv, ans, (x,), 0, lambda: scaled(deriv(ans, x)),
+    prim.defvjp(lambda ans, x, **kw: scaled_at_entries(deriv, ans, (x,), 0, lambda: safe_product(deriv(ans, x)),
                                                        finite_factor)
-                if type(ans) is Tracer and TRACED_PARTS.v is True else scaled(deriv(ans, x)))
+                if type(ans) is Tracer and TRACED_PARTS.v is True else safe_product(deriv(ans, x)))
     prim.defjvp(lambda ans, x, **kw: tangent_product(deriv(ans, x)))
     elementwise_facts(prim, kink=kink, crossed=crossed, samples=samples)
     return prim
@@ -190,7 +182,7 @@ def usual_vjp(d, ans, args: tuple, pos: int):
     """The reverse rule of argument `pos` of a broadcasting ufunc whose partial is d(ans, *args)."""
     factor, shape = d(ans, *args), shape_of(args[pos])
     if shape == shape_of(ans) and ((type(factor) is np.ndarray and factor.shape == shape) or type(factor) in (
-            float, np.float64, int)) and _all_finite(factor):  # (a number: h * k1 of an integrator's step)
+            float, np.float64, int)) and all_finite(factor):  # (a number: h * k1 of an integrator's step)
         return lambda g: g * factor  # (g * factor has g's shape: the common rule, through no helpers)
     scale = safe_product(factor, pos)
     return lambda g: unbroadcast(scale(g), shape)

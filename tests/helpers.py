@@ -121,6 +121,17 @@ class Recorder:
     def finish(self):
         self.events.append("finish")
 
+    def totals(self) -> list:
+        """The events with each run of advances summed: the phases and the work reported in each, without
+        the block sizes, which follow how long the first block took (progress.blocks) on the machine."""
+        out: list = []
+        for e in self.events:
+            if isinstance(e, int) and out and isinstance(out[-1], int):
+                out[-1] += e
+            else:
+                out.append(e)
+        return out
+
     def phase(self, name: str) -> list:
         """The events of the first phase called `name`, from its start to its finish."""
         at = next(k for k, e in enumerate(self.events) if isinstance(e, tuple) and e[1] == name)

@@ -94,13 +94,13 @@ def test_a_steady_call_under_progress_or_another_memory_budget_goes_the_usual_wa
     g, make, x = _steady(f, hessian, mode, n)
     reruns = _reruns(monkeypatch)
     seen = []
-    for h in (g, f):  # (the steady call's progress is the plain call's, after its recording)
+    for h in (g, f):  # (the steady call's phases and work are the plain call's, after its recording)
         recorder = Recorder()
         with observing(recorder):
             J = (jaccli.hessian if hessian else jaccli.jacobian)(h, x, mode=mode)
             A = np.asarray(J)
         _check(f, x, A)
-        seen.append(recorder.events)
+        seen.append(recorder.totals())
         assert "_ev" in J.__dict__
     assert seen[1][:2] == [("start", "recording f (operations)", None), "finish"]  # (the plain call records f)
     assert reruns.calls["rerun"] == 0 and seen[0] == seen[1][2:]

@@ -32,7 +32,7 @@ _EXPORTS = {
     "CONDITION_ARGUMENTS": "facts", "EXPRESSION_FUNCTIONS": "facts", "KINK_CROSSINGS": "facts", "MATRIX_PRODUCTS": "facts",
     "LIMIT_WORDS": "facts", "CONVENTION_WORDS": "facts",
     "STRUCTURES": "facts", "HEAVIER_IN_REVERSE": "facts", "COPIES_SUM": "facts",
-    "WRITES_ARGUMENT": "facts", "FINITE_ON_FINITE": "facts",
+    "WRITES_ARGUMENT": "facts", "FINITE_ON_FINITE": "facts", "MAY_FAIL": "facts",
     "Recording": "recording", "Unique": "recording", "as_float": "recording", "call_traced": "recording",
     "pause_for": "recording", "private_copy": "recording", "private_float": "recording",
     "current_errstate": "guards", "plan_form": "sweep_plans", "renewed_plan": "sweep_plans", "rewritable": "tape",
@@ -45,7 +45,8 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from .block_memory import KEPT_WHOLE, ROWS_COPIED, offer_block, run_offered, standing_offer, usual_sweep_only
     from .facts import (CONDITION_ARGUMENTS, CONVENTION_WORDS, COPIES_SUM, EXPRESSION_FUNCTIONS, FINITE_ON_FINITE,
-                        HEAVIER_IN_REVERSE, KINK_CROSSINGS, LIMIT_WORDS, MATRIX_PRODUCTS, STRUCTURES, WRITES_ARGUMENT)
+                        HEAVIER_IN_REVERSE, KINK_CROSSINGS, LIMIT_WORDS, MATRIX_PRODUCTS, MAY_FAIL, STRUCTURES,
+                        WRITES_ARGUMENT)
     from .guards import Guard, current_errstate, errstate_token
     from .limits import limit_met
     from .numpy_proxies import primal_nested

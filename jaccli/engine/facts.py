@@ -75,6 +75,14 @@ REAL_COTANGENTS: set[_Primitive] = set()
 wrapper, a call more for every cotangent sent back."""
 
 
+MAY_FAIL: set[_Primitive] = set()
+"""Primitives whose implementation raises at some values of arguments of the recorded shapes and dtypes (a
+singular matrix's inverse, a decomposition of a matrix holding NaN): a replay runs them even where nothing
+reads their value, so that it fails where f would, and f is recorded afresh and raises as it does
+(replay/partial_forward). Every np.linalg and scipy.linalg primitive has a row, or does not raise at a
+singular, NaN or infinite matrix (tests/test_partial_forward.py)."""
+
+
 CONDITION_ARGUMENTS: dict[_Primitive, int] = {}
 """The position of the argument that is a condition (np.where's 0): a report names it "its condition"
 (check/branch_changes)."""

@@ -12,7 +12,7 @@ import operator
 
 import numpy as np
 
-from ..facts import NOT_SEPARABLE, SAMPLE_RULES, STRUCTURES, allow_in_expressions
+from ..facts import MAY_FAIL, NOT_SEPARABLE, SAMPLE_RULES, STRUCTURES, allow_in_expressions
 from ..structure import Dense
 from ..registry import family, primitive, register, register_derived
 from ..tape import is_complex
@@ -69,6 +69,7 @@ def result_type_of(func, *example):
 # ---------------------------------------------------------------------------
 inv = primitive("np.linalg.inv", np.linalg.inv)
 STRUCTURES[inv] = Dense()
+MAY_FAIL.add(inv)  # (raises LinAlgError at some values: facts.MAY_FAIL)
 
 
 def _inv_vjp(ans, a):
@@ -98,6 +99,7 @@ def _solve_impl(a, b):
 
 solve = primitive("np.linalg.solve", _solve_impl)
 STRUCTURES[solve] = Dense()
+MAY_FAIL.add(solve)
 
 
 def _solve_vjp_a(ans, a, b):
@@ -291,6 +293,7 @@ allow_in_expressions("linalg.inv", "linalg.det", "linalg.solve", "linalg.slogdet
 # ---------------------------------------------------------------------------
 pinv = primitive("np.linalg.pinv", np.linalg.pinv)
 STRUCTURES[pinv] = Dense()
+MAY_FAIL.add(pinv)
 
 
 def _pinv_parts(ans, a):

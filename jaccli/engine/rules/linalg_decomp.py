@@ -15,7 +15,7 @@ import numpy as np
 
 from ...errors import UnsupportedOperationError
 from ..user_sites import user_site
-from ..facts import NOT_SEPARABLE, SAMPLE_RULES, STRUCTURES, allow_in_expressions
+from ..facts import MAY_FAIL, NOT_SEPARABLE, SAMPLE_RULES, STRUCTURES, allow_in_expressions
 from ..structure import Dense
 from ..registry import family, primitive, register
 from ..thread_state import ThreadSlot
@@ -57,6 +57,7 @@ def _cholesky_impl(a, upper):
 
 cholesky = primitive("np.linalg.cholesky", _cholesky_impl)
 STRUCTURES[cholesky] = Dense()
+MAY_FAIL.add(cholesky)  # (raises LinAlgError at some values: facts.MAY_FAIL)
 
 
 def _cholesky_parts(ans, upper):
@@ -100,6 +101,7 @@ register(np.linalg.cholesky, lambda a, upper=False: cholesky(_as_read(a, bool(up
 # ---------------------------------------------------------------------------
 eigh = primitive("np.linalg.eigh", np.linalg.eigh, multi_out=True)
 STRUCTURES[eigh] = Dense()
+MAY_FAIL.add(eigh)
 _EighResult = result_type_of(np.linalg.eigh, np.eye(1))
 
 
@@ -159,6 +161,7 @@ def _eigvalsh_impl(a, UPLO="L"):
 
 eigvalsh = primitive("np.linalg.eigvalsh", _eigvalsh_impl)
 STRUCTURES[eigvalsh] = Dense()
+MAY_FAIL.add(eigvalsh)
 
 
 def _eigvalsh_vjp(ans, a, UPLO="L"):
@@ -254,6 +257,7 @@ register(np.linalg.qr, _qr_handler, prims=(qr,),
 svd = primitive("np.linalg.svd", lambda a, hermitian=False:
                 np.linalg.svd(a, full_matrices=False, hermitian=hermitian), multi_out=True)
 STRUCTURES[svd] = Dense()
+MAY_FAIL.add(svd)
 _SVDResult = result_type_of(np.linalg.svd, np.eye(1))
 
 
@@ -320,6 +324,7 @@ def _svdvals_impl(a):
 
 svdvals = primitive("np.linalg.svdvals", _svdvals_impl)
 STRUCTURES[svdvals] = Dense()
+MAY_FAIL.add(svdvals)
 
 
 def _svdvals_vjp(ans, a):
@@ -354,6 +359,7 @@ SAMPLE_RULES[svdvals] = NOT_SEPARABLE
 svd_full = primitive("np.linalg.svd(full_matrices=True)",
                      lambda a: np.linalg.svd(a, full_matrices=True), multi_out=True)
 STRUCTURES[svd_full] = Dense()
+MAY_FAIL.add(svd_full)
 
 
 def _full_parts(ans, a):

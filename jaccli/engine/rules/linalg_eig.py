@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..facts import NOT_SEPARABLE, SAMPLE_RULES, STRUCTURES
+from ..facts import MAY_FAIL, NOT_SEPARABLE, SAMPLE_RULES, STRUCTURES
 from ..registry import family, primitive, register
 from ..structure import Dense
 from ..tape import is_complex
@@ -81,6 +81,7 @@ def _eig_vjp(ans, a):
 eig.defvjp(_eig_vjp)
 eig.defjvp(_eig_jvp)
 STRUCTURES[eig] = Dense()
+MAY_FAIL.add(eig)  # (raises LinAlgError at some values: facts.MAY_FAIL)
 SAMPLE_RULES[eig] = NOT_SEPARABLE
 
 
@@ -122,6 +123,7 @@ eigvals = primitive("np.linalg.eigvals", np.linalg.eigvals)
 eigvals.defvjp(_eigvals_vjp)
 eigvals.defjvp(_eigvals_jvp)
 STRUCTURES[eigvals] = Dense()
+MAY_FAIL.add(eigvals)
 SAMPLE_RULES[eigvals] = NOT_SEPARABLE
 register(np.linalg.eigvals, lambda a: eigvals(a), prims=(eigvals,),
          notes="dw = diag(V^-1 dA V) with np.linalg.eig's V; distinct eigenvalues for higher orders")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import UnsupportedOperationError
-from ..facts import NOT_SEPARABLE, SAMPLE_RULES, STRUCTURES
+from ..facts import MAY_FAIL, NOT_SEPARABLE, SAMPLE_RULES, STRUCTURES
 from ..registry import primitive, register
 from ..structure import Dense
 from ..tracer import holds_tracer, lift, peek
@@ -67,6 +67,7 @@ def _triangle(a: Any, lower: bool, unit_diagonal: bool = False) -> Any:
 def register_rules(sl: Any) -> None:
     expm_prim = _matrix_function("expm", sl.expm)
     sqrtm_prim = _matrix_function("sqrtm", _real_sqrtm(sl))
+    MAY_FAIL.add(sqrtm_prim)  # (a matrix with a negative eigenvalue has no real square root: _real_sqrtm raises)
     originals = {name: getattr(sl, name) for name in ("expm", "sqrtm", "solve_triangular", "cho_solve")}
 
     def expm(A):

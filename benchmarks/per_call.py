@@ -67,7 +67,7 @@ def parts(iid: str, rounds: int, calls: int, anchors: bool = True) -> dict[str, 
     """Median wall-clock microseconds per call of each part and method on instance `iid`
     (`anchors`: jax.jit's methods too, where JAX is installed)."""
     from jaccli.api import evaluator, steady_blocks
-    from jaccli.replay import compiled_sweeps, replay_trace
+    from jaccli.replay import compiled_sweeps, partial_forward, replay_trace
 
     inst = load(iid)
     once = methods.find(inst, "jaccli record_once").build(inst).run
@@ -87,6 +87,7 @@ def parts(iid: str, rounds: int, calls: int, anchors: bool = True) -> dict[str, 
         once()
     timer = PartTimer()
     timer.wrap(replay_trace.Forward, "values", "compiled forward")
+    timer.wrap(partial_forward.Split, "values", "compiled forward")  # (a replay of the values its sweeps read)
     timer.wrap(compiled_sweeps.Program, "run", "compiled sweeps")
     timer.wrap(evaluator, "symmetric_from_structure", "symmetric assembly")
     timer.wrap(steady_blocks, "symmetric_from_structure", "symmetric assembly")  # (a steady call's, at once)

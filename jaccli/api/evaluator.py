@@ -83,7 +83,7 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks, SteadyBlocks):
         self.mode = mode
         self.chunk_size = chunk_size
         self.memory_budget = default_memory_budget() if memory_budget is None else memory_budget
-        self.n_out = len(rec.outputs)
+        self.n_out = len(rec.live)  # (not rec.outputs: a replay may make those when read, replay/partial_forward)
         self.n_in = len(rec.wrt)
         if batch:
             self.B = rec.out_shape(0)[0] if rec.out_shape(0) else 1

@@ -131,7 +131,7 @@ def _jacobian_blocks(rec: Recording, f: Callable, args: tuple, wrt_idx: tuple, i
     """jacobian()'s lazy blocks over `rec`, f recorded (or replayed) and checked."""
     ev = _jacobian_evaluator(rec, f, args, wrt_idx, batch_axis, mode, chunk_size)
     blocks = [[Jacobian(ev, i, j, ev.kept(("result dtype", i, j, mode), _result_dtype, rec, i, j, mode))
-               for j in range(len(wrt_idx))] for i in range(len(rec.outputs))]
+               for j in range(len(wrt_idx))] for i in range(len(rec.live))]
     return _nest(blocks, rec.out_is_tuple, in_tuple)
 
 

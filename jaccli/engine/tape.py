@@ -73,6 +73,11 @@ class Trace:
         """Each node's value, by node index."""
         return [n.value for n in self.nodes]
 
+    def values_for(self, reads: frozenset) -> list:
+        """values(), of which the caller reads those at the indices `reads` (a replay's may be made for those
+        first: replay/partial_forward)."""
+        return self.values()
+
     def value_at(self, k: int) -> Any:
         return self.nodes[k].value
 

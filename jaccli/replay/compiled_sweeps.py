@@ -116,7 +116,7 @@ class Program:
     `checked`: whether its results were found to be the usual sweep's (`agrees`), on the replay
     after the one that recorded it (replays.Replayable.answer)."""
 
-    __slots__ = ("seed_slots", "fn", "checked")
+    __slots__ = ("seed_slots", "fn", "checked", "reads")
 
     def run(self, vals: list, seeds: tuple) -> list | None:
         """The results for a replay's values `vals` (of the nodes of the recording the program was
@@ -336,6 +336,7 @@ class Traced:
         prog.seed_slots = self.seed_slots
         prog.fn = compile_steps(self.steps, self.loads, self.results, "sweep")
         prog.checked = False
+        prog.reads = frozenset([at for source, at in self.loads.values() if source == "vals"])  # (a replay's values)
         return prog
 
 

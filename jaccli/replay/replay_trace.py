@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from . import partial_forward
 from .codegen import CHUNK, args_key, compile_steps, guard_step, node_step, written_step
 from .program_passes import faster_step
 from jaccli.engine import INPUT, LEVELS, Node, Trace, errstate_token
@@ -24,9 +25,12 @@ from jaccli.engine import INPUT, LEVELS, Node, Trace, errstate_token
 class Forward:
     """A recording's operations and guards as one function of its inputs' values, and what a
     replay needs to make its nodes: each node's structure row (_row); `in_place`: the indices of the
-    nodes written into their argument's memory, as f wrote them."""
+    nodes written into their argument's memory, as f wrote them. `steps` and `loads`: what `run` was
+    compiled from, where the replays may run a partial_forward.Split of it (else None); `reads`: the
+    nodes whose values the compiled sweeps run on the replays read; `parts`: the Splits by `reads`."""
 
-    __slots__ = ("run", "extra", "structure", "in_at", "inputs_at", "plans", "in_place")
+    __slots__ = ("run", "extra", "structure", "in_at", "inputs_at", "plans", "in_place", "steps", "loads", "reads",
+                 "parts")
 
     def values(self, inputs: list) -> list | None:
         """Every node's value at new values of the inputs (in the recording's `wrt` order);
@@ -34,10 +38,10 @@ class Forward:
         return self.run(inputs, self.extra)
 
 
-def compile_forward(trace: Trace, guards: list, in_nodes: list) -> Forward | None:
-    """The Forward of a closed recording. Where f wrote in place (a loop of y[i] = v keeps one
-    array), so does the replay (codegen.written_step), into memory that is its own: an array a
-    step made from no constant array (None otherwise: Replayable.replay then goes node by node)."""
+def compile_forward(trace: Trace, guards: list, in_nodes: list, errstate: dict) -> Forward | None:
+    """The Forward of a closed recording, replayed under `errstate`. Where f wrote in place (a loop of
+    y[i] = v keeps one array), so does the replay (codegen.written_step), into memory that is its own: an
+    array a step made from no constant array (None otherwise: Replayable.replay then goes node by node)."""
     nodes = trace.nodes
     in_place = frozenset(n.index for n in nodes if n.in_place)
     for k in in_place:
@@ -75,6 +79,9 @@ def compile_forward(trace: Trace, guards: list, in_nodes: list) -> Forward | Non
     fw.inputs_at = tuple(n.index for n in trace.inputs)
     fw.plans = (len(nodes), {})  # the sweep plans of every replay, by node index (Trace.shared_plans)
     fw.in_place = in_place
+    keep = partial_forward.keeps_steps(steps, in_place, trace.errstates, errstate)
+    fw.steps, fw.loads = (steps, loads) if keep else (None, None)
+    fw.reads, fw.parts = frozenset(), {}
     return fw
 
 
@@ -108,6 +115,7 @@ def _row(rows: dict, k: int, node: Node, step: tuple) -> tuple:
 
 
 _MAKING = threading.Lock()  # a replay read by two threads at once makes its nodes once
+_COMPLETING = threading.Lock()  # ... and the values a Split left for later
 
 
 def _made_on_read(slot: Any) -> property:
@@ -127,14 +135,15 @@ def _made_on_read(slot: Any) -> property:
 class ReplayTrace(Trace):
     """A replay's trace: its values at once, its nodes when first read (see the module's doc)."""
 
-    __slots__ = ("_vals", "_pending")
+    __slots__ = ("_vals", "_pending", "_rest")
 
-    def __init__(self, vals: list, forward: Forward, template: Trace) -> None:
+    def __init__(self, vals: list, forward: Forward, template: Trace, rest: tuple | None = None) -> None:
         # Trace.__init__'s fields set here, once each: its nodes and inputs are made on read (from
         # `forward`), not set to empty lists through the properties first (P1-n100's steady call
         # makes one of these: 2.6 us that way, under 1 us this way)
         self._pending = forward
         self._vals = vals
+        self._rest = rest  # (a Split's values: the Split and the error state to make the rest under, see values())
         self.level = next(LEVELS)
         self._plans = {}
         self.shared_plans = forward.plans
@@ -152,10 +161,29 @@ class ReplayTrace(Trace):
     inputs = _made_on_read(Trace.inputs)
 
     def values(self) -> list:
+        if self._rest is not None:
+            self._complete()
+        return self._vals
+
+    def values_for(self, reads: frozenset) -> list:
+        rest = self._rest
+        if rest is not None and not reads <= rest[0].made:
+            self._complete()
         return self._vals
 
     def value_at(self, k: int) -> Any:
+        rest = self._rest
+        if rest is not None and k not in rest[0].made:
+            self._complete()
         return self._vals[k]
+
+    def _complete(self) -> None:
+        """The values a partial_forward.Split left for later, made (once, whichever thread asks first)."""
+        with _COMPLETING:
+            rest = self._rest
+            if rest is not None:
+                partial_forward.completed(rest[0], self._vals, rest[1])
+                self._rest = None
 
     def size(self) -> int:
         return self.shared_plans[0]  # (the forward's node count: a trace without_values has no values)
@@ -166,6 +194,8 @@ class ReplayTrace(Trace):
         return ReplayTrace(None, forward, self)
 
     def _make(self) -> None:
+        if self._rest is not None:
+            self._complete()
         with _MAKING:
             forward = self._pending
             if forward is None:

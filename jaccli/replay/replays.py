@@ -18,7 +18,7 @@ from jaccli.engine import (INPUT, MONITOR, Node, Recording, Trace, Tracer, Uniqu
                            plan_form, private_copy, private_float, renewed_plan, rewritable, run_offered,
                            standing_offer, usual_sweep_only, write_in_place)
 
-from . import compiled_sweeps, replay_trace, result_checks
+from . import compiled_sweeps, partial_forward, replay_trace, result_checks
 from .guards import ErrstateRun, found_finite, guards_hold, same, snapshot, substituted
 
 REPLAY = "replay"
@@ -80,6 +80,9 @@ class Replayable(Recording):
 
     def __getattr__(self, name: str) -> Any:
         # A replay's nodes are made when first read (replay_trace): so are these lists of them.
+        if name == "outputs" and type(self.__dict__.get("trace")) is _ReplayTrace and self.trace._vals is not None:
+            self.outputs = self._outputs_of(self.trace.values())  # (a partial_forward.Split's replay: made now)
+            return self.outputs
         if name in ("in_nodes", "out_refs") and "_forward" in self.__dict__:
             fw = self._forward[0]
             nodes = self.trace.nodes
@@ -111,7 +114,11 @@ class Replayable(Recording):
             forward = self._forward
             if type(kept_trace) is _ReplayTrace and kept_trace._vals is None and source._forward is forward \
                     and kept_trace._pending is forward[0]:
-                source.inputs, source.outputs = self.inputs, self.outputs  # (a thread replaying from it reads either)
+                source.inputs = self.inputs  # (a thread replaying from it reads either)
+                if "outputs" in self.__dict__:  # (a Split's replay's, where they are made already)
+                    source.outputs = self.outputs
+                else:
+                    source.__dict__.pop("outputs", None)
                 return source
         kept = object.__new__(Replayable)
         kept.__dict__.update(self.__dict__)
@@ -176,23 +183,26 @@ class Replayable(Recording):
         if fw is None:
             try:
                 with pause_for(self.trace):  # (making a step a node would otherwise run the collector over them all)
-                    fw = replay_trace.compile_forward(self.trace, self.guards, self.in_nodes) or False
+                    fw = replay_trace.compile_forward(self.trace, self.guards, self.in_nodes, self._errstate) or False
             except Exception:  # noqa: BLE001 - a recording that cannot be written out replays node by node
                 fw = False
             self._forward[0] = fw
         if fw is False:
             return self._replay_nodes(args, new_in, nth)
+        split = partial_forward.split_of(fw) if fw.reads else None  # (the values the programs run read, first)
+        run = fw if split is None else split
         pause = pause_for(trace)
         if pause is _NO_PAUSE:  # (a small recording's: its run alone, no context entered and left)
-            vals = fw.values(new_in)
+            vals = run.values(new_in)
         else:
             with pause:
-                vals = fw.values(new_in)
+                vals = run.values(new_in)
         if vals is None:
             return None
         in_at = fw.in_at
-        return self._replayed_as(_ReplayTrace(vals, fw, trace), args,
-                                 [vals[in_at[0]]] if len(in_at) == 1 else [vals[k] for k in in_at], vals, nth)
+        return self._replayed_as(_ReplayTrace(vals, fw, trace, None if split is None else (split, self._errstate)),
+                                 args, [vals[in_at[0]]] if len(in_at) == 1 else [vals[k] for k in in_at], vals, nth,
+                                 None if split is None else split.made)
 
     def _replay_nodes(self, args: Sequence[Any], new_in: list, nth: int) -> "Replayable | None":
         """replay() node by node, for a recording whose replay writes in place as f did."""
@@ -259,8 +269,10 @@ class Replayable(Recording):
         rec.out_refs = [None if r is None else (nodes[r[0].index], r[1]) for r in self.out_refs]
         return rec
 
-    def _replayed_as(self, trace: Trace, args: Sequence[Any], in_values: list, vals: list, nth: int) -> "Replayable":
-        """The replay number `nth` with `trace` (its nodes' values `vals`; `in_values`: the inputs' in `wrt` order)."""
+    def _replayed_as(self, trace: Trace, args: Sequence[Any], in_values: list, vals: list, nth: int,
+                     made: frozenset | None = None) -> "Replayable":
+        """The replay number `nth` with `trace` (its nodes' values `vals`, those at `made` alone where it is
+        given: its outputs are made when read; `in_values`: the inputs' in `wrt` order)."""
         rec = object.__new__(Replayable)
         fields = rec.__dict__
         fields.update(self._shared_fields())
@@ -276,17 +288,23 @@ class Replayable(Recording):
             for i, value in zip(fields["wrt"], in_values):
                 inputs[i] = value
             fields["inputs"] = tuple(inputs)
+        fields["_nth"] = nth
+        fields["_advanced"] = set()
         outs = fields["_outs"]
+        if made is not None and (outs is None or not made.issuperset(outs)):
+            return rec  # (its outputs made when read: __getattr__)
         if outs is None:
-            fields["outputs"] = tuple([private_copy(c) if at is None else vals[at[0]] if at[1] is None
-                                       else vals[at[0]][at[1]] for c, at in zip(fields["_consts"], fields["outs_at"])])
+            fields["outputs"] = self._outputs_of(vals)
         elif len(outs) == 1:
             fields["outputs"] = (vals[outs[0]],)
         else:
             fields["outputs"] = tuple([vals[k] for k in outs])
-        fields["_nth"] = nth
-        fields["_advanced"] = set()
         return rec
+
+    def _outputs_of(self, vals: list) -> tuple:
+        """The outputs, from every node's values `vals`."""
+        return tuple([private_copy(c) if at is None else vals[at[0]] if at[1] is None else vals[at[0]][at[1]]
+                      for c, at in zip(self._consts, self.outs_at)])
 
     def _shared_fields(self) -> dict:
         """What every replay of this recording holds as it is (the same structure and sizes: the same
@@ -338,8 +356,9 @@ class Replayable(Recording):
         if type(prog) is compiled_sweeps.Program and prog.checked:
             # (its result made in the offered memory too: a store's rows, written where they are kept)
             with pause_for(self.trace):
-                out = run_offered(offer, lambda: prog.run(self.trace.values(), seeds))
+                out = run_offered(offer, lambda: prog.run(self.trace.values_for(prog.reads), seeds))
             if out is not None:
+                self._read(prog)
                 self.path = COMPILED_SWEEP
                 self.ran = (kind, prog, seeds)
                 return out
@@ -419,18 +438,26 @@ class Replayable(Recording):
         kind, prog, seeds = ran
         pause = pause_for(self.trace)
         if pause is _NO_PAUSE:
-            out = prog.run(self.trace.values(), seeds)
+            out = prog.run(self.trace.values_for(prog.reads), seeds)
         else:
             with pause:
-                out = prog.run(self.trace.values(), seeds)
+                out = prog.run(self.trace.values_for(prog.reads), seeds)
         if out is None:
             return None
+        self._read(prog)
         self.sweeps += 1
         self.path = COMPILED_SWEEP
         if kind == "forward":  # (jvp's results: one per output, None for an output no sweep reaches)
             got = iter(out)
             return [next(got) if live else None for live in self.live]
         return out
+
+
+    def _read(self, prog: compiled_sweeps.Program) -> None:
+        """Note the values a program run on this replay read: the next replays make those first (partial_forward)."""
+        fw = self._forward[0]
+        if fw and not prog.reads <= fw.reads:
+            fw.reads = fw.reads | prog.reads
 
 
 def _forget_rules(trace: Trace) -> None:

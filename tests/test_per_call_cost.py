@@ -134,17 +134,21 @@ def test_a_hessians_dtype_follows_the_inputs_dtype_from_call_to_call():
 
 
 class _Counted:
-    """Calls of some methods of a class, while installed (monkeypatch undoes it)."""
+    """Calls of some methods of a class (or of classes: a tuple, each name counted over those that have it),
+    while installed (monkeypatch undoes it)."""
 
     def __init__(self, monkeypatch, owner, *names):
         self.calls = dict.fromkeys(names, 0)
-        for name in names:
-            original = getattr(owner, name)
+        for cls in owner if isinstance(owner, tuple) else (owner,):
+            for name in names:
+                original = getattr(cls, name, None)
+                if original is None:
+                    continue
 
-            def counted(*args, _name=name, _original=original, **kwargs):
-                self.calls[_name] += 1
-                return _original(*args, **kwargs)
-            monkeypatch.setattr(owner, name, counted)
+                def counted(*args, _name=name, _original=original, **kwargs):
+                    self.calls[_name] += 1
+                    return _original(*args, **kwargs)
+                monkeypatch.setattr(cls, name, counted)
 
     def reset(self):
         self.calls = dict.fromkeys(self.calls, 0)

@@ -1,7 +1,7 @@
 """A steady record_once call's whole block (issue 44, item 4): the compiled sweep that gave it on an
-earlier call is run again at once (api/steady_blocks.py, Replayable.rerun), without the route, the
-seeds or the request being made again; its results are the plain call's, to the bit, with the same
-counts. A guard of that sweep that fails, the diagnostics and a progress observer take the usual way.
+earlier call is run again at once (api/steady_blocks.py; Replayable.rerun, PendingReplay.rerun), without
+the route, the seeds or the request being made again; its results are the plain call's, to the bit, with
+the same counts. A guard of that sweep that fails, the diagnostics and a progress observer take the usual way.
 """
 
 from __future__ import annotations
@@ -18,10 +18,23 @@ from tests.test_replay import softmax_ce as _logsumexp, softmax_hessian as _soft
 
 def _counted(monkeypatch):
     from jaccli.api.evaluator import Evaluator
-    from jaccli.replay.replays import Replayable
 
     return (_Counted(monkeypatch, Evaluator, "_sweep_blocks", "_seeds"),
-            _Counted(monkeypatch, Replayable, "answer", "rerun"))
+            _Counted(monkeypatch, _REPLAYS(), "answer", "rerun"))
+
+
+def _REPLAYS():
+    """What reruns a steady call's kept program: a replay, or its values before it is made (a PendingReplay)."""
+    from jaccli.replay.pending_replays import PendingReplay
+    from jaccli.replay.replays import Replayable
+
+    return Replayable, PendingReplay
+
+
+def _patched_reruns(monkeypatch, wrap):
+    """Each class of _REPLAYS() given `wrap(its rerun)` as its rerun."""
+    for cls in _REPLAYS():
+        monkeypatch.setattr(cls, "rerun", wrap(cls.rerun))
 
 
 def _calls(g, make, seed, calls, counted):
@@ -49,8 +62,6 @@ def _check(f, x, A):
                                               (_rosenbrock, True, "forward"), (_rosenbrock, True, "reverse"),
                                               (_logsumexp, True, "forward")])
 def test_a_steady_whole_block_reruns_its_compiled_sweep_and_gives_the_plain_calls_bits(monkeypatch, f, hessian, mode):
-    from jaccli.replay.replays import Replayable
-
     evaluator, replay = _counted(monkeypatch)
     g = jaccli.record_once(f)
     make = jaccli.hessian if hessian else jaccli.jacobian
@@ -67,7 +78,7 @@ def test_a_steady_whole_block_reruns_its_compiled_sweep_and_gives_the_plain_call
             steady += 1
             assert evaluator.calls == {"_sweep_blocks": 0, "_seeds": 0} and replay.calls["answer"] == 0
             with monkeypatch.context() as usual:  # the same call by its route: the program through answer()
-                usual.setattr(Replayable, "rerun", lambda self, ran: None)
+                _patched_reruns(usual, lambda rerun: lambda self, ran: None)
                 U = make(g, x, mode=mode)
                 np.testing.assert_array_equal(A, np.asarray(U))
                 assert U.stats == J.stats
@@ -83,38 +94,34 @@ def test_a_steady_whole_block_reruns_its_compiled_sweep_and_gives_the_plain_call
     assert steady >= 3 and g.records == 1
 
 
-def test_a_failing_guard_of_the_steady_sweep_takes_the_usual_way():
-    from jaccli.replay.replays import Replayable
-
+def test_a_failing_guard_of_the_steady_sweep_takes_the_usual_way(monkeypatch):
     reruns = []
-    original = Replayable.rerun
 
-    def rerun(self, ran):
-        out = original(self, ran)
-        reruns.append(out is not None)
-        return out
+    def wrap(original):
+        def rerun(self, ran):
+            out = original(self, ran)
+            reruns.append(out is not None)
+            return out
+        return rerun
 
+    _patched_reruns(monkeypatch, wrap)
     f = lambda x: np.sqrt(x) * x  # noqa: E731 - the sweep's factor 0.5 / sqrt(x) is checked finite
     g = jaccli.record_once(f)
     x = np.linspace(0.5, 2.0, 5)
-    try:
-        Replayable.rerun = rerun
-        for _ in range(9):
-            np.asarray(jaccli.jacobian(g, x))
-        assert reruns and all(reruns)
-        y = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
-        reruns.clear()
-        A = np.asarray(jaccli.jacobian(g, y))  # (in the caller's error state: another one is another replay)
-        assert reruns == [False] and g.misses == 0  # the kept program's guard failed: the usual route then
-        with np.errstate(all="ignore"):
-            P = np.asarray(jaccli.jacobian(f, y))
-        np.testing.assert_array_equal(A, P)  # the usual sweep's answer at 0, whatever it is: the plain call's
-        np.testing.assert_allclose(A[1:, 1:], np.diag(1.5 * np.sqrt(y[1:])), rtol=1e-13)
-        reruns.clear()
-        z = np.linspace(1.0, 3.0, 5)
-        np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, z)), np.diag(1.5 * np.sqrt(z)), rtol=1e-13)
-    finally:
-        Replayable.rerun = original
+    for _ in range(9):
+        np.asarray(jaccli.jacobian(g, x))
+    assert reruns and all(reruns)
+    y = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
+    reruns.clear()
+    A = np.asarray(jaccli.jacobian(g, y))  # (in the caller's error state: another one is another replay)
+    assert reruns == [False] and g.misses == 0  # the kept program's guard failed: the usual route then
+    with np.errstate(all="ignore"):
+        P = np.asarray(jaccli.jacobian(f, y))
+    np.testing.assert_array_equal(A, P)  # the usual sweep's answer at 0, whatever it is: the plain call's
+    np.testing.assert_allclose(A[1:, 1:], np.diag(1.5 * np.sqrt(y[1:])), rtol=1e-13)
+    reruns.clear()
+    z = np.linspace(1.0, 3.0, 5)
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, z)), np.diag(1.5 * np.sqrt(z)), rtol=1e-13)
 
 
 def test_diagnostics_and_progress_see_a_steady_call_as_any_other(monkeypatch):
@@ -280,9 +287,7 @@ def test_a_steady_whole_block_decides_no_route_and_makes_no_positions(monkeypatc
 
 
 def test_a_failing_guard_of_the_steady_sweep_runs_its_program_once(monkeypatch):
-    from jaccli.replay.replays import Replayable
-
-    reruns = _Counted(monkeypatch, Replayable, "rerun")
+    reruns = _Counted(monkeypatch, _REPLAYS(), "rerun")
     g = jaccli.record_once(lambda x: np.sqrt(x) * x)  # (0.5 / sqrt(x) is checked finite)
     for _ in range(9):
         np.asarray(jaccli.jacobian(g, np.linspace(0.5, 2.0, 5)))

@@ -31,9 +31,11 @@ def _steady(f, hessian, mode, n, calls=12, seed=3):
 
 
 def _reruns(monkeypatch):
+    """Counts of a kept program's reruns, by a replay or by its values before it is made (a PendingReplay)."""
+    from jaccli.replay.pending_replays import PendingReplay
     from jaccli.replay.replays import Replayable
 
-    return _Counted(monkeypatch, Replayable, "rerun")
+    return _Counted(monkeypatch, (Replayable, PendingReplay), "rerun")
 
 
 @pytest.mark.parametrize("f, hessian, mode, n", CASES)

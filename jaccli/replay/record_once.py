@@ -84,19 +84,20 @@ class RecordOnce:
             self._keep(key, rec)
         return rec, True
 
-    def replayed(self, key: tuple, x: np.ndarray, checked: str) -> Replayable | None:
+    def replayed(self, key: tuple, x: np.ndarray, checked: str, pending: bool = False) -> Any:
         """A replay at x, f's one argument (differentiated, a float ndarray), of the recording kept for
         this signature, counted as recording() counts it; None where none is kept, or it was never
         found to pass the checks named `checked` (api's steady calls: a public function's checks of
         f's outputs, which a replay passes as its recording did), or it cannot be replayed at x: the
-        caller then takes its usual way, recording() (which records f afresh on a miss)."""
+        caller then takes its usual way, recording() (which records f afresh on a miss). `pending`: the replay as
+        a PendingReplay where it can be one (Replayable.replay)."""
         key = key + (_ONE_INPUT, ((x.shape, x.dtype),))
         lock = self._lock
         with lock:
             rec = self._cache.get(key)
         if rec is None or checked not in rec.structure:
             return None
-        new = rec.replay((x,))
+        new = rec.replay((x,), pending)
         if new is None:
             return None
         with lock:

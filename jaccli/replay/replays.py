@@ -20,9 +20,9 @@ from jaccli.engine import (INPUT, MONITOR, Node, Recording, Trace, Tracer, Uniqu
 
 from . import compiled_sweeps, partial_forward, replay_trace, result_checks
 from .guards import ErrstateRun, found_finite, guards_hold, same, snapshot, substituted
+from .pending_replays import COMPILED_SWEEP, PendingReplay, by_output
 
 REPLAY = "replay"
-COMPILED_SWEEP = "compiled sweep"
 
 # A recording is compiled by its replays in turn, one step of the work a call (see Replayable.__init__):
 # the first replay runs node by node and compiles nothing, the COMPILE_FORWARD_AT-th compiles the
@@ -94,6 +94,9 @@ class Replayable(Recording):
     def compiles(self) -> bool:
         return self._replayed
 
+    def replayable(self) -> "Replayable":
+        return self  # (as a PendingReplay's makes it)
+
     def kept_between_calls(self, source: "Replayable | None" = None) -> "Replayable":
         """What record_once keeps of this recording for the next replay: a replay made by the compiled
         forward replay without its values (its trace's values and the nodes and rules a usual sweep
@@ -128,7 +131,7 @@ class Replayable(Recording):
         kept.__dict__.pop("out_refs", None)
         return kept
 
-    def replay(self, args: Sequence[Any]) -> "Replayable | None":
+    def replay(self, args: Sequence[Any], pending: bool = False) -> "Replayable | PendingReplay | None":
         """The same recording at new values of the traced inputs, without calling f; None if it can't be.
 
         A replay runs each recorded operation again on the new values and checks every guard
@@ -137,7 +140,8 @@ class Replayable(Recording):
         afresh, when a traced input changed shape or dtype, a data argument changed, a guard
         gives a different result, or an operation fails: the fresh recording then takes the
         branch f takes and reports errors as usual. Constants that f captured (globals,
-        closures, random draws) are replayed as they were recorded.
+        closures, random draws) are replayed as they were recorded. `pending`: a PendingReplay where it can
+        be one (its values, the Replayable made when needed: a steady call's, see pending_replays).
         """
         inputs = self.inputs
         if len(args) != len(inputs) or current_errstate() is not self._errstate:  # (one dict per state)
@@ -199,10 +203,11 @@ class Replayable(Recording):
                 vals = run.values(new_in)
         if vals is None:
             return None
-        in_at = fw.in_at
-        return self._replayed_as(_ReplayTrace(vals, fw, trace, None if split is None else (split, self._errstate)),
-                                 args, [vals[in_at[0]]] if len(in_at) == 1 else [vals[k] for k in in_at], vals, nth,
-                                 None if split is None else split.made)
+        replayed = PendingReplay(self, args, vals, nth, split, trace)
+        if pending and pause is _NO_PAUSE and len(args) == 1 and len(fw.in_at) == 1 \
+                and type(trace) is _ReplayTrace and trace._vals is None and trace._pending is fw:
+            return replayed  # (kept again by record_once, as kept_between_calls keeps such a replay)
+        return replayed.replayable()
 
     def _replay_nodes(self, args: Sequence[Any], new_in: list, nth: int) -> "Replayable | None":
         """replay() node by node, for a recording whose replay writes in place as f did."""
@@ -425,7 +430,6 @@ class Replayable(Recording):
         self._programs[key] = False if prog is None else prog
         return result_checks.restored(out)
 
-
     def rerun(self, ran: tuple) -> list | None:
         """What vjp or jvp (structured) gives for the request that a checked program answered on an
         earlier replay of this recording (`ran`: its `ran` then), from that program at this replay's
@@ -447,11 +451,7 @@ class Replayable(Recording):
         self._read(prog)
         self.sweeps += 1
         self.path = COMPILED_SWEEP
-        if kind == "forward":  # (jvp's results: one per output, None for an output no sweep reaches)
-            got = iter(out)
-            return [next(got) if live else None for live in self.live]
-        return out
-
+        return by_output(kind, out, self.live)
 
     def _read(self, prog: compiled_sweeps.Program) -> None:
         """Note the values a program run on this replay read: the next replays make those first (partial_forward)."""

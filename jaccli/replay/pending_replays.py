@@ -1,0 +1,97 @@
+"""A replay's values, its Replayable made when something first needs one.
+
+A record_once function's steady call (api/steady_calls.py) replays the kept recording at the new point,
+runs the program its last call ran at the replay's values, and assembles the block: it reads the values
+and nothing else of the replay. So `Replayable.replay(args, pending=True)` gives those values as a
+`PendingReplay`, which runs such a program itself (`rerun`), and makes the Replayable (its trace, its
+fields, the record_once bookkeeping it takes part in) when anything else is asked of the replay: an
+evaluator, a row, its nodes (`replayable()`). P1-n100's steady call made one each time, of 6 nodes.
+
+Only for a replay by a compiled forward replay, of a small recording (its sweeps pause no collector),
+of f's one argument, from the recording kept without values that record_once keeps again
+(Replayable.kept_between_calls): any other replay is made as it always is.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from jaccli.engine import MONITOR
+
+from .replay_trace import ReplayTrace
+
+COMPILED_SWEEP = "compiled sweep"  # (Replayable.path, where a compiled sweep made the results: replays.py's too)
+
+
+class PendingReplay:
+    """The replay number `nth` of the recording `kept`, at `args`: its values `vals` (those at `split.made`
+    alone, where a partial_forward.Split made them) and the trace `trace` it is replayed from. Read and
+    rerun by one thread at a time (the caller's lock: steady_calls.Deferred's)."""
+
+    __slots__ = ("kept", "args", "vals", "nth", "split", "trace", "sweeps", "rec")
+
+    def __init__(self, kept: Any, args: Sequence[Any], vals: list, nth: int, split: Any, trace: ReplayTrace) -> None:
+        self.kept, self.args, self.vals, self.nth, self.split, self.trace = kept, args, vals, nth, split, trace
+        self.sweeps = 0
+        self.rec = None
+
+    @property
+    def structure(self) -> dict:
+        return self.kept.structure
+
+    def compiles(self) -> bool:
+        return True  # (a replay: compiled forward, and compiled sweeps)
+
+    def replayable(self) -> Any:
+        """The Replayable this replay is (what Replayable.replay gives without `pending`), made once."""
+        rec = self.rec
+        if rec is None:
+            kept, vals, split = self.kept, self.vals, self.split
+            fw = kept._forward[0]
+            in_at = fw.in_at
+            trace = ReplayTrace(vals, fw, self.trace, None if split is None else (split, kept._errstate))
+            rec = kept._replayed_as(trace, self.args, [vals[in_at[0]]] if len(in_at) == 1 else [vals[k] for k in in_at],
+                                    vals, self.nth, None if split is None else split.made)
+            if self.sweeps:
+                rec.sweeps, rec.path = self.sweeps, COMPILED_SWEEP
+            self.rec = rec
+        return rec
+
+    def kept_between_calls(self, source: Any) -> Any:
+        """What record_once keeps for the next replay: `source`, the recording replayed, given this replay's
+        input (as Replayable.kept_between_calls keeps it)."""
+        source.inputs = (self.vals[self.kept._forward[0].in_at[0]],)  # (a thread replaying from it reads either)
+        source.__dict__.pop("outputs", None)  # (made when read, from the values: this replay's are not made yet)
+        return source
+
+    def rerun(self, ran: tuple) -> list | None:
+        """Replayable.rerun at this replay's values: without making the Replayable where they hold what the
+        program reads, as long as nothing else has made it."""
+        if MONITOR.v is not None:
+            return None
+        kind, prog, seeds = ran
+        rec, split = self.rec, self.split
+        if rec is None and (split is None or prog.reads <= split.made):
+            vals = self.vals
+        else:
+            rec = self.replayable()
+            vals = rec.trace.values_for(prog.reads)
+        out = prog.run(vals, seeds)
+        if out is None:
+            return None
+        self.kept._read(prog)
+        if rec is None:
+            self.sweeps += 1
+        else:
+            rec.sweeps += 1
+            rec.path = COMPILED_SWEEP
+        return by_output(kind, out, self.kept.live)
+
+
+def by_output(kind: str, out: list, live: list) -> list:
+    """A rerun program's results `out` as its request gives them: jvp's (forward), one per output, None for an
+    output that no sweep reaches (not `live`); vjp's as they are, one per differentiated input."""
+    if kind == "forward":
+        got = iter(out)
+        return [next(got) if is_live else None for is_live in live]
+    return out

@@ -131,3 +131,74 @@ def test_a_block_without_an_evaluator_or_a_deferred_one_has_no_ev():
 
     with pytest.raises(AttributeError, match="_ev"):
         object.__new__(Jacobian)._ev  # noqa: B018
+
+
+def _lane_calls(monkeypatch):
+    """Counts of RecordOnce's replayed (a steady call's lookup of the recording) and replayed_again (its lane)."""
+    from jaccli.replay.record_once import RecordOnce
+
+    return _Counted(monkeypatch, RecordOnce, "replayed", "replayed_again")
+
+
+@pytest.mark.parametrize("f, hessian, mode, n", CASES[:1] + CASES[2:3])
+def test_a_steady_call_replays_the_recording_its_last_call_replayed_without_looking_it_up(monkeypatch, f, hessian,
+                                                                                         mode, n):
+    g, make, x = _steady(f, hessian, mode, n)
+    calls, replays = _lane_calls(monkeypatch), g.replays
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        x = rng.uniform(-1, 1, n)
+        J = make(x)
+        A = np.asarray(J)
+        assert J._deferred is not None and "_ev" not in J.__dict__
+        np.testing.assert_array_equal(A, np.asarray((jaccli.hessian if hessian else jaccli.jacobian)(f, x, mode=mode)))
+        _check(f, x, A)
+    assert calls.calls == {"replayed": 0, "replayed_again": 3}
+    assert (g.records, g.misses, g.replays - replays) == (1, 0, 3)
+
+
+def _branchy(x):
+    return x ** 3 if x.sum() > 0 else np.sin(x)  # (the branch taken is a guard of the recording)
+
+
+def _branchy_jacobian(x):
+    return np.diag(3 * x ** 2 if x.sum() > 0 else np.cos(x))
+
+
+def test_a_steady_calls_lane_gives_way_when_what_it_kept_may_have_changed(monkeypatch):
+    # Each change below leaves the lane (RecordOnce.replayed_again refuses, or the plan differs): the call then
+    # takes the usual steady way, or records f afresh, and gives the plain call's bits
+    g = jaccli.record_once(_branchy, max_signatures=2)
+    rng = np.random.default_rng(7)
+
+    def call(x, records, deferred=True):
+        J = jaccli.jacobian(g, x)
+        A = np.asarray(J)
+        np.testing.assert_array_equal(A, np.asarray(jaccli.jacobian(_branchy, x)))
+        np.testing.assert_allclose(A, _branchy_jacobian(x), rtol=1e-13)
+        assert g.records == records and deferred in (None, J._deferred is not None), (g.records, J._deferred)
+
+    def steady(n, records):
+        for _ in range(9):
+            call(rng.uniform(0.1, 1, n), records, deferred=None)
+        call(rng.uniform(0.1, 1, n), records)
+
+    steady(6, 1)
+    lanes = _lane_calls(monkeypatch)
+    call(-rng.uniform(0.1, 1, 6), 2, deferred=False)  # the guard (x.sum() > 0) fails: f is recorded afresh
+    steady(6, 3)  # (and again, the other way: that recording is kept)
+    call(rng.uniform(0.1, 1, 7), 4, deferred=False)  # another shape: another signature, recorded
+    call(rng.uniform(0.1, 1, 6).astype(np.float32), 5, deferred=False)  # another dtype: evicts n = 6's (max 2)
+    steady(6, 6)
+    g.clear()
+    call(rng.uniform(0.1, 1, 6), 7, deferred=False)
+    steady(6, 7)
+    with np.errstate(over="raise"):  # another error state: f is recorded under it
+        call(rng.uniform(0.1, 1, 6), 8, deferred=False)
+    steady(6, 9)  # (and again under the caller's: record_once keeps one recording per signature)
+    monkeypatch.setenv("JACCLI_MEMORY_BUDGET", "64MiB")  # (the lane's plan is for the default budget)
+    call(rng.uniform(0.1, 1, 6), 9, deferred=False)
+    monkeypatch.delenv("JACCLI_MEMORY_BUDGET")
+    call(rng.uniform(0.1, 1, 6), 9)
+    # (missed: the two guards that failed, and the two changes of error state)
+    assert lanes.calls["replayed_again"] >= 8 and g.misses == 4

@@ -14,7 +14,7 @@ from .evaluator import MODES, Evaluator, HessianEvaluator
 from .lazy import Hessian, Jacobian
 from .recorded_functions import any_traced, gradient_function, gradient_recording, record, record_once_of, unwrapped
 from .sample_mixing import check_batch_independence
-from .steady_calls import deferred_block
+from .steady_calls import steady_block
 from .strict_mode import check_strict, check_strict_graph, connectivity, derivative_depends
 
 __all__ = ["jacobian", "hessian"]
@@ -85,13 +85,12 @@ def jacobian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | Non
     ((3, 3), array([0., 4., 0.]))
     """
     if _steady(f, inputs, wrt, batch_axis, chunk_size, strict or create_graph or holomorphic, mode):
-        rec = f.replayed(("f",), inputs, _JACOBIAN_CHECKED, pending=True)  # (its Replayable made when needed)
-        if rec is not None:
-            block = deferred_block(Jacobian, rec, Evaluator, mode, rec.structure.get(("result dtype", 0, 0, mode)),
-                                   lambda: _jacobian_evaluator(rec.replayable(), f, (inputs,), (0,), None, mode, None))
-            if block is not None:
-                return block
-            return _jacobian_blocks(rec.replayable(), f, (inputs,), (0,), False, None, mode, None)
+        block = steady_block(f, inputs, Jacobian, Evaluator, mode, ("f",), _JACOBIAN_CHECKED,
+                             ("result dtype", 0, 0, mode),
+                             lambda rec: _jacobian_evaluator(rec, f, (inputs,), (0,), None, mode, None),
+                             lambda rec: _jacobian_blocks(rec, f, (inputs,), (0,), False, None, mode, None))
+        if block is not None:
+            return block
     args, inputs_is_tuple = as_args(inputs)
     wrt_idx, in_tuple = resolve_wrt(f, args, wrt, inputs_is_tuple)
     validate_options(batch_axis, mode, chunk_size)
@@ -171,13 +170,12 @@ def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None
            [ 0., 12.]]))
     """
     if _steady(f, inputs, wrt, batch_axis, chunk_size, strict or create_graph or holomorphic, mode):
-        rec = f.replayed(("gradient", False), inputs, _HESSIAN_CHECKED, pending=True)
-        if rec is not None:
-            block = deferred_block(Hessian, rec, HessianEvaluator, _outer(mode), rec.structure.get(("input dtype", 0)),
-                                   lambda: _hessian_evaluator(rec.replayable(), f, (inputs,), (0,), None, mode, None))
-            if block is not None:
-                return block
-            return _hessian_blocks(rec.replayable(), f, (inputs,), (0,), False, None, mode, None)
+        block = steady_block(f, inputs, Hessian, HessianEvaluator, _outer(mode), ("gradient", False), _HESSIAN_CHECKED,
+                             ("input dtype", 0),
+                             lambda rec: _hessian_evaluator(rec, f, (inputs,), (0,), None, mode, None),
+                             lambda rec: _hessian_blocks(rec, f, (inputs,), (0,), False, None, mode, None))
+        if block is not None:
+            return block
     args, inputs_is_tuple = as_args(inputs)
     wrt_idx, in_tuple = resolve_wrt(f, args, wrt, inputs_is_tuple)
     validate_options(batch_axis, mode, chunk_size)

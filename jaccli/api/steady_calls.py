@@ -72,7 +72,7 @@ class Deferred:
 
 
 class MadeOnRead:
-    """A block's `_ev` where it was made without one (deferred_block): its Deferred's evaluator, made on the
+    """A block's `_ev` where it was made without one (steady_block): its Deferred's evaluator, made on the
     first read and kept in the block's __dict__, where every later read finds it first (a class attribute
     with __get__ alone: an instance's own attribute comes before it, as every other block's `_ev` does)."""
 
@@ -86,14 +86,52 @@ class MadeOnRead:
         return ev
 
 
-def deferred_block(cls: type, rec: Recording, ev_cls: type, mode: str, dtype: Any,
-                   make: Callable[[], Evaluator]) -> Any:
-    """The lazy block of class `cls` (Jacobian, Hessian) of a steady call over the replay `rec`, whose
-    evaluator would be an `ev_cls` with this `mode` and the default options, made by `make()` when it is
-    needed; `dtype`: the block's. None where no SteadyCall is kept for those options (the usual way)."""
-    plan = rec.structure.get((STEADY_CALL, ev_cls, mode, default_memory_budget()))
+class Lane:
+    """The last steady call of a record_once function `f` by a block of class `cls` and `mode`, kept in
+    f.steady_lanes: the recording it replayed (`kept`, and how record_once keeps it: `kept_as`), the
+    SteadyCall `plan` kept under `plan_key` in its structure, the block's `dtype`. The next such call
+    replays `kept` again (RecordOnce.replayed_again) and makes its block from the plan, without looking
+    either up again, while they are what a lookup would find."""
+
+    __slots__ = ("kept_as", "kept", "plan", "plan_key", "dtype")
+
+    def __init__(self, kept_as: tuple, kept: Any, plan: SteadyCall, plan_key: tuple, dtype: np.dtype) -> None:
+        self.kept_as, self.kept, self.plan, self.plan_key, self.dtype = kept_as, kept, plan, plan_key, dtype
+
+
+def steady_block(f: Any, x: np.ndarray, cls: type, ev_cls: type, mode: str, record: tuple, checked: str,
+                 dtype_key: tuple, evaluator: Callable[[Recording], Evaluator],
+                 blocks: Callable[[Recording], Any]) -> Any:
+    """jacobian()'s or hessian()'s blocks of the record_once function `f` at x, f's one argument, with the
+    default options but `mode`, from a replay of f's recording (`record`: what was recorded, `checked`: the
+    checks its outputs passed, as RecordOnce.replayed takes them): a lazy block of class `cls` over a
+    Deferred where a SteadyCall is kept for an `ev_cls` evaluator with those options, else `blocks(rec)` of
+    the replay; None where there is no replay (the caller records f as usual). `evaluator(rec)`: the
+    evaluator the usual call makes over the replay `rec`; `dtype_key`: the block dtype's key in the
+    recording's structure."""
+    lane = f.steady_lanes.get((cls, mode))
+    rec = None
+    if lane is not None and REMOTE_SWEEPS.get() is None:
+        rec = f.replayed_again(lane.kept_as, lane.kept, x)
+        if rec is not None and rec.structure.get(lane.plan_key) is lane.plan \
+                and lane.plan_key[3] == default_memory_budget():
+            return _block(cls, lane.plan, rec, lane.dtype, lambda: evaluator(rec.replayable()))
+    if rec is None:
+        rec = f.replayed(record, x, checked, pending=True)  # (its Replayable made when needed)
+        if rec is None:
+            return None
+    plan_key = (STEADY_CALL, ev_cls, mode, default_memory_budget())
+    plan, dtype = rec.structure.get(plan_key), rec.structure.get(dtype_key)
     if plan is None or dtype is None or REMOTE_SWEEPS.get() is not None or not rec.compiles():
-        return None
+        return blocks(rec.replayable())
+    if getattr(rec, "kept_as", None) is not None:  # (a PendingReplay of the recording record_once keeps)
+        f.steady_lanes[cls, mode] = Lane(rec.kept_as, rec.kept, plan, plan_key, dtype)
+    return _block(cls, plan, rec, dtype, lambda: evaluator(rec.replayable()))
+
+
+def _block(cls: type, plan: SteadyCall, rec: Recording, dtype: np.dtype, make: Callable[[], Evaluator]) -> Any:
+    """The lazy block of class `cls` (Jacobian, Hessian) of a steady call over the replay `rec` by the SteadyCall
+    `plan`, whose evaluator `make()` makes when it is needed; `dtype`: the block's."""
     block = object.__new__(cls)
     block._i = block._j = 0
     block.dtype = dtype

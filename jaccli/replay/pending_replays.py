@@ -16,11 +16,35 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from jaccli.engine import MONITOR
+from jaccli.engine import MONITOR, Trace, pause_for
 
+from . import partial_forward
 from .replay_trace import ReplayTrace
 
 COMPILED_SWEEP = "compiled sweep"  # (Replayable.path, where a compiled sweep made the results: replays.py's too)
+NO_PAUSE = pause_for(Trace())  # (what pause_for gives a small recording: a context that does nothing)
+
+
+def replayed_by(rec: Any, fw: Any, args: Sequence[Any], new_in: list, nth: int, pending: bool) -> Any:
+    """The replay number `nth` of the recording `rec` (a Replayable) at `args` by its compiled forward replay `fw`,
+    given the differentiated inputs `new_in` (copies, checked: Replayable.replay); with `pending`, a PendingReplay
+    where it can be one (see the module's doc); None where a guard fails or an operation raises."""
+    trace = rec.trace
+    split = partial_forward.split_of(fw) if fw.reads else None  # (the values the programs run read, first)
+    run = fw if split is None else split
+    pause = pause_for(trace)
+    if pause is NO_PAUSE:  # (a small recording's: its run alone, no context entered and left)
+        vals = run.values(new_in)
+    else:
+        with pause:
+            vals = run.values(new_in)
+    if vals is None:
+        return None
+    replayed = PendingReplay(rec, args, vals, nth, split, trace)
+    if pending and pause is NO_PAUSE and len(args) == 1 and len(fw.in_at) == 1 \
+            and type(trace) is ReplayTrace and trace._vals is None and trace._pending is fw:
+        return replayed  # (kept again by record_once, as kept_between_calls keeps such a replay)
+    return replayed.replayable()
 
 
 class PendingReplay:
@@ -28,12 +52,13 @@ class PendingReplay:
     alone, where a partial_forward.Split made them) and the trace `trace` it is replayed from. Read and
     rerun by one thread at a time (the caller's lock: steady_calls.Deferred's)."""
 
-    __slots__ = ("kept", "args", "vals", "nth", "split", "trace", "sweeps", "rec")
+    __slots__ = ("kept", "args", "vals", "nth", "split", "trace", "sweeps", "rec", "kept_as")
 
     def __init__(self, kept: Any, args: Sequence[Any], vals: list, nth: int, split: Any, trace: ReplayTrace) -> None:
         self.kept, self.args, self.vals, self.nth, self.split, self.trace = kept, args, vals, nth, split, trace
         self.sweeps = 0
         self.rec = None
+        self.kept_as = None  # (how record_once keeps `kept`, where record_once made it: RecordOnce.replayed_again)
 
     @property
     def structure(self) -> dict:

@@ -9,6 +9,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from jaccli.engine import current_errstate
+
+from .pending_replays import PendingReplay, replayed_by
 from .replays import Replayable
 
 __all__ = ["RecordOnce", "record_once"]
@@ -41,10 +44,17 @@ class RecordOnce:
         # Sparsity patterns and plans by (structure fingerprint, hessian, mode), filled by jaccli.sparse_*:
         # a loop of calls at new points detects and colours once (api/sparse.py)
         self.sparsity_patterns: dict = {}
+        # The last steady call of each sort, by its block's class and mode, filled by api's steady calls: what
+        # replayed_again() is given to replay the same recording at the next point (api/steady_calls.py)
+        self.steady_lanes: dict = {}
         self.records = 0
         self.replays = 0
         self.misses = 0
         self._cache: OrderedDict[tuple, Replayable] = OrderedDict()
+        # Changed whenever the cache may hold another recording under a key (a recording kept, one let go,
+        # clear()): replayed_again's check that the recording it is given is still the one kept
+        self._version = 0
+        self._newest: tuple | None = None  # the key kept last (the end of the cache's order)
         self._lock = threading.Lock()  # the cache and counters, when threads call f at once
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -63,6 +73,9 @@ class RecordOnce:
         """Forget every recording: the next call records f again (after changing its constants)."""
         with self._lock:
             self._cache.clear()
+            self.steady_lanes.clear()
+            self._version += 1
+            self._newest = None
 
     def recording(self, key: tuple, args: tuple, wrt: tuple[int, ...],
                   make: Callable[[], Replayable]) -> tuple[Replayable, bool]:
@@ -103,13 +116,49 @@ class RecordOnce:
         with lock:
             self.replays += 1
             self._keep(key, new, rec)
+            if type(new) is PendingReplay:
+                new.kept_as = (key, self._version)
+        return new
+
+    def replayed_again(self, kept_as: tuple, kept: Replayable, x: np.ndarray) -> PendingReplay | None:
+        """replayed(..., pending=True) at x, where it gave a PendingReplay of the recording `kept` last time, and
+        its `kept_as` (api's steady calls keep those): what replay() checked then holds while `kept` is still
+        kept as it was, x is a float ndarray of its input's shape and dtype, and the error state is the same
+        (`kept` holds no data argument and no traced constant: a PendingReplay's is one input, differentiated).
+        None where any of that differs, or the replay fails: the caller then calls replayed()."""
+        key, version = kept_as
+        if self._version != version:
+            return None
+        old = kept.inputs[0]
+        if type(x) is not np.ndarray or x.shape != old.shape or (x.dtype is not old.dtype and x.dtype != old.dtype) \
+                or current_errstate() is not kept._errstate:
+            return None
+        made = kept._made
+        made[0] += 1
+        new = replayed_by(kept, kept._forward[0], (x,), [x.copy("K")], made[0], True)
+        if type(new) is not PendingReplay:
+            return None
+        with self._lock:
+            self.replays += 1
+            if self._version == version:  # (else another recording is kept meanwhile: this one is not kept again)
+                new.kept_between_calls(kept)  # (`kept` itself, kept again: the cache's order alone may change)
+                if self._newest is not key:
+                    self._cache.move_to_end(key)
+                    self._newest = key
+        new.kept_as = kept_as
         return new
 
     def _keep(self, key: tuple, rec: Replayable, source: Replayable | None = None) -> None:
-        self._cache[key] = rec.kept_between_calls(source)
-        self._cache.move_to_end(key)
-        while len(self._cache) > self.max_signatures:
-            self._cache.popitem(last=False)
+        kept = rec.kept_between_calls(source)
+        cache = self._cache
+        if cache.get(key) is not kept:
+            self._version += 1
+        cache[key] = kept
+        cache.move_to_end(key)
+        self._newest = key
+        while len(cache) > self.max_signatures:
+            cache.popitem(last=False)
+            self._version += 1
 
 
 _ONE_INPUT = (0,)  # (wrt of a steady call: f's one argument)

@@ -18,9 +18,9 @@ from jaccli.engine import (INPUT, MONITOR, Node, Recording, Trace, Tracer, Uniqu
                            plan_form, private_copy, private_float, renewed_plan, rewritable, run_offered,
                            standing_offer, usual_sweep_only, write_in_place)
 
-from . import compiled_sweeps, partial_forward, replay_trace, result_checks
+from . import compiled_sweeps, replay_trace, result_checks
 from .guards import ErrstateRun, found_finite, guards_hold, same, snapshot, substituted
-from .pending_replays import COMPILED_SWEEP, PendingReplay, by_output
+from .pending_replays import COMPILED_SWEEP, NO_PAUSE as _NO_PAUSE, PendingReplay, by_output, replayed_by
 
 REPLAY = "replay"
 
@@ -193,21 +193,7 @@ class Replayable(Recording):
             self._forward[0] = fw
         if fw is False:
             return self._replay_nodes(args, new_in, nth)
-        split = partial_forward.split_of(fw) if fw.reads else None  # (the values the programs run read, first)
-        run = fw if split is None else split
-        pause = pause_for(trace)
-        if pause is _NO_PAUSE:  # (a small recording's: its run alone, no context entered and left)
-            vals = run.values(new_in)
-        else:
-            with pause:
-                vals = run.values(new_in)
-        if vals is None:
-            return None
-        replayed = PendingReplay(self, args, vals, nth, split, trace)
-        if pending and pause is _NO_PAUSE and len(args) == 1 and len(fw.in_at) == 1 \
-                and type(trace) is _ReplayTrace and trace._vals is None and trace._pending is fw:
-            return replayed  # (kept again by record_once, as kept_between_calls keeps such a replay)
-        return replayed.replayable()
+        return replayed_by(self, fw, args, new_in, nth, pending)
 
     def _replay_nodes(self, args: Sequence[Any], new_in: list, nth: int) -> "Replayable | None":
         """replay() node by node, for a recording whose replay writes in place as f did."""
@@ -473,7 +459,6 @@ def _forget_rules(trace: Trace) -> None:
 
 
 _ReplayTrace = replay_trace.ReplayTrace
-_NO_PAUSE = pause_for(Trace())  # (what pause_for gives a small recording: a context that does nothing)
 
 
 def _sort_of(key: tuple) -> tuple:

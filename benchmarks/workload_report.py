@@ -13,6 +13,11 @@ PEER_FAMILIES = ("torch.func", "jax eager", "jax jit", "HIPS autograd")
 # Below this a call's own peak RSS moves with the allocator's arenas, not with the method: smaller
 # increments count as this much in the replay / plain memory ratio.
 MEM_FLOOR_MB = 2.0
+# Fresh processes per method for P1-P6's peak memory (workload_suite.instance_memory): a peak of a few MB is
+# within one heap extension of the process's layout, which differs from run to run (P5's record_once: 2.0 MB
+# in 14 of 16 runs, 4.0 MB in 2, the same code; its plain call 1.7 MB), so the median run is taken, and
+# every run is shown beside it
+MEMORY_RUNS = 3
 MEMORY_LIMIT, FIRST_REPLAY_LIMIT = 1.5, 2.0      # item 1
 TORCH_LIMIT, ONCE_LIMIT = 1.0, 0.5               # item 2
 CLI_LIMIT = 1.1                                  # item 3
@@ -64,7 +69,10 @@ def _mem_cell(probe: dict | None) -> str:
     if not probe:
         return "–"
     mb = increment_mb(probe)
-    return f"{mb:.0f} MB" if math.isfinite(mb) else str(probe.get("status", "?"))[:60].replace("|", "/")
+    if not math.isfinite(mb):
+        return str(probe.get("status", "?"))[:60].replace("|", "/")
+    runs = probe.get("runs_mb")  # (several fresh processes: the median's, and each run's)
+    return f"{mb:.0f} MB" + (f" (runs: {', '.join(f'{r:.1f}' for r in runs)})" if runs and len(runs) > 1 else "")
 
 
 def _ops(n: float) -> str:
@@ -392,7 +400,8 @@ def sections(results: dict) -> tuple[list[str], list[str]]:
                  "plain call's median above. Plain call in its position: the second plain call after the same "
                  "idle wait (the first stands for the recording), as many trials. Peak memory: `memprobe.py --steady` in a fresh process, six plain "
                  "calls after a warm-up and six replays after the recording; MB over the RSS before the "
-                 "first call.", ""]
+                 f"first call; the median of {MEMORY_RUNS} such processes, each one's MB in brackets "
+                 "(a peak of a few MB is within one heap extension of the process's layout).", ""]
         body += replay_table(results)
     if results.get("spectral"):
         body += ["", "## Spectral PDE residual of issue 39 (Kuramoto-Sivashinsky, rfft)", "",

@@ -310,3 +310,25 @@ def test_call_costs_counts_the_blocks_thread_cpu_page_faults_and_collections():
     assert costs["faults"][0] >= 32 and costs["gcs"] == [1, 0]
     with workload_suite.call_costs(None):  # (nothing asked, nothing counted)
         pass
+
+
+def test_instance_memory_takes_each_methods_median_run_of_fresh_processes_and_shows_every_run(monkeypatch):
+    peaks = {"jaccli": [1.7, 1.6, 1.8], "jaccli record_once": [2.0, 4.0, 2.1]}  # (MB: one heap extension in 4.0)
+    calls = []
+
+    def probe(iid, name, steady=False):
+        calls.append((iid, name, steady))
+        mb = peaks[name][sum(1 for c in calls if c[1] == name) - 1]
+        return {"status": "ok", "peak_mb": mb} if mb is not None else {"status": "ERROR", "detail": "boom"}
+
+    monkeypatch.setattr(workload_suite.memprobe, "probe", probe)
+    mem = workload_suite.instance_memory("P5-rows10-of-P2-n1000-m1000")
+    assert len(calls) == 2 * wr.MEMORY_RUNS and all(steady for _, _, steady in calls)
+    assert wr.increment_mb(mem["jaccli"]) == 1.7 and wr.increment_mb(mem["jaccli record_once"]) == 2.1
+    assert mem["jaccli record_once"]["runs_mb"] == [2.0, 4.0, 2.1]
+    assert wr.memory_ratio(mem["jaccli record_once"], mem["jaccli"]) == 2.1 / 2.0
+    assert wr._mem_cell(mem["jaccli record_once"]) == "2 MB (runs: 2.0, 4.0, 2.1)"
+    peaks["jaccli"] = [1.7, None, 1.8]
+    calls.clear()
+    mem = workload_suite.instance_memory("P5-rows10-of-P2-n1000-m1000")
+    assert mem["jaccli"]["status"] == "ERROR"  # (a failed run is reported, never hidden by the median)

@@ -202,3 +202,33 @@ def test_a_steady_calls_lane_gives_way_when_what_it_kept_may_have_changed(monkey
     call(rng.uniform(0.1, 1, 6), 9)
     # (missed: the two guards that failed, and the two changes of error state)
     assert lanes.calls["replayed_again"] >= 8 and g.misses == 4
+
+
+def test_a_steady_calls_replay_is_its_values_until_something_else_is_asked_of_it(monkeypatch):
+    from jaccli.replay.replays import Replayable
+
+    g, make, x = _steady(_elementwise, False, "auto", 50)
+    made = _Counted(monkeypatch, Replayable, "_replayed_as")
+    J = make(x)
+    A = np.asarray(J)
+    assert made.calls["_replayed_as"] == 0 and type(J._deferred.rec).__name__ == "PendingReplay"
+    _check(_elementwise, x, A)
+    assert J.stats["sweeps"] == 1 and J.stats["path"] == "compiled sweep"  # (the evaluator: the replay made now)
+    assert made.calls["_replayed_as"] == 1
+    rec = J._deferred.rec.replayable()
+    assert rec is J._ev.rec and rec.sweeps == 1 and rec.inputs[0] is J._deferred.rec.vals[0]
+    np.testing.assert_array_equal(rec.outputs[0], _elementwise(x))  # (f's value: the rest of the replay, made now)
+    np.testing.assert_array_equal(J[3], A[3])
+
+
+def test_a_steady_calls_rerun_that_reads_a_value_left_for_later_makes_the_replay_and_the_rest(monkeypatch):
+    g, make, x = _steady(_elementwise, False, "auto", 50)
+    J = make(x)
+    pending = J._deferred.rec
+    kind, prog, seeds = J._deferred.plan.steady.ran
+    assert pending.split is not None and pending.vals[-1] is None  # (f's value, left for later: nothing reads it)
+    monkeypatch.setattr(prog, "reads", prog.reads | {len(pending.vals) - 1})  # (as if the program read it)
+    got = pending.rerun((kind, prog, seeds))
+    assert pending.rec is not None and pending.rec.sweeps == 1 and all(v is not None for v in pending.vals)
+    np.testing.assert_array_equal(pending.vals[-1], _elementwise(x))
+    np.testing.assert_array_equal(got[0].reshape(-1), np.diag(np.asarray(jaccli.jacobian(_elementwise, x))))

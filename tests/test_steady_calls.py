@@ -232,3 +232,24 @@ def test_a_steady_calls_rerun_that_reads_a_value_left_for_later_makes_the_replay
     assert pending.rec is not None and pending.rec.sweeps == 1 and all(v is not None for v in pending.vals)
     np.testing.assert_array_equal(pending.vals[-1], _elementwise(x))
     np.testing.assert_array_equal(got[0].reshape(-1), np.diag(np.asarray(jaccli.jacobian(_elementwise, x))))
+
+
+def test_threads_making_steady_calls_at_once_each_get_their_own_points_block():
+    g, make, _ = _steady(_elementwise, False, "auto", 40)
+    rng = np.random.default_rng(9)
+    points = [[rng.uniform(-1, 1, 40) for _ in range(15)] for _ in range(4)]
+    got, barrier = {}, threading.Barrier(4)
+
+    def calls(k):
+        barrier.wait()
+        got[k] = [np.asarray(make(x)) for x in points[k]]
+
+    threads = [threading.Thread(target=calls, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in range(4):
+        for x, A in zip(points[k], got[k]):
+            np.testing.assert_array_equal(A, np.asarray(jaccli.jacobian(_elementwise, x)))
+    assert g.records == 1 and g.misses == 0 and g.steady_lanes

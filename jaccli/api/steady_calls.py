@@ -109,18 +109,17 @@ def steady_block(f: Any, x: np.ndarray, cls: type, ev_cls: type, mode: str, reco
     the replay; None where there is no replay (the caller records f as usual). `evaluator(rec)`: the
     evaluator the usual call makes over the replay `rec`; `dtype_key`: the block dtype's key in the
     recording's structure."""
+    plan_key = (STEADY_CALL, ev_cls, mode, default_memory_budget())  # (the memory budget read once a call)
     lane = f.steady_lanes.get((cls, mode))
     rec = None
     if lane is not None and REMOTE_SWEEPS.get() is None:
         rec = f.replayed_again(lane.kept_as, lane.kept, x)
-        if rec is not None and rec.structure.get(lane.plan_key) is lane.plan \
-                and lane.plan_key[3] == default_memory_budget():
+        if rec is not None and lane.plan_key == plan_key and rec.structure.get(plan_key) is lane.plan:
             return _block(cls, lane.plan, rec, lane.dtype, lambda: evaluator(rec.replayable()))
     if rec is None:
         rec = f.replayed(record, x, checked, pending=True)  # (its Replayable made when needed)
         if rec is None:
             return None
-    plan_key = (STEADY_CALL, ev_cls, mode, default_memory_budget())
     plan, dtype = rec.structure.get(plan_key), rec.structure.get(dtype_key)
     if plan is None or dtype is None or REMOTE_SWEEPS.get() is not None or not rec.compiles():
         return blocks(rec.replayable())

@@ -90,26 +90,19 @@ class PendingReplay:
         return source
 
     def rerun(self, ran: tuple) -> list | None:
-        """Replayable.rerun at this replay's values: without making the Replayable where they hold what the
-        program reads, as long as nothing else has made it."""
+        """Replayable.rerun at this replay's values: run here while they hold what the program reads and the
+        Replayable is not made; else by the Replayable (made now), which makes the rest of the values first."""
+        kind, prog, seeds = ran
+        split = self.split
+        if self.rec is not None or (split is not None and not prog.reads <= split.made):
+            return self.replayable().rerun(ran)
         if MONITOR.v is not None:
             return None
-        kind, prog, seeds = ran
-        rec, split = self.rec, self.split
-        if rec is None and (split is None or prog.reads <= split.made):
-            vals = self.vals
-        else:
-            rec = self.replayable()
-            vals = rec.trace.values_for(prog.reads)
-        out = prog.run(vals, seeds)
+        out = prog.run(self.vals, seeds)
         if out is None:
             return None
         self.kept._read(prog)
-        if rec is None:
-            self.sweeps += 1
-        else:
-            rec.sweeps += 1
-            rec.path = COMPILED_SWEEP
+        self.sweeps += 1
         return by_output(kind, out, self.kept.live)
 
 

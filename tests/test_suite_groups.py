@@ -1,0 +1,31 @@
+"""The suite's own scheduling: `pytest -n auto --dist loadgroup` (the README's command) runs each module
+marked xdist_group on one worker, its module fixtures made once (test_replay_memory's measured calls,
+test_docs_examples' commands). pytest-xdist marks such a test by a suffix of its node id, which a pytest
+it does not know may drop without a word (pytest-dev/pytest-xdist#1386: pytest 9.2): this installed pair
+is checked on a module of its own."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+
+def test_the_installed_pytest_and_xdist_run_a_group_on_one_worker(tmp_path):
+    (tmp_path / "test_grouped.py").write_text(textwrap.dedent("""
+        import os, pytest
+        pytestmark = pytest.mark.xdist_group("one")
+        @pytest.mark.parametrize("k", range(6))
+        def test_worker(k):
+            with open(f"worker-{k}", "w") as out:
+                out.write(os.environ["PYTEST_XDIST_WORKER"])
+        """))
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")  # (none of this project's settings)
+    (tmp_path / "test_other.py").write_text("def test_a():\n    pass\n\n\ndef test_b():\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2", "--dist",
+                           "loadgroup", str(tmp_path)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    workers = {(tmp_path / f"worker-{k}").read_text() for k in range(6)}
+    assert len(workers) == 1, (f"one xdist_group's tests ran on workers {sorted(workers)}: this pytest and "
+                               "pytest-xdist do not group (see pyproject.toml's test extra)")

@@ -869,8 +869,8 @@ def test_the_matrix_view_acts_as_the_evaluated_matrix_as_j_acts_as_its_array():
 @given(n=st.integers(0, 12), start=st.none() | st.integers(-15, 15), stop=st.none() | st.integers(-15, 15),
        step=st.none() | st.integers(-4, 4).filter(bool))
 def test_a_slice_of_a_vector_selects_its_positions_without_the_whole_range(n, start, stop, step):
-    # (lazy._selected: J[:10] of a 90000-output block made the 90000 positions and sliced them)
-    from jaccli.api.lazy import _selected
+    # (block_indices.selected: J[:10] of a 90000-output block made the 90000 positions and sliced them)
+    from jaccli.api.block_indices import selected as _selected
 
     part = (slice(start, stop, step),)
     want = np.arange(n)[part]

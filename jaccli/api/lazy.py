@@ -8,10 +8,11 @@ touches, asks the evaluator for those, and reads the answer from its cache.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
+from .block_indices import is_basic, is_full_index, selected, split_basic
 from .evaluator import Evaluator
 from .steady_calls import MadeOnRead
 
@@ -24,49 +25,6 @@ def _read_only(data: np.ndarray) -> np.ndarray:
     Here the chain ends at a read-only memoryview, so no view taken from it can be made writable.
     """
     return np.asarray(memoryview(data).toreadonly())
-
-
-def _is_full_index(idx: Any) -> bool:
-    if not isinstance(idx, tuple):
-        idx = (idx,)
-    return all(i is Ellipsis or (isinstance(i, slice) and i == slice(None)) for i in idx)
-
-
-def _is_basic(idx: tuple) -> bool:
-    return all(i is Ellipsis or isinstance(i, slice) or (isinstance(i, (int, np.integer))
-                                                        and not isinstance(i, (bool, np.bool_)))
-               for i in idx)
-
-
-def _split_basic(idx: tuple, ndims: Sequence[int]) -> list[tuple] | None:
-    """Split a basic index on the concatenated axes of several parts into one index per part."""
-    n_total = sum(ndims)
-    used = sum(1 for i in idx if i is not Ellipsis)
-    if used > n_total:
-        raise IndexError(f"too many indices for array: array is {n_total}-dimensional, but {used} were indexed")
-    if sum(1 for i in idx if i is Ellipsis) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    full: list = []
-    for i in idx:
-        if i is Ellipsis:
-            full.extend([slice(None)] * (n_total - used))
-        else:
-            full.append(i)
-    full.extend([slice(None)] * (n_total - len(full)))
-    parts, start = [], 0
-    for nd in ndims:
-        parts.append(tuple(full[start:start + nd]))
-        start += nd
-    return parts
-
-
-def _selected(n: int, shape: tuple, part: tuple) -> np.ndarray:
-    """The flat positions that the basic index `part` selects of an array of `shape` (n entries): from
-    the slice alone where it is one slice of a vector, not from the whole range (J[:10] of a
-    90000-output block: 10 positions, not 90000 made and sliced on every call)."""
-    if len(shape) == 1 and len(part) == 1 and type(part[0]) is slice:
-        return np.arange(*part[0].indices(n))
-    return np.arange(n).reshape(shape)[part].reshape(-1)
 
 
 # ---------------------------------------------------------------------------
@@ -180,15 +138,15 @@ class _Block:
         out_shape = (ev.M[i],) if flat else ev.out_feat[i]
         in_shape = (ev.N[j],) if flat else ev.in_feat[j]
         shape = self._matrix_shape if flat else self.shape
-        if _is_full_index(idx):
+        if is_full_index(idx):
             return ev.whole(i, j, mode).reshape(shape)[idx]
         # NumPy's own error messages for bad indices, from an array that owns no memory.
         probe = np.broadcast_to(np.empty((), dtype=bool), shape)[idx]
         key = idx if isinstance(idx, tuple) else (idx,)
-        if _is_basic(key):
-            parts = _split_basic(key, ([1] if nb else []) + [len(out_shape), len(in_shape)])
-            rows = _selected(ev.M[i], out_shape, parts[nb])
-            cols = _selected(ev.N[j], in_shape, parts[nb + 1])
+        if is_basic(key):
+            parts = split_basic(key, ([1] if nb else []) + [len(out_shape), len(in_shape)])
+            rows = selected(ev.M[i], out_shape, parts[nb])
+            cols = selected(ev.N[j], in_shape, parts[nb + 1])
             if nb and np.arange(ev.B)[parts[0]].size == 0:
                 rows = rows[:0]  # no sample selected: nothing to evaluate
             ev.ensure(i, j, rows, cols, mode)

@@ -204,6 +204,22 @@ def test_a_steady_calls_lane_gives_way_when_what_it_kept_may_have_changed(monkey
     assert lanes.calls["replayed_again"] >= 8 and g.misses == 4
 
 
+def test_a_lane_whose_plan_is_gone_hands_its_replay_to_the_usual_steady_way(monkeypatch):
+    # lane_block replays f and finds no SteadyCall under the lane's key (the structure's plan let go): the usual
+    # steady way goes on from that replay, not from a second one, the usual evaluator's way, and keeps a new lane
+    g, make, x = _steady(_elementwise, False, "auto", 30)
+    (cls, mode), lane = next(iter(g.steady_lanes.items()))
+    del lane.kept.structure[lane.plan_key]
+    lanes, replays = _lane_calls(monkeypatch), g.replays
+    J = make(x)
+    assert J._deferred is None and g.replays == replays + 1 and lanes.calls == {"replayed": 0, "replayed_again": 1}
+    np.testing.assert_array_equal(np.asarray(J), np.asarray(jaccli.jacobian(_elementwise, x)))
+    assert g.steady_lanes[cls, mode] is lane  # (the evaluator keeps a plan again: the next call's lane is made)
+    J = make(x * 0.5)
+    assert J._deferred is not None and g.steady_lanes[cls, mode] is not lane and g.records == 1
+    np.testing.assert_array_equal(np.asarray(J), np.asarray(jaccli.jacobian(_elementwise, x * 0.5)))
+
+
 def test_a_steady_calls_replay_is_its_values_until_something_else_is_asked_of_it(monkeypatch):
     from jaccli.replay.replays import Replayable
 

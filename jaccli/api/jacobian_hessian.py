@@ -14,7 +14,7 @@ from .evaluator import MODES, Evaluator, HessianEvaluator
 from .lazy import Hessian, Jacobian
 from .recorded_functions import any_traced, gradient_function, gradient_recording, record, record_once_of, unwrapped
 from .sample_mixing import check_batch_independence
-from .steady_calls import steady_block
+from .steady_calls import lane_block, steady_block
 from .strict_mode import check_strict, check_strict_graph, connectivity, derivative_depends
 
 __all__ = ["jacobian", "hessian"]
@@ -85,10 +85,11 @@ def jacobian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | Non
     ((3, 3), array([0., 4., 0.]))
     """
     if _steady(f, inputs, wrt, batch_axis, chunk_size, strict or create_graph or holomorphic, mode):
-        block = steady_block(f, inputs, Jacobian, Evaluator, mode, ("f",), _JACOBIAN_CHECKED,
-                             ("result dtype", 0, 0, mode),
-                             lambda rec: _jacobian_evaluator(rec, f, (inputs,), (0,), None, mode, None),
-                             lambda rec: _jacobian_blocks(rec, f, (inputs,), (0,), False, None, mode, None))
+        block = lane_block(f, inputs, Jacobian, mode)
+        if type(block) is not Jacobian:  # (no lane, or it gave way: the usual steady way, from its replay if made)
+            block = steady_block(f, inputs, Jacobian, Evaluator, mode, ("f",), _JACOBIAN_CHECKED,
+                                 ("result dtype", 0, 0, mode), _steady_jacobian_evaluator,
+                                 lambda rec: _jacobian_blocks(rec, f, (inputs,), (0,), False, None, mode, None), block)
         if block is not None:
             return block
     args, inputs_is_tuple = as_args(inputs)
@@ -170,10 +171,11 @@ def hessian(f: Callable, inputs: Any, *, wrt: Any = None, batch_axis: int | None
            [ 0., 12.]]))
     """
     if _steady(f, inputs, wrt, batch_axis, chunk_size, strict or create_graph or holomorphic, mode):
-        block = steady_block(f, inputs, Hessian, HessianEvaluator, _outer(mode), ("gradient", False), _HESSIAN_CHECKED,
-                             ("input dtype", 0),
-                             lambda rec: _hessian_evaluator(rec, f, (inputs,), (0,), None, mode, None),
-                             lambda rec: _hessian_blocks(rec, f, (inputs,), (0,), False, None, mode, None))
+        block = lane_block(f, inputs, Hessian, _outer(mode))
+        if type(block) is not Hessian:  # (as jacobian()'s)
+            block = steady_block(f, inputs, Hessian, HessianEvaluator, _outer(mode), ("gradient", False),
+                                 _HESSIAN_CHECKED, ("input dtype", 0), _steady_hessian_evaluator,
+                                 lambda rec: _hessian_blocks(rec, f, (inputs,), (0,), False, None, mode, None), block)
         if block is not None:
             return block
     args, inputs_is_tuple = as_args(inputs)
@@ -220,6 +222,17 @@ def _hessian_blocks(rec: Recording, f: Callable, args: tuple, wrt_idx: tuple, in
 def _outer(mode: str) -> str:
     """A Hessian's outer sweeps for hessian()'s `mode`: "reverse", else "forward"."""
     return "reverse" if mode == "reverse" else "forward"
+
+
+def _steady_jacobian_evaluator(rec: Recording, f: Callable, x: np.ndarray, mode: str) -> Evaluator:
+    """The evaluator jacobian() makes over `rec`, f's replay at its one input x, with the default options but
+    `mode` (a steady call's, made when its block needs one: steady_calls.Deferred)."""
+    return _jacobian_evaluator(rec, f, (x,), (0,), None, mode, None)
+
+
+def _steady_hessian_evaluator(rec: Recording, f: Callable, x: np.ndarray, mode: str) -> HessianEvaluator:
+    """As _steady_jacobian_evaluator, hessian()'s (`mode`: its outer sweeps', which _hessian_evaluator takes too)."""
+    return _hessian_evaluator(rec, f, (x,), (0,), None, mode, None)
 
 
 def _hessian_evaluator(rec: Recording, f: Callable, args: tuple, wrt_idx: tuple, batch_axis: Any, mode: str,

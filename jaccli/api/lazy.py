@@ -180,6 +180,11 @@ class _Block:
             return out.copy() if self._ev.in_cache(self._i, self._j, out) else out
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        deferred = self._deferred
+        if deferred is not None and dtype is None and not copy:  # (np.asarray(J) of a steady call: its store)
+            full = deferred.whole()
+            if full is not None and full.dtype == self.dtype:  # (what _evaluate and _finish give then, at once)
+                return _read_only(full.reshape(self._matrix_shape if self._flat else self.shape))
         data = self._finish(self._evaluate(Ellipsis, flat=self._flat))
         if type(data) is not np.ndarray:
             data = np.asarray(data)

@@ -25,16 +25,19 @@ from .evaluator import REMOTE_SWEEPS, Evaluator
 from .steady_blocks import STEADY_CALL, SteadyCall
 from .sweep_seeds import default_memory_budget
 
+Maker = Callable[[Recording, Any, np.ndarray, str], Evaluator]  # (the usual call's evaluator: Deferred's maker)
+
 
 class Deferred:
     """A steady call's block before its evaluator: `plan` (the SteadyCall), `rec` (the call's replay) and
-    `make()`, which makes the evaluator as the usual call makes it. Shared by the block and its views
-    (J.matrix, copies): they make one evaluator, and read one store."""
+    what makes the evaluator as the usual call makes it: `maker(rec.replayable(), f, x, mode)` (f, its input
+    x as the call gave it, the call's mode). Shared by the block and its views (J.matrix, copies): they make
+    one evaluator, and read one store."""
 
-    __slots__ = ("plan", "rec", "make", "lock", "results", "store", "ev", "failed")
+    __slots__ = ("plan", "rec", "maker", "f", "x", "mode", "lock", "results", "store", "ev", "failed")
 
-    def __init__(self, plan: SteadyCall, rec: Recording, make: Callable[[], Evaluator]) -> None:
-        self.plan, self.rec, self.make = plan, rec, make
+    def __init__(self, plan: SteadyCall, rec: Recording, maker: Maker, f: Any, x: np.ndarray, mode: str) -> None:
+        self.plan, self.rec, self.maker, self.f, self.x, self.mode = plan, rec, maker, f, x, mode
         self.lock = threading.Lock()  # (threads reading the block at once: one program run, one evaluator)
         self.results = self.store = self.ev = None
         self.failed = False
@@ -61,7 +64,7 @@ class Deferred:
         with self.lock:
             ev = self.ev
             if ev is None:
-                ev = self.make()
+                ev = self.maker(self.rec.replayable(), self.f, self.x, self.mode)
                 if self.store is not None:
                     self.plan.kept_in(ev, self.results, self.store)
                     self.results = None  # (the evaluator keeps what it needs of them)
@@ -89,33 +92,46 @@ class MadeOnRead:
 class Lane:
     """The last steady call of a record_once function `f` by a block of class `cls` and `mode`, kept in
     f.steady_lanes: the recording it replayed (`kept`, and how record_once keeps it: `kept_as`), the
-    SteadyCall `plan` kept under `plan_key` in its structure, the block's `dtype`. The next such call
-    replays `kept` again (RecordOnce.replayed_again) and makes its block from the plan, without looking
-    either up again, while they are what a lookup would find."""
+    SteadyCall `plan` kept under `plan_key` in its structure (the memory budget its last part: `budget`),
+    the block's `dtype`, and `maker`, what makes the usual call's evaluator (Deferred). The next such call
+    replays `kept` again (RecordOnce.replayed_again) and makes its block from the plan (lane_block),
+    without looking either up again, while they are what a lookup would find."""
 
-    __slots__ = ("kept_as", "kept", "plan", "plan_key", "dtype")
+    __slots__ = ("kept_as", "kept", "plan", "plan_key", "budget", "dtype", "maker")
 
-    def __init__(self, kept_as: tuple, kept: Any, plan: SteadyCall, plan_key: tuple, dtype: np.dtype) -> None:
+    def __init__(self, kept_as: tuple, kept: Any, plan: SteadyCall, plan_key: tuple, dtype: np.dtype,
+                 maker: Maker) -> None:
         self.kept_as, self.kept, self.plan, self.plan_key, self.dtype = kept_as, kept, plan, plan_key, dtype
+        self.budget, self.maker = plan_key[3], maker
+
+
+def lane_block(f: Any, x: np.ndarray, cls: type, mode: str) -> Any:
+    """The block of class `cls` of a steady call of the record_once function `f` at x by its lane (Lane) for
+    `cls` and `mode`, where the lane still holds; else the lane's replay at x where it made one (steady_block
+    goes on from it), or None. What steady_block's usual steady way would give, without its lookups: one
+    call on the way of every steady call, so its checks are written out here."""
+    lane = f.steady_lanes.get((cls, mode))
+    if lane is None or REMOTE_SWEEPS.get() is not None or lane.budget != default_memory_budget():
+        return None
+    rec = f.replayed_again(lane.kept_as, lane.kept, x)
+    if rec is None:
+        return None
+    plan = lane.plan
+    if lane.kept.structure.get(lane.plan_key) is not plan:  # (rec.structure: the kept recording's)
+        return rec
+    return _block(cls, plan, lane.dtype, Deferred(plan, rec, lane.maker, f, x, mode))
 
 
 def steady_block(f: Any, x: np.ndarray, cls: type, ev_cls: type, mode: str, record: tuple, checked: str,
-                 dtype_key: tuple, evaluator: Callable[[Recording], Evaluator],
-                 blocks: Callable[[Recording], Any]) -> Any:
+                 dtype_key: tuple, maker: Maker, blocks: Callable[[Recording], Any], rec: Any = None) -> Any:
     """jacobian()'s or hessian()'s blocks of the record_once function `f` at x, f's one argument, with the
     default options but `mode`, from a replay of f's recording (`record`: what was recorded, `checked`: the
     checks its outputs passed, as RecordOnce.replayed takes them): a lazy block of class `cls` over a
     Deferred where a SteadyCall is kept for an `ev_cls` evaluator with those options, else `blocks(rec)` of
-    the replay; None where there is no replay (the caller records f as usual). `evaluator(rec)`: the
+    the replay; None where there is no replay (the caller records f as usual). `maker(rec, f, x, mode)`: the
     evaluator the usual call makes over the replay `rec`; `dtype_key`: the block dtype's key in the
-    recording's structure."""
+    recording's structure; `rec`: the replay at x that lane_block made, if any (not made again)."""
     plan_key = (STEADY_CALL, ev_cls, mode, default_memory_budget())  # (the memory budget read once a call)
-    lane = f.steady_lanes.get((cls, mode))
-    rec = None
-    if lane is not None and REMOTE_SWEEPS.get() is None:
-        rec = f.replayed_again(lane.kept_as, lane.kept, x)
-        if rec is not None and lane.plan_key == plan_key and rec.structure.get(plan_key) is lane.plan:
-            return _block(cls, lane.plan, rec, lane.dtype, lambda: evaluator(rec.replayable()))
     if rec is None:
         rec = f.replayed(record, x, checked, pending=True)  # (its Replayable made when needed)
         if rec is None:
@@ -124,16 +140,16 @@ def steady_block(f: Any, x: np.ndarray, cls: type, ev_cls: type, mode: str, reco
     if plan is None or dtype is None or REMOTE_SWEEPS.get() is not None or not rec.compiles():
         return blocks(rec.replayable())
     if getattr(rec, "kept_as", None) is not None:  # (a PendingReplay of the recording record_once keeps)
-        f.steady_lanes[cls, mode] = Lane(rec.kept_as, rec.kept, plan, plan_key, dtype)
-    return _block(cls, plan, rec, dtype, lambda: evaluator(rec.replayable()))
+        f.steady_lanes[cls, mode] = Lane(rec.kept_as, rec.kept, plan, plan_key, dtype, maker)
+    return _block(cls, plan, dtype, Deferred(plan, rec, maker, f, x, mode))
 
 
-def _block(cls: type, plan: SteadyCall, rec: Recording, dtype: np.dtype, make: Callable[[], Evaluator]) -> Any:
-    """The lazy block of class `cls` (Jacobian, Hessian) of a steady call over the replay `rec` by the SteadyCall
-    `plan`, whose evaluator `make()` makes when it is needed; `dtype`: the block's."""
+def _block(cls: type, plan: SteadyCall, dtype: np.dtype, deferred: Deferred) -> Any:
+    """The lazy block of class `cls` (Jacobian, Hessian) of a steady call by the SteadyCall `plan` over `deferred`;
+    `dtype`: the block's."""
     block = object.__new__(cls)
     block._i = block._j = 0
     block.dtype = dtype
     block.shape, block._matrix_shape = plan.shape, plan.matrix_shape
-    block._deferred = Deferred(plan, rec, make)
+    block._deferred = deferred
     return block

@@ -175,6 +175,10 @@ class _Block:
         return self.dtype.type(data)
 
     def __getitem__(self, idx: Any) -> Any:
+        if self._deferred is not None and type(idx) is slice:  # (J[:10] of a steady call: its rows' program)
+            out = self._deferred.rows(idx, self._flat, self.dtype)
+            if out is not None:
+                return out
         with self._ev.lock:
             out = self._finish(self._evaluate(idx, flat=self._flat))
             return out.copy() if self._ev.in_cache(self._i, self._j, out) else out

@@ -1,4 +1,4 @@
-"""A record_once call's whole block, or its lazy rows, at its steady state: the compiled sweep that gave them last time, run again.
+"""A record_once call's whole block, or its lazy rows, at its steady state: the compiled sweep that made them, again.
 
 A steady call of a `record_once` function at a new point (``np.asarray(jaccli.jacobian(g, x))``)
 asks its fresh evaluator for a whole block, which takes the route its recording decided (the
@@ -46,13 +46,16 @@ class SteadyCall:
     """How a steady call made its one block whole last time (SteadyBlocks._planned): `steady`, the Steady
     that made it, by its diagonal or, for a Hessian (`symmetric`), by its exactly symmetric assembly; the
     block's `shape`, `matrix_shape` and its store's `dtype`. The same for every replay of the recording
-    with those options: api/steady_calls.py makes the next calls' blocks from it."""
+    with those options: api/steady_calls.py makes the next calls' blocks from it. `steady` is None where
+    only some rows of the block were asked, each request by a Steady of its own (_some_rows): under
+    `rows_key` and the rows' bytes (a Jacobian's; None for a Hessian's), read by steady_calls.Deferred.rows."""
 
-    __slots__ = ("steady", "symmetric", "shape", "matrix_shape", "dtype")
+    __slots__ = ("steady", "symmetric", "shape", "matrix_shape", "dtype", "rows_key")
 
-    def __init__(self, steady: Steady, symmetric: bool, shape: tuple, matrix_shape: tuple, dtype: np.dtype) -> None:
-        self.steady, self.symmetric, self.shape, self.matrix_shape, self.dtype = \
-            steady, symmetric, shape, matrix_shape, dtype
+    def __init__(self, steady: Steady | None, symmetric: bool, shape: tuple, matrix_shape: tuple, dtype: np.dtype,
+                 rows_key: tuple | None) -> None:
+        self.steady, self.symmetric, self.shape, self.matrix_shape, self.dtype, self.rows_key = \
+            steady, symmetric, shape, matrix_shape, dtype, rows_key
 
     def assembled(self, results: list) -> np.ndarray | None:
         """The block whole from the program's `results` at a replay's values, as the evaluator's whole() makes
@@ -184,18 +187,26 @@ class SteadyBlocks:
         self._symmetric.add((i, i))
         self.row_done[i][:] = True
 
-    def _planned(self, steady: Steady, i: int, j: int, mode: str) -> None:
+    def _planned(self, steady: Steady | None, i: int, j: int, mode: str) -> None:
         """Keep with the recording, for the next steady calls, what made block (i, j) whole by `steady` (a
         SteadyCall), where it is the call's one block, by the evaluator's own options: those calls make
-        their lazy block without an evaluator until one is needed (api/steady_calls.py)."""
+        their lazy block without an evaluator until one is needed (api/steady_calls.py). `steady` None: some
+        of its rows were made by a Steady kept for them (_some_rows), which those calls' blocks look up; a
+        SteadyCall so made gives way to one that makes the block whole."""
         rec = self.rec
         if (i, j) != (0, 0) or self.n_out != 1 or self.n_in != 1 or mode != self.mode or self.chunk_size is not None \
                 or (rec.out_is_tuple and not self.symmetric):  # (a Hessian's recording: f's gradient, a tuple of one)
             return
         key = (STEADY_CALL, type(self), mode, self.memory_budget)
-        if key not in rec.structure:
+        kept = rec.structure.get(key)
+        if kept is None or (kept.steady is None and steady is not None):
             rec.structure[key] = SteadyCall(steady, self.symmetric, self.out_feat[0] + self.in_feat[0],
-                                            (self.M[0], self.N[0]), self.dtype(0, 0))
+                                            (self.M[0], self.N[0]), self.dtype(0, 0),
+                                            None if self.symmetric else self._rows_key(0, 0, mode, self.N[0]))
+
+    def _rows_key(self, i: int, j: int, mode: str, columns: int) -> tuple:
+        """The key of the Steady kept for some rows of block (i, j) by `columns` columns, but the rows' bytes."""
+        return ("steady rows", type(self), i, j, mode, self.chunk_size, self.memory_budget, columns)
 
     def _some_rows(self, i: int, j: int, mode: str, rows: np.ndarray, cols: np.ndarray) -> str:
         """The entries (r, c) for r in rows, c in cols of block (i, j), not all of it (Evaluator.ensure):
@@ -213,13 +224,14 @@ class SteadyBlocks:
         rec = self.rec
         if self.store or not self._steady_may(rec) or not rows.size or rows.size == self.M[i] or not increasing(rows):
             return usual()
-        key = ("steady rows", type(self), i, j, mode, self.chunk_size, self.memory_budget, cols.size,
-               rows.tobytes())
+        key = self._rows_key(i, j, mode, cols.size) + (rows.tobytes(),)
         steady = rec.structure.get(key)
         if steady is not None:
             results = rec.rerun(steady.ran)
             if results is not None:
                 self._took(rows, results, self._rows_writer(i), self.row_done[i], False, self.M[i], "reverse")
+                if cols.size == self.N[j] and not self.symmetric:  # (the next calls' blocks look the Steady up)
+                    self._planned(None, i, j, mode)
                 return "reverse"
         return self._kept_steady(key, usual, "reverse", i, rows.size, only_if="reverse")
 

@@ -9,7 +9,9 @@ evaluator: np.asarray of it runs the program at the replay's values and assemble
 (P1-n100: the evaluator, its masks and its lookups were most of a steady call). Anything else asked
 of the block (a row, its stats, the command line's watch, a progress observer, a program whose guard
 fails) makes the evaluator that the usual call would have made, given what was assembled already, and
-goes its usual way from there.
+goes its usual way from there. So for lazy rows asked by a slice on every call (``J.matrix[:10]``, P5): where
+the evaluator's _some_rows made them by a Steady kept for them, its SteadyCall holds no whole program and the
+next calls' ``J.matrix[:10]`` runs that Steady before any evaluator (Deferred.rows), up to ROWS_UP_TO bytes.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ from .evaluator import REMOTE_SWEEPS, Evaluator
 from .steady_blocks import STEADY_CALL, SteadyCall
 from .sweep_seeds import default_memory_budget
 
+# Rows of up to so many bytes are read by Deferred.rows, before any evaluator; more take the evaluator's way, where
+# a sweep makes its zero block in the memory of the evaluator's store (block_memory.offer_block): the 10 rows of a
+# 300x300-grid stencil's Jacobian (7.2 MB) made their zeros three times before it (2.3x the evaluator's time)
+ROWS_UP_TO = 1 << 20
 Maker = Callable[[Recording, Any, np.ndarray, str], Evaluator]  # (the usual call's evaluator: Deferred's maker)
 
 
@@ -32,21 +38,22 @@ class Deferred:
     """A steady call's block before its evaluator: `plan` (the SteadyCall), `rec` (the call's replay) and
     what makes the evaluator as the usual call makes it: `maker(rec.replayable(), f, x, mode)` (f, its input
     x as the call gave it, the call's mode). Shared by the block and its views (J.matrix, copies): they make
-    one evaluator, and read one store."""
+    one evaluator, and read one store. `taken`: the rows that rows() made and their program's results, until
+    the evaluator takes them (False where the program's guard failed)."""
 
-    __slots__ = ("plan", "rec", "maker", "f", "x", "mode", "lock", "results", "store", "ev", "failed")
+    __slots__ = ("plan", "rec", "maker", "f", "x", "mode", "lock", "results", "store", "ev", "failed", "taken")
 
     def __init__(self, plan: SteadyCall, rec: Recording, maker: Maker, f: Any, x: np.ndarray, mode: str) -> None:
         self.plan, self.rec, self.maker, self.f, self.x, self.mode = plan, rec, maker, f, x, mode
         self.lock = threading.Lock()  # (threads reading the block at once: one program run, one evaluator)
-        self.results = self.store = self.ev = None
+        self.results = self.store = self.ev = self.taken = None
         self.failed = False
 
     def whole(self) -> np.ndarray | None:
         """The block whole (its store, which the evaluator then keeps), from the kept program at this replay's
         values; None where the evaluator is made already, or must be (its usual way)."""
         with self.lock:
-            if self.ev is not None:
+            if self.ev is not None or self.plan.steady is None or self.taken:  # (rows made: the evaluator takes them)
                 return None
             if self.store is None:
                 if self.failed or current_observer() is not None:  # (as SteadyBlocks._steady_may: progress shown)
@@ -70,8 +77,41 @@ class Deferred:
                     self.results = None  # (the evaluator keeps what it needs of them)
                 elif self.failed:
                     ev._steady_failed = True
+                if self.taken:  # (as SteadyBlocks._some_rows takes the rows its Steady made)
+                    rows, results = self.taken
+                    ev._took(rows, results, ev._rows_writer(0), ev.row_done[0], False, ev.M[0], "reverse")
+                    self.taken = None
                 self.ev = ev
             return ev
+
+    def rows(self, idx: slice, flat: bool, dtype: np.dtype) -> np.ndarray | None:
+        """block[idx] (`flat`: its matrix's), the rows that the slice `idx` takes with every column, from the Steady
+        that SteadyBlocks._some_rows keeps for those rows (``J.matrix[:10]`` of a steady call), run at this
+        replay's values before any evaluator: a fresh array of `dtype`, the block's. The results are kept for the
+        evaluator, if one is made (taken as _some_rows takes them). None where no Steady is kept for the rows,
+        anything was asked of the block before, or its evaluator must make them (its usual way)."""
+        plan = self.plan
+        m, n = plan.matrix_shape
+        if plan.rows_key is None or not (flat or (plan.shape and plan.shape[0] == m)):  # (J[idx]: rows of out axis 0)
+            return None
+        start, stop, step = idx.indices(m)
+        rows = np.arange(start, stop, step)
+        if step < 1 or not rows.size or rows.size == m or rows.size * n * plan.dtype.itemsize > ROWS_UP_TO:
+            return None  # (rows in order, not all: as _some_rows keeps them)
+        steady = self.rec.structure.get(plan.rows_key + (rows.tobytes(),))
+        if steady is None:
+            return None
+        with self.lock:
+            if self.ev is not None or self.store is not None or self.taken is not None \
+                    or current_observer() is not None or REMOTE_SWEEPS.get() is not None:  # (as _steady_may)
+                return None
+            results = self.rec.rerun(steady.ran)
+            self.taken = False if results is None else (rows, results)
+        ct = None if results is None else results[0]
+        if type(ct) is not np.ndarray or ct.size != rows.size * n:  # (structured, or none: the evaluator writes it)
+            return None
+        out = ct.reshape((rows.size, n) if flat else (rows.size,) + plan.shape[1:])
+        return out.copy() if out.dtype == dtype else out.astype(dtype)
 
 
 class MadeOnRead:

@@ -187,6 +187,12 @@ class SteadyBlocks:
         self._symmetric.add((i, i))
         self.row_done[i][:] = True
 
+    def kept_rows(self, i: int, rows: np.ndarray, results: list) -> None:
+        """Rows `rows` (in order) of output i known from `results`, one reverse sweep's by the Steady kept for them
+        (_some_rows; a steady call's rows before its evaluator, api/steady_calls.py): written and counted as
+        their route writes a sweep's."""
+        self._took(rows, results, self._rows_writer(i), self.row_done[i], False, self.M[i], "reverse")
+
     def _planned(self, steady: Steady | None, i: int, j: int, mode: str) -> None:
         """Keep with the recording, for the next steady calls, what made block (i, j) whole by `steady` (a
         SteadyCall), where it is the call's one block, by the evaluator's own options: those calls make
@@ -229,7 +235,7 @@ class SteadyBlocks:
         if steady is not None:
             results = rec.rerun(steady.ran)
             if results is not None:
-                self._took(rows, results, self._rows_writer(i), self.row_done[i], False, self.M[i], "reverse")
+                self.kept_rows(i, rows, results)
                 if cols.size == self.N[j] and not self.symmetric:  # (the next calls' blocks look the Steady up)
                     self._planned(None, i, j, mode)
                 return "reverse"

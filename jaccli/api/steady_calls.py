@@ -78,8 +78,7 @@ class Deferred:
                 elif self.failed:
                     ev._steady_failed = True
                 if self.taken:  # (as SteadyBlocks._some_rows takes the rows its Steady made)
-                    rows, results = self.taken
-                    ev._took(rows, results, ev._rows_writer(0), ev.row_done[0], False, ev.M[0], "reverse")
+                    ev.kept_rows(0, *self.taken)
                     self.taken = None
                 self.ev = ev
             return ev

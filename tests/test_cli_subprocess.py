@@ -541,6 +541,20 @@ def _limited_file_size(limit: int):
     return limit_writes
 
 
+@pytest.mark.parametrize("text", ["np.linalg.norm(x) * sin(x)", "linalg.norm(x) * sin(x)"])
+def test_an_expression_calls_np_linalg_in_a_fresh_process(tmp_path, text):
+    # np.linalg's rules (where linalg.norm is declared an expression's function) wait for f's first call of one;
+    # the expression checker must not wait for them.
+    x = np.array([0.5, -1.0, 2.0])
+    np.save(tmp_path / "x.npy", x)
+    done = subprocess.run(JACCLI + ["jacobian", "-e", text, "x.npy", "-o", "J.npy"], cwd=tmp_path,
+                          capture_output=True, text=True, env=clean_env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+    norm = np.linalg.norm(x)
+    expected = np.outer(x / norm, np.sin(x)).T + norm * np.diag(np.cos(x))
+    assert_allclose(np.load(tmp_path / "J.npy"), expected, rtol=1e-12)
+
+
 @pytest.mark.skipif(os.name != "posix", reason="needs POSIX file size limits")
 def test_a_stdout_cut_short_by_the_os_is_an_error_not_a_truncated_result(tmp_path):
     np.save(tmp_path / "x.npy", np.linspace(-1.0, 1.0, 200))

@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from jaccli.engine import rules  # noqa: F401  (fills EXPRESSION_FUNCTIONS)
+from jaccli.engine import rules
 from jaccli.engine import EXPRESSION_FUNCTIONS
 from jaccli.errors import UsageError
 from .evaluation import BINARY, COMPARE, CONSTANTS, SEQUENCE_HINT, UNARY, evaluate
@@ -22,6 +22,7 @@ MAX_DEPTH = 100
 
 # ---------------------------------------------------------------- default functions
 
+rules.load_linalg()  # (with the rest, it fills EXPRESSION_FUNCTIONS; np.linalg's would otherwise wait for f)
 DEFAULT_FUNCTIONS: Mapping[str, Callable[..., Any]] = MappingProxyType(EXPRESSION_FUNCTIONS)
 """Functions an expression may call, by the name written after an optional ``np.``/``numpy.``: those the
 rules modules allow (`facts.allow_in_expressions`, beside each function's rules)."""

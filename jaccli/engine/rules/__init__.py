@@ -100,6 +100,13 @@ _OPTIONAL_RULES.append(polynomials.install_for)  # numpy.polynomial's classes, o
 complex_forms.install()  # over the handlers every module above registered
 
 
+def load_linalg() -> None:
+    """np.linalg's rules now, as f's first call of one of them would load them: for what needs their facts
+    before f runs (the functions an expression may call, linalg.norm and the rest, are declared beside them)."""
+    if _LINALG not in _loaded:
+        _load(_LINALG)
+
+
 def every_rule() -> dict:
     """The registry with every rule in it, SciPy's too when SciPy is installed (whose rules otherwise wait
     until f's module imports scipy.special, scipy.linalg, ...): for listing what jaccli supports."""

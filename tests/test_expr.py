@@ -6,6 +6,7 @@ import builtins
 import contextlib
 import doctest
 import inspect
+import threading
 from collections.abc import Iterator
 
 import numpy as np
@@ -140,14 +141,17 @@ def test_values_are_never_converted_to_python_types(inputs):
 
 @contextlib.contextmanager
 def builtins_refused(*names: str) -> Iterator[list[str]]:
-    """Make the named builtins fail and record calls; plain setattr, so pytest's own imports are untouched."""
+    """Make the named builtins fail and record calls on this thread; plain setattr, so pytest's own imports are
+    untouched. Other threads (pytest-xdist's channel to the controller, which calls getattr) get the real
+    builtins: refusing them there takes the worker down."""
     called: list[str] = []
     saved = {name: getattr(builtins, name) for name in names}
+    here = threading.get_ident()
 
     def refuser(name):
         def refuse(*args, **kwargs):
             # The parser itself imports unicodedata to normalise non-ASCII names.
-            if name == "__import__" and args and args[0] == "unicodedata":
+            if threading.get_ident() != here or (name == "__import__" and args and args[0] == "unicodedata"):
                 return saved[name](*args, **kwargs)
             called.append(name)
             raise AssertionError(f"builtin {name} was called")
@@ -164,6 +168,17 @@ def builtins_refused(*names: str) -> Iterator[list[str]]:
 
 
 DANGEROUS_BUILTINS = ("__import__", "eval", "exec", "compile", "open", "globals", "locals", "vars", "getattr")
+
+
+def test_builtins_are_refused_on_the_test_thread_only():
+    seen = []
+    with builtins_refused("getattr") as called:
+        other = threading.Thread(target=lambda: seen.append(getattr(np, "pi")))
+        other.start()
+        other.join()
+        with pytest.raises(AssertionError, match="builtin getattr was called"):
+            getattr(np, "pi")
+    assert seen == [np.pi] and called == ["getattr"]
 
 
 def test_evaluation_never_calls_builtins(inputs):

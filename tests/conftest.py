@@ -1,4 +1,5 @@
-"""Shared fixtures: seeded generators, user modules written to files, the command line's signal handlers."""
+"""Shared fixtures: seeded generators, user modules written to files, the command line's signal handlers; and
+the suite's one setting of pytest-xdist (below)."""
 
 import importlib.util
 import sys
@@ -6,6 +7,15 @@ import textwrap
 
 import numpy as np
 import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    """A worker that crashes ends the run at once, reported as the test it ran, unless --max-worker-restart says
+    otherwise: under --dist loadgroup a replaced worker can leave the run waiting for ever at its end
+    (pytest-dev/pytest-xdist#1378, open: the dead worker's finished groups come back as empty work)."""
+    if getattr(config.option, "maxworkerrestart", "") is None:
+        config.option.maxworkerrestart = "0"
 
 
 @pytest.fixture

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Iterable
 
-from benchmarks.timing import Timing, ratio
+from benchmarks.timing import DRIFT_LIMIT, Timing, drift, ratio
 
 FAMILIES = ["floor", "hand loop", "hand batched", "jaccli", "jaccli record_once", "HIPS autograd", "torch",
             "jax eager", "jax jit"]
@@ -181,10 +182,39 @@ def _replayed(results: dict) -> tuple[list[str], dict]:
                    "T2: faster than torch & HIPS", "T2: bound"], rows), t2
 
 
+def drifts(results: dict) -> dict[str, float]:
+    """Each instance's probe drift (timing.probe's slowest reading over its fastest), where it was probed."""
+    got = {iid: drift(inst.get("probe_s", [])) for iid, inst in results.get("instances", {}).items()}
+    return {iid: d for iid, d in got.items() if math.isfinite(d)}
+
+
+def drifted(results: dict, among: Iterable[str] | None = None) -> str:
+    """'P1-n100 1.61x, ...': the instances (of `among`, if given) whose probe drifted over DRIFT_LIMIT."""
+    got = drifts(results)
+    return ", ".join(f"{iid} {d:.2f}x" for iid, d in got.items()
+                     if d > DRIFT_LIMIT and (among is None or iid in among))
+
+
+def _steadiness(results: dict) -> str:
+    got = drifts(results)
+    if not got:
+        return "no instance probed"
+    worst = max(got, key=got.get)
+    over = drifted(results)
+    tail = f"over {DRIFT_LIMIT}x, whose ratios may not hold in a calmer run: {over}" if over \
+        else f"none over {DRIFT_LIMIT}x"
+    return (f"the probe's slowest over fastest reading, per instance: median {statistics.median(got.values()):.2f}x, "
+            f"worst {worst} {got[worst]:.2f}x; {tail}")
+
+
 def _details(results: dict) -> list[str]:
     lines = []
     for iid, inst_res in results["instances"].items():
         lines += ["", f"### {iid}", ""]
+        probes = inst_res.get("probe_s", [])
+        if probes:
+            lines += [f"The probe before each round and after the last: {fmt_s(min(probes))} – {fmt_s(max(probes))}"
+                      f" (drift {drift(probes):.2f}x).", ""]
         rows = []
         for name, (fam, t) in timings(inst_res).items():
             if t.ok:
@@ -313,7 +343,9 @@ def render(results: dict, more: tuple[list[str], list[str]] = ([], [])) -> str:
              f"{meta.get('load_end', float('nan')):.2f} at end)",
              f"* Versions: {meta['versions']}",
              f"* Libraries: {meta['libs']}",
-             f"* Method: {meta['method']}", "",
+             f"* Method: {meta['method']}",
+             f"* Steadiness of the machine (`benchmarks.timing.probe`, fixed work before each round and after the "
+             f"last): {_steadiness(results)}", "",
              "## Targets", ""]
     lines += _table(["target", "measured (this run)", "limit", "result"], [
         ["1. end to end: `jaccli jacobian` on P2-n100-m100 / numpy script", e2e_txt,

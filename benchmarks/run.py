@@ -16,7 +16,7 @@ from pathlib import Path
 from benchmarks import (e2e, instances, memprobe, methods, problems, readme_figures, report, scale,
                         workload_report, workload_suite, workloads)
 from benchmarks.anchors import ANCHOR_LIBS, Unavailable
-from benchmarks.timing import Config, Timing, measure
+from benchmarks.timing import DRIFT_LIMIT, Config, Timing, drift, measure
 
 HERE = Path(__file__).resolve().parent
 ALL_LIBS = ("numpy", "jaccli") + ANCHOR_LIBS
@@ -187,7 +187,10 @@ def _run_instance(iid: str, libs: tuple[str, ...], cfg: Config, quick: bool) -> 
             continue
         res.compile_s, res.note = prep.compile_s, prep.note
         runs[m.name] = prep.run
-    measure(inst, runs, cfg, results, log)
+    out["probe_s"] = []  # (timing.probe before each round and after the last: the machine's steadiness)
+    measure(inst, runs, cfg, results, log, out["probe_s"])
+    if drift(out["probe_s"]) > DRIFT_LIMIT:
+        log(f"  the probe drifted {drift(out['probe_s']):.2f}x during {iid}")
     for name, res in results.items():
         out["methods"][name]["timing"] = dataclasses.asdict(res)
     return out

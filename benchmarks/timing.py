@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+import numpy as np
+
 from benchmarks.instances import Instance, check
 
 
@@ -152,9 +154,41 @@ def _verify(inst: Instance, run, cfg: Config, res: Timing) -> bool:
 SETTLING_REPLAYS = 6
 
 
+# The machine's steadiness: the same fixed work (probe) timed before each round and after the last. A shared
+# machine's neighbours take CPU time by phases of seconds to minutes, which slow every method measured in them;
+# per-round ratios cancel what lasts a round, not a phase that starts or ends within one. Where the probe's
+# slowest reading is more than DRIFT_LIMIT times its fastest, the report names the instance: its ratios may
+# not hold in a calmer run.
+DRIFT_LIMIT = 1.25
+_PROBE = np.linspace(0.0, 1.0, 4096)
+
+
+def probe() -> float:
+    """Seconds of a fixed single-threaded piece of work (NumPy ufuncs on 4096 floats and a Python loop, ~1 ms):
+    the fastest of three runs."""
+    best = math.inf
+    for _ in range(3):
+        t0 = time.perf_counter()
+        a = _PROBE
+        for _ in range(20):
+            a = np.sin(a) * 0.5 + a.sum() * 1e-9
+        total = 0
+        for k in range(3000):
+            total += k & 7
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def drift(probes: list[float]) -> float:
+    """The slowest probe reading over the fastest; nan with fewer than two."""
+    return max(probes) / min(probes) if len(probes) >= 2 and min(probes) > 0 else float("nan")
+
+
 def measure(inst: Instance, runs: dict[str, Callable[[], object]], cfg: Config,
-            results: dict[str, Timing], log: Callable[[str], None] = lambda s: None) -> None:
-    """Time every method of `runs` on `inst`, filling `results[name]` (pre-created)."""
+            results: dict[str, Timing], log: Callable[[str], None] = lambda s: None,
+            probes: list[float] | None = None) -> None:
+    """Time every method of `runs` on `inst`, filling `results[name]` (pre-created); `probes`, if given, gets
+    the probe's seconds before each round and after the last."""
     live: dict[str, int] = {}                # name -> samples wanted
     for name, run in runs.items():
         res = results[name]
@@ -195,6 +229,9 @@ def measure(inst: Instance, runs: dict[str, Callable[[], object]], cfg: Config,
 
     names = list(live)
     for rnd in range(cfg.samples):
+        if probes is not None and names:
+            quiesce(cfg.quiesce_max_s)
+            probes.append(probe())
         k = rnd % max(1, len(names))
         order = names[k:] + names[:k]
         if rnd % 2:
@@ -216,3 +253,6 @@ def measure(inst: Instance, runs: dict[str, Callable[[], object]], cfg: Config,
                 continue
             res.rounds.append(rnd)
             res.samples.append(t)
+    if probes is not None and names:
+        quiesce(cfg.quiesce_max_s)
+        probes.append(probe())

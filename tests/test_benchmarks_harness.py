@@ -214,3 +214,29 @@ def test_the_ab_copy_of_the_package_replays_record_once_functions_as_the_package
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["3", "0", "False"]
+
+
+def test_the_probe_is_timed_before_each_round_and_after_the_last():
+    inst = instances.load("P1-n100")
+    results, probes = {"floor": Timing()}, []
+    measure(inst, {"floor": floors.closed_form(inst)}, Config(samples=3, min_sample_s=0.0), results, probes=probes)
+    assert len(results["floor"].samples) == 3
+    assert len(probes) == 4 and all(0 < p < 1 for p in probes)
+
+
+def test_instances_whose_probe_drifted_are_named_with_their_ratios():
+    from benchmarks import report, workload_report
+
+    results = {"instances": {"P1-n100": {"probe_s": [1e-3, 1.1e-3, 1.7e-3], "methods": {}},
+                             "P3-n100": {"probe_s": [1e-3, 1.01e-3], "methods": {}},
+                             "P2-n100-m100": {"probe_s": [1e-3, 2e-3], "methods": {}},
+                             "P6-n500": {"methods": {}}}}
+    assert report.drifted(results) == "P1-n100 1.70x, P2-n100-m100 2.00x"
+    assert report.drifted(results, workload_report.JIT_INSTANCES) == "P1-n100 1.70x"
+    assert "worst P2-n100-m100 2.00x" in report._steadiness(results)
+    row = [r for r in workload_report.targets(results) if r[0].startswith("44.4 record_once / jax.jit steady")]
+    assert row and row[0][1].endswith("; the probe drifted on P1-n100 1.70x")
+    calm = {"instances": {"P1-n100": {"probe_s": [1e-3, 1.1e-3], "methods": {}}}}
+    assert report.drifted(calm) == "" and "none over" in report._steadiness(calm)
+    row = [r for r in workload_report.targets(calm) if r[0].startswith("44.4 record_once / jax.jit steady")]
+    assert "probe" not in row[0][1]

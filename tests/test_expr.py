@@ -6,6 +6,8 @@ import builtins
 import contextlib
 import doctest
 import inspect
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -247,6 +249,21 @@ def test_linalg_functions_are_only_reachable_through_linalg():
     assert "linalg.norm" in DEFAULT_FUNCTIONS and "norm" not in DEFAULT_FUNCTIONS
     with pytest.raises(UsageError):
         compile_expression("np.norm(x)")
+
+
+def test_a_fresh_process_allows_every_function_any_rules_module_allows():
+    # Rules modules that wait for f (np.linalg's, np.fft's, SciPy's) may declare functions an expression calls;
+    # the checker must have them all before any f runs.
+    code = """if True:
+        from jaccli.expr.expression import DEFAULT_FUNCTIONS
+        first = set(DEFAULT_FUNCTIONS)
+        from jaccli.engine.rules import every_rule
+        every_rule()
+        print(sorted(set(DEFAULT_FUNCTIONS) - first), "linalg.norm" in first)
+    """
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[]", "True"]
 
 
 def test_doctests_pass():

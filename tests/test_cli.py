@@ -1254,8 +1254,10 @@ def test_json_report_has_every_documented_key(runner):
     doc = report(result)
     assert set(doc) == {"schema", "jaccli", "command", "argv", "function", "inputs", "wrt", "dtype", "batch_axis",
                         "chunk_size", "mode", "mode_requested", "blocks", "sweeps", "seeds", "streamed", "output",
-                        "timings", "warnings", "nonfinite", "nonfinite_origin", "compare", "strict", "passed"}
+                        "timings", "warnings", "nonfinite", "nonfinite_origin", "kinks", "compare", "strict",
+                        "passed"}
     assert doc["nonfinite"] == [] and doc["nonfinite_origin"] is None and doc["compare"] is None
+    assert doc["kinks"] == []
     assert doc["strict"] is None
     assert doc["passed"] is None
     assert doc["schema"] == 1 and doc["command"] == "jacobian" and doc["output"] is None

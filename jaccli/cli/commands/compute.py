@@ -131,6 +131,7 @@ class Outcome:
     # the op that produced the first NaN or inf, and the checks that ran (check, --compare...).
     nonfinite: list[dict] = field(default_factory=list)
     origin: Any = None
+    kinks: list[dict] | None = None  # (kink_notes.kinks_at: ops of f at their kink; None for check)
     verdicts: list[Verdict] = field(default_factory=list)
     parallel: list[str] = field(default_factory=list)  # --workers/--scheduler: where the blocks ran (--stats)
 

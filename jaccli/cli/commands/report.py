@@ -33,6 +33,9 @@ stored in ``.npz`` files under ``__meta__`` and in ``.json`` files under ``meta`
   "entries", "first", "labels"}`` (counts, first indices in the block's shape and their row and
   column labels); empty when all is finite. ``nonfinite_origin``: the first op that produced a
   non-finite value (`jaccli.check.diagnostics.Provenance.to_dict`: op, sweep, file, line, ...) or null.
+- ``kinks`` (not check's): per op of f evaluated exactly at its kink at this point (abs at 0, a max/min tie, a
+  clip bound), ``{"op", "site", "count", "notes"}`` as `jaccli info` gives them: derivatives through those
+  elements are jaccli's convention (``notes``), each also a warning; empty when there is none.
 - ``compare``: the verdict of ``--compare`` (see commands/compare.py: reference, passed, rtol,
   atol, entries, mismatches, max_abs_err, max_rel_err (null against a reference of zeros), worst, blocks),
   or null.
@@ -244,6 +247,7 @@ def build_report(problem: Problem, outcome: Outcome, settings: Settings, argv: l
         "warnings": list(outcome.warnings),
         "nonfinite": nonfinite,
         "nonfinite_origin": origin,
+        **({} if outcome.kinks is None else {"kinks": outcome.kinks}),
         "compare": None,
         "strict": None,
         **checks,

@@ -19,6 +19,7 @@ from jaccli.io.npy_stream import human_bytes
 from . import nonfinite
 from .compute import Outcome, Verdict, evaluate, finish_stream, prepare, stream_pieces
 from .failures import CheckFailed, CheckInconclusive, print_traceback, to_stderr, to_stdout, translate
+from .kink_notes import kink_warning, kinks_at
 from .parallel_runs import parallel_run
 from .problem import Problem, load_problem
 from .report import (build_report, check_output, check_target, check_target_early, file_blocks, jsonable,
@@ -305,6 +306,9 @@ def run(command: str, *, func: str | None, expression: str | None, sources: tupl
         loaded = time.perf_counter()
         outcome = _evaluate(problem, compute, settings, out, streams)
         outcome.name = command
+        if command != "check":  # (check names the entries a kink reaches)
+            outcome.kinks = kinks_at(problem, outcome)
+            outcome.warnings += [kink_warning(kink, command) for kink in outcome.kinks]
         outcome.timings = {"load_s": loaded - start, **outcome.timings}
         if settings.fail_on_nonfinite:
             # A verdict either way: a finite result passed the check that was asked for.

@@ -17,6 +17,7 @@ from jaccli.io.atomic import recording_renames, writing
 from jaccli.plurals import counted
 
 from .failures import CheckFailed, SCHEMA, to_stderr, to_stdout
+from .kink_notes import kink_warning, kinks_at
 from .plotting import check_plot, draw_sparse
 from .problem import Problem, load_problem
 from jaccli.cli.render.display import render, stdout_format
@@ -199,14 +200,15 @@ def header(command: str, argv: list[str]) -> dict:
     return {"schema": SCHEMA, "jaccli": jaccli.__version__, "command": command, "argv": list(argv)}
 
 
-def _show(problem: Problem, command: str, done: Any, blocks: dict | None, out: Output, argv: list[str]) -> None:
+def _show(problem: Problem, command: str, done: Any, blocks: dict | None, out: Output, argv: list[str],
+          kinks: list[dict]) -> None:
     from jaccli.io.writers import coo_document
 
     fmt = stdout_format(out.format, out.color)
     if fmt == "json":
         doc = {**header(command, argv), "sparse": True, **coo_document(done.matrix),
                "layout": blocks, "blocks": sparse_blocks(problem, done, command == "hessian", blocks),
-               "plan": plan_entry(done)}
+               "plan": plan_entry(done), "kinks": kinks}
         sys.stdout.write(json.dumps(doc, allow_nan=False) + "\n")
     elif fmt in ("text", "csv"):
         sys.stdout.write(_triplets(done.matrix, "," if fmt == "csv" else " "))
@@ -241,12 +243,14 @@ def run_sparse(command: str, *, func: str | None, expression: str | None, source
             done = compute(problem, command == "hessian", settings, pattern, recovery)
             parallel = remote.lines() if remote is not None else []
         blocks = layout(problem, done, command == "hessian")
+        kinks = kinks_at(problem)
         if out.path is not None:
             _write(problem, done, command == "hessian", blocks, settings, out)
         if out.plot is not None:
             draw_sparse(problem, command == "hessian", done, blocks, out)
         with to_stderr():
-            notes = [*problem.warnings, *(f"{w.category.__name__}: {w.message}" for w in caught)]
+            notes = [*problem.warnings, *(f"{w.category.__name__}: {w.message}" for w in caught),
+                     *(kink_warning(kink, command) for kink in kinks)]
             dense = _dense_note(done)
             if not out.quiet:
                 for line in notes:
@@ -255,7 +259,7 @@ def run_sparse(command: str, *, func: str | None, expression: str | None, source
                     click.echo(dense, err=True)
             with to_stdout():
                 if out.path is None or out.format is not None:
-                    _show(problem, command, done, blocks, out, argv)
+                    _show(problem, command, done, blocks, out, argv, kinks)
             if out.path is not None and not out.quiet:
                 m, n = done.matrix.shape
                 several = blocks is not None and len(blocks["rows"]) * len(blocks["cols"]) > 1

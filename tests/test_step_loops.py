@@ -143,6 +143,9 @@ def test_the_steps_of_a_loop_share_their_equal_argument_tuples(monkeypatch):
     # lists (None where a value is filled in, a float, an index): one tuple each, not one per step
     kept = []
     monkeypatch.setattr(compiled_sweeps.Traced, "compiled", _spy(compiled_sweeps.Traced.compiled, kept))
+    # (the process's cache of shared tuples, of its own: filled by earlier tests to within a few keys of its
+    # bound, it was cleared midway through this loop's steps, which then kept two tuples for a key)
+    monkeypatch.setattr(codegen, "_SHARED", {})
     g = jaccli.record_once(rk4_lv(60))
     z = np.array([1.0, 1.5])
     for k in range(5):  # the recording, then the replays: the third traces the sweep, the fourth compiles it
@@ -172,6 +175,7 @@ def test_each_shared_argument_tuple_is_described_once_not_once_a_step(monkeypatc
     monkeypatch.setattr(step_loops, "_key", lambda a, ints=None: keyed.append(a) or real(a, ints))
     found, find = [], step_loops.find
     monkeypatch.setattr(step_loops, "find", lambda steps, *rest: found.append(len(steps)) or find(steps, *rest))
+    monkeypatch.setattr(codegen, "_SHARED", {})  # (the shared tuples' cache, of its own: as above)
     g = jaccli.record_once(rk4_lv(60))
     z = np.array([1.0, 1.5])
     for k in range(5):  # the recording, then the replays: the second compiles the forward, the fourth the sweep

@@ -46,7 +46,8 @@ from jaccli.plurals import counted
 from .compute import SWEEP_KINDS, Block, matrix_blocks
 from jaccli.cli.render.display import Facts, Section, Table, render
 from jaccli.cli.render.words import mode_words
-from .failures import shown_path, to_stderr, to_stdout
+from .failures import to_stderr, to_stdout
+from .kink_notes import kink_entries
 from .problem import Problem, load_problem
 from .report import SCHEMA, function_entry, inputs_entry, jsonable
 from .run import Failures, observed
@@ -107,7 +108,7 @@ def _plan(blocks: list[Block], order: int) -> list[dict]:
 
 
 def _report(problem: Problem, settings: Settings, argv: list[str], timings: dict) -> dict:
-    from jaccli.check.diagnostics import disconnected_pairs, find_kinks, recording_of
+    from jaccli.check.diagnostics import disconnected_pairs, recording_of
     from jaccli.engine import Recording
 
     start = time.perf_counter()
@@ -132,10 +133,7 @@ def _report(problem: Problem, settings: Settings, argv: list[str], timings: dict
     modes = sorted({p["mode"] for p in plan if p["mode"] != "cached"},
                    key=lambda m: SWEEP_KINDS.index(m) if m in SWEEP_KINDS else len(SWEEP_KINDS))
     chunks = [p["chunk_size"] for p in plan if p["mode"] != "cached"]
-    kinks = []
-    for kink in find_kinks(rec):
-        site = f"{shown_path(kink.file)}:{kink.line}" if kink.file else None
-        kinks.append({"op": kink.op, "site": site, "count": kink.count, "notes": kink.notes})
+    kinks = kink_entries(rec)
     return {
         "schema": SCHEMA, "jaccli": jaccli.__version__, "command": "info", "argv": list(argv),
         "function": function_entry(problem), "inputs": inputs_entry(problem), "wrt": names,

@@ -7,6 +7,7 @@ names the entries such a kink reaches (kink_entries); `info` lists the kinks too
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,7 @@ def kinks_at(problem: Problem, outcome: Outcome | None = None) -> list[dict]:
     """``{"op", "site", "count", "notes"}`` per op of f evaluated at its kink at this point (as `jaccli info`
     reports them), from the recording of a Jacobian's `outcome`; a Hessian's is of the gradient, and grad,
     jvp, vjp, hvp and sparse results keep none: f is recorded once more for them."""
-    from jaccli.check.diagnostics import find_kinks, recording_of
+    from jaccli.check.diagnostics import recording_of
     from jaccli.engine import Recording
 
     rec = None
@@ -31,6 +32,14 @@ def kinks_at(problem: Problem, outcome: Outcome | None = None) -> list[dict]:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # (NumPy's warnings of f were reported from its first run)
             rec = Recording(problem.func, problem.args, problem.wrt)
+    return kink_entries(rec)
+
+
+def kink_entries(rec: Any) -> list[dict]:
+    """``{"op", "site", "count", "notes"}`` per op of the recording `rec` evaluated at its kink, its site as the
+    user wrote the file (info's report and kinks_at's)."""
+    from jaccli.check.diagnostics import find_kinks
+
     return [{"op": kink.op, "site": f"{shown_path(kink.file)}:{kink.line}" if kink.file else None,
              "count": kink.count, "notes": kink.notes} for kink in find_kinks(rec)]
 

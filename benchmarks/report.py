@@ -190,7 +190,10 @@ def drifts(results: dict) -> dict[str, float]:
 
 def drifted(results: dict, among: Iterable[str] | None = None) -> str:
     """'P1-n100 1.61x, ...': the instances (of `among`, if given) whose probe drifted over DRIFT_LIMIT."""
-    got = drifts(results)
+    return _over(drifts(results), among)
+
+
+def _over(got: dict[str, float], among: Iterable[str] | None = None) -> str:
     return ", ".join(f"{iid} {d:.2f}x" for iid, d in got.items()
                      if d > DRIFT_LIMIT and (among is None or iid in among))
 
@@ -200,7 +203,7 @@ def _steadiness(results: dict) -> str:
     if not got:
         return "no instance probed"
     worst = max(got, key=got.get)
-    over = drifted(results)
+    over = _over(got)
     tail = f"over {DRIFT_LIMIT}x, whose ratios may not hold in a calmer run: {over}" if over \
         else f"none over {DRIFT_LIMIT}x"
     return (f"the probe's slowest over fastest reading, per instance: median {statistics.median(got.values()):.2f}x, "

@@ -189,8 +189,9 @@ def _run_instance(iid: str, libs: tuple[str, ...], cfg: Config, quick: bool) -> 
         runs[m.name] = prep.run
     out["probe_s"] = []  # (timing.probe before each round and after the last: the machine's steadiness)
     measure(inst, runs, cfg, results, log, out["probe_s"])
-    if drift(out["probe_s"]) > DRIFT_LIMIT:
-        log(f"  the probe drifted {drift(out['probe_s']):.2f}x during {iid}")
+    moved = drift(out["probe_s"])
+    if moved > DRIFT_LIMIT:
+        log(f"  the probe drifted {moved:.2f}x during {iid}")
     for name, res in results.items():
         out["methods"][name]["timing"] = dataclasses.asdict(res)
     return out

@@ -323,8 +323,9 @@ def targets(results: dict) -> list[list[str]]:
             once, peer = _ok(best(tm, "jaccli record_once")), _ok(best(tm, "jax jit"))
             jit[iid] = ratio(once, peer) if once and peer else float("nan")
     add("44.4 record_once / jax.jit steady state: P1-n100, P3-n100, P6-n500", jit, JIT_LIMIT, f"≤ {JIT_LIMIT}x")
-    if drifted(results, JIT_INSTANCES):
-        rows[-1][1] += f"; the probe drifted on {drifted(results, JIT_INSTANCES)}"
+    moved = drifted(results, JIT_INSTANCES)
+    if moved:
+        rows[-1][1] += f"; the probe drifted on {moved}"
     add("44.4 record_once / jax.jit(vmap(vjp)): 10 rows of the 300x300-grid stencil Jacobian",
         {STENCIL_ROWS: wr[STENCIL_ROWS]["once_jit"]} if STENCIL_ROWS in wr else {}, JIT_LIMIT, f"≤ {JIT_LIMIT}x")
     least = {}

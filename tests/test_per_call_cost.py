@@ -278,6 +278,36 @@ def test_the_memory_budget_is_read_from_the_environment_at_each_call(monkeypatch
     assert jaccli.jacobian(g, x)._ev.memory_budget == 512 * 2**20
 
 
+
+def test_the_memory_budget_follows_every_change_of_the_variable_and_a_replaced_environ(monkeypatch):
+    # (read from os.environ's own mapping where it has one, os.environ.get where it is replaced)
+    import os
+
+    from jaccli.api.sweep_seeds import default_memory_budget
+    from jaccli.errors import UsageError
+
+    monkeypatch.delenv("JACCLI_MEMORY_BUDGET", raising=False)
+    assert default_memory_budget() == 512 * 2**20
+    for text, want in [("3M", 3 * 10**6), ("3M", 3 * 10**6), ("4MiB", 4 * 2**20), ("", 512 * 2**20),
+                       ("  ", 512 * 2**20), ("5000", 5000)]:
+        monkeypatch.setenv("JACCLI_MEMORY_BUDGET", text)
+        assert default_memory_budget() == want, text
+    os.environ["JACCLI_MEMORY_BUDGET"] = "6M"  # (monkeypatch restores it)
+    assert default_memory_budget() == 6 * 10**6
+    monkeypatch.setenv("JACCLI_MEMORY_BUDGET", "lots")
+    for _ in range(2):  # (a bad value is not kept: every call says so)
+        with pytest.raises(UsageError, match="'lots' is not a size"):
+            default_memory_budget()
+    monkeypatch.setattr(os, "environ", {"JACCLI_MEMORY_BUDGET": "7M"})  # (a plain dict: its get())
+    assert default_memory_budget() == 7 * 10**6
+    os.environ["JACCLI_MEMORY_BUDGET"] = "8M"
+    assert default_memory_budget() == 8 * 10**6
+    del os.environ["JACCLI_MEMORY_BUDGET"]
+    assert default_memory_budget() == 512 * 2**20
+    monkeypatch.undo()
+    monkeypatch.setenv("JACCLI_MEMORY_BUDGET", "9M")
+    assert default_memory_budget() == 9 * 10**6
+
 def test_replays_share_what_the_recording_decides_and_keep_their_own_values_and_counts():
     # (made from one dict of the shared attributes, not twenty assignments: P1-n100, a replay per call)
     g = jaccli.record_once(_elementwise)

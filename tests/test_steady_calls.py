@@ -269,3 +269,100 @@ def test_threads_making_steady_calls_at_once_each_get_their_own_points_block():
         for x, A in zip(points[k], got[k]):
             np.testing.assert_array_equal(A, np.asarray(jaccli.jacobian(_elementwise, x)))
     assert g.records == 1 and g.misses == 0 and g.steady_lanes
+
+
+@pytest.mark.parametrize("f, hessian, mode, n", CASES)
+def test_a_lanes_calls_take_its_route_with_the_plain_calls_bits(monkeypatch, f, hessian, mode, n):
+    # The lane's Route is made once: its replays are its Split's values and its program runs straight on them
+    # (no Program.run, no replayed_by), and the block is the plain call's
+    from jaccli.replay import pending_replays
+    from jaccli.replay.compiled_sweeps import Program
+
+    g, make, x = _steady(f, hessian, mode, n)
+    made = _Counted(monkeypatch, pending_replays, "route_of", "replayed_by")
+    runs = _Counted(monkeypatch, Program, "run")
+    rng = np.random.default_rng(11)
+    for _ in range(4):
+        x = rng.uniform(-1, 1, n)
+        J = make(x)
+        assert J._deferred.rec.route is not None and J._deferred.rec.route.run is not None
+        A = np.asarray(J)
+        P = (jaccli.hessian if hessian else jaccli.jacobian)(f, x, mode=mode)
+        if f is _logsumexp:
+            np.testing.assert_allclose(A, np.asarray(P), rtol=1e-13, atol=1e-16)
+        else:
+            np.testing.assert_array_equal(A, np.asarray(P))
+        _check(f, x, A)
+        assert J.stats["path"] == "compiled sweep" and J.stats["sweeps"] == P.stats["sweeps"]
+    assert made.calls == {"route_of": 0, "replayed_by": 0} and runs.calls["run"] == 0  # (made by _steady's calls)
+    assert (g.records, g.misses) == (1, 0)
+
+
+def test_a_route_is_made_again_when_the_programs_read_other_values():
+    # Another request's program reads a value that the lane's Split leaves for later (fw.reads grows): the next
+    # call makes the route again, for a Split that makes it too, and its block is still the plain call's
+    from jaccli.replay import pending_replays
+
+    g, make, x = _steady(_elementwise, False, "auto", 7)
+    J = make(x)
+    np.asarray(J)
+    route = J._deferred.rec.route
+    kept = next(iter(g.steady_lanes.values())).kept
+    fw = kept._forward[0]
+    left = set(range(len(J._deferred.rec.vals))) - set(route.split.made)
+    assert route.split is not None and left  # (the output's own sum is left for later)
+    fw.reads = fw.reads | {min(left)}
+    y = x * 0.5
+    U = make(y)
+    new = U._deferred.rec.route
+    assert new is not route and new.reads is fw.reads and min(left) in new.split.made
+    assert kept.__dict__[pending_replays.ROUTES][id(route.ran)] is new
+    assert U._deferred.rec.vals[min(left)] is not None
+    np.testing.assert_array_equal(np.asarray(U), np.asarray(jaccli.jacobian(_elementwise, y)))
+
+
+def test_a_lane_whose_replays_cannot_take_a_route_replays_them_as_before(monkeypatch):
+    # A recording whose route cannot be taken keeps a Route without a run: its replays go replayed_by's way, and
+    # its program Program.run's, with the plain call's bits
+    from jaccli.replay import pending_replays
+    from jaccli.replay.compiled_sweeps import Program
+
+    g, make, x = _steady(_elementwise, False, "auto", 6)
+    kept = next(iter(g.steady_lanes.values())).kept
+    kept.__dict__.pop(pending_replays.ROUTES, None)
+    made = _Counted(monkeypatch, pending_replays, "route_of", "replayed_by")
+    monkeypatch.setattr(pending_replays, "route_of", _no_run(pending_replays.route_of))
+    runs = _Counted(monkeypatch, Program, "run")
+    for k in range(3):
+        y = x * (1 + k)
+        J = make(y)
+        assert J._deferred.rec.route is None
+        np.testing.assert_array_equal(np.asarray(J), np.asarray(jaccli.jacobian(_elementwise, y)))
+    assert made.calls == {"route_of": 1, "replayed_by": 3} and runs.calls["run"] == 3
+
+
+def _no_run(route_of):
+    def made(kept, ran):
+        route = route_of(kept, ran)
+        route.run = None
+        return route
+    return made
+
+
+def test_a_route_keeps_no_reference_to_its_recording():
+    # (kept with the recording, in its __dict__: a reference back would leave it to the collector)
+    import gc
+    import weakref
+
+    g, make, x = _steady(_elementwise, False, "auto", 6)
+    np.asarray(make(x))
+    kept = next(iter(g.steady_lanes.values())).kept
+    assert kept.__dict__["routes"]
+    ref = weakref.ref(kept)
+    del kept
+    gc.disable()
+    try:
+        g.clear()
+        assert ref() is None
+    finally:
+        gc.enable()

@@ -152,10 +152,10 @@ def lane_block(f: Any, x: np.ndarray, cls: type, mode: str) -> Any:
     lane = f.steady_lanes.get((cls, mode))
     if lane is None or REMOTE_SWEEPS.get() is not None or lane.budget != default_memory_budget():
         return None
-    rec = f.replayed_again(lane.kept_as, lane.kept, x)
+    plan = lane.plan
+    rec = f.replayed_again(lane.kept_as, lane.kept, x, None if plan.steady is None else plan.steady.ran)
     if rec is None:
         return None
-    plan = lane.plan
     if lane.kept.structure.get(lane.plan_key) is not plan:  # (rec.structure: the kept recording's)
         return rec
     return _block(cls, plan, lane.dtype, Deferred(plan, rec, lane.maker, f, x, mode))

@@ -11,7 +11,7 @@ import numpy as np
 
 from jaccli.engine import current_errstate
 
-from .pending_replays import PendingReplay, replayed_by
+from .pending_replays import PendingReplay, replayed_by, route_for
 from .replays import Replayable
 
 __all__ = ["RecordOnce", "record_once"]
@@ -120,12 +120,15 @@ class RecordOnce:
                 new.kept_as = (key, self._version)
         return new
 
-    def replayed_again(self, kept_as: tuple, kept: Replayable, x: np.ndarray) -> PendingReplay | None:
+    def replayed_again(self, kept_as: tuple, kept: Replayable, x: np.ndarray, ran: tuple | None = None) \
+            -> PendingReplay | None:
         """replayed(..., pending=True) at x, where it gave a PendingReplay of the recording `kept` last time, and
         its `kept_as` (api's steady calls keep those): what replay() checked then holds while `kept` is still
         kept as it was, x is a float ndarray of its input's shape and dtype, and the error state is the same
         (`kept` holds no data argument and no traced constant: a PendingReplay's is one input, differentiated).
-        None where any of that differs, or the replay fails: the caller then calls replayed()."""
+        None where any of that differs, or the replay fails: the caller then calls replayed(). `ran`: the program
+        (kind, Program, seeds) that the caller reruns at the replay, where it knows it: the replay then takes
+        the Route of `kept` for it (pending_replays.route_for), where it still holds."""
         key, version = kept_as
         if self._version != version:
             return None
@@ -135,7 +138,8 @@ class RecordOnce:
             return None
         made = kept._made
         made[0] += 1
-        new = replayed_by(kept, kept._forward[0], (x,), [x.copy("K")], made[0], True)
+        new = replayed_by(kept, kept._forward[0], (x,), [x.copy("K")], made[0], True) if ran is None \
+            else route_for(kept, ran).replayed(kept, x, made[0])
         if type(new) is not PendingReplay:
             return None
         with self._lock:

@@ -14,6 +14,7 @@ are what they are (issue 44, item 4).
 from __future__ import annotations
 
 import argparse
+import importlib
 import statistics
 import sys
 import time
@@ -40,15 +41,40 @@ class PartTimer:
 
     def wrap(self, owner: object, name: str, label: str) -> None:
         original = getattr(owner, name)
+        setattr(owner, name, self.timed(original, label))
+        self._undo.append(lambda: setattr(owner, name, original))
 
+    def timed(self, fn: Callable, label: str) -> Callable:
+        """fn, its time spent counted under `label`."""
         def timed(*args, **kwargs):
             start = time.perf_counter_ns()
             try:
-                return original(*args, **kwargs)
+                return fn(*args, **kwargs)
             finally:
                 self.spent[label] = self.spent.get(label, 0) + time.perf_counter_ns() - start
-        setattr(owner, name, timed)
-        self._undo.append(lambda: setattr(owner, name, original))
+        timed.original = fn
+        return timed
+
+    def wrap_routes(self, label: str) -> None:
+        """Count under `label` the programs that steady calls run by their lane's Route (replay/pending_replays.py),
+        which calls the program's function itself, not Program.run: each route that record_once's replays take
+        while installed has its function timed (and given back by remove())."""
+        record_once = importlib.import_module("jaccli.replay.record_once")  # (the package names its function so)
+        original, routes = record_once.route_for, []
+
+        def timed_route_for(kept, ran):
+            route = original(kept, ran)
+            if route.fn is not None and not hasattr(route.fn, "original"):
+                route.fn = self.timed(route.fn, label)
+                routes.append(route)
+            return route
+        record_once.route_for = timed_route_for
+
+        def undo() -> None:
+            record_once.route_for = original
+            for route in routes:
+                route.fn = route.fn.original
+        self._undo.append(undo)
 
     def remove(self) -> None:
         for undo in reversed(self._undo):
@@ -89,6 +115,7 @@ def parts(iid: str, rounds: int, calls: int, anchors: bool = True) -> dict[str, 
     timer.wrap(replay_trace.Forward, "values", "compiled forward")
     timer.wrap(partial_forward.Split, "values", "compiled forward")  # (a replay of the values its sweeps read)
     timer.wrap(compiled_sweeps.Program, "run", "compiled sweeps")
+    timer.wrap_routes("compiled sweeps")  # (a steady call's program, run by its lane's route)
     timer.wrap(evaluator, "symmetric_from_structure", "symmetric assembly")
     timer.wrap(steady_blocks, "symmetric_from_structure", "symmetric assembly")  # (a steady call's, at once)
     rows: dict[str, list[float]] = {}

@@ -129,6 +129,24 @@ def _one_sample(run: Callable[[], object], loops: int, lead_in: bool = False) ->
             gc.enable()
 
 
+MAX_LOOPS = 10000
+
+
+def steady_call_s(run: Callable[[], object], cfg: Config) -> float:
+    """Seconds per call of `run` back to back, from which a sample's loops are counted: samples of 1, then
+    10 or more calls (each after an untimed one, _one_sample), until one lasts a tenth of a sample.
+
+    One call after the idle wait is not it: P1-n100's second call after quiesce() took 3.7x a call of
+    a sample, so its loops were counted from that and a sample lasted 14 ms, jax.jit's 5 ms, where
+    min_sample_s says 50 (the run's first lines log each method's warm time and loops)."""
+    loops = 1
+    while True:
+        per = call_with_timeout(lambda: _one_sample(run, loops, lead_in=True), (loops + 1) * cfg.call_timeout_s)
+        if per * loops >= cfg.min_sample_s / 10 or loops >= MAX_LOOPS:
+            return per
+        loops = min(MAX_LOOPS, max(10 * loops, math.ceil(cfg.min_sample_s / 10 / max(per, 1e-7))))
+
+
 def _verify(inst: Instance, run, cfg: Config, res: Timing) -> bool:
     quiesce(cfg.quiesce_max_s)
     t0 = time.perf_counter()
@@ -210,14 +228,14 @@ def measure(inst: Instance, runs: dict[str, Callable[[], object]], cfg: Config,
                 settle = SETTLING_REPLAYS if "once" in name else 0  # (record_once; the spectral "jaccli once" lines)
                 for _ in range(settle if res.first_s * settle < cfg.method_budget_s / 4 else 0):
                     run()
-                warm = call_with_timeout(lambda: _one_sample(run, 1, lead_in=True), 2 * cfg.call_timeout_s)
+                warm = steady_call_s(run, cfg)
             except _Timeout:
                 res.status, res.detail = "TIMEOUT", "warm-up call"
                 continue
             except Exception as exc:
                 res.status, res.detail = "ERROR", f"warm-up: {type(exc).__name__}: {exc}"[:300]
                 continue
-        res.loops = max(1, min(10000, math.ceil(cfg.min_sample_s / max(warm, 1e-7))))
+        res.loops = max(1, min(MAX_LOOPS, math.ceil(cfg.min_sample_s / max(warm, 1e-7))))
         want = cfg.samples
         if warm * res.loops * cfg.samples > cfg.method_budget_s:
             want = max(1, int(cfg.method_budget_s // (warm * res.loops)))

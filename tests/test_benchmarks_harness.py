@@ -118,6 +118,46 @@ def test_a_sample_of_several_calls_starts_with_one_untimed_call():
     assert _one_sample(run, 3) > 0.015  # without the lead-in the cold call is in the mean
 
 
+
+def _cold_then_fast(cold_calls, cold_s=0.004):
+    """A method whose first `cold_calls` calls after an idle wait (each one's result checked) are slow."""
+    import time
+
+    inst = instances.load("P2-n100-m100")
+    good, calls = floors.closed_form(inst), []
+
+    def run():
+        calls.append(None)
+        if len(calls) <= cold_calls:
+            time.sleep(cold_s)
+        return good()
+    return inst, run, calls
+
+
+def test_a_samples_loops_are_counted_from_the_steady_calls_not_the_cold_ones():
+    # (one call after the idle wait, as counted before: P1-n100's sample lasted 14 ms where min_sample_s says 50)
+    from benchmarks.timing import steady_call_s
+
+    inst, run, calls = _cold_then_fast(cold_calls=3)
+    steady = floors.closed_form(inst)
+    for _ in range(3):
+        steady()
+    per = steady_call_s(run, Config(min_sample_s=0.05))
+    assert per < 0.002 and len(calls) > 4  # (the four cold calls among the first: not what it counts from)
+    results = {"cold start": Timing()}
+    inst, run, calls = _cold_then_fast(cold_calls=3)
+    measure(inst, {"cold start": run}, Config(samples=2, min_sample_s=0.05, method_budget_s=60.0), results)
+    got = results["cold start"]
+    assert got.ok and len(got.samples) == 2 and all(t < 0.002 for t in got.samples)
+    assert got.loops * min(got.samples) >= 0.05 * 0.5  # (a sample of about min_sample_s, not of a few ms)
+
+
+def test_a_slow_methods_sample_is_one_call_after_the_untimed_one():
+    from benchmarks.timing import steady_call_s
+
+    inst, run, calls = _cold_then_fast(cold_calls=10 ** 6, cold_s=0.02)
+    assert steady_call_s(run, Config(min_sample_s=0.05)) >= 0.02 and len(calls) == 2
+
 @pytest.mark.parametrize("iid", ["P2-n100-m100", "P3-n100", "P6-n500"])
 def test_the_overhead_diagnostics_time_one_and_the_same_vjp_every_way(iid):
     # benchmarks/overhead.py times f + a hand-written VJP against jaccli's and the anchors'; each

@@ -119,44 +119,41 @@ def test_a_sample_of_several_calls_starts_with_one_untimed_call():
 
 
 
-def _cold_then_fast(cold_calls, cold_s=0.004):
-    """A method whose first `cold_calls` calls after an idle wait (each one's result checked) are slow."""
-    import time
 
+def _modelled_samples(monkeypatch, per_call):
+    """timing._one_sample replaced by a model, `per_call(loops)` seconds a call for a sample of `loops` calls (no
+    clock: the suite's load would move a measured one), and the loops of each sample asked for."""
+    from benchmarks import timing
+
+    asked = []
+
+    def one_sample(run, loops, lead_in=False):
+        asked.append(loops)
+        return per_call(loops)
+    monkeypatch.setattr(timing, "_one_sample", one_sample)
+    return asked
+
+
+def test_a_samples_loops_are_counted_from_the_steady_calls_not_the_cold_ones(monkeypatch):
+    # The second call after the idle wait is still cold (here 4 ms); calls in a row take 0.1 ms. Counted from the
+    # cold one, as before, a sample lasted 13 x 0.1 ms where min_sample_s says 50 ms (P1-n100's: 14 ms)
+    from benchmarks.timing import steady_call_s
+
+    asked = _modelled_samples(monkeypatch, lambda loops: 0.004 if loops == 1 else 1e-4)
+    assert steady_call_s(lambda: None, Config(min_sample_s=0.05)) == 1e-4 and asked == [1, 10, 100]
     inst = instances.load("P2-n100-m100")
-    good, calls = floors.closed_form(inst), []
-
-    def run():
-        calls.append(None)
-        if len(calls) <= cold_calls:
-            time.sleep(cold_s)
-        return good()
-    return inst, run, calls
-
-
-def test_a_samples_loops_are_counted_from_the_steady_calls_not_the_cold_ones():
-    # (one call after the idle wait, as counted before: P1-n100's sample lasted 14 ms where min_sample_s says 50)
-    from benchmarks.timing import steady_call_s
-
-    inst, run, calls = _cold_then_fast(cold_calls=3)
-    steady = floors.closed_form(inst)
-    for _ in range(3):
-        steady()
-    per = steady_call_s(run, Config(min_sample_s=0.05))
-    assert per < 0.002 and len(calls) > 4  # (the four cold calls among the first: not what it counts from)
     results = {"cold start": Timing()}
-    inst, run, calls = _cold_then_fast(cold_calls=3)
-    measure(inst, {"cold start": run}, Config(samples=2, min_sample_s=0.05, method_budget_s=60.0), results)
+    asked.clear()
+    measure(inst, {"cold start": floors.closed_form(inst)}, Config(samples=2, min_sample_s=0.05), results)
     got = results["cold start"]
-    assert got.ok and len(got.samples) == 2 and all(t < 0.002 for t in got.samples)
-    assert got.loops * min(got.samples) >= 0.05 * 0.5  # (a sample of about min_sample_s, not of a few ms)
+    assert got.ok and got.samples == [1e-4, 1e-4] and got.loops == 500 and asked == [1, 10, 100, 500, 500]
 
 
-def test_a_slow_methods_sample_is_one_call_after_the_untimed_one():
+def test_a_slow_methods_loops_are_counted_from_one_call_after_the_untimed_one(monkeypatch):
     from benchmarks.timing import steady_call_s
 
-    inst, run, calls = _cold_then_fast(cold_calls=10 ** 6, cold_s=0.02)
-    assert steady_call_s(run, Config(min_sample_s=0.05)) >= 0.02 and len(calls) == 2
+    asked = _modelled_samples(monkeypatch, lambda loops: 0.02)
+    assert steady_call_s(lambda: None, Config(min_sample_s=0.05)) == 0.02 and asked == [1]
 
 @pytest.mark.parametrize("iid", ["P2-n100-m100", "P3-n100", "P6-n500"])
 def test_the_overhead_diagnostics_time_one_and_the_same_vjp_every_way(iid):

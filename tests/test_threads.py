@@ -161,3 +161,30 @@ def test_record_once_replays_in_many_threads_at_once():
         np.testing.assert_allclose(H, H0, rtol=1e-13, atol=1e-13)
     assert once.records + once.replays == len(xs) * 4 and once.replays > 0
 
+
+
+def test_steady_calls_of_two_lanes_of_one_recording_in_many_threads_agree_with_plain_calls():
+    # Lanes in forward and reverse mode replay one kept recording and keep their routes with it
+    # (replay/pending_replays.route_for): threads switching every microsecond make and take them at once
+    from tests.helpers import rosenbrock as loss  # (its Hessian is assembled by a steady call's plan, both modes)
+
+    rng = np.random.default_rng(4)
+    once = jaccli.record_once(loss)
+    for k in range(12):  # (compiled and steady in both modes: each mode's lane and route)
+        for mode in ("forward", "reverse"):
+            np.asarray(jaccli.hessian(once, rng.standard_normal(40), mode=mode))
+    xs = [rng.standard_normal(40) for _ in range(12)]
+    jobs = [(x, mode) for x in xs for mode in ("forward", "reverse")] * 3
+    want = {(id(x), mode): np.asarray(jaccli.hessian(loss, x, mode=mode)) for x, mode in jobs}
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        with ThreadPoolExecutor(6) as pool:
+            got = list(pool.map(lambda job: np.asarray(jaccli.hessian(once, job[0], mode=job[1])), jobs))
+    finally:
+        sys.setswitchinterval(interval)
+    for (x, mode), H in zip(jobs, got):
+        np.testing.assert_allclose(H, want[id(x), mode], rtol=1e-13, atol=1e-13)
+    assert once.records == 1 and once.misses == 0
+    kept = {lane.kept for lane in once.steady_lanes.values()}
+    assert len(kept) == 1 and len(next(iter(kept)).__dict__["routes"]) == 2

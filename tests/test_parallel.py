@@ -431,8 +431,20 @@ def test_a_worker_killed_mid_run_has_its_blocks_computed_again(cluster):
     x = np.linspace(-1.0, 1.0, 30)
     alone = np.asarray(jaccli.jacobian(model, x, chunk_size=2))
     pids = cluster.run(os.getpid)
-    killed = next(iter(pids.values()))
-    seen = Observer(lambda: os.kill(killed, signal.SIGKILL))  # at the first block back
+    address, killed = next(iter(pids.items()))
+    scheduler = cluster.cluster.scheduler
+
+    def kill() -> None:  # at the first block back
+        os.kill(killed, signal.SIGKILL)
+        # Then wait until the scheduler has let the worker go. A gather the scheduler starts just before that
+        # may open a connection to the dead worker after remove_worker has cancelled the ones under way, and it
+        # retries until distributed.comm.timeouts.connect (30 s): the test then took 30 s, not 2, once in
+        # about 25 runs (seen with the connections logged).
+        deadline = time.monotonic() + 30
+        while address in scheduler.workers and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    seen = Observer(kill)
     try:
         with remote_on(cluster) as remote, jaccli.observing(seen):
             together = np.asarray(jaccli.jacobian(model, x, chunk_size=2))

@@ -93,13 +93,13 @@ def test_the_issues_expressions_are_refused_before_the_costly_operation_runs(tex
 
 @pytest.mark.parametrize("text", [DIAG, KRON, SMALLER_MATMUL])
 def test_the_command_line_refuses_them_with_exit_2_and_one_line(tmp_path, text):
-    start = time.perf_counter()
+    # (no wall-clock bound here: a process's start under load is no measure of the refusal, which the test
+    # above shows comes from the shapes, before any array beyond the budget is made)
     done = subprocess.run([*JACCLI, "jacobian", "-e", text, "x=[0.5, 1.0, 1.5]"], capture_output=True, text=True,
                           timeout=60, cwd=tmp_path, env=clean_env())
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "expression: " in done.stderr
     assert "--expr-max-" in done.stderr
-    assert time.perf_counter() - start < 10  # (the process starts and imports too; the refusal itself is fast)
 
 
 def test_the_work_of_the_matmul_operator_counts(tmp_path):

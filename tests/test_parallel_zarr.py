@@ -123,10 +123,11 @@ def test_the_workers_write_the_chunks_bit_for_bit_as_one_process(cluster, tmp_pa
 
 
 def test_a_killed_run_leaves_no_half_store_at_the_target(cluster, tmp_path):
-    # Worker 1 is slow to record f: its block is still out when worker 0 has written chunks of its own.
+    # Worker 1 is slow to record f: its block is still out when worker 0 has written chunks of its own (60 s: room
+    # for a loaded machine; the run is killed as soon as a chunk is there, and the cluster ends its workers after)
     (tmp_path / "slow.py").write_text("import time\nimport numpy as np\nfrom distributed import get_worker\n\n"
                                       "def f(x):\n    try:\n        if get_worker().name == 1:\n"
-                                      "            time.sleep(20)\n    except ValueError:\n        pass\n"
+                                      "            time.sleep(60)\n    except ValueError:\n        pass\n"
                                       "    return np.cumsum(np.tanh(x))\n")
     np.save(tmp_path / "x.npy", np.linspace(-1.0, 1.0, 40))
     proc = subprocess.Popen(JACCLI + ["jacobian", "slow.py", "x.npy", "-o", "J.zarr", "--chunk-size", "2",
@@ -137,6 +138,7 @@ def test_a_killed_run_leaves_no_half_store_at_the_target(cluster, tmp_path):
         while not list(tmp_path.glob(".J.zarr.*.tmp/df_dx/c/*")) and time.monotonic() < deadline:
             assert proc.poll() is None, proc.stderr.read()
             time.sleep(0.05)
+        assert list(tmp_path.glob(".J.zarr.*.tmp/df_dx/c/*")), "worker 0 wrote no chunk in 60 s"
         os.killpg(proc.pid, signal.SIGKILL)  # jaccli and the child that runs the command (jaccli.cli.crash_watch)
         proc.wait(timeout=30)
     finally:

@@ -4,7 +4,8 @@
     python -m benchmarks.memprobe P2-n1000-m1000 "jaccli record_once" --steady
 
 prints one JSON line: the process's peak RSS (VmHWM) during the call, its RSS just before the
-call (library imported, data built, jit compiled), and whether the result was correct. The
+call (library imported, data built, jit compiled), its memory in transparent huge pages before and
+after (huge_base_kb, huge_after_kb), and whether the result was correct. The
 high-water mark is reset after setup (/proc/self/clear_refs), so the peak is the call's own.
 
 `--steady` (issue 44's replay against a plain call): every method makes one call first (record_once's
@@ -35,6 +36,20 @@ def _status_kb(key: str) -> int:
     return -1
 
 
+def _huge_kb(rollup: str = "/proc/self/smaps_rollup") -> int:
+    """The process's anonymous memory in transparent huge pages (AnonHugePages of `rollup`), kB; -1 where the
+    kernel does not say. NumPy asks for huge pages for arrays of 4 MB and more: one 2 MB page, taken where a
+    few rows of such an array are written, is a step of 2 MB in a small peak."""
+    try:
+        with open(rollup) as fh:
+            for line in fh:
+                if line.startswith("AnonHugePages:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return -1
+
+
 def _reset_peak() -> bool:
     try:
         with open("/proc/self/clear_refs", "w") as fh:
@@ -58,6 +73,7 @@ def main(argv: list[str]) -> int:
         print(json.dumps(out))
         return 0
     gc.collect()
+    out["huge_base_kb"] = _huge_kb()  # (from where the peak is counted: base_kb's moment, or before_kb's)
     if steady:
         out["base_kb"] = _status_kb("VmRSS")
         prep.run()  # the warm-up, record_once's recording: before the reset
@@ -72,6 +88,7 @@ def main(argv: list[str]) -> int:
         print(json.dumps(out))
         return 0
     out["peak_kb"] = _status_kb("VmHWM")
+    out["huge_after_kb"] = _huge_kb()
     ok, err, why = instances.check(inst, result)
     out.update(status="ok" if ok else "WRONG", detail=why, max_err=err)
     print(json.dumps(out))

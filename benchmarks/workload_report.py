@@ -49,6 +49,15 @@ def increment_mb(probe: dict | None) -> float:
     return (probe["peak_kb"] - probe.get("base_kb", probe["before_kb"])) / 1024
 
 
+def huge_mb(probe: dict | None) -> float:
+    """The MB of transparent huge pages a probe's process took from where its peak is counted to its end (memprobe's
+    huge_base_kb, huge_after_kb): part of the peak RSS, taken 2 MB at a time; NaN where not known."""
+    if not probe or probe.get("status") != "ok":
+        return float("nan")
+    base, after = probe.get("huge_base_kb", -1), probe.get("huge_after_kb", -1)
+    return (after - base) / 1024 if base >= 0 and after >= 0 else float("nan")
+
+
 def traced_mb(probe: dict | None) -> float:
     """A probe's tracemalloc peak over what Python and NumPy held before the calls, MB (workloads.probe's `traced`)."""
     if not probe or probe.get("status") != "ok" or "traced_peak_mb" not in probe:
@@ -72,7 +81,11 @@ def _mem_cell(probe: dict | None) -> str:
     if not math.isfinite(mb):
         return str(probe.get("status", "?"))[:60].replace("|", "/")
     runs = probe.get("runs_mb")  # (several fresh processes: the median's, and each run's)
-    return f"{mb:.0f} MB" + (f" (runs: {', '.join(f'{r:.1f}' for r in runs)})" if runs and len(runs) > 1 else "")
+    if not runs or len(runs) < 2:
+        return f"{mb:.0f} MB"
+    huge = probe.get("runs_huge_mb") or []  # (each run's MB in transparent huge pages, where any took some)
+    shown = f"; in huge pages: {', '.join(f'{h:.1f}' for h in huge)}" if any(h > 0 for h in huge) else ""
+    return f"{mb:.0f} MB (runs: {', '.join(f'{r:.1f}' for r in runs)}{shown})"
 
 
 def _ops(n: float) -> str:
@@ -403,8 +416,9 @@ def sections(results: dict) -> tuple[list[str], list[str]]:
                  "plain call's median above. Plain call in its position: the second plain call after the same "
                  "idle wait (the first stands for the recording), as many trials. Peak memory: `memprobe.py --steady` in a fresh process, six plain "
                  "calls after a warm-up and six replays after the recording; MB over the RSS before the "
-                 f"first call; the median of {MEMORY_RUNS} such processes, each one's MB in brackets "
-                 "(a peak of a few MB is within one heap extension of the process's layout).", ""]
+                 f"first call; the median of {MEMORY_RUNS} such processes, each one's MB in brackets, with "
+                 "the MB of each that the kernel gave as transparent huge pages where any run took some (a peak "
+                 "of a few MB is within one heap extension of the process's layout, or one 2 MB huge page).", ""]
         body += replay_table(results)
     if results.get("spectral"):
         body += ["", "## Spectral PDE residual of issue 39 (Kuramoto-Sivashinsky, rfft)", "",

@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover - not on Windows
 
 from benchmarks import instances, memprobe, methods, workloads
 from benchmarks.instances import check
-from benchmarks.workload_report import MEMORY_RUNS, increment_mb
+from benchmarks.workload_report import MEMORY_RUNS, huge_mb, increment_mb
 from benchmarks.timing import SETTLING_REPLAYS, Config, Timing, measure, quiesce
 
 JACCLI, ONCE = "jaccli", "record_once"
@@ -259,7 +259,8 @@ def instance_memory(iid: str, runs: int = MEMORY_RUNS) -> dict:
         if len(ok) < len(probes):  # (a failed run is reported as it failed)
             out[name] = next(p for p in probes if p.get("status") != "ok")
             continue
-        out[name] = dict(ok[(len(ok) - 1) // 2], runs_mb=[round(increment_mb(p), 2) for p in probes])
+        out[name] = dict(ok[(len(ok) - 1) // 2], runs_mb=[round(increment_mb(p), 2) for p in probes],
+                         runs_huge_mb=[round(huge_mb(p), 2) for p in probes])
     return out
 
 

@@ -1,10 +1,14 @@
 """RESULTS.md's sections for issues 44 and 39 (benchmarks/workload_report.py, workload_suite.py, run.py's
 parts, readme_figures.py), fed with synthetic rows: the formatting and the PASS/MISS logic, not speed."""
 import dataclasses
+import json
+import math
 import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from benchmarks import readme_figures, report, run, workload_report as wr, workload_suite, workloads
 from benchmarks.timing import Config, Timing
@@ -312,14 +316,43 @@ def test_call_costs_counts_the_blocks_thread_cpu_page_faults_and_collections():
         pass
 
 
+@pytest.mark.skipif(not Path("/proc/self/smaps_rollup").exists(), reason="needs Linux's /proc/self/smaps_rollup")
+def test_memprobe_reports_the_huge_pages_of_its_process(capsys):
+    # memprobe in this process, on a small instance: its JSON line says how much memory was in transparent huge
+    # pages before and after the calls, read from the kernel (not -1, its "not known")
+    from benchmarks import memprobe
+
+    assert memprobe.main(["P1-n100", "jaccli", "--steady"]) == 0
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert line["status"] == "ok"
+    assert type(line["huge_base_kb"]) is int and type(line["huge_after_kb"]) is int
+    assert line["huge_base_kb"] >= 0 and line["huge_after_kb"] >= 0
+
+
+def test_memprobe_reads_anon_huge_pages_from_the_rollup(tmp_path):
+    from benchmarks import memprobe
+
+    rollup = tmp_path / "smaps_rollup"
+    rollup.write_text("Rss:               45120 kB\nAnonymous:         30000 kB\nAnonHugePages:      6144 kB\n"
+                      "ShmemPmdMapped:        0 kB\n")
+    assert memprobe._huge_kb(str(rollup)) == 6144
+    rollup.write_text("Rss:               45120 kB\n")  # (a kernel that does not say)
+    assert memprobe._huge_kb(str(rollup)) == -1
+    assert memprobe._huge_kb(str(tmp_path / "missing")) == -1
+
+
 def test_instance_memory_takes_each_methods_median_run_of_fresh_processes_and_shows_every_run(monkeypatch):
     peaks = {"jaccli": [1.7, 1.6, 1.8], "jaccli record_once": [2.0, 4.0, 2.1]}  # (MB: one heap extension in 4.0)
     calls = []
 
+    huge = {"jaccli": [0, 0, 0], "jaccli record_once": [0, 2048, 0]}  # (kB of huge pages each run took)
+
     def probe(iid, name, steady=False):
         calls.append((iid, name, steady))
-        mb = peaks[name][sum(1 for c in calls if c[1] == name) - 1]
-        return {"status": "ok", "peak_mb": mb} if mb is not None else {"status": "ERROR", "detail": "boom"}
+        k = sum(1 for c in calls if c[1] == name) - 1
+        mb = peaks[name][k]
+        return {"status": "ok", "peak_mb": mb, "huge_base_kb": 4096, "huge_after_kb": 4096 + huge[name][k]} \
+            if mb is not None else {"status": "ERROR", "detail": "boom"}
 
     monkeypatch.setattr(workload_suite.memprobe, "probe", probe)
     mem = workload_suite.instance_memory("P5-rows10-of-P2-n1000-m1000")
@@ -327,7 +360,9 @@ def test_instance_memory_takes_each_methods_median_run_of_fresh_processes_and_sh
     assert wr.increment_mb(mem["jaccli"]) == 1.7 and wr.increment_mb(mem["jaccli record_once"]) == 2.1
     assert mem["jaccli record_once"]["runs_mb"] == [2.0, 4.0, 2.1]
     assert wr.memory_ratio(mem["jaccli record_once"], mem["jaccli"]) == 2.1 / 2.0
-    assert wr._mem_cell(mem["jaccli record_once"]) == "2 MB (runs: 2.0, 4.0, 2.1)"
+    assert wr._mem_cell(mem["jaccli record_once"]) == "2 MB (runs: 2.0, 4.0, 2.1; in huge pages: 0.0, 2.0, 0.0)"
+    assert wr._mem_cell(mem["jaccli"]) == "2 MB (runs: 1.7, 1.6, 1.8)"  # (none taken: not said)
+    assert math.isnan(wr.huge_mb({"status": "ok", "peak_mb": 1.0, "huge_base_kb": -1, "huge_after_kb": 0}))
     peaks["jaccli"] = [1.7, None, 1.8]
     calls.clear()
     mem = workload_suite.instance_memory("P5-rows10-of-P2-n1000-m1000")

@@ -28,8 +28,9 @@ REPO = Path(__file__).resolve().parent.parent
 STEADY_CALLS = 6  # (benchmarks.workloads.REPLAYS)
 
 
-def _status_kb(key: str) -> int:
-    with open("/proc/self/status") as fh:
+def _status_kb(key: str, source: str = "/proc/self/status") -> int:
+    """The kB on the line `key:` of the kernel's report `source` (this process's status by default); -1 if none."""
+    with open(source) as fh:
         for line in fh:
             if line.startswith(key + ":"):
                 return int(line.split()[1])
@@ -41,13 +42,9 @@ def _huge_kb(rollup: str = "/proc/self/smaps_rollup") -> int:
     kernel does not say. NumPy asks for huge pages for arrays of 4 MB and more: one 2 MB page, taken where a
     few rows of such an array are written, is a step of 2 MB in a small peak."""
     try:
-        with open(rollup) as fh:
-            for line in fh:
-                if line.startswith("AnonHugePages:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return -1
+        return _status_kb("AnonHugePages", rollup)
+    except OSError:  # (no such report: a kernel before 4.14, or no /proc)
+        return -1
 
 
 def _reset_peak() -> bool:

@@ -304,3 +304,70 @@ def test_a_hessian_sweep_covering_a_whole_zero_block_too_large_to_reserve():
         assert_array_equal(np.asarray(H[1][0]), np.zeros((6, 4)))
         assert_array_equal(H[0][1][1], np.zeros(6))
         assert_array_equal(np.asarray(H[1][1]), 2 * np.eye(6))
+
+
+# ---------------------------------------------------------------------------
+# A few lines of a block of a few MiB: only those kept (issue 44, P5), unpatched
+# ---------------------------------------------------------------------------
+N_MID = 1000  # a 1000 x 1000 block: 8 MB dense, at least block_stores._FEW_LINES_FROM
+W_MID = np.random.default_rng(44).standard_normal((N_MID, N_MID))
+
+
+def mid_f(x):
+    return W_MID @ np.tanh(x)
+
+
+def mid_jacobian(x):
+    """d(W tanh(x))/dx in closed form: W scaled by tanh's slope, column by column."""
+    return W_MID * (1.0 - np.tanh(x) ** 2)
+
+
+@pytest.mark.parametrize("once", [False, True], ids=["plain", "record_once"])
+def test_a_few_rows_of_a_block_of_some_mib_reserve_those_rows_only(once):
+    # 10 rows of a 1000 x 1000 block reserved all 8 MB of it, where the kernel may give the rows written
+    # a 2 MB huge page (a replay's peak RSS 1.45 MB, or 3.45 MB); they keep 80 kB and the sweep's own
+    f = jaccli.record_once(mid_f) if once else mid_f
+    for x in (np.linspace(-1.0, 2.0, N_MID), np.linspace(-2.0, 1.0, N_MID)):
+        J = jaccli.jacobian(f, x)
+        tracemalloc.start()
+        try:
+            rows = J[0:10]
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        full = mid_jacobian(x)
+        assert type(store_of(J)) is PartialStore and peak < 2**20
+        assert_allclose(rows, full[:10], rtol=1e-12, atol=1e-14)
+        assert_allclose(J[3:5, 7], full[3:5, 7], rtol=1e-12, atol=1e-14)  # from the rows known
+        assert_allclose(J[500:503], full[500:503], rtol=1e-12, atol=1e-14)  # a second chunk
+        assert_allclose(J[[2, 501], 4:9], full[[2, 501], 4:9], rtol=1e-12, atol=1e-14)  # across the two
+        assert J.rows_evaluated == 13
+        assert_allclose(np.asarray(J), full, rtol=1e-12, atol=1e-14)  # then all of it: dense, rows moved in
+        assert type(store_of(J)) is np.ndarray and J.rows_evaluated == N_MID
+
+
+def test_more_lines_or_a_smaller_block_keep_the_dense_cache():
+    # Beyond a few lines (an eighth of the block's), or in a block under 4 MiB, the rows go into a dense
+    # cache as before: nothing there for a huge page to take, or most of it to be written anyway
+    x = np.linspace(-1.0, 2.0, N_MID)
+    J = jaccli.jacobian(mid_f, x)
+    assert_allclose(J[0:N_MID // 4], mid_jacobian(x)[:N_MID // 4], rtol=1e-12, atol=1e-14)
+    assert type(store_of(J)) is np.ndarray
+    J = jaccli.jacobian(lambda x: W_MID[:500, :500] @ np.tanh(x), x[:500])  # 2 MB
+    assert_allclose(J[0:10], (W_MID[:500, :500] * (1.0 - np.tanh(x[:500]) ** 2))[:10], rtol=1e-12, atol=1e-14)
+    assert type(store_of(J)) is np.ndarray
+
+
+def test_rows_of_one_sweep_are_read_without_sorting_their_chunks(monkeypatch):
+    # Rows that one sweep made are one chunk: read without np.unique, whose first call in a process imports
+    # numpy.ma (0.5 MB resident, which the rows' own 80 kB do not need); rows of two sweeps still sort theirs
+    x = np.linspace(-1.0, 2.0, N_MID)
+    unique = np.unique
+    calls: list[int] = []
+    monkeypatch.setattr(np, "unique", lambda a, *rest, **kw: calls.append(np.size(a)) or unique(a, *rest, **kw))
+    J = jaccli.jacobian(mid_f, x)
+    assert_allclose(J[0:10], mid_jacobian(x)[:10], rtol=1e-12, atol=1e-14)
+    assert calls == []
+    J[20:22]
+    assert_allclose(J[0:22], mid_jacobian(x)[:22], rtol=1e-12, atol=1e-14)  # rows 10:20 swept then: 3 chunks
+    assert calls == [22] and J.rows_evaluated == 22

@@ -15,6 +15,14 @@ from jaccli.errors import ResourceLimitError
 DENSE_STORE_LIMIT = 2**30
 
 
+# From this size on (bytes), a block of which a request asks a few lines (at most 1/_FEW of its rows or of its
+# columns: J[:10] of a 1000 x 1000 block) keeps them in a PartialStore too, until more of it is asked for. Its
+# dense cache would be reserved whole for them, and NumPy asks the kernel for huge pages for arrays from
+# 4 MiB on: the first row written there may take a 2 MB page (issue 44, P5: the peak of 10 rows of a 1000 x
+# 1000 block was 1.4 MB or 3.4 MB by where the cache fell, the rows' own 80 kB either way).
+_FEW_LINES_FROM = 4 * 2**20
+_FEW = 8
+
 # From this size on (bytes), a block's dense cache is made with calloc's zeros (np.zeros): memory this large
 # comes fresh from the system (glibc maps anything above 32 MiB), zero already, and its rows are offered to
 # sweeps as zeros (_untouched: no fill). Below it, calloc would zero reused heap memory, a pass over the
@@ -93,6 +101,18 @@ class _Chunks:
             scatter_rows(block, data, np.arange(block.shape[0]), zeroed=True)
         return data
 
+    def whole_chunk(self, positions: np.ndarray) -> np.ndarray | None:
+        """The dense values of the chunk that `positions` are, all of it in its order (the rows one sweep made,
+        asked for as they were made); None otherwise, or where the chunk is kept structured."""
+        if self._chunk is None or not positions.size:
+            return None
+        c = int(self._chunk[positions[0]])
+        data = self.data[c] if c >= 0 else None
+        if data is None or data.shape[0] != positions.size or (self._chunk[positions] != c).any() \
+                or _unless_all(self.offset[positions], positions.size) is not None:
+            return None
+        return data
+
     def structured_chunk(self, positions: np.ndarray) -> tuple[SparseBlock, np.dtype] | None:
         """The structured block that a chunk was written from (and its dtype), when `positions` are
         exactly that chunk's, in its order (their values are then its rows as they are); else None."""
@@ -109,7 +129,8 @@ class _Chunks:
         """out[k] = (value at positions[k])[..., other] for every k (other None: the whole value);
         each position must be known."""
         ids = self.chunk[positions]
-        chunks = np.unique(ids)
+        # (One chunk, as a few rows that one sweep made: no np.unique, whose first call imports numpy.ma, 0.5 MB.)
+        chunks = ids[:1] if not ids.size or (ids == ids[0]).all() else np.unique(ids)
         for c in chunks:
             sel = ids == c if chunks.size > 1 else slice(None)  # (one chunk: no mask to select with)
             data, at = self.dense(c), self.offset[positions[sel]]
@@ -192,6 +213,9 @@ class PartialStore:
     def take(self, rows: np.ndarray, cols: np.ndarray, fallback: Callable | None = None) -> np.ndarray:
         """dense[..., rows, :][..., cols]: from the known rows, else from the known columns
         (or `fallback(missing_rows, cols)`, giving lead + (len(missing_rows), len(cols)))."""
+        whole = self.rows.whole_chunk(rows) if not self.lead and cols.size == self.shape[-1] else None
+        if whole is not None and _unless_all(cols, cols.size) is None:
+            return whole.copy()  # (the rows of a sweep, as it made them: J[:10]; the caller's own copy)
         out = np.empty(self.lead + (rows.size, cols.size), dtype=self.dtype)
         known = self.rows.known(rows)
         if known.all():  # (the rows' own values, without a second copy into out)
@@ -282,13 +306,27 @@ class BlockStores:
     # Per block whose dense cache came from calloc (block_store): (that cache, which of its rows nothing wrote
     # yet). Those hold zeros: a sweep offered them makes its zero block there without a fill (_untouched).
     _clean: dict = {}
+    # Blocks without a cache yet that a request asked a few lines of (asked_few): their cache is a PartialStore.
+    _few: set = frozenset()
+
+    def asked_few(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray) -> None:
+        """A request for `rows` x `cols` of block (i, j), not all of it: where the block has no cache yet, is
+        _FEW_LINES_FROM or more, and they are a few of its rows or columns, its cache will keep only them. A
+        Jacobian's (Evaluator.ensure): a Hessian's rows are made to agree with the known ones in its dense cache
+        as they are written (HessianEvaluator._agree_with_known)."""
+        if (rows.size * _FEW <= self.M[i] or cols.size * _FEW <= self.N[j]) and (i, j) not in self.store \
+                and self._nbytes(i, j) >= _FEW_LINES_FROM:
+            if not self._few:
+                self._few = set()  # (the instance's own, not the class's empty one)
+            self._few.add((i, j))
 
     def block_store(self, i: int, j: int) -> np.ndarray | PartialStore:
-        """Block (i, j)'s cache: a dense array, or a PartialStore for a block too large to reserve."""
+        """Block (i, j)'s cache: a dense array, or a PartialStore for a block too large to reserve or of which
+        a few lines were asked (asked_few)."""
         arr = self.store.get((i, j))
         if arr is None:
             shape = self._store_shape(i, j)
-            if self._nbytes(i, j) > DENSE_STORE_LIMIT:
+            if self._nbytes(i, j) > DENSE_STORE_LIMIT or (i, j) in self._few:
                 arr = PartialStore(shape, self.dtype(i, j))
             else:
                 try:

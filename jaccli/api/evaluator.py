@@ -320,6 +320,8 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks, SteadyBlocks):
                 line, positions = (i, rows) if route == "reverse" else (j, cols)
                 return self._whole_block(i, j, mode, route, line, positions,
                                          lambda: self._take_route(route, i, j, rows, cols))
+        else:
+            self.asked_few(i, j, rows, cols)
         return self._some_rows(i, j, mode, rows, cols)  # (api/steady_blocks: the missing ones, by their route)
 
     def _route(self, i: int, j: int, rows: int, cols: int, mode: str) -> str:

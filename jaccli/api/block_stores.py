@@ -182,9 +182,28 @@ class PartialStore:
         shape = (rows.size,) + self.lead + (self.shape[-1],)
         if type(values) is SparseBlock and not self.lead:
             self.rows.put(rows, None, (np.reshape(values, shape), self.dtype))
+        else:
+            self.rows.put(rows, np.zeros(shape, self.dtype) if values is None else
+                          np.asarray(values, dtype=self.dtype).reshape(shape))
+        self._keep_crossing(rows)
+
+    def _keep_crossing(self, rows: np.ndarray) -> None:
+        """The entries of the rows just put that columns known already gave keep those columns' values: a row
+        (reverse) sweep and a column (forward) sweep round differently, and an entry handed out never changes
+        (as Evaluator._keeping_known keeps them in a dense cache). Reads take a known row's own entries first,
+        so a column put after a row needs nothing of the kind."""
+        if self.cols._chunk is None:  # (no column known: no map of them made)
             return
-        self.rows.put(rows, np.zeros(shape, self.dtype) if values is None else
-                      np.asarray(values, dtype=self.dtype).reshape(shape))
+        known = np.flatnonzero(self.cols._chunk >= 0)
+        if not known.size:
+            return
+        c = len(self.rows.data) - 1
+        data = self.rows.dense(c)  # (a chunk kept structured: made dense, and read so from now on)
+        self.rows.structured.pop(c, None)
+        if not data.flags.writeable:
+            data = self.rows.data[c] = data.copy()
+        given = self.cols.take(known, rows, np.empty((known.size,) + self.lead + (rows.size,), dtype=self.dtype))
+        data[..., known] = np.moveaxis(given, [0, -1], [-1, 0])
 
     def put_cols(self, cols: np.ndarray, values: np.ndarray | None) -> None:
         """values: (len(cols),) + lead + (M,), or None for columns of zeros."""

@@ -9,6 +9,13 @@ instances, in alternating order within each round; a refactor is measured before
 way (same machine, same load, same NumPy). Each side runs plain (f recorded on every call) and
 through `record_once` (after its first REPLAYS replays, which compile it). The ratio is the
 median over rounds of after / before: below 1 is faster.
+
+A workload whose calls make and free arrays of several MB (stencil300-rows10: 7.2 MB of rows a call) runs
+at a speed that depends on where glibc serves them from (heap memory used before, zeroed by calloc, or
+fresh pages), and one side's history can set that for a whole run: HEAD against HEAD gave 1.45x and 1.66x
+on its record_once in two runs, 1.01x in a third (one side's samples 2.2-3.8 ms). Run such a workload more
+than once, or with MALLOC_MMAP_THRESHOLD_=131072 in the environment: every such array is then fresh pages
+on both sides alike (1.015x; each call slower, 3.5-4 ms).
 """
 from __future__ import annotations
 

@@ -108,10 +108,7 @@ class _Chunks:
             return None
         c = int(self._chunk[positions[0]])
         data = self.data[c] if c >= 0 else None
-        if data is None or data.shape[0] != positions.size or (self._chunk[positions] != c).any() \
-                or _unless_all(self.offset[positions], positions.size) is not None:
-            return None
-        return data
+        return data if data is not None and self._all_of(c, data.shape[0], positions) else None
 
     def structured_chunk(self, positions: np.ndarray) -> tuple[SparseBlock, np.dtype] | None:
         """The structured block that a chunk was written from (and its dtype), when `positions` are
@@ -120,10 +117,12 @@ class _Chunks:
             return None
         c = int(self.chunk[positions[0]])
         found = self.structured.get(c)
-        if found is None or positions.size != found[0].shape[0] or (self.chunk[positions] != c).any() \
-                or _unless_all(self.offset[positions], positions.size) is not None:
-            return None
-        return found
+        return found if found is not None and self._all_of(c, found[0].shape[0], positions) else None
+
+    def _all_of(self, c: int, size: int, positions: np.ndarray) -> bool:
+        """Whether `positions` are all `size` positions of chunk c, in its order."""
+        return positions.size == size and not (self._chunk[positions] != c).any() \
+            and _unless_all(self.offset[positions], size) is None
 
     def take(self, positions: np.ndarray, other: np.ndarray | None, out: np.ndarray) -> np.ndarray:
         """out[k] = (value at positions[k])[..., other] for every k (other None: the whole value);

@@ -602,6 +602,29 @@ def test_vjp_of_tuple_outputs_takes_named_vectors(runner):
     assert doc["blocks"]["vjp_y"]["data"] == [2.0, 1.0]
 
 
+@pytest.mark.parametrize("archive", [{"f0": [1.0, 0.0], "f1": [1.0, 1.0]}, {"arr_0": [1.0, 0.0], "f1": [1.0, 1.0]}])
+def test_vjp_of_tuple_outputs_takes_its_vectors_from_an_npz(runner, tmp_path, archive):
+    # Named per output as the man page says (f0=, f1=), or the first positionally (np.savez(file, v0, f1=v1))
+    np.savez(tmp_path / "v.npz", **{k: np.array(v) for k, v in archive.items()})
+    result = invoke(runner, "vjp", "-e", "x * y, x + y", "x=[1, 2]", "y=[3, 4]", "--vector", str(tmp_path / "v.npz"),
+                    "--format", "json")
+    doc = report(result)
+    assert doc["blocks"]["vjp_x"]["data"] == [4.0, 1.0]  # v0 * y + v1
+    assert doc["blocks"]["vjp_y"]["data"] == [2.0, 1.0]  # v0 * x + v1
+
+
+@pytest.mark.parametrize("command, arrays, more", [
+    ("hvp", {"x": [1.0, 0.0]}, ("--vector", "[0, 1]")),  # an npz's vector, then one more
+    ("jvp", {"arr_0": [1.0, 0.0], "arr_1": [0.0, 1.0]}, ()),  # two unnamed vectors for one input
+])
+def test_too_many_vectors_from_an_npz_is_a_usage_error(runner, tmp_path, command, arrays, more):
+    np.savez(tmp_path / "v.npz", **{k: np.array(v) for k, v in arrays.items()})
+    result = invoke(runner, command, "-e", "sum(x ** 3)" if command == "hvp" else "x ** 2", "x=[1, 2]",
+                    "--vector", str(tmp_path / "v.npz"), *more)
+    assert_error(result, "usage", 2)
+    assert "2 vectors given for 1 differentiated input (x)" in result.stderr
+
+
 @pytest.mark.parametrize("command, vectors, labels", [
     ("grad", (), {"df_dx": ("f", "x"), "df_dy": ("f", "y")}),
     ("vjp", ("--vector", "[1, 0]"), {"vjp_x": ("f", "x"), "vjp_y": ("f", "y")}),

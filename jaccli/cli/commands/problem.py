@@ -233,10 +233,10 @@ def load_vectors(sources: Sequence[str], targets: list[str], dtype: str | None,
         if not isinstance(loaded, dict):
             positional.append(loaded)
             continue
-        numbered = positional_keys(loaded, targets)  # (as for inputs: np.savez(file, a, y=b))
-        positional.extend(loaded[key] for key in numbered)
+        unnamed = positional_keys(loaded, targets)  # (as for inputs: np.savez(file, a, y=b))
+        positional.extend(loaded[key] for key in unnamed)
         for key, array in loaded.items():
-            if key not in numbered:
+            if key not in unnamed:
                 bind(key, array, f"{source}[{key}]")
     count = max([len(targets), len(named) + len(positional)] + [k + 1 for k in named])
     if numbered is None and count > len(targets):

@@ -1881,6 +1881,7 @@ def test_a_signal_right_after_a_temporary_file_is_made_leaves_no_file(runner, tm
     result = invoke(runner, "jacobian", func, str(tmp_path / "x.npy"), "-o", str(tmp_path / "J.npy"), *limit)
     stopped = "interrupted" if signame == "SIGINT" else f"stopped by {signame}"
     assert_error(result, "interrupted", 128 + getattr(signal, signame))
+    assert stopped in result.stderr
     assert len(made) == nth
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.py", "x.npy"]
 

@@ -2019,7 +2019,7 @@ def test_streamed_write_where_no_file_can_be_created_is_a_usage_error_not_a_full
     import jaccli.cli.commands.run as run_module
 
     # As if /proc had been writable when -o was checked: the streamed write itself must say exit 2.
-    monkeypatch.setattr(run_module, "check_output", lambda out, sources: None)
+    monkeypatch.setattr(run_module, "check_output", lambda out, sources, **kw: None)
     result = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "-o",
                     "/proc/jaccli-test.npy", "--max-memory", "1KiB")
     assert_error(result, "usage", 2)

@@ -3,6 +3,7 @@ central differences; the entry points, terminals (through a pseudo-terminal) and
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import runpy
@@ -135,6 +136,37 @@ def test_gradient_to_txt(tmp_path, inputs):
                   "--wrt", "z", "-o", "g.txt", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert_allclose(np.loadtxt(tmp_path / "g.txt"), softmax_parts(inputs["z"], inputs["p"])[0], atol=1e-15)
+
+
+@pytest.mark.skipif(not Path("/dev/stdout").exists(), reason="needs /dev/stdout")
+@pytest.mark.parametrize("name", ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"])
+@pytest.mark.parametrize("limit", [[], ["--max-memory", "1K"]], ids=["whole", "streamed"])
+def test_output_to_dev_stdout_reaches_stdout_on_a_pipe(tmp_path, inputs, name, limit):
+    # The command's process points descriptor 1 at stderr while f runs (streams.py): -o /dev/stdout is its results
+    fmt = "npy" if limit else "csv"
+    done = subprocess.run(JACCLI + ["jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "-o", name,
+                                    "--output-format", fmt, *limit], cwd=tmp_path, capture_output=True,
+                          env=clean_env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+    J = np.load(io.BytesIO(done.stdout)) if limit else np.loadtxt(io.StringIO(done.stdout.decode()), delimiter=",")
+    assert_allclose(J, robot_arm_jacobian(inputs["q"]), rtol=1e-12, atol=1e-14)
+    assert done.stderr.decode().startswith(f"wrote {name}: df_dq (3, 3)")
+
+
+@pytest.mark.skipif(not Path("/dev/stdout").exists(), reason="needs /dev/stdout")
+def test_output_to_dev_stdout_redirected_to_a_file_is_written_where_the_stream_is(tmp_path, inputs):
+    # A shell's `> out.txt` (here with a line before): the result goes on after it, neither over it nor to stderr
+    with open(tmp_path / "out.txt", "w") as out, open(tmp_path / "err.txt", "w") as err:
+        out.write("before\n")
+        out.flush()
+        done = subprocess.run(JACCLI + ["jacobian", sample("robot_arm.py"), sample("robot_arm_q.npy"), "-o",
+                                        "/dev/stdout", "--output-format", "csv"], cwd=tmp_path, stdout=out,
+                              stderr=err, env=clean_env(), timeout=60)
+    assert done.returncode == 0, (tmp_path / "err.txt").read_text()
+    first, rest = (tmp_path / "out.txt").read_text().split("\n", 1)
+    assert first == "before"
+    assert_allclose(np.loadtxt(io.StringIO(rest), delimiter=","), robot_arm_jacobian(inputs["q"]), rtol=1e-12)
+    assert (tmp_path / "err.txt").read_text() == "wrote /dev/stdout: df_dq (3, 3)\n"
 
 
 def test_json_on_a_pipe_has_no_escape_codes(tmp_path, inputs):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import stat
 from pathlib import Path
 
 from jaccli.errors import UsageError
 
-__all__ = ["DeviceStream", "file_kind", "open_in_place", "written_in_place"]
+__all__ = ["DeviceStream", "file_kind", "open_in_place", "own_descriptor", "written_in_place"]
 
 _KINDS = ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
@@ -26,11 +27,19 @@ def written_in_place(target: Path | str) -> bool:
     replaced atomically (a temporary file renamed over them): a rename would put a file where the
     device or the pipe was (as root, over /dev/null itself), and a pipe's reader would get nothing.
 
+    A descriptor of this process named as /dev/fd/N (/proc/self/fd/N, /dev/stdout) is a stream written in place
+    too, whatever file is open there: written through a duplicate of N, at its offset, as a shell's
+    ``cmd >&N`` writes (a rename would replace the file its holder writes, and reopening a regular file
+    would write over it from its start).
+
     Raises:
         UsageError: `target` is anything else (a directory, a socket, a block device).
     """
+    fd = own_descriptor(target)
     try:
-        mode = os.stat(target).st_mode
+        mode = os.stat(target).st_mode if fd is None else os.fstat(fd).st_mode
+        if fd is not None and stat.S_ISREG(mode):
+            return True
     except (FileNotFoundError, NotADirectoryError):  # a new name (or a dangling link); its directory is checked apart
         return False
     if stat.S_ISREG(mode):
@@ -47,12 +56,34 @@ def open_in_place(target: Path | str) -> int:
     Neither created nor truncated: a name that has become a regular file since `written_in_place`
     looked is refused, untouched.
     """
+    own = own_descriptor(target)
+    if own is not None:  # (this process's descriptor: a duplicate of it, at its offset, whatever file it is)
+        return os.dup(own)
     fd = os.open(target, os.O_WRONLY | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
     mode = os.fstat(fd).st_mode
     if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
         os.close(fd)
         raise UsageError(f"cannot write {target}: it changed from a device or a pipe into a file while "
                          "jaccli ran; run again")
+    return fd
+
+
+_OWN = re.compile(r"/(?:dev|proc/self)/fd/(\d+)")
+_STANDARD = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+
+
+def own_descriptor(target: Path | str) -> int | None:
+    """N where `target` names a descriptor of this process that is open: /dev/fd/N, /proc/self/fd/N, or
+    /dev/stdout (1) and the like; else None."""
+    name = os.path.normpath(os.path.abspath(target))
+    match = _OWN.fullmatch(name)
+    fd = int(match[1]) if match is not None else _STANDARD.get(name)
+    if fd is None:
+        return None
+    try:
+        os.fstat(fd)
+    except (OSError, OverflowError):
+        return None
     return fd
 
 

@@ -52,14 +52,10 @@ stored in ``.npz`` files under ``__meta__`` and in ``.json`` files under ``meta`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from pathlib import Path
-
 import math
 import os
 import sys
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -82,22 +78,31 @@ from .settings import Output, Settings
 TABLE_SAMPLES = 4
 
 
-def check_output(out: Output, sources: Sequence[str | None], formats: Sequence[str] = WRITE_FORMATS) -> None:
+def check_output(out: Output, sources: Sequence[str | None], formats: Sequence[str] = WRITE_FORMATS,
+                 func: str | None = None) -> None:
     """Refuse, before anything runs, an -o file that cannot be written or that is one of the files read.
 
     `sources` are the command's INPUTs and the other files it reads (--vector, --compare,
     ``@file`` of --rows/--cols), as given: ``name=SOURCE`` is checked as a whole and as SOURCE.
-    `formats`: the extensions the command writes.
+    `formats`: the extensions the command writes. `func`: FUNC as given (its file is read too).
     """
     if out.path is None:
         return
     try:
-        _check_output(out, sources, formats)
+        _check_output(out, sources, formats, function_file(func))
     except OSError as error:  # a directory on the way that may not be read (permissions)
         raise write_error(out.path, error) from error
 
 
-def _check_output(out: Output, sources: Sequence[str | None], formats: Sequence[str]) -> None:
+def function_file(func: str | None) -> Path | None:
+    """The file that FUNC names (path.py, or path.py:name); None without one (-e)."""
+    if func is None:
+        return None
+    head = func.rpartition(":")[0]
+    return Path(head if head.endswith(".py") else func)
+
+
+def _check_output(out: Output, sources: Sequence[str | None], formats: Sequence[str], code: Path | None) -> None:
     dense = tuple(formats) == tuple(WRITE_FORMATS)
     if out.file_format is not None and not dense:
         raise UsageError(f"--output-format is for dense results; here -o's extension tells the format "
@@ -106,7 +111,9 @@ def _check_output(out: Output, sources: Sequence[str | None], formats: Sequence[
     if out.file_format is not None and own in formats and own != suffix:
         raise UsageError(f"-o {out.path}: its extension says {own[1:]}, and --output-format {out.file_format}; "
                          "give one of them")
-    if not suffix and written_in_place(out.path):  # (/dev/stdout, a named pipe: no extension to tell the format)
+    # What the checks look at: the path as given, but -o /dev/stdout is the results' descriptor (streams.py)
+    where = out.path if out.target == out.path.absolute() else out.target
+    if not suffix and written_in_place(where):  # (/dev/stdout, a named pipe: no extension to tell the format)
         raise UsageError(f"-o {out.path}: its name has no extension to tell the format; give it with "
                          f"--output-format ({', '.join(f[1:] for f in formats if f != '.zarr')})")  # (a store is no stream)
     if suffix not in formats:
@@ -118,19 +125,22 @@ def _check_output(out: Output, sources: Sequence[str | None], formats: Sequence[
 
         need_zarr(out.path)
         check_store_target(out.path)
-    elif out.path.is_dir():
+    elif where.is_dir():
         raise UsageError(f"-o {out.path}: it is a directory")
-    problem = directory_problem(out.path)
+    problem = directory_problem(where)
     if problem:
         raise UsageError(f"-o {out.path}: {problem}")
-    if out.path.exists():
+    if where.exists():
+        if code is not None and code.is_file() and os.path.samefile(code, where):
+            raise UsageError(f"-o {out.path}: it is {code}, the file of the function; write the result to another "
+                             "file")
         for source in filter(None, sources):
             for text in dict.fromkeys((source, source.partition("=")[2], source[1:] if source[:1] == "@" else "")):
-                if text and is_file(text) and os.path.samefile(text, out.path):
+                if text and is_file(text) and os.path.samefile(text, where):
                     raise UsageError(f"-o {out.path}: it is {text}, which this command reads as input; write "
                                      "the result to another file")
     # A store is made beside the target as a file is: whether the directory takes one is probed so.
-    removed = probe_target(out.path.with_name(out.path.name + ".probe") if zarr else out.path)
+    removed = probe_target(where.with_name(where.name + ".probe") if zarr else where)
     if removed and not out.quiet:
         from .failures import to_stderr
 

@@ -22,8 +22,8 @@ from .failures import CheckFailed, CheckInconclusive, print_traceback, to_stderr
 from .kink_notes import kink_warning, kinks_at
 from .parallel_runs import parallel_run
 from .problem import Problem, load_problem
-from .report import (build_report, check_output, check_target, check_target_early, file_blocks, jsonable,
-                     print_stats, show)
+from .report import (build_report, check_output, check_target, check_target_early, file_blocks, function_file,
+                     jsonable, print_stats, show)
 from .settings import Output, Settings
 
 
@@ -254,7 +254,8 @@ class Failures:
             print_traceback(error)
         problem = self.problem
         if problem is None:
-            raise translate(error, user_file=_file_of(self.func, self.expression), written=self.written,
+            user_file = None if self.expression is not None else function_file(self.func)
+            raise translate(error, user_file=user_file, written=self.written,
                             streams=self.streams) from None
         raise translate(error, user_file=problem.user_file, what=problem.what, inputs=problem.describe_inputs(),
                         definition=problem.definition, written=self.written, streams=self.streams) from None
@@ -296,7 +297,8 @@ def run(command: str, *, func: str | None, expression: str | None, sources: tupl
             observed(out):
         compute, own = _checks(command, settings, out)
         default_memory_budget()  # a JACCLI_MEMORY_BUDGET that names no size is refused before f runs
-        check_output(out, [*sources, *settings.vectors, settings.compare, settings.rows, settings.cols])
+        check_output(out, [*sources, *settings.vectors, settings.compare, settings.rows, settings.cols],
+                     func=None if expression is not None else func)
         if out.plot is not None:
             from .plotting import check_plot
 
@@ -333,8 +335,4 @@ def run(command: str, *, func: str | None, expression: str | None, sources: tupl
         return outcome
 
 
-def _file_of(func: str | None, expression: str | None) -> Path | None:
-    if expression is not None or func is None:
-        return None
-    return Path(func.rpartition(":")[0] if func.rpartition(":")[0].endswith(".py") else func)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .streams import results_path
+
 DEFAULT_MAX_MEMORY = 2**30
 
 
@@ -51,8 +53,9 @@ class Output:
     def __post_init__(self) -> None:
         # Where -o writes: fixed now, against the directory jaccli was started in, so that a
         # function that changes directory (os.chdir) does not move the file. `path` is as given, for messages.
-        self.target = None if self.path is None else self.path.absolute()
-        self.target_plot = None if self.plot is None else self.plot.absolute()
+        # (-o /dev/stdout: the results' descriptor, where the command's own process moved its stdout: streams.py)
+        self.target = None if self.path is None else results_path(self.path.absolute())
+        self.target_plot = None if self.plot is None else results_path(self.plot.absolute())
 
     @property
     def suffix(self) -> str:

@@ -235,7 +235,8 @@ def run_sparse(command: str, *, func: str | None, expression: str | None, source
     with recording_renames() as written, Failures(func, expression, debug, written) as failures, observed(out):
         need_scipy()
         refuse_dense_only(settings, out, command == "hessian")
-        check_output(out, [*sources, settings.rows, settings.cols, pattern], formats=SPARSE_OUTPUTS)
+        check_output(out, [*sources, settings.rows, settings.cols, pattern], formats=SPARSE_OUTPUTS,
+                     func=None if expression is not None else func)
         check_plot(out)
         problem = failures.problem = load_problem(func, expression, sources, wrt, settings.dtype)
         with warnings.catch_warnings(record=True) as caught, parallel_run(problem, settings, out) as remote:

@@ -128,7 +128,7 @@ def sparsity_command(*, func: str | None, expression: str | None, sources: tuple
             raise UsageError(HESSIAN_MODE)
         if out.path is not None and out.path.suffix.lower() != ".npz":
             raise UsageError(f"-o {out.path}: a pattern is saved as .npz (then reused with --pattern)")
-        check_output(out, sources, formats=(".npz",))
+        check_output(out, sources, formats=(".npz",), func=None if expression is not None else func)
         check_plot(out)
         problem = failures.problem = load_problem(func, expression, sources, wrt, dtype)
         S = jaccli.sparsity(problem.func, problem.args, wrt=problem.wrt, hessian=hessian, mode=mode,

@@ -33,9 +33,12 @@ import select
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-__all__ = ["is_closed", "results", "standard_streams"]
+from jaccli.io.devices import own_descriptor
+
+__all__ = ["is_closed", "results", "results_path", "standard_streams"]
 
 
 class _WholeWrites(io.FileIO):
@@ -100,7 +103,15 @@ class _ResultsOnly(io.TextIOWrapper):
         return sys.stderr.write(text)
 
 
-_RESULTS = {"open": False, "thread": threading.main_thread().ident}
+_RESULTS = {"open": False, "thread": threading.main_thread().ident, "fd": None}
+
+
+def results_path(path: Path) -> Path:
+    """`path`, or /dev/fd/N where it names this process's standard output (/dev/stdout, /dev/fd/1) while a
+    command runs in its own process: N is the results' descriptor, for descriptor 1 writes to stderr then
+    (see the module's doc), and ``-o /dev/stdout`` means the results' stream."""
+    fd = _RESULTS["fd"]
+    return path if fd is None or own_descriptor(path) != 1 else Path(f"/dev/fd/{fd}")
 
 
 @contextlib.contextmanager
@@ -149,6 +160,7 @@ def standard_streams() -> Iterator[None]:
     elif _real(stdout, 1):
         kept = os.dup(1)  # the results' own descriptor; 1 itself now writes where stderr does
         os.dup2(2, 1)
+        _RESULTS["fd"] = kept  # (-o /dev/stdout: results_path)
         sys.stdout = _text(os.dup(kept), stdout, _ResultsOnly)
     handlers, threads = _exit_handlers(), set(threading.enumerate())
     try:
@@ -168,6 +180,7 @@ def standard_streams() -> Iterator[None]:
                         mine.close()  # flushed before (to_stdout): what is left could not be written anyway
             sys.stdout, sys.stderr = stdout, stderr
             if kept >= 0:
+                _RESULTS["fd"] = None
                 os.dup2(kept, 1)
                 os.close(kept)
             if handlers is not None and _exit_handlers() > handlers:

@@ -482,3 +482,49 @@ def test_a_plain_vjps_transform_rules_are_made_once_per_signature_and_send_real_
     assert all(rules[0][key] is rules[1][key] for key in transforms)
     rffts = [rules[0][key] for key in transforms if key[1] == "np.fft.rfftn"]
     assert rffts[0] is rffts[1] and rffts[0].__name__ == "rule"  # (real_cotangent's wrapper is real_rule)
+
+
+_REAL_PARTS = {  # f(x) = sum(Re(T x) ** 2) for a real-linear T: its Hessian is 2 Re(A)^T Re(A), A the matrix of T
+    "rfft": (lambda x: np.fft.rfft(x), (6,)),
+    "rfft odd": (lambda x: np.fft.rfft(x), (5,)),
+    "rfft ortho, n=8": (lambda x: np.fft.rfft(x, n=8, norm="ortho"), (6,)),
+    "ihfft": (lambda x: np.fft.ihfft(x), (7,)),
+    "rfft2": (lambda x: np.fft.rfft2(x), (3, 4)),
+    "rfftn, real of its real part": (lambda x: np.real(np.fft.rfftn(x, axes=(0,))), (4, 2)),
+}
+
+
+@pytest.mark.parametrize("name", list(_REAL_PARTS))
+def test_second_derivatives_through_the_real_part_of_a_real_transform_are_its_closed_form(rng, name):
+    # np.real sends its real cotangent back to rfft's rule as it is: rfft's transpose then has a real argument,
+    # whose cotangent (an rfft of the second sweep's seeds) must be real too; kept complex, it summed
+    # Re(A^T A) = Re(A)^T Re(A) - Im(A)^T Im(A) in every reverse-over-reverse way, and in the derivatives of a
+    # create_graph gradient
+    transform, shape = _REAL_PARTS[name]
+    size = int(np.prod(shape))
+    A = np.stack([transform(e.reshape(shape)).ravel() for e in np.eye(size)], axis=1)
+    expected = (2 * A.real.T @ A.real).reshape(shape + shape)
+
+    def f(x):
+        return np.sum(np.real(transform(x)) ** 2)
+
+    x = rng.standard_normal(shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (a complex block cast to a real store warned, ComplexWarning)
+        for mode in ("reverse", "forward"):
+            np.testing.assert_allclose(np.asarray(jaccli.hessian(f, x, mode=mode)), expected, atol=1e-12)
+            graph = jaccli.jacobian(lambda x: jaccli.grad(f, x, create_graph=True), x, mode=mode)
+            np.testing.assert_allclose(np.asarray(graph), expected, atol=1e-12)
+        rows = np.stack([jaccli.vhp(f, x, e.reshape(shape))[1] for e in np.eye(size)])
+        np.testing.assert_allclose(rows.reshape(shape + shape), expected, atol=1e-12)
+
+
+def test_the_hessian_of_a_nonlinear_real_part_of_rfft_matches_central_differences_of_the_gradient(rng):
+    u = rng.standard_normal(7)
+
+    def f(u):
+        return np.sum(np.fft.rfft(np.sin(u)).real ** 2 * np.arange(1, 5)) + np.sum(np.real(np.fft.rfft(u)) * u[:4])
+
+    reference = central_diff(lambda u: jaccli.grad(f, u), u, h=1e-5)
+    for mode in ("reverse", "forward"):
+        np.testing.assert_allclose(np.asarray(jaccli.hessian(f, u, mode=mode)), reference, rtol=1e-6, atol=1e-6)

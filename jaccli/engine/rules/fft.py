@@ -18,6 +18,7 @@ from ..facts import HEAVIER_IN_REVERSE, REAL_COTANGENTS, SAMPLE_RULES, STRUCTURE
 from ..registry import family, primitive, register_derived
 from ..seeds import SparseBlock, dense
 from ..structure import Dense
+from ..tape import is_complex
 from ._util import axis_index, dtype_of, shape_of
 
 family("fft")
@@ -323,7 +324,11 @@ rfftn.defvjp(_r2c_vjp)
 rfftn.defjvp(lambda ans, x, s, axes, norm: (lambda t: rfftn(t, s, _up(axes), norm)))
 irfftn.defvjp(_c2r_vjp)
 irfftn.defjvp(lambda ans, x, s, axes, norm: (lambda t: irfftn(t, s, _up(axes), norm)))
-rfftn_t.defvjp(lambda ans, g, s, axes, norm, lengths: (lambda h: rfftn(h, s, _up(axes), norm)))
+# A real g (np.real's cotangent, which sends a real g back as it is) gets the real part: rfftn_t's result is
+# real, so tape.real_cotangent, which looks for a complex result, does not take it (a Hessian through
+# rfft(x).real reverse over reverse summed Re(A^T A) for Re(A)^T Re(A))
+rfftn_t.defvjp(lambda ans, g, s, axes, norm, lengths: (lambda h: rfftn(h, s, _up(axes), norm)) if is_complex(g)
+               else (lambda h: np.real(rfftn(h, s, _up(axes), norm))))
 rfftn_t.defjvp(lambda ans, g, s, axes, norm, lengths: (lambda t: rfftn_t(t, s, _up(axes), norm, lengths)))
 irfftn_t.defvjp(lambda ans, g, s, axes, norm, lengths: (lambda h: irfftn(h, s, _up(axes), norm)))
 irfftn_t.defjvp(lambda ans, g, s, axes, norm, lengths: (lambda t: irfftn_t(t, s, _up(axes), norm, lengths)))

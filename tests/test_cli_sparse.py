@@ -261,6 +261,34 @@ def test_library_rows_of_a_hessian_equal_the_dense_slice():
     assert np.allclose(H.toarray(), rosen_hess(x)[2:4], rtol=1e-13, atol=1e-13)
 
 
+@pytest.mark.parametrize("rows, cols", [
+    (np.arange(30) % 7 == 3, None),  # a boolean mask: its True rows, not rows 0 and 1
+    (None, np.arange(30) >= 27),
+    ([-1, -30, 4], [0, -2]),  # negative indices count from the end, in the order given
+    (slice(2, 20, 5), slice(None, None, -3)),
+    (np.int64(7), 3),  # one index
+    (lambda m: np.arange(m) % 2 == 0, None),  # a function of the length, giving a mask
+])
+@pytest.mark.parametrize("hessian", [False, True], ids=["jacobian", "hessian"])
+def test_library_selections_index_as_numpy_indexes_a_vector(rows, cols, hessian):
+    x = np.linspace(0.1, 2.0, 30)
+    dense = rosen_hess(x) if hessian else np.asarray(jaccli.jacobian(_banded, x))
+    got = (jaccli.sparse_hessian(rosenbrock, x, rows=rows, cols=cols) if hessian
+           else jaccli.sparse_jacobian(_banded, x, rows=rows, cols=cols)).toarray()
+    every = np.arange(30)
+    want = dense[np.atleast_1d(every[rows(30) if callable(rows) else rows] if rows is not None else every)]
+    want = want[:, np.atleast_1d(every[cols] if cols is not None else every)]
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("rows, error", [(np.ones(29, dtype=bool), IndexError), ([30], IndexError), ([-31], IndexError),
+                                         ([1.0, 2.0], TypeError), (np.zeros((2, 2), dtype=int), IndexError)])
+def test_library_selections_out_of_range_or_of_another_kind_are_refused(rows, error):
+    x = np.linspace(0.1, 2.0, 30)
+    with pytest.raises(error, match="rows"):
+        jaccli.sparse_jacobian(_banded, x, rows=rows)
+
+
 def test_the_terminal_view_of_sparsity_draws_the_spy_view_with_rich(runner, files):
     result = invoke(runner, "sparsity", files["banded"], files["xs"], "--format", "table", "--no-color")
     assert result.exit_code == 0, result.stderr

@@ -358,10 +358,9 @@ def sparse_run(f: Callable, inputs: Any, *, wrt: Any = None, hessian: bool = Fal
         outs = found.in_shapes if hessian else found.out_shapes
         blocks = _split(matrix, lazy, outs, found.in_shapes)
     else:
-        from .sparse_selection import compute_selected
+        from .sparse_selection import compute_selected, selected_indices
         m, n = found.shape
-        rows = np.arange(m) if rows is None else np.asarray(rows(m) if callable(rows) else rows, dtype=np.int64)
-        cols = np.arange(n) if cols is None else np.asarray(cols(n) if callable(cols) else cols, dtype=np.int64)
+        rows, cols = selected_indices(rows, m, "rows"), selected_indices(cols, n, "cols")
         matrix, plan = compute_selected(ev, found, rows, cols, mode, _products)
         blocks = None
     timings["sweeps_s"] = time.perf_counter() - start
@@ -413,7 +412,8 @@ def sparse_jacobian(f: Callable, inputs: Any, *, wrt: Any = None, sparsity: Spar
             against this point's recording and detected again if f took another path.
         mode: "auto" (fewest sweeps), "forward", "reverse" or "bidirectional".
         rows, cols: indices into the flattened matrix (all outputs by all differentiated inputs):
-            only these rows and columns, computed with the colours of the selection alone.
+            only these rows and columns, computed with the colours of the selection alone. Integers
+            (negative from the end), a boolean mask or a slice, as NumPy indexes a 1-D array.
 
     Returns:
         A CSR array of shape ``(out.size, x.size)``, or nested tuples of them as `jacobian`; with

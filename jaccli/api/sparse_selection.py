@@ -43,3 +43,35 @@ def compute_selected(ev: Any, sparse: Any, rows: np.ndarray, cols: np.ndarray, m
         seeds = _expanded(plan.reverse_seeds(), rows, m)
         got.append(products(ev, seeds, outs, sparse.in_shapes, ev.rec.vjp)[:, cols])
     return plan.recover(*got), plan
+
+
+def selected_indices(spec: Any, size: int, what: str) -> np.ndarray:
+    """The positions `spec` selects along an axis of `size` (`what`: "rows" or "cols", for messages), in its
+    order, as NumPy indexes a 1-D array: integers (negative ones from the end), a boolean mask of the whole
+    axis, a slice, or a function of the axis length giving any of these; None: every position.
+
+    Raises:
+        IndexError: an integer out of range, or a mask of another length.
+        TypeError: anything else (floats, strings).
+    """
+    if spec is None:
+        return np.arange(size)
+    if callable(spec):
+        spec = spec(size)
+    if isinstance(spec, slice):
+        return np.arange(size)[spec]
+    index = np.asarray(spec)
+    if index.ndim > 1:
+        raise IndexError(f"{what} should be 1-D (integers, a boolean mask or a slice), not of shape {index.shape}")
+    if index.dtype == bool:
+        if index.shape != (size,):
+            raise IndexError(f"{what}: a boolean mask of {index.size} entries for {size} {what}; give one entry per "
+                             f"{what[:-1]}")
+        return np.flatnonzero(index)
+    if index.size and index.dtype.kind not in "iu":
+        raise TypeError(f"{what} should be integers, a boolean mask or a slice, not {index.dtype} values")
+    index = np.atleast_1d(index).astype(np.int64)
+    bad = (index < -size) | (index >= size)
+    if bad.any():
+        raise IndexError(f"{what}: index {int(index[bad][0])} is out of range for {size} {what}")
+    return np.where(index < 0, index + size, index)

@@ -1245,6 +1245,12 @@ CLI_MESSAGES = [
          "-o link.npy: it is {tmp}/rows.npy, which this command reads as input; write the result to another file",
          files={"x.npy": np.array([0.5, 1.0]), "rows.npy": np.array([0])}, chdir=True,
          setup=lambda mp, tmp: (tmp / "link.npy").symlink_to(tmp / "rows.npy")),
+    Case(["check", "-e", "x[1:] * x[:-1]", "x=[0.5, 1.0, 2.0]", "--sparse", "--rows", "0:1"],
+         "check --sparse checks the whole sparse matrix against one JVP and one VJP, and takes no --rows; leave it "
+         "out, or check the selection without --sparse"),
+    Case(["check", "-e", "x[1:] * x[:-1]", "x=[0.5, 1.0, 2.0]", "--sparse", "--rows", "0:1", "--cols", "1"],
+         "check --sparse checks the whole sparse matrix against one JVP and one VJP, and takes no --rows and --cols; "
+         "leave them out, or check the selection without --sparse"),
     Case(["jacobian", "{tmp}/m.py", "[0.5, 1.0]", "-o", "{tmp}/m.py", "--output-format", "npy"],
          "-o {tmp}/m.py: it is {tmp}/m.py, the file of the function; write the result to another file",
          files={"m.py": "import numpy as np\ndef f(x):\n    return np.sin(x)\n"}),

@@ -283,6 +283,11 @@ def check_sparse_command(*, func: str | None, expression: str | None, sources: t
         if out.plot is not None:
             raise UsageError("--plot draws check's error matrix, which check --sparse does not build (it compares "
                              "J v and v^T J); leave out one of them")
+        if settings.rows is not None or settings.cols is not None:
+            given = " and ".join(f"--{k}" for k in ("rows", "cols") if getattr(settings, k) is not None)
+            raise UsageError(f"check --sparse checks the whole sparse matrix against one JVP and one VJP, and takes "
+                             f"no {given}; leave {'them' if ' and ' in given else 'it'} out, or check the selection "
+                             "without --sparse")
         problem = failures.problem = load_problem(func, expression, sources, wrt, settings.dtype)
         hessian = settings.order == 2
         done = compute(problem, hessian, Settings(dtype=settings.dtype), None)

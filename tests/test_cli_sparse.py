@@ -395,3 +395,46 @@ def test_json_gives_each_block_keyed_and_nested_as_the_dense_result(runner, tmp_
     doc = json.loads(invoke(runner, "hessian", hess, "[1, 2, 3]", "[5, 6, 7, 8]", "--sparse", "--format", "json").stdout)
     assert set(doc["blocks"]) == {"d2f_dx_dx", "d2f_dx_dy", "d2f_dy_dx", "d2f_dy_dy"}
     assert doc["blocks"]["d2f_dx_dy"]["shape"] == [3, 4] and doc["layout"]["cols"][1]["start"] == 3
+
+
+@pytest.mark.parametrize("command, func, args, lines", [
+    # f's own inf (log(0)) is named at its line; the values say it is the second element
+    ("jacobian", "nan.py", ("[1.0, 0.0, 4.0]",),
+     ["the sparse Jacobian holds 1 inf (of 3 entries), at (f[1], x[1])",
+      "first non-finite value: np.log produced inf in the forward evaluation at {source}:4 (element (1,))"]),
+    # a rule's inf (sqrt'(0)), found by one JVP along the column with the monitor on
+    ("jacobian", None, ("sqrt(x) * y", "x=[0.0, 1.0]", "y=[2.0, 3.0]"),
+     ["the sparse Jacobian holds 1 inf (of 4 entries), at (f[0], x[0])",
+      "first non-finite value: np.sqrt produced inf in the forward sweep (element (0,)) (sqrt'(0) = inf, reported "
+      "as non-finite, not hidden)"]),
+    ("hessian", None, ("sum(sqrt(x) * x)", "x=[1.0, 0.0]"),
+     ["the sparse Hessian holds 1 NaN (of 2 entries), at (x[1], x[1])",
+      "first non-finite value: np.sqrt produced nan in the reverse sweep (element (1,)) (sqrt' = inf here met a zero "
+      "cotangent: the derivative here exists only as a limit)"]),
+])
+def test_a_sparse_result_holding_nan_or_inf_says_so_and_names_the_operation(runner, tmp_path, command, func, args,
+                                                                              lines):
+    # as the dense result's warnings do (command-line.md, Streams), in the JSON report's warnings too
+    if func is not None:
+        source = write(tmp_path, func, "import numpy as np\n\ndef f(x):\n    return np.sqrt(x) + np.log(x)\n")
+        head = [source]
+        lines = [line.format(source=source) for line in lines]
+    else:
+        head = ["-e"]
+    result = invoke(runner, command, *head, *args, "--sparse", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    for line in lines:
+        assert f"Warning: {line}\n" in result.stderr
+    doc = json.loads(result.stdout)
+    assert all(line in doc["warnings"] for line in lines)
+    assert len(doc["nonfinite"]) == 1 and doc["nonfinite_origin"]["message"] == lines[1].split(": ", 1)[1]
+    dense = json.loads(invoke(runner, command, *head, *args, "--format", "json").stdout)
+    assert dense["nonfinite"][0]["labels"] == doc["nonfinite"][0]["labels"]  # the dense result's entry too
+
+
+def test_a_finite_sparse_result_has_no_nonfinite_entries_and_a_selection_names_rows_and_columns(runner):
+    result = invoke(runner, "jacobian", "-e", "x[1:] * x[:-1]", "x=[0.5, 1.0, 2.0]", "--sparse", "--format", "json")
+    doc = json.loads(result.stdout)
+    assert (doc["nonfinite"], doc["nonfinite_origin"], doc["warnings"]) == ([], None, [])
+    picked = invoke(runner, "jacobian", "-e", "sqrt(x)", "x=[1.0, 0.0, 4.0]", "--sparse", "--rows", "1:3")
+    assert "Warning: the sparse Jacobian holds 1 inf (of 2 entries), at (row 0, col 1)\n" in picked.stderr

@@ -11,7 +11,7 @@ from jaccli.check.diagnostics import (NonfiniteMonitor, Provenance, SweepBound, 
 from jaccli.plurals import counted
 
 from .compute import Block, Outcome
-from .element_labels import entry_label
+from .element_labels import element_labels, entry_label
 from .failures import shown_path
 from .problem import Problem
 
@@ -124,3 +124,68 @@ def report_entries(outcome: Outcome) -> tuple[list[dict], Any]:
     """The JSON report's ``nonfinite`` list and ``nonfinite_origin`` object (or None)."""
     origin = outcome.origin.to_dict() if outcome.origin is not None else None
     return [dict(e) for e in outcome.nonfinite], origin
+
+
+def sparse_scan(problem: Problem, matrix: Any, hessian: bool, spans: dict | None) -> tuple[list[dict], Any]:
+    """The NaN and inf among a sparse result's stored entries (`matrix`, CSR: the others are structural zeros),
+    as the dense `scan` counts them, in one entry for the whole matrix; and the operation that made the first
+    (Provenance, or None): f's own values first, else one product along the first such entry's column (a JVP,
+    or for a Hessian an HVP) with a NonfiniteMonitor watching its sweeps. `spans`: where each output and input
+    sits in the matrix (sparse_results.layout; None for a selection: entries are named by row and column)."""
+    data = matrix.data
+    bad = ~np.isfinite(data)
+    if not bad.any():
+        return [], None
+    rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))[bad]
+    cols, values = matrix.indices[bad], data[bad]
+    entry = {"block": f"the sparse {'Hessian' if hessian else 'Jacobian'}", "nan": int(np.isnan(values).sum()),
+             "posinf": int((values == np.inf).sum()), "neginf": int((values == -np.inf).sum()),
+             "entries": int(matrix.nnz), "first": [[int(r), int(c)] for r, c in zip(rows[:MAX_LISTED], cols)],
+             "labels": [f"{_span_label(spans, 'rows', r)}, {_span_label(spans, 'cols', c)}"
+                        for r, c in zip(rows[:MAX_LISTED], cols)]}
+    return [entry], _sparse_origin(problem, hessian, int(cols[0]), spans)
+
+
+def _span_label(spans: dict | None, axis: str, k: int) -> str:
+    if spans is None:
+        return f"{axis[:-1]} {k}"
+    span = next(s for s in spans[axis] if s["start"] <= k < s["stop"])
+    return element_labels(span["name"], tuple(span["shape"]), np.array([k - span["start"]]))[0]
+
+
+def _sparse_origin(problem: Problem, hessian: bool, col: int, spans: dict | None) -> Any:
+    import warnings
+
+    import jaccli
+    from jaccli.engine import Recording
+
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (f's warnings were reported from its first run)
+        try:
+            prov = first_nonfinite_primal(Recording(problem.func, problem.args, problem.wrt))
+        except Exception:  # noqa: BLE001 - f ran before; explain with the sweeps alone
+            prov = None
+        if prov is not None:
+            if problem.is_expression:
+                prov.file = prov.line = None
+            elif prov.file:
+                prov.file = shown_path(prov.file)
+            return prov
+        if spans is None:  # (a selection's columns are the inputs' flat positions, stacked as the spans stack them)
+            sizes = np.cumsum([np.size(problem.args[k]) for k in problem.wrt])
+            j = int(np.searchsorted(sizes, col, side="right"))
+            at = col - (int(sizes[j - 1]) if j else 0)
+        else:
+            j = next(i for i, s in enumerate(spans["cols"]) if s["start"] <= col < s["stop"])
+            at = col - spans["cols"][j]["start"]
+        seeds = tuple(np.zeros(np.shape(problem.args[k])) for k in problem.wrt)
+        seeds[j].reshape(-1)[at] = 1.0
+        with NonfiniteMonitor() as monitor:
+            (jaccli.hvp if hessian else jaccli.jvp)(problem.func, problem.args, seeds if len(seeds) > 1 else seeds[0],
+                                                    wrt=problem.wrt)
+    origin = monitor.provenance(None)
+    if origin is not None and problem.is_expression:
+        origin.file = origin.line = None  # (as scan's: an expression has no file)
+    elif origin is not None and origin.file:
+        origin.file = shown_path(origin.file)
+    return origin

@@ -7,6 +7,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import click
@@ -18,6 +19,7 @@ from jaccli.plurals import counted
 
 from .failures import CheckFailed, SCHEMA, to_stderr, to_stdout
 from .kink_notes import kink_warning, kinks_at
+from .nonfinite import report_entries, sparse_scan, warning_lines
 from .plotting import check_plot, draw_sparse
 from .problem import Problem, load_problem
 from jaccli.cli.render.display import render, stdout_format
@@ -201,14 +203,15 @@ def header(command: str, argv: list[str]) -> dict:
 
 
 def _show(problem: Problem, command: str, done: Any, blocks: dict | None, out: Output, argv: list[str],
-          kinks: list[dict]) -> None:
+          kinks: list[dict], notes: dict) -> None:
+    """The result on stdout; `notes`: the JSON report's warnings, nonfinite and nonfinite_origin."""
     from jaccli.io.writers import coo_document
 
     fmt = stdout_format(out.format, out.color)
     if fmt == "json":
         doc = {**header(command, argv), "sparse": True, **coo_document(done.matrix),
                "layout": blocks, "blocks": sparse_blocks(problem, done, command == "hessian", blocks),
-               "plan": plan_entry(done), "kinks": kinks}
+               "plan": plan_entry(done), "kinks": kinks, **notes}
         sys.stdout.write(json.dumps(doc, allow_nan=False) + "\n")
     elif fmt in ("text", "csv"):
         sys.stdout.write(_triplets(done.matrix, "," if fmt == "csv" else " "))
@@ -245,13 +248,15 @@ def run_sparse(command: str, *, func: str | None, expression: str | None, source
             parallel = remote.lines() if remote is not None else []
         blocks = layout(problem, done, command == "hessian")
         kinks = kinks_at(problem)
+        outcome = SimpleNamespace(nonfinite=[], origin=None)  # (what nonfinite's lines and report entries read)
+        outcome.nonfinite, outcome.origin = sparse_scan(problem, done.matrix, command == "hessian", blocks)
         if out.path is not None:
             _write(problem, done, command == "hessian", blocks, settings, out)
         if out.plot is not None:
             draw_sparse(problem, command == "hessian", done, blocks, out)
         with to_stderr():
             notes = [*problem.warnings, *(f"{w.category.__name__}: {w.message}" for w in caught),
-                     *(kink_warning(kink, command) for kink in kinks)]
+                     *warning_lines(outcome), *(kink_warning(kink, command) for kink in kinks)]
             dense = _dense_note(done)
             if not out.quiet:
                 for line in notes:
@@ -260,7 +265,9 @@ def run_sparse(command: str, *, func: str | None, expression: str | None, source
                     click.echo(dense, err=True)
             with to_stdout():
                 if out.path is None or out.format is not None:
-                    _show(problem, command, done, blocks, out, argv, kinks)
+                    nonfinite, origin = report_entries(outcome)
+                    _show(problem, command, done, blocks, out, argv, kinks,
+                          {"warnings": notes, "nonfinite": nonfinite, "nonfinite_origin": origin})
             if out.path is not None and not out.quiet:
                 m, n = done.matrix.shape
                 several = blocks is not None and len(blocks["rows"]) * len(blocks["cols"]) > 1

@@ -1157,6 +1157,13 @@ def test_table_header_says_which_rows_and_columns_and_diagonal_in_words(runner):
     assert "mode: diagonal" not in result.stdout and "0 of 3 columns" not in result.stdout
 
 
+def test_table_header_of_an_empty_result_says_nothing_was_left_to_compute(runner):
+    result = invoke(runner, "jacobian", "-e", "sin(x)", "x=[]", "--format", "table")
+    header = " ".join(result.stdout.split("╭")[0].split())
+    assert "df_dx (0, 0) float64, complete; no sweep (nothing left to compute);" in header
+    assert "already computed" not in header
+
+
 def test_table_uses_the_terminals_height(runner):
     tall = invoke(runner, "jacobian", sample("heat_pde.py"), sample("heat_pde_u.npy"), "--color", "always",
                   env={"LINES": "60"})

@@ -1245,6 +1245,9 @@ CLI_MESSAGES = [
          "-o link.npy: it is {tmp}/rows.npy, which this command reads as input; write the result to another file",
          files={"x.npy": np.array([0.5, 1.0]), "rows.npy": np.array([0])}, chdir=True,
          setup=lambda mp, tmp: (tmp / "link.npy").symlink_to(tmp / "rows.npy")),
+    Case(["jacobian", "-e", "sin(x)", "x=[1, 2]", "-o", "{tmp}/J.mtx"],
+         "-o {tmp}/J.mtx: Matrix Market (.mtx) holds a sparse result; give --sparse, or write the dense result to one "
+         "of .npy, .npz, .csv, .txt, .json, .zarr"),
     Case(["check", "-e", "x[1:] * x[:-1]", "x=[0.5, 1.0, 2.0]", "--sparse", "--rows", "0:1"],
          "check --sparse checks the whole sparse matrix against one JVP and one VJP, and takes no --rows; leave it "
          "out, or check the selection without --sparse"),

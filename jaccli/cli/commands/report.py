@@ -116,6 +116,9 @@ def _check_output(out: Output, sources: Sequence[str | None], formats: Sequence[
     if not suffix and written_in_place(where):  # (/dev/stdout, a named pipe: no extension to tell the format)
         raise UsageError(f"-o {out.path}: its name has no extension to tell the format; give it with "
                          f"--output-format ({', '.join(f[1:] for f in formats if f != '.zarr')})")  # (a store is no stream)
+    if suffix == ".mtx" and dense:
+        raise UsageError(f"-o {out.path}: Matrix Market (.mtx) holds a sparse result; give --sparse, or write the "
+                         f"dense result to one of {', '.join(formats)}")
     if suffix not in formats:
         raise UsageError(f"-o {out.path}: unknown format {suffix or '(no extension)'!r}; "
                          f"use one of {', '.join(formats)}" + (", or give --output-format" if dense else ""))
@@ -369,7 +372,8 @@ def show(problem: Problem, outcome: Outcome, settings: Settings, out: Output, re
     dtypes = ", ".join(sorted({str(b.dtype) for b in outcome.blocks}))
     summary = "; ".join([", ".join(f"{b.key} {b.shape}" for b in outcome.blocks) + f" {dtypes}"
                          + _selected(outcome.blocks[0]),
-                         f"{counted(outcome.sweeps, 'sweep')} in {mode_words(outcome.mode)}",
+                         f"{counted(outcome.sweeps, 'sweep')} in {mode_words(outcome.mode)}" if outcome.sweeps
+                         else "no sweep (nothing left to compute)",
                          _ms(outcome.timings.get("total_s", 0.0))])
     items: dict[str, str] = {}
     if out.stats:

@@ -1245,6 +1245,12 @@ CLI_MESSAGES = [
          "-o link.npy: it is {tmp}/rows.npy, which this command reads as input; write the result to another file",
          files={"x.npy": np.array([0.5, 1.0]), "rows.npy": np.array([0])}, chdir=True,
          setup=lambda mp, tmp: (tmp / "link.npy").symlink_to(tmp / "rows.npy")),
+    Case(["check", "{tmp}/domain.py", "[1e-9, 1.0]"],
+         "f in {tmp}/domain.py raised ValueError: x must be nonnegative ({tmp}/domain.py:5); it raised at a point "
+         "check's finite differences took, one element moved by 6.1e-06 from the input: check a point farther from "
+         "the edge of the function's domain",
+         files={"domain.py": "import numpy as np\n\ndef f(x):\n    if np.any(x < 0):\n"
+                             "        raise ValueError('x must be nonnegative')\n    return np.sqrt(x)\n"}),
     Case(["jacobian", "-e", "sin(x)", "x=[1, 2]", "-o", "{tmp}/J.mtx"],
          "-o {tmp}/J.mtx: Matrix Market (.mtx) holds a sparse result; give --sparse, or write the dense result to one "
          "of .npy, .npz, .csv, .txt, .json, .zarr"),

@@ -41,6 +41,10 @@ def plain_outputs(f: Callable) -> Callable:
     return run
 
 
+# The attribute that an exception f raised at a finite-difference point carries: the size of the step taken
+FD_STEP_FAILED = "jaccli_fd_step"
+
+
 def _stepper(fun: Callable, args: tuple, k: int, batch: bool) -> tuple[int | None, np.ndarray, Callable]:
     """(B or None, input k's flat float64 elements, at): ``at(c, step)`` is fun's outputs, flat per sample, with
     element c of input k moved by `step` (in every sample), and the moved element's new value."""
@@ -53,7 +57,16 @@ def _stepper(fun: Callable, args: tuple, k: int, batch: bool) -> tuple[int | Non
         moved[..., c] = flat[..., c] + step
         a = list(args)
         a[k] = moved.reshape(x.shape)
-        outs = [np.reshape(np.asarray(o, dtype=np.float64), (b, -1) if batch else (-1,)) for o in fun(*a)]
+        try:
+            got = fun(*a)
+        except Exception as error:
+            # (for the error's reader: f failed off the point it was given, at a step check took: FD_STEP_FAILED)
+            cause: BaseException | None = error
+            while cause is not None:  # (the command line's guard raises f's own exception as its cause)
+                setattr(cause, FD_STEP_FAILED, float(np.max(np.abs(step))))
+                cause = cause.__cause__
+            raise
+        outs = [np.reshape(np.asarray(o, dtype=np.float64), (b, -1) if batch else (-1,)) for o in got]
         return outs, moved[..., c]
     return b, flat, at
 

@@ -274,8 +274,12 @@ def _in_function(error: BaseException, user_file: Path | None, what: str, inputs
     detail = f"{type(error).__name__}: {message}" if message else type(error).__name__
     # An index out of range is f failing (exit 3) whatever the index, x[7] as x[10**20]: the shapes name the
     # inputs, which the user may have meant to give longer.
+    step = getattr(error, "jaccli_fd_step", None)  # (check.finite_differences.FD_STEP_FAILED)
+    if step is not None:
+        hint = (f"; it raised at a point check's finite differences took, one element moved by {step:.2g} from the "
+                "input: check a point farther from the edge of the function's domain")
     return FunctionFailed(f"{what} raised {detail}{_where(site)}"
-                          + (hint if isinstance(error, IndexError) else ""))
+                          + (hint if isinstance(error, IndexError) or step is not None else ""))
 
 
 def _jaccli_error(error: JaccliError, definition: str) -> CliError:

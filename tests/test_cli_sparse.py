@@ -438,3 +438,29 @@ def test_a_finite_sparse_result_has_no_nonfinite_entries_and_a_selection_names_r
     assert (doc["nonfinite"], doc["nonfinite_origin"], doc["warnings"]) == ([], None, [])
     picked = invoke(runner, "jacobian", "-e", "sqrt(x)", "x=[1.0, 0.0, 4.0]", "--sparse", "--rows", "1:3")
     assert "Warning: the sparse Jacobian holds 1 inf (of 2 entries), at (row 0, col 1)\n" in picked.stderr
+
+
+@pytest.mark.parametrize("call, what", [
+    (lambda x: jaccli.sparse_jacobian(lambda x: np.exp(1j * x), x), "complex outputs"),
+    (lambda x: jaccli.sparsity(lambda x: np.exp(1j * x), x), "complex outputs"),
+    (lambda x: jaccli.sparse_jacobian(lambda z: np.abs(z) ** 2, x + 1j), "a complex input"),
+    (lambda x: jaccli.sparse_jacobian(lambda z: z[1:] * z[:-1], x + 1j), "a complex input"),
+    (lambda x: jaccli.sparse_hessian(lambda z: np.sum(np.abs(z) ** 2), x + 1j), "a complex input"),
+    (lambda x: jaccli.sparse_jacobian(lambda x, c: x * np.abs(c), (x, x + 1j), wrt=0), None),  # complex data: fine
+])
+def test_sparse_results_of_complex_functions_are_refused_in_one_clear_error(call, what):
+    x = np.arange(1.0, 6.0)
+    if what is None:
+        np.testing.assert_allclose(call(x).toarray(), np.diag(np.abs(x + 1j)), rtol=1e-15)
+        return
+    with pytest.raises(jaccli.errors.UnsupportedOperationError,
+                       match=f"sparse Jacobians and Hessians are of real functions, and f has {what}; use "
+                             "jaccli.jacobian"):
+        call(x)
+
+
+def test_jacobian_sparse_of_a_complex_function_is_a_usage_error(runner, tmp_path):
+    func = write(tmp_path, "c.py", "import numpy as np\n\ndef f(x):\n    return np.exp(1j * x)\n")
+    result = invoke(runner, "jacobian", func, "[1.0, 2.0]", "--sparse")
+    assert assert_error(result, "usage", 2) == ("--sparse is for real functions, and f has complex outputs; leave out "
+                                                "--sparse (docs/complex.md)")

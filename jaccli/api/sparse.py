@@ -18,8 +18,10 @@ from typing import Any, Callable
 import numpy as np
 
 from jaccli.engine import Phase, blocks
-from jaccli.errors import UsageError
+from jaccli.errors import UnsupportedOperationError, UsageError
 
+from .arguments import as_args, resolve_wrt
+from .complex_functions import complex_arg
 from .jacobian_hessian import hessian as _lazy_hessian, jacobian as _lazy_jacobian
 from .lazy import _Block
 
@@ -338,6 +340,32 @@ class SparseRun:
     timings: dict
 
 
+class RealOnlyError(UnsupportedOperationError):
+    """A sparse Jacobian or Hessian asked of f with complex inputs or outputs (`what` says which)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"sparse Jacobians and Hessians are of real functions, and f has {what}; use jaccli.jacobian "
+                         "(dense, docs/complex.md), or pass the real and imaginary parts as real inputs and return "
+                         "them as real outputs")
+        self.what = what
+
+
+def _real_lazy(f: Callable, inputs: Any, wrt: Any, hessian: bool) -> Any:
+    """hessian's or jacobian's lazy blocks of f, refused (UnsupportedOperationError) for complex inputs or outputs."""
+    args, inputs_is_tuple = as_args(inputs)
+    if any(complex_arg(args[k]) for k in resolve_wrt(f, args, wrt, inputs_is_tuple)[0]):
+        raise RealOnlyError("a complex input")
+    lazy = (_lazy_hessian if hessian else _lazy_jacobian)(f, inputs, wrt=wrt)
+    if any(type(leaf) is np.ndarray for leaf in _nested(lazy)):  # (jacobian's result for complex outputs: dense)
+        raise RealOnlyError("complex outputs")
+    return lazy
+
+
+def _nested(result: Any) -> list:
+    """The leaves of jacobian's or hessian's nested tuples."""
+    return [leaf for part in result for leaf in _nested(part)] if isinstance(result, tuple) else [result]
+
+
 def sparse_run(f: Callable, inputs: Any, *, wrt: Any = None, hessian: bool = False, sparsity: Sparsity | None = None,
                mode: str = "auto", rows: Any = None, cols: Any = None, refuse_changed: bool = False,
                recovery: str = "auto") -> SparseRun:
@@ -348,7 +376,7 @@ def sparse_run(f: Callable, inputs: Any, *, wrt: Any = None, hessian: bool = Fal
     _check_mode(mode, hessian and rows is None and cols is None)
     _check_recovery(recovery)
     _scipy()
-    lazy = (_lazy_hessian if hessian else _lazy_jacobian)(f, inputs, wrt=wrt)
+    lazy = _real_lazy(f, inputs, wrt, hessian)
     ev = _leaves(lazy)[0]._ev
     found = _sparsity_for(ev.rec, f, sparsity, hessian, recovery if hessian else mode, refuse_changed)
     timings = {"detection_s": 0.0, "coloring_s": 0.0, **(found.timings if found is not sparsity else {})}
@@ -396,7 +424,7 @@ def sparsity(f: Callable, inputs: Any, *, wrt: Any = None, hessian: bool = False
     _check_mode(mode, hessian)
     _check_recovery(recovery)
     _scipy()
-    lazy = (_lazy_hessian if hessian else _lazy_jacobian)(f, inputs, wrt=wrt)
+    lazy = _real_lazy(f, inputs, wrt, hessian)
     return _sparsity_for(_leaves(lazy)[0]._ev.rec, f, None, hessian, recovery if hessian else mode)
 
 

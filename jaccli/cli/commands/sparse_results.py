@@ -234,6 +234,8 @@ def run_sparse(command: str, *, func: str | None, expression: str | None, source
                wrt: str | None, settings: Settings, out: Output, argv: list[str], debug: bool,
                pattern: str | None = None, recovery: str = "auto") -> None:
     """jacobian or hessian --sparse end to end: compute, write atomically (-o), show, report."""
+    from jaccli.api.sparse import RealOnlyError
+
     start = time.perf_counter()
     with recording_renames() as written, Failures(func, expression, debug, written) as failures, observed(out):
         need_scipy()
@@ -244,7 +246,11 @@ def run_sparse(command: str, *, func: str | None, expression: str | None, source
         problem = failures.problem = load_problem(func, expression, sources, wrt, settings.dtype)
         with warnings.catch_warnings(record=True) as caught, parallel_run(problem, settings, out) as remote:
             warnings.simplefilter("always")
-            done = compute(problem, command == "hessian", settings, pattern, recovery)
+            try:
+                done = compute(problem, command == "hessian", settings, pattern, recovery)
+            except RealOnlyError as error:
+                raise UsageError(f"--sparse is for real functions, and f has {error.what}; leave out --sparse "
+                                 "(docs/complex.md)") from None
             parallel = remote.lines() if remote is not None else []
         blocks = layout(problem, done, command == "hessian")
         kinks = kinks_at(problem)

@@ -464,3 +464,40 @@ def test_jacobian_sparse_of_a_complex_function_is_a_usage_error(runner, tmp_path
     result = invoke(runner, "jacobian", func, "[1.0, 2.0]", "--sparse")
     assert assert_error(result, "usage", 2) == ("--sparse is for real functions, and f has complex outputs; leave out "
                                                 "--sparse (docs/complex.md)")
+
+
+def test_check_sparse_refuses_a_result_of_another_shape_and_names_the_hessian_flag():
+    f = lambda x: np.sum(x ** 3)  # noqa: E731
+    x = np.linspace(0.5, 1.5, 5)
+    H = jaccli.sparse_hessian(f, x)
+    assert jaccli.check_sparse(f, x, H, hessian=True).passed
+    with pytest.raises(ValueError, match="the result to check is 5 x 5, and the Jacobian of f at these inputs is 1 x 5; "
+                                         "it is the Hessian's shape: give hessian=True"):
+        jaccli.check_sparse(f, x, H)
+    g = lambda x: x[1:] * x[:-1]  # noqa: E731
+    with pytest.raises(ValueError, match="is 39 x 40, and the Jacobian of f at these inputs is 49 x 50$"):
+        jaccli.check_sparse(g, np.ones(50), jaccli.sparse_jacobian(g, np.ones(40)))
+    with pytest.raises(TypeError, match="not list of shape"):
+        jaccli.check_sparse(g, np.ones(50), [1.0, 2.0])
+
+
+def test_check_sparse_takes_a_dense_matrix_and_finds_its_wrong_entry():
+    g = lambda x: x[1:] * x[:-1]  # noqa: E731
+    x = np.linspace(0.5, 1.5, 6)
+    J = np.array(jaccli.jacobian(g, x))
+    assert jaccli.check_sparse(g, x, J).passed
+    J[2, 4] = 1.0  # outside the pattern
+    found = jaccli.check_sparse(g, x, J)
+    assert not found.passed and list(found.rows) == [2] and list(found.cols) == [4]
+
+
+def test_a_saved_pattern_is_taken_by_its_path_and_anything_else_is_refused(tmp_path):
+    x = np.linspace(0.1, 2.0, 30)
+    jaccli.sparsity(_banded, x).save(tmp_path / "P.npz")
+    for given in (tmp_path / "P.npz", str(tmp_path / "P.npz")):
+        J = jaccli.sparse_jacobian(_banded, x, sparsity=given)
+        assert np.array_equal(J.toarray(), np.asarray(jaccli.jacobian(_banded, x)))
+    with pytest.raises(jaccli.errors.UsageError, match="cannot read the pattern"):
+        jaccli.sparse_jacobian(_banded, x, sparsity=tmp_path / "missing.npz")
+    with pytest.raises(TypeError, match="sparsity should be a Sparsity"):
+        jaccli.sparse_jacobian(_banded, x, sparsity=3)

@@ -18,11 +18,9 @@ from typing import Any, Callable
 import numpy as np
 
 from jaccli.engine import Phase, blocks
-from jaccli.errors import UnsupportedOperationError, UsageError
+from jaccli.errors import UsageError
 
-from .arguments import as_args, resolve_wrt
-from .complex_functions import complex_arg
-from .jacobian_hessian import hessian as _lazy_hessian, jacobian as _lazy_jacobian
+from .sparse_real import real_lazy
 from .lazy import _Block
 
 __all__ = ["Sparsity", "sparsity", "sparse_jacobian", "sparse_hessian", "SparseRun", "sparse_run", "PatternMismatch",
@@ -340,32 +338,6 @@ class SparseRun:
     timings: dict
 
 
-class RealOnlyError(UnsupportedOperationError):
-    """A sparse Jacobian or Hessian asked of f with complex inputs or outputs (`what` says which)."""
-
-    def __init__(self, what: str) -> None:
-        super().__init__(f"sparse Jacobians and Hessians are of real functions, and f has {what}; use jaccli.jacobian "
-                         "(dense, docs/complex.md), or pass the real and imaginary parts as real inputs and return "
-                         "them as real outputs")
-        self.what = what
-
-
-def _real_lazy(f: Callable, inputs: Any, wrt: Any, hessian: bool) -> Any:
-    """hessian's or jacobian's lazy blocks of f, refused (UnsupportedOperationError) for complex inputs or outputs."""
-    args, inputs_is_tuple = as_args(inputs)
-    if any(complex_arg(args[k]) for k in resolve_wrt(f, args, wrt, inputs_is_tuple)[0]):
-        raise RealOnlyError("a complex input")
-    lazy = (_lazy_hessian if hessian else _lazy_jacobian)(f, inputs, wrt=wrt)
-    if any(type(leaf) is np.ndarray for leaf in _nested(lazy)):  # (jacobian's result for complex outputs: dense)
-        raise RealOnlyError("complex outputs")
-    return lazy
-
-
-def _nested(result: Any) -> list:
-    """The leaves of jacobian's or hessian's nested tuples."""
-    return [leaf for part in result for leaf in _nested(part)] if isinstance(result, tuple) else [result]
-
-
 def sparse_run(f: Callable, inputs: Any, *, wrt: Any = None, hessian: bool = False, sparsity: Sparsity | None = None,
                mode: str = "auto", rows: Any = None, cols: Any = None, refuse_changed: bool = False,
                recovery: str = "auto") -> SparseRun:
@@ -376,7 +348,12 @@ def sparse_run(f: Callable, inputs: Any, *, wrt: Any = None, hessian: bool = Fal
     _check_mode(mode, hessian and rows is None and cols is None)
     _check_recovery(recovery)
     _scipy()
-    lazy = _real_lazy(f, inputs, wrt, hessian)
+    if isinstance(sparsity, (str, Path)):  # (a pattern saved by Sparsity.save, or by jaccli sparsity -o)
+        sparsity = Sparsity.load(sparsity)
+    elif sparsity is not None and not isinstance(sparsity, Sparsity):
+        raise TypeError(f"sparsity should be a Sparsity (jaccli.sparsity(...)) or the path of one saved, not "
+                        f"{type(sparsity).__name__}")
+    lazy = real_lazy(f, inputs, wrt, hessian)
     ev = _leaves(lazy)[0]._ev
     found = _sparsity_for(ev.rec, f, sparsity, hessian, recovery if hessian else mode, refuse_changed)
     timings = {"detection_s": 0.0, "coloring_s": 0.0, **(found.timings if found is not sparsity else {})}
@@ -424,7 +401,7 @@ def sparsity(f: Callable, inputs: Any, *, wrt: Any = None, hessian: bool = False
     _check_mode(mode, hessian)
     _check_recovery(recovery)
     _scipy()
-    lazy = _real_lazy(f, inputs, wrt, hessian)
+    lazy = real_lazy(f, inputs, wrt, hessian)
     return _sparsity_for(_leaves(lazy)[0]._ev.rec, f, None, hessian, recovery if hessian else mode)
 
 
@@ -436,8 +413,9 @@ def sparse_jacobian(f: Callable, inputs: Any, *, wrt: Any = None, sparsity: Spar
         f: a function of NumPy arrays returning an array or a tuple of arrays.
         inputs: an array, or a tuple of arrays passed as positional arguments.
         wrt: which inputs to differentiate (positions or names).
-        sparsity: a `Sparsity` from an earlier call (`jaccli.sparsity`) to reuse; it is checked
-            against this point's recording and detected again if f took another path.
+        sparsity: a `Sparsity` from an earlier call (`jaccli.sparsity`) to reuse, or the path of one
+            saved (`Sparsity.save`, `jaccli sparsity -o`); it is checked against this point's recording
+            and detected again if f took another path.
         mode: "auto" (fewest sweeps), "forward", "reverse" or "bidirectional".
         rows, cols: indices into the flattened matrix (all outputs by all differentiated inputs):
             only these rows and columns, computed with the colours of the selection alone. Integers
@@ -467,7 +445,7 @@ def sparse_hessian(f: Callable, inputs: Any, *, wrt: Any = None, sparsity: Spars
         f: a function returning one scalar.
         inputs: an array, or a tuple of arrays.
         wrt: which inputs to differentiate.
-        sparsity: a `Sparsity` with ``hessian=True`` from an earlier call, to reuse.
+        sparsity: a `Sparsity` with ``hessian=True`` from an earlier call, or the path of one saved, to reuse.
         rows, cols: indices into the flattened Hessian: only these, as for `sparse_jacobian`.
         recovery: "auto", "direct" (star colouring, exact) or "substitution" (acyclic colouring).
 

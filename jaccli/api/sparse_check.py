@@ -52,12 +52,27 @@ def check_sparse(f: Callable, inputs: Any, result: Any, *, wrt: Any = None, hess
     lazy = (_lazy_hessian if hessian else _lazy_jacobian)(f, inputs, wrt=wrt)
     rec = _leaves(lazy)[0]._ev.rec
     outs, ins = _shapes(rec)
-    matrix = sp.csr_array(sp.block_array([[b for b in row] for row in _grid(result, lazy)], format="csr"))
+    cols = np.cumsum([0] + [math.prod(s) for s in ins])
+    rows = np.cumsum([0] + [math.prod(s) for s in (ins if hessian else outs)])
+    if isinstance(result, tuple) and isinstance(lazy, tuple):
+        matrix = sp.csr_array(sp.block_array([[b for b in row] for row in _grid(result, lazy)], format="csr"))
+    elif np.ndim(result) == 2 or sp.issparse(result):  # (the whole stacked matrix: one block, or a selection's)
+        matrix = sp.csr_array(result)
+    else:
+        raise TypeError(f"check_sparse checks a sparse result as sparse_{'hessian' if hessian else 'jacobian'} gives "
+                        f"it (a 2-D matrix, or nested tuples of them), not {type(result).__name__} of shape "
+                        f"{np.shape(result)}")
+    want = (int(rows[-1]), int(cols[-1]))
+    if matrix.shape != want:
+        other = (int(cols[-1]),) * 2 if not hessian else (int(np.cumsum([0] + [math.prod(s) for s in outs])[-1]),
+                                                           int(cols[-1]))
+        hint = (f"; it is the {'Hessian' if not hessian else 'Jacobian'}'s shape: give hessian={not hessian}"
+                if matrix.shape == other and other != want else "")
+        raise ValueError(f"the result to check is {matrix.shape[0]} x {matrix.shape[1]}, and the "
+                         f"{'Hessian' if hessian else 'Jacobian'} of f at these inputs is {want[0]} x {want[1]}{hint}")
     rng = np.random.default_rng(seed)
     v = rng.standard_normal(matrix.shape[1])
     w = rng.standard_normal(matrix.shape[0])
-    cols = np.cumsum([0] + [math.prod(s) for s in ins])
-    rows = np.cumsum([0] + [math.prod(s) for s in (ins if hessian else outs)])
     jv = rec.jvp([v[a:b].reshape((1,) + s) for a, b, s in zip(cols, cols[1:], ins)])
     jv = np.concatenate([np.zeros(b - a) if r is None else np.ravel(r)
                          for r, a, b in zip(jv, rows, rows[1:])])

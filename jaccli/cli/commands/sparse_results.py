@@ -234,7 +234,7 @@ def run_sparse(command: str, *, func: str | None, expression: str | None, source
                wrt: str | None, settings: Settings, out: Output, argv: list[str], debug: bool,
                pattern: str | None = None, recovery: str = "auto") -> None:
     """jacobian or hessian --sparse end to end: compute, write atomically (-o), show, report."""
-    from jaccli.api.sparse import RealOnlyError
+    from jaccli.api.sparse_real import RealOnlyError
 
     start = time.perf_counter()
     with recording_renames() as written, Failures(func, expression, debug, written) as failures, observed(out):

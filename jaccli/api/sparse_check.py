@@ -64,8 +64,7 @@ def check_sparse(f: Callable, inputs: Any, result: Any, *, wrt: Any = None, hess
                         f"{np.shape(result)}")
     want = (int(rows[-1]), int(cols[-1]))
     if matrix.shape != want:
-        other = (int(cols[-1]),) * 2 if not hessian else (int(np.cumsum([0] + [math.prod(s) for s in outs])[-1]),
-                                                           int(cols[-1]))
+        other = (int(cols[-1]),) * 2 if not hessian else (sum(math.prod(s) for s in outs), int(cols[-1]))
         hint = (f"; it is the {'Hessian' if not hessian else 'Jacobian'}'s shape: give hessian={not hessian}"
                 if matrix.shape == other and other != want else "")
         raise ValueError(f"the result to check is {matrix.shape[0]} x {matrix.shape[1]}, and the "

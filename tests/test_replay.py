@@ -483,3 +483,29 @@ def test_a_steady_replay_keeps_the_recording_it_was_replayed_from(hessian):
         kept.append(g._cache[next(iter(g._cache))])
     assert kept[-1] is kept[-2] is kept[-3] and kept[-1].trace.values() is None
     assert (g.records, g.replays, g.misses) == (1, 7, 0)
+
+
+@pytest.mark.parametrize("first_inside", [False, True])
+def test_a_call_under_the_other_eigh_convention_records_afresh_and_each_convention_replays_its_own(first_inside):
+    # jaccli.symmetric_derivatives() decides how eigvalsh is differentiated: a recording made under one convention
+    # replayed under the other gave that other convention's derivative silently
+    rng = np.random.default_rng(24)
+    A = rng.standard_normal((4, 4))
+    A = A + A.T
+    f = lambda A: np.linalg.eigvalsh(A) ** 2  # noqa: E731
+    with jaccli.symmetric_derivatives():
+        symmetric = np.asarray(jaccli.jacobian(f, A))
+    default = np.asarray(jaccli.jacobian(f, A))
+    assert not np.allclose(symmetric, default)  # (the two conventions differ here: the test can fail)
+    g = jaccli.record_once(f)
+    order = [True, False] if first_inside else [False, True]
+    for k in range(3):  # each convention recorded once, then replayed (the steady way too)
+        for inside in order:
+            B = A + 0.01 * k * np.eye(4)
+            if inside:
+                with jaccli.symmetric_derivatives():
+                    got, want = np.asarray(jaccli.jacobian(g, B)), np.asarray(jaccli.jacobian(f, B))
+            else:
+                got, want = np.asarray(jaccli.jacobian(g, B)), np.asarray(jaccli.jacobian(f, B))
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert (g.records, g.replays) == (2, 4)

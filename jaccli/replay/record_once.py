@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from jaccli.engine import current_errstate
+from jaccli.engine import SYMMETRIC_PART, current_errstate
 
 from .pending_replays import PendingReplay, replayed_by, route_for
 from .replays import Replayable
@@ -80,7 +80,7 @@ class RecordOnce:
     def recording(self, key: tuple, args: tuple, wrt: tuple[int, ...],
                   make: Callable[[], Replayable]) -> tuple[Replayable, bool]:
         """A replay of the recording kept for this signature, or a fresh one; and whether it is fresh."""
-        key = key + (wrt, _signature(args, wrt))
+        key = key + (wrt, _signature(args, wrt), bool(SYMMETRIC_PART.v))  # (the convention f is differentiated by)
         with self._lock:
             rec = self._cache.get(key)
         if rec is not None:
@@ -104,7 +104,7 @@ class RecordOnce:
         f's outputs, which a replay passes as its recording did), or it cannot be replayed at x: the
         caller then takes its usual way, recording() (which records f afresh on a miss). `pending`: the replay as
         a PendingReplay where it can be one (Replayable.replay)."""
-        key = key + (_ONE_INPUT, ((x.shape, x.dtype),))
+        key = key + (_ONE_INPUT, ((x.shape, x.dtype),), bool(SYMMETRIC_PART.v))  # (as recording() keys it)
         lock = self._lock
         with lock:
             rec = self._cache.get(key)
@@ -130,7 +130,7 @@ class RecordOnce:
         (kind, Program, seeds) that the caller reruns at the replay, where it knows it: the replay then takes
         the Route of `kept` for it (pending_replays.route_for), where it still holds."""
         key, version = kept_as
-        if self._version != version:
+        if self._version != version or key[-1] is not bool(SYMMETRIC_PART.v):  # (recorded under another convention)
             return None
         old = kept.inputs[0]
         if type(x) is not np.ndarray or x.shape != old.shape or (x.dtype is not old.dtype and x.dtype != old.dtype) \

@@ -1500,6 +1500,20 @@ def test_conversions_keep_numpys_dtype_and_shape():
     assert_array_equal(J, np.diag([1.0, 2.0]))  # the integer cast is a constant
 
 
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # (NumPy's, on making an np.matrix)
+@pytest.mark.parametrize("f", [lambda M, x: np.asarray(M @ x).ravel(), lambda M, x: x @ M, lambda M, x: np.dot(M, x),
+                               lambda M, x: np.multiply(M, x)], ids=["M @ x", "x @ M", "np.dot", "np.multiply"])
+def test_an_np_matrix_meeting_a_traced_value_is_refused_in_one_clear_error(f):
+    # its results keep two axes and its * is a matrix product: J came out (1, 4, 4) for a (4,) f, and a forward
+    # sweep multiplied a matrix value by its tangent as a matrix product (ValueError: shapes not aligned)
+    M = np.matrix(np.arange(1.0, 17.0).reshape(4, 4))
+    with pytest.raises(UnsupportedOperationError, match=r"np\.matrix is not supported by jaccli .* np\.asarray\(M\)"):
+        jaccli.jacobian(lambda x: f(M, x), np.ones(4))
+    A = np.asarray(M)  # as the message says: the same function of an array
+    J = np.asarray(jaccli.jacobian(lambda x: f(A, x), np.ones(4), mode="forward"))
+    np.testing.assert_allclose(J, central_diff(lambda x: f(A, x), np.ones(4)), rtol=1e-7, atol=1e-8)
+
+
 def test_one_element_read_is_a_copy_as_in_numpy_so_swaps_and_saved_pivots_work():
     # y[1] and A[0, 0] are scalars (copies) in NumPy, not views: writing y afterwards leaves them be
     def swap(x):

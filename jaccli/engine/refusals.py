@@ -252,3 +252,8 @@ def same_value_cast(value: Any, dtype: np.dtype) -> bool:
 
 # ndarray's methods that write into the array: not named as NumPy functions to write instead.
 IN_PLACE_METHODS = {"partition", "sort", "put", "fill", "resize", "setfield", "itemset", "byteswap", "setflags"}
+
+
+# An np.matrix operand of a traced value (Tracer.__array_ufunc__, __array_function__)
+MATRIX_REFUSED = ("np.matrix is not supported by jaccli (NumPy recommends regular arrays: a matrix's * and ** are matrix "
+           "products, its results keep two axes); make it an array with np.asarray(M), and write M @ x for products")

@@ -12,9 +12,10 @@ from .handlers import DEFERS_TO, FUNCTION_HANDLERS, HOLDERS, INTERNAL, NOT_PLAIN
 from .memory_overlap import TOO_HARD, element_addresses, same_memory
 from .nested_lists import refuse_ragged
 from .ndarray_methods import NdarrayMethods, name_as_ndarray_methods
-from .refusals import (IN_PLACE_METHODS, INSTEAD, PLAIN_CONVERSION, Formatted, cast_errors, escape_error,
-                       inside_np_vectorize, installed_package_escape, memory_reader, numpy_name, passes_out,
-                       read_only_message, refuse_ufunc_out, same_value_cast, scalar_type_called, unswapped_caller)
+from .refusals import (IN_PLACE_METHODS, INSTEAD, MATRIX_REFUSED, PLAIN_CONVERSION, Formatted, cast_errors,
+                       escape_error, inside_np_vectorize, installed_package_escape, memory_reader, numpy_name,
+                       passes_out, read_only_message, refuse_ufunc_out, same_value_cast, scalar_type_called,
+                       unswapped_caller)
 from .thread_state import ThreadSlot
 from .user_sites import user_site
 
@@ -229,6 +230,9 @@ def _overwritten_views(trace: Any, old: Any, idx: Any, writer: Any, written: Any
     return hit
 
 
+NOT_PLAIN.add(np.matrix)  # (x @ M: NumPy's own call, which meets M in __array_ufunc__, refused there: MATRIX_REFUSED)
+
+
 class Tracer(NdarrayMethods):
     """An array whose operations are recorded on a `Trace` (one nesting level)."""
 
@@ -256,6 +260,8 @@ class Tracer(NdarrayMethods):
                 continue
             if kind in DEFERS_TO:  # a sweep's structured block: its own method densifies it, or
                 return NotImplemented   # keeps its structure (with traced parts, replay/compiled_sweeps.py)
+            if kind is np.matrix:
+                raise UnsupportedOperationError(MATRIX_REFUSED, user_site(2))
             if isinstance(a, _SEQUENCES):
                 sequence = True
         if kwargs:
@@ -277,6 +283,8 @@ class Tracer(NdarrayMethods):
     def __array_function__(self, func, types, args, kwargs):
         if not DEFERS_TO.isdisjoint(types):  # (as in __array_ufunc__)
             return NotImplemented
+        if np.matrix in types:
+            raise UnsupportedOperationError(MATRIX_REFUSED, user_site(2))
         if kwargs.get("out") is not None or passes_out(func, args):
             name = numpy_name(func)
             raise TracingError(f"{name}(..., out=...) writes into an existing array; write `y = {name}(...)` "

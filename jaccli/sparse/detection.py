@@ -24,6 +24,8 @@ import scipy.sparse as sp
 from jaccli.engine import Phase
 from jaccli.engine import structure as st
 
+from .rowtable import Rows, RowTable
+
 __all__ = ["Detected", "detect", "fingerprint"]
 
 
@@ -172,6 +174,13 @@ def _local_pattern(node: Any, terms: tuple[str, ...], result: str, t: int) -> sp
 
 
 _UNKNOWN = st.Dense()
+_SMALL = 16  # elements of a result small enough for the row table whatever its arguments' form
+_TABLED = ("elementwise", "moves")  # the structures the row table propagates
+
+
+def _moved(node: Any, a: int, args: list) -> np.ndarray:
+    """Which element of argument a (its id, -1: none) each element of the result is, `args` given."""
+    return np.asarray(node.prim.impl(*args, **node.kwargs)).astype(np.int64).ravel() - 1
 
 
 class _Propagation:
@@ -185,20 +194,99 @@ class _Propagation:
             self.total += size
         self.pats: dict[int, Any] = {}
         self.dense_ops: list[tuple[str, Any]] = []
+        self.table = RowTable(self.total)
+        self.tabled: dict[int, tuple[sp.csr_array, Rows]] = {}  # id(CSR pattern): (it, its Rows)
+        self.arrays: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # shape: (ids + 1 as floats, zeros)
+
+    # -- the two forms of a pattern ----------------------------------------------------------------
+    def csr(self, pat: Any) -> sp.csr_array:
+        return self.table.to_csr(pat) if type(pat) is Rows else pat
+
+    def rows(self, pat: Any) -> Rows:
+        if type(pat) is Rows:
+            return pat
+        hit = self.tabled.get(id(pat))
+        if hit is None:
+            hit = self.tabled[id(pat)] = (pat, self.table.add_csr(pat))
+        return hit[1]
+
+    def gather(self, pat: Any, moved: np.ndarray | None, whole: bool, m: int) -> np.ndarray:
+        """The m row ids of pat's rows moved[k] (moved None: every row in order; -1: no row). A CSR
+        pattern enters the table whole when `whole`, else only the rows taken (numbers of a large array)."""
+        if (pat.ids.size if type(pat) is Rows else pat.shape[0]) == 0:  # (a sum of no element: no row)
+            return np.zeros(m, dtype=np.int64)
+        if type(pat) is not Rows and not whole:
+            rows = range(pat.shape[0]) if moved is None else moved.tolist()
+            return np.array([self.table.row_of_csr(pat, k) if k >= 0 else 0 for k in rows], dtype=np.int64)
+        ids = self.rows(pat).ids
+        if moved is None:
+            return ids
+        out = ids[moved]
+        out[moved < 0] = 0
+        return out
+
+    def shaped(self, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """Element ids + 1 as floats, and zeros, of an array of `shape` (made once, read-only)."""
+        hit = self.arrays.get(shape)
+        if hit is None:
+            ids = np.array(_ids(shape) + 1, dtype=np.float64)
+            zeros = np.zeros(shape)
+            ids.flags.writeable = zeros.flags.writeable = False
+            hit = self.arrays[shape] = (ids, zeros)
+        return hit
+
+    def tabled_pattern(self, node: Any, decl: Any) -> Any:
+        """An elementwise operation's or a move's pattern in the row table; None when scipy's path is
+        the one to take (a large result of CSR patterns only)."""
+        m = _size(node.value)
+        raw = [(a, self.pats[p.index] if i is None else self.pats[p.index][i]) for a, p, i in node.parents]
+        small = m <= _SMALL
+        if not small and not any(type(pat) is Rows for _, pat in raw):
+            return None
+        whole = not small
+        if decl.kind == "elementwise":
+            shape = np.shape(node.value)
+            parts = []
+            for a, pat in raw:
+                s = np.shape(node.args[a])
+                moved = None if s == shape else np.broadcast_to(_ids(s), shape).ravel()
+                parts.append(self.gather(pat, moved, whole, m))
+        elif node.prim.name == "np.concatenate" and len(raw) > 1:
+            # each element is one element of one piece: one run on ids numbered across the pieces
+            args = [self.shaped(np.shape(v))[1] if _is_data(v) else v for v in node.args]
+            pieces, start = [], 0
+            for a, pat in raw:
+                args[a] = self.shaped(np.shape(node.args[a]))[0] + start
+                pieces.append(self.gather(pat, None, whole, _size(node.args[a])))
+                start += _size(node.args[a])
+            parts = [self.gather(Rows(np.concatenate(pieces)), _moved(node, 0, args), True, m)]
+        else:
+            traced = {a for a, _ in raw}
+            blank = [self.shaped(np.shape(v))[1] if b in traced or _is_data(v) else v
+                     for b, v in enumerate(node.args)]
+            parts = []
+            for a, pat in raw:
+                args = list(blank)
+                args[a] = self.shaped(np.shape(node.args[a]))[0]
+                parts.append(self.gather(pat, _moved(node, a, args), whole, m))
+        ids = self.table.union(parts, m, _SMALL)
+        if ids is None:
+            return _union([self.table.to_csr(Rows(p)) for p in parts], m, self.total)
+        return Rows(ids)
 
     # -- patterns of a node's arguments ----------------------------------------------------------
     def arg_pattern(self, node: Any, argnum: int) -> sp.csr_array | None:
         for a, parent, idx in node.parents:
             if a == argnum:
                 pat = self.pats[parent.index]
-                return pat[idx] if idx is not None else pat
+                return self.csr(pat[idx] if idx is not None else pat)
         return None
 
     def traced_args(self, node: Any) -> list[tuple[int, sp.csr_array]]:
         out = []
         for a, parent, idx in node.parents:
             pat = self.pats[parent.index]
-            out.append((a, pat[idx] if idx is not None else pat))
+            out.append((a, self.csr(pat[idx] if idx is not None else pat)))
         return out
 
     # -- the structures ----------------------------------------------------------------------------
@@ -321,7 +409,11 @@ class _Propagation:
             self.pats[node.index] = self.empty_like(node)
         else:
             decl = st.structure_of(node.prim) or _UNKNOWN  # (no structure: taken as dense, and reported)
-            pat = getattr(self, decl.kind)(node, decl)
+            pat = None
+            if decl.kind in _TABLED and not node.prim.multi_out:
+                pat = self.tabled_pattern(node, decl)
+            if pat is None:
+                pat = getattr(self, decl.kind)(node, decl)
             if node.prim.multi_out and not isinstance(pat, tuple):  # (logsumexp's value and sign)
                 pat = tuple(pat if _size(v) == pat.shape[0] else _rows_of(np.unique(pat.indices), _size(v), self.total)
                             for v in node.value)
@@ -349,6 +441,7 @@ def detect(rec: Any) -> Detected:
             pat = prop.pats[ref[0].index]
             if ref[1] is not None:
                 pat = pat[ref[1]]
+            pat = prop.csr(pat)
         pat = sp.csr_array(pat)
         for node in rec.in_nodes:
             off, size = prop.offsets[node.index]

@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from jaccli.engine import Phase
 from jaccli.engine import structure as st
 
-from .rowtable import Rows, RowTable
+from .rowtable import SMALL, Rows, RowTable
 
 __all__ = ["Detected", "detect", "fingerprint"]
 
@@ -116,6 +116,10 @@ def _size(v: Any) -> int:
     return int(np.size(v))
 
 
+def _shape(v: Any) -> tuple:
+    return v.shape if type(v) is np.ndarray else np.shape(v)
+
+
 def _argument(node: Any, position: int, name: str) -> Any:
     """A recorded node's argument, given by position or (past the positional ones) by keyword."""
     return node.args[position] if position < len(node.args) else node.kwargs.get(name)
@@ -174,13 +178,8 @@ def _local_pattern(node: Any, terms: tuple[str, ...], result: str, t: int) -> sp
 
 
 _UNKNOWN = st.Dense()
-_SMALL = 16  # elements of a result small enough for the row table whatever its arguments' form
 _TABLED = ("elementwise", "moves")  # the structures the row table propagates
-
-
-def _moved(node: Any, a: int, args: list) -> np.ndarray:
-    """Which element of argument a (its id, -1: none) each element of the result is, `args` given."""
-    return np.asarray(node.prim.impl(*args, **node.kwargs)).astype(np.int64).ravel() - 1
+_ONE_SOURCE = ("assign", "np.concatenate")  # moves whose every element is one traced argument's, or none
 
 
 class _Propagation:
@@ -196,7 +195,7 @@ class _Propagation:
         self.dense_ops: list[tuple[str, Any]] = []
         self.table = RowTable(self.total)
         self.tabled: dict[int, tuple[sp.csr_array, Rows]] = {}  # id(CSR pattern): (it, its Rows)
-        self.arrays: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # shape: (ids + 1 as floats, zeros)
+        self.arrays: dict[tuple, np.ndarray] = {}  # shape: zeros (read-only), the blank of data
 
     # -- the two forms of a pattern ----------------------------------------------------------------
     def csr(self, pat: Any) -> sp.csr_array:
@@ -210,66 +209,56 @@ class _Propagation:
             hit = self.tabled[id(pat)] = (pat, self.table.add_csr(pat))
         return hit[1]
 
-    def gather(self, pat: Any, moved: np.ndarray | None, whole: bool, m: int) -> np.ndarray:
-        """The m row ids of pat's rows moved[k] (moved None: every row in order; -1: no row). A CSR
-        pattern enters the table whole when `whole`, else only the rows taken (numbers of a large array)."""
-        if (pat.ids.size if type(pat) is Rows else pat.shape[0]) == 0:  # (a sum of no element: no row)
-            return np.zeros(m, dtype=np.int64)
-        if type(pat) is not Rows and not whole:
-            rows = range(pat.shape[0]) if moved is None else moved.tolist()
-            return np.array([self.table.row_of_csr(pat, k) if k >= 0 else 0 for k in rows], dtype=np.int64)
-        ids = self.rows(pat).ids
-        if moved is None:
-            return ids
-        out = ids[moved]
-        out[moved < 0] = 0
-        return out
+    def ids_of(self, pat: Any, shape: tuple) -> np.ndarray:
+        """pat's row ids as an array of `shape` (a reduction over no element: none)."""
+        if type(pat) is not Rows and pat.shape[0] == 0:
+            return np.zeros(shape)
+        return self.rows(pat).ids.reshape(shape)
 
-    def shaped(self, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
-        """Element ids + 1 as floats, and zeros, of an array of `shape` (made once, read-only)."""
-        hit = self.arrays.get(shape)
-        if hit is None:
-            ids = np.array(_ids(shape) + 1, dtype=np.float64)
-            zeros = np.zeros(shape)
-            ids.flags.writeable = zeros.flags.writeable = False
-            hit = self.arrays[shape] = (ids, zeros)
-        return hit
+    def zeros(self, shape: tuple) -> np.ndarray:
+        z = self.arrays.get(shape)
+        if z is None:
+            z = self.arrays[shape] = np.zeros(shape)
+            z.flags.writeable = False
+        return z
 
     def tabled_pattern(self, node: Any, decl: Any) -> Any:
-        """An elementwise operation's or a move's pattern in the row table; None when scipy's path is
-        the one to take (a large result of CSR patterns only)."""
-        m = _size(node.value)
+        """An elementwise operation's or a move's pattern in the row table; None when scipy's path is the
+        one to take: a large result of scipy patterns only (a move), or of one (elementwise)."""
+        value = node.value
+        m = value.size if isinstance(value, (np.ndarray, np.generic)) else _size(value)
         raw = [(a, self.pats[p.index] if i is None else self.pats[p.index][i]) for a, p, i in node.parents]
-        small = m <= _SMALL
-        if not small and not any(type(pat) is Rows for _, pat in raw):
+        elementwise = decl.kind == "elementwise"
+        if m > SMALL and ((elementwise and not all(type(pat) is Rows for _, pat in raw))
+                          or not any(type(pat) is Rows for _, pat in raw)):
             return None
-        whole = not small
-        if decl.kind == "elementwise":
-            shape = np.shape(node.value)
+        args = node.args
+        if elementwise:
+            if m == 1:  # numbers: their rows' union
+                return Rows(np.array([self.table.union_one([self.ids_of(pat, ()).item() for _, pat in raw])]))
+            shape = _shape(value)
             parts = []
             for a, pat in raw:
-                s = np.shape(node.args[a])
-                moved = None if s == shape else np.broadcast_to(_ids(s), shape).ravel()
-                parts.append(self.gather(pat, moved, whole, m))
-        elif node.prim.name == "np.concatenate" and len(raw) > 1:
-            # each element is one element of one piece: one run on ids numbered across the pieces
-            args = [self.shaped(np.shape(v))[1] if _is_data(v) else v for v in node.args]
-            pieces, start = [], 0
-            for a, pat in raw:
-                args[a] = self.shaped(np.shape(node.args[a]))[0] + start
-                pieces.append(self.gather(pat, None, whole, _size(node.args[a])))
-                start += _size(node.args[a])
-            parts = [self.gather(Rows(np.concatenate(pieces)), _moved(node, 0, args), True, m)]
+                s = _shape(args[a])
+                ids = self.ids_of(pat, s)
+                parts.append(ids.ravel() if s == shape else np.broadcast_to(ids, shape).ravel())
         else:
-            traced = {a for a, _ in raw}
-            blank = [self.shaped(np.shape(v))[1] if b in traced or _is_data(v) else v
-                     for b, v in enumerate(node.args)]
+            # a move run on the row ids themselves gives the result's row ids (constants: 0, no row);
+            # each traced argument alone unless every element is one argument's
+            traced = [a for a, _ in raw]
+            blank = list(args)
+            for b, v in enumerate(args):
+                if b in traced or _is_data(v):
+                    blank[b] = self.zeros(_shape(v))
+            together = len(raw) == 1 or node.prim.name in _ONE_SOURCE
             parts = []
-            for a, pat in raw:
-                args = list(blank)
-                args[a] = self.shaped(np.shape(node.args[a]))[0]
-                parts.append(self.gather(pat, _moved(node, a, args), whole, m))
-        ids = self.table.union(parts, m, _SMALL)
+            for j, (a, pat) in enumerate(raw):
+                moved = blank if together else list(blank)
+                moved[a] = self.ids_of(pat, _shape(args[a]))
+                if together and j < len(raw) - 1:
+                    continue  # (the other arguments' ids first, then one run)
+                parts.append(np.asarray(node.prim.impl(*moved, **node.kwargs), dtype=np.float64).ravel())
+        ids = self.table.union(parts, m)
         if ids is None:
             return _union([self.table.to_csr(Rows(p)) for p in parts], m, self.total)
         return Rows(ids)

@@ -197,10 +197,10 @@ def _recorded_elements(rec: Any) -> int:
     return sum(np.size(node.value) for node in rec.trace.nodes if not node.prim.multi_out)
 
 
-def _detected(rec: Any, hessian: bool, mode: str) -> Sparsity:
-    """Detect and colour; `mode`: the Jacobian's mode, or the Hessian's recovery."""
+def _detected(rec: Any, hessian: bool, mode: str, key: str) -> Sparsity:
+    """Detect and colour; `mode`: the Jacobian's mode, or the Hessian's recovery; `key`: rec's fingerprint."""
     from jaccli.sparse import hessian_plan, jacobian_plan
-    from jaccli.sparse.detection import detect, fingerprint
+    from jaccli.sparse.detection import detect
     from jaccli.sparse.effort import sweep_seconds
     sp = _scipy()
     start = time.perf_counter()
@@ -216,7 +216,7 @@ def _detected(rec: Any, hessian: bool, mode: str) -> Sparsity:
         plan = jacobian_plan(pattern, mode=mode, sweep_s=sweep_s)
     outs, ins = _shapes(rec)
     timings = {"detection_s": detected - start, "coloring_s": time.perf_counter() - detected}
-    return Sparsity(pattern, plan, outs, ins, hessian, found.dense_ops, found.compared, fingerprint(rec), timings)
+    return Sparsity(pattern, plan, outs, ins, hessian, found.dense_ops, found.compared, key, timings)
 
 
 def _sparsity_for(rec: Any, f: Any, given: Sparsity | None, hessian: bool, mode: str,
@@ -248,7 +248,7 @@ def _sparsity_for(rec: Any, f: Any, given: Sparsity | None, hessian: bool, mode:
         warnings.warn("f recorded other operations at this point than where its sparsity pattern was detected "
                       "(another branch of an if, or another loop count): the pattern was detected again",
                       SparsityChangedWarning, stacklevel=3)
-    found = _detected(rec, hessian, mode)
+    found = _detected(rec, hessian, mode, key)
     if cache is not None:
         if len(cache) >= 8:
             cache.pop(next(iter(cache)))

@@ -501,3 +501,22 @@ def test_a_saved_pattern_is_taken_by_its_path_and_anything_else_is_refused(tmp_p
         jaccli.sparse_jacobian(_banded, x, sparsity=tmp_path / "missing.npz")
     with pytest.raises(TypeError, match="sparsity should be a Sparsity"):
         jaccli.sparse_jacobian(_banded, x, sparsity=3)
+
+
+@pytest.mark.parametrize("expression, kinked", [("abs(x[1:] - x[:-1])", True), ("sqrt(x) * x[::-1]", False)])
+def test_jacobian_sparse_records_f_once_for_its_kinks_and_nonfinite_report_too(runner, monkeypatch, expression, kinked):
+    # the run's own recording tells its kinks (and the first non-finite value's operation): f is not recorded again
+    from jaccli.engine import recording
+
+    made = []
+    init = recording.Recording.__init__
+
+    def counted_init(self, *args, **kwargs):
+        made.append(1)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(recording.Recording, "__init__", counted_init)
+    result = invoke(runner, "jacobian", "-e", expression, "x=[0.0, 0.0, 1.0]", "--sparse")
+    assert result.exit_code == 0, result.stderr
+    assert ("is at its kink here" in result.stderr) == kinked and ("first non-finite value" in result.stderr) != kinked
+    assert len(made) == 1

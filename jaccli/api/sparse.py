@@ -328,6 +328,7 @@ class SparseRun:
         sparsity: the pattern and plan of the whole matrix.
         plan: the plan that ran (the selection's own when rows or cols were given).
         sweeps: sweeps run; timings: detection_s, coloring_s (0 for a reused pattern), sweeps_s.
+        recording: the recording swept: f's (a Hessian's: its gradient's).
     """
 
     matrix: Any
@@ -336,6 +337,7 @@ class SparseRun:
     plan: Any
     sweeps: int
     timings: dict
+    recording: Any = None
 
 
 def sparse_run(f: Callable, inputs: Any, *, wrt: Any = None, hessian: bool = False, sparsity: Sparsity | None = None,
@@ -369,7 +371,7 @@ def sparse_run(f: Callable, inputs: Any, *, wrt: Any = None, hessian: bool = Fal
         matrix, plan = compute_selected(ev, found, rows, cols, mode, _products)
         blocks = None
     timings["sweeps_s"] = time.perf_counter() - start
-    return SparseRun(matrix, blocks, found, plan, ev.sweeps - before, timings)
+    return SparseRun(matrix, blocks, found, plan, ev.sweeps - before, timings, ev.rec)
 
 
 # ---------------------------------------------------------------------------------------------

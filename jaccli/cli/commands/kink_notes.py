@@ -18,14 +18,13 @@ from .failures import shown_path
 from .problem import Problem
 
 
-def kinks_at(problem: Problem, outcome: Outcome | None = None) -> list[dict]:
+def kinks_at(problem: Problem, outcome: Outcome | None = None, rec: Any = None) -> list[dict]:
     """``{"op", "site", "count", "notes"}`` per op of f evaluated at its kink at this point (as `jaccli info`
-    reports them), from the recording of a Jacobian's `outcome`; a Hessian's is of the gradient, and grad,
-    jvp, vjp, hvp and sparse results keep none: f is recorded once more for them."""
+    reports them), from the recording of a Jacobian's `outcome`, or `rec` (f's own: a sparse Jacobian's); a
+    Hessian's is of the gradient, and grad, jvp, vjp and hvp keep none: f is recorded once more for them."""
     from jaccli.check.diagnostics import recording_of
     from jaccli.engine import Recording
 
-    rec = None
     if outcome is not None and outcome.command == "jacobian":
         rec = recording_of([b.lazy for b in outcome.blocks])
     if rec is None:

@@ -126,12 +126,14 @@ def report_entries(outcome: Outcome) -> tuple[list[dict], Any]:
     return [dict(e) for e in outcome.nonfinite], origin
 
 
-def sparse_scan(problem: Problem, matrix: Any, hessian: bool, spans: dict | None) -> tuple[list[dict], Any]:
+def sparse_scan(problem: Problem, matrix: Any, hessian: bool, spans: dict | None, rec: Any = None) \
+        -> tuple[list[dict], Any]:
     """The NaN and inf among a sparse result's stored entries (`matrix`, CSR: the others are structural zeros),
     as the dense `scan` counts them, in one entry for the whole matrix; and the operation that made the first
     (Provenance, or None): f's own values first, else one product along the first such entry's column (a JVP,
     or for a Hessian an HVP) with a NonfiniteMonitor watching its sweeps. `spans`: where each output and input
-    sits in the matrix (sparse_results.layout; None for a selection: entries are named by row and column)."""
+    sits in the matrix (sparse_results.layout; None for a selection: entries are named by row and column); `rec`:
+    f's recording where the run kept it (a sparse Jacobian's), else f is recorded again to find the first."""
     data = matrix.data
     bad = ~np.isfinite(data)
     if not bad.any():
@@ -143,7 +145,7 @@ def sparse_scan(problem: Problem, matrix: Any, hessian: bool, spans: dict | None
              "entries": int(matrix.nnz), "first": [[int(r), int(c)] for r, c in zip(rows[:MAX_LISTED], cols)],
              "labels": [f"{_span_label(spans, 'rows', r)}, {_span_label(spans, 'cols', c)}"
                         for r, c in zip(rows[:MAX_LISTED], cols)]}
-    return [entry], _sparse_origin(problem, hessian, int(cols[0]), spans)
+    return [entry], _sparse_origin(problem, hessian, int(cols[0]), spans, rec)
 
 
 def _span_label(spans: dict | None, axis: str, k: int) -> str:
@@ -153,7 +155,7 @@ def _span_label(spans: dict | None, axis: str, k: int) -> str:
     return element_labels(span["name"], tuple(span["shape"]), np.array([k - span["start"]]))[0]
 
 
-def _sparse_origin(problem: Problem, hessian: bool, col: int, spans: dict | None) -> Any:
+def _sparse_origin(problem: Problem, hessian: bool, col: int, spans: dict | None, rec: Any) -> Any:
     import warnings
 
     import jaccli
@@ -162,7 +164,7 @@ def _sparse_origin(problem: Problem, hessian: bool, col: int, spans: dict | None
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (f's warnings were reported from its first run)
         try:
-            prov = first_nonfinite_primal(Recording(problem.func, problem.args, problem.wrt))
+            prov = first_nonfinite_primal(rec or Recording(problem.func, problem.args, problem.wrt))
         except Exception:  # noqa: BLE001 - f ran before; explain with the sweeps alone
             prov = None
         if prov is not None:
@@ -181,9 +183,12 @@ def _sparse_origin(problem: Problem, hessian: bool, col: int, spans: dict | None
         seeds = tuple(np.zeros(np.shape(problem.args[k])) for k in problem.wrt)
         seeds[j].reshape(-1)[at] = 1.0
         with NonfiniteMonitor() as monitor:
-            (jaccli.hvp if hessian else jaccli.jvp)(problem.func, problem.args, seeds if len(seeds) > 1 else seeds[0],
-                                                    wrt=problem.wrt)
-    origin = monitor.provenance(None)
+            if rec is not None:  # (one forward sweep of the run's recording)
+                rec.jvp([seed[None] for seed in seeds])
+            else:
+                (jaccli.hvp if hessian else jaccli.jvp)(problem.func, problem.args,
+                                                        seeds if len(seeds) > 1 else seeds[0], wrt=problem.wrt)
+    origin = monitor.provenance(rec)
     if origin is not None and problem.is_expression:
         origin.file = origin.line = None  # (as scan's: an expression has no file)
     elif origin is not None and origin.file:

@@ -253,9 +253,10 @@ def run_sparse(command: str, *, func: str | None, expression: str | None, source
                                  "(docs/complex.md)") from None
             parallel = remote.lines() if remote is not None else []
         blocks = layout(problem, done, command == "hessian")
-        kinks = kinks_at(problem)
+        kinks = kinks_at(problem, rec=done.recording if command == "jacobian" else None)  # (f's, not recorded again)
         outcome = SimpleNamespace(nonfinite=[], origin=None)  # (what nonfinite's lines and report entries read)
-        outcome.nonfinite, outcome.origin = sparse_scan(problem, done.matrix, command == "hessian", blocks)
+        outcome.nonfinite, outcome.origin = sparse_scan(problem, done.matrix, command == "hessian", blocks,
+                                                        done.recording if command == "jacobian" else None)
         if out.path is not None:
             _write(problem, done, command == "hessian", blocks, settings, out)
         if out.plot is not None:

@@ -152,3 +152,16 @@ def densified_blocks(monkeypatch) -> list:
 
     monkeypatch.setattr(seeds.SparseBlock, "todense", counted)
     return made
+
+
+def constructions(monkeypatch, cls: type) -> list:
+    """One entry per instance of `cls` made from now on in this test (its __init__ counted, still called)."""
+    made: list = []
+    init = cls.__init__
+
+    def counted(self, *args, **kwargs):
+        made.append(1)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, "__init__", counted)
+    return made

@@ -15,7 +15,7 @@ import scipy.sparse as sp
 import jaccli
 from jaccli.api.sparse import sparse_run
 
-from .helpers import assert_error, rosen_hess, rosenbrock, scale_recovered_column
+from .helpers import assert_error, constructions, rosen_hess, rosenbrock, scale_recovered_column
 from .test_cli import invoke, make_runner, write
 
 BANDED = """import numpy as np
@@ -508,14 +508,7 @@ def test_jacobian_sparse_records_f_once_for_its_kinks_and_nonfinite_report_too(r
     # the run's own recording tells its kinks (and the first non-finite value's operation): f is not recorded again
     from jaccli.engine import recording
 
-    made = []
-    init = recording.Recording.__init__
-
-    def counted_init(self, *args, **kwargs):
-        made.append(1)
-        init(self, *args, **kwargs)
-
-    monkeypatch.setattr(recording.Recording, "__init__", counted_init)
+    made = constructions(monkeypatch, recording.Recording)
     result = invoke(runner, "jacobian", "-e", expression, "x=[0.0, 0.0, 1.0]", "--sparse")
     assert result.exit_code == 0, result.stderr
     assert ("is at its kink here" in result.stderr) == kinked and ("first non-finite value" in result.stderr) != kinked

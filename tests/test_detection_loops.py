@@ -12,6 +12,7 @@ import jaccli
 from jaccli.engine.recording import Recording
 from jaccli.sparse import detection
 from jaccli.sparse.detection import detect
+from tests.helpers import constructions
 
 
 def assigned(x):
@@ -125,14 +126,7 @@ def test_element_loop_detection_builds_few_scipy_matrices(monkeypatch):
     x = np.random.default_rng(0).uniform(0.5, 1.5, 300)
     rec = Recording(assigned, [x], (0,))
     assert len(rec.trace.nodes) > 2500
-    made = []
-    original = sp.csr_array.__init__
-
-    def counted(self, *args, **kwargs):
-        made.append(1)
-        original(self, *args, **kwargs)
-
-    monkeypatch.setattr(sp.csr_array, "__init__", counted)
+    made = constructions(monkeypatch, sp.csr_array)
     found = detect(rec)
     assert len(made) < 20, len(made)
     assert found.blocks[0][0].nnz == 3 * 298 + 2

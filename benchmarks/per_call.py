@@ -92,7 +92,7 @@ def _per_call(run: Callable[[], object], calls: int) -> float:
 def parts(iid: str, rounds: int, calls: int, anchors: bool = True) -> dict[str, float]:
     """Median wall-clock microseconds per call of each part and method on instance `iid`
     (`anchors`: jax.jit's methods too, where JAX is installed)."""
-    from jaccli.api import evaluator, steady_blocks
+    from jaccli.api import hessian_evaluator, steady_blocks
     from jaccli.replay import compiled_sweeps, partial_forward, replay_trace
 
     inst = load(iid)
@@ -116,7 +116,7 @@ def parts(iid: str, rounds: int, calls: int, anchors: bool = True) -> dict[str, 
     timer.wrap(partial_forward.Split, "values", "compiled forward")  # (a replay of the values its sweeps read)
     timer.wrap(compiled_sweeps.Program, "run", "compiled sweeps")
     timer.wrap_routes("compiled sweeps")  # (a steady call's program, run by its lane's route)
-    timer.wrap(evaluator, "symmetric_from_structure", "symmetric assembly")
+    timer.wrap(hessian_evaluator, "symmetric_from_structure", "symmetric assembly")
     timer.wrap(steady_blocks, "symmetric_from_structure", "symmetric assembly")  # (a steady call's, at once)
     rows: dict[str, list[float]] = {}
     try:

@@ -223,7 +223,7 @@ def test_rows_asked_first_still_take_the_usual_route_and_the_whole_block_agrees(
 
 
 def test_a_steady_hessian_is_not_symmetrised_again(monkeypatch):
-    from jaccli.api.evaluator import HessianEvaluator
+    from jaccli.api.hessian_evaluator import HessianEvaluator
 
     counted = _Counted(monkeypatch, HessianEvaluator, "_symmetrize")
     g = jaccli.record_once(_rosenbrock)

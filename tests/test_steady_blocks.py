@@ -270,7 +270,8 @@ def test_small_replays_share_one_context_that_pauses_nothing():
 @pytest.mark.parametrize("f, hessian", [(_elementwise, False), (_wide, False), (_rosenbrock, True),
                                         (_logsumexp, True)])
 def test_a_steady_whole_block_decides_no_route_and_makes_no_positions(monkeypatch, f, hessian):
-    from jaccli.api.evaluator import Evaluator, HessianEvaluator
+    from jaccli.api.evaluator import Evaluator
+    from jaccli.api.hessian_evaluator import HessianEvaluator
 
     routes = _Counted(monkeypatch, HessianEvaluator if hessian else Evaluator, "ensure")
     make = jaccli.hessian if hessian else jaccli.jacobian
@@ -403,7 +404,7 @@ def test_a_steady_diagonal_block_is_written_at_once_with_the_usual_counts(monkey
 def test_a_steady_hessian_block_is_assembled_with_its_kept_positions(monkeypatch):
     # (P3-n100: the positions' bytes were hashed and looked up, and np.where ran, on every call)
     from jaccli.api import hessian_symmetry
-    from jaccli.api.evaluator import HessianEvaluator
+    from jaccli.api.hessian_evaluator import HessianEvaluator
 
     counted = _Counted(monkeypatch, HessianEvaluator, "_write_rows")
     looked_up = []

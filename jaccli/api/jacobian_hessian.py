@@ -10,7 +10,8 @@ from jaccli.engine import Recording, definition_site, is_complex, primal_nested,
 
 from .arguments import as_args, param_names, resolve_wrt, validate_options
 from .complex_functions import complex_arg, complex_jacobian, holomorphic_hessian, refuse_complex_inputs
-from .evaluator import MODES, Evaluator, HessianEvaluator
+from .evaluator import MODES, Evaluator
+from .hessian_evaluator import HessianEvaluator
 from .lazy import Hessian, Jacobian
 from .recorded_functions import any_traced, gradient_function, gradient_recording, record, record_once_of, unwrapped
 from .sample_mixing import check_batch_independence

@@ -415,3 +415,44 @@ def test_entries_handed_out_never_change_when_rows_and_columns_are_mixed_in_a_pa
             assert_array_equal(whole[:, k], column)
             assert_array_equal(whole[k - 1:k + 2], row)
     assert differ  # (the two kinds of sweep do round differently here: else this test could not fail)
+
+
+def _rounds_apart(x):
+    # a Hessian whose row sweeps give a pair (r, c) and its mirror (c, r) different last bits
+    return np.sum(np.exp(0.3 * x[:-1] * x[1:]) * np.cos(x[1:])) + np.sum(np.log1p(x ** 2) * x[::-1])
+
+
+def test_a_few_rows_of_a_mid_sized_hessian_keep_only_themselves_and_never_change():
+    # 1000 x 1000 (8 MB): a few rows kept only (as a Jacobian's: asked_few), each new row taking the values its
+    # known mirrors were handed out with and the new rows' pairs averaged, so that they and the whole matrix
+    # asked later agree to the bit
+    x = np.linspace(0.1, 2.0, 1000)
+    hvp_rows = np.stack([jaccli.hvp(_rounds_apart, x, e)[1] for e in np.eye(1000)[:9]])
+    assert hvp_rows[3, 4] != hvp_rows[4, 3] and hvp_rows[7, 8] != hvp_rows[8, 7]  # (rows round apart there)
+    H = jaccli.hessian(_rounds_apart, x)
+    tracemalloc.start()
+    first = np.array(H[0:4])
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert type(H._ev.store[(0, 0)]) is PartialStore and peak < 2**20
+    second = np.array(H[3:9])  # row 3 known; rows 4-8 new, (4, 3) a known mirror's, (7, 8) a pair among them
+    assert_array_equal(second[0], first[3])
+    assert second[1, 3] == first[3, 4] and second[4, 8] == second[5, 7]
+    whole = np.asarray(H)
+    assert_array_equal(whole[0:4], first)
+    assert_array_equal(whole[3:9], second)
+    assert_array_equal(whole, whole.T)
+    assert_allclose(whole[:9], hvp_rows, rtol=1e-13, atol=1e-13)
+    h, steps = 1e-5, np.eye(1000)[:9]  # the Hessian's first columns by central differences of the gradient
+    columns = [(jaccli.grad(_rounds_apart, x + h * e) - jaccli.grad(_rounds_apart, x - h * e)) / (2 * h) for e in steps]
+    assert_allclose(whole[:9], np.stack(columns), rtol=1e-6, atol=1e-6)
+
+
+def test_a_quarter_of_a_hessians_rows_or_a_small_hessian_keeps_the_dense_cache():
+    x = np.linspace(0.1, 2.0, 1000)
+    H = jaccli.hessian(_rounds_apart, x)
+    H[0:250]
+    assert type(H._ev.store[(0, 0)]) is np.ndarray
+    small = jaccli.hessian(_rounds_apart, x[:500])  # 2 MB
+    small[0:3]
+    assert type(small._ev.store[(0, 0)]) is np.ndarray

@@ -329,9 +329,9 @@ class BlockStores:
 
     def asked_few(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray) -> None:
         """A request for `rows` x `cols` of block (i, j), not all of it: where the block has no cache yet, is
-        _FEW_LINES_FROM or more, and they are a few of its rows or columns, its cache will keep only them. A
-        Jacobian's (Evaluator.ensure): a Hessian's rows are made to agree with the known ones in its dense cache
-        as they are written (HessianEvaluator._agree_with_known)."""
+        _FEW_LINES_FROM or more, and they are a few of its rows or columns, its cache will keep only them
+        (Evaluator.ensure; a Hessian's of one input, whose rows are made to agree with the known ones as they
+        are put: HessianEvaluator._agree_in_part)."""
         if (rows.size * _FEW <= self.M[i] or cols.size * _FEW <= self.N[j]) and (i, j) not in self.store \
                 and self._nbytes(i, j) >= _FEW_LINES_FROM:
             if not self._few:

@@ -47,6 +47,8 @@ class HessianEvaluator(Evaluator):
                 route = "reverse" if mode == "reverse" else "forward"
                 return self._whole_block(i, j, mode, route, a, positions,
                                          lambda: self._hessian_lines(i, j, rows, cols, mode))
+        elif self.n_in == 1 and not self.batch:  # (a few rows of one input's block: made to agree as put)
+            self.asked_few(i, j, rows, cols)
         return self._hessian_lines(i, j, rows, cols, mode)
 
     def _hessian_lines(self, i: int, j: int, rows: np.ndarray, cols: np.ndarray, mode: str) -> str:
@@ -76,10 +78,27 @@ class HessianEvaluator(Evaluator):
             self._symmetric.add((i, j))
             return
         super()._write_rows(i, j, rows, ct)
-        if type(self.store.get((i, j))) is np.ndarray:
+        store = self.store.get((i, j))
+        if type(store) is np.ndarray:
             self._agree_with_known(i, j, rows)
+        elif i == j and not self.batch:
+            self._agree_in_part(store, i, rows)
         else:  # a PartialStore's rows: averaged once all rows are known
             self._unagreed.add((i, j))
+
+    def _agree_in_part(self, store: PartialStore, i: int, rows: np.ndarray) -> None:
+        """_agree_with_known for the rows just put into a diagonal block's PartialStore (its last chunk): entry
+        (r, c) takes the value of (c, r) where row c was known before; the new rows' pairs are averaged."""
+        data = store.rows.dense(len(store.rows.data) - 1)  # (a chunk kept structured: dense from now on)
+        store.rows.structured.pop(len(store.rows.data) - 1, None)
+        if not data.flags.writeable:
+            data = store.rows.data[-1] = data.copy()
+        known = np.flatnonzero(self.row_done[i])  # (before these rows: counted once written, _took)
+        if known.size:
+            data[:, known] = store.row_values(known, rows).T
+        pairs = data[:, rows]
+        data[:, rows] = 0.5 * (pairs + pairs.T)
+        self._agreed.add((i, i))
 
     def _agree_with_known(self, i: int, j: int, rows: np.ndarray) -> None:
         """Make the rows just written agree with the entries known before, so that none changes.

@@ -1251,6 +1251,9 @@ CLI_MESSAGES = [
          "the edge of the function's domain",
          files={"domain.py": "import numpy as np\n\ndef f(x):\n    if np.any(x < 0):\n"
                              "        raise ValueError('x must be nonnegative')\n    return np.sqrt(x)\n"}),
+    Case(["check", "-e", "x[:3] * y", "x=[1.0, 2.0, 3.0, 4.0]", "y=2.0", "--cols", "0:4"],
+         "--cols selects different cols in blocks of different sizes (df_dx, df_dy); check takes one selection for "
+         "every block: pick one input with --wrt, or give explicit indices that fit every block"),
     Case(["jacobian", "-e", "sin(x)", "x=[1, 2]", "-o", "{tmp}/J.mtx"],
          "-o {tmp}/J.mtx: Matrix Market (.mtx) holds a sparse result; give --sparse, or write the dense result to one "
          "of .npy, .npz, .csv, .txt, .json, .zarr"),

@@ -29,8 +29,10 @@ def _one_selection(blocks: list[Block], attr: str) -> np.ndarray | None:
     if chosen[0] is None:
         return None
     if any(c is None or not np.array_equal(c, chosen[0]) for c in chosen):
+        what = "pick one input with --wrt" if attr == "cols" else "check the outputs' rows one at a time"
         raise UsageError(f"--{attr} selects different {attr} in blocks of different sizes "
-                         f"({', '.join(b.key for b in blocks)}); give explicit indices that fit every block")
+                         f"({', '.join(b.key for b in blocks)}); check takes one selection for every block: {what}, "
+                         "or give explicit indices that fit every block")
     return chosen[0]
 
 

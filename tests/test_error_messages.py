@@ -1146,6 +1146,10 @@ CLI_MESSAGES = [
          '--fail-on-nonfinite: df_dx holds 1 inf (first at (f[0], x[0])); first non-finite value: np.sqrt '
          "produced inf in the forward sweep (element (0,)) (sqrt'(0) = inf, reported as non-finite, not "
          'hidden)'),
+    Case(["jacobian", "-e", "x ** 0.5", "[0, 1]", "--fail-on-nonfinite"],
+         "--fail-on-nonfinite: df_dx holds 1 inf (first at (f[0], x[0])); first non-finite value: np.power produced "
+         "inf in the forward sweep (element (0,)) (d/dx = y x**(y - 1): inf at x == 0 for y < 1, reported as "
+         "non-finite, not hidden; d/dy uses log(x): defined for x > 0; 0 at x == 0)"),
     Case(["jacobian", "-e", "x * 2", "{tmp}/obj.npy"],
          "{tmp}/obj.npy holds Python objects (a pickled object array); jaccli loads .npy files with "
          "allow_pickle=False for safety: save a numeric array instead",

@@ -54,7 +54,8 @@ def _power_dy(ans, x, y):
         return where0(x != 0, ans * np.log(safe_x))
 
 
-power = binary_ufunc(np.power, _power_dx, _power_dy, notes="d/dy uses log(x): defined for x > 0; 0 at x == 0")
+power = binary_ufunc(np.power, _power_dx, _power_dy, notes="d/dx = y x**(y - 1): inf at x == 0 for y < 1, reported "
+                     "as non-finite, not hidden; d/dy uses log(x): defined for x > 0; 0 at x == 0")
 
 
 def _recorded_square(maker):

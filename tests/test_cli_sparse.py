@@ -479,6 +479,8 @@ def test_check_sparse_refuses_a_result_of_another_shape_and_names_the_hessian_fl
         jaccli.check_sparse(g, np.ones(50), jaccli.sparse_jacobian(g, np.ones(40)))
     with pytest.raises(TypeError, match="not list of shape"):
         jaccli.check_sparse(g, np.ones(50), [1.0, 2.0])
+    with pytest.raises(ValueError, match="is 6 x 6, and the Jacobian of f at these inputs is 5 x 6$"):  # no Hessian
+        jaccli.check_sparse(g, np.ones(6), np.zeros((6, 6)))
 
 
 def test_check_sparse_takes_a_dense_matrix_and_finds_its_wrong_entry():

@@ -9,6 +9,7 @@ import pytest
 
 import jaccli
 from jaccli.errors import TracingError
+from tests.helpers import central_diff
 
 T = np.linspace(0.1, 2.0, 7)  # m = 7 residuals of n = 2 or 3 parameters: m != n
 Y = np.cos(T) + 0.1
@@ -356,3 +357,83 @@ def test_an_array_used_by_a_recorded_operation_then_written_keeps_numpys_semanti
     want = 2.0 * np.eye(3)
     want[0, 1] += 1.0
     np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, X)), want, rtol=1e-14)
+
+
+def _writer_cases():
+    # NumPy's in-place writers as the first write of a traced value into an array f made (writing-functions.md
+    # lists them): each was refused there, as if f had not made the array, until a traced r[i] = v came first
+    mask = np.array([True, False, True, False, True, True])
+    idx = np.array([0, 2, 2, 5])
+
+    def add_at(x):
+        y = np.zeros(6)
+        np.add.at(y, idx, x[idx] * x[1])
+        return y
+
+    def multiply_at(x):
+        y = np.ones(6)
+        np.multiply.at(y, idx, x[idx])
+        return y
+
+    def put(x):
+        y = np.full(6, 2.0)
+        np.put(y, [1, 4], x[[3, 0]] ** 2)
+        return y
+
+    def putmask(x):
+        y = np.zeros(6)
+        np.putmask(y, mask, np.sin(x))
+        return y
+
+    def copyto(x):
+        y = np.zeros(6)
+        np.copyto(y, x * x[2], where=mask)
+        return y
+
+    def place(x):
+        y = np.arange(6.0)
+        np.place(y, mask, x[:4] * 3.0)
+        return y
+
+    def put_along_axis(x):
+        y = np.zeros((2, 3))
+        np.put_along_axis(y, np.array([[2], [0]]), x[[1, 4]].reshape(2, 1), axis=1)
+        return y.ravel()
+
+    def fill_diagonal(x):
+        y = np.full((3, 3), 0.25)
+        np.fill_diagonal(y, x[:3] * x[5])
+        return y.ravel()
+
+    def flat(x):
+        y = np.zeros((2, 3))
+        y.flat[[0, 4, 5]] = x[[5, 1, 2]]
+        y.flat[1] = 7.0  # a plain value written through flat afterwards
+        return y.ravel() + y.flat[4]
+
+    return [add_at, multiply_at, put, putmask, copyto, place, put_along_axis, fill_diagonal, flat]
+
+
+@pytest.mark.parametrize("f", _writer_cases(), ids=lambda f: f.__name__)
+def test_numpys_writers_take_a_traced_value_into_an_array_f_made(f):
+    x = np.linspace(0.4, 1.6, 6)
+    for mode in ("reverse", "forward"):
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x, mode=mode)), central_diff(f, x), rtol=1e-7,
+                                   atol=1e-8)
+    g = jaccli.record_once(f)
+    for point in (x, x + 0.3):
+        np.testing.assert_allclose(np.asarray(jaccli.jacobian(g, point)), central_diff(f, point), rtol=1e-7,
+                                   atol=1e-8)
+
+
+def test_numpys_writers_of_plain_values_leave_an_array_f_made_plain():
+    def f(x):
+        y = np.zeros((3, 3))
+        np.fill_diagonal(y, 2.0)
+        np.add.at(y, ([0, 0], [1, 1]), 1.5)
+        y.flat[5] = 4.0
+        assert type(y).__name__ == "Fillable" and y[0, 1] == 3.0 and list(y.flat[[4, 5]]) == [2.0, 4.0]
+        return y @ x
+
+    x = np.array([0.5, 1.0, 2.0])
+    np.testing.assert_allclose(np.asarray(jaccli.jacobian(f, x)), [[2.0, 3.0, 0.0], [0.0, 2.0, 4.0], [0, 0, 2.0]])

@@ -37,6 +37,8 @@ class Fillable(np.ndarray):
     __array_priority__ = -1.0
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "at" and inputs and inputs[0] is self and _writes_traced(self, inputs[1:]):
+            return Filled.__array_ufunc__(self, ufunc, method, *inputs, **kwargs)  # (np.add.at(r, i, v))
         out = kwargs.get("out")
         if out is not None:
             kwargs["out"] = tuple(_plain(o) for o in out)
@@ -44,7 +46,13 @@ class Fillable(np.ndarray):
         return result if out is None else (out[0] if len(out) == 1 else out)
 
     def __array_function__(self, func, types, args, kwargs):
+        if func in WRITERS and args and args[0] is self and _writes_traced(self, (*args[1:], *kwargs.values())):
+            return Filled.__array_function__(self, func, types, args, kwargs)  # (np.fill_diagonal(r, v), ...)
         return func(*_plain_all(args), **{k: _plain_all(v) for k, v in kwargs.items()})
+
+    @property
+    def flat(self) -> Any:
+        return _FlatOf(self)  # (r.flat[i] = v: a traced v promotes r, as r[i] = v does)
 
     def __setitem__(self, idx: Any, v: Any) -> None:
         kind = type(v)
@@ -90,6 +98,55 @@ def _plain_all(obj: Any) -> Any:
     if kind is list or kind is tuple:
         return kind(_plain_all(o) for o in obj)
     return obj
+
+
+# NumPy's functions that write into their first argument, which a traced value promotes as r[i] = v does
+WRITERS = frozenset((np.fill_diagonal, np.put, np.putmask, np.copyto, np.place, np.put_along_axis))
+
+
+def _writes_traced(a: Fillable, values: tuple) -> bool:
+    """Whether a writer into `a` (a plain Fillable of floats, not yet Filled) writes a traced value: `a`
+    becomes the Filled of a traced copy of itself first (_promote with nothing written), and the writer
+    is the traced array's."""
+    found = next((v for v in values if type(v) is Tracer or type(v) is Filled or holds_tracer(v)), None)
+    if found is None or type(a) is not Fillable or a.dtype.kind not in "fc" or not a.ndim:
+        return False
+    empty = lift(unwrap(found)).reshape(-1)[:0]  # (a traced value, written nowhere: the copy is traced)
+    _promote(a, tuple(np.zeros(0, dtype=np.intp) for _ in range(a.ndim)), empty)
+    return True
+
+
+_NDARRAY_FLAT = np.ndarray.flat  # (ndarray's own descriptor: Fillable.flat is a property over it)
+
+
+class _FlatOf:
+    """A Fillable's `flat`: NumPy's flat iterator, but a traced value written through it promotes the array."""
+
+    def __init__(self, a: Fillable) -> None:
+        self._a = a
+
+    def __setitem__(self, idx: Any, v: Any) -> None:
+        a = self._a
+        if type(a) is Filled or _writes_traced(a, (v,)):
+            a.__dict__["_traced"].flat[idx] = unwrap(v)
+        else:
+            _NDARRAY_FLAT.__get__(a)[idx] = v
+
+    def __getattr__(self, name: str) -> Any:
+        flat = self._a.flat if type(self._a) is Filled else _NDARRAY_FLAT.__get__(self._a)
+        return getattr(flat, name)
+
+    def __getitem__(self, idx: Any) -> Any:
+        return self.__getattr__("__getitem__")(idx)
+
+    def __iter__(self) -> Any:
+        return iter(self.__getattr__("__iter__")())
+
+    def __len__(self) -> int:
+        return self._a.size
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.__getattr__("__array__")(*args, **kwargs)
 
 
 def _promote(a: Fillable, idx: Any, v: Any) -> None:

@@ -85,6 +85,16 @@ def _stack(*decorators: Decorator) -> Decorator:
 _BUDGET_MODULE = f"{__name__.partition('.')[0]}.expr.budget"  # (this package's own name, as recorded_functions')
 
 
+class Limit(click.FloatRange):
+    """A number in range, inf for no limit; NaN refused (it would pass every comparison with a count)."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{value!r} is not a number; give a number, or inf for no limit", param, ctx)
+        return number
+
+
 def _expr_limit(field: str) -> Callable[[click.Context, click.Parameter, float], None]:
     """A callback that makes the option's value that field of the budget of -e expressions; every run sets it,
     to the default when the option is not given."""
@@ -108,13 +118,13 @@ function_options = _stack(
     click.option("--wrt", metavar="NAMES", help="Inputs to differentiate (x,y or 0,1); the others are data."),
     click.option("--dtype", type=keywords("float64", "float32"),
                  help="Cast the floating-point inputs first."),
-    click.option("--expr-max-elements", type=click.FloatRange(min=1), default=1e7, show_default="1e7", metavar="N",
+    click.option("--expr-max-elements", type=Limit(min=1), default=1e7, show_default="1e7", metavar="N",
                  expose_value=False, callback=_expr_limit("max_elements"),
                  help="Elements of any array an -e expression makes."),
-    click.option("--expr-max-work", type=click.FloatRange(min=1), default=1e9, show_default="1e9", metavar="N",
+    click.option("--expr-max-work", type=Limit(min=1), default=1e9, show_default="1e9", metavar="N",
                  expose_value=False, callback=_expr_limit("max_work"),
                  help="Multiply-adds of an -e expression's evaluation."),
-    click.option("--expr-timeout", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default="10",
+    click.option("--expr-timeout", type=Limit(min=0, min_open=True), default=10.0, show_default="10",
                  metavar="SECONDS", expose_value=False, callback=_expr_limit("seconds"),
                  help="Seconds an -e expression's evaluation may take."),
 )

@@ -1259,14 +1259,14 @@ CLI_MESSAGES = [
          "--cols selects different cols in blocks of different sizes (df_dx, df_dy); check takes one selection for "
          "every block: pick one input with --wrt, or give explicit indices that fit every block"),
     Case(["grad", "-e", "sum(x ** 2)", "x=[1, 2]", "--expr-max-elements", "nan"],
-         "Invalid value for '--expr-max-elements': 'nan' is not a number; give a number, or inf for no limit (see 'cli grad "
-         "--help')"),
+         "Invalid value for '--expr-max-elements': 'nan' is not a number; give a number, or inf for no limit "
+         "(see 'cli grad --help')"),
     Case(["grad", "-e", "sum(x ** 2)", "x=[1, 2]", "--expr-max-work", "nan"],
-         "Invalid value for '--expr-max-work': 'nan' is not a number; give a number, or inf for no limit (see 'cli grad "
-         "--help')"),
+         "Invalid value for '--expr-max-work': 'nan' is not a number; give a number, or inf for no limit "
+         "(see 'cli grad --help')"),
     Case(["grad", "-e", "sum(x ** 2)", "x=[1, 2]", "--expr-timeout", "nan"],
-         "Invalid value for '--expr-timeout': 'nan' is not a number; give a number, or inf for no limit (see 'cli grad "
-         "--help')"),
+         "Invalid value for '--expr-timeout': 'nan' is not a number; give a number, or inf for no limit "
+         "(see 'cli grad --help')"),
     Case(["jacobian", "-e", "sin(x)", "x=[1, 2]", "-o", "{tmp}/J.mtx"],
          "-o {tmp}/J.mtx: Matrix Market (.mtx) holds a sparse result; give --sparse, or write the dense result to one "
          "of .npy, .npz, .csv, .txt, .json, .zarr"),

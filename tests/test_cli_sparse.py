@@ -4,6 +4,7 @@ and the sparsity command; files read back with scipy; errors by kind and exit co
 from __future__ import annotations
 
 import json
+import warnings
 import subprocess
 import sys
 
@@ -515,3 +516,23 @@ def test_jacobian_sparse_records_f_once_for_its_kinks_and_nonfinite_report_too(r
     assert result.exit_code == 0, result.stderr
     assert ("is at its kink here" in result.stderr) == kinked and ("first non-finite value" in result.stderr) != kinked
     assert len(made) == 1
+
+
+@pytest.mark.parametrize("made", [np.ones_like, np.zeros_like, lambda u: np.full_like(u, 3.0)],
+                         ids=["ones_like", "zeros_like", "full_like"])
+def test_a_pattern_holds_at_a_point_with_zeros_where_f_makes_arrays_like_its_input(made, tmp_path):
+    # np.ones_like(u) records u's value as a plain argument: its zeros made another fingerprint, and the pattern of
+    # a branchless f was refused (--pattern) or detected again at a point holding an exact 0
+    def f(u):
+        return u[1:] * 2.0 + made(u)[1:] * u[:-1]
+
+    S = jaccli.sparsity(f, np.arange(1.0, 6.0))
+    S.save(tmp_path / "P.npz")
+    at = np.arange(0.0, 5.0)  # u[0] = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (SparsityChangedWarning: detected again)
+        J = jaccli.sparse_jacobian(f, at, sparsity=S)
+    assert np.array_equal(J.toarray(), np.asarray(jaccli.jacobian(f, at)))
+    result = invoke(make_runner(), "jacobian", "-e", "u * 2.0", "u=[0.0, 1.0]", "--sparse", "--pattern",
+                    str(tmp_path / "P.npz"))
+    assert_error(result, "usage", 2)  # (another function's pattern is still refused)

@@ -1267,6 +1267,12 @@ CLI_MESSAGES = [
     Case(["grad", "-e", "sum(x ** 2)", "x=[1, 2]", "--expr-timeout", "nan"],
          "Invalid value for '--expr-timeout': 'nan' is not a number; give a number, or inf for no limit "
          "(see 'cli grad --help')"),
+    Case(["jacobian", "-e", "x * 2", "x=[1, 2]", "--scheduler", "notanaddress"],
+         "--scheduler 'notanaddress' is not a scheduler's address (missing port number in address 'notanaddress'); "
+         "give it as tcp://HOST:PORT, as `dask scheduler` prints it"),
+    Case(["jacobian", "-e", "x * 2", "x=[1, 2]", "--scheduler", "tcp://host"],
+         "--scheduler 'tcp://host' is not a scheduler's address (missing port number in address 'host'); give it as "
+         "tcp://HOST:PORT, as `dask scheduler` prints it"),
     Case(["jacobian", "-e", "sin(x)", "x=[1, 2]", "-o", "{tmp}/J.mtx"],
          "-o {tmp}/J.mtx: Matrix Market (.mtx) holds a sparse result; give --sparse, or write the dense result to one "
          "of .npy, .npz, .csv, .txt, .json, .zarr"),

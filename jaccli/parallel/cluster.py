@@ -190,12 +190,21 @@ class _Starting:
 
 def _connect(address: str) -> Any:
     from distributed import Client
+    from distributed.comm.addressing import parse_address, parse_host_port
 
+    where = f" (from {ADDRESS_VARIABLE})" if isinstance(address, FromEnvironment) else ""
+    try:  # (a malformed address, before a Client: one half made waits 60 s to close when collected)
+        scheme, location = parse_address(address)
+        if scheme in ("tcp", "tls", "ws", "wss"):
+            parse_host_port(location)
+    except (TypeError, ValueError) as error:
+        given = f"{ADDRESS_VARIABLE}={address!r}" if where else f"--scheduler {address!r}"
+        raise UsageError(f"{given} is not a scheduler's address ({error}); give it as tcp://HOST:PORT, as "
+                         "`dask scheduler` prints it") from None
     try:
         return Client(address, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as error:
         reason = str(error).split("\n")[0] or type(error).__name__
-        where = f" (from {ADDRESS_VARIABLE})" if isinstance(address, FromEnvironment) else ""
         raise ClusterUnreachable(f"cannot reach the Dask scheduler at {address}{where} ({reason}); start one "
                                  "(dask scheduler) or check the address, or use --workers N for a local "
                                  "cluster") from None

@@ -206,6 +206,21 @@ def test_a_segfault_in_the_function_is_said_in_one_line_with_exit_3(tmp_path):
     assert not (tmp_path / "J.npy").exists()
 
 
+@pytest.mark.skipif(not hasattr(signal, "sigwaitinfo"), reason="the watching parent needs fork and sigwaitinfo")
+def test_an_abort_in_the_function_is_said_with_its_article(tmp_path):
+    _write(tmp_path, "abort.py", """\
+        import os
+
+        def f(x):
+            os.abort()
+            return x
+        """)
+    crashed = jaccli("jacobian", "abort.py", "[1.0, 2.0]", cwd=tmp_path)
+    assert crashed.returncode == 3, crashed.stderr
+    assert crashed.stderr.strip().splitlines()[-1].startswith("Error: jaccli crashed with an abort (SIGABRT) while"), \
+        crashed.stderr
+
+
 def _started_slow(tmp_path, seconds: float, *options: str) -> subprocess.Popen:
     """jaccli on an f that says "started" on stderr, then sleeps `seconds`; returned once f has started."""
     _write(tmp_path, "slow.py", f"""\

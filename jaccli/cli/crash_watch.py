@@ -109,8 +109,9 @@ def _wait(pid: int, watched: set) -> int:
             os.kill(os.getpid(), signum)
             return 128 + signum
         try:
-            os.write(2, (f"Error: jaccli crashed with a {name} ({signal.Signals(signum).name}) while it ran: the "
-                         "function, or a C extension it calls, is the usual cause (Python's stack at the crash is "
+            article = "an" if name[0] in "aeiou" else "a"  # (an illegal instruction, an abort)
+            os.write(2, (f"Error: jaccli crashed with {article} {name} ({signal.Signals(signum).name}) while it ran: "
+                         "the function, or a C extension it calls, is the usual cause (Python's stack at the crash is "
                          "above)\n").encode())
         except OSError:
             pass

@@ -113,6 +113,10 @@ def test_the_workers_write_the_chunks_bit_for_bit_as_one_process(cluster, tmp_pa
             "d2f_dx_dx" if command == "hessian" else "df_dx": np.load(one)}
         # 40 rows in chunks of 6 per block, each on a worker
         assert "(streamed)" in done.stderr and f"stats: dask: {7 * len(expected)} blocks on 2 worker" in done.stderr
+        # the workers' sweeps counted as one process counts its own (the report said 0 sweeps, mode cached)
+        mode = "forward-over-reverse" if command == "hessian" else "reverse"
+        assert f"stats: sweeps: {7 * len(expected)}, seeds: {40 * len(expected)}, chunk size: 6, mode: {mode}" \
+            in done.stderr, done.stderr
         written = arrays(tmp_path / "J.zarr")
         assert sorted(written) == sorted(expected)
         for key, value in expected.items():

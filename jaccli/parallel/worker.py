@@ -92,15 +92,19 @@ def rows_of(ev: Any, i: int, j: int, rows: np.ndarray, k: int) -> np.ndarray:
     return block_rows(_block(ev, i, j), rows, k)
 
 
-def write_chunk(block: Any, args: tuple) -> int:
+def write_chunk(block: Any, args: tuple) -> tuple[int, int, int, str]:
     """A chunk of the lazy `block`'s rows (args: i, j, rows, k, store, key, row_axis, start, shape) written
-    into the zarr store at `store` (jaccli.parallel.zarr_chunks): its number of rows."""
+    into the zarr store at `store` (jaccli.parallel.zarr_chunks): its number of rows, and the sweeps, seeds
+    and kind of sweep that made them (counted on `block`'s evaluator too: the client's where it ran there)."""
     from jaccli.io.zarr_store import write_rows
 
     _, _, rows, k, store, key, row_axis, start, shape = args
+    ev = block._ev
+    before = (ev.sweeps, ev.seeds_used)
     values = np.reshape(block_rows(block, rows, k), shape).astype(block.dtype, copy=False)
     write_rows(store, key, row_axis, start, values)
-    return rows.size
+    kind = "forward" if block.kind == "hessian" and ev.mode != "reverse" else "reverse"
+    return rows.size, ev.sweeps - before[0], ev.seeds_used - before[1], kind
 
 
 def block_rows(block: Any, rows: np.ndarray, k: int) -> np.ndarray:
@@ -115,6 +119,8 @@ def block_rows(block: Any, rows: np.ndarray, k: int) -> np.ndarray:
     for s in range(0, rows.size, k):
         piece = rows[s:s + k]
         t = sweep(i, piece)[j]
+        ev.sweeps += 1  # (counted as the evaluator's own sweeps are: --stats and the report)
+        ev.seeds_used += piece.size
         shape = (piece.size, ev.B, ev.N[j]) if ev.batch else (piece.size, ev.N[j])
         t = np.zeros(shape, dtype=block.dtype) if t is None else np.reshape(np.asarray(t), shape)
         parts.append(np.moveaxis(t, 0, 1) if ev.batch else t)

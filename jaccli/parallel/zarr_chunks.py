@@ -46,8 +46,12 @@ def write_on_workers(remote: Any, blocks: Iterable[Any], target: Any, max_bytes:
                 piece = shape[:lead] + ((b - a,) + tuple(out_feat[1:]) if out_feat else ()) + shape[lead + len(out_feat):]
                 calls.append(("zarr_rows", (i, j, np.arange(a * unit, b * unit), k, str(store.path), block.key, lead, a,
                                             piece)))
-            for _ in remote.unordered(ev, calls, lambda n: write_chunk(lazy, calls[n][1])):
-                pass
+            chunks = remote.unordered(ev, calls, lambda n: write_chunk(lazy, calls[n][1]))
+            for _, (_, sweeps, seeds, kind), here in chunks:
+                if not here:  # (a worker's sweeps, counted here as this process counts its own: the report)
+                    ev.sweeps += sweeps
+                    ev.seeds_used += seeds
+                    ev.kinds.add(kind)
     except BaseException:
         store.abort()
         raise

@@ -409,7 +409,9 @@ def _writer_cases():
         y = np.zeros((2, 3))
         y.flat[[0, 4, 5]] = x[[5, 1, 2]]
         y.flat[1] = 7.0  # a plain value written through flat afterwards
-        return y.ravel() + y.flat[4]
+        z = np.zeros(6)
+        z.flat = x * x[0]  # (NumPy's z.flat[:] = v)
+        return y.ravel() + y.flat[4] + z
 
     return [add_at, multiply_at, put, putmask, copyto, place, put_along_axis, fill_diagonal, flat]
 
@@ -432,6 +434,9 @@ def test_numpys_writers_of_plain_values_leave_an_array_f_made_plain():
         np.fill_diagonal(y, 2.0)
         np.add.at(y, ([0, 0], [1, 1]), 1.5)
         y.flat[5] = 4.0
+        w = np.zeros(2)
+        w.flat = 1.0
+        assert type(w).__name__ == "Fillable" and list(w) == [1.0, 1.0]
         assert type(y).__name__ == "Fillable" and y[0, 1] == 3.0 and list(y.flat[[4, 5]]) == [2.0, 4.0]
         return y @ x
 

@@ -54,6 +54,10 @@ class Fillable(np.ndarray):
     def flat(self) -> Any:
         return _FlatOf(self)  # (r.flat[i] = v: a traced v promotes r, as r[i] = v does)
 
+    @flat.setter
+    def flat(self, value: Any) -> None:  # (r.flat = v, NumPy's r.flat[:] = v)
+        _FlatOf(self)[:] = value
+
     def __setitem__(self, idx: Any, v: Any) -> None:
         kind = type(v)
         if kind is not Tracer and kind is not Filled and not ((kind is list or kind is tuple) and holds_tracer(v)):

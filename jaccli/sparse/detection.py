@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from jaccli.engine import Phase
 from jaccli.engine import structure as st
 
-from .rowtable import SMALL, Rows, RowTable
+from .rowtable import SMALL, Rows, RowTable, gathered
 
 __all__ = ["Detected", "detect", "fingerprint"]
 
@@ -66,16 +66,7 @@ def _gather_rows(p: sp.csr_array, ids: np.ndarray) -> sp.csr_array:
         return sp.csr_array((np.ones(keep.size, bool), cols[keep], indptr), shape=(ids.size, p.shape[1]))
     safe = np.where(valid, ids, 0)
     starts = p.indptr[safe]
-    counts = np.where(valid, p.indptr[safe + 1] - starts, 0)
-    indptr = np.zeros(ids.size + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    total = int(indptr[-1])
-    if total:
-        take = np.repeat(starts - indptr[:-1], counts) + np.arange(total, dtype=np.int64)
-        indices = p.indices[take]
-    else:
-        indices = np.zeros(0, dtype=np.int64)
-    return sp.csr_array((np.ones(total, bool), indices, indptr), shape=(ids.size, p.shape[1]))
+    return gathered(starts, np.where(valid, p.indptr[safe + 1] - starts, 0), p.indices, p.shape[1])
 
 
 def _union(parts: list[sp.csr_array], rows: int, total: int) -> sp.csr_array:

@@ -18,10 +18,24 @@ from itertools import chain
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Rows", "RowTable", "SMALL"]
+__all__ = ["Rows", "RowTable", "SMALL", "gathered"]
 
 SMALL = 16         # elements of a result whose unions are made one element at a time
 UNION_LIMIT = 64   # elements of a larger result that may need a new row; beyond it the scipy path is faster
+
+
+def gathered(starts: np.ndarray, counts: np.ndarray, indices: np.ndarray, width: int) -> sp.csr_array:
+    """The boolean CSR matrix of `width` columns whose row k holds indices[starts[k]:starts[k] + counts[k]]:
+    rows of a CSR pattern (or of the table) gathered, vectorised."""
+    indptr = np.zeros(starts.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    total = int(indptr[-1])
+    if total:
+        take = np.repeat(starts - indptr[:-1], counts) + np.arange(total, dtype=np.int64)
+        cols = indices[take]
+    else:
+        cols = np.zeros(0, dtype=np.int64)
+    return sp.csr_array((np.ones(total, bool), cols, indptr), shape=(starts.size, width))
 
 
 class Rows:
@@ -106,16 +120,7 @@ class RowTable:
             self._flush()
             ids = rows.ids.astype(np.int64)
             starts = self.indptr[ids]
-            counts = self.indptr[ids + 1] - starts
-            indptr = np.zeros(ids.size + 1, dtype=np.int64)
-            np.cumsum(counts, out=indptr[1:])
-            total = int(indptr[-1])
-            if total:
-                take = np.repeat(starts - indptr[:-1], counts) + np.arange(total, dtype=np.int64)
-                indices = self.indices[take]
-            else:
-                indices = np.zeros(0, dtype=np.int64)
-            csr = sp.csr_array((np.ones(total, bool), indices, indptr), shape=(ids.size, self.total))
+            csr = gathered(starts, self.indptr[ids + 1] - starts, self.indices, self.total)
             csr.has_canonical_format = True
             rows.csr = csr
         return rows.csr

@@ -101,6 +101,16 @@ class _Chunks:
             scatter_rows(block, data, np.arange(block.shape[0]), zeroed=True)
         return data
 
+    def last_written(self) -> np.ndarray:
+        """The last chunk put, dense and this store's own to write into (a chunk kept structured is made dense, and
+        read so from now on; a read-only one, copied): where the lines just put are made to agree with others."""
+        c = len(self.data) - 1
+        data = self.dense(c)
+        self.structured.pop(c, None)
+        if not data.flags.writeable:
+            data = self.data[c] = data.copy()
+        return data
+
     def whole_chunk(self, positions: np.ndarray) -> np.ndarray | None:
         """The dense values of the chunk that `positions` are, all of it in its order (the rows one sweep made,
         asked for as they were made); None otherwise, or where the chunk is kept structured."""
@@ -196,11 +206,7 @@ class PartialStore:
         known = np.flatnonzero(self.cols._chunk >= 0)
         if not known.size:
             return
-        c = len(self.rows.data) - 1
-        data = self.rows.dense(c)  # (a chunk kept structured: made dense, and read so from now on)
-        self.rows.structured.pop(c, None)
-        if not data.flags.writeable:
-            data = self.rows.data[c] = data.copy()
+        data = self.rows.last_written()
         given = self.cols.take(known, rows, np.empty((known.size,) + self.lead + (rows.size,), dtype=self.dtype))
         data[..., known] = np.moveaxis(given, [0, -1], [-1, 0])
 

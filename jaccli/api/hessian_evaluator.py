@@ -89,10 +89,7 @@ class HessianEvaluator(Evaluator):
     def _agree_in_part(self, store: PartialStore, i: int, rows: np.ndarray) -> None:
         """_agree_with_known for the rows just put into a diagonal block's PartialStore (its last chunk): entry
         (r, c) takes the value of (c, r) where row c was known before; the new rows' pairs are averaged."""
-        data = store.rows.dense(len(store.rows.data) - 1)  # (a chunk kept structured: dense from now on)
-        store.rows.structured.pop(len(store.rows.data) - 1, None)
-        if not data.flags.writeable:
-            data = store.rows.data[-1] = data.copy()
+        data = store.rows.last_written()
         known = np.flatnonzero(self.row_done[i])  # (before these rows: counted once written, _took)
         if known.size:
             data[:, known] = store.row_values(known, rows).T

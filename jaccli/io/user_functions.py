@@ -117,11 +117,18 @@ def load_function(spec: str, interruption: type[KeyboardInterrupt] = KeyboardInt
     return LoadedFunction(func=func, path=path, name=name, params=params, defaults=defaults, kwonly=kwonly)
 
 
+def spec_file(spec: str) -> str:
+    """The file that FUNC names: path.py, of path.py or path.py:name (only a left part naming a .py file is
+    split off, so "C:/x.py" or "a:b/x.py" stay whole)."""
+    head, sep, _ = spec.rpartition(":")
+    return head if sep and head.endswith(".py") else spec
+
+
 def _split_spec(spec: str) -> tuple[str, str | None]:
-    head, sep, tail = spec.rpartition(":")
-    # Only split where the left part names a .py file, so "C:/x.py" or "a:b/x.py" stay whole.
-    if not sep or not head.endswith(".py"):
+    head = spec_file(spec)
+    if head is spec:
         return spec, None
+    tail = spec[len(head) + 1:]
     if not tail.isidentifier():
         raise UsageError(f"bad function name {tail!r} in {spec!r}; {_FUNC_HINT}")
     return head, tail

@@ -64,6 +64,7 @@ import jaccli
 from jaccli.io.arrays import is_file
 from jaccli.io.atomic import directory_problem, probe_target, write_error
 from jaccli.io.devices import written_in_place
+from jaccli.io.user_functions import spec_file
 from jaccli.errors import UsageError
 from jaccli.plurals import counted
 from jaccli.io.writers import WRITE_FORMATS
@@ -96,10 +97,7 @@ def check_output(out: Output, sources: Sequence[str | None], formats: Sequence[s
 
 def function_file(func: str | None) -> Path | None:
     """The file that FUNC names (path.py, or path.py:name); None without one (-e)."""
-    if func is None:
-        return None
-    head = func.rpartition(":")[0]
-    return Path(head if head.endswith(".py") else func)
+    return None if func is None else Path(spec_file(func))
 
 
 def _check_output(out: Output, sources: Sequence[str | None], formats: Sequence[str], code: Path | None) -> None:

@@ -64,10 +64,10 @@ def check_sparse(f: Callable, inputs: Any, result: Any, *, wrt: Any = None, hess
                         f"{np.shape(result)}")
     want = (int(rows[-1]), int(cols[-1]))
     if matrix.shape != want:
-        other = (int(cols[-1]),) * 2 if not hessian else (sum(math.prod(s) for s in outs), int(cols[-1]))
-        scalar = sum(math.prod(s) for s in outs) == 1  # (only a scalar f has a Hessian)
+        m = sum(math.prod(s) for s in outs)  # (f's outputs: only a scalar f has a Hessian)
+        other = (int(cols[-1]),) * 2 if not hessian else (m, int(cols[-1]))
         hint = (f"; it is the {'Hessian' if not hessian else 'Jacobian'}'s shape: give hessian={not hessian}"
-                if matrix.shape == other and other != want and (hessian or scalar) else "")
+                if matrix.shape == other and other != want and (hessian or m == 1) else "")
         raise ValueError(f"the result to check is {matrix.shape[0]} x {matrix.shape[1]}, and the "
                          f"{'Hessian' if hessian else 'Jacobian'} of f at these inputs is {want[0]} x {want[1]}{hint}")
     rng = np.random.default_rng(seed)

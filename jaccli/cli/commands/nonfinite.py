@@ -145,7 +145,7 @@ def sparse_scan(problem: Problem, matrix: Any, hessian: bool, spans: dict | None
              "entries": int(matrix.nnz), "first": [[int(r), int(c)] for r, c in zip(rows[:MAX_LISTED], cols)],
              "labels": [f"{_span_label(spans, 'rows', r)}, {_span_label(spans, 'cols', c)}"
                         for r, c in zip(rows[:MAX_LISTED], cols)]}
-    return [entry], _sparse_origin(problem, hessian, int(cols[0]), spans, rec)
+    return [entry], _sparse_origin(problem, hessian, int(cols[0]), rec)
 
 
 def _span_label(spans: dict | None, axis: str, k: int) -> str:
@@ -155,7 +155,7 @@ def _span_label(spans: dict | None, axis: str, k: int) -> str:
     return element_labels(span["name"], tuple(span["shape"]), np.array([k - span["start"]]))[0]
 
 
-def _sparse_origin(problem: Problem, hessian: bool, col: int, spans: dict | None, rec: Any) -> Any:
+def _sparse_origin(problem: Problem, hessian: bool, col: int, rec: Any) -> Any:
     import warnings
 
     import jaccli
@@ -173,13 +173,10 @@ def _sparse_origin(problem: Problem, hessian: bool, col: int, spans: dict | None
             elif prov.file:
                 prov.file = shown_path(prov.file)
             return prov
-        if spans is None:  # (a selection's columns are the inputs' flat positions, stacked as the spans stack them)
-            sizes = np.cumsum([np.size(problem.args[k]) for k in problem.wrt])
-            j = int(np.searchsorted(sizes, col, side="right"))
-            at = col - (int(sizes[j - 1]) if j else 0)
-        else:
-            j = next(i for i, s in enumerate(spans["cols"]) if s["start"] <= col < s["stop"])
-            at = col - spans["cols"][j]["start"]
+        # (the columns stack the differentiated inputs' flat elements, a selection's as the whole matrix's)
+        sizes = np.cumsum([np.size(problem.args[k]) for k in problem.wrt])
+        j = int(np.searchsorted(sizes, col, side="right"))
+        at = col - (int(sizes[j - 1]) if j else 0)
         seeds = tuple(np.zeros(np.shape(problem.args[k])) for k in problem.wrt)
         seeds[j].reshape(-1)[at] = 1.0
         with NonfiniteMonitor() as monitor:

@@ -3,6 +3,7 @@ forks, NaN in a check, a zero-width terminal, crashes and exit codes (issue 42).
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -252,3 +253,43 @@ def test_a_sigkill_to_jaccli_ends_the_command_it_watches_and_nothing_is_written(
     proc.communicate(timeout=60)
     time.sleep(4)  # longer than f's sleep: a child left running would have written J.npy by now
     assert not (tmp_path / "J.npy").exists()
+
+
+@pytest.mark.skipif(not hasattr(signal, "sigwaitinfo"), reason="the watching parent needs fork and sigwaitinfo")
+@pytest.mark.parametrize("again", ["at-once", "a-second-later"])
+def test_a_second_signal_while_jaccli_stops_is_ignored_at_once_and_stops_it_later(tmp_path, again):
+    """The first SIGTERM unwinds the run; f's cleanup then takes long. The same signal again at once (GNU timeout
+    sends it to jaccli, then to its process group) is the same request; one a second later asks to stop at once."""
+    _write(tmp_path, "slow.py", """\
+        import time
+
+        def f(x):
+            print("started", flush=True)
+            try:
+                time.sleep(30)
+            finally:
+                time.sleep(3)
+            return x
+        """)
+    proc = subprocess.Popen(JACCLI + ["jacobian", "slow.py", "[1.0]", "-o", "J.npy"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(),
+                            start_new_session=True)
+    assert proc.stderr.readline().strip() == "started"
+    start = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    if again == "at-once":
+        os.killpg(proc.pid, signal.SIGTERM)  # jaccli and the command's process: the command gets it twice
+    else:
+        time.sleep(1.5)
+        proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    took = time.monotonic() - start
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert proc.returncode == 143 and len(lines) == 1, err
+    if again == "at-once":
+        assert lines[0].startswith("Error: stopped by SIGTERM; no file was written or changed"), err
+        assert took > 2.5  # f's cleanup ran to its end
+    else:
+        assert lines[0].startswith("Error: stopped at once by a second SIGTERM while jaccli was stopping"), err
+        assert took < 2.9  # not waiting for f's cleanup
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["slow.py"]

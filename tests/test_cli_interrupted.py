@@ -91,6 +91,22 @@ def test_a_signal_before_the_run_starts_is_an_interruption_not_clicks_abort(runn
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.py"]
 
 
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_the_same_signal_again_while_the_run_unwinds_is_one_interruption(runner, tmp_path, monkeypatch,
+                                                                         signal_handlers, signame):
+    """GNU timeout signals jaccli, which passes it on, then the process group: the command gets it twice, the second
+    while it reports the first. It was raised again there: click's "Aborted!" and exit 1, or a traceback."""
+    import jaccli.cli.main as main_module
+
+    func = write(tmp_path, "f.py", "import numpy as np\n\ndef f(x):\n    return np.tanh(x)\n")
+    _signal_after(monkeypatch, os, "chmod", signame)  # the first, before -o's file is renamed into place
+    _signal_after(monkeypatch, main_module, "interrupted", signame, before=True)  # the second, while reporting it
+    result = invoke(runner, "jacobian", func, "0.5", "-o", str(tmp_path / "J.npy"))
+    message = assert_error(result, "interrupted", 128 + getattr(signal, signame))
+    assert message.startswith("interrupted" if signame == "SIGINT" else "stopped by SIGTERM"), message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.py"]
+
+
 @pytest.mark.parametrize("signalled", ["making-the-second", "renaming-the-second"])
 def test_a_signal_between_two_files_names_exactly_those_written(tmp_path, monkeypatch, signal_handlers, signalled):
     first, second = tmp_path / "A.npy", tmp_path / "B.npz"

@@ -42,7 +42,7 @@ def signal_handlers():
     """The command line's signal handlers (cli.main's), as in a real run; Python's own are put back after."""
     import signal
 
-    from jaccli.cli.main import _unwind_on_termination
+    from jaccli.cli.stop_signals import unwind_on_termination
 
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     # as a command typed at a terminal starts, even where the suite runs with them ignored (a background
@@ -50,7 +50,7 @@ def signal_handlers():
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
-    _unwind_on_termination()
+    unwind_on_termination()
     yield
     for sig, handler in saved.items():
         signal.signal(sig, handler)

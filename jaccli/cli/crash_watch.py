@@ -21,7 +21,6 @@ from __future__ import annotations
 import faulthandler
 import os
 import signal
-import sys
 
 __all__ = ["run_watched"]
 
@@ -60,9 +59,24 @@ def run_watched(run: object) -> None:
     if pid == 0:
         _end_with_parent(parent)
         signal.pthread_sigmask(signal.SIG_SETMASK, saved)
-        run()  # type: ignore[operator]
+        try:
+            run()  # type: ignore[operator]
+        finally:
+            _done()
         return
     os._exit(_wait(pid, watched))
+
+
+def _done() -> None:
+    """The command is done and the child exits: a signal to stop that comes now is ignored. At exit Python puts
+    back the default action of the signals it handled, and one that came then (the copy the parent passed on of
+    a signal the child had from its process group too, late on a busy machine) killed the child after it had
+    reported the run: the parent then ended by the signal too, not with the status the child meant to give."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # (not SIGQUIT: Ctrl-\ still ends a stuck exit)
+        try:
+            signal.signal(signum, signal.SIG_IGN)
+        except (OSError, ValueError):
+            pass
 
 
 def _end_with_parent(parent: int) -> None:

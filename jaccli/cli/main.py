@@ -22,6 +22,7 @@ from .commands.options import (check_nonfinite_options, check_options, check_spa
     report_options, sparse_options, sparsity_options, sparsity_outputs, vector_options)
 from .commands.help_text import SAFETY, SAFETY_LINE, examples as _examples, write_statuses
 from .commands.settings import Output, Settings
+from .stop_signals import unwind_on_termination
 
 # click wraps help at 80 columns unless told otherwise; a wider terminal gets lines up to this width.
 HELP_WIDTH = 100
@@ -412,7 +413,7 @@ def main(argv: list[str] | None = None) -> Any:
     """The command line in this process (the console script, `jaccli.cli.main`, runs it under crash_watch)."""
     from .commands import streams
 
-    _unwind_on_termination()
+    unwind_on_termination()
     _hold_collector()
     try:
         with streams.standard_streams():
@@ -446,69 +447,6 @@ def _started(freeze: bool = True) -> None:
         if freeze:
             gc.freeze()
         gc.enable()
-
-
-# A signal to stop that comes again within so many seconds of the first is the same request delivered twice (GNU
-# timeout signals jaccli's process, which passes it on to the command's, then the process group; a CI runner may
-# do the same): it is ignored while the run unwinds. One that comes later asks to stop at once (_stop_at_once).
-AGAIN_WITHIN = 1.0
-
-
-def _unwind_on_termination() -> None:
-    """SIGTERM and SIGHUP raise Terminated, so that cleanup runs as for Ctrl-C (Python's default dies at once).
-
-    Ctrl-C (SIGINT) raises it too, in place of Python's plain KeyboardInterrupt: a KeyboardInterrupt
-    that the user's function raises itself is then told apart, as its failure (exit 3). Only the first
-    signal raises: a second one raised inside the unwinding would break it (a traceback, two Error lines,
-    or a Dask client left waiting on a lock it held); see AGAIN_WITHIN.
-    """
-    import os
-    import signal
-    import time
-
-    from jaccli.io.atomic import hold_back
-    from .commands.failures import Terminated
-
-    first: list[float] = []  # when the first signal came: the run has been stopping since
-    exit_now = os._exit  # (not the one the user's function sees while it runs: usercode._no_hard_exit)
-
-    def stop(signum: int, frame: Any) -> None:
-        now = time.monotonic()
-        if first:
-            if now - first[0] < AGAIN_WITHIN:
-                return  # the same request again: GNU timeout signals jaccli, then its process group
-            _stop_at_once(signum, exit_now)
-        first.append(now)
-        interruption = Terminated(signum, signal.Signals(signum).name)
-        # Raised at once, or, while a temporary file is being made, as soon as its name is kept for cleanup.
-        if not hold_back(interruption):
-            raise interruption
-
-    # A signal ignored at start stays ignored: SIGINT for a background job, SIGHUP under nohup,
-    # SIGTERM when the parent asked so. Only SIGINT with Python's own handler is taken over.
-    interrupt = signal.SIGINT if signal.getsignal(signal.SIGINT) is signal.default_int_handler else None
-    for sig in (interrupt, getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)):
-        if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:
-            try:
-                signal.signal(sig, stop)
-            except (ValueError, OSError):  # not the main thread, or not allowed here: keep the default
-                pass
-
-
-def _stop_at_once(signum: int, exit_now: Callable[[int], Any]) -> None:
-    """A second signal to stop, while the run unwinds from the first: exit at once (`exit_now`: os._exit), as asked,
-    with one line. Files -o was writing stay unchanged (a temporary file may be left beside one; the next run
-    there removes it)."""
-    import os
-    import signal
-
-    name = signal.Signals(signum).name
-    try:
-        os.write(2, f"Error: stopped at once by a second {name} while jaccli was stopping; any file it was writing "
-                    "is unchanged\n".encode())
-    except OSError:
-        pass
-    exit_now(128 + signum)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any, Callable, Sequence
 
-from jaccli.io.atomic import write_error
+from jaccli.io.atomic import uninterrupted, write_error
 from .failures import HardExit, RaisedInFunction, Terminated
 from .streams import is_closed
 from jaccli.errors import JaccliError, ResourceLimitError
@@ -81,20 +81,26 @@ class _Dropped(io.TextIOBase):
 
 class _FullDiskAware:
     """A text stream (stderr) whose writes fail on a full disk as jaccli's own writes there do: exit 4
-    ("cannot write stderr: the disk is full"), not a failure of the user's function (exit 3)."""
+    ("cannot write stderr: the disk is full"), not a failure of the user's function (exit 3).
+
+    A signal to stop that comes while it writes is raised once the write is done (atomic.uninterrupted):
+    raised inside the buffered stream's flush, just after its bytes went out, it left them in the buffer,
+    and they were written again before jaccli's Error line (a line the function printed, twice)."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
 
     def write(self, text: str) -> int:
         try:
-            return self._stream.write(text)
+            with uninterrupted():
+                return self._stream.write(text)
         except OSError as error:
             raise _full_disk_or(error) from error
 
     def flush(self) -> None:
         try:
-            self._stream.flush()
+            with uninterrupted():
+                self._stream.flush()
         except OSError as error:
             raise _full_disk_or(error) from error
 

@@ -7,8 +7,8 @@ directory of their own, so a function file reaches them only by travelling with 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -191,6 +191,20 @@ def test_remote_sweeps_give_one_process_result_bit_for_bit_and_report_each_block
 # ---------------------------------------------------------------- the command line
 
 
+@pytest.fixture
+def workers_elsewhere(monkeypatch):
+    """The function file's directory as workers on other machines see it: not there (its origin named a
+    directory that no worker has), so the files sent with the tasks are what they run."""
+    from jaccli.parallel import payload
+
+    real = payload.source_files
+
+    def sent_from_elsewhere(*args, **kwargs):
+        return dataclasses.replace(real(*args, **kwargs), origin="/nonexistent/the-client-machine/project")
+
+    monkeypatch.setattr(payload, "source_files", sent_from_elsewhere)
+
+
 def _user_files(tmp_path: Path) -> Path:
     """A function file that imports a sibling module and a package of its directory."""
     home = tmp_path / "project"
@@ -206,8 +220,8 @@ def _user_files(tmp_path: Path) -> Path:
     return home
 
 
-def test_cli_scheduler_sends_the_function_file_and_its_modules_and_matches_one_process(cluster, tmp_path,
-                                                                                      monkeypatch):
+def test_cli_scheduler_sends_the_function_file_and_its_modules_and_matches_one_process(
+        cluster, tmp_path, monkeypatch, workers_elsewhere):
     home = _user_files(tmp_path)
     monkeypatch.chdir(tmp_path)
     address = cluster.scheduler.address
@@ -394,7 +408,47 @@ def test_cli_ctrl_c_while_the_local_cluster_starts_leaves_no_worker_process(tmp_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["slow_start.py", "x.npy"]
 
 
-def test_cli_a_module_the_workers_do_not_get_is_one_line_saying_what_to_install(cluster, tmp_path, monkeypatch):
+def test_cli_a_data_file_beside_the_function_is_found_by_workers_that_share_its_directory(
+        cluster, tmp_path, monkeypatch):
+    """The workers of --workers, or of a cluster on a shared file system, see f's directory as the client does: f
+    reads its data files there as in one process, whether the sweeps go to them or not. A file changed since it
+    was sent is not run from there (the workers run the bytes sent, unpacked)."""
+    from jaccli.parallel import payload
+
+    monkeypatch.chdir(tmp_path)
+    home = tmp_path / "project"
+    home.mkdir()
+    np.save(home / "scale.npy", np.arange(1.0, 5.0))
+    model = home / "model.py"
+    model.write_text("import numpy as np\nfrom pathlib import Path\n\n"
+                     "S = np.load(Path(__file__).parent / 'scale.npy')\n\n"
+                     "def f(x):\n    return np.cumsum(S * np.tanh(x))\n")
+    x = np.array([0.1, -0.4, 0.7, 1.2])
+    done = invoke(make_runner(), "jacobian", str(model), "[0.1, -0.4, 0.7, 1.2]", "--chunk-size", "1", "-o", "J.npy",
+                  "--scheduler", cluster.scheduler.address, "--stats")
+    assert done.exit_code == 0, done.stderr
+    assert "stats: dask: 4 blocks on 2 worker threads" in done.stderr  # every row swept by a worker
+    np.testing.assert_allclose(np.load("J.npy"), central_diff(lambda v: np.cumsum(np.arange(1.0, 5.0) * np.tanh(v)), x),
+                               rtol=1e-7, atol=1e-9)
+    sent = payload.source_files(model, "f")
+    assert sent.origin == str(home.resolve()) and payload._found_at_origin(sent)
+    model.write_text(model.read_text() + "\n# changed after it was sent\n")
+    assert not payload._found_at_origin(sent)
+
+
+def test_paths_into_a_workers_copy_of_the_files_read_as_the_users_file_names():
+    from jaccli.parallel.remote_sweeps import user_names
+
+    copy = "/tmp/dask-scratch-space/worker-1a2b/jaccli-dask-k3j_x9/"
+    assert user_names(f"[Errno 2] No such file or directory: '{copy}data/w.npy'") == \
+        "[Errno 2] No such file or directory: 'data/w.npy'"
+    assert user_names(f'File "{copy}model.py", line 4 and {copy}pkg/steps.py') == \
+        'File "model.py", line 4 and pkg/steps.py'
+    assert user_names("nothing of the workers' here") == "nothing of the workers' here"
+
+
+def test_cli_a_module_the_workers_do_not_get_is_one_line_saying_what_to_install(cluster, tmp_path, monkeypatch,
+                                                                                workers_elsewhere):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "vendor").mkdir()  # not a package of the directory: not sent
     (tmp_path / "vendor" / "vendored.py").write_text("import numpy as np\n\ndef g(x):\n    return np.tanh(x)\n")

@@ -35,19 +35,36 @@ class SourceFiles:
     """A function file and its directory's Python modules: the CLI's FUNC, for workers without the files.
 
     `files` maps paths relative to the directory to their bytes; `main` is the function file's,
-    `name` the function's; `keywords` are f's last parameters, passed by keyword (as the CLI does).
+    `name` the function's; `keywords` are f's last parameters, passed by keyword (as the CLI does);
+    `origin`: the directory on the client's machine. A worker that finds the same files there (the
+    workers of --workers, or a cluster on a shared file system) runs f from there, beside the data
+    files it reads as in one process; any other unpacks the files sent.
     """
 
     files: tuple[tuple[str, bytes], ...]
     main: str
     name: str
     keywords: tuple[str, ...] = ()
+    origin: str = ""
 
     def load(self) -> Callable:
         from jaccli.io.user_functions import load_function
 
-        loaded = load_function(f"{_unpacked(self)}/{self.main}:{self.name}")
+        home = Path(self.origin) if _found_at_origin(self) else _unpacked(self)
+        loaded = load_function(f"{home}/{self.main}:{self.name}")
         return ByKeyword(loaded.func, self.keywords) if self.keywords else loaded.func
+
+
+def _found_at_origin(files: SourceFiles) -> bool:
+    """Whether this process sees every file of `files` at its origin, with the same bytes: a data file beside f
+    (``np.load(Path(__file__).parent / "w.npy")``) was found in one process and not on the workers, so that
+    the same command failed or not as the parallel runs' choice of where the sweeps go decided."""
+    if not files.origin:
+        return False
+    try:
+        return all((Path(files.origin) / name).read_bytes() == data for name, data in files.files)
+    except OSError:
+        return False
 
 
 _unpacked_at: dict[SourceFiles, Path] = {}
@@ -168,7 +185,7 @@ def source_files(path: Path, name: str, keywords: tuple[str, ...] = ()) -> Sourc
                              "Python modules to send to Dask's workers; move the function file into a directory "
                              "of its own, or install its modules on the workers")
         files.append((file.relative_to(root).as_posix(), data))
-    return SourceFiles(tuple(files), path.name, name, tuple(keywords))
+    return SourceFiles(tuple(files), path.name, name, tuple(keywords), str(root))
 
 
 def _modules(root: Path) -> list[Path]:

@@ -253,11 +253,16 @@ def _result(future: Any, cluster: Any, function: Any) -> Any:
                                  f"({type(error).__name__}); a worker's memory limit may be too small for a block: "
                                  "give the workers more memory, or lower --chunk-size") from None
     except Exception as error:
-        # Paths into the worker's copy of the files read as the user's own file names.
-        text = re.sub(r"\S*jaccli-dask-[^/\s]+/", "", str(error).split("\n")[0])
+        text = user_names(str(error).split("\n")[0])
         if not hasattr(error, "kind"):  # (a jaccli error says what it is; Python's need their type)
             text = f"{type(error).__name__}: {text}"
         sent = (f"the workers get {function.main} and the Python modules of its directory; install what else "
                 "it needs (compiled extensions, data files) on the workers") if isinstance(function, SourceFiles) \
             else "f travels by cloudpickle; install the modules it imports on the workers"
         raise UserFunctionError(f"a Dask worker failed on a block: {text}; {sent}") from None
+
+
+def user_names(text: str) -> str:
+    """`text` with the paths into a worker's copy of the user's files (payload._unpacked) read as the files' own
+    names, relative to the function file's directory; the quotes around a path stay."""
+    return re.sub(r"[^\s'\"]*jaccli-dask-[^/\s]+/", "", text)

@@ -283,6 +283,20 @@ def test_the_replay_table_shows_the_plain_call_in_the_first_replays_position():
     assert "| – | – | – | – |" in p3  # (a run without the measurement)
 
 
+def test_the_first_replay_target_compares_a_p_instance_with_a_plain_call_in_its_position():
+    # both the second call after the same idle wait; the steady median's ratio stays in the row where over the limit
+    results = _results()
+    results["replay"]["P1-n100"]["plain_in_position_s"] = [1e-4, 1e-4, 1e-4]  # first replay 3e-4: 3.00x that
+    results["replay"]["P3-n100"]["plain_in_position_s"] = [2e-3, 2e-3]  # first replay 3e-3: 1.50x; 5.00x steady
+    first = _target(wr.targets(results), "44.1 first replay")
+    assert first[3] == "**MISS**" and "missed: P1-n100 3.00x" in first[1] and "P3-n100 1.50x" not in first[1]
+    assert first[1].endswith("; against the steady median instead: P3-n100 5.00x (a plain call in that position: "
+                             "3.33x)"), first[1]
+    results["replay"]["P1-n100"]["plain_in_position_s"] = [2e-4]  # 1.50x that, and 1.50x the steady median
+    first = _target(wr.targets(results), "44.1 first replay")
+    assert first[3] == "**PASS**" and first[1].startswith("5 of 5;"), first[1]
+
+
 def test_the_replay_table_puts_thread_cpu_faults_and_collections_beside_the_wall_clock_ratio():
     # a first replay far slower than a plain call by the clock but not by its thread's CPU waited
     # (the machine); one that faulted in pages or collected garbage paid for it

@@ -16,9 +16,9 @@ def test_pages_show_the_figures_of_results_md():
 def test_block_says_what_results_md_records():
     block = figures.render(RESULTS)
     # RESULTS.md records the softmax Hessian (P6-n500) missing its 3x bound, and record_once meeting it.
-    assert "| P6-n500 | softmax Hessian | 2.7 ms | 0.90x | MISS 6.30x ≤ 3.0x floor | 711 µs | 0.23x | " \
-           "PASS 1.47x ≤ 3.0x floor |" in block
-    assert "- **PASS**, target 1. end to end" in block and ": 1.35x (limit: ≤ 1.5x)" in block
+    assert "| P6-n500 | softmax Hessian | 508 µs | 0.80x | MISS 6.20x ≤ 3.0x floor | 112 µs | 0.18x | " \
+           "PASS 1.37x ≤ 3.0x floor |" in block
+    assert "- **PASS**, target 1. end to end" in block and ": 1.47x (limit: ≤ 1.5x)" in block
     assert "- **MISS**, target 4. lazy rows" in block
     assert "- **PASS**, target 2a. in process: faster than torch best and HIPS autograd, with `record_once`: " \
            "13 of 13 instances" in block
@@ -26,8 +26,8 @@ def test_block_says_what_results_md_records():
 
 
 def test_a_changed_figure_in_results_md_makes_the_pages_stale():
-    changed = RESULTS.replace("| P6-n500 | 439 µs ±7% | 12.3 ms ±8% | 1.42 ms ±3% | 2.7 ms ±4% |",
-                              "| P6-n500 | 439 µs ±7% | 12.3 ms ±8% | 1.42 ms ±3% | 575 µs ±1% |")
+    changed = RESULTS.replace("| P6-n500 | 81.6 µs ±0% | 2.88 ms ±1% | 298 µs ±0% | 508 µs ±1% |",
+                              "| P6-n500 | 81.6 µs ±0% | 2.88 ms ±1% | 298 µs ±0% | 575 µs ±1% |")
     assert changed != RESULTS
     stale = figures.stale_pages(changed)
     assert set(stale) == set(figures.PAGES)
@@ -48,7 +48,7 @@ def test_results_md_without_a_section_is_refused():
 
 def test_check_exits_1_when_stale(monkeypatch, tmp_path, capsys):
     results = tmp_path / "RESULTS.md"
-    results.write_text(RESULTS.replace("478 µs ±3%", "501 µs ±1%"), encoding="utf-8")
+    results.write_text(RESULTS.replace("174 µs ±6%", "501 µs ±1%"), encoding="utf-8")
     pages = {}
     for i, (path, ref) in enumerate(figures.PAGES.items()):
         copy = tmp_path / f"page{i}.md"
@@ -59,7 +59,7 @@ def test_check_exits_1_when_stale(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(figures, "ROOT", tmp_path)
     assert figures.main(["--check"]) == 1
     assert figures.main([]) == 0
-    assert all("| P2-n100-m100 | MLP Jacobian | 1.46 ms | 0.83x | MISS 6.13x ≤ 1.5x floor | 501 µs |"
+    assert all("| P2-n100-m100 | MLP Jacobian | 365 µs | 0.54x | MISS 3.22x ≤ 1.5x floor | 501 µs |"
                in p.read_text(encoding="utf-8") for p in pages)
     assert figures.main(["--check"]) == 0
     assert "match" in capsys.readouterr().out

@@ -311,6 +311,79 @@ def test_cli_scheduler_out_of_reach_is_exit_4_naming_it(monkeypatch):
     assert done.stderr.startswith("Error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 (")
 
 
+@contextlib.contextmanager
+def _tcp_service(greeting: bytes | None):
+    """A TCP service on a free local port that is not a Dask scheduler: it accepts connections and sends `greeting`
+    (an SSH server's banner), or nothing ever (None). Yields its address."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(0.2)
+    accepted, done = [], threading.Event()
+
+    def serve() -> None:
+        while not done.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            accepted.append(conn)
+            if greeting is not None:
+                conn.sendall(greeting)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        done.set()
+        thread.join()
+        for conn in accepted:
+            conn.close()
+        server.close()
+
+
+@pytest.mark.parametrize("greeting", [None, b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n"], ids=["silent", "ssh-banner"])
+def test_cli_scheduler_at_a_service_that_is_not_dask_is_one_line_in_bounded_time(monkeypatch, greeting):
+    # a Client waited there without end (silent), or read the banner as a message's length and said "out of memory";
+    # and a half-made Client took 60 s more to close when collected, with a traceback
+    short_connect_timeout(monkeypatch)
+    with _tcp_service(greeting) as address:
+        start = time.monotonic()
+        done = invoke(make_runner(), "jacobian", "-e", "x * 2", "[1, 2]", "--scheduler", address)
+        took = time.monotonic() - start
+    assert done.exit_code == 4 and done.stderr.count("\n") == 1, done.stderr
+    if greeting is None:
+        assert done.stderr == (f"Error: cannot reach the Dask scheduler at {address} (no answer in 1 s); start one "
+                               "(dask scheduler) or check the address, or use --workers N for a local cluster\n")
+    else:
+        assert done.stderr == (f"Error: {address} answered, but not as a Dask scheduler (its reply is not Dask's); "
+                               "check the address and its port (dask scheduler prints it: tcp://HOST:8786 by "
+                               "default)\n")
+    assert took < 10, took
+
+
+def test_cli_scheduler_at_a_workers_address_says_what_answered(cluster):
+    worker = next(iter(cluster.scheduler_info()["workers"]))
+    done = invoke(make_runner(), "jacobian", "-e", "x * 2", "[1, 2]", "--scheduler", worker)
+    assert done.exit_code == 4 and done.stderr.startswith(
+        f"Error: {worker} answered, but not as a Dask scheduler (a Worker); check the address"), done.stderr
+
+
+def test_a_scheduler_without_workers_says_the_blocks_wait_for_some():
+    local = distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=":0")
+    said = []
+    try:
+        Cluster(address=local.scheduler_address, say=said.append).close()
+    finally:
+        local.close()
+    assert said == [f"Dask: the scheduler at {local.scheduler_address} has no workers yet; the blocks wait for some "
+                    "to join (Ctrl-C stops)"]
+
+
 def _ignores(pid: int, sig: int) -> bool:
     """Whether process `pid` ignores `sig` (SigIgn in Linux's /proc; False where that cannot be read)."""
     try:
@@ -464,7 +537,7 @@ def test_cli_a_module_the_workers_do_not_get_is_one_line_saying_what_to_install(
                            "on the workers (f in model.py:6)\n")
 
 
-def test_a_scheduler_that_goes_away_mid_run_is_exit_4_naming_it():
+def test_a_scheduler_that_goes_away_mid_run_is_exit_4_naming_it(capfd):
     local = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0")
     address = local.scheduler_address
     client = distributed.Client(local, set_as_default=False)
@@ -476,6 +549,10 @@ def test_a_scheduler_that_goes_away_mid_run_is_exit_4_naming_it():
     client.close()
     assert (lost.value.kind, lost.value.exit_code) == ("resource_limit", 4)
     assert str(lost.value).startswith(f"lost the Dask scheduler at {address} during the run (")
+    assert str(lost.value).endswith("); check that it is still running and run again") and "\n" not in str(lost.value)
+    # what the error says, Dask's client logged above it too: a warning per key it could not gather, a traceback
+    logged = [line for line in capfd.readouterr().err.splitlines() if "distributed." in line]
+    assert not logged, logged
 
 
 # ---------------------------------------------------------------- faults (last: it kills one of the module's workers)

@@ -58,8 +58,13 @@ class Cluster:
         self.local: Any = None
         self._client: Any = None
         self.start_seconds = 0.0
+        self._logs = _DaskLogsQuiet()
         if address is not None:
-            self._client = _connect(address)
+            try:
+                self._client = _connect(address, say)
+            except BaseException:
+                self._logs.restore()
+                raise
 
     @property
     def running(self) -> bool:
@@ -119,19 +124,44 @@ class Cluster:
 
     def lost(self, error: BaseException) -> ClusterUnreachable:
         where = self.address or (self.local.scheduler_address if self.local is not None else "the local cluster")
-        return ClusterUnreachable(f"lost the Dask scheduler at {where} during the run ({type(error).__name__}: "
-                                  f"{error}); check that it is still running and run again")
+        said = str(error).strip().split("\n")[0].rstrip(".")  # (Dask's "... cancelled for reason: ...\nMessage: ...")
+        return ClusterUnreachable(f"lost the Dask scheduler at {where} during the run ({type(error).__name__}"
+                                  f"{': ' + said if said else ''}); check that it is still running and run again")
 
     def close(self) -> None:
         """Disconnect; a cluster jaccli started is stopped with its worker processes."""
         client, self._client = self._client, None
         local, self.local = self.local, None
-        for thing in (client, local):
-            if thing is not None:
-                try:
-                    thing.close()
-                except Exception:  # (closing after the scheduler went away: nothing more to stop)
-                    pass
+        try:
+            for thing in (client, local):
+                if thing is not None:
+                    try:
+                        thing.close()
+                    except Exception:  # (closing after the scheduler went away: nothing more to stop)
+                        pass
+        finally:
+            self._logs.restore()
+
+
+class _DaskLogsQuiet:
+    """Dask's log lines (the handlers of its "distributed" logger) at CRITICAL while a Cluster is open, as they were
+    after (distributed's silence_logging_cmgr, which a LocalCluster's silence_logs uses too): a scheduler that went
+    away mid-run made its client log some 30 lines (a warning per key it could not gather, a traceback of its
+    reconnection) above jaccli's one-line error, which says it (Cluster.lost)."""
+
+    def __init__(self) -> None:
+        import contextlib
+        import logging
+
+        from distributed.utils import silence_logging_cmgr
+
+        self.stack: contextlib.ExitStack | None = contextlib.ExitStack()
+        self.stack.enter_context(silence_logging_cmgr(logging.CRITICAL))
+
+    def restore(self) -> None:
+        stack, self.stack = self.stack, None
+        if stack is not None:
+            stack.close()
 
 
 class _Starting:
@@ -188,7 +218,7 @@ class _Starting:
             psutil.wait_procs(made, timeout=5)
 
 
-def _connect(address: str) -> Any:
+def _connect(address: str, say: Callable[[str], None] = lambda line: None) -> Any:
     from distributed import Client
     from distributed.comm.addressing import parse_address, parse_host_port
 
@@ -201,13 +231,76 @@ def _connect(address: str) -> Any:
         given = f"{ADDRESS_VARIABLE}={address!r}" if where else f"--scheduler {address!r}"
         raise UsageError(f"{given} is not a scheduler's address ({error}); give it as tcp://HOST:PORT, as "
                          "`dask scheduler` prints it") from None
+    import dask
+    from dask.utils import parse_timedelta
+
+    timeout = parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), "s")
     try:
-        return Client(address, set_as_default=False)
+        # Asked first, apart from a Client: a Client at a service that is not a scheduler waited without end (one
+        # that never answers), or read its banner as a message's length ("out of memory"), and a Client half made
+        # waits 60 s to close when collected, with a traceback.
+        identity = _identity(address, timeout)
+    except (OSError, TimeoutError, ValueError) as error:
+        reason = str(error).split("\n")[0] or (f"no answer in {timeout:.0f} s" if isinstance(error, TimeoutError)
+                                               else type(error).__name__)
+        raise ClusterUnreachable(f"cannot reach the Dask scheduler at {address}{where} ({reason}); start one "
+                                 "(dask scheduler) or check the address, or use --workers N for a local "
+                                 "cluster") from None
+    except Exception:  # (what a reply that is not Dask's makes its decoder raise: MemoryError, a struct error)
+        identity = None
+    if not isinstance(identity, dict) or identity.get("type") != "Scheduler":
+        said = f"a {identity['type']}" if isinstance(identity, dict) and isinstance(identity.get("type"), str) \
+            else "its reply is not Dask's"
+        raise ClusterUnreachable(f"{address}{where} answered, but not as a Dask scheduler ({said}); check the address "
+                                 "and its port (dask scheduler prints it: tcp://HOST:8786 by default)")
+    if not identity.get("n_workers"):
+        say(f"Dask: the scheduler at {address} has no workers yet; the blocks wait for some to join (Ctrl-C stops)")
+    try:
+        return Client(address, set_as_default=False, timeout=timeout)
     except (OSError, TimeoutError, ValueError) as error:
         reason = str(error).split("\n")[0] or type(error).__name__
         raise ClusterUnreachable(f"cannot reach the Dask scheduler at {address}{where} ({reason}); start one "
                                  "(dask scheduler) or check the address, or use --workers N for a local "
                                  "cluster") from None
+
+
+def _identity(address: str, timeout: float) -> Any:
+    """What the service at `address` answers Dask's "identity" request (a scheduler: a dict whose "type" is
+    "Scheduler"), each step within `timeout` seconds; raises what connecting or reading raised (TimeoutError
+    for no answer). Asked on an event loop of its own, in a thread of its own (daemon: a Ctrl-C here does not
+    wait for it), whatever loop runs in the caller's."""
+    import asyncio
+    import threading
+
+    from distributed.comm import connect
+    from distributed.security import Security
+
+    async def ask() -> Any:
+        comm = await asyncio.wait_for(connect(address, timeout=timeout,
+                                              **Security().get_connection_args("client")), timeout + 1)
+        try:
+            await asyncio.wait_for(comm.write({"op": "identity", "reply": True}), timeout)
+            return await asyncio.wait_for(comm.read(), timeout)
+        finally:
+            comm.abort()
+
+    answer: list = []
+
+    def run() -> None:
+        try:
+            answer.append((True, asyncio.run(ask())))
+        except BaseException as error:  # (handed to the caller's thread)
+            answer.append((False, error))
+
+    thread = threading.Thread(target=run, name="jaccli-scheduler-identity", daemon=True)
+    thread.start()
+    thread.join(2 * timeout + 5)
+    if not answer:
+        raise TimeoutError(f"no answer in {2 * timeout + 5:.0f} s")
+    ok, value = answer[0]
+    if not ok:
+        raise value
+    return value
 
 
 def _dashboard(client: Any) -> str:

@@ -241,11 +241,7 @@ def _connect(address: str, say: Callable[[str], None] = lambda line: None) -> An
         # waits 60 s to close when collected, with a traceback.
         identity = _identity(address, timeout)
     except (OSError, TimeoutError, ValueError) as error:
-        reason = str(error).split("\n")[0] or (f"no answer in {timeout:.0f} s" if isinstance(error, TimeoutError)
-                                               else type(error).__name__)
-        raise ClusterUnreachable(f"cannot reach the Dask scheduler at {address}{where} ({reason}); start one "
-                                 "(dask scheduler) or check the address, or use --workers N for a local "
-                                 "cluster") from None
+        raise _unreachable(f"{address}{where}", error, timeout) from None
     except Exception:  # (what a reply that is not Dask's makes its decoder raise: MemoryError, a struct error)
         identity = None
     if not isinstance(identity, dict) or identity.get("type") != "Scheduler":
@@ -258,10 +254,14 @@ def _connect(address: str, say: Callable[[str], None] = lambda line: None) -> An
     try:
         return Client(address, set_as_default=False, timeout=timeout)
     except (OSError, TimeoutError, ValueError) as error:
-        reason = str(error).split("\n")[0] or type(error).__name__
-        raise ClusterUnreachable(f"cannot reach the Dask scheduler at {address}{where} ({reason}); start one "
-                                 "(dask scheduler) or check the address, or use --workers N for a local "
-                                 "cluster") from None
+        raise _unreachable(f"{address}{where}", error, timeout) from None
+
+
+def _unreachable(named: str, error: BaseException, timeout: float) -> ClusterUnreachable:
+    reason = str(error).split("\n")[0] or (f"no answer in {timeout:.0f} s" if isinstance(error, TimeoutError)
+                                           else type(error).__name__)
+    return ClusterUnreachable(f"cannot reach the Dask scheduler at {named} ({reason}); start one (dask scheduler) "
+                              "or check the address, or use --workers N for a local cluster")
 
 
 def _identity(address: str, timeout: float) -> Any:

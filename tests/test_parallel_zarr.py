@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
@@ -47,7 +48,7 @@ def test_this_process_writes_a_group_with_an_array_per_block_named_like_the_npz_
     assert sorted(written) == sorted(expected) == ["df0_dx", "df0_dy", "df1_dx", "df1_dy"]
     for key in expected:
         assert written[key].dtype == expected[key].dtype and written[key].tobytes() == expected[key].tobytes()
-    x, y = np.load("x.npy"), np.load("y.npy")
+    x = np.load("x.npy")
     np.testing.assert_allclose(written["df1_dy"], np.diag(x), rtol=0, atol=0)  # d(x*y)/dy, closed form
     meta = zarr.open_group("J.zarr", mode="r").attrs["jaccli"]
     assert meta["command"] == "jacobian" and meta["output"] == "J.zarr"
@@ -111,8 +112,9 @@ def test_the_workers_write_the_chunks_bit_for_bit_as_one_process(cluster, tmp_pa
         assert alone.exit_code == 0 and done.exit_code == 0, done.stderr
         expected = {k: v for k, v in np.load(one).items() if k != "__meta__"} if npz else {
             "d2f_dx_dx" if command == "hessian" else "df_dx": np.load(one)}
-        # 40 rows in chunks of 6 per block, each on a worker
-        assert "(streamed)" in done.stderr and f"stats: dask: {7 * len(expected)} blocks on 2 worker" in done.stderr
+        # 40 rows in chunks of 6 per block, each on a worker (a Hessian's twice: swept, then made exactly symmetric)
+        tasks = 7 * len(expected) * (2 if command == "hessian" else 1)
+        assert "(streamed)" in done.stderr and f"stats: dask: {tasks} blocks on 2 worker" in done.stderr
         # the workers' sweeps counted as one process counts its own (the report said 0 sweeps, mode cached)
         mode = "forward-over-reverse" if command == "hessian" else "reverse"
         assert f"stats: sweeps: {7 * len(expected)}, seeds: {40 * len(expected)}, chunk size: 6, mode: {mode}" \
@@ -124,6 +126,53 @@ def test_the_workers_write_the_chunks_bit_for_bit_as_one_process(cluster, tmp_pa
             assert zarr.open_group("J.zarr", mode="r")[key].chunks[0] % 6 == 0  # whole sweeps of the chunk size
         assert zarr.open_group("J.zarr", mode="r").attrs["jaccli"]["streamed"] is True
     assert sorted(p.name for p in tmp_path.iterdir()) == ["J.zarr", "one.npy", "one.npz", "x.npy", "y.npy"]
+
+
+def test_a_hessian_written_by_the_workers_is_exactly_symmetric_as_one_processes(cluster, tmp_path, monkeypatch):
+    # The workers' chunks of rows were written as swept: H - H^T up to 2e-13 where one process's is exactly 0
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "two.py").write_text(
+        "import numpy as np\n\nA = np.random.default_rng(3).normal(size=(12, 12)) / 4\n\n"
+        "def f(x, y):\n    v = x.ravel()\n"
+        "    return np.sum(np.tanh(A @ v) ** 2 * y) + np.sum(np.cumsum(np.sin(v)) ** 2) * np.sum(y ** 2)\n")
+    x = np.random.default_rng(1).normal(size=(4, 3))
+    y = np.random.default_rng(2).uniform(0.5, 1.5, size=12)
+    np.save("x.npy", x)
+    np.save("y.npy", y)
+    from jaccli.parallel import worker
+
+    def refuse(*args):
+        raise AssertionError("the client wrote rows of the result")
+
+    monkeypatch.setattr(jaccli.io.zarr_store, "write_rows", refuse)
+    monkeypatch.setattr(worker, "symmetric_rows", refuse, raising=False)
+    alone = invoke(make_runner(), "hessian", "two.py", "x.npy", "y.npy", "-o", "one.npz", "--chunk-size", "3")
+    done = invoke(make_runner(), "hessian", "two.py", "x.npy", "y.npy", "-o", "H.zarr", "--chunk-size", "3",
+                  "--scheduler", cluster.scheduler.address, "--stats")
+    assert alone.exit_code == 0 and done.exit_code == 0, done.stderr
+    H = arrays(tmp_path / "H.zarr")
+    xx, yy = H["d2f_dx_dx"].reshape(12, 12), H["d2f_dy_dy"]
+    assert np.array_equal(xx, xx.T) and np.array_equal(yy, yy.T)  # each pair of entries one number
+    assert np.array_equal(H["d2f_dx_dy"].reshape(12, 12), H["d2f_dy_dx"].reshape(12, 12).T)
+    # 4 blocks of 12 rows in 4 chunks each, swept, then made exactly symmetric: every task on a worker
+    assert "stats: dask: 32 blocks on 2 worker" in done.stderr and ", 0 here" in done.stderr, done.stderr
+    assert "stats: sweeps: 16, seeds: 48, chunk size: 3" in done.stderr, done.stderr
+    assert sorted(os.listdir("H.zarr")) == ["d2f_dx_dx", "d2f_dx_dy", "d2f_dy_dx", "d2f_dy_dy", "zarr.json"]
+    one = np.load("one.npz")
+    for key, value in H.items():
+        assert value.shape == one[key].shape
+        np.testing.assert_allclose(value, one[key], rtol=0, atol=1e-14 * np.abs(one[key]).max())
+    # against central differences of f itself, in float64
+    spec = importlib.util.spec_from_file_location("two", tmp_path / "two.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    z0 = np.concatenate([x.ravel(), y])
+    f = lambda z: module.f(z[:12].reshape(4, 3), z[12:])  # noqa: E731
+    h, eye = 1e-4, np.eye(24)
+    fd = np.array([[(f(z0 + h * (eye[a] + eye[b])) - f(z0 + h * (eye[a] - eye[b])) - f(z0 - h * (eye[a] - eye[b]))
+                     + f(z0 - h * (eye[a] + eye[b]))) / (4 * h * h) for b in range(24)] for a in range(24)])
+    whole = np.block([[xx, H["d2f_dx_dy"].reshape(12, 12)], [H["d2f_dy_dx"].reshape(12, 12), yy]])
+    np.testing.assert_allclose(whole, fd, rtol=1e-5, atol=1e-5)  # (rounding in the differences: ~1.4e-6)
 
 
 def test_a_killed_run_leaves_no_half_store_at_the_target(cluster, tmp_path):

@@ -70,12 +70,19 @@ class ZarrStore:
         self._leftover = weakref.finalize(self, shutil.rmtree, str(self.path), True)
         self.group = zarr.open_group(str(self.path), mode="w")
 
-    def create(self, key: str, shape: tuple[int, ...], dtype: Any, row_axis: int, rows: int) -> None:
-        """An array `key` of `shape` in chunks of `rows` along `row_axis` (whole along the others)."""
-        chunks = tuple(max(1, n) for n in shape)
-        if len(shape) > row_axis:
-            chunks = chunks[:row_axis] + (max(1, min(rows, shape[row_axis])),) + chunks[row_axis + 1:]
-        self.group.create_array(key, shape=shape, chunks=chunks, dtype=np.dtype(dtype), fill_value=0)
+    def create(self, key: str, shape: tuple[int, ...], dtype: Any, row_axis: int, rows: int,
+               col_axis: int | None = None, cols: int = 0) -> None:
+        """An array `key` of `shape` in chunks of `rows` along `row_axis` (and of `cols` along `col_axis`, if
+        given), whole along the others."""
+        chunks = [max(1, n) for n in shape]
+        for axis, size in ((row_axis, rows), (col_axis, cols)):
+            if axis is not None and len(shape) > axis:
+                chunks[axis] = max(1, min(size, shape[axis]))
+        self.group.create_array(key, shape=shape, chunks=tuple(chunks), dtype=np.dtype(dtype), fill_value=0)
+
+    def remove(self, key: str) -> None:
+        """Delete the array `key` (a step's own, before the commit)."""
+        del self.group[key]
 
     def commit(self, meta: Mapping[str, object] | None = None) -> None:
         """Put the store in place: over a zarr store already there (moved aside, then deleted), never

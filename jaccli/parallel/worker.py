@@ -70,6 +70,8 @@ def run(ev: Any, name: str, args: tuple) -> Any:
         return rows_of(ev, *args)
     if name == "zarr_rows":  # "rows", written into a zarr store here: only their count goes back
         return write_chunk(_block(ev, args[0], args[1]), args)
+    if name == "zarr_symmetric":  # a chunk of a Hessian block's rows made exactly symmetric in the store
+        return symmetric_rows(args)
     target = ev.rec if name.startswith("rec.") else ev
     return getattr(target, name.rpartition(".")[2])(*args)
 
@@ -105,6 +107,25 @@ def write_chunk(block: Any, args: tuple) -> tuple[int, int, int, str]:
     write_rows(store, key, row_axis, start, values)
     kind = "forward" if block.kind == "hessian" and ev.mode != "reverse" else "reverse"
     return rows.size, ev.sweeps - before[0], ev.seeds_used - before[1], kind
+
+
+def symmetric_rows(args: tuple) -> None:
+    """Rows a:b (of the leading axis of input i's) of the Hessian block (i, j) at `key` in the zarr store at `store`,
+    written as (R + R^T) / 2 of its rows as swept (R, the array `raw`) and its mirror's (`mirror`: block (j, i)'s,
+    the same array for i = j), as one process makes the block exactly symmetric (hessian_evaluator._symmetrize):
+    each pair of entries one number. `lead`: batch axes before the rows; `rows`, `columns`: how many axes inputs i
+    and j have. args: (store, key, raw, mirror, lead, rows, columns, a, b)."""
+    import zarr
+
+    store, key, raw, mirror, lead, rows, columns, a, b = args
+    own = (slice(None),) * lead + ((slice(a, b),) if rows else ())
+    upper = np.asarray(zarr.open_array(store, path=raw, mode="r")[own])
+    lower = np.asarray(zarr.open_array(store, path=mirror, mode="r")[(slice(None),) * (lead + columns) + own[lead:]])
+    lead_shape = upper.shape[:lead]
+    m = int(np.prod(upper.shape[lead:lead + rows], dtype=np.int64))
+    n = int(np.prod(upper.shape[lead + rows:], dtype=np.int64))
+    mean = 0.5 * (upper.reshape(lead_shape + (m, n)) + np.swapaxes(lower.reshape(lead_shape + (n, m)), -1, -2))
+    zarr.open_array(store, path=key, mode="r+")[own] = mean.reshape(upper.shape)
 
 
 def block_rows(block: Any, rows: np.ndarray, k: int) -> np.ndarray:

@@ -311,6 +311,21 @@ def test_cli_scheduler_out_of_reach_is_exit_4_naming_it(monkeypatch):
     assert done.stderr.startswith("Error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 (")
 
 
+def test_cli_scheduler_that_does_not_answer_at_once_is_said_to_be_waited_for(monkeypatch):
+    # Dask retries until its connect timeout (30 s by default): a silent wait of that long read as a hang
+    from jaccli.parallel import cluster as cluster_module
+
+    monkeypatch.setattr(cluster_module, "SAY_WAITING_AFTER", 0.2)
+    monkeypatch.setitem(__import__("dask").config.config["distributed"]["comm"]["timeouts"], "connect", "2s")
+    done = invoke(make_runner(), "jacobian", "-e", "x * 2", "[1, 2]", "--scheduler", "tcp://127.0.0.1:9")
+    assert done.exit_code == 4 and done.stderr.splitlines()[0] == (
+        "Dask: no answer yet from the scheduler at tcp://127.0.0.1:9; waiting up to 2 s "
+        "(DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT sets how long)"), done.stderr
+    assert done.stderr.splitlines()[1].startswith("Error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 (")
+    quiet = invoke(make_runner(), "jacobian", "-e", "x * 2", "[1, 2]", "--scheduler", "tcp://127.0.0.1:9", "-q")
+    assert quiet.exit_code == 4 and quiet.stderr.count("\n") == 1, quiet.stderr
+
+
 @contextlib.contextmanager
 def _tcp_service(greeting: bytes | None):
     """A TCP service on a free local port that is not a Dask scheduler: it accepts connections and sends `greeting`
@@ -353,9 +368,9 @@ def test_cli_scheduler_at_a_service_that_is_not_dask_is_one_line_in_bounded_time
     short_connect_timeout(monkeypatch)
     with _tcp_service(greeting) as address:
         start = time.monotonic()
-        done = invoke(make_runner(), "jacobian", "-e", "x * 2", "[1, 2]", "--scheduler", address)
+        done = invoke(make_runner(), "jacobian", "-e", "x * 2", "[1, 2]", "--scheduler", address, "-q")
         took = time.monotonic() - start
-    assert done.exit_code == 4 and done.stderr.count("\n") == 1, done.stderr
+    assert done.exit_code == 4 and done.stderr.count("\n") == 1, done.stderr  # (-q: no "waiting" line)
     if greeting is None:
         assert done.stderr == (f"Error: cannot reach the Dask scheduler at {address} (no answer in 1 s); start one "
                                "(dask scheduler) or check the address, or use --workers N for a local cluster\n")

@@ -239,7 +239,9 @@ def _connect(address: str, say: Callable[[str], None] = lambda line: None) -> An
         # Asked first, apart from a Client: a Client at a service that is not a scheduler waited without end (one
         # that never answers), or read its banner as a message's length ("out of memory"), and a Client half made
         # waits 60 s to close when collected, with a traceback.
-        identity = _identity(address, timeout)
+        identity = _identity(address, timeout, lambda: say(
+            f"Dask: no answer yet from the scheduler at {address}; waiting up to {timeout:.0f} s "
+            "(DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT sets how long)"))
     except (OSError, TimeoutError, ValueError) as error:
         raise _unreachable(f"{address}{where}", error, timeout) from None
     except Exception:  # (what a reply that is not Dask's makes its decoder raise: MemoryError, a struct error)
@@ -264,10 +266,14 @@ def _unreachable(named: str, error: BaseException, timeout: float) -> ClusterUnr
                               "or check the address, or use --workers N for a local cluster")
 
 
-def _identity(address: str, timeout: float) -> Any:
+# Seconds without an answer after which _identity says it waits (Dask tries to connect until its timeout, 30 s).
+SAY_WAITING_AFTER = 2.0
+
+
+def _identity(address: str, timeout: float, waiting: Callable[[], None] = lambda: None) -> Any:
     """What the service at `address` answers Dask's "identity" request (a scheduler: a dict whose "type" is
     "Scheduler"), each step within `timeout` seconds; raises what connecting or reading raised (TimeoutError
-    for no answer). Asked on an event loop of its own, in a thread of its own (daemon: a Ctrl-C here does not
+    for no answer). `waiting()` is called once there is no answer after SAY_WAITING_AFTER seconds. Asked on an event loop of its own, in a thread of its own (daemon: a Ctrl-C here does not
     wait for it), whatever loop runs in the caller's."""
     import asyncio
     import threading
@@ -294,7 +300,10 @@ def _identity(address: str, timeout: float) -> Any:
 
     thread = threading.Thread(target=run, name="jaccli-scheduler-identity", daemon=True)
     thread.start()
-    thread.join(2 * timeout + 5)
+    thread.join(SAY_WAITING_AFTER)
+    if thread.is_alive():
+        waiting()  # (a scheduler out of reach: Dask retries until its connect timeout, silently)
+        thread.join(2 * timeout + 5)
     if not answer:
         raise TimeoutError(f"no answer in {2 * timeout + 5:.0f} s")
     ok, value = answer[0]

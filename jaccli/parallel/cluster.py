@@ -273,8 +273,9 @@ SAY_WAITING_AFTER = 2.0
 def _identity(address: str, timeout: float, waiting: Callable[[], None] = lambda: None) -> Any:
     """What the service at `address` answers Dask's "identity" request (a scheduler: a dict whose "type" is
     "Scheduler"), each step within `timeout` seconds; raises what connecting or reading raised (TimeoutError
-    for no answer). `waiting()` is called once there is no answer after SAY_WAITING_AFTER seconds. Asked on an event loop of its own, in a thread of its own (daemon: a Ctrl-C here does not
-    wait for it), whatever loop runs in the caller's."""
+    for no answer). `waiting()` is called once there is no answer after SAY_WAITING_AFTER seconds. Asked on an
+    event loop of its own, in a thread of its own (daemon: a Ctrl-C here does not wait for it), whatever loop
+    runs in the caller's."""
     import asyncio
     import threading
 

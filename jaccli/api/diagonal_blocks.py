@@ -58,9 +58,7 @@ class DiagonalBlocks:
                 t = None if swept[i] is None else dense(swept[i])
             if self.watch is not None:
                 self.watch([t])
-            self.sweeps += 1
-            self.seeds_used += 1
-            self.kinds.add("diagonal")
+            self.counted("diagonal", 1)
             if t is not None:
                 d = t.reshape(self.M[i]) if type(t) is np.ndarray else np.reshape(t, (self.M[i],))
         self._diagonals[key] = d
@@ -81,9 +79,7 @@ class DiagonalBlocks:
     def kept_diagonal(self, i: int, j: int, d: np.ndarray, store: np.ndarray) -> None:
         """Block (i, j) known whole: `store`, made by diagonal_matrix from its diagonal `d`, one sweep's
         (whole_diagonal; a steady call's block before its evaluator, api/steady_calls.py)."""
-        self.sweeps += 1
-        self.seeds_used += 1
-        self.kinds.add("diagonal")
+        self.counted("diagonal", 1)
         self._diagonals[(i, j)] = d
         self.store[(i, j)] = store
         self.row_done[i][:] = True

@@ -198,12 +198,18 @@ class Evaluator(BlockStores, SweepSeeds, DiagonalBlocks, SteadyBlocks):
                 self._took(block, results, write, done_mask, whole, size, kind)
                 phase.advance(block.size)
 
+    def counted(self, kind: str | None, seeds: int, sweeps: int = 1) -> None:
+        """`sweeps` sweeps (`seeds` seeds in all) of `kind` ("reverse", "forward", "diagonal"; None: counted
+        elsewhere), added to what --stats and the report read: made here or on Dask's workers."""
+        if kind is not None:
+            self.kinds.add(kind)
+        self.sweeps += sweeps
+        self.seeds_used += seeds
+
     def _took(self, block: np.ndarray, results: list, write: Callable, done_mask: np.ndarray, whole: bool,
               size: int, kind: str) -> None:
         """One sweep's `results` for the positions `block`, written and counted."""
-        self.kinds.add(kind)
-        self.sweeps += 1
-        self.seeds_used += block.size
+        self.counted(kind, block.size)
         for other_index, value in enumerate(results):
             write(block, other_index, value)
         if whole and block.size == size:

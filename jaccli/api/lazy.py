@@ -437,9 +437,7 @@ class MatrixView(_Block):
         ev = b._ev
         seeds, alt = ev._seeds(ev._row_seed, b._i, block, ev.n_out)
         cts = ev.rec.vjp(seeds, program_seeds=alt)
-        ev.kinds.add("reverse")
-        ev.sweeps += 1
-        ev.seeds_used += block.size
+        ev.counted("reverse", block.size)
         ct = cts[b._j]
         if ct is None:
             return np.zeros((block.size, ev.N[b._j]) if not ev.batch else (ev.B, block.size, ev.N[b._j]),

@@ -180,9 +180,7 @@ class SteadyBlocks:
     def kept_symmetric(self, steady: Steady, i: int, store: np.ndarray) -> None:
         """Block (i, i) of a Hessian known whole: `store`, made by symmetric_store from one sweep (_whole_symmetric;
         a steady call's block before its evaluator, api/steady_calls.py)."""
-        self.kinds.add(steady.route)
-        self.sweeps += 1
-        self.seeds_used += steady.size
+        self.counted(steady.route, steady.size)
         self.store[(i, i)] = store
         self._symmetric.add((i, i))
         self.row_done[i][:] = True

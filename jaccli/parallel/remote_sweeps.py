@@ -116,9 +116,7 @@ class RemoteSweeps:
         calls = [("swept_rows", (b._i, b._j, rows[start:start + k])) for start in starts]
         for n, piece, here in self.unordered(ev, calls, lambda n: view._swept_rows(rows[starts[n]:starts[n] + k])):
             if not here:  # (a piece computed here, by _swept_rows, counts itself)
-                ev.kinds.add("reverse")
-                ev.sweeps += 1
-                ev.seeds_used += min(k, rows.size - starts[n])
+                ev.counted("reverse", min(k, rows.size - starts[n]))
             yield starts[n], piece
 
     def unordered(self, ev: Any, calls: list[tuple[str, tuple]], here: Callable[[int], Any],

@@ -140,8 +140,7 @@ def block_rows(block: Any, rows: np.ndarray, k: int) -> np.ndarray:
     for s in range(0, rows.size, k):
         piece = rows[s:s + k]
         t = sweep(i, piece)[j]
-        ev.sweeps += 1  # (counted as the evaluator's own sweeps are: --stats and the report)
-        ev.seeds_used += piece.size
+        ev.counted(None, piece.size)  # (as the evaluator's own sweeps are: --stats and the report; write_chunk: kind)
         shape = (piece.size, ev.B, ev.N[j]) if ev.batch else (piece.size, ev.N[j])
         t = np.zeros(shape, dtype=block.dtype) if t is None else np.reshape(np.asarray(t), shape)
         parts.append(np.moveaxis(t, 0, 1) if ev.batch else t)

@@ -112,9 +112,7 @@ def _rows_written(remote: Any, store: Any, plan: _Planned) -> None:
     chunks = remote.unordered(ev, calls, lambda n: write_chunk(lazy, calls[n][1]))
     for _, (_, sweeps, seeds, kind), here in chunks:
         if not here:  # (a worker's sweeps, counted here as this process counts its own: the report)
-            ev.sweeps += sweeps
-            ev.seeds_used += seeds
-            ev.kinds.add(kind)
+            ev.counted(kind, seeds, sweeps)
 
 
 def _symmetric_written(remote: Any, store: Any, pairs: list[tuple[_Planned, _Planned]]) -> None:

@@ -535,6 +535,19 @@ def test_paths_into_a_workers_copy_of_the_files_read_as_the_users_file_names():
     assert user_names("nothing of the workers' here") == "nothing of the workers' here"
 
 
+def test_cli_an_os_error_f_raises_on_a_worker_is_fs_failure_not_a_lost_scheduler(cluster, tmp_path, monkeypatch):
+    # f reads a file from the working directory, which the workers do not share: its FileNotFoundError (an
+    # OSError) was read as the scheduler gone ("lost the Dask scheduler", exit 4)
+    monkeypatch.chdir(tmp_path)
+    np.save("w.npy", np.eye(4))
+    (tmp_path / "model.py").write_text("import numpy as np\n\ndef f(x):\n    return np.tanh(np.load('w.npy') @ x)\n")
+    done = invoke(make_runner(), "jacobian", "model.py", "[0.1, 0.2, 0.3, 0.4]", "--chunk-size", "1",
+                  "--scheduler", cluster.scheduler.address)
+    assert done.exit_code == 3 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("Error: a Dask worker failed on a block: ") and "FileNotFoundError" in done.stderr \
+        and "w.npy" in done.stderr and "install what else it needs (compiled extensions, data files)" in done.stderr
+
+
 def test_cli_a_module_the_workers_do_not_get_is_one_line_saying_what_to_install(cluster, tmp_path, monkeypatch,
                                                                                 workers_elsewhere):
     monkeypatch.chdir(tmp_path)

@@ -245,19 +245,26 @@ def _result(future: Any, cluster: Any, function: Any) -> Any:
     try:
         return future.result()
     except (FutureCancelledError, OSError, TimeoutError) as error:
-        raise cluster.lost(error) from None
+        if future.status != "error":  # (an OSError the task raised, as f's FileNotFoundError, is f's failure)
+            raise cluster.lost(error) from None
+        raise _failed_on_worker(error, function) from None
     except KilledWorker as error:
         raise ResourceLimitError(f"Dask workers died {error.args[0] if error.args else ''} running the same block "
                                  f"({type(error).__name__}); a worker's memory limit may be too small for a block: "
                                  "give the workers more memory, or lower --chunk-size") from None
     except Exception as error:
-        text = user_names(str(error).split("\n")[0])
-        if not hasattr(error, "kind"):  # (a jaccli error says what it is; Python's need their type)
-            text = f"{type(error).__name__}: {text}"
-        sent = (f"the workers get {function.main} and the Python modules of its directory; install what else "
-                "it needs (compiled extensions, data files) on the workers") if isinstance(function, SourceFiles) \
-            else "f travels by cloudpickle; install the modules it imports on the workers"
-        raise UserFunctionError(f"a Dask worker failed on a block: {text}; {sent}") from None
+        raise _failed_on_worker(error, function) from None
+
+
+def _failed_on_worker(error: BaseException, function: Any) -> UserFunctionError:
+    """What a task raised on a worker (f's failure there), in one line saying what the workers get."""
+    text = user_names(str(error).split("\n")[0])
+    if not hasattr(error, "kind"):  # (a jaccli error says what it is; Python's need their type)
+        text = f"{type(error).__name__}: {text}"
+    sent = (f"the workers get {function.main} and the Python modules of its directory; install what else "
+            "it needs (compiled extensions, data files) on the workers") if isinstance(function, SourceFiles) \
+        else "f travels by cloudpickle; install the modules it imports on the workers"
+    return UserFunctionError(f"a Dask worker failed on a block: {text}; {sent}")
 
 
 def user_names(text: str) -> str:

@@ -361,7 +361,8 @@ def _tcp_service(greeting: bytes | None):
         server.close()
 
 
-@pytest.mark.parametrize("greeting", [None, b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n"], ids=["silent", "ssh-banner"])
+@pytest.mark.parametrize("greeting", [None, b"SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n", b"\xff" * 64],
+                         ids=["silent", "ssh-banner", "bytes"])
 def test_cli_scheduler_at_a_service_that_is_not_dask_is_one_line_in_bounded_time(monkeypatch, greeting):
     # a Client waited there without end (silent), or read the banner as a message's length and said "out of memory";
     # and a half-made Client took 60 s more to close when collected, with a traceback
@@ -379,6 +380,24 @@ def test_cli_scheduler_at_a_service_that_is_not_dask_is_one_line_in_bounded_time
                                "check the address and its port (dask scheduler prints it: tcp://HOST:8786 by "
                                "default)\n")
     assert took < 10, took
+
+
+@pytest.mark.parametrize("address, said", [
+    ("inproc://x", "is not a scheduler's address (inproc:// reaches a scheduler inside one process only)"),
+    ("tcp://127.0.0.1:99999", "is not a scheduler's address (port 99999 is not between 1 and 65535)")])
+def test_cli_scheduler_addresses_no_scheduler_can_have_are_usage_errors(address, said):
+    done = invoke(make_runner(), "jacobian", "-e", "x * 2", "[1, 2]", "--scheduler", address)
+    assert done.exit_code == 2 and done.stderr == f"Error: --scheduler {address!r} {said}; give it as " \
+        "tcp://HOST:PORT, as `dask scheduler` prints it\n", done.stderr
+
+
+def test_cli_scheduler_over_tls_without_its_configuration_says_why_it_cannot_connect(monkeypatch):
+    # (it said the address "answered, but not as a Dask scheduler": nothing had answered)
+    short_connect_timeout(monkeypatch)
+    done = invoke(make_runner(), "jacobian", "-e", "x * 2", "[1, 2]", "--scheduler", "tls://127.0.0.1:9", "-q")
+    assert done.exit_code == 4 and done.stderr.startswith(
+        "Error: cannot reach the Dask scheduler at tls://127.0.0.1:9 (TLS expects a `ssl_context` argument"), \
+        done.stderr
 
 
 def test_cli_scheduler_at_a_workers_address_says_what_answered(cluster):

@@ -226,7 +226,9 @@ def _connect(address: str, say: Callable[[str], None] = lambda line: None) -> An
     try:  # (a malformed address, before a Client: one half made waits 60 s to close when collected)
         scheme, location = parse_address(address)
         if scheme in ("tcp", "tls", "ws", "wss"):
-            parse_host_port(location)
+            port = parse_host_port(location)[1]
+            if not 0 < int(port) < 65536:
+                raise ValueError(f"port {port} is not between 1 and 65535")
     except (TypeError, ValueError) as error:
         given = f"{ADDRESS_VARIABLE}={address!r}" if where else f"--scheduler {address!r}"
         raise UsageError(f"{given} is not a scheduler's address ({error}); give it as tcp://HOST:PORT, as "
@@ -242,9 +244,11 @@ def _connect(address: str, say: Callable[[str], None] = lambda line: None) -> An
         identity = _identity(address, timeout, lambda: say(
             f"Dask: no answer yet from the scheduler at {address}; waiting up to {timeout:.0f} s "
             "(DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT sets how long)"))
-    except (OSError, TimeoutError, ValueError) as error:
+    except _Unanswered as error:  # (connecting failed: nothing answered there)
+        raise _unreachable(f"{address}{where}", error.__cause__ or error, timeout) from None
+    except (OSError, TimeoutError) as error:  # (connected, then the service closed or went silent)
         raise _unreachable(f"{address}{where}", error, timeout) from None
-    except Exception:  # (what a reply that is not Dask's makes its decoder raise: MemoryError, a struct error)
+    except Exception:  # (what a reply that is not Dask's makes its decoder raise: MemoryError, ValueError...)
         identity = None
     if not isinstance(identity, dict) or identity.get("type") != "Scheduler":
         said = f"a {identity['type']}" if isinstance(identity, dict) and isinstance(identity.get("type"), str) \
@@ -257,6 +261,10 @@ def _connect(address: str, say: Callable[[str], None] = lambda line: None) -> An
         return Client(address, set_as_default=False, timeout=timeout)
     except (OSError, TimeoutError, ValueError) as error:
         raise _unreachable(f"{address}{where}", error, timeout) from None
+
+
+class _Unanswered(Exception):
+    """Connecting to the address failed (its __cause__ says how): nothing answered there."""
 
 
 def _unreachable(named: str, error: BaseException, timeout: float) -> ClusterUnreachable:
@@ -283,8 +291,13 @@ def _identity(address: str, timeout: float, waiting: Callable[[], None] = lambda
     from distributed.security import Security
 
     async def ask() -> Any:
-        comm = await asyncio.wait_for(connect(address, timeout=timeout,
-                                              **Security().get_connection_args("client")), timeout + 1)
+        try:
+            comm = await asyncio.wait_for(connect(address, timeout=timeout,
+                                                  **Security().get_connection_args("client")), timeout + 1)
+        except (OSError, TimeoutError, TypeError, ImportError, NotImplementedError) as error:
+            # (refused, silent, closed; TLS without its configuration, a transport not installed. What else Dask's
+            # handshake raises came from reading a reply that is not Dask's: MemoryError, ValueError...)
+            raise _Unanswered() from error
         try:
             await asyncio.wait_for(comm.write({"op": "identity", "reply": True}), timeout)
             return await asyncio.wait_for(comm.read(), timeout)

@@ -24,7 +24,7 @@ def parallel_run(problem: Problem, settings: Settings, out: Output) -> Iterator[
     if settings.workers is None and settings.scheduler is None:
         yield None
         return
-    from jaccli.parallel.cluster import FromEnvironment
+    from jaccli.parallel.cluster import ADDRESS_VARIABLE, FromEnvironment
 
     if settings.workers is not None and isinstance(settings.scheduler, FromEnvironment):
         settings = dataclasses.replace(settings, scheduler=None)  # --workers said where, the environment did not
@@ -36,6 +36,11 @@ def parallel_run(problem: Problem, settings: Settings, out: Output) -> Iterator[
     from jaccli.parallel.remote_sweeps import RemoteSweeps
 
     need_dask("--workers" if settings.workers is not None else "--scheduler")
+    if str(settings.scheduler or "").startswith("inproc://"):  # (the library's Cluster takes one, in its process)
+        given = f"{ADDRESS_VARIABLE}={settings.scheduler!r}" if isinstance(settings.scheduler, FromEnvironment) \
+            else f"--scheduler {settings.scheduler!r}"
+        raise UsageError(f"{given} is not a scheduler's address (inproc:// reaches a scheduler inside one process "
+                         "only); give it as tcp://HOST:PORT, as `dask scheduler` prints it")
     if problem.is_expression:
         function: Any = Expression(problem.spec)
     else:

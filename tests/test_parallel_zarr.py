@@ -175,6 +175,21 @@ def test_a_hessian_written_by_the_workers_is_exactly_symmetric_as_one_processes(
     np.testing.assert_allclose(whole, fd, rtol=1e-5, atol=1e-5)  # (rounding in the differences: ~1.4e-6)
 
 
+def test_a_chunk_written_after_the_store_was_removed_leaves_nothing(tmp_path, monkeypatch):
+    # A run stopped by a signal removes its temporary store while a worker may still write a chunk into an array it
+    # opened before: the write made the chunk's directories again, left beside the target with no metadata
+    from jaccli.io.zarr_store import ZarrStore, write_rows
+
+    store = ZarrStore(tmp_path / "J.zarr")
+    store.create("df_dx", (4, 4), np.float64, 0, 2)
+    path = str(store.path)
+    opened = zarr.open_array(path, path="df_dx", mode="r+")  # (the worker's, before the store went)
+    store.abort()
+    monkeypatch.setattr(zarr, "open_array", lambda *args, **kwargs: opened)
+    write_rows(path, "df_dx", 0, 2, np.ones((2, 4)))
+    assert os.listdir(tmp_path) == []
+
+
 def test_a_killed_run_leaves_no_half_store_at_the_target(cluster, tmp_path):
     # Worker 1 is slow to record f: its block is still out when worker 0 has written chunks of its own (60 s: room
     # for a loaded machine; the run is killed as soon as a chunk is there, and the cluster ends its workers after)

@@ -58,6 +58,7 @@ class Cluster:
         self.local: Any = None
         self._client: Any = None
         self.start_seconds = 0.0
+        self._after_close: list[Callable[[], None]] = []
         self._logs = _DaskLogsQuiet()
         if address is not None:
             try:
@@ -141,6 +142,13 @@ class Cluster:
                         pass
         finally:
             self._logs.restore()
+            after, self._after_close = self._after_close, []
+            for step in after:
+                step()
+
+    def after_close(self, step: Callable[[], None]) -> None:
+        """Have `step()` run once this cluster is closed (its workers, where jaccli started them, gone)."""
+        self._after_close.append(step)
 
 
 class _DaskLogsQuiet:

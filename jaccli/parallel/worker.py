@@ -117,6 +117,8 @@ def symmetric_rows(args: tuple) -> None:
     and j have. args: (store, key, raw, mirror, lead, rows, columns, a, b)."""
     import zarr
 
+    from jaccli.io.zarr_store import gone_if_aborted
+
     store, key, raw, mirror, lead, rows, columns, a, b = args
     own = (slice(None),) * lead + ((slice(a, b),) if rows else ())
     upper = np.asarray(zarr.open_array(store, path=raw, mode="r")[own])
@@ -126,6 +128,7 @@ def symmetric_rows(args: tuple) -> None:
     n = int(np.prod(upper.shape[lead + rows:], dtype=np.int64))
     mean = 0.5 * (upper.reshape(lead_shape + (m, n)) + np.swapaxes(lower.reshape(lead_shape + (n, m)), -1, -2))
     zarr.open_array(store, path=key, mode="r+")[own] = mean.reshape(upper.shape)
+    gone_if_aborted(store)
 
 
 def block_rows(block: Any, rows: np.ndarray, k: int) -> np.ndarray:

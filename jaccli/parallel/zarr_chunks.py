@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -65,7 +66,11 @@ def write_on_workers(remote: Any, blocks: Iterable[Any], target: Any, max_bytes:
             for plan, _ in symmetric:
                 store.remove(plan.raw)
     except BaseException:
+        path = store.path
         store.abort()
+        # A worker still writing a chunk when the store went makes its directories again (zarr_store.gone_if_aborted
+        # removes them after each chunk); once jaccli's own workers are gone, once more for any killed between the two
+        remote.cluster.after_close(lambda: shutil.rmtree(str(path), ignore_errors=True))
         raise
     return store
 

@@ -695,3 +695,16 @@ def test_os_exit_in_the_function_fails_it_but_ends_a_child_it_forked(tmp_path):
                                        "    return x ** 2\n")
     done = jaccli("jacobian", "forks.py", "[0.5, 1.5]", "--format", "csv", cwd=tmp_path)
     assert (done.returncode, done.stdout) == (0, "1.0,0.0\n0.0,3.0\n"), done.stderr
+
+
+def test_the_error_line_starts_a_line_of_its_own_after_fs_unfinished_one(tmp_path):
+    # f printed without a newline (progress dots; or a signal between print's text and its newline): jaccli's
+    # Error line was glued to the end of it
+    (tmp_path / "dots.py").write_text("def f(x):\n    print('...', end='', flush=True)\n"
+                                      "    raise ValueError('bad x')\n")
+    done = jaccli("jacobian", "dots.py", "[1.0]", cwd=tmp_path)
+    assert done.returncode == 3 and done.stderr.startswith("...\nError: "), done.stderr
+    assert done.stderr.count("\n") == 2
+    (tmp_path / "line.py").write_text("def f(x):\n    print('done')\n    raise ValueError('bad x')\n")
+    done = jaccli("jacobian", "line.py", "[1.0]", cwd=tmp_path)
+    assert done.returncode == 3 and done.stderr.startswith("done\nError: "), done.stderr  # (no blank line)

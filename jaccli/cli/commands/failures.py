@@ -38,7 +38,7 @@ from typing import Any, Sequence
 import click
 
 from jaccli.io.atomic import write_error
-from .streams import is_closed
+from .streams import close_user_line, is_closed
 from jaccli.plurals import verb
 from jaccli.errors import (
     EXIT_CHECK_FAILED,
@@ -107,6 +107,7 @@ class CliError(click.ClickException):
                 _discard("stdout")
 
     def _print(self, file: Any) -> None:
+        close_user_line(file if file is not None else sys.stderr)
         super().show(file)  # click's "Error: message"
 
 

@@ -198,3 +198,18 @@ def _exit_to_stderr() -> None:
         sys.stdout.flush()
         os.dup2(2, 1)
         sys.stdout = sys.stderr
+
+
+class UserLine:
+    """Whether the user's code left a line open on stderr (its last write did not end with a newline: a signal
+    between print's text and its newline, or ``print(..., end="")``): jaccli's own Error line then starts on a
+    line of its own (CliError.show), not glued to the end of the user's."""
+
+    open = False
+
+
+def close_user_line(file: Any) -> None:
+    """Write a newline to `file` (stderr) where the user's code left its line open (UserLine)."""
+    if UserLine.open:
+        UserLine.open = False
+        file.write("\n")

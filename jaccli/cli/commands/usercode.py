@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 from jaccli.io.atomic import uninterrupted, write_error
 from .failures import HardExit, RaisedInFunction, Terminated
-from .streams import is_closed
+from .streams import UserLine, is_closed
 from jaccli.errors import JaccliError, ResourceLimitError
 from jaccli.io.working_directory import same_directory
 
@@ -93,7 +93,10 @@ class _FullDiskAware:
     def write(self, text: str) -> int:
         try:
             with uninterrupted():
-                return self._stream.write(text)
+                written = self._stream.write(text)
+                if text:
+                    UserLine.open = not text.endswith("\n")
+                return written
         except OSError as error:
             raise _full_disk_or(error) from error
 

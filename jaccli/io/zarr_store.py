@@ -23,8 +23,7 @@ from jaccli.errors import UsageError
 
 from .atomic import fsync_directory, record_written, uninterrupted
 
-__all__ = ["CHUNK_BYTES", "ZarrStore", "check_store_target", "gone_if_aborted", "is_store", "need_zarr", "write_rows",
-           "write_zarr"]
+__all__ = ["CHUNK_BYTES", "ZarrStore", "check_store_target", "is_store", "need_zarr", "write_rows", "write_zarr"]
 
 # The largest chunk a result held in memory is cut into: a chunk is read or written whole.
 CHUNK_BYTES = 16 * 2**20
@@ -127,17 +126,16 @@ def write_rows(store: str, key: str, row_axis: int, start: int, values: np.ndarr
         array[...] = values
     else:
         array[(slice(None),) * row_axis + (slice(start, start + values.shape[row_axis]),)] = values
-    gone_if_aborted(store)
+    _gone_if_aborted(store)
 
 
-def gone_if_aborted(store: str) -> None:
+def _gone_if_aborted(store: str) -> None:
     """After a chunk is written into the temporary store at `store` (by a Dask worker, in the store the client
     made): where the client removed the store meanwhile (an error or a signal stopped the run), the chunk's
     write made its directories again, with no metadata; they go too. Before: an interrupted run left a
     `.J.zarr.<random>.tmp` of chunk files beside the target, where the docs say it leaves nothing."""
-    root = Path(store)
-    if not (root / "zarr.json").exists() and not (root / ".zgroup").exists():
-        shutil.rmtree(root, ignore_errors=True)
+    if not is_store(Path(store)):
+        shutil.rmtree(store, ignore_errors=True)
 
 
 def write_zarr(target: Path | str, blocks: Mapping[str, np.ndarray], meta: Mapping[str, object] | None = None) -> None:

@@ -117,7 +117,7 @@ def symmetric_rows(args: tuple) -> None:
     and j have. args: (store, key, raw, mirror, lead, rows, columns, a, b)."""
     import zarr
 
-    from jaccli.io.zarr_store import gone_if_aborted
+    from jaccli.io.zarr_store import write_rows
 
     store, key, raw, mirror, lead, rows, columns, a, b = args
     own = (slice(None),) * lead + ((slice(a, b),) if rows else ())
@@ -127,8 +127,8 @@ def symmetric_rows(args: tuple) -> None:
     m = int(np.prod(upper.shape[lead:lead + rows], dtype=np.int64))
     n = int(np.prod(upper.shape[lead + rows:], dtype=np.int64))
     mean = 0.5 * (upper.reshape(lead_shape + (m, n)) + np.swapaxes(lower.reshape(lead_shape + (n, m)), -1, -2))
-    zarr.open_array(store, path=key, mode="r+")[own] = mean.reshape(upper.shape)
-    gone_if_aborted(store)
+    # (from row a along the rows' axis; for an input without axes that axis is input j's, all of it from 0 = a)
+    write_rows(store, key, lead, a, mean.reshape(upper.shape))
 
 
 def block_rows(block: Any, rows: np.ndarray, k: int) -> np.ndarray:

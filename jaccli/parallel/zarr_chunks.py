@@ -68,7 +68,7 @@ def write_on_workers(remote: Any, blocks: Iterable[Any], target: Any, max_bytes:
     except BaseException:
         path = store.path
         store.abort()
-        # A worker still writing a chunk when the store went makes its directories again (zarr_store.gone_if_aborted
+        # A worker still writing a chunk when the store went makes its directories again (zarr_store.write_rows
         # removes them after each chunk); once jaccli's own workers are gone, once more for any killed between the two
         remote.cluster.after_close(lambda: shutil.rmtree(str(path), ignore_errors=True))
         raise

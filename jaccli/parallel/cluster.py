@@ -238,9 +238,7 @@ def _connect(address: str, say: Callable[[str], None] = lambda line: None) -> An
             if not 0 < int(port) < 65536:
                 raise ValueError(f"port {port} is not between 1 and 65535")
     except (TypeError, ValueError) as error:
-        given = f"{ADDRESS_VARIABLE}={address!r}" if where else f"--scheduler {address!r}"
-        raise UsageError(f"{given} is not a scheduler's address ({error}); give it as tcp://HOST:PORT, as "
-                         "`dask scheduler` prints it") from None
+        raise not_an_address(address, str(error)) from None
     import dask
     from dask.utils import parse_timedelta
 
@@ -269,6 +267,14 @@ def _connect(address: str, say: Callable[[str], None] = lambda line: None) -> An
         return Client(address, set_as_default=False, timeout=timeout)
     except (OSError, TimeoutError, ValueError) as error:
         raise _unreachable(f"{address}{where}", error, timeout) from None
+
+
+def not_an_address(address: str, why: str) -> UsageError:
+    """The usage error for a --scheduler `address` (or DASK_SCHEDULER_ADDRESS's, a FromEnvironment) that no
+    scheduler can have, `why`."""
+    given = f"{ADDRESS_VARIABLE}={address!r}" if isinstance(address, FromEnvironment) else f"--scheduler {address!r}"
+    return UsageError(f"{given} is not a scheduler's address ({why}); give it as tcp://HOST:PORT, as "
+                      "`dask scheduler` prints it")
 
 
 class _Unanswered(Exception):

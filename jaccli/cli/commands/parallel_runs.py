@@ -24,23 +24,20 @@ def parallel_run(problem: Problem, settings: Settings, out: Output) -> Iterator[
     if settings.workers is None and settings.scheduler is None:
         yield None
         return
-    from jaccli.parallel.cluster import ADDRESS_VARIABLE, FromEnvironment
+    from jaccli.parallel.cluster import FromEnvironment
 
     if settings.workers is not None and isinstance(settings.scheduler, FromEnvironment):
         settings = dataclasses.replace(settings, scheduler=None)  # --workers said where, the environment did not
     if settings.workers is not None and settings.scheduler is not None:
         raise UsageError("--workers starts a local Dask cluster and --scheduler uses a running one; give one of them")
     from jaccli.api.evaluator import REMOTE_SWEEPS
-    from jaccli.parallel.cluster import Cluster, need_dask
+    from jaccli.parallel.cluster import Cluster, need_dask, not_an_address
     from jaccli.parallel.payload import Expression, source_files
     from jaccli.parallel.remote_sweeps import RemoteSweeps
 
     need_dask("--workers" if settings.workers is not None else "--scheduler")
     if str(settings.scheduler or "").startswith("inproc://"):  # (the library's Cluster takes one, in its process)
-        given = f"{ADDRESS_VARIABLE}={settings.scheduler!r}" if isinstance(settings.scheduler, FromEnvironment) \
-            else f"--scheduler {settings.scheduler!r}"
-        raise UsageError(f"{given} is not a scheduler's address (inproc:// reaches a scheduler inside one process "
-                         "only); give it as tcp://HOST:PORT, as `dask scheduler` prints it")
+        raise not_an_address(settings.scheduler, "inproc:// reaches a scheduler inside one process only")
     if problem.is_expression:
         function: Any = Expression(problem.spec)
     else:
